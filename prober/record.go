@@ -1,0 +1,129 @@
+// Package prober holds the types shared by the probing engine: the per-request
+// Record that every measurement produces and the closed set of error classes.
+//
+// Data flows one way: config -> prober (schedules, sends, measures) -> Record
+// -> collector (metrics) and artifacts (files). Sub-packages implement the
+// pieces: sse (stream parsing), client (the streaming OpenAI client),
+// arrival (open-loop arrival processes), workload (prompt and length
+// distributions), slo (SLO thresholds and goodput).
+package prober
+
+import (
+	"time"
+)
+
+// ErrorClass classifies a failed request. It is used as a Prometheus label
+// value, so the set is closed: add a class only together with its docs.
+type ErrorClass string
+
+// The error classes. ClassNone means the request succeeded.
+const (
+	ClassNone            ErrorClass = ""
+	ClassTimeout         ErrorClass = "timeout"          // total request timeout
+	ClassTTFTTimeout     ErrorClass = "ttft_timeout"     // no token event within ttft_timeout
+	ClassStall           ErrorClass = "stall"            // no event for stall_timeout mid-stream
+	ClassConnect         ErrorClass = "connect"          // dial, TLS, connection refused/reset before a response
+	ClassHTTP4xx         ErrorClass = "http_4xx"         // 4xx other than 429
+	ClassHTTP429         ErrorClass = "http_429"         // rate limited
+	ClassHTTP5xx         ErrorClass = "http_5xx"         // 5xx
+	ClassStream          ErrorClass = "stream"           // cut before [DONE], malformed event, error event mid-stream
+	ClassInvalidResponse ErrorClass = "invalid_response" // 200 without token events, wrong content type, bad JSON
+	ClassCanceled        ErrorClass = "canceled"         // shutdown or config reload
+)
+
+// ErrorClasses lists every error class in a stable order (for pre-declaring
+// label values and for docs).
+var ErrorClasses = []ErrorClass{
+	ClassTimeout, ClassTTFTTimeout, ClassStall, ClassConnect, ClassHTTP4xx,
+	ClassHTTP429, ClassHTTP5xx, ClassStream, ClassInvalidResponse, ClassCanceled,
+}
+
+// OutcomeSuccess is the outcome label value of a successful request; failed
+// requests use their ErrorClass as outcome.
+const OutcomeSuccess = "success"
+
+// Record is the measurement of one request. All durations are measured on
+// Go's monotonic clock relative to Sent (t0, taken just before the request is
+// issued, connect included, as vllm bench serve does), unless said otherwise.
+// A Record is written by one goroutine and handed over when complete; it is
+// not safe for concurrent mutation.
+type Record struct {
+	Target    string `json:"target"`
+	Probe     string `json:"probe"`
+	Model     string `json:"model,omitempty"`
+	RequestID string `json:"request_id"`
+
+	// Scheduled is the intended send time from the arrival process; Sent is
+	// the actual send time (t0). Both carry monotonic readings.
+	Scheduled time.Time `json:"scheduled"`
+	Sent      time.Time `json:"sent"`
+	// SendLag is Sent - Scheduled (how late the client was).
+	SendLag time.Duration `json:"send_lag_ns"`
+	// QueueWait is the time an arrival waited for a concurrency slot before
+	// it was sent (sweeps with rate + max concurrency); it is part of SendLag.
+	QueueWait time.Duration `json:"queue_wait_ns,omitempty"`
+
+	// TTFT is t0 -> first SSE event with a non-empty choices array (vLLM's
+	// rule). TTFTText is t0 -> first event with non-empty text/content.
+	TTFT     time.Duration `json:"ttft_ns"`
+	TTFTText time.Duration `json:"ttft_text_ns"`
+	// ITL holds the gaps between consecutive token-bearing events (one gap
+	// per event, never per token).
+	ITL []time.Duration `json:"itl_ns,omitempty"`
+	// E2E is t0 -> the last token-bearing event (vLLM's rule). Done is t0 ->
+	// the [DONE] event (0 when none arrived).
+	E2E  time.Duration `json:"e2e_ns"`
+	Done time.Duration `json:"done_ns,omitempty"`
+
+	// Optional phase times from httptrace (0 when not observed, e.g. a
+	// reused connection has no connect time).
+	ConnectTime time.Duration `json:"connect_ns,omitempty"`
+	TLSTime     time.Duration `json:"tls_ns,omitempty"`
+	HeadersTime time.Duration `json:"headers_ns,omitempty"` // t0 -> response headers
+
+	// InputTokens / OutputTokensRequested are what the workload asked for.
+	InputTokens           int `json:"input_tokens"`
+	OutputTokensRequested int `json:"output_tokens_requested"`
+	// PromptTokens and CompletionTokens come from the server's usage chunk;
+	// when the server sent none, CompletionTokens is the count of token
+	// events and TokensCounted is true.
+	PromptTokens     int  `json:"prompt_tokens"`
+	CompletionTokens int  `json:"completion_tokens"`
+	TokensCounted    bool `json:"tokens_counted,omitempty"`
+	// Events is the number of token-bearing SSE events received.
+	Events int `json:"events"`
+
+	FinishReason string     `json:"finish_reason,omitempty"`
+	HTTPStatus   int        `json:"http_status"`
+	Error        ErrorClass `json:"error,omitempty"`
+	// ErrorMessage is a short human-readable reason; it never contains
+	// secrets, prompts or response bodies beyond a short server message.
+	ErrorMessage string `json:"error_message,omitempty"`
+
+	// WallStart is the wall-clock time of Sent, for artifacts and traces.
+	WallStart time.Time `json:"wall_start"`
+}
+
+// OK reports whether the request succeeded.
+func (r *Record) OK() bool { return r.Error == ClassNone }
+
+// Outcome is the outcome label value: "success" or the error class.
+func (r *Record) Outcome() string {
+	if r.Error == ClassNone {
+		return OutcomeSuccess
+	}
+	return string(r.Error)
+}
+
+// TPOT returns (E2E - TTFT) / (CompletionTokens - 1) and true, or 0 and false
+// when the request produced one token or fewer (vLLM's rule).
+func (r *Record) TPOT() (time.Duration, bool) {
+	if r.CompletionTokens <= 1 {
+		return 0, false
+	}
+	return (r.E2E - r.TTFT) / time.Duration(r.CompletionTokens-1), true
+}
+
+// LatencyFromScheduled is E2E measured from the intended send time, which
+// includes the client's own lateness (coordinated omission correction).
+func (r *Record) LatencyFromScheduled() time.Duration { return r.E2E + r.SendLag }

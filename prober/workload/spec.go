@@ -1,0 +1,135 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Distribution kinds of a LengthSpec.
+const (
+	DistFixed     = "fixed"
+	DistUniform   = "uniform"
+	DistLognormal = "lognormal"
+	DistChoice    = "choice"
+)
+
+// LengthSpec is a token-length distribution as written in YAML, e.g.
+//
+//	{dist: fixed, value: 64}
+//	{dist: uniform, value: 1024, range_ratio: 0.5}   # vLLM: [floor(v*(1-r)), ceil(v*(1+r))]
+//	{dist: uniform, min: 10, max: 100}
+//	{dist: lognormal, median: 200, sigma: 0.8, max: 4096}
+//	{dist: choice, choices: [{value: 100, weight: 0.9}, {value: 9100, weight: 0.1}]}
+//
+// Draws are integers >= 1 (0 is allowed only for a prefix length).
+type LengthSpec struct {
+	Dist       string   `yaml:"dist" json:"dist"`
+	Value      int      `yaml:"value,omitempty" json:"value,omitempty"`
+	RangeRatio float64  `yaml:"range_ratio,omitempty" json:"range_ratio,omitempty"`
+	Min        int      `yaml:"min,omitempty" json:"min,omitempty"`
+	Max        int      `yaml:"max,omitempty" json:"max,omitempty"`
+	Median     float64  `yaml:"median,omitempty" json:"median,omitempty"`
+	Sigma      float64  `yaml:"sigma,omitempty" json:"sigma,omitempty"`
+	Choices    []Choice `yaml:"choices,omitempty" json:"choices,omitempty"`
+}
+
+// Choice is one weighted value of a DistChoice LengthSpec.
+type Choice struct {
+	Value  int     `yaml:"value" json:"value"`
+	Weight float64 `yaml:"weight" json:"weight"`
+}
+
+// Fixed returns a fixed-length spec.
+func Fixed(n int) LengthSpec { return LengthSpec{Dist: DistFixed, Value: n} }
+
+// Validate checks the spec; errors name the offending field.
+func (s LengthSpec) Validate() error {
+	switch s.Dist {
+	case DistFixed:
+		if s.Value < 1 {
+			return fmt.Errorf("value must be >= 1 for dist fixed, got %d", s.Value)
+		}
+	case DistUniform:
+		if s.Value != 0 {
+			if s.Value < 1 {
+				return fmt.Errorf("value must be >= 1, got %d", s.Value)
+			}
+			if s.RangeRatio < 0 || s.RangeRatio >= 1 || math.IsNaN(s.RangeRatio) {
+				return fmt.Errorf("range_ratio must be in [0, 1), got %v", s.RangeRatio)
+			}
+			if s.Min != 0 || s.Max != 0 {
+				return errors.New("give either value (+ range_ratio) or min and max for dist uniform, not both")
+			}
+			return nil
+		}
+		if s.Min < 1 || s.Max < s.Min {
+			return fmt.Errorf("dist uniform needs value (+ range_ratio) or 1 <= min <= max, got min %d max %d", s.Min, s.Max)
+		}
+	case DistLognormal:
+		if !(s.Median >= 1) {
+			return fmt.Errorf("median must be >= 1 for dist lognormal, got %v", s.Median)
+		}
+		if !(s.Sigma > 0) || math.IsInf(s.Sigma, 0) {
+			return fmt.Errorf("sigma must be > 0 for dist lognormal, got %v", s.Sigma)
+		}
+		if s.Max < 0 || (s.Max > 0 && float64(s.Max) < s.Median) {
+			return fmt.Errorf("max must be 0 (no cap) or >= median, got %d", s.Max)
+		}
+	case DistChoice:
+		if len(s.Choices) == 0 {
+			return errors.New("choices must not be empty for dist choice")
+		}
+		for i, c := range s.Choices {
+			if c.Value < 1 {
+				return fmt.Errorf("choices[%d].value must be >= 1, got %d", i, c.Value)
+			}
+			if !(c.Weight > 0) || math.IsInf(c.Weight, 0) {
+				return fmt.Errorf("choices[%d].weight must be > 0, got %v", i, c.Weight)
+			}
+		}
+	case "":
+		return errors.New("dist is required (one of fixed, uniform, lognormal, choice)")
+	default:
+		return fmt.Errorf("unknown dist %q (one of fixed, uniform, lognormal, choice)", s.Dist)
+	}
+	return nil
+}
+
+// Spec is a whole workload: input and output length distributions, an
+// optional shared prefix, whether to ask the server to ignore EOS, and the
+// seed of the length and prompt generators.
+type Spec struct {
+	InputTokens  LengthSpec `yaml:"input_tokens" json:"input_tokens"`
+	OutputTokens LengthSpec `yaml:"output_tokens" json:"output_tokens"`
+	// PrefixTokens is a shared prefix length prepended to every prompt
+	// (counted in addition to InputTokens, as vLLM's --random-prefix-len).
+	PrefixTokens int `yaml:"prefix_tokens,omitempty" json:"prefix_tokens,omitempty"`
+	// IgnoreEOS asks the server to generate exactly the requested output
+	// length (vLLM's ignore_eos). Default true, as vllm bench serve forces
+	// for random datasets.
+	IgnoreEOS *bool `yaml:"ignore_eos,omitempty" json:"ignore_eos,omitempty"`
+}
+
+// DefaultSpec is the workload used when none is given: 64 input tokens, 16
+// output tokens, ignore_eos.
+func DefaultSpec() Spec {
+	return Spec{InputTokens: Fixed(64), OutputTokens: Fixed(16)}
+}
+
+// IgnoreEOSOrDefault returns IgnoreEOS, defaulting to true.
+func (s Spec) IgnoreEOSOrDefault() bool { return s.IgnoreEOS == nil || *s.IgnoreEOS }
+
+// Validate checks every field; errors name the field.
+func (s Spec) Validate() error {
+	if err := s.InputTokens.Validate(); err != nil {
+		return fmt.Errorf("input_tokens: %w", err)
+	}
+	if err := s.OutputTokens.Validate(); err != nil {
+		return fmt.Errorf("output_tokens: %w", err)
+	}
+	if s.PrefixTokens < 0 {
+		return fmt.Errorf("prefix_tokens must be >= 0, got %d", s.PrefixTokens)
+	}
+	return nil
+}
