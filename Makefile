@@ -1,0 +1,50 @@
+# llmprobe Makefile. `make test` is the README's test command's equivalent.
+GO        ?= go
+BIN       ?= llmprobe
+PKG       := github.com/llmprobe/llmprobe
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
+             -X github.com/prometheus/common/version.Revision=$(REVISION) \
+             -X github.com/prometheus/common/version.Branch=$(BRANCH) \
+             -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
+             -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+
+.PHONY: all build test test-race test-short lint vet fmt bench test-rules e2e clean
+
+all: lint test build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/llmprobe
+
+test:
+	$(GO) test ./...
+
+test-race:
+	$(GO) test -race ./...
+
+test-short:
+	$(GO) test -short ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@if command -v golangci-lint >/dev/null; then golangci-lint run; else echo "golangci-lint not installed; ran go vet + gofmt only"; fi
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+test-rules:
+	bash scripts/test-rules.sh
+
+e2e:
+	bash scripts/e2e.sh
+
+clean:
+	rm -f $(BIN)
