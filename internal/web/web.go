@@ -1,0 +1,191 @@
+// Package web owns llmprobe's HTTP surface apart from the metrics themselves:
+// the landing page (targets, probes and their latest results), the health and
+// readiness endpoints, the reload endpoint and the config view. Serving (TLS,
+// basic auth) is exporter-toolkit's job; this package only builds the mux.
+package web
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+)
+
+// Result is one finished request as shown on the landing page. It carries no
+// prompt text and no secrets.
+type Result struct {
+	Time         time.Time
+	RequestID    string
+	Outcome      string
+	Good         bool
+	HTTPStatus   int
+	TTFT         time.Duration
+	E2E          time.Duration
+	TPOT         time.Duration
+	OutputTokens int
+	SendLag      time.Duration
+	Message      string
+}
+
+// ProbeStatus is what the landing page shows of one probe.
+type ProbeStatus struct {
+	Name     string
+	Rate     float64
+	Arrival  string
+	Workload string
+	Sent     uint64
+	Good     uint64
+	Failed   uint64
+	Skipped  uint64
+	Recent   []Result // newest first
+	Failures []Result // newest first; kept longer than Recent
+}
+
+// TargetStatus is what the landing page shows of one target.
+type TargetStatus struct {
+	Name          string
+	BaseURL       string
+	API           string
+	Model         string
+	ServerVersion string
+	SLO           string
+	Note          string // e.g. "built-in simulator"
+	Probes        []ProbeStatus
+}
+
+// StatusSource reports the current targets; implemented by the probe manager.
+type StatusSource interface {
+	Status() []TargetStatus
+}
+
+// Options configures the handlers. Reload is called for POST /-/reload and
+// returns the reload error; Ready reports readiness; ConfigYAML returns the
+// loaded config with secrets masked.
+type Options struct {
+	Gatherer   prometheus.Gatherer
+	Status     StatusSource
+	Reload     func(ctx context.Context) error
+	Ready      func() bool
+	ConfigYAML func() string
+	// EnableOpenMetrics serves OpenMetrics (needed for exemplars) when the
+	// scraper asks for it. Default true via NewHandler.
+	DisableOpenMetrics bool
+}
+
+// NewHandler returns the mux with /, /metrics, /-/healthy, /-/ready,
+// /-/reload (POST) and /config.
+func NewHandler(o Options) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
+		EnableOpenMetrics: !o.DisableOpenMetrics,
+		ErrorHandling:     promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if o.Ready != nil && !o.Ready() {
+			http.Error(w, "Not ready: config not loaded or probes not scheduled yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready")
+	})
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost && r.Method != http.MethodPut {
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "This endpoint requires a POST or PUT request.", http.StatusMethodNotAllowed)
+			return
+		}
+		if o.Reload == nil {
+			http.Error(w, "reload is not available", http.StatusNotImplemented)
+			return
+		}
+		if err := o.Reload(r.Context()); err != nil {
+			http.Error(w, fmt.Sprintf("failed to reload config: %s", err), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "Config reloaded")
+	})
+	mux.HandleFunc("/config", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.ConfigYAML == nil {
+			fmt.Fprintln(w, "# no config file (flags or built-in default)")
+			return
+		}
+		fmt.Fprint(w, o.ConfigYAML())
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		var ts []TargetStatus
+		if o.Status != nil {
+			ts = o.Status.Status()
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := landing.Execute(w, landingData{Version: version.Info(), Targets: ts, Now: time.Now()}); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	return mux
+}
+
+type landingData struct {
+	Version string
+	Targets []TargetStatus
+	Now     time.Time
+}
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return now.Sub(t).Truncate(100*time.Millisecond).String() + " ago"
+}
+
+var landing = template.Must(template.New("landing").Funcs(template.FuncMap{"ms": ms, "ago": ago}).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>llmprobe</title>
+<style>
+body{font-family:sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}
+td,th{border:1px solid #ccc;padding:.2em .6em;font-size:90%;text-align:left}
+th{background:#f2f2f2}.bad{color:#b00}.good{color:#070}.muted{color:#777}
+</style></head><body>
+<h1>llmprobe</h1>
+<p>Prometheus-native prober for LLM serving endpoints. <span class="muted">{{.Version}}</span></p>
+<p><a href="/metrics">Metrics</a> · <a href="/config">Configuration</a> · <a href="/-/healthy">Health</a> · <a href="/-/ready">Readiness</a></p>
+{{if not .Targets}}<p>No targets configured yet.</p>{{end}}
+{{range $t := .Targets}}
+<h2>Target {{$t.Name}}</h2>
+<p>{{$t.BaseURL}} · API {{$t.API}} · model {{if $t.Model}}{{$t.Model}}{{else}}<span class="muted">not resolved yet</span>{{end}}
+{{if $t.ServerVersion}} · server {{$t.ServerVersion}}{{end}} · SLO {{if $t.SLO}}{{$t.SLO}}{{else}}none{{end}}
+{{if $t.Note}}<br><b>{{$t.Note}}</b>{{end}}</p>
+{{range $p := $t.Probes}}
+<h3>Probe {{$p.Name}}</h3>
+<p>{{$p.Rate}} req/s {{$p.Arrival}} · workload {{$p.Workload}} · sent {{$p.Sent}} · good {{$p.Good}} · failed {{$p.Failed}} · skipped {{$p.Skipped}}</p>
+<table><tr><th>when</th><th>request id</th><th>outcome</th><th>status</th><th>TTFT</th><th>TPOT</th><th>E2E</th><th>tokens</th><th>send lag</th><th>message</th></tr>
+{{range $p.Recent}}<tr><td>{{ago $.Now .Time}}</td><td>{{.RequestID}}</td><td class="{{if .Good}}good{{else if ne .Outcome "success"}}bad{{end}}">{{.Outcome}}{{if and .Good}} (good){{end}}</td><td>{{.HTTPStatus}}</td><td>{{ms .TTFT}}</td><td>{{ms .TPOT}}</td><td>{{ms .E2E}}</td><td>{{.OutputTokens}}</td><td>{{ms .SendLag}}</td><td>{{.Message}}</td></tr>
+{{else}}<tr><td colspan="10" class="muted">no requests yet</td></tr>{{end}}
+</table>
+{{if $p.Failures}}<p>Recent failures (kept longer):</p>
+<table><tr><th>when</th><th>request id</th><th>outcome</th><th>status</th><th>message</th></tr>
+{{range $p.Failures}}<tr><td>{{ago $.Now .Time}}</td><td>{{.RequestID}}</td><td class="bad">{{.Outcome}}</td><td>{{.HTTPStatus}}</td><td>{{.Message}}</td></tr>{{end}}
+</table>{{end}}
+{{end}}{{end}}
+</body></html>
+`))
