@@ -1,0 +1,48 @@
+package probemetrics
+
+// Classic bucket upper bounds. The first three are vLLM's default bucket
+// families (vllm/v1/metrics/buckets.py), so that an SLO threshold such as
+// le="0.5" means the same thing for llmprobe_time_to_first_token_seconds and
+// vllm:time_to_first_token_seconds and both can be queried with identical
+// PromQL. The slices are shared: do not modify them.
+var (
+	// TTFTBuckets is vLLM's time_to_first_token family, used for
+	// llmprobe_time_to_first_token_seconds.
+	TTFTBuckets = []float64{
+		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+	}
+	// InterTokenLatencyBuckets is vLLM's inter_token_latency family, used for
+	// llmprobe_inter_token_latency_seconds and
+	// llmprobe_time_per_output_token_seconds (vLLM uses it for
+	// vllm:inter_token_latency_seconds and
+	// vllm:request_time_per_output_token_seconds).
+	InterTokenLatencyBuckets = []float64{
+		0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+	}
+	// RequestLatencyBuckets is vLLM's request_latency family, used for
+	// llmprobe_e2e_request_latency_seconds.
+	RequestLatencyBuckets = []float64{
+		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+	}
+	// SendLagBuckets is llmprobe's own family for
+	// llmprobe_request_send_lag_seconds (vLLM has no equivalent): fine
+	// 1-2.5-5 steps from 100µs, so that the default client-saturation
+	// threshold of 10 ms is a bucket boundary, up to 10 s.
+	SendLagBuckets = []float64{
+		0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+		0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+	}
+)
+
+// Native histogram settings shared by every llmprobe histogram: about 8
+// buckets per power of two, at most 160 buckets per series, and a reset to
+// the configured resolution at most once an hour when the bucket limit is
+// hit.
+const (
+	nativeBucketFactor   = 1.1
+	nativeMaxBucketCount = 160
+	nativeMinReset       = 3600 // seconds
+)

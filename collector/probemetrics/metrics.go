@@ -1,0 +1,443 @@
+// Package probemetrics owns llmprobe's own Prometheus metrics: the latency
+// histograms, request/goodput/token counters and gauges that the continuous
+// prober exports for every (target, probe) pair, fed from prober.Records.
+//
+// Every metric carries the labels target and probe; there is no per-request
+// model label (the model is a property of the target and is exported once by
+// llmprobe_target_info, so joining on target adds it where needed). Request
+// ids never become labels: they are attached to latency observations as
+// exemplars ({request_id="..."}). docs/metrics.md is the reference for names,
+// units, buckets and semantics.
+//
+// The package only observes; it never decides. The caller evaluates the SLO
+// and passes the verdict to Observe.
+package probemetrics
+
+import (
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmprobe/llmprobe/prober"
+)
+
+// Metric family names exported by this package. Histogram families expose
+// the series <name>_bucket, <name>_sum and <name>_count (plus native buckets
+// in the protobuf exposition).
+const (
+	NameTTFT           = "llmprobe_time_to_first_token_seconds"
+	NameITL            = "llmprobe_inter_token_latency_seconds"
+	NameTPOT           = "llmprobe_time_per_output_token_seconds"
+	NameE2E            = "llmprobe_e2e_request_latency_seconds"
+	NameSendLag        = "llmprobe_request_send_lag_seconds"
+	NameRequests       = "llmprobe_requests_total"
+	NameGoodRequests   = "llmprobe_good_requests_total"
+	NameSLOViolations  = "llmprobe_slo_violations_total"
+	NameSkipped        = "llmprobe_requests_skipped_total"
+	NamePromptTokens   = "llmprobe_prompt_tokens_total"
+	NameGenTokens      = "llmprobe_generation_tokens_total"
+	NameInFlight       = "llmprobe_requests_in_flight"
+	NameSLOThreshold   = "llmprobe_slo_threshold_seconds"
+	NameTargetInfo     = "llmprobe_target_info"
+	exemplarLabel      = "request_id"
+	exemplarValueLimit = prometheus.ExemplarMaxRunes - len(exemplarLabel)
+)
+
+// SLO names: the values of the slo label of llmprobe_slo_violations_total and
+// llmprobe_slo_threshold_seconds. They match vllm bench serve's --goodput keys.
+const (
+	SLOTTFT = "ttft"
+	SLOTPOT = "tpot"
+	SLOE2EL = "e2el"
+)
+
+// SLONames lists the SLO names in a stable order.
+var SLONames = []string{SLOTTFT, SLOTPOT, SLOE2EL}
+
+// SkipMaxConcurrency is the reason label of an arrival that was dropped
+// because the probe's max_concurrency in-flight cap was full.
+const SkipMaxConcurrency = "max_concurrency"
+
+// SkipReasons lists the skip reasons that Init pre-creates. Skipped accepts
+// other values too; callers must keep them to a small fixed set.
+var SkipReasons = []string{SkipMaxConcurrency}
+
+// Names returns every metric family name this package exports, in a stable
+// order. Histogram families are listed by their base name (their series add
+// _bucket, _sum and _count).
+func Names() []string {
+	return []string{
+		NameTTFT, NameITL, NameTPOT, NameE2E, NameSendLag,
+		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
+		NamePromptTokens, NameGenTokens,
+		NameInFlight, NameSLOThreshold, NameTargetInfo,
+	}
+}
+
+// outcomes is "success" followed by every error class, the order of
+// probeMetrics.requests.
+var outcomes = func() []string {
+	o := []string{prober.OutcomeSuccess}
+	for _, c := range prober.ErrorClasses {
+		o = append(o, string(c))
+	}
+	return o
+}()
+
+// outcomeIndex maps an error class to its index in outcomes; ClassNone is 0.
+var outcomeIndex = func() map[prober.ErrorClass]int {
+	m := map[prober.ErrorClass]int{prober.ClassNone: 0}
+	for i, c := range prober.ErrorClasses {
+		m[c] = i + 1
+	}
+	return m
+}()
+
+// Metrics holds llmprobe's probe metrics and is the prometheus.Collector
+// that exports them. Create it with New. All methods are safe for concurrent
+// use.
+type Metrics struct {
+	ttft, itl, tpot, e2e, sendLag *prometheus.HistogramVec
+
+	requests      *prometheus.CounterVec
+	good          *prometheus.CounterVec
+	sloViolations *prometheus.CounterVec
+	skipped       *prometheus.CounterVec
+	promptTokens  *prometheus.CounterVec
+	genTokens     *prometheus.CounterVec
+
+	inFlight     *prometheus.GaugeVec
+	sloThreshold *prometheus.GaugeVec
+	targetInfo   *prometheus.GaugeVec
+
+	mu     sync.RWMutex
+	probes map[probeKey]*probeMetrics
+	info   map[string]prometheus.Labels // target -> labels of its info series
+}
+
+type probeKey struct{ target, probe string }
+
+// probeMetrics caches the labelled children of one (target, probe) so the
+// per-request path does no label lookups.
+type probeMetrics struct {
+	ttft, itl, tpot, e2e, sendLag exemplarObserver
+
+	requests []prometheus.Counter // indexed like outcomes
+	good     prometheus.Counter
+	slo      []prometheus.Counter // indexed like SLONames
+	skipped  map[string]prometheus.Counter
+	prompt   prometheus.Counter
+	gen      prometheus.Counter
+	inFlight prometheus.Gauge
+}
+
+// exemplarObserver is what client_golang's histogram children implement.
+type exemplarObserver interface {
+	prometheus.Observer
+	prometheus.ExemplarObserver
+}
+
+// New creates the metrics and registers them with reg (never the global
+// default registry unless the caller passes it). A nil reg creates
+// unregistered metrics (benchmarks). New panics if registration fails, e.g.
+// when the metrics are already registered with reg.
+func New(reg prometheus.Registerer) *Metrics {
+	pl := []string{"target", "probe"}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:                            name,
+			Help:                            help,
+			Buckets:                         buckets,
+			NativeHistogramBucketFactor:     nativeBucketFactor,
+			NativeHistogramMaxBucketNumber:  nativeMaxBucketCount,
+			NativeHistogramMinResetDuration: nativeMinReset * time.Second,
+		}, pl)
+	}
+	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(pl[:2:2], extra...))
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		ttft: hist(NameTTFT, "Time from sending a request to the first streamed event with a non-empty choices array "+
+			"(vllm bench serve's TTFT), successful requests only.", TTFTBuckets),
+		itl: hist(NameITL, "Gaps between consecutive token-bearing streamed events (one observation per gap), "+
+			"successful requests only.", InterTokenLatencyBuckets),
+		tpot: hist(NameTPOT, "Time per output token after the first, (e2e - ttft) / (output_tokens - 1), "+
+			"successful requests with more than one output token only.", InterTokenLatencyBuckets),
+		e2e: hist(NameE2E, "Time from sending a request to its last token-bearing streamed event, "+
+			"successful requests only.", RequestLatencyBuckets),
+		sendLag: hist(NameSendLag, "How late a request was sent compared with its scheduled arrival time "+
+			"(client saturation), every sent request.", SendLagBuckets),
+		requests: counter(NameRequests, "Requests sent and finished, by outcome: success or the error class.",
+			"outcome"),
+		good: counter(NameGoodRequests, "Successful requests that met every configured SLO (goodput)."),
+		sloViolations: counter(NameSLOViolations, "Requests that violated a configured SLO, by SLO "+
+			"(ttft, tpot, e2el); a request can violate several.", "slo"),
+		skipped: counter(NameSkipped, "Scheduled arrivals that were not sent, by reason.", "reason"),
+		promptTokens: counter(NamePromptTokens, "Prompt tokens reported by the server (usage.prompt_tokens) "+
+			"over finished requests of any outcome."),
+		genTokens: counter(NameGenTokens, "Output tokens received (usage.completion_tokens, else counted "+
+			"token events) over finished requests of any outcome."),
+		inFlight: gauge(NameInFlight, "Requests sent and not yet finished.", "target", "probe"),
+		sloThreshold: gauge(NameSLOThreshold, "Configured SLO threshold per SLO; absent when the SLO is not set.",
+			"target", "probe", "slo"),
+		targetInfo: gauge(NameTargetInfo, "Target information from its /version and /v1/models endpoints; value 1.",
+			"target", "server_version", "model", "max_model_len"),
+		probes: map[probeKey]*probeMetrics{},
+		info:   map[string]prometheus.Labels{},
+	}
+	if reg != nil {
+		reg.MustRegister(m)
+	}
+	return m
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.ttft, m.itl, m.tpot, m.e2e, m.sendLag,
+		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
+		m.inFlight, m.sloThreshold, m.targetInfo,
+	}
+}
+
+// Describe implements prometheus.Collector. New registers m already.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// Init creates every series of a (target, probe) with value zero — each
+// outcome of llmprobe_requests_total, each SLO of
+// llmprobe_slo_violations_total, each reason in SkipReasons, the token and
+// goodput counters, the in-flight gauge and empty histograms — so that
+// rate() and absent() work from the first scrape. Calling it again is a
+// no-op. Observe, InFlight and Skipped call it implicitly.
+func (m *Metrics) Init(target, probe string) {
+	m.probe(target, probe)
+}
+
+// probe returns the cached children of (target, probe), creating them on
+// first use.
+func (m *Metrics) probe(target, probe string) *probeMetrics {
+	k := probeKey{target, probe}
+	m.mu.RLock()
+	pm := m.probes[k]
+	m.mu.RUnlock()
+	if pm != nil {
+		return pm
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pm = m.probes[k]; pm != nil {
+		return pm
+	}
+	obs := func(v *prometheus.HistogramVec) exemplarObserver {
+		return v.WithLabelValues(target, probe).(exemplarObserver)
+	}
+	pm = &probeMetrics{
+		ttft:     obs(m.ttft),
+		itl:      obs(m.itl),
+		tpot:     obs(m.tpot),
+		e2e:      obs(m.e2e),
+		sendLag:  obs(m.sendLag),
+		requests: make([]prometheus.Counter, len(outcomes)),
+		good:     m.good.WithLabelValues(target, probe),
+		slo:      make([]prometheus.Counter, len(SLONames)),
+		skipped:  make(map[string]prometheus.Counter, len(SkipReasons)),
+		prompt:   m.promptTokens.WithLabelValues(target, probe),
+		gen:      m.genTokens.WithLabelValues(target, probe),
+		inFlight: m.inFlight.WithLabelValues(target, probe),
+	}
+	for i, o := range outcomes {
+		pm.requests[i] = m.requests.WithLabelValues(target, probe, o)
+	}
+	for i, s := range SLONames {
+		pm.slo[i] = m.sloViolations.WithLabelValues(target, probe, s)
+	}
+	for _, r := range SkipReasons {
+		pm.skipped[r] = m.skipped.WithLabelValues(target, probe, r)
+	}
+	m.probes[k] = pm
+	return pm
+}
+
+// Observe records one finished request. good says whether it met every
+// configured SLO and violated lists the SLO names (SLOTTFT, SLOTPOT,
+// SLOE2EL) it broke; both are the caller's verdict.
+//
+// Every Record counts once in llmprobe_requests_total{outcome}, adds its
+// token counts and observes its send lag (negative lags count as 0). The
+// latency histograms (TTFT, ITL, TPOT, E2E) observe successful requests
+// only: a failed request's partial timings would mix failure modes into
+// latency quantiles. Observations carry the request id as an exemplar; for
+// ITL only the request's largest gap does.
+func (m *Metrics) Observe(r *prober.Record, good bool, violated []string) {
+	pm := m.probe(r.Target, r.Probe)
+
+	var ex prometheus.Labels
+	if r.RequestID != "" && len(r.RequestID) <= exemplarValueLimit && utf8.ValidString(r.RequestID) {
+		ex = prometheus.Labels{exemplarLabel: r.RequestID}
+	}
+	observe(pm.sendLag, max(r.SendLag, 0), ex)
+
+	if i, ok := outcomeIndex[r.Error]; ok {
+		pm.requests[i].Inc()
+	} else {
+		m.requests.WithLabelValues(r.Target, r.Probe, r.Outcome()).Inc()
+	}
+	if r.PromptTokens > 0 {
+		pm.prompt.Add(float64(r.PromptTokens))
+	}
+	if r.CompletionTokens > 0 {
+		pm.gen.Add(float64(r.CompletionTokens))
+	}
+
+	if r.OK() {
+		observe(pm.ttft, r.TTFT, ex)
+		observe(pm.e2e, r.E2E, ex)
+		if tpot, ok := r.TPOT(); ok {
+			observe(pm.tpot, tpot, ex)
+		}
+		maxi := -1
+		for i, gap := range r.ITL {
+			if maxi < 0 || gap > r.ITL[maxi] {
+				maxi = i
+			}
+		}
+		for i, gap := range r.ITL {
+			if i == maxi {
+				observe(pm.itl, gap, ex)
+			} else {
+				pm.itl.Observe(gap.Seconds())
+			}
+		}
+	}
+
+	if good {
+		pm.good.Inc()
+	}
+	for _, s := range violated {
+		switch s {
+		case SLOTTFT:
+			pm.slo[0].Inc()
+		case SLOTPOT:
+			pm.slo[1].Inc()
+		case SLOE2EL:
+			pm.slo[2].Inc()
+		default:
+			m.sloViolations.WithLabelValues(r.Target, r.Probe, s).Inc()
+		}
+	}
+}
+
+func observe(o exemplarObserver, d time.Duration, ex prometheus.Labels) {
+	if ex == nil {
+		o.Observe(d.Seconds())
+		return
+	}
+	o.ObserveWithExemplar(d.Seconds(), ex)
+}
+
+// InFlight returns the llmprobe_requests_in_flight gauge of (target, probe);
+// the caller increments it when a request is sent and decrements it when the
+// request finishes.
+func (m *Metrics) InFlight(target, probe string) prometheus.Gauge {
+	return m.probe(target, probe).inFlight
+}
+
+// Skipped counts one scheduled arrival of (target, probe) that was not sent.
+// reason should be one of SkipReasons; other values create a new series and
+// must come from a small fixed set.
+func (m *Metrics) Skipped(target, probe, reason string) {
+	pm := m.probe(target, probe)
+	if c, ok := pm.skipped[reason]; ok {
+		c.Inc()
+		return
+	}
+	m.skipped.WithLabelValues(target, probe, reason).Inc()
+}
+
+// SetSLO exports the SLO thresholds of (target, probe) as
+// llmprobe_slo_threshold_seconds{slo}. A zero (or negative) duration means
+// the SLO is not set: its series is deleted.
+func (m *Metrics) SetSLO(target, probe string, ttft, tpot, e2el time.Duration) {
+	for i, d := range []time.Duration{ttft, tpot, e2el} {
+		if d <= 0 {
+			m.sloThreshold.DeleteLabelValues(target, probe, SLONames[i])
+			continue
+		}
+		m.sloThreshold.WithLabelValues(target, probe, SLONames[i]).Set(d.Seconds())
+	}
+}
+
+// SetTargetInfo sets llmprobe_target_info for target to 1 with the given
+// labels, replacing the target's previous info series. Empty values are
+// exported as empty labels (that is, absent in PromQL).
+func (m *Metrics) SetTargetInfo(target, serverVersion, model, maxModelLen string) {
+	l := prometheus.Labels{
+		"target": target, "server_version": serverVersion, "model": model, "max_model_len": maxModelLen,
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.info[target]; ok {
+		m.targetInfo.Delete(old)
+	}
+	m.targetInfo.With(l).Set(1)
+	m.info[target] = l
+}
+
+// DeleteProbe removes every series of (target, probe), for a probe removed
+// by a config reload. Call it after the probe's in-flight requests have
+// been observed: a later Observe re-creates the series.
+func (m *Metrics) DeleteProbe(target, probe string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.probes, probeKey{target, probe})
+	match := prometheus.Labels{"target": target, "probe": probe}
+	for _, v := range m.probeVecs() {
+		v.DeletePartialMatch(match)
+	}
+}
+
+// DeleteTarget removes every series of target (all its probes and its info
+// series), for a target removed by a config reload.
+func (m *Metrics) DeleteTarget(target string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.probes {
+		if k.target == target {
+			delete(m.probes, k)
+		}
+	}
+	delete(m.info, target)
+	match := prometheus.Labels{"target": target}
+	for _, v := range m.probeVecs() {
+		v.DeletePartialMatch(match)
+	}
+	m.targetInfo.DeletePartialMatch(match)
+}
+
+// partialDeleter is the part of the *Vec types DeleteProbe needs.
+type partialDeleter interface {
+	DeletePartialMatch(prometheus.Labels) int
+}
+
+func (m *Metrics) probeVecs() []partialDeleter {
+	return []partialDeleter{
+		m.ttft, m.itl, m.tpot, m.e2e, m.sendLag,
+		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
+		m.inFlight, m.sloThreshold,
+	}
+}

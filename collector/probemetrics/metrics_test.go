@@ -1,0 +1,641 @@
+package probemetrics
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/llmprobe/llmprobe/prober"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden.prom")
+
+const ms = time.Millisecond
+
+// observation is one Observe call of the fixed set.
+type observation struct {
+	rec      prober.Record
+	good     bool
+	violated []string
+}
+
+// fixture is the fixed set of Records behind the golden exposition. The
+// expected values in the tests below are computed by hand from it.
+func fixture() []observation {
+	obs := []observation{
+		{ // 4 tokens: TTFT 120ms, gaps 20/30/25ms, E2E 195ms, TPOT 25ms.
+			rec: prober.Record{
+				Target: "sim", Probe: "small", RequestID: "req-1", SendLag: 200 * time.Microsecond,
+				TTFT: 120 * ms, ITL: []time.Duration{20 * ms, 30 * ms, 25 * ms}, E2E: 195 * ms,
+				PromptTokens: 64, CompletionTokens: 4, Events: 4, HTTPStatus: 200,
+			},
+			good: true,
+		},
+		{ // TTFT violation: TTFT 900ms, gaps 40/60ms, E2E 1s, TPOT 50ms.
+			rec: prober.Record{
+				Target: "sim", Probe: "small", RequestID: "req-2", SendLag: 3 * ms,
+				TTFT: 900 * ms, ITL: []time.Duration{40 * ms, 60 * ms}, E2E: 1000 * ms,
+				PromptTokens: 64, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
+			},
+			violated: []string{SLOTTFT},
+		},
+		{ // One token: no ITL, no TPOT. Negative send lag counts as 0.
+			rec: prober.Record{
+				Target: "sim", Probe: "small", RequestID: "req-3", SendLag: -50 * time.Microsecond,
+				TTFT: 50 * ms, E2E: 50 * ms, PromptTokens: 64, CompletionTokens: 1, Events: 1, HTTPStatus: 200,
+			},
+			good: true,
+		},
+		{ // Other probe: TPOT and E2EL violations at once.
+			rec: prober.Record{
+				Target: "sim", Probe: "large", RequestID: "req-4", SendLag: 20 * ms,
+				TTFT: 400 * ms, ITL: []time.Duration{100 * ms, 200 * ms}, E2E: 700 * ms,
+				PromptTokens: 1000, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
+			},
+			violated: []string{SLOTPOT, SLOE2EL},
+		},
+	}
+	// One failure per error class. Their timings must not reach the latency
+	// histograms; their tokens count.
+	for i, c := range prober.ErrorClasses {
+		r := prober.Record{
+			Target: "sim", Probe: "small", RequestID: fmt.Sprintf("err-%d", i), SendLag: 1 * ms,
+			Error: c, ErrorMessage: "x",
+		}
+		if c == prober.ClassStream {
+			r.TTFT, r.E2E, r.ITL = 100*ms, 300*ms, []time.Duration{200 * ms}
+			r.PromptTokens, r.CompletionTokens, r.HTTPStatus = 64, 2, 200
+		}
+		obs = append(obs, observation{rec: r, violated: nil})
+	}
+	return obs
+}
+
+func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.Init("sim", "small")
+	m.Init("sim", "large")
+	for _, o := range fixture() {
+		m.Observe(&o.rec, o.good, o.violated)
+	}
+	m.Skipped("sim", "small", SkipMaxConcurrency)
+	m.Skipped("sim", "small", SkipMaxConcurrency)
+	m.InFlight("sim", "small").Inc()
+	m.SetSLO("sim", "small", 800*ms, 50*ms, 0)
+	m.SetSLO("sim", "large", 0, 50*ms, 5*time.Second)
+	m.SetTargetInfo("sim", "0.11.0", "meta-llama/Llama-3.1-8B-Instruct", "131072")
+	return reg, m
+}
+
+func TestGolden(t *testing.T) {
+	reg, _ := newFixtureRegistry(t)
+	golden := filepath.Join("testdata", "golden.prom")
+	if *update {
+		// testutil.GatherAndFormat filters everything out when given no
+		// names, so encode by hand.
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := testutil.GatherAndCompare(reg, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHandComputed pins the values the golden file must contain, computed
+// by hand from fixture(), so a wrong golden file cannot pass unnoticed.
+func TestHandComputed(t *testing.T) {
+	_, m := newFixtureRegistry(t)
+	tests := []struct {
+		name string
+		c    prometheus.Collector
+		want float64
+	}{
+		{name: "success small", c: m.requests.WithLabelValues("sim", "small", "success"), want: 3},
+		{name: "success large", c: m.requests.WithLabelValues("sim", "large", "success"), want: 1},
+		{name: "http_429", c: m.requests.WithLabelValues("sim", "small", "http_429"), want: 1},
+		{name: "canceled", c: m.requests.WithLabelValues("sim", "small", "canceled"), want: 1},
+		{name: "error on large is zero", c: m.requests.WithLabelValues("sim", "large", "timeout"), want: 0},
+		{name: "good small", c: m.good.WithLabelValues("sim", "small"), want: 2},
+		{name: "good large", c: m.good.WithLabelValues("sim", "large"), want: 0},
+		{name: "ttft violations", c: m.sloViolations.WithLabelValues("sim", "small", "ttft"), want: 1},
+		{name: "tpot violations large", c: m.sloViolations.WithLabelValues("sim", "large", "tpot"), want: 1},
+		{name: "e2el violations large", c: m.sloViolations.WithLabelValues("sim", "large", "e2el"), want: 1},
+		{name: "prompt tokens small", c: m.promptTokens.WithLabelValues("sim", "small"), want: 64 * 4},
+		{name: "generation tokens small", c: m.genTokens.WithLabelValues("sim", "small"), want: 4 + 3 + 1 + 2},
+		{name: "skipped", c: m.skipped.WithLabelValues("sim", "small", SkipMaxConcurrency), want: 2},
+		{name: "in flight", c: m.inFlight.WithLabelValues("sim", "small"), want: 1},
+		{name: "slo ttft", c: m.sloThreshold.WithLabelValues("sim", "small", "ttft"), want: 0.8},
+		{name: "slo e2el large", c: m.sloThreshold.WithLabelValues("sim", "large", "e2el"), want: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := testutil.ToFloat64(tt.c); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	hists := []struct {
+		name      string
+		v         *prometheus.HistogramVec
+		probe     string
+		wantCount uint64
+		wantSum   float64
+	}{
+		{name: "ttft", v: m.ttft, probe: "small", wantCount: 3, wantSum: 0.120 + 0.900 + 0.050},
+		{name: "e2e", v: m.e2e, probe: "small", wantCount: 3, wantSum: 0.195 + 1.0 + 0.050},
+		{name: "tpot", v: m.tpot, probe: "small", wantCount: 2, wantSum: 0.025 + 0.050},
+		{name: "itl one per gap", v: m.itl, probe: "small", wantCount: 5, wantSum: 0.020 + 0.030 + 0.025 + 0.040 + 0.060},
+		{name: "send lag every request", v: m.sendLag, probe: "small", wantCount: 3 + 10, wantSum: 0.0002 + 0.003 + 0 + 10*0.001},
+		{name: "tpot large", v: m.tpot, probe: "large", wantCount: 1, wantSum: 0.150},
+	}
+	for _, tt := range hists {
+		t.Run(tt.name, func(t *testing.T) {
+			h := histogramOf(t, tt.v.WithLabelValues("sim", tt.probe).(prometheus.Metric))
+			if h.GetSampleCount() != tt.wantCount {
+				t.Errorf("count %d, want %d", h.GetSampleCount(), tt.wantCount)
+			}
+			if d := h.GetSampleSum() - tt.wantSum; d > 1e-9 || d < -1e-9 {
+				t.Errorf("sum %v, want %v", h.GetSampleSum(), tt.wantSum)
+			}
+		})
+	}
+}
+
+func histogramOf(t *testing.T, m prometheus.Metric) *dto.Histogram {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Histogram == nil {
+		t.Fatal("not a histogram")
+	}
+	return out.Histogram
+}
+
+func TestLint(t *testing.T) {
+	_, m := newFixtureRegistry(t)
+	problems, err := testutil.CollectAndLint(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestNames(t *testing.T) {
+	reg, _ := newFixtureRegistry(t)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		got = append(got, mf.GetName())
+	}
+	want := Names()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("gathered families %v\nNames() %v", got, want)
+	}
+}
+
+func gatherFamily(t *testing.T, reg prometheus.Gatherer, name string) *dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf
+		}
+	}
+	return nil
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		l[lp.GetName()] = lp.GetValue()
+	}
+	return l
+}
+
+func TestBucketsMatchVLLM(t *testing.T) {
+	// vllm/v1/metrics/buckets.py @139b1c3f (vllm-reference.md table 2.3).
+	vllmTTFT := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
+		7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	vllmITL := []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
+		10.0, 20.0, 40.0, 80.0}
+	vllmRequest := []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+		120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	reg, _ := newFixtureRegistry(t)
+	tests := []struct {
+		name string
+		want []float64
+	}{
+		{name: NameTTFT, want: vllmTTFT},
+		{name: NameITL, want: vllmITL},
+		{name: NameTPOT, want: vllmITL},
+		{name: NameE2E, want: vllmRequest},
+		{name: NameSendLag, want: SendLagBuckets},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mf := gatherFamily(t, reg, tt.name)
+			if mf == nil || mf.GetType() != dto.MetricType_HISTOGRAM {
+				t.Fatalf("family %s missing or not a histogram", tt.name)
+			}
+			for _, m := range mf.GetMetric() {
+				var got []float64
+				for _, b := range m.GetHistogram().GetBucket() {
+					got = append(got, b.GetUpperBound())
+				}
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("%v: buckets %v, want %v", labelsOf(m), got, tt.want)
+				}
+			}
+		})
+	}
+	if SendLagBuckets[0] != 0.0001 || !slices.Contains(SendLagBuckets, 0.01) {
+		t.Errorf("send lag buckets must start at 100µs and contain 10ms: %v", SendLagBuckets)
+	}
+}
+
+func TestNativeHistograms(t *testing.T) {
+	reg, _ := newFixtureRegistry(t)
+	for _, name := range []string{NameTTFT, NameITL, NameTPOT, NameE2E, NameSendLag} {
+		t.Run(name, func(t *testing.T) {
+			mf := gatherFamily(t, reg, name)
+			var seen bool
+			for _, m := range mf.GetMetric() {
+				if labelsOf(m)["probe"] != "small" {
+					continue
+				}
+				seen = true
+				h := m.GetHistogram()
+				// Factor 1.1 -> schema 3 (2^(2^-3) ≈ 1.0905).
+				if h.Schema == nil || h.GetSchema() != 3 {
+					t.Errorf("schema = %v, want 3", h.Schema)
+				}
+				if h.GetZeroThreshold() <= 0 {
+					t.Errorf("zero threshold not set")
+				}
+				if len(h.GetPositiveSpan()) == 0 || len(h.GetPositiveDelta()) == 0 {
+					t.Errorf("no native positive buckets: spans %v deltas %v", h.GetPositiveSpan(), h.GetPositiveDelta())
+				}
+				var n int64
+				var total int64
+				for _, d := range h.GetPositiveDelta() {
+					n += d
+					total += n
+				}
+				total += int64(h.GetZeroCount())
+				if uint64(total) != h.GetSampleCount() {
+					t.Errorf("native buckets hold %d observations, count is %d", total, h.GetSampleCount())
+				}
+			}
+			if !seen {
+				t.Fatal("no series for probe small")
+			}
+		})
+	}
+}
+
+func TestExemplars(t *testing.T) {
+	reg, _ := newFixtureRegistry(t)
+	tests := []struct {
+		name   string
+		family string
+		want   []string // request ids expected among the exemplars of probe small
+	}{
+		{name: "ttft", family: NameTTFT, want: []string{"req-1", "req-2", "req-3"}},
+		{name: "e2e", family: NameE2E, want: []string{"req-1", "req-2", "req-3"}},
+		{name: "tpot", family: NameTPOT, want: []string{"req-1", "req-2"}},
+		{name: "itl largest gap", family: NameITL, want: []string{"req-1", "req-2"}},
+		{name: "send lag", family: NameSendLag, want: []string{"req-1", "req-2", "req-3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mf := gatherFamily(t, reg, tt.family)
+			classic := map[string]bool{}
+			native := map[string]bool{}
+			for _, m := range mf.GetMetric() {
+				if labelsOf(m)["probe"] != "small" {
+					continue
+				}
+				for _, b := range m.GetHistogram().GetBucket() {
+					if e := b.GetExemplar(); e != nil {
+						classic[exemplarID(t, e)] = true
+						if e.GetValue() > b.GetUpperBound() {
+							t.Errorf("exemplar %v above its bucket %v", e.GetValue(), b.GetUpperBound())
+						}
+					}
+				}
+				for _, e := range m.GetHistogram().GetExemplars() {
+					native[exemplarID(t, e)] = true
+				}
+			}
+			for _, id := range tt.want {
+				if !native[id] {
+					t.Errorf("native exemplars %v lack %s", native, id)
+				}
+			}
+			if len(classic) == 0 {
+				t.Error("no classic bucket exemplars")
+			}
+			for id := range classic {
+				// Send lag observes every sent request; latency histograms
+				// only successful ones.
+				if tt.family != NameSendLag && strings.HasPrefix(id, "err-") {
+					t.Errorf("failed request %s has a latency exemplar", id)
+				}
+			}
+		})
+	}
+	// The ITL exemplar is on the largest gap: req-2's 60ms gap lands in the
+	// (0.05, 0.075] bucket with value 0.06.
+	mf := gatherFamily(t, reg, NameITL)
+	for _, m := range mf.GetMetric() {
+		if labelsOf(m)["probe"] != "small" {
+			continue
+		}
+		for _, e := range m.GetHistogram().GetExemplars() {
+			if exemplarID(t, e) == "req-2" && e.GetValue() != 0.06 {
+				t.Errorf("req-2 ITL exemplar value %v, want 0.06 (largest gap)", e.GetValue())
+			}
+		}
+	}
+}
+
+func exemplarID(t *testing.T, e *dto.Exemplar) string {
+	t.Helper()
+	if len(e.GetLabel()) != 1 || e.GetLabel()[0].GetName() != "request_id" {
+		t.Fatalf("exemplar labels %v, want exactly request_id", e.GetLabel())
+	}
+	return e.GetLabel()[0].GetValue()
+}
+
+func TestExemplarGuard(t *testing.T) {
+	tests := []struct {
+		name      string
+		id        string
+		wantLabel bool
+	}{
+		{name: "normal id", id: "cmpl-0123456789abcdef", wantLabel: true},
+		{name: "empty id", id: "", wantLabel: false},
+		{name: "too long for an exemplar", id: strings.Repeat("x", 200), wantLabel: false},
+		{name: "invalid utf8", id: "a\xffb", wantLabel: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			m := New(reg)
+			r := &prober.Record{Target: "t", Probe: "p", RequestID: tt.id, TTFT: 10 * ms, E2E: 20 * ms, CompletionTokens: 1}
+			m.Observe(r, true, nil) // must not panic
+			mf := gatherFamily(t, reg, NameTTFT)
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 1 {
+				t.Fatalf("count %d, want 1", h.GetSampleCount())
+			}
+			if got := len(h.GetExemplars()) > 0; got != tt.wantLabel {
+				t.Errorf("exemplar present = %v, want %v", got, tt.wantLabel)
+			}
+		})
+	}
+}
+
+func TestInitPrecreatesSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.Init("a", "p")
+	m.Init("a", "p") // idempotent
+	tests := []struct {
+		name string
+		want int
+	}{
+		{name: NameRequests, want: 1 + len(prober.ErrorClasses)},
+		{name: NameSLOViolations, want: len(SLONames)},
+		{name: NameSkipped, want: len(SkipReasons)},
+		{name: NameGoodRequests, want: 1},
+		{name: NamePromptTokens, want: 1},
+		{name: NameGenTokens, want: 1},
+		{name: NameInFlight, want: 1},
+		{name: NameTTFT, want: 1},
+		{name: NameSLOThreshold, want: 0},
+		{name: NameTargetInfo, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := testutil.GatherAndCount(reg, tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tt.want {
+				t.Errorf("%d series, want %d", n, tt.want)
+			}
+		})
+	}
+	mf := gatherFamily(t, reg, NameRequests)
+	var got []string
+	for _, s := range mf.GetMetric() {
+		got = append(got, labelsOf(s)["outcome"])
+		if v := s.GetCounter().GetValue(); v != 0 {
+			t.Errorf("%v = %v, want 0", labelsOf(s), v)
+		}
+	}
+	want := []string{"success"}
+	for _, c := range prober.ErrorClasses {
+		want = append(want, string(c))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("outcomes %v, want %v", got, want)
+	}
+}
+
+func TestSetSLOAndTargetInfo(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.SetSLO("a", "p", 800*ms, 50*ms, 5*time.Second)
+	m.SetSLO("a", "p", 500*ms, 0, 0) // unset tpot and e2el
+	m.SetTargetInfo("a", "0.10.0", "m1", "4096")
+	m.SetTargetInfo("a", "0.11.0", "m1", "4096") // replaces
+	m.SetTargetInfo("b", "", "m2", "")
+	want := `
+# HELP llmprobe_slo_threshold_seconds Configured SLO threshold per SLO; absent when the SLO is not set.
+# TYPE llmprobe_slo_threshold_seconds gauge
+llmprobe_slo_threshold_seconds{probe="p",slo="ttft",target="a"} 0.5
+# HELP llmprobe_target_info Target information from its /version and /v1/models endpoints; value 1.
+# TYPE llmprobe_target_info gauge
+llmprobe_target_info{max_model_len="4096",model="m1",server_version="0.11.0",target="a"} 1
+llmprobe_target_info{max_model_len="",model="m2",server_version="",target="b"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameSLOThreshold, NameTargetInfo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	seriesOf := func(t *testing.T, reg prometheus.Gatherer) map[string]int {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				l := labelsOf(m)
+				out[l["target"]+"/"+l["probe"]]++
+			}
+		}
+		return out
+	}
+	t.Run("probe", func(t *testing.T) {
+		reg, m := newFixtureRegistry(t)
+		m.DeleteProbe("sim", "small")
+		got := seriesOf(t, reg)
+		if got["sim/small"] != 0 {
+			t.Errorf("%d series of sim/small left", got["sim/small"])
+		}
+		if got["sim/large"] == 0 {
+			t.Error("sim/large was deleted too")
+		}
+		if got["sim/"] != 1 {
+			t.Errorf("target info series: %d, want 1", got["sim/"])
+		}
+		// Observing again re-creates the full set of series.
+		m.Observe(&prober.Record{Target: "sim", Probe: "small", TTFT: ms, E2E: ms}, true, nil)
+		if n, _ := testutil.GatherAndCount(reg, NameRequests); n != 2*(1+len(prober.ErrorClasses)) {
+			t.Errorf("requests series after re-create: %d", n)
+		}
+	})
+	t.Run("target", func(t *testing.T) {
+		reg, m := newFixtureRegistry(t)
+		m.Init("other", "p")
+		m.DeleteTarget("sim")
+		got := seriesOf(t, reg)
+		for k, n := range got {
+			if strings.HasPrefix(k, "sim/") {
+				t.Errorf("%d series of %s left", n, k)
+			}
+		}
+		if got["other/p"] == 0 {
+			t.Error("other target deleted too")
+		}
+	})
+}
+
+func TestConcurrentUse(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			probe := fmt.Sprintf("p%d", g%2)
+			for i := range 200 {
+				r := &prober.Record{Target: "t", Probe: probe, RequestID: "r", TTFT: ms, E2E: 2 * ms,
+					ITL: []time.Duration{ms}, CompletionTokens: 2}
+				m.InFlight("t", probe).Inc()
+				m.Observe(r, i%2 == 0, []string{SLOTTFT})
+				m.InFlight("t", probe).Dec()
+				if i%50 == 0 {
+					m.DeleteProbe("t", "p1")
+					m.SetSLO("t", probe, ms, 0, 0)
+				}
+			}
+		}()
+	}
+	for range 20 {
+		if _, err := reg.Gather(); err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Wait()
+}
+
+// BenchmarkObserve measures the per-request path for a successful 16-token
+// record (15 ITL gaps), with and without exemplars.
+func BenchmarkObserve(b *testing.B) {
+	m := New(nil)
+	m.Init("sim", "small")
+	itl := make([]time.Duration, 15)
+	for i := range itl {
+		itl[i] = time.Duration(20+i) * ms
+	}
+	r := &prober.Record{
+		Target: "sim", Probe: "small", RequestID: "cmpl-8f14e45fceea167a5a36dedd4bea2543",
+		SendLag: 300 * time.Microsecond, TTFT: 150 * ms, ITL: itl, E2E: 150*ms + 405*ms,
+		PromptTokens: 64, CompletionTokens: 16, Events: 16,
+	}
+	b.Run("exemplars", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Observe(r, true, nil)
+		}
+	})
+	// Without a request id there are no exemplars: the difference is the
+	// cost of client_golang's exemplar bookkeeping.
+	noID := *r
+	noID.RequestID = ""
+	b.Run("no_exemplars", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Observe(&noID, true, nil)
+		}
+	})
+}
+
+// TestDocsListEveryMetric keeps docs/metrics.md in step with Names().
+func TestDocsListEveryMetric(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			if !strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("docs/metrics.md does not document %s", name)
+			}
+		})
+	}
+}
