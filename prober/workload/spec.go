@@ -1,9 +1,13 @@
 package workload
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Distribution kinds of a LengthSpec.
@@ -43,8 +47,13 @@ type Choice struct {
 // Fixed returns a fixed-length spec.
 func Fixed(n int) LengthSpec { return LengthSpec{Dist: DistFixed, Value: n} }
 
-// Validate checks the spec; errors name the offending field.
+// Validate checks the spec; errors name the offending field. A field that
+// the dist does not use (e.g. range_ratio with dist fixed) is an error, not
+// silently ignored.
 func (s LengthSpec) Validate() error {
+	if err := s.checkUnused(); err != nil {
+		return err
+	}
 	switch s.Dist {
 	case DistFixed:
 		if s.Value < 1 {
@@ -97,8 +106,9 @@ func (s LengthSpec) Validate() error {
 }
 
 // Spec is a whole workload: input and output length distributions, an
-// optional shared prefix, whether to ask the server to ignore EOS, and the
-// seed of the length and prompt generators.
+// optional shared prefix and whether to ask the server to ignore EOS. The
+// seed of the length and prompt generators is given beside it (a probe's
+// `seed`, the sweep's --seed) to NewGenerator.
 type Spec struct {
 	InputTokens  LengthSpec `yaml:"input_tokens" json:"input_tokens"`
 	OutputTokens LengthSpec `yaml:"output_tokens" json:"output_tokens"`
@@ -132,4 +142,53 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("prefix_tokens must be >= 0, got %d", s.PrefixTokens)
 	}
 	return nil
+}
+
+// checkUnused rejects fields set for a dist that does not use them.
+func (s LengthSpec) checkUnused() error {
+	type field struct {
+		name string
+		set  bool
+	}
+	all := []field{
+		{"value", s.Value != 0}, {"range_ratio", s.RangeRatio != 0}, {"min", s.Min != 0}, {"max", s.Max != 0},
+		{"median", s.Median != 0}, {"sigma", s.Sigma != 0}, {"choices", s.Choices != nil},
+	}
+	var used []string
+	switch s.Dist {
+	case DistFixed:
+		used = []string{"value"}
+	case DistUniform:
+		used = []string{"value", "range_ratio", "min", "max"} // the two forms are checked in Validate
+		if s.Value == 0 && s.RangeRatio != 0 {
+			return errors.New("range_ratio needs value for dist uniform (min and max take no range_ratio)")
+		}
+	case DistLognormal:
+		used = []string{"median", "sigma", "max"}
+	case DistChoice:
+		used = []string{"choices"}
+	default:
+		return nil // unknown or missing dist: Validate reports it
+	}
+	for _, f := range all {
+		if f.set && !slices.Contains(used, f.name) {
+			return fmt.Errorf("%s does not apply to dist %s", f.name, s.Dist)
+		}
+	}
+	return nil
+}
+
+// Hash returns "sha256:" and the hex SHA-256 of the spec's canonical JSON
+// (IgnoreEOS resolved to its default), for fingerprints: equal workloads
+// hash equal. The generator's seed is not part of it.
+func (s Spec) Hash() string {
+	c := s
+	ie := s.IgnoreEOSOrDefault()
+	c.IgnoreEOS = &ie
+	b, err := json.Marshal(c)
+	if err != nil { // NaN or Inf in an invalid spec: hash its Go syntax instead
+		b = fmt.Appendf(nil, "%#v", c)
+	}
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
 }

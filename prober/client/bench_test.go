@@ -1,0 +1,138 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/sse"
+)
+
+// benchStream is a realistic vLLM /v1/completions stream of n tokens (as
+// vLLM serializes chunks), a usage chunk and [DONE], one event per element.
+func benchStream(n int) [][]byte {
+	var evs [][]byte
+	for i := range n {
+		finish := "null"
+		if i == n-1 {
+			finish = `"length"`
+		}
+		evs = append(evs, fmt.Appendf(nil, "data: {\"id\":\"cmpl-5f3c0b1e8a2d4c6f9e7b1a3d5c7e9f0b\",\"object\":\"text_completion\","+
+			"\"created\":1718000000,\"model\":\"meta-llama/Llama-3.1-8B-Instruct\",\"choices\":[{\"index\":0,"+
+			"\"text\":\" token%d\",\"logprobs\":null,\"finish_reason\":%s,\"stop_reason\":null}],\"usage\":null}\n\n", i, finish))
+	}
+	evs = append(evs, fmt.Appendf(nil, "data: {\"id\":\"cmpl-5f3c0b1e8a2d4c6f9e7b1a3d5c7e9f0b\",\"object\":\"text_completion\","+
+		"\"created\":1718000000,\"model\":\"meta-llama/Llama-3.1-8B-Instruct\",\"choices\":[],"+
+		"\"usage\":{\"prompt_tokens\":128,\"total_tokens\":%d,\"completion_tokens\":%d}}\n\n", 128+n, n))
+	evs = append(evs, []byte("data: [DONE]\n\n"))
+	return evs
+}
+
+// eventReader hands out one event per Read, as a socket does when the
+// server flushes per token.
+type eventReader struct {
+	evs [][]byte
+	i   int
+}
+
+func (r *eventReader) Read(p []byte) (int, error) {
+	if r.i == len(r.evs) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.evs[r.i])
+	if n < len(r.evs[r.i]) {
+		r.evs[r.i] = r.evs[r.i][n:]
+	} else {
+		r.i++
+	}
+	return n, nil
+}
+
+// BenchmarkMeasure is the per-event client hot path end to end: SSE parse,
+// timestamp, JSON decode and Record update, over a 256-token stream. It
+// reports ns/event and allocs/event (per-request allocations, such as the
+// ITL slice, amortised over the stream's 258 events).
+func BenchmarkMeasure(b *testing.B) {
+	const tokens = 256
+	evs := benchStream(tokens)
+	whole := bytes.Join(evs, nil)
+	for _, tc := range []struct {
+		name   string
+		reader func() io.Reader
+	}{
+		{name: "bytes.Reader", reader: func() io.Reader { return bytes.NewReader(whole) }},
+		{name: "event_per_read", reader: func() io.Reader { return &eventReader{evs: evs} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := sse.NewParser(nil, sse.Options{MaxBodyBytes: DefaultMaxBodyBytes})
+			var rec prober.Record
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			mallocs := ms.Mallocs
+			b.ResetTimer()
+			for range b.N {
+				p.Reset(tc.reader())
+				rec = prober.Record{}
+				m := measurer{rec: &rec, t0: time.Now(), maxTokens: tokens}
+				if class, msg, _ := m.run(p); class != prober.ClassNone {
+					b.Fatalf("%s: %s", class, msg)
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&ms)
+			events := float64(b.N) * float64(len(evs))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+			b.ReportMetric(float64(ms.Mallocs-mallocs)/events, "allocs/event")
+			if rec.Events != tokens || rec.CompletionTokens != tokens || rec.FinishReason != "length" {
+				b.Fatalf("record %+v", rec)
+			}
+		})
+	}
+}
+
+// jsonChunk is what an encoding/json decoder would need to decode.
+type jsonChunk struct {
+	Choices []struct {
+		Text  *string `json:"text"`
+		Delta *struct {
+			Content *string `json:"content"`
+			Role    *string `json:"role"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     *int `json:"prompt_tokens"`
+		CompletionTokens *int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// BenchmarkDecodeChunk compares the allocation-free decoder with
+// encoding/json into the smallest struct that holds the same fields, on one
+// vLLM token chunk (the reason the client has its own decoder).
+func BenchmarkDecodeChunk(b *testing.B) {
+	data := bytes.TrimSuffix(bytes.TrimPrefix(benchStream(2)[0], []byte("data: ")), []byte("\n\n"))
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		var c chunk
+		for range b.N {
+			if err := decodeChunk(data, &c); err != nil || c.choices != 1 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var c jsonChunk
+			if err := json.Unmarshal(data, &c); err != nil || len(c.Choices) != 1 {
+				b.Fatal(err)
+			}
+		}
+	})
+}

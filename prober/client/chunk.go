@@ -1,0 +1,683 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// chunk is what the measurement needs from one streamed JSON event. It is
+// filled by decodeChunk without reflection and without allocation; byte
+// slices alias the event data (raw JSON string contents, still escaped).
+//
+// Semantics (the fuzz test holds decodeChunk to an encoding/json oracle):
+// the text must be one JSON object; keys match exactly and the last of
+// duplicate keys wins; fields not listed are validated and skipped.
+//   - "choices": null or an array (else an error); choices is its length.
+//     Its first element must be an object, whose "text" and "finish_reason"
+//     are strings or null and whose "delta" is an object or null with
+//     "content" a string or null and "role" anything (set when not null).
+//   - "usage": null or an object whose "prompt_tokens" and
+//     "completion_tokens" are integers or null.
+//   - "error" not null, or "object" equal to "error", marks an error event;
+//     its message is "error" itself when a string, "error.message" when
+//     "error" is an object, or the top-level "message" for the old form.
+type chunk struct {
+	choices       int
+	hasText       bool // choices[0].text or choices[0].delta.content non-empty
+	hasRole       bool // choices[0].delta.role present and not null
+	hasFinish     bool // choices[0].finish_reason is a string
+	finish        []byte
+	finishEscaped bool
+
+	hasUsage         bool
+	hasPrompt        bool
+	hasCompletion    bool
+	promptTokens     int
+	completionTokens int
+
+	isError       bool
+	errMsg        []byte
+	errMsgEscaped bool
+}
+
+// maxDepth matches encoding/json's nesting limit.
+const maxDepth = 10000
+
+// errSyntax is wrapped by every decodeChunk error.
+var errSyntax = errors.New("invalid JSON")
+
+type chunkError struct {
+	what string
+	off  int
+}
+
+func (e *chunkError) Error() string {
+	return "invalid JSON: " + e.what + " at offset " + strconv.Itoa(e.off)
+}
+
+func (e *chunkError) Unwrap() error { return errSyntax }
+
+// decoder is a minimal validating JSON reader over one event's data. It
+// accepts exactly what encoding/json accepts (RFC 8259; invalid UTF-8 is
+// tolerated inside strings, as encoding/json does).
+type decoder struct {
+	b []byte
+	i int
+}
+
+// topState collects top-level members; decodeChunk resolves it at the end
+// so that the last of duplicate keys wins.
+type topState struct {
+	errSet, errMsgSet      bool
+	errMsg                 []byte
+	errMsgEsc              bool
+	objectError            bool
+	topMsgSet              bool
+	topMsg                 []byte
+	topMsgEsc              bool
+	textSet, contentSet    bool
+	finishSet, roleSet     bool
+	finish                 []byte
+	finishEsc              bool
+	promptSet, complSet    bool
+	promptTok, complTokens int
+}
+
+// decodeChunk parses data into c, which it overwrites.
+func decodeChunk(data []byte, c *chunk) error {
+	*c = chunk{}
+	d := decoder{b: data}
+	var st topState
+	d.ws()
+	if err := d.top(c, &st); err != nil {
+		return err
+	}
+	d.ws()
+	if d.i != len(d.b) {
+		return d.fail("data after top-level value")
+	}
+	if c.choices > 0 {
+		c.hasText = st.textSet || st.contentSet
+		c.hasRole = st.roleSet
+		c.hasFinish, c.finish, c.finishEscaped = st.finishSet, st.finish, st.finishEsc
+	}
+	if c.hasUsage {
+		c.hasPrompt, c.promptTokens = st.promptSet, st.promptTok
+		c.hasCompletion, c.completionTokens = st.complSet, st.complTokens
+	}
+	switch {
+	case st.errSet:
+		c.isError = true
+		if st.errMsgSet {
+			c.errMsg, c.errMsgEscaped = st.errMsg, st.errMsgEsc
+		}
+	case st.objectError:
+		c.isError = true
+		if st.topMsgSet {
+			c.errMsg, c.errMsgEscaped = st.topMsg, st.topMsgEsc
+		}
+	}
+	return nil
+}
+
+func (d *decoder) fail(what string) error { return &chunkError{what: what, off: d.i} }
+
+func (d *decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) peek() byte {
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+// null consumes a null literal and reports whether there was one.
+func (d *decoder) null() bool {
+	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
+		d.i += 4
+		return true
+	}
+	return false
+}
+
+// key reads an object key and the colon after it; the key is unescaped
+// (allocating) only when it has escapes.
+func (d *decoder) key() ([]byte, error) {
+	if d.peek() != '"' {
+		return nil, d.fail("expected object key")
+	}
+	k, esc, err := d.str()
+	if err != nil {
+		return nil, err
+	}
+	d.ws()
+	if d.peek() != ':' {
+		return nil, d.fail("expected colon")
+	}
+	d.i++
+	d.ws()
+	if esc {
+		k = unescape(k)
+	}
+	return k, nil
+}
+
+// objectOpen consumes '{' and reports whether the object is empty (in which
+// case '}' is consumed too).
+func (d *decoder) objectOpen() (empty bool, err error) {
+	if d.peek() != '{' {
+		return false, d.fail("expected object")
+	}
+	d.i++
+	d.ws()
+	if d.peek() == '}' {
+		d.i++
+		return true, nil
+	}
+	return false, nil
+}
+
+// objectNext consumes the separator after a member and reports whether the
+// object ended.
+func (d *decoder) objectNext() (end bool, err error) {
+	d.ws()
+	switch d.peek() {
+	case ',':
+		d.i++
+		d.ws()
+		return false, nil
+	case '}':
+		d.i++
+		return true, nil
+	}
+	return false, d.fail("expected comma or end of object")
+}
+
+func (d *decoder) top(c *chunk, st *topState) error {
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "choices":
+			err = d.choices(c, st)
+		case "usage":
+			err = d.usage(c, st)
+		case "error":
+			err = d.errorValue(st)
+		case "object":
+			st.objectError = false
+			if d.peek() == '"' {
+				var s []byte
+				var esc bool
+				if s, esc, err = d.str(); err == nil {
+					st.objectError = stringIs(s, esc, "error")
+				}
+			} else {
+				err = d.skip(2)
+			}
+		case "message":
+			st.topMsgSet = false
+			if d.peek() == '"' {
+				st.topMsg, st.topMsgEsc, err = d.str()
+				st.topMsgSet = err == nil
+			} else {
+				err = d.skip(2)
+			}
+		default:
+			err = d.skip(2)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+func (d *decoder) choices(c *chunk, st *topState) error {
+	c.choices = 0
+	st.textSet, st.contentSet, st.finishSet, st.roleSet = false, false, false, false
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '[' {
+		return d.fail("choices is not an array")
+	}
+	d.i++
+	d.ws()
+	if d.peek() == ']' {
+		d.i++
+		return nil
+	}
+	for {
+		var err error
+		if c.choices == 0 {
+			err = d.choice(st)
+		} else {
+			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		c.choices++
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.i++
+			d.ws()
+		case ']':
+			d.i++
+			return nil
+		default:
+			return d.fail("expected comma or end of array")
+		}
+	}
+}
+
+// optString reads a string or null (else an error) and reports whether it
+// was a string.
+func (d *decoder) optString(what string) (s []byte, esc, ok bool, err error) {
+	if d.null() {
+		return nil, false, false, nil
+	}
+	if d.peek() != '"' {
+		return nil, false, false, d.fail(what + " is not a string")
+	}
+	s, esc, err = d.str()
+	return s, esc, err == nil, err
+}
+
+func (d *decoder) choice(st *topState) error {
+	if d.peek() != '{' {
+		return d.fail("choices[0] is not an object")
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "text":
+			var s []byte
+			s, _, _, err = d.optString("text")
+			st.textSet = len(s) > 0
+		case "finish_reason":
+			st.finish, st.finishEsc, st.finishSet, err = d.optString("finish_reason")
+		case "delta":
+			err = d.delta(st)
+		default:
+			err = d.skip(4)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+func (d *decoder) delta(st *topState) error {
+	st.contentSet, st.roleSet = false, false
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		return d.fail("delta is not an object")
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "content":
+			var s []byte
+			s, _, _, err = d.optString("content")
+			st.contentSet = len(s) > 0
+		case "role":
+			st.roleSet = !d.null()
+			if st.roleSet {
+				err = d.skip(5)
+			}
+		default:
+			err = d.skip(5)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+func (d *decoder) usage(c *chunk, st *topState) error {
+	c.hasUsage = false
+	st.promptSet, st.complSet = false, false
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		return d.fail("usage is not an object")
+	}
+	c.hasUsage = true
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "prompt_tokens":
+			var ok bool
+			st.promptTok, ok, err = d.optInt("prompt_tokens")
+			st.promptSet = ok
+		case "completion_tokens":
+			var ok bool
+			st.complTokens, ok, err = d.optInt("completion_tokens")
+			st.complSet = ok
+		default:
+			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// optInt reads an integer or null. Like encoding/json decoding into an int,
+// a fraction, an exponent or an overflow is an error.
+func (d *decoder) optInt(what string) (int, bool, error) {
+	if d.null() {
+		return 0, false, nil
+	}
+	start := d.i
+	if err := d.number(); err != nil {
+		return 0, false, err
+	}
+	n, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 0)
+	if err != nil {
+		d.i = start
+		return 0, false, d.fail(what + " is not an integer")
+	}
+	return int(n), true, nil
+}
+
+func (d *decoder) errorValue(st *topState) error {
+	st.errSet, st.errMsgSet = false, false
+	if d.null() {
+		return nil
+	}
+	st.errSet = true
+	switch d.peek() {
+	case '"':
+		var err error
+		st.errMsg, st.errMsgEsc, err = d.str()
+		st.errMsgSet = err == nil
+		return err
+	case '{':
+	default:
+		return d.skip(2)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		if string(k) == "message" && d.peek() == '"' {
+			st.errMsg, st.errMsgEsc, err = d.str()
+			st.errMsgSet = err == nil
+		} else {
+			if string(k) == "message" {
+				st.errMsgSet = false
+			}
+			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// skip validates and consumes any JSON value; depth is the nesting depth a
+// container starting here would have.
+func (d *decoder) skip(depth int) error {
+	switch c := d.peek(); {
+	case c == '"':
+		_, _, err := d.str()
+		return err
+	case (c == '{' || c == '[') && depth > maxDepth:
+		return d.fail("exceeded max nesting depth")
+	case c == '{':
+		if empty, err := d.objectOpen(); empty || err != nil {
+			return err
+		}
+		for {
+			if _, _, err := d.rawKey(); err != nil {
+				return err
+			}
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+			if end, err := d.objectNext(); end || err != nil {
+				return err
+			}
+		}
+	case c == '[':
+		d.i++
+		d.ws()
+		if d.peek() == ']' {
+			d.i++
+			return nil
+		}
+		for {
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+			d.ws()
+			switch d.peek() {
+			case ',':
+				d.i++
+				d.ws()
+			case ']':
+				d.i++
+				return nil
+			default:
+				return d.fail("expected comma or end of array")
+			}
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	}
+	return d.fail("expected value")
+}
+
+// rawKey reads a key and its colon without unescaping.
+func (d *decoder) rawKey() ([]byte, bool, error) {
+	if d.peek() != '"' {
+		return nil, false, d.fail("expected object key")
+	}
+	k, esc, err := d.str()
+	if err != nil {
+		return nil, false, err
+	}
+	d.ws()
+	if d.peek() != ':' {
+		return nil, false, d.fail("expected colon")
+	}
+	d.i++
+	d.ws()
+	return k, esc, nil
+}
+
+func (d *decoder) literal(lit string) error {
+	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+		d.i += len(lit)
+		return nil
+	}
+	return d.fail("invalid literal")
+}
+
+// number consumes -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *decoder) number() error {
+	if d.peek() == '-' {
+		d.i++
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.i++
+	case c >= '1' && c <= '9':
+		d.digits()
+	default:
+		return d.fail("invalid number")
+	}
+	if d.peek() == '.' {
+		d.i++
+		if c := d.peek(); c < '0' || c > '9' {
+			return d.fail("invalid number")
+		}
+		d.digits()
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.i++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		if c := d.peek(); c < '0' || c > '9' {
+			return d.fail("invalid number")
+		}
+		d.digits()
+	}
+	return nil
+}
+
+func (d *decoder) digits() {
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+}
+
+// str consumes a string and returns its raw content and whether it has
+// escapes.
+func (d *decoder) str() ([]byte, bool, error) {
+	d.i++ // opening quote
+	start := d.i
+	esc := false
+	for d.i < len(d.b) {
+		if !strSpecial[d.b[d.i]] {
+			d.i++
+			continue
+		}
+		switch c := d.b[d.i]; {
+		case c == '"':
+			s := d.b[start:d.i]
+			d.i++
+			return s, esc, nil
+		case c == '\\':
+			esc = true
+			d.i++
+			switch d.peek() {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.i++
+			case 'u':
+				d.i++
+				for range 4 {
+					if !isHex(d.peek()) {
+						return nil, false, d.fail("invalid unicode escape")
+					}
+					d.i++
+				}
+			default:
+				return nil, false, d.fail("invalid escape")
+			}
+		case c < 0x20:
+			return nil, false, d.fail("control character in string")
+		default:
+			d.i++
+		}
+	}
+	return nil, false, d.fail("unterminated string")
+}
+
+// strSpecial marks the bytes that end the plain run of a string.
+var strSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// unescape decodes the raw content of a valid JSON string with escapes
+// (rare: it allocates).
+func unescape(raw []byte) []byte {
+	q := make([]byte, 0, len(raw)+2)
+	q = append(append(append(q, '"'), raw...), '"')
+	var s string
+	if err := json.Unmarshal(q, &s); err != nil {
+		return raw
+	}
+	return []byte(s)
+}
+
+// stringIs reports whether the raw JSON string content equals want.
+func stringIs(raw []byte, esc bool, want string) bool {
+	if esc {
+		return string(unescape(raw)) == want
+	}
+	return string(raw) == want
+}
+
+// rawString returns the raw JSON string content as a Go string (invalid
+// UTF-8 replaced, as encoding/json does).
+func rawString(raw []byte, esc bool) string {
+	if esc || !utf8.Valid(raw) {
+		return string(unescape(raw))
+	}
+	return string(raw)
+}

@@ -1,0 +1,322 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// refChunk is the comparable view of a chunk.
+type refChunk struct {
+	Choices                  int
+	HasText, HasRole         bool
+	HasFinish                bool
+	Finish                   string
+	HasUsage                 bool
+	HasPrompt, HasCompletion bool
+	Prompt, Completion       int
+	IsError                  bool
+	ErrMsg                   string
+}
+
+func viewChunk(c *chunk) refChunk {
+	r := refChunk{
+		Choices: c.choices, HasText: c.hasText, HasRole: c.hasRole, HasFinish: c.hasFinish,
+		HasUsage: c.hasUsage, HasPrompt: c.hasPrompt, HasCompletion: c.hasCompletion,
+		Prompt: c.promptTokens, Completion: c.completionTokens, IsError: c.isError,
+	}
+	if c.hasFinish {
+		r.Finish = rawString(c.finish, c.finishEscaped)
+	}
+	if c.errMsg != nil {
+		r.ErrMsg = rawString(c.errMsg, c.errMsgEscaped)
+	}
+	return r
+}
+
+// refDecode is the oracle: the semantics documented on chunk, implemented
+// with encoding/json.
+func refDecode(data []byte) (refChunk, error) {
+	var r refChunk
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		if !json.Valid(data) {
+			return r, errors.New("invalid")
+		}
+		return r, errors.New("not an object")
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return r, err
+	}
+	isNull := func(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+	first := func(raw json.RawMessage) byte { return bytes.TrimSpace(raw)[0] }
+	optString := func(raw json.RawMessage, ok bool) (string, bool, error) {
+		if !ok || isNull(raw) {
+			return "", false, nil
+		}
+		if first(raw) != '"' {
+			return "", false, errors.New("not a string")
+		}
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, true, err
+	}
+	optInt := func(raw json.RawMessage, ok bool) (int, bool, error) {
+		if !ok || isNull(raw) {
+			return 0, false, nil
+		}
+		var n int
+		err := json.Unmarshal(raw, &n)
+		return n, err == nil, err
+	}
+	if raw, ok := top["choices"]; ok && !isNull(raw) {
+		if first(raw) != '[' {
+			return r, errors.New("choices not an array")
+		}
+		var arr []json.RawMessage
+		if err := json.Unmarshal(raw, &arr); err != nil {
+			return r, err
+		}
+		r.Choices = len(arr)
+		if len(arr) > 0 {
+			if first(arr[0]) != '{' {
+				return r, errors.New("choices[0] not an object")
+			}
+			var ch map[string]json.RawMessage
+			if err := json.Unmarshal(arr[0], &ch); err != nil {
+				return r, err
+			}
+			raw, ok := ch["text"]
+			text, _, err := optString(raw, ok)
+			if err != nil {
+				return r, err
+			}
+			raw, ok = ch["finish_reason"]
+			if r.Finish, r.HasFinish, err = optString(raw, ok); err != nil {
+				return r, err
+			}
+			content := ""
+			if raw, ok := ch["delta"]; ok && !isNull(raw) {
+				if first(raw) != '{' {
+					return r, errors.New("delta not an object")
+				}
+				var delta map[string]json.RawMessage
+				if err := json.Unmarshal(raw, &delta); err != nil {
+					return r, err
+				}
+				raw, ok := delta["content"]
+				if content, _, err = optString(raw, ok); err != nil {
+					return r, err
+				}
+				raw, ok = delta["role"]
+				r.HasRole = ok && !isNull(raw)
+			}
+			r.HasText = text != "" || content != ""
+		}
+	}
+	if raw, ok := top["usage"]; ok && !isNull(raw) {
+		if first(raw) != '{' {
+			return r, errors.New("usage not an object")
+		}
+		var u map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return r, err
+		}
+		r.HasUsage = true
+		var err error
+		raw, ok := u["prompt_tokens"]
+		if r.Prompt, r.HasPrompt, err = optInt(raw, ok); err != nil {
+			return r, err
+		}
+		raw, ok = u["completion_tokens"]
+		if r.Completion, r.HasCompletion, err = optInt(raw, ok); err != nil {
+			return r, err
+		}
+	}
+	if raw, ok := top["error"]; ok && !isNull(raw) {
+		r.IsError = true
+		switch first(raw) {
+		case '"':
+			_ = json.Unmarshal(raw, &r.ErrMsg)
+		case '{':
+			var e map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return r, err
+			}
+			if m, ok := e["message"]; ok && first(m) == '"' {
+				_ = json.Unmarshal(m, &r.ErrMsg)
+			}
+		}
+	} else if raw, ok := top["object"]; ok && first(raw) == '"' {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		if s == "error" {
+			r.IsError = true
+			if m, ok := top["message"]; ok && first(m) == '"' {
+				_ = json.Unmarshal(m, &r.ErrMsg)
+			}
+		}
+	}
+	return r, nil
+}
+
+func TestDecodeChunk(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    string
+		want    refChunk
+		wantErr bool
+	}{
+		{
+			name: "vllm completion token",
+			data: `{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`,
+			want: refChunk{Choices: 1, HasText: true},
+		},
+		{
+			name: "completion empty text still a token event",
+			data: `{"choices":[{"index":0,"text":"","finish_reason":"length"}]}`,
+			want: refChunk{Choices: 1, HasFinish: true, Finish: "length"},
+		},
+		{
+			name: "chat role-only first chunk",
+			data: `{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
+			want: refChunk{Choices: 1, HasRole: true},
+		},
+		{
+			name: "chat content",
+			data: `{"choices":[{"delta":{"content":"Hi"},"finish_reason":"stop"}]}`,
+			want: refChunk{Choices: 1, HasText: true, HasFinish: true, Finish: "stop"},
+		},
+		{
+			name: "usage chunk",
+			data: `{"id":"cmpl-1","choices":[],"usage":{"prompt_tokens":128,"total_tokens":384,"completion_tokens":256,"prompt_tokens_details":null}}`,
+			want: refChunk{HasUsage: true, HasPrompt: true, Prompt: 128, HasCompletion: true, Completion: 256},
+		},
+		{
+			name: "continuous usage on a token chunk",
+			data: `{"choices":[{"text":"a"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`,
+			want: refChunk{Choices: 1, HasText: true, HasUsage: true, HasPrompt: true, Prompt: 5, HasCompletion: true, Completion: 1},
+		},
+		{
+			name: "multi-choice counts elements",
+			data: `{"choices":[{"text":""},{"text":"x"},7]}`,
+			want: refChunk{Choices: 3},
+		},
+		{
+			name: "error object",
+			data: `{"error":{"message":"boom \"quoted\"","type":"InternalServerError","code":500}}`,
+			want: refChunk{IsError: true, ErrMsg: `boom "quoted"`},
+		},
+		{
+			name: "old vllm error form",
+			data: `{"object":"error","message":"bad","type":"BadRequestError","code":400}`,
+			want: refChunk{IsError: true, ErrMsg: "bad"},
+		},
+		{
+			name: "error string",
+			data: `{"error":"oops"}`,
+			want: refChunk{IsError: true, ErrMsg: "oops"},
+		},
+		{
+			name: "null error is no error",
+			data: `{"error":null,"choices":[{"text":"a"}]}`,
+			want: refChunk{Choices: 1, HasText: true},
+		},
+		{
+			name: "escaped key matches",
+			data: `{"ch\u006fices":[{"t\u0065xt":"a"}]}`,
+			want: refChunk{Choices: 1, HasText: true},
+		},
+		{
+			name: "keys are case sensitive",
+			data: `{"Choices":[{"text":"a"}]}`,
+		},
+		{
+			name: "last duplicate key wins",
+			data: `{"choices":[{"text":"a"}],"choices":[]}`,
+		},
+		{
+			name: "escaped finish reason",
+			data: `{"choices":[{"finish_reason":"st\u006fp"}]}`,
+			want: refChunk{Choices: 1, HasFinish: true, Finish: "stop"},
+		},
+		{name: "not an object", data: `[1]`, wantErr: true},
+		{name: "empty", data: ``, wantErr: true},
+		{name: "truncated", data: `{"choices":[{"text":"a"`, wantErr: true},
+		{name: "trailing garbage", data: `{"choices":[]} x`, wantErr: true},
+		{name: "choices wrong type", data: `{"choices":{}}`, wantErr: true},
+		{name: "choices[0] null", data: `{"choices":[null]}`, wantErr: true},
+		{name: "text wrong type", data: `{"choices":[{"text":1}]}`, wantErr: true},
+		{name: "usage float", data: `{"usage":{"completion_tokens":1.5}}`, wantErr: true},
+		{name: "usage exponent", data: `{"usage":{"completion_tokens":1e2}}`, wantErr: true},
+		{name: "control char in string", data: "{\"a\":\"\x01\"}", wantErr: true},
+		{name: "bad escape", data: `{"a":"\x"}`, wantErr: true},
+		{name: "leading zero", data: `{"a":01}`, wantErr: true},
+		{name: "single quotes", data: `{'a':1}`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c chunk
+			err := decodeChunk([]byte(tt.data), &c)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if !errors.Is(err, errSyntax) {
+					t.Fatalf("error %v does not wrap errSyntax", err)
+				}
+				return
+			}
+			if got := viewChunk(&c); got != tt.want {
+				t.Fatalf("got  %+v\nwant %+v", got, tt.want)
+			}
+			ref, rerr := refDecode([]byte(tt.data))
+			if rerr != nil || ref != tt.want {
+				t.Fatalf("oracle disagrees with the table: %+v, %v", ref, rerr)
+			}
+		})
+	}
+}
+
+func TestDecodeChunkDepth(t *testing.T) {
+	for _, depth := range []int{maxDepth - 1, maxDepth, maxDepth + 1} {
+		t.Run(fmt.Sprint(depth), func(t *testing.T) {
+			// The top object is one level; depth-1 nested arrays inside.
+			data := `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
+			var c chunk
+			err := decodeChunk([]byte(data), &c)
+			if valid := json.Valid([]byte(data)); valid != (err == nil) {
+				t.Fatalf("json.Valid = %v, decodeChunk error = %v", valid, err)
+			}
+		})
+	}
+}
+
+func FuzzDecodeChunk(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null}],"usage":null}`,
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`{"error":{"message":"x","code":500}}`,
+		`{"object":"error","message":"m"}`,
+		`{"a":[1,-2.5e+3,true,false,null,"\u00e9\n",{}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c chunk
+		err := decodeChunk(data, &c)
+		ref, rerr := refDecode(data)
+		if (err == nil) != (rerr == nil) {
+			t.Fatalf("decodeChunk error %v, oracle error %v", err, rerr)
+		}
+		if err == nil {
+			if got := viewChunk(&c); got != ref {
+				t.Fatalf("got  %+v\nwant %+v", got, ref)
+			}
+		}
+	})
+}

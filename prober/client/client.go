@@ -1,0 +1,574 @@
+// Package client owns the streaming OpenAI-compatible client that sends one
+// probe request (/v1/completions or /v1/chat/completions, always streamed)
+// and measures it into a prober.Record exactly as `vllm bench serve` does:
+// t0 just before the request is issued, TTFT at the first event with a
+// non-empty choices array, one ITL gap per token-bearing event, E2E at the
+// last token-bearing event, tokens from the final usage chunk. Failures are
+// classified into prober's closed set of error classes. See
+// docs/measurement.md for the definitions and the error-class table.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/sse"
+)
+
+// API kinds accepted in Options.API.
+const (
+	APICompletions = "completions"
+	APIChat        = "chat"
+)
+
+// DefaultMaxBodyBytes is the default Options.MaxBodyBytes.
+const DefaultMaxBodyBytes int64 = 64 << 20
+
+const (
+	// maxErrorBody bounds how much of a non-200 response body is read.
+	maxErrorBody = 4 << 10
+	// maxErrorMessage bounds Record.ErrorMessage (bytes).
+	maxErrorMessage = 256
+	// drainTimeout bounds the wait for the end of the body after [DONE],
+	// which lets the connection be reused.
+	drainTimeout = 250 * time.Millisecond
+	// maxITLPrealloc caps the ITL slice preallocated from MaxTokens.
+	maxITLPrealloc = 8192
+)
+
+// reservedKeys are payload keys the client owns; ExtraBody may not set them.
+var reservedKeys = []string{
+	"model", "prompt", "messages", "max_tokens", "max_completion_tokens",
+	"min_tokens", "ignore_eos", "stream", "stream_options",
+}
+
+// Options configures a Client. BaseURL and, for chat, the API are the only
+// required settings.
+type Options struct {
+	// BaseURL is the server root, e.g. http://127.0.0.1:8000 (a trailing
+	// "/v1" is accepted). Requests go to BaseURL/v1/completions or
+	// BaseURL/v1/chat/completions.
+	BaseURL string
+	// API is "completions" (default when empty) or "chat".
+	API string
+	// Model is sent as "model"; empty omits the field (the server's
+	// default model).
+	Model string
+	// APIKey is sent as "Authorization: Bearer <key>" when not empty. It
+	// never appears in Record.ErrorMessage.
+	APIKey config.Secret
+	// Timeout bounds the whole request (t0 to the end of the stream);
+	// TTFTTimeout bounds t0 to the first token event; StallTimeout bounds
+	// the silence between two events after the first token event (":"
+	// keep-alive comments do not count as events). 0 turns each off.
+	Timeout, TTFTTimeout, StallTimeout time.Duration
+	// MaxBodyBytes bounds the response body; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// HTTPClient is used when not nil; by default the Client builds its
+	// own tuned HTTP/1.1 transport (keep-alive, up to 1024 idle
+	// connections per host, no compression, no proxy from environment).
+	HTTPClient *http.Client
+	// Trace collects connect and TLS handshake times through httptrace.
+	Trace bool
+	// ExtraBody is merged into every request payload (temperature, top_p,
+	// seed...). It may not set the keys the client owns (model, prompt,
+	// messages, max_tokens, max_completion_tokens, min_tokens, ignore_eos,
+	// stream, stream_options).
+	ExtraBody map[string]any
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one probe request.
+type Request struct {
+	// ID is sent as the x-request-id header and kept in Record.RequestID.
+	ID string
+	// Model overrides Options.Model for this request when not empty (for
+	// callers that resolve the model after building the Client, e.g. from
+	// /v1/models).
+	Model string
+	// Prompt is the prompt of a completions request.
+	Prompt string
+	// Messages are the messages of a chat request.
+	Messages []Message
+	// MaxTokens is sent as max_tokens (completions) or
+	// max_completion_tokens (chat) when > 0.
+	MaxTokens int
+	// MinTokens is sent as min_tokens (vLLM) when > 0.
+	MinTokens int
+	// IgnoreEOS sends "ignore_eos": true (vLLM) so the output has exactly
+	// MaxTokens tokens.
+	IgnoreEOS bool
+	// InputTokens is the prompt length the workload intended (kept in the
+	// Record beside the server-reported prompt tokens).
+	InputTokens int
+}
+
+// Client sends streaming requests to one endpoint and measures them. It is
+// safe for concurrent use; each Do call is independent.
+type Client struct {
+	o       Options
+	chat    bool
+	url     string
+	auth    string
+	extra   []byte // `,"key":value` pairs, sorted by key
+	hc      *http.Client
+	parsers sync.Pool
+}
+
+// New validates o and returns a Client.
+func New(o Options) (*Client, error) {
+	c := &Client{o: o}
+	switch o.API {
+	case "", APICompletions:
+		c.o.API = APICompletions
+	case APIChat:
+		c.chat = true
+	default:
+		return nil, fmt.Errorf("api must be %q or %q, got %q", APICompletions, APIChat, o.API)
+	}
+	u, err := url.Parse(o.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("base url: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("base url %q: want http(s)://host[:port][/path]", u.Redacted())
+	}
+	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
+	u.RawPath = ""
+	if c.chat {
+		u.Path += "/v1/chat/completions"
+	} else {
+		u.Path += "/v1/completions"
+	}
+	c.url = u.String()
+	for name, d := range map[string]time.Duration{"timeout": o.Timeout, "ttft_timeout": o.TTFTTimeout, "stall_timeout": o.StallTimeout} {
+		if d < 0 {
+			return nil, fmt.Errorf("%s must not be negative, got %v", name, d)
+		}
+	}
+	if o.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("max body bytes must not be negative, got %d", o.MaxBodyBytes)
+	}
+	if o.MaxBodyBytes == 0 {
+		c.o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.APIKey != "" {
+		if strings.ContainsAny(string(o.APIKey), "\r\n") {
+			return nil, errors.New("api key must not contain line breaks")
+		}
+		c.auth = "Bearer " + string(o.APIKey)
+	}
+	keys := make([]string, 0, len(o.ExtraBody))
+	for k := range o.ExtraBody {
+		if slices.Contains(reservedKeys, k) {
+			return nil, fmt.Errorf("extra body may not set %q: the client sets it", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(o.ExtraBody[k])
+		if err != nil {
+			return nil, fmt.Errorf("extra body %q: %w", k, err)
+		}
+		c.extra = append(append(append(append(c.extra, ','), kb...), ':'), vb...)
+	}
+	c.hc = o.HTTPClient
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: NewTransport()}
+	}
+	maxBody := c.o.MaxBodyBytes
+	c.parsers.New = func() any { return sse.NewParser(nil, sse.Options{MaxBodyBytes: maxBody}) }
+	return c, nil
+}
+
+// NewTransport returns the default transport of a Client: HTTP/1.1 only
+// (one stream per connection, as vllm bench serve's aiohttp), keep-alive
+// with up to 1024 idle connections per host, no transparent compression
+// (it would buffer the stream), no proxy. Exported so that several Clients
+// (targets) can share one connection pool.
+func NewTransport() *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:           d.DialContext,
+		MaxIdleConns:          0, // no global limit
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+		WriteBufferSize:       32 << 10,
+		ReadBufferSize:        16 << 10,
+	}
+}
+
+// CloseIdleConnections closes the idle connections of the Client's HTTP
+// client (call it when the Client is dropped, e.g. on config reload).
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// URL is the endpoint URL requests are sent to.
+func (c *Client) URL() string { return c.url }
+
+type completionsPayload struct {
+	Model         string        `json:"model,omitempty"`
+	Prompt        string        `json:"prompt"`
+	MaxTokens     int           `json:"max_tokens,omitempty"`
+	MinTokens     int           `json:"min_tokens,omitempty"`
+	IgnoreEOS     bool          `json:"ignore_eos,omitempty"`
+	Stream        bool          `json:"stream"`
+	StreamOptions streamOptions `json:"stream_options"`
+}
+
+type chatPayload struct {
+	Model               string        `json:"model,omitempty"`
+	Messages            []Message     `json:"messages"`
+	MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
+	MinTokens           int           `json:"min_tokens,omitempty"`
+	IgnoreEOS           bool          `json:"ignore_eos,omitempty"`
+	Stream              bool          `json:"stream"`
+	StreamOptions       streamOptions `json:"stream_options"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// payload encodes the request body.
+func (c *Client) payload(req *Request) ([]byte, error) {
+	var v any
+	so := streamOptions{IncludeUsage: true}
+	model := c.model(req)
+	if c.chat {
+		msgs := req.Messages
+		if msgs == nil {
+			msgs = []Message{}
+		}
+		v = chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
+			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: true, StreamOptions: so}
+	} else {
+		v = completionsPayload{Model: model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
+			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: true, StreamOptions: so}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.extra) > 0 {
+		b = append(append(b[:len(b)-1], c.extra...), '}')
+	}
+	return b, nil
+}
+
+// model is the model a request names.
+func (c *Client) model(req *Request) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return c.o.Model
+}
+
+// Do sends req and fills rec with its measurement. The caller sets
+// rec.Scheduled (and Target, Probe, QueueWait) beforehand; Do keeps those
+// and overwrites every other field. Do never panics: an internal panic
+// becomes a failed Record (invalid_response). Cancelling ctx aborts the
+// request and classifies it as canceled.
+func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
+	*rec = prober.Record{
+		Target:    rec.Target,
+		Probe:     rec.Probe,
+		Model:     rec.Model,
+		Scheduled: rec.Scheduled,
+		QueueWait: rec.QueueWait,
+	}
+	if rec.Model == "" {
+		rec.Model = c.model(&req)
+	}
+	rec.RequestID = req.ID
+	rec.InputTokens = req.InputTokens
+	rec.OutputTokensRequested = req.MaxTokens
+	defer func() {
+		if p := recover(); p != nil {
+			rec.Error = prober.ClassInvalidResponse
+			rec.ErrorMessage = c.clean(fmt.Sprintf("internal error: %v", p), &req, false)
+		}
+	}()
+	class, msg, fromServer := c.do(ctx, &req, rec)
+	if class != prober.ClassNone {
+		rec.Error = class
+		rec.ErrorMessage = c.clean(msg, &req, fromServer)
+	}
+}
+
+// Timer causes.
+var (
+	errTimeout     = errors.New("request timeout")
+	errTTFTTimeout = errors.New("ttft timeout")
+	errStall       = errors.New("stream stalled")
+	errDrained     = errors.New("drain after [DONE] timed out")
+)
+
+func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (prober.ErrorClass, string, bool) {
+	body, err := c.payload(req)
+	if err != nil {
+		return prober.ClassInvalidResponse, "encode request: " + err.Error(), false
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	var tr *phaseTrace
+	if c.o.Trace {
+		tr = &phaseTrace{}
+		ctx = tr.with(ctx)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return prober.ClassInvalidResponse, "build request: " + err.Error(), false
+	}
+	h := hreq.Header
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{"text/event-stream"}
+	h["User-Agent"] = []string{"llmprobe"}
+	if c.auth != "" {
+		h["Authorization"] = []string{c.auth}
+	}
+	if req.ID != "" {
+		h["X-Request-Id"] = []string{req.ID}
+	}
+
+	m := measurer{
+		rec:          rec,
+		chat:         c.chat,
+		timeout:      c.o.Timeout,
+		ttftTimeout:  c.o.TTFTTimeout,
+		stallTimeout: c.o.StallTimeout,
+		maxTokens:    req.MaxTokens,
+	}
+	t0 := time.Now()
+	m.t0 = t0
+	rec.Sent = t0
+	rec.WallStart = t0.Round(0)
+	if !rec.Scheduled.IsZero() {
+		rec.SendLag = t0.Sub(rec.Scheduled)
+	}
+	if c.o.Timeout > 0 {
+		t := time.AfterFunc(c.o.Timeout, func() { cancel(errTimeout) })
+		defer t.Stop()
+	}
+	if c.o.TTFTTimeout > 0 {
+		m.ttftTimer = time.AfterFunc(c.o.TTFTTimeout, func() { cancel(errTTFTTimeout) })
+		defer m.ttftTimer.Stop()
+	}
+	if c.o.StallTimeout > 0 {
+		m.stall = &watchdog{d: c.o.StallTimeout, t0: t0, cancel: cancel}
+		defer m.stall.stop()
+	}
+
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		if class, msg, ok := ctxClass(ctx, parent, &m); ok {
+			return class, msg, false
+		}
+		return prober.ClassConnect, err.Error(), false
+	}
+	defer resp.Body.Close()
+	rec.HTTPStatus = resp.StatusCode
+	rec.HeadersTime = time.Since(t0)
+	if tr != nil {
+		rec.ConnectTime, rec.TLSTime = tr.times()
+	}
+	if resp.StatusCode != http.StatusOK {
+		return statusError(resp)
+	}
+	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
+		return prober.ClassInvalidResponse, fmt.Sprintf("content type %q, want text/event-stream", trimTo(ct, 64)), false
+	}
+
+	p := c.parsers.Get().(*sse.Parser)
+	p.Reset(resp.Body)
+	defer func() {
+		p.Reset(nil)
+		c.parsers.Put(p)
+	}()
+	class, msg, fromServer := m.run(p)
+	if class == prober.ClassNone && m.done {
+		// Read to the end of the body so the connection can be reused;
+		// anything after [DONE] no longer changes the result.
+		m.stopTimers()
+		t := time.AfterFunc(drainTimeout, func() { cancel(errDrained) })
+		for range 16 {
+			if _, err := p.Next(); err != nil {
+				break
+			}
+		}
+		t.Stop()
+		return class, msg, fromServer
+	}
+	if class == prober.ClassStream || class == prober.ClassInvalidResponse {
+		// A read error may be the consequence of a timer or the caller
+		// cancelling: that is the real reason.
+		if c2, msg2, ok := ctxClass(ctx, parent, &m); ok && m.readErr {
+			return c2, msg2, false
+		}
+	}
+	return class, msg, fromServer
+}
+
+// ctxClass classifies a failure when ctx is done: by the timer that
+// cancelled it, else as canceled by the caller.
+func ctxClass(ctx, parent context.Context, m *measurer) (prober.ErrorClass, string, bool) {
+	if ctx.Err() == nil {
+		return prober.ClassNone, "", false
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errTimeout):
+		return prober.ClassTimeout, fmt.Sprintf("no complete response within timeout %v", m.timeout), true
+	case errors.Is(cause, errTTFTTimeout):
+		return prober.ClassTTFTTimeout, fmt.Sprintf("no token event within ttft_timeout %v", m.ttftTimeout), true
+	case errors.Is(cause, errStall):
+		return prober.ClassStall, fmt.Sprintf("no event for stall_timeout %v after %d token events", m.stallTimeout, m.rec.Events), true
+	}
+	if parent.Err() != nil {
+		return prober.ClassCanceled, "canceled: " + context.Cause(parent).Error(), true
+	}
+	return prober.ClassCanceled, "canceled: " + cause.Error(), true
+}
+
+// statusError classifies a non-200 response and extracts a short message
+// from a bounded part of its body.
+func statusError(resp *http.Response) (prober.ErrorClass, string, bool) {
+	class := prober.ClassInvalidResponse
+	switch s := resp.StatusCode; {
+	case s == http.StatusTooManyRequests:
+		class = prober.ClassHTTP429
+	case s >= 400 && s < 500:
+		class = prober.ClassHTTP4xx
+	case s >= 500 && s < 600:
+		class = prober.ClassHTTP5xx
+	}
+	buf := make([]byte, maxErrorBody)
+	n, _ := readFull(resp.Body, buf)
+	msg := "HTTP " + resp.Status
+	if detail := errorBodyMessage(buf[:n]); detail != "" {
+		msg += ": " + detail
+	}
+	return class, msg, true
+}
+
+// readFull reads into buf until it is full, EOF or an error.
+func readFull(r interface{ Read([]byte) (int, error) }, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// errorBodyMessage extracts the message of an OpenAI/vLLM/FastAPI error
+// body, or falls back to the body's first line.
+func errorBodyMessage(b []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(b, &v) == nil {
+		var s string
+		var e struct {
+			Message string `json:"message"`
+		}
+		switch {
+		case json.Unmarshal(v.Error, &s) == nil && s != "":
+			return s
+		case json.Unmarshal(v.Error, &e) == nil && e.Message != "":
+			return e.Message
+		case v.Message != "":
+			return v.Message
+		case json.Unmarshal(v.Detail, &s) == nil && s != "":
+			return s
+		case len(v.Detail) > 0 && string(v.Detail) != "null":
+			return string(v.Detail)
+		}
+	}
+	line, _, _ := bytes.Cut(bytes.TrimSpace(b), []byte("\n"))
+	return string(line)
+}
+
+func isEventStream(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// clean makes an error message safe and short: the API key is redacted, a
+// server message that echoes the prompt is cut where the echo starts,
+// control characters become spaces, and the length is bounded.
+func (c *Client) clean(msg string, req *Request, fromServer bool) string {
+	if key := string(c.o.APIKey); key != "" {
+		msg = strings.ReplaceAll(msg, key, "<secret>")
+		msg = strings.ReplaceAll(msg, "Bearer <secret>", "<secret>")
+	}
+	if fromServer {
+		msg = cutEcho(msg, req.Prompt)
+		for _, m := range req.Messages {
+			msg = cutEcho(msg, m.Content)
+		}
+	}
+	msg = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, msg)
+	return trimTo(msg, maxErrorMessage)
+}
+
+// cutEcho cuts msg where it starts to repeat the beginning or the end of
+// text (32 bytes of it), for texts long enough that a match is not chance.
+func cutEcho(msg, text string) string {
+	const probe = 32
+	if len(text) < 16 {
+		return msg
+	}
+	for _, p := range []string{text[:min(probe, len(text))], text[max(0, len(text)-probe):]} {
+		if i := strings.Index(msg, p); i >= 0 {
+			msg = msg[:i] + "<prompt redacted>"
+		}
+	}
+	return msg
+}
+
+// trimTo bounds s to n bytes at a rune boundary, marking the cut.
+func trimTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "..."
+}

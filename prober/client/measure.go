@@ -1,0 +1,271 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/sse"
+)
+
+// measurer turns the events of one stream into a Record. It is the per-token
+// hot path: per event it does one parser call, one allocation-free JSON
+// decode and a few field updates.
+type measurer struct {
+	rec  *prober.Record
+	chat bool
+	t0   time.Time
+
+	timeout, ttftTimeout, stallTimeout time.Duration
+	maxTokens                          int
+	ttftTimer                          *time.Timer // nil when off
+	stall                              *watchdog   // nil when off
+
+	c           chunk
+	gotToken    bool // a token-bearing event arrived
+	gotText     bool // an event with non-empty text arrived
+	done        bool // [DONE] arrived
+	usageTokens bool // completion tokens came from a usage chunk
+	readErr     bool // the stream ended with a read error (or EOF)
+	counted     int  // token events that carry a token (see token)
+	lastTok     time.Time
+	lastEvent   time.Time
+}
+
+// run reads events until [DONE] or a failure and fills the Record. It
+// returns the error class (ClassNone on success), a message, and whether the
+// message comes from the server (so it may echo the prompt).
+func (m *measurer) run(p *sse.Parser) (prober.ErrorClass, string, bool) {
+	class, msg, fromServer := m.loop(p)
+	rec := m.rec
+	if m.gotToken {
+		rec.E2E = m.lastTok.Sub(m.t0)
+	}
+	if !m.usageTokens {
+		rec.CompletionTokens = m.counted
+		rec.TokensCounted = true
+	}
+	if class == prober.ClassNone && !m.gotToken {
+		return prober.ClassInvalidResponse, "stream finished without a token event", false
+	}
+	return class, msg, fromServer
+}
+
+func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
+	rec := m.rec
+	for {
+		ev, err := p.Next()
+		if err != nil {
+			return m.endError(err)
+		}
+		at := ev.At
+		since := at.Sub(m.t0)
+		// The timers cancel the request; these checks make the class agree
+		// with the timestamps when an event beats its timer by a hair.
+		switch {
+		case m.timeout > 0 && since > m.timeout:
+			return prober.ClassTimeout, "no complete response within timeout " + m.timeout.String(), false
+		case !m.gotToken && m.ttftTimeout > 0 && since > m.ttftTimeout:
+			return prober.ClassTTFTTimeout, "no token event within ttft_timeout " + m.ttftTimeout.String(), false
+		case m.gotToken && m.stallTimeout > 0 && at.Sub(m.lastEvent) > m.stallTimeout:
+			return prober.ClassStall, "no event for stall_timeout " + m.stallTimeout.String() +
+				" after " + strconv.Itoa(rec.Events) + " token events", false
+		}
+		m.lastEvent = at
+		if m.gotToken && m.stall != nil {
+			m.stall.touch(since)
+		}
+		if ev.IsDone() {
+			rec.Done = since
+			m.done = true
+			return prober.ClassNone, "", false
+		}
+		if ev.Partial {
+			return prober.ClassStream, "stream ended in the middle of an event", false
+		}
+		if string(ev.Type) == "error" {
+			return prober.ClassStream, "server error event: " + trimTo(string(ev.Data), maxErrorMessage), true
+		}
+		c := &m.c
+		if err := decodeChunk(ev.Data, c); err != nil {
+			if !m.gotToken {
+				return prober.ClassInvalidResponse, "first event: " + err.Error(), false
+			}
+			return prober.ClassStream, "malformed event: " + err.Error(), false
+		}
+		if c.isError {
+			msg := "server error event"
+			if c.errMsg != nil {
+				msg += ": " + rawString(c.errMsg, c.errMsgEscaped)
+			}
+			return prober.ClassStream, msg, true
+		}
+		if c.choices > 0 {
+			m.token(at, since, c)
+		}
+		if c.hasUsage {
+			if c.hasCompletion {
+				rec.CompletionTokens = c.completionTokens
+				m.usageTokens = true
+			}
+			if c.hasPrompt {
+				rec.PromptTokens = c.promptTokens
+			}
+		}
+	}
+}
+
+// token records a token-bearing event (non-empty choices), vLLM's rule.
+func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
+	rec := m.rec
+	if !m.gotToken {
+		m.gotToken = true
+		rec.TTFT = since
+		if m.ttftTimer != nil {
+			m.ttftTimer.Stop()
+		}
+		if m.stall != nil {
+			m.stall.start(since)
+		}
+		n := 64
+		if m.maxTokens > 0 {
+			n = min(max(m.maxTokens, 16), maxITLPrealloc)
+		}
+		rec.ITL = make([]time.Duration, 0, n)
+	} else {
+		rec.ITL = append(rec.ITL, at.Sub(m.lastTok))
+	}
+	m.lastTok = at
+	rec.Events++
+	if c.hasText && !m.gotText {
+		m.gotText = true
+		rec.TTFTText = since
+	}
+	// Without usage, output tokens are counted one per token event, except
+	// chat's role-only chunk (a role and no content), which carries none.
+	if !m.chat || !c.hasRole || c.hasText {
+		m.counted++
+	}
+	if c.hasFinish && (c.finishEscaped || string(c.finish) != rec.FinishReason) {
+		rec.FinishReason = rawString(c.finish, c.finishEscaped)
+	}
+}
+
+// endError classifies the end of the stream before [DONE].
+func (m *measurer) endError(err error) (prober.ErrorClass, string, bool) {
+	m.readErr = true
+	switch {
+	case errors.Is(err, io.EOF):
+		return prober.ClassStream, "stream ended before [DONE] after " + strconv.Itoa(m.rec.Events) + " token events", false
+	case errors.Is(err, sse.ErrTooLarge):
+		if !m.gotToken {
+			return prober.ClassInvalidResponse, err.Error(), false
+		}
+		return prober.ClassStream, err.Error(), false
+	}
+	return prober.ClassStream, "read: " + err.Error(), false
+}
+
+func (m *measurer) stopTimers() {
+	if m.ttftTimer != nil {
+		m.ttftTimer.Stop()
+	}
+	if m.stall != nil {
+		m.stall.stop()
+	}
+}
+
+// watchdog cancels the request when no event arrived for d. It is lazy: an
+// event only stores its time (one atomic store, no timer reset on the hot
+// path); when the timer fires it re-arms itself for the remaining time
+// unless the stream really was silent for d.
+type watchdog struct {
+	d      time.Duration
+	t0     time.Time
+	cancel context.CancelCauseFunc
+	last   atomic.Int64 // time of the last event, ns since t0
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (w *watchdog) start(since time.Duration) {
+	w.last.Store(int64(since))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.t = time.AfterFunc(w.d, w.fire)
+	}
+}
+
+func (w *watchdog) touch(since time.Duration) { w.last.Store(int64(since)) }
+
+func (w *watchdog) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	idle := time.Since(w.t0) - time.Duration(w.last.Load())
+	if idle >= w.d {
+		w.cancel(errStall)
+		return
+	}
+	w.t.Reset(w.d - idle)
+}
+
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
+
+// phaseTrace collects connection phase times. Its callbacks may run on the
+// transport's dialing goroutines, hence the mutex.
+type phaseTrace struct {
+	mu                 sync.Mutex
+	connStart, connEnd time.Time
+	tlsStart, tlsEnd   time.Time
+}
+
+func (t *phaseTrace) with(ctx context.Context) context.Context {
+	set := func(p *time.Time, first bool) {
+		now := time.Now()
+		t.mu.Lock()
+		if !first || p.IsZero() {
+			*p = now
+		}
+		t.mu.Unlock()
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectStart:      func(string, string) { set(&t.connStart, true) },
+		ConnectDone:       func(string, string, error) { set(&t.connEnd, false) },
+		TLSHandshakeStart: func() { set(&t.tlsStart, true) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { set(&t.tlsEnd, false) },
+	})
+}
+
+// times returns the connect and TLS handshake durations (0 when the phase
+// did not happen, e.g. on a reused connection).
+func (t *phaseTrace) times() (connect, handshake time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.connStart.IsZero() && t.connEnd.After(t.connStart) {
+		connect = t.connEnd.Sub(t.connStart)
+	}
+	if !t.tlsStart.IsZero() && t.tlsEnd.After(t.tlsStart) {
+		handshake = t.tlsEnd.Sub(t.tlsStart)
+	}
+	return connect, handshake
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package schedule
+
+import "time"
+
+// preciseSleepSupported is false off Linux: the Go timer does all the
+// waiting.
+var preciseSleepSupported = false
+
+func preciseSleep(time.Time) {}

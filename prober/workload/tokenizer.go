@@ -1,0 +1,284 @@
+package workload
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Tokenizer methods, as recorded in sweep fingerprints.
+const (
+	// MethodServerTokenize: prompts sized with the target's POST /tokenize.
+	MethodServerTokenize = "server-tokenize"
+	// MethodCalibrated: prompts sized with a tokens-per-word estimate
+	// calibrated from the server's usage.prompt_tokens.
+	MethodCalibrated = "calibrated"
+	// MethodCustom is reported for a Tokenizer that does not say.
+	MethodCustom = "custom"
+)
+
+// Tokenizer counts the tokens of a prompt as the target will count them
+// (special tokens and, for chat, the chat template included: the figure
+// the server reports as usage.prompt_tokens). Implementations must be safe
+// for concurrent use.
+type Tokenizer interface {
+	Count(ctx context.Context, text string) (int, error)
+}
+
+// Method returns the sizing method of t: its Method() string when it has
+// one, else MethodCustom.
+func Method(t Tokenizer) string {
+	if m, ok := t.(interface{ Method() string }); ok {
+		return m.Method()
+	}
+	return MethodCustom
+}
+
+// ErrTokenizeUnsupported is returned (wrapped) by ServerTokenizer.Count when
+// the server answers /tokenize with 404 or 405: the caller should fall back
+// to Calibrate.
+var ErrTokenizeUnsupported = errors.New("server has no /tokenize endpoint")
+
+// ServerTokenizerOptions configures a ServerTokenizer.
+type ServerTokenizerOptions struct {
+	// BaseURL is the server's root, e.g. http://127.0.0.1:8000; a trailing
+	// "/" or "/v1" is removed, since vLLM serves /tokenize at the root.
+	BaseURL string
+	// Model is sent as "model" (vLLM checks it against the served models).
+	Model string
+	// Chat counts the text as the content of a single user message with
+	// the server's chat template and generation prompt (vLLM's
+	// {"messages": [...]} form), as /v1/chat/completions will.
+	Chat bool
+	// Client sends the requests; nil means a client with a 30 s timeout.
+	Client *http.Client
+	// Header is added to every request (e.g. Authorization). It is never
+	// logged or put into errors.
+	Header http.Header
+	// MaxResponseBytes caps a response body; 0 means 64 MiB.
+	MaxResponseBytes int64
+}
+
+// ServerTokenizer counts tokens with the server's POST /tokenize (vLLM's
+// shape: request {"model", "prompt"} or {"model", "messages"}, response
+// {"count", "max_model_len", "tokens"}). It is safe for concurrent use.
+type ServerTokenizer struct {
+	url         string
+	opts        ServerTokenizerOptions
+	maxModelLen atomic.Int64
+}
+
+// NewServerTokenizer returns a ServerTokenizer for o; it sends nothing yet.
+func NewServerTokenizer(o ServerTokenizerOptions) (*ServerTokenizer, error) {
+	base := strings.TrimRight(o.BaseURL, "/")
+	base = strings.TrimSuffix(base, "/v1")
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("tokenizer base url must start with http:// or https://, got %q", o.BaseURL)
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = 64 << 20
+	}
+	return &ServerTokenizer{url: base + "/tokenize", opts: o}, nil
+}
+
+// Method returns MethodServerTokenize.
+func (t *ServerTokenizer) Method() string { return MethodServerTokenize }
+
+// MaxModelLen returns the max_model_len of the last /tokenize response (0
+// before the first one or when the server did not say).
+func (t *ServerTokenizer) MaxModelLen() int { return int(t.maxModelLen.Load()) }
+
+type tokenizeMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type tokenizeRequest struct {
+	Model    string            `json:"model,omitempty"`
+	Prompt   *string           `json:"prompt,omitempty"`
+	Messages []tokenizeMessage `json:"messages,omitempty"`
+}
+
+// Count asks the server for the token count of text.
+func (t *ServerTokenizer) Count(ctx context.Context, text string) (int, error) {
+	req := tokenizeRequest{Model: t.opts.Model}
+	if t.opts.Chat {
+		req.Messages = []tokenizeMessage{{Role: "user", Content: text}}
+	} else {
+		req.Prompt = &text
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, fmt.Errorf("tokenize: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("tokenize: %w", err)
+	}
+	for k, vs := range t.opts.Header {
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	resp, err := t.opts.Client.Do(hr)
+	if err != nil {
+		return 0, fmt.Errorf("tokenize: %w", err)
+	}
+	defer resp.Body.Close()
+	lr := io.LimitReader(resp.Body, t.opts.MaxResponseBytes+1)
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		_, _ = io.Copy(io.Discard, lr)
+		return 0, fmt.Errorf("tokenize: HTTP %d: %w", resp.StatusCode, ErrTokenizeUnsupported)
+	case resp.StatusCode != http.StatusOK:
+		msg, _ := io.ReadAll(io.LimitReader(lr, 512))
+		return 0, fmt.Errorf("tokenize: HTTP %d: %s", resp.StatusCode, shortMessage(msg))
+	}
+	raw, err := io.ReadAll(lr)
+	if err != nil {
+		return 0, fmt.Errorf("tokenize: reading response: %w", err)
+	}
+	if int64(len(raw)) > t.opts.MaxResponseBytes {
+		return 0, fmt.Errorf("tokenize: response larger than %d bytes", t.opts.MaxResponseBytes)
+	}
+	var out struct {
+		Count       *int `json:"count"`
+		MaxModelLen int  `json:"max_model_len"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return 0, fmt.Errorf("tokenize: bad response: %w", err)
+	}
+	if out.Count == nil || *out.Count < 0 {
+		return 0, errors.New("tokenize: response has no valid count")
+	}
+	if out.MaxModelLen > 0 {
+		t.maxModelLen.Store(int64(out.MaxModelLen))
+	}
+	return *out.Count, nil
+}
+
+// shortMessage returns a server error body as one short line: the "message"
+// of an OpenAI-style error object when there is one, else the raw text, cut
+// to 200 bytes.
+func shortMessage(b []byte) string {
+	var e struct {
+		Message string `json:"message"`
+		Error   struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	s := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &e) == nil {
+		if e.Error.Message != "" {
+			s = e.Error.Message
+		} else if e.Message != "" {
+			s = e.Message
+		}
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// Observation is one calibration request: the prompt text sent and the
+// usage.prompt_tokens the server reported for it.
+type Observation struct {
+	Text         string
+	PromptTokens int
+}
+
+// DefaultCalibrationWords is the length, in words, of the calibration prompt
+// a caller should send (CalibrationText) when the server has no /tokenize.
+const DefaultCalibrationWords = 256
+
+// CalibrationText returns a deterministic prompt of n words from the same
+// vocabulary the Generator uses, for the calibration request(s) whose
+// usage.prompt_tokens feed Calibrate. Two observations of different
+// lengths (e.g. 32 and 256 words) also calibrate the fixed overhead (BOS,
+// chat template).
+func CalibrationText(n int) string {
+	r := newRand(derive(0, tagCalibration))
+	w := make([]string, n)
+	for i := range w {
+		w[i] = wordList[r.IntN(len(wordList))]
+	}
+	return strings.Join(w, " ")
+}
+
+// Calibrated estimates token counts as Intercept + PerWord * words, where
+// words is the number of whitespace-separated words. It is the fallback
+// for servers without /tokenize; the Record still carries the server's own
+// usage.prompt_tokens, so reports use the true count. Safe for concurrent
+// use (immutable).
+type Calibrated struct {
+	Intercept float64
+	PerWord   float64
+}
+
+// Calibrate fits a Calibrated estimator to observed (text, prompt_tokens)
+// pairs. With one observation (or all of equal word count) the intercept is
+// 0 and PerWord = tokens / words; with two or more distinct word counts a
+// least-squares line gives both. Errors: no observation, a text without
+// words, a non-positive token count, or a fit with PerWord <= 0.
+func Calibrate(obs ...Observation) (*Calibrated, error) {
+	if len(obs) == 0 {
+		return nil, errors.New("calibrate: no observation")
+	}
+	xs := make([]float64, len(obs))
+	ys := make([]float64, len(obs))
+	for i, o := range obs {
+		n := len(strings.Fields(o.Text))
+		if n == 0 {
+			return nil, fmt.Errorf("calibrate: observation %d has no words", i)
+		}
+		if o.PromptTokens <= 0 {
+			return nil, fmt.Errorf("calibrate: observation %d has prompt_tokens %d, want > 0", i, o.PromptTokens)
+		}
+		xs[i], ys[i] = float64(n), float64(o.PromptTokens)
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(len(xs))
+	my /= float64(len(xs))
+	var sxx, sxy float64
+	for i := range xs {
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+		sxy += (xs[i] - mx) * (ys[i] - my)
+	}
+	c := &Calibrated{PerWord: my / mx}
+	if sxx > 0 {
+		c.PerWord = sxy / sxx
+		c.Intercept = my - c.PerWord*mx
+	}
+	if !(c.PerWord > 0) || math.IsInf(c.PerWord, 0) {
+		return nil, fmt.Errorf("calibrate: fitted %.3g tokens per word, want > 0", c.PerWord)
+	}
+	return c, nil
+}
+
+// Method returns MethodCalibrated.
+func (c *Calibrated) Method() string { return MethodCalibrated }
+
+// Count returns max(1, round(Intercept + PerWord * words(text))).
+func (c *Calibrated) Count(_ context.Context, text string) (int, error) {
+	n := float64(len(strings.Fields(text)))
+	return max(1, int(math.Round(c.Intercept+c.PerWord*n))), nil
+}
