@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/llmprobe/llmprobe/internal/config"
+)
+
+func init() {
+	register(func(app *kingpin.Application) (string, action) {
+		cmd := app.Command("check-config", "Validate configuration files as the daemon loads them (API keys are read too) and exit: "+
+			"0 when all are valid, 1 otherwise. Prints FILE: OK for each valid file, the exact problems (file:line: field: why) for the others.")
+		files := cmd.Arg("file", "Configuration file to check (docs/configuration.md). Repeatable.").Required().Strings()
+		return cmd.FullCommand(), func(e *env) int { return checkConfig(e, *files) }
+	})
+}
+
+// checkConfig loads every file; valid ones are reported on stdout, errors
+// (which never contain an API key) on stderr.
+func checkConfig(e *env, files []string) int {
+	rc := 0
+	for _, f := range files {
+		if _, err := config.Load(f); err != nil {
+			fmt.Fprintln(e.stderr, err)
+			rc = 1
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%s: OK\n", f)
+	}
+	return rc
+}

@@ -1,0 +1,837 @@
+// Package config owns llmprobe's daemon configuration: the YAML schema
+// (global defaults, targets and their probes), its defaults, strict decoding
+// (unknown keys are errors), validation at load with errors that name the
+// file, the line and the field, API keys read from a file or an environment
+// variable at load, per-probe fingerprints to see what a reload changed, and
+// SafeConfig, the holder the daemon swaps on SIGHUP and POST /-/reload.
+//
+// The schema and every default are documented in docs/configuration.md; a
+// full example is deploy/examples/llmprobe.yml.
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/config"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// The APIs a target can be probed on.
+const (
+	APICompletions = "completions" // POST /v1/completions
+	APIChat        = "chat"        // POST /v1/chat/completions
+)
+
+// The arrival processes of a probe (the names of prober/arrival).
+const (
+	ArrivalPoisson  = "poisson"
+	ArrivalGamma    = "gamma"
+	ArrivalConstant = "constant"
+)
+
+// MetricsURLNone is the metrics_url value that disables scraping the target's
+// own /metrics.
+const MetricsURLNone = "none"
+
+// maxDefaultConcurrency caps the default max_concurrency of absurd rates.
+const maxDefaultConcurrency = 1 << 20
+
+// maxKeyFileBytes caps what is read from an api_key_file.
+const maxKeyFileBytes = 64 << 10
+
+var (
+	// nameRE is what target and probe names must match: they are label values.
+	nameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]+$`)
+	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// DefaultGlobalConfig holds the global defaults: a 2m total request timeout,
+// a 30s time-to-first-token timeout, a 15s mid-stream stall timeout and no
+// SLO (every successful request is good).
+var DefaultGlobalConfig = GlobalConfig{
+	Timeout:      2 * time.Minute,
+	TTFTTimeout:  30 * time.Second,
+	StallTimeout: 15 * time.Second,
+}
+
+// DefaultTargetConfig holds a target's defaults: the completions API and a
+// 64MiB response body cap. Timeouts and SLO are inherited from global.
+var DefaultTargetConfig = TargetConfig{
+	API:          APICompletions,
+	MaxBodyBytes: 64 << 20,
+}
+
+// DefaultProbeConfig holds the defaults of a probe written in a file: Poisson
+// arrivals, burstiness 1 and workload.DefaultSpec() (64 input tokens, 16
+// output tokens, ignore_eos). Rate has no default: a written probe must set
+// it. The default max_concurrency (4 × ceil(rate)) and seed (derived from the
+// target and probe names) are computed at load.
+var DefaultProbeConfig = ProbeConfig{
+	Arrival:    ArrivalPoisson,
+	Burstiness: 1,
+	Workload:   workload.DefaultSpec(),
+}
+
+// DefaultProbe is the probe a target gets when its probes key is left out:
+// named "default", 1 request per second, otherwise DefaultProbeConfig.
+var DefaultProbe = ProbeConfig{
+	Name:       "default",
+	Rate:       1,
+	Arrival:    ArrivalPoisson,
+	Burstiness: 1,
+	Workload:   workload.DefaultSpec(),
+}
+
+// Config is the whole daemon configuration. A *Config returned by Load,
+// Parse or ForTarget is resolved (defaults and inherited values filled in,
+// API keys read) and valid; treat it as immutable, since it is shared by
+// readers of SafeConfig.
+type Config struct {
+	Global  GlobalConfig   `yaml:"global"`
+	Targets []TargetConfig `yaml:"targets"`
+}
+
+// GlobalConfig holds the defaults every target inherits unless it sets them.
+type GlobalConfig struct {
+	// Timeout is the total request timeout (> 0).
+	Timeout time.Duration `yaml:"timeout"`
+	// TTFTTimeout fails a request with no token event this long after it
+	// was sent (0 disables it; <= Timeout).
+	TTFTTimeout time.Duration `yaml:"ttft_timeout"`
+	// StallTimeout fails a request whose stream is silent this long after
+	// its first token event (0 disables it; <= Timeout).
+	StallTimeout time.Duration `yaml:"stall_timeout"`
+	// SLO is the default SLO of every target (each threshold <= Timeout).
+	SLO slo.SLO `yaml:"slo,omitempty"`
+
+	set keySet
+}
+
+// TargetConfig is one endpoint to probe. After load every field holds its
+// effective value (inherited and default values filled in).
+type TargetConfig struct {
+	// Name identifies the target; it is the target label value: required,
+	// unique, [a-zA-Z0-9_.:-]+.
+	Name string `yaml:"name"`
+	// BaseURL is the server root, e.g. http://vllm:8000 (http or https, no
+	// query, no credentials, no trailing slash after load, not ending in /v1).
+	BaseURL string `yaml:"base_url"`
+	// API is APICompletions (default) or APIChat.
+	API string `yaml:"api"`
+	// Model is the model to request; empty means the first id of
+	// GET /v1/models, asked when the probe starts.
+	Model string `yaml:"model,omitempty"`
+	// APIKeyFile and APIKeyEnv name where the API key is read at load (a
+	// file, relative to the config file's directory, or an environment
+	// variable); at most one is set. The key itself is returned by APIKey.
+	APIKeyFile string `yaml:"api_key_file,omitempty"`
+	APIKeyEnv  string `yaml:"api_key_env,omitempty"`
+	// RawMetricsURL is metrics_url as written: empty for BaseURL + /metrics,
+	// MetricsURLNone to disable scraping. Use MetricsURL for the effective URL.
+	RawMetricsURL string `yaml:"metrics_url,omitempty"`
+	// SLO replaces global.slo as a whole when set.
+	SLO slo.SLO `yaml:"slo,omitempty"`
+	// Timeout, TTFTTimeout and StallTimeout are as in GlobalConfig, inherited
+	// from it when left out. An inherited or default TTFTTimeout or
+	// StallTimeout larger than the target's Timeout is lowered to it.
+	Timeout      time.Duration `yaml:"timeout"`
+	TTFTTimeout  time.Duration `yaml:"ttft_timeout"`
+	StallTimeout time.Duration `yaml:"stall_timeout"`
+	// MaxBodyBytes caps a response body (default 64MiB); a larger one fails
+	// the request.
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// Probes are the probes of this target; DefaultProbe when left out.
+	Probes []ProbeConfig `yaml:"probes"`
+
+	set keySet
+	// key is a pointer so that fmt's %v of a TargetConfig prints an address,
+	// never the key.
+	key *apiKey
+}
+
+// ProbeConfig is one open-loop probe of a target.
+type ProbeConfig struct {
+	// Name identifies the probe within its target; it is the probe label
+	// value: required, unique in the target, [a-zA-Z0-9_.:-]+.
+	Name string `yaml:"name"`
+	// Rate is the mean request rate in requests per second: required, > 0,
+	// finite.
+	Rate float64 `yaml:"rate"`
+	// Arrival is the arrival process: ArrivalPoisson (default), ArrivalGamma
+	// or ArrivalConstant.
+	Arrival string `yaml:"arrival"`
+	// Burstiness is the gamma shape (vLLM's --burstiness): > 0, default 1;
+	// a value other than 1 needs ArrivalGamma.
+	Burstiness float64 `yaml:"burstiness"`
+	// MaxConcurrency caps the requests in flight; an arrival that finds the
+	// cap full is skipped and counted. Default 4 × ceil(Rate).
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Workload is the request distribution; workload.DefaultSpec() when left
+	// out, and each of its length keys defaults to DefaultSpec's when left out.
+	Workload workload.Spec `yaml:"workload"`
+	// Seed seeds the arrival and workload generators. 0 (or left out) means
+	// derived from the names (see DeriveSeed); after load it holds the seed
+	// in use.
+	Seed uint64 `yaml:"seed"`
+
+	set         keySet
+	workloadSet keySet
+}
+
+// apiKey holds a key read at load.
+type apiKey struct{ s config.Secret }
+
+// keySet records which keys a YAML mapping set (to a non-null value). A nil
+// keySet means the value was built in code, where a non-zero field counts as
+// set.
+type keySet map[string]bool
+
+func (s keySet) has(key string, nonZero bool) bool {
+	if s == nil {
+		return nonZero
+	}
+	return s[key]
+}
+
+// UnmarshalYAML applies DefaultGlobalConfig and decodes strictly.
+func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
+	*c = Config{Global: DefaultGlobalConfig}
+	type plain Config
+	if err := unmarshal((*plain)(c)); err != nil {
+		return err
+	}
+	_, values, err := presentKeys(unmarshal)
+	if err != nil {
+		return err
+	}
+	return noEmptyEntries(values, "targets")
+}
+
+// UnmarshalYAML applies DefaultGlobalConfig, decodes strictly and records
+// which keys were set.
+func (g *GlobalConfig) UnmarshalYAML(unmarshal func(any) error) error {
+	*g = DefaultGlobalConfig
+	type plain GlobalConfig
+	if err := unmarshal((*plain)(g)); err != nil {
+		return err
+	}
+	set, _, err := presentKeys(unmarshal)
+	g.set = set
+	return err
+}
+
+// UnmarshalYAML applies DefaultTargetConfig, decodes strictly and records
+// which keys were set (the others are inherited from global at load).
+func (t *TargetConfig) UnmarshalYAML(unmarshal func(any) error) error {
+	*t = DefaultTargetConfig
+	type plain TargetConfig
+	if err := unmarshal((*plain)(t)); err != nil {
+		return err
+	}
+	set, values, err := presentKeys(unmarshal)
+	if err != nil {
+		return err
+	}
+	t.set = set
+	return noEmptyEntries(values, "probes")
+}
+
+// UnmarshalYAML applies DefaultProbeConfig, decodes strictly and records
+// which keys were set. The workload is decoded from scratch (a length
+// distribution written in the file never merges with the default one).
+func (p *ProbeConfig) UnmarshalYAML(unmarshal func(any) error) error {
+	*p = DefaultProbeConfig
+	p.Workload = workload.Spec{}
+	type plain ProbeConfig
+	if err := unmarshal((*plain)(p)); err != nil {
+		return err
+	}
+	set, values, err := presentKeys(unmarshal)
+	if err != nil {
+		return err
+	}
+	p.set = set
+	p.workloadSet = keySet{}
+	if w, ok := values["workload"]; ok && set["workload"] {
+		p.workloadSet = mappingKeys(&w)
+	}
+	return nil
+}
+
+// presentKeys decodes the mapping being unmarshalled a second time, into its
+// keys and value nodes (merge keys expanded by yaml), and returns the keys
+// set to a non-null value.
+func presentKeys(unmarshal func(any) error) (keySet, map[string]yaml.Node, error) {
+	var values map[string]yaml.Node
+	if err := unmarshal(&values); err != nil {
+		return nil, nil, err
+	}
+	set := make(keySet, len(values))
+	for k, v := range values {
+		if resolveAlias(&v).ShortTag() != "!!null" {
+			set[k] = true
+		}
+	}
+	return set, values, nil
+}
+
+// noEmptyEntries rejects null entries in the list under key: yaml would
+// drop them silently, shifting the indexes that errors report.
+func noEmptyEntries(values map[string]yaml.Node, key string) error {
+	v, ok := values[key]
+	if !ok {
+		return nil
+	}
+	n := resolveAlias(&v)
+	if n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, item := range n.Content {
+		if resolveAlias(item).ShortTag() == "!!null" {
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: empty list entry", item.Line)}}
+		}
+	}
+	return nil
+}
+
+// resolveAlias follows alias nodes.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// mappingKeys returns the keys of mapping n that have a non-null value,
+// merge keys (<<) included.
+func mappingKeys(n *yaml.Node) keySet {
+	s := keySet{}
+	n = resolveAlias(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return s
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		if k.ShortTag() == "!!merge" {
+			merged := []*yaml.Node{v}
+			if v.Kind == yaml.SequenceNode {
+				merged = v.Content
+			}
+			for _, m := range merged {
+				for key := range mappingKeys(m) {
+					s[key] = true
+				}
+			}
+			continue
+		}
+		if v.ShortTag() != "!!null" {
+			s[k.Value] = true
+		}
+	}
+	return s
+}
+
+// Load reads, parses and validates the configuration file at path. Errors
+// are *Error values (several joined when yaml reports several), e.g.
+//
+//	llmprobe.yml:12: targets[0].probes[1].rate: must be > 0, got -1
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &Error{File: path, Err: err}
+	}
+	return Parse(data, path)
+}
+
+// Parse parses and validates a configuration; filename names it in errors,
+// and relative api_key_file paths are relative to its directory.
+func Parse(data []byte, filename string) (*Config, error) {
+	c := &Config{Global: DefaultGlobalConfig}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, newNodeIndex(data).yamlErrors(filename, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &Error{File: filename, Line: extra.Line, Err: errors.New("only one YAML document is allowed")}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, newNodeIndex(data).yamlErrors(filename, err)
+	}
+	if err := c.resolve(filepath.Dir(filename)); err != nil {
+		return nil, located(filename, newNodeIndex(data), err)
+	}
+	return c, nil
+}
+
+// ForTarget returns the configuration of one target probed with
+// DefaultProbe: the target is named after the URL's host:port (characters not
+// allowed in a name become _), the api is APICompletions when empty, and
+// everything else is a default. Errors name the field (base_url, api).
+// Setting Name afterwards keeps the seed derived from the original name.
+func ForTarget(baseURL, model, api string) (*Config, error) {
+	t := DefaultTargetConfig
+	t.Name = nameFromURL(baseURL)
+	t.BaseURL = baseURL
+	t.Model = model
+	if api != "" {
+		t.API = api
+	}
+	c := &Config{Global: DefaultGlobalConfig, Targets: []TargetConfig{t}}
+	if err := c.resolve(""); err != nil {
+		e := located("", nil, err)
+		e.Path = strings.TrimPrefix(e.Path, "targets[0].")
+		return nil, e
+	}
+	return c, nil
+}
+
+func nameFromURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return "target"
+	}
+	b := []byte(u.Host)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("_.:-", ch) >= 0) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// located turns a validation error into an *Error with its line.
+func located(file string, idx *nodeIndex, err error) *Error {
+	e := &Error{File: file, Err: err}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		e.Path, e.Err = fe.path, fe.err
+		if idx != nil {
+			e.Line = idx.line(fe.path)
+		}
+	}
+	return e
+}
+
+// resolve fills in defaults and inherited values, validates, and reads the
+// API keys (last, so that an invalid file never touches key files or the
+// environment beyond the first invalid target).
+func (c *Config) resolve(dir string) error {
+	g := &c.Global
+	if !g.set.has("ttft_timeout", false) && g.Timeout > 0 && g.TTFTTimeout > g.Timeout {
+		g.TTFTTimeout = g.Timeout
+	}
+	if !g.set.has("stall_timeout", false) && g.Timeout > 0 && g.StallTimeout > g.Timeout {
+		g.StallTimeout = g.Timeout
+	}
+	if err := g.Validate(); err != nil {
+		return under("global", err)
+	}
+	if len(c.Targets) == 0 {
+		return errf("targets", "at least one target is required")
+	}
+	seen := make(map[string]int, len(c.Targets))
+	for i := range c.Targets {
+		t := &c.Targets[i]
+		p := fmt.Sprintf("targets[%d]", i)
+		if err := t.resolve(*g); err != nil {
+			return under(p, err)
+		}
+		if err := t.Validate(); err != nil {
+			return under(p, err)
+		}
+		if j, dup := seen[t.Name]; dup {
+			return errf(p+".name", "duplicate target name %q (also targets[%d])", t.Name, j)
+		}
+		seen[t.Name] = i
+		if err := t.loadKey(dir); err != nil {
+			return under(p, err)
+		}
+	}
+	return nil
+}
+
+func (t *TargetConfig) resolve(g GlobalConfig) error {
+	t.BaseURL = strings.TrimRight(t.BaseURL, "/")
+	if t.API == "" && !t.set.has("api", false) {
+		t.API = APICompletions
+	}
+	if !t.set.has("max_body_bytes", t.MaxBodyBytes != 0) {
+		t.MaxBodyBytes = DefaultTargetConfig.MaxBodyBytes
+	}
+	if !t.set.has("timeout", t.Timeout != 0) {
+		t.Timeout = g.Timeout
+	}
+	if !t.set.has("ttft_timeout", t.TTFTTimeout != 0) {
+		t.TTFTTimeout = g.TTFTTimeout
+		if t.Timeout > 0 && t.TTFTTimeout > t.Timeout {
+			t.TTFTTimeout = t.Timeout
+		}
+	}
+	if !t.set.has("stall_timeout", t.StallTimeout != 0) {
+		t.StallTimeout = g.StallTimeout
+		if t.Timeout > 0 && t.StallTimeout > t.Timeout {
+			t.StallTimeout = t.Timeout
+		}
+	}
+	if !t.set.has("slo", t.SLO != (slo.SLO{})) {
+		t.SLO = g.SLO
+	}
+	if t.Probes == nil {
+		t.Probes = []ProbeConfig{DefaultProbe}
+	}
+	for i := range t.Probes {
+		if err := t.Probes[i].resolve(t.Name); err != nil {
+			return under(fmt.Sprintf("probes[%d]", i), err)
+		}
+	}
+	return nil
+}
+
+func (p *ProbeConfig) resolve(target string) error {
+	if p.set != nil && !p.set["rate"] {
+		return errf("rate", "required: requests per second, > 0")
+	}
+	if p.Arrival == "" && !p.set.has("arrival", false) {
+		p.Arrival = DefaultProbeConfig.Arrival
+	}
+	if !p.set.has("burstiness", p.Burstiness != 0) {
+		p.Burstiness = DefaultProbeConfig.Burstiness
+	}
+	if !p.set.has("max_concurrency", p.MaxConcurrency != 0) && p.Rate > 0 && !math.IsInf(p.Rate, 0) {
+		p.MaxConcurrency = int(max(4, min(4*math.Ceil(p.Rate), maxDefaultConcurrency)))
+	}
+	def := DefaultProbeConfig.Workload
+	w, ws := &p.Workload, p.workloadSet
+	if !ws.has("input_tokens", w.InputTokens.Dist != "") {
+		w.InputTokens = def.InputTokens
+	}
+	if !ws.has("output_tokens", w.OutputTokens.Dist != "") {
+		w.OutputTokens = def.OutputTokens
+	}
+	if !ws.has("prefix_tokens", w.PrefixTokens != 0) {
+		w.PrefixTokens = def.PrefixTokens
+	}
+	if !ws.has("ignore_eos", w.IgnoreEOS != nil) {
+		w.IgnoreEOS = def.IgnoreEOS
+	}
+	if p.Seed == 0 {
+		p.Seed = DeriveSeed(target, p.Name)
+	}
+	return nil
+}
+
+// DeriveSeed returns the default seed of a probe: the first 53 bits of
+// SHA-256(target + "/" + probe), read big-endian (53 bits, so that the seed
+// survives JSON tools that read numbers as float64).
+func DeriveSeed(target, probe string) uint64 {
+	sum := sha256.Sum256([]byte(target + "/" + probe))
+	return binary.BigEndian.Uint64(sum[:8]) >> 11
+}
+
+// Validate checks the global section: timeouts and SLO.
+func (g GlobalConfig) Validate() error {
+	if err := validateTimeouts(g.Timeout, g.TTFTTimeout, g.StallTimeout); err != nil {
+		return err
+	}
+	return validateSLO(g.SLO, g.Timeout, "")
+}
+
+// Validate checks every field of a resolved target and its probes, and the
+// rules between them: one API key source, timeouts and SLO within timeout,
+// unique probe names. It does not read the API key.
+func (t TargetConfig) Validate() error {
+	if err := validateName(t.Name); err != nil {
+		return under("name", err)
+	}
+	if t.BaseURL == "" {
+		return errf("base_url", "required")
+	}
+	if err := validateURL(t.BaseURL, false); err != nil {
+		return under("base_url", err)
+	}
+	if u, _ := url.Parse(t.BaseURL); strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		return errf("base_url", "must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)")
+	}
+	if t.API != APICompletions && t.API != APIChat {
+		return errf("api", "must be one of %s, %s, got %q", APICompletions, APIChat, t.API)
+	}
+	if t.APIKeyFile != "" && t.APIKeyEnv != "" {
+		return errf("api_key_file", "set either api_key_file or api_key_env, not both")
+	}
+	if t.APIKeyEnv != "" && !envRE.MatchString(t.APIKeyEnv) {
+		// Never echo the value: it may be a key pasted in the wrong place.
+		return errf("api_key_env", "must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself")
+	}
+	if t.RawMetricsURL != "" && t.RawMetricsURL != MetricsURLNone {
+		if err := validateURL(t.RawMetricsURL, true); err != nil {
+			return under("metrics_url", err)
+		}
+	}
+	if err := validateTimeouts(t.Timeout, t.TTFTTimeout, t.StallTimeout); err != nil {
+		return err
+	}
+	note := ""
+	if !t.set.has("slo", true) {
+		note = " (inherited from global.slo)"
+	}
+	if err := validateSLO(t.SLO, t.Timeout, note); err != nil {
+		return err
+	}
+	if t.MaxBodyBytes <= 0 {
+		return errf("max_body_bytes", "must be > 0, got %d", int64(t.MaxBodyBytes))
+	}
+	if len(t.Probes) == 0 {
+		return errf("probes", "at least one probe is required (leave probes out for the default probe)")
+	}
+	seen := make(map[string]int, len(t.Probes))
+	for i, p := range t.Probes {
+		path := fmt.Sprintf("probes[%d]", i)
+		if err := p.Validate(); err != nil {
+			return under(path, err)
+		}
+		if j, dup := seen[p.Name]; dup {
+			return errf(path+".name", "duplicate probe name %q (also probes[%d])", p.Name, j)
+		}
+		seen[p.Name] = i
+	}
+	return nil
+}
+
+// Validate checks every field of a resolved probe, and that burstiness other
+// than 1 comes with gamma arrivals.
+func (p ProbeConfig) Validate() error {
+	if err := validateName(p.Name); err != nil {
+		return under("name", err)
+	}
+	if err := validatePositive(p.Rate); err != nil {
+		return under("rate", err)
+	}
+	switch p.Arrival {
+	case ArrivalPoisson, ArrivalGamma, ArrivalConstant:
+	default:
+		return errf("arrival", "must be one of %s, %s, %s, got %q", ArrivalPoisson, ArrivalGamma, ArrivalConstant, p.Arrival)
+	}
+	if err := validatePositive(p.Burstiness); err != nil {
+		return under("burstiness", err)
+	}
+	if p.Burstiness != 1 && p.Arrival != ArrivalGamma {
+		return errf("burstiness", "%v needs arrival: gamma (arrival is %s)", p.Burstiness, p.Arrival)
+	}
+	if p.MaxConcurrency < 1 {
+		return errf("max_concurrency", "must be >= 1, got %d", p.MaxConcurrency)
+	}
+	if err := p.Workload.InputTokens.Validate(); err != nil {
+		return under("workload.input_tokens", err)
+	}
+	if err := p.Workload.OutputTokens.Validate(); err != nil {
+		return under("workload.output_tokens", err)
+	}
+	if p.Workload.PrefixTokens < 0 {
+		return errf("workload.prefix_tokens", "must be >= 0, got %d", p.Workload.PrefixTokens)
+	}
+	// Anything else workload.Spec checks.
+	if err := p.Workload.Validate(); err != nil {
+		return under("workload", err)
+	}
+	return nil
+}
+
+func validateName(s string) error {
+	if s == "" {
+		return errors.New("required")
+	}
+	if !nameRE.MatchString(s) {
+		return fmt.Errorf("must match [a-zA-Z0-9_.:-]+, got %q", s)
+	}
+	return nil
+}
+
+func validatePositive(v float64) error {
+	if math.IsInf(v, 0) {
+		return fmt.Errorf("must be finite, got %v", v)
+	}
+	if !(v > 0) {
+		return fmt.Errorf("must be > 0, got %v", v)
+	}
+	return nil
+}
+
+// validateURL checks an http(s) URL without ever echoing it (it may hold
+// credentials).
+func validateURL(s string, allowQuery bool) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("invalid URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("scheme must be http or https, got %q", u.Scheme)
+	}
+	if u.User != nil {
+		return errors.New("must not contain credentials (user:password@); use api_key_file or api_key_env")
+	}
+	if u.Host == "" {
+		return errors.New("host is missing")
+	}
+	if !allowQuery && (u.RawQuery != "" || u.ForceQuery) {
+		return errors.New("must not contain a query (?...)")
+	}
+	if u.Fragment != "" || strings.Contains(s, "#") {
+		return errors.New("must not contain a fragment (#...)")
+	}
+	return nil
+}
+
+func validateTimeouts(timeout, ttft, stall time.Duration) error {
+	if timeout <= 0 {
+		return errf("timeout", "must be > 0, got %v", timeout)
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"ttft_timeout", ttft}, {"stall_timeout", stall}} {
+		if f.v < 0 {
+			return errf(f.name, "must be >= 0 (0 disables it), got %v", f.v)
+		}
+		if f.v > timeout {
+			return errf(f.name, "must be <= timeout (%v), got %v", timeout, f.v)
+		}
+	}
+	return nil
+}
+
+func validateSLO(s slo.SLO, timeout time.Duration, note string) error {
+	if err := s.Validate(); err != nil {
+		return under("slo", err)
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"e2el", s.E2EL}} {
+		if f.v > timeout {
+			return errf("slo."+f.name, "must be <= timeout (%v), got %v%s", timeout, f.v, note)
+		}
+	}
+	return nil
+}
+
+// loadKey reads the API key named by APIKeyFile or APIKeyEnv. Errors name
+// the file or variable, never the key.
+func (t *TargetConfig) loadKey(dir string) error {
+	var key string
+	switch {
+	case t.APIKeyFile != "":
+		path := t.APIKeyFile
+		if !filepath.IsAbs(path) && dir != "" {
+			path = filepath.Join(dir, path)
+		}
+		// A FIFO or device would block or stream forever: regular files only
+		// (os.Stat follows symlinks, so Kubernetes secret mounts work).
+		if fi, err := os.Stat(path); err != nil {
+			return errf("api_key_file", "cannot read the key: %w", err)
+		} else if !fi.Mode().IsRegular() {
+			return errf("api_key_file", "%s is not a regular file", path)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return errf("api_key_file", "cannot read the key: %w", err)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+		f.Close()
+		if err != nil {
+			return errf("api_key_file", "cannot read the key: %w", err)
+		}
+		if len(data) > maxKeyFileBytes {
+			return errf("api_key_file", "%s is larger than %v", path, ByteSize(maxKeyFileBytes))
+		}
+		key = strings.TrimSpace(string(data))
+		if key == "" {
+			return errf("api_key_file", "%s is empty", path)
+		}
+		if !validKey(key) {
+			return errf("api_key_file", "the key in %s contains spaces or control characters (write the key alone, without \"Bearer\")", path)
+		}
+	case t.APIKeyEnv != "":
+		v, ok := os.LookupEnv(t.APIKeyEnv)
+		if !ok {
+			return errf("api_key_env", "environment variable %s is not set", t.APIKeyEnv)
+		}
+		key = strings.TrimSpace(v)
+		if key == "" {
+			return errf("api_key_env", "environment variable %s is empty", t.APIKeyEnv)
+		}
+		if !validKey(key) {
+			return errf("api_key_env", "the key in environment variable %s contains spaces or control characters (set the key alone, without \"Bearer\")", t.APIKeyEnv)
+		}
+	default:
+		t.key = nil
+		return nil
+	}
+	t.key = &apiKey{s: config.Secret(key)}
+	return nil
+}
+
+// validKey accepts visible ASCII only: a key goes into an HTTP header.
+func validKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if k[i] <= ' ' || k[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// MetricsURL returns the URL of the target's own /metrics: metrics_url, or
+// BaseURL + /metrics when it was left out, or "" when it is "none".
+func (t TargetConfig) MetricsURL() string {
+	switch t.RawMetricsURL {
+	case MetricsURLNone:
+		return ""
+	case "":
+		return t.BaseURL + "/metrics"
+	}
+	return t.RawMetricsURL
+}
+
+// APIKey returns the API key read at load ("" when the target has none). It
+// prints and marshals as <secret>; send it only in the Authorization header.
+func (t TargetConfig) APIKey() config.Secret {
+	if t.key == nil {
+		return ""
+	}
+	return t.key.s
+}
+
+// String returns the configuration as YAML, with every default and
+// inherited value filled in. API keys are never included (only where they
+// are read from); use it for the landing page and logs.
+func (c *Config) String() string {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("# cannot marshal the config: %v\n", err)
+	}
+	return string(b)
+}
