@@ -21,7 +21,12 @@ import (
 	"github.com/llmprobe/llmprobe/internal/logging"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
 // env is what every command gets: the root context (canceled on SIGINT or
 // SIGTERM), the logger, and the output streams.
@@ -63,7 +68,9 @@ func newApp(stdout, stderr io.Writer) (*kingpin.Application, *logging.Config, ma
 	return app, lc, actions
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// run parses args and runs the command until it ends or ctx is canceled (the
+// root context: SIGINT or SIGTERM in main). It returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app, lc, actions := newApp(stdout, stderr)
 	exited := false
 	app.Terminate(func(int) { exited = true })
@@ -76,14 +83,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "llmprobe: error: %v, try --help\n", err)
 		return 2
 	}
+	if err := lc.Validate(); err != nil {
+		fmt.Fprintf(stderr, "llmprobe: error: %v\n", err)
+		return 2
+	}
 	a, ok := actions[cmd]
 	if !ok {
 		fmt.Fprintf(stderr, "llmprobe: error: unknown command %q\n", cmd)
 		return 2
 	}
 	logger := logging.New(*lc, stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	level.Debug(logger).Log("msg", "starting", "command", cmd, "version", version.Info(), "build_context", version.BuildContext())
 	return a(&env{ctx: ctx, logger: logger, stdout: stdout, stderr: stderr, args: args})
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -30,9 +31,20 @@ type Config struct {
 // AddFlags registers --log.level and --log.format on app.
 func AddFlags(app *kingpin.Application, c *Config) {
 	app.Flag("log.level", "Only log messages with the given severity or above. One of: ["+join(Levels)+"]").
-		Default("info").EnumVar(&c.Level, Levels...)
+		Default("info").StringVar(&c.Level)
 	app.Flag("log.format", "Output format of log messages. One of: ["+join(Formats)+"]").
-		Default("logfmt").EnumVar(&c.Format, Formats...)
+		Default("logfmt").StringVar(&c.Format)
+}
+
+// Validate checks the flag values; the error names the flag.
+func (c Config) Validate() error {
+	if !slices.Contains(Levels, c.Level) {
+		return fmt.Errorf("--log.level must be one of %s, got %q", join(Levels), c.Level)
+	}
+	if !slices.Contains(Formats, c.Format) {
+		return fmt.Errorf("--log.format must be one of %s, got %q", join(Formats), c.Format)
+	}
+	return nil
 }
 
 func join(s []string) string {
@@ -68,7 +80,7 @@ func New(c Config, w io.Writer) log.Logger {
 		opt = level.AllowInfo()
 	}
 	l = level.NewFilter(l, opt)
-	return log.With(l, "ts", log.DefaultTimestampUTC, "caller", log.Caller(5))
+	return log.With(l, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller)
 }
 
 // NewStderr is New writing to os.Stderr.

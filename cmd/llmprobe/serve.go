@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/logging"
+	lweb "github.com/llmprobe/llmprobe/internal/web"
+	"github.com/llmprobe/llmprobe/prober/manager"
+)
+
+// defaultConfigFile is read when present in the working directory.
+const defaultConfigFile = "llmprobe.yml"
+
+type serveFlags struct {
+	configFile      string
+	configFileSet   bool
+	configCheck     bool
+	target          string
+	model           string
+	api             string
+	web             *web.FlagConfig
+	pushURL         string
+	pushInterval    time.Duration
+	pushExtraLabels []string
+	pushMethod      string
+	shutdownTimeout time.Duration
+}
+
+func init() {
+	register(func(app *kingpin.Application) (string, action) {
+		f := &serveFlags{}
+		cmd := app.Command("serve", "Run the continuous prober daemon: scheduled open-loop probes of every target, metrics on /metrics. "+
+			"Config comes from --config.file, or --target for a single endpoint; with neither (and no ./llmprobe.yml) it probes a built-in simulator.").Default()
+		cmd.Flag("config.file", "llmprobe configuration file (see docs/configuration.md).").
+			Default(defaultConfigFile).IsSetByUser(&f.configFileSet).StringVar(&f.configFile)
+		cmd.Flag("config.check", "Validate the configuration file and exit: 0 when valid, 1 with the exact problem otherwise.").
+			BoolVar(&f.configCheck)
+		cmd.Flag("target", "Probe this one OpenAI-compatible base URL (e.g. http://vllm:8000) with the default probe, without a config file.").
+			StringVar(&f.target)
+		cmd.Flag("model", "Model to request with --target (default: the first model of GET /v1/models).").StringVar(&f.model)
+		cmd.Flag("api", "API to probe with --target: completions or chat.").Default("completions").StringVar(&f.api)
+		cmd.Flag("push.url", "Also push all metrics in Prometheus text format to this URL on an interval (VictoriaMetrics /api/v1/import/prometheus, vmagent, or a Pushgateway /metrics/job/<job>).").
+			StringVar(&f.pushURL)
+		cmd.Flag("push.interval", "Interval between pushes with --push.url.").Default("15s").DurationVar(&f.pushInterval)
+		cmd.Flag("push.extra-label", "Extra label added to every pushed series, as name=value. Repeatable.").StringsVar(&f.pushExtraLabels)
+		cmd.Flag("push.method", "HTTP method of pushes (PUT replaces a Pushgateway group as a whole).").Default("POST").StringVar(&f.pushMethod)
+		cmd.Flag("shutdown-timeout", "How long to wait for in-flight probes and the web server on shutdown.").Default("10s").DurationVar(&f.shutdownTimeout)
+		f.web = kingpinflag.AddFlags(cmd, ":9741")
+		return cmd.FullCommand(), func(e *env) int { return runServe(e, f) }
+	})
+}
+
+// configSource says where the daemon's config comes from.
+type configSource int
+
+const (
+	sourceFile configSource = iota
+	sourceTarget
+	sourceSimulator
+)
+
+func (f *serveFlags) source() configSource {
+	switch {
+	case f.target != "":
+		return sourceTarget
+	case f.configFileSet:
+		return sourceFile
+	}
+	if _, err := os.Stat(f.configFile); err == nil {
+		return sourceFile
+	}
+	return sourceSimulator
+}
+
+func runServe(e *env, f *serveFlags) int {
+	logger := e.logger
+	src := f.source()
+
+	if f.configCheck {
+		if src != sourceFile {
+			fmt.Fprintf(e.stderr, "llmprobe: error: --config.check needs a config file: %s not found\n", f.configFile)
+			return 1
+		}
+		if _, err := config.Load(f.configFile); err != nil {
+			fmt.Fprintf(e.stderr, "%v\n", err)
+			return 1
+		}
+		fmt.Fprintf(e.stdout, "%s: OK\n", f.configFile)
+		return 0
+	}
+
+	if f.api != "completions" && f.api != "chat" {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --api must be completions or chat, got %q\n", f.api)
+		return 2
+	}
+	if f.pushMethod != "POST" && f.pushMethod != "PUT" {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --push.method must be POST or PUT, got %q\n", f.pushMethod)
+		return 2
+	}
+	if err := validatePushLabels(f.pushExtraLabels); err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --push.extra-label: %v\n", err)
+		return 2
+	}
+
+	reg := prometheus.NewRegistry()
+	selfReg := prometheus.NewRegistry()
+	selfReg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		versioncollector.NewCollector("llmprobe"),
+	)
+	gatherers := prometheus.Gatherers{reg, selfReg}
+
+	safe := config.NewSafeConfig(reg)
+	pm := probemetrics.New(reg)
+	mgr := manager.New(manager.Options{Logger: logger, Metrics: pm})
+	defer mgr.Stop()
+
+	ctx := e.ctx
+	// loadConfig loads (or builds) the config and applies it to the
+	// manager; the config is installed only when both succeed.
+	var (
+		loadConfig func() (*config.Config, error)
+		configYAML func() string
+	)
+	apply := func(c *config.Config) error { return mgr.Apply(ctx, c) }
+	switch src {
+	case sourceFile:
+		level.Info(logger).Log("msg", "loading config", "file", f.configFile)
+		loadConfig = func() (*config.Config, error) {
+			if err := safe.ReloadWith(f.configFile, apply); err != nil {
+				return nil, err
+			}
+			return safe.Get(), nil
+		}
+		configYAML = func() string { return safe.Get().String() }
+	case sourceTarget:
+		cfg, err := config.ForTarget(f.target, f.model, f.api)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "llmprobe: error: --target: %v\n", err)
+			return 2
+		}
+		level.Info(logger).Log("msg", "probing one target from flags", "target", cfg.Targets[0].Name, "base_url", f.target)
+		loadConfig = func() (*config.Config, error) {
+			if err := apply(cfg); err != nil {
+				return nil, err
+			}
+			safe.Set(cfg)
+			return cfg, nil
+		}
+		configYAML = func() string { return cfg.String() }
+	case sourceSimulator:
+		stop, baseURL, err := startEmbeddedSimulator(logger)
+		if err != nil {
+			level.Error(logger).Log("msg", "cannot start the built-in simulator", "err", err)
+			return 1
+		}
+		defer stop()
+		cfg, err := config.ForTarget(baseURL, "", "completions")
+		if err != nil {
+			level.Error(logger).Log("msg", "cannot build the simulator config", "err", err)
+			return 1
+		}
+		cfg.Targets[0].Name = "simulator"
+		for i := range cfg.Targets[0].Probes {
+			cfg.Targets[0].Probes[i].Seed = config.DeriveSeed("simulator", cfg.Targets[0].Probes[i].Name)
+		}
+		mgr.SetNote("simulator", "This is the built-in vLLM simulator (llmprobe simulate), not a real endpoint: "+
+			"run with --config.file or --target to probe real servers.")
+		level.Warn(logger).Log("msg", "no --target, no --config.file and no ./llmprobe.yml: probing the BUILT-IN SIMULATOR, not a real endpoint", "simulator", baseURL)
+		loadConfig = func() (*config.Config, error) {
+			if err := apply(cfg); err != nil {
+				return nil, err
+			}
+			safe.Set(cfg)
+			return cfg, nil
+		}
+		configYAML = func() string { return cfg.String() }
+	}
+
+	cfg, err := loadConfig()
+	if err != nil {
+		level.Error(logger).Log("msg", "error loading config", "err", err)
+		return 1
+	}
+	level.Info(logger).Log("msg", "probes scheduled", "targets", len(cfg.Targets))
+
+	// Reloads are serialised: SIGHUP and POST /-/reload share one function.
+	var reloadMu sync.Mutex
+	reload := func(rctx context.Context) error {
+		reloadMu.Lock()
+		defer reloadMu.Unlock()
+		if src != sourceFile {
+			return errors.New("nothing to reload: the daemon was not started from a config file")
+		}
+		newCfg, err := loadConfig()
+		if err != nil {
+			level.Error(logger).Log("msg", "error reloading config, keeping the old one", "err", err)
+			return err
+		}
+		level.Info(logger).Log("msg", "config reloaded", "targets", len(newCfg.Targets))
+		return nil
+	}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				_ = reload(ctx)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	if f.pushURL != "" {
+		var wg sync.WaitGroup
+		pctx, pcancel := context.WithCancel(ctx)
+		defer func() { pcancel(); wg.Wait() }()
+		err := metrics.InitPushExtWithOptions(pctx, f.pushURL, f.pushInterval, func(w io.Writer) { writeText(w, gatherers) },
+			&metrics.PushOptions{
+				ExtraLabels: strings.Join(quotePushLabels(f.pushExtraLabels), ","),
+				Method:      f.pushMethod,
+				WaitGroup:   &wg,
+				LogErr: func(format string, v ...any) {
+					level.Warn(logger).Log("msg", "push failed", "err", fmt.Sprintf(format, v...))
+				},
+			})
+		if err != nil {
+			level.Error(logger).Log("msg", "invalid --push.url", "err", err)
+			return 2
+		}
+		level.Info(logger).Log("msg", "pushing metrics", "url", redactURL(f.pushURL), "interval", f.pushInterval)
+	}
+
+	handler := lweb.NewHandler(lweb.Options{
+		Gatherer:   gatherers,
+		Status:     mgr,
+		Reload:     reload,
+		Ready:      mgr.Ready,
+		ConfigYAML: configYAML,
+	})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, f.web, logging.Slog(logger)) }()
+
+	select {
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			level.Error(logger).Log("msg", "web server failed", "err", err)
+			return 1
+		}
+		return 0
+	case <-ctx.Done():
+	}
+	level.Info(logger).Log("msg", "shutting down: stopping probes")
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	mgr.Stop()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		level.Warn(logger).Log("msg", "web server shutdown", "err", err)
+	}
+	level.Info(logger).Log("msg", "stopped")
+	return 0
+}
+
+func writeText(w io.Writer, g prometheus.Gatherer) {
+	mfs, err := g.Gather()
+	if err != nil && len(mfs) == 0 {
+		return
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		_ = enc.Encode(mf)
+	}
+}
+
+func validatePushLabels(ls []string) error {
+	for _, l := range ls {
+		name, _, ok := strings.Cut(l, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%q is not name=value", l)
+		}
+		for i, r := range name {
+			if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+				return fmt.Errorf("%q: invalid label name %q", l, name)
+			}
+		}
+	}
+	return nil
+}
+
+func quotePushLabels(ls []string) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		name, value, _ := strings.Cut(l, "=")
+		out = append(out, fmt.Sprintf("%s=%q", name, value))
+	}
+	return out
+}
+
+// redactURL hides userinfo in a URL before it is logged.
+func redactURL(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		rest := s[i+3:]
+		if at := strings.Index(rest, "@"); at >= 0 && at < strings.IndexAny(rest+"/", "/") {
+			return s[:i+3] + "<redacted>@" + rest[at+1:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startServe runs `llmprobe serve args...` until the test ends and returns
+// its web address and log.
+func startServe(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--web.listen-address", addr}, args...), io.Discard, logs)
+	}()
+	stopped := false
+	code := 0
+	stop := func() int {
+		if !stopped {
+			stopped = true
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("serve did not stop; log:\n%s", logs.String())
+			}
+		}
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	// Wait for the web server.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/-/healthy")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up: %v; log:\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr, logs, stop
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func waitMetric(t *testing.T, base, substr string) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, body := get(t, base+"/metrics")
+		if strings.Contains(body, substr) {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics never contained %q:\n%s", substr, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestServeEmbeddedSimulator(t *testing.T) {
+	t.Chdir(t.TempDir()) // no ./llmprobe.yml here
+	base, logs, stop := startServe(t)
+	body := waitMetric(t, base, `llmprobe_requests_total{outcome="success",probe="default",target="simulator"} 1`)
+	for _, want := range []string{
+		"llmprobe_time_to_first_token_seconds_bucket",
+		"llmprobe_e2e_request_latency_seconds_bucket",
+		"llmprobe_request_send_lag_seconds_bucket",
+		"llmprobe_build_info",
+		"llmprobe_config_last_reload_successful 1",
+		`llmprobe_target_info{max_model_len="8192",model="llmprobe-sim"`,
+		"go_goroutines",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !strings.Contains(logs.String(), "BUILT-IN SIMULATOR") {
+		t.Errorf("log does not say it probes the simulator:\n%s", logs.String())
+	}
+	if code, page := get(t, base+"/"); code != 200 || !strings.Contains(page, "built-in vLLM simulator") || !strings.Contains(page, "Probe default") {
+		t.Errorf("landing page: %d\n%s", code, page)
+	}
+	if code, _ := get(t, base+"/-/ready"); code != 200 {
+		t.Errorf("ready: %d", code)
+	}
+	resp, err := http.Post(base+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("reload without a config file: %d, want 500", resp.StatusCode)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit code %d; log:\n%s", code, logs.String())
+	}
+}
+
+func TestServeConfigFileReload(t *testing.T) {
+	dir := t.TempDir()
+	// A target nobody listens on: probes fail as connect errors, which is
+	// enough to see the probe names in the metrics.
+	down := freeAddr(t)
+	path := filepath.Join(dir, "llmprobe.yml")
+	write := func(probe string) {
+		t.Helper()
+		cfg := fmt.Sprintf("targets:\n  - name: t1\n    base_url: http://%s\n    probes:\n      - name: %s\n        rate: 20\n", down, probe)
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	base, logs, _ := startServe(t, "--config.file", path)
+	waitMetric(t, base, `llmprobe_requests_total{outcome="connect",probe="first",target="t1"}`)
+
+	write("second")
+	resp, err := http.Post(base+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("reload: %d; log:\n%s", resp.StatusCode, logs.String())
+	}
+	body := waitMetric(t, base, `probe="second"`)
+	if strings.Contains(body, `probe="first"`) {
+		t.Error("series of the removed probe remain after reload")
+	}
+
+	// A broken file keeps the old config and flips the gauge.
+	if err := os.WriteFile(path, []byte("targets:\n  - name: t1\n    base_url: http://x\n    probes: [{name: p, rate: -1}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Post(base+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 500 || !strings.Contains(string(msg), "rate") {
+		t.Errorf("bad reload: %d %s", resp.StatusCode, msg)
+	}
+	body = waitMetric(t, base, "llmprobe_config_last_reload_successful 0")
+	if !strings.Contains(body, `probe="second"`) {
+		t.Error("old config not kept after a failed reload")
+	}
+}
+
+func TestServeConfigCheck(t *testing.T) {
+	t.Setenv("VLLM_B_API_KEY", "sk-test")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--config.file", "../../deploy/examples/llmprobe.yml", "--config.check"}, &out, &errb); code != 0 {
+		t.Errorf("example config: exit %d: %s", code, errb.String())
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	os.WriteFile(bad, []byte("targets:\n  - name: a\n    base_url: http://h:1\n    probes: [{name: p, rate: 0}]\n"), 0o644)
+	errb.Reset()
+	if code := run(context.Background(), []string{"serve", "--config.file", bad, "--config.check"}, &out, &errb); code != 1 {
+		t.Errorf("bad config: exit %d", code)
+	}
+	if !strings.Contains(errb.String(), "bad.yml") || !strings.Contains(errb.String(), "targets[0].probes[0].rate") {
+		t.Errorf("error does not name file and field: %q", errb.String())
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown command", []string{"bogus"}, 2, "bogus"},
+		{"bad log level", []string{"--log.level", "loud", "version"}, 2, "log.level"},
+		{"bad api", []string{"serve", "--api", "grpc"}, 2, "--api"},
+		{"help", []string{"--help"}, 0, ""},
+		{"serve help", []string{"serve", "--help"}, 0, ""},
+		{"bad push label", []string{"serve", "--push.url", "http://127.0.0.1:1/x", "--push.extra-label", "9bad=x"}, 2, "push.extra-label"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run(context.Background(), tc.args, &out, &errb); code != tc.code {
+				t.Errorf("exit %d, want %d; stderr %s", code, tc.code, errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("stderr %q lacks %q", errb.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestServePush(t *testing.T) {
+	t.Chdir(t.TempDir())
+	got := make(chan string, 16)
+	srv := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rd io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				return
+			}
+			rd = zr
+		}
+		b, _ := io.ReadAll(rd)
+		select {
+		case got <- r.Method + " " + r.URL.Path + "\n" + string(b):
+		default:
+		}
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	startServe(t, "--push.url", "http://"+l.Addr().String()+"/metrics/job/llmprobe", "--push.interval", "200ms",
+		"--push.extra-label", "site=lab", "--push.method", "PUT")
+	select {
+	case body := <-got:
+		if !strings.HasPrefix(body, "PUT /metrics/job/llmprobe\n") {
+			t.Errorf("push request: %.80q", body)
+		}
+		if !strings.Contains(body, `llmprobe_build_info{`) || !strings.Contains(body, `site="lab"`) {
+			t.Errorf("pushed body lacks llmprobe metrics with the extra label:\n%.2000s", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no push arrived")
+	}
+}

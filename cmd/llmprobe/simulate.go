@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/internal/simulator"
+)
+
+func init() {
+	register(func(app *kingpin.Application) (string, action) {
+		cmd := app.Command("simulate", "Serve the built-in vLLM simulator: vLLM's OpenAI API (completions, chat, SSE "+
+			"streaming, tokenize), its /metrics and a continuous-batching engine with a known capacity and optional "+
+			"fault injection. See docs/simulator.md.")
+		addr := cmd.Flag("web.listen-address", "Address to serve the simulated API and /metrics on.").
+			Default("127.0.0.1:8000").String()
+		cfg := simulator.DefaultConfig()
+		simulator.AddFlags(cmd, &cfg)
+		// Invalid values fail parsing: one line on stderr, exit code 2.
+		cmd.Validate(func(*kingpin.CmdClause) error { return cfg.Validate() })
+		return cmd.FullCommand(), func(e *env) int {
+			if err := simulator.ListenAndServe(e.ctx, cfg, *addr, e.logger); err != nil {
+				level.Error(e.logger).Log("msg", "simulator failed", "err", err)
+				return 1
+			}
+			return 0
+		}
+	})
+}

@@ -1,0 +1,389 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/common/config"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// sweepFlags holds the raw flag values of `llmprobe sweep`.
+type sweepFlags struct {
+	target, metricsURL, model, api, apiKeyFile              string
+	inputLen, outputLen, prefixLen                          int
+	rangeRatio                                              float64
+	workloadFile                                            string
+	freshPrefix, savePrompts                                bool
+	rates, concurrency                                      string
+	ratesSet, concurrencySet, inputSet, outputSet, rangeSet bool
+	maxConcurrency                                          int
+	arrivalKind                                             string
+	burstiness                                              float64
+	numPrompts, minPrompts                                  int
+	duration                                                time.Duration
+	durationSet                                             bool
+	warmups, rounds                                         int
+	goodput, goodputArgs                                    []string
+	percentiles                                             string
+	seed                                                    int64
+	metricsInterval, idleTimeout                            time.Duration
+	timeout, ttftTimeout, stallTimeout                      time.Duration
+	maxSendLag                                              time.Duration
+	maxClientCPU, maxErrorRate                              float64
+	autoStart, autoTolerance                                float64
+	autoMaxSteps                                            int
+	out, name                                               string
+	metadata                                                []string
+	noProgress                                              bool
+}
+
+func init() {
+	register(func(app *kingpin.Application) (string, action) {
+		f := &sweepFlags{}
+		cmd := app.Command("sweep", "Run a fixed workload at increasing load against an OpenAI-compatible endpoint "+
+			"(vLLM first), each step started from an idle server, and find the capacity knee: the highest load at "+
+			"which goodput still keeps up with the offered rate and the SLO p99s hold. Writes a run directory with "+
+			"manifest.json (fingerprint + SHA-256 of every file), result.json (vllm bench serve keys per step), "+
+			"records.jsonl, /metrics snapshots, analysis.md and plots. Without --target it sweeps the built-in "+
+			"simulator. See docs/sweep.md.")
+		addSweepFlags(cmd, f)
+		return cmd.FullCommand(), func(e *env) int { return runSweep(e, f) }
+	})
+}
+
+func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
+	def := workload.DefaultSpec()
+	// Target.
+	cmd.Flag("target", "Base URL of the OpenAI-compatible server, without /v1 (e.g. http://127.0.0.1:8000). "+
+		"Without it, the built-in vLLM simulator is started in-process on a free loopback port and swept.").
+		StringVar(&f.target)
+	cmd.Flag("model", "Model id to request. Default: the first model /v1/models lists.").StringVar(&f.model)
+	cmd.Flag("api", "OpenAI API to call: completions (/v1/completions) or chat (/v1/chat/completions).").
+		Default("completions").EnumVar(&f.api, "completions", "chat")
+	cmd.Flag("api-key-file", "File holding the API key, sent as a bearer token. Keys are never taken from flags "+
+		"and never written to logs or artifacts.").StringVar(&f.apiKeyFile)
+	cmd.Flag("metrics-url", "The server's Prometheus /metrics, read before, during and after each step. "+
+		"Default: --target + /metrics.").StringVar(&f.metricsURL)
+	cmd.Flag("timeout", "Total time limit of one request.").Default(sweep.DefaultTimeout.String()).DurationVar(&f.timeout)
+	cmd.Flag("ttft-timeout", "Time limit to the first token event of a request (0: only --timeout).").
+		Default("0s").DurationVar(&f.ttftTimeout)
+	cmd.Flag("stall-timeout", "Longest pause between events of a stream before the request fails as a stall (0: none).").
+		Default("0s").DurationVar(&f.stallTimeout)
+
+	// Workload.
+	cmd.Flag("input-len", "Prompt tokens per request (vllm bench serve's --random-input-len), sized with the "+
+		"server's tokenizer.").Default(fmt.Sprint(def.InputTokens.Value)).IsSetByUser(&f.inputSet).IntVar(&f.inputLen)
+	cmd.Flag("output-len", "Output tokens per request (max_tokens, with ignore_eos).").
+		Default(fmt.Sprint(def.OutputTokens.Value)).IsSetByUser(&f.outputSet).IntVar(&f.outputLen)
+	cmd.Flag("range-ratio", "Draw input and output lengths uniformly from [len*(1-r), len*(1+r)] (vLLM's "+
+		"--random-range-ratio, 0 <= r < 1; 0 = fixed lengths).").Default("0").IsSetByUser(&f.rangeSet).Float64Var(&f.rangeRatio)
+	cmd.Flag("prefix-len", "Tokens of a shared prefix prepended to every prompt (vLLM's --random-prefix-len). "+
+		"Steps then report the prefix-cache hit rate of the warmup (cold) and the measured part (warm).").
+		Default("0").IntVar(&f.prefixLen)
+	cmd.Flag("fresh-prefix", "Draw a new shared prefix for every step, so steps do not warm each other's prefix cache.").
+		BoolVar(&f.freshPrefix)
+	cmd.Flag("workload", "YAML workload file (input_tokens, output_tokens, prefix_tokens, ignore_eos; "+
+		"distributions fixed, uniform, lognormal, choice) instead of --input-len/--output-len/--range-ratio.").
+		StringVar(&f.workloadFile)
+	cmd.Flag("save-prompts", "Write the prompt text of every request into records.jsonl (off: no prompt text in artifacts).").
+		BoolVar(&f.savePrompts)
+
+	// Load.
+	cmd.Flag("rates", "Open-loop request rates in req/s, one step each: a list such as 1,2,4,8; auto (adaptive "+
+		"knee search: doubling, then bisection to within --auto-tolerance); or inf (every request of the step at "+
+		"once: a burst, not an open loop). Default auto, unless --concurrency is given.").
+		IsSetByUser(&f.ratesSet).StringVar(&f.rates)
+	cmd.Flag("concurrency", "Closed loop instead of rates: a list of concurrency levels (e.g. 1,2,4,8), each step "+
+		"keeping exactly N requests in flight.").IsSetByUser(&f.concurrencySet).StringVar(&f.concurrency)
+	cmd.Flag("max-concurrency", "With --rates: cap the requests in flight; arrivals wait for a free slot, the wait "+
+		"is reported as client queue time and the achieved rate beside the requested one (0: no cap).").
+		Default("0").IntVar(&f.maxConcurrency)
+	cmd.Flag("arrival", "Arrival process of the open loop: poisson, gamma (with --burstiness) or constant.").
+		Default(arrival.KindPoisson).EnumVar(&f.arrivalKind, arrival.Kinds...)
+	cmd.Flag("burstiness", "Gamma shape of the inter-arrival times (vLLM's parametrisation): 1 = Poisson, "+
+		"< 1 burstier, > 1 more regular.").Default("1").Float64Var(&f.burstiness)
+	cmd.Flag("num-prompts", "Requests per step (instead of --duration).").Default("0").IntVar(&f.numPrompts)
+	cmd.Flag("duration", "Length of each step's arrival window (instead of --num-prompts); the step then drains "+
+		"its requests in flight.").Default(sweep.DefaultDuration.String()).IsSetByUser(&f.durationSet).DurationVar(&f.duration)
+	cmd.Flag("min-prompts", "With --duration: the least number of requests of an open-loop step; at a low rate the "+
+		"step runs past --duration until this many have been sent, so every step has a sample.").
+		Default(fmt.Sprint(sweep.DefaultMinPrompts)).IntVar(&f.minPrompts)
+	cmd.Flag("warmups", "Unmeasured warmup requests sent before each step (they warm connections and the prefix cache).").
+		Default(fmt.Sprint(sweep.DefaultWarmups)).IntVar(&f.warmups)
+	cmd.Flag("rounds", "Repeat each step this many times and report the spread; the knee uses every valid round.").
+		Default(fmt.Sprint(sweep.DefaultRounds)).IntVar(&f.rounds)
+	cmd.Flag("seed", "Seed of the arrival times and workload draws (each step derives its own).").
+		Default("0").Int64Var(&f.seed)
+
+	// SLO and statistics.
+	cmd.Flag("goodput", "SLO thresholds in milliseconds, vllm bench serve's syntax: --goodput ttft:800 tpot:50 "+
+		"e2el:5000 (keys ttft, tpot, e2el; several pairs after one flag, or the flag repeated). A request is good "+
+		"when it succeeded and every threshold holds; a step's SLOs hold when their p99s do.").
+		StringsVar(&f.goodput)
+	cmd.Flag("percentiles", "Extra latency percentiles reported beside p50, p90 and p99 (e.g. 75,99.9).").
+		StringVar(&f.percentiles)
+	cmd.Flag("max-send-lag", "Validity: a step whose client send-lag p99 exceeds this is client-saturated.").
+		Default(sweep.DefaultMaxSendLag.String()).DurationVar(&f.maxSendLag)
+	cmd.Flag("max-client-cpu", "Validity: a step during which this process used more CPU than this many cores "+
+		"is client-saturated (not checked against the in-process simulator, which shares the process).").
+		Default(fmt.Sprint(sweep.DefaultMaxClientCPU)).Float64Var(&f.maxClientCPU)
+	cmd.Flag("max-error-rate", "Validity: a step whose failed/requests ratio exceeds this is flagged errors.").
+		Default(fmt.Sprint(sweep.DefaultMaxErrorRate)).Float64Var(&f.maxErrorRate)
+	cmd.Flag("auto-start", "--rates auto: the first rate tried, in req/s.").
+		Default(fmt.Sprint(sweep.DefaultAutoStart)).Float64Var(&f.autoStart)
+	cmd.Flag("auto-max-steps", "--rates auto: the most levels tried.").
+		Default(fmt.Sprint(sweep.DefaultAutoMaxSteps)).IntVar(&f.autoMaxSteps)
+	cmd.Flag("auto-tolerance", "--rates auto: stop when the highest passing and lowest failing rates are within "+
+		"this relative distance.").Default(fmt.Sprint(sweep.DefaultAutoTolerance)).Float64Var(&f.autoTolerance)
+
+	// Server metrics.
+	cmd.Flag("metrics-interval", "Period of the /metrics scrapes during a step (metrics-during.txt, max running, "+
+		"waiting and KV usage).").Default(sweep.DefaultMetricsInterval.String()).DurationVar(&f.metricsInterval)
+	cmd.Flag("idle-timeout", "Before each step, wait up to this long for vllm:num_requests_running + "+
+		"vllm:num_requests_waiting to read 0; a step that never saw it is flagged not-idle.").
+		Default(sweep.DefaultIdleTimeout.String()).DurationVar(&f.idleTimeout)
+
+	// Output.
+	cmd.Flag("out", "Directory under which the run directory <UTC stamp>-<name>/ is created.").
+		Default("runs").StringVar(&f.out)
+	cmd.Flag("name", "Run name, the suffix of the run directory.").Default("sweep").StringVar(&f.name)
+	cmd.Flag("metadata", "KEY=VALUE written into result.json and the fingerprint (repeatable), as vLLM's --metadata.").
+		StringsVar(&f.metadata)
+	cmd.Flag("no-progress", "No progress bar, plain log lines (the default when stderr is not a terminal).").
+		BoolVar(&f.noProgress)
+	cmd.Arg("goodput-pairs", "More --goodput KEY:VALUE pairs (vLLM's `--goodput ttft:800 tpot:50` form).").
+		StringsVar(&f.goodputArgs)
+}
+
+// buildSweepConfig turns the flags into a validated sweep.Config. Errors are
+// *sweep.FlagError (exit 2) unless reading a file failed.
+func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
+	c := sweep.Config{
+		Target:       strings.TrimRight(f.target, "/"),
+		MetricsURL:   f.metricsURL,
+		Model:        f.model,
+		API:          f.api,
+		Timeout:      f.timeout,
+		TTFTTimeout:  f.ttftTimeout,
+		StallTimeout: f.stallTimeout,
+		FreshPrefix:  f.freshPrefix,
+		SavePrompts:  f.savePrompts,
+
+		MaxConcurrency:  f.maxConcurrency,
+		Arrival:         f.arrivalKind,
+		Burstiness:      f.burstiness,
+		NumPrompts:      f.numPrompts,
+		MinPrompts:      f.minPrompts,
+		Warmups:         f.warmups,
+		Rounds:          f.rounds,
+		Seed:            f.seed,
+		MetricsInterval: f.metricsInterval,
+		IdleTimeout:     f.idleTimeout,
+		Validity: sweep.ValidityOptions{
+			MaxSendLag: f.maxSendLag, MaxClientCPU: f.maxClientCPU, MaxErrorRate: f.maxErrorRate,
+		},
+		Search: sweep.SearchOptions{Start: f.autoStart, MaxSteps: f.autoMaxSteps, Tolerance: f.autoTolerance},
+		OutDir: f.out,
+		Name:   f.name,
+	}
+	if f.numPrompts == 0 || f.durationSet {
+		c.Duration = f.duration
+	}
+	if f.numPrompts < 0 {
+		return c, &sweep.FlagError{Flag: "num-prompts", Err: fmt.Errorf("must be >= 1, got %d", f.numPrompts)}
+	}
+	if f.autoStart <= 0 {
+		return c, &sweep.FlagError{Flag: "auto-start", Err: fmt.Errorf("must be > 0, got %v", f.autoStart)}
+	}
+	if f.autoMaxSteps < 1 {
+		return c, &sweep.FlagError{Flag: "auto-max-steps", Err: fmt.Errorf("must be >= 1, got %d", f.autoMaxSteps)}
+	}
+	if !(f.autoTolerance > 0 && f.autoTolerance < 1) {
+		return c, &sweep.FlagError{Flag: "auto-tolerance", Err: fmt.Errorf("must be in (0, 1), got %v", f.autoTolerance)}
+	}
+	if f.maxSendLag <= 0 {
+		return c, &sweep.FlagError{Flag: "max-send-lag", Err: fmt.Errorf("must be > 0, got %s", f.maxSendLag)}
+	}
+	if !(f.maxClientCPU > 0) {
+		return c, &sweep.FlagError{Flag: "max-client-cpu", Err: fmt.Errorf("must be > 0, got %v", f.maxClientCPU)}
+	}
+	if !(f.maxErrorRate > 0 && f.maxErrorRate <= 1) {
+		return c, &sweep.FlagError{Flag: "max-error-rate", Err: fmt.Errorf("must be in (0, 1], got %v", f.maxErrorRate)}
+	}
+	if c.Target != "" && !strings.HasPrefix(c.Target, "http://") && !strings.HasPrefix(c.Target, "https://") {
+		return c, &sweep.FlagError{Flag: "target", Err: fmt.Errorf("must be an http:// or https:// URL, got %q", f.target)}
+	}
+
+	// Workload.
+	var err error
+	if f.workloadFile != "" {
+		if f.inputSet || f.outputSet || f.rangeSet {
+			return c, &sweep.FlagError{Flag: "workload", Err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
+		}
+		b, rerr := os.ReadFile(f.workloadFile)
+		if rerr != nil {
+			return c, &sweep.FlagError{Flag: "workload", Err: rerr}
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if derr := dec.Decode(&c.Workload); derr != nil && !errors.Is(derr, io.EOF) {
+			return c, &sweep.FlagError{Flag: "workload", Err: fmt.Errorf("%s: %w", f.workloadFile, derr)}
+		}
+		if f.prefixLen != 0 {
+			c.Workload.PrefixTokens = f.prefixLen
+		}
+		c.WorkloadSource = f.workloadFile
+	} else {
+		if c.Workload, err = sweep.FlagWorkload(f.inputLen, f.outputLen, f.rangeRatio, f.prefixLen); err != nil {
+			return c, err
+		}
+		c.WorkloadSource = "flags"
+	}
+
+	// Load.
+	switch {
+	case f.ratesSet && f.concurrencySet:
+		return c, &sweep.FlagError{Flag: "concurrency", Err: errors.New("give --rates or --concurrency, not both (use --rates with --max-concurrency for an open loop with a cap)")}
+	case f.concurrencySet:
+		if c.Concurrency, err = sweep.ParseConcurrency(f.concurrency); err != nil {
+			return c, err
+		}
+	default:
+		r := f.rates
+		if !f.ratesSet {
+			r = "auto"
+		}
+		if c.Rates, c.Auto, err = sweep.ParseRates(r); err != nil {
+			return c, err
+		}
+		c.RatesText = r
+	}
+	if c.Percentiles, err = sweep.ParsePercentiles(f.percentiles); err != nil {
+		return c, err
+	}
+	if len(f.goodputArgs) > 0 && len(f.goodput) == 0 {
+		return c, &sweep.FlagError{Flag: "goodput", Err: fmt.Errorf("unexpected argument %q (KEY:VALUE pairs follow --goodput)", f.goodputArgs[0])}
+	}
+	if c.SLO, err = sweep.ParseGoodput(append(append([]string{}, f.goodput...), f.goodputArgs...)); err != nil {
+		return c, err
+	}
+	if c.Metadata, err = sweep.ParseMetadata(f.metadata); err != nil {
+		return c, err
+	}
+	if f.apiKeyFile != "" {
+		b, rerr := os.ReadFile(f.apiKeyFile)
+		if rerr != nil {
+			return c, &sweep.FlagError{Flag: "api-key-file", Err: fmt.Errorf("read: %w", rerr)}
+		}
+		c.APIKey = config.Secret(strings.TrimSpace(string(b)))
+	}
+	return c, c.Validate()
+}
+
+// oneLine joins the lines of a (YAML, multi-line) error message with "; ".
+func oneLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "; ")
+}
+
+// sweepHelp renders `llmprobe sweep --help` of this build (help.txt).
+func sweepHelp() string {
+	var b bytes.Buffer
+	app, _, _ := newApp(&b, io.Discard)
+	app.Terminate(func(int) {})
+	_, _ = app.Parse([]string{"sweep", "--help"})
+	return b.String()
+}
+
+func runSweep(e *env, f *sweepFlags) int {
+	cfg, err := buildSweepConfig(f)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
+		if sweep.IsFlagError(err) {
+			return 2
+		}
+		return 1
+	}
+	if cfg.HasBurst() {
+		fmt.Fprintln(e.stderr, "llmprobe: warning: --rates inf sends every request of the step at once: it is a "+
+			"burst, not an open loop (no arrival process; latencies include queueing behind the whole burst).")
+	}
+	if cfg.Target == "" {
+		stop, url, err := startEmbeddedSimulator(e.logger)
+		if err != nil {
+			level.Error(e.logger).Log("msg", "cannot start the built-in simulator", "err", err)
+			return 1
+		}
+		defer stop()
+		cfg.Target, cfg.Embedded = url, true
+		level.Info(e.logger).Log("msg", "no --target given: sweeping the built-in vLLM simulator (in-process)", "url", url)
+	}
+	res, err := sweep.Run(e.ctx, cfg, sweep.Options{
+		Logger:   e.logger,
+		Args:     append([]string{"llmprobe"}, e.args...),
+		Help:     sweepHelp(),
+		Stdout:   e.stdout,
+		Stderr:   e.stderr,
+		Progress: !f.noProgress,
+	})
+	if err != nil {
+		level.Error(e.logger).Log("msg", "sweep failed", "err", err)
+		if res == nil || res.Dir == "" {
+			return 1
+		}
+	}
+	if res != nil && res.Dir != "" {
+		fmt.Fprintf(e.stdout, "\nrun directory: %s\n", res.Dir)
+	}
+	switch {
+	case err != nil:
+		return 1
+	case !res.Complete:
+		return 130
+	}
+	return 0
+}
+
+// startEmbeddedSimulator serves the built-in simulator (default config) on a
+// free loopback port. stop closes it and waits for the server to end.
+func startEmbeddedSimulator(logger log.Logger) (stop func(), url string, err error) {
+	sim, err := simulator.New(simulator.DefaultConfig(), log.With(logger, "component", "simulator"))
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		sim.Close()
+		return nil, "", err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Serve(ctx, l) }()
+	return func() {
+		sim.Close()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(simulator.ShutdownGrace + 5*time.Second):
+		}
+	}, "http://" + l.Addr().String(), nil
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+)
+
+func init() {
+	register(func(app *kingpin.Application) (string, action) {
+		cmd := app.Command("verify", "Check a run directory against its manifest.json: re-hash every file and report files "+
+			"that are missing, changed or not listed. Exit 0 when every file matches, 1 on any mismatch, "+
+			"2 when the manifest is missing or unreadable (docs/artifacts.md).")
+		dir := cmd.Arg("dir", "Run directory (runs/<UTC stamp>-<name>).").Required().String()
+		return cmd.FullCommand(), func(e *env) int { return verify(e, *dir) }
+	})
+}
+
+// verify prints each problem on stdout and a summary line; manifest errors
+// go to stderr.
+func verify(e *env, dir string) int {
+	m, err := artifacts.ReadManifest(dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %v\n", err)
+		return 2
+	}
+	problems, err := artifacts.Verify(dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %v\n", err)
+		return 2
+	}
+	for _, p := range problems {
+		fmt.Fprintln(e.stdout, p)
+	}
+	if !m.Complete {
+		fmt.Fprintf(e.stdout, "note: the run is incomplete (interrupted: %s)\n", m.InterruptedReason)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(e.stdout, "FAILED: %d problem(s) in %s (%d files in the manifest)\n", len(problems), dir, len(m.Files))
+		return 1
+	}
+	fmt.Fprintf(e.stdout, "OK: %d files verified\n", len(m.Files))
+	return 0
+}

@@ -1,0 +1,216 @@
+// Package manager runs the daemon's probes: for every configured target it
+// learns the served model and server version, and for every probe it runs an
+// open-loop arrival schedule whose arrivals each send one streaming request,
+// evaluate the target's SLO and hand the Record to the probe metrics. Config
+// reloads are applied as a diff: unchanged probes keep running, changed and
+// removed ones are canceled (their in-flight requests end as "canceled").
+//
+// A Manager is safe for concurrent use.
+package manager
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/web"
+)
+
+// ErrReload is the cancel cause of requests of probes removed or changed by
+// a config reload; ErrShutdown the cause on shutdown.
+var (
+	ErrReload   = errors.New("probe removed or changed by a config reload")
+	ErrShutdown = errors.New("llmprobe is shutting down")
+)
+
+// Options configures a Manager.
+type Options struct {
+	Logger  log.Logger
+	Metrics *probemetrics.Metrics
+	// HTTPClient is used for discovery (/v1/models, /version) and
+	// tokenization; default: a client with a 10 s timeout.
+	HTTPClient *http.Client
+	// Recent is how many recent results each probe keeps for the landing
+	// page (default 20); failures are kept in a separate ring of the same
+	// size, so they survive a run of successes.
+	Recent int
+	// OnRecord, when set, is called with every finished record (tests,
+	// artifacts). It must not retain or mutate the record.
+	OnRecord func(r *RecordEvent)
+}
+
+// Manager owns the running probes. Create it with New.
+type Manager struct {
+	opts    Options
+	logger  log.Logger
+	runID   string
+	mu      sync.Mutex
+	targets map[string]*targetRunner
+	notes   map[string]string
+	ready   atomic.Bool
+	stopped bool
+}
+
+// New returns a Manager with no targets; call Apply to start probing.
+func New(o Options) *Manager {
+	if o.Logger == nil {
+		o.Logger = log.NewNopLogger()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: newTransport()}
+	}
+	if o.Recent <= 0 {
+		o.Recent = 20
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return &Manager{
+		opts:    o,
+		logger:  o.Logger,
+		runID:   hex.EncodeToString(b[:]),
+		targets: map[string]*targetRunner{},
+		notes:   map[string]string{},
+	}
+}
+
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// SetNote attaches a note to a target shown on the landing page (e.g. that it
+// is the built-in simulator).
+func (m *Manager) SetNote(target, note string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.notes[target] = note
+}
+
+// Ready reports whether a config has been applied and its probes scheduled.
+func (m *Manager) Ready() bool { return m.ready.Load() }
+
+// Apply makes the running probes match cfg. The whole new state (clients,
+// generators) is built first; if any part fails nothing changes and the
+// error is returned. Unchanged targets and probes keep running untouched.
+func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return errors.New("manager stopped")
+	}
+	type plan struct {
+		keep   *targetRunner // existing runner whose target settings are unchanged
+		create *targetRunner // new runner (target new or its settings changed)
+		cfg    config.TargetConfig
+	}
+	plans := make([]plan, 0, len(cfg.Targets))
+	for _, tc := range cfg.Targets {
+		fp := targetFingerprint(tc)
+		if old, ok := m.targets[tc.Name]; ok && old.fp == fp {
+			// Build the probes that are new or changed, before swapping.
+			if err := old.prepare(tc); err != nil {
+				return fmt.Errorf("target %q: %w", tc.Name, err)
+			}
+			plans = append(plans, plan{keep: old, cfg: tc})
+			continue
+		}
+		tr, err := newTargetRunner(m, tc)
+		if err != nil {
+			return fmt.Errorf("target %q: %w", tc.Name, err)
+		}
+		if err := tr.prepare(tc); err != nil {
+			return fmt.Errorf("target %q: %w", tc.Name, err)
+		}
+		plans = append(plans, plan{create: tr, cfg: tc})
+	}
+
+	// Swap: stop targets that are gone or replaced, then start the new state.
+	wanted := map[string]bool{}
+	for _, p := range plans {
+		wanted[p.cfg.Name] = true
+	}
+	for name, tr := range m.targets {
+		replaced := false
+		for _, p := range plans {
+			if p.cfg.Name == name && p.create != nil {
+				replaced = true
+			}
+		}
+		if !wanted[name] || replaced {
+			tr.stop(ErrReload)
+			if !wanted[name] {
+				m.opts.Metrics.DeleteTarget(name)
+			}
+			delete(m.targets, name)
+			level.Info(m.logger).Log("msg", "target stopped", "target", name, "reason", map[bool]string{true: "changed", false: "removed"}[replaced])
+		}
+	}
+	for _, p := range plans {
+		tr := p.keep
+		if p.create != nil {
+			tr = p.create
+			tr.note = m.notes[p.cfg.Name]
+			m.targets[p.cfg.Name] = tr
+			tr.start(ctx)
+			level.Info(m.logger).Log("msg", "target started", "target", tr.cfg.Name, "base_url", tr.cfg.BaseURL, "api", tr.cfg.API, "probes", len(tr.cfg.Probes))
+		}
+		tr.commit(ctx, p.cfg)
+	}
+	m.ready.Store(true)
+	return nil
+}
+
+// Stop cancels every probe (in-flight requests end as "canceled") and waits
+// for them to finish. It is idempotent.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	m.stopped = true
+	m.ready.Store(false)
+	var wg sync.WaitGroup
+	for _, tr := range m.targets {
+		wg.Add(1)
+		go func(tr *targetRunner) { defer wg.Done(); tr.stop(ErrShutdown) }(tr)
+	}
+	wg.Wait()
+}
+
+// Status reports targets, probes and their recent results for the landing
+// page.
+func (m *Manager) Status() []web.TargetStatus {
+	m.mu.Lock()
+	trs := make([]*targetRunner, 0, len(m.targets))
+	for _, tr := range m.targets {
+		trs = append(trs, tr)
+	}
+	m.mu.Unlock()
+	out := make([]web.TargetStatus, 0, len(trs))
+	for _, tr := range trs {
+		out = append(out, tr.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,357 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// collector gathers the records the manager hands out.
+type collector struct {
+	mu   sync.Mutex
+	evs  []RecordEvent
+	cond chan struct{}
+}
+
+func newCollector() *collector { return &collector{cond: make(chan struct{}, 1)} }
+
+func (c *collector) add(e *RecordEvent) {
+	c.mu.Lock()
+	cp := *e.Record
+	c.evs = append(c.evs, RecordEvent{Record: &cp, Good: e.Good, Violated: append([]string(nil), e.Violated...)})
+	c.mu.Unlock()
+	select {
+	case c.cond <- struct{}{}:
+	default:
+	}
+}
+
+func (c *collector) snapshot() []RecordEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]RecordEvent(nil), c.evs...)
+}
+
+// waitFor waits until pred holds for the collected records.
+func (c *collector) waitFor(t *testing.T, d time.Duration, what string, pred func([]RecordEvent) bool) []RecordEvent {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		evs := c.snapshot()
+		if pred(evs) {
+			return evs
+		}
+		select {
+		case <-c.cond:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; have %d records", what, len(evs))
+		}
+	}
+}
+
+func parse(t *testing.T, yml string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(yml), "test.yml")
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return c
+}
+
+func fastSim() simulator.Config {
+	c := simulator.DefaultConfig()
+	c.StepBase = 2 * time.Millisecond
+	c.StepPerSeq = 10 * time.Microsecond
+	c.StepPerPrefillToken = time.Microsecond
+	return c
+}
+
+func newManager(reg prometheus.Registerer, c *collector) *Manager {
+	return New(Options{Metrics: probemetrics.New(reg), OnRecord: c.add})
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for k, v := range labels {
+				ok := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == k && lp.GetValue() == v {
+						ok = true
+					}
+				}
+				if !ok {
+					continue next
+				}
+			}
+			found = true
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				sum += m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				sum += m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no series %s%v", name, labels)
+	}
+	return sum
+}
+
+func TestDaemonProbesSimulatorAndMetricsAgreeWithRecords(t *testing.T) {
+	base, _ := simtest.Start(t, fastSim())
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	cfg := parse(t, fmt.Sprintf(`
+targets:
+  - name: sim
+    base_url: %s
+    api: completions
+    slo: {ttft: 800ms, tpot: 50ms}
+    probes:
+      - name: small
+        rate: 40
+        arrival: poisson
+        max_concurrency: 8
+        workload:
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 16}
+      - name: chatty
+        rate: 20
+        arrival: constant
+        workload:
+          input_tokens: {dist: uniform, value: 32, range_ratio: 0.5}
+          output_tokens: {dist: fixed, value: 4}
+`, base))
+	if err := m.Apply(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Ready() {
+		t.Fatal("not ready after Apply")
+	}
+	col.waitFor(t, 20*time.Second, "30 records of each probe", func(evs []RecordEvent) bool {
+		n := map[string]int{}
+		for _, e := range evs {
+			n[e.Record.Probe]++
+		}
+		return n["small"] >= 30 && n["chatty"] >= 15
+	})
+	m.Stop()
+	evs := col.snapshot()
+
+	for _, probe := range []string{"small", "chatty"} {
+		var ok, good, ttft, promptTok, genTok int
+		for _, e := range evs {
+			r := e.Record
+			if r.Probe != probe {
+				continue
+			}
+			if r.OK() {
+				ok++
+				ttft++
+				if r.Model != "llmprobe-sim" || r.CompletionTokens == 0 || r.TokensCounted {
+					t.Errorf("record %s: model %q, completion tokens %d (counted %v)", r.RequestID, r.Model, r.CompletionTokens, r.TokensCounted)
+				}
+				if r.PromptTokens != r.InputTokens {
+					t.Errorf("record %s: server counted %d prompt tokens, workload asked %d", r.RequestID, r.PromptTokens, r.InputTokens)
+				}
+			} else if r.Error != prober.ClassCanceled {
+				t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
+			}
+			if e.Good {
+				good++
+			}
+			promptTok += r.PromptTokens
+			genTok += r.CompletionTokens
+		}
+		lbl := map[string]string{"target": "sim", "probe": probe}
+		if got := counter(t, reg, "llmprobe_requests_total", map[string]string{"target": "sim", "probe": probe, "outcome": "success"}); int(got) != ok {
+			t.Errorf("%s: requests_total{success} = %v, records say %d", probe, got, ok)
+		}
+		if got := counter(t, reg, "llmprobe_good_requests_total", lbl); int(got) != good {
+			t.Errorf("%s: good_requests_total = %v, records say %d", probe, got, good)
+		}
+		if got := counter(t, reg, "llmprobe_time_to_first_token_seconds", lbl); int(got) != ttft {
+			t.Errorf("%s: TTFT histogram count = %v, records say %d", probe, got, ttft)
+		}
+		if got := counter(t, reg, "llmprobe_generation_tokens_total", lbl); int(got) != genTok {
+			t.Errorf("%s: generation_tokens_total = %v, records say %d", probe, got, genTok)
+		}
+		if got := counter(t, reg, "llmprobe_prompt_tokens_total", lbl); int(got) != promptTok {
+			t.Errorf("%s: prompt_tokens_total = %v, records say %d", probe, got, promptTok)
+		}
+		if ok == 0 || good == 0 {
+			t.Errorf("%s: %d ok and %d good requests; want some of each", probe, ok, good)
+		}
+	}
+	if got := counter(t, reg, "llmprobe_slo_threshold_seconds", map[string]string{"target": "sim", "probe": "small", "slo": "ttft"}); got != 0.8 {
+		t.Errorf("slo threshold ttft = %v, want 0.8", got)
+	}
+	if got := counter(t, reg, "llmprobe_target_info", map[string]string{"target": "sim", "model": "llmprobe-sim"}); got != 1 {
+		t.Errorf("target_info = %v", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "llmprobe_requests_in_flight"); err != nil || n == 0 {
+		t.Errorf("in-flight gauge: %d series, %v", n, err)
+	}
+	st := m.Status()
+	if len(st) != 1 || len(st[0].Probes) != 2 || st[0].Model != "llmprobe-sim" || len(st[0].Probes[0].Recent) == 0 {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestReloadCancelsChangedProbesAndKeepsOthers(t *testing.T) {
+	sc := fastSim()
+	base, sim := simtest.Start(t, sc)
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	yml := func(rate int) string {
+		return fmt.Sprintf(`
+targets:
+  - name: sim
+    base_url: %s
+    probes:
+      - name: steady
+        rate: 20
+      - name: changing
+        rate: %d
+        max_concurrency: 4
+`, base, rate)
+	}
+	if err := m.Apply(context.Background(), parse(t, yml(10))); err != nil {
+		t.Fatal(err)
+	}
+	col.waitFor(t, 10*time.Second, "both probes running", func(evs []RecordEvent) bool {
+		seen := map[string]bool{}
+		for _, e := range evs {
+			seen[e.Record.Probe] = e.Record.OK() || seen[e.Record.Probe]
+		}
+		return seen["steady"] && seen["changing"]
+	})
+	// Make generation hang, so requests are in flight when the reload comes.
+	f := simulator.DefaultFaults()
+	f.Hang = 1
+	sim.SetFaults(f)
+	time.Sleep(500 * time.Millisecond)
+	if err := m.Apply(context.Background(), parse(t, yml(11))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "canceled records of the changed probe", func(evs []RecordEvent) bool {
+		for _, e := range evs {
+			if e.Record.Probe == "changing" && e.Record.Error == prober.ClassCanceled {
+				return true
+			}
+		}
+		return false
+	})
+	for _, e := range evs {
+		if e.Record.Probe == "steady" && e.Record.Error == prober.ClassCanceled {
+			t.Errorf("unchanged probe had a canceled request %s", e.Record.RequestID)
+		}
+	}
+	if got := counter(t, reg, "llmprobe_requests_total", map[string]string{"probe": "changing", "outcome": "canceled"}); got == 0 {
+		t.Error("canceled requests of the changed probe were not counted")
+	}
+	// Removing a probe deletes its series.
+	sim.SetFaults(simulator.DefaultFaults())
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: sim, base_url: %s, probes: [{name: steady, rate: 20}]}]", base))); err != nil {
+		t.Fatal(err)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == "probe" && lp.GetValue() == "changing" {
+					t.Fatalf("series of the removed probe remain: %s", mf.GetName())
+				}
+			}
+		}
+	}
+}
+
+func TestDownEndpointGivesClassifiedFailuresAndKeepsProbing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: down, base_url: http://%s, probes: [{name: p, rate: 20}]}]", addr))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "10 failed records", func(evs []RecordEvent) bool { return len(evs) >= 10 })
+	for _, e := range evs {
+		if e.Record.Error != prober.ClassConnect {
+			t.Errorf("record %s: class %q (%s), want connect", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
+		}
+	}
+	if got := counter(t, reg, "llmprobe_requests_total", map[string]string{"outcome": "connect"}); got < 10 {
+		t.Errorf("connect failures counted: %v", got)
+	}
+}
+
+func TestSecretNeverInStatusOrErrors(t *testing.T) {
+	const key = "sk-very-secret-123"
+	base, sim := simtest.Start(t, fastSim())
+	f := simulator.DefaultFaults()
+	f.HTTP500 = 1
+	sim.SetFaults(f)
+	t.Setenv("LLMPROBE_TEST_KEY", key)
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []RecordEvent) bool { return len(evs) >= 5 })
+	for _, e := range evs {
+		if e.Record.Error != prober.ClassHTTP5xx {
+			t.Errorf("class %q, want http_5xx", e.Record.Error)
+		}
+		if strings.Contains(e.Record.ErrorMessage, key) {
+			t.Errorf("key in error message %q", e.Record.ErrorMessage)
+		}
+	}
+	if s := fmt.Sprintf("%+v", m.Status()); strings.Contains(s, key) {
+		t.Error("key in status")
+	}
+}

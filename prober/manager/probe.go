@@ -1,0 +1,254 @@
+package manager
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/web"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/schedule"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// RecordEvent is handed to Options.OnRecord for every finished request.
+type RecordEvent struct {
+	Record   *prober.Record
+	Good     bool
+	Violated []string
+}
+
+// probeRunner runs one probe's open-loop schedule.
+type probeRunner struct {
+	t      *targetRunner
+	cfg    config.ProbeConfig
+	fp     string
+	logger log.Logger
+	gen    *workload.Generator
+	seq    atomic.Uint64
+
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	sent, good, failed, skipped atomic.Uint64
+
+	ringMu   sync.Mutex
+	recent   []web.Result
+	failures []web.Result
+}
+
+func probeFingerprint(p config.ProbeConfig) string {
+	b, _ := json.Marshal(p)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func newProbeRunner(t *targetRunner, pc config.ProbeConfig, fp string) (*probeRunner, error) {
+	if err := arrival.Validate(pc.Arrival, pc.Rate, pc.Burstiness); err != nil {
+		return nil, fmt.Errorf("probe %q: %w", pc.Name, err)
+	}
+	gen, err := workload.NewGenerator(pc.Workload, pc.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
+	}
+	return &probeRunner{
+		t:      t,
+		cfg:    pc,
+		fp:     fp,
+		logger: log.With(t.logger, "probe", pc.Name),
+		gen:    gen,
+		done:   make(chan struct{}),
+	}, nil
+}
+
+func (p *probeRunner) start(parent context.Context) {
+	ctx, cancel := context.WithCancelCause(parent)
+	p.cancel = cancel
+	tname, pname := p.t.cfg.Name, p.cfg.Name
+	met := p.t.m.opts.Metrics
+	met.Init(tname, pname)
+	s := p.t.cfg.SLO
+	met.SetSLO(tname, pname, s.TTFT, s.TPOT, s.E2EL)
+	proc, err := arrival.New(p.cfg.Arrival, p.cfg.Rate, p.cfg.Burstiness, p.cfg.Seed)
+	if err != nil { // validated in newProbeRunner
+		level.Error(p.logger).Log("msg", "cannot start probe", "err", err)
+		close(p.done)
+		return
+	}
+	sched, err := schedule.New(schedule.Config{
+		Mode:           schedule.Open,
+		Process:        proc,
+		MaxConcurrency: p.cfg.MaxConcurrency,
+		OnFull:         schedule.Skip,
+		OnSkip: func(time.Time) {
+			p.skipped.Add(1)
+			met.Skipped(tname, pname, probemetrics.SkipMaxConcurrency)
+		},
+		OnPanic: func(_ time.Time, v any, stack []byte) {
+			level.Error(p.logger).Log("msg", "panic in probe request (recovered)", "panic", fmt.Sprint(v), "stack", string(stack))
+		},
+	}, p.fire)
+	if err != nil {
+		level.Error(p.logger).Log("msg", "cannot start probe", "err", err)
+		close(p.done)
+		return
+	}
+	go func() {
+		defer close(p.done)
+		_, _ = sched.Run(ctx)
+	}()
+}
+
+func (p *probeRunner) stop(cause error) {
+	if p.cancel != nil {
+		p.cancel(cause)
+	}
+	<-p.done
+}
+
+// fire sends one request at its scheduled time and records the outcome.
+func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait time.Duration) {
+	t := p.t
+	met := t.m.opts.Metrics
+	tname, pname := t.cfg.Name, p.cfg.Name
+	rec := &prober.Record{
+		Target:    tname,
+		Probe:     pname,
+		RequestID: fmt.Sprintf("llmprobe-%s-%d", t.m.runID, p.seq.Add(1)),
+		Scheduled: scheduled,
+		QueueWait: queueWait,
+	}
+	inflight := met.InFlight(tname, pname)
+	inflight.Inc()
+	defer inflight.Dec()
+
+	model, derr := t.model(ctx)
+	if derr != nil {
+		p.fail(ctx, rec, derr.class, derr.msg)
+		return
+	}
+	rec.Model = model
+	c, err := t.clientFor(model)
+	if err != nil { // cannot happen: the options were validated at load
+		p.fail(ctx, rec, prober.ClassInvalidResponse, err.Error())
+		return
+	}
+	tok, derr := t.tokenizer(ctx, model, c)
+	if derr != nil {
+		p.fail(ctx, rec, derr.class, derr.msg)
+		return
+	}
+	item, err := p.gen.Next(ctx, tok)
+	if err != nil {
+		p.fail(ctx, rec, prober.ClassInvalidResponse, "building the prompt: "+err.Error())
+		return
+	}
+	req := client.Request{
+		ID:          rec.RequestID,
+		MaxTokens:   item.OutputTokens,
+		IgnoreEOS:   p.cfg.Workload.IgnoreEOSOrDefault(),
+		InputTokens: item.InputTokens,
+	}
+	if t.cfg.API == config.APIChat {
+		req.Messages = []client.Message{{Role: "user", Content: item.Prompt}}
+	} else {
+		req.Prompt = item.Prompt
+	}
+	c.Do(ctx, req, rec)
+	p.finish(rec)
+}
+
+// fail finishes a record that failed before its request could be sent.
+func (p *probeRunner) fail(ctx context.Context, rec *prober.Record, class prober.ErrorClass, msg string) {
+	now := time.Now()
+	rec.Sent, rec.WallStart = now, now
+	rec.SendLag = now.Sub(rec.Scheduled)
+	rec.Error, rec.ErrorMessage = class, msg
+	if ctx.Err() != nil {
+		rec.Error = prober.ClassCanceled
+	}
+	p.finish(rec)
+}
+
+func (p *probeRunner) finish(rec *prober.Record) {
+	good, violated := p.t.cfg.SLO.Evaluate(rec)
+	p.t.m.opts.Metrics.Observe(rec, good, violated)
+	p.sent.Add(1)
+	if good {
+		p.good.Add(1)
+	}
+	if !rec.OK() {
+		p.failed.Add(1)
+		if rec.Error != prober.ClassCanceled {
+			level.Debug(p.logger).Log("msg", "request failed", "request_id", rec.RequestID, "class", rec.Error, "err", rec.ErrorMessage)
+		}
+	}
+	res := web.Result{
+		Time: rec.WallStart, RequestID: rec.RequestID, Outcome: rec.Outcome(), Good: good,
+		HTTPStatus: rec.HTTPStatus, TTFT: rec.TTFT, E2E: rec.E2E, OutputTokens: rec.CompletionTokens,
+		SendLag: rec.SendLag, Message: rec.ErrorMessage,
+	}
+	res.TPOT, _ = rec.TPOT()
+	n := p.t.m.opts.Recent
+	p.ringMu.Lock()
+	p.recent = pushFront(p.recent, res, n)
+	if !rec.OK() {
+		p.failures = pushFront(p.failures, res, n)
+	}
+	p.ringMu.Unlock()
+	if f := p.t.m.opts.OnRecord; f != nil {
+		f(&RecordEvent{Record: rec, Good: good, Violated: violated})
+	}
+}
+
+func pushFront(s []web.Result, r web.Result, n int) []web.Result {
+	if len(s) < n {
+		s = append(s, web.Result{})
+	}
+	copy(s[1:], s[:len(s)-1])
+	s[0] = r
+	return s
+}
+
+func (p *probeRunner) status() web.ProbeStatus {
+	w := p.cfg.Workload
+	st := web.ProbeStatus{
+		Name: p.cfg.Name, Rate: p.cfg.Rate, Arrival: p.cfg.Arrival,
+		Workload: fmt.Sprintf("input %s, output %s", lengthString(w.InputTokens), lengthString(w.OutputTokens)),
+		Sent:     p.sent.Load(), Good: p.good.Load(), Failed: p.failed.Load(), Skipped: p.skipped.Load(),
+	}
+	p.ringMu.Lock()
+	st.Recent = append([]web.Result(nil), p.recent...)
+	st.Failures = append([]web.Result(nil), p.failures...)
+	p.ringMu.Unlock()
+	return st
+}
+
+func lengthString(l workload.LengthSpec) string {
+	switch l.Dist {
+	case workload.DistFixed:
+		return fmt.Sprintf("%d", l.Value)
+	case workload.DistUniform:
+		if l.Value > 0 {
+			return fmt.Sprintf("uniform %d±%.0f%%", l.Value, l.RangeRatio*100)
+		}
+		return fmt.Sprintf("uniform [%d,%d]", l.Min, l.Max)
+	case workload.DistLognormal:
+		return fmt.Sprintf("lognormal median %.0f σ %.2f", l.Median, l.Sigma)
+	case workload.DistChoice:
+		return fmt.Sprintf("choice of %d", len(l.Choices))
+	}
+	return l.Dist
+}

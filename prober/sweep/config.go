@@ -1,0 +1,435 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// Load modes of a sweep (fingerprint.Load.Mode).
+const (
+	// ModeOpen: open loop, an arrival process per rate (--rates).
+	ModeOpen = "open"
+	// ModeClosed: closed loop, N requests always in flight (--concurrency).
+	ModeClosed = "closed"
+	// ModeBoth: open loop whose arrivals wait for one of --max-concurrency
+	// slots; the wait is client queue time.
+	ModeBoth = "both"
+	// ModeBurst: --rates inf, every request of the step at once.
+	ModeBurst = "burst"
+)
+
+// Defaults of a Config.
+const (
+	DefaultDuration        = 5 * time.Second
+	DefaultMinPrompts      = 10
+	DefaultWarmups         = 2
+	DefaultRounds          = 1
+	DefaultMetricsInterval = time.Second
+	DefaultIdleTimeout     = 30 * time.Second
+	DefaultTimeout         = 5 * time.Minute
+	DefaultAutoStart       = 1.0
+	DefaultAutoMaxSteps    = 16
+	DefaultAutoTolerance   = 0.1
+)
+
+// FlagError is a configuration error that names the flag at fault. The CLI
+// prints it as one line and exits 2.
+type FlagError struct {
+	Flag string
+	Err  error
+}
+
+func (e *FlagError) Error() string { return "--" + e.Flag + ": " + e.Err.Error() }
+
+func (e *FlagError) Unwrap() error { return e.Err }
+
+func flagErr(flag, format string, args ...any) error {
+	return &FlagError{Flag: flag, Err: fmt.Errorf(format, args...)}
+}
+
+// Config is a whole sweep. Build it with the Parse* helpers from flags (or
+// by hand in tests), then Validate. A Config is a plain value.
+type Config struct {
+	// Target is the base URL of the OpenAI-compatible server (no /v1).
+	Target string
+	// MetricsURL is the server's /metrics (default Target + "/metrics").
+	MetricsURL string
+	// Model is the model id; empty means the first of /v1/models.
+	Model string
+	// API is "completions" or "chat".
+	API string
+	// APIKey is sent as a bearer token; it never appears in artifacts.
+	APIKey config.Secret
+	// Timeout, TTFTTimeout and StallTimeout bound each request (0 = no
+	// separate TTFT or stall bound).
+	Timeout, TTFTTimeout, StallTimeout time.Duration
+
+	// Workload is the request distribution; WorkloadSource says where it
+	// came from ("flags" or the --workload file path).
+	Workload       workload.Spec
+	WorkloadSource string
+	// FreshPrefix draws a new shared prefix for every step (with
+	// Workload.PrefixTokens > 0), so steps do not warm each other's cache.
+	FreshPrefix bool
+	// SavePrompts writes prompt text into records.jsonl.
+	SavePrompts bool
+
+	// Rates are the open-loop rates in req/s (+Inf: a burst step); Auto
+	// searches the knee instead; Concurrency lists closed-loop levels.
+	// Exactly one of Rates, Auto, Concurrency is set.
+	Rates       []float64
+	Auto        bool
+	Concurrency []int
+	// RatesText is --rates as given (for the fingerprint).
+	RatesText string
+	// MaxConcurrency caps the requests in flight of an open loop; arrivals
+	// wait for a slot (mode "both").
+	MaxConcurrency int
+	// Arrival is the arrival process ("poisson", "gamma", "constant") and
+	// Burstiness its gamma shape.
+	Arrival    string
+	Burstiness float64
+	// NumPrompts (requests per step) or Duration (per step): one is set.
+	NumPrompts int
+	Duration   time.Duration
+	// MinPrompts is the least number of requests of an open-loop step
+	// bounded by Duration: when fewer arrivals fall in the duration, the
+	// step runs until MinPrompts arrivals (so a low rate still gives a
+	// sample). Default 0: none.
+	MinPrompts int
+	// Warmups is the number of unmeasured requests sent before each step.
+	Warmups int
+	// Rounds repeats each level.
+	Rounds int
+	// SLO holds the --goodput thresholds.
+	SLO slo.SLO
+	// Percentiles are extra percentiles reported for every latency metric.
+	Percentiles []float64
+	// Seed seeds arrivals and workload draws.
+	Seed int64
+
+	// MetricsInterval is the during-step scrape period; IdleTimeout bounds
+	// the wait for an idle server before each step.
+	MetricsInterval time.Duration
+	IdleTimeout     time.Duration
+
+	// Validity thresholds.
+	Validity ValidityOptions
+	// Search tunes --rates auto.
+	Search SearchOptions
+
+	// OutDir is the parent of run directories; Name names this run.
+	OutDir string
+	Name   string
+	// Metadata holds --metadata key=value pairs, written into result.json
+	// and the fingerprint.
+	Metadata map[string]string
+	// Embedded is true when Target is the in-process simulator (the CPU
+	// check is then skipped: the simulator shares the process).
+	Embedded bool
+}
+
+// Mode returns the load mode: ModeClosed, ModeBurst (every rate inf),
+// ModeBoth (rates with MaxConcurrency) or ModeOpen.
+func (c *Config) Mode() string {
+	switch {
+	case len(c.Concurrency) > 0:
+		return ModeClosed
+	case !c.Auto && len(c.Rates) > 0 && !slices.ContainsFunc(c.Rates, func(r float64) bool { return !math.IsInf(r, 1) }):
+		return ModeBurst
+	case c.MaxConcurrency > 0:
+		return ModeBoth
+	}
+	return ModeOpen
+}
+
+// HasBurst reports whether a step runs at rate inf.
+func (c *Config) HasBurst() bool {
+	return slices.ContainsFunc(c.Rates, func(r float64) bool { return math.IsInf(r, 1) })
+}
+
+// Validate checks every field; an error is a *FlagError naming the flag.
+func (c *Config) Validate() error {
+	if c.API != "completions" && c.API != "chat" {
+		return flagErr("api", "must be completions or chat, got %q", c.API)
+	}
+	if err := c.Workload.Validate(); err != nil {
+		if c.WorkloadSource != "" && c.WorkloadSource != "flags" {
+			return flagErr("workload", "%s: %w", c.WorkloadSource, err)
+		}
+		return workloadFlagError(err)
+	}
+	if c.FreshPrefix && c.Workload.PrefixTokens == 0 {
+		return flagErr("fresh-prefix", "needs --prefix-len > 0")
+	}
+	n := 0
+	if len(c.Rates) > 0 {
+		n++
+	}
+	if c.Auto {
+		n++
+	}
+	if len(c.Concurrency) > 0 {
+		n++
+	}
+	if n != 1 {
+		return flagErr("rates", "give exactly one of --rates LIST, --rates auto or --concurrency LIST")
+	}
+	for _, r := range c.Rates {
+		if !(r > 0) {
+			return flagErr("rates", "rate must be > 0, got %v", r)
+		}
+	}
+	for _, x := range c.Concurrency {
+		if x < 1 {
+			return flagErr("concurrency", "must be >= 1, got %d", x)
+		}
+	}
+	if c.MaxConcurrency < 0 {
+		return flagErr("max-concurrency", "must be >= 0, got %d", c.MaxConcurrency)
+	}
+	if len(c.Concurrency) > 0 && c.MaxConcurrency > 0 {
+		return flagErr("max-concurrency", "applies to --rates only; --concurrency already bounds the requests in flight")
+	}
+	if err := arrival.Validate(c.Arrival, 1, c.Burstiness); err != nil {
+		if !(c.Burstiness > 0) || math.IsInf(c.Burstiness, 0) {
+			return flagErr("burstiness", "must be > 0 and finite, got %v", c.Burstiness)
+		}
+		return flagErr("arrival", "%w", err)
+	}
+	switch {
+	case c.NumPrompts < 0:
+		return flagErr("num-prompts", "must be >= 1, got %d", c.NumPrompts)
+	case c.Duration < 0:
+		return flagErr("duration", "must be > 0, got %s", c.Duration)
+	case c.NumPrompts > 0 && c.Duration > 0:
+		return flagErr("num-prompts", "give --num-prompts or --duration per step, not both")
+	case c.NumPrompts == 0 && c.Duration == 0:
+		return flagErr("duration", "give --num-prompts or --duration per step")
+	case c.MinPrompts < 0:
+		return flagErr("min-prompts", "must be >= 0, got %d", c.MinPrompts)
+	}
+	if c.HasBurst() && c.NumPrompts == 0 {
+		return flagErr("num-prompts", "--rates inf sends a step's requests at once: give --num-prompts")
+	}
+	switch {
+	case c.Warmups < 0:
+		return flagErr("warmups", "must be >= 0, got %d", c.Warmups)
+	case c.Rounds < 1:
+		return flagErr("rounds", "must be >= 1, got %d", c.Rounds)
+	case c.MetricsInterval <= 0:
+		return flagErr("metrics-interval", "must be > 0, got %s", c.MetricsInterval)
+	case c.IdleTimeout < 0:
+		return flagErr("idle-timeout", "must be >= 0, got %s", c.IdleTimeout)
+	case c.Timeout <= 0:
+		return flagErr("timeout", "must be > 0, got %s", c.Timeout)
+	case c.TTFTTimeout < 0:
+		return flagErr("ttft-timeout", "must be >= 0, got %s", c.TTFTTimeout)
+	case c.StallTimeout < 0:
+		return flagErr("stall-timeout", "must be >= 0, got %s", c.StallTimeout)
+	case c.Validity.MaxSendLag < 0:
+		return flagErr("max-send-lag", "must be > 0, got %s", c.Validity.MaxSendLag)
+	case c.Validity.MaxErrorRate < 0 || c.Validity.MaxErrorRate > 1:
+		return flagErr("max-error-rate", "must be in [0, 1], got %v", c.Validity.MaxErrorRate)
+	case c.Search.Start < 0 || math.IsInf(c.Search.Start, 0) || math.IsNaN(c.Search.Start):
+		return flagErr("auto-start", "must be > 0, got %v", c.Search.Start)
+	case c.Search.MaxSteps < 0:
+		return flagErr("auto-max-steps", "must be >= 1, got %d", c.Search.MaxSteps)
+	case c.Search.Tolerance < 0 || c.Search.Tolerance >= 1:
+		return flagErr("auto-tolerance", "must be in (0, 1), got %v", c.Search.Tolerance)
+	}
+	for _, p := range c.Percentiles {
+		if !(p >= 0 && p <= 100) {
+			return flagErr("percentiles", "must be in [0, 100], got %v", p)
+		}
+	}
+	if err := c.SLO.Validate(); err != nil {
+		return flagErr("goodput", "%w", err)
+	}
+	if c.OutDir == "" {
+		return flagErr("out", "must not be empty")
+	}
+	return nil
+}
+
+// workloadFlagError maps a workload.Spec validation error of a flag-built
+// spec to the flag that set the field.
+func workloadFlagError(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "input_tokens"):
+		if strings.Contains(msg, "range_ratio") {
+			return &FlagError{Flag: "range-ratio", Err: err}
+		}
+		return &FlagError{Flag: "input-len", Err: err}
+	case strings.HasPrefix(msg, "output_tokens"):
+		if strings.Contains(msg, "range_ratio") {
+			return &FlagError{Flag: "range-ratio", Err: err}
+		}
+		return &FlagError{Flag: "output-len", Err: err}
+	case strings.HasPrefix(msg, "prefix_tokens"):
+		return &FlagError{Flag: "prefix-len", Err: err}
+	}
+	return &FlagError{Flag: "workload", Err: err}
+}
+
+// FlagWorkload builds the workload of --input-len, --output-len,
+// --range-ratio and --prefix-len as vllm bench serve's random dataset does:
+// uniform lengths in [floor(v*(1-r)), ceil(v*(1+r))] (fixed when r is 0),
+// output at least 1, ignore_eos on.
+func FlagWorkload(inputLen, outputLen int, rangeRatio float64, prefixLen int) (workload.Spec, error) {
+	switch {
+	case inputLen < 1:
+		return workload.Spec{}, flagErr("input-len", "must be >= 1, got %d", inputLen)
+	case outputLen < 1:
+		return workload.Spec{}, flagErr("output-len", "must be >= 1, got %d", outputLen)
+	case !(rangeRatio >= 0 && rangeRatio < 1):
+		return workload.Spec{}, flagErr("range-ratio", "must be in [0, 1), got %v", rangeRatio)
+	case prefixLen < 0:
+		return workload.Spec{}, flagErr("prefix-len", "must be >= 0, got %d", prefixLen)
+	}
+	length := func(v int) workload.LengthSpec {
+		if rangeRatio == 0 {
+			return workload.Fixed(v)
+		}
+		return workload.LengthSpec{Dist: workload.DistUniform, Value: v, RangeRatio: rangeRatio}
+	}
+	return workload.Spec{InputTokens: length(inputLen), OutputTokens: length(outputLen), PrefixTokens: prefixLen}, nil
+}
+
+// ParseRates parses --rates: "auto", or a comma-separated list of positive
+// rates in req/s where "inf" is a burst. It returns the rates in the order
+// given (duplicates rejected) and whether the value was "auto".
+func ParseRates(s string) (rates []float64, auto bool, err error) {
+	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "auto") {
+		return nil, true, nil
+	}
+	if s == "" {
+		return nil, false, flagErr("rates", "must not be empty (a list such as 1,2,4,8, auto or inf)")
+	}
+	seen := map[float64]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		var r float64
+		if strings.EqualFold(f, "inf") {
+			r = math.Inf(1)
+		} else {
+			r, err = strconv.ParseFloat(f, 64)
+			if err != nil || math.IsNaN(r) || math.IsInf(r, 0) {
+				return nil, false, flagErr("rates", "%q is not a rate (a number of req/s, inf or auto)", f)
+			}
+		}
+		if !(r > 0) {
+			return nil, false, flagErr("rates", "rate must be > 0, got %s", f)
+		}
+		if seen[r] {
+			return nil, false, flagErr("rates", "rate %s given twice", f)
+		}
+		seen[r] = true
+		rates = append(rates, r)
+	}
+	return rates, false, nil
+}
+
+// ParseConcurrency parses --concurrency: a comma-separated list of
+// closed-loop levels (integers >= 1).
+func ParseConcurrency(s string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, flagErr("concurrency", "%q is not an integer", f)
+		}
+		if n < 1 {
+			return nil, flagErr("concurrency", "must be >= 1, got %d", n)
+		}
+		if seen[n] {
+			return nil, flagErr("concurrency", "level %d given twice", n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ParsePercentiles parses --percentiles: comma-separated numbers in
+// [0, 100] reported beside p50/p90/p99 (e.g. "75,99.9").
+func ParsePercentiles(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(p >= 0 && p <= 100) {
+			return nil, flagErr("percentiles", "%q is not a percentile in [0, 100]", f)
+		}
+		if p == 50 || p == 90 || p == 99 || slices.Contains(out, p) {
+			continue // always reported
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ParseGoodput parses --goodput pairs (vLLM's syntax, milliseconds) with
+// slo.ParseGoodput; the error names the flag.
+func ParseGoodput(args []string) (slo.SLO, error) {
+	if len(args) == 0 {
+		return slo.SLO{}, nil
+	}
+	s, err := slo.ParseGoodput(args)
+	if err != nil {
+		return slo.SLO{}, &FlagError{Flag: "goodput", Err: err}
+	}
+	return s, nil
+}
+
+// percentileKey matches the latency keys of result.json (mean_ttft_ms,
+// p99.9_itl_ms, ...), whatever --percentiles asks for.
+var percentileKey = regexp.MustCompile(`^(mean|median|std|p[0-9.]+)_[a-z_]+_ms$`)
+
+// ParseMetadata parses repeated --metadata KEY=VALUE pairs. Keys must be
+// non-empty, unique and not one of result.json's own keys (they are written
+// beside them, as vllm bench serve does).
+func ParseMetadata(kvs []string) (map[string]string, error) {
+	out := map[string]string{}
+	reserved := resultKeys()
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, flagErr("metadata", "%q is not KEY=VALUE", kv)
+		}
+		if reserved[k] || percentileKey.MatchString(k) {
+			return nil, flagErr("metadata", "key %q is reserved", k)
+		}
+		if _, dup := out[k]; dup {
+			return nil, flagErr("metadata", "key %q given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// IsFlagError reports whether err is (or wraps) a *FlagError.
+func IsFlagError(err error) bool {
+	var fe *FlagError
+	return errors.As(err, &fe)
+}

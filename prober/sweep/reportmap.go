@@ -1,0 +1,131 @@
+package sweep
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/llmprobe/llmprobe/internal/report"
+)
+
+// reportSweep maps the run onto internal/report's input.
+func (r *runner) reportSweep(res *Result, complete bool, reason string) report.Sweep {
+	c := r.cfg
+	s := report.Sweep{
+		Name:              c.Name,
+		Fingerprint:       r.fp,
+		Mode:              c.Mode(),
+		GoodputRatio:      DefaultGoodputRatio,
+		Knee:              report.Knee(res.Knee),
+		Complete:          complete,
+		InterruptedReason: reason,
+		Notes:             res.Notes,
+		SLO: report.SLO{
+			TTFTMS: ms(c.SLO.TTFT),
+			TPOTMS: ms(c.SLO.TPOT),
+			E2ELMS: ms(c.SLO.E2EL),
+		},
+	}
+	for _, st := range res.Steps {
+		s.Steps = append(s.Steps, reportStep(st))
+	}
+	return s
+}
+
+func reportStep(st *Step) report.Step {
+	x := &st.Stats
+	out := report.Step{
+		Index:                 st.Index,
+		Label:                 st.Label,
+		Round:                 st.Round,
+		Rate:                  st.Level,
+		AchievedRate:          x.AchievedRate,
+		Start:                 st.Start,
+		End:                   st.End,
+		Duration:              x.Duration,
+		Completed:             x.Completed,
+		Failed:                x.Failed,
+		FailedByClass:         x.FailedByClass,
+		RequestThroughput:     x.RequestThroughput,
+		Goodput:               x.KneeGoodput,
+		OutputThroughput:      x.OutputThroughput,
+		TotalTokenThroughput:  x.TotalTokenThroughput,
+		TTFT:                  reportSummary(x.TTFT),
+		TPOT:                  reportSummary(x.TPOT),
+		ITL:                   reportSummary(x.ITL),
+		E2EL:                  reportSummary(x.E2EL),
+		SendLag:               reportSummary(x.SendLag),
+		InputTokens:           report.TokenDist(x.InputTokens),
+		RequestedOutputTokens: report.TokenDist(x.RequestedOutputTokens),
+		OutputTokens:          report.TokenDist(x.OutputTokens),
+		FinishReasons:         x.FinishReasons,
+		Valid:                 st.Validity.Valid && st.Mode != ModeBurst,
+		Idle:                  st.Validity.Idle.Status,
+		IdleDetail:            idleDetail(st.Validity.Idle),
+		Server:                reportServer(st.Server),
+	}
+	switch st.Mode {
+	case ModeClosed:
+		out.Rate, out.Concurrency = 0, st.Concurrency
+	default:
+		out.Concurrency = st.MaxConcurrency
+	}
+	for _, c := range x.SLOChecks {
+		out.SLOChecks = append(out.SLOChecks, report.SLOCheck(c))
+	}
+	for i, f := range st.Validity.Flags {
+		out.Invalid = append(out.Invalid, f+": "+st.Validity.Reasons[i])
+	}
+	if st.Mode == ModeBurst {
+		out.Invalid = append(out.Invalid, "burst: rate inf is not an open loop, not used for the knee")
+	}
+	return out
+}
+
+func idleDetail(p IdleProof) string {
+	switch p.Status {
+	case IdleProven:
+		return fmt.Sprintf("running + waiting read 0 after %.1f s", p.Waited)
+	case IdleNotIdle:
+		return fmt.Sprintf("running %s, waiting %s after %.1f s", trimFloat(p.Running), trimFloat(p.Waiting), p.Waited)
+	}
+	return p.Reason
+}
+
+func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func reportSummary(l Latency) report.Summary {
+	s := report.Summary{N: l.N, Mean: l.Mean, Median: l.Median, Std: l.Std, P50: l.P50, P90: l.P90, P99: l.P99}
+	if l.P99CI != nil {
+		s.P99CILow, s.P99CIHigh = l.P99CI.Lo, l.P99CI.Hi
+	}
+	return s
+}
+
+func reportValue(f Figure) report.Value {
+	if !f.Known {
+		return report.Value{}
+	}
+	return report.Val(f.Value)
+}
+
+func reportServer(s ServerStats) report.Server {
+	q := func(l ServerLatency) report.Quantiles {
+		return report.Quantiles{P50: reportValue(l.P50MS), P90: reportValue(l.P90MS), P99: reportValue(l.P99MS)}
+	}
+	return report.Server{
+		Recorded:                s.Status == statusRecorded,
+		Reason:                  s.Reason,
+		PromptTokens:            reportValue(s.PromptTokens),
+		GenerationTokens:        reportValue(s.GenerationTokens),
+		Preemptions:             reportValue(s.Preemptions),
+		WarmupPrefixHitRate:     reportValue(s.WarmupPrefixCacheHitRate),
+		PrefixHitRate:           reportValue(s.PrefixCacheHitRate),
+		MaxRunning:              reportValue(s.MaxRunning),
+		MaxWaiting:              reportValue(s.MaxWaiting),
+		MaxKVCacheUsage:         reportValue(s.MaxKVCacheUsage),
+		TTFT:                    q(s.TTFT),
+		ITL:                     q(s.ITL),
+		E2EL:                    q(s.E2EL),
+		ClientMinusServerTTFTMS: reportValue(s.ClientMinusServerTTFTP50MS),
+	}
+}

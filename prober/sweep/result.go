@@ -1,0 +1,424 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/stats"
+)
+
+// ResultSchemaVersion is the version of result.json's llmprobe extras.
+const ResultSchemaVersion = 1
+
+// Step is one measured step: one level, one round.
+type Step struct {
+	// Index is the step's position in run order (0-based); Label names it
+	// ("rate=4", "rate=inf", "concurrency=8"), with "/round=N" when the
+	// sweep has several rounds.
+	Index int    `json:"index"`
+	Label string `json:"label"`
+	// Level is the requested rate (req/s; +Inf for a burst) or the
+	// concurrency; Round counts from 1.
+	Level float64 `json:"-"`
+	Round int     `json:"round"`
+	// Mode is the step's load mode (ModeOpen, ModeClosed, ModeBoth,
+	// ModeBurst).
+	Mode string `json:"mode"`
+	// Concurrency is the closed-loop level; MaxConcurrency the open-loop
+	// cap (0 = none).
+	Concurrency    int `json:"concurrency,omitempty"`
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// Start and End are the UTC wall-clock window of the measured part.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Warmups is the number of warmup requests sent and WarmupFailed how
+	// many of them failed.
+	Warmups      int `json:"warmups"`
+	WarmupFailed int `json:"warmup_failed"`
+	// PrefixGeneration numbers the step's shared prefix: 0 for the sweep's
+	// one prefix, a new number per step with --fresh-prefix.
+	PrefixGeneration uint64 `json:"prefix_generation,omitempty"`
+	// Stats are the client-side statistics, Server the server-side deltas,
+	// Validity the verdict.
+	Stats    Stats       `json:"stats"`
+	Server   ServerStats `json:"server"`
+	Validity Validity    `json:"validity"`
+	// Interrupted is true when the step was cut short.
+	Interrupted bool `json:"interrupted"`
+}
+
+// Spread summarizes one figure over the rounds of a level.
+type Spread struct {
+	Mean float64 `json:"mean"`
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
+	Std  float64 `json:"std"`
+}
+
+func spreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := Spread{Mean: stats.Mean(xs), Std: stats.Std(xs), Min: xs[0], Max: xs[0]}
+	for _, x := range xs {
+		s.Min, s.Max = math.Min(s.Min, x), math.Max(s.Max, x)
+	}
+	return s
+}
+
+// Level aggregates the rounds of one level for the knee.
+type Level struct {
+	Label string  `json:"label"`
+	Level float64 `json:"-"`
+	// Rounds is the number of rounds run, ValidRounds how many were valid.
+	Rounds      int `json:"rounds"`
+	ValidRounds int `json:"valid_rounds"`
+	// Goodput, Throughput, TTFTP99MS and TPOTP99MS spread over the valid
+	// rounds (over all rounds when none was valid).
+	Goodput    Spread `json:"request_goodput"`
+	Throughput Spread `json:"request_throughput"`
+	TTFTP99MS  Spread `json:"p99_ttft_ms"`
+	TPOTP99MS  Spread `json:"p99_tpot_ms"`
+	// KneeGoodput and GoodputRatio spread the figures the knee uses (see
+	// Stats.GoodputRatio).
+	KneeGoodput  Spread `json:"knee_goodput"`
+	GoodputRatio Spread `json:"goodput_ratio"`
+	// Passes says whether the level kept up: valid, every valid round's SLO
+	// p99s held, and mean goodput >= 90 % of the offered rate.
+	Passes bool `json:"passes"`
+	// Outcome is what the knee logic saw.
+	Outcome StepOutcome `json:"-"`
+}
+
+// aggregate builds the Level of a level's rounds: the spread of its
+// figures over the valid rounds and the outcome the knee logic sees (a
+// burst level is never valid for the knee).
+func aggregate(label string, level float64, mode string, rounds []*Step, ratio float64) Level {
+	l := Level{Label: label, Level: level, Rounds: len(rounds)}
+	use := make([]*Step, 0, len(rounds))
+	for _, s := range rounds {
+		if s.Validity.Valid {
+			use = append(use, s)
+		}
+	}
+	l.ValidRounds = len(use)
+	if len(use) == 0 {
+		use = rounds
+	}
+	var good, tp, ttft, tpot, kgood, ktp, ratios []float64
+	held := true
+	for _, s := range use {
+		good = append(good, s.Stats.RequestGoodput)
+		tp = append(tp, s.Stats.RequestThroughput)
+		ttft = append(ttft, s.Stats.TTFT.P99)
+		tpot = append(tpot, s.Stats.TPOT.P99)
+		kgood = append(kgood, s.Stats.KneeGoodput)
+		ktp = append(ktp, s.Stats.KneeThroughput)
+		ratios = append(ratios, s.Stats.GoodputRatio)
+		held = held && s.Stats.SLOHeld
+	}
+	l.Goodput, l.Throughput = spreadOf(good), spreadOf(tp)
+	l.TTFTP99MS, l.TPOTP99MS = spreadOf(ttft), spreadOf(tpot)
+	l.KneeGoodput, l.GoodputRatio = spreadOf(kgood), spreadOf(ratios)
+	// The knee compares the goodput ratio with the required ratio: Offered
+	// is the level scaled so that Goodput/Offered is the mean ratio.
+	l.Outcome = StepOutcome{
+		Level:      level,
+		Offered:    level,
+		Goodput:    l.GoodputRatio.Mean * level,
+		Throughput: spreadOf(ktp).Mean,
+		SLOHeld:    held,
+		Valid:      l.ValidRounds > 0 && !math.IsInf(level, 1),
+	}
+	if mode == ModeClosed {
+		l.Outcome.Offered = l.Throughput.Mean
+		l.Outcome.Goodput = l.Goodput.Mean
+		l.Outcome.Throughput = l.Throughput.Mean
+	}
+	l.Passes = l.Outcome.Passes(ratio)
+	return l
+}
+
+// Result is result.json: the sweep's settings, every step, the levels and
+// the knee.
+type Result struct {
+	// Header are vllm bench serve's identification keys shared by every
+	// step (date, backend, model_id, ...) and the --metadata pairs.
+	Date          string
+	Backend       string
+	ModelID       string
+	TokenizerID   string
+	Metadata      map[string]string
+	MetadataOrder []string
+	Mode          string
+	Arrival       string
+	Burstiness    float64
+	Rates         string
+	SLO           map[string]float64
+	Percentiles   []float64
+	Steps         []*Step
+	Levels        []Level
+	Knee          Knee
+	// KneeUnit is "req/s" or "concurrency".
+	KneeUnit string
+	Complete bool
+	// Notes are sentences for the reader (warnings such as the burst
+	// warning, or why the knee could not be decided).
+	Notes []string
+}
+
+// resultKeys returns every key result.json writes at the top level and in a
+// step, for rejecting --metadata keys that would collide with them.
+func resultKeys() map[string]bool {
+	keys := map[string]bool{}
+	r := &Result{SLO: map[string]float64{"ttft": 1}}
+	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}}
+	r.Steps = []*Step{st}
+	for _, o := range []object{r.StepJSON(st).(object), r.top()} {
+		for _, e := range o {
+			keys[e.k] = true
+		}
+	}
+	return keys
+}
+
+// object is a JSON object that keeps its key order.
+type object []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+func (o *object) add(k string, v any) { *o = append(*o, kv{k, v}) }
+
+// MarshalJSON writes the keys in insertion order.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, e := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(e.k)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(e.v)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", e.k, err)
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// jsonRate writes a rate as vLLM does: a number, or the string "inf".
+func jsonRate(r float64) any {
+	if math.IsInf(r, 1) {
+		return "inf"
+	}
+	return r
+}
+
+// finite replaces NaN and infinities (not valid JSON) with nil.
+func finite(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
+}
+
+// StepJSON renders one step as a vllm bench serve result object (the keys
+// and order of vllm-reference.md §1.6, percentile keys for p50, p90, p99 and
+// the extra percentiles of every latency metric) followed by llmprobe's
+// extras. Per-request arrays (ttfts, itls, latencies, ...) are not
+// repeated here: records.jsonl holds every request.
+func (r *Result) StepJSON(s *Step) any {
+	o := object{}
+	o.add("date", r.Date)
+	o.add("endpoint_type", r.Backend)
+	o.add("backend", r.Backend)
+	o.add("label", s.Label)
+	o.add("model_id", r.ModelID)
+	o.add("tokenizer_id", r.TokenizerID)
+	o.add("num_prompts", s.Stats.Requests)
+	for _, k := range r.MetadataOrder {
+		o.add(k, r.Metadata[k])
+	}
+	st := &s.Stats
+	switch s.Mode {
+	case ModeClosed:
+		// vLLM's closest equivalent of a closed loop: rate inf capped by
+		// max_concurrency.
+		o.add("request_rate", "inf")
+		o.add("burstiness", r.Burstiness)
+		o.add("max_concurrency", s.Concurrency)
+	default:
+		o.add("request_rate", jsonRate(s.Level))
+		o.add("burstiness", r.Burstiness)
+		if s.MaxConcurrency > 0 {
+			o.add("max_concurrency", s.MaxConcurrency)
+		} else {
+			o.add("max_concurrency", nil)
+		}
+	}
+	o.add("duration", st.Duration)
+	o.add("completed", st.Completed)
+	o.add("failed", st.Failed)
+	o.add("total_input_tokens", st.TotalInputTokens)
+	o.add("total_output_tokens", st.TotalOutputTokens)
+	o.add("request_throughput", st.RequestThroughput)
+	if len(r.SLO) > 0 {
+		o.add("request_goodput", st.RequestGoodput)
+	} else {
+		o.add("request_goodput", nil)
+	}
+	o.add("output_throughput", st.OutputThroughput)
+	o.add("total_token_throughput", st.TotalTokenThroughput)
+	o.add("max_output_tokens_per_s", st.MaxOutputTokensPerS)
+	o.add("max_concurrent_requests", st.MaxConcurrentRequests)
+	metric := func(name string, l Latency) {
+		o.add("mean_"+name+"_ms", l.Mean)
+		o.add("median_"+name+"_ms", l.Median)
+		o.add("std_"+name+"_ms", l.Std)
+		o.add("p50_"+name+"_ms", l.P50)
+		o.add("p90_"+name+"_ms", l.P90)
+		o.add("p99_"+name+"_ms", l.P99)
+		for _, q := range l.Percentiles {
+			o.add("p"+stats.PercentileKey(q.P)+"_"+name+"_ms", q.Value)
+		}
+	}
+	metric("ttft", st.TTFT)
+	metric("tpot", st.TPOT)
+	metric("itl", st.ITL)
+	metric("e2el", st.E2EL)
+	if s.MaxConcurrency > 0 {
+		metric("client_queue_time", st.QueueTime)
+		metric("e2el_including_client_queue", st.E2ELFromScheduled)
+	}
+
+	// llmprobe extras.
+	o.add("step", s.Index)
+	o.add("round", s.Round)
+	o.add("mode", s.Mode)
+	o.add("start", s.Start.UTC())
+	o.add("end", s.End.UTC())
+	o.add("interrupted", s.Interrupted)
+	o.add("requested_request_rate", jsonRate(st.RequestedRate))
+	o.add("scheduled_request_rate", st.ScheduledRate)
+	o.add("achieved_request_rate", st.AchievedRate)
+	o.add("offered_request_rate", st.OfferedRate)
+	o.add("arrival_window_s", st.ArrivalWindow)
+	o.add("drain_corrected_duration_s", st.DrainCorrectedDuration)
+	o.add("goodput_ratio", st.GoodputRatio)
+	o.add("knee_goodput", st.KneeGoodput)
+	o.add("knee_throughput", st.KneeThroughput)
+	o.add("good_completed", st.Good)
+	o.add("error_rate", st.ErrorRate)
+	o.add("failed_by_class", st.FailedByClass)
+	o.add("finish_reasons", st.FinishReasons)
+	o.add("token_distributions", map[string]TokenDist{
+		"input":            st.InputTokens,
+		"requested_output": st.RequestedOutputTokens,
+		"output":           st.OutputTokens,
+	})
+	o.add("ttft_text_ms", st.TTFTText)
+	o.add("send_lag_ms", st.SendLag)
+	o.add("client_queue_time_ms", st.QueueTime)
+	o.add("e2el_from_scheduled_ms", st.E2ELFromScheduled)
+	rel := object{}
+	for _, m := range []struct {
+		name string
+		l    Latency
+	}{{"ttft", st.TTFT}, {"tpot", st.TPOT}, {"itl", st.ITL}, {"e2el", st.E2EL}} {
+		e := object{}
+		e.add("n", m.l.N)
+		e.add("reliable", m.l.P99Reliable)
+		if m.l.P99CI != nil {
+			e.add("ci95_ms", []any{finite(m.l.P99CI.Lo), finite(m.l.P99CI.Hi)})
+		}
+		rel.add(m.name, e)
+	}
+	o.add("p99_reliability", rel)
+	o.add("slo_checks", st.SLOChecks)
+	o.add("slo_held", st.SLOHeld)
+	o.add("warmups", s.Warmups)
+	o.add("warmup_failed", s.WarmupFailed)
+	if s.PrefixGeneration != 0 {
+		o.add("prefix_generation", s.PrefixGeneration)
+	}
+	o.add("server", s.Server)
+	o.add("validity", s.Validity)
+	o.add("in_knee", s.Validity.Valid && s.Mode != ModeBurst)
+	return o
+}
+
+// MarshalJSON renders result.json.
+func (r *Result) MarshalJSON() ([]byte, error) { return json.Marshal(r.top()) }
+
+// top builds result.json's top-level object.
+func (r *Result) top() object {
+	o := object{}
+	o.add("llmprobe_result_schema", ResultSchemaVersion)
+	o.add("complete", r.Complete)
+	o.add("date", r.Date)
+	o.add("backend", r.Backend)
+	o.add("model_id", r.ModelID)
+	o.add("tokenizer_id", r.TokenizerID)
+	for _, k := range r.MetadataOrder {
+		o.add(k, r.Metadata[k])
+	}
+	o.add("mode", r.Mode)
+	o.add("rates", r.Rates)
+	o.add("arrival", r.Arrival)
+	o.add("burstiness", r.Burstiness)
+	o.add("goodput_ms", r.SLO)
+	o.add("percentiles", r.Percentiles)
+	k := object{}
+	k.add("found", r.Knee.Found)
+	k.add("unit", r.KneeUnit)
+	k.add("level", r.Knee.Level)
+	if r.Knee.Upper != 0 {
+		k.add("upper", jsonRate(r.Knee.Upper))
+	}
+	k.add("max_goodput", r.Knee.MaxGoodput)
+	k.add("max_goodput_level", jsonRate(r.Knee.MaxGoodputLevel))
+	k.add("non_monotonic", r.Knee.NonMonotonic)
+	k.add("reason", r.Knee.Reason)
+	o.add("knee", k)
+	o.add("notes", nonNil(r.Notes))
+	levels := make([]any, 0, len(r.Levels))
+	for _, l := range r.Levels {
+		lo := object{}
+		lo.add("label", l.Label)
+		lo.add("level", jsonRate(l.Level))
+		lo.add("rounds", l.Rounds)
+		lo.add("valid_rounds", l.ValidRounds)
+		lo.add("passes", l.Passes)
+		lo.add("request_goodput", l.Goodput)
+		lo.add("request_throughput", l.Throughput)
+		lo.add("p99_ttft_ms", l.TTFTP99MS)
+		lo.add("p99_tpot_ms", l.TPOTP99MS)
+		lo.add("knee_goodput", l.KneeGoodput)
+		lo.add("goodput_ratio", l.GoodputRatio)
+		levels = append(levels, lo)
+	}
+	o.add("levels", levels)
+	steps := make([]any, 0, len(r.Steps))
+	for _, s := range r.Steps {
+		steps = append(steps, r.StepJSON(s))
+	}
+	o.add("steps", steps)
+	return o
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,588 @@
+package sweep
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// fastSim is a simulator whose engine steps take about a millisecond.
+func fastSim() simulator.Config {
+	c := simulator.DefaultConfig()
+	c.StepBase = time.Millisecond
+	c.StepPerPrefillToken = 0
+	c.StepPerSeq = 10 * time.Microsecond
+	return c
+}
+
+// testConfig is a small valid sweep against target: two open-loop steps of
+// 20 requests each, 32 input and 4 output tokens.
+func testConfig(t *testing.T, target string) Config {
+	t.Helper()
+	return Config{
+		Target:          target,
+		API:             "completions",
+		Timeout:         30 * time.Second,
+		Workload:        workload.Spec{InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(4)},
+		WorkloadSource:  "flags",
+		Rates:           []float64{20, 40},
+		RatesText:       "20,40",
+		Arrival:         "poisson",
+		Burstiness:      1,
+		NumPrompts:      20,
+		Warmups:         1,
+		Rounds:          1,
+		MetricsInterval: 100 * time.Millisecond,
+		IdleTimeout:     2 * time.Second,
+		OutDir:          t.TempDir(),
+		Name:            "test",
+		Embedded:        true,
+	}
+}
+
+func testOptions(t *testing.T) Options {
+	t.Helper()
+	var logs bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sweep log:\n%s", logs.String())
+		}
+	})
+	return Options{
+		Logger: log.NewLogfmtLogger(log.NewSyncWriter(&logs)),
+		Args:   []string{"llmprobe", "sweep", "--rates", "20,40"},
+		Help:   "usage: llmprobe sweep [<flags>]\n",
+	}
+}
+
+// countingHandler counts generation requests before handing them on.
+type countingHandler struct {
+	next http.Handler
+	gen  atomic.Int64
+	// metrics, when set, answers /metrics instead of next.
+	metrics http.HandlerFunc
+}
+
+func (h *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/completions") {
+		h.gen.Add(1)
+	}
+	if r.URL.Path == "/metrics" && h.metrics != nil {
+		h.metrics(w, r)
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// startWrapped serves a simulator behind a countingHandler on loopback.
+func startWrapped(t *testing.T, cfg simulator.Config, metrics http.HandlerFunc) (string, *countingHandler) {
+	t.Helper()
+	sim, err := simulator.New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHandler{next: sim.Handler(), metrics: metrics}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		sim.Close()
+		srv.Close()
+	})
+	return srv.URL, h
+}
+
+func readRecords(t *testing.T, dir string) []recordLine {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, artifacts.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []recordLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var l recordLine
+		l.Record = &prober.Record{}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("records.jsonl: %v", err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func readResult(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, artifacts.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("result.json: %v", err)
+	}
+	return m
+}
+
+func verifyClean(t *testing.T, dir string) artifacts.Manifest {
+	t.Helper()
+	probs, err := artifacts.Verify(dir)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if len(probs) != 0 {
+		t.Fatalf("verify problems: %v", probs)
+	}
+	m, err := artifacts.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestRunLadderArtifacts(t *testing.T) {
+	url, _ := simtest.Start(t, fastSim())
+	cfg := testConfig(t, url)
+	cfg.SLO = slo.SLO{TTFT: 5 * time.Second}
+	cfg.Metadata = map[string]string{"gpu": "none"}
+	cfg.Percentiles = []float64{99.9}
+	out, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Complete || len(out.Result.Steps) != 2 {
+		t.Fatalf("complete %v, %d steps", out.Complete, len(out.Result.Steps))
+	}
+	m := verifyClean(t, out.Dir)
+	if !m.Complete {
+		t.Error("manifest says incomplete")
+	}
+	var names []string
+	for _, f := range m.Files {
+		names = append(names, f.Path)
+	}
+	for _, want := range []string{artifacts.CommandFile, artifacts.HelpFile, artifacts.ResultFile, artifacts.RecordsFile,
+		artifacts.ErrorsFile, artifacts.MetricsBeforeFile, artifacts.MetricsDuringFile, artifacts.MetricsAfterFile,
+		artifacts.AnalysisFile, artifacts.GoodputPlotFile, artifacts.LatencyPlotFile} {
+		if !strings.Contains(strings.Join(names, " "), want) {
+			t.Errorf("manifest lacks %s (has %v)", want, names)
+		}
+	}
+	fp := m.Fingerprint
+	if fp.Target.Model != "llmprobe-sim" || fp.Target.Tokenizer != workload.MethodServerTokenize || len(fp.Steps) != 2 ||
+		fp.Workload.SHA256 == "not-recorded" || fp.Load.Mode != ModeOpen || fp.Target.EngineConfig == nil {
+		t.Errorf("fingerprint incomplete: %+v", fp)
+	}
+
+	recs := readRecords(t, out.Dir)
+	if len(recs) != 40 {
+		t.Fatalf("records.jsonl has %d lines, want 40", len(recs))
+	}
+	for _, r := range recs {
+		if !r.OK() || r.CompletionTokens != 4 || r.PromptTokens != 32 || r.Scheduled.IsZero() {
+			t.Fatalf("bad record %+v", r.Record)
+		}
+	}
+	if strings.Contains(readFile(t, out.Dir, artifacts.RecordsFile), `"prompt"`) {
+		t.Error("records.jsonl holds prompt text without --save-prompts")
+	}
+
+	res := readResult(t, out.Dir)
+	steps := res["steps"].([]any)
+	s0 := steps[0].(map[string]any)
+	for _, k := range []string{"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+		"gpu", "request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
+		"total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+		"max_output_tokens_per_s", "max_concurrent_requests", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
+		"p99.9_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "p99_itl_ms", "mean_e2el_ms", "p99_e2el_ms",
+		"achieved_request_rate", "offered_request_rate", "goodput_ratio", "server", "validity", "token_distributions",
+		"finish_reasons", "failed_by_class", "p99_reliability"} {
+		if _, ok := s0[k]; !ok {
+			t.Errorf("step lacks key %q", k)
+		}
+	}
+	if s0["completed"].(float64) != 20 || s0["total_input_tokens"].(float64) != 640 || s0["request_rate"].(float64) != 20 {
+		t.Errorf("step 0: completed %v input %v rate %v", s0["completed"], s0["total_input_tokens"], s0["request_rate"])
+	}
+	srv := s0["server"].(map[string]any)
+	if srv["status"] != "recorded" || srv["prompt_tokens"].(float64) != 640 || srv["generation_tokens"].(float64) != 80 {
+		t.Errorf("server deltas: %v", srv)
+	}
+	v := s0["validity"].(map[string]any)
+	if v["valid"] != true || v["idle"].(map[string]any)["status"] != IdleProven {
+		t.Errorf("validity: %v", v)
+	}
+	for _, phase := range []string{"before-warmup", "before"} {
+		if !strings.Contains(readFile(t, out.Dir, artifacts.MetricsBeforeFile), `"phase":"`+phase+`"`) {
+			t.Errorf("metrics-before.txt lacks phase %s", phase)
+		}
+	}
+	if !strings.Contains(readFile(t, out.Dir, artifacts.MetricsDuringFile), "# scrape ") {
+		t.Error("metrics-during.txt holds no scrape")
+	}
+	if !strings.Contains(readFile(t, out.Dir, artifacts.AnalysisFile), "## Verdict") {
+		t.Error("analysis.md lacks a verdict")
+	}
+
+	// A tampered file fails verification.
+	p := filepath.Join(out.Dir, artifacts.ResultFile)
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(`"completed": 20`), []byte(`"completed": 21`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probs, err := artifacts.Verify(out.Dir)
+	if err != nil || len(probs) != 1 || probs[0].Kind != artifacts.Changed {
+		t.Errorf("tampered result.json: problems %v err %v, want one changed", probs, err)
+	}
+}
+
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRunAutoKnee runs --rates auto against a simulator whose capacity is
+// known from its parameters: the knee must land within ±10 % of it in at
+// most 8 steps. Constant arrivals keep the offered rate exact, and the TTFT
+// SLO (five times the unloaded TTFT) catches the queue that builds as soon
+// as the rate passes the capacity.
+func TestRunAutoKnee(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 20 s of load")
+	}
+	sc := simulator.DefaultConfig()
+	sc.MaxNumSeqs = 4
+	in, out := 32, 16
+	capacity := sc.Capacity(in, out)
+	url, _ := simtest.Start(t, sc)
+	cfg := testConfig(t, url)
+	cfg.Workload = workload.Spec{InputTokens: workload.Fixed(in), OutputTokens: workload.Fixed(out)}
+	cfg.Rates, cfg.Auto, cfg.RatesText = nil, true, "auto"
+	cfg.Arrival = "constant"
+	cfg.NumPrompts, cfg.Duration, cfg.MinPrompts = 0, 1500*time.Millisecond, 3
+	cfg.SLO = slo.SLO{TTFT: 100 * time.Millisecond}
+	res, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := res.Result.Knee
+	t.Logf("capacity %.2f req/s; knee %+v; %d steps", capacity, k, len(res.Result.Steps))
+	for _, s := range res.Result.Steps {
+		t.Logf("  %s: offered %.2f ratio %.3f ttft p99 %.1f ms valid %v", s.Label, s.Stats.OfferedRate, s.Stats.GoodputRatio, s.Stats.TTFT.P99, s.Validity.Valid)
+	}
+	if !k.Found {
+		t.Fatalf("knee not found: %s", k.Reason)
+	}
+	if math.Abs(k.Level-capacity) > 0.1*capacity {
+		t.Errorf("knee %.2f req/s, want within 10%% of the capacity %.2f", k.Level, capacity)
+	}
+	if n := len(res.Result.Steps); n > 8 {
+		t.Errorf("%d steps, want <= 8", n)
+	}
+	verifyClean(t, res.Dir)
+}
+
+func TestRunClosedLoop(t *testing.T) {
+	url, _ := simtest.Start(t, fastSim())
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText = nil, ""
+	cfg.Concurrency = []int{1, 3}
+	cfg.NumPrompts = 12
+	res, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Result.Mode != ModeClosed || res.Result.KneeUnit != "concurrency" || len(res.Result.Steps) != 2 {
+		t.Fatalf("mode %s unit %s steps %d", res.Result.Mode, res.Result.KneeUnit, len(res.Result.Steps))
+	}
+	for i, n := range []int{1, 3} {
+		s := res.Result.Steps[i]
+		if s.Mode != ModeClosed || s.Concurrency != n || s.Stats.Completed != 12 {
+			t.Errorf("step %d: mode %s concurrency %d completed %d", i, s.Mode, s.Concurrency, s.Stats.Completed)
+		}
+		if s.Stats.MaxConcurrentRequests > n {
+			t.Errorf("step %d: %d requests in flight at once, more than the %d workers", i, s.Stats.MaxConcurrentRequests, n)
+		}
+	}
+	if got := res.Result.Steps[1].Stats.MaxConcurrentRequests; got < 2 {
+		t.Errorf("concurrency 3 never had more than %d requests in flight", got)
+	}
+	s0 := readResult(t, res.Dir)["steps"].([]any)[1].(map[string]any)
+	if s0["request_rate"] != "inf" || s0["max_concurrency"].(float64) != 3 {
+		t.Errorf("closed loop step keys: request_rate %v max_concurrency %v", s0["request_rate"], s0["max_concurrency"])
+	}
+	if k := res.Result.Knee; k.Level != 3 {
+		t.Errorf("knee %+v, want every level passing up to 3", k)
+	}
+	verifyClean(t, res.Dir)
+}
+
+func TestRunBurstAndMaxConcurrency(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(c *Config)
+		check func(t *testing.T, res *Outcome)
+	}{
+		{
+			name: "rate inf sends everything at once and is left out of the knee",
+			setup: func(c *Config) {
+				c.Rates, c.RatesText, c.NumPrompts = []float64{math.Inf(1)}, "inf", 8
+			},
+			check: func(t *testing.T, res *Outcome) {
+				s := res.Result.Steps[0]
+				if s.Mode != ModeBurst || s.Stats.Completed != 8 {
+					t.Fatalf("mode %s completed %d", s.Mode, s.Stats.Completed)
+				}
+				if s.Stats.SendLag.Max > 200 {
+					t.Errorf("burst send lag max %.1f ms: not at once", s.Stats.SendLag.Max)
+				}
+				if s.Stats.MaxConcurrentRequests < 4 {
+					t.Errorf("burst had at most %d requests in flight", s.Stats.MaxConcurrentRequests)
+				}
+				if res.Result.Mode != ModeBurst || res.Result.Levels[0].Outcome.Valid || res.Result.Knee.Level != 0 {
+					t.Errorf("burst used for the knee: %+v", res.Result.Knee)
+				}
+				if !strings.Contains(strings.Join(res.Result.Notes, " "), "burst, not an open loop") {
+					t.Errorf("notes lack the burst warning: %v", res.Result.Notes)
+				}
+			},
+		},
+		{
+			name: "rate with max concurrency queues arrivals and reports the wait",
+			setup: func(c *Config) {
+				c.Rates, c.RatesText, c.NumPrompts, c.MaxConcurrency = []float64{200}, "200", 20, 1
+			},
+			check: func(t *testing.T, res *Outcome) {
+				s := res.Result.Steps[0]
+				if s.Mode != ModeBoth || s.Stats.MaxConcurrentRequests != 1 {
+					t.Fatalf("mode %s, %d in flight", s.Mode, s.Stats.MaxConcurrentRequests)
+				}
+				if s.Stats.QueueTime.Max <= 0 || s.Stats.AchievedRate >= s.Stats.ScheduledRate {
+					t.Errorf("queue max %.2f ms, achieved %.1f vs scheduled %.1f req/s", s.Stats.QueueTime.Max, s.Stats.AchievedRate, s.Stats.ScheduledRate)
+				}
+				if !s.Validity.Valid {
+					t.Errorf("queue wait counted as client lag: %v", s.Validity.Reasons)
+				}
+				st := readResult(t, res.Dir)["steps"].([]any)[0].(map[string]any)
+				if _, ok := st["mean_client_queue_time_ms"]; !ok {
+					t.Error("result lacks mean_client_queue_time_ms")
+				}
+			},
+		},
+	}
+	url, _ := simtest.Start(t, fastSim())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t, url)
+			tt.setup(&cfg)
+			res, err := Run(context.Background(), cfg, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, res)
+			verifyClean(t, res.Dir)
+		})
+	}
+}
+
+func TestRunServerMetrics(t *testing.T) {
+	busy := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\"} 1\n" +
+			"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{engine=\"0\"} 0\n"))
+	}
+	missing := func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
+	tests := []struct {
+		name    string
+		metrics http.HandlerFunc
+		check   func(t *testing.T, res *Outcome)
+	}{
+		{
+			name: "a server that stays busy fails the idle proof", metrics: busy,
+			check: func(t *testing.T, res *Outcome) {
+				s := res.Result.Steps[0]
+				if s.Validity.Idle.Status != IdleNotIdle || s.Validity.Idle.Running != 1 || s.Validity.Valid ||
+					!strings.Contains(strings.Join(s.Validity.Flags, ","), FlagNotIdle) {
+					t.Errorf("idle proof %+v flags %v", s.Validity.Idle, s.Validity.Flags)
+				}
+				if s.Validity.Idle.Waited < 0.3 {
+					t.Errorf("waited only %.2fs for idleness", s.Validity.Idle.Waited)
+				}
+			},
+		},
+		{
+			name: "a server without /metrics: not-recorded, the sweep still runs", metrics: missing,
+			check: func(t *testing.T, res *Outcome) {
+				s := res.Result.Steps[0]
+				if s.Stats.Completed != 20 || !s.Validity.Valid {
+					t.Errorf("completed %d valid %v %v", s.Stats.Completed, s.Validity.Valid, s.Validity.Reasons)
+				}
+				if s.Validity.Idle.Status != IdleNotRecorded || s.Server.Status != "not-recorded" {
+					t.Errorf("idle %+v server %s", s.Validity.Idle, s.Server.Status)
+				}
+				b, _ := json.Marshal(s.Server)
+				if !strings.Contains(string(b), `"prompt_tokens":"not-recorded"`) {
+					t.Errorf("server figures not marked not-recorded: %s", b)
+				}
+				if !strings.Contains(readFile(t, res.Dir, artifacts.MetricsBeforeFile), `"not_recorded"`) {
+					t.Error("metrics-before.txt does not say not-recorded")
+				}
+				if !strings.Contains(readFile(t, res.Dir, artifacts.AnalysisFile), "/metrics could not be read") {
+					t.Error("analysis.md does not say /metrics could not be read")
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url, _ := startWrapped(t, fastSim(), tt.metrics)
+			cfg := testConfig(t, url)
+			cfg.Rates, cfg.RatesText = []float64{50}, "50"
+			cfg.IdleTimeout = 400 * time.Millisecond
+			res, err := Run(context.Background(), cfg, testOptions(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, res)
+			verifyClean(t, res.Dir)
+		})
+	}
+}
+
+func TestRunPrefixCache(t *testing.T) {
+	url, _ := simtest.Start(t, fastSim())
+	for _, fresh := range []bool{false, true} {
+		cfg := testConfig(t, url)
+		cfg.Workload.PrefixTokens = 64
+		cfg.FreshPrefix = fresh
+		cfg.Warmups = 2
+		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50, 60}, "50,60", 10
+		res, err := Run(context.Background(), cfg, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s0, s1 := res.Result.Steps[0].Server, res.Result.Steps[1].Server
+		if !s0.WarmupPrefixCacheHitRate.Known || !s0.PrefixCacheHitRate.Known {
+			t.Fatalf("fresh=%v: hit rates not recorded: %+v", fresh, s0)
+		}
+		// The first step's warmups meet a cold cache; its measured requests
+		// reuse the prefix the warmups left.
+		if s0.PrefixCacheHitRate.Value <= s0.WarmupPrefixCacheHitRate.Value || s0.PrefixCacheHitRate.Value < 0.4 {
+			t.Errorf("fresh=%v step 0: warm %.2f, cold %.2f", fresh, s0.PrefixCacheHitRate.Value, s0.WarmupPrefixCacheHitRate.Value)
+		}
+		// The second step's warmups hit the first step's prefix unless it
+		// is fresh.
+		cold := s1.WarmupPrefixCacheHitRate.Value
+		if fresh && cold > s0.WarmupPrefixCacheHitRate.Value+0.05 || !fresh && cold < 0.4 {
+			t.Errorf("fresh=%v: step 1 warmup hit rate %.2f (step 0: %.2f)", fresh, cold, s0.WarmupPrefixCacheHitRate.Value)
+		}
+		if g := res.Result.Steps[1].PrefixGeneration; fresh != (g == 2) {
+			t.Errorf("fresh=%v: prefix generation %d", fresh, g)
+		}
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	url, _ := simtest.Start(t, fastSim())
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{10, 20}, "10,20", 30 // 3 s per step
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	res, err := Run(ctx, cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Complete || len(res.Result.Steps) != 1 || !res.Result.Steps[0].Interrupted {
+		t.Fatalf("complete %v, %d steps", res.Complete, len(res.Result.Steps))
+	}
+	m := verifyClean(t, res.Dir)
+	if m.Complete || !strings.Contains(m.InterruptedReason, "interrupted during step 0") {
+		t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
+	}
+	s := res.Result.Steps[0]
+	if s.Validity.Valid || !strings.Contains(strings.Join(s.Validity.Flags, ","), FlagInterrupted) {
+		t.Errorf("interrupted step flags %v", s.Validity.Flags)
+	}
+	if n := len(readRecords(t, res.Dir)); n == 0 || n > 30 {
+		t.Errorf("records.jsonl has %d lines", n)
+	}
+	if r := readResult(t, res.Dir); r["complete"] != false {
+		t.Errorf("result.json complete = %v", r["complete"])
+	}
+}
+
+func TestRunRefusesBeforeLoad(t *testing.T) {
+	// A port with nothing listening.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+
+	url, h := startWrapped(t, fastSim(), nil)
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		setup   func(c *Config)
+		wantErr error
+		wantMsg string
+	}{
+		{name: "unreachable target", setup: func(c *Config) { c.Target = dead }, wantErr: ErrUnreachable, wantMsg: "connection refused"},
+		{name: "unknown model", setup: func(c *Config) { c.Model = "gpt-9" }, wantMsg: `model "gpt-9" is not served`},
+		{name: "out dir is a file", setup: func(c *Config) { c.OutDir = filepath.Join(notDir, "runs") }, wantErr: artifacts.ErrUnwritable},
+		{name: "invalid config", setup: func(c *Config) { c.Rates = []float64{0} }, wantMsg: "--rates: rate must be > 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t, url)
+			tt.setup(&cfg)
+			before := h.gen.Load()
+			res, err := Run(context.Background(), cfg, testOptions(t))
+			if err == nil || res != nil {
+				t.Fatalf("Run = %v, %v; want an error and no outcome", res, err)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("err = %q, want it to contain %q", err, tt.wantMsg)
+			}
+			if n := h.gen.Load() - before; n != 0 {
+				t.Errorf("%d generation requests sent before failing", n)
+			}
+			if entries, _ := os.ReadDir(cfg.OutDir); len(entries) != 0 {
+				t.Errorf("out dir holds %d entries", len(entries))
+			}
+		})
+	}
+}

@@ -1,0 +1,458 @@
+package sweep
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/stats"
+)
+
+// StatsOptions configures ComputeStats.
+type StatsOptions struct {
+	// SLO decides good requests (slo.SLO.Evaluate, vLLM's --goodput rule)
+	// and the SLO p99 checks; the zero SLO makes every success good.
+	SLO slo.SLO
+	// Percentiles are extra percentiles (0..100) reported beside
+	// p50/p90/p99 for every latency metric.
+	Percentiles []float64
+	// Duration is the step's benchmark duration (vLLM's dur_s: from just
+	// before the first dispatch, after warmups, to after the last request
+	// ended). Zero derives it from the records: earliest intended send to
+	// latest end.
+	Duration time.Duration
+	// RequestedRate is the requested arrival rate in req/s: +Inf for a
+	// burst, 0 for closed loop.
+	RequestedRate float64
+	// Start is the origin of the step's schedule and Window its arrival
+	// window (--duration); with Window zero the window ends at the latest
+	// intended send. They give the offered rate of an open loop.
+	Start  time.Time
+	Window time.Duration
+	// BootstrapIters is the number of bootstrap resamples of the p99
+	// confidence interval when it is unreliable. Default 1000.
+	BootstrapIters int
+	// Seed seeds the bootstrap.
+	Seed uint64
+}
+
+// Latency is the summary of one latency metric in milliseconds.
+type Latency struct {
+	stats.Summary
+	// P99CI is a 95 % bootstrap confidence interval of the p99, present
+	// when the p99 is unreliable (fewer than 100 samples) and there is data.
+	P99CI *stats.CI `json:"p99_ci,omitempty"`
+	// P99Reliable is false when N < 100.
+	P99Reliable bool `json:"p99_reliable"`
+}
+
+// TokenDist is a token-count distribution (p10/p50/p90/p99/max, and the
+// mean) over requests.
+type TokenDist struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P10  float64 `json:"p10"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// SLOCheck is one SLO's p99 compared with its threshold.
+type SLOCheck struct {
+	// Metric is "ttft", "tpot" or "e2el" (vLLM's --goodput keys).
+	Metric string `json:"metric"`
+	// ThresholdMS and P99MS are in milliseconds.
+	ThresholdMS float64 `json:"threshold_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	// Held is P99MS <= ThresholdMS (true when there is no sample).
+	Held bool `json:"held"`
+	// Reliable is false when the p99 rests on fewer than 100 samples.
+	Reliable bool `json:"reliable"`
+}
+
+// Stats are the client-side statistics of one step, computed from its
+// Records as vllm bench serve computes them (vllm-reference.md §1.2), plus
+// llmprobe's extras. Rates are per second of Duration.
+type Stats struct {
+	// Duration is the benchmark duration in seconds.
+	Duration float64 `json:"duration"`
+	// Requests is completed + failed.
+	Requests  int `json:"requests"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// FailedByClass counts failed requests by error class.
+	FailedByClass map[string]int `json:"failed_by_class"`
+	// ErrorRate is Failed / Requests (0 without requests).
+	ErrorRate float64 `json:"error_rate"`
+	// Good counts successful requests meeting every SLO (all successful
+	// ones without SLOs).
+	Good int `json:"good"`
+	// TotalInputTokens sums the prompt tokens of successful requests (the
+	// server's usage.prompt_tokens, else the workload's length);
+	// TotalOutputTokens their output tokens.
+	TotalInputTokens  int `json:"total_input_tokens"`
+	TotalOutputTokens int `json:"total_output_tokens"`
+
+	RequestThroughput    float64 `json:"request_throughput"`
+	RequestGoodput       float64 `json:"request_goodput"`
+	OutputThroughput     float64 `json:"output_throughput"`
+	TotalTokenThroughput float64 `json:"total_token_throughput"`
+	// MaxOutputTokensPerS is the most token events in any one-second bucket
+	// from the first send (vLLM counts events, not tokens).
+	MaxOutputTokensPerS float64 `json:"max_output_tokens_per_s"`
+	// MaxConcurrentRequests is the most successful requests in flight at
+	// once ([sent, sent+E2E) intervals).
+	MaxConcurrentRequests int `json:"max_concurrent_requests"`
+
+	// Latency metrics in ms, over successful requests. TPOT only over
+	// requests with more than one output token; ITL pools every gap.
+	TTFT Latency `json:"ttft_ms"`
+	TPOT Latency `json:"tpot_ms"`
+	ITL  Latency `json:"itl_ms"`
+	E2EL Latency `json:"e2el_ms"`
+	// TTFTText is TTFT to the first event with non-empty text.
+	TTFTText Latency `json:"ttft_text_ms"`
+	// SendLag is the client's own lateness (actual - intended send, minus
+	// any concurrency-slot wait), over every request.
+	SendLag Latency `json:"send_lag_ms"`
+	// QueueTime is the wait for a concurrency slot (vLLM's
+	// client_queue_time), over every request.
+	QueueTime Latency `json:"client_queue_time_ms"`
+	// E2ELFromScheduled is E2E measured from the intended send time (so it
+	// includes send lag and queue time), over successful requests.
+	E2ELFromScheduled Latency `json:"e2el_from_scheduled_ms"`
+
+	// RequestedRate is the requested arrival rate (+Inf for a burst, 0 for
+	// closed loop); ScheduledRate the rate of the drawn intended send times
+	// and AchievedRate the rate of the actual sends, both (n-1)/span.
+	RequestedRate float64 `json:"-"`
+	ScheduledRate float64 `json:"scheduled_rate"`
+	AchievedRate  float64 `json:"achieved_rate"`
+
+	// ArrivalWindow is the open loop's arrival window in seconds (the
+	// --duration, or schedule start to the latest intended send) and
+	// OfferedRate = Requests / ArrivalWindow: the rate the drawn arrivals
+	// actually offered (a finite random sample differs from the requested
+	// rate). Both 0 for closed loop and bursts.
+	ArrivalWindow float64 `json:"arrival_window_s"`
+	OfferedRate   float64 `json:"offered_rate"`
+	// DrainCorrectedDuration is Duration minus the shortest successful
+	// E2E: the time the server needed beyond one unloaded request. A step
+	// that keeps up finishes about one request latency after its last
+	// arrival; an overloaded one pays its whole backlog.
+	DrainCorrectedDuration float64 `json:"drain_corrected_duration_s"`
+	// GoodputRatio is the knee's keep-up figure. Open loop: (Good /
+	// Requests) * ArrivalWindow / DrainCorrectedDuration, i.e. goodput per
+	// offered request over the arrival window; closed loop: Good /
+	// Completed. KneeGoodput is GoodputRatio times the requested rate (open
+	// loop) or RequestGoodput (closed loop, bursts), and KneeThroughput the
+	// same with Completed: the step's goodput and throughput at the rate
+	// it was asked for, free of arrival-sample noise and drain time.
+	GoodputRatio   float64 `json:"goodput_ratio"`
+	KneeGoodput    float64 `json:"knee_goodput"`
+	KneeThroughput float64 `json:"knee_throughput"`
+
+	// InputTokens is the prompt length distribution (server-reported when
+	// known), RequestedOutputTokens the max_tokens asked, OutputTokens the
+	// actual output of successful requests.
+	InputTokens           TokenDist `json:"input_tokens"`
+	RequestedOutputTokens TokenDist `json:"requested_output_tokens"`
+	OutputTokens          TokenDist `json:"output_tokens"`
+	// FinishReasons counts successful requests by finish reason ("unknown"
+	// when the server sent none).
+	FinishReasons map[string]int `json:"finish_reasons"`
+
+	// SLOChecks compares each set SLO's p99 with its threshold; SLOHeld is
+	// true when all hold (and without SLOs).
+	SLOChecks []SLOCheck `json:"slo_checks,omitempty"`
+	SLOHeld   bool       `json:"slo_held"`
+}
+
+// ComputeStats computes a step's statistics from its records. It does not
+// modify the records.
+func ComputeStats(recs []prober.Record, o StatsOptions) Stats {
+	if o.BootstrapIters <= 0 {
+		o.BootstrapIters = 1000
+	}
+	s := Stats{
+		FailedByClass: map[string]int{},
+		FinishReasons: map[string]int{},
+		RequestedRate: o.RequestedRate,
+		Requests:      len(recs),
+	}
+	var ttft, ttftText, tpot, itl, e2el, e2elSched, lag, queue []float64
+	var inLens, reqOut, outLens []float64
+	var scheduled, sent []time.Time
+	for i := range recs {
+		r := &recs[i]
+		lag = append(lag, ms(max(r.SendLag-r.QueueWait, 0)))
+		queue = append(queue, ms(r.QueueWait))
+		if !r.Scheduled.IsZero() {
+			scheduled = append(scheduled, r.Scheduled)
+		}
+		if !r.Sent.IsZero() {
+			sent = append(sent, r.Sent)
+		}
+		in := r.PromptTokens
+		if in <= 0 {
+			in = r.InputTokens
+		}
+		inLens = append(inLens, float64(in))
+		reqOut = append(reqOut, float64(r.OutputTokensRequested))
+		if !r.OK() {
+			s.Failed++
+			s.FailedByClass[string(r.Error)]++
+			continue
+		}
+		s.Completed++
+		out := r.CompletionTokens
+		if out <= 0 {
+			out = r.Events
+		}
+		s.TotalInputTokens += in
+		s.TotalOutputTokens += out
+		outLens = append(outLens, float64(out))
+		ttft = append(ttft, ms(r.TTFT))
+		ttftText = append(ttftText, ms(r.TTFTText))
+		e2el = append(e2el, ms(r.E2E))
+		e2elSched = append(e2elSched, ms(r.LatencyFromScheduled()))
+		if out > 1 {
+			tpot = append(tpot, ms((r.E2E-r.TTFT)/time.Duration(out-1)))
+		}
+		for _, g := range r.ITL {
+			itl = append(itl, ms(g))
+		}
+		reason := r.FinishReason
+		if reason == "" {
+			reason = "unknown"
+		}
+		s.FinishReasons[reason]++
+		if good, _ := o.SLO.Evaluate(r); good {
+			s.Good++
+		}
+	}
+	if s.Requests > 0 {
+		s.ErrorRate = float64(s.Failed) / float64(s.Requests)
+	}
+
+	dur := o.Duration
+	if dur <= 0 {
+		dur = derivedDuration(recs)
+	}
+	s.Duration = dur.Seconds()
+	if s.Duration > 0 {
+		s.RequestThroughput = float64(s.Completed) / s.Duration
+		s.RequestGoodput = float64(s.Good) / s.Duration
+		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
+		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
+	}
+	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = peaks(recs)
+	s.kneeFigures(recs, dur, o)
+
+	seed := o.Seed
+	lat := func(xs []float64) Latency {
+		seed++
+		return summarizeLatency(xs, o.Percentiles, o.BootstrapIters, seed)
+	}
+	s.TTFT, s.TPOT, s.ITL, s.E2EL = lat(ttft), lat(tpot), lat(itl), lat(e2el)
+	s.TTFTText, s.SendLag, s.QueueTime, s.E2ELFromScheduled = lat(ttftText), lat(lag), lat(queue), lat(e2elSched)
+
+	s.ScheduledRate = spanRate(scheduled)
+	s.AchievedRate = spanRate(sent)
+	s.InputTokens = tokenDist(inLens)
+	s.RequestedOutputTokens = tokenDist(reqOut)
+	s.OutputTokens = tokenDist(outLens)
+
+	s.SLOHeld = true
+	check := func(metric string, th time.Duration, l Latency) {
+		if th <= 0 {
+			return
+		}
+		c := SLOCheck{Metric: metric, ThresholdMS: ms(th), P99MS: l.P99, Reliable: l.P99Reliable}
+		c.Held = l.N == 0 || l.P99 <= c.ThresholdMS
+		s.SLOHeld = s.SLOHeld && c.Held
+		s.SLOChecks = append(s.SLOChecks, c)
+	}
+	check("ttft", o.SLO.TTFT, s.TTFT)
+	check("tpot", o.SLO.TPOT, s.TPOT)
+	check("e2el", o.SLO.E2EL, s.E2EL)
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// kneeFigures fills ArrivalWindow, OfferedRate, DrainCorrectedDuration,
+// GoodputRatio, KneeGoodput and KneeThroughput.
+func (s *Stats) kneeFigures(recs []prober.Record, dur time.Duration, o StatsOptions) {
+	s.KneeGoodput, s.KneeThroughput = s.RequestGoodput, s.RequestThroughput
+	var minE2E time.Duration = -1
+	for i := range recs {
+		if r := &recs[i]; r.OK() && (minE2E < 0 || r.E2E < minE2E) {
+			minE2E = r.E2E
+		}
+	}
+	corrected := dur
+	if minE2E > 0 && dur-minE2E > 0 {
+		corrected = dur - minE2E
+	}
+	s.DrainCorrectedDuration = corrected.Seconds()
+	rate := o.RequestedRate
+	if rate == 0 || math.IsInf(rate, 1) { // closed loop or burst
+		if s.Completed > 0 {
+			s.GoodputRatio = float64(s.Good) / float64(s.Completed)
+		}
+		return
+	}
+	w := o.Window
+	if w <= 0 && !o.Start.IsZero() {
+		for i := range recs {
+			if d := recs[i].Scheduled.Sub(o.Start); d > w {
+				w = d
+			}
+		}
+	}
+	if w <= 0 || s.Requests == 0 || corrected <= 0 {
+		if rate > 0 {
+			s.GoodputRatio = s.RequestGoodput / rate
+		}
+		return
+	}
+	s.ArrivalWindow = w.Seconds()
+	s.OfferedRate = float64(s.Requests) / s.ArrivalWindow
+	keep := s.ArrivalWindow / s.DrainCorrectedDuration
+	s.GoodputRatio = float64(s.Good) / float64(s.Requests) * keep
+	s.KneeGoodput = s.GoodputRatio * rate
+	s.KneeThroughput = float64(s.Completed) / float64(s.Requests) * keep * rate
+}
+
+func summarizeLatency(xs, ps []float64, iters int, seed uint64) Latency {
+	l := Latency{Summary: stats.Summarize(xs, ps...), P99Reliable: !stats.P99Unreliable(len(xs))}
+	if !l.P99Reliable && len(xs) > 0 {
+		if ci, err := stats.BootstrapCI(xs, 99, 0.95, iters, seed); err == nil {
+			l.P99CI = &ci
+		}
+	}
+	return l
+}
+
+func tokenDist(xs []float64) TokenDist {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	d := TokenDist{N: len(s), Mean: stats.Mean(s)}
+	if len(s) == 0 {
+		return d
+	}
+	d.P10 = stats.PercentileSorted(s, 10)
+	d.P50 = stats.PercentileSorted(s, 50)
+	d.P90 = stats.PercentileSorted(s, 90)
+	d.P99 = stats.PercentileSorted(s, 99)
+	d.Max = s[len(s)-1]
+	return d
+}
+
+// spanRate is (n-1)/(last-first) in events per second, 0 with fewer than two
+// events or a zero span.
+func spanRate(ts []time.Time) float64 {
+	if len(ts) < 2 {
+		return 0
+	}
+	first, last := ts[0], ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	span := last.Sub(first).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	return float64(len(ts)-1) / span
+}
+
+// derivedDuration is the span from the earliest intended (or actual) send
+// to the latest end of any request.
+func derivedDuration(recs []prober.Record) time.Duration {
+	var first, last time.Time
+	for i := range recs {
+		r := &recs[i]
+		start := r.Scheduled
+		if start.IsZero() || (!r.Sent.IsZero() && r.Sent.Before(start)) {
+			start = r.Sent
+		}
+		if start.IsZero() {
+			continue
+		}
+		end := r.Sent.Add(max(r.E2E, r.Done, r.TTFT))
+		if first.IsZero() || start.Before(first) {
+			first = start
+		}
+		if end.After(last) {
+			last = end
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	return last.Sub(first)
+}
+
+// peaks computes vLLM's max_output_tokens_per_s (the most token events in a
+// one-second bucket counted from the earliest send of a successful request)
+// and max_concurrent_requests (an exact sweep over [sent, sent+E2E) of the
+// successful requests).
+func peaks(recs []prober.Record) (float64, int) {
+	var t0 time.Time
+	for i := range recs {
+		r := &recs[i]
+		if r.OK() && (t0.IsZero() || r.Sent.Before(t0)) {
+			t0 = r.Sent
+		}
+	}
+	if t0.IsZero() {
+		return 0, 0
+	}
+	buckets := map[int64]int{}
+	type edge struct {
+		at    time.Duration
+		delta int
+	}
+	var edges []edge
+	for i := range recs {
+		r := &recs[i]
+		if !r.OK() {
+			continue
+		}
+		start := r.Sent.Sub(t0)
+		tok := start + r.TTFT
+		buckets[int64(tok/time.Second)]++
+		for _, g := range r.ITL {
+			tok += g
+			buckets[int64(tok/time.Second)]++
+		}
+		edges = append(edges, edge{start, 1}, edge{start + r.E2E, -1})
+	}
+	maxTok := 0
+	for _, n := range buckets {
+		maxTok = max(maxTok, n)
+	}
+	// Ends before starts at the same instant: intervals are half-open.
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at != edges[j].at {
+			return edges[i].at < edges[j].at
+		}
+		return edges[i].delta < edges[j].delta
+	})
+	cur, maxConc := 0, 0
+	for _, e := range edges {
+		cur += e.delta
+		maxConc = max(maxConc, cur)
+	}
+	return float64(maxTok), maxConc
+}

@@ -1,0 +1,175 @@
+package sweep
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/slo"
+)
+
+// fixedRecords are five requests whose statistics are computed by hand in
+// TestComputeStats (numpy's linear percentiles).
+func fixedRecords() []prober.Record {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	msd := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	rec := func(sched, lag float64) prober.Record {
+		return prober.Record{
+			Scheduled: t0.Add(msd(sched)), Sent: t0.Add(msd(sched + lag)), SendLag: msd(lag),
+			OutputTokensRequested: 5,
+		}
+	}
+	r1 := rec(0, 1)
+	r1.TTFT, r1.TTFTText, r1.ITL, r1.E2E = msd(100), msd(100), []time.Duration{msd(40), msd(40)}, msd(180)
+	r1.InputTokens, r1.PromptTokens, r1.CompletionTokens, r1.FinishReason = 10, 10, 5, "length"
+	r2 := rec(500, 2)
+	r2.TTFT, r2.TTFTText, r2.ITL, r2.E2E = msd(200), msd(210), []time.Duration{msd(100)}, msd(300)
+	r2.InputTokens, r2.PromptTokens, r2.CompletionTokens, r2.FinishReason = 10, 12, 2, "stop"
+	r3 := rec(700, 0)
+	r3.TTFT, r3.TTFTText, r3.E2E = msd(50), msd(50), msd(50)
+	r3.InputTokens, r3.CompletionTokens = 20, 1 // no usage: PromptTokens 0, no finish reason
+	r4 := rec(1500, 3)
+	r4.InputTokens, r4.Error = 10, prober.ClassHTTP5xx
+	r5 := rec(2000, 0)
+	r5.InputTokens, r5.Error = 30, prober.ClassTimeout
+	return []prober.Record{r1, r2, r3, r4, r5}
+}
+
+func TestComputeStats(t *testing.T) {
+	s := ComputeStats(fixedRecords(), StatsOptions{
+		SLO:      slo.SLO{TTFT: 150 * time.Millisecond, TPOT: 50 * time.Millisecond},
+		Duration: 4 * time.Second,
+	})
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s = %.12g, want %.12g", name, got, want)
+		}
+	}
+	nums := []struct {
+		name      string
+		got, want float64
+	}{
+		{"duration", s.Duration, 4},
+		{"requests", float64(s.Requests), 5},
+		{"completed", float64(s.Completed), 3},
+		{"failed", float64(s.Failed), 2},
+		{"error_rate", s.ErrorRate, 0.4},
+		{"good", float64(s.Good), 2}, // r1 and r3; r2's TTFT 200 > 150
+		{"total_input_tokens", float64(s.TotalInputTokens), 42},
+		{"total_output_tokens", float64(s.TotalOutputTokens), 8},
+		{"request_throughput", s.RequestThroughput, 0.75},
+		{"request_goodput", s.RequestGoodput, 0.5},
+		{"output_throughput", s.OutputThroughput, 2},
+		{"total_token_throughput", s.TotalTokenThroughput, 12.5},
+		{"max_output_tokens_per_s", s.MaxOutputTokensPerS, 6},
+		{"max_concurrent_requests", float64(s.MaxConcurrentRequests), 2},
+		{"mean_ttft_ms", s.TTFT.Mean, 350.0 / 3},
+		{"median_ttft_ms", s.TTFT.Median, 100},
+		{"std_ttft_ms", s.TTFT.Std, math.Sqrt((math.Pow(100-350.0/3, 2) + math.Pow(200-350.0/3, 2) + math.Pow(50-350.0/3, 2)) / 3)},
+		{"p50_ttft_ms", s.TTFT.P50, 100},
+		{"p90_ttft_ms", s.TTFT.P90, 180},
+		{"p99_ttft_ms", s.TTFT.P99, 198},
+		{"p99_ttft_text_ms", s.TTFTText.P99, 100 + 0.98*110},
+		{"mean_tpot_ms", s.TPOT.Mean, 60},
+		{"p99_tpot_ms", s.TPOT.P99, 99.2},
+		{"n_tpot", float64(s.TPOT.N), 2},
+		{"mean_itl_ms", s.ITL.Mean, 60},
+		{"median_itl_ms", s.ITL.Median, 40},
+		{"p99_itl_ms", s.ITL.P99, 98.8},
+		{"mean_e2el_ms", s.E2EL.Mean, 530.0 / 3},
+		{"p99_e2el_ms", s.E2EL.P99, 297.6},
+		{"mean_send_lag_ms", s.SendLag.Mean, 1.2},
+		{"p99_send_lag_ms", s.SendLag.P99, 2.96},
+		{"max_e2el_from_scheduled_ms", s.E2ELFromScheduled.Max, 302},
+		{"scheduled_rate", s.ScheduledRate, 2},
+		{"achieved_rate", s.AchievedRate, 4 / 1.999},
+		{"input p10", s.InputTokens.P10, 10},
+		{"input p50", s.InputTokens.P50, 12},
+		{"input p90", s.InputTokens.P90, 26},
+		{"input p99", s.InputTokens.P99, 29.6},
+		{"input max", s.InputTokens.Max, 30},
+		{"input mean", s.InputTokens.Mean, 16.4},
+		{"requested output p99", s.RequestedOutputTokens.P99, 5},
+		{"output p10", s.OutputTokens.P10, 1.2},
+		{"output p90", s.OutputTokens.P90, 4.4},
+		{"output p99", s.OutputTokens.P99, 4.94},
+		{"output max", s.OutputTokens.Max, 5},
+	}
+	for _, n := range nums {
+		near(n.name, n.got, n.want)
+	}
+	if got := s.FailedByClass; len(got) != 2 || got["http_5xx"] != 1 || got["timeout"] != 1 {
+		t.Errorf("failed_by_class = %v", got)
+	}
+	if got := s.FinishReasons; len(got) != 3 || got["length"] != 1 || got["stop"] != 1 || got["unknown"] != 1 {
+		t.Errorf("finish_reasons = %v", got)
+	}
+	if s.SLOHeld || len(s.SLOChecks) != 2 || s.SLOChecks[0].Held || s.SLOChecks[1].Held {
+		t.Errorf("SLO checks = %+v held=%v, want ttft and tpot failing", s.SLOChecks, s.SLOHeld)
+	}
+	if s.TTFT.P99Reliable || s.TTFT.P99CI == nil {
+		t.Errorf("p99 over 3 samples must be flagged unreliable with a CI, got %+v", s.TTFT)
+	} else if ci := s.TTFT.P99CI; ci.Lo < 50 || ci.Hi > 200 || ci.Lo > ci.Hi {
+		t.Errorf("p99 CI %+v outside the data range", ci)
+	}
+}
+
+func TestComputeStatsEdges(t *testing.T) {
+	tests := []struct {
+		name  string
+		recs  []prober.Record
+		opts  StatsOptions
+		check func(t *testing.T, s Stats)
+	}{
+		{
+			name: "no records",
+			check: func(t *testing.T, s Stats) {
+				if s.Completed != 0 || s.Duration != 0 || s.RequestThroughput != 0 || !s.SLOHeld || s.TTFT.N != 0 {
+					t.Errorf("got %+v", s)
+				}
+			},
+		},
+		{
+			name: "no SLO: every success is good; duration derived from records",
+			recs: fixedRecords(),
+			check: func(t *testing.T, s Stats) {
+				if s.Good != 3 || !s.SLOHeld || len(s.SLOChecks) != 0 {
+					t.Errorf("good %d held %v checks %v", s.Good, s.SLOHeld, s.SLOChecks)
+				}
+				// earliest scheduled 0 ms, latest end: r2 sent 502 + 300 = 802 ms, r5 at 2000.
+				if s.Duration != 2 {
+					t.Errorf("derived duration = %v, want 2", s.Duration)
+				}
+			},
+		},
+		{
+			name: "queue wait is not client lag",
+			recs: []prober.Record{{SendLag: 50 * time.Millisecond, QueueWait: 49 * time.Millisecond, Error: prober.ClassCanceled}},
+			check: func(t *testing.T, s Stats) {
+				if s.SendLag.Max != 1 || s.QueueTime.Max != 49 {
+					t.Errorf("send lag %v ms, queue %v ms; want 1 and 49", s.SendLag.Max, s.QueueTime.Max)
+				}
+			},
+		},
+		{
+			name: "extra percentiles",
+			recs: fixedRecords(),
+			opts: StatsOptions{Percentiles: []float64{99.9, 75}},
+			check: func(t *testing.T, s Stats) {
+				if v, ok := s.TTFT.Percentile(75); !ok || v != 150 {
+					t.Errorf("p75 ttft = %v %v, want 150", v, ok)
+				}
+				if v, ok := s.TTFT.Percentile(99.9); !ok || math.Abs(v-199.8) > 1e-9 {
+					t.Errorf("p99.9 ttft = %v %v, want 199.8", v, ok)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, ComputeStats(tt.recs, tt.opts))
+		})
+	}
+}

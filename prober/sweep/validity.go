@@ -1,0 +1,159 @@
+package sweep
+
+import (
+	"fmt"
+	"time"
+)
+
+// Validity flags of a step. A step with any flag is invalid: it is reported
+// and kept, and excluded from the knee.
+const (
+	// FlagClientSaturated: the client could not keep its schedule (send-lag
+	// p99 above the threshold) or its process used more CPU than allowed.
+	FlagClientSaturated = "client-saturated"
+	// FlagNotIdle: the server was not proven idle before the step (its
+	// /metrics showed running or waiting requests until the idle timeout).
+	FlagNotIdle = "not-idle"
+	// FlagErrors: the error rate was above the threshold.
+	FlagErrors = "errors"
+	// FlagInterrupted: the step was cut short (SIGINT or a canceled
+	// context); its figures cover only part of the step.
+	FlagInterrupted = "interrupted"
+)
+
+// Idle proof statuses.
+const (
+	IdleProven      = "idle"
+	IdleNotIdle     = "not-idle"
+	IdleNotRecorded = "not-recorded"
+)
+
+// Default validity thresholds.
+const (
+	DefaultMaxSendLag   = 10 * time.Millisecond
+	DefaultMaxClientCPU = 0.9
+	DefaultMaxErrorRate = 0.05
+)
+
+// IdleProof records how the server was shown idle before a step.
+type IdleProof struct {
+	// Status is "idle" (running + waiting read 0), "not-idle" (they did
+	// not reach 0 within the idle timeout) or "not-recorded" (the server
+	// exposes no such metrics, or /metrics could not be read).
+	Status string `json:"status"`
+	// Running and Waiting are the last values read (vllm:num_requests_*).
+	Running float64 `json:"running"`
+	Waiting float64 `json:"waiting"`
+	// Waited is how long the sweep waited for idleness, in seconds.
+	Waited float64 `json:"waited_s"`
+	// At is the UTC time of the last read.
+	At time.Time `json:"at,omitzero"`
+	// Reason explains a not-recorded or not-idle status.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ValidityOptions holds the validity thresholds. Zero fields take the
+// defaults; a negative MaxClientCPU disables the CPU check (the prober
+// shares its process with the embedded simulator).
+type ValidityOptions struct {
+	// MaxSendLag is the send-lag p99 above which the client counts as
+	// saturated. Default 10ms.
+	MaxSendLag time.Duration
+	// MaxClientCPU is the process CPU use, in cores (CPU seconds per wall
+	// second) over the step, above which the client counts as saturated.
+	// Default 0.9.
+	MaxClientCPU float64
+	// MaxErrorRate is the failed/requests ratio above which the step is
+	// flagged. Default 0.05.
+	MaxErrorRate float64
+}
+
+func (o ValidityOptions) withDefaults() ValidityOptions {
+	if o.MaxSendLag <= 0 {
+		o.MaxSendLag = DefaultMaxSendLag
+	}
+	if o.MaxClientCPU == 0 {
+		o.MaxClientCPU = DefaultMaxClientCPU
+	}
+	if o.MaxErrorRate <= 0 {
+		o.MaxErrorRate = DefaultMaxErrorRate
+	}
+	return o
+}
+
+// Validity is the validity verdict of one step.
+type Validity struct {
+	// Valid is true when Flags is empty.
+	Valid bool `json:"valid"`
+	// Flags lists the validity flags raised (FlagClientSaturated, ...).
+	Flags []string `json:"flags"`
+	// Reasons explains each flag, in the same order.
+	Reasons []string `json:"reasons"`
+	// SendLagP99MS is the client send-lag p99 in milliseconds.
+	SendLagP99MS float64 `json:"send_lag_p99_ms"`
+	// ClientCPU is the process CPU use over the step in cores; negative
+	// when not measured.
+	ClientCPU float64 `json:"client_cpu_cores"`
+	// ClientCPUChecked is false when the CPU use was not compared with the
+	// threshold (not measurable, or the embedded simulator shares the
+	// process).
+	ClientCPUChecked bool `json:"client_cpu_checked"`
+	// ErrorRate is failed / requests.
+	ErrorRate float64 `json:"error_rate"`
+	// Idle is the idle proof taken before the step.
+	Idle IdleProof `json:"idle"`
+}
+
+// Judge decides a step's validity from its stats, the CPU it used (cores;
+// negative when unknown), its idle proof and whether it was interrupted.
+func Judge(s Stats, cpuCores float64, idle IdleProof, interrupted bool, o ValidityOptions) Validity {
+	o = o.withDefaults()
+	v := Validity{
+		SendLagP99MS: s.SendLag.P99,
+		ClientCPU:    cpuCores,
+		ErrorRate:    s.ErrorRate,
+		Idle:         idle,
+		Flags:        []string{},
+		Reasons:      []string{},
+	}
+	flag := func(f, reason string) {
+		v.Flags = append(v.Flags, f)
+		v.Reasons = append(v.Reasons, reason)
+	}
+	var sat []string
+	if lagMS := ms(o.MaxSendLag); s.SendLag.N > 0 && s.SendLag.P99 > lagMS {
+		sat = append(sat, fmt.Sprintf("send-lag p99 %.3g ms > %.3g ms", s.SendLag.P99, lagMS))
+	}
+	if o.MaxClientCPU > 0 && cpuCores >= 0 {
+		v.ClientCPUChecked = true
+		if cpuCores > o.MaxClientCPU {
+			sat = append(sat, fmt.Sprintf("client CPU %.2f cores > %.2f", cpuCores, o.MaxClientCPU))
+		}
+	}
+	if len(sat) > 0 {
+		flag(FlagClientSaturated, joinReasons(sat))
+	}
+	if idle.Status == IdleNotIdle {
+		r := fmt.Sprintf("server not idle before the step: running %g, waiting %g after %.1fs", idle.Running, idle.Waiting, idle.Waited)
+		flag(FlagNotIdle, r)
+	}
+	if s.Requests > 0 && s.ErrorRate > o.MaxErrorRate {
+		flag(FlagErrors, fmt.Sprintf("error rate %.1f%% > %.1f%% (%d of %d failed)", 100*s.ErrorRate, 100*o.MaxErrorRate, s.Failed, s.Requests))
+	}
+	if interrupted {
+		flag(FlagInterrupted, "the step was interrupted before it finished")
+	}
+	v.Valid = len(v.Flags) == 0
+	return v
+}
+
+func joinReasons(rs []string) string {
+	out := ""
+	for i, r := range rs {
+		if i > 0 {
+			out += "; "
+		}
+		out += r
+	}
+	return out
+}
