@@ -1,0 +1,715 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/dashboards"
+	"github.com/llmprobe/llmprobe/rules"
+)
+
+// The timings of the test. Prometheus scrapes and evaluates every second; the
+// alerts' `for` durations are rewritten to forDuration in the copy of the
+// rules Prometheus loads (see rewriteFor), so the fast burn-rate alert can
+// fire within seconds instead of minutes. Nothing else in the rules changes.
+const (
+	scrapeInterval = "1s"
+	forDuration    = "2s"
+	startTimeout   = 30 * time.Second
+	valuesTimeout  = 90 * time.Second
+	alertTimeout   = 120 * time.Second
+)
+
+// TestPrometheusEndToEnd runs llmprobe against the simulator under a real
+// Prometheus with the project's rules. See the package comment.
+func TestPrometheusEndToEnd(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("prometheus not found in PATH: run scripts/e2e.sh (it installs Debian's prometheus package)")
+	}
+	promMajor := prometheusMajor(t, promBin)
+
+	dir := t.TempDir()
+	if os.Getenv("LLMPROBE_E2E_KEEP") != "" {
+		dir, err = os.MkdirTemp("", "llmprobe-e2e-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("keeping %s", dir)
+	}
+
+	bin := filepath.Join(dir, "llmprobe")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/llmprobe")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/llmprobe: %v\n%s", err, out)
+	}
+
+	simAddr := freeAddr(t)
+	serveAddr := freeAddr(t)
+	promAddr := freeAddr(t)
+
+	// 1. The simulator, healthy.
+	sim := start(t, dir, "simulate", bin, "simulate", "--web.listen-address", simAddr)
+	waitHTTP(t, sim, "http://"+simAddr+"/health")
+
+	// 2. llmprobe serve probing it.
+	cfgPath := filepath.Join(dir, "llmprobe.yml")
+	writeFile(t, cfgPath, fmt.Sprintf(`targets:
+  - name: sim
+    base_url: http://%s
+    api: completions
+    slo: {ttft: 800ms, tpot: 50ms, e2el: 10s}
+    probes:
+      - name: small
+        rate: 4
+        arrival: poisson
+        max_concurrency: 8
+        workload:
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 16}
+`, simAddr))
+	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr)
+	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
+
+	// 3. Prometheus with the rules (for: rewritten), scraping both. The vLLM
+	// job adds target="sim": the join the llmprobe.server rules need.
+	rulesDir := filepath.Join(dir, "rules")
+	copyRules(t, filepath.Join(root, "rules"), rulesDir)
+	promCfg := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, promCfg, fmt.Sprintf(`global:
+  scrape_interval: %[1]s
+  scrape_timeout: %[1]s
+  evaluation_interval: %[1]s
+rule_files:
+  - %[2]s/*.yml
+scrape_configs:
+  - job_name: llmprobe
+    static_configs:
+      - targets: [%[3]q]
+  - job_name: vllm
+    static_configs:
+      - targets: [%[4]q]
+        labels:
+          target: sim
+`, scrapeInterval, rulesDir, serveAddr, simAddr))
+	prom := start(t, dir, "prometheus", promBin,
+		"--config.file="+promCfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+promAddr)
+	waitHTTP(t, prom, "http://"+promAddr+"/-/ready")
+	api := &promAPI{base: "http://" + promAddr, proc: prom}
+
+	// 3b. A second Prometheus ingesting native histograms only (Prometheus
+	// 2.x with the feature flag drops the classic buckets of a histogram that
+	// has native ones): the quantile rules must still give the TTFT p99.
+	var native *promAPI
+	if promMajor == 2 {
+		nativeAddr := freeAddr(t)
+		nativeCfg := filepath.Join(dir, "prometheus-native.yml")
+		writeFile(t, nativeCfg, fmt.Sprintf(`global:
+  scrape_interval: %[1]s
+  scrape_timeout: %[1]s
+  evaluation_interval: %[1]s
+rule_files:
+  - %[2]s/*.yml
+scrape_configs:
+  - job_name: llmprobe
+    static_configs:
+      - targets: [%[3]q]
+`, scrapeInterval, rulesDir, serveAddr))
+		p := start(t, dir, "prometheus-native", promBin,
+			"--config.file="+nativeCfg,
+			"--storage.tsdb.path="+filepath.Join(dir, "tsdb-native"),
+			"--web.listen-address="+nativeAddr,
+			"--enable-feature=native-histograms")
+		waitHTTP(t, p, "http://"+nativeAddr+"/-/ready")
+		native = &promAPI{base: "http://" + nativeAddr, proc: p}
+	} else {
+		t.Logf("prometheus %d.x: the native-histogram check is written for 2.x's --enable-feature=native-histograms; skipped", promMajor)
+	}
+
+	const sel = `{target="sim",probe="small"}`
+	t.Run("recording rules", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			query string
+			check func(v float64) error
+		}{
+			{name: "llmprobe scraped", query: `up{job="llmprobe"}`, check: equals(1)},
+			{name: "simulator scraped", query: `up{job="vllm"}`, check: equals(1)},
+			{name: "target info (dashboard variables)", query: `llmprobe_target_info{target="sim",model!=""}`, check: equals(1)},
+			{name: "request rate", query: `target_probe:llmprobe_requests:rate5m` + sel, check: positive},
+			{name: "goodput ratio", query: `target_probe:llmprobe_goodput:ratio_rate5m` + sel, check: between(0, 1)},
+			{name: "TTFT p99", query: `target_probe:llmprobe_time_to_first_token_seconds:p99_5m` + sel, check: positive},
+			{name: "TPOT p99", query: `target_probe:llmprobe_time_per_output_token_seconds:p99_5m` + sel, check: positive},
+			{name: "TTFT attainment", query: `target_probe_slo:llmprobe_slo_attainment:ratio_rate5m{target="sim",slo="ttft"}`, check: between(0, 1)},
+			{name: "server TTFT p99", query: `target:vllm_time_to_first_token_seconds:p99_5m{target="sim"}`, check: positive},
+			{name: "client-server TTFT gap", query: `target_probe:llmprobe_ttft_client_server_gap_seconds:p50_5m` + sel, check: finite},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				v := api.waitValue(t, tc.query, valuesTimeout, tc.check)
+				t.Logf("%s = %g", tc.query, v)
+			})
+		}
+	})
+
+	t.Run("every rule evaluates", func(t *testing.T) {
+		api.checkRulesHealthy(t)
+	})
+
+	// Every dashboard query runs and shows data for the healthy target, except
+	// the alert annotations (no alert fires yet) and the native-histogram
+	// heatmaps, which this Prometheus does not ingest (checked on the native
+	// one below). Runbook queries must run; some filter to nothing when all
+	// is well.
+	t.Run("dashboard and runbook queries run", func(t *testing.T) {
+		for _, q := range dashboardQueries(t) {
+			n := len(api.query(t, q.expr))
+			if n == 0 && !strings.Contains(q.expr, "ALERTS{") && !nativeQuery.MatchString(q.expr) {
+				t.Errorf("%s: no data: %s", q.where, q.expr)
+			}
+		}
+		rb := runbookQueries(t, filepath.Join(root, "docs", "runbook.md"))
+		for _, q := range rb {
+			api.query(t, q.expr)
+		}
+		t.Logf("%d runbook queries ran", len(rb))
+	})
+
+	t.Run("native histograms", func(t *testing.T) {
+		if native == nil {
+			t.Skip("needs Prometheus 2.x")
+		}
+		v := native.waitValue(t, `target_probe:llmprobe_time_to_first_token_seconds:p99_5m`+sel, valuesTimeout, positive)
+		t.Logf("TTFT p99 from native histograms = %g", v)
+		if n := native.query(t, `llmprobe_time_to_first_token_seconds_bucket`); len(n) != 0 {
+			t.Fatalf("classic buckets were ingested too (%d series): the native path is not what produced the value", len(n))
+		}
+		native.checkRulesHealthy(t)
+		n := 0
+		for _, q := range dashboardQueries(t) {
+			if nativeQuery.MatchString(q.expr) {
+				n++
+				if len(native.query(t, q.expr)) == 0 {
+					t.Errorf("%s: no data from native histograms: %s", q.where, q.expr)
+				}
+			}
+		}
+		if n == 0 {
+			t.Error("no dashboard query reads a native histogram")
+		}
+	})
+
+	t.Run("burn-rate alert fires on HTTP 500s", func(t *testing.T) {
+		if got := api.firing(t, "LLMProbeGoodputBudgetBurnFast"); len(got) != 0 {
+			t.Fatalf("fast burn alert already firing before any fault: %v", got)
+		}
+		stop(t, sim)
+		sim = start(t, dir, "simulate-500", bin, "simulate", "--web.listen-address", simAddr, "--fault.http-500", "1.0")
+		waitHTTP(t, sim, "http://"+simAddr+"/health")
+		deadline := time.Now().Add(alertTimeout)
+		for {
+			got := api.firing(t, "LLMProbeGoodputBudgetBurnFast")
+			if len(got) > 0 {
+				a := got[0]
+				if a.Labels["target"] != "sim" || a.Labels["probe"] != "small" || a.Labels["severity"] != "critical" {
+					t.Fatalf("unexpected labels %v", a.Labels)
+				}
+				if !strings.Contains(a.Annotations["runbook_url"], "#llmprobegoodputbudgetburnfast") {
+					t.Fatalf("runbook_url %q", a.Annotations["runbook_url"])
+				}
+				t.Logf("firing: %v: %s", a.Labels, a.Annotations["description"])
+				break
+			}
+			if time.Now().After(deadline) {
+				v := api.query(t, `target_probe:llmprobe_goodput_budget_burn:ratio_rate5m`+sel)
+				t.Fatalf("LLMProbeGoodputBudgetBurnFast not firing after %s (5m burn now %v)%s", alertTimeout, v, logs(serve, sim, prom))
+			}
+			time.Sleep(time.Second)
+		}
+		if v := api.waitValue(t, `sum(target_probe_outcome:llmprobe_requests:rate5m{target="sim",outcome="http_5xx"})`, valuesTimeout, positive); v <= 0 {
+			t.Fatalf("no http_5xx outcomes recorded")
+		}
+	})
+}
+
+// proc is a process the test started; stop ends it by its PID.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+// start runs bin with args, its output in <dir>/<name>.log, and registers
+// its stop as a cleanup.
+func start(t *testing.T, dir, name, bin string, args ...string) *proc {
+	t.Helper()
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	t.Logf("started %s (pid %d): %s %s", name, cmd.Process.Pid, filepath.Base(bin), strings.Join(args, " "))
+	t.Cleanup(func() { stop(t, p) })
+	return p
+}
+
+// stop sends SIGTERM to p's PID, waits up to 10 s, then sends SIGKILL. It is
+// idempotent.
+func stop(t *testing.T, p *proc) {
+	t.Helper()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Logf("%s (pid %d) ignored SIGTERM; killing it", p.name, p.cmd.Process.Pid)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// logs returns the last lines of the processes' logs, for failure messages.
+func logs(ps ...*proc) string {
+	var b strings.Builder
+	for _, p := range ps {
+		data, _ := os.ReadFile(p.log)
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		fmt.Fprintf(&b, "\n--- %s (last lines of %s) ---\n%s", p.name, p.log, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+// waitHTTP waits until url answers 200, failing early when p exits.
+func waitHTTP(t *testing.T, p *proc, url string) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if p.exited() {
+			t.Fatalf("%s exited: %v%s", p.name, p.err, logs(p))
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready at %s after %s: %v%s", p.name, url, startTimeout, err, logs(p))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var forLine = regexp.MustCompile(`(?m)^(\s+for:\s*)\S+\s*$`)
+
+// rewriteFor sets every alert's `for` to forDuration. It is the only change
+// made to the rules for the end-to-end test.
+func rewriteFor(data []byte) []byte {
+	return forLine.ReplaceAll(data, []byte("${1}"+forDuration))
+}
+
+// copyRules copies the rule files of src (not the promtool tests) to dst
+// with rewriteFor applied.
+func copyRules(t *testing.T, src, dst string) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(src, "*.yml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no rule files in %s: %v", src, err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := rewriteFor(data)
+		if bytes.Contains(data, []byte("for:")) && bytes.Equal(out, data) {
+			t.Fatalf("%s: rewriting for: changed nothing", p)
+		}
+		writeFile(t, filepath.Join(dst, filepath.Base(p)), string(out))
+	}
+}
+
+// prometheusMajor returns the major version of the prometheus binary.
+func prometheusMajor(t *testing.T, bin string) int {
+	t.Helper()
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("prometheus --version: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`version (\d+)\.`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("cannot read the version of %s: %s", bin, out)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	t.Logf("%s", bytes.SplitN(out, []byte("\n"), 2)[0])
+	return n
+}
+
+// promAPI queries one Prometheus over its HTTP API.
+type promAPI struct {
+	base string
+	proc *proc
+}
+
+type sample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+func (s sample) float() float64 {
+	str, _ := s.Value[1].(string)
+	v, err := strconv.ParseFloat(str, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+func (a *promAPI) get(t *testing.T, path string, params url.Values, out any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path+"?"+params.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, body)
+	}
+	if env.Status != "success" {
+		t.Fatalf("GET %s %v: %s", path, params, env.Error)
+	}
+	if err := json.Unmarshal(env.Data, out); err != nil {
+		t.Fatalf("GET %s: data: %v", path, err)
+	}
+}
+
+// query runs an instant query and returns its vector.
+func (a *promAPI) query(t *testing.T, q string) []sample {
+	t.Helper()
+	var data struct {
+		ResultType string   `json:"resultType"`
+		Result     []sample `json:"result"`
+	}
+	a.get(t, "/api/v1/query", url.Values{"query": {q}}, &data)
+	if data.ResultType != "vector" {
+		t.Fatalf("query %s: result type %s, want vector", q, data.ResultType)
+	}
+	return data.Result
+}
+
+// waitValue polls q until it returns exactly one sample that passes check,
+// and returns its value.
+func (a *promAPI) waitValue(t *testing.T, q string, timeout time.Duration, check func(float64) error) float64 {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		res := a.query(t, q)
+		var err error
+		switch {
+		case len(res) == 0:
+			err = errors.New("no result")
+		case len(res) > 1:
+			err = fmt.Errorf("%d series, want 1: %v", len(res), res)
+		default:
+			if err = check(res[0].float()); err == nil {
+				return res[0].float()
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after %s: %v%s", q, timeout, err, logs(a.proc))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+type alert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	State       string            `json:"state"`
+}
+
+// firing returns the firing alerts named name.
+func (a *promAPI) firing(t *testing.T, name string) []alert {
+	t.Helper()
+	var data struct {
+		Alerts []alert `json:"alerts"`
+	}
+	a.get(t, "/api/v1/alerts", nil, &data)
+	var out []alert
+	for _, al := range data.Alerts {
+		if al.Labels["alertname"] == name && al.State == "firing" {
+			out = append(out, al)
+		}
+	}
+	return out
+}
+
+// checkRulesHealthy fails when any loaded rule's last evaluation failed
+// (e.g. a many-to-many match on real data) or a rule file did not load.
+func (a *promAPI) checkRulesHealthy(t *testing.T) {
+	t.Helper()
+	var data struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Name      string `json:"name"`
+				Health    string `json:"health"`
+				LastError string `json:"lastError"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	a.get(t, "/api/v1/rules", nil, &data)
+	n := 0
+	for _, g := range data.Groups {
+		for _, r := range g.Rules {
+			n++
+			if r.Health == "err" || r.LastError != "" {
+				t.Errorf("group %s rule %s: health %s: %s", g.Name, r.Name, r.Health, r.LastError)
+			}
+		}
+	}
+	files, err := rules.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantGroups, wantRules := 0, 0
+	for _, f := range files {
+		wantGroups += len(f.Groups)
+		for _, g := range f.Groups {
+			wantRules += len(g.Rules)
+		}
+	}
+	if len(data.Groups) != wantGroups || n != wantRules {
+		t.Fatalf("Prometheus loaded %d groups with %d rules; rules/ has %d groups with %d rules", len(data.Groups), n, wantGroups, wantRules)
+	}
+	t.Logf("%d groups, %d rules, none failing", len(data.Groups), n)
+}
+
+func equals(want float64) func(float64) error {
+	return func(v float64) error {
+		if v != want {
+			return fmt.Errorf("value %g, want %g", v, want)
+		}
+		return nil
+	}
+}
+
+func between(lo, hi float64) func(float64) error {
+	return func(v float64) error {
+		if math.IsNaN(v) || v < lo || v > hi {
+			return fmt.Errorf("value %g, want in [%g, %g]", v, lo, hi)
+		}
+		return nil
+	}
+}
+
+func positive(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return fmt.Errorf("value %g, want a positive finite number", v)
+	}
+	return nil
+}
+
+func finite(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("value %g, want a finite number", v)
+	}
+	return nil
+}
+
+// query is a PromQL expression from a dashboard or the runbook.
+type query struct{ where, expr string }
+
+// nativeQuery matches a query that reads a latency histogram as a native
+// histogram (its name without _bucket, _sum or _count).
+var nativeQuery = regexp.MustCompile(`\(llmprobe_\w+_seconds\{`)
+
+// grafanaVar matches $name, ${name} and ${name:format}.
+var grafanaVar = regexp.MustCompile(`\$\{?(\w+)(?::\w+)?\}?`)
+
+// dashboardQueries returns every panel and annotation query of the
+// committed dashboards, Grafana variables replaced as Grafana would with
+// "All" selected.
+func dashboardQueries(t *testing.T) []query {
+	t.Helper()
+	names, err := fs.Glob(dashboards.FS, "*.json")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no dashboards: %v", err)
+	}
+	expand := func(e string) string {
+		return grafanaVar.ReplaceAllStringFunc(e, func(m string) string {
+			switch grafanaVar.FindStringSubmatch(m)[1] {
+			case "__rate_interval":
+				return "1m"
+			case "__interval":
+				return "15s"
+			case "__range":
+				return "5m"
+			}
+			return ".*"
+		})
+	}
+	var out []query
+	for _, n := range names {
+		data, err := fs.ReadFile(dashboards.FS, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Annotations struct {
+				List []struct {
+					Name string `json:"name"`
+					Expr string `json:"expr"`
+				} `json:"list"`
+			} `json:"annotations"`
+			Panels []panelJSON `json:"panels"`
+		}
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		for _, a := range d.Annotations.List {
+			if a.Expr != "" {
+				out = append(out, query{n + " annotation " + a.Name, expand(a.Expr)})
+			}
+		}
+		var walk func(ps []panelJSON)
+		walk = func(ps []panelJSON) {
+			for _, p := range ps {
+				walk(p.Panels)
+				for _, tg := range p.Targets {
+					out = append(out, query{fmt.Sprintf("%s %q %s", n, p.Title, tg.RefID), expand(tg.Expr)})
+				}
+			}
+		}
+		walk(d.Panels)
+	}
+	return out
+}
+
+type panelJSON struct {
+	Title   string      `json:"title"`
+	Panels  []panelJSON `json:"panels"`
+	Targets []struct {
+		RefID string `json:"refId"`
+		Expr  string `json:"expr"`
+	} `json:"targets"`
+}
+
+// runbookQueries returns the PromQL lines of the runbook with the
+// placeholders TARGET and PROBE set to the test's target and probe.
+func runbookQueries(t *testing.T, path string) []query {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []query
+	r := strings.NewReplacer("TARGET", "sim", "PROBE", "small")
+	for _, block := range strings.Split(string(data), "```promql\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		for _, line := range strings.Split(block, "\n") {
+			line = strings.TrimSpace(line)
+			if line != "" && !strings.HasPrefix(line, "#") {
+				out = append(out, query{"runbook: " + line, r.Replace(line)})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package rules
+
+import (
+	"sort"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// VLLMMetrics lists the vLLM V1 server metrics that rules and dashboards may
+// read, by family name and type, as documented by vLLM: the metric reference
+// https://docs.vllm.ai/en/latest/usage/metrics.html, defined in
+// https://github.com/vllm-project/vllm/blob/main/vllm/v1/metrics/loggers.py
+// (summarised in the project's vllm-reference.md, section 2). Counters are
+// listed with the _total suffix they are exposed with; histograms by their
+// base name. Names vLLM deprecated (vllm:gpu_cache_usage_perc,
+// vllm:time_per_output_token_seconds, vllm:gpu_prefix_cache_*) are left out
+// on purpose: new queries must not use them. The map is shared: do not
+// modify it.
+var VLLMMetrics = map[string]dto.MetricType{
+	// Gauges.
+	"vllm:num_requests_running":           dto.MetricType_GAUGE,
+	"vllm:num_requests_waiting":           dto.MetricType_GAUGE,
+	"vllm:num_requests_waiting_by_reason": dto.MetricType_GAUGE,
+	"vllm:kv_cache_usage_perc":            dto.MetricType_GAUGE,
+	"vllm:engine_sleep_state":             dto.MetricType_GAUGE,
+	"vllm:cache_config_info":              dto.MetricType_GAUGE,
+	"vllm:lora_requests_info":             dto.MetricType_GAUGE,
+	"vllm:engine_healthy":                 dto.MetricType_GAUGE,
+
+	// Counters.
+	"vllm:num_preemptions_total":                         dto.MetricType_COUNTER,
+	"vllm:prompt_tokens_total":                           dto.MetricType_COUNTER,
+	"vllm:generation_tokens_total":                       dto.MetricType_COUNTER,
+	"vllm:request_success_total":                         dto.MetricType_COUNTER,
+	"vllm:prefix_cache_queries_total":                    dto.MetricType_COUNTER,
+	"vllm:prefix_cache_hits_total":                       dto.MetricType_COUNTER,
+	"vllm:external_prefix_cache_queries_total":           dto.MetricType_COUNTER,
+	"vllm:external_prefix_cache_hits_total":              dto.MetricType_COUNTER,
+	"vllm:mm_cache_queries_total":                        dto.MetricType_COUNTER,
+	"vllm:mm_cache_hits_total":                           dto.MetricType_COUNTER,
+	"vllm:prompt_tokens_by_source_total":                 dto.MetricType_COUNTER,
+	"vllm:prompt_tokens_cached_total":                    dto.MetricType_COUNTER,
+	"vllm:prompt_tokens_recomputed_total":                dto.MetricType_COUNTER,
+	"vllm:spec_decode_num_drafts_total":                  dto.MetricType_COUNTER,
+	"vllm:spec_decode_num_draft_tokens_total":            dto.MetricType_COUNTER,
+	"vllm:spec_decode_num_accepted_tokens_total":         dto.MetricType_COUNTER,
+	"vllm:spec_decode_num_accepted_tokens_per_pos_total": dto.MetricType_COUNTER,
+
+	// Histograms (vllm:iteration_tokens_total is a histogram despite its name).
+	"vllm:time_to_first_token_seconds":           dto.MetricType_HISTOGRAM,
+	"vllm:inter_token_latency_seconds":           dto.MetricType_HISTOGRAM,
+	"vllm:request_time_per_output_token_seconds": dto.MetricType_HISTOGRAM,
+	"vllm:e2e_request_latency_seconds":           dto.MetricType_HISTOGRAM,
+	"vllm:request_queue_time_seconds":            dto.MetricType_HISTOGRAM,
+	"vllm:request_inference_time_seconds":        dto.MetricType_HISTOGRAM,
+	"vllm:request_prefill_time_seconds":          dto.MetricType_HISTOGRAM,
+	"vllm:request_decode_time_seconds":           dto.MetricType_HISTOGRAM,
+	"vllm:iteration_tokens_total":                dto.MetricType_HISTOGRAM,
+	"vllm:request_params_n":                      dto.MetricType_HISTOGRAM,
+	"vllm:request_num_preemptions":               dto.MetricType_HISTOGRAM,
+	"vllm:request_prompt_tokens":                 dto.MetricType_HISTOGRAM,
+	"vllm:request_generation_tokens":             dto.MetricType_HISTOGRAM,
+	"vllm:request_max_num_generation_tokens":     dto.MetricType_HISTOGRAM,
+	"vllm:request_params_max_tokens":             dto.MetricType_HISTOGRAM,
+	"vllm:request_prefill_kv_computed_tokens":    dto.MetricType_HISTOGRAM,
+}
+
+// Sources of names in a Catalog.
+const (
+	SourceVLLM       = "vLLM (documented)"
+	SourceRecording  = "recording rule"
+	SourcePrometheus = "Prometheus (scrape and rule manager)"
+)
+
+// Catalog is the set of metric names that rules and dashboards may read,
+// each with where it comes from. The zero value is empty; fill it with the
+// Add methods. A Catalog is not safe for concurrent mutation.
+type Catalog struct {
+	src map[string]string
+}
+
+// Add adds one metric family of type typ from source. A histogram or summary
+// family adds its series names too (<name>_bucket for histograms, <name>_sum,
+// <name>_count) beside <name> itself, which is how PromQL reads a native
+// histogram.
+func (c *Catalog) Add(source, name string, typ dto.MetricType) {
+	if c.src == nil {
+		c.src = map[string]string{}
+	}
+	c.src[name] = source
+	switch typ {
+	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+		c.src[name+"_bucket"] = source
+		fallthrough
+	case dto.MetricType_SUMMARY:
+		c.src[name+"_sum"] = source
+		c.src[name+"_count"] = source
+	}
+}
+
+// AddFamilies adds the families a registry gathered (their real exposed
+// names and types).
+func (c *Catalog) AddFamilies(source string, mfs []*dto.MetricFamily) {
+	for _, mf := range mfs {
+		c.Add(source, mf.GetName(), mf.GetType())
+	}
+}
+
+// AddVLLM adds VLLMMetrics.
+func (c *Catalog) AddVLLM() {
+	for n, t := range VLLMMetrics {
+		c.Add(SourceVLLM, n, t)
+	}
+}
+
+// AddPrometheus adds the series Prometheus itself writes: up (one per scrape
+// target) and ALERTS (one per pending or firing alert).
+func (c *Catalog) AddPrometheus() {
+	c.Add(SourcePrometheus, "up", dto.MetricType_GAUGE)
+	c.Add(SourcePrometheus, "ALERTS", dto.MetricType_GAUGE)
+}
+
+// AddRecorded adds the outputs of the recording rules of files.
+func (c *Catalog) AddRecorded(files []File) {
+	for _, n := range RecordedNames(files) {
+		c.Add(SourceRecording, n, dto.MetricType_UNTYPED)
+	}
+}
+
+// Source returns where name comes from and whether the catalog knows it.
+func (c *Catalog) Source(name string) (string, bool) {
+	s, ok := c.src[name]
+	return s, ok
+}
+
+// Names returns every name in the catalog, sorted.
+func (c *Catalog) Names() []string {
+	out := make([]string, 0, len(c.src))
+	for n := range c.src {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,72 @@
+// Package rulestest builds, for tests of rules and dashboards, the Catalog of
+// every metric name a query may read: the names llmprobe's daemon really
+// exports (gathered from registries built the way `llmprobe serve` builds
+// them), the outputs of the recording rules in rules/, vLLM's documented
+// metrics and Prometheus' own series. It is meant for tests only.
+package rulestest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
+	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/rules"
+)
+
+// SourceLLMProbe is the Catalog source of llmprobe's own metrics.
+const SourceLLMProbe = "llmprobe"
+
+// LLMProbeRegistry returns a registry with llmprobe's daemon metrics as
+// `llmprobe serve` registers them (probe metrics, config reload gauges, and
+// the self-metrics: llmprobe_build_info, go_*, process_*), with one probe
+// initialised, its SLOs and target info set, so that every labelled family
+// has a series and is gathered.
+func LLMProbeRegistry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	pm := probemetrics.New(reg)
+	pm.Init("t", "p")
+	pm.SetSLO("t", "p", 800*time.Millisecond, 50*time.Millisecond, 10*time.Second)
+	pm.SetTargetInfo("t", "v", "m", "4096")
+	config.NewSafeConfig(reg)
+	for _, c := range []prometheus.Collector{
+		versioncollector.NewCollector("llmprobe"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register self-metrics: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// Catalog returns the full catalog: llmprobe's gathered metrics, the
+// recording rules of files, vLLM's documented metrics and Prometheus' own
+// series. It also checks that every name probemetrics.Names lists was
+// gathered, so the catalog cannot silently miss a family.
+func Catalog(files []rules.File) (*rules.Catalog, error) {
+	reg, err := LLMProbeRegistry()
+	if err != nil {
+		return nil, err
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather llmprobe metrics: %w", err)
+	}
+	c := &rules.Catalog{}
+	c.AddFamilies(SourceLLMProbe, mfs)
+	for _, n := range probemetrics.Names() {
+		if _, ok := c.Source(n); !ok {
+			return nil, fmt.Errorf("probemetrics.Names() lists %s but the registry did not gather it", n)
+		}
+	}
+	c.AddRecorded(files)
+	c.AddVLLM()
+	c.AddPrometheus()
+	return c, nil
+}
