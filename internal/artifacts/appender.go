@@ -1,0 +1,237 @@
+package artifacts
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Appender streams one file of a run directory: it writes to
+// "<name>.partial" and renames it to name on Close, so a file without the
+// suffix is always complete. Its methods are safe for concurrent use; each
+// Write or WriteLine lands whole, never interleaved with another. The first
+// write error is sticky: later writes return it.
+type Appender struct {
+	run     *Run
+	name    string
+	final   string
+	partial string
+
+	mu     sync.Mutex
+	f      *os.File
+	bw     *bufio.Writer
+	err    error
+	closed bool
+	cerr   error
+}
+
+// Append opens an appender for name. It fails when name (or name.partial)
+// already exists, when another appender for name is open, or after Finish.
+// Finish closes any appender still open.
+func (r *Run) Append(name string) (*Appender, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished {
+		return nil, fmt.Errorf("append %s: %w", name, ErrFinished)
+	}
+	if _, ok := r.open[name]; ok {
+		return nil, fmt.Errorf("append %s: already open", name)
+	}
+	final := filepath.Join(r.dir, filepath.FromSlash(name))
+	if _, err := os.Lstat(final); err == nil {
+		return nil, fmt.Errorf("append %s: file exists", name)
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return nil, fmt.Errorf("append %s: %w", name, err)
+	}
+	partial := final + PartialSuffix
+	f, err := os.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: %w", name, err)
+	}
+	a := &Appender{run: r, name: name, final: final, partial: partial, f: f, bw: bufio.NewWriterSize(f, 64<<10)}
+	r.open[name] = a
+	return a, nil
+}
+
+// Name returns the file's final name inside the run directory.
+func (a *Appender) Name() string { return a.name }
+
+// Write appends p. It implements io.Writer.
+func (a *Appender) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.writeLocked(p)
+}
+
+func (a *Appender) writeLocked(p []byte) (int, error) {
+	if a.closed {
+		return 0, fmt.Errorf("write %s: appender closed", a.name)
+	}
+	if a.err != nil {
+		return 0, a.err
+	}
+	n, err := a.bw.Write(p)
+	if err != nil {
+		a.err = fmt.Errorf("write %s: %w", a.name, err)
+		return n, a.err
+	}
+	return n, nil
+}
+
+// WriteLine appends v as one line of compact JSON (JSON Lines), without
+// HTML escaping.
+func (a *Appender) WriteLine(v any) error {
+	b, err := encodeJSON(v, false)
+	if err != nil {
+		return fmt.Errorf("encode line of %s: %w", a.name, err)
+	}
+	_, err = a.Write(b)
+	return err
+}
+
+// Flush writes buffered data to the file (no fsync); use it to let a reader
+// follow a long run.
+func (a *Appender) Flush() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	if a.err != nil {
+		return a.err
+	}
+	if err := a.bw.Flush(); err != nil {
+		a.err = fmt.Errorf("flush %s: %w", a.name, err)
+		return a.err
+	}
+	return nil
+}
+
+// Close flushes, fsyncs and closes the file and renames name.partial to
+// name, then syncs the directory. It renames even when an earlier write or
+// the flush failed (an interrupted run keeps what it wrote) and returns the
+// first error. Close is idempotent: later calls return the first result.
+func (a *Appender) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return a.cerr
+	}
+	a.closed = true
+	var errs []error
+	if a.err != nil {
+		errs = append(errs, a.err)
+	}
+	if err := a.bw.Flush(); err != nil && a.err == nil {
+		errs = append(errs, fmt.Errorf("flush %s: %w", a.name, err))
+	}
+	if err := a.f.Sync(); err != nil {
+		errs = append(errs, fmt.Errorf("sync %s: %w", a.name, err))
+	}
+	if err := a.f.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close %s: %w", a.name, err))
+	}
+	if err := os.Rename(a.partial, a.final); err != nil {
+		errs = append(errs, fmt.Errorf("rename %s: %w", a.name, err))
+	} else if err := syncDir(filepath.Dir(a.final)); err != nil {
+		errs = append(errs, err)
+	}
+	a.run.mu.Lock()
+	delete(a.run.open, a.name)
+	a.run.mu.Unlock()
+	a.cerr = errors.Join(errs...)
+	return a.cerr
+}
+
+// SnapshotMarker starts every section of a metrics snapshot file
+// (metrics-before.txt, metrics-during.txt, metrics-after.txt). The rest of
+// the marker line is a JSON Snapshot. Prometheus text parsers ignore the
+// line as a comment, so each section parses on its own.
+const SnapshotMarker = "# llmprobe-snapshot "
+
+// Snapshot describes one scrape of a target's /metrics in a snapshot file.
+type Snapshot struct {
+	// Step is the step index (0-based, run order); Label names it, e.g.
+	// "rate=4".
+	Step  int    `json:"step"`
+	Label string `json:"label,omitempty"`
+	// Phase is "before-warmup", "before", "during" or "after".
+	Phase string `json:"phase"`
+	// Time is when the scrape started (UTC).
+	Time time.Time `json:"time"`
+	// Source is the scraped URL (secrets redacted by the caller).
+	Source string `json:"source,omitempty"`
+	// NotRecorded, when set, says why there is no body (e.g. "connection
+	// refused", "no metrics url").
+	NotRecorded string `json:"not_recorded,omitempty"`
+}
+
+// WriteSnapshot appends one section: the marker line with s, then body (the
+// exposition text), ending with a newline. With s.NotRecorded set the body
+// is not written.
+func (a *Appender) WriteSnapshot(s Snapshot, body []byte) error {
+	s.Time = s.Time.UTC()
+	hdr, err := encodeJSON(s, false)
+	if err != nil {
+		return fmt.Errorf("encode snapshot header: %w", err)
+	}
+	hdr = bytes.TrimSuffix(hdr, []byte("\n"))
+	var b bytes.Buffer
+	b.Grow(len(SnapshotMarker) + len(hdr) + len(body) + 2)
+	b.WriteString(SnapshotMarker)
+	b.Write(hdr)
+	b.WriteByte('\n')
+	if s.NotRecorded == "" {
+		b.Write(body)
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, err = a.writeLocked(b.Bytes())
+	return err
+}
+
+// SnapshotSection is one section read back by ParseSnapshots.
+type SnapshotSection struct {
+	Snapshot
+	Body []byte
+}
+
+// ParseSnapshots splits a snapshot file into its sections. Text before the
+// first marker is an error.
+func ParseSnapshots(data []byte) ([]SnapshotSection, error) {
+	var out []SnapshotSection
+	rest := data
+	for len(rest) > 0 {
+		line, after, _ := bytes.Cut(rest, []byte("\n"))
+		if !bytes.HasPrefix(line, []byte(SnapshotMarker)) {
+			if len(out) == 0 {
+				return nil, fmt.Errorf("snapshot file does not start with %q", strings.TrimSpace(SnapshotMarker))
+			}
+			out[len(out)-1].Body = append(out[len(out)-1].Body, line...)
+			out[len(out)-1].Body = append(out[len(out)-1].Body, '\n')
+			rest = after
+			continue
+		}
+		var s Snapshot
+		if err := json.Unmarshal(line[len(SnapshotMarker):], &s); err != nil {
+			return nil, fmt.Errorf("snapshot marker %d: %w", len(out)+1, err)
+		}
+		out = append(out, SnapshotSection{Snapshot: s})
+		rest = after
+	}
+	return out, nil
+}

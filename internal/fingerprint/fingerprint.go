@@ -1,0 +1,269 @@
+// Package fingerprint owns the experiment fingerprint written into a run
+// directory's manifest.json (DESIGN.md §9 point 3): which llmprobe build ran,
+// the exact command line with secrets redacted, the client host, the target
+// (model, server version, engine config), the workload and its hash, the load
+// settings and the UTC start and end of every step.
+//
+// A field that could not be read holds the string "not-recorded" (NotRecorded),
+// never a guess. Numeric fields that may be unknown use Int, which encodes as
+// a JSON number or as "not-recorded"; label sets use Labels, which encodes a
+// nil map as "not-recorded".
+//
+// The package reads the local build and host (Tool, Host) and offers helpers
+// that fetch /v1/models, /version and vllm:cache_config_info from a target
+// (Fetcher, EngineConfig); everything else is filled by the caller (the sweep).
+package fingerprint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// NotRecorded is the value of every fingerprint field that could not be read.
+const NotRecorded = "not-recorded"
+
+// Fingerprint describes one experiment. The zero value is not useful: start
+// from New, which fills Tool and Host and sets every unknown string field to
+// NotRecorded. A Fingerprint is a plain value; it is not safe for concurrent
+// mutation.
+type Fingerprint struct {
+	// Tool is the llmprobe build that ran the experiment.
+	Tool Tool `json:"llmprobe"`
+	// Command is the full command line (program name first), redacted with
+	// Redact.
+	Command []string `json:"command"`
+	// Client is the host that generated the load.
+	Client Host `json:"client"`
+	// Target is the endpoint under test.
+	Target Target `json:"target"`
+	// Workload is the request distribution and its hash.
+	Workload Workload `json:"workload"`
+	// Load holds the arrival and sweep settings.
+	Load Load `json:"load"`
+	// Steps holds the UTC start and end of every step, in run order.
+	Steps []StepWindow `json:"steps"`
+	// Start and End are the UTC wall-clock start and end of the whole run
+	// (zero End while it runs).
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Metadata holds free --metadata key=value pairs (values redacted when
+	// the key looks secret).
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Target describes the endpoint under test. Fields the sweep could not read
+// are NotRecorded.
+type Target struct {
+	// URL is the base URL, with any userinfo redacted.
+	URL string `json:"url"`
+	// API is "completions" or "chat".
+	API string `json:"api"`
+	// Model is the model id the requests named.
+	Model string `json:"model"`
+	// ServedModel, Root and MaxModelLen come from GET /v1/models.
+	ServedModel string `json:"served_model"`
+	Root        string `json:"root"`
+	MaxModelLen Int    `json:"max_model_len"`
+	// ServerVersion comes from GET /version.
+	ServerVersion string `json:"server_version"`
+	// EngineConfig holds the labels of vllm:cache_config_info.
+	EngineConfig Labels `json:"engine_config"`
+	// Tokenizer is how token lengths were made to match the server:
+	// "server /tokenize", "calibrated" or NotRecorded.
+	Tokenizer string `json:"tokenizer"`
+	// MetricsURL is the /metrics URL scraped for snapshots (NotRecorded when
+	// none was scraped).
+	MetricsURL string `json:"metrics_url"`
+}
+
+// Workload identifies the request distribution: its canonical JSON form and
+// the SHA-256 of that form (see CanonicalJSON).
+type Workload struct {
+	// Spec is the workload in canonical JSON (keys sorted, no spaces).
+	Spec json.RawMessage `json:"spec,omitempty"`
+	// SHA256 is the hex SHA-256 of Spec, or NotRecorded.
+	SHA256 string `json:"sha256"`
+	// Source is where the workload came from: a file path or "flags".
+	Source string `json:"source"`
+	// SavePrompts says whether prompt text was written to records.jsonl.
+	SavePrompts bool `json:"save_prompts"`
+}
+
+// Load holds the arrival process and the sweep's settings as the user gave
+// them. Zero numbers mean "not set".
+type Load struct {
+	// Mode is "open" (rates), "closed" (concurrency), "both" (rates with a
+	// max concurrency) or "burst" (rate inf).
+	Mode string `json:"mode"`
+	// Arrival is "poisson", "gamma" or "constant"; Burstiness is the gamma
+	// shape (1 = Poisson).
+	Arrival    string  `json:"arrival,omitempty"`
+	Burstiness float64 `json:"burstiness,omitempty"`
+	// Rates are the requested rates as given ("1,2,4", "auto", "inf").
+	Rates []string `json:"rates,omitempty"`
+	// Concurrency lists the closed-loop levels; MaxConcurrency caps an open
+	// loop.
+	Concurrency    []int `json:"concurrency,omitempty"`
+	MaxConcurrency int   `json:"max_concurrency,omitempty"`
+	// NumPrompts per step, or Duration per step.
+	NumPrompts int    `json:"num_prompts,omitempty"`
+	Duration   string `json:"duration,omitempty"`
+	// Warmups is the number of unmeasured warmup requests per step.
+	Warmups int `json:"warmups"`
+	// Rounds repeats each step.
+	Rounds int `json:"rounds,omitempty"`
+	// Seed seeds arrivals and workload draws.
+	Seed int64 `json:"seed"`
+	// Goodput holds the SLO thresholds in milliseconds by vLLM key
+	// (ttft, tpot, e2el).
+	Goodput map[string]float64 `json:"goodput_ms,omitempty"`
+}
+
+// StepWindow is the UTC wall-clock window of one step.
+type StepWindow struct {
+	Index int `json:"index"`
+	// Label names the step, e.g. "rate=4" or "concurrency=8".
+	Label string    `json:"label"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// New returns a Fingerprint with Tool and Host read from this process, the
+// redacted command line, Start set to start in UTC, and every other string
+// field NotRecorded.
+func New(args []string, start time.Time) Fingerprint {
+	return Fingerprint{
+		Tool:    ReadTool(),
+		Command: Redact(args),
+		Client:  ReadHost(),
+		Target: Target{
+			URL: NotRecorded, API: NotRecorded, Model: NotRecorded, ServedModel: NotRecorded,
+			Root: NotRecorded, ServerVersion: NotRecorded, Tokenizer: NotRecorded, MetricsURL: NotRecorded,
+		},
+		Workload: Workload{SHA256: NotRecorded, Source: NotRecorded},
+		Load:     Load{Mode: NotRecorded},
+		Steps:    []StepWindow{},
+		Start:    start.UTC(),
+	}
+}
+
+// OrNotRecorded returns s, or NotRecorded when s is empty.
+func OrNotRecorded(s string) string {
+	if s == "" {
+		return NotRecorded
+	}
+	return s
+}
+
+// Int is an integer field that may be unknown. It encodes as a JSON number
+// when Recorded and as the string "not-recorded" otherwise; it decodes both.
+// The zero value is not recorded.
+type Int struct {
+	Value    int64
+	Recorded bool
+}
+
+// Known returns a recorded Int.
+func Known(v int64) Int { return Int{Value: v, Recorded: true} }
+
+// String returns the number or "not-recorded".
+func (i Int) String() string {
+	if !i.Recorded {
+		return NotRecorded
+	}
+	return fmt.Sprint(i.Value)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (i Int) MarshalJSON() ([]byte, error) {
+	if !i.Recorded {
+		return json.Marshal(NotRecorded)
+	}
+	return json.Marshal(i.Value)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (i *Int) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if s != NotRecorded {
+			return fmt.Errorf("fingerprint: integer field holds string %q", s)
+		}
+		*i = Int{}
+		return nil
+	}
+	var v int64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("fingerprint: integer field: %w", err)
+	}
+	*i = Known(v)
+	return nil
+}
+
+// Labels is a label set that may be unknown: a nil Labels encodes as the
+// string "not-recorded", a non-nil one (even empty) as a JSON object.
+type Labels map[string]string
+
+// MarshalJSON implements json.Marshaler.
+func (l Labels) MarshalJSON() ([]byte, error) {
+	if l == nil {
+		return json.Marshal(NotRecorded)
+	}
+	return json.Marshal(map[string]string(l))
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *Labels) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if s != NotRecorded {
+			return fmt.Errorf("fingerprint: label set holds string %q", s)
+		}
+		*l = nil
+		return nil
+	}
+	m := map[string]string{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("fingerprint: label set: %w", err)
+	}
+	*l = m
+	return nil
+}
+
+// CanonicalJSON encodes v as canonical JSON: object keys sorted at every
+// level, no insignificant whitespace, numbers kept as written. Two workloads
+// that differ only in key order or struct layout hash the same.
+func CanonicalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode workload: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, fmt.Errorf("decode workload: %w", err)
+	}
+	// encoding/json writes map keys sorted, so re-encoding the generic form
+	// sorts every object.
+	out, err := json.Marshal(generic)
+	if err != nil {
+		return nil, fmt.Errorf("encode workload: %w", err)
+	}
+	return out, nil
+}
+
+// HashWorkload returns a Workload with the canonical JSON of spec and its
+// SHA-256, or an error when spec cannot be encoded.
+func HashWorkload(spec any, source string) (Workload, error) {
+	c, err := CanonicalJSON(spec)
+	if err != nil {
+		return Workload{SHA256: NotRecorded, Source: OrNotRecorded(source)}, err
+	}
+	sum := sha256.Sum256(c)
+	return Workload{Spec: c, SHA256: hex.EncodeToString(sum[:]), Source: OrNotRecorded(source)}, nil
+}

@@ -1,0 +1,368 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Plot titles, also used by tests and docs.
+const (
+	GoodputTitleRate        = "Goodput vs offered rate"
+	GoodputTitleConcurrency = "Goodput vs concurrency"
+	TTFTTitle               = "TTFT percentiles"
+	TPOTTitle               = "TPOT percentiles"
+)
+
+var (
+	colGoodput    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	colThroughput = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+	colOffered    = color.RGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xff}
+	colKnee       = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	colSLO        = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	colInvalid    = color.RGBA{R: 0x90, G: 0x90, B: 0x90, A: 0xff}
+	colP          = []color.RGBA{
+		{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // p50
+		{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // p90
+		{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // p99
+	}
+	dashed = []vg.Length{vg.Points(6), vg.Points(3)}
+	dotted = []vg.Length{vg.Points(2), vg.Points(2)}
+)
+
+// legendRoom scales the y axis above the highest value so that the legend
+// (top left) sits above the data.
+const legendRoom = 1.45
+
+// newPlot returns a plot with the common layout: title, grid, legend at the
+// top left.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.Padding = vg.Points(8)
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(6)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// plottable reports whether a step can be drawn: a finite level above 0.
+func plottable(s Sweep, st Step) bool {
+	l := st.Level(s.Mode)
+	return l > 0 && !math.IsInf(l, 0) && !math.IsNaN(l)
+}
+
+// levelSeries returns, per distinct level of the plottable steps accepted
+// by keep, the mean of get over those steps, sorted by level. Non-finite
+// values are dropped.
+func levelSeries(s Sweep, keep func(Step) bool, get func(Step) float64) plotter.XYs {
+	sum := map[float64]float64{}
+	n := map[float64]int{}
+	for _, st := range s.Steps {
+		if !plottable(s, st) || !keep(st) {
+			continue
+		}
+		v := get(st)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		l := st.Level(s.Mode)
+		sum[l] += v
+		n[l]++
+	}
+	xys := make(plotter.XYs, 0, len(sum))
+	for l, v := range sum {
+		xys = append(xys, plotter.XY{X: l, Y: v / float64(n[l])})
+	}
+	sort.Slice(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
+	return xys
+}
+
+// points returns one point per plottable step accepted by keep.
+func points(s Sweep, keep func(Step) bool, get func(Step) float64) plotter.XYs {
+	var xys plotter.XYs
+	for _, st := range s.Steps {
+		if !plottable(s, st) || !keep(st) {
+			continue
+		}
+		if v := get(st); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xys = append(xys, plotter.XY{X: st.Level(s.Mode), Y: v})
+		}
+	}
+	return xys
+}
+
+func isValid(st Step) bool   { return st.Valid }
+func isInvalid(st Step) bool { return !st.Valid }
+
+// addLine adds a line with points (when xys is not empty) to p under name.
+func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dash []vg.Length, glyph draw.GlyphDrawer) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	l, sc, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", name, err)
+	}
+	l.Color = c
+	l.Width = vg.Points(1.5)
+	l.Dashes = dash
+	sc.Color = c
+	sc.Shape = glyph
+	sc.Radius = vg.Points(2.5)
+	p.Add(l, sc)
+	p.Legend.Add(name, l, sc)
+	return nil
+}
+
+// addGuide adds a straight line from (x0, y0) to (x1, y1).
+func addGuide(p *plot.Plot, name string, x0, y0, x1, y1 float64, c color.Color, dash []vg.Length) error {
+	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y1}})
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", name, err)
+	}
+	l.Color = c
+	l.Width = vg.Points(1)
+	l.Dashes = dash
+	p.Add(l)
+	if name != "" {
+		p.Legend.Add(name, l)
+	}
+	return nil
+}
+
+// addInvalid adds crosses at the invalid steps' values.
+func addInvalid(p *plot.Plot, xys plotter.XYs, legend bool) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return fmt.Errorf("plot invalid steps: %w", err)
+	}
+	sc.Color = colInvalid
+	sc.Shape = draw.CrossGlyph{}
+	sc.Radius = vg.Points(4)
+	p.Add(sc)
+	if legend {
+		p.Legend.Add("invalid step (excluded)", sc)
+	}
+	return nil
+}
+
+// addKnee draws the knee as a vertical line from 0 to top, labelled.
+func addKnee(p *plot.Plot, s Sweep, top float64) error {
+	if !s.Knee.Found || s.Knee.Level <= 0 || top <= 0 {
+		return nil
+	}
+	k := s.Knee.Level
+	if err := addGuide(p, "", k, 0, k, top, colKnee, dashed); err != nil {
+		return err
+	}
+	lb, err := plotter.NewLabels(plotter.XYLabels{
+		XYs:    []plotter.XY{{X: k, Y: top}},
+		Labels: []string{"knee " + s.levelText(k)},
+	})
+	if err != nil {
+		return fmt.Errorf("plot knee label: %w", err)
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Color = colKnee
+		lb.TextStyle[i].XAlign = draw.XLeft
+	}
+	lb.Offset = vg.Point{X: vg.Points(3), Y: vg.Points(2)}
+	p.Add(lb)
+	return nil
+}
+
+// maxY returns the largest Y of the series (0 when none).
+func maxY(series ...plotter.XYs) float64 {
+	m := 0.0
+	for _, xys := range series {
+		for _, xy := range xys {
+			m = math.Max(m, xy.Y)
+		}
+	}
+	return m
+}
+
+func maxX(series ...plotter.XYs) float64 {
+	m := 0.0
+	for _, xys := range series {
+		for _, xy := range xys {
+			m = math.Max(m, xy.X)
+		}
+	}
+	return m
+}
+
+// noData marks an empty plot.
+func noData(p *plot.Plot) error {
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: 0.5, Y: 0.5}}, Labels: []string{"no plottable step"}})
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	p.Add(lb)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	return nil
+}
+
+// GoodputSVG draws goodput.svg: goodput and request throughput against the
+// offered rate (or concurrency in closed loop), with the y = x line of a
+// server that keeps up, the knee rule's ratio line, invalid steps as crosses
+// and the knee as a vertical line. Steps at the same level (rounds) are
+// averaged for the lines. Burst steps are not drawn.
+func GoodputSVG(s Sweep) ([]byte, error) {
+	p := newPlot(GoodputTitleRate, "offered rate (req/s)", "requests/s")
+	if s.closed() {
+		p.Title.Text = GoodputTitleConcurrency
+		p.X.Label.Text = "concurrency"
+	}
+
+	good := levelSeries(s, isValid, func(st Step) float64 { return st.Goodput })
+	thr := levelSeries(s, isValid, func(st Step) float64 { return st.RequestThroughput })
+	bad := points(s, isInvalid, func(st Step) float64 { return st.Goodput })
+	if len(good)+len(thr)+len(bad) == 0 {
+		if err := noData(p); err != nil {
+			return nil, err
+		}
+		return savePlot(p, 8*vg.Inch, 5*vg.Inch)
+	}
+	xmax := maxX(good, thr, bad)
+	top := maxY(good, thr, bad)
+	if !s.closed() {
+		top = math.Max(top, xmax)
+		if err := addGuide(p, "offered (y = x)", 0, 0, xmax, xmax, colOffered, dashed); err != nil {
+			return nil, err
+		}
+		r := s.ratio()
+		if err := addGuide(p, fmt.Sprintf("%s of offered", pct(r)), 0, 0, xmax, r*xmax, colOffered, dotted); err != nil {
+			return nil, err
+		}
+	}
+	if err := addLine(p, "goodput", good, colGoodput, nil, draw.CircleGlyph{}); err != nil {
+		return nil, err
+	}
+	if err := addLine(p, "request throughput", thr, colThroughput, dashed, draw.SquareGlyph{}); err != nil {
+		return nil, err
+	}
+	if err := addInvalid(p, bad, true); err != nil {
+		return nil, err
+	}
+	if err := addKnee(p, s, top); err != nil {
+		return nil, err
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	p.X.Max = xmax * 1.04
+	p.Y.Max = top * legendRoom
+	return savePlot(p, 8*vg.Inch, 5*vg.Inch)
+}
+
+// latencyPlot draws one metric's p50/p90/p99 against the level with its SLO
+// threshold (thr > 0) and the knee.
+func latencyPlot(s Sweep, title string, get func(Step) Summary, thr float64) (*plot.Plot, error) {
+	p := newPlot(title, "offered rate (req/s)", "ms")
+	if s.closed() {
+		p.X.Label.Text = "concurrency"
+	}
+
+	has := func(st Step) bool { return get(st).N > 0 }
+	validHas := func(st Step) bool { return st.Valid && has(st) }
+	ps := []struct {
+		name string
+		get  func(Summary) float64
+		dash []vg.Length
+	}{
+		{"p50", func(x Summary) float64 { return x.P50 }, nil},
+		{"p90", func(x Summary) float64 { return x.P90 }, dotted},
+		{"p99", func(x Summary) float64 { return x.P99 }, dashed},
+	}
+	var all []plotter.XYs
+	for i, q := range ps {
+		xys := levelSeries(s, validHas, func(st Step) float64 { return q.get(get(st)) })
+		all = append(all, xys)
+		if err := addLine(p, q.name, xys, colP[i], q.dash, draw.CircleGlyph{}); err != nil {
+			return nil, err
+		}
+	}
+	bad := points(s, func(st Step) bool { return !st.Valid && has(st) }, func(st Step) float64 { return get(st).P99 })
+	all = append(all, bad)
+	if err := addInvalid(p, bad, true); err != nil {
+		return nil, err
+	}
+	if maxX(all...) == 0 {
+		if err := noData(p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	top := maxY(all...)
+	if thr > 0 {
+		top = math.Max(top, thr)
+		if err := addGuide(p, fmt.Sprintf("SLO %s ms", num(thr)), 0, thr, maxX(all...), thr, colSLO, dashed); err != nil {
+			return nil, err
+		}
+	}
+	if err := addKnee(p, s, top); err != nil {
+		return nil, err
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	p.X.Max = maxX(all...) * 1.04
+	p.Y.Max = top * legendRoom
+	return p, nil
+}
+
+// LatencySVG draws latency.svg: two panels, TTFT and TPOT p50/p90/p99
+// against the offered rate (or concurrency), each with its SLO threshold as
+// a horizontal line and the knee as a vertical one. Invalid steps' p99s are
+// crosses; burst steps are not drawn.
+func LatencySVG(s Sweep) ([]byte, error) {
+	x := "offered rate"
+	if s.closed() {
+		x = "concurrency"
+	}
+	ttft, err := latencyPlot(s, TTFTTitle+" vs "+x, func(st Step) Summary { return st.TTFT }, s.SLO.TTFTMS)
+	if err != nil {
+		return nil, err
+	}
+	tpot, err := latencyPlot(s, TPOTTitle+" vs "+x, func(st Step) Summary { return st.TPOT }, s.SLO.TPOTMS)
+	if err != nil {
+		return nil, err
+	}
+	w, h := 8*vg.Inch, 9*vg.Inch
+	c := vgsvg.New(w, h)
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadX: vg.Points(6), PadY: vg.Points(18)}
+	plots := [][]*plot.Plot{{ttft}, {tpot}}
+	canvases := plot.Align(plots, tiles, dc)
+	ttft.Draw(canvases[0][0])
+	tpot.Draw(canvases[1][0])
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("write latency svg: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func savePlot(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	wt, err := p.WriterTo(w, h, "svg")
+	if err != nil {
+		return nil, fmt.Errorf("render svg: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("write svg: %w", err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,582 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+)
+
+var t0 = time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC)
+
+// lat builds a latency summary whose percentiles scale from base.
+func lat(n int, base float64) Summary {
+	s := Summary{N: n, Mean: base * 1.1, Median: base, Std: base / 5, P50: base, P90: base * 1.5, P99: base * 2}
+	if n < MinP99Samples {
+		s.P99CILow, s.P99CIHigh = base*1.8, base*2.4
+	}
+	return s
+}
+
+// step builds an open-loop step at rate r with goodput g and TTFT/TPOT
+// medians ttft/tpot.
+func step(i int, r, g, ttft, tpot float64, n int) Step {
+	st := Step{
+		Index: i, Label: "rate=" + num(r), Rate: r, AchievedRate: r * 0.99,
+		Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i)*time.Minute + 50*time.Second),
+		Duration: 50, Completed: n, RequestThroughput: g * 1.02, Goodput: g, OutputThroughput: g * 128, TotalTokenThroughput: g * 640,
+		TTFT: lat(n, ttft), TPOT: lat(n, tpot), ITL: lat(n*127, tpot), E2EL: lat(n, ttft+127*tpot), SendLag: lat(n, 0.2),
+		InputTokens:           TokenDist{N: n, Mean: 512, P10: 410, P50: 512, P90: 600, P99: 612, Max: 614},
+		RequestedOutputTokens: TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
+		OutputTokens:          TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
+		FinishReasons:         map[string]int{"length": n},
+		SLOChecks: []SLOCheck{
+			{Metric: "ttft", ThresholdMS: 800, P99MS: ttft * 2, Held: ttft*2 <= 800, Reliable: n >= 100},
+			{Metric: "tpot", ThresholdMS: 50, P99MS: tpot * 2, Held: tpot*2 <= 50, Reliable: n >= 100},
+		},
+		Valid: true, Idle: IdleProven, IdleDetail: "running 0, waiting 0",
+		Server: Server{Recorded: true, PromptTokens: Val(512 * float64(n)), GenerationTokens: Val(128 * float64(n)),
+			Preemptions: Val(0), PrefixHitRate: Val(0.42), MaxRunning: Val(r * 2), MaxWaiting: Val(0), MaxKVCacheUsage: Val(0.31),
+			TTFT: Quantiles{P50: Val(ttft * 0.9), P90: Val(ttft * 1.3), P99: Val(ttft * 1.8)}, ITL: Quantiles{P99: Val(tpot * 2)},
+			E2EL: Quantiles{P99: Val(ttft + 250*tpot)}, ClientMinusServerTTFTMS: Val(ttft * 0.1)},
+	}
+	return st
+}
+
+// ladder is an open-loop sweep with its knee at 8 req/s: 16 breaks the
+// TTFT SLO and goodput, 32 is invalid (client-saturated).
+func ladder() Sweep {
+	fp := fingerprint.New([]string{"llmprobe", "sweep", "--rates", "1,2,4,8,16,32", "--api-key=sk-123"}, t0)
+	fp.Target.URL = "http://127.0.0.1:8000"
+	fp.Target.API = "completions"
+	fp.Target.Model = "llama"
+	fp.Target.ServedModel = "llama"
+	fp.Target.MaxModelLen = fingerprint.Known(4096)
+	fp.Target.EngineConfig = fingerprint.Labels{"block_size": "16", "enable_prefix_caching": "True"}
+	fp.Load = fingerprint.Load{Mode: ModeOpen, Arrival: "poisson", Burstiness: 1, Rates: []string{"1", "2", "4", "8", "16", "32"}, NumPrompts: 200, Warmups: 4, Seed: 7}
+	fp.End = t0.Add(10 * time.Minute)
+	s16 := step(4, 16, 9.5, 700, 30, 200)
+	s16.Failed = 12
+	s16.FailedByClass = map[string]int{"http_5xx": 10, "timeout": 2}
+	s32 := step(5, 32, 9.8, 3000, 45, 60)
+	s32.Valid = false
+	s32.Invalid = []string{"client-saturated: send-lag p99 23 ms > 10 ms"}
+	s32.Idle, s32.IdleDetail = IdleNotRecorded, "metrics scrape failed"
+	s32.Server = Server{Reason: "scrape of http://127.0.0.1:8000/metrics failed: connection refused"}
+	return Sweep{
+		Name:        "ladder",
+		Fingerprint: fp,
+		Mode:        ModeOpen,
+		SLO:         SLO{TTFTMS: 800, TPOTMS: 50},
+		Steps: []Step{
+			step(0, 1, 1, 80, 12, 200), step(1, 2, 2, 85, 13, 200), step(2, 4, 3.96, 95, 15, 200),
+			step(3, 8, 7.8, 160, 20, 200), s16, s32,
+		},
+		Knee:     Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "highest passing level 8, first failing level 16"},
+		Complete: true,
+	}
+}
+
+func TestAnalysis(t *testing.T) {
+	type check struct {
+		name    string
+		sweep   func() Sweep
+		want    []string
+		notWant []string
+	}
+	tests := []check{
+		{
+			name:  "knee found",
+			sweep: ladder,
+			want: []string{
+				"# llmprobe sweep: ladder",
+				"**Capacity knee: 8 req/s.**",
+				"At 16 req/s it no longer does: TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; goodput 9.5 req/s is 59.4% of the offered 16 req/s (needs 90%)",
+				"The highest goodput measured was **9.5 req/s**, at 16 req/s.",
+				"1 of 6 steps are invalid",
+				"| 3 | 8 | 7.92 | 200 | 0 | 7.96 | 7.8 | 97.5% | 998 | 160 | 320 | 20 | 40 | 5400 | yes | **knee** |",
+				"| 4 | 16 |",
+				"| 5 | 32 |",
+				"6000*",
+				"| 5 | **no** | client-saturated: send-lag p99 23 ms > 10 ms |",
+				"(95% CI 5400–7200)",
+				"| 4 | 12 | 5.7% | http_5xx: 10, timeout: 2 |",
+				"410 / 512 / 600 / 612 / 614",
+				"length: 200",
+				"block_size=16, enable_prefix_caching=True",
+				"max_model_len 4096",
+				"'--api-key=<redacted>'",
+				"![goodput and throughput vs offered rate](goodput.svg)",
+				"![TTFT and TPOT percentiles vs offered rate](latency.svg)",
+				"| 5 | not-recorded |",
+				"step 5: scrape of http://127.0.0.1:8000/metrics failed: connection refused",
+				"42%",
+				"`not-recorded` means",
+				"- `target.server_version`: from GET /version (vLLM only)",
+				"- `target.root`: from GET /v1/models",
+				"Idle proof not recorded before step(s) 5",
+				"TTFT <= 800 ms, TPOT <= 50 ms",
+			},
+			notWant: []string{"sk-123", "did not complete", "No knee"},
+		},
+		{
+			name: "every level passes",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Steps = s.Steps[:4]
+				s.Knee = Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; the knee is above 8"}
+				return s
+			},
+			want:    []string{"**No knee found: the endpoint kept up at every level tried, up to 8 req/s.**", "- Knee: not found; above 8 req/s"},
+			notWant: []string{"**knee**", "Capacity knee"},
+		},
+		{
+			name: "no level passes",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Steps = s.Steps[4:5]
+				s.Knee = Knee{Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "no level passed; the knee is below 16"}
+				return s
+			},
+			want: []string{"**No knee found: no level tried kept up**, not even 16 req/s (TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; goodput 9.5 req/s is 59.4%"},
+		},
+		{
+			name: "every step invalid",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Steps = s.Steps[5:]
+				s.Knee = Knee{Reason: "no valid step: the knee cannot be decided"}
+				return s
+			},
+			want: []string{"**No knee can be decided: every step is invalid**"},
+		},
+		{
+			name: "interrupted",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Complete, s.InterruptedReason = false, "SIGINT during step 5"
+				return s
+			},
+			want: []string{"**This sweep did not complete** (SIGINT during step 5).", "| complete | no: SIGINT during step 5 |"},
+		},
+		{
+			name:  "no steps",
+			sweep: func() Sweep { return Sweep{Name: "empty", Fingerprint: fingerprint.New(nil, t0), Complete: true} },
+			want:  []string{"No step ran, so there is nothing to conclude.", "No step ran.", "| command | not-recorded |"},
+		},
+		{
+			name: "server without metrics",
+			sweep: func() Sweep {
+				s := ladder()
+				for i := range s.Steps {
+					s.Steps[i].Server = Server{Reason: "GET http://127.0.0.1:8000/metrics: 404"}
+					s.Steps[i].Idle, s.Steps[i].IdleDetail = IdleNotRecorded, "no vllm:num_requests_* metrics"
+				}
+				return s
+			},
+			want: []string{"**not-recorded**: no step has usable server metrics (GET http://127.0.0.1:8000/metrics: 404)",
+				"Idle proof not recorded before step(s) 0, 1, 2, 3, 4, 5"},
+		},
+		{
+			name: "closed loop",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Mode = ModeClosed
+				for i := range s.Steps {
+					s.Steps[i].Concurrency = 1 << i
+					s.Steps[i].Rate = 0
+				}
+				s.Knee = Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16}
+				return s
+			},
+			want: []string{"**Capacity knee: concurrency 8.**", "| step | concurrency |", "vs concurrency](goodput.svg)"},
+		},
+		{
+			name: "burst and notes",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Mode = ModeBurst
+				s.Steps = []Step{step(0, math.Inf(1), 5, 2000, 30, 200)}
+				s.Knee = Knee{}
+				s.Notes = []string{"rate inf is a burst, not an open loop"}
+				return s
+			},
+			want: []string{"> Note: rate inf is a burst, not an open loop", "| 0 | inf |", "burst |", "Burst steps (rate inf)"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(Analysis(tc.sweep()))
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("analysis.md lacks %q", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("analysis.md contains %q", w)
+				}
+			}
+			if t.Failed() {
+				t.Logf("analysis.md:\n%s", got)
+			}
+		})
+	}
+}
+
+// svgTexts checks that b is well-formed XML with an <svg> root and returns
+// the character data of its <text> elements.
+func svgTexts(t *testing.T, b []byte) []string {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	var texts []string
+	var stack []string
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("svg is not valid XML: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = el.Name.Local
+			}
+			stack = append(stack, el.Name.Local)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if len(stack) > 0 && stack[len(stack)-1] == "text" {
+				texts = append(texts, string(el))
+			}
+		}
+	}
+	if root != "svg" || len(stack) != 0 {
+		t.Fatalf("root element %q, %d unclosed elements", root, len(stack))
+	}
+	return texts
+}
+
+func TestSVG(t *testing.T) {
+	closed := func() Sweep {
+		s := ladder()
+		s.Mode = ModeClosed
+		for i := range s.Steps {
+			s.Steps[i].Concurrency, s.Steps[i].Rate = 1<<i, 0
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		render  func(Sweep) ([]byte, error)
+		sweep   func() Sweep
+		want    []string
+		notWant []string
+	}{
+		{"goodput", GoodputSVG, ladder,
+			[]string{GoodputTitleRate, "offered rate (req/s)", "goodput", "request throughput", "offered (y = x)", "90% of offered", "knee 8 req/s", "invalid step (excluded)"}, nil},
+		{"goodput closed loop", GoodputSVG, closed,
+			[]string{GoodputTitleConcurrency, "concurrency", "knee concurrency 8"}, []string{"offered (y = x)"}},
+		{"goodput without knee", GoodputSVG, func() Sweep { s := ladder(); s.Knee.Found = false; return s },
+			[]string{GoodputTitleRate}, []string{"knee 8 req/s"}},
+		{"goodput empty", GoodputSVG, func() Sweep { return Sweep{} }, []string{GoodputTitleRate, "no plottable step"}, nil},
+		{"latency", LatencySVG, ladder,
+			[]string{TTFTTitle + " vs offered rate", TPOTTitle + " vs offered rate", "p50", "p90", "p99", "SLO 800 ms", "SLO 50 ms", "knee 8 req/s"}, nil},
+		{"latency without SLO", LatencySVG, func() Sweep { s := ladder(); s.SLO = SLO{}; return s },
+			[]string{TTFTTitle + " vs offered rate"}, []string{"SLO 800 ms"}},
+		{"latency empty", LatencySVG, func() Sweep { return Sweep{} }, []string{TTFTTitle, "no plottable step"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := tc.render(tc.sweep())
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts := strings.Join(svgTexts(t, b), "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(texts, w) {
+					t.Errorf("svg texts lack %q; have:\n%s", w, texts)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(texts, w) {
+					t.Errorf("svg texts contain %q", w)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	tests := []struct {
+		name  string
+		sweep func() Sweep
+		want  []string
+	}{
+		{"knee", ladder, []string{"knee: 8 req/s (first failing: 16 req/s)", "max goodput: 9.5 req/s at 16 req/s",
+			"step 5 invalid: client-saturated: send-lag p99 23 ms > 10 ms", "6000*"}},
+		{"interrupted, no knee", func() Sweep {
+			s := ladder()
+			s.Knee = Knee{Level: 16}
+			s.Complete, s.InterruptedReason = false, "SIGINT"
+			return s
+		}, []string{"knee: not found, above 16 req/s", "incomplete: SIGINT"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.sweep()
+			var b bytes.Buffer
+			if err := WriteTable(&b, s); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			lines := strings.Split(out, "\n")
+			rows := lines[:len(s.Steps)+1]
+			// Right-aligned columns: every row ends where the header does,
+			// the knee row has its mark after that.
+			for _, r := range rows[1:] {
+				want := len(rows[0])
+				if strings.HasSuffix(r, "<- knee") {
+					want += len("  <- knee")
+				}
+				if len(r) != want {
+					t.Errorf("row width %d, want %d:\n%s\n%s", len(r), want, rows[0], r)
+				}
+			}
+			if !strings.HasSuffix(strings.Fields(rows[0])[1], "rate") || !strings.Contains(rows[0], "TTFT p99") {
+				t.Errorf("header = %q", rows[0])
+			}
+			kneeRows := 0
+			for _, r := range rows {
+				if strings.HasSuffix(r, "<- knee") {
+					kneeRows++
+					if f := strings.Fields(r); f[0] != "3" || f[1] != "8" {
+						t.Errorf("knee marks row %q, want step 3 at 8", r)
+					}
+				}
+			}
+			if want := map[bool]int{true: 1, false: 0}[s.Knee.Found]; kneeRows != want {
+				t.Errorf("%d rows marked knee, want %d", kneeRows, want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("table lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	r, err := artifacts.Create(t.TempDir(), "report", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ladder()
+	if err := WriteFiles(r, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Finish(artifacts.Manifest{Fingerprint: s.Fingerprint}, true); err != nil {
+		t.Fatal(err)
+	}
+	m, err := artifacts.ReadManifest(r.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range m.Files {
+		names = append(names, f.Path)
+	}
+	if got, want := strings.Join(names, ","), "analysis.md,goodput.svg,latency.svg"; got != want {
+		t.Errorf("files = %s, want %s", got, want)
+	}
+	if p, err := artifacts.Verify(r.Dir()); err != nil || len(p) != 0 {
+		t.Errorf("Verify = %v, %v", p, err)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) WriteFile(string, []byte) error { return errors.New("disk full") }
+
+func TestWriteFilesError(t *testing.T) {
+	if err := WriteFiles(failWriter{}, ladder()); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteFiles = %v, want the write error", err)
+	}
+}
+
+func TestNum(t *testing.T) {
+	tests := []struct {
+		name string
+		in   float64
+		want string
+	}{
+		{"integer", 8, "8"},
+		{"large", 1234.56, "1235"},
+		{"tens", 12.345, "12.3"},
+		{"tens trims zero", 12.0001, "12"},
+		{"units", 1.234, "1.23"},
+		{"units trims zeros", 2.5, "2.5"},
+		{"small", 0.012345, "0.0123"},
+		{"negative", -3.5, "-3.5"},
+		{"nan", math.NaN(), "-"},
+		{"inf", math.Inf(1), "inf"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := num(tc.in); got != tc.want {
+				t.Errorf("num(%v) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// fakeClock is a manual clock for plain progress.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func TestProgressPlain(t *testing.T) {
+	tests := []struct {
+		name  string
+		total int
+		steps []struct {
+			add     int
+			advance time.Duration
+		}
+		want []string
+	}{
+		{
+			name:  "deciles",
+			total: 20,
+			steps: repeat(20, 1, 100*time.Millisecond),
+			want: []string{"step 1: 2/20 (10%) 200ms elapsed", "step 1: 4/20 (20%) 400ms elapsed", "step 1: 6/20 (30%) 600ms elapsed",
+				"step 1: 8/20 (40%) 800ms elapsed", "step 1: 10/20 (50%) 1s elapsed", "step 1: 12/20 (60%) 1.2s elapsed",
+				"step 1: 14/20 (70%) 1.4s elapsed", "step 1: 16/20 (80%) 1.6s elapsed", "step 1: 18/20 (90%) 1.8s elapsed",
+				"step 1: 20/20 (100%) 2s elapsed, finished"},
+		},
+		{
+			name:  "slow progress prints every interval",
+			total: 1000,
+			steps: repeat(3, 1, 6*time.Second),
+			want: []string{"step 1: 1/1000 (0%) 6s elapsed", "step 1: 2/1000 (0%) 12s elapsed", "step 1: 3/1000 (0%) 18s elapsed",
+				"step 1: 3/1000 (0%) 18s elapsed, finished"},
+		},
+		{
+			name:  "unknown total",
+			total: 0,
+			steps: repeat(4, 5, 3*time.Second),
+			want:  []string{"step 1: 10 done, 6s elapsed", "step 1: 20 done, 12s elapsed", "step 1: 20 done, 12s elapsed, finished"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			c := &fakeClock{t: t0}
+			p := newProgress(&b, tc.total, "step 1", false, c.now)
+			for _, s := range tc.steps {
+				c.t = c.t.Add(s.advance)
+				p.Add(s.add)
+			}
+			p.Finish()
+			p.Finish()
+			p.Add(5)
+			got := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func repeat(n, add int, advance time.Duration) []struct {
+	add     int
+	advance time.Duration
+} {
+	out := make([]struct {
+		add     int
+		advance time.Duration
+	}, n)
+	for i := range out {
+		out[i].add, out[i].advance = add, advance
+	}
+	return out
+}
+
+func TestProgressTerminal(t *testing.T) {
+	tests := []struct {
+		name  string
+		total int
+		adds  int
+		want  string
+	}{
+		{"complete", 10, 10, "10/10"},
+		{"interrupted", 10, 4, "4/10"},
+		{"unknown total", 0, 3, "3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			p := newProgress(&b, tc.total, "rate=4", true, time.Now)
+			for range tc.adds {
+				p.Add(1)
+			}
+			p.Finish()
+			out := b.String()
+			if !strings.Contains(out, "rate=4") || !strings.Contains(out, tc.want) || !strings.HasSuffix(out, "\n") {
+				t.Errorf("bar output %q lacks the description, %q or the final newline", out, tc.want)
+			}
+		})
+	}
+	t.Run("a buffer and a pipe are not terminals", func(t *testing.T) {
+		if isTerminal(&bytes.Buffer{}) {
+			t.Error("bytes.Buffer is a terminal")
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		if isTerminal(w) {
+			t.Error("a pipe is a terminal")
+		}
+	})
+}
+
+func TestProgressConcurrent(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		var b bytes.Buffer
+		p := newProgress(&b, 400, "c", tty, time.Now)
+		done := make(chan struct{})
+		for range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for range 100 {
+					p.Add(1)
+				}
+			}()
+		}
+		for range 4 {
+			<-done
+		}
+		p.Finish()
+		if p.done != 400 {
+			t.Errorf("tty=%v: done = %d, want 400", tty, p.done)
+		}
+		if !strings.Contains(b.String(), "400/400") {
+			t.Errorf("tty=%v: output lacks 400/400: %q", tty, b.String())
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package simulator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// maxBodyBytes caps request bodies.
+const maxBodyBytes = 32 << 20
+
+func (s *Simulator) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern, name string, h http.HandlerFunc) {
+		mux.Handle(pattern, s.instrument(name, h))
+	}
+	handle("GET /v1/models", "/v1/models", s.handleModels)
+	handle("POST /v1/completions", "/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		s.generate(w, r, kindCompletion)
+	})
+	handle("POST /v1/chat/completions", "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		s.generate(w, r, kindChat)
+	})
+	handle("POST /tokenize", "/tokenize", s.handleTokenize)
+	handle("POST /detokenize", "/detokenize", s.handleDetokenize)
+	handle("GET /version", "/version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": Version})
+	})
+	handle("GET /health", "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET /metrics", s.instrument("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+	})
+	return mux
+}
+
+// statusRecorder remembers the status for http_requests_total; Unwrap lets
+// http.ResponseController reach Flush and Hijack.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument counts requests in http_requests_total{handler,method,status}
+// with status classes (2xx..5xx) as prometheus_fastapi_instrumentator does.
+// A reset connection (no status) is not counted.
+func (s *Simulator) instrument(name string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if rec.status != 0 {
+				s.m.httpRequests.WithLabelValues(name, r.Method, strconv.Itoa(rec.status/100)+"xx").Inc()
+			}
+		}()
+		h.ServeHTTP(rec, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// apiError is a vLLM-shaped error: {"error": {"message", "type", "param", "code"}}.
+type apiError struct {
+	Status  int
+	Type    string
+	Message string
+	Param   string // empty: null
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// errorBody is vLLM's ErrorResponse JSON, fields in vLLM's order.
+type errorBody struct {
+	Error errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+func (e *apiError) body() errorBody {
+	var param *string
+	if e.Param != "" {
+		param = &e.Param
+	}
+	return errorBody{errorInfo{Message: e.Message, Type: e.Type, Param: param, Code: e.Status}}
+}
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "BadRequestError", Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) { writeJSON(w, e.Status, e.body()) }
+
+// readJSON decodes the request body into v; errors are 400s.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return badRequest("", "request body larger than %d bytes", tooBig.Limit)
+		}
+		return badRequest("", "read request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("", "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// checkModel answers vLLM's 404 for a model other than the served one; an
+// absent model means the served one.
+func (s *Simulator) checkModel(model *string) *apiError {
+	if model == nil || *model == s.cfg.Model {
+		return nil
+	}
+	return &apiError{Status: http.StatusNotFound, Type: "NotFoundError",
+		Message: fmt.Sprintf("The model `%s` does not exist.", *model), Param: "model"}
+}
+
+func (s *Simulator) handleModels(w http.ResponseWriter, _ *http.Request) {
+	card := map[string]any{
+		"id": s.cfg.Model, "object": "model", "created": s.created, "owned_by": "vllm",
+		"root": s.cfg.Model, "parent": nil, "max_model_len": s.cfg.MaxModelLen,
+		"permission": []any{map[string]any{
+			"id": "modelperm-llmprobe-sim", "object": "model_permission", "created": s.created,
+			"allow_create_engine": false, "allow_sampling": true, "allow_logprobs": true,
+			"allow_search_indices": false, "allow_view": true, "allow_fine_tuning": false,
+			"organization": "*", "group": nil, "is_blocking": false,
+		}},
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{card}})
+}
+
+type tokenizeRequest struct {
+	Model               *string       `json:"model"`
+	Prompt              *string       `json:"prompt"`
+	Messages            []chatMessage `json:"messages"`
+	AddGenerationPrompt *bool         `json:"add_generation_prompt"`
+}
+
+func (s *Simulator) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	var req tokenizeRequest
+	if e := readJSON(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		writeError(w, e)
+		return
+	}
+	var ids []int
+	switch {
+	case req.Prompt != nil && req.Messages != nil:
+		writeError(w, badRequest("", "give either prompt or messages, not both"))
+		return
+	case req.Prompt != nil:
+		ids = tokenize(*req.Prompt)
+	case req.Messages != nil:
+		text, err := renderChat(req.Messages, req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
+		if err != nil {
+			writeError(w, badRequest("messages", "%v", err))
+			return
+		}
+		ids = tokenize(text)
+	default:
+		writeError(w, badRequest("prompt", "either prompt or messages must be given"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"count": len(ids), "max_model_len": s.cfg.MaxModelLen, "tokens": ids, "token_strs": nil,
+	})
+}
+
+func (s *Simulator) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model  *string `json:"model"`
+		Tokens *[]int  `json:"tokens"`
+	}
+	if e := readJSON(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Tokens == nil {
+		writeError(w, badRequest("tokens", "tokens must be given"))
+		return
+	}
+	text, err := detokenize(*req.Tokens)
+	if err != nil {
+		writeError(w, badRequest("tokens", "%v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
+}

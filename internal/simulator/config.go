@@ -1,0 +1,332 @@
+package simulator
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// Config holds every parameter of a Simulator. The zero value is not usable:
+// start from DefaultConfig and change what you need, then Validate (New
+// validates too). A Config is a plain value; copying it is safe.
+type Config struct {
+	// Model is the served model name (`--model`), the only id /v1/models
+	// lists and the only `model` value requests may name. Default "llmprobe-sim".
+	Model string
+
+	// MaxNumSeqs is the most sequences in the running batch (`--max-num-seqs`,
+	// vLLM's max_num_seqs). Default 256.
+	MaxNumSeqs int
+	// MaxNumBatchedTokens is the per-step token budget shared by decodes and
+	// (chunked) prefills (`--max-num-batched-tokens`). Default 8192.
+	MaxNumBatchedTokens int
+	// MaxModelLen is the context length: prompt + max_tokens must fit
+	// (`--max-model-len`). Default 8192.
+	MaxModelLen int
+	// BlockSize is the number of tokens per KV cache block (`--block-size`).
+	// Default 16.
+	BlockSize int
+	// NumGPUBlocks is the KV cache capacity in blocks (`--num-gpu-blocks`).
+	// Default 16384 (262144 tokens).
+	NumGPUBlocks int
+	// EnablePrefixCaching turns on prefix caching by chained hashes of full
+	// prompt blocks (`--enable-prefix-caching`). Default true, as vLLM V1.
+	EnablePrefixCaching bool
+
+	// StepBase is the fixed cost of one engine step (`--step-base`). Default 10ms.
+	StepBase time.Duration
+	// StepPerPrefillToken is the added step cost per prompt token computed in
+	// the step (`--step-per-prefill-token`). Default 20µs.
+	StepPerPrefillToken time.Duration
+	// StepPerSeq is the added step cost per sequence scheduled in the step
+	// (`--step-per-seq`). Default 100µs.
+	StepPerSeq time.Duration
+
+	// EOSProbability is the probability that any generated token after
+	// min_tokens is the end-of-sequence token, for requests without
+	// ignore_eos (`--eos-probability`). 0 disables early stops. Default 0.005
+	// (a mean natural output length of 200 tokens).
+	EOSProbability float64
+	// Seed makes every random draw (EOS positions, generated text, request
+	// ids, faults) deterministic (`--seed`). Default 0.
+	Seed int64
+
+	// TraceFile, when set, is truncated and receives one JSON line per
+	// generation request with the socket write times (`--trace-file`).
+	TraceFile string
+
+	// Faults is the initial fault injection; Simulator.SetFaults changes it
+	// at run time. All off by default.
+	Faults Faults
+}
+
+// Faults configures fault injection. Each probability is drawn independently
+// per generation request from the seed; 0 (the default) disables the fault.
+// A Faults is a plain value; copying it is safe.
+type Faults struct {
+	// HTTP429, HTTP500 and HTTP503 answer the request with that status and a
+	// vLLM-shaped error body (429 carries `Retry-After: 1`).
+	HTTP429 float64
+	HTTP500 float64
+	HTTP503 float64
+	// StallBeforeFirstToken holds the request for StallDuration before it
+	// enters the engine (streams have already sent their headers).
+	StallBeforeFirstToken float64
+	// StallMidStream pauses the response for StallDuration once half of the
+	// output tokens were written.
+	StallMidStream float64
+	// StallDuration is how long a stall lasts. Default 30s.
+	StallDuration time.Duration
+	// CutStream ends a stream after half of its tokens, without usage chunk
+	// and without `data: [DONE]` (non-streaming: half of the body, then the
+	// connection is aborted).
+	CutStream float64
+	// MalformedEvent inserts one event whose JSON is truncated once half of
+	// the tokens were written (non-streaming: the body is truncated JSON).
+	MalformedEvent float64
+	// ConnectionReset reads the request, then resets the TCP connection
+	// (RST, no response bytes).
+	ConnectionReset float64
+	// SlowDrip writes the response one byte at a time, flushing each byte
+	// and waiting SlowDripInterval between bytes.
+	SlowDrip float64
+	// SlowDripInterval is the pause between bytes of a slow drip. Default 1ms.
+	SlowDripInterval time.Duration
+	// Hang accepts the request (streams send their headers) but never
+	// produces a token, while /health keeps answering 200.
+	Hang float64
+}
+
+// DefaultConfig returns the defaults of `llmprobe simulate`. The timing
+// defaults (10ms per step + 100µs per running sequence + 20µs per prefill
+// token) mimic a ~8B model on one modern data-centre GPU: a TPOT of 10-20ms
+// at moderate batch sizes and a few hundred ms of prefill for long prompts.
+func DefaultConfig() Config {
+	return Config{
+		Model:               "llmprobe-sim",
+		MaxNumSeqs:          256,
+		MaxNumBatchedTokens: 8192,
+		MaxModelLen:         8192,
+		BlockSize:           16,
+		NumGPUBlocks:        16384,
+		EnablePrefixCaching: true,
+		StepBase:            10 * time.Millisecond,
+		StepPerPrefillToken: 20 * time.Microsecond,
+		StepPerSeq:          100 * time.Microsecond,
+		EOSProbability:      0.005,
+		Faults:              DefaultFaults(),
+	}
+}
+
+// DefaultFaults returns Faults with every fault off and the default stall
+// duration (30s) and slow-drip interval (1ms).
+func DefaultFaults() Faults {
+	return Faults{StallDuration: 30 * time.Second, SlowDripInterval: time.Millisecond}
+}
+
+// Validate reports the first invalid parameter; the error names its flag.
+func (c Config) Validate() error {
+	switch {
+	case strings.TrimSpace(c.Model) == "":
+		return fmt.Errorf("--model must not be empty")
+	case c.MaxNumSeqs < 1:
+		return fmt.Errorf("--max-num-seqs must be >= 1, got %d", c.MaxNumSeqs)
+	case c.MaxNumBatchedTokens < 1:
+		return fmt.Errorf("--max-num-batched-tokens must be >= 1, got %d", c.MaxNumBatchedTokens)
+	case c.MaxNumBatchedTokens < c.MaxNumSeqs:
+		return fmt.Errorf("--max-num-batched-tokens (%d) must be >= --max-num-seqs (%d)", c.MaxNumBatchedTokens, c.MaxNumSeqs)
+	case c.MaxModelLen < 2:
+		return fmt.Errorf("--max-model-len must be >= 2, got %d", c.MaxModelLen)
+	case c.BlockSize < 1:
+		return fmt.Errorf("--block-size must be >= 1, got %d", c.BlockSize)
+	case c.NumGPUBlocks < 1:
+		return fmt.Errorf("--num-gpu-blocks must be >= 1, got %d", c.NumGPUBlocks)
+	case c.NumGPUBlocks*c.BlockSize < c.MaxModelLen:
+		return fmt.Errorf("--num-gpu-blocks (%d) x --block-size (%d) = %d tokens cannot hold one sequence of --max-model-len (%d)",
+			c.NumGPUBlocks, c.BlockSize, c.NumGPUBlocks*c.BlockSize, c.MaxModelLen)
+	case c.StepBase <= 0:
+		return fmt.Errorf("--step-base must be > 0, got %s", c.StepBase)
+	case c.StepPerPrefillToken < 0:
+		return fmt.Errorf("--step-per-prefill-token must be >= 0, got %s", c.StepPerPrefillToken)
+	case c.StepPerSeq < 0:
+		return fmt.Errorf("--step-per-seq must be >= 0, got %s", c.StepPerSeq)
+	case !isProbability(c.EOSProbability):
+		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
+	}
+	return c.Faults.Validate()
+}
+
+// Validate reports the first invalid fault parameter; the error names its flag.
+func (f Faults) Validate() error {
+	for _, p := range f.probabilities() {
+		if !isProbability(p.p) {
+			return fmt.Errorf("--fault.%s must be a probability in [0, 1], got %v", p.name, p.p)
+		}
+	}
+	if f.StallDuration < 0 {
+		return fmt.Errorf("--fault.stall-duration must be >= 0, got %s", f.StallDuration)
+	}
+	if f.SlowDripInterval < 0 {
+		return fmt.Errorf("--fault.slow-drip-interval must be >= 0, got %s", f.SlowDripInterval)
+	}
+	return nil
+}
+
+type namedProbability struct {
+	name string
+	p    float64
+}
+
+// probabilities lists the fault probabilities in draw order; the names are
+// the flag suffixes and the trace file's fault names.
+func (f Faults) probabilities() []namedProbability {
+	return []namedProbability{
+		{faultReset, f.ConnectionReset},
+		{faultHTTP429, f.HTTP429},
+		{faultHTTP500, f.HTTP500},
+		{faultHTTP503, f.HTTP503},
+		{faultHang, f.Hang},
+		{faultStallBefore, f.StallBeforeFirstToken},
+		{faultStallMid, f.StallMidStream},
+		{faultCut, f.CutStream},
+		{faultMalformed, f.MalformedEvent},
+		{faultSlowDrip, f.SlowDrip},
+	}
+}
+
+func isProbability(p float64) bool { return p >= 0 && p <= 1 } // false for NaN
+
+// Capacity returns the steady-state request rate (requests per second) the
+// engine serves when every request has inputLen prompt tokens (no prefix
+// cache hits), ignores EOS and generates outputLen tokens, and the queue
+// never runs dry. docs/simulator.md derives it:
+//
+//	B  = min(max-num-seqs, floor(num-gpu-blocks / ceil((I+O-1)/block-size)))
+//	decode-bound:  X = B / (O*(base + per_seq*B) + per_prefill_token*B*I)
+//	budget-bound (when B*(I+O-1)/O > max-num-batched-tokens = T):
+//	  P = T*I/(I+O-1), D = T-P, N = min(B, D + 1 + P/I)
+//	  X = T / ((I+O-1) * (base + per_prefill_token*P + per_seq*N))
+//
+// and the result is the smaller of the two. It returns 0 when a request of
+// that size cannot be served (inputLen+outputLen > max-model-len, lengths < 1).
+func (c Config) Capacity(inputLen, outputLen int) float64 {
+	if inputLen < 1 || outputLen < 1 || inputLen+outputLen > c.MaxModelLen || c.BlockSize < 1 {
+		return 0
+	}
+	blocksPerSeq := ceilDiv(inputLen+outputLen-1, c.BlockSize)
+	batch := min(c.MaxNumSeqs, c.NumGPUBlocks/blocksPerSeq)
+	if batch < 1 {
+		return 0
+	}
+	in, out, b := float64(inputLen), float64(outputLen), float64(batch)
+	base := c.StepBase.Seconds()
+	perTok := c.StepPerPrefillToken.Seconds()
+	perSeq := c.StepPerSeq.Seconds()
+
+	decodeBound := b / (out*(base+perSeq*b) + perTok*b*in)
+	budget := float64(c.MaxNumBatchedTokens)
+	work := in + out - 1 // tokens computed per request: the prompt + every output but the last
+	if b*work/out <= budget {
+		return decodeBound
+	}
+	prefill := budget * in / work
+	seqs := math.Min(b, budget-prefill+1+prefill/in)
+	budgetBound := budget / (work * (base + perTok*prefill + perSeq*seqs))
+	return math.Min(decodeBound, budgetBound)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// AddFlags registers the simulator's flags (all but --web.listen-address) on
+// cmd, with c's current values as defaults; parsing writes into c. A value
+// that does not parse fails with an error naming its flag.
+func AddFlags(cmd *kingpin.CmdClause, c *Config) {
+	intFlag := func(name, help string, p *int) {
+		cmd.Flag(name, help).Default(strconv.Itoa(*p)).SetValue(&flagValue[int]{name, p, strconv.Atoi, strconv.Itoa})
+	}
+	floatFlag := func(name, help string, p *float64) {
+		cmd.Flag(name, help).Default(formatFloat(*p)).SetValue(&flagValue[float64]{name, p, parseFloat, formatFloat})
+	}
+	durationFlag := func(name, help string, p *time.Duration) {
+		cmd.Flag(name, help).Default(p.String()).SetValue(&flagValue[time.Duration]{name, p, time.ParseDuration, time.Duration.String})
+	}
+	cmd.Flag("model", "Served model name: the id /v1/models lists and requests must name.").
+		Default(c.Model).StringVar(&c.Model)
+	intFlag("max-num-seqs", "Most sequences in the running batch (vLLM's max_num_seqs).", &c.MaxNumSeqs)
+	intFlag("max-num-batched-tokens", "Token budget of one engine step, shared by decodes and chunked prefills.", &c.MaxNumBatchedTokens)
+	intFlag("max-model-len", "Context length: prompt tokens + max_tokens must fit.", &c.MaxModelLen)
+	intFlag("block-size", "Tokens per KV cache block.", &c.BlockSize)
+	intFlag("num-gpu-blocks", "KV cache capacity in blocks; sequences are preempted (recompute) when it runs out.", &c.NumGPUBlocks)
+	cmd.Flag("enable-prefix-caching", "Reuse KV blocks of identical prompt prefixes (full blocks, chained hashes).").
+		Default(strconv.FormatBool(c.EnablePrefixCaching)).BoolVar(&c.EnablePrefixCaching)
+	durationFlag("step-base", "Fixed duration of one engine step.", &c.StepBase)
+	durationFlag("step-per-prefill-token", "Added step duration per prompt token computed in the step.", &c.StepPerPrefillToken)
+	durationFlag("step-per-seq", "Added step duration per sequence scheduled in the step.", &c.StepPerSeq)
+	floatFlag("eos-probability", "Probability that a generated token after min_tokens is EOS (requests without ignore_eos); "+
+		"0 never stops early.", &c.EOSProbability)
+	cmd.Flag("seed", "Seed of every random draw (EOS positions, text, ids, faults).").
+		Default(strconv.FormatInt(c.Seed, 10)).
+		SetValue(&flagValue[int64]{"seed", &c.Seed, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
+			func(v int64) string { return strconv.FormatInt(v, 10) }})
+	cmd.Flag("trace-file", "Write one JSON line per generation request with the Unix-nanosecond times its headers and "+
+		"events were flushed (ground truth for client accuracy tests).").
+		Default(c.TraceFile).StringVar(&c.TraceFile)
+
+	f := &c.Faults
+	prob := func(name, help string, p *float64) {
+		floatFlag("fault."+name, help+" Probability per request, 0..1.", p)
+	}
+	prob(faultHTTP429, "Answer 429 with Retry-After.", &f.HTTP429)
+	prob(faultHTTP500, "Answer 500.", &f.HTTP500)
+	prob(faultHTTP503, "Answer 503.", &f.HTTP503)
+	prob(faultStallBefore, "Stall --fault.stall-duration before the request enters the engine (after stream headers).", &f.StallBeforeFirstToken)
+	prob(faultStallMid, "Stall --fault.stall-duration once half of the tokens were written.", &f.StallMidStream)
+	durationFlag("fault.stall-duration", "Duration of injected stalls.", &f.StallDuration)
+	prob(faultCut, "End the stream after half of its tokens, without usage and [DONE].", &f.CutStream)
+	prob(faultMalformed, "Insert one event with truncated JSON mid-stream.", &f.MalformedEvent)
+	prob(faultReset, "Reset the TCP connection instead of answering.", &f.ConnectionReset)
+	prob(faultSlowDrip, "Write the response one byte at a time, flushing each byte.", &f.SlowDrip)
+	durationFlag("fault.slow-drip-interval", "Pause between bytes of a slow drip.", &f.SlowDripInterval)
+	prob(faultHang, "Never produce a token (the request hangs) while /health answers 200.", &f.Hang)
+}
+
+// flagValue is a kingpin value whose parse errors name the flag.
+type flagValue[T any] struct {
+	name   string
+	p      *T
+	parse  func(string) (T, error)
+	format func(T) string
+}
+
+func (v *flagValue[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return fmt.Errorf("--%s: invalid value %q", v.name, s)
+	}
+	*v.p = x
+	return nil
+}
+
+func (v *flagValue[T]) String() string { return v.format(*v.p) }
+
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// Fault names: flag suffixes (--fault.<name>) and the names in trace lines.
+const (
+	faultHTTP429     = "http-429"
+	faultHTTP500     = "http-500"
+	faultHTTP503     = "http-503"
+	faultStallBefore = "stall-before-first-token"
+	faultStallMid    = "stall-mid-stream"
+	faultCut         = "cut-stream"
+	faultMalformed   = "malformed-event"
+	faultReset       = "connection-reset"
+	faultSlowDrip    = "slow-drip"
+	faultHang        = "hang"
+)

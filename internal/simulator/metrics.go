@@ -1,0 +1,161 @@
+package simulator
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// vLLM V1 default histogram bounds (vllm/v1/metrics/buckets.py; see
+// vllm-reference.md §2.3).
+var (
+	bucketsTTFT = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	bucketsITL = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	bucketsRequestLatency = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
+		30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	bucketsIterationTokens = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+)
+
+// buckets125 is vLLM's build_1_2_5_buckets(max): 1, 2, 5, 10, 20, 50, ... <= max.
+func buckets125(maxValue int) []float64 {
+	var out []float64
+	for exp := 1; ; exp *= 10 {
+		for _, m := range []int{1, 2, 5} {
+			v := m * exp
+			if v > maxValue {
+				return out
+			}
+			out = append(out, float64(v))
+		}
+	}
+}
+
+// Finish reasons, the values of vllm:request_success_total's finished_reason.
+const (
+	finishStop   = "stop"
+	finishLength = "length"
+	finishAbort  = "abort"
+	finishError  = "error"
+)
+
+// metrics are the vLLM V1 engine metrics of one Simulator, registered on its
+// own registry. Safe for concurrent use.
+type metrics struct {
+	running, waiting, kvUsage prometheus.Gauge
+
+	prefixQueries, prefixHits, preemptions prometheus.Counter
+	promptTokens, generationTokens         prometheus.Counter
+	success                                *prometheus.CounterVec // finished_reason
+
+	ttft, itl, tpot, e2e, queue, prefill, decode prometheus.Observer
+	requestPrompt, requestGeneration, iteration  prometheus.Observer
+
+	httpRequests *prometheus.CounterVec // handler, method, status
+
+	// Simulator-only self metrics (llmprobe_simulator_ prefix).
+	engineSteps, engineStepSeconds, engineLag prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
+	labels := prometheus.Labels{"model_name": cfg.Model, "engine": "0"}
+	names := []string{"model_name", "engine"}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, names)
+		reg.MustRegister(g)
+		return g.With(labels)
+	}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, names)
+		reg.MustRegister(c)
+		return c.With(labels)
+	}
+	histogram := func(name, help string, buckets []float64) prometheus.Observer {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, names)
+		reg.MustRegister(h)
+		return h.With(labels)
+	}
+	m := &metrics{
+		running: gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
+		waiting: gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
+		kvUsage: gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
+
+		prefixQueries: counter("vllm:prefix_cache_queries_total",
+			"Prefix cache queries, in terms of number of queried tokens."),
+		prefixHits: counter("vllm:prefix_cache_hits_total",
+			"Prefix cache hits, in terms of number of cached tokens."),
+		preemptions:      counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
+		promptTokens:     counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
+		generationTokens: counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
+
+		ttft: histogram("vllm:time_to_first_token_seconds",
+			"Histogram of time to first token in seconds.", bucketsTTFT),
+		itl: histogram("vllm:inter_token_latency_seconds",
+			"Histogram of inter-token latency in seconds.", bucketsITL),
+		tpot: histogram("vllm:request_time_per_output_token_seconds",
+			"Histogram of time_per_output_token_seconds per request.", bucketsITL),
+		e2e: histogram("vllm:e2e_request_latency_seconds",
+			"Histogram of e2e request latency in seconds.", bucketsRequestLatency),
+		queue: histogram("vllm:request_queue_time_seconds",
+			"Histogram of time spent in WAITING phase for request.", bucketsRequestLatency),
+		prefill: histogram("vllm:request_prefill_time_seconds",
+			"Histogram of time spent in PREFILL phase for request.", bucketsRequestLatency),
+		decode: histogram("vllm:request_decode_time_seconds",
+			"Histogram of time spent in DECODE phase for request.", bucketsRequestLatency),
+		requestPrompt: histogram("vllm:request_prompt_tokens",
+			"Number of prefill tokens processed.", buckets125(cfg.MaxModelLen)),
+		requestGeneration: histogram("vllm:request_generation_tokens",
+			"Number of generation tokens processed.", buckets125(cfg.MaxModelLen)),
+		iteration: histogram("vllm:iteration_tokens_total",
+			"Histogram of number of tokens per engine_step.", bucketsIterationTokens),
+
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total", Help: "Total number of requests by method, status and handler.",
+		}, []string{"handler", "method", "status"}),
+	}
+	reg.MustRegister(m.httpRequests)
+
+	m.engineSteps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmprobe_simulator_engine_steps_total", Help: "Engine steps the simulator ran.",
+	})
+	m.engineStepSeconds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmprobe_simulator_engine_step_seconds_total",
+		Help: "Sum of the modeled durations of the engine steps (engine busy time in model time).",
+	})
+	m.engineLag = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmprobe_simulator_engine_lag_seconds_total",
+		Help: "Wall-clock time the engine fell behind its model (host too slow) and did not catch up.",
+	})
+	reg.MustRegister(m.engineSteps, m.engineStepSeconds, m.engineLag)
+
+	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vllm:request_success_total", Help: "Count of successfully processed requests.",
+	}, []string{"model_name", "engine", "finished_reason"})
+	reg.MustRegister(m.success)
+	for _, r := range []string{finishStop, finishLength, finishAbort, finishError} {
+		m.success.WithLabelValues(cfg.Model, "0", r)
+	}
+	m.success = m.success.MustCurryWith(labels)
+
+	// vllm:cache_config_info: an info gauge whose labels are CacheConfig's
+	// fields as Python str() renders them, plus engine.
+	pyBool := func(b bool) string {
+		if b {
+			return "True"
+		}
+		return "False"
+	}
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig",
+	}, []string{"block_size", "cache_dtype", "calculate_kv_scales", "cpu_offload_gb", "enable_prefix_caching",
+		"engine", "gpu_memory_utilization", "num_cpu_blocks", "num_gpu_blocks", "num_gpu_blocks_override",
+		"prefix_caching_hash_algo", "sliding_window", "swap_space"})
+	reg.MustRegister(info)
+	info.WithLabelValues(strconv.Itoa(cfg.BlockSize), "auto", "False", "0", pyBool(cfg.EnablePrefixCaching),
+		"0", "0.9", "0", strconv.Itoa(cfg.NumGPUBlocks), "None", "sha256", "None", "4").Set(1)
+
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
