@@ -67,9 +67,13 @@ func (c *collector) waitFor(t *testing.T, d time.Duration, what string, pred fun
 	}
 }
 
+type configT = config.Config
+
+func parseConfig(yml string) (*config.Config, error) { return config.Parse([]byte(yml), "test.yml") }
+
 func parse(t *testing.T, yml string) *config.Config {
 	t.Helper()
-	c, err := config.Parse([]byte(yml), "test.yml")
+	c, err := parseConfig(yml)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -1,0 +1,99 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type fixedStatus []TargetStatus
+
+func (f fixedStatus) Status() []TargetStatus { return f }
+
+func do(t *testing.T, h http.Handler, method, path string) (int, string) {
+	t.Helper()
+	rr := httptest.NewRecorder()
+	h.ServeHTTP(rr, httptest.NewRequest(method, path, nil))
+	b, _ := io.ReadAll(rr.Result().Body)
+	return rr.Code, string(b)
+}
+
+func TestHandler(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "llmprobe_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Inc()
+	ready := false
+	reloadErr := errors.New("targets[0].rate: must be > 0")
+	now := time.Now()
+	h := NewHandler(Options{
+		Gatherer: reg,
+		Status: fixedStatus{{
+			Name: "b<script>", BaseURL: "http://vllm:8000", API: "chat", Model: "m", SLO: "ttft:800ms",
+			Note: "built-in simulator",
+			Probes: []ProbeStatus{{
+				Name: "p1", Rate: 2, Arrival: "poisson", Sent: 3, Good: 2, Failed: 1,
+				Recent:   []Result{{Time: now, RequestID: "req-1", Outcome: "success", Good: true, TTFT: 12 * time.Millisecond}},
+				Failures: []Result{{Time: now, RequestID: "req-2", Outcome: "http_5xx", HTTPStatus: 500, Message: "boom"}},
+			}},
+		}, {Name: "a"}},
+		Reload:     func(context.Context) error { return reloadErr },
+		Ready:      func() bool { return ready },
+		ConfigYAML: func() string { return "targets: []\n" },
+	})
+
+	for _, tc := range []struct {
+		name, method, path string
+		code               int
+		want               []string
+		notWant            []string
+	}{
+		{"metrics", "GET", "/metrics", 200, []string{"llmprobe_test_total 1"}, nil},
+		{"healthy", "GET", "/-/healthy", 200, []string{"Healthy"}, nil},
+		{"not ready", "GET", "/-/ready", 503, []string{"Not ready"}, nil},
+		{"reload needs POST", "GET", "/-/reload", 405, nil, nil},
+		{"reload error", "POST", "/-/reload", 500, []string{"failed to reload config", "must be > 0"}, nil},
+		{"config", "GET", "/config", 200, []string{"targets: []"}, nil},
+		{"unknown path", "GET", "/nope", 404, nil, nil},
+		{"landing", "GET", "/", 200,
+			[]string{"Target a", "Target b&lt;script&gt;", "Probe p1", "req-1", "12.0 ms", "req-2", "http_5xx", "boom", "built-in simulator", "/metrics"},
+			[]string{"<script>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(t, h, tc.method, tc.path)
+			if code != tc.code {
+				t.Errorf("status %d, want %d: %s", code, tc.code, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("body lacks %q:\n%s", w, body)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(body, w) {
+					t.Errorf("body contains %q", w)
+				}
+			}
+		})
+	}
+	ready = true
+	reloadErr = nil
+	if code, _ := do(t, h, "GET", "/-/ready"); code != 200 {
+		t.Errorf("ready: %d", code)
+	}
+	if code, body := do(t, h, "POST", "/-/reload"); code != 200 || !strings.Contains(body, "reloaded") {
+		t.Errorf("reload: %d %s", code, body)
+	}
+	// Target a sorts before b.
+	_, body := do(t, h, "GET", "/")
+	if strings.Index(body, "Target a") > strings.Index(body, "Target b") {
+		t.Error("targets not sorted")
+	}
+}
