@@ -31,7 +31,7 @@ type Config struct {
 	// Default 16.
 	BlockSize int
 	// NumGPUBlocks is the KV cache capacity in blocks (`--num-gpu-blocks`).
-	// Default 16384 (262144 tokens).
+	// Default 24576 (393216 tokens, about what an 8B model leaves on an 80 GB GPU).
 	NumGPUBlocks int
 	// EnablePrefixCaching turns on prefix caching by chained hashes of full
 	// prompt blocks (`--enable-prefix-caching`). Default true, as vLLM V1.
@@ -112,7 +112,7 @@ func DefaultConfig() Config {
 		MaxNumBatchedTokens: 8192,
 		MaxModelLen:         8192,
 		BlockSize:           16,
-		NumGPUBlocks:        16384,
+		NumGPUBlocks:        24576,
 		EnablePrefixCaching: true,
 		StepBase:            10 * time.Millisecond,
 		StepPerPrefillToken: 20 * time.Microsecond,

@@ -171,7 +171,11 @@ func ListenAndServe(ctx context.Context, cfg Config, addr string, logger log.Log
 		return errors.Join(fmt.Errorf("listen on %s: %w", addr, err), s.Close())
 	}
 	s.LogStartup(l.Addr().String())
-	return errors.Join(s.Serve(ctx, l), s.Close())
+	err = errors.Join(s.Serve(ctx, l), s.Close())
+	if err == nil {
+		level.Info(logger).Log("msg", "simulator stopped")
+	}
+	return err
 }
 
 // LogStartup logs, at info level, the address, model, engine parameters,
