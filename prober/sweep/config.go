@@ -51,8 +51,10 @@ type FlagError struct {
 	Err  error
 }
 
+// Error formats the error as "--flag: reason".
 func (e *FlagError) Error() string { return "--" + e.Flag + ": " + e.Err.Error() }
 
+// Unwrap returns the reason.
 func (e *FlagError) Unwrap() error { return e.Err }
 
 func flagErr(flag, format string, args ...any) error {

@@ -36,7 +36,7 @@ func newPromptSource(ctx context.Context, r *runner) (*promptSource, error) {
 	}
 	st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
 		BaseURL: c.Target, Model: r.model, Chat: c.API == "chat",
-		Client: &http.Client{Timeout: 30 * time.Second}, Header: r.authHeader(),
+		Client: &http.Client{Timeout: 30 * time.Second, Transport: r.http.Transport}, Header: r.authHeader(),
 	})
 	if err != nil {
 		return nil, err

@@ -145,25 +145,30 @@ func aggregate(label string, level float64, mode string, rounds []*Step, ratio f
 // Result is result.json: the sweep's settings, every step, the levels and
 // the knee.
 type Result struct {
-	// Header are vllm bench serve's identification keys shared by every
-	// step (date, backend, model_id, ...) and the --metadata pairs.
+	// Date, Backend, ModelID and TokenizerID are vllm bench serve's
+	// identification keys, shared by every step; Metadata holds the
+	// --metadata pairs, written in MetadataOrder.
 	Date          string
 	Backend       string
 	ModelID       string
 	TokenizerID   string
 	Metadata      map[string]string
 	MetadataOrder []string
-	Mode          string
-	Arrival       string
-	Burstiness    float64
-	Rates         string
-	SLO           map[string]float64
-	Percentiles   []float64
-	Steps         []*Step
-	Levels        []Level
-	Knee          Knee
+	// Mode, Arrival, Burstiness, Rates (as given), SLO (ms by vLLM key)
+	// and Percentiles restate the settings.
+	Mode        string
+	Arrival     string
+	Burstiness  float64
+	Rates       string
+	SLO         map[string]float64
+	Percentiles []float64
+	// Steps in run order, Levels sorted by level, and the Knee.
+	Steps  []*Step
+	Levels []Level
+	Knee   Knee
 	// KneeUnit is "req/s" or "concurrency".
 	KneeUnit string
+	// Complete is false for an interrupted sweep.
 	Complete bool
 	// Notes are sentences for the reader (warnings such as the burst
 	// warning, or why the knee could not be decided).

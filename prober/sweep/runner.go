@@ -63,6 +63,10 @@ type Outcome struct {
 // reached before any step.
 var ErrUnreachable = errors.New("target unreachable")
 
+// maxStepRequests bounds the requests of one open-loop step bounded by a
+// duration (their prompts are built in advance).
+const maxStepRequests = 2_000_000
+
 // idlePollInterval is how often the idle wait reads /metrics.
 const idlePollInterval = 200 * time.Millisecond
 
@@ -73,6 +77,7 @@ type runner struct {
 	http   *http.Client
 
 	client        *client.Client
+	loadTransport *http.Transport
 	model         string
 	metricsURL    string
 	metricsOK     bool   // /metrics was readable at preflight
@@ -85,6 +90,7 @@ type runner struct {
 	records, errs, before, during, after *artifacts.Appender
 	fp                                   fingerprint.Fingerprint
 	steps                                []*Step
+	current                              string    // the step running now, "3 (rate=8)"
 	levels                               []float64 // levels in first-run order
 	prompts                              *promptSource
 }
@@ -104,8 +110,13 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Outcome, error) {
 	if r.logger == nil {
 		r.logger = log.NewNopLogger()
 	}
+	// Own transports, so that no idle connection outlives Run.
+	r.loadTransport = client.NewTransport()
+	defer r.loadTransport.CloseIdleConnections()
 	if r.http == nil {
-		r.http = &http.Client{Timeout: 10 * time.Second}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		defer tr.CloseIdleConnections()
+		r.http = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	}
 	now := time.Now
 	if opts.Now != nil {
@@ -128,24 +139,26 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Outcome, error) {
 	if err := r.openFiles(); err != nil {
 		return r.abort(out, err)
 	}
-	if r.prompts, err = newPromptSource(ctx, r); err != nil {
+	var runErr error
+	if r.prompts, err = newPromptSource(ctx, r); err != nil && ctx.Err() == nil {
 		return r.abort(out, fmt.Errorf("workload: %w", err))
 	}
-	r.fp.Target.Tokenizer = r.tokenizer
-
-	runErr := r.runLevels(ctx)
+	r.fp.Target.Tokenizer = fingerprint.OrNotRecorded(r.tokenizer)
+	if err == nil {
+		runErr = r.runLevels(ctx)
+	}
 	complete := ctx.Err() == nil && runErr == nil
 	res := r.result(complete)
 	out.Result, out.Complete = res, complete
 	reason := ""
-	if !complete {
-		reason = "interrupted"
-		if len(r.steps) > 0 {
-			reason = fmt.Sprintf("interrupted during step %d (%s)", len(r.steps)-1, r.steps[len(r.steps)-1].Label)
-		}
-		if runErr != nil && ctx.Err() == nil {
-			reason = "failed: " + runErr.Error()
-		}
+	switch {
+	case complete:
+	case runErr != nil && ctx.Err() == nil:
+		reason = "failed: " + runErr.Error()
+	case r.current != "":
+		reason = "interrupted during step " + r.current
+	default:
+		reason = "interrupted before the first step"
 	}
 	if err := r.finish(res, complete, reason); err != nil {
 		return out, err
@@ -206,6 +219,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		Timeout:      c.Timeout,
 		TTFTTimeout:  c.TTFTTimeout,
 		StallTimeout: c.StallTimeout,
+		HTTPClient:   &http.Client{Transport: r.loadTransport},
 		Trace:        true,
 	})
 	if err != nil {
@@ -468,6 +482,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		label += "/round=" + strconv.Itoa(round)
 	}
 	st := &Step{Index: idx, Label: label, Level: lv, Round: round, Mode: r.stepMode(lv), Warmups: c.Warmups}
+	r.current = fmt.Sprintf("%d (%s)", idx, label)
 	if st.Mode == ModeClosed {
 		st.Concurrency = int(lv)
 	} else {
@@ -605,8 +620,8 @@ func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, er
 	}
 	for proc.Next() < c.Duration {
 		n++
-		if n > 10_000_000 {
-			return 0, false, fmt.Errorf("step %s would send more than 10M requests", st.Label)
+		if n > maxStepRequests {
+			return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, maxStepRequests)
 		}
 	}
 	if n < c.MinPrompts {

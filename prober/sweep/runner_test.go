@@ -37,7 +37,8 @@ func fastSim() simulator.Config {
 }
 
 // testConfig is a small valid sweep against target: two open-loop steps of
-// 20 requests each, 32 input and 4 output tokens.
+// 20 requests each, 32 input and 4 output tokens, the client CPU check off
+// (Embedded: the simulator shares the test process).
 func testConfig(t *testing.T, target string) Config {
 	t.Helper()
 	return Config{
@@ -58,6 +59,9 @@ func testConfig(t *testing.T, target string) Config {
 		OutDir:          t.TempDir(),
 		Name:            "test",
 		Embedded:        true,
+		// Tests share a small, busy machine: a scheduler hiccup must not
+		// flag a step. TestJudge covers the default threshold.
+		Validity: ValidityOptions{MaxSendLag: 100 * time.Millisecond},
 	}
 }
 
@@ -80,29 +84,33 @@ func testOptions(t *testing.T) Options {
 type countingHandler struct {
 	next http.Handler
 	gen  atomic.Int64
-	// metrics, when set, answers /metrics instead of next.
-	metrics http.HandlerFunc
+	// override answers the paths it has instead of next.
+	override map[string]http.HandlerFunc
 }
 
 func (h *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/completions") {
 		h.gen.Add(1)
 	}
-	if r.URL.Path == "/metrics" && h.metrics != nil {
-		h.metrics(w, r)
+	if f := h.override[r.URL.Path]; f != nil {
+		f(w, r)
 		return
 	}
 	h.next.ServeHTTP(w, r)
 }
 
-// startWrapped serves a simulator behind a countingHandler on loopback.
+// startWrapped serves a simulator behind a countingHandler on loopback;
+// metrics, when not nil, answers /metrics.
 func startWrapped(t *testing.T, cfg simulator.Config, metrics http.HandlerFunc) (string, *countingHandler) {
 	t.Helper()
 	sim, err := simulator.New(cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &countingHandler{next: sim.Handler(), metrics: metrics}
+	h := &countingHandler{next: sim.Handler(), override: map[string]http.HandlerFunc{}}
+	if metrics != nil {
+		h.override["/metrics"] = metrics
+	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		sim.Close()
@@ -342,6 +350,33 @@ func TestRunClosedLoop(t *testing.T) {
 	verifyClean(t, res.Dir)
 }
 
+func TestRunRounds(t *testing.T) {
+	url, _ := simtest.Start(t, fastSim())
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText, cfg.Rounds, cfg.NumPrompts = []float64{50}, "50", 3, 10
+	res, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Result.Steps) != 3 || len(res.Result.Levels) != 1 {
+		t.Fatalf("%d steps, %d levels", len(res.Result.Steps), len(res.Result.Levels))
+	}
+	for i, s := range res.Result.Steps {
+		if s.Round != i+1 || s.Label != "rate=50/round="+string(rune('1'+i)) {
+			t.Errorf("step %d: round %d label %q", i, s.Round, s.Label)
+		}
+	}
+	l := res.Result.Levels[0]
+	if l.Rounds != 3 || l.ValidRounds != 3 || !l.Passes || l.Throughput.Min > l.Throughput.Mean || l.Throughput.Max < l.Throughput.Mean {
+		t.Errorf("level %+v", l)
+	}
+	// Rounds draw different arrivals and prompts.
+	recs := readRecords(t, res.Dir)
+	if recs[0].Scheduled.Sub(res.Result.Steps[0].Start.Local()) == recs[10].Scheduled.Sub(res.Result.Steps[1].Start.Local()) {
+		t.Error("round 2 repeats round 1's first arrival offset")
+	}
+}
+
 func TestRunBurstAndMaxConcurrency(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -471,6 +506,29 @@ func TestRunServerMetrics(t *testing.T) {
 			tt.check(t, res)
 			verifyClean(t, res.Dir)
 		})
+	}
+}
+
+func TestRunCalibratedWithoutTokenize(t *testing.T) {
+	url, h := startWrapped(t, fastSim(), nil)
+	h.override["/tokenize"] = func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText = []float64{50}, "50"
+	cfg.API = "chat"
+	res, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := verifyClean(t, res.Dir)
+	if m.Fingerprint.Target.Tokenizer != workload.MethodCalibrated {
+		t.Errorf("tokenizer %q, want %q", m.Fingerprint.Target.Tokenizer, workload.MethodCalibrated)
+	}
+	in := res.Result.Steps[0].Stats.InputTokens
+	if in.N != 20 || math.Abs(in.P50-32) > 6 {
+		t.Errorf("server-reported prompt tokens %+v, want about 32", in)
+	}
+	if res.Result.Backend != "openai-chat" {
+		t.Errorf("backend %q", res.Result.Backend)
 	}
 }
 

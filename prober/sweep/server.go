@@ -15,7 +15,8 @@ type Figure struct {
 	Known bool
 }
 
-// Known returns a known Figure; NaN and infinities are not known.
+// knownFigure returns a known Figure of v when ok; NaN and infinities are
+// not known.
 func knownFigure(v float64, ok bool) Figure {
 	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 		return Figure{}

@@ -1,0 +1,269 @@
+package sweep
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+func TestParseRates(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		want     []float64
+		wantAuto bool
+		wantErr  string
+	}{
+		{name: "ladder", in: "1,2, 4,8", want: []float64{1, 2, 4, 8}},
+		{name: "fractional", in: "0.5,1.5", want: []float64{0.5, 1.5}},
+		{name: "auto", in: "AUTO", wantAuto: true},
+		{name: "burst", in: "inf", want: []float64{math.Inf(1)}},
+		{name: "zero", in: "1,0", wantErr: "--rates: rate must be > 0, got 0"},
+		{name: "negative", in: "-2", wantErr: "--rates: rate must be > 0, got -2"},
+		{name: "not a number", in: "fast", wantErr: `--rates: "fast" is not a rate`},
+		{name: "nan", in: "NaN", wantErr: `--rates: "NaN" is not a rate`},
+		{name: "duplicate", in: "2,2", wantErr: "--rates: rate 2 given twice"},
+		{name: "empty", in: " ", wantErr: "--rates: must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, auto, err := ParseRates(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFlagError(err) {
+					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || auto != tt.wantAuto || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %v %v %v, want %v %v", got, auto, err, tt.want, tt.wantAuto)
+			}
+		})
+	}
+}
+
+func TestParseLists(t *testing.T) {
+	tests := []struct {
+		name    string
+		parse   func() (any, error)
+		want    any
+		wantErr string
+	}{
+		{name: "concurrency", parse: func() (any, error) { return ParseConcurrency("1,2,8") }, want: []int{1, 2, 8}},
+		{name: "concurrency zero", parse: func() (any, error) { return ParseConcurrency("0") }, wantErr: "--concurrency: must be >= 1, got 0"},
+		{name: "concurrency text", parse: func() (any, error) { return ParseConcurrency("a") }, wantErr: `--concurrency: "a" is not an integer`},
+		{name: "percentiles skip the defaults", parse: func() (any, error) { return ParsePercentiles("99,75,99.9,75") }, want: []float64{75, 99.9}},
+		{name: "percentiles none", parse: func() (any, error) { return ParsePercentiles("") }, want: []float64(nil)},
+		{name: "percentile out of range", parse: func() (any, error) { return ParsePercentiles("101") }, wantErr: `--percentiles: "101" is not a percentile`},
+		{name: "goodput", parse: func() (any, error) { return ParseGoodput([]string{"ttft:800", "tpot:50"}) },
+			want: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond}},
+		{name: "goodput in one value", parse: func() (any, error) { return ParseGoodput([]string{"ttft:800 e2el:5000"}) },
+			want: slo.SLO{TTFT: 800 * time.Millisecond, E2EL: 5 * time.Second}},
+		{name: "goodput bad key", parse: func() (any, error) { return ParseGoodput([]string{"ttfb:1"}) }, wantErr: `--goodput: invalid goodput key "ttfb"`},
+		{name: "metadata", parse: func() (any, error) { return ParseMetadata([]string{"gpu=H100", "tp=2", "note=a=b"}) },
+			want: map[string]string{"gpu": "H100", "tp": "2", "note": "a=b"}},
+		{name: "metadata not a pair", parse: func() (any, error) { return ParseMetadata([]string{"gpu"}) }, wantErr: `--metadata: "gpu" is not KEY=VALUE`},
+		{name: "metadata vLLM key", parse: func() (any, error) { return ParseMetadata([]string{"request_rate=3"}) }, wantErr: `--metadata: key "request_rate" is reserved`},
+		{name: "metadata llmprobe key", parse: func() (any, error) { return ParseMetadata([]string{"validity=x"}) }, wantErr: `--metadata: key "validity" is reserved`},
+		{name: "metadata percentile key", parse: func() (any, error) { return ParseMetadata([]string{"p75_ttft_ms=1"}) }, wantErr: `--metadata: key "p75_ttft_ms" is reserved`},
+		{name: "metadata twice", parse: func() (any, error) { return ParseMetadata([]string{"a=1", "a=2"}) }, wantErr: `--metadata: key "a" given twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.parse()
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %#v, %v; want %#v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestFlagWorkload(t *testing.T) {
+	tests := []struct {
+		name             string
+		in, out          int
+		ratio            float64
+		prefix           int
+		want             workload.Spec
+		wantErr          string
+		wantFlagInErrors string
+	}{
+		{name: "fixed", in: 64, out: 16, want: workload.Spec{InputTokens: workload.Fixed(64), OutputTokens: workload.Fixed(16)}},
+		{name: "range and prefix", in: 100, out: 10, ratio: 0.5, prefix: 32, want: workload.Spec{
+			InputTokens:  workload.LengthSpec{Dist: workload.DistUniform, Value: 100, RangeRatio: 0.5},
+			OutputTokens: workload.LengthSpec{Dist: workload.DistUniform, Value: 10, RangeRatio: 0.5}, PrefixTokens: 32}},
+		{name: "negative input", in: -1, out: 1, wantErr: "--input-len: must be >= 1, got -1"},
+		{name: "zero output", in: 1, out: 0, wantErr: "--output-len: must be >= 1, got 0"},
+		{name: "ratio 1", in: 1, out: 1, ratio: 1, wantErr: "--range-ratio: must be in [0, 1), got 1"},
+		{name: "negative prefix", in: 1, out: 1, prefix: -1, wantErr: "--prefix-len: must be >= 0, got -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := FlagWorkload(tt.in, tt.out, tt.ratio, tt.prefix)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(c *Config)
+		wantErr string
+		mode    string
+	}{
+		{name: "valid ladder", mutate: func(*Config) {}, mode: ModeOpen},
+		{name: "valid closed loop", mutate: func(c *Config) { c.Rates, c.Concurrency = nil, []int{1, 2} }, mode: ModeClosed},
+		{name: "valid both", mutate: func(c *Config) { c.MaxConcurrency = 4 }, mode: ModeBoth},
+		{name: "valid burst", mutate: func(c *Config) { c.Rates = []float64{math.Inf(1)} }, mode: ModeBurst},
+		{name: "auto", mutate: func(c *Config) { c.Rates, c.Auto = nil, true }, mode: ModeOpen},
+		{name: "no load", mutate: func(c *Config) { c.Rates = nil }, wantErr: "--rates: give exactly one of"},
+		{name: "rates and concurrency", mutate: func(c *Config) { c.Concurrency = []int{1} }, wantErr: "--rates: give exactly one of"},
+		{name: "closed loop with a cap", mutate: func(c *Config) { c.Rates, c.Concurrency, c.MaxConcurrency = nil, []int{2}, 3 },
+			wantErr: "--max-concurrency: applies to --rates only"},
+		{name: "bad api", mutate: func(c *Config) { c.API = "embeddings" }, wantErr: `--api: must be completions or chat, got "embeddings"`},
+		{name: "bad arrival", mutate: func(c *Config) { c.Arrival = "uniform" }, wantErr: `--arrival: unknown arrival "uniform"`},
+		{name: "bad burstiness", mutate: func(c *Config) { c.Burstiness = 0 }, wantErr: "--burstiness: must be > 0"},
+		{name: "prompts and duration", mutate: func(c *Config) { c.Duration = time.Second }, wantErr: "--num-prompts: give --num-prompts or --duration per step, not both"},
+		{name: "neither prompts nor duration", mutate: func(c *Config) { c.NumPrompts = 0 }, wantErr: "--duration: give --num-prompts or --duration per step"},
+		{name: "burst needs a count", mutate: func(c *Config) { c.Rates, c.NumPrompts, c.Duration = []float64{math.Inf(1)}, 0, time.Second },
+			wantErr: "--num-prompts: --rates inf sends a step's requests at once"},
+		{name: "fresh prefix without prefix", mutate: func(c *Config) { c.FreshPrefix = true }, wantErr: "--fresh-prefix: needs --prefix-len > 0"},
+		{name: "rounds", mutate: func(c *Config) { c.Rounds = 0 }, wantErr: "--rounds: must be >= 1, got 0"},
+		{name: "bad workload file", mutate: func(c *Config) {
+			c.WorkloadSource = "w.yml"
+			c.Workload.InputTokens = workload.LengthSpec{Dist: "zipf"}
+		}, wantErr: `--workload: w.yml: input_tokens: unknown dist "zipf"`},
+		{name: "out", mutate: func(c *Config) { c.OutDir = "" }, wantErr: "--out: must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig(t, "http://127.0.0.1:1")
+			tt.mutate(&c)
+			err := c.Validate()
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFlagError(err) {
+					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Mode(); got != tt.mode {
+				t.Errorf("mode = %s, want %s", got, tt.mode)
+			}
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	base := func() Stats {
+		s := ComputeStats(fixedRecords(), StatsOptions{Duration: 4 * time.Second})
+		return s
+	}
+	tests := []struct {
+		name        string
+		stats       func() Stats
+		cpu         float64
+		idle        IdleProof
+		interrupted bool
+		opts        ValidityOptions
+		wantFlags   []string
+	}{
+		{name: "errors: 40% failed", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven}, wantFlags: []string{FlagErrors}},
+		{name: "error threshold raised", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven}, opts: ValidityOptions{MaxErrorRate: 0.5}, wantFlags: []string{}},
+		{name: "send lag above 2 ms", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven},
+			opts: ValidityOptions{MaxSendLag: 2 * time.Millisecond, MaxErrorRate: 0.5}, wantFlags: []string{FlagClientSaturated}},
+		{name: "cpu above 0.9 cores", stats: base, cpu: 1.2, idle: IdleProof{Status: IdleProven}, opts: ValidityOptions{MaxErrorRate: 0.5},
+			wantFlags: []string{FlagClientSaturated}},
+		{name: "cpu check off", stats: base, cpu: 1.2, idle: IdleProof{Status: IdleProven}, opts: ValidityOptions{MaxErrorRate: 0.5, MaxClientCPU: -1},
+			wantFlags: []string{}},
+		{name: "not idle, not recorded, interrupted", stats: base, cpu: -1, idle: IdleProof{Status: IdleNotIdle, Running: 3}, interrupted: true,
+			opts: ValidityOptions{MaxErrorRate: 0.5}, wantFlags: []string{FlagNotIdle, FlagInterrupted}},
+		{name: "idle not recorded is not a flag", stats: base, cpu: -1, idle: IdleProof{Status: IdleNotRecorded},
+			opts: ValidityOptions{MaxErrorRate: 0.5}, wantFlags: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Judge(tt.stats(), tt.cpu, tt.idle, tt.interrupted, tt.opts)
+			if !reflect.DeepEqual(v.Flags, tt.wantFlags) || v.Valid != (len(tt.wantFlags) == 0) || len(v.Reasons) != len(v.Flags) {
+				t.Errorf("flags %v reasons %v valid %v; want %v", v.Flags, v.Reasons, v.Valid, tt.wantFlags)
+			}
+		})
+	}
+}
+
+func TestStepJSONKeyOrder(t *testing.T) {
+	r := &Result{Date: "20250102-030405", Backend: "openai", ModelID: "m", TokenizerID: "m", Burstiness: 1,
+		Metadata: map[string]string{"gpu": "x"}, MetadataOrder: []string{"gpu"}}
+	st := &Step{Label: "rate=4", Level: 4, Mode: ModeOpen,
+		Stats: ComputeStats(fixedRecords(), StatsOptions{Duration: 4 * time.Second, Percentiles: []float64{99.9}, RequestedRate: 4})}
+	b, err := json.Marshal(r.StepJSON(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// vllm bench serve's order (vllm-reference.md §1.6), metadata after
+	// num_prompts, request_goodput null without --goodput.
+	want := []string{`"date":`, `"endpoint_type":`, `"backend":`, `"label":`, `"model_id":`, `"tokenizer_id":`, `"num_prompts":5`,
+		`"gpu":"x"`, `"request_rate":4`, `"burstiness":1`, `"max_concurrency":null`, `"duration":4`, `"completed":3`, `"failed":2`,
+		`"total_input_tokens":42`, `"total_output_tokens":8`, `"request_throughput":0.75`, `"request_goodput":null`,
+		`"output_throughput":2`, `"total_token_throughput":12.5`, `"max_output_tokens_per_s":6`, `"max_concurrent_requests":2`,
+		`"mean_ttft_ms":`, `"median_ttft_ms":100`, `"std_ttft_ms":`, `"p50_ttft_ms":100`, `"p90_ttft_ms":180`, `"p99_ttft_ms":198`,
+		`"p99.9_ttft_ms":`, `"mean_tpot_ms":60`, `"mean_itl_ms":60`, `"mean_e2el_ms":`, `"step":`, `"in_knee":`}
+	s := string(b)
+	at := 0
+	for _, w := range want {
+		i := strings.Index(s[at:], w)
+		if i < 0 {
+			t.Fatalf("%s missing or out of order after offset %d in %s", w, at, s)
+		}
+		at += i
+	}
+	if strings.Contains(s, "client_queue_time_ms\":") && strings.Contains(s, `"mean_client_queue_time_ms"`) {
+		t.Error("client queue keys without --max-concurrency")
+	}
+}
+
+func TestFigureJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		f    Figure
+		want string
+	}{
+		{"known", Figure{Value: 1.5, Known: true}, "1.5"},
+		{"unknown", Figure{}, `"not-recorded"`},
+		{"nan is unknown", knownFigure(math.NaN(), true), `"not-recorded"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.f)
+			if err != nil || string(b) != tt.want {
+				t.Fatalf("got %s %v, want %s", b, err, tt.want)
+			}
+			var back Figure
+			if err := json.Unmarshal(b, &back); err != nil || back.Known != tt.f.Known && !math.IsNaN(tt.f.Value) {
+				t.Errorf("round trip %+v %v", back, err)
+			}
+		})
+	}
+}
