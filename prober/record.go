@@ -100,6 +100,11 @@ type Record struct {
 	// secrets, prompts or response bodies beyond a short server message.
 	ErrorMessage string `json:"error_message,omitempty"`
 
+	// NotSent is true when the request failed before it was sent (the
+	// model or the prompt sizing could not be learned from the server);
+	// Sent is then the time of the failure and SendLag is not meaningful.
+	NotSent bool `json:"not_sent,omitempty"`
+
 	// WallStart is the wall-clock time of Sent, for artifacts and traces.
 	WallStart time.Time `json:"wall_start"`
 }

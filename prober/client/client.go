@@ -195,12 +195,18 @@ func New(o Options) (*Client, error) {
 	}
 	c.hc = o.HTTPClient
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: NewTransport()}
+		c.hc = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}
 	}
 	maxBody := c.o.MaxBodyBytes
 	c.parsers.New = func() any { return sse.NewParser(nil, sse.Options{MaxBodyBytes: maxBody}) }
 	return c, nil
 }
+
+// NoRedirects is the CheckRedirect of the default HTTP client: a redirect
+// is answered as it is (an invalid_response naming the Location), never
+// followed, since following turns the POST into a GET and hides a
+// misconfigured base URL.
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // NewTransport returns the default transport of a Client: HTTP/1.1 only
 // (one stream per connection, as vllm bench serve's aiohttp), keep-alive
@@ -469,7 +475,9 @@ func statusError(resp *http.Response) (prober.ErrorClass, string, bool) {
 	buf := make([]byte, maxErrorBody)
 	n, _ := readFull(resp.Body, buf)
 	msg := "HTTP " + resp.Status
-	if detail := errorBodyMessage(buf[:n]); detail != "" {
+	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		msg += " (redirect to " + trimTo(loc, 120) + "; fix base_url)"
+	} else if detail := errorBodyMessage(buf[:n]); detail != "" {
 		msg += ": " + detail
 	}
 	return class, msg, true

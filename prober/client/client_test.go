@@ -762,3 +762,19 @@ func TestCanceledCause(t *testing.T) {
 		t.Fatalf("record %q %q", rec.Error, rec.ErrorMessage)
 	}
 }
+
+func TestRedirectIsNotFollowed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://elsewhere.example/v1/completions", http.StatusMovedPermanently)
+	}))
+	defer srv.Close()
+	c, err := New(Options{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec prober.Record
+	c.Do(context.Background(), Request{ID: "r", Prompt: "hi", MaxTokens: 2}, &rec)
+	if rec.Error != prober.ClassInvalidResponse || rec.HTTPStatus != 301 || !strings.Contains(rec.ErrorMessage, "elsewhere.example") {
+		t.Errorf("redirect: class %q status %d message %q", rec.Error, rec.HTTPStatus, rec.ErrorMessage)
+	}
+}

@@ -145,7 +145,7 @@ func (t *ServerTokenizer) Count(ctx context.Context, text string) (int, error) {
 		return 0, fmt.Errorf("tokenize: HTTP %d: %w", resp.StatusCode, ErrTokenizeUnsupported)
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(lr, 512))
-		return 0, fmt.Errorf("tokenize: HTTP %d: %s", resp.StatusCode, shortMessage(msg))
+		return 0, fmt.Errorf("tokenize: %w", &StatusError{Code: resp.StatusCode, Message: shortMessage(msg)})
 	}
 	raw, err := io.ReadAll(lr)
 	if err != nil {
@@ -169,6 +169,15 @@ func (t *ServerTokenizer) Count(ctx context.Context, text string) (int, error) {
 	}
 	return *out.Count, nil
 }
+
+// StatusError is returned (wrapped) by ServerTokenizer.Count when the
+// server answers /tokenize with a status other than 200, 404 and 405.
+type StatusError struct {
+	Code    int
+	Message string // the server's message, shortened; may echo request data
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Code, e.Message) }
 
 // shortMessage returns a server error body as one short line: the "message"
 // of an OpenAI-style error object when there is one, else the raw text, cut
