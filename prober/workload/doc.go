@@ -6,7 +6,9 @@
 // target's own tokenizer: the server's POST /tokenize when it has one
 // (ServerTokenizer), otherwise an estimate calibrated from the server's
 // usage.prompt_tokens (Calibrate). The sizing method is reported for the
-// run's fingerprint (Info.Method).
+// run's fingerprint (Info.Method). Every length is bounded (MaxLength), and
+// the Generator's prompt cache is held within a byte budget
+// (DefaultCacheBudget, least recently used evicted first).
 //
 // Token counts here are the server's: special tokens (BOS) and, for chat,
 // the chat template count as part of the input, so a prompt of

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -52,14 +53,27 @@ type Info struct {
 	// TokenizeCalls counts Tokenizer.Count calls (each a /tokenize request
 	// for a ServerTokenizer).
 	TokenizeCalls int64 `json:"tokenize_calls"`
-	// Prompts is the number of base prompts built (one per distinct input
-	// length, more when a length cannot be salted); Inexact of them could
-	// not reach their token count exactly; Unsalted of them change the
-	// token count when salted, so they are sent verbatim (from a pool of 8
-	// per length) and may hit the server's prefix cache.
+	// Prompts is the number of base prompts in the cache now (one per
+	// distinct input length, more when a length cannot be salted; lengths
+	// evicted to stay within the budget are not counted); Inexact of them
+	// could not reach their token count exactly; Unsalted of them change
+	// the token count when salted, so they are sent verbatim (from a pool
+	// of 8 per length) and may hit the server's prefix cache.
 	Prompts  int `json:"prompts"`
 	Inexact  int `json:"inexact"`
 	Unsalted int `json:"unsalted"`
+	// CacheBytes is the prompt cache's accounted size: the cached base
+	// prompts' text (each including the shared prefix) with a fixed
+	// per-entry overhead, plus the word streams and counts kept to size new
+	// lengths. It is an estimate of the heap the cache holds, not of the
+	// process's RSS; the one copy of the shared prefix text is not in it
+	// (it is at most MaxLength tokens). CacheBudget is its limit
+	// (SetCacheBudget). Evictions counts base prompts dropped to stay
+	// within the budget; an evicted length is rebuilt, with tokenizer
+	// calls, on its next use.
+	CacheBytes  int64 `json:"cache_bytes"`
+	CacheBudget int64 `json:"cache_budget"`
+	Evictions   int64 `json:"evictions"`
 	// OverheadTokens is what the tokenizer adds to any text (BOS, chat
 	// template), measured as Count("the") - 1.
 	OverheadTokens int `json:"overhead_tokens"`
@@ -82,6 +96,13 @@ type Info struct {
 // count), so a probe at a steady rate calls the tokenizer only for lengths it
 // has not seen yet, and no two items share more than the intended prefix.
 //
+// The cache is bounded: it holds at most CacheBudget bytes (accounted as
+// Info.CacheBytes describes; DefaultCacheBudget unless SetCacheBudget says
+// otherwise), evicting the least recently used base prompts first. An
+// evicted length is rebuilt, identically, on its next use. A single prompt
+// larger than the whole budget is served to the calls waiting for it and
+// not kept.
+//
 // A Generator is safe for concurrent use. Its cache belongs to one
 // Tokenizer value: pass the same value (a pointer) on every call; a
 // different value drops the cache and starts over.
@@ -90,6 +111,7 @@ type Generator struct {
 	seed    uint64
 	in, out *LengthSampler
 	next    atomic.Int64
+	budget  atomic.Int64 // <= 0: DefaultCacheBudget
 
 	mu    sync.Mutex
 	gen   uint64
@@ -102,6 +124,20 @@ const saltWords = 4
 // unsaltedPool is the number of distinct base prompts per length used when
 // salting would change a prompt's token count.
 const unsaltedPool = 8
+
+// DefaultCacheBudget is the prompt cache budget of a Generator whose
+// SetCacheBudget was never called: 64 MiB, room for about 11 million
+// prompt tokens (a word of the list and its space average 5.8 bytes).
+const DefaultCacheBudget = 64 << 20
+
+// Accounting of the prompt cache (estimates of Go's heap, see
+// Info.CacheBytes).
+const (
+	entryOverhead  = 256 // an entry, its channel, map slot and LRU element
+	spanBytes      = 16  // one salt span
+	slotWordBytes  = 2   // one word of a body stream (an index into wordList)
+	memoEntryBytes = 40  // one measured count of a body stream (map entry)
+)
 
 // NewGenerator validates spec and returns its generator, seeded by seed. It
 // sends nothing: prompts are built on first use.
@@ -125,6 +161,29 @@ func (g *Generator) Spec() Spec { return g.spec }
 
 // Seed returns the seed.
 func (g *Generator) Seed() uint64 { return g.seed }
+
+// SetCacheBudget sets the prompt cache's budget in bytes (accounted as
+// Info.CacheBytes describes); bytes <= 0 restores DefaultCacheBudget. A
+// smaller budget evicts at once. It is safe to call concurrently with At.
+func (g *Generator) SetCacheBudget(bytes int) {
+	g.budget.Store(int64(bytes))
+	g.mu.Lock()
+	st := g.state
+	g.mu.Unlock()
+	if st != nil {
+		st.mu.Lock()
+		st.trimLocked()
+		st.mu.Unlock()
+	}
+}
+
+// CacheBudget returns the prompt cache's budget in bytes.
+func (g *Generator) CacheBudget() int {
+	if b := g.budget.Load(); b > 0 {
+		return int(b)
+	}
+	return DefaultCacheBudget
+}
 
 // Next returns the next item in sequence (At with a counter starting at 0).
 func (g *Generator) Next(ctx context.Context, tok Tokenizer) (Item, error) {
@@ -187,7 +246,7 @@ func (g *Generator) Info() Info {
 	g.mu.Lock()
 	st, gen := g.state, g.gen
 	g.mu.Unlock()
-	info := Info{PrefixGeneration: gen}
+	info := Info{PrefixGeneration: gen, CacheBudget: int64(g.CacheBudget())}
 	if st == nil {
 		return info
 	}
@@ -201,15 +260,8 @@ func (g *Generator) Info() Info {
 	default:
 	}
 	st.mu.Lock()
-	for _, e := range st.entries {
-		select {
-		case <-e.done:
-		default:
-			continue
-		}
-		if e.err != nil {
-			continue
-		}
+	for el := st.lru.Front(); el != nil; el = el.Next() {
+		e := el.Value.(*entry)
 		info.Prompts++
 		if e.count != e.target {
 			info.Inexact++
@@ -218,6 +270,8 @@ func (g *Generator) Info() Info {
 			info.Unsalted++
 		}
 	}
+	info.CacheBytes = st.entryBytes + st.slotBytesLocked()
+	info.Evictions = st.evictions
 	st.mu.Unlock()
 	return info
 }
@@ -299,10 +353,65 @@ type cacheState struct {
 	prefixText   string // "" without a prefix
 	prefixTokens int
 
-	mu      sync.Mutex
-	slots   map[int]*slot
-	entries map[entryKey]*entry
-	perWord float64 // tokens per word seen so far (first guesses only)
+	mu         sync.Mutex
+	slots      map[int]*slot
+	entries    map[entryKey]*entry // built and building
+	lru        list.List           // of the built *entry, most recently used first
+	entryBytes int64               // accounted bytes of the entries in lru
+	evictions  int64
+	perWord    float64 // tokens per word seen so far (first guesses only)
+}
+
+// insertLocked adds the built entry e to the LRU and evicts down to the
+// budget (possibly e itself, when it alone exceeds it). st.mu is held.
+func (st *cacheState) insertLocked(e *entry) {
+	e.size = entryOverhead + int64(len(e.text)) + spanBytes*int64(cap(e.spans))
+	st.entryBytes += e.size
+	e.elem = st.lru.PushFront(e)
+	st.trimLocked()
+}
+
+// slotBytesLocked returns the accounted bytes of the body streams. st.mu
+// is held.
+func (st *cacheState) slotBytesLocked() int64 {
+	var n int64
+	for _, sl := range st.slots {
+		n += sl.bytes.Load()
+	}
+	return n
+}
+
+// trimLocked brings the accounted bytes within the budget: body streams
+// that hold more than a quarter of it are reset first (they are
+// regenerated from their seed; only their measured counts cost tokenizer
+// calls to learn again), then base prompts are evicted, least recently
+// used first. A stream busy building a prompt is left alone, so a build in
+// progress may exceed the budget until the next trim. st.mu is held.
+func (st *cacheState) trimLocked() {
+	budget := int64(st.g.CacheBudget())
+	slots := st.slotBytesLocked()
+	if st.entryBytes+slots <= budget {
+		return
+	}
+	if slots > budget/4 {
+		for _, sl := range st.slots {
+			if sl.bytes.Load() > 0 && sl.mu.TryLock() { // never wait for sl.mu under st.mu
+				slots -= sl.reset()
+				sl.mu.Unlock()
+			}
+		}
+	}
+	for st.entryBytes+slots > budget {
+		back := st.lru.Back()
+		if back == nil {
+			return
+		}
+		e := st.lru.Remove(back).(*entry)
+		e.elem = nil
+		delete(st.entries, e.key)
+		st.entryBytes -= e.size
+		st.evictions++
+	}
 }
 
 // guess returns the first probe for a prompt that must add tokens beyond
@@ -428,30 +537,66 @@ func search(target, guess, maxK, base int, f func(int) (int, error)) (int, error
 
 type entryKey struct{ target, slot int }
 
-// entry is one base prompt.
+// entry is one base prompt. Its fields are immutable once done is closed.
 type entry struct {
 	done     chan struct{}
 	err      error
+	key      entryKey
 	target   int
 	text     string
 	count    int
 	spans    [][2]int // byte ranges of the words a salt may replace
 	saltable bool
+
+	// Under cacheState.mu: the LRU element (nil unless built and cached)
+	// and the accounted size.
+	elem *list.Element
+	size int64
 }
 
 // slot is one deterministic stream of body words and the counts measured on
-// its prefixes.
+// its prefixes. A reset drops both; the stream is drawn again, identically,
+// from its seed.
 type slot struct {
 	mu    sync.Mutex
+	seed  uint64
 	r     *rand.Rand
-	words []string
+	words []uint16 // indices into wordList
 	memo  map[int]int
+	bytes atomic.Int64 // accounted size, updated under mu
+}
+
+func newSlot(seed uint64) *slot {
+	return &slot{seed: seed, r: newRand(seed), memo: map[int]int{}}
 }
 
 func (s *slot) ensure(k int) {
 	for len(s.words) < k {
-		s.words = append(s.words, wordList[s.r.IntN(len(wordList))])
+		s.words = append(s.words, uint16(s.r.IntN(len(wordList))))
 	}
+}
+
+// firstWords returns the first k words (k <= len(s.words)).
+func (s *slot) firstWords(k int) []string {
+	out := make([]string, k)
+	for i, w := range s.words[:k] {
+		out[i] = wordList[w]
+	}
+	return out
+}
+
+// account updates the slot's accounted size. s.mu is held.
+func (s *slot) account() {
+	s.bytes.Store(slotWordBytes*int64(cap(s.words)) + memoEntryBytes*int64(len(s.memo)))
+}
+
+// reset drops the words and counts and returns the bytes freed. s.mu is
+// held.
+func (s *slot) reset() int64 {
+	freed := s.bytes.Load()
+	s.r, s.words, s.memo = newRand(s.seed), nil, map[int]int{}
+	s.account()
+	return freed
 }
 
 // entry returns the base prompt of target tokens from body slot n.
@@ -461,12 +606,14 @@ func (st *cacheState) entry(ctx context.Context, target, n int) (*entry, error) 
 		st.mu.Lock()
 		e, ok := st.entries[key]
 		if !ok {
-			e = &entry{done: make(chan struct{}), target: target}
+			e = &entry{done: make(chan struct{}), key: key, target: target}
 			st.entries[key] = e
+		} else if e.elem != nil {
+			st.lru.MoveToFront(e.elem)
 		}
 		sl := st.slots[n]
 		if sl == nil {
-			sl = &slot{r: newRand(derive(st.g.seed, tagBody, uint64(n))), memo: map[int]int{}}
+			sl = newSlot(derive(st.g.seed, tagBody, uint64(n)))
 			st.slots[n] = sl
 		}
 		st.mu.Unlock()
@@ -484,6 +631,11 @@ func (st *cacheState) entry(ctx context.Context, target, n int) (*entry, error) 
 			}
 		}
 		if e.err == nil {
+			if !ok {
+				st.mu.Lock()
+				st.insertLocked(e)
+				st.mu.Unlock()
+			}
 			return e, nil
 		}
 		st.mu.Lock()
@@ -504,6 +656,7 @@ func (st *cacheState) entry(ctx context.Context, target, n int) (*entry, error) 
 func (st *cacheState) build(ctx context.Context, e *entry, sl *slot) error {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
+	defer sl.account()
 	sep := ""
 	if st.prefixText != "" {
 		sep = " "
@@ -529,7 +682,7 @@ func (st *cacheState) build(ctx context.Context, e *entry, sl *slot) error {
 			return c, nil
 		}
 		sl.ensure(k)
-		text, _ := compose(sl.words[:k])
+		text, _ := compose(sl.firstWords(k))
 		c, err := st.count(ctx, text)
 		if err != nil {
 			return 0, err
@@ -544,7 +697,7 @@ func (st *cacheState) build(ctx context.Context, e *entry, sl *slot) error {
 	}
 	st.learn(sl.memo[hi]-base, hi)
 	sl.ensure(hi)
-	best := append([]string(nil), sl.words[:hi]...)
+	best := sl.firstWords(hi)
 	bestCount, _ := f(hi)
 	if bestCount != e.target {
 		// Candidates: one word fewer (if any), or a filler in place of the
@@ -560,7 +713,7 @@ func (st *cacheState) build(ctx context.Context, e *entry, sl *slot) error {
 			if err != nil {
 				return err
 			}
-			consider(append([]string(nil), sl.words[:hi-1]...), c)
+			consider(sl.firstWords(hi-1), c)
 		}
 		// gap: tokens still missing without the last word (>= 1 when
 		// f is non-decreasing); try gap copies of each filler word.
@@ -572,7 +725,7 @@ func (st *cacheState) build(ctx context.Context, e *entry, sl *slot) error {
 			if bestCount == e.target || gap > 8 {
 				break
 			}
-			words := append([]string(nil), sl.words[:hi-1]...)
+			words := sl.firstWords(hi - 1)
 			for range gap {
 				words = append(words, fw)
 			}

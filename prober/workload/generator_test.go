@@ -357,9 +357,27 @@ func TestGeneratorNewTokenizerResetsCache(t *testing.T) {
 }
 
 func TestNewGeneratorInvalid(t *testing.T) {
-	_, err := NewGenerator(Spec{InputTokens: Fixed(0), OutputTokens: Fixed(1)}, 1)
-	if err == nil || err.Error() != "input_tokens: value must be >= 1 for dist fixed, got 0" {
-		t.Fatalf("err = %v", err)
+	tests := []struct {
+		name    string
+		spec    Spec
+		wantErr string
+	}{
+		{name: "zero input", spec: Spec{InputTokens: Fixed(0), OutputTokens: Fixed(1)},
+			wantErr: "input_tokens: value must be >= 1 for dist fixed, got 0"},
+		{name: "lognormal without max", spec: Spec{InputTokens: LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 2.5}, OutputTokens: Fixed(1)},
+			wantErr: "input_tokens: max is required for dist lognormal (an unbounded draw can exceed any context length; use the model's max_model_len)"},
+		{name: "output lognormal without max", spec: Spec{InputTokens: Fixed(1), OutputTokens: LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 2.5}},
+			wantErr: "output_tokens: max is required for dist lognormal (an unbounded draw can exceed any context length; use the model's max_model_len)"},
+		{name: "prefix over the cap", spec: Spec{InputTokens: Fixed(1), OutputTokens: Fixed(1), PrefixTokens: MaxLength + 1},
+			wantErr: "prefix_tokens must be <= 1048576 (the largest length llmprobe draws), got 1048577"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewGenerator(tc.spec, 1)
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }
 
@@ -448,5 +466,231 @@ func TestGeneratorWaiterRebuildsAfterBuilderCanceled(t *testing.T) {
 	}
 	if err := <-resB; err != nil {
 		t.Fatalf("B, whose context is fine, failed: %v", err)
+	}
+}
+
+// spaceCount is wordCount for single-spaced text, fast enough for the
+// cache tests' thousands of long prompts: a BOS plus one token per word.
+func spaceCount(s string) int { return 2 + strings.Count(s, " ") }
+
+// cachedTextBytes sums the text of the base prompts g's cache holds now.
+func cachedTextBytes(g *Generator) (n int64) {
+	g.mu.Lock()
+	st := g.state
+	g.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for el := st.lru.Front(); el != nil; el = el.Next() {
+		n += int64(len(el.Value.(*entry).text))
+	}
+	return n
+}
+
+func TestGeneratorCacheWithinBudget(t *testing.T) {
+	// The audit's workload (median 300, sigma 2.5), with the max it now
+	// needs: about 1,500 distinct lengths in 5,000 draws, 15 % at the max.
+	spec := Spec{
+		InputTokens:  LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 2.5, Max: 4096},
+		OutputTokens: Fixed(1),
+		PrefixTokens: 16,
+	}
+	const draws = 5000
+	const budget = 1 << 20
+	tok := &funcTok{count: spaceCount}
+	g := newGen(t, spec, 9)
+	g.SetCacheBudget(budget)
+	var peak int64
+	for i := range int64(draws) {
+		it, err := g.At(context.Background(), tok, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An input of 1 is the BOS alone, which no body word can meet.
+		if !it.Exact() && it.InputTokens > 1 || spaceCount(it.Prompt) != it.PromptTokens {
+			t.Fatalf("item %d: %d tokens, item says %d, target %d", i, spaceCount(it.Prompt), it.PromptTokens, it.PrefixTokens+it.InputTokens)
+		}
+		info := g.Info()
+		if info.CacheBytes > budget {
+			t.Fatalf("after item %d the cache holds %d bytes, budget %d", i, info.CacheBytes, budget)
+		}
+		if text := cachedTextBytes(g); info.CacheBytes < text {
+			t.Fatalf("after item %d: accounted %d bytes < %d bytes of cached text", i, info.CacheBytes, text)
+		}
+		peak = max(peak, info.CacheBytes)
+	}
+	info := g.Info()
+	if info.Evictions == 0 || info.CacheBudget != budget || info.Prompts == 0 {
+		t.Fatalf("info %+v: want evictions within a %d-byte budget", info, budget)
+	}
+	// Evictions happen only over the budget: without the bound the cache
+	// would have held every evicted prompt too (several MiB).
+	t.Logf("info %+v, peak %d bytes", info, peak)
+}
+
+func TestGeneratorEvictionRebuildsIdentically(t *testing.T) {
+	spec := Spec{
+		InputTokens:  LengthSpec{Dist: DistChoice, Choices: []Choice{{100, 1}, {700, 1}, {2000, 1}, {3001, 1}}},
+		OutputTokens: Fixed(1),
+		PrefixTokens: 8,
+	}
+	const n = 60
+	for _, tc := range []struct {
+		name   string
+		count  func(string) int
+		budget int
+	}{
+		// 1 byte: nothing is kept, every item is built from scratch (and
+		// the body streams are reset after each build).
+		{name: "nothing fits", count: chunkCount, budget: 1},
+		// About one base prompt of 2000 words.
+		{name: "one prompt fits", count: chunkCount, budget: 16 << 10},
+		{name: "one prompt fits word tokenizer", count: wordCount, budget: 16 << 10},
+		{name: "unsaltable one prompt fits", count: letterCount, budget: 16 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := items(t, newGen(t, spec, 4), &funcTok{count: tc.count}, n)
+			tok := &funcTok{count: tc.count}
+			g := newGen(t, spec, 4)
+			g.SetCacheBudget(tc.budget)
+			first := items(t, g, tok, n)
+			calls := tok.calls.Load()
+			again := items(t, g, tok, n) // same indices: evicted lengths are rebuilt
+			for i := range n {
+				if first[i] != ref[i] || again[i] != ref[i] {
+					t.Fatalf("item %d differs from the unevicted generator's:\nref   %+v\nfirst %+v\nagain %+v", i, ref[i], first[i], again[i])
+				}
+				if got := tc.count(again[i].Prompt); got != again[i].PromptTokens {
+					t.Fatalf("item %d: prompt counts %d, item says %d", i, got, again[i].PromptTokens)
+				}
+			}
+			info := g.Info()
+			if info.Evictions == 0 || tok.calls.Load() == calls || info.CacheBytes > int64(tc.budget) {
+				t.Fatalf("info %+v, tokenizer calls %d then %d: want evictions, rebuild calls, bytes within %d", info, calls, tok.calls.Load(), tc.budget)
+			}
+		})
+	}
+}
+
+func TestGeneratorSetCacheBudget(t *testing.T) {
+	spec := Spec{InputTokens: LengthSpec{Dist: DistUniform, Min: 100, Max: 1000}, OutputTokens: Fixed(1)}
+	g := newGen(t, spec, 2)
+	if g.CacheBudget() != DefaultCacheBudget || g.Info().CacheBudget != DefaultCacheBudget {
+		t.Fatalf("default budget %d, info %+v", g.CacheBudget(), g.Info())
+	}
+	tok := &funcTok{count: spaceCount}
+	items(t, g, tok, 200)
+	before := g.Info()
+	if before.Evictions != 0 || before.CacheBytes < 100<<10 {
+		t.Fatalf("info %+v: want about 200 prompts cached", before)
+	}
+	g.SetCacheBudget(32 << 10) // shrinking evicts at once
+	after := g.Info()
+	if after.CacheBytes > 32<<10 || after.Evictions == 0 || after.Prompts >= before.Prompts || after.CacheBudget != 32<<10 {
+		t.Fatalf("after shrinking: %+v (before %+v)", after, before)
+	}
+	// The most recently used prompts stay: item 199's costs no call.
+	calls := tok.calls.Load()
+	if _, err := g.At(context.Background(), tok, 199); err != nil || tok.calls.Load() != calls {
+		t.Fatalf("item 199 after shrinking: %v, %d tokenizer calls", err, tok.calls.Load()-calls)
+	}
+	g.SetCacheBudget(0)
+	if g.CacheBudget() != DefaultCacheBudget {
+		t.Fatalf("SetCacheBudget(0): budget %d, want the default", g.CacheBudget())
+	}
+}
+
+func TestGeneratorEvictsLeastRecentlyUsed(t *testing.T) {
+	spec := Spec{InputTokens: LengthSpec{Dist: DistChoice, Choices: []Choice{{1000, 1}, {1001, 1}, {1002, 1}}}, OutputTokens: Fixed(1)}
+	g := newGen(t, spec, 3)
+	idx := map[int]int64{} // an item index of each length
+	for i := int64(0); len(idx) < 3; i++ {
+		if in, _ := g.Lengths(i); idx[in] == 0 && i > 0 {
+			idx[in] = i
+		}
+	}
+	tok := &funcTok{count: spaceCount}
+	at := func(length int) (calls int64) {
+		t.Helper()
+		before := tok.calls.Load()
+		if _, err := g.At(context.Background(), tok, idx[length]); err != nil {
+			t.Fatal(err)
+		}
+		return tok.calls.Load() - before
+	}
+	at(1000)
+	at(1001)
+	// Room for the two prompts and the body stream, not for a third prompt.
+	g.SetCacheBudget(int(g.Info().CacheBytes) + 1024)
+	if at(1000) != 0 { // a hit: 1000 becomes the most recently used
+		t.Fatal("cached length 1000 called the tokenizer")
+	}
+	if at(1002) == 0 { // evicts 1001, the least recently used
+		t.Fatal("new length 1002 built without the tokenizer")
+	}
+	if info := g.Info(); info.Evictions != 1 || info.Prompts != 2 {
+		t.Fatalf("info %+v, want one eviction and two prompts", info)
+	}
+	if at(1000) != 0 {
+		t.Fatal("length 1000, used after 1001, was evicted instead of it")
+	}
+	if at(1001) == 0 {
+		t.Fatal("length 1001 was not evicted")
+	}
+}
+
+func TestGeneratorConcurrentEviction(t *testing.T) {
+	// The daemon's prefetcher and request goroutines call At concurrently;
+	// with a budget of a few prompts, builds, hits, evictions and stream
+	// resets interleave. Items must still equal the sequential ones.
+	spec := Spec{
+		InputTokens:  LengthSpec{Dist: DistLognormal, Median: 200, Sigma: 1.5, Max: 3000},
+		OutputTokens: Fixed(1),
+		PrefixTokens: 4,
+	}
+	const n = 400
+	ref := items(t, newGen(t, spec, 6), &funcTok{count: chunkCount}, n)
+	g := newGen(t, spec, 6)
+	g.SetCacheBudget(24 << 10)
+	tok := &funcTok{count: chunkCount}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 4 {
+				it, err := g.At(context.Background(), tok, int64(i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if it != ref[i] {
+					t.Errorf("item %d differs from the sequential one", i)
+					return
+				}
+				if i%16 == 0 {
+					_ = g.Info()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if info := g.Info(); info.Evictions == 0 || info.CacheBytes > 24<<10 {
+		t.Fatalf("info %+v", info)
+	}
+}
+
+func BenchmarkGeneratorEvicting(b *testing.B) {
+	// Every item a new length over a budget of a few prompts: the cost of a
+	// build (tokenizer calls are in-process here) plus an eviction.
+	g, _ := NewGenerator(Spec{InputTokens: LengthSpec{Dist: DistUniform, Min: 500, Max: 1500}, OutputTokens: Fixed(16)}, 1)
+	g.SetCacheBudget(32 << 10)
+	tok := &funcTok{count: spaceCount}
+	ctx := context.Background()
+	var i int64
+	for b.Loop() {
+		i++
+		if _, err := g.At(ctx, tok, i); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -21,7 +21,7 @@ type LengthSampler struct {
 //     --random-range-ratio (the low bound raised to 1 if it rounds to 0);
 //   - uniform with min and max: integers uniform in [min, max];
 //   - lognormal: round(exp(ln(median) + sigma*N(0,1))), at least 1, capped
-//     at max when max is set;
+//     at max (required);
 //   - choice: value i with probability weight_i / sum(weights).
 func NewLengthSampler(s LengthSpec) (*LengthSampler, error) {
 	if err := s.Validate(); err != nil {
@@ -50,7 +50,7 @@ func NewLengthSampler(s LengthSpec) (*LengthSampler, error) {
 func (l *LengthSampler) Spec() LengthSpec { return l.spec }
 
 // Range returns the smallest and largest length the sampler can draw; hi is
-// 0 when unbounded (lognormal without max).
+// at most MaxLength.
 func (l *LengthSampler) Range() (lo, hi int) {
 	switch l.spec.Dist {
 	case DistFixed:
@@ -68,7 +68,7 @@ func (l *LengthSampler) Range() (lo, hi int) {
 	}
 }
 
-// Draw returns one length (>= 1) using r.
+// Draw returns one length in [1, MaxLength] using r.
 func (l *LengthSampler) Draw(r *rand.Rand) int {
 	switch l.spec.Dist {
 	case DistFixed:
@@ -77,14 +77,11 @@ func (l *LengthSampler) Draw(r *rand.Rand) int {
 		return l.lo + r.IntN(l.hi-l.lo+1)
 	case DistLognormal:
 		v := math.Round(math.Exp(math.Log(l.spec.Median) + l.spec.Sigma*r.NormFloat64()))
-		if l.spec.Max > 0 && v > float64(l.spec.Max) {
+		if v > float64(l.spec.Max) { // max is required and <= MaxLength
 			return l.spec.Max
 		}
 		if !(v >= 1) {
 			return 1
-		}
-		if v > math.MaxInt32 {
-			return math.MaxInt32
 		}
 		return int(v)
 	default: // choice

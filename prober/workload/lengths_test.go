@@ -23,6 +23,8 @@ func TestLengthSamplerRange(t *testing.T) {
 		{name: "uniform ratio 0", spec: LengthSpec{Dist: DistUniform, Value: 5}, lo: 5, hi: 5},
 		{name: "uniform min max", spec: LengthSpec{Dist: DistUniform, Min: 10, Max: 20}, lo: 10, hi: 20},
 		{name: "lognormal capped", spec: LengthSpec{Dist: DistLognormal, Median: 200, Sigma: 2, Max: 300}, lo: 1, hi: 300},
+		// The audit's config (median 300, sigma 2.5) with the hard cap as max.
+		{name: "lognormal at the hard cap", spec: LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 2.5, Max: MaxLength}, lo: 1, hi: MaxLength},
 		{name: "choice", spec: LengthSpec{Dist: DistChoice, Choices: []Choice{{100, 0.9}, {9100, 0.1}}}, lo: 100, hi: 9100},
 	}
 	for _, tc := range tests {
@@ -68,7 +70,11 @@ func TestLengthSamplerDistribution(t *testing.T) {
 		}
 	})
 	t.Run("lognormal median", func(t *testing.T) {
-		l, _ := NewLengthSampler(LengthSpec{Dist: DistLognormal, Median: 200, Sigma: 0.8})
+		// max 100000 is 7.8 sigma above the median: never reached.
+		l, err := NewLengthSampler(LengthSpec{Dist: DistLognormal, Median: 200, Sigma: 0.8, Max: 100000})
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := newRand(3)
 		xs := make([]int, n)
 		var logSum float64
@@ -136,6 +142,18 @@ func TestLengthSpecStrict(t *testing.T) {
 		{name: "choice with value", spec: LengthSpec{Dist: DistChoice, Value: 1, Choices: []Choice{{1, 1}}}, wantErr: "value does not apply to dist choice"},
 		{name: "unknown dist still reported", spec: LengthSpec{Dist: "normal", Value: 1}, wantErr: `unknown dist "normal"`},
 		{name: "lognormal ok", spec: LengthSpec{Dist: DistLognormal, Median: 5, Sigma: 1, Max: 10}},
+		{name: "lognormal without max", spec: LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 2.5},
+			wantErr: "max is required for dist lognormal (an unbounded draw can exceed any context length; use the model's max_model_len)"},
+		{name: "lognormal max below median", spec: LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 1, Max: 299}, wantErr: "max must be >= median (300) for dist lognormal, got 299"},
+		{name: "lognormal negative max", spec: LengthSpec{Dist: DistLognormal, Median: 3, Sigma: 1, Max: -1}, wantErr: "max must be >= median (3) for dist lognormal, got -1"},
+		{name: "lognormal max at the cap", spec: LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 2.5, Max: MaxLength}},
+		{name: "lognormal max over the cap", spec: LengthSpec{Dist: DistLognormal, Median: 300, Sigma: 2.5, Max: MaxLength + 1}, wantErr: "max must be <= 1048576 (the largest length llmprobe draws), got 1048577"},
+		{name: "fixed at the cap", spec: Fixed(MaxLength)},
+		{name: "fixed over the cap", spec: Fixed(MaxLength + 1), wantErr: "value must be <= 1048576 (the largest length llmprobe draws), got 1048577"},
+		{name: "uniform ratio over the cap", spec: LengthSpec{Dist: DistUniform, Value: 800000, RangeRatio: 0.5}, wantErr: "ceil(value*(1+range_ratio)) must be <= 1048576 (the largest length llmprobe draws), got 1200000"},
+		{name: "uniform ratio at the cap", spec: LengthSpec{Dist: DistUniform, Value: 1 << 19, RangeRatio: 0.999999}},
+		{name: "uniform max over the cap", spec: LengthSpec{Dist: DistUniform, Min: 1, Max: 2 << 20}, wantErr: "max must be <= 1048576 (the largest length llmprobe draws), got 2097152"},
+		{name: "choice over the cap", spec: LengthSpec{Dist: DistChoice, Choices: []Choice{{1, 1}, {1 << 21, 1}}}, wantErr: "choices[1].value must be <= 1048576 (the largest length llmprobe draws), got 2097152"},
 		{name: "uniform ok", spec: LengthSpec{Dist: DistUniform, Value: 5, RangeRatio: 0.2}},
 	}
 	for _, tc := range tests {

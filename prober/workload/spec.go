@@ -26,7 +26,8 @@ const (
 //	{dist: lognormal, median: 200, sigma: 0.8, max: 4096}
 //	{dist: choice, choices: [{value: 100, weight: 0.9}, {value: 9100, weight: 0.1}]}
 //
-// Draws are integers >= 1 (0 is allowed only for a prefix length).
+// Draws are integers in [1, MaxLength] (0 is allowed only for a prefix
+// length). A lognormal spec must give max: its tail is unbounded.
 type LengthSpec struct {
 	Dist       string   `yaml:"dist" json:"dist"`
 	Value      int      `yaml:"value,omitempty" json:"value,omitempty"`
@@ -44,6 +45,13 @@ type Choice struct {
 	Weight float64 `yaml:"weight" json:"weight"`
 }
 
+// MaxLength is the hard sanity cap on every token length of a workload:
+// 1,048,576 (2^20) tokens, above any model's context length today. Validate
+// rejects a spec that could draw more (a fixed or choice value, a uniform
+// bound, a lognormal max, prefix_tokens), so a typo cannot build a prompt
+// of millions of tokens.
+const MaxLength = 1 << 20
+
 // Fixed returns a fixed-length spec.
 func Fixed(n int) LengthSpec { return LengthSpec{Dist: DistFixed, Value: n} }
 
@@ -59,6 +67,9 @@ func (s LengthSpec) Validate() error {
 		if s.Value < 1 {
 			return fmt.Errorf("value must be >= 1 for dist fixed, got %d", s.Value)
 		}
+		if s.Value > MaxLength {
+			return fmt.Errorf("value must be <= %d (the largest length llmprobe draws), got %d", MaxLength, s.Value)
+		}
 	case DistUniform:
 		if s.Value != 0 {
 			if s.Value < 1 {
@@ -70,10 +81,16 @@ func (s LengthSpec) Validate() error {
 			if s.Min != 0 || s.Max != 0 {
 				return errors.New("give either value (+ range_ratio) or min and max for dist uniform, not both")
 			}
+			if hi := math.Ceil(float64(s.Value) * (1 + s.RangeRatio)); hi > MaxLength {
+				return fmt.Errorf("ceil(value*(1+range_ratio)) must be <= %d (the largest length llmprobe draws), got %.0f", MaxLength, hi)
+			}
 			return nil
 		}
 		if s.Min < 1 || s.Max < s.Min {
 			return fmt.Errorf("dist uniform needs value (+ range_ratio) or 1 <= min <= max, got min %d max %d", s.Min, s.Max)
+		}
+		if s.Max > MaxLength {
+			return fmt.Errorf("max must be <= %d (the largest length llmprobe draws), got %d", MaxLength, s.Max)
 		}
 	case DistLognormal:
 		if !(s.Median >= 1) {
@@ -82,8 +99,14 @@ func (s LengthSpec) Validate() error {
 		if !(s.Sigma > 0) || math.IsInf(s.Sigma, 0) {
 			return fmt.Errorf("sigma must be > 0 for dist lognormal, got %v", s.Sigma)
 		}
-		if s.Max < 0 || (s.Max > 0 && float64(s.Max) < s.Median) {
-			return fmt.Errorf("max must be 0 (no cap) or >= median, got %d", s.Max)
+		if s.Max == 0 {
+			return errors.New("max is required for dist lognormal (an unbounded draw can exceed any context length; use the model's max_model_len)")
+		}
+		if float64(s.Max) < s.Median {
+			return fmt.Errorf("max must be >= median (%v) for dist lognormal, got %d", s.Median, s.Max)
+		}
+		if s.Max > MaxLength {
+			return fmt.Errorf("max must be <= %d (the largest length llmprobe draws), got %d", MaxLength, s.Max)
 		}
 	case DistChoice:
 		if len(s.Choices) == 0 {
@@ -92,6 +115,9 @@ func (s LengthSpec) Validate() error {
 		for i, c := range s.Choices {
 			if c.Value < 1 {
 				return fmt.Errorf("choices[%d].value must be >= 1, got %d", i, c.Value)
+			}
+			if c.Value > MaxLength {
+				return fmt.Errorf("choices[%d].value must be <= %d (the largest length llmprobe draws), got %d", i, MaxLength, c.Value)
 			}
 			if !(c.Weight > 0) || math.IsInf(c.Weight, 0) {
 				return fmt.Errorf("choices[%d].weight must be > 0, got %v", i, c.Weight)
@@ -140,6 +166,9 @@ func (s Spec) Validate() error {
 	}
 	if s.PrefixTokens < 0 {
 		return fmt.Errorf("prefix_tokens must be >= 0, got %d", s.PrefixTokens)
+	}
+	if s.PrefixTokens > MaxLength {
+		return fmt.Errorf("prefix_tokens must be <= %d (the largest length llmprobe draws), got %d", MaxLength, s.PrefixTokens)
 	}
 	return nil
 }
