@@ -11,10 +11,13 @@ import (
 const Tag = "llmprobe"
 
 // sel is the label selector of llmprobe series for the chosen targets and
-// probes; vsel selects vLLM series of the chosen models.
+// probes. vsel selects vLLM series of the chosen models and targets: vLLM
+// has no target label of its own, the scrape job may add it (the join of
+// docs/rules-and-dashboards.md); the empty alternative keeps series without
+// it, so the panels work with or without that relabelling.
 const (
 	sel  = `target=~"$target", probe=~"$probe"`
-	vsel = `model_name=~"$model"`
+	vsel = `model_name=~"$model", target=~"$target|"`
 	tp   = `{{target}} / {{probe}}`
 )
 

@@ -115,11 +115,30 @@ func (c *checker) expr(where, expr string) {
 			c.t.Errorf("%s: reads unknown metric %s", where, n)
 		}
 	}
-	// Alert names in ALERTS selectors must be llmprobe's alerts.
 	pe, _ := rules.NewParser().ParseExpr(e)
+	for _, s := range rulestest.CanceledInRatios(pe) {
+		c.t.Errorf("%s: %s counts requests canceled by llmprobe in a ratio", where, s)
+	}
 	parser.Inspect(pe, func(n parser.Node, _ []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
-		if !ok || vs.Name != "ALERTS" {
+		if !ok {
+			return nil
+		}
+		// vLLM series: chosen by model and, where the join label exists, by
+		// target (series without it kept).
+		if strings.HasPrefix(vs.Name, "vllm:") {
+			want := map[string]string{"model_name": "=~x", "target": "=~x|"}
+			for _, m := range vs.LabelMatchers {
+				if w, ok := want[m.Name]; ok && m.Type.String()+m.Value == w {
+					delete(want, m.Name)
+				}
+			}
+			if len(want) > 0 {
+				c.t.Errorf("%s: %s lacks model_name=~\"$model\" or target=~\"$target|\"", where, vs)
+			}
+		}
+		// Alert names in ALERTS selectors must be llmprobe's alerts.
+		if vs.Name != "ALERTS" {
 			return nil
 		}
 		for _, m := range vs.LabelMatchers {
@@ -336,7 +355,7 @@ func TestContent(t *testing.T) {
 		want []string
 	}{
 		{"llmprobe-slo-overview.json", []string{
-			"target_probe:llmprobe_goodput:ratio_rate5m", "llmprobe:goodput_objective:ratio",
+			"target_probe:llmprobe_goodput:ratio_rate5m", "target_probe:llmprobe_goodput_objective:ratio",
 			"llmprobe_good_requests_total", // error budget left
 			"target_probe:llmprobe_time_to_first_token_seconds:p99_5m",
 			"target_probe:llmprobe_time_per_output_token_seconds:p99_5m",
@@ -386,6 +405,28 @@ func TestContent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLatencyRows checks that the latency dashboard opens on the heatmaps
+// every Prometheus can fill (classic buckets) and keeps the native ones in a
+// collapsed row.
+func TestLatencyRows(t *testing.T) {
+	d := committed(t)["llmprobe-latency.json"]
+	var rows []map[string]any
+	for _, p := range d["panels"].([]any) {
+		if pm := p.(map[string]any); pm["type"] == "row" {
+			rows = append(rows, pm)
+		}
+	}
+	if len(rows) < 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if title := rows[0]["title"].(string); !strings.Contains(title, "classic") || rows[0]["collapsed"] != false {
+		t.Errorf("first row %q (collapsed %v), want the classic buckets, open", title, rows[0]["collapsed"])
+	}
+	if title := rows[1]["title"].(string); !strings.Contains(title, "native") || rows[1]["collapsed"] != true {
+		t.Errorf("second row %q (collapsed %v), want the native histograms, collapsed", title, rows[1]["collapsed"])
 	}
 }
 

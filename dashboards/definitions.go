@@ -41,14 +41,15 @@ func sloOverview() *Dashboard {
 				"(target_probe:llmprobe_goodput:ratio_rate5m). Colors assume the default 99 % objective.", "percentunit", 6,
 				steps("red", 0.95, "orange", 0.99, "green"),
 				instant(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate5m{%s}`, sel), tp)),
-			stat("Error budget left (time range)", "Share of the goodput error budget (1 - objective) not yet spent "+
-				"over the dashboard's time range; set the range to your SLO period (e.g. 30 days). Negative: overspent.",
+			stat("Error budget left (time range)", "Share of the goodput error budget (1 - the probe's objective) "+
+				"not yet spent over the dashboard's time range; set the range to your SLO period (e.g. 30 days). "+
+				"Negative: overspent. Requests canceled by llmprobe itself (reload, shutdown) are left out.",
 				"percentunit", 6,
 				steps("red", 0.0, "orange", 0.25, "green"),
 				instant(fmt.Sprintf(`1 - (
   1 - sum by (target, probe) (increase(llmprobe_good_requests_total{%[1]s}[$__range]))
-  / (sum by (target, probe) (increase(llmprobe_requests_total{%[1]s}[$__range])) > 0)
-) / scalar(1 - llmprobe:goodput_objective:ratio)`, sel), tp)),
+  / (sum by (target, probe) (increase(llmprobe_requests_total{outcome!="canceled", %[1]s}[$__range])) > 0)
+) / on (target, probe) (1 - target_probe:llmprobe_goodput_objective:ratio{%[1]s})`, sel), tp)),
 			stat("Burn rate (1h)", "How fast the error budget is spent over the last hour (1 = exactly over the SLO "+
 				"period). The fast burn-rate alert needs 14.4 over 1h and 5m, the slow one 6 over 6h and 30m.", "x", 6,
 				steps("green", 6.0, "orange", 14.4, "red"),
@@ -59,11 +60,12 @@ func sloOverview() *Dashboard {
 				steps("green", 1.0, "red"),
 				instant(fmt.Sprintf(`max by (target, probe) (target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}) > bool 0.01`, sel), tp),
 			).valueMap(map[string][2]string{"0": {"valid", "green"}, "1": {"INVALID: prober saturated", "red"}}),
-			timeseries("Goodput ratio", "Good requests / finished requests over 5 minutes and 1 hour, and the objective "+
-				"(llmprobe:goodput_objective:ratio, dashed).", "percentunit", 12,
+			timeseries("Goodput ratio", "Good requests / finished requests (not counting requests canceled by "+
+				"llmprobe itself) over 5 minutes and 1 hour, and each probe's objective (goodput_objective in "+
+				"llmprobe's configuration, dashed).", "percentunit", 12,
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate5m{%s}`, sel), "5m "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate1h{%s}`, sel), "1h "+tp),
-				q(`llmprobe:goodput_objective:ratio`, "objective"),
+				q(fmt.Sprintf(`target_probe:llmprobe_goodput_objective:ratio{%s}`, sel), "objective "+tp),
 			).ratio().dashed("C", "red"),
 			timeseries("Error-budget burn rate", "Burn rate over the alert windows. Lines: 6 (slow alert, 6h and 30m) "+
 				"and 14.4 (fast alert, 1h and 5m).", "x", 12,
@@ -86,10 +88,12 @@ func sloOverview() *Dashboard {
 			).minZero(),
 		}},
 		section{title: "Errors", panels: []*Panel{
-			timeseries("Errors by class", "Failed requests per second by error class (outcome).", "reqps", 12,
+			timeseries("Errors by class", "Failed requests per second by error class (outcome). canceled: stopped "+
+				"by llmprobe itself (config reload, shutdown), not counted against the target.", "reqps", 12,
 				q(fmt.Sprintf(`sum by (target, probe, outcome) (rate(llmprobe_requests_total{outcome!="success", %s}[$__rate_interval]))`, sel), "{{outcome}} "+tp),
 			).bars(),
-			timeseries("Error ratio by class (5m)", "Share of finished requests that failed, per error class.", "percentunit", 12,
+			timeseries("Error ratio by class (5m)", "Share of finished requests that failed, per error class "+
+				"(requests canceled by llmprobe itself left out).", "percentunit", 12,
 				q(fmt.Sprintf(`target_probe_outcome:llmprobe_requests_errors:ratio_rate5m{%s}`, sel), "{{outcome}} "+tp),
 			).minZero(),
 		}},
@@ -129,12 +133,16 @@ func latencyDetail() *Dashboard {
 	}
 	const join = " Server series need the vLLM scrape job to add target=\"<llmprobe target name>\" " +
 		"(see docs/rules-and-dashboards.md)."
+	// Classic buckets first and open: every Prometheus ingests them by
+	// default, native histograms only when asked to (see
+	// docs/rules-and-dashboards.md), so the native heatmaps would open empty
+	// for most users.
 	return newDashboard("llmprobe-latency.json", "llmprobe-latency", "llmprobe / Latency detail",
-		"Latency distributions (heatmaps of native histograms, classic buckets in a collapsed row), quantiles, and "+
-			"client (llmprobe) against server (vLLM) time to first token.",
+		"Latency distributions (heatmaps of the classic buckets; native histograms in a collapsed row), quantiles, "+
+			"and client (llmprobe) against server (vLLM) time to first token.",
 		nil,
-		section{title: "Distributions (native histograms)", panels: native},
-		section{title: "Distributions (classic buckets)", collapsed: true, panels: classic},
+		section{title: "Distributions (classic buckets)", panels: classic},
+		section{title: "Distributions (native histograms)", collapsed: true, panels: native},
 		section{title: "Quantiles", panels: quantiles},
 		section{title: "Client against server TTFT", panels: []*Panel{
 			timeseries("TTFT: client (llmprobe) and server (vLLM)", "Client TTFT of the probes and the server's "+
@@ -160,7 +168,8 @@ func serverCorrelation() *Dashboard {
 	return newDashboard("llmprobe-server-correlation.json", "llmprobe-server-correlation",
 		"llmprobe / Server correlation",
 		"vLLM's own state (running and waiting requests, KV cache, preemptions, prefix cache) under llmprobe's "+
-			"latency and goodput, on one time axis. vLLM series are chosen by model (model_name).",
+			"latency and goodput, on one time axis. vLLM series are chosen by model (model_name) and, when the vLLM "+
+			"scrape job adds the target join label, by target; series without it are kept.",
 		[]Annotation{
 			alertAnnotation("Goodput burn-rate alerts", "red", "LLMProbeGoodputBudgetBurnFast|LLMProbeGoodputBudgetBurnSlow"),
 		},

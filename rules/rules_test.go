@@ -195,10 +195,48 @@ func TestCatalogIsNotPermissive(t *testing.T) {
 	}
 }
 
+// TestRatiosLeaveOutCanceled checks that no rule counts requests llmprobe
+// canceled itself in a ratio, and that the check itself can fail.
+func TestRatiosLeaveOutCanceled(t *testing.T) {
+	p := rules.NewParser()
+	for _, tc := range []struct {
+		name, expr string
+		want       int
+	}{
+		{name: "bare denominator", expr: `sum(rate(llmprobe_good_requests_total[5m])) / sum(rate(llmprobe_requests_total[5m]))`, want: 1},
+		{name: "errors over all", expr: `sum(rate(llmprobe_requests_total{outcome!="success"}[5m])) / sum(rate(llmprobe_requests_total{outcome!="canceled"}[5m]))`, want: 1},
+		{name: "nested", expr: `1 - (x / (sum(rate(llmprobe_requests_total{target="a"}[5m])) > 0))`, want: 1},
+		{name: "excluded", expr: `sum(rate(llmprobe_requests_total{outcome!~"success|canceled"}[5m])) / sum(rate(llmprobe_requests_total{outcome!="canceled"}[5m]))`},
+		{name: "success only", expr: `x / sum(rate(llmprobe_requests_total{outcome="success"}[5m]))`},
+		{name: "not a ratio", expr: `sum by (outcome) (rate(llmprobe_requests_total[5m]))`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := p.ParseExpr(tc.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rulestest.CanceledInRatios(e); len(got) != tc.want {
+				t.Fatalf("got %v, want %d selectors", got, tc.want)
+			}
+		})
+	}
+	for _, r := range allRules(load(t)) {
+		t.Run(r.Record+r.Alert, func(t *testing.T) {
+			e, err := p.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range rulestest.CanceledInRatios(e) {
+				t.Errorf("%s counts canceled requests in a ratio", s)
+			}
+		})
+	}
+}
+
 var (
 	recordName = regexp.MustCompile(`^([a-z_]+):([a-z0-9_]+):([a-z0-9_]+)$`)
 	alertName  = regexp.MustCompile(`^LLMProbe[A-Z][A-Za-z0-9]*$`)
-	levels     = []string{"llmprobe", "target", "target_probe", "target_probe_outcome", "target_probe_slo"}
+	levels     = []string{"target", "target_probe", "target_probe_outcome", "target_probe_slo"}
 )
 
 func TestNamingAndAnnotations(t *testing.T) {

@@ -14,6 +14,7 @@
 package probemetrics
 
 import (
+	"math"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -41,6 +42,9 @@ const (
 	NameInFlight       = "llmprobe_requests_in_flight"
 	NameSLOThreshold   = "llmprobe_slo_threshold_seconds"
 	NameTargetInfo     = "llmprobe_target_info"
+	NameArrivalRate    = "llmprobe_probe_arrival_rate"
+	NameLastArrival    = "llmprobe_probe_last_arrival_timestamp_seconds"
+	NameObjective      = "llmprobe_goodput_objective_ratio"
 	exemplarLabel      = "request_id"
 	exemplarValueLimit = prometheus.ExemplarMaxRunes - len(exemplarLabel)
 )
@@ -60,9 +64,14 @@ var SLONames = []string{SLOTTFT, SLOTPOT, SLOE2EL}
 // because the probe's max_concurrency in-flight cap was full.
 const SkipMaxConcurrency = "max_concurrency"
 
+// SkipTooLong is the reason label of an arrival whose drawn prompt + output
+// tokens exceed the served model's max_model_len (the probe's config, not a
+// server failure).
+const SkipTooLong = "too_long"
+
 // SkipReasons lists the skip reasons that Init pre-creates. Skipped accepts
 // other values too; callers must keep them to a small fixed set.
-var SkipReasons = []string{SkipMaxConcurrency}
+var SkipReasons = []string{SkipMaxConcurrency, SkipTooLong}
 
 // Names returns every metric family name this package exports, in a stable
 // order. Histogram families are listed by their base name (their series add
@@ -73,6 +82,7 @@ func Names() []string {
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo,
+		NameArrivalRate, NameLastArrival, NameObjective,
 	}
 }
 
@@ -111,6 +121,9 @@ type Metrics struct {
 	inFlight     *prometheus.GaugeVec
 	sloThreshold *prometheus.GaugeVec
 	targetInfo   *prometheus.GaugeVec
+	arrivalRate  *prometheus.GaugeVec
+	lastArrival  *prometheus.GaugeVec
+	objective    *prometheus.GaugeVec
 
 	mu     sync.RWMutex
 	probes map[probeKey]*probeMetrics
@@ -171,7 +184,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		e2e: hist(NameE2E, "Time from sending a request to its last token-bearing streamed event, "+
 			"successful requests only.", RequestLatencyBuckets),
 		sendLag: hist(NameSendLag, "How late a request was sent compared with its scheduled arrival time "+
-			"(client saturation), every sent request.", SendLagBuckets),
+			"(client saturation), every sent request (not those that failed before sending).", SendLagBuckets),
 		requests: counter(NameRequests, "Requests sent and finished, by outcome: success or the error class.",
 			"outcome"),
 		good: counter(NameGoodRequests, "Successful requests that met every configured SLO (goodput)."),
@@ -187,6 +200,12 @@ func New(reg prometheus.Registerer) *Metrics {
 			"target", "probe", "slo"),
 		targetInfo: gauge(NameTargetInfo, "Target information from its /version and /v1/models endpoints; value 1.",
 			"target", "server_version", "model", "max_model_len"),
+		arrivalRate: gauge(NameArrivalRate, "Configured mean arrival rate of the probe in requests per second.",
+			"target", "probe"),
+		lastArrival: gauge(NameLastArrival, "Unix time of the probe's last scheduled arrival, sent or skipped "+
+			"(the probe's start time until its first arrival).", "target", "probe"),
+		objective: gauge(NameObjective, "Configured goodput objective: the share of requests that must be good.",
+			"target", "probe"),
 		probes: map[probeKey]*probeMetrics{},
 		info:   map[string]prometheus.Labels{},
 	}
@@ -201,6 +220,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.ttft, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
 		m.inFlight, m.sloThreshold, m.targetInfo,
+		m.arrivalRate, m.lastArrival, m.objective,
 	}
 }
 
@@ -290,7 +310,9 @@ func (m *Metrics) Observe(r *prober.Record, good bool, violated []string) {
 	if r.RequestID != "" && len(r.RequestID) <= exemplarValueLimit && utf8.ValidString(r.RequestID) {
 		ex = prometheus.Labels{exemplarLabel: r.RequestID}
 	}
-	observe(pm.sendLag, max(r.SendLag, 0), ex)
+	if !r.NotSent {
+		observe(pm.sendLag, max(r.SendLag, 0), ex)
+	}
 
 	if i, ok := outcomeIndex[r.Error]; ok {
 		pm.requests[i].Inc()
@@ -382,6 +404,40 @@ func (m *Metrics) SetSLO(target, probe string, ttft, tpot, e2el time.Duration) {
 	}
 }
 
+// SetProbeRate exports the configured mean arrival rate of (target, probe)
+// in requests per second as llmprobe_probe_arrival_rate. A rate that is not
+// positive and finite deletes the series. Call it when the probe starts; the
+// alert on a probe that stopped scheduling reads it.
+func (m *Metrics) SetProbeRate(target, probe string, rate float64) {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		m.arrivalRate.DeleteLabelValues(target, probe)
+		return
+	}
+	m.arrivalRate.WithLabelValues(target, probe).Set(rate)
+}
+
+// SetLastArrival sets llmprobe_probe_last_arrival_timestamp_seconds of
+// (target, probe) to at (Unix time). Call it for every scheduled arrival,
+// sent or skipped, and once with the start time when the probe starts. It is
+// a label lookup and a gauge Set: cheap enough for every arrival. Concurrent
+// calls for one probe may land out of order by the few microseconds between
+// them.
+func (m *Metrics) SetLastArrival(target, probe string, at time.Time) {
+	m.lastArrival.WithLabelValues(target, probe).Set(float64(at.Unix()) + float64(at.Nanosecond())/1e9)
+}
+
+// SetGoodputObjective exports the goodput objective of (target, probe), the
+// share of requests that must be good (0 < objective < 1), as
+// llmprobe_goodput_objective_ratio. The burn-rate rules divide by
+// 1 - objective. A value outside (0, 1) deletes the series.
+func (m *Metrics) SetGoodputObjective(target, probe string, objective float64) {
+	if !(objective > 0 && objective < 1) {
+		m.objective.DeleteLabelValues(target, probe)
+		return
+	}
+	m.objective.WithLabelValues(target, probe).Set(objective)
+}
+
 // SetTargetInfo sets llmprobe_target_info for target to 1 with the given
 // labels, replacing the target's previous info series. Empty values are
 // exported as empty labels (that is, absent in PromQL).
@@ -439,5 +495,6 @@ func (m *Metrics) probeVecs() []partialDeleter {
 		m.ttft, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
 		m.inFlight, m.sloThreshold,
+		m.arrivalRate, m.lastArrival, m.objective,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +99,12 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	m.SetSLO("sim", "small", 800*ms, 50*ms, 0)
 	m.SetSLO("sim", "large", 0, 50*ms, 5*time.Second)
 	m.SetTargetInfo("sim", "0.11.0", "meta-llama/Llama-3.1-8B-Instruct", "131072")
+	m.SetProbeRate("sim", "small", 4)
+	m.SetProbeRate("sim", "large", 0.05)
+	m.SetLastArrival("sim", "small", time.Unix(1700000000, 250_000_000))
+	m.SetLastArrival("sim", "large", time.Unix(1700000000, 0))
+	m.SetGoodputObjective("sim", "small", 0.99)
+	m.SetGoodputObjective("sim", "large", 0.995)
 	return reg, m
 }
 
@@ -157,6 +164,9 @@ func TestHandComputed(t *testing.T) {
 		{name: "in flight", c: m.inFlight.WithLabelValues("sim", "small"), want: 1},
 		{name: "slo ttft", c: m.sloThreshold.WithLabelValues("sim", "small", "ttft"), want: 0.8},
 		{name: "slo e2el large", c: m.sloThreshold.WithLabelValues("sim", "large", "e2el"), want: 5},
+		{name: "arrival rate", c: m.arrivalRate.WithLabelValues("sim", "large"), want: 0.05},
+		{name: "last arrival", c: m.lastArrival.WithLabelValues("sim", "small"), want: 1700000000.25},
+		{name: "objective", c: m.objective.WithLabelValues("sim", "large"), want: 0.995},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -509,6 +519,73 @@ llmprobe_target_info{max_model_len="",model="m2",server_version="",target="b"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameSLOThreshold, NameTargetInfo); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProbeGauges checks the per-probe gauges set at probe start and per
+// arrival: values as given, and the series deleted for values that mean
+// "not configured".
+func TestProbeGauges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(m *Metrics)
+		want string
+	}{
+		{
+			name: "set",
+			set: func(m *Metrics) {
+				m.SetProbeRate("a", "p", 0.01)
+				m.SetLastArrival("a", "p", time.Unix(1700000123, 500_000_000))
+				m.SetGoodputObjective("a", "p", 0.999)
+			},
+			want: `
+# HELP llmprobe_goodput_objective_ratio Configured goodput objective: the share of requests that must be good.
+# TYPE llmprobe_goodput_objective_ratio gauge
+llmprobe_goodput_objective_ratio{probe="p",target="a"} 0.999
+# HELP llmprobe_probe_arrival_rate Configured mean arrival rate of the probe in requests per second.
+# TYPE llmprobe_probe_arrival_rate gauge
+llmprobe_probe_arrival_rate{probe="p",target="a"} 0.01
+# HELP llmprobe_probe_last_arrival_timestamp_seconds Unix time of the probe's last scheduled arrival, sent or skipped (the probe's start time until its first arrival).
+# TYPE llmprobe_probe_last_arrival_timestamp_seconds gauge
+llmprobe_probe_last_arrival_timestamp_seconds{probe="p",target="a"} 1.7000001235e+09
+`,
+		},
+		{
+			name: "later arrival replaces",
+			set: func(m *Metrics) {
+				m.SetLastArrival("a", "p", time.Unix(1700000000, 0))
+				m.SetLastArrival("a", "p", time.Unix(1700000060, 0))
+			},
+			want: `
+# HELP llmprobe_probe_last_arrival_timestamp_seconds Unix time of the probe's last scheduled arrival, sent or skipped (the probe's start time until its first arrival).
+# TYPE llmprobe_probe_last_arrival_timestamp_seconds gauge
+llmprobe_probe_last_arrival_timestamp_seconds{probe="p",target="a"} 1.70000006e+09
+`,
+		},
+		{
+			name: "invalid values delete",
+			set: func(m *Metrics) {
+				for _, r := range []float64{0, -1, math.Inf(1), math.NaN()} {
+					m.SetProbeRate("a", "p", 1)
+					m.SetProbeRate("a", "p", r)
+				}
+				for _, o := range []float64{0, 1, 1.5, -0.1, math.NaN()} {
+					m.SetGoodputObjective("a", "p", 0.99)
+					m.SetGoodputObjective("a", "p", o)
+				}
+			},
+			want: ``,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			m := New(reg)
+			tc.set(m)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want),
+				NameArrivalRate, NameLastArrival, NameObjective); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

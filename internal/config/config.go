@@ -60,13 +60,19 @@ var (
 	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
+// DefaultGoodputObjective is the default goodput objective: 99 % of
+// requests must be good.
+const DefaultGoodputObjective = 0.99
+
 // DefaultGlobalConfig holds the global defaults: a 2m total request timeout,
-// a 30s time-to-first-token timeout, a 15s mid-stream stall timeout and no
-// SLO (every successful request is good).
+// a 30s time-to-first-token timeout, a 15s mid-stream stall timeout, no SLO
+// (every successful request is good) and a goodput objective of
+// DefaultGoodputObjective.
 var DefaultGlobalConfig = GlobalConfig{
-	Timeout:      2 * time.Minute,
-	TTFTTimeout:  30 * time.Second,
-	StallTimeout: 15 * time.Second,
+	Timeout:          2 * time.Minute,
+	TTFTTimeout:      30 * time.Second,
+	StallTimeout:     15 * time.Second,
+	GoodputObjective: DefaultGoodputObjective,
 }
 
 // DefaultTargetConfig holds a target's defaults: the completions API and a
@@ -118,6 +124,10 @@ type GlobalConfig struct {
 	StallTimeout time.Duration `yaml:"stall_timeout"`
 	// SLO is the default SLO of every target (each threshold <= Timeout).
 	SLO slo.SLO `yaml:"slo,omitempty"`
+	// GoodputObjective is the default goodput objective of every target: the
+	// share of requests that must be good, 0 < x < 1, default
+	// DefaultGoodputObjective. Its error budget is 1 - GoodputObjective.
+	GoodputObjective float64 `yaml:"goodput_objective"`
 
 	set keySet
 }
@@ -146,6 +156,10 @@ type TargetConfig struct {
 	RawMetricsURL string `yaml:"metrics_url,omitempty"`
 	// SLO replaces global.slo as a whole when set.
 	SLO slo.SLO `yaml:"slo,omitempty"`
+	// GoodputObjective is as in GlobalConfig, inherited from it when left
+	// out. The daemon exports it as llmprobe_goodput_objective_ratio for the
+	// burn-rate rules.
+	GoodputObjective float64 `yaml:"goodput_objective"`
 	// Timeout, TTFTTimeout and StallTimeout are as in GlobalConfig, inherited
 	// from it when left out. An inherited or default TTFTTimeout or
 	// StallTimeout larger than the target's Timeout is lowered to it.
@@ -443,6 +457,9 @@ func (c *Config) resolve(dir string) error {
 	if !g.set.has("stall_timeout", false) && g.Timeout > 0 && g.StallTimeout > g.Timeout {
 		g.StallTimeout = g.Timeout
 	}
+	if !g.set.has("goodput_objective", g.GoodputObjective != 0) {
+		g.GoodputObjective = DefaultGoodputObjective
+	}
 	if err := g.Validate(); err != nil {
 		return under("global", err)
 	}
@@ -496,6 +513,9 @@ func (t *TargetConfig) resolve(g GlobalConfig) error {
 	if !t.set.has("slo", t.SLO != (slo.SLO{})) {
 		t.SLO = g.SLO
 	}
+	if !t.set.has("goodput_objective", t.GoodputObjective != 0) {
+		t.GoodputObjective = g.GoodputObjective
+	}
 	if t.Probes == nil {
 		t.Probes = []ProbeConfig{DefaultProbe}
 	}
@@ -548,12 +568,15 @@ func DeriveSeed(target, probe string) uint64 {
 	return binary.BigEndian.Uint64(sum[:8]) >> 11
 }
 
-// Validate checks the global section: timeouts and SLO.
+// Validate checks the global section: timeouts, SLO and goodput objective.
 func (g GlobalConfig) Validate() error {
 	if err := validateTimeouts(g.Timeout, g.TTFTTimeout, g.StallTimeout); err != nil {
 		return err
 	}
-	return validateSLO(g.SLO, g.Timeout, "")
+	if err := validateSLO(g.SLO, g.Timeout, ""); err != nil {
+		return err
+	}
+	return validateObjective(g.GoodputObjective)
 }
 
 // Validate checks every field of a resolved target and its probes, and the
@@ -595,6 +618,9 @@ func (t TargetConfig) Validate() error {
 		note = " (inherited from global.slo)"
 	}
 	if err := validateSLO(t.SLO, t.Timeout, note); err != nil {
+		return err
+	}
+	if err := validateObjective(t.GoodputObjective); err != nil {
 		return err
 	}
 	if t.MaxBodyBytes <= 0 {
@@ -734,6 +760,15 @@ func validateSLO(s slo.SLO, timeout time.Duration, note string) error {
 		if f.v > timeout {
 			return errf("slo."+f.name, "must be <= timeout (%v), got %v%s", timeout, f.v, note)
 		}
+	}
+	return nil
+}
+
+// validateObjective checks a goodput objective: a share strictly between 0
+// and 1 (1 would leave no error budget to burn).
+func validateObjective(v float64) error {
+	if !(v > 0 && v < 1) {
+		return errf("goodput_objective", "must be > 0 and < 1 (e.g. 0.99 for 99 %%), got %v", v)
 	}
 	return nil
 }

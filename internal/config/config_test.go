@@ -42,6 +42,7 @@ func TestGoodExample(t *testing.T) {
 		{"metrics url", tg.MetricsURL(), "http://127.0.0.1:8000/metrics"},
 		{"api key", string(tg.APIKey()), ""},
 		{"slo", tg.SLO, slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond}},
+		{"goodput_objective", tg.GoodputObjective, 0.99},
 		{"timeout", tg.Timeout, 2 * time.Minute},
 		{"ttft_timeout", tg.TTFTTimeout, 30 * time.Second},
 		{"stall_timeout", tg.StallTimeout, 15 * time.Second},
@@ -110,7 +111,7 @@ func TestExampleFile(t *testing.T) {
 	t.Run("key not set", func(t *testing.T) {
 		os.Unsetenv("VLLM_B_API_KEY") // restored by t.Setenv's cleanup
 		_, err := Load(path)
-		want := path + ":54: targets[1].api_key_env: environment variable VLLM_B_API_KEY is not set"
+		want := path + ":55: targets[1].api_key_env: environment variable VLLM_B_API_KEY is not set"
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %s", err, want)
 		}
@@ -144,11 +145,14 @@ func TestInvalid(t *testing.T) {
 		{"duplicate-target", `:4: targets[1].name: duplicate target name "sim" (also targets[0])`},
 		{"empty-api", `:4: targets[0].api: must be one of completions, chat, got ""`},
 		{"empty-entry", `:7: targets[0].probes[1]: empty list entry`},
+		{"goodput-objective", `:4: targets[0].goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 99`},
+		{"global-goodput-objective", `:2: global.goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 1`},
 		{"empty-probes", `:4: targets[0].probes: at least one probe is required (leave probes out for the default probe)`},
 		{"key-env-not-a-name", `:4: targets[0].api_key_env: must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself`},
 		{"key-env-unset", `:4: targets[0].api_key_env: environment variable LLMPROBE_TEST_UNSET_KEY is not set`},
 		{"key-file-bearer", `:4: targets[0].api_key_file: the key in testdata/bearer.key contains spaces or control characters (write the key alone, without "Bearer")`},
 		{"key-file-empty", `:4: targets[0].api_key_file: testdata/empty.key is empty`},
+		{"lognormal-without-max", `:8: targets[0].probes[0].workload.input_tokens: max is required for dist lognormal (an unbounded draw can exceed any context length; use the model's max_model_len)`},
 		{"max-body-bytes-zero", `:4: targets[0].max_body_bytes: must be > 0, got 0`},
 		{"max-concurrency-zero", `:7: targets[0].probes[0].max_concurrency: must be >= 1, got 0`},
 		{"metrics-url", `:4: targets[0].metrics_url: invalid URL: first path segment in URL cannot contain colon`},
@@ -231,6 +235,9 @@ func TestParseErrors(t *testing.T) {
 			`f.yml:7: targets[0].probes[0].max_concurrency: want an integer, got "99999999999999999999"`},
 		{"huge rate", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1e13, max_concurrency: 0}\n",
 			"f.yml:5: targets[0].probes[0].max_concurrency: must be >= 1, got 0"},
+		{"objective NaN", "targets:\n  - name: a\n    base_url: http://x\n    goodput_objective: .nan\n", "f.yml:4: targets[0].goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got NaN"},
+		{"objective zero", "global:\n  goodput_objective: 0\ntargets:\n  - name: a\n    base_url: http://x\n", "f.yml:2: global.goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 0"},
+		{"objective in a probe", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1, goodput_objective: 0.9}\n", "f.yml:5: targets[0].probes[0].goodput_objective: unknown key (goodput_objective belongs in global or a target)"},
 		{"rate NaN", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: .nan}\n", "f.yml:5: targets[0].probes[0].rate: must be > 0, got NaN"},
 		{"merged probe", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - &p {name: p, rate: 1}\n      - <<: *p\n        max_concurrency: -1\n",
 			"f.yml:7: targets[0].probes[1].max_concurrency: must be >= 1, got -1"},
@@ -270,6 +277,8 @@ func TestInheritance(t *testing.T) {
 		{"trailing slash trimmed", in.BaseURL, "http://127.0.0.1:8000"},
 		{"inherited timeouts", []time.Duration{in.Timeout, in.TTFTTimeout, in.StallTimeout}, []time.Duration{20 * time.Second, 20 * time.Second, 15 * time.Second}},
 		{"inherited slo", in.SLO, slo.SLO{E2EL: 10 * time.Second}},
+		{"inherited goodput objective", in.GoodputObjective, 0.995},
+		{"own goodput objective", ov.GoodputObjective, 0.9},
 		{"default probe", in.Probes[0].Name, "default"},
 		{"default probe rate", in.Probes[0].Rate, 1.0},
 		{"default probe concurrency", in.Probes[0].MaxConcurrency, 4},
@@ -448,7 +457,7 @@ func TestForTarget(t *testing.T) {
 			if tg.Name != tt.wantName || tg.Model != tt.model || len(tg.Probes) != 1 || tg.Probes[0].Name != "default" {
 				t.Errorf("got %+v", tg)
 			}
-			if tg.Timeout != DefaultGlobalConfig.Timeout || tg.Probes[0].MaxConcurrency != 4 {
+			if tg.Timeout != DefaultGlobalConfig.Timeout || tg.Probes[0].MaxConcurrency != 4 || tg.GoodputObjective != DefaultGoodputObjective {
 				t.Errorf("defaults not applied: %+v", tg)
 			}
 			if err := tg.Validate(); err != nil {

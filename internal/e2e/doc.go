@@ -1,10 +1,18 @@
 // Package e2e holds the end-to-end test of llmprobe with a real Prometheus
-// (build tag e2e; run it with scripts/e2e.sh or `make e2e`). It builds the
-// llmprobe binary, starts the built-in simulator, `llmprobe serve` probing it
-// and Prometheus (Debian's package) on loopback with the rules of rules/, and
-// checks through Prometheus' HTTP API that the recording rules produce the
-// target's goodput ratio and TTFT p99, that the client-server TTFT join works,
-// that every rule evaluates without error, and that the fast goodput burn-rate
-// alert fires once the simulator answers every request with HTTP 500.
-// Without the tag the package is empty.
+// (build tags e2e and unix; run it with scripts/e2e.sh or `make e2e`). It
+// builds the llmprobe binary, starts the built-in simulator, `llmprobe serve`
+// probing it and Prometheus (Debian's package) on loopback with the rules of
+// rules/, and checks through Prometheus' HTTP API that the recording rules
+// produce the target's goodput ratio, objective and burn rate, TTFT p99 and
+// the probe's rate and last-arrival gauges, that the client-server TTFT join
+// works, that every rule evaluates without error, and that the fast goodput
+// burn-rate alert fires once the simulator answers every request with HTTP
+// 500.
+//
+// It stops every process it started by PID: its cleanups do on success and
+// on failure (every wait ends 30 s before go test's -timeout, and the first
+// failing step ends the test); the processes are also killed by the kernel
+// when the test process dies (Linux Pdeathsig), and scripts/e2e.sh kills
+// what is left in the PID file the test keeps ($LLMPROBE_E2E_PIDFILE).
+// Without the tags the package is empty.
 package e2e

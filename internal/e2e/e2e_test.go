@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && unix
 
 package e2e
 
@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,17 +33,52 @@ import (
 // alerts' `for` durations are rewritten to forDuration in the copy of the
 // rules Prometheus loads (see rewriteFor), so the fast burn-rate alert can
 // fire within seconds instead of minutes. Nothing else in the rules changes.
+//
+// Every wait is also capped at deadlineMargin before go test's -timeout (see
+// until), and the checks stop at the first failure, so a failing run ends
+// with its cleanups (which stop the processes) instead of the -timeout
+// panic, which runs none.
 const (
 	scrapeInterval = "1s"
 	forDuration    = "2s"
 	startTimeout   = 30 * time.Second
 	valuesTimeout  = 90 * time.Second
 	alertTimeout   = 120 * time.Second
+	buildTimeout   = 5 * time.Minute
+	stopGrace      = 5 * time.Second
+	deadlineMargin = 30 * time.Second
 )
 
+// hardDeadline is when every wait must be over: deadlineMargin before the
+// test's deadline (go test -timeout). Zero when there is no deadline.
+var hardDeadline time.Time
+
+// until returns when a wait of d starting now must end: now + d, or
+// hardDeadline when that comes first. capped says it did.
+func until(d time.Duration) (end time.Time, capped bool) {
+	end = time.Now().Add(d)
+	if !hardDeadline.IsZero() && hardDeadline.Before(end) {
+		return hardDeadline, true
+	}
+	return end, false
+}
+
+// cappedNote explains a wait that ended early because of the test deadline.
+func cappedNote(capped bool) string {
+	if capped {
+		return fmt.Sprintf(" (cut short %s before go test's -timeout)", deadlineMargin)
+	}
+	return ""
+}
+
 // TestPrometheusEndToEnd runs llmprobe against the simulator under a real
-// Prometheus with the project's rules. See the package comment.
+// Prometheus with the project's rules. See the package comment. Each step is
+// a subtest; the first that fails ends the test (later steps would only wait
+// for what cannot come).
 func TestPrometheusEndToEnd(t *testing.T) {
+	if dl, ok := t.Deadline(); ok {
+		hardDeadline = dl.Add(-deadlineMargin)
+	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +99,14 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	}
 
 	bin := filepath.Join(dir, "llmprobe")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/llmprobe")
+	buildEnd, capped := until(buildTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), buildEnd)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/llmprobe")
 	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/llmprobe: %v\n%s", err, out)
+	out, err := build.CombinedOutput()
+	cancel()
+	if err != nil {
+		t.Fatalf("go build ./cmd/llmprobe: %v%s\n%s", err, cappedNote(capped), out)
 	}
 
 	simAddr := freeAddr(t)
@@ -83,7 +123,8 @@ func TestPrometheusEndToEnd(t *testing.T) {
   - name: sim
     base_url: http://%s
     api: completions
-    slo: {ttft: 800ms, tpot: 50ms, e2el: 10s}
+    slo: {ttft: 800ms, tpot: 100ms, e2el: 10s}
+    goodput_objective: 0.98
     probes:
       - name: small
         rate: 4
@@ -154,7 +195,13 @@ scrape_configs:
 	}
 
 	const sel = `{target="sim",probe="small"}`
-	t.Run("recording rules", func(t *testing.T) {
+	step := func(name string, f func(t *testing.T)) {
+		t.Helper()
+		if !t.Run(name, f) {
+			t.FailNow()
+		}
+	}
+	step("recording rules", func(t *testing.T) {
 		for _, tc := range []struct {
 			name  string
 			query string
@@ -168,17 +215,24 @@ scrape_configs:
 			{name: "TTFT p99", query: `target_probe:llmprobe_time_to_first_token_seconds:p99_5m` + sel, check: positive},
 			{name: "TPOT p99", query: `target_probe:llmprobe_time_per_output_token_seconds:p99_5m` + sel, check: positive},
 			{name: "TTFT attainment", query: `target_probe_slo:llmprobe_slo_attainment:ratio_rate5m{target="sim",slo="ttft"}`, check: between(0, 1)},
+			{name: "configured rate", query: `llmprobe_probe_arrival_rate` + sel, check: equals(4)},
+			{name: "last arrival is recent", query: `time() - llmprobe_probe_last_arrival_timestamp_seconds` + sel, check: between(0, 10)},
+			{name: "configured objective", query: `target_probe:llmprobe_goodput_objective:ratio` + sel, check: equals(0.98)},
+			{name: "burn rate", query: `target_probe:llmprobe_goodput_budget_burn:ratio_rate5m` + sel, check: between(0, 1/(1-0.98))},
 			{name: "server TTFT p99", query: `target:vllm_time_to_first_token_seconds:p99_5m{target="sim"}`, check: positive},
 			{name: "client-server TTFT gap", query: `target_probe:llmprobe_ttft_client_server_gap_seconds:p50_5m` + sel, check: finite},
 		} {
-			t.Run(tc.name, func(t *testing.T) {
+			ok := t.Run(tc.name, func(t *testing.T) {
 				v := api.waitValue(t, tc.query, valuesTimeout, tc.check)
 				t.Logf("%s = %g", tc.query, v)
 			})
+			if !ok {
+				t.FailNow()
+			}
 		}
 	})
 
-	t.Run("every rule evaluates", func(t *testing.T) {
+	step("every rule evaluates", func(t *testing.T) {
 		api.checkRulesHealthy(t)
 	})
 
@@ -187,7 +241,7 @@ scrape_configs:
 	// heatmaps, which this Prometheus does not ingest (checked on the native
 	// one below). Runbook queries must run; some filter to nothing when all
 	// is well.
-	t.Run("dashboard and runbook queries run", func(t *testing.T) {
+	step("dashboard and runbook queries run", func(t *testing.T) {
 		for _, q := range dashboardQueries(t) {
 			n := len(api.query(t, q.expr))
 			if n == 0 && !strings.Contains(q.expr, "ALERTS{") && !nativeQuery.MatchString(q.expr) {
@@ -201,7 +255,7 @@ scrape_configs:
 		t.Logf("%d runbook queries ran", len(rb))
 	})
 
-	t.Run("native histograms", func(t *testing.T) {
+	step("native histograms", func(t *testing.T) {
 		if native == nil {
 			t.Skip("needs Prometheus 2.x")
 		}
@@ -225,14 +279,14 @@ scrape_configs:
 		}
 	})
 
-	t.Run("burn-rate alert fires on HTTP 500s", func(t *testing.T) {
+	step("burn-rate alert fires on HTTP 500s", func(t *testing.T) {
 		if got := api.firing(t, "LLMProbeGoodputBudgetBurnFast"); len(got) != 0 {
 			t.Fatalf("fast burn alert already firing before any fault: %v", got)
 		}
 		stop(t, sim)
 		sim = start(t, dir, "simulate-500", bin, "simulate", "--web.listen-address", simAddr, "--fault.http-500", "1.0")
 		waitHTTP(t, sim, "http://"+simAddr+"/health")
-		deadline := time.Now().Add(alertTimeout)
+		deadline, capped := until(alertTimeout)
 		for {
 			got := api.firing(t, "LLMProbeGoodputBudgetBurnFast")
 			if len(got) > 0 {
@@ -248,7 +302,7 @@ scrape_configs:
 			}
 			if time.Now().After(deadline) {
 				v := api.query(t, `target_probe:llmprobe_goodput_budget_burn:ratio_rate5m`+sel)
-				t.Fatalf("LLMProbeGoodputBudgetBurnFast not firing after %s (5m burn now %v)%s", alertTimeout, v, logs(serve, sim, prom))
+				t.Fatalf("LLMProbeGoodputBudgetBurnFast not firing after %s%s (5m burn now %v)%s", alertTimeout, cappedNote(capped), v, logs(serve, sim, prom))
 			}
 			time.Sleep(time.Second)
 		}
@@ -268,7 +322,10 @@ type proc struct {
 }
 
 // start runs bin with args, its output in <dir>/<name>.log, and registers
-// its stop as a cleanup.
+// its stop as a cleanup. The process runs in its own process group and, on
+// Linux, is killed by the kernel when the test process dies (sysProcAttr),
+// and its PID is written to the PID file (pidFile) for scripts/e2e.sh: the
+// cleanup does not run when go test's -timeout panics.
 func start(t *testing.T, dir, name, bin string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
@@ -279,6 +336,7 @@ func start(t *testing.T, dir, name, bin string, args ...string) *proc {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = dir
+	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", name, err)
@@ -291,26 +349,85 @@ func start(t *testing.T, dir, name, bin string, args ...string) *proc {
 	}()
 	t.Logf("started %s (pid %d): %s %s", name, cmd.Process.Pid, filepath.Base(bin), strings.Join(args, " "))
 	t.Cleanup(func() { stop(t, p) })
+	if err := pids.add(cmd.Process.Pid, bin); err != nil {
+		t.Fatalf("PID file: %v", err)
+	}
 	return p
 }
 
-// stop sends SIGTERM to p's PID, waits up to 10 s, then sends SIGKILL. It is
-// idempotent.
+// stop sends SIGTERM to p's process group (p's PID; it has no children of
+// its own today), waits up to stopGrace, then sends SIGKILL, and takes p off
+// the PID file. It is idempotent.
 func stop(t *testing.T, p *proc) {
 	t.Helper()
+	pid := p.cmd.Process.Pid
+	signal := func(sig syscall.Signal) {
+		if syscall.Kill(-pid, sig) != nil { // not a group leader
+			_ = p.cmd.Process.Signal(sig)
+		}
+	}
 	select {
 	case <-p.done:
-		return
 	default:
+		signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(stopGrace):
+			t.Logf("%s (pid %d) ignored SIGTERM; killing it", p.name, pid)
+			signal(syscall.SIGKILL)
+			<-p.done
+		}
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Logf("%s (pid %d) ignored SIGTERM; killing it", p.name, p.cmd.Process.Pid)
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if err := pids.remove(pid); err != nil {
+		t.Errorf("PID file: %v", err)
 	}
+}
+
+// pidFile lists the PIDs of the running processes the test started, one
+// "<pid> <binary path>" line each, in the file named by
+// $LLMPROBE_E2E_PIDFILE (no file when it is unset). scripts/e2e.sh kills what
+// is left in it when the test exits, after a -timeout panic too; the binary
+// path lets it check that a PID still belongs to the process it started.
+type pidFile struct {
+	mu    sync.Mutex
+	path  string
+	lines map[int]string
+}
+
+var pids = &pidFile{path: os.Getenv("LLMPROBE_E2E_PIDFILE"), lines: map[int]string{}}
+
+func (f *pidFile) add(pid int, bin string) error {
+	if real, err := filepath.EvalSymlinks(bin); err == nil {
+		bin = real
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lines[pid] = fmt.Sprintf("%d %s\n", pid, bin)
+	return f.write()
+}
+
+func (f *pidFile) remove(pid int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.lines, pid)
+	return f.write()
+}
+
+// write rewrites the file (the caller holds mu): a rename, so a reader never
+// sees half of it.
+func (f *pidFile) write() error {
+	if f.path == "" {
+		return nil
+	}
+	var b strings.Builder
+	for _, l := range f.lines {
+		b.WriteString(l)
+	}
+	tmp := f.path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, f.path)
 }
 
 func (p *proc) exited() bool {
@@ -340,7 +457,7 @@ func logs(ps ...*proc) string {
 func waitHTTP(t *testing.T, p *proc, url string) {
 	t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(startTimeout)
+	deadline, capped := until(startTimeout)
 	for {
 		if p.exited() {
 			t.Fatalf("%s exited: %v%s", p.name, p.err, logs(p))
@@ -355,7 +472,7 @@ func waitHTTP(t *testing.T, p *proc, url string) {
 			err = fmt.Errorf("status %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready at %s after %s: %v%s", p.name, url, startTimeout, err, logs(p))
+			t.Fatalf("%s not ready at %s after %s%s: %v%s", p.name, url, startTimeout, cappedNote(capped), err, logs(p))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -498,7 +615,7 @@ func (a *promAPI) query(t *testing.T, q string) []sample {
 // and returns its value.
 func (a *promAPI) waitValue(t *testing.T, q string, timeout time.Duration, check func(float64) error) float64 {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline, capped := until(timeout)
 	for {
 		res := a.query(t, q)
 		var err error
@@ -513,7 +630,7 @@ func (a *promAPI) waitValue(t *testing.T, q string, timeout time.Duration, check
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s after %s: %v%s", q, timeout, err, logs(a.proc))
+			t.Fatalf("%s after %s%s: %v%s", q, timeout, cappedNote(capped), err, logs(a.proc))
 		}
 		time.Sleep(time.Second)
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/prometheus/promql/parser"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -24,14 +26,18 @@ const SourceLLMProbe = "llmprobe"
 // LLMProbeRegistry returns a registry with llmprobe's daemon metrics as
 // `llmprobe serve` registers them (probe metrics, config reload gauges, and
 // the self-metrics: llmprobe_build_info, go_*, process_*), with one probe
-// initialised, its SLOs and target info set, so that every labelled family
-// has a series and is gathered.
+// initialised, its SLOs, goodput objective, rate, last arrival and target
+// info set as the probe manager sets them, so that every labelled family has
+// a series and is gathered.
 func LLMProbeRegistry() (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	pm := probemetrics.New(reg)
 	pm.Init("t", "p")
 	pm.SetSLO("t", "p", 800*time.Millisecond, 50*time.Millisecond, 10*time.Second)
 	pm.SetTargetInfo("t", "v", "m", "4096")
+	pm.SetGoodputObjective("t", "p", config.DefaultGoodputObjective)
+	pm.SetProbeRate("t", "p", 1)
+	pm.SetLastArrival("t", "p", time.Now())
 	config.NewSafeConfig(reg)
 	for _, c := range []prometheus.Collector{
 		versioncollector.NewCollector("llmprobe"),
@@ -69,4 +75,37 @@ func Catalog(files []rules.File) (*rules.Catalog, error) {
 	c.AddVLLM()
 	c.AddPrometheus()
 	return c, nil
+}
+
+// CanceledInRatios returns the selectors of llmprobe_requests_total in expr
+// that sit under a division (on either side) and can match
+// outcome="canceled". Requests llmprobe canceled itself (config reload,
+// shutdown) must not count in error, goodput or burn ratios, so every such
+// selector needs an outcome matcher that excludes "canceled" (e.g.
+// outcome!="canceled", outcome="success" or outcome!~"success|canceled").
+func CanceledInRatios(expr parser.Expr) []string {
+	var out []string
+	parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok || vs.Name != probemetrics.NameRequests {
+			return nil
+		}
+		divided := false
+		for _, a := range path {
+			if be, ok := a.(*parser.BinaryExpr); ok && be.Op == parser.DIV {
+				divided = true
+			}
+		}
+		if !divided {
+			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name == "outcome" && !m.Matches("canceled") {
+				return nil
+			}
+		}
+		out = append(out, vs.String())
+		return nil
+	})
+	return out
 }
