@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
@@ -97,6 +98,11 @@ func (f *serveFlags) source() configSource {
 func runServe(e *env, f *serveFlags) int {
 	logger := e.logger
 	src := f.source()
+	// Take SIGHUP before anything else, so an early one cannot kill the
+	// process; it is handled once the config is loaded.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	if f.configCheck {
 		if src != sourceFile {
@@ -124,6 +130,8 @@ func runServe(e *env, f *serveFlags) int {
 		return 2
 	}
 
+	level.Info(logger).Log("msg", "starting llmprobe", "version", version.Info())
+	level.Info(logger).Log("msg", "build context", "build_context", version.BuildContext())
 	reg := prometheus.NewRegistry()
 	selfReg := prometheus.NewRegistry()
 	selfReg.MustRegister(
@@ -224,13 +232,14 @@ func runServe(e *env, f *serveFlags) int {
 		return nil
 	}
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {
 			case <-hup:
+				if src != sourceFile {
+					level.Warn(logger).Log("msg", "SIGHUP ignored: the daemon was not started from a config file")
+					continue
+				}
 				_ = reload(ctx)
 			case <-ctx.Done():
 				return
@@ -281,7 +290,13 @@ func runServe(e *env, f *serveFlags) int {
 	level.Info(logger).Log("msg", "shutting down: stopping probes")
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
-	mgr.Stop()
+	stopped := make(chan struct{})
+	go func() { mgr.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		level.Warn(logger).Log("msg", "probes did not stop within --shutdown-timeout", "timeout", f.shutdownTimeout)
+	}
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		level.Warn(logger).Log("msg", "web server shutdown", "err", err)
 	}
@@ -319,10 +334,13 @@ func quotePushLabels(ls []string) []string {
 	out := make([]string, 0, len(ls))
 	for _, l := range ls {
 		name, value, _ := strings.Cut(l, "=")
-		out = append(out, fmt.Sprintf("%s=%q", name, value))
+		out = append(out, name+`="`+labelEscaper.Replace(value)+`"`)
 	}
 	return out
 }
+
+// labelEscaper escapes a label value as the Prometheus text format does.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
 
 // redactURL hides userinfo in a URL before it is logged.
 func redactURL(s string) string {

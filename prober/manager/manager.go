@@ -14,12 +14,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -40,9 +37,6 @@ var (
 type Options struct {
 	Logger  log.Logger
 	Metrics *probemetrics.Metrics
-	// HTTPClient is used for discovery (/v1/models, /version) and
-	// tokenization; default: a client with a 10 s timeout.
-	HTTPClient *http.Client
 	// Recent is how many recent results each probe keeps for the landing
 	// page (default 20); failures are kept in a separate ring of the same
 	// size, so they survive a run of successes.
@@ -57,6 +51,7 @@ type Manager struct {
 	opts    Options
 	logger  log.Logger
 	runID   string
+	seq     atomic.Uint64 // request ids: unique within the process
 	mu      sync.Mutex
 	targets map[string]*targetRunner
 	notes   map[string]string
@@ -69,9 +64,6 @@ func New(o Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = log.NewNopLogger()
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: newTransport()}
-	}
 	if o.Recent <= 0 {
 		o.Recent = 20
 	}
@@ -83,18 +75,6 @@ func New(o Options) *Manager {
 		runID:   hex.EncodeToString(b[:]),
 		targets: map[string]*targetRunner{},
 		notes:   map[string]string{},
-	}
-}
-
-func newTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
 	}
 }
 
@@ -150,20 +130,30 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 		wanted[p.cfg.Name] = true
 	}
 	for name, tr := range m.targets {
-		replaced := false
-		for _, p := range plans {
+		var replacement *config.TargetConfig
+		for i, p := range plans {
 			if p.cfg.Name == name && p.create != nil {
-				replaced = true
+				replacement = &plans[i].cfg
 			}
 		}
-		if !wanted[name] || replaced {
-			tr.stop(ErrReload)
-			if !wanted[name] {
-				m.opts.Metrics.DeleteTarget(name)
+		switch {
+		case !wanted[name]:
+			tr.stop(ErrReload, nil)
+			m.opts.Metrics.DeleteTarget(name)
+			level.Info(m.logger).Log("msg", "target stopped", "target", name, "reason", "removed")
+		case replacement != nil:
+			// Keep the series of probes that continue under the new
+			// settings (their counters go on); delete the others.
+			keep := map[string]bool{}
+			for _, pc := range replacement.Probes {
+				keep[pc.Name] = true
 			}
-			delete(m.targets, name)
-			level.Info(m.logger).Log("msg", "target stopped", "target", name, "reason", map[bool]string{true: "changed", false: "removed"}[replaced])
+			tr.stop(ErrReload, keep)
+			level.Info(m.logger).Log("msg", "target stopped", "target", name, "reason", "changed")
+		default:
+			continue
 		}
+		delete(m.targets, name)
 	}
 	for _, p := range plans {
 		tr := p.keep
@@ -174,7 +164,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 			tr.start(ctx)
 			level.Info(m.logger).Log("msg", "target started", "target", tr.cfg.Name, "base_url", tr.cfg.BaseURL, "api", tr.cfg.API, "probes", len(tr.cfg.Probes))
 		}
-		tr.commit(ctx, p.cfg)
+		tr.commit(p.cfg)
 	}
 	m.ready.Store(true)
 	return nil
@@ -184,16 +174,21 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 // for them to finish. It is idempotent.
 func (m *Manager) Stop() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.stopped {
+		m.mu.Unlock()
 		return
 	}
 	m.stopped = true
 	m.ready.Store(false)
-	var wg sync.WaitGroup
+	targets := make([]*targetRunner, 0, len(m.targets))
 	for _, tr := range m.targets {
+		targets = append(targets, tr)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, tr := range targets {
 		wg.Add(1)
-		go func(tr *targetRunner) { defer wg.Done(); tr.stop(ErrShutdown) }(tr)
+		go func(tr *targetRunner) { defer wg.Done(); tr.stop(ErrShutdown, nil) }(tr)
 	}
 	wg.Wait()
 }

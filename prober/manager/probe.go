@@ -31,13 +31,28 @@ type RecordEvent struct {
 }
 
 // probeRunner runs one probe's open-loop schedule.
+// preparedItem is a workload item built with tokenizer tok.
+type preparedItem struct {
+	item workload.Item
+	tok  workload.Tokenizer
+}
+
+// prefetch is how many prompts a probe keeps built ahead.
+const prefetch = 8
+
 type probeRunner struct {
 	t      *targetRunner
 	cfg    config.ProbeConfig
 	fp     string
 	logger log.Logger
 	gen    *workload.Generator
-	seq    atomic.Uint64
+
+	// ready holds prompts built ahead of their arrivals, so that building
+	// one (a /tokenize round trip for a new length) is never on the path
+	// between an arrival's scheduled time and its send.
+	ready   chan preparedItem
+	filling atomic.Bool
+	fillWG  sync.WaitGroup
 
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -69,6 +84,7 @@ func newProbeRunner(t *targetRunner, pc config.ProbeConfig, fp string) (*probeRu
 		fp:     fp,
 		logger: log.With(t.logger, "probe", pc.Name),
 		gen:    gen,
+		ready:  make(chan preparedItem, prefetch),
 		done:   make(chan struct{}),
 	}, nil
 }
@@ -79,8 +95,11 @@ func (p *probeRunner) start(parent context.Context) {
 	tname, pname := p.t.cfg.Name, p.cfg.Name
 	met := p.t.m.opts.Metrics
 	met.Init(tname, pname)
-	s := p.t.cfg.SLO
-	met.SetSLO(tname, pname, s.TTFT, s.TPOT, s.E2EL)
+	s := p.t.slo.Load()
+	met.SetSLO(tname, pname, s.SLO.TTFT, s.SLO.TPOT, s.SLO.E2EL)
+	met.SetGoodputObjective(tname, pname, s.Objective)
+	met.SetProbeRate(tname, pname, p.cfg.Rate)
+	met.SetLastArrival(tname, pname, time.Now())
 	proc, err := arrival.New(p.cfg.Arrival, p.cfg.Rate, p.cfg.Burstiness, p.cfg.Seed)
 	if err != nil { // validated in newProbeRunner
 		level.Error(p.logger).Log("msg", "cannot start probe", "err", err)
@@ -92,7 +111,8 @@ func (p *probeRunner) start(parent context.Context) {
 		Process:        proc,
 		MaxConcurrency: p.cfg.MaxConcurrency,
 		OnFull:         schedule.Skip,
-		OnSkip: func(time.Time) {
+		OnSkip: func(at time.Time) {
+			met.SetLastArrival(tname, pname, at)
 			p.skipped.Add(1)
 			met.Skipped(tname, pname, probemetrics.SkipMaxConcurrency)
 		},
@@ -116,6 +136,47 @@ func (p *probeRunner) stop(cause error) {
 		p.cancel(cause)
 	}
 	<-p.done
+	p.fillWG.Wait()
+}
+
+// nextItem returns a prompt built ahead when one is ready for tok, else
+// builds one now; either way it starts refilling the buffer in the
+// background.
+func (p *probeRunner) nextItem(ctx context.Context, tok workload.Tokenizer) (workload.Item, error) {
+	defer p.refill(ctx, tok)
+	for {
+		select {
+		case pi := <-p.ready:
+			if pi.tok == tok {
+				return pi.item, nil
+			}
+			continue // built with another tokenizer (the model changed)
+		default:
+		}
+		return p.gen.Next(ctx, tok)
+	}
+}
+
+func (p *probeRunner) refill(ctx context.Context, tok workload.Tokenizer) {
+	if len(p.ready) == cap(p.ready) || ctx.Err() != nil || !p.filling.CompareAndSwap(false, true) {
+		return
+	}
+	p.fillWG.Add(1)
+	go func() {
+		defer p.fillWG.Done()
+		defer p.filling.Store(false)
+		for len(p.ready) < cap(p.ready) && ctx.Err() == nil {
+			it, err := p.gen.Next(ctx, tok)
+			if err != nil {
+				return // the synchronous path reports it
+			}
+			select {
+			case p.ready <- preparedItem{it, tok}:
+			default:
+				return
+			}
+		}
+	}()
 }
 
 // fire sends one request at its scheduled time and records the outcome.
@@ -123,10 +184,11 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 	t := p.t
 	met := t.m.opts.Metrics
 	tname, pname := t.cfg.Name, p.cfg.Name
+	met.SetLastArrival(tname, pname, scheduled)
 	rec := &prober.Record{
 		Target:    tname,
 		Probe:     pname,
-		RequestID: fmt.Sprintf("llmprobe-%s-%d", t.m.runID, p.seq.Add(1)),
+		RequestID: fmt.Sprintf("llmprobe-%s-%d", t.m.runID, t.m.seq.Add(1)),
 		Scheduled: scheduled,
 		QueueWait: queueWait,
 	}
@@ -150,9 +212,18 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 		p.fail(ctx, rec, derr.class, derr.msg)
 		return
 	}
-	item, err := p.gen.Next(ctx, tok)
+	item, err := p.nextItem(ctx, tok)
 	if err != nil {
 		p.fail(ctx, rec, prober.ClassInvalidResponse, "building the prompt: "+err.Error())
+		return
+	}
+	if limit := t.maxModelLen(); limit > 0 && item.PromptTokens+item.OutputTokens > limit {
+		// The workload drew a request the model cannot take: the probe's
+		// doing, not the server's, so it is skipped, not failed.
+		p.skipped.Add(1)
+		met.Skipped(tname, pname, probemetrics.SkipTooLong)
+		level.Debug(p.logger).Log("msg", "arrival skipped: prompt + output exceed max_model_len",
+			"prompt_tokens", item.PromptTokens, "output_tokens", item.OutputTokens, "max_model_len", limit)
 		return
 	}
 	req := client.Request{
@@ -175,7 +246,8 @@ func (p *probeRunner) fail(ctx context.Context, rec *prober.Record, class prober
 	now := time.Now()
 	rec.Sent, rec.WallStart = now, now
 	rec.SendLag = now.Sub(rec.Scheduled)
-	rec.Error, rec.ErrorMessage = class, msg
+	rec.Error, rec.ErrorMessage = class, p.t.redact(msg)
+	rec.NotSent = true
 	if ctx.Err() != nil {
 		rec.Error = prober.ClassCanceled
 	}
@@ -183,7 +255,7 @@ func (p *probeRunner) fail(ctx context.Context, rec *prober.Record, class prober
 }
 
 func (p *probeRunner) finish(rec *prober.Record) {
-	good, violated := p.t.cfg.SLO.Evaluate(rec)
+	good, violated := p.t.slo.Load().SLO.Evaluate(rec)
 	p.t.m.opts.Metrics.Observe(rec, good, violated)
 	p.sent.Add(1)
 	if good {

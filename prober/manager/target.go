@@ -8,7 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -18,34 +22,53 @@ import (
 	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// targetRunner owns one target: its client, what was learned from the
+// sloSettings are the target settings that a reload swaps in place, without
+// restarting the probes.
+type sloSettings struct {
+	SLO       slo.SLO
+	Objective float64
+}
+
+// targetRunner owns one target: its clients, what was learned from the
 // server, and its probes.
 type targetRunner struct {
 	m      *Manager
-	cfg    config.TargetConfig
+	cfg    config.TargetConfig // immutable after creation (probes and SLO live elsewhere)
 	fp     string
 	note   string
 	logger log.Logger
-	hc     *http.Client // shared by the target's clients (keeps connections)
-
-	clientMu  sync.Mutex
-	client    *client.Client // for clientModel
-	clientMdl string
-	tok       workload.Tokenizer
-	tokFor    string
+	hc     *http.Client // shared by the target's clients, discovery and tokenizer
+	slo    atomic.Pointer[sloSettings]
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
 
+	// infoMu guards what discovery learned; it is never held during I/O,
+	// so the landing page never waits for a hanging target.
 	infoMu     sync.Mutex
 	info       serverInfo
 	lastTry    time.Time
 	lastErr    *discoverError
 	discovered bool
+	inflight   chan struct{} // closed when the running discovery ends; nil when none runs
+
+	clientMu  sync.Mutex
+	client    *client.Client
+	clientMdl string
+
+	// tokMu serialises tokenizer set-up (one /tokenize probe or calibration
+	// at a time); tokErr caches a failure until tokRetry.
+	tokMu    sync.Mutex
+	tok      workload.Tokenizer
+	tokFor   string
+	tokErr   *discoverError
+	tokRetry time.Time
+	tokWait  time.Duration
 
 	probesMu  sync.Mutex
 	probes    map[string]*probeRunner
@@ -53,17 +76,16 @@ type targetRunner struct {
 	pending   map[string]*probeRunner // built by prepare, started by commit
 }
 
-// targetFingerprint covers every target setting except its probes, so that a
-// probe-only change keeps the target (and its learned model) running. The API
-// key enters as a hash.
+// targetFingerprint covers every target setting that needs new clients or a
+// new discovery: not the probes (diffed one by one) and not the SLO and
+// goodput objective (swapped in place). The API key enters as a hash.
 func targetFingerprint(t config.TargetConfig) string {
 	keyHash := sha256.Sum256([]byte(t.APIKey()))
 	v := struct {
 		Name, BaseURL, API, Model, Metrics, Key string
-		SLO                                     string
 		Timeout, TTFT, Stall                    time.Duration
 		MaxBody                                 int64
-	}{t.Name, t.BaseURL, t.API, t.Model, t.MetricsURL(), hex.EncodeToString(keyHash[:]), t.SLO.String(),
+	}{t.Name, t.BaseURL, t.API, t.Model, t.MetricsURL(), hex.EncodeToString(keyHash[:]),
 		t.Timeout, t.TTFTTimeout, t.StallTimeout, int64(t.MaxBodyBytes)}
 	b, _ := json.Marshal(v)
 	h := sha256.Sum256(b)
@@ -76,15 +98,24 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		cfg:    tc,
 		fp:     targetFingerprint(tc),
 		logger: log.With(m.logger, "target", tc.Name),
-		hc:     &http.Client{Transport: client.NewTransport()},
+		hc:     &http.Client{Transport: client.NewTransport(), CheckRedirect: client.NoRedirects},
 		probes: map[string]*probeRunner{},
 	}
+	t.slo.Store(&sloSettings{SLO: tc.SLO, Objective: tc.GoodputObjective})
 	// Build the client now so that bad settings fail the reload, not the
 	// first probe.
 	if _, err := t.clientFor(tc.Model); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// redact removes the API key from a message that may echo request data.
+func (t *targetRunner) redact(msg string) string {
+	if k := string(t.cfg.APIKey()); k != "" {
+		msg = strings.ReplaceAll(msg, k, "<secret>")
+	}
+	return msg
 }
 
 // clientFor returns the streaming client for model, building a new one when
@@ -115,14 +146,36 @@ func (t *targetRunner) clientFor(model string) (*client.Client, error) {
 }
 
 // tokenizer returns the prompt-sizing tokenizer for model: the server's
-// /tokenize, or, when the server has none, a calibration from the
-// usage.prompt_tokens of two requests. It is cached per model.
+// /tokenize, or, when the server has none (404/405, or a 4xx or an
+// unparsable answer from a /tokenize that is not vLLM's), a calibration from
+// the usage.prompt_tokens of two requests. A success is cached per model; a
+// failure is cached with a growing backoff (1 s to 1 min), so a broken
+// endpoint is not asked on every arrival.
 func (t *targetRunner) tokenizer(ctx context.Context, model string, c *client.Client) (workload.Tokenizer, *discoverError) {
-	t.clientMu.Lock()
-	defer t.clientMu.Unlock()
+	t.tokMu.Lock()
+	defer t.tokMu.Unlock()
 	if t.tok != nil && t.tokFor == model {
 		return t.tok, nil
 	}
+	if t.tokErr != nil && time.Now().Before(t.tokRetry) {
+		return nil, t.tokErr
+	}
+	tok, derr := t.buildTokenizer(ctx, model, c)
+	if derr != nil {
+		if ctx.Err() != nil {
+			return nil, &discoverError{prober.ClassCanceled, derr.msg}
+		}
+		derr.msg = t.redact(derr.msg)
+		t.tokWait = min(max(2*t.tokWait, time.Second), time.Minute)
+		t.tokErr, t.tokRetry = derr, time.Now().Add(t.tokWait)
+		level.Warn(t.logger).Log("msg", "cannot size prompts; requests fail until this works", "err", derr.msg, "retry_in", t.tokWait)
+		return nil, derr
+	}
+	t.tok, t.tokFor, t.tokErr, t.tokWait = tok, model, nil, 0
+	return tok, nil
+}
+
+func (t *targetRunner) buildTokenizer(ctx context.Context, model string, c *client.Client) (workload.Tokenizer, *discoverError) {
 	hdr := http.Header{}
 	if k := t.cfg.APIKey(); k != "" {
 		hdr.Set("Authorization", "Bearer "+string(k))
@@ -135,19 +188,33 @@ func (t *targetRunner) tokenizer(ctx context.Context, model string, c *client.Cl
 		return nil, &discoverError{prober.ClassInvalidResponse, err.Error()}
 	}
 	_, err = st.Count(ctx, "hello")
+	var se *workload.StatusError
 	switch {
 	case err == nil:
-		t.tok, t.tokFor = st, model
 		level.Info(t.logger).Log("msg", "prompts are sized with the server's /tokenize", "model", model)
 		return st, nil
-	case !errors.Is(err, workload.ErrTokenizeUnsupported):
-		return nil, &discoverError{classifyErr(ctx, err), "POST /tokenize: " + shortErr(err)}
+	case errors.As(err, &se):
+		switch {
+		case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden ||
+			se.Code == http.StatusTooManyRequests || se.Code >= 500:
+			return nil, &discoverError{statusClass(se.Code), "POST /tokenize: " + shortErr(err)}
+		}
+		// Another 4xx: a /tokenize that is not vLLM's; calibrate instead.
+		level.Info(t.logger).Log("msg", "the server's /tokenize is not vLLM's; sizing prompts by calibration", "err", t.redact(shortErr(err)))
+	case errors.Is(err, workload.ErrTokenizeUnsupported):
+	default:
+		var ue *url.Error
+		if errors.As(err, &ue) { // transport failure
+			return nil, &discoverError{classifyErr(ctx, err), "POST /tokenize: " + shortErr(err)}
+		}
+		// A 200 that is not vLLM's shape: calibrate.
+		level.Info(t.logger).Log("msg", "the server's /tokenize answer is not vLLM's; sizing prompts by calibration", "err", t.redact(shortErr(err)))
 	}
-	// No /tokenize: calibrate from usage.prompt_tokens.
+	// No usable /tokenize: calibrate from usage.prompt_tokens.
 	var obs []workload.Observation
 	for i, words := range []int{32, workload.DefaultCalibrationWords} {
 		text := workload.CalibrationText(words)
-		rec := &prober.Record{RequestID: fmt.Sprintf("llmprobe-%s-calibrate-%d", t.m.runID, i), Scheduled: time.Now()}
+		rec := &prober.Record{RequestID: fmt.Sprintf("llmprobe-%s-calibrate-%d", t.m.runID, t.m.seq.Add(1)), Scheduled: time.Now()}
 		req := client.Request{ID: rec.RequestID, MaxTokens: 1}
 		if t.cfg.API == config.APIChat {
 			req.Messages = []client.Message{{Role: "user", Content: text}}
@@ -156,10 +223,10 @@ func (t *targetRunner) tokenizer(ctx context.Context, model string, c *client.Cl
 		}
 		c.Do(ctx, req, rec)
 		if !rec.OK() {
-			return nil, &discoverError{rec.Error, "calibration request: " + rec.ErrorMessage}
+			return nil, &discoverError{rec.Error, fmt.Sprintf("calibration request %d: %s", i+1, rec.ErrorMessage)}
 		}
 		if rec.TokensCounted || rec.PromptTokens <= 0 {
-			return nil, &discoverError{prober.ClassInvalidResponse, "server has no /tokenize and reports no usage.prompt_tokens: cannot size prompts"}
+			return nil, &discoverError{prober.ClassInvalidResponse, "server has no usable /tokenize and reports no usage.prompt_tokens: cannot size prompts"}
 		}
 		obs = append(obs, workload.Observation{Text: text, PromptTokens: rec.PromptTokens})
 	}
@@ -167,8 +234,7 @@ func (t *targetRunner) tokenizer(ctx context.Context, model string, c *client.Cl
 	if err != nil {
 		return nil, &discoverError{prober.ClassInvalidResponse, "calibration: " + err.Error()}
 	}
-	level.Info(t.logger).Log("msg", "server has no /tokenize: prompts are sized by calibration from usage.prompt_tokens", "model", model)
-	t.tok, t.tokFor = cal, model
+	level.Info(t.logger).Log("msg", "prompts are sized by calibration from usage.prompt_tokens", "model", model)
 	return cal, nil
 }
 
@@ -204,9 +270,15 @@ func (t *targetRunner) start(parent context.Context) {
 	}()
 }
 
-func (t *targetRunner) commit(parent context.Context, tc config.TargetConfig) {
+// commit applies tc to a started runner: the SLO and objective in place,
+// then the probe diff prepared by prepare.
+func (t *targetRunner) commit(tc config.TargetConfig) {
 	t.probesMu.Lock()
 	defer t.probesMu.Unlock()
+	met := t.m.opts.Metrics
+	newSLO := &sloSettings{SLO: tc.SLO, Objective: tc.GoodputObjective}
+	sloChanged := *t.slo.Load() != *newSLO
+	t.slo.Store(newSLO)
 	t.probeCfgs = tc.Probes
 	wanted := map[string]bool{}
 	for _, pc := range tc.Probes {
@@ -217,10 +289,16 @@ func (t *targetRunner) commit(parent context.Context, tc config.TargetConfig) {
 			pr.stop(ErrReload)
 			delete(t.probes, name)
 			if !wanted[name] {
-				t.m.opts.Metrics.DeleteProbe(t.cfg.Name, name)
+				met.DeleteProbe(t.cfg.Name, name)
 				level.Info(t.logger).Log("msg", "probe removed", "probe", name)
 			}
+		} else if sloChanged {
+			met.SetSLO(t.cfg.Name, name, tc.SLO.TTFT, tc.SLO.TPOT, tc.SLO.E2EL)
+			met.SetGoodputObjective(t.cfg.Name, name, tc.GoodputObjective)
 		}
+	}
+	if sloChanged && len(t.probes) > 0 {
+		level.Info(t.logger).Log("msg", "SLO changed in place", "slo", tc.SLO.String(), "goodput_objective", tc.GoodputObjective)
 	}
 	for name, pr := range t.pending {
 		t.probes[name] = pr
@@ -230,11 +308,14 @@ func (t *targetRunner) commit(parent context.Context, tc config.TargetConfig) {
 	t.pending = nil
 }
 
-func (t *targetRunner) stop(cause error) {
+// stop cancels the probes with cause, waits for them and for discovery, and
+// closes idle connections. With deleteSeries the probes' series are removed
+// (the target was replaced by one without them, or removed).
+func (t *targetRunner) stop(cause error, keep map[string]bool) {
 	t.probesMu.Lock()
-	probes := make([]*probeRunner, 0, len(t.probes))
-	for _, pr := range t.probes {
-		probes = append(probes, pr)
+	probes := make(map[string]*probeRunner, len(t.probes))
+	for n, pr := range t.probes {
+		probes[n] = pr
 	}
 	t.probesMu.Unlock()
 	if t.cancel != nil {
@@ -244,6 +325,14 @@ func (t *targetRunner) stop(cause error) {
 		pr.stop(cause)
 	}
 	t.wg.Wait()
+	if keep != nil {
+		for n := range probes {
+			if !keep[n] {
+				t.m.opts.Metrics.DeleteProbe(t.cfg.Name, n)
+			}
+		}
+	}
+	t.hc.CloseIdleConnections()
 }
 
 // refreshInfo learns the model, max_model_len and server version, retrying
@@ -265,19 +354,67 @@ func (t *targetRunner) refreshInfo(ctx context.Context) {
 	}
 }
 
-// discover asks the server for its model and version. With force false it
-// returns the cached outcome when the last attempt is under a second old, so
-// a down endpoint is not asked more often than that.
+// discover asks the server for its model and version, one attempt at a time.
+// With force false it returns the cached outcome when the last attempt is
+// under a second old, and, when an attempt is running and an earlier one
+// failed, that failure at once (arrivals do not queue behind a hanging
+// target). No lock is held during the HTTP calls.
 func (t *targetRunner) discover(ctx context.Context, force bool) bool {
 	t.infoMu.Lock()
-	defer t.infoMu.Unlock()
-	if !force && time.Since(t.lastTry) < time.Second {
+	if ch := t.inflight; ch != nil {
+		if !force && t.lastErr != nil {
+			t.infoMu.Unlock()
+			return false
+		}
+		t.infoMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		t.infoMu.Lock()
+		defer t.infoMu.Unlock()
 		return t.discovered
 	}
+	if !force && time.Since(t.lastTry) < time.Second {
+		defer t.infoMu.Unlock()
+		return t.discovered
+	}
+	ch := make(chan struct{})
+	t.inflight = ch
 	t.lastTry = time.Now()
-	hc := t.m.opts.HTTPClient
-	key := t.cfg.APIKey()
 	info := t.info
+	t.infoMu.Unlock()
+
+	newInfo, derr := t.fetchInfo(ctx, info)
+
+	t.infoMu.Lock()
+	defer t.infoMu.Unlock()
+	defer func() { t.inflight = nil; close(ch) }()
+	if derr != nil {
+		derr.msg = t.redact(derr.msg)
+		if t.lastErr == nil || t.lastErr.msg != derr.msg {
+			level.Warn(t.logger).Log("msg", "cannot learn the model from /v1/models; requests fail until it answers", "err", derr.msg)
+		}
+		t.lastErr = derr
+		return t.discovered
+	}
+	if !t.discovered || newInfo != t.info {
+		if t.info.Model != "" && t.info.Model != newInfo.Model {
+			level.Info(t.logger).Log("msg", "served model changed", "old", t.info.Model, "new", newInfo.Model)
+		}
+		level.Info(t.logger).Log("msg", "target discovered", "model", newInfo.Model, "max_model_len", newInfo.MaxModelLen, "server_version", newInfo.Version)
+		t.m.opts.Metrics.SetTargetInfo(t.cfg.Name, newInfo.Version, newInfo.Model, newInfo.MaxModelLen)
+	}
+	t.info = newInfo
+	t.lastErr = nil
+	t.discovered = true
+	return true
+}
+
+// fetchInfo does discovery's HTTP calls.
+func (t *targetRunner) fetchInfo(ctx context.Context, info serverInfo) (serverInfo, *discoverError) {
+	hc := &http.Client{Transport: t.hc.Transport, Timeout: 10 * time.Second}
+	key := t.cfg.APIKey()
 	if t.cfg.Model != "" {
 		info.Model = t.cfg.Model
 		info.MaxModelLen = maxModelLenOf(ctx, hc, t.cfg.BaseURL, key, t.cfg.Model)
@@ -285,31 +422,23 @@ func (t *targetRunner) discover(ctx context.Context, force bool) bool {
 		model, maxLen, err := discoverModel(ctx, hc, t.cfg.BaseURL, key)
 		if err != nil {
 			var de *discoverError
-			if e, ok := err.(*discoverError); ok {
-				de = e
-			} else {
+			if !errors.As(err, &de) {
 				de = &discoverError{prober.ClassConnect, err.Error()}
 			}
-			if t.lastErr == nil || t.lastErr.msg != de.msg {
-				level.Warn(t.logger).Log("msg", "cannot learn the model from /v1/models; requests fail until it answers", "err", de.msg)
-			}
-			t.lastErr = de
-			return t.discovered
-		}
-		if info.Model != "" && info.Model != model {
-			level.Info(t.logger).Log("msg", "served model changed", "old", info.Model, "new", model)
+			return info, de
 		}
 		info.Model, info.MaxModelLen = model, maxLen
 	}
 	info.Version = discoverVersion(ctx, hc, t.cfg.BaseURL, key)
-	if !t.discovered || info != t.info {
-		level.Info(t.logger).Log("msg", "target discovered", "model", info.Model, "max_model_len", info.MaxModelLen, "server_version", info.Version)
-		t.m.opts.Metrics.SetTargetInfo(t.cfg.Name, info.Version, info.Model, info.MaxModelLen)
-	}
-	t.info = info
-	t.lastErr = nil
-	t.discovered = true
-	return true
+	return info, nil
+}
+
+// maxModelLen is the served model's max_model_len, 0 when unknown.
+func (t *targetRunner) maxModelLen() int {
+	t.infoMu.Lock()
+	defer t.infoMu.Unlock()
+	n, _ := strconv.Atoi(t.info.MaxModelLen)
+	return n
 }
 
 // model returns the model to request, discovering it when needed; on
@@ -324,13 +453,15 @@ func (t *targetRunner) model(ctx context.Context) (string, *discoverError) {
 	if done {
 		return m, nil
 	}
-	if t.discover(ctx, false) {
-		t.infoMu.Lock()
-		defer t.infoMu.Unlock()
-		return t.info.Model, nil
-	}
+	ok := t.discover(ctx, false)
 	t.infoMu.Lock()
 	defer t.infoMu.Unlock()
+	if ok {
+		return t.info.Model, nil
+	}
+	if ctx.Err() != nil {
+		return "", &discoverError{prober.ClassCanceled, "canceled while learning the model"}
+	}
 	if t.lastErr != nil {
 		return "", t.lastErr
 	}
@@ -341,9 +472,10 @@ func (t *targetRunner) status() web.TargetStatus {
 	t.infoMu.Lock()
 	info := t.info
 	t.infoMu.Unlock()
+	s := t.slo.Load()
 	st := web.TargetStatus{
 		Name: t.cfg.Name, BaseURL: t.cfg.BaseURL, API: t.cfg.API, Model: info.Model,
-		ServerVersion: info.Version, SLO: t.cfg.SLO.String(), Note: t.note,
+		ServerVersion: info.Version, SLO: s.SLO.String(), Note: t.note,
 	}
 	t.probesMu.Lock()
 	for _, pc := range t.probeCfgs {

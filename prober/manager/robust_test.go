@@ -1,0 +1,264 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/prober"
+)
+
+// simWith serves the simulator with some paths overridden.
+func simWith(t *testing.T, override map[string]http.HandlerFunc) string {
+	t.Helper()
+	sim, err := simulator.New(fastSim(), log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sim.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := override[r.URL.Path]; ok {
+			f(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	return srv.URL
+}
+
+func TestStatusDoesNotWaitForAHangingTarget(t *testing.T) {
+	// A server that accepts connections and never answers.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	defer func() {
+		l.Close()
+		<-accepted
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	col := newCollector()
+	m := newManager(prometheus.NewRegistry(), col)
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: hang, base_url: http://%s, probes: [{name: p, rate: 20}]}]", l.Addr()))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // discovery is now stuck in its HTTP call
+	done := make(chan struct{})
+	go func() { m.Status(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second): // discovery's own timeout is 10 s
+		t.Fatal("Status blocked behind discovery of a hanging target")
+	}
+}
+
+func TestTokenizeFallbackRedactionAndClasses(t *testing.T) {
+	const key = "sk-leak-me-42"
+	t.Setenv("LLMPROBE_TEST_KEY", key)
+	for _, tc := range []struct {
+		name      string
+		tokenize  http.HandlerFunc
+		wantClass prober.ErrorClass
+	}{
+		{"422 from a foreign /tokenize falls back to calibration", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"error":"Unprocessable"}`, http.StatusUnprocessableEntity)
+		}, prober.ClassNone},
+		{"200 in another shape falls back to calibration", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"tokens":"not vllm"}`)
+		}, prober.ClassNone},
+		{"401 echoing the key is a redacted http_4xx", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "bad credentials: "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+		}, prober.ClassHTTP4xx},
+		{"503 is http_5xx", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		}, prober.ClassHTTP5xx},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := simWith(t, map[string]http.HandlerFunc{"/tokenize": tc.tokenize})
+			col := newCollector()
+			m := newManager(prometheus.NewRegistry(), col)
+			defer m.Stop()
+			if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
+				t.Fatal(err)
+			}
+			evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []RecordEvent) bool { return len(evs) >= 5 })
+			for _, e := range evs[:5] {
+				r := e.Record
+				if r.Error != tc.wantClass {
+					t.Errorf("class %q (%s), want %q", r.Error, r.ErrorMessage, tc.wantClass)
+				}
+				if strings.Contains(r.ErrorMessage, key) {
+					t.Errorf("API key in error message %q", r.ErrorMessage)
+				}
+				if r.OK() && (r.PromptTokens < r.InputTokens-2 || r.PromptTokens > r.InputTokens+2) {
+					t.Errorf("calibrated prompt has %d tokens, want about %d", r.PromptTokens, r.InputTokens)
+				}
+				if !r.OK() && !r.NotSent {
+					t.Errorf("a request failing in prompt sizing is marked as sent")
+				}
+			}
+			if s := fmt.Sprintf("%+v", m.Status()); strings.Contains(s, key) {
+				t.Error("API key on the landing page data")
+			}
+		})
+	}
+}
+
+func TestRequestIDsAreUniqueAcrossProbes(t *testing.T) {
+	base := simWith(t, nil)
+	col := newCollector()
+	m := newManager(prometheus.NewRegistry(), col)
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: a, rate: 30}, {name: b, rate: 30}]}]", base))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "40 records", func(evs []RecordEvent) bool { return len(evs) >= 40 })
+	seen := map[string]string{}
+	for _, e := range evs {
+		if p, dup := seen[e.Record.RequestID]; dup {
+			t.Fatalf("request id %s used by probes %s and %s", e.Record.RequestID, p, e.Record.Probe)
+		}
+		seen[e.Record.RequestID] = e.Record.Probe
+	}
+}
+
+func TestReplacedTargetDropsSeriesOfRemovedProbes(t *testing.T) {
+	base := simWith(t, nil)
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	apply := func(yml string) {
+		t.Helper()
+		if err := m.Apply(context.Background(), parse(t, yml)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: keep, rate: 20}, {name: gone, rate: 20}]}]", base))
+	col.waitFor(t, 10*time.Second, "records of both", func(evs []RecordEvent) bool {
+		n := map[string]int{}
+		for _, e := range evs {
+			n[e.Record.Probe]++
+		}
+		return n["keep"] > 0 && n["gone"] > 0
+	})
+	before := counter(t, reg, "llmprobe_requests_total", map[string]string{"probe": "keep"})
+	// A new timeout replaces the target (new clients); probe "gone" is removed.
+	apply(fmt.Sprintf("targets: [{name: s, base_url: %s, timeout: 90s, probes: [{name: keep, rate: 20}]}]", base))
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == "probe" && lp.GetValue() == "gone" {
+					t.Fatalf("series of the removed probe remain: %s", mf.GetName())
+				}
+			}
+		}
+	}
+	if after := counter(t, reg, "llmprobe_requests_total", map[string]string{"probe": "keep"}); after < before {
+		t.Errorf("counter of the continuing probe went back from %v to %v", before, after)
+	}
+}
+
+func TestSLOChangeIsAppliedInPlace(t *testing.T) {
+	base := simWith(t, nil)
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	yml := func(ttft string) string {
+		return fmt.Sprintf("targets: [{name: s, base_url: %s, slo: {ttft: %s}, probes: [{name: p, rate: 20}]}]", base, ttft)
+	}
+	if err := m.Apply(context.Background(), parse(t, yml("800ms"))); err != nil {
+		t.Fatal(err)
+	}
+	col.waitFor(t, 10*time.Second, "a record", func(evs []RecordEvent) bool { return len(evs) > 0 })
+	m.mu.Lock()
+	pr := m.targets["s"].probes["p"]
+	m.mu.Unlock()
+	if err := m.Apply(context.Background(), parse(t, yml("1ms"))); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	same := m.targets["s"].probes["p"] == pr
+	m.mu.Unlock()
+	if !same {
+		t.Error("an SLO change restarted the probe")
+	}
+	if got := counter(t, reg, "llmprobe_slo_threshold_seconds", map[string]string{"slo": "ttft"}); got != 0.001 {
+		t.Errorf("ttft threshold %v after reload, want 0.001", got)
+	}
+	n := len(col.snapshot())
+	evs := col.waitFor(t, 10*time.Second, "records after the change", func(evs []RecordEvent) bool { return len(evs) > n+5 })
+	for _, e := range evs[n+2:] {
+		if e.Good {
+			t.Errorf("request %s good under a 1ms TTFT SLO (ttft %v)", e.Record.RequestID, e.Record.TTFT)
+		}
+	}
+}
+
+func TestTooLongArrivalsAreSkippedNotSent(t *testing.T) {
+	sc := fastSim()
+	sc.MaxModelLen = 256
+	sim, err := simulator.New(sc, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	defer func() { srv.Close(); sim.Close() }()
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	// Half the draws (300 + 16 > 256) cannot fit the model.
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
+targets:
+  - name: s
+    base_url: %s
+    probes:
+      - name: p
+        rate: 40
+        workload:
+          input_tokens: {dist: choice, choices: [{value: 64, weight: 1}, {value: 300, weight: 1}]}
+          output_tokens: {dist: fixed, value: 16}
+`, srv.URL))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []RecordEvent) bool { return len(evs) >= 20 })
+	for _, e := range evs {
+		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
+			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
+		}
+		if e.Record.PromptTokens > 64 {
+			t.Errorf("a too-long prompt was sent (%d tokens)", e.Record.PromptTokens)
+		}
+	}
+	if got := counter(t, reg, "llmprobe_requests_skipped_total", map[string]string{"reason": "too_long"}); got == 0 {
+		t.Error("no too_long skips counted")
+	}
+}
