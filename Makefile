@@ -41,10 +41,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 test-rules:
-	bash scripts/test-rules.sh
+	bash .ci/test-rules.sh
 
 e2e:
-	bash scripts/e2e.sh
+	bash .ci/e2e.sh
 
 clean:
 	rm -f $(BIN)

@@ -1,5 +1,5 @@
 // Package e2e holds the end-to-end test of llmprobe with a real Prometheus
-// (build tags e2e and unix; run it with scripts/e2e.sh or `make e2e`). It
+// (build tags e2e and unix; run it with .ci/e2e.sh or `make e2e`). It
 // builds the llmprobe binary, starts the built-in simulator, `llmprobe serve`
 // probing it and Prometheus (Debian's package) on loopback with the rules of
 // rules/, and checks through Prometheus' HTTP API that the recording rules
@@ -12,7 +12,7 @@
 // It stops every process it started by PID: its cleanups do on success and
 // on failure (every wait ends 30 s before go test's -timeout, and the first
 // failing step ends the test); the processes are also killed by the kernel
-// when the test process dies (Linux Pdeathsig), and scripts/e2e.sh kills
+// when the test process dies (Linux Pdeathsig), and .ci/e2e.sh kills
 // what is left in the PID file the test keeps ($LLMPROBE_E2E_PIDFILE).
 // Without the tags the package is empty.
 package e2e

@@ -85,7 +85,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	}
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
-		t.Fatal("prometheus not found in PATH: run scripts/e2e.sh (it installs Debian's prometheus package)")
+		t.Fatal("prometheus not found in PATH: run .ci/e2e.sh (it installs Debian's prometheus package)")
 	}
 	promMajor := prometheusMajor(t, promBin)
 
@@ -324,7 +324,7 @@ type proc struct {
 // start runs bin with args, its output in <dir>/<name>.log, and registers
 // its stop as a cleanup. The process runs in its own process group and, on
 // Linux, is killed by the kernel when the test process dies (sysProcAttr),
-// and its PID is written to the PID file (pidFile) for scripts/e2e.sh: the
+// and its PID is written to the PID file (pidFile) for .ci/e2e.sh: the
 // cleanup does not run when go test's -timeout panics.
 func start(t *testing.T, dir, name, bin string, args ...string) *proc {
 	t.Helper()
@@ -385,7 +385,7 @@ func stop(t *testing.T, p *proc) {
 
 // pidFile lists the PIDs of the running processes the test started, one
 // "<pid> <binary path>" line each, in the file named by
-// $LLMPROBE_E2E_PIDFILE (no file when it is unset). scripts/e2e.sh kills what
+// $LLMPROBE_E2E_PIDFILE (no file when it is unset). .ci/e2e.sh kills what
 // is left in it when the test exits, after a -timeout panic too; the binary
 // path lets it check that a PID still belongs to the process it started.
 type pidFile struct {

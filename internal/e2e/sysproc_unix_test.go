@@ -6,7 +6,7 @@ import "syscall"
 
 // sysProcAttr puts a started process in its own process group. Without
 // Linux's Pdeathsig, processes left by a -timeout panic are killed by
-// scripts/e2e.sh from the PID file only.
+// .ci/e2e.sh from the PID file only.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

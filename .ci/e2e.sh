@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-prometheus.sh
+bash .ci/install-prometheus.sh
 
 pidfile=$(mktemp "${TMPDIR:-/tmp}/llmprobe-e2e-pids.XXXXXX")
 export LLMPROBE_E2E_PIDFILE="$pidfile"

@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-prometheus.sh
+bash .ci/install-prometheus.sh
 promtool check rules rules/*.yml
 promtool test rules rules/tests/*.yml
