@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,13 +12,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
 )
 
@@ -92,46 +94,25 @@ func newManager(reg prometheus.Registerer, c *collector) *Manager {
 	return New(Options{Metrics: probemetrics.New(reg), OnRecord: c.add})
 }
 
+// counter scrapes reg over real HTTP through the daemon's /metrics handler
+// and returns the sum of the series of name matching labels (histograms:
+// their sample count).
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	srv := httptest.NewServer(web.NewHandler(web.Options{Gatherer: reg}))
+	defer srv.Close()
+	snap, err := scrape.Fetch(context.Background(), srv.Client(), srv.URL+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum float64
-	found := false
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for k, v := range labels {
-				ok := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == k && lp.GetValue() == v {
-						ok = true
-					}
-				}
-				if !ok {
-					continue next
-				}
-			}
-			found = true
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				sum += m.GetCounter().GetValue()
-			case dto.MetricType_GAUGE:
-				sum += m.GetGauge().GetValue()
-			case dto.MetricType_HISTOGRAM:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
+	if snap.Has(name + "_bucket") || snap.Has(name+"_count") {
+		name += "_count"
 	}
-	if !found {
-		t.Fatalf("no series %s%v", name, labels)
+	v, ok := snap.Sum(name, labels)
+	if !ok {
+		t.Fatalf("no series %s%v on /metrics", name, labels)
 	}
-	return sum
+	return v
 }
 
 func TestDaemonProbesSimulatorAndMetricsAgreeWithRecords(t *testing.T) {
