@@ -154,6 +154,16 @@ func runServe(e *env, f *serveFlags) int {
 		configYAML func() string
 	)
 	apply := func(c *config.Config) error { return mgr.Apply(ctx, c) }
+	// fixed serves a config built from flags: applied once, never reloaded.
+	fixed := func(cfg *config.Config) (func() (*config.Config, error), func() string) {
+		return func() (*config.Config, error) {
+			if err := apply(cfg); err != nil {
+				return nil, err
+			}
+			safe.Set(cfg)
+			return cfg, nil
+		}, cfg.String
+	}
 	switch src {
 	case sourceFile:
 		level.Info(logger).Log("msg", "loading config", "file", f.configFile)
@@ -171,14 +181,7 @@ func runServe(e *env, f *serveFlags) int {
 			return 2
 		}
 		level.Info(logger).Log("msg", "probing one target from flags", "target", cfg.Targets[0].Name, "base_url", f.target)
-		loadConfig = func() (*config.Config, error) {
-			if err := apply(cfg); err != nil {
-				return nil, err
-			}
-			safe.Set(cfg)
-			return cfg, nil
-		}
-		configYAML = func() string { return cfg.String() }
+		loadConfig, configYAML = fixed(cfg)
 	case sourceSimulator:
 		stop, baseURL, err := startEmbeddedSimulator(logger)
 		if err != nil {
@@ -198,14 +201,7 @@ func runServe(e *env, f *serveFlags) int {
 		mgr.SetNote("simulator", "This is the built-in vLLM simulator (llmprobe simulate), not a real endpoint: "+
 			"run with --config.file or --target to probe real servers.")
 		level.Warn(logger).Log("msg", "no --target, no --config.file and no ./llmprobe.yml: probing the BUILT-IN SIMULATOR, not a real endpoint", "simulator", baseURL)
-		loadConfig = func() (*config.Config, error) {
-			if err := apply(cfg); err != nil {
-				return nil, err
-			}
-			safe.Set(cfg)
-			return cfg, nil
-		}
-		configYAML = func() string { return cfg.String() }
+		loadConfig, configYAML = fixed(cfg)
 	}
 
 	cfg, err := loadConfig()
