@@ -716,3 +716,26 @@ func TestDocsListEveryMetric(t *testing.T) {
 		})
 	}
 }
+
+func TestNotSentIsCountedButHasNoSendLag(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.Init("t", "p")
+	m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: "a", Error: prober.ClassConnect, NotSent: true, SendLag: 10 * time.Second}, false, nil)
+	m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: "b", Error: prober.ClassConnect, SendLag: time.Millisecond}, false, nil)
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("t", "p", "connect")); got != 2 {
+		t.Errorf("connect failures = %v, want 2", got)
+	}
+	n, err := testutil.GatherAndCount(reg, NameSendLag)
+	if err != nil || n != 1 {
+		t.Fatalf("send lag series: %d, %v", n, err)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == NameSendLag {
+			if c := mf.GetMetric()[0].GetHistogram().GetSampleCount(); c != 1 {
+				t.Errorf("send lag observed %d times, want 1 (the not-sent request is not a send)", c)
+			}
+		}
+	}
+}
