@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -14,28 +17,86 @@ import (
 // maxBodyBytes caps request bodies.
 const maxBodyBytes = 32 << 20
 
+// excludedHandlers are the handlers vLLM's prometheus_fastapi_instrumentator
+// leaves out of http_requests_total (vLLM's mount_metrics; matched with
+// re.search, hence substrings).
+var excludedHandlers = []string{"/metrics", "/health", "/load", "/ping", "/version"}
+
+// untemplatedHandler is the handler label the instrumentator gives requests
+// that match no route fully (unknown paths, known paths with the wrong
+// method): should_group_untemplated.
+const untemplatedHandler = "none"
+
 func (s *Simulator) routes() http.Handler {
 	mux := http.NewServeMux()
-	handle := func(pattern, name string, h http.HandlerFunc) {
-		mux.Handle(pattern, s.instrument(name, h))
+	methods := map[string]string{} // route path -> method
+	// handle serves path for one method only; any other method gets FastAPI's
+	// 405 (GET routes also answer HEAD, as Starlette adds it).
+	handle := func(method, path string, h http.HandlerFunc) {
+		methods[path] = method
+		allow := method
+		if method == http.MethodGet {
+			allow = "GET, HEAD"
+		}
+		var next http.Handler = h
+		if !slices.ContainsFunc(excludedHandlers, func(x string) bool { return strings.Contains(path, x) }) {
+			next = s.instrument(path, h)
+		}
+		notAllowed := s.instrument(untemplatedHandler, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+		}))
+		mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != method && (method != http.MethodGet || r.Method != http.MethodHead) {
+				notAllowed.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		}))
 	}
-	handle("GET /v1/models", "/v1/models", s.handleModels)
-	handle("POST /v1/completions", "/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+	handle(http.MethodGet, "/v1/models", s.handleModels)
+	handle(http.MethodPost, "/v1/completions", func(w http.ResponseWriter, r *http.Request) {
 		s.generate(w, r, kindCompletion)
 	})
-	handle("POST /v1/chat/completions", "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+	handle(http.MethodPost, "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		s.generate(w, r, kindChat)
 	})
-	handle("POST /tokenize", "/tokenize", s.handleTokenize)
-	handle("POST /detokenize", "/detokenize", s.handleDetokenize)
-	handle("GET /version", "/version", func(w http.ResponseWriter, _ *http.Request) {
+	handle(http.MethodPost, "/tokenize", s.handleTokenize)
+	handle(http.MethodPost, "/detokenize", s.handleDetokenize)
+	handle(http.MethodGet, "/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": Version})
 	})
-	handle("GET /health", "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.Handle("GET /metrics", s.instrument("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	handle(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	// vLLM mounts prometheus_client's ASGI app on /metrics (and below): any
+	// method gets the exposition, and it is not counted.
+	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	mux.Handle("/metrics", metrics)
+	mux.Handle("/metrics/", metrics)
+	notFound := s.instrument(untemplatedHandler, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
-	})
+	}))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Starlette's redirect_slashes: a route path plus a trailing slash
+		// gets a 307 to the route (whatever the method).
+		route, ok := strings.CutSuffix(r.URL.Path, "/")
+		method, known := methods[route]
+		if !ok || !known {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		name := untemplatedHandler
+		if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+			name = r.URL.Path
+		}
+		s.instrument(name, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			target := url.URL{Scheme: "http", Host: r.Host, Path: route, RawQuery: r.URL.RawQuery}
+			if r.TLS != nil {
+				target.Scheme = "https"
+			}
+			w.Header().Set("Location", target.String())
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		})).ServeHTTP(w, r)
+	}))
 	return mux
 }
 
@@ -63,8 +124,9 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // instrument counts requests in http_requests_total{handler,method,status}
-// with status classes (2xx..5xx) as prometheus_fastapi_instrumentator does.
-// A reset connection (no status) is not counted.
+// with status classes (2xx..5xx) as prometheus_fastapi_instrumentator does;
+// name is the route path, or "none" for requests that match no route. A
+// reset connection (no status) is not counted.
 func (s *Simulator) instrument(name string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}

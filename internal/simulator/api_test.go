@@ -372,6 +372,16 @@ func TestErrors(t *testing.T) {
 		{"missing role", "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"content": "x"}}}, 400, "BadRequestError", "messages", "role"},
 		{"prompt too long", "/v1/completions", map[string]any{"prompt": long}, 400, "BadRequestError", "", "maximum context length"},
 		{"prompt + max_tokens too long", "/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 254}, 400, "BadRequestError", "max_tokens", "maximum context length"},
+		// prompt + max_tokens must not wrap around (it used to be accepted
+		// and stall the engine); the message shows the true sum.
+		{"max_tokens MaxInt64", "/v1/completions", `{"prompt":"a","max_tokens":9223372036854775807}`, 400, "BadRequestError", "max_tokens",
+			"you requested 9223372036854775808 tokens (1 in the messages, 9223372036854775807 in the completion)"},
+		{"max_tokens MaxInt64 streaming", "/v1/completions", `{"prompt":"a b","max_tokens":9223372036854775807,"stream":true}`, 400, "BadRequestError", "max_tokens",
+			"maximum context length is 256 tokens"},
+		{"max_completion_tokens MaxInt64", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":9223372036854775807}`,
+			400, "BadRequestError", "max_completion_tokens", "maximum context length"},
+		{"max_tokens beyond int64", "/v1/completions", `{"prompt":"a","max_tokens":9223372036854775808}`, 400, "BadRequestError", "", "invalid JSON"},
+		{"min_tokens MaxInt64", "/v1/completions", `{"prompt":"a","max_tokens":5,"min_tokens":9223372036854775807}`, 400, "BadRequestError", "min_tokens", "less than or equal to max_tokens=5"},
 		{"stream_options without stream", "/v1/completions", map[string]any{"prompt": "a", "stream_options": map[string]any{"include_usage": true}}, 400, "BadRequestError", "stream_options", "stream=True"},
 		{"n 2", "/v1/completions", map[string]any{"prompt": "a", "n": 2}, 400, "BadRequestError", "n", "n must be 1"},
 		{"min_tokens negative", "/v1/completions", map[string]any{"prompt": "a", "min_tokens": -1}, 400, "BadRequestError", "min_tokens", "greater than or equal"},
@@ -500,13 +510,37 @@ func TestModelsVersionHealth(t *testing.T) {
 }
 
 func TestGeneratedRequestID(t *testing.T) {
-	base, _ := simtest.Start(t, fastConfig())
-	resp := post(t, base+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
-	var out struct{ ID string }
-	json.NewDecoder(resp.Body).Decode(&out)
-	resp.Body.Close()
-	rid := resp.Header.Get("X-Request-Id")
-	if len(rid) != 32 || out.ID != "cmpl-"+rid {
-		t.Errorf("generated X-Request-Id %q, id %q", rid, out.ID)
+	// firstID starts a fresh simulator and returns the id of its first
+	// request without an x-request-id header.
+	firstID := func(deterministic bool) string {
+		cfg := fastConfig()
+		cfg.Seed, cfg.DeterministicIDs = 7, deterministic
+		base, _ := simtest.Start(t, cfg)
+		resp := post(t, base+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1})
+		var out struct{ ID string }
+		json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		rid := resp.Header.Get("X-Request-Id")
+		if len(rid) != 32 || out.ID != "cmpl-"+rid {
+			t.Errorf("generated X-Request-Id %q, id %q", rid, out.ID)
+		}
+		return rid
+	}
+	tests := []struct {
+		name          string
+		deterministic bool
+		wantSame      bool
+	}{
+		{name: "restarts draw new ids", deterministic: false, wantSame: false},
+		{name: "explicit seed repeats ids", deterministic: true, wantSame: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := firstID(tt.deterministic)
+			time.Sleep(time.Millisecond) // a different start time
+			if b := firstID(tt.deterministic); (a == b) != tt.wantSame {
+				t.Errorf("two runs with the same seed gave ids %s and %s", a, b)
+			}
+		})
 	}
 }

@@ -51,9 +51,15 @@ type Config struct {
 	// ignore_eos (`--eos-probability`). 0 disables early stops. Default 0.005
 	// (a mean natural output length of 200 tokens).
 	EOSProbability float64
-	// Seed makes every random draw (EOS positions, generated text, request
-	// ids, faults) deterministic (`--seed`). Default 0.
+	// Seed makes every random draw (EOS positions, generated text, faults)
+	// deterministic (`--seed`). Default 0.
 	Seed int64
+	// DeterministicIDs makes the ids generated for requests without an
+	// x-request-id header a pure function of Seed and the request number, so
+	// they repeat across restarts. When false (the default) the Simulator's
+	// start time is mixed in and ids differ from run to run. AddFlags sets it
+	// when --seed is given explicitly.
+	DeterministicIDs bool
 
 	// TraceFile, when set, is truncated and receives one JSON line per
 	// generation request with the socket write times (`--trace-file`).
@@ -145,9 +151,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--block-size must be >= 1, got %d", c.BlockSize)
 	case c.NumGPUBlocks < 1:
 		return fmt.Errorf("--num-gpu-blocks must be >= 1, got %d", c.NumGPUBlocks)
-	case c.NumGPUBlocks*c.BlockSize < c.MaxModelLen:
-		return fmt.Errorf("--num-gpu-blocks (%d) x --block-size (%d) = %d tokens cannot hold one sequence of --max-model-len (%d)",
-			c.NumGPUBlocks, c.BlockSize, c.NumGPUBlocks*c.BlockSize, c.MaxModelLen)
+	case c.NumGPUBlocks < ceilDiv(c.MaxModelLen, c.BlockSize):
+		return fmt.Errorf("--num-gpu-blocks (%d) x --block-size (%d) tokens cannot hold one sequence of --max-model-len (%d)",
+			c.NumGPUBlocks, c.BlockSize, c.MaxModelLen)
 	case c.StepBase <= 0:
 		return fmt.Errorf("--step-base must be > 0, got %s", c.StepBase)
 	case c.StepPerPrefillToken < 0:
@@ -205,24 +211,29 @@ func isProbability(p float64) bool { return p >= 0 && p <= 1 } // false for NaN
 // cache hits), ignores EOS and generates outputLen tokens, and the queue
 // never runs dry. docs/simulator.md derives it:
 //
-//	B  = min(max-num-seqs, floor(num-gpu-blocks / ceil((I+O-1)/block-size)))
+//	occupancy  = (1/O) * sum_{k=0}^{O-1} ceil((I+k)/block-size)   blocks a running sequence holds on average
+//	B_kv       = num-gpu-blocks / occupancy   (floor'ed when a sequence never outgrows its prompt blocks)
+//	B          = min(max-num-seqs, B_kv)
 //	decode-bound:  X = B / (O*(base + per_seq*B) + per_prefill_token*B*I)
 //	budget-bound (when B*(I+O-1)/O > max-num-batched-tokens = T):
 //	  P = T*I/(I+O-1), D = T-P, N = min(B, D + 1 + P/I)
 //	  X = T / ((I+O-1) * (base + per_prefill_token*P + per_seq*N))
 //
-// and the result is the smaller of the two. It returns 0 when a request of
-// that size cannot be served (inputLen+outputLen > max-model-len, lengths < 1).
+// and the result is the smaller of the two. When the batch is KV-bound and
+// sequences outgrow the blocks they were admitted with, preemptions
+// (recompute) make the true rate up to about 8% lower. It returns 0 when a
+// request of that size cannot be served (inputLen+outputLen >
+// max-model-len, lengths < 1, a full-length sequence does not fit the KV
+// cache).
 func (c Config) Capacity(inputLen, outputLen int) float64 {
-	if inputLen < 1 || outputLen < 1 || inputLen+outputLen > c.MaxModelLen || c.BlockSize < 1 {
+	if inputLen < 1 || outputLen < 1 || inputLen > c.MaxModelLen-outputLen || c.BlockSize < 1 || c.MaxNumSeqs < 1 {
 		return 0
 	}
-	blocksPerSeq := ceilDiv(inputLen+outputLen-1, c.BlockSize)
-	batch := min(c.MaxNumSeqs, c.NumGPUBlocks/blocksPerSeq)
-	if batch < 1 {
+	if c.NumGPUBlocks < ceilDiv(inputLen+outputLen-1, c.BlockSize) {
 		return 0
 	}
-	in, out, b := float64(inputLen), float64(outputLen), float64(batch)
+	b := math.Min(float64(c.MaxNumSeqs), c.kvBatch(inputLen, outputLen))
+	in, out := float64(inputLen), float64(outputLen)
 	base := c.StepBase.Seconds()
 	perTok := c.StepPerPrefillToken.Seconds()
 	perSeq := c.StepPerSeq.Seconds()
@@ -239,7 +250,33 @@ func (c Config) Capacity(inputLen, outputLen int) float64 {
 	return math.Min(decodeBound, budgetBound)
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// kvBatch is how many sequences of inputLen prompt and outputLen output
+// tokens the KV cache holds in steady state. A sequence holds
+// ceil(computed/block-size) blocks and computes inputLen+k tokens in the
+// k-th step of its life (k = 0..outputLen-1), so with ages spread evenly the
+// pool holds num-gpu-blocks / (mean blocks over a lifetime) sequences. When
+// a sequence never needs more blocks than its prompt's, the pool is
+// partitioned exactly and the batch is an integer.
+func (c Config) kvBatch(inputLen, outputLen int) float64 {
+	first := ceilDiv(inputLen, c.BlockSize)
+	last := ceilDiv(inputLen+outputLen-1, c.BlockSize)
+	if first == last {
+		return float64(c.NumGPUBlocks / last)
+	}
+	sum := 0
+	for k := range outputLen {
+		sum += ceilDiv(inputLen+k, c.BlockSize)
+	}
+	return float64(c.NumGPUBlocks) * float64(outputLen) / float64(sum)
+}
+
+// ceilDiv is ceil(a/b) for a >= 0, b > 0, without overflow.
+func ceilDiv(a, b int) int {
+	if a <= 0 {
+		return 0
+	}
+	return (a-1)/b + 1
+}
 
 // AddFlags registers the simulator's flags (all but --web.listen-address) on
 // cmd, with c's current values as defaults; parsing writes into c. A value
@@ -268,8 +305,9 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	durationFlag("step-per-seq", "Added step duration per sequence scheduled in the step.", &c.StepPerSeq)
 	floatFlag("eos-probability", "Probability that a generated token after min_tokens is EOS (requests without ignore_eos); "+
 		"0 never stops early.", &c.EOSProbability)
-	cmd.Flag("seed", "Seed of every random draw (EOS positions, text, ids, faults).").
-		Default(strconv.FormatInt(c.Seed, 10)).
+	cmd.Flag("seed", "Seed of every random draw (EOS positions, text, faults); given explicitly, it also makes the "+
+		"generated request ids repeat across restarts.").
+		Default(strconv.FormatInt(c.Seed, 10)).IsSetByUser(&c.DeterministicIDs).
 		SetValue(&flagValue[int64]{"seed", &c.Seed, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
 			func(v int64) string { return strconv.FormatInt(v, 10) }})
 	cmd.Flag("trace-file", "Write one JSON line per generation request with the Unix-nanosecond times its headers and "+

@@ -105,6 +105,11 @@ func TestFlagsSetConfig(t *testing.T) {
 	if err != nil || def != DefaultConfig() {
 		t.Errorf("flag defaults differ from DefaultConfig: %+v, %v", def, err)
 	}
+	// An explicit --seed, even the default value, makes generated ids repeat.
+	seeded, err := parseFlags("--seed=0")
+	if err != nil || !seeded.DeterministicIDs || seeded.Seed != 0 {
+		t.Errorf("--seed=0: DeterministicIDs %v, seed %d, %v", seeded.DeterministicIDs, seeded.Seed, err)
+	}
 }
 
 // TestCapacityFormula pins Config.Capacity to hand-computed values (the
@@ -119,9 +124,27 @@ func TestCapacityFormula(t *testing.T) {
 		// B = min(256, 24576/ceil(1151/16)=341) = 256;
 		// X = 256 / (128*(0.010+0.0001*256) + 0.00002*256*1024).
 		{name: "defaults 1024/128", mut: func(*Config) {}, in: 1024, out: 128, want: 256 / (128*(0.010+0.0001*256) + 0.00002*256*1024)},
-		// KV-bound batch: B = min(256, 16384/72 = 227) = 227.
+		// KV-bound batch: a sequence grows from 64 to 72 blocks, holding
+		// (64 + 16*(65+...+71) + 15*72)/128 = 8760/128 blocks on average,
+		// so B = min(256, 16384*128/8760 ≈ 239.4).
 		{name: "kv-bound batch 1024/128", mut: func(c *Config) { c.NumGPUBlocks = 16384 }, in: 1024, out: 128,
-			want: 227 / (128*(0.010+0.0001*227) + 0.00002*227*1024)},
+			want: func() float64 {
+				b := 16384.0 * 128 / 8760
+				return b / (128*(0.010+0.0001*b) + 0.00002*b*1024)
+			}()},
+		// No growth past the prompt's 2 blocks (24+8-1 = 31 tokens): the
+		// pool is partitioned exactly, B = floor(17/2) = 8.
+		{name: "kv-bound without growth", mut: func(c *Config) { c.NumGPUBlocks = 17 }, in: 24, out: 8,
+			want: 8 / (8*(0.010+0.0001*8) + 0.00002*8*24)},
+		// The audit's regime: blocks 2..6, mean 284/64, B = 40*64/284 ≈ 9.01
+		// (the full-length formula gave floor(40/6) = 6).
+		{name: "kv-bound with growth 32/64", mut: func(c *Config) { c.NumGPUBlocks, c.MaxNumSeqs = 40, 16 }, in: 32, out: 64,
+			want: func() float64 {
+				b := 40.0 * 64 / 284
+				return b / (64*(0.010+0.0001*b) + 0.00002*b*32)
+			}()},
+		{name: "full-length sequence does not fit", mut: func(c *Config) { c.NumGPUBlocks = 1 }, in: 24, out: 8, want: 0},
+		{name: "huge output does not overflow", mut: func(*Config) {}, in: 10, out: math.MaxInt, want: 0},
 		// B = 256 (KV holds 24576/32 = 768); X = 256/(256*(0.010+0.0256) + 0.00002*256*256).
 		{name: "defaults 256/256", mut: func(*Config) {}, in: 256, out: 256, want: 256 / (256*(0.010+0.0256) + 0.00002*256*256)},
 		// T = 32 < B*(I+O-1)/O = 8*71/8 = 71: budget-bound.

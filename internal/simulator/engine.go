@@ -30,6 +30,7 @@ type sequence struct {
 	// Set before submit, read-only afterwards.
 	prompt    []int
 	hashes    []uint64 // chain hashes of the prompt's full blocks
+	maxTokens int      // the request's effective max_tokens (vllm:request_params_max_tokens)
 	finishLen int      // output tokens at which the request finishes
 	finishWhy string   // finishStop or finishLength at finishLen
 	notify    chan struct{}
@@ -347,12 +348,26 @@ func (e *engine) finishStep(plan []planned, now time.Time) {
 			e.m.promptTokens.Add(float64(len(s.prompt)))
 			iterPrompt += len(s.prompt)
 		} else {
-			e.m.itl.Observe(now.Sub(s.lastAt).Seconds())
+			itl := now.Sub(s.lastAt).Seconds()
+			e.m.itl.Observe(itl)
+			e.m.itlLegacy.Observe(itl)
 		}
 		s.lastAt = now
-		if s.outputs >= s.finishLen {
+		// As vLLM's check_stop: the drawn end (EOS or max_tokens), else the
+		// context length. parseGen keeps prompt + max_tokens within
+		// max-model-len, so the second is an invariant that never lets a
+		// sequence grow past the context (and the KV cache) whatever a
+		// request slipped through.
+		why := ""
+		switch {
+		case s.outputs >= s.finishLen:
+			why = s.finishWhy
+		case s.numTokens() >= e.cfg.MaxModelLen:
+			why = finishLength
+		}
+		if why != "" {
 			e.kv.free(s)
-			e.finish(s, s.finishWhy, now)
+			e.finish(s, why, now)
 			anyDone = true
 			continue
 		}
@@ -385,6 +400,7 @@ func (e *engine) finish(s *sequence, reason string, now time.Time) {
 		e.m.e2e.Observe(now.Sub(s.arrival).Seconds())
 		e.m.queue.Observe(s.scheduledAt.Sub(s.arrival).Seconds())
 		e.m.prefill.Observe(s.firstAt.Sub(s.scheduledAt).Seconds())
+		e.m.inference.Observe(s.lastAt.Sub(s.scheduledAt).Seconds())
 		decode := s.lastAt.Sub(s.firstAt).Seconds()
 		e.m.decode.Observe(decode)
 		tpot := 0.0
@@ -394,6 +410,13 @@ func (e *engine) finish(s *sequence, reason string, now time.Time) {
 		e.m.tpot.Observe(tpot)
 		e.m.requestPrompt.Observe(float64(len(s.prompt)))
 		e.m.requestGeneration.Observe(float64(n))
+		if s.maxTokens > 0 { // vLLM skips a max_tokens of None/0
+			e.m.paramsMaxTokens.Observe(float64(s.maxTokens))
+		}
+		// n is always 1, so the largest generation of the request's
+		// choices is its own (vLLM's ParentRequest.observe_finished_request).
+		e.m.maxNumGeneration.Observe(float64(n))
+		e.m.paramsN.Observe(1)
 	}
 	s.publish(s.outputs, true, reason)
 }

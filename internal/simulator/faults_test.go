@@ -158,8 +158,9 @@ func TestStreamFaults(t *testing.T) {
 					}
 					tokens += len(strings.Fields(c.Choices[0].Text))
 				}
-				if tokens == 0 || tokens >= 8 {
-					t.Errorf("%d tokens before the cut, want some but not all 8", tokens)
+				// Exactly half, even when the engine ran ahead of the client.
+				if tokens != 4 {
+					t.Errorf("%d tokens before the cut, want 4 of 8", tokens)
 				}
 			},
 		},

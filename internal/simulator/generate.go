@@ -113,10 +113,11 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 	if g.maxTokens < 1 {
 		return nil, badRequest(param, "max_tokens must be at least 1, got %d.", g.maxTokens)
 	}
-	if len(g.prompt)+g.maxTokens > s.cfg.MaxModelLen {
+	// Written so that a huge max_tokens cannot overflow (len(prompt) < MaxModelLen here).
+	if g.maxTokens > s.cfg.MaxModelLen-len(g.prompt) {
 		return nil, badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens "+
 			"(%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			s.cfg.MaxModelLen, len(g.prompt)+g.maxTokens, len(g.prompt), g.maxTokens)
+			s.cfg.MaxModelLen, uint64(len(g.prompt))+uint64(g.maxTokens), len(g.prompt), g.maxTokens)
 	}
 	if body.MinTokens != nil {
 		g.minTokens = *body.MinTokens
@@ -218,15 +219,18 @@ func (s *Simulator) newSequence(g *genRequest) *sequence {
 	seq := &sequence{
 		prompt:    g.prompt,
 		hashes:    promptBlockHashes(g.prompt, s.cfg.BlockSize),
+		maxTokens: g.maxTokens,
 		finishLen: g.maxTokens,
 		finishWhy: finishLength,
 		notify:    make(chan struct{}, 1),
 		textSeed:  hashTokens(hash2(uint64(s.cfg.Seed), 0x7e47), g.prompt),
 	}
 	if !g.ignoreEOS && s.cfg.EOSProbability > 0 {
-		natural := g.minTokens + geometric(s.cfg.EOSProbability, uniform(hash2(seq.textSeed, 0xe05)))
-		if natural <= g.maxTokens {
-			seq.finishLen, seq.finishWhy = natural, finishStop
+		// natural = min_tokens + eos <= max_tokens, compared without
+		// overflow (parseGen guarantees 0 <= min_tokens <= max_tokens).
+		eos := geometric(s.cfg.EOSProbability, uniform(hash2(seq.textSeed, 0xe05)))
+		if eos <= g.maxTokens-g.minTokens {
+			seq.finishLen, seq.finishWhy = g.minTokens+eos, finishStop
 		}
 	}
 	return seq
@@ -337,7 +341,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 	reqNo := s.reqNo.Add(1)
 	rid := r.Header.Get("X-Request-Id")
 	if rid == "" {
-		rid = fmt.Sprintf("%016x%016x", hash2(uint64(s.cfg.Seed), reqNo), hash2(reqNo, uint64(s.cfg.Seed)))
+		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
 	}
 	w.Header().Set("X-Request-Id", rid)
 	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
@@ -449,7 +453,9 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 	}
 	created := time.Now().Unix()
 	text := outputText(seq, 0, produced)
-	use := usage{PromptTokens: len(g.prompt), CompletionTokens: produced, TotalTokens: len(g.prompt) + produced}
+	// vLLM answers with model_dump(): every field, unset ones as null.
+	use := usage{PromptTokens: len(g.prompt), CompletionTokens: produced, TotalTokens: len(g.prompt) + produced,
+		PromptTokensDetails: jsonNull}
 	var resp any
 	if g.kind == kindChat {
 		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.cfg.Model,
@@ -506,21 +512,42 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		return
 	}
 	created := time.Now().Unix()
-	chunk := func(text string, finish *string, completion int, role bool) ([]byte, error) {
+	// chunk builds one token event as vLLM 0.11 serialises it. Completions
+	// dump every field (exclude_unset=False): "usage": null unless
+	// continuous, and the first chunk carries the prompt's token ids (vLLM
+	// 0.10.2-0.11.0 send them whether or not return_token_ids was asked,
+	// vLLM PR #27561). Chat dumps only the fields it set (exclude_unset=True):
+	// the role chunk has a top-level "prompt_token_ids": null, token chunks
+	// "token_ids": null, and only the finishing chunk has "stop_reason".
+	chunk := func(text string, finish *string, completion int, first, role bool) ([]byte, error) {
 		var use *usage
 		if g.continuousUsage {
 			use = &usage{PromptTokens: len(g.prompt), CompletionTokens: completion, TotalTokens: len(g.prompt) + completion}
 		}
 		if g.kind == kindChat {
-			d := chatDelta{Content: text}
+			c := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model, Usage: use}
+			ch := chatChunkChoice{Delta: chatDelta{Content: text}, FinishReason: finish}
 			if role {
-				d.Role = "assistant"
+				ch.Delta.Role = "assistant"
+				c.PromptTokenIDs = jsonNull
+			} else {
+				ch.TokenIDs = jsonNull
+				if finish != nil {
+					ch.StopReason = jsonNull
+				}
 			}
-			return json.Marshal(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
-				Choices: []chatChunkChoice{{Delta: d, FinishReason: finish}}, Usage: use})
+			c.Choices = []chatChunkChoice{ch}
+			return json.Marshal(c)
+		}
+		if use != nil {
+			use.PromptTokensDetails = jsonNull
+		}
+		ch := completionStreamChoice{Text: text, FinishReason: finish}
+		if first {
+			ch.PromptTokenIDs = g.prompt
 		}
 		return json.Marshal(completionChunk{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
-			Choices: []completionChoice{{Text: text, FinishReason: finish}}, Usage: use})
+			Choices: []completionStreamChoice{ch}, Usage: use})
 	}
 	abort := func() {
 		s.eng.abort(seq)
@@ -547,18 +574,23 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		}
 		if g.kind == kindChat && !roleSent {
 			// vLLM sends the role with empty content on the first engine output.
-			b, _ := chunk("", nil, 0, true)
+			b, _ := chunk("", nil, 0, false, true)
 			if err := c.event(b, true); err != nil {
 				abort()
 				return
 			}
 			roleSent = true
 		}
+		if fp.cut && produced > half {
+			// A cut stream delivers exactly half of the tokens, however many
+			// the engine produced while the client was not reading.
+			produced, finished = half, false
+		}
 		var finish *string
 		if finished {
 			finish = &reason
 		}
-		b, _ := chunk(outputText(seq, sent, produced), finish, produced, false)
+		b, _ := chunk(outputText(seq, sent, produced), finish, produced, sent == 0, false)
 		if err := c.event(b, true); err != nil {
 			abort()
 			return
@@ -575,10 +607,12 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 				}
 			}
 			if fp.cut {
-				if !finished {
+				if finished {
+					c.tr.FinishReason = reason
+				} else if _, done, _ := seq.snapshot(); !done {
 					abort()
 				} else {
-					c.tr.FinishReason = reason
+					c.tr.FinishReason = finishAbort // the client never saw the end
 				}
 				return
 			}
@@ -595,6 +629,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		}
 	}
 	if g.includeUsage {
+		// Both endpoints dump the usage chunk with exclude_none=True.
 		use := usage{PromptTokens: len(g.prompt), CompletionTokens: sent, TotalTokens: len(g.prompt) + sent}
 		var b []byte
 		if g.kind == kindChat {
@@ -602,7 +637,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 				Choices: []chatChunkChoice{}, Usage: &use})
 		} else {
 			b, _ = json.Marshal(completionChunk{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
-				Choices: []completionChoice{}, Usage: &use})
+				Choices: []completionStreamChoice{}, Usage: &use})
 		}
 		if err := c.event(b, false); err != nil {
 			return
@@ -614,81 +649,131 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 	c.tr.DoneNS = time.Now().UnixNano()
 }
 
-// Response shapes (vLLM's protocol.py, fields as its JSON shows them).
+// Response shapes: vLLM 0.11's protocol.py models, fields in declaration
+// order (pydantic's serialisation order). A json.RawMessage field with
+// omitempty is left out when nil and written as null when jsonNull, which
+// mirrors pydantic's exclude_unset for fields that are set to None.
 
+// jsonNull marks a field that is present with the value null.
+var jsonNull = json.RawMessage("null")
+
+// usage is UsageInfo. PromptTokensDetails is null in model_dump() answers
+// and absent where vLLM excludes unset or None fields.
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens        int             `json:"prompt_tokens"`
+	TotalTokens         int             `json:"total_tokens"`
+	CompletionTokens    int             `json:"completion_tokens"`
+	PromptTokensDetails json.RawMessage `json:"prompt_tokens_details,omitempty"`
 }
 
+// completionChoice is CompletionResponseChoice (non-streaming).
 type completionChoice struct {
-	Index        int     `json:"index"`
-	Text         string  `json:"text"`
-	Logprobs     any     `json:"logprobs"`
-	FinishReason *string `json:"finish_reason"`
-	StopReason   any     `json:"stop_reason"`
+	Index          int     `json:"index"`
+	Text           string  `json:"text"`
+	Logprobs       any     `json:"logprobs"`
+	FinishReason   *string `json:"finish_reason"`
+	StopReason     any     `json:"stop_reason"`
+	TokenIDs       any     `json:"token_ids"`
+	PromptLogprobs any     `json:"prompt_logprobs"`
+	PromptTokenIDs any     `json:"prompt_token_ids"`
 }
 
-type completionChunk struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   *usage             `json:"usage,omitempty"`
-}
-
+// completionResponse is CompletionResponse.
 type completionResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   usage              `json:"usage"`
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	Choices           []completionChoice `json:"choices"`
+	ServiceTier       any                `json:"service_tier"`
+	SystemFingerprint any                `json:"system_fingerprint"`
+	Usage             usage              `json:"usage"`
+	KVTransferParams  any                `json:"kv_transfer_params"`
 }
 
+// completionStreamChoice is CompletionResponseStreamChoice; a nil
+// PromptTokenIDs is written as null.
+type completionStreamChoice struct {
+	Index          int     `json:"index"`
+	Text           string  `json:"text"`
+	Logprobs       any     `json:"logprobs"`
+	FinishReason   *string `json:"finish_reason"`
+	StopReason     any     `json:"stop_reason"`
+	PromptTokenIDs []int   `json:"prompt_token_ids"`
+	TokenIDs       any     `json:"token_ids"`
+}
+
+// completionChunk is CompletionStreamResponse; a nil Usage is written as
+// null (token chunks are dumped with exclude_unset=False).
+type completionChunk struct {
+	ID      string                   `json:"id"`
+	Object  string                   `json:"object"`
+	Created int64                    `json:"created"`
+	Model   string                   `json:"model"`
+	Choices []completionStreamChoice `json:"choices"`
+	Usage   *usage                   `json:"usage"`
+}
+
+// chatDelta is DeltaMessage with the fields serving_chat sets.
 type chatDelta struct {
 	Role    string `json:"role,omitempty"`
 	Content string `json:"content"`
 }
 
+// chatChunkChoice is ChatCompletionResponseStreamChoice (exclude_unset).
 type chatChunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        chatDelta `json:"delta"`
-	Logprobs     any       `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
-	StopReason   any       `json:"stop_reason"`
+	Index        int             `json:"index"`
+	Delta        chatDelta       `json:"delta"`
+	Logprobs     any             `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+	StopReason   json.RawMessage `json:"stop_reason,omitempty"`
+	TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
 }
 
+// chatChunk is ChatCompletionStreamResponse (exclude_unset).
 type chatChunk struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []chatChunkChoice `json:"choices"`
-	Usage   *usage            `json:"usage,omitempty"`
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Created        int64             `json:"created"`
+	Model          string            `json:"model"`
+	Choices        []chatChunkChoice `json:"choices"`
+	Usage          *usage            `json:"usage,omitempty"`
+	PromptTokenIDs json.RawMessage   `json:"prompt_token_ids,omitempty"`
 }
 
+// chatMessageOut is ChatMessage.
 type chatMessageOut struct {
-	Role      string `json:"role"`
-	Content   string `json:"content"`
-	ToolCalls []any  `json:"tool_calls"`
+	Role             string `json:"role"`
+	Content          string `json:"content"`
+	Refusal          any    `json:"refusal"`
+	Annotations      any    `json:"annotations"`
+	Audio            any    `json:"audio"`
+	FunctionCall     any    `json:"function_call"`
+	ToolCalls        []any  `json:"tool_calls"`
+	ReasoningContent any    `json:"reasoning_content"`
 }
 
+// chatChoice is ChatCompletionResponseChoice.
 type chatChoice struct {
 	Index        int            `json:"index"`
 	Message      chatMessageOut `json:"message"`
 	Logprobs     any            `json:"logprobs"`
 	FinishReason string         `json:"finish_reason"`
 	StopReason   any            `json:"stop_reason"`
+	TokenIDs     any            `json:"token_ids"`
 }
 
+// chatResponse is ChatCompletionResponse.
 type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   usage        `json:"usage"`
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	Choices           []chatChoice `json:"choices"`
+	ServiceTier       any          `json:"service_tier"`
+	SystemFingerprint any          `json:"system_fingerprint"`
+	Usage             usage        `json:"usage"`
+	PromptLogprobs    any          `json:"prompt_logprobs"`
+	PromptTokenIDs    any          `json:"prompt_token_ids"`
+	KVTransferParams  any          `json:"kv_transfer_params"`
 }

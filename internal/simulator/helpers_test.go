@@ -165,3 +165,17 @@ func listen(t *testing.T) net.Listener {
 	t.Cleanup(func() { l.Close() })
 	return l
 }
+
+// readAll reads and closes a 200 response's body.
+func readAll(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	return b
+}

@@ -17,6 +17,7 @@ var (
 	bucketsRequestLatency = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
 		30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 	bucketsIterationTokens = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+	bucketsParamsN         = []float64{1, 2, 5, 10, 20}
 )
 
 // buckets125 is vLLM's build_1_2_5_buckets(max): 1, 2, 5, 10, 20, 50, ... <= max.
@@ -50,8 +51,10 @@ type metrics struct {
 	promptTokens, generationTokens         prometheus.Counter
 	success                                *prometheus.CounterVec // finished_reason
 
-	ttft, itl, tpot, e2e, queue, prefill, decode prometheus.Observer
-	requestPrompt, requestGeneration, iteration  prometheus.Observer
+	ttft, itl, itlLegacy, tpot                  prometheus.Observer
+	e2e, queue, inference, prefill, decode      prometheus.Observer
+	requestPrompt, requestGeneration, iteration prometheus.Observer
+	paramsMaxTokens, maxNumGeneration, paramsN  prometheus.Observer
 
 	httpRequests *prometheus.CounterVec // handler, method, status
 
@@ -94,12 +97,18 @@ func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 			"Histogram of time to first token in seconds.", bucketsTTFT),
 		itl: histogram("vllm:inter_token_latency_seconds",
 			"Histogram of inter-token latency in seconds.", bucketsITL),
+		// Deprecated in vLLM 0.11 (hidden in 0.12): same observations as ITL.
+		itlLegacy: histogram("vllm:time_per_output_token_seconds",
+			"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.",
+			bucketsITL),
 		tpot: histogram("vllm:request_time_per_output_token_seconds",
 			"Histogram of time_per_output_token_seconds per request.", bucketsITL),
 		e2e: histogram("vllm:e2e_request_latency_seconds",
 			"Histogram of e2e request latency in seconds.", bucketsRequestLatency),
 		queue: histogram("vllm:request_queue_time_seconds",
 			"Histogram of time spent in WAITING phase for request.", bucketsRequestLatency),
+		inference: histogram("vllm:request_inference_time_seconds",
+			"Histogram of time spent in RUNNING phase for request.", bucketsRequestLatency),
 		prefill: histogram("vllm:request_prefill_time_seconds",
 			"Histogram of time spent in PREFILL phase for request.", bucketsRequestLatency),
 		decode: histogram("vllm:request_decode_time_seconds",
@@ -108,6 +117,12 @@ func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 			"Number of prefill tokens processed.", buckets125(cfg.MaxModelLen)),
 		requestGeneration: histogram("vllm:request_generation_tokens",
 			"Number of generation tokens processed.", buckets125(cfg.MaxModelLen)),
+		paramsMaxTokens: histogram("vllm:request_params_max_tokens",
+			"Histogram of the max_tokens request parameter.", buckets125(cfg.MaxModelLen)),
+		maxNumGeneration: histogram("vllm:request_max_num_generation_tokens",
+			"Histogram of maximum number of requested generation tokens.", buckets125(cfg.MaxModelLen)),
+		paramsN: histogram("vllm:request_params_n",
+			"Histogram of the n request parameter.", bucketsParamsN),
 		iteration: histogram("vllm:iteration_tokens_total",
 			"Histogram of number of tokens per engine_step.", bucketsIterationTokens),
 

@@ -82,6 +82,7 @@ var (
 		30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 	iterationBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 	tokenBuckets     = []float64{1, 2, 5, 10, 20, 50, 100, 200} // max-model-len 256
+	paramsNBuckets   = []float64{1, 2, 5, 10, 20}
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -103,13 +104,18 @@ func TestMetricsExposition(t *testing.T) {
 		{"vllm:request_success_total", dto.MetricType_COUNTER, nil},
 		{"vllm:time_to_first_token_seconds", dto.MetricType_HISTOGRAM, ttftBuckets},
 		{"vllm:inter_token_latency_seconds", dto.MetricType_HISTOGRAM, itlBuckets},
+		{"vllm:time_per_output_token_seconds", dto.MetricType_HISTOGRAM, itlBuckets},
 		{"vllm:request_time_per_output_token_seconds", dto.MetricType_HISTOGRAM, itlBuckets},
 		{"vllm:e2e_request_latency_seconds", dto.MetricType_HISTOGRAM, latencyBuckets},
 		{"vllm:request_queue_time_seconds", dto.MetricType_HISTOGRAM, latencyBuckets},
+		{"vllm:request_inference_time_seconds", dto.MetricType_HISTOGRAM, latencyBuckets},
 		{"vllm:request_prefill_time_seconds", dto.MetricType_HISTOGRAM, latencyBuckets},
 		{"vllm:request_decode_time_seconds", dto.MetricType_HISTOGRAM, latencyBuckets},
 		{"vllm:request_prompt_tokens", dto.MetricType_HISTOGRAM, tokenBuckets},
 		{"vllm:request_generation_tokens", dto.MetricType_HISTOGRAM, tokenBuckets},
+		{"vllm:request_params_max_tokens", dto.MetricType_HISTOGRAM, tokenBuckets},
+		{"vllm:request_max_num_generation_tokens", dto.MetricType_HISTOGRAM, tokenBuckets},
+		{"vllm:request_params_n", dto.MetricType_HISTOGRAM, paramsNBuckets},
 		{"vllm:iteration_tokens_total", dto.MetricType_HISTOGRAM, iterationBuckets},
 		{"vllm:cache_config_info", dto.MetricType_GAUGE, nil},
 	}
@@ -151,6 +157,11 @@ func TestMetricsExposition(t *testing.T) {
 	for _, reason := range []string{"stop", "length", "abort", "error"} {
 		value(t, mfs, "vllm:request_success_total", "finished_reason", reason)
 	}
+	// vLLM 0.11's deprecated twin of the ITL histogram and its help text.
+	if got, want := mfs["vllm:time_per_output_token_seconds"].GetHelp(),
+		"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead."; got != want {
+		t.Errorf("vllm:time_per_output_token_seconds help %q, want %q", got, want)
+	}
 }
 
 func TestMetricsMove(t *testing.T) {
@@ -184,6 +195,11 @@ func TestMetricsMove(t *testing.T) {
 		{"vllm:request_success_total", []string{"finished_reason", "stop"}, 0},
 		{"vllm:time_to_first_token_seconds", nil, n},
 		{"vllm:inter_token_latency_seconds", nil, n * (outLen - 1)},
+		{"vllm:time_per_output_token_seconds", nil, n * (outLen - 1)},
+		{"vllm:request_inference_time_seconds", nil, n},
+		{"vllm:request_params_max_tokens", nil, n},
+		{"vllm:request_max_num_generation_tokens", nil, n},
+		{"vllm:request_params_n", nil, n},
 		{"vllm:request_time_per_output_token_seconds", nil, n},
 		{"vllm:e2e_request_latency_seconds", nil, n},
 		{"vllm:request_queue_time_seconds", nil, n},
@@ -202,8 +218,28 @@ func TestMetricsMove(t *testing.T) {
 	if got := delta("vllm:iteration_tokens_total"); got < n*outLen/2 {
 		t.Errorf("iteration_tokens_total observed %v steps", got)
 	}
-	if h := after["vllm:request_generation_tokens"].GetMetric()[0].GetHistogram(); h.GetSampleSum() != n*outLen {
-		t.Errorf("request_generation_tokens sum %v", h.GetSampleSum())
+	sums := []struct {
+		name string
+		want float64
+	}{
+		{"vllm:request_generation_tokens", n * outLen},
+		{"vllm:request_max_num_generation_tokens", n * outLen},
+		{"vllm:request_params_max_tokens", n * outLen}, // max_tokens = outLen
+		{"vllm:request_params_n", n},
+	}
+	for _, tt := range sums {
+		if h := after[tt.name].GetMetric()[0].GetHistogram(); h.GetSampleSum() != tt.want {
+			t.Errorf("%s sum %v, want %v", tt.name, h.GetSampleSum(), tt.want)
+		}
+	}
+	// ITL and its deprecated twin see the same observations; inference time
+	// (last token - first scheduled) = prefill + decode time.
+	sum := func(name string) float64 { return after[name].GetMetric()[0].GetHistogram().GetSampleSum() }
+	if a, b := sum("vllm:inter_token_latency_seconds"), sum("vllm:time_per_output_token_seconds"); a != b {
+		t.Errorf("ITL sum %v, time_per_output_token sum %v", a, b)
+	}
+	if inf, pd := sum("vllm:request_inference_time_seconds"), sum("vllm:request_prefill_time_seconds")+sum("vllm:request_decode_time_seconds"); math.Abs(inf-pd) > 1e-9 {
+		t.Errorf("inference time sum %v, prefill + decode %v", inf, pd)
 	}
 	for _, g := range []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"} {
 		if v := value(t, after, g); v != 0 {

@@ -50,6 +50,7 @@ type Simulator struct {
 
 	faults   atomic.Pointer[Faults]
 	reqNo    atomic.Uint64
+	idSeed   uint64        // seeds generated request ids: Seed, plus the start time unless DeterministicIDs
 	quit     chan struct{} // closed when serving stops: ends hangs and stalls
 	done     chan struct{} // closed by Close: ends every handler
 	quitMu   sync.Once
@@ -66,13 +67,18 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
+	start := time.Now()
 	s := &Simulator{
 		cfg:     cfg,
 		logger:  logger,
 		reg:     prometheus.NewRegistry(),
-		created: time.Now().Unix(),
+		created: start.Unix(),
+		idSeed:  uint64(cfg.Seed),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if !cfg.DeterministicIDs {
+		s.idSeed = hash2(s.idSeed, uint64(start.UnixNano()))
 	}
 	if cfg.TraceFile != "" {
 		t, err := openTrace(cfg.TraceFile)
@@ -188,7 +194,7 @@ func (s *Simulator) LogStartup(addr string) {
 		"max_num_seqs", c.MaxNumSeqs, "max_num_batched_tokens", c.MaxNumBatchedTokens, "max_model_len", c.MaxModelLen,
 		"block_size", c.BlockSize, "num_gpu_blocks", c.NumGPUBlocks, "prefix_caching", c.EnablePrefixCaching,
 		"step_base", c.StepBase, "step_per_prefill_token", c.StepPerPrefillToken, "step_per_seq", c.StepPerSeq,
-		"eos_probability", c.EOSProbability, "seed", c.Seed,
+		"eos_probability", c.EOSProbability, "seed", c.Seed, "deterministic_ids", c.DeterministicIDs,
 		"capacity_req_per_s_1024in_128out", fmt.Sprintf("%.2f", c.Capacity(1024, 128)),
 		"capacity_req_per_s_256in_256out", fmt.Sprintf("%.2f", c.Capacity(256, 256)))
 	var active []any
