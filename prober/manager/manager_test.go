@@ -105,7 +105,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Has(name + "_bucket") || snap.Has(name+"_count") {
+	if snap.Has(name+"_bucket") || snap.Has(name+"_count") {
 		name += "_count"
 	}
 	v, ok := snap.Sum(name, labels)
