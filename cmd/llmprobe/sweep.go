@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -35,6 +38,7 @@ type sweepFlags struct {
 	maxConcurrency                                          int
 	arrivalKind                                             string
 	burstiness                                              float64
+	unscaled                                                bool
 	numPrompts, minPrompts                                  int
 	duration                                                time.Duration
 	durationSet                                             bool
@@ -46,7 +50,8 @@ type sweepFlags struct {
 	timeout, ttftTimeout, stallTimeout                      time.Duration
 	maxSendLag                                              time.Duration
 	maxClientCPU, maxErrorRate                              float64
-	autoStart, autoTolerance                                float64
+	autoTolerance                                           float64
+	autoStart                                               string
 	autoMaxSteps                                            int
 	out, name                                               string
 	metadata                                                []string
@@ -74,8 +79,10 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		"Without it, the built-in vLLM simulator is started in-process on a free loopback port and swept.").
 		StringVar(&f.target)
 	cmd.Flag("model", "Model id to request. Default: the first model /v1/models lists.").StringVar(&f.model)
+	// Enums are plain strings checked by sweep.Config.Validate, so that a
+	// bad value is one line naming the flag (exit 2), not kingpin's message.
 	cmd.Flag("api", "OpenAI API to call: completions (/v1/completions) or chat (/v1/chat/completions).").
-		Default("completions").EnumVar(&f.api, "completions", "chat")
+		Default("completions").StringVar(&f.api)
 	cmd.Flag("api-key-file", "File holding the API key, sent as a bearer token. Keys are never taken from flags "+
 		"and never written to logs or artifacts.").StringVar(&f.apiKeyFile)
 	cmd.Flag("metrics-url", "The server's Prometheus /metrics, read before, during and after each step. "+
@@ -114,10 +121,13 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 	cmd.Flag("max-concurrency", "With --rates: cap the requests in flight; arrivals wait for a free slot, the wait "+
 		"is reported as client queue time and the achieved rate beside the requested one (0: no cap).").
 		Default("0").IntVar(&f.maxConcurrency)
-	cmd.Flag("arrival", "Arrival process of the open loop: poisson, gamma (with --burstiness) or constant.").
-		Default(arrival.KindPoisson).EnumVar(&f.arrivalKind, arrival.Kinds...)
+	cmd.Flag("arrival", "Arrival process of the open loop: "+strings.Join(arrival.Kinds, ", ")+" (gamma with --burstiness).").
+		Default(arrival.KindPoisson).StringVar(&f.arrivalKind)
 	cmd.Flag("burstiness", "Gamma shape of the inter-arrival times (vLLM's parametrisation): 1 = Poisson, "+
 		"< 1 burstier, > 1 more regular.").Default("1").Float64Var(&f.burstiness)
+	cmd.Flag("unscaled-arrivals", "Send each open-loop step on the arrival process's own absolute schedule "+
+		"(the number of arrivals in the step varies as the process does) instead of vllm bench serve's "+
+		"normalized schedule (N = rate x duration arrivals, the last at exactly N / rate).").BoolVar(&f.unscaled)
 	cmd.Flag("num-prompts", "Requests per step (instead of --duration).").Default("0").IntVar(&f.numPrompts)
 	cmd.Flag("duration", "Length of each step's arrival window (instead of --num-prompts); the step then drains "+
 		"its requests in flight.").Default(sweep.DefaultDuration.String()).IsSetByUser(&f.durationSet).DurationVar(&f.duration)
@@ -145,9 +155,10 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		Default(fmt.Sprint(sweep.DefaultMaxClientCPU)).Float64Var(&f.maxClientCPU)
 	cmd.Flag("max-error-rate", "Validity: a step whose failed/requests ratio exceeds this is flagged errors.").
 		Default(fmt.Sprint(sweep.DefaultMaxErrorRate)).Float64Var(&f.maxErrorRate)
-	cmd.Flag("auto-start", "--rates auto: the first rate tried, in req/s.").
-		Default(fmt.Sprint(sweep.DefaultAutoStart)).Float64Var(&f.autoStart)
-	cmd.Flag("auto-max-steps", "--rates auto: the most levels tried.").
+	cmd.Flag("auto-start", "--rates auto: the first rate tried, in req/s, or probe: a short closed-loop throughput probe "+
+		"(concurrency 32, 128, 512, 2048 until the throughput stops growing) estimates the capacity and the search starts there.").
+		Default("probe").StringVar(&f.autoStart)
+	cmd.Flag("auto-max-steps", "--rates auto: the most steps run, reruns of invalid levels included.").
 		Default(fmt.Sprint(sweep.DefaultAutoMaxSteps)).IntVar(&f.autoMaxSteps)
 	cmd.Flag("auto-tolerance", "--rates auto: stop when the highest passing and lowest failing rates are within "+
 		"this relative distance.").Default(fmt.Sprint(sweep.DefaultAutoTolerance)).Float64Var(&f.autoTolerance)
@@ -188,6 +199,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		MaxConcurrency:  f.maxConcurrency,
 		Arrival:         f.arrivalKind,
 		Burstiness:      f.burstiness,
+		Unscaled:        f.unscaled,
 		NumPrompts:      f.numPrompts,
 		MinPrompts:      f.minPrompts,
 		Warmups:         f.warmups,
@@ -198,7 +210,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		Validity: sweep.ValidityOptions{
 			MaxSendLag: f.maxSendLag, MaxClientCPU: f.maxClientCPU, MaxErrorRate: f.maxErrorRate,
 		},
-		Search: sweep.SearchOptions{Start: f.autoStart, MaxSteps: f.autoMaxSteps, Tolerance: f.autoTolerance},
+		Search: sweep.SearchOptions{MaxSteps: f.autoMaxSteps, Tolerance: f.autoTolerance},
 		OutDir: f.out,
 		Name:   f.name,
 	}
@@ -208,8 +220,12 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	if f.numPrompts < 0 {
 		return c, &sweep.FlagError{Flag: "num-prompts", Err: fmt.Errorf("must be >= 1, got %d", f.numPrompts)}
 	}
-	if f.autoStart <= 0 {
-		return c, &sweep.FlagError{Flag: "auto-start", Err: fmt.Errorf("must be > 0, got %v", f.autoStart)}
+	if start := strings.TrimSpace(f.autoStart); !strings.EqualFold(start, "probe") {
+		v, err := strconv.ParseFloat(start, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return c, &sweep.FlagError{Flag: "auto-start", Err: fmt.Errorf("must be probe or a rate > 0 in req/s, got %q", f.autoStart)}
+		}
+		c.Search.Start = v
 	}
 	if f.autoMaxSteps < 1 {
 		return c, &sweep.FlagError{Flag: "auto-max-steps", Err: fmt.Errorf("must be >= 1, got %d", f.autoMaxSteps)}
@@ -317,7 +333,7 @@ func sweepHelp() string {
 func runSweep(e *env, f *sweepFlags) int {
 	cfg, err := buildSweepConfig(f)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), string(cfg.APIKey))))
 		if sweep.IsFlagError(err) {
 			return 2
 		}
@@ -335,6 +351,7 @@ func runSweep(e *env, f *sweepFlags) int {
 		}
 		defer stop()
 		cfg.Target, cfg.Embedded = url, true
+		cfg.ReferenceCapacity = embeddedCapacity(cfg.Workload)
 		level.Info(e.logger).Log("msg", "no --target given: sweeping the built-in vLLM simulator (in-process)", "url", url)
 	}
 	res, err := sweep.Run(e.ctx, cfg, sweep.Options{
@@ -346,7 +363,14 @@ func runSweep(e *env, f *sweepFlags) int {
 		Progress: !f.noProgress,
 	})
 	if err != nil {
-		level.Error(e.logger).Log("msg", "sweep failed", "err", err)
+		msg := fingerprint.RedactSecrets(err.Error(), string(cfg.APIKey))
+		if sweep.IsFlagError(err) {
+			// Refused before any load (e.g. the lengths exceed the model's
+			// max_model_len): one line naming the flag, exit 2.
+			fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(msg))
+			return 2
+		}
+		level.Error(e.logger).Log("msg", "sweep failed", "err", msg)
 		if res == nil || res.Dir == "" {
 			return 1
 		}
@@ -361,6 +385,16 @@ func runSweep(e *env, f *sweepFlags) int {
 		return 130
 	}
 	return 0
+}
+
+// embeddedCapacity is the built-in simulator's capacity (req/s) for a
+// workload of fixed lengths without a shared prefix, from its parameters
+// (simulator.Config.Capacity); 0 for any other workload.
+func embeddedCapacity(w workload.Spec) float64 {
+	if w.PrefixTokens != 0 || w.InputTokens.Dist != workload.DistFixed || w.OutputTokens.Dist != workload.DistFixed {
+		return 0
+	}
+	return simulator.DefaultConfig().Capacity(w.InputTokens.Value, w.OutputTokens.Value)
 }
 
 // startEmbeddedSimulator serves the built-in simulator (default config) on a

@@ -1,18 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 func TestSweepBadFlags(t *testing.T) {
@@ -36,6 +42,9 @@ func TestSweepBadFlags(t *testing.T) {
 		{"workload and lengths", []string{"--workload", wl, "--input-len", "4"}, "llmprobe: error: --workload: give --workload or --input-len/--output-len/--range-ratio, not both\n"},
 		{"bad metadata", []string{"--metadata", "duration=3"}, `llmprobe: error: --metadata: key "duration" is reserved` + "\n"},
 		{"bad target", []string{"--target", "localhost:8000"}, `llmprobe: error: --target: must be an http:// or https:// URL, got "localhost:8000"` + "\n"},
+		{"unknown arrival", []string{"--arrival", "weird"}, "llmprobe: error: --arrival: "},
+		{"unknown api", []string{"--api", "foo"}, `llmprobe: error: --api: must be completions or chat, got "foo"` + "\n"},
+		{"bad auto-start", []string{"--auto-start", "fast"}, `llmprobe: error: --auto-start: must be probe or a rate > 0 in req/s, got "fast"` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +68,7 @@ func TestSweepCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
 		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", out, "--name", "cli",
-		"--metadata", "note=test", "--no-progress", "--log.level", "warn"}, &stdout, &stderr)
+		"--metadata", "note=test", "--metadata", "hf_token=abcdef123", "--no-progress", "--log.level", "warn"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}
@@ -93,5 +102,109 @@ func TestSweepCommand(t *testing.T) {
 	mb, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ManifestFile))
 	if err := json.Unmarshal(mb, &m); err != nil || m.Fingerprint.Load.Goodput["tpot"] != 50 || m.Fingerprint.Load.Goodput["ttft"] != 800 {
 		t.Errorf("fingerprint goodput %v (err %v)", m.Fingerprint.Load.Goodput, err)
+	}
+	// A secret-looking --metadata value reaches no file.
+	entries, _ := os.ReadDir(dirs[0])
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(dirs[0], e.Name()))
+		if strings.Contains(string(b), "abcdef123") {
+			t.Errorf("%s holds the hf_token value", e.Name())
+		}
+	}
+	if !strings.Contains(string(mb), `"hf_token": "<redacted>"`) {
+		t.Error("manifest metadata lacks the redacted hf_token")
+	}
+}
+
+// TestSweepSIGTERM runs main in a child process (this test binary) and
+// sends it SIGTERM mid-step: like SIGINT, the run directory is finished
+// with a complete:false manifest and the exit code is 130.
+func TestSweepSIGTERM(t *testing.T) {
+	if os.Getenv("LLMPROBE_SWEEP_SIGTERM_CHILD") != "" {
+		os.Args = append([]string{"llmprobe"}, strings.Fields(os.Getenv("LLMPROBE_SWEEP_SIGTERM_CHILD"))...)
+		main() // exits
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	out := t.TempDir()
+	args := "sweep --rates 20 --num-prompts 400 --warmups 0 --input-len 8 --output-len 2 --no-progress --out " + out
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepSIGTERM$")
+	cmd.Env = append(os.Environ(), "LLMPROBE_SWEEP_SIGTERM_CHILD="+args)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the step to start, then SIGTERM.
+	sc := bufio.NewScanner(stderr)
+	var log strings.Builder
+	started := false
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "step starting") {
+			started = true
+			time.Sleep(300 * time.Millisecond)
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the child did not end 30 s after SIGTERM; log:\n%s", log.String())
+	}
+	if !started {
+		t.Fatalf("the step never started; log:\n%s", log.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want code 130", werr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-sweep"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	m, err := artifacts.ReadManifest(dirs[0])
+	if err != nil {
+		t.Fatalf("no manifest after SIGTERM: %v", err)
+	}
+	if m.Complete || !strings.Contains(m.InterruptedReason, "interrupted during step 0") {
+		t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
+	}
+	if probs, err := artifacts.Verify(dirs[0]); err != nil || len(probs) != 0 {
+		t.Errorf("verify: %v %v", probs, err)
+	}
+}
+
+func TestEmbeddedCapacity(t *testing.T) {
+	tests := []struct {
+		name string
+		spec workload.Spec
+		want float64
+	}{
+		{"fixed lengths: the simulator's formula", workload.DefaultSpec(), simulator.DefaultConfig().Capacity(64, 16)},
+		{"a prefix: unknown", workload.Spec{InputTokens: workload.Fixed(64), OutputTokens: workload.Fixed(16), PrefixTokens: 32}, 0},
+		{"a distribution: unknown", workload.Spec{InputTokens: workload.LengthSpec{Dist: workload.DistUniform, Value: 64, RangeRatio: 0.5},
+			OutputTokens: workload.Fixed(16)}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := embeddedCapacity(tt.spec); got != tt.want || (tt.want != 0 && got < 100) {
+				t.Errorf("embeddedCapacity = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

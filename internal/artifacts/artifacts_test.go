@@ -301,6 +301,7 @@ func finishedRun(t *testing.T, complete bool, reason string) (*Run, Manifest) {
 	r := newRun(t)
 	fp := fingerprint.New([]string{"llmprobe", "sweep", "--api-key=sk-secret"}, testNow)
 	fp.Target.URL = "http://127.0.0.1:8000"
+	fp.Metadata = map[string]string{"hf_token": "abcdef123", "gpu": "h100"}
 	for name, data := range map[string]string{CommandFile: "llmprobe sweep\n", AnalysisFile: "# analysis\n", "plots/goodput.svg": "<svg/>"} {
 		if err := r.WriteFile(name, []byte(data)); err != nil {
 			t.Fatal(err)
@@ -334,6 +335,8 @@ func TestFinish(t *testing.T) {
 		{"complete clears the reason", true, "ignored", ""},
 		{"interrupted with a reason", false, "SIGINT during step 2", "SIGINT during step 2"},
 		{"interrupted without a reason", false, "", fingerprint.NotRecorded},
+		{"a reason quoting credentials is redacted", false, "failed: tokenize: HTTP 401: echo Authorization: Bearer sk-live-12345",
+			"failed: tokenize: HTTP 401: echo Authorization: <redacted>"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,8 +367,11 @@ func TestFinish(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(string(raw), "sk-secret") {
-				t.Error("manifest contains the api key")
+			if strings.Contains(string(raw), "sk-secret") || strings.Contains(string(raw), "abcdef123") {
+				t.Error("manifest contains the api key or a secret metadata value")
+			}
+			if m.Fingerprint.Metadata["hf_token"] != fingerprint.Redacted || m.Fingerprint.Metadata["gpu"] != "h100" {
+				t.Errorf("metadata %v", m.Fingerprint.Metadata)
 			}
 			if !strings.Contains(string(raw), `"--api-key=<redacted>"`) {
 				t.Error("manifest lacks the redacted flag, unescaped")

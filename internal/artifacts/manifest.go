@@ -55,7 +55,10 @@ type File struct {
 // "not-recorded"; with complete true it is cleared. After Finish (even a
 // failed one) the Run accepts no more writes. The error joins every failure;
 // the manifest is still written when closing an appender failed, so the
-// directory can be verified as it is.
+// directory can be verified as it is. m.InterruptedReason passes through
+// fingerprint.RedactText and the values of secret-looking metadata keys
+// become "<redacted>" (fingerprint.RedactMetadata) whatever the caller
+// gave.
 func (r *Run) Finish(m Manifest, complete bool) error {
 	r.mu.Lock()
 	if r.finished {
@@ -81,6 +84,10 @@ func (r *Run) Finish(m Manifest, complete bool) error {
 	}
 	m.SchemaVersion = SchemaVersion
 	m.Files = files
+	// Reasons often quote a server's error text: never let a credential
+	// through, whatever the caller passed.
+	m.InterruptedReason = fingerprint.RedactText(m.InterruptedReason)
+	m.Fingerprint.Metadata = fingerprint.RedactMetadata(m.Fingerprint.Metadata)
 	m.Complete = complete
 	if complete {
 		m.InterruptedReason = ""

@@ -103,15 +103,22 @@ type Load struct {
 	// shape (1 = Poisson).
 	Arrival    string  `json:"arrival,omitempty"`
 	Burstiness float64 `json:"burstiness,omitempty"`
+	// Unscaled is true when open-loop steps used the arrival process's own
+	// schedule rather than vllm bench serve's normalized one.
+	Unscaled bool `json:"unscaled_arrivals,omitempty"`
 	// Rates are the requested rates as given ("1,2,4", "auto", "inf").
 	Rates []string `json:"rates,omitempty"`
 	// Concurrency lists the closed-loop levels; MaxConcurrency caps an open
 	// loop.
 	Concurrency    []int `json:"concurrency,omitempty"`
 	MaxConcurrency int   `json:"max_concurrency,omitempty"`
-	// NumPrompts per step, or Duration per step.
+	// NumPrompts per step, or Duration per step; with a Duration,
+	// MinPrompts is the least number of requests of an open-loop step.
 	NumPrompts int    `json:"num_prompts,omitempty"`
 	Duration   string `json:"duration,omitempty"`
+	MinPrompts int    `json:"min_prompts,omitempty"`
+	// FreshPrefix is true when every step drew a new shared prefix.
+	FreshPrefix bool `json:"fresh_prefix"`
 	// Warmups is the number of unmeasured warmup requests per step.
 	Warmups int `json:"warmups"`
 	// Rounds repeats each step.
@@ -121,6 +128,41 @@ type Load struct {
 	// Goodput holds the SLO thresholds in milliseconds by vLLM key
 	// (ttft, tpot, e2el).
 	Goodput map[string]float64 `json:"goodput_ms,omitempty"`
+	// Validity holds the thresholds that decided each step's validity.
+	Validity *Validity `json:"validity,omitempty"`
+	// Search holds the --rates auto settings (nil for a ladder).
+	Search *Search `json:"search,omitempty"`
+}
+
+// Validity holds the validity thresholds of a sweep.
+type Validity struct {
+	// MaxSendLagMS is the send-lag p99 (ms) above which a step is
+	// client-saturated; with fewer than 100 requests, at least two sends
+	// must exceed it.
+	MaxSendLagMS float64 `json:"max_send_lag_ms"`
+	// MaxClientCPU is the process CPU (cores) above which a step is
+	// client-saturated; CPUChecked is false when the check was skipped (the
+	// in-process simulator shares the process).
+	MaxClientCPU float64 `json:"max_client_cpu"`
+	CPUChecked   bool    `json:"client_cpu_checked"`
+	// MaxErrorRate is the failed/requests ratio above which a step is
+	// flagged errors.
+	MaxErrorRate float64 `json:"max_error_rate"`
+	// GoodputRatio is the keep-up ratio a level must reach for the knee.
+	GoodputRatio float64 `json:"goodput_ratio"`
+}
+
+// Search holds the settings of an adaptive knee search.
+type Search struct {
+	// Start is the first rate as given: "probe" (a closed-loop throughput
+	// probe chooses it) or a number in req/s.
+	Start string `json:"start"`
+	// MaxSteps, Tolerance and Retries bound the search: the most steps
+	// run, the relative width at which it stops and the reruns of an
+	// invalid level.
+	MaxSteps  int     `json:"max_steps"`
+	Tolerance float64 `json:"tolerance"`
+	Retries   int     `json:"retries"`
 }
 
 // StepWindow is the UTC wall-clock window of one step.
@@ -130,6 +172,8 @@ type StepWindow struct {
 	Label string    `json:"label"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
+	// Requests is the number of measured requests the step sent.
+	Requests int `json:"requests"`
 }
 
 // New returns a Fingerprint with Tool and Host read from this process, the

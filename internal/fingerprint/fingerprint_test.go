@@ -133,6 +133,35 @@ func TestRedactText(t *testing.T) {
 	}
 }
 
+func TestSecretKeyAndRedactMetadata(t *testing.T) {
+	tests := []struct {
+		key    string
+		secret bool
+	}{
+		{"hf_token", true}, {"api-key", true}, {"Authorization", true}, {"db.password", true},
+		{"max_tokens", false}, {"tokenizer", false}, {"gpu", false}, {"note", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			if got := SecretKey(tc.key); got != tc.secret {
+				t.Errorf("SecretKey(%q) = %v, want %v", tc.key, got, tc.secret)
+			}
+		})
+	}
+	in := map[string]string{"hf_token": "abc", "note": "Bearer zzz", "gpu": "h100"}
+	got := RedactMetadata(in)
+	want := map[string]string{"hf_token": Redacted, "note": "Bearer " + Redacted, "gpu": "h100"}
+	if !reflect.DeepEqual(got, want) || in["hf_token"] != "abc" {
+		t.Errorf("RedactMetadata = %v, want %v (input %v)", got, want, in)
+	}
+	if RedactMetadata(nil) != nil {
+		t.Error("RedactMetadata(nil) is not nil")
+	}
+	if got := RedactSecrets("key opaque123 in use; Bearer x1", "opaque123", ""); got != "key <redacted> in use; Bearer <redacted>" {
+		t.Errorf("RedactSecrets = %q", got)
+	}
+}
+
 func TestShellJoin(t *testing.T) {
 	tests := []struct {
 		name string

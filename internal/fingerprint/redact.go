@@ -86,6 +86,44 @@ func splitName(name string) []string {
 	})
 }
 
+// SecretKey reports whether a key or flag name looks secret: one of its
+// parts (split on "-", "_", "." and spaces, case-insensitive) ends in key,
+// token, secret, password, passwd, credential(s) or cookie, or starts with
+// auth ("hf_token", "api-key", "Authorization"). Plural or longer words
+// ("max_tokens", "tokenizer") are not secret. It is the test Redact applies
+// to flags and key=value pairs.
+func SecretKey(name string) bool { return secretName(name) }
+
+// RedactMetadata returns a copy of key=value metadata whose values are
+// Redacted where the key looks secret (SecretKey) and passed through
+// RedactText elsewhere; nil stays nil.
+func RedactMetadata(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if secretName(k) {
+			out[k] = Redacted
+			continue
+		}
+		out[k] = RedactText(v)
+	}
+	return out
+}
+
+// RedactSecrets is RedactText that also replaces every occurrence of the
+// given literal secrets (an API key read from a file, which may have any
+// shape); empty secrets are ignored.
+func RedactSecrets(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, Redacted)
+		}
+	}
+	return RedactText(s)
+}
+
 // secretName reports whether any part of name looks secret.
 func secretName(name string) bool {
 	for _, w := range splitName(name) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,11 +77,52 @@ func whyFails(s Sweep, st Step) []string {
 			out = append(out, fmt.Sprintf("%s p99 %s ms > %s ms", strings.ToUpper(c.Metric), num(c.P99MS), num(c.ThresholdMS)))
 		}
 	}
-	if off := s.offered(st); off > 0 && !math.IsInf(off, 1) && st.Goodput < s.ratio()*off {
-		out = append(out, fmt.Sprintf("goodput %s req/s is %s of the offered %s req/s (needs %s)",
-			num(st.Goodput), pct(st.Goodput/off), num(off), pct(s.ratio())))
+	if !math.IsInf(st.Rate, 1) && st.KeepUp < s.ratio() {
+		out = append(out, fmt.Sprintf("keep-up %s (needs %s; goodput %s req/s)", pct(math.Min(st.KeepUp, 1)), pct(s.ratio()), num(st.Goodput)))
 	}
 	return out
+}
+
+// invalidLevels returns the distinct levels above min (all levels when min
+// is 0) at which no step was valid, sorted; burst steps are left out (they
+// are never in the knee).
+func invalidAbove(s Sweep, min float64) []float64 {
+	valid := map[float64]bool{}
+	var out []float64
+	for _, st := range s.Steps {
+		if st.Valid {
+			valid[st.Level(s.Mode)] = true
+		}
+	}
+	for _, st := range s.Steps {
+		l := st.Level(s.Mode)
+		if st.Valid || valid[l] || l <= min || math.IsInf(l, 1) || slices.Contains(out, l) {
+			continue
+		}
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// levelList names levels with the validity flags of their last step:
+// "8 req/s (client-saturated: send-lag p99 12 ms > 10 ms)".
+func levelList(s Sweep, levels []float64) string {
+	parts := make([]string, 0, len(levels))
+	for _, l := range levels {
+		var last *Step
+		for i := range s.Steps {
+			if s.Steps[i].Level(s.Mode) == l {
+				last = &s.Steps[i]
+			}
+		}
+		why := "invalid"
+		if last != nil && len(last.Invalid) > 0 {
+			why = strings.Join(last.Invalid, "; ")
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", s.levelText(l), why))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // sloText describes the SLO thresholds: "TTFT p99 <= 800 ms, TPOT p99 <= 50 ms".
@@ -120,7 +162,10 @@ func verdict(s Sweep) []string {
 			invalid++
 		}
 	}
-	rule := fmt.Sprintf("goodput at least %s of the offered rate", pct(s.ratio()))
+	rule := fmt.Sprintf("keep-up of at least %s (see Knee and capacity)", pct(s.ratio()))
+	if s.closed() {
+		rule = fmt.Sprintf("at least %s of the completed requests good", pct(s.ratio()))
+	}
 	if s.SLO.Set() {
 		rule += " and every SLO p99 within its threshold (" + sloText(s.SLO) + ")"
 	}
@@ -133,11 +178,18 @@ func verdict(s Sweep) []string {
 			if why := whyFails(s, s.Steps[up]); len(why) > 0 {
 				v += fmt.Sprintf(" At %s it no longer does: %s.", s.levelText(k.Upper), strings.Join(why, "; "))
 			}
+			v += " " + boundText(s.Steps[up])
 		}
 		out = append(out, v)
 	case k.Level > 0:
-		out = append(out, fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
-			"The knee is above that; run higher levels to find it.", s.levelText(k.Level)))
+		if inv := invalidAbove(s, k.Level); len(inv) > 0 {
+			out = append(out, fmt.Sprintf("**No knee found.** Every valid level kept up, up to %s; the higher %s, "+
+				"which says nothing about the server, so the knee is at least %s but was not located.",
+				s.levelText(k.Level), invalidPhrase(s, inv), s.levelText(k.Level)))
+		} else {
+			out = append(out, fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
+				"The knee is above that; run higher levels to find it.", s.levelText(k.Level)))
+		}
 	case invalid == len(s.Steps):
 		out = append(out, "**No knee can be decided: every step is invalid** (see Validity). Fix the cause and run again.")
 	default:
@@ -152,19 +204,54 @@ func verdict(s Sweep) []string {
 		}
 		out = append(out, v+". The knee is below the lowest level; run lower levels or check the SLO.")
 	}
-	if k.MaxGoodputLevel > 0 || k.MaxGoodput > 0 {
-		out = append(out, fmt.Sprintf("The highest goodput measured was **%s req/s**, at %s.", num(k.MaxGoodput), s.levelText(k.MaxGoodputLevel)))
+	if k.Stop != "" {
+		out = append(out, "The adaptive search stopped early: "+k.Stop+".")
+	}
+	if c := s.ReferenceCapacity; c > 0 && k.Level > 0 && !s.closed() {
+		out = append(out, fmt.Sprintf("The built-in simulator's capacity for this workload, from its parameters, is %s req/s: the knee is %s of it.",
+			num(c), pct(k.Level/c)))
+	}
+	if s.hasValid() && k.MaxGoodputLevel != 0 {
+		out = append(out, fmt.Sprintf("The highest goodput measured (vLLM's request_goodput) was **%s req/s**, at %s.", num(k.MaxGoodput), s.levelText(k.MaxGoodputLevel)))
 	}
 	if k.NonMonotonic {
 		out = append(out, "A level above the first failing one passed again: the curve is noisy. Repeat with more rounds (--rounds) before trusting the knee.")
 	}
 	if invalid > 0 && invalid < len(s.Steps) {
-		out = append(out, fmt.Sprintf("%d of %d steps are invalid and were left out of the knee (see Validity).", invalid, len(s.Steps)))
+		v := fmt.Sprintf("%d of %d steps are invalid and were left out of the knee (see Validity)", invalid, len(s.Steps))
+		if inv := invalidAbove(s, 0); len(inv) > 0 && k.Found {
+			v += ": " + levelList(s, inv)
+		}
+		out = append(out, v+".")
 	}
 	if k.Reason != "" {
 		out = append(out, "Knee rule: "+k.Reason+".")
 	}
 	return out
+}
+
+// boundText says what limits the knee, from the first failing step: an SLO
+// p99 (latency-bound) or keep-up alone (throughput-bound).
+func boundText(up Step) string {
+	var broke []string
+	for _, c := range up.SLOChecks {
+		if !c.Held {
+			broke = append(broke, strings.ToUpper(c.Metric))
+		}
+	}
+	if len(broke) > 0 {
+		return fmt.Sprintf("The knee is **latency-bound** (%s p99): the first failing level broke its SLO.", strings.Join(broke, ", "))
+	}
+	return "The knee is **throughput-bound**: the first failing level held its SLO p99s but did not keep up with the offered rate."
+}
+
+// invalidPhrase is "level L (why) was invalid" or "levels L1 (why), L2
+// (why) were invalid".
+func invalidPhrase(s Sweep, levels []float64) string {
+	if len(levels) == 1 {
+		return "level " + levelList(s, levels) + " was invalid"
+	}
+	return "levels " + levelList(s, levels) + " were invalid"
 }
 
 // firstAt returns the index of the first valid step at level v, else the
@@ -270,14 +357,15 @@ func writeSteps(b *bytes.Buffer, s Sweep) {
 	if s.closed() {
 		lvl = "concurrency"
 	}
-	fmt.Fprintf(b, "| step | %s | achieved (req/s) | ok | failed | req/s | goodput (req/s) | goodput/offered | out tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | E2EL p99 | valid | note |\n", lvl)
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
+	queue := ""
+	queueSep := ""
+	if s.queued() {
+		queue, queueSep = " client queue p50 | client queue p99 |", "--:|--:|"
+	}
+	fmt.Fprintf(b, "| step | %s | achieved (req/s) | ok | failed | req/s | goodput (req/s) | keep-up | out tok/s |%s TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | E2EL p99 | valid | note |\n", lvl, queue)
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|" + queueSep + "--:|--:|--:|--:|--:|---|---|\n")
 	knee := kneeStep(s)
 	for i, st := range s.Steps {
-		ratio := "-"
-		if off := s.offered(st); off > 0 && !math.IsInf(off, 1) {
-			ratio = pct(st.Goodput / off)
-		}
 		valid := "yes"
 		if !st.Valid {
 			valid = "**no**"
@@ -292,20 +380,38 @@ func writeSteps(b *bytes.Buffer, s Sweep) {
 		if math.IsInf(st.Rate, 1) {
 			notes = append(notes, "burst")
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		q := ""
+		if s.queued() {
+			q = fmt.Sprintf(" %s | %s |", p50(st.QueueTime), p99(st.QueueTime))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s |%s %s | %s | %s | %s | %s | %s | %s |\n",
 			stepName(st), num(st.Level(s.Mode)), num(st.AchievedRate), st.Completed, st.Failed,
-			num(st.RequestThroughput), num(st.Goodput), ratio, num(st.OutputThroughput),
+			num(st.RequestThroughput), num(st.Goodput), keepUp(st), num(st.OutputThroughput), q,
 			num(st.TTFT.P50), p99(st.TTFT), num(st.TPOT.P50), p99(st.TPOT), p99(st.E2EL), valid, strings.Join(notes, ", "))
 	}
-	b.WriteString("\nLatencies in ms. A p99 marked * rests on fewer than 100 samples (see Latency detail for its confidence interval).\n\n")
+	b.WriteString("\nLatencies in ms. A p99 marked * rests on fewer than 100 samples (see Latency detail for its confidence interval). " +
+		"Goodput is vllm bench serve's request_goodput (good requests per second of the step, drain included); keep-up is the knee's " +
+		"criterion (see Knee and capacity), shown capped at 100 %.")
+	if s.queued() {
+		b.WriteString(" Client queue is the wait for one of the --max-concurrency slots, not included in TTFT or E2EL.")
+	}
+	b.WriteString("\n\n")
 }
 
-// stepName names a step in tables: its index, with the round when > 1.
+// stepName names a step in tables: its index, with the round when > 1 and
+// the attempt when the level was rerun.
 func stepName(st Step) string {
+	var extra []string
 	if st.Round > 1 {
-		return fmt.Sprintf("%d (round %d)", st.Index, st.Round)
+		extra = append(extra, fmt.Sprintf("round %d", st.Round))
 	}
-	return fmt.Sprint(st.Index)
+	if st.Attempt > 1 {
+		extra = append(extra, fmt.Sprintf("rerun %d", st.Attempt-1))
+	}
+	if len(extra) == 0 {
+		return fmt.Sprint(st.Index)
+	}
+	return fmt.Sprintf("%d (%s)", st.Index, strings.Join(extra, ", "))
 }
 
 // p99 formats a p99, starred when unreliable.
@@ -322,25 +428,31 @@ func p99(x Summary) string {
 func writeKnee(b *bytes.Buffer, s Sweep) {
 	k := s.Knee
 	b.WriteString("## Knee and capacity\n\n")
-	switch {
-	case k.Found:
-		fmt.Fprintf(b, "- Knee: **%s** (first failing level: %s).\n", s.levelText(k.Level), s.levelText(k.Upper))
-	case k.Level > 0:
-		fmt.Fprintf(b, "- Knee: not found; above %s (every valid level passed).\n", s.levelText(k.Level))
-	default:
-		b.WriteString("- Knee: not found; no valid level passed.\n")
+	fmt.Fprintf(b, "- Knee: %s.\n", kneeLine(s))
+	if s.hasValid() && k.MaxGoodputLevel != 0 {
+		fmt.Fprintf(b, "- Max goodput (vLLM's request_goodput): **%s req/s** at %s.\n", num(k.MaxGoodput), s.levelText(k.MaxGoodputLevel))
 	}
-	fmt.Fprintf(b, "- Max goodput: **%s req/s** at %s.\n", num(k.MaxGoodput), s.levelText(k.MaxGoodputLevel))
-	fmt.Fprintf(b, "- Rule: a level keeps up when it is valid, its goodput is at least %s of the offered rate", pct(s.ratio()))
+	if s.closed() {
+		fmt.Fprintf(b, "- Rule: a level keeps up when it is valid, at least %s of its completed requests were good", pct(s.ratio()))
+	} else {
+		fmt.Fprintf(b, "- Rule: a level keeps up when it is valid and its keep-up is at least %s: the fraction of its requests that "+
+			"were good, times its arrival window over the time the server needed to finish them (less one unloaded request's "+
+			"latency). A server that keeps up finishes about one request latency after the last arrival; an overloaded one "+
+			"pays its whole backlog, so keep-up falls to about capacity / rate", pct(s.ratio()))
+	}
 	if s.SLO.Set() {
-		fmt.Fprintf(b, " and its SLO p99s hold (%s)", sloText(s.SLO))
+		fmt.Fprintf(b, "; and its SLO p99s hold (%s)", sloText(s.SLO))
 	}
 	b.WriteString(".\n")
 	if k.Reason != "" {
 		fmt.Fprintf(b, "- Decision: %s.\n", k.Reason)
 	}
+	if k.Stop != "" {
+		fmt.Fprintf(b, "- The adaptive search stopped early: %s.\n", k.Stop)
+	}
 	b.WriteString("\n")
-	fmt.Fprintf(b, "![goodput and throughput vs %s](%s)\n\n", xName(s), artifacts.GoodputPlotFile)
+	writeProbe(b, s)
+	fmt.Fprintf(b, "![goodput, throughput and keep-up vs %s](%s)\n\n", xName(s), artifacts.GoodputPlotFile)
 	fmt.Fprintf(b, "![TTFT and TPOT percentiles vs %s](%s)\n\n", xName(s), artifacts.LatencyPlotFile)
 	for _, st := range s.Steps {
 		if math.IsInf(st.Rate, 1) && !s.closed() {
@@ -348,6 +460,28 @@ func writeKnee(b *bytes.Buffer, s Sweep) {
 			break
 		}
 	}
+}
+
+// writeProbe describes the throughput probe that chose the search's first
+// rate.
+func writeProbe(b *bytes.Buffer, s Sweep) {
+	p := s.Probe
+	if p == nil {
+		return
+	}
+	b.WriteString("### Throughput probe\n\n")
+	if p.EstimateReqPerS > 0 {
+		fmt.Fprintf(b, "Before the search, closed loops of growing concurrency estimated the capacity at **%s req/s** (%s); "+
+			"the search started at %s and stepped up or down from there to bracket the knee. ", num(p.EstimateReqPerS), p.Note, s.levelText(p.StartRate))
+	} else {
+		fmt.Fprintf(b, "The closed-loop throughput probe gave no estimate (%s); the search started at %s. ", p.Note, s.levelText(p.StartRate))
+	}
+	b.WriteString("Probe requests are not steps: they are not in records.jsonl, the tables or the knee.\n\n")
+	b.WriteString("| concurrency | completed | failed | req/s | mean E2EL (ms) | server max waiting |\n|--:|--:|--:|--:|--:|--:|\n")
+	for _, l := range p.Levels {
+		fmt.Fprintf(b, "| %d | %d | %d | %s | %s | %s |\n", l.Concurrency, l.Completed, l.Failed, num(l.ThroughputReqPerS), num(l.MeanE2ELMS), val(l.MaxWaiting))
+	}
+	b.WriteString("\n")
 }
 
 // xName is the x axis of the plots.
@@ -393,15 +527,20 @@ func writeLatency(b *bytes.Buffer, s Sweep) {
 	if len(s.Steps) == 0 {
 		return
 	}
-	for _, m := range []struct {
+	type metric struct {
 		name string
 		get  func(Step) Summary
-	}{
+	}
+	metrics := []metric{
 		{"TTFT", func(st Step) Summary { return st.TTFT }},
 		{"TPOT", func(st Step) Summary { return st.TPOT }},
 		{"ITL", func(st Step) Summary { return st.ITL }},
 		{"E2EL", func(st Step) Summary { return st.E2EL }},
-	} {
+	}
+	if s.queued() {
+		metrics = append(metrics, metric{"Client queue time (wait for a --max-concurrency slot)", func(st Step) Summary { return st.QueueTime }})
+	}
+	for _, m := range metrics {
 		fmt.Fprintf(b, "### %s\n\n| step | n | mean | median | std | p50 | p90 | p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n", m.name)
 		for _, st := range s.Steps {
 			x := m.get(st)
@@ -479,9 +618,12 @@ func writeServer(b *bytes.Buffer, s Sweep) {
 			"(vLLM's vllm:* metrics); client-side figures above are unaffected.\n\n")
 		return
 	}
-	b.WriteString("Counter deltas over each step, maxima during it, and server-side latency quantiles (ms) from histogram deltas.\n\n")
-	b.WriteString("| step | prompt tok | gen tok | preemptions | prefix hit warmup | prefix hit measured | max running | max waiting | max KV | server TTFT p50 / p99 | server ITL p99 | server E2EL p99 | client − server TTFT |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("Counter deltas over each step, maxima during it, and server-side latencies (ms) from histogram deltas " +
+		"(quantiles as Prometheus' histogram_quantile interpolates them; \"≤ X\" where the quantile falls into the first bucket, " +
+		"whose interpolation from 0 says nothing). Client − server TTFT is the exact difference of the means: the network and " +
+		"front-end share.\n\n")
+	b.WriteString("| step | prompt tok | gen tok | preemptions | prefix hit warmup | prefix hit measured | max running | max waiting | max KV | server TTFT p50 / p99 | server ITL p99 | server E2EL p99 | server queue mean / p99 | client − server TTFT (mean) |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var reasons []string
 	for _, st := range s.Steps {
 		sv := st.Server
@@ -491,14 +633,15 @@ func writeServer(b *bytes.Buffer, s Sweep) {
 				r = "no reason given"
 			}
 			reasons = append(reasons, fmt.Sprintf("step %s: %s", stepName(st), r))
-			fmt.Fprintf(b, "| %s | not-recorded | | | | | | | | | | | |\n", stepName(st))
+			fmt.Fprintf(b, "| %s | not-recorded | | | | | | | | | | | | |\n", stepName(st))
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |\n", stepName(st),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s / %s | %s |\n", stepName(st),
 			val(sv.PromptTokens), val(sv.GenerationTokens), val(sv.Preemptions),
 			valPct(sv.WarmupPrefixHitRate), valPct(sv.PrefixHitRate),
 			val(sv.MaxRunning), val(sv.MaxWaiting), valPct(sv.MaxKVCacheUsage),
-			val(sv.TTFT.P50), val(sv.TTFT.P99), val(sv.ITL.P99), val(sv.E2EL.P99), val(sv.ClientMinusServerTTFTMS))
+			val(sv.TTFT.P50), val(sv.TTFT.P99), val(sv.ITL.P99), val(sv.E2EL.P99),
+			val(sv.QueueTime.Mean), val(sv.QueueTime.P99), val(sv.ClientMinusServerTTFTMeanMS))
 	}
 	b.WriteString("\n")
 	for _, r := range reasons {

@@ -52,10 +52,14 @@ func pct(f float64) string {
 	return num(math.Round(f*1000)/10) + "%"
 }
 
-// val formats a Value, "not-recorded" when absent.
+// val formats a Value, "not-recorded" when absent, "≤ V" for an upper
+// bound.
 func val(v Value) string {
 	if !v.OK {
 		return fingerprint.NotRecorded
+	}
+	if v.AtMost {
+		return "≤ " + num(v.V)
 	}
 	return num(v.V)
 }

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,9 +19,14 @@ import (
 const (
 	GoodputTitleRate        = "Goodput vs offered rate"
 	GoodputTitleConcurrency = "Goodput vs concurrency"
+	KeepUpTitle             = "Keep-up (the knee's criterion)"
 	TTFTTitle               = "TTFT percentiles"
 	TPOTTitle               = "TPOT percentiles"
 )
+
+// logSpan is the ratio of the largest to the smallest positive value above
+// which a latency axis is drawn on a log scale (two decades).
+const logSpan = 100
 
 var (
 	colGoodput    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
@@ -54,7 +60,80 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Legend.Left = true
 	p.Legend.XOffs = vg.Points(6)
 	p.Add(plotter.NewGrid())
+	p.X.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = niceTicks{}
 	return p
+}
+
+// niceTicks are gonum's default tick positions labelled compactly ("250",
+// "0.5", "12.5") instead of with a fixed number of decimals ("250.00").
+type niceTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (niceTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = num(cleanTick(ts[i].Value))
+		}
+	}
+	return ts
+}
+
+// cleanTick removes floating-point noise from a tick value (0.30000000000000004).
+func cleanTick(v float64) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	f, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 10, 64), 64)
+	if err != nil {
+		return v
+	}
+	return f
+}
+
+// percentTicks label a percentage axis every 20 % up to 100, with minor
+// ticks every 10 %.
+type percentTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (percentTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := math.Ceil(min/10) * 10; v <= max; v += 10 {
+		t := plot.Tick{Value: v}
+		if int(v)%20 == 0 && v <= 100 {
+			t.Label = num(v)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// logTicks label 1, 2 and 5 times each power of ten of a log axis, with
+// unlabelled minor ticks at the other multiples.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	if !(min > 0) || !(max > min) {
+		return nil
+	}
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); math.Pow(10, e) <= max; e++ {
+		base := math.Pow(10, e)
+		for m := 1; m < 10; m++ {
+			v := cleanTick(base * float64(m))
+			if v < min || v > max {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = num(v)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // plottable reports whether a step can be drawn: a finite level above 0.
@@ -161,13 +240,13 @@ func addInvalid(p *plot.Plot, xys plotter.XYs, legend bool) error {
 	return nil
 }
 
-// addKnee draws the knee as a vertical line from 0 to top, labelled.
-func addKnee(p *plot.Plot, s Sweep, top float64) error {
-	if !s.Knee.Found || s.Knee.Level <= 0 || top <= 0 {
+// addKnee draws the knee as a vertical line from bottom to top, labelled.
+func addKnee(p *plot.Plot, s Sweep, bottom, top float64) error {
+	if !s.Knee.Found || s.Knee.Level <= 0 || top <= bottom {
 		return nil
 	}
 	k := s.Knee.Level
-	if err := addGuide(p, "", k, 0, k, top, colKnee, dashed); err != nil {
+	if err := addGuide(p, "", k, bottom, k, top, colKnee, dashed); err != nil {
 		return err
 	}
 	lb, err := plotter.NewLabels(plotter.XYLabels{
@@ -197,6 +276,30 @@ func maxY(series ...plotter.XYs) float64 {
 	return m
 }
 
+// xRange returns the x axis range of the series: from 0, unless every
+// level lies in the upper half of the range (an adaptive search near its
+// knee), then from a round value just below the lowest level, so the steps
+// are not squeezed into the right edge.
+func xRange(series ...plotter.XYs) (lo, hi float64) {
+	hi = maxX(series...)
+	min := math.Inf(1)
+	for _, xys := range series {
+		for _, xy := range xys {
+			min = math.Min(min, xy.X)
+		}
+	}
+	if math.IsInf(min, 1) || min < hi/2 {
+		return 0, hi * 1.04
+	}
+	span := hi - min
+	if span <= 0 {
+		span = hi / 10
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span)))
+	lo = math.Max(0, math.Floor((min-span*0.1)/step)*step)
+	return lo, hi + (hi-lo)*0.04
+}
+
 func maxX(series ...plotter.XYs) float64 {
 	m := 0.0
 	for _, xys := range series {
@@ -218,40 +321,46 @@ func noData(p *plot.Plot) error {
 	return nil
 }
 
-// GoodputSVG draws goodput.svg: goodput and request throughput against the
-// offered rate (or concurrency in closed loop), with the y = x line of a
-// server that keeps up, the knee rule's ratio line, invalid steps as crosses
-// and the knee as a vertical line. Steps at the same level (rounds) are
-// averaged for the lines. Burst steps are not drawn.
+// GoodputSVG draws goodput.svg, two panels against the offered rate (or the
+// concurrency in closed loop): goodput (vLLM's request_goodput) and request
+// throughput with the y = x line of a server that keeps up; and keep-up,
+// the knee's criterion, with its threshold. Invalid steps are crosses and
+// the knee a vertical line. Steps at the same level (rounds) are averaged
+// for the lines. Burst steps are not drawn.
 func GoodputSVG(s Sweep) ([]byte, error) {
+	top, err := goodputPlot(s)
+	if err != nil {
+		return nil, err
+	}
+	bottom, err := keepUpPlot(s)
+	if err != nil {
+		return nil, err
+	}
+	return savePanels(top, bottom)
+}
+
+func goodputPlot(s Sweep) (*plot.Plot, error) {
 	p := newPlot(GoodputTitleRate, "offered rate (req/s)", "requests/s")
 	if s.closed() {
 		p.Title.Text = GoodputTitleConcurrency
 		p.X.Label.Text = "concurrency"
 	}
-
 	good := levelSeries(s, isValid, func(st Step) float64 { return st.Goodput })
 	thr := levelSeries(s, isValid, func(st Step) float64 { return st.RequestThroughput })
 	bad := points(s, isInvalid, func(st Step) float64 { return st.Goodput })
 	if len(good)+len(thr)+len(bad) == 0 {
-		if err := noData(p); err != nil {
-			return nil, err
-		}
-		return savePlot(p, 8*vg.Inch, 5*vg.Inch)
+		return p, noData(p)
 	}
 	xmax := maxX(good, thr, bad)
 	top := maxY(good, thr, bad)
 	if !s.closed() {
 		top = math.Max(top, xmax)
-		if err := addGuide(p, "offered (y = x)", 0, 0, xmax, xmax, colOffered, dashed); err != nil {
-			return nil, err
-		}
-		r := s.ratio()
-		if err := addGuide(p, fmt.Sprintf("%s of offered", pct(r)), 0, 0, xmax, r*xmax, colOffered, dotted); err != nil {
+		x0, _ := xRange(good, thr, bad)
+		if err := addGuide(p, "offered (y = x)", x0, x0, xmax, xmax, colOffered, dashed); err != nil {
 			return nil, err
 		}
 	}
-	if err := addLine(p, "goodput", good, colGoodput, nil, draw.CircleGlyph{}); err != nil {
+	if err := addLine(p, "goodput (request_goodput)", good, colGoodput, nil, draw.CircleGlyph{}); err != nil {
 		return nil, err
 	}
 	if err := addLine(p, "request throughput", thr, colThroughput, dashed, draw.SquareGlyph{}); err != nil {
@@ -260,17 +369,63 @@ func GoodputSVG(s Sweep) ([]byte, error) {
 	if err := addInvalid(p, bad, true); err != nil {
 		return nil, err
 	}
-	if err := addKnee(p, s, top); err != nil {
+	if err := addKnee(p, s, 0, top); err != nil {
 		return nil, err
 	}
-	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max = xmax * 1.04
+	p.X.Min, p.X.Max = xRange(good, thr, bad)
+	p.Y.Min = 0
 	p.Y.Max = top * legendRoom
-	return savePlot(p, 8*vg.Inch, 5*vg.Inch)
+	return p, nil
+}
+
+func keepUpPlot(s Sweep) (*plot.Plot, error) {
+	p := newPlot(KeepUpTitle, "offered rate (req/s)", "keep-up (%)")
+	if s.closed() {
+		p.X.Label.Text = "concurrency"
+	}
+	get := func(st Step) float64 { return 100 * math.Min(st.KeepUp, 1) }
+	kept := levelSeries(s, isValid, get)
+	bad := points(s, isInvalid, get)
+	if len(kept)+len(bad) == 0 {
+		return p, noData(p)
+	}
+	xmax := maxX(kept, bad)
+	r := 100 * s.ratio()
+	x0, x1 := xRange(kept, bad)
+	if err := addGuide(p, fmt.Sprintf("keeps up at %s", pct(s.ratio())), x0, r, xmax, r, colSLO, dashed); err != nil {
+		return nil, err
+	}
+	if err := addLine(p, "keep-up", kept, colGoodput, nil, draw.CircleGlyph{}); err != nil {
+		return nil, err
+	}
+	if err := addInvalid(p, bad, true); err != nil {
+		return nil, err
+	}
+	bottom := math.Min(minY(kept, bad), r)
+	lo := math.Max(0, math.Floor((bottom-5)/10)*10)
+	if err := addKnee(p, s, lo, 100); err != nil {
+		return nil, err
+	}
+	p.X.Min, p.X.Max = x0, x1
+	p.Y.Min, p.Y.Max = lo, 100+(100-lo)*0.3
+	p.Y.Tick.Marker = percentTicks{}
+	return p, nil
+}
+
+// minY returns the smallest Y of the series (+Inf when none).
+func minY(series ...plotter.XYs) float64 {
+	m := math.Inf(1)
+	for _, xys := range series {
+		for _, xy := range xys {
+			m = math.Min(m, xy.Y)
+		}
+	}
+	return m
 }
 
 // latencyPlot draws one metric's p50/p90/p99 against the level with its SLO
-// threshold (thr > 0) and the knee.
+// threshold (thr > 0) and the knee, on a log scale when the values span
+// more than two decades.
 func latencyPlot(s Sweep, title string, get func(Step) Summary, thr float64) (*plot.Plot, error) {
 	p := newPlot(title, "offered rate (req/s)", "ms")
 	if s.closed() {
@@ -289,44 +444,92 @@ func latencyPlot(s Sweep, title string, get func(Step) Summary, thr float64) (*p
 		{"p99", func(x Summary) float64 { return x.P99 }, dashed},
 	}
 	var all []plotter.XYs
-	for i, q := range ps {
-		xys := levelSeries(s, validHas, func(st Step) float64 { return q.get(get(st)) })
-		all = append(all, xys)
-		if err := addLine(p, q.name, xys, colP[i], q.dash, draw.CircleGlyph{}); err != nil {
-			return nil, err
-		}
+	for _, q := range ps {
+		all = append(all, levelSeries(s, validHas, func(st Step) float64 { return q.get(get(st)) }))
 	}
 	bad := points(s, func(st Step) bool { return !st.Valid && has(st) }, func(st Step) float64 { return get(st).P99 })
 	all = append(all, bad)
-	if err := addInvalid(p, bad, true); err != nil {
-		return nil, err
-	}
 	if maxX(all...) == 0 {
-		if err := noData(p); err != nil {
-			return nil, err
-		}
-		return p, nil
+		return p, noData(p)
 	}
 	top := maxY(all...)
 	if thr > 0 {
 		top = math.Max(top, thr)
-		if err := addGuide(p, fmt.Sprintf("SLO %s ms", num(thr)), 0, thr, maxX(all...), thr, colSLO, dashed); err != nil {
+	}
+	low := minPositive(all...)
+	if thr > 0 {
+		low = math.Min(low, thr)
+	}
+	logScale := low > 0 && !math.IsInf(low, 1) && top/low > logSpan
+	bottom := 0.0
+	if logScale {
+		// A log axis cannot show 0: drop non-positive points.
+		for i := range all {
+			all[i] = positive(all[i])
+		}
+		bad = all[len(all)-1]
+		bottom = math.Pow(10, math.Floor(math.Log10(low)))
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+		p.Y.Label.Text = "ms (log scale)"
+	}
+	for i, q := range ps {
+		if err := addLine(p, q.name, all[i], colP[i], q.dash, draw.CircleGlyph{}); err != nil {
 			return nil, err
 		}
 	}
-	if err := addKnee(p, s, top); err != nil {
+	if err := addInvalid(p, bad, true); err != nil {
 		return nil, err
 	}
-	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max = maxX(all...) * 1.04
-	p.Y.Max = top * legendRoom
+	if thr > 0 {
+		x0, _ := xRange(all...)
+		if err := addGuide(p, fmt.Sprintf("SLO %s ms", num(thr)), x0, thr, maxX(all...), thr, colSLO, dashed); err != nil {
+			return nil, err
+		}
+	}
+	if err := addKnee(p, s, bottom, top); err != nil {
+		return nil, err
+	}
+	p.X.Min, p.X.Max = xRange(all...)
+	if logScale {
+		p.Y.Min = bottom
+		p.Y.Max = math.Pow(10, math.Log10(top)+(math.Log10(top)-math.Log10(bottom))*0.35)
+	} else {
+		p.Y.Min = 0
+		p.Y.Max = top * legendRoom
+	}
 	return p, nil
+}
+
+// minPositive returns the smallest Y > 0 of the series (+Inf when none).
+func minPositive(series ...plotter.XYs) float64 {
+	m := math.Inf(1)
+	for _, xys := range series {
+		for _, xy := range xys {
+			if xy.Y > 0 {
+				m = math.Min(m, xy.Y)
+			}
+		}
+	}
+	return m
+}
+
+// positive returns the points of xys with Y > 0.
+func positive(xys plotter.XYs) plotter.XYs {
+	out := make(plotter.XYs, 0, len(xys))
+	for _, xy := range xys {
+		if xy.Y > 0 {
+			out = append(out, xy)
+		}
+	}
+	return out
 }
 
 // LatencySVG draws latency.svg: two panels, TTFT and TPOT p50/p90/p99
 // against the offered rate (or concurrency), each with its SLO threshold as
-// a horizontal line and the knee as a vertical one. Invalid steps' p99s are
-// crosses; burst steps are not drawn.
+// a horizontal line and the knee as a vertical one, on a log scale when the
+// values span more than two decades. Invalid steps' p99s are crosses; burst
+// steps are not drawn.
 func LatencySVG(s Sweep) ([]byte, error) {
 	x := "offered rate"
 	if s.closed() {
@@ -340,17 +543,22 @@ func LatencySVG(s Sweep) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return savePanels(ttft, tpot)
+}
+
+// savePanels draws two plots one above the other into an SVG.
+func savePanels(top, bottom *plot.Plot) ([]byte, error) {
 	w, h := 8*vg.Inch, 9*vg.Inch
 	c := vgsvg.New(w, h)
 	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadX: vg.Points(6), PadY: vg.Points(18)}
-	plots := [][]*plot.Plot{{ttft}, {tpot}}
+	plots := [][]*plot.Plot{{top}, {bottom}}
 	canvases := plot.Align(plots, tiles, dc)
-	ttft.Draw(canvases[0][0])
-	tpot.Draw(canvases[1][0])
+	top.Draw(canvases[0][0])
+	bottom.Draw(canvases[1][0])
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("write latency svg: %w", err)
+		return nil, fmt.Errorf("write svg: %w", err)
 	}
 	return buf.Bytes(), nil
 }

@@ -61,6 +61,40 @@ type Sweep struct {
 	// Notes are extra lines for the reader (warnings such as "rate inf is a
 	// burst, not an open loop"), shown under the verdict.
 	Notes []string
+	// MaxConcurrency is the open loop's concurrency cap (--max-concurrency
+	// with --rates; 0 = none): the tables then show client queue time.
+	MaxConcurrency int
+	// Probe is the throughput probe before an adaptive search (nil when
+	// none ran).
+	Probe *Probe
+	// ReferenceCapacity is a capacity known independently of the sweep, in
+	// req/s (the built-in simulator's, from its parameters); 0 = unknown.
+	// The verdict and the table compare the knee with it.
+	ReferenceCapacity float64
+}
+
+// Probe is the closed-loop throughput probe that chose an adaptive
+// search's first rate.
+type Probe struct {
+	// EstimateReqPerS is the highest throughput measured (0: none);
+	// StartRate the search's first rate; Note why the probe stopped.
+	EstimateReqPerS float64
+	StartRate       float64
+	Note            string
+	// Levels are the closed loops run, in order.
+	Levels []ProbeLevel
+}
+
+// ProbeLevel is one closed loop of the throughput probe.
+type ProbeLevel struct {
+	Concurrency int
+	Completed   int
+	Failed      int
+	// ThroughputReqPerS is completed / duration; MeanE2ELMS the mean
+	// latency; MaxWaiting the server's most waiting requests.
+	ThroughputReqPerS float64
+	MeanE2ELMS        float64
+	MaxWaiting        Value
 }
 
 // SLO holds latency thresholds in milliseconds; zero means not set.
@@ -91,6 +125,8 @@ type Knee struct {
 	NonMonotonic bool
 	// Reason says how the knee was decided.
 	Reason string
+	// Stop says why an adaptive search ended early (empty otherwise).
+	Stop string
 }
 
 // Step is one measured step (one level, one round).
@@ -100,6 +136,9 @@ type Step struct {
 	Label string
 	// Round is the 1-based repetition of this level (0 or 1 for a single round).
 	Round int
+	// Attempt counts runs of this level and round from 1 (the knee search
+	// reruns an invalid level); 0 or 1 for the first.
+	Attempt int
 	// Rate is the requested rate in req/s (+Inf for a burst, 0 in closed
 	// loop); Concurrency the closed-loop level or the max concurrency (0 =
 	// none); AchievedRate the rate of the actual sends.
@@ -116,17 +155,24 @@ type Step struct {
 	Completed     int
 	Failed        int
 	FailedByClass map[string]int
-	// Throughputs in req/s (RequestThroughput, Goodput) and tokens/s.
+	// Throughputs in req/s and tokens/s. Goodput is vllm bench serve's
+	// request_goodput (good requests per second of the step's duration).
 	RequestThroughput    float64
 	Goodput              float64
 	OutputThroughput     float64
 	TotalTokenThroughput float64
-	// Latency summaries in ms over successful requests; SendLag over all.
-	TTFT    Summary
-	TPOT    Summary
-	ITL     Summary
-	E2EL    Summary
-	SendLag Summary
+	// KeepUp is the knee's keep-up ratio (the sweep's goodput_ratio): a
+	// level keeps up when it reaches Sweep.GoodputRatio. Shown capped at
+	// 100 %.
+	KeepUp float64
+	// Latency summaries in ms over successful requests; SendLag and
+	// QueueTime (the wait for a --max-concurrency slot) over all.
+	TTFT      Summary
+	TPOT      Summary
+	ITL       Summary
+	E2EL      Summary
+	SendLag   Summary
+	QueueTime Summary
 	// Token distributions and finish reasons of the step.
 	InputTokens           TokenDist
 	RequestedOutputTokens TokenDist
@@ -200,10 +246,13 @@ type SLOCheck struct {
 }
 
 // Value is a number that may not have been recorded; the zero Value is not
-// recorded.
+// recorded. AtMost marks an upper bound ("≤ V"): a server-side quantile
+// that falls into the histogram's first bucket, where interpolation from 0
+// says nothing.
 type Value struct {
-	V  float64
-	OK bool
+	V      float64
+	OK     bool
+	AtMost bool
 }
 
 // Val returns a recorded Value (NaN and infinities are not recorded).
@@ -229,20 +278,24 @@ type Server struct {
 	MaxRunning      Value
 	MaxWaiting      Value
 	MaxKVCacheUsage Value
-	// Server-side latency quantiles in ms from histogram deltas.
-	TTFT Quantiles
-	ITL  Quantiles
-	E2EL Quantiles
-	// ClientMinusServerTTFTMS is client TTFT p50 - server TTFT p50: the
-	// network and front-end share.
-	ClientMinusServerTTFTMS Value
+	// Server-side latency quantiles in ms from histogram deltas; QueueTime
+	// is the server's own queue (vllm:request_queue_time_seconds).
+	TTFT      Quantiles
+	ITL       Quantiles
+	E2EL      Quantiles
+	QueueTime Quantiles
+	// ClientMinusServerTTFTMeanMS is the client's mean TTFT minus the
+	// server's (exact, from the histogram sum): the network and front-end
+	// share.
+	ClientMinusServerTTFTMeanMS Value
 }
 
-// Quantiles are server-side latency quantiles in ms.
+// Quantiles are server-side latency quantiles and the mean in ms.
 type Quantiles struct {
-	P50 Value
-	P90 Value
-	P99 Value
+	Mean Value
+	P50  Value
+	P90  Value
+	P99  Value
 }
 
 // FileWriter is the part of *artifacts.Run that WriteFiles needs.
@@ -283,13 +336,18 @@ func (s Sweep) ratio() float64 {
 // closed reports whether levels are concurrencies.
 func (s Sweep) closed() bool { return s.Mode == ModeClosed }
 
-// offered returns the rate a step's goodput is compared with: the requested
-// rate in open loop, the request throughput in closed loop.
-func (s Sweep) offered(st Step) float64 {
-	if s.closed() {
-		return st.RequestThroughput
+// queued reports whether the tables show client queue time (--rates with
+// --max-concurrency).
+func (s Sweep) queued() bool { return s.MaxConcurrency > 0 && !s.closed() }
+
+// hasValid reports whether any step is valid (a level the knee could use).
+func (s Sweep) hasValid() bool {
+	for _, st := range s.Steps {
+		if st.Valid {
+			return true
+		}
 	}
-	return st.Rate
+	return false
 }
 
 // levelText formats a level with its unit: "4 req/s", "concurrency 8".

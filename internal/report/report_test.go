@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func step(i int, r, g, ttft, tpot float64, n int) Step {
 	st := Step{
 		Index: i, Label: "rate=" + num(r), Rate: r, AchievedRate: r * 0.99,
 		Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i)*time.Minute + 50*time.Second),
-		Duration: 50, Completed: n, RequestThroughput: g * 1.02, Goodput: g, OutputThroughput: g * 128, TotalTokenThroughput: g * 640,
+		Duration: 50, Completed: n, RequestThroughput: g * 1.02, Goodput: g, KeepUp: g / r, OutputThroughput: g * 128, TotalTokenThroughput: g * 640,
 		TTFT: lat(n, ttft), TPOT: lat(n, tpot), ITL: lat(n*127, tpot), E2EL: lat(n, ttft+127*tpot), SendLag: lat(n, 0.2),
 		InputTokens:           TokenDist{N: n, Mean: 512, P10: 410, P50: 512, P90: 600, P99: 612, Max: 614},
 		RequestedOutputTokens: TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
@@ -46,7 +47,7 @@ func step(i int, r, g, ttft, tpot float64, n int) Step {
 		Server: Server{Recorded: true, PromptTokens: Val(512 * float64(n)), GenerationTokens: Val(128 * float64(n)),
 			Preemptions: Val(0), PrefixHitRate: Val(0.42), MaxRunning: Val(r * 2), MaxWaiting: Val(0), MaxKVCacheUsage: Val(0.31),
 			TTFT: Quantiles{P50: Val(ttft * 0.9), P90: Val(ttft * 1.3), P99: Val(ttft * 1.8)}, ITL: Quantiles{P99: Val(tpot * 2)},
-			E2EL: Quantiles{P99: Val(ttft + 250*tpot)}, ClientMinusServerTTFTMS: Val(ttft * 0.1)},
+			E2EL: Quantiles{P99: Val(ttft + 250*tpot)}, ClientMinusServerTTFTMeanMS: Val(ttft * 0.1)},
 	}
 	return st
 }
@@ -99,8 +100,8 @@ func TestAnalysis(t *testing.T) {
 			want: []string{
 				"# llmprobe sweep: ladder",
 				"**Capacity knee: 8 req/s.**",
-				"At 16 req/s it no longer does: TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; goodput 9.5 req/s is 59.4% of the offered 16 req/s (needs 90%)",
-				"The highest goodput measured was **9.5 req/s**, at 16 req/s.",
+				"At 16 req/s it no longer does: TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; keep-up 59.4% (needs 90%; goodput 9.5 req/s)",
+				"The highest goodput measured (vLLM's request_goodput) was **9.5 req/s**, at 16 req/s.",
 				"1 of 6 steps are invalid",
 				"| 3 | 8 | 7.92 | 200 | 0 | 7.96 | 7.8 | 97.5% | 998 | 160 | 320 | 20 | 40 | 5400 | yes | **knee** |",
 				"| 4 | 16 |",
@@ -114,7 +115,7 @@ func TestAnalysis(t *testing.T) {
 				"block_size=16, enable_prefix_caching=True",
 				"max_model_len 4096",
 				"'--api-key=<redacted>'",
-				"![goodput and throughput vs offered rate](goodput.svg)",
+				"![goodput, throughput and keep-up vs offered rate](goodput.svg)",
 				"![TTFT and TPOT percentiles vs offered rate](latency.svg)",
 				"| 5 | not-recorded |",
 				"step 5: scrape of http://127.0.0.1:8000/metrics failed: connection refused",
@@ -135,8 +136,26 @@ func TestAnalysis(t *testing.T) {
 				s.Knee = Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; the knee is above 8"}
 				return s
 			},
-			want:    []string{"**No knee found: the endpoint kept up at every level tried, up to 8 req/s.**", "- Knee: not found; above 8 req/s"},
+			want:    []string{"**No knee found: the endpoint kept up at every level tried, up to 8 req/s.**", "- Knee: not found, above 8 req/s (every level tried passed)"},
 			notWant: []string{"**knee**", "Capacity knee"},
+		},
+		{
+			name: "higher levels invalid: the verdict names them and stops early",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Steps = append(s.Steps[:4], s.Steps[5])
+				rerun := s.Steps[4]
+				rerun.Index, rerun.Attempt = 5, 2
+				s.Steps = append(s.Steps, rerun)
+				s.Knee = Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; higher levels were invalid and excluded, so the knee is at least 8",
+					Stop: "rate 32 req/s was invalid in all 2 attempts (client-saturated: send-lag p99 23 ms > 10 ms); the search stopped there"}
+				return s
+			},
+			want: []string{"**No knee found.** Every valid level kept up, up to 8 req/s; the higher level 32 req/s (client-saturated: send-lag p99 23 ms > 10 ms) was invalid",
+				"The adaptive search stopped early: rate 32 req/s was invalid in all 2 attempts",
+				"- Knee: not found; at least 8 req/s (every valid level passed; 32 req/s (client-saturated: send-lag p99 23 ms > 10 ms) invalid)",
+				"| 5 (rerun 1) | 32 |"},
+			notWant: []string{"kept up at every level tried"},
 		},
 		{
 			name: "no level passes",
@@ -146,7 +165,7 @@ func TestAnalysis(t *testing.T) {
 				s.Knee = Knee{Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "no level passed; the knee is below 16"}
 				return s
 			},
-			want: []string{"**No knee found: no level tried kept up**, not even 16 req/s (TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; goodput 9.5 req/s is 59.4%"},
+			want: []string{"**No knee found: no level tried kept up**, not even 16 req/s (TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; keep-up 59.4%"},
 		},
 		{
 			name: "every step invalid",
@@ -209,7 +228,61 @@ func TestAnalysis(t *testing.T) {
 				s.Notes = []string{"rate inf is a burst, not an open loop"}
 				return s
 			},
-			want: []string{"> Note: rate inf is a burst, not an open loop", "| 0 | inf |", "burst |", "Burst steps (rate inf)"},
+			want:    []string{"> Note: rate inf is a burst, not an open loop", "| 0 | inf |", "burst |", "Burst steps (rate inf)"},
+			notWant: []string{"highest goodput", "Max goodput", "max goodput"},
+		},
+		{
+			name: "rate with max concurrency shows client queue time",
+			sweep: func() Sweep {
+				s := ladder()
+				s.MaxConcurrency = 4
+				for i := range s.Steps {
+					s.Steps[i].QueueTime = lat(200, 7)
+				}
+				return s
+			},
+			want: []string{"| client queue p50 | client queue p99 |", "| 7 | 14 |", "### Client queue time (wait for a --max-concurrency slot)"},
+		},
+		{
+			name: "server quantiles in the first bucket are upper bounds; client - server TTFT is the mean difference",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Steps[0].Server.QueueTime = Quantiles{Mean: Val(0.02), P50: Value{V: 300, OK: true, AtMost: true}, P99: Value{V: 300, OK: true, AtMost: true}}
+				return s
+			},
+			want: []string{"| 0.02 / ≤ 300 |", "client − server TTFT (mean)", "| 8 |\n"},
+		},
+		{
+			name: "latency-bound knee compared with a known capacity",
+			sweep: func() Sweep {
+				s := ladder()
+				s.ReferenceCapacity = 8.5
+				return s
+			},
+			want: []string{"The knee is **latency-bound** (TTFT, TPOT p99): the first failing level broke its SLO.",
+				"The built-in simulator's capacity for this workload, from its parameters, is 8.5 req/s: the knee is 94.1% of it."},
+		},
+		{
+			name: "throughput-bound knee",
+			sweep: func() Sweep {
+				s := ladder()
+				for i := range s.Steps[4].SLOChecks {
+					s.Steps[4].SLOChecks[i].Held = true
+				}
+				return s
+			},
+			want: []string{"The knee is **throughput-bound**: the first failing level held its SLO p99s but did not keep up"},
+		},
+		{
+			name: "throughput probe",
+			sweep: func() Sweep {
+				s := ladder()
+				s.Probe = &Probe{EstimateReqPerS: 7.9, StartRate: 7.9, Note: "throughput grew by less than 20 % from concurrency 32 to 128",
+					Levels: []ProbeLevel{{Concurrency: 32, Completed: 90, ThroughputReqPerS: 7.5, MeanE2ELMS: 4000, MaxWaiting: Val(0)},
+						{Concurrency: 128, Completed: 95, ThroughputReqPerS: 7.9, MeanE2ELMS: 15000}}}
+				return s
+			},
+			want: []string{"### Throughput probe", "estimated the capacity at **7.9 req/s** (throughput grew by less than 20 %", "| 128 | 95 | 0 | 7.9 | 15000 | not-recorded |"},
 		},
 	}
 	for _, tc := range tests {
@@ -268,6 +341,9 @@ func svgTexts(t *testing.T, b []byte) []string {
 	return texts
 }
 
+// trailingZeros matches a number label with needless trailing decimals.
+var trailingZeros = regexp.MustCompile(`^-?[0-9]+\.[0-9]*0$`)
+
 func TestSVG(t *testing.T) {
 	closed := func() Sweep {
 		s := ladder()
@@ -285,7 +361,8 @@ func TestSVG(t *testing.T) {
 		notWant []string
 	}{
 		{"goodput", GoodputSVG, ladder,
-			[]string{GoodputTitleRate, "offered rate (req/s)", "goodput", "request throughput", "offered (y = x)", "90% of offered", "knee 8 req/s", "invalid step (excluded)"}, nil},
+			[]string{GoodputTitleRate, "offered rate (req/s)", "goodput (request_goodput)", "request throughput", "offered (y = x)",
+				KeepUpTitle, "keeps up at 90%", "keep-up (%)", "knee 8 req/s", "invalid step (excluded)"}, nil},
 		{"goodput closed loop", GoodputSVG, closed,
 			[]string{GoodputTitleConcurrency, "concurrency", "knee concurrency 8"}, []string{"offered (y = x)"}},
 		{"goodput without knee", GoodputSVG, func() Sweep { s := ladder(); s.Knee.Found = false; return s },
@@ -296,6 +373,11 @@ func TestSVG(t *testing.T) {
 		{"latency without SLO", LatencySVG, func() Sweep { s := ladder(); s.SLO = SLO{}; return s },
 			[]string{TTFTTitle + " vs offered rate"}, []string{"SLO 800 ms"}},
 		{"latency empty", LatencySVG, func() Sweep { return Sweep{} }, []string{TTFTTitle, "no plottable step"}, nil},
+		{"latency spanning more than two decades is drawn on a log scale", LatencySVG,
+			func() Sweep { s := ladder(); s.Steps[0].TTFT = lat(200, 10); return s },
+			[]string{"ms (log scale)", "\n10\n", "\n100\n", "\n1000\n", "\n5000\n"}, nil},
+		{"latency within two decades is linear", LatencySVG, func() Sweep { s := ladder(); s.Steps = s.Steps[:4]; return s },
+			[]string{TTFTTitle}, []string{"ms (log scale)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,7 +385,14 @@ func TestSVG(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			texts := strings.Join(svgTexts(t, b), "\n")
+			all := svgTexts(t, b)
+			texts := strings.Join(all, "\n")
+			// Tick labels are compact: "250", "0.5", never "250.00".
+			for _, tx := range all {
+				if trailingZeros.MatchString(tx) {
+					t.Errorf("tick label %q has trailing zeros", tx)
+				}
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(texts, w) {
 					t.Errorf("svg texts lack %q; have:\n%s", w, texts)
@@ -331,7 +420,18 @@ func TestWriteTable(t *testing.T) {
 			s.Knee = Knee{Level: 16}
 			s.Complete, s.InterruptedReason = false, "SIGINT"
 			return s
-		}, []string{"knee: not found, above 16 req/s", "incomplete: SIGINT"}},
+		}, []string{"knee: not found; at least 16 req/s (every valid level passed; 32 req/s (client-saturated: send-lag p99 23 ms > 10 ms) invalid)", "incomplete: SIGINT"}},
+		{"burst only: no max goodput line", func() Sweep {
+			s := ladder()
+			s.Mode = ModeBurst
+			st := step(0, math.Inf(1), 5, 2000, 30, 200)
+			st.Valid = false
+			s.Steps = []Step{st}
+			s.Knee = Knee{Reason: "no valid step: the knee cannot be decided"}
+			return s
+		}, []string{"knee: not found (no valid level)"}},
+		{"knee against a known capacity", func() Sweep { s := ladder(); s.ReferenceCapacity = 8.5; return s },
+			[]string{"simulator capacity (from its parameters): 8.5 req/s; knee = 94.1% of it"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -41,7 +42,7 @@ const (
 	DefaultTimeout         = 5 * time.Minute
 	DefaultAutoStart       = 1.0
 	DefaultAutoMaxSteps    = 16
-	DefaultAutoTolerance   = 0.1
+	DefaultAutoTolerance   = 0.05
 )
 
 // FlagError is a configuration error that names the flag at fault. The CLI
@@ -103,6 +104,11 @@ type Config struct {
 	// Burstiness its gamma shape.
 	Arrival    string
 	Burstiness float64
+	// Unscaled sends each open-loop step on the arrival process's own
+	// absolute schedule (N arrivals, the last wherever it falls) instead of
+	// vllm bench serve's count-conditioned one (the last arrival at exactly
+	// N / rate). Default false: normalized, as vLLM.
+	Unscaled bool
 	// NumPrompts (requests per step) or Duration (per step): one is set.
 	NumPrompts int
 	Duration   time.Duration
@@ -141,6 +147,11 @@ type Config struct {
 	// Embedded is true when Target is the in-process simulator (the CPU
 	// check is then skipped: the simulator shares the process).
 	Embedded bool
+	// ReferenceCapacity is the target's capacity for the workload when it
+	// is known independently, in req/s (the built-in simulator's, from its
+	// parameters); 0 = unknown. It is reported beside the knee
+	// (result.json knee.reference_capacity, the verdict, the table).
+	ReferenceCapacity float64
 }
 
 // Mode returns the load mode: ModeClosed, ModeBurst (every rate inf),
@@ -409,7 +420,11 @@ var percentileKey = regexp.MustCompile(`^(mean|median|std|p[0-9.]+)_[a-z_]+_ms$`
 
 // ParseMetadata parses repeated --metadata KEY=VALUE pairs. Keys must be
 // non-empty, unique and not one of result.json's own keys (they are written
-// beside them, as vllm bench serve does).
+// beside them, as vllm bench serve does). The value of a key that looks
+// secret (fingerprint.SecretKey: hf_token, api_key, password, ...) is
+// replaced by "<redacted>" here, so it reaches no artifact; other values
+// pass through fingerprint.RedactText (a Bearer token or sk-... key in a
+// value is removed too).
 func ParseMetadata(kvs []string) (map[string]string, error) {
 	out := map[string]string{}
 	reserved := resultKeys()
@@ -425,7 +440,10 @@ func ParseMetadata(kvs []string) (map[string]string, error) {
 		if _, dup := out[k]; dup {
 			return nil, flagErr("metadata", "key %q given twice", k)
 		}
-		out[k] = v
+		if fingerprint.SecretKey(k) {
+			v = fingerprint.Redacted
+		}
+		out[k] = fingerprint.RedactText(v)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -176,6 +177,25 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// lagStats are the stats of n successful requests of which late were sent
+// lagMS late and the rest 0.5 ms late.
+func lagStats(n, late int, lagMS float64) func() Stats {
+	return func() Stats {
+		t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+		recs := make([]prober.Record, n)
+		for i := range recs {
+			lag := 500 * time.Microsecond
+			if i%(n/late) == 0 && i/(n/late) < late {
+				lag = time.Duration(lagMS * float64(time.Millisecond))
+			}
+			sched := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+			recs[i] = prober.Record{Scheduled: sched, Sent: sched.Add(lag), SendLag: lag, TTFT: time.Millisecond,
+				E2E: 2 * time.Millisecond, CompletionTokens: 1, OutputTokensRequested: 1, FinishReason: "length"}
+		}
+		return ComputeStats(recs, StatsOptions{Duration: time.Duration(n) * 10 * time.Millisecond})
+	}
+}
+
 func TestJudge(t *testing.T) {
 	base := func() Stats {
 		s := ComputeStats(fixedRecords(), StatsOptions{Duration: 4 * time.Second})
@@ -192,8 +212,20 @@ func TestJudge(t *testing.T) {
 	}{
 		{name: "errors: 40% failed", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven}, wantFlags: []string{FlagErrors}},
 		{name: "error threshold raised", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven}, opts: ValidityOptions{MaxErrorRate: 0.5}, wantFlags: []string{}},
-		{name: "send lag above 2 ms", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven},
-			opts: ValidityOptions{MaxSendLag: 2 * time.Millisecond, MaxErrorRate: 0.5}, wantFlags: []string{FlagClientSaturated}},
+		{name: "two of five sends above 1 ms", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven},
+			opts: ValidityOptions{MaxSendLag: time.Millisecond, MaxErrorRate: 0.5}, wantFlags: []string{FlagClientSaturated}},
+		{name: "one of five sends above 2 ms is not saturation", stats: base, cpu: 0.1, idle: IdleProof{Status: IdleProven},
+			opts: ValidityOptions{MaxSendLag: 2 * time.Millisecond, MaxErrorRate: 0.5}, wantFlags: []string{}},
+		// The default limit (10 ms): with fewer than 100 requests the p99
+		// is the maximum, so one late send must not flag the step.
+		{name: "default limit: 1 of 40 sends late by 12 ms", stats: lagStats(40, 1, 12), cpu: 0.1, idle: IdleProof{Status: IdleProven},
+			wantFlags: []string{}},
+		{name: "default limit: 2 of 40 sends late by 12 ms", stats: lagStats(40, 2, 12), cpu: 0.1, idle: IdleProof{Status: IdleProven},
+			wantFlags: []string{FlagClientSaturated}},
+		{name: "default limit: 150 sends, p99 below 10 ms", stats: lagStats(150, 2, 12), cpu: 0.1, idle: IdleProof{Status: IdleProven},
+			wantFlags: []string{}},
+		{name: "default limit: 150 sends, p99 12 ms", stats: lagStats(150, 3, 12), cpu: 0.1, idle: IdleProof{Status: IdleProven},
+			wantFlags: []string{FlagClientSaturated}},
 		{name: "cpu above 0.9 cores", stats: base, cpu: 1.2, idle: IdleProof{Status: IdleProven}, opts: ValidityOptions{MaxErrorRate: 0.5},
 			wantFlags: []string{FlagClientSaturated}},
 		{name: "cpu check off", stats: base, cpu: 1.2, idle: IdleProof{Status: IdleProven}, opts: ValidityOptions{MaxErrorRate: 0.5, MaxClientCPU: -1},
@@ -207,7 +239,7 @@ func TestJudge(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := Judge(tt.stats(), tt.cpu, tt.idle, tt.interrupted, tt.opts)
 			if !reflect.DeepEqual(v.Flags, tt.wantFlags) || v.Valid != (len(tt.wantFlags) == 0) || len(v.Reasons) != len(v.Flags) {
-				t.Errorf("flags %v reasons %v valid %v; want %v", v.Flags, v.Reasons, v.Valid, tt.wantFlags)
+				t.Errorf("flags %v reasons %v valid %v (sends over the limit %d); want %v", v.Flags, v.Reasons, v.Valid, v.SendsOverLimit, tt.wantFlags)
 			}
 		})
 	}
@@ -263,6 +295,32 @@ func TestFigureJSON(t *testing.T) {
 			var back Figure
 			if err := json.Unmarshal(b, &back); err != nil || back.Known != tt.f.Known && !math.IsNaN(tt.f.Value) {
 				t.Errorf("round trip %+v %v", back, err)
+			}
+		})
+	}
+}
+
+func TestReportQuantilesFirstBucket(t *testing.T) {
+	known := func(v float64) Figure { return Figure{Value: v, Known: true} }
+	tests := []struct {
+		name                       string
+		first, count               float64
+		wantAtMost50, wantAtMost99 bool
+	}{
+		{name: "every observation in the first bucket", first: 40, count: 40, wantAtMost50: true, wantAtMost99: true},
+		{name: "half in the first bucket", first: 20, count: 40, wantAtMost50: true},
+		{name: "none in the first bucket", first: 0, count: 40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := ServerLatency{Count: known(tt.count), MeanMS: known(0.02), P50MS: known(150), P90MS: known(270), P99MS: known(297),
+				FirstBucketLEMS: known(300), FirstBucketCount: known(tt.first)}
+			q := reportQuantiles(l)
+			if q.P50.AtMost != tt.wantAtMost50 || q.P99.AtMost != tt.wantAtMost99 || !q.Mean.OK || q.Mean.V != 0.02 {
+				t.Errorf("quantiles %+v", q)
+			}
+			if q.P50.AtMost && q.P50.V != 300 {
+				t.Errorf("p50 bound %v, want 300", q.P50.V)
 			}
 		})
 	}

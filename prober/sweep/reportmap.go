@@ -25,6 +25,18 @@ func (r *runner) reportSweep(res *Result, complete bool, reason string) report.S
 			E2ELMS: ms(c.SLO.E2EL),
 		},
 	}
+	if c.Mode() != ModeClosed {
+		s.MaxConcurrency = c.MaxConcurrency
+		s.ReferenceCapacity = c.ReferenceCapacity
+	}
+	if p := res.Probe; p != nil {
+		rp := &report.Probe{EstimateReqPerS: p.EstimateReqPerS, StartRate: p.StartRate, Note: p.Note}
+		for _, l := range p.Levels {
+			rp.Levels = append(rp.Levels, report.ProbeLevel{Concurrency: l.Concurrency, Completed: l.Completed, Failed: l.Failed,
+				ThroughputReqPerS: l.ThroughputReqPerS, MeanE2ELMS: l.MeanE2ELMS, MaxWaiting: reportValue(l.MaxWaiting)})
+		}
+		s.Probe = rp
+	}
 	for _, st := range res.Steps {
 		s.Steps = append(s.Steps, reportStep(st))
 	}
@@ -37,6 +49,7 @@ func reportStep(st *Step) report.Step {
 		Index:                 st.Index,
 		Label:                 st.Label,
 		Round:                 st.Round,
+		Attempt:               st.Attempt,
 		Rate:                  st.Level,
 		AchievedRate:          x.AchievedRate,
 		Start:                 st.Start,
@@ -46,7 +59,8 @@ func reportStep(st *Step) report.Step {
 		Failed:                x.Failed,
 		FailedByClass:         x.FailedByClass,
 		RequestThroughput:     x.RequestThroughput,
-		Goodput:               x.KneeGoodput,
+		Goodput:               x.RequestGoodput,
+		KeepUp:                x.GoodputRatio,
 		OutputThroughput:      x.OutputThroughput,
 		TotalTokenThroughput:  x.TotalTokenThroughput,
 		TTFT:                  reportSummary(x.TTFT),
@@ -54,6 +68,7 @@ func reportStep(st *Step) report.Step {
 		ITL:                   reportSummary(x.ITL),
 		E2EL:                  reportSummary(x.E2EL),
 		SendLag:               reportSummary(x.SendLag),
+		QueueTime:             reportSummary(x.QueueTime),
 		InputTokens:           report.TokenDist(x.InputTokens),
 		RequestedOutputTokens: report.TokenDist(x.RequestedOutputTokens),
 		OutputTokens:          report.TokenDist(x.OutputTokens),
@@ -109,23 +124,36 @@ func reportValue(f Figure) report.Value {
 }
 
 func reportServer(s ServerStats) report.Server {
-	q := func(l ServerLatency) report.Quantiles {
-		return report.Quantiles{P50: reportValue(l.P50MS), P90: reportValue(l.P90MS), P99: reportValue(l.P99MS)}
-	}
 	return report.Server{
-		Recorded:                s.Status == statusRecorded,
-		Reason:                  s.Reason,
-		PromptTokens:            reportValue(s.PromptTokens),
-		GenerationTokens:        reportValue(s.GenerationTokens),
-		Preemptions:             reportValue(s.Preemptions),
-		WarmupPrefixHitRate:     reportValue(s.WarmupPrefixCacheHitRate),
-		PrefixHitRate:           reportValue(s.PrefixCacheHitRate),
-		MaxRunning:              reportValue(s.MaxRunning),
-		MaxWaiting:              reportValue(s.MaxWaiting),
-		MaxKVCacheUsage:         reportValue(s.MaxKVCacheUsage),
-		TTFT:                    q(s.TTFT),
-		ITL:                     q(s.ITL),
-		E2EL:                    q(s.E2EL),
-		ClientMinusServerTTFTMS: reportValue(s.ClientMinusServerTTFTP50MS),
+		Recorded:                    s.Status == statusRecorded,
+		Reason:                      s.Reason,
+		PromptTokens:                reportValue(s.PromptTokens),
+		GenerationTokens:            reportValue(s.GenerationTokens),
+		Preemptions:                 reportValue(s.Preemptions),
+		WarmupPrefixHitRate:         reportValue(s.WarmupPrefixCacheHitRate),
+		PrefixHitRate:               reportValue(s.PrefixCacheHitRate),
+		MaxRunning:                  reportValue(s.MaxRunning),
+		MaxWaiting:                  reportValue(s.MaxWaiting),
+		MaxKVCacheUsage:             reportValue(s.MaxKVCacheUsage),
+		TTFT:                        reportQuantiles(s.TTFT),
+		ITL:                         reportQuantiles(s.ITL),
+		E2EL:                        reportQuantiles(s.E2EL),
+		QueueTime:                   reportQuantiles(s.QueueTime),
+		ClientMinusServerTTFTMeanMS: reportValue(s.ClientMinusServerTTFTMeanMS),
 	}
+}
+
+// reportQuantiles maps a server histogram: a quantile whose rank falls
+// into the first bucket is shown as "≤ first bound" (interpolating from 0
+// inside that bucket says nothing about the data).
+func reportQuantiles(l ServerLatency) report.Quantiles {
+	q := func(f Figure, p float64) report.Value {
+		v := reportValue(f)
+		if v.OK && l.FirstBucketCount.Known && l.FirstBucketLEMS.Known && l.Count.Known &&
+			l.FirstBucketCount.Value >= p*l.Count.Value {
+			return report.Value{V: l.FirstBucketLEMS.Value, OK: true, AtMost: true}
+		}
+		return v
+	}
+	return report.Quantiles{Mean: reportValue(l.MeanMS), P50: q(l.P50MS, 0.5), P90: q(l.P90MS, 0.9), P99: q(l.P99MS, 0.99)}
 }

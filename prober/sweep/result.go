@@ -24,6 +24,9 @@ type Step struct {
 	// concurrency; Round counts from 1.
 	Level float64 `json:"-"`
 	Round int     `json:"round"`
+	// Attempt counts the runs of this level and round from 1: the knee
+	// search reruns a level that came out invalid.
+	Attempt int `json:"attempt"`
 	// Mode is the step's load mode (ModeOpen, ModeClosed, ModeBoth,
 	// ModeBurst).
 	Mode string `json:"mode"`
@@ -126,12 +129,22 @@ func aggregate(label string, level float64, mode string, rounds []*Step, ratio f
 	// The knee compares the goodput ratio with the required ratio: Offered
 	// is the level scaled so that Goodput/Offered is the mean ratio.
 	l.Outcome = StepOutcome{
-		Level:      level,
-		Offered:    level,
-		Goodput:    l.GoodputRatio.Mean * level,
-		Throughput: spreadOf(ktp).Mean,
-		SLOHeld:    held,
-		Valid:      l.ValidRounds > 0 && !math.IsInf(level, 1),
+		Level:           level,
+		Offered:         level,
+		Goodput:         l.GoodputRatio.Mean * level,
+		Throughput:      spreadOf(ktp).Mean,
+		SLOHeld:         held,
+		Valid:           l.ValidRounds > 0 && !math.IsInf(level, 1),
+		MeasuredGoodput: l.Goodput.Mean,
+	}
+	if !l.Outcome.Valid && len(rounds) > 0 {
+		last := rounds[len(rounds)-1]
+		for i, f := range last.Validity.Flags {
+			l.Outcome.Invalid = append(l.Outcome.Invalid, f+": "+last.Validity.Reasons[i])
+		}
+		if math.IsInf(level, 1) {
+			l.Outcome.Invalid = append(l.Outcome.Invalid, "burst: rate inf is not an open loop")
+		}
 	}
 	if mode == ModeClosed {
 		l.Outcome.Offered = l.Throughput.Mean
@@ -173,6 +186,13 @@ type Result struct {
 	// Notes are sentences for the reader (warnings such as the burst
 	// warning, or why the knee could not be decided).
 	Notes []string
+	// Probe is the throughput probe that chose the adaptive search's first
+	// rate (nil when none ran); SearchEnd says why the search ended
+	// (SearchBracketed, SearchMaxSteps, ...; "" for a ladder).
+	Probe     *ThroughputProbe
+	SearchEnd string
+	// ReferenceCapacity is Config.ReferenceCapacity (0: not written).
+	ReferenceCapacity float64
 }
 
 // resultKeys returns every key result.json writes at the top level and in a
@@ -284,8 +304,11 @@ func (r *Result) StepJSON(s *Step) any {
 	}
 	o.add("output_throughput", st.OutputThroughput)
 	o.add("total_token_throughput", st.TotalTokenThroughput)
+	o.add("latencies", nonNilFloats(st.Latencies))
+	o.add("queue_times", nonNilFloats(st.QueueTimes))
 	o.add("max_output_tokens_per_s", st.MaxOutputTokensPerS)
 	o.add("max_concurrent_requests", st.MaxConcurrentRequests)
+	o.add("rtfx", 0.0)
 	metric := func(name string, l Latency) {
 		o.add("mean_"+name+"_ms", l.Mean)
 		o.add("median_"+name+"_ms", l.Median)
@@ -309,6 +332,7 @@ func (r *Result) StepJSON(s *Step) any {
 	// llmprobe extras.
 	o.add("step", s.Index)
 	o.add("round", s.Round)
+	o.add("attempt", max(s.Attempt, 1))
 	o.add("mode", s.Mode)
 	o.add("start", s.Start.UTC())
 	o.add("end", s.End.UTC())
@@ -320,6 +344,7 @@ func (r *Result) StepJSON(s *Step) any {
 	o.add("arrival_window_s", st.ArrivalWindow)
 	o.add("drain_corrected_duration_s", st.DrainCorrectedDuration)
 	o.add("goodput_ratio", st.GoodputRatio)
+	o.add("keep_up_pct", st.KeepUpPct())
 	o.add("knee_goodput", st.KneeGoodput)
 	o.add("knee_throughput", st.KneeThroughput)
 	o.add("good_completed", st.Good)
@@ -394,7 +419,19 @@ func (r *Result) top() object {
 	k.add("max_goodput_level", jsonRate(r.Knee.MaxGoodputLevel))
 	k.add("non_monotonic", r.Knee.NonMonotonic)
 	k.add("reason", r.Knee.Reason)
+	if r.SearchEnd != "" {
+		k.add("search_end", r.SearchEnd)
+	}
+	if r.Knee.Stop != "" {
+		k.add("search_stop", r.Knee.Stop)
+	}
+	if r.ReferenceCapacity > 0 {
+		k.add("reference_capacity", r.ReferenceCapacity)
+	}
 	o.add("knee", k)
+	if r.Probe != nil {
+		o.add("throughput_probe", r.Probe)
+	}
 	o.add("notes", nonNil(r.Notes))
 	levels := make([]any, 0, len(r.Levels))
 	for _, l := range r.Levels {
@@ -419,6 +456,13 @@ func (r *Result) top() object {
 	}
 	o.add("steps", steps)
 	return o
+}
+
+func nonNilFloats(s []float64) []float64 {
+	if s == nil {
+		return []float64{}
+	}
+	return s
 }
 
 func nonNil(s []string) []string {

@@ -25,6 +25,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/schedule"
+	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // Options are Run's collaborators. The zero value works: no logging, no
@@ -93,6 +94,15 @@ type runner struct {
 	current                              string    // the step running now, "3 (rate=8)"
 	levels                               []float64 // levels in first-run order
 	prompts                              *promptSource
+	modelInfo                            fingerprint.ModelInfo
+	search                               *SearchResult    // --rates auto: how the search ended
+	probe                                *ThroughputProbe // --rates auto: the throughput probe
+}
+
+// redact removes credentials from text that may quote a server (an error
+// message, a reason): fingerprint.RedactText plus the literal API key.
+func (r *runner) redact(s string) string {
+	return fingerprint.RedactSecrets(s, string(r.cfg.APIKey))
 }
 
 // Run executes the sweep cfg describes and writes its run directory. It
@@ -125,7 +135,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Outcome, error) {
 	start := now()
 	r.runID = strconv.FormatInt(start.UnixNano()%1e12, 36)
 	if err := r.preflight(ctx); err != nil {
-		return nil, err
+		return nil, r.redactErr(err)
 	}
 	run, err := artifacts.Create(cfg.OutDir, cfg.Name, start)
 	if err != nil {
@@ -154,26 +164,48 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Outcome, error) {
 	switch {
 	case complete:
 	case runErr != nil && ctx.Err() == nil:
-		reason = "failed: " + runErr.Error()
+		reason = "failed: " + r.redact(runErr.Error())
 	case r.current != "":
 		reason = "interrupted during step " + r.current
 	default:
 		reason = "interrupted before the first step"
 	}
 	if err := r.finish(res, complete, reason); err != nil {
-		return out, err
+		return out, r.redactErr(err)
 	}
 	if runErr != nil && ctx.Err() == nil {
-		return out, runErr
+		return out, r.redactErr(runErr)
 	}
 	return out, nil
 }
 
+// redactErr returns err with its text redacted (r.redact), keeping it
+// wrapped for errors.Is and errors.As.
+func (r *runner) redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if red := r.redact(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose message had credentials removed.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
 // abort finishes an incomplete run directory after a setup failure.
 func (r *runner) abort(out *Outcome, err error) (*Outcome, error) {
 	r.fp.End = time.Now().UTC()
-	ferr := r.run.Finish(artifacts.Manifest{Fingerprint: r.fp, InterruptedReason: "failed: " + err.Error()}, false)
-	return out, errors.Join(err, ferr)
+	ferr := r.run.Finish(artifacts.Manifest{Fingerprint: r.fp, InterruptedReason: "failed: " + r.redact(err.Error())}, false)
+	return out, r.redactErr(errors.Join(err, ferr))
 }
 
 // preflight checks the target before anything is created: /v1/models must
@@ -194,6 +226,9 @@ func (r *runner) preflight(ctx context.Context) error {
 	default:
 		r.model = c.Model
 	}
+	if err := r.checkContext(ctx); err != nil {
+		return err
+	}
 	r.metricsURL = c.MetricsURL
 	if r.metricsURL == "" {
 		r.metricsURL = strings.TrimSuffix(strings.TrimRight(c.Target, "/"), "/v1") + "/metrics"
@@ -201,8 +236,8 @@ func (r *runner) preflight(ctx context.Context) error {
 	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
 	switch {
 	case err != nil:
-		r.metricsReason = err.Error()
-		level.Warn(r.logger).Log("msg", "server /metrics not readable: snapshots, idle proofs and server-side figures will be not-recorded", "err", err)
+		r.metricsReason = r.redact(err.Error())
+		level.Warn(r.logger).Log("msg", "server /metrics not readable: snapshots, idle proofs and server-side figures will be not-recorded", "err", r.metricsReason)
 	default:
 		r.metricsOK = true
 		if _, known := scrape.Idle(snap); known {
@@ -227,6 +262,66 @@ func (r *runner) preflight(ctx context.Context) error {
 	}
 	r.client = cl
 	return nil
+}
+
+// checkContext reads the model's max_model_len (GET /v1/models, else the
+// max_model_len of a POST /tokenize answer) and refuses a workload whose
+// longest request (prefix + input + output tokens) does not fit, before any
+// run directory exists. An unknown max_model_len is not checked.
+func (r *runner) checkContext(ctx context.Context) error {
+	c := r.cfg
+	f := fingerprint.Fetcher{Client: r.http, BaseURL: c.Target, Header: r.authHeader()}
+	r.modelInfo = f.Model(ctx, r.model)
+	maxLen, source := r.modelInfo.MaxModelLen.Value, "GET /v1/models"
+	if !r.modelInfo.MaxModelLen.Recorded {
+		maxLen, source = 0, "POST /tokenize"
+		st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
+			BaseURL: c.Target, Model: r.model, Chat: c.API == "chat",
+			Client: &http.Client{Timeout: 10 * time.Second, Transport: r.http.Transport}, Header: r.authHeader(),
+		})
+		if err == nil {
+			if _, err := st.Count(ctx, "the"); err == nil {
+				maxLen = int64(st.MaxModelLen())
+			}
+		}
+	}
+	if maxLen <= 0 {
+		return nil
+	}
+	return checkFits(c, maxLen, source)
+}
+
+// checkFits returns a *FlagError naming the length flags when the longest
+// request of c's workload needs more than maxLen tokens.
+func checkFits(c Config, maxLen int64, source string) error {
+	w := c.Workload
+	in, err := workload.NewLengthSampler(w.InputTokens)
+	if err != nil {
+		return nil // Validate reports it
+	}
+	out, err := workload.NewLengthSampler(w.OutputTokens)
+	if err != nil {
+		return nil
+	}
+	_, inHi := in.Range()
+	_, outHi := out.Range()
+	need := int64(w.PrefixTokens) + int64(inHi) + int64(outHi)
+	if need <= maxLen {
+		return nil
+	}
+	if c.WorkloadSource != "" && c.WorkloadSource != "flags" {
+		return flagErr("workload", "the longest request of %s needs %d tokens (prefix %d + input up to %d + output up to %d), "+
+			"more than the model's max_model_len %d (from %s)", c.WorkloadSource, need, w.PrefixTokens, inHi, outHi, maxLen, source)
+	}
+	parts := fmt.Sprintf("--input-len %d + --output-len %d", inHi, outHi)
+	if w.PrefixTokens > 0 {
+		parts = fmt.Sprintf("--prefix-len %d + ", w.PrefixTokens) + parts
+	}
+	if w.InputTokens.Dist == workload.DistUniform {
+		parts += " at --range-ratio's upper end"
+	}
+	return flagErr("input-len", "%s = %d tokens per request, more than the model's max_model_len %d (from %s): lower them",
+		parts, need, maxLen, source)
 }
 
 func (r *runner) scrapeOpts() []scrape.Option {
@@ -292,7 +387,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	c := r.cfg
 	fp := fingerprint.New(r.opts.Args, start)
 	f := fingerprint.Fetcher{Client: r.http, BaseURL: c.Target, Header: r.authHeader()}
-	mi := f.Model(ctx, r.model)
+	mi := r.modelInfo
 	fp.Target.URL = fingerprint.RedactText(c.Target)
 	fp.Target.API = c.API
 	fp.Target.Model = r.model
@@ -312,6 +407,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 		Mode:           c.Mode(),
 		Arrival:        c.Arrival,
 		Burstiness:     c.Burstiness,
+		Unscaled:       c.Unscaled,
 		Concurrency:    c.Concurrency,
 		MaxConcurrency: c.MaxConcurrency,
 		NumPrompts:     c.NumPrompts,
@@ -319,6 +415,19 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 		Rounds:         c.Rounds,
 		Seed:           c.Seed,
 		Goodput:        sloMillis(c),
+		FreshPrefix:    c.FreshPrefix,
+		Validity:       r.validityFingerprint(),
+	}
+	if c.NumPrompts == 0 {
+		fp.Load.MinPrompts = c.MinPrompts
+	}
+	if c.Auto {
+		so := c.Search.withDefaults()
+		start := "probe"
+		if c.Search.Start > 0 {
+			start = fmtLevel(c.Search.Start)
+		}
+		fp.Load.Search = &fingerprint.Search{Start: start, MaxSteps: so.MaxSteps, Tolerance: so.Tolerance, Retries: so.Retries}
 	}
 	if c.Mode() == ModeClosed {
 		fp.Load.Arrival, fp.Load.Burstiness = "", 0
@@ -335,9 +444,29 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 		}
 	}
 	if len(c.Metadata) > 0 {
-		fp.Metadata = c.Metadata
+		fp.Metadata = fingerprint.RedactMetadata(c.Metadata)
 	}
 	r.fp = fp
+}
+
+// validityOptions returns the thresholds Judge uses for every step.
+func (r *runner) validityOptions() ValidityOptions {
+	v := r.cfg.Validity
+	if r.cfg.Embedded {
+		v.MaxClientCPU = -1
+	}
+	return v
+}
+
+func (r *runner) validityFingerprint() *fingerprint.Validity {
+	v := r.cfg.Validity.withDefaults()
+	return &fingerprint.Validity{
+		MaxSendLagMS: ms(v.MaxSendLag),
+		MaxClientCPU: v.MaxClientCPU,
+		CPUChecked:   r.validityOptions().withDefaults().MaxClientCPU > 0,
+		MaxErrorRate: v.MaxErrorRate,
+		GoodputRatio: DefaultGoodputRatio,
+	}
 }
 
 func sloMillis(c Config) map[string]float64 {
@@ -384,7 +513,31 @@ func (r *runner) runLevels(ctx context.Context) error {
 	c := r.cfg
 	if c.Auto {
 		opts := c.Search
-		_, err := Search(opts, func(rate float64) (StepOutcome, error) {
+		if opts.Start <= 0 {
+			r.probe = r.runProbe(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			switch {
+			case r.probe.EstimateReqPerS > 0:
+				opts.Start = roundRate(r.probe.EstimateReqPerS)
+				// The estimate is the saturated throughput: the knee is
+				// rarely more than a factor 1.4 away from it, so the
+				// search brackets with x/÷ sqrt 2 rather than 2, which
+				// saves a narrowing step in the common case.
+				if opts.Factor == 0 {
+					opts.Factor = ProbeSearchFactor
+				}
+			default:
+				opts.Start = DefaultAutoStart
+				level.Warn(r.logger).Log("msg", "throughput probe gave no estimate: the search starts at the default rate",
+					"start", opts.Start, "why", r.probe.Note)
+			}
+			r.probe.StartRate = opts.Start
+			level.Info(r.logger).Log("msg", "throughput probe done", "estimate_req_per_s", fmt.Sprintf("%.4g", r.probe.EstimateReqPerS),
+				"search_start", opts.Start, "note", r.probe.Note)
+		}
+		res, err := Search(opts, func(rate float64) (StepOutcome, error) {
 			if err := ctx.Err(); err != nil {
 				return StepOutcome{}, err
 			}
@@ -397,6 +550,10 @@ func (r *runner) runLevels(ctx context.Context) error {
 			}
 			return l.Outcome, nil
 		})
+		r.search = &res
+		if res.Stop != "" {
+			level.Warn(r.logger).Log("msg", "knee search stopped early", "why", res.Stop)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -420,9 +577,22 @@ func (r *runner) runLevels(ctx context.Context) error {
 	return nil
 }
 
-// runLevel runs every round of one level and aggregates them.
+// roundRate rounds a rate estimate to three significant digits, so the
+// first level of a search reads "rate=287" rather than "rate=286.9371".
+func roundRate(v float64) float64 {
+	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v))-2)
+	return math.Round(v/p) * p
+}
+
+// runLevel runs every round of one level and aggregates them. Running a
+// level again (the search reruns an invalid one) adds attempts to it.
 func (r *runner) runLevel(ctx context.Context, lv float64) (Level, error) {
-	r.levels = append(r.levels, lv)
+	if !slices.Contains(r.levels, lv) {
+		r.levels = append(r.levels, lv)
+	}
 	var rounds []*Step
 	for round := 1; round <= r.cfg.Rounds; round++ {
 		if ctx.Err() != nil && len(rounds) > 0 {
@@ -462,7 +632,16 @@ func (r *runner) levelLabel(lv float64) string {
 // and round, so a level's arrivals and prompts do not depend on the order in
 // which the search visits levels.
 func stepSeed(seed int64, lv float64, round int) uint64 {
+	return attemptSeed(seed, lv, round, 1)
+}
+
+// attemptSeed is stepSeed for the attempt-th run of a step (a rerun of an
+// invalid level draws new arrivals and prompts; attempt 1 is stepSeed).
+func attemptSeed(seed int64, lv float64, round, attempt int) uint64 {
 	x := uint64(seed) ^ math.Float64bits(lv)*0x9e3779b97f4a7c15 ^ uint64(round)*0xbf58476d1ce4e5b9
+	if attempt > 1 {
+		x ^= uint64(attempt-1) * 0xd6e8feb86659fd93
+	}
 	x ^= x >> 31
 	x *= 0x94d049bb133111eb
 	return x ^ x>>29
@@ -481,14 +660,23 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	if c.Rounds > 1 {
 		label += "/round=" + strconv.Itoa(round)
 	}
-	st := &Step{Index: idx, Label: label, Level: lv, Round: round, Mode: r.stepMode(lv), Warmups: c.Warmups}
+	attempt := 1
+	for _, s := range r.steps {
+		if s.Level == lv && s.Round == round {
+			attempt++
+		}
+	}
+	if attempt > 1 {
+		label += "/attempt=" + strconv.Itoa(attempt)
+	}
+	st := &Step{Index: idx, Label: label, Level: lv, Round: round, Attempt: attempt, Mode: r.stepMode(lv), Warmups: c.Warmups}
 	r.current = fmt.Sprintf("%d (%s)", idx, label)
 	if st.Mode == ModeClosed {
 		st.Concurrency = int(lv)
 	} else {
 		st.MaxConcurrency = c.MaxConcurrency
 	}
-	seed := stepSeed(c.Seed, lv, round)
+	seed := attemptSeed(c.Seed, lv, round, attempt)
 	logger := log.With(r.logger, "step", idx, "label", label)
 
 	// Items first (prompt building may call /tokenize): nothing of it may
@@ -497,7 +685,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	if err != nil {
 		return nil, err
 	}
-	items, err := r.prompts.items(ctx, seed, n, c.Warmups)
+	items, err := r.buildItems(ctx, seed, n, c.Warmups)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil
@@ -535,13 +723,13 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	cpu0, cpuOK := processCPU()
 	t0 := time.Now()
 	st.Start = t0.UTC()
-	recs, prompts := r.load(ctx, st, t0, seed, items.measured, n, byDuration)
+	recs, prompts := r.load(ctx, st, t0, seed, items.measured, n)
 	dur := time.Since(t0)
 	cpu1, cpuOK1 := processCPU()
 	st.End = time.Now().UTC()
 	if stopRec != nil {
 		if err := stopRec(); err != nil {
-			level.Warn(logger).Log("msg", "during-step scrapes incomplete", "err", err)
+			level.Warn(logger).Log("msg", "during-step scrapes incomplete", "err", r.redact(err.Error()))
 		}
 	}
 	st.Interrupted = ctx.Err() != nil
@@ -572,13 +760,9 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	if cpuOK && cpuOK1 && dur > 0 {
 		cores = float64(cpu1-cpu0) / float64(dur)
 	}
-	vopt := c.Validity
-	if c.Embedded {
-		vopt.MaxClientCPU = -1
-	}
-	st.Validity = Judge(st.Stats, cores, idle, st.Interrupted, vopt)
+	st.Validity = Judge(st.Stats, cores, idle, st.Interrupted, r.validityOptions())
 	r.steps = append(r.steps, st)
-	r.fp.Steps = append(r.fp.Steps, fingerprint.StepWindow{Index: idx, Label: label, Start: st.Start, End: st.End})
+	r.fp.Steps = append(r.fp.Steps, fingerprint.StepWindow{Index: idx, Label: label, Start: st.Start, End: st.End, Requests: st.Stats.Requests})
 	if err := r.writeRecords(st, recs, prompts); err != nil {
 		return st, err
 	}
@@ -602,10 +786,10 @@ func countText(n int) string {
 
 // plannedCount returns the number of requests a step will send, or -1 when
 // it is not known in advance (closed loop bounded by a duration), and
-// whether the step's arrival window is the duration. For an open loop
-// bounded by a duration it draws the step's arrival offsets with the seed
-// the scheduler will use, counts those within the duration and raises the
-// count to MinPrompts (the window then ends at the last arrival).
+// whether the step's arrival window is the duration (closed loop only). An
+// open loop sends --num-prompts, or round(rate x --duration) raised to
+// MinPrompts, on a schedule normalized as vllm bench serve's
+// (normalizedOffsets): its window ends at the last arrival, N / rate.
 func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, err error) {
 	c := r.cfg
 	if c.NumPrompts > 0 {
@@ -614,20 +798,11 @@ func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, er
 	if st.Mode == ModeClosed {
 		return -1, true, nil
 	}
-	proc, err := arrival.New(c.Arrival, st.Level, c.Burstiness, seed)
-	if err != nil {
-		return 0, false, err
+	x := math.Round(st.Level * c.Duration.Seconds())
+	if x > maxStepRequests {
+		return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, maxStepRequests)
 	}
-	for proc.Next() < c.Duration {
-		n++
-		if n > maxStepRequests {
-			return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, maxStepRequests)
-		}
-	}
-	if n < c.MinPrompts {
-		return c.MinPrompts, false, nil
-	}
-	return n, true, nil
+	return max(int(x), c.MinPrompts, 1), false, nil
 }
 
 // snapshot scrapes /metrics, appends it to w as the given phase and returns
@@ -642,7 +817,7 @@ func (r *runner) snapshot(ctx context.Context, st *Step, phase string, w *artifa
 	meta.Source = fingerprint.RedactText(r.metricsURL)
 	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
 	if err != nil {
-		meta.NotRecorded = err.Error()
+		meta.NotRecorded = r.redact(err.Error())
 		_ = w.WriteSnapshot(meta, nil)
 		return nil
 	}
@@ -688,7 +863,7 @@ func (r *runner) waitIdle(ctx context.Context, logger log.Logger) IdleProof {
 			}
 			p.Status, p.Reason = IdleNotIdle, fmt.Sprintf("running %g, waiting %g", p.Running, p.Waiting)
 		} else if p.Status != IdleNotIdle {
-			p.Status, p.Reason = IdleNotRecorded, err.Error()
+			p.Status, p.Reason = IdleNotRecorded, r.redact(err.Error())
 		}
 		if ctx.Err() != nil || !now.Before(deadline) {
 			if p.Status == IdleNotIdle {
@@ -759,7 +934,7 @@ func (r *runner) request(id string, it promptItem) client.Request {
 
 // load runs the step's schedule and returns its records in arrival order,
 // with their prompts when --save-prompts.
-func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, items *itemList, n int, byDuration bool) ([]prober.Record, []string) {
+func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, items *itemList, n int) ([]prober.Record, []string) {
 	c := r.cfg
 	sc := schedule.Config{Start: t0}
 	switch st.Mode {
@@ -768,26 +943,30 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 	case ModeBurst:
 		sc.Mode = schedule.Burst
 	default:
-		proc, err := arrival.New(c.Arrival, st.Level, c.Burstiness, seed)
-		if err != nil { // validated
-			panic(err)
+		if c.Unscaled {
+			proc, err := arrival.New(c.Arrival, st.Level, c.Burstiness, seed)
+			if err != nil { // validated
+				panic(err)
+			}
+			sc.Mode, sc.Process = schedule.Open, proc
+		} else {
+			offsets, err := normalizedOffsets(c.Arrival, st.Level, c.Burstiness, seed, n)
+			if err != nil { // validated
+				panic(err)
+			}
+			sc.Mode, sc.Process = schedule.Open, &offsetProcess{offsets: offsets}
 		}
-		sc.Mode, sc.Process = schedule.Open, proc
 		if c.MaxConcurrency > 0 {
 			sc.MaxConcurrency, sc.OnFull = c.MaxConcurrency, schedule.Wait
 		}
 	}
 	switch {
 	case n >= 0:
-		// Open loop and burst: exactly the planned arrivals (for a duration
-		// bound, those drawn within it, or MinPrompts).
+		// Open loop and burst: exactly the planned arrivals.
 		sc.Count = int64(n)
 	case c.NumPrompts > 0:
 		sc.Count = int64(c.NumPrompts)
 	default:
-		sc.Duration = c.Duration
-	}
-	if byDuration && st.Mode != ModeClosed {
 		sc.Duration = c.Duration
 	}
 	var prog *report.Progress
@@ -819,10 +998,9 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 		} else {
 			r.client.Do(ctx, r.request(rec.RequestID, it), &rec)
 		}
-		prompt := ""
-		if c.SavePrompts {
-			prompt = it.Prompt
-		}
+		// The prompt is kept (shared, not copied) to cut it out of error
+		// messages; it is written only with --save-prompts.
+		prompt := it.Prompt
 		mu.Lock()
 		got = append(got, indexed{i, rec, prompt})
 		mu.Unlock()
@@ -834,7 +1012,7 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 		panic(err)
 	}
 	if _, err := sched.Run(ctx); err != nil {
-		level.Error(r.logger).Log("msg", "schedule", "err", err)
+		level.Error(r.logger).Log("msg", "schedule", "err", r.redact(err.Error()))
 	}
 	if prog != nil {
 		prog.Finish()
@@ -844,9 +1022,7 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 	var prompts []string
 	for k := range got {
 		out[k] = got[k].rec
-		if c.SavePrompts {
-			prompts = append(prompts, got[k].prompt)
-		}
+		prompts = append(prompts, got[k].prompt)
 	}
 	return out, prompts
 }
@@ -870,19 +1046,34 @@ type errorLine struct {
 	Message    string    `json:"message,omitempty"`
 }
 
+// writeRecords appends a step's records (and errors) to records.jsonl and
+// errors-redacted.jsonl. Error messages lose credentials (r.redact) and,
+// without --save-prompts, any piece of the request's prompt a server
+// echoed (scrubPrompt).
 func (r *runner) writeRecords(st *Step, recs []prober.Record, prompts []string) error {
 	for i := range recs {
 		rec := &recs[i]
-		line := recordLine{Step: st.Index, Round: st.Round, Record: rec}
+		prompt := ""
 		if i < len(prompts) {
-			line.Prompt = prompts[i]
+			prompt = prompts[i]
+		}
+		if rec.ErrorMessage != "" {
+			msg := r.redact(rec.ErrorMessage)
+			if !r.cfg.SavePrompts {
+				msg = scrubPrompt(msg, prompt)
+			}
+			rec.ErrorMessage = msg
+		}
+		line := recordLine{Step: st.Index, Round: st.Round, Record: rec}
+		if r.cfg.SavePrompts {
+			line.Prompt = prompt
 		}
 		if err := r.records.WriteLine(line); err != nil {
 			return err
 		}
 		if !rec.OK() {
 			el := errorLine{Step: st.Index, Label: st.Label, RequestID: rec.RequestID, Time: rec.WallStart.UTC(),
-				Error: string(rec.Error), HTTPStatus: rec.HTTPStatus, Message: fingerprint.RedactText(rec.ErrorMessage)}
+				Error: string(rec.Error), HTTPStatus: rec.HTTPStatus, Message: rec.ErrorMessage}
 			if err := r.errs.WriteLine(el); err != nil {
 				return err
 			}
@@ -948,8 +1139,19 @@ func (r *runner) result(complete bool) *Result {
 		return 0
 	})
 	res.Knee = LadderKnee(outcomes, DefaultGoodputRatio)
+	res.Probe = r.probe
+	if c.Mode() != ModeClosed {
+		res.ReferenceCapacity = c.ReferenceCapacity
+	}
+	if r.search != nil {
+		res.Knee.Stop = r.search.Stop
+		res.SearchEnd = r.search.End
+	}
 	if len(c.Concurrency) == 0 {
-		res.Notes = append(res.Notes, "goodput in the tables and plots is the knee's figure: the fraction of a step's requests that were good, times its arrival window over the time the server needed to finish them (less one unloaded request latency), times the requested rate. It removes the noise of a finite random arrival sample and the last requests' own latency; result.json keeps vllm bench serve's request_goodput (good requests / duration) beside it.")
+		res.Notes = append(res.Notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+
+			"drain included, so it never exceeds what the server served. keep-up % is the knee's criterion (result.json goodput_ratio, "+
+			"capped at 100 % for display): the fraction of the step's requests that were good, times its arrival window over the time "+
+			"the server needed to finish them less one unloaded request latency; a level keeps up at 90 % or more.")
 	}
 	if c.HasBurst() {
 		res.Notes = append(res.Notes, "rate inf is a burst, not an open loop: every request of the step was sent at once, so its latencies include queueing behind the whole burst; it is not used for the knee.")
@@ -962,10 +1164,34 @@ func (r *runner) result(complete bool) *Result {
 	} else if !r.idleKnown {
 		res.Notes = append(res.Notes, "the server's /metrics has no vllm:num_requests_running/waiting: idle proofs are not-recorded.")
 	}
-	if c.Auto && len(r.steps) > 0 && !res.Knee.Found && complete {
-		res.Notes = append(res.Notes, "the adaptive search did not bracket the knee within --auto-max-steps levels.")
+	if r.probe != nil {
+		res.Notes = append(res.Notes, r.probeNote())
+	}
+	if r.search != nil && complete {
+		switch r.search.End {
+		case SearchMaxSteps, SearchInvalid:
+			res.Notes = append(res.Notes, "the adaptive search stopped early: "+r.search.Stop+".")
+		}
 	}
 	return res
+}
+
+// probeNote describes the throughput probe in one sentence.
+func (r *runner) probeNote() string {
+	p := r.probe
+	if p.EstimateReqPerS <= 0 {
+		return fmt.Sprintf("the throughput probe gave no estimate (%s); the search started at %s req/s.", p.Note, fmtLevel(p.StartRate))
+	}
+	return fmt.Sprintf("before the search, a closed-loop throughput probe (concurrency %s, %s each) estimated the capacity at %s req/s (%s); the search started there and stepped by a factor sqrt 2 to bracket the knee.",
+		probeLevelsText(p.Levels), ProbeDuration, fmtLevel(roundRate(p.EstimateReqPerS)), p.Note)
+}
+
+func probeLevelsText(ls []ProbeLevel) string {
+	var parts []string
+	for _, l := range ls {
+		parts = append(parts, strconv.Itoa(l.Concurrency))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // finish writes result.json, analysis.md with its plots, prints the table

@@ -6,13 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -202,6 +205,15 @@ func TestRunLadderArtifacts(t *testing.T) {
 		fp.Workload.SHA256 == "not-recorded" || fp.Load.Mode != ModeOpen || fp.Target.EngineConfig == nil {
 		t.Errorf("fingerprint incomplete: %+v", fp)
 	}
+	if v := fp.Load.Validity; v == nil || v.MaxSendLagMS != 100 || v.MaxErrorRate != DefaultMaxErrorRate || v.CPUChecked || v.GoodputRatio != DefaultGoodputRatio {
+		t.Errorf("fingerprint validity thresholds %+v", v)
+	}
+	if fp.Steps[0].Requests != 20 || fp.Steps[1].Requests != 20 || fp.Load.Search != nil {
+		t.Errorf("fingerprint steps %+v search %+v", fp.Steps, fp.Load.Search)
+	}
+	if mb := readFile(t, out.Dir, artifacts.ManifestFile); !strings.Contains(mb, `"fresh_prefix": false`) {
+		t.Error("manifest lacks load.fresh_prefix")
+	}
 
 	recs := readRecords(t, out.Dir)
 	if len(recs) != 40 {
@@ -225,10 +237,23 @@ func TestRunLadderArtifacts(t *testing.T) {
 		"max_output_tokens_per_s", "max_concurrent_requests", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
 		"p99.9_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "p99_itl_ms", "mean_e2el_ms", "p99_e2el_ms",
 		"achieved_request_rate", "offered_request_rate", "goodput_ratio", "server", "validity", "token_distributions",
-		"finish_reasons", "failed_by_class", "p99_reliability"} {
+		"finish_reasons", "failed_by_class", "p99_reliability", "latencies", "queue_times", "rtfx", "keep_up_pct", "attempt"} {
 		if _, ok := s0[k]; !ok {
 			t.Errorf("step lacks key %q", k)
 		}
+	}
+	// vLLM's non-detailed per-request arrays, in seconds, and rtfx (audio
+	// only) as 0.
+	if l, q := s0["latencies"].([]any), s0["queue_times"].([]any); len(l) != 20 || len(q) != 20 || l[0].(float64) <= 0 || l[0].(float64) > 30 {
+		t.Errorf("latencies %v queue_times %v", s0["latencies"], s0["queue_times"])
+	}
+	if s0["rtfx"].(float64) != 0 || s0["keep_up_pct"].(float64) > 100 {
+		t.Errorf("rtfx %v keep_up_pct %v", s0["rtfx"], s0["keep_up_pct"])
+	}
+	// The schedule is normalized as vllm bench serve's: the step offers
+	// exactly its rate.
+	if s0["offered_request_rate"].(float64) != 20 || s0["arrival_window_s"].(float64) != 1 {
+		t.Errorf("offered %v over %v s, want 20 req/s over 1 s", s0["offered_request_rate"], s0["arrival_window_s"])
 	}
 	if s0["completed"].(float64) != 20 || s0["total_input_tokens"].(float64) != 640 || s0["request_rate"].(float64) != 20 {
 		t.Errorf("step 0: completed %v input %v rate %v", s0["completed"], s0["total_input_tokens"], s0["request_rate"])
@@ -275,10 +300,10 @@ func readFile(t *testing.T, dir, name string) string {
 }
 
 // TestRunAutoKnee runs --rates auto against a simulator whose capacity is
-// known from its parameters: the knee must land within ±10 % of it in at
-// most 8 steps. Constant arrivals keep the offered rate exact, and the TTFT
-// SLO (five times the unloaded TTFT) catches the queue that builds as soon
-// as the rate passes the capacity.
+// known from its parameters: a throughput probe estimates it, and the knee
+// must land within ±10 % of it in at most 8 steps. Constant arrivals keep
+// the offered rate exact, and the TTFT SLO (five times the unloaded TTFT)
+// catches the queue that builds as soon as the rate passes the capacity.
 func TestRunAutoKnee(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 20 s of load")
@@ -312,7 +337,25 @@ func TestRunAutoKnee(t *testing.T) {
 	if n := len(res.Result.Steps); n > 8 {
 		t.Errorf("%d steps, want <= 8", n)
 	}
-	verifyClean(t, res.Dir)
+	if res.Result.SearchEnd != SearchBracketed || strings.Contains(strings.Join(res.Result.Notes, " "), "stopped early") {
+		t.Errorf("search end %q, notes %v", res.Result.SearchEnd, res.Result.Notes)
+	}
+	// The search started from the throughput probe's estimate.
+	p := res.Result.Probe
+	if p == nil || p.EstimateReqPerS < capacity/2 || p.EstimateReqPerS > 2*capacity || p.StartRate != roundRate(p.EstimateReqPerS) ||
+		res.Result.Steps[0].Level != p.StartRate || len(p.Levels) == 0 {
+		t.Errorf("throughput probe %+v", p)
+	}
+	if _, ok := readResult(t, res.Dir)["throughput_probe"]; !ok {
+		t.Error("result.json lacks throughput_probe")
+	}
+	if !strings.Contains(readFile(t, res.Dir, artifacts.AnalysisFile), "### Throughput probe") {
+		t.Error("analysis.md lacks the throughput probe")
+	}
+	m := verifyClean(t, res.Dir)
+	if m.Fingerprint.Load.Search == nil || m.Fingerprint.Load.Search.Start != "probe" {
+		t.Errorf("fingerprint search %+v", m.Fingerprint.Load.Search)
+	}
 }
 
 func TestRunClosedLoop(t *testing.T) {
@@ -484,6 +527,10 @@ func TestRunServerMetrics(t *testing.T) {
 				if !strings.Contains(string(b), `"prompt_tokens":"not-recorded"`) {
 					t.Errorf("server figures not marked not-recorded: %s", b)
 				}
+				idle := readResult(t, res.Dir)["steps"].([]any)[0].(map[string]any)["validity"].(map[string]any)["idle"].(map[string]any)
+				if _, ok := idle["running"]; ok || idle["status"] != IdleNotRecorded {
+					t.Errorf("a not-recorded idle proof writes values: %v", idle)
+				}
 				if !strings.Contains(readFile(t, res.Dir, artifacts.MetricsBeforeFile), `"not_recorded"`) {
 					t.Error("metrics-before.txt does not say not-recorded")
 				}
@@ -609,21 +656,39 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A /v1/models without vLLM's max_model_len: the length check falls
+	// back to /tokenize's.
+	bareModels := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"llmprobe-sim","object":"model"}]}`))
+	}
 	tests := []struct {
-		name    string
-		setup   func(c *Config)
-		wantErr error
-		wantMsg string
+		name     string
+		setup    func(c *Config)
+		models   http.HandlerFunc
+		wantErr  error
+		wantMsg  string
+		wantFlag bool
 	}{
 		{name: "unreachable target", setup: func(c *Config) { c.Target = dead }, wantErr: ErrUnreachable, wantMsg: "connection refused"},
+		{name: "longer than max_model_len", setup: func(c *Config) {
+			c.Workload = workload.Spec{InputTokens: workload.Fixed(8000), OutputTokens: workload.Fixed(100), PrefixTokens: 100}
+		}, wantFlag: true, wantMsg: "--input-len: --prefix-len 100 + --input-len 8000 + --output-len 100 = 8200 tokens per request, more than the model's max_model_len 8192 (from GET /v1/models)"},
+		{name: "longer than /tokenize's max_model_len", models: bareModels, setup: func(c *Config) {
+			c.Workload = workload.Spec{InputTokens: workload.Fixed(9000), OutputTokens: workload.Fixed(1)}
+		}, wantFlag: true, wantMsg: "max_model_len 8192 (from POST /tokenize)"},
 		{name: "unknown model", setup: func(c *Config) { c.Model = "gpt-9" }, wantMsg: `model "gpt-9" is not served`},
 		{name: "out dir is a file", setup: func(c *Config) { c.OutDir = filepath.Join(notDir, "runs") }, wantErr: artifacts.ErrUnwritable},
-		{name: "invalid config", setup: func(c *Config) { c.Rates = []float64{0} }, wantMsg: "--rates: rate must be > 0"},
+		{name: "invalid config", setup: func(c *Config) { c.Rates = []float64{0} }, wantMsg: "--rates: rate must be > 0", wantFlag: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t, url)
 			tt.setup(&cfg)
+			if tt.models != nil {
+				h.override["/v1/models"] = tt.models
+				defer delete(h.override, "/v1/models")
+			}
 			before := h.gen.Load()
 			res, err := Run(context.Background(), cfg, testOptions(t))
 			if err == nil || res != nil {
@@ -635,6 +700,9 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("err = %q, want it to contain %q", err, tt.wantMsg)
 			}
+			if IsFlagError(err) != tt.wantFlag {
+				t.Errorf("flag error %v, want %v (%v)", IsFlagError(err), tt.wantFlag, err)
+			}
 			if n := h.gen.Load() - before; n != 0 {
 				t.Errorf("%d generation requests sent before failing", n)
 			}
@@ -642,5 +710,211 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 				t.Errorf("out dir holds %d entries", len(entries))
 			}
 		})
+	}
+}
+
+// allFiles returns the content of every file of a run directory, by name.
+func allFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		out[e.Name()] = readFile(t, dir, e.Name())
+	}
+	return out
+}
+
+func TestRunRedactsSecrets(t *testing.T) {
+	// An opaque key: only the literal replacement can catch it.
+	const key = "opaque-key-0123456789"
+	t.Run("a server echoing the credentials in an error", func(t *testing.T) {
+		url, h := startWrapped(t, fastSim(), nil)
+		h.override["/tokenize"] = func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":{"message":"rejected Authorization: %s; key %s is unknown"}}`, r.Header.Get("Authorization"), key)
+		}
+		cfg := testConfig(t, url)
+		cfg.APIKey = key
+		out, err := Run(context.Background(), cfg, testOptions(t))
+		if err == nil || out == nil || out.Dir == "" {
+			t.Fatalf("Run = %+v, %v; want a failed run directory", out, err)
+		}
+		if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "<redacted>") {
+			t.Errorf("error not redacted: %v", err)
+		}
+		m := verifyClean(t, out.Dir)
+		if m.Complete || !strings.Contains(m.InterruptedReason, "401") || !strings.Contains(m.InterruptedReason, "<redacted>") {
+			t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
+		}
+		for name, content := range allFiles(t, out.Dir) {
+			if strings.Contains(content, key) {
+				t.Errorf("%s holds the API key", name)
+			}
+		}
+	})
+	t.Run("secret metadata values", func(t *testing.T) {
+		url, _ := simtest.Start(t, fastSim())
+		cfg := testConfig(t, url)
+		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
+		md, err := ParseMetadata([]string{"hf_token=abcdef123", "note=Bearer sk-abcdefgh", "gpu=h100"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Metadata = md
+		out, err := Run(context.Background(), cfg, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, out.Dir)
+		for name, content := range allFiles(t, out.Dir) {
+			if strings.Contains(content, "abcdef123") || strings.Contains(content, "sk-abcdefgh") {
+				t.Errorf("%s holds a secret metadata value", name)
+			}
+		}
+		if r := readResult(t, out.Dir); r["hf_token"] != "<redacted>" || r["gpu"] != "h100" {
+			t.Errorf("result.json metadata hf_token=%v gpu=%v", r["hf_token"], r["gpu"])
+		}
+	})
+}
+
+func TestRunScrubsPromptEcho(t *testing.T) {
+	url, h := startWrapped(t, fastSim(), nil)
+	var mu sync.Mutex
+	var prompts []string
+	h.override["/v1/completions"] = func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Prompt string `json:"prompt"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		prompts = append(prompts, req.Prompt)
+		mu.Unlock()
+		// A piece from the middle: the client itself cuts echoes of the
+		// prompt's start and end.
+		echo := req.Prompt[len(req.Prompt)/4 : len(req.Prompt)/2]
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "cannot serve prompt '" + echo + "': bad request"}})
+		_, _ = w.Write(b)
+	}
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
+	cfg.Workload.InputTokens = workload.Fixed(200)
+	out, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyClean(t, out.Dir)
+	recs := readFile(t, out.Dir, artifacts.RecordsFile)
+	errs := readFile(t, out.Dir, artifacts.ErrorsFile)
+	if !strings.Contains(errs, PromptEcho) || !strings.Contains(recs, PromptEcho) || !strings.Contains(errs, "cannot serve prompt") {
+		t.Errorf("the echo was not replaced:\n%s", errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(prompts) < 5 {
+		t.Fatalf("server saw %d prompts", len(prompts))
+	}
+	for _, p := range prompts {
+		piece := p[len(p)/4+5 : len(p)/4+25]
+		if strings.Contains(recs, piece) || strings.Contains(errs, piece) {
+			t.Errorf("prompt text %q written without --save-prompts", piece)
+		}
+	}
+}
+
+func TestScrubPrompt(t *testing.T) {
+	prompt := "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
+	tests := []struct {
+		name, msg, want string
+	}{
+		{"no echo", "HTTP 400: too long", "HTTP 400: too long"},
+		{"a whole echo", "bad prompt '" + prompt + "'", "bad prompt '" + PromptEcho + "'"},
+		{"a piece of 17 characters", "[charlie delta ech]", "[" + PromptEcho + "]"},
+		{"16 characters stay", "[charlie delta ec]", "[charlie delta ec]"},
+		{"two pieces", "[alpha bravo charlie] and [golf hotel india juliet]", "[" + PromptEcho + "] and [" + PromptEcho + "]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := scrubPrompt(tt.msg, prompt); got != tt.want {
+				t.Errorf("scrubPrompt(%q) = %q, want %q", tt.msg, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunSearchRerunsInvalid makes the first attempt at a level invalid
+// (the server reads busy while the first step waits for idleness): the
+// search reruns the level, and the rerun counts for the knee.
+func TestRunSearchRerunsInvalid(t *testing.T) {
+	url, h := startWrapped(t, fastSim(), nil)
+	sim := h.next
+	h.override["/metrics"] = func(w http.ResponseWriter, r *http.Request) {
+		// Busy between the first step's warmup and its load (one
+		// generation request seen so far), idle (the simulator's own
+		// metrics) otherwise.
+		if h.gen.Load() == 1 {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			_, _ = w.Write([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\"} 3\n" +
+				"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{engine=\"0\"} 0\n"))
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.Auto, cfg.RatesText = nil, true, "auto"
+	cfg.Search = SearchOptions{Start: 40, MaxSteps: 2}
+	cfg.IdleTimeout = 300 * time.Millisecond
+	out, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := out.Result.Steps
+	if len(steps) != 2 {
+		t.Fatalf("%d steps, want 2", len(steps))
+	}
+	if steps[0].Validity.Valid || steps[0].Attempt != 1 || !slices.Contains(steps[0].Validity.Flags, FlagNotIdle) {
+		t.Errorf("step 0: valid %v attempt %d flags %v", steps[0].Validity.Valid, steps[0].Attempt, steps[0].Validity.Flags)
+	}
+	if !steps[1].Validity.Valid || steps[1].Attempt != 2 || steps[1].Level != 40 || steps[1].Label != "rate=40/attempt=2" {
+		t.Errorf("step 1: valid %v attempt %d level %v label %q", steps[1].Validity.Valid, steps[1].Attempt, steps[1].Level, steps[1].Label)
+	}
+	if len(out.Result.Levels) != 1 || out.Result.Levels[0].ValidRounds != 1 || !out.Result.Levels[0].Passes {
+		t.Errorf("levels %+v", out.Result.Levels)
+	}
+	if out.Result.SearchEnd != SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
+		t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
+	}
+	if k := out.Result.Knee; k.Level != 40 || k.Found {
+		t.Errorf("knee %+v", k)
+	}
+	m := verifyClean(t, out.Dir)
+	if s := m.Fingerprint.Load.Search; s == nil || s.Start != "40" || s.MaxSteps != 2 || s.Retries != DefaultSearchRetries {
+		t.Errorf("fingerprint search %+v", s)
+	}
+}
+
+func TestRunUnscaledArrivals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a sweep")
+	}
+	url, _ := simtest.Start(t, fastSim())
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText = []float64{40}, "40"
+	cfg.Unscaled = true
+	out, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Result.Steps) != 1 || out.Result.Steps[0].Stats.Completed != 20 {
+		t.Fatalf("want one step of 20 completed requests, got %+v", out.Result.Steps)
+	}
+	m := verifyClean(t, out.Dir)
+	if !m.Fingerprint.Load.Unscaled {
+		t.Error("the manifest does not record unscaled arrivals")
 	}
 }

@@ -50,12 +50,21 @@ func (f *Figure) UnmarshalJSON(b []byte) error {
 // ServerLatency is a server-side latency histogram over one step (the delta
 // of the after and before snapshots), in milliseconds, with quantiles
 // estimated as Prometheus' histogram_quantile does.
+//
+// FirstBucketLEMS is the upper bound of the histogram's first bucket and
+// FirstBucketCount the observations in it: a quantile whose rank falls there
+// (FirstBucketCount >= q*Count) is only known to be at most that bound;
+// histogram_quantile's interpolation from 0 inside the bucket is not data
+// (a queue time whose mean is 0.02 ms reads p50 150 ms with a 300 ms first
+// bucket). analysis.md shows such quantiles as "≤ bound".
 type ServerLatency struct {
-	Count  Figure `json:"count"`
-	MeanMS Figure `json:"mean_ms"`
-	P50MS  Figure `json:"p50_ms"`
-	P90MS  Figure `json:"p90_ms"`
-	P99MS  Figure `json:"p99_ms"`
+	Count            Figure `json:"count"`
+	MeanMS           Figure `json:"mean_ms"`
+	P50MS            Figure `json:"p50_ms"`
+	P90MS            Figure `json:"p90_ms"`
+	P99MS            Figure `json:"p99_ms"`
+	FirstBucketLEMS  Figure `json:"first_bucket_le_ms"`
+	FirstBucketCount Figure `json:"first_bucket_count"`
 }
 
 // ServerStats are a step's server-side figures, read from the target's
@@ -95,10 +104,11 @@ type ServerStats struct {
 	TPOT      ServerLatency `json:"tpot"`
 	E2EL      ServerLatency `json:"e2el"`
 	QueueTime ServerLatency `json:"queue_time"`
-	// ClientMinusServerTTFTMeanMS and ...P50MS are the client's TTFT minus
-	// the server's (mean and median): the network and front-end share.
+	// ClientMinusServerTTFTMeanMS is the client's mean TTFT minus the
+	// server's (exact: the histogram's sum / count): the network and
+	// front-end share. There is no median difference: the server's median
+	// is interpolated within a bucket, so the difference would be noise.
 	ClientMinusServerTTFTMeanMS Figure `json:"client_minus_server_ttft_mean_ms"`
-	ClientMinusServerTTFTP50MS  Figure `json:"client_minus_server_ttft_p50_ms"`
 }
 
 // vLLM metric names read for server-side deltas (vllm-reference.md §2).
@@ -183,9 +193,6 @@ func computeServerStats(preWarmup, before, after *scrape.Snapshot, maxima map[st
 	if client.N > 0 && s.TTFT.MeanMS.Known {
 		s.ClientMinusServerTTFTMeanMS = Figure{Value: client.Mean - s.TTFT.MeanMS.Value, Known: true}
 	}
-	if client.N > 0 && s.TTFT.P50MS.Known {
-		s.ClientMinusServerTTFTP50MS = Figure{Value: client.P50 - s.TTFT.P50MS.Value, Known: true}
-	}
 	return s
 }
 
@@ -193,6 +200,10 @@ func serverLatency(h *scrape.Histogram) ServerLatency {
 	l := ServerLatency{Count: Figure{Value: h.Count(), Known: true}}
 	if h.Count() <= 0 {
 		return l
+	}
+	if len(h.Buckets) > 0 && !math.IsInf(h.Buckets[0].UpperBound, 1) {
+		l.FirstBucketLEMS = knownFigure(1000*h.Buckets[0].UpperBound, true)
+		l.FirstBucketCount = knownFigure(h.Buckets[0].Count, true)
 	}
 	l.MeanMS = knownFigure(1000*h.Mean(), true)
 	l.P50MS = knownFigure(1000*h.Quantile(0.5), true)

@@ -170,6 +170,16 @@ type Stats struct {
 	// true when all hold (and without SLOs).
 	SLOChecks []SLOCheck `json:"slo_checks,omitempty"`
 	SLOHeld   bool       `json:"slo_held"`
+
+	// Latencies and QueueTimes are vllm bench serve's per-request arrays
+	// in arrival order, in seconds: E2E (0 for a failed request, as vLLM
+	// writes it) and the client queue time (the wait for a concurrency
+	// slot; 0 for a failed request).
+	Latencies  []float64 `json:"-"`
+	QueueTimes []float64 `json:"-"`
+
+	// sendLagsMS is every request's send lag, for Judge.
+	sendLagsMS []float64
 }
 
 // ComputeStats computes a step's statistics from its records. It does not
@@ -187,10 +197,19 @@ func ComputeStats(recs []prober.Record, o StatsOptions) Stats {
 	var ttft, ttftText, tpot, itl, e2el, e2elSched, lag, queue []float64
 	var inLens, reqOut, outLens []float64
 	var scheduled, sent []time.Time
+	s.Latencies = make([]float64, 0, len(recs))
+	s.QueueTimes = make([]float64, 0, len(recs))
 	for i := range recs {
 		r := &recs[i]
 		lag = append(lag, ms(max(r.SendLag-r.QueueWait, 0)))
 		queue = append(queue, ms(r.QueueWait))
+		if r.OK() {
+			s.Latencies = append(s.Latencies, r.E2E.Seconds())
+			s.QueueTimes = append(s.QueueTimes, r.QueueWait.Seconds())
+		} else {
+			s.Latencies = append(s.Latencies, 0)
+			s.QueueTimes = append(s.QueueTimes, 0)
+		}
 		if !r.Scheduled.IsZero() {
 			scheduled = append(scheduled, r.Scheduled)
 		}
@@ -260,6 +279,7 @@ func ComputeStats(recs []prober.Record, o StatsOptions) Stats {
 	}
 	s.TTFT, s.TPOT, s.ITL, s.E2EL = lat(ttft), lat(tpot), lat(itl), lat(e2el)
 	s.TTFTText, s.SendLag, s.QueueTime, s.E2ELFromScheduled = lat(ttftText), lat(lag), lat(queue), lat(e2elSched)
+	s.sendLagsMS = lag
 
 	s.ScheduledRate = spanRate(scheduled)
 	s.AchievedRate = spanRate(sent)
@@ -284,6 +304,11 @@ func ComputeStats(recs []prober.Record, o StatsOptions) Stats {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// KeepUpPct is the knee's keep-up criterion for people: GoodputRatio in
+// percent, capped at 100 (a ratio above 1 is arrival-sample noise, not a
+// server doing more than it was asked).
+func (s *Stats) KeepUpPct() float64 { return 100 * math.Min(s.GoodputRatio, 1) }
 
 // kneeFigures fills ArrivalWindow, OfferedRate, DrainCorrectedDuration,
 // GoodputRatio, KneeGoodput and KneeThroughput.

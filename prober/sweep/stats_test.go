@@ -53,6 +53,15 @@ func TestComputeStats(t *testing.T) {
 	}{
 		{"duration", s.Duration, 4},
 		{"requests", float64(s.Requests), 5},
+		// vLLM's latencies and queue_times arrays: seconds, failed
+		// requests 0.
+		{"latencies[0]", s.Latencies[0], 0.18},
+		{"latencies[1]", s.Latencies[1], 0.3},
+		{"latencies[2]", s.Latencies[2], 0.05},
+		{"latencies[3]", s.Latencies[3], 0},
+		{"latencies[4]", s.Latencies[4], 0},
+		{"queue_times[0]", s.QueueTimes[0], 0},
+		{"len(queue_times)", float64(len(s.QueueTimes)), 5},
 		{"completed", float64(s.Completed), 3},
 		{"failed", float64(s.Failed), 2},
 		{"error_rate", s.ErrorRate, 0.4},

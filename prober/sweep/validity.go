@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -52,6 +53,24 @@ type IdleProof struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// MarshalJSON writes the proof; running and waiting are left out when the
+// status is not-recorded (nothing was read, so there is no value, not 0).
+func (p IdleProof) MarshalJSON() ([]byte, error) {
+	type proof struct {
+		Status  string    `json:"status"`
+		Running *float64  `json:"running,omitempty"`
+		Waiting *float64  `json:"waiting,omitempty"`
+		Waited  float64   `json:"waited_s"`
+		At      time.Time `json:"at,omitzero"`
+		Reason  string    `json:"reason,omitempty"`
+	}
+	out := proof{Status: p.Status, Waited: p.Waited, At: p.At, Reason: p.Reason}
+	if p.Status != IdleNotRecorded {
+		out.Running, out.Waiting = &p.Running, &p.Waiting
+	}
+	return json.Marshal(out)
+}
+
 // ValidityOptions holds the validity thresholds. Zero fields take the
 // defaults; a negative MaxClientCPU disables the CPU check (the prober
 // shares its process with the embedded simulator).
@@ -89,8 +108,10 @@ type Validity struct {
 	Flags []string `json:"flags"`
 	// Reasons explains each flag, in the same order.
 	Reasons []string `json:"reasons"`
-	// SendLagP99MS is the client send-lag p99 in milliseconds.
-	SendLagP99MS float64 `json:"send_lag_p99_ms"`
+	// SendLagP99MS is the client send-lag p99 in milliseconds and
+	// SendsOverLimit the number of sends later than the limit.
+	SendLagP99MS   float64 `json:"send_lag_p99_ms"`
+	SendsOverLimit int     `json:"sends_over_send_lag_limit"`
 	// ClientCPU is the process CPU use over the step in cores; negative
 	// when not measured.
 	ClientCPU float64 `json:"client_cpu_cores"`
@@ -104,8 +125,18 @@ type Validity struct {
 	Idle IdleProof `json:"idle"`
 }
 
+// MinSendsOverLimit is how many sends must exceed MaxSendLag for a step of
+// fewer than 100 requests to count as client-saturated: the p99 of fewer
+// than 100 samples is (nearly) the maximum, so one late send (a scheduler
+// hiccup, a GC pause) would otherwise invalidate the step.
+const MinSendsOverLimit = 2
+
 // Judge decides a step's validity from its stats, the CPU it used (cores;
 // negative when unknown), its idle proof and whether it was interrupted.
+// The send-lag rule: with 100 requests or more, the send-lag p99 must not
+// exceed MaxSendLag; with fewer, at most one send may exceed it
+// (MinSendsOverLimit). Stats built by hand without per-request send lags
+// fall back to the p99 rule.
 func Judge(s Stats, cpuCores float64, idle IdleProof, interrupted bool, o ValidityOptions) Validity {
 	o = o.withDefaults()
 	v := Validity{
@@ -121,7 +152,18 @@ func Judge(s Stats, cpuCores float64, idle IdleProof, interrupted bool, o Validi
 		v.Reasons = append(v.Reasons, reason)
 	}
 	var sat []string
-	if lagMS := ms(o.MaxSendLag); s.SendLag.N > 0 && s.SendLag.P99 > lagMS {
+	lagMS := ms(o.MaxSendLag)
+	for _, l := range s.sendLagsMS {
+		if l > lagMS {
+			v.SendsOverLimit++
+		}
+	}
+	small := s.SendLag.N < 100 && len(s.sendLagsMS) == s.SendLag.N
+	switch {
+	case s.SendLag.N == 0:
+	case small && v.SendsOverLimit >= MinSendsOverLimit:
+		sat = append(sat, fmt.Sprintf("%d of %d sends later than %.3g ms (send-lag max %.3g ms)", v.SendsOverLimit, s.SendLag.N, lagMS, s.SendLag.Max))
+	case !small && s.SendLag.P99 > lagMS:
 		sat = append(sat, fmt.Sprintf("send-lag p99 %.3g ms > %.3g ms", s.SendLag.P99, lagMS))
 	}
 	if o.MaxClientCPU > 0 && cpuCores >= 0 {

@@ -1,0 +1,268 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/collector/scrape"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/schedule"
+)
+
+// The throughput probe that starts an adaptive search (--rates auto without
+// --auto-start): closed loops of growing concurrency, each ProbeDuration
+// long, until the server's request throughput stops growing.
+const (
+	// ProbeDuration is how long each probe level keeps sending; it then
+	// drains the requests in flight.
+	ProbeDuration = 3 * time.Second
+	// probeGrowth is the least throughput growth from one probe level to
+	// the next (4x the concurrency) that counts as "still growing".
+	probeGrowth = 1.2
+	// ProbeSearchFactor is the search's bracketing factor (SearchOptions.
+	// Factor) when it starts from the probe's estimate: sqrt 2.
+	ProbeSearchFactor = math.Sqrt2
+)
+
+// probeConcurrency are the probe's concurrency levels, tried in order.
+var probeConcurrency = []int{32, 128, 512, 2048}
+
+// ThroughputProbe is what the closed-loop probe before an adaptive search
+// measured and where it started the search. It is written into result.json
+// ("throughput_probe") and analysis.md; its requests are not steps (they
+// are not in records.jsonl and not in the knee).
+type ThroughputProbe struct {
+	// Levels are the closed-loop levels run, in order.
+	Levels []ProbeLevel `json:"levels"`
+	// EstimateReqPerS is the highest request throughput measured: the
+	// estimate of the server's capacity for this workload (0 when no level
+	// completed a request).
+	EstimateReqPerS float64 `json:"estimate_req_per_s"`
+	// Saturated is true when the probe saw the server saturate: requests
+	// waited in its queue (vllm:num_requests_waiting > 0) or the throughput
+	// grew by less than 20 % when the concurrency was multiplied by 4.
+	Saturated bool `json:"saturated"`
+	// StartRate is the rate the search started from (req/s): the estimate,
+	// or --auto-start's default when there is none.
+	StartRate float64 `json:"start_rate"`
+	// Note says in words why the probe stopped where it did.
+	Note string `json:"note"`
+}
+
+// ProbeLevel is one closed-loop level of the throughput probe.
+type ProbeLevel struct {
+	Concurrency int       `json:"concurrency"`
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	// Requests sent, Completed (successful) and Failed; DurationS from the
+	// first send to the end of the last request.
+	Requests  int     `json:"requests"`
+	Completed int     `json:"completed"`
+	Failed    int     `json:"failed"`
+	DurationS float64 `json:"duration_s"`
+	// ThroughputReqPerS is Completed / DurationS (vLLM's
+	// request_throughput of a closed loop), MeanE2ELMS the mean latency.
+	ThroughputReqPerS float64 `json:"request_throughput"`
+	MeanE2ELMS        float64 `json:"mean_e2el_ms"`
+	// MaxWaiting is the most requests the server reported waiting
+	// (vllm:num_requests_waiting) during the level; not-recorded without
+	// server metrics.
+	MaxWaiting Figure `json:"max_waiting"`
+}
+
+// runProbe runs the throughput probe and returns its result (never nil).
+// Its estimate is 0 when no level completed a request; the caller then
+// falls back to DefaultAutoStart.
+func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
+	p := &ThroughputProbe{}
+	seed := stepSeed(r.cfg.Seed, -1, 0)
+	items, err := r.buildItems(ctx, seed, -1, 0)
+	if err != nil {
+		p.Note = "the probe's prompts could not be built: " + r.redact(err.Error())
+		return p
+	}
+	level.Info(r.logger).Log("msg", "throughput probe: closed loops of growing concurrency to estimate the capacity",
+		"concurrency", fmt.Sprint(probeConcurrency), "each", ProbeDuration)
+	prev := 0.0
+	for _, n := range probeConcurrency {
+		lv := r.probeLevel(ctx, n, items.measured)
+		p.Levels = append(p.Levels, lv)
+		level.Info(r.logger).Log("msg", "throughput probe level done", "concurrency", n, "completed", lv.Completed,
+			"failed", lv.Failed, "req_per_s", fmt.Sprintf("%.4g", lv.ThroughputReqPerS), "max_waiting", figureText(lv.MaxWaiting))
+		if ctx.Err() != nil {
+			p.Note = "interrupted"
+			return p
+		}
+		if lv.Requests == 0 || lv.Completed == 0 {
+			p.Note = fmt.Sprintf("no request completed at concurrency %d", n)
+			break
+		}
+		p.EstimateReqPerS = math.Max(p.EstimateReqPerS, lv.ThroughputReqPerS)
+		if float64(lv.Failed) > DefaultMaxErrorRate*float64(lv.Requests) {
+			p.Note = fmt.Sprintf("%d of %d requests failed at concurrency %d: the server refuses more load", lv.Failed, lv.Requests, n)
+			p.Saturated = true
+			break
+		}
+		if lv.MaxWaiting.Known && lv.MaxWaiting.Value > 0 {
+			p.Note = fmt.Sprintf("requests waited in the server's queue at concurrency %d (vllm:num_requests_waiting up to %s): its batch was full",
+				n, figureText(lv.MaxWaiting))
+			p.Saturated = true
+			break
+		}
+		if prev > 0 && lv.ThroughputReqPerS < probeGrowth*prev {
+			p.Note = fmt.Sprintf("throughput grew by less than %.0f %% from concurrency %d to %d", 100*(probeGrowth-1), n/4, n)
+			p.Saturated = true
+			break
+		}
+		prev = lv.ThroughputReqPerS
+	}
+	if p.Note == "" {
+		p.Note = fmt.Sprintf("throughput still grew at concurrency %d, the probe's highest: the estimate is a lower bound", probeConcurrency[len(probeConcurrency)-1])
+	}
+	return p
+}
+
+// probeLevel runs one closed loop of n workers for ProbeDuration and
+// drains it.
+func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLevel {
+	lv := ProbeLevel{Concurrency: n}
+	var stopRec func() error
+	var rec *scrape.Recorder
+	if r.metricsOK && r.idleKnown {
+		rec = scrape.NewRecorder(r.http, r.metricsURL, 250*time.Millisecond, io.Discard, r.scrapeOpts()...)
+		stopRec = rec.Start(ctx)
+	}
+	var mu sync.Mutex
+	var recs []prober.Record
+	t0 := time.Now()
+	lv.Start = t0.UTC()
+	sched, err := schedule.New(schedule.Config{Start: t0, Mode: schedule.Closed, Workers: n, Duration: ProbeDuration},
+		func(ctx context.Context, scheduled time.Time, _ time.Duration) {
+			i, _ := schedule.Index(ctx)
+			it, err := items.get(ctx, int(i))
+			rc := prober.Record{Model: r.model, Scheduled: scheduled,
+				RequestID: fmt.Sprintf("llmprobe-%s-probe-%d-%d", r.runID, n, i)}
+			if err != nil {
+				rc.Error, rc.ErrorMessage = prober.ClassCanceled, "building the prompt: "+err.Error()
+			} else {
+				r.client.Do(ctx, r.request(rc.RequestID, it), &rc)
+			}
+			mu.Lock()
+			recs = append(recs, rc)
+			mu.Unlock()
+		})
+	if err == nil {
+		if _, err := sched.Run(ctx); err != nil {
+			level.Warn(r.logger).Log("msg", "throughput probe schedule", "err", r.redact(err.Error()))
+		}
+	}
+	dur := time.Since(t0)
+	lv.End = time.Now().UTC()
+	if stopRec != nil {
+		_ = stopRec()
+		if v, ok := rec.Max()[scrape.MetricNumRequestsWaiting]; ok {
+			lv.MaxWaiting = knownFigure(v, true)
+		}
+	}
+	lv.Requests = len(recs)
+	lv.DurationS = dur.Seconds()
+	var e2e float64
+	for i := range recs {
+		if recs[i].OK() {
+			lv.Completed++
+			e2e += ms(recs[i].E2E)
+		} else {
+			lv.Failed++
+		}
+	}
+	if lv.Completed > 0 {
+		lv.MeanE2ELMS = e2e / float64(lv.Completed)
+	}
+	if lv.DurationS > 0 {
+		lv.ThroughputReqPerS = float64(lv.Completed) / lv.DurationS
+	}
+	return lv
+}
+
+// figureText formats a Figure for logs and text: the number or
+// "not-recorded".
+func figureText(f Figure) string {
+	if !f.Known {
+		return "not-recorded"
+	}
+	return fmt.Sprintf("%.4g", f.Value)
+}
+
+// buildItems builds a step's prompts (promptSource.items) but stops waiting
+// when ctx ends: prompt building can be slow (many /tokenize calls for long
+// prompts), and an interrupted sweep must write what it has at once rather
+// than wait for it. The builder then ends on its own (its calls see ctx).
+func (r *runner) buildItems(ctx context.Context, seed uint64, n, warmups int) (stepItems, error) {
+	type built struct {
+		it  stepItems
+		err error
+	}
+	ch := make(chan built, 1)
+	go func() {
+		it, err := r.prompts.items(ctx, seed, n, warmups)
+		ch <- built{it, err}
+	}()
+	select {
+	case b := <-ch:
+		return b.it, b.err
+	case <-ctx.Done():
+		return stepItems{}, ctx.Err()
+	}
+}
+
+// normalizedOffsets draws a step's n arrival offsets as vllm bench serve
+// does (vllm-reference.md §1.4): n gaps from the arrival process, made
+// cumulative and rescaled so that the last arrival is at exactly n / rate.
+// The step then offers exactly its requested rate over its window, and the
+// Poisson (or gamma) clustering within the window is kept; without the
+// rescaling a 5 s step at 270 req/s offers 270 ± 7 req/s (one standard
+// deviation), enough to move a latency-bound knee by several percent.
+func normalizedOffsets(kind string, rate, burstiness float64, seed uint64, n int) ([]time.Duration, error) {
+	proc, err := arrival.New(kind, rate, burstiness, seed)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]time.Duration, n)
+	for i := range raw {
+		raw[i] = proc.Next()
+	}
+	if n == 0 || raw[n-1] <= 0 {
+		return raw, nil
+	}
+	scale := float64(n) / rate * float64(time.Second) / float64(raw[n-1])
+	out := make([]time.Duration, n)
+	for i, d := range raw {
+		out[i] = time.Duration(math.Round(float64(d) * scale))
+	}
+	return out, nil
+}
+
+// offsetProcess replays precomputed offsets as an arrival.Process; past the
+// last one it returns the largest duration (the schedule's Count stops it
+// first).
+type offsetProcess struct {
+	offsets []time.Duration
+	i       int
+}
+
+// Next implements arrival.Process.
+func (p *offsetProcess) Next() time.Duration {
+	if p.i >= len(p.offsets) {
+		return time.Duration(math.MaxInt64)
+	}
+	d := p.offsets[p.i]
+	p.i++
+	return d
+}
