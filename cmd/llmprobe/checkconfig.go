@@ -11,7 +11,7 @@ import (
 func init() {
 	register(func(app *kingpin.Application) (string, action) {
 		cmd := app.Command("check-config", "Validate configuration files as the daemon loads them (API keys are read too) and exit: "+
-			"0 when all are valid, 1 otherwise. Prints FILE: OK for each valid file, the exact problems (file:line: field: why) for the others.")
+			"0 when all are valid, 1 otherwise. Prints FILE: OK for each valid file, the exact problem (file:line: field: why; the first one found) for the others.")
 		files := cmd.Arg("file", "Configuration file to check (docs/configuration.md). Repeatable.").Required().Strings()
 		return cmd.FullCommand(), func(e *env) int { return checkConfig(e, *files) }
 	})

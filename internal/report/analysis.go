@@ -20,11 +20,11 @@ import (
 func Analysis(s Sweep) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	title := s.Name
-	if title == "" {
-		title = "sweep"
+	if s.Name == "" || s.Name == "sweep" {
+		p("# llmprobe sweep\n\n")
+	} else {
+		p("# llmprobe sweep: %s\n\n", s.Name)
 	}
-	p("# llmprobe sweep: %s\n\n", title)
 
 	p("## Verdict\n\n")
 	for _, para := range verdict(s) {

@@ -402,7 +402,11 @@ func (t *targetRunner) discover(ctx context.Context, force bool) bool {
 		if t.info.Model != "" && t.info.Model != newInfo.Model {
 			level.Info(t.logger).Log("msg", "served model changed", "old", t.info.Model, "new", newInfo.Model)
 		}
-		level.Info(t.logger).Log("msg", "target discovered", "model", newInfo.Model, "max_model_len", newInfo.MaxModelLen, "server_version", newInfo.Version)
+		if t.cfg.Model != "" && newInfo.MaxModelLen == "" && newInfo.Version == "" {
+			level.Info(t.logger).Log("msg", "using the configured model; /v1/models and /version did not answer", "model", newInfo.Model)
+		} else {
+			level.Info(t.logger).Log("msg", "target discovered", "model", newInfo.Model, "max_model_len", newInfo.MaxModelLen, "server_version", newInfo.Version)
+		}
 		t.m.opts.Metrics.SetTargetInfo(t.cfg.Name, newInfo.Version, newInfo.Model, newInfo.MaxModelLen)
 	}
 	t.info = newInfo
