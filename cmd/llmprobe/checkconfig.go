@@ -11,14 +11,15 @@ import (
 func init() {
 	register(func(app *kingpin.Application) (string, action) {
 		cmd := app.Command("check-config", "Validate configuration files as the daemon loads them (API keys are read too) and exit: "+
-			"0 when all are valid, 1 otherwise. Prints FILE: OK for each valid file, the exact problem (file:line: field: why; the first one found) for the others.")
+			"0 when all are valid, 1 otherwise. Prints FILE: OK for each valid file, the exact problems of the others, one per line (file:line: field: why), in file order.")
 		files := cmd.Arg("file", "Configuration file to check (docs/configuration.md). Repeatable.").Required().Strings()
 		return cmd.FullCommand(), func(e *env) int { return checkConfig(e, *files) }
 	})
 }
 
-// checkConfig loads every file; valid ones are reported on stdout, errors
-// (which never contain an API key) on stderr.
+// checkConfig loads every file; valid ones are reported on stdout, the
+// problems of the others (every one, one per line, never an API key) on
+// stderr.
 func checkConfig(e *env, files []string) int {
 	rc := 0
 	for _, f := range files {

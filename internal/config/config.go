@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -360,10 +361,18 @@ func mappingKeys(n *yaml.Node) keySet {
 	return s
 }
 
-// Load reads, parses and validates the configuration file at path. Errors
-// are *Error values (several joined when yaml reports several), e.g.
+// Load reads, parses and validates the configuration file at path. The
+// error is an *Error when the file has one problem and Errors, every problem
+// in file order, when it has more, e.g.
 //
 //	llmprobe.yml:12: targets[0].probes[1].rate: must be > 0, got -1
+//	llmprobe.yml:14: targets[0].probes[1].arrival: must be one of poisson, gamma, constant, got "gamma2"
+//
+// Validation goes on past a problem wherever the rest can still be checked:
+// every target, probe and field is checked, except that a YAML syntax or type
+// error stops at the decoding, and a field that is a consequence of another
+// problem (an inherited value of an invalid global section, the default
+// max_concurrency of an invalid rate) is not reported again.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -376,8 +385,9 @@ func Load(path string) (*Config, error) {
 	return Parse(data, path)
 }
 
-// Parse parses and validates a configuration; filename names it in errors,
-// and relative api_key_file paths are relative to its directory.
+// Parse parses and validates a configuration; filename names it in errors
+// (an *Error or Errors, as for Load), and relative api_key_file paths are
+// relative to its directory.
 func Parse(data []byte, filename string) (*Config, error) {
 	c := &Config{Global: DefaultGlobalConfig}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -392,7 +402,7 @@ func Parse(data []byte, filename string) (*Config, error) {
 		return nil, newNodeIndex(data).yamlErrors(filename, err)
 	}
 	if err := c.resolve(filepath.Dir(filename)); err != nil {
-		return nil, located(filename, newNodeIndex(data), err)
+		return nil, errorOf(located(filename, newNodeIndex(data), err))
 	}
 	return c, nil
 }
@@ -400,7 +410,8 @@ func Parse(data []byte, filename string) (*Config, error) {
 // ForTarget returns the configuration of one target probed with
 // DefaultProbe: the target is named after the URL's host:port (characters not
 // allowed in a name become _), the api is APICompletions when empty, and
-// everything else is a default. Errors name the field (base_url, api).
+// everything else is a default. Errors name the field (base_url, api): an
+// *Error, or Errors when both are invalid.
 // Setting Name afterwards keeps the seed derived from the original name.
 func ForTarget(baseURL, model, api string) (*Config, error) {
 	t := DefaultTargetConfig
@@ -412,9 +423,11 @@ func ForTarget(baseURL, model, api string) (*Config, error) {
 	}
 	c := &Config{Global: DefaultGlobalConfig, Targets: []TargetConfig{t}}
 	if err := c.resolve(""); err != nil {
-		e := located("", nil, err)
-		e.Path = strings.TrimPrefix(e.Path, "targets[0].")
-		return nil, e
+		es := located("", nil, err)
+		for _, e := range es {
+			e.Path = strings.TrimPrefix(e.Path, "targets[0].")
+		}
+		return nil, errorOf(es)
 	}
 	return c, nil
 }
@@ -433,22 +446,24 @@ func nameFromURL(s string) string {
 	return string(b)
 }
 
-// located turns a validation error into an *Error with its line.
-func located(file string, idx *nodeIndex, err error) *Error {
-	e := &Error{File: file, Err: err}
-	var fe *fieldError
-	if errors.As(err, &fe) {
-		e.Path, e.Err = fe.path, fe.err
+// located turns a validation error (one or several joined) into *Error
+// values with their lines, in file order.
+func located(file string, idx *nodeIndex, err error) []*Error {
+	var es []*Error
+	for _, fe := range flatten(err) {
+		e := &Error{File: file, Path: fe.path, Err: fe.err}
 		if idx != nil {
 			e.Line = idx.line(fe.path)
 		}
+		es = append(es, e)
 	}
-	return e
+	sort.SliceStable(es, func(i, j int) bool { return es[i].Line < es[j].Line })
+	return es
 }
 
 // resolve fills in defaults and inherited values, validates, and reads the
-// API keys (last, so that an invalid file never touches key files or the
-// environment beyond the first invalid target).
+// API keys of the targets that are valid (an invalid target never touches
+// key files or the environment). It returns every problem found.
 func (c *Config) resolve(dir string) error {
 	g := &c.Global
 	if !g.set.has("ttft_timeout", false) && g.Timeout > 0 && g.TTFTTimeout > g.Timeout {
@@ -460,31 +475,57 @@ func (c *Config) resolve(dir string) error {
 	if !g.set.has("goodput_objective", g.GoodputObjective != 0) {
 		g.GoodputObjective = DefaultGoodputObjective
 	}
-	if err := g.Validate(); err != nil {
-		return under("global", err)
-	}
+	var all problems
+	globalBad := all.add("global", g.Validate())
 	if len(c.Targets) == 0 {
-		return errf("targets", "at least one target is required")
+		all.add("targets", errors.New("at least one target is required"))
 	}
 	seen := make(map[string]int, len(c.Targets))
 	for i := range c.Targets {
 		t := &c.Targets[i]
-		p := fmt.Sprintf("targets[%d]", i)
-		if err := t.resolve(*g); err != nil {
-			return under(p, err)
+		var tp problems
+		tp.add("", t.resolve(*g))
+		tp.add("", t.Validate())
+		if globalBad {
+			tp = t.withoutInherited(tp)
 		}
-		if err := t.Validate(); err != nil {
-			return under(p, err)
+		if validateName(t.Name) == nil {
+			if j, dup := seen[t.Name]; dup {
+				tp.add("name", fmt.Errorf("duplicate target name %q (also targets[%d])", t.Name, j))
+			} else {
+				seen[t.Name] = i
+			}
 		}
-		if j, dup := seen[t.Name]; dup {
-			return errf(p+".name", "duplicate target name %q (also targets[%d])", t.Name, j)
+		if len(tp) == 0 {
+			tp.add("", t.loadKey(dir))
 		}
-		seen[t.Name] = i
-		if err := t.loadKey(dir); err != nil {
-			return under(p, err)
+		for _, fe := range tp {
+			all.add(fmt.Sprintf("targets[%d]", i), fe)
 		}
 	}
-	return nil
+	return all.err()
+}
+
+// inheritable are the target keys inherited from global when left out.
+var inheritable = []string{"timeout", "ttft_timeout", "stall_timeout", "slo", "goodput_objective"}
+
+// withoutInherited drops the problems of fields the target inherited from an
+// invalid global section: they repeat the global problem.
+func (t *TargetConfig) withoutInherited(l problems) problems {
+	out := l[:0:0]
+	for _, fe := range l {
+		field, _, _ := strings.Cut(fe.path, ".")
+		inherited := false
+		for _, k := range inheritable {
+			if field == k && !t.set.has(k, true) {
+				inherited = true
+			}
+		}
+		if !inherited {
+			out = append(out, fe)
+		}
+	}
+	return out
 }
 
 func (t *TargetConfig) resolve(g GlobalConfig) error {
@@ -519,17 +560,19 @@ func (t *TargetConfig) resolve(g GlobalConfig) error {
 	if t.Probes == nil {
 		t.Probes = []ProbeConfig{DefaultProbe}
 	}
+	var l problems
 	for i := range t.Probes {
-		if err := t.Probes[i].resolve(t.Name); err != nil {
-			return under(fmt.Sprintf("probes[%d]", i), err)
-		}
+		l.add(fmt.Sprintf("probes[%d]", i), t.Probes[i].resolve(t.Name))
 	}
-	return nil
+	return l.err()
 }
 
+// resolve fills in the probe's defaults; it reports a missing rate (after
+// resolving the rest, so that the other fields can still be validated).
 func (p *ProbeConfig) resolve(target string) error {
+	var err error
 	if p.set != nil && !p.set["rate"] {
-		return errf("rate", "required: requests per second, > 0")
+		err = errf("rate", "required: requests per second, > 0")
 	}
 	if p.Arrival == "" && !p.set.has("arrival", false) {
 		p.Arrival = DefaultProbeConfig.Arrival
@@ -557,7 +600,7 @@ func (p *ProbeConfig) resolve(target string) error {
 	if p.Seed == 0 {
 		p.Seed = DeriveSeed(target, p.Name)
 	}
-	return nil
+	return err
 }
 
 // DeriveSeed returns the default seed of a probe: the first 53 bits of
@@ -569,117 +612,103 @@ func DeriveSeed(target, probe string) uint64 {
 }
 
 // Validate checks the global section: timeouts, SLO and goodput objective.
+// Every problem is returned (several joined with errors.Join).
 func (g GlobalConfig) Validate() error {
-	if err := validateTimeouts(g.Timeout, g.TTFTTimeout, g.StallTimeout); err != nil {
-		return err
-	}
-	if err := validateSLO(g.SLO, g.Timeout, ""); err != nil {
-		return err
-	}
-	return validateObjective(g.GoodputObjective)
+	var l problems
+	l.add("", validateTimeouts(g.Timeout, g.TTFTTimeout, g.StallTimeout))
+	l.add("", validateSLO(g.SLO, g.Timeout, ""))
+	l.add("", validateObjective(g.GoodputObjective))
+	return l.err()
 }
 
 // Validate checks every field of a resolved target and its probes, and the
 // rules between them: one API key source, timeouts and SLO within timeout,
-// unique probe names. It does not read the API key.
+// unique probe names. It does not read the API key. Every problem is
+// returned (several joined with errors.Join), at most one per field.
 func (t TargetConfig) Validate() error {
-	if err := validateName(t.Name); err != nil {
-		return under("name", err)
-	}
-	if t.BaseURL == "" {
-		return errf("base_url", "required")
-	}
-	if err := validateURL(t.BaseURL, false); err != nil {
-		return under("base_url", err)
-	}
-	if u, _ := url.Parse(t.BaseURL); strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
-		return errf("base_url", "must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)")
-	}
-	if t.API != APICompletions && t.API != APIChat {
-		return errf("api", "must be one of %s, %s, got %q", APICompletions, APIChat, t.API)
-	}
-	if t.APIKeyFile != "" && t.APIKeyEnv != "" {
-		return errf("api_key_file", "set either api_key_file or api_key_env, not both")
-	}
-	if t.APIKeyEnv != "" && !envRE.MatchString(t.APIKeyEnv) {
-		// Never echo the value: it may be a key pasted in the wrong place.
-		return errf("api_key_env", "must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself")
-	}
-	if t.RawMetricsURL != "" && t.RawMetricsURL != MetricsURLNone {
-		if err := validateURL(t.RawMetricsURL, true); err != nil {
-			return under("metrics_url", err)
+	var l problems
+	l.add("name", validateName(t.Name))
+	switch {
+	case t.BaseURL == "":
+		l.add("base_url", errors.New("required"))
+	case l.add("base_url", validateURL(t.BaseURL, false)):
+	default:
+		if u, _ := url.Parse(t.BaseURL); strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+			l.add("base_url", errors.New("must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)"))
 		}
 	}
-	if err := validateTimeouts(t.Timeout, t.TTFTTimeout, t.StallTimeout); err != nil {
-		return err
+	if t.API != APICompletions && t.API != APIChat {
+		l.add("api", fmt.Errorf("must be one of %s, %s, got %q", APICompletions, APIChat, t.API))
 	}
+	if t.APIKeyFile != "" && t.APIKeyEnv != "" {
+		l.add("api_key_file", errors.New("set either api_key_file or api_key_env, not both"))
+	} else if t.APIKeyEnv != "" && !envRE.MatchString(t.APIKeyEnv) {
+		// Never echo the value: it may be a key pasted in the wrong place.
+		l.add("api_key_env", errors.New("must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself"))
+	}
+	if t.RawMetricsURL != "" && t.RawMetricsURL != MetricsURLNone {
+		l.add("metrics_url", validateURL(t.RawMetricsURL, true))
+	}
+	l.add("", validateTimeouts(t.Timeout, t.TTFTTimeout, t.StallTimeout))
 	note := ""
 	if !t.set.has("slo", true) {
 		note = " (inherited from global.slo)"
 	}
-	if err := validateSLO(t.SLO, t.Timeout, note); err != nil {
-		return err
-	}
-	if err := validateObjective(t.GoodputObjective); err != nil {
-		return err
-	}
+	l.add("", validateSLO(t.SLO, t.Timeout, note))
+	l.add("", validateObjective(t.GoodputObjective))
 	if t.MaxBodyBytes <= 0 {
-		return errf("max_body_bytes", "must be > 0, got %d", int64(t.MaxBodyBytes))
+		l.add("max_body_bytes", fmt.Errorf("must be > 0, got %d", int64(t.MaxBodyBytes)))
 	}
 	if len(t.Probes) == 0 {
-		return errf("probes", "at least one probe is required (leave probes out for the default probe)")
+		l.add("probes", errors.New("at least one probe is required (leave probes out for the default probe)"))
 	}
 	seen := make(map[string]int, len(t.Probes))
 	for i, p := range t.Probes {
 		path := fmt.Sprintf("probes[%d]", i)
-		if err := p.Validate(); err != nil {
-			return under(path, err)
+		l.add(path, p.Validate())
+		if validateName(p.Name) != nil {
+			continue
 		}
 		if j, dup := seen[p.Name]; dup {
-			return errf(path+".name", "duplicate probe name %q (also probes[%d])", p.Name, j)
+			l.add(path+".name", fmt.Errorf("duplicate probe name %q (also probes[%d])", p.Name, j))
+		} else {
+			seen[p.Name] = i
 		}
-		seen[p.Name] = i
 	}
-	return nil
+	return l.err()
 }
 
 // Validate checks every field of a resolved probe, and that burstiness other
-// than 1 comes with gamma arrivals.
+// than 1 comes with gamma arrivals. Every problem is returned (several joined
+// with errors.Join), at most one per field; the default max_concurrency of
+// an invalid rate is not reported.
 func (p ProbeConfig) Validate() error {
-	if err := validateName(p.Name); err != nil {
-		return under("name", err)
-	}
-	if err := validatePositive(p.Rate); err != nil {
-		return under("rate", err)
-	}
+	var l problems
+	l.add("name", validateName(p.Name))
+	rateBad := l.add("rate", validatePositive(p.Rate))
+	arrivalOK := true
 	switch p.Arrival {
 	case ArrivalPoisson, ArrivalGamma, ArrivalConstant:
 	default:
-		return errf("arrival", "must be one of %s, %s, %s, got %q", ArrivalPoisson, ArrivalGamma, ArrivalConstant, p.Arrival)
+		arrivalOK = false
+		l.add("arrival", fmt.Errorf("must be one of %s, %s, %s, got %q", ArrivalPoisson, ArrivalGamma, ArrivalConstant, p.Arrival))
 	}
-	if err := validatePositive(p.Burstiness); err != nil {
-		return under("burstiness", err)
+	if !l.add("burstiness", validatePositive(p.Burstiness)) && arrivalOK && p.Burstiness != 1 && p.Arrival != ArrivalGamma {
+		l.add("burstiness", fmt.Errorf("%v needs arrival: gamma (arrival is %s)", p.Burstiness, p.Arrival))
 	}
-	if p.Burstiness != 1 && p.Arrival != ArrivalGamma {
-		return errf("burstiness", "%v needs arrival: gamma (arrival is %s)", p.Burstiness, p.Arrival)
+	if p.MaxConcurrency < 1 && (!rateBad || p.set.has("max_concurrency", p.MaxConcurrency != 0)) {
+		l.add("max_concurrency", fmt.Errorf("must be >= 1, got %d", p.MaxConcurrency))
 	}
-	if p.MaxConcurrency < 1 {
-		return errf("max_concurrency", "must be >= 1, got %d", p.MaxConcurrency)
-	}
-	if err := p.Workload.InputTokens.Validate(); err != nil {
-		return under("workload.input_tokens", err)
-	}
-	if err := p.Workload.OutputTokens.Validate(); err != nil {
-		return under("workload.output_tokens", err)
-	}
+	workloadBad := l.add("workload.input_tokens", p.Workload.InputTokens.Validate())
+	workloadBad = l.add("workload.output_tokens", p.Workload.OutputTokens.Validate()) || workloadBad
 	if p.Workload.PrefixTokens < 0 {
-		return errf("workload.prefix_tokens", "must be >= 0, got %d", p.Workload.PrefixTokens)
+		workloadBad = l.add("workload.prefix_tokens", fmt.Errorf("must be >= 0, got %d", p.Workload.PrefixTokens))
 	}
-	// Anything else workload.Spec checks.
-	if err := p.Workload.Validate(); err != nil {
-		return under("workload", err)
+	if !workloadBad {
+		// Anything else workload.Spec checks.
+		l.add("workload", p.Workload.Validate())
 	}
-	return nil
+	return l.err()
 }
 
 func validateName(s string) error {
@@ -731,37 +760,45 @@ func validateURL(s string, allowQuery bool) error {
 	return nil
 }
 
+// validateTimeouts checks timeout, and ttft and stall against it when it is
+// valid; every problem is returned.
 func validateTimeouts(timeout, ttft, stall time.Duration) error {
+	var l problems
 	if timeout <= 0 {
-		return errf("timeout", "must be > 0, got %v", timeout)
+		l.add("timeout", fmt.Errorf("must be > 0, got %v", timeout))
 	}
 	for _, f := range []struct {
 		name string
 		v    time.Duration
 	}{{"ttft_timeout", ttft}, {"stall_timeout", stall}} {
 		if f.v < 0 {
-			return errf(f.name, "must be >= 0 (0 disables it), got %v", f.v)
-		}
-		if f.v > timeout {
-			return errf(f.name, "must be <= timeout (%v), got %v", timeout, f.v)
+			l.add(f.name, fmt.Errorf("must be >= 0 (0 disables it), got %v", f.v))
+		} else if timeout > 0 && f.v > timeout {
+			l.add(f.name, fmt.Errorf("must be <= timeout (%v), got %v", timeout, f.v))
 		}
 	}
-	return nil
+	return l.err()
 }
 
+// validateSLO checks an SLO, and its thresholds against timeout when that is
+// valid; every problem is returned.
 func validateSLO(s slo.SLO, timeout time.Duration, note string) error {
 	if err := s.Validate(); err != nil {
 		return under("slo", err)
 	}
+	if timeout <= 0 {
+		return nil // reported as a timeout problem
+	}
+	var l problems
 	for _, f := range []struct {
 		name string
 		v    time.Duration
 	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"e2el", s.E2EL}} {
 		if f.v > timeout {
-			return errf("slo."+f.name, "must be <= timeout (%v), got %v%s", timeout, f.v, note)
+			l.add("slo."+f.name, fmt.Errorf("must be <= timeout (%v), got %v%s", timeout, f.v, note))
 		}
 	}
-	return nil
+	return l.err()
 }
 
 // validateObjective checks a goodput objective: a share strictly between 0

@@ -230,7 +230,8 @@ func TestParseErrors(t *testing.T) {
 		{"list for string", "targets:\n  - name: a\n    base_url: [http://x]\n", "f.yml:3: targets[0].base_url: want a string, got a list"},
 		{"duration without unit", "global:\n  timeout: 30\ntargets: []\n", `f.yml:2: global.timeout: want a duration such as 800ms, 30s or 2m, got "30"`},
 		{"slo not a mapping", "global:\n  slo: 800ms\n", "f.yml:2: global.slo: must be a mapping such as {ttft: 800ms, tpot: 50ms}"},
-		{"global slo over timeout", "global:\n  timeout: 1s\n  slo: {ttft: 2s}\n", "f.yml:3: global.slo.ttft: must be <= timeout (1s), got 2s"},
+		{"global slo over timeout", "global:\n  timeout: 1s\n  slo: {ttft: 2s}\n",
+			"f.yml: targets: at least one target is required\nf.yml:3: global.slo.ttft: must be <= timeout (1s), got 2s"},
 		{"long value shortened by yaml", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - name: p\n        rate: 1\n        max_concurrency: 99999999999999999999\n",
 			`f.yml:7: targets[0].probes[0].max_concurrency: want an integer, got "99999999999999999999"`},
 		{"huge rate", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1e13, max_concurrency: 0}\n",
@@ -240,7 +241,7 @@ func TestParseErrors(t *testing.T) {
 		{"objective in a probe", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1, goodput_objective: 0.9}\n", "f.yml:5: targets[0].probes[0].goodput_objective: unknown key (goodput_objective belongs in global or a target)"},
 		{"rate NaN", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: .nan}\n", "f.yml:5: targets[0].probes[0].rate: must be > 0, got NaN"},
 		{"merged probe", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - &p {name: p, rate: 1}\n      - <<: *p\n        max_concurrency: -1\n",
-			"f.yml:7: targets[0].probes[1].max_concurrency: must be >= 1, got -1"},
+			"f.yml:6: targets[0].probes[1].name: duplicate probe name \"p\" (also probes[0])\nf.yml:7: targets[0].probes[1].max_concurrency: must be >= 1, got -1"},
 		{"merged probe name", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - &p {name: p, rate: 1}\n      - <<: *p\n        rate: 2\n",
 			"f.yml:6: targets[0].probes[1].name: duplicate probe name \"p\" (also probes[0])"},
 	}
@@ -249,6 +250,82 @@ func TestParseErrors(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml), "f.yml")
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("error\n got: %v\nwant: %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestMultipleProblems checks that every independent problem of a file is
+// reported, one per line in file order, and that the consequences of a
+// problem are not reported again.
+func TestMultipleProblems(t *testing.T) {
+	t.Run("file", func(t *testing.T) {
+		const path = "testdata/multi-problem.yml"
+		_, err := Load(path)
+		want := []string{
+			path + `:7: targets[0].probes[0].arrival: must be one of poisson, gamma, constant, got "gamma2"`,
+			path + `:8: targets[0].probes[0].rate: must be > 0, got -2`,
+			path + `:13: targets[1].api: must be one of completions, chat, got "embeddings"`,
+		}
+		if err == nil || err.Error() != strings.Join(want, "\n") {
+			t.Fatalf("error\n got: %v\nwant: %s", err, strings.Join(want, "\n"))
+		}
+		var es Errors
+		if !errors.As(err, &es) || len(es) != len(want) {
+			t.Fatalf("error %#v is not Errors of %d", err, len(want))
+		}
+		var first *Error
+		if !errors.As(err, &first) || first != es[0] || first.Line != 7 || first.Path != "targets[0].probes[0].arrival" {
+			t.Errorf("errors.As found %#v, want the first problem %#v", first, es[0])
+		}
+	})
+
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"one per probe and target",
+			"targets:\n  - name: a\n    base_url: ftp://x\n    probes:\n      - {name: p, rate: 0}\n      - {name: q, rate: 1, burstiness: 2}\n  - name: b/c\n    base_url: http://y\n",
+			[]string{
+				`f.yml:3: targets[0].base_url: scheme must be http or https, got "ftp"`,
+				`f.yml:5: targets[0].probes[0].rate: must be > 0, got 0`,
+				`f.yml:6: targets[0].probes[1].burstiness: 2 needs arrival: gamma (arrival is poisson)`,
+				`f.yml:7: targets[1].name: must match [a-zA-Z0-9_.:-]+, got "b/c"`,
+			}},
+		{"global and target",
+			"global:\n  goodput_objective: 2\ntargets:\n  - name: a\n    base_url: http://x\n    max_body_bytes: 0\n",
+			[]string{
+				`f.yml:2: global.goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 2`,
+				`f.yml:6: targets[0].max_body_bytes: must be > 0, got 0`,
+			}},
+		// Not repeated: the inherited objective, the default max_concurrency
+		// of the missing rate, ttft_timeout against the invalid timeout.
+		{"consequences left out",
+			"global:\n  goodput_objective: 2\ntargets:\n  - name: a\n    base_url: http://x\n    timeout: 0s\n    probes:\n      - {name: p}\n",
+			[]string{
+				`f.yml:2: global.goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 2`,
+				`f.yml:6: targets[0].timeout: must be > 0, got 0s`,
+				`f.yml:8: targets[0].probes[0].rate: required: requests per second, > 0`,
+			}},
+		{"duplicate names and both timeouts",
+			"targets:\n  - {name: a, base_url: http://x, ttft_timeout: -1s, stall_timeout: 3m}\n  - name: a\n    base_url: http://y\n",
+			[]string{
+				`f.yml:2: targets[0].ttft_timeout: must be >= 0 (0 disables it), got -1s`,
+				`f.yml:2: targets[0].stall_timeout: must be <= timeout (2m0s), got 3m0s`,
+				`f.yml:3: targets[1].name: duplicate target name "a" (also targets[0])`,
+			}},
+		{"key of an invalid target not read",
+			"targets:\n  - {name: a, base_url: http://x, api: x, api_key_env: LLMPROBE_TEST_NEVER_SET}\n  - {name: b, base_url: http://y, api_key_env: LLMPROBE_TEST_NEVER_SET}\n",
+			[]string{
+				`f.yml:2: targets[0].api: must be one of completions, chat, got "x"`,
+				`f.yml:3: targets[1].api_key_env: environment variable LLMPROBE_TEST_NEVER_SET is not set`,
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "f.yml")
+			if want := strings.Join(tt.want, "\n"); err == nil || err.Error() != want {
+				t.Errorf("error\n got: %v\nwant: %s", err, want)
 			}
 		})
 	}

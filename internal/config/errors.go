@@ -51,6 +51,44 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// Errors is several configuration problems of one file, in file order (by
+// line; problems without a line first). Load and Parse return it when a file
+// has more than one problem, and a plain *Error when it has exactly one, so
+// errors.As(err, &e) with e a *Error finds the first problem either way.
+type Errors []*Error
+
+// Error formats each problem as *Error does, one per line.
+func (es Errors) Error() string {
+	var b strings.Builder
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the problems, for errors.Is and errors.As.
+func (es Errors) Unwrap() []error {
+	errs := make([]error, len(es))
+	for i, e := range es {
+		errs[i] = e
+	}
+	return errs
+}
+
+// errorOf returns nil for no problems, the *Error for one, Errors for more.
+func errorOf(es []*Error) error {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return es[0]
+	}
+	return Errors(es)
+}
+
 // fieldError is a validation error of one field; path is relative to the
 // value whose Validate method returned it and grows as it is returned up.
 type fieldError struct {
@@ -72,17 +110,77 @@ func errf(path, format string, args ...any) error {
 	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
 }
 
-// under prefixes the path of err (a fieldError or any error) with prefix,
-// e.g. under("probes[1]", rate error) -> probes[1].rate.
+// under prefixes the path of err (a fieldError or any error, or several
+// joined) with prefix, e.g. under("probes[1]", rate error) -> probes[1].rate.
 func under(prefix string, err error) error {
 	if err == nil {
 		return nil
 	}
+	var l problems
+	l.add(prefix, err)
+	return l.err()
+}
+
+// flatten splits err into its fieldErrors: joined errors (Unwrap() []error)
+// are split, a fieldError wrapped in another error is unwrapped, and any
+// other error is a fieldError with an empty path.
+func flatten(err error) []*fieldError {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []*fieldError
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
 	var fe *fieldError
 	if errors.As(err, &fe) {
-		return &fieldError{path: joinPath(prefix, fe.path), err: fe.err}
+		return []*fieldError{fe}
 	}
-	return &fieldError{path: prefix, err: err}
+	return []*fieldError{{err: err}}
+}
+
+// problems collects the validation problems of a value, at most one per
+// field path (the first: a later one on the same field is a consequence).
+type problems []*fieldError
+
+// add records err (nil, one problem or several joined) under prefix and
+// reports whether it held any problem.
+func (l *problems) add(prefix string, err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, fe := range flatten(err) {
+		p := joinPath(prefix, fe.path)
+		if !l.has(p) {
+			*l = append(*l, &fieldError{path: p, err: fe.err})
+		}
+	}
+	return true
+}
+
+// has reports whether a problem of the field at path was recorded.
+func (l problems) has(path string) bool {
+	for _, fe := range l {
+		if fe.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// err returns nil, the one problem, or every problem joined.
+func (l problems) err() error {
+	switch len(l) {
+	case 0:
+		return nil
+	case 1:
+		return l[0]
+	}
+	errs := make([]error, len(l))
+	for i, fe := range l {
+		errs[i] = fe
+	}
+	return errors.Join(errs...)
 }
 
 func joinPath(a, b string) string {
@@ -183,14 +281,15 @@ func (idx *nodeIndex) yamlErrors(file string, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		lines = te.Errors
-	} else {
+	}
+	if len(lines) == 0 {
 		lines = []string{err.Error()}
 	}
-	errs := make([]error, 0, len(lines))
+	errs := make([]*Error, 0, len(lines))
 	for _, l := range lines {
 		errs = append(errs, idx.yamlError(file, l))
 	}
-	return errors.Join(errs...)
+	return errorOf(errs)
 }
 
 func (idx *nodeIndex) yamlError(file, msg string) *Error {

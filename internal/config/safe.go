@@ -55,7 +55,8 @@ func (sc *SafeConfig) Get() *Config {
 
 // Reload loads the file at path and swaps it in when it is valid; on error
 // the current configuration is kept, the success gauge goes to 0 and the
-// error (an *Error, see Load) is returned.
+// error (an *Error, or Errors when the file has several problems; see
+// Load) is returned.
 func (sc *SafeConfig) Reload(path string) error { return sc.ReloadWith(path, nil) }
 
 // ReloadWith is Reload with a step between validation and the swap: apply
