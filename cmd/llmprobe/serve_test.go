@@ -282,3 +282,18 @@ func TestServePush(t *testing.T) {
 		t.Fatal("no push arrived")
 	}
 }
+
+func TestCheckConfigCommand(t *testing.T) {
+	t.Setenv("VLLM_B_API_KEY", "sk-test")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"check-config", "../../deploy/examples/llmprobe.yml", "../../internal/config/testdata/multi-problem.yml"}, &out, &errb); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(out.String(), "llmprobe.yml: OK") {
+		t.Errorf("stdout %q lacks the OK line", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "multi-problem.yml:7:") || !strings.Contains(lines[2], "multi-problem.yml:13:") {
+		t.Errorf("want the 3 problems in file order, got:\n%s", errb.String())
+	}
+}
