@@ -13,7 +13,8 @@ import (
 )
 
 // Analysis renders analysis.md: the verdict, the run's fingerprint, the
-// per-step table with the knee marked, the knee and capacity with the plots,
+// per-step table with the knee marked, with --rounds the spread of each
+// level over its rounds, the knee and capacity with the plots,
 // validity, latency detail, errors, token distributions, server-side deltas
 // and what was not recorded and why. It never fails: missing data is shown
 // as "not-recorded" or "-".
@@ -36,6 +37,7 @@ func Analysis(s Sweep) []byte {
 
 	writeRun(&b, s)
 	writeSteps(&b, s)
+	writeSpread(&b, s)
 	writeKnee(&b, s)
 	writeValidity(&b, s)
 	writeLatency(&b, s)

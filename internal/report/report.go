@@ -1,5 +1,6 @@
 // Package report turns a finished (or interrupted) sweep into what people
-// read: analysis.md (fingerprint summary, per-step table, validity, knee and
+// read: analysis.md (fingerprint summary, per-step table, spread over
+// rounds, validity, knee and
 // max goodput, latency and token distributions, server-side deltas,
 // "not-recorded" explanations and a plain verdict), the SVG plots beside it
 // (goodput.svg, latency.svg, drawn with gonum/plot), the terminal table, and
@@ -71,6 +72,50 @@ type Sweep struct {
 	// req/s (the built-in simulator's, from its parameters); 0 = unknown.
 	// The verdict and the table compare the knee with it.
 	ReferenceCapacity float64
+	// Spread holds, sorted by level, the spread over rounds of every level
+	// run more than once with --rounds; empty with one round (analysis.md
+	// and the table then show no spread).
+	Spread []LevelSpread
+}
+
+// MaxReproducibleSpread is the relative spread (see Range.Rel) of TTFT p99
+// or goodput over a level's rounds above which the report warns that the
+// level is not reproducible at the sweep's step length.
+const MaxReproducibleSpread = 0.10
+
+// LevelSpread is the spread of one level's figures over its rounds.
+type LevelSpread struct {
+	// Level is the rate in req/s (+Inf for a burst), or the concurrency in
+	// ModeClosed.
+	Level float64
+	// Rounds counts the steps run at the level (reruns of an invalid level
+	// included); Used those the ranges are over: the valid ones, or every
+	// one when none was valid (Valid is then false).
+	Rounds int
+	Used   int
+	Valid  bool
+	// Ranges over the Used steps: request throughput and goodput (vLLM's
+	// request_goodput) in req/s, TTFT and TPOT p99 in ms.
+	Throughput Range
+	Goodput    Range
+	TTFTP99    Range
+	TPOTP99    Range
+}
+
+// Range is the minimum, median and maximum of one figure over rounds.
+type Range struct {
+	Min    float64
+	Median float64
+	Max    float64
+}
+
+// Rel returns the relative spread (Max − Min) / Median; NaN when the
+// median is 0.
+func (r Range) Rel() float64 {
+	if r.Median == 0 {
+		return math.NaN()
+	}
+	return (r.Max - r.Min) / math.Abs(r.Median)
 }
 
 // Probe is the closed-loop throughput probe that chose an adaptive

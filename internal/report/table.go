@@ -45,7 +45,8 @@ func kneeLine(s Sweep) string {
 
 // WriteTable prints the sweep's step table to w, columns right-aligned,
 // latencies in ms, the knee row marked "<- knee", then a knee line, a max
-// goodput line, one line per invalid step and, for an interrupted sweep,
+// goodput line, with --rounds one spread line per repeated level (see
+// Sweep.Spread), one line per invalid step and, for an interrupted sweep,
 // "incomplete: <reason>".
 // It returns the first write error.
 func WriteTable(w io.Writer, s Sweep) error {
@@ -103,6 +104,7 @@ func WriteTable(w io.Writer, s Sweep) error {
 	if c := s.ReferenceCapacity; c > 0 && k.Level > 0 && !s.closed() {
 		lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Level/c)))
 	}
+	lines = append(lines, spreadLines(s)...)
 	for _, st := range s.Steps {
 		if !st.Valid {
 			lines = append(lines, fmt.Sprintf("step %s invalid: %s", stepName(st), strings.Join(st.Invalid, "; ")))

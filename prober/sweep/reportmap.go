@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
 // reportSweep maps the run onto internal/report's input.
@@ -40,7 +41,65 @@ func (r *runner) reportSweep(res *Result, complete bool, reason string) report.S
 	for _, st := range res.Steps {
 		s.Steps = append(s.Steps, reportStep(st))
 	}
+	s.Spread = reportSpread(res, c.Rounds)
 	return s
+}
+
+// reportSpread maps the spread over rounds of every level that ran at
+// least twice, over the same steps as the level's spread in result.json
+// (its valid ones, every one when none was valid); nil for one round, so
+// that reruns of an invalid level alone add no spread.
+func reportSpread(res *Result, rounds int) []report.LevelSpread {
+	if rounds < 2 {
+		return nil
+	}
+	var out []report.LevelSpread
+	for _, l := range res.Levels {
+		if l.Rounds < 2 {
+			continue
+		}
+		var all, valid []*Step
+		for _, st := range res.Steps {
+			if st.Level != l.Level {
+				continue
+			}
+			all = append(all, st)
+			if st.Validity.Valid {
+				valid = append(valid, st)
+			}
+		}
+		use := valid
+		if len(valid) == 0 {
+			use = all
+		}
+		rng := func(get func(*Step) float64) report.Range {
+			xs := make([]float64, len(use))
+			for i, st := range use {
+				xs[i] = get(st)
+			}
+			return rangeOf(xs)
+		}
+		out = append(out, report.LevelSpread{
+			Level:      l.Level,
+			Rounds:     len(all),
+			Used:       len(use),
+			Valid:      len(valid) > 0,
+			Throughput: rng(func(st *Step) float64 { return st.Stats.RequestThroughput }),
+			Goodput:    rng(func(st *Step) float64 { return st.Stats.RequestGoodput }),
+			TTFTP99:    rng(func(st *Step) float64 { return st.Stats.TTFT.P99 }),
+			TPOTP99:    rng(func(st *Step) float64 { return st.Stats.TPOT.P99 }),
+		})
+	}
+	return out
+}
+
+// rangeOf returns the min, median and max of xs (zero for none).
+func rangeOf(xs []float64) report.Range {
+	if len(xs) == 0 {
+		return report.Range{}
+	}
+	sp := spreadOf(xs)
+	return report.Range{Min: sp.Min, Median: stats.Median(xs), Max: sp.Max}
 }
 
 func reportStep(st *Step) report.Step {
