@@ -49,7 +49,6 @@ func TestTraceFile(t *testing.T) {
 	sendAt := time.Now()
 	resp := post(t, base+"/v1/completions", `{"prompt":"a b c","max_tokens":6,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`,
 		"X-Request-Id", "trace-stream")
-	headersAt := time.Now()
 	s := readSSE(t, resp)
 	clientDone := time.Now()
 	contentEvents := len(s.events) - 1 // all but the usage chunk
@@ -77,19 +76,20 @@ func TestTraceFile(t *testing.T) {
 	if len(r.EventsNS) != contentEvents {
 		t.Errorf("%d events traced, client saw %d content events", len(r.EventsNS), contentEvents)
 	}
-	if r.HeadersNS < sendAt.UnixNano() || r.HeadersNS > headersAt.UnixNano() {
-		t.Errorf("headers_ns %d outside the client's send..headers window [%d, %d]", r.HeadersNS, sendAt.UnixNano(), headersAt.UnixNano())
+	// headers_ns is taken when the write + flush returned: an upper bound
+	// on when the bytes left, so the client may see the headers a little
+	// before it; it must fall between the send and the end of the stream.
+	if r.HeadersNS < sendAt.UnixNano() || r.HeadersNS > clientDone.UnixNano() {
+		t.Errorf("headers_ns %d outside the client's send..done window [%d, %d]", r.HeadersNS, sendAt.UnixNano(), clientDone.UnixNano())
 	}
+
 	if !slices.IsSorted(r.EventsNS) || len(r.EventsNS) == 0 || r.EventsNS[0] < r.HeadersNS || r.DoneNS < r.EventsNS[len(r.EventsNS)-1] ||
 		r.DoneNS > clientDone.UnixNano() {
 		t.Errorf("times out of order: headers %d events %v done %d (client done %d)", r.HeadersNS, r.EventsNS, r.DoneNS, clientDone.UnixNano())
 	}
-	// Engine steps are 3ms apart: consecutive events must be too.
-	for i := 1; i < len(r.EventsNS); i++ {
-		if gap := time.Duration(r.EventsNS[i] - r.EventsNS[i-1]); gap < time.Millisecond {
-			t.Errorf("event gap %v between steps of 3ms", gap)
-		}
-	}
+	// (Gaps between events are not asserted: after a host stall the engine
+	// runs late steps back to back to keep its modeled clock, so on a busy
+	// machine two events can be written microseconds apart.)
 
 	c := recs["trace-chat"]
 	if c.Endpoint != "/v1/chat/completions" || len(c.EventsNS) != len(s2.events) || c.CompletionTokens != 3 || c.DoneNS == 0 {
