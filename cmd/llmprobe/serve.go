@@ -26,6 +26,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/logging"
 	lweb "github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober/manager"
@@ -260,7 +261,7 @@ func runServe(e *env, f *serveFlags) int {
 			level.Error(logger).Log("msg", "invalid --push.url", "err", err)
 			return 2
 		}
-		level.Info(logger).Log("msg", "pushing metrics", "url", redactURL(f.pushURL), "interval", f.pushInterval)
+		level.Info(logger).Log("msg", "pushing metrics", "url", fingerprint.RedactText(f.pushURL), "interval", f.pushInterval)
 	}
 
 	handler := lweb.NewHandler(lweb.Options{
@@ -337,14 +338,3 @@ func quotePushLabels(ls []string) []string {
 
 // labelEscaper escapes a label value as the Prometheus text format does.
 var labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-
-// redactURL hides userinfo in a URL before it is logged.
-func redactURL(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		rest := s[i+3:]
-		if at := strings.Index(rest, "@"); at >= 0 && at < strings.IndexAny(rest+"/", "/") {
-			return s[:i+3] + "<redacted>@" + rest[at+1:]
-		}
-	}
-	return s
-}

@@ -86,9 +86,10 @@ func statusClass(code int) prober.ErrorClass {
 	return prober.ClassInvalidResponse
 }
 
-// discoverModel reads the first model of GET /v1/models and its
-// max_model_len (vLLM adds it to each model object).
-func discoverModel(ctx context.Context, hc *http.Client, baseURL string, key config.Secret) (model, maxLen string, err error) {
+// listModel reads GET /v1/models and returns the entry named want, or the
+// first one when want is empty, with its max_model_len (vLLM adds it to each
+// model object; "" when absent or not an integer).
+func listModel(ctx context.Context, hc *http.Client, baseURL string, key config.Secret, want string) (model, maxLen string, err error) {
 	var resp struct {
 		Data []struct {
 			ID          string          `json:"id"`
@@ -98,36 +99,20 @@ func discoverModel(ctx context.Context, hc *http.Client, baseURL string, key con
 	if _, err := getJSON(ctx, hc, baseURL+"/v1/models", key, &resp); err != nil {
 		return "", "", err
 	}
-	if len(resp.Data) == 0 || resp.Data[0].ID == "" {
-		return "", "", &discoverError{prober.ClassInvalidResponse, "GET /v1/models: no model listed"}
-	}
-	ml := strings.Trim(string(resp.Data[0].MaxModelLen), `"`)
-	if _, err := strconv.Atoi(ml); err != nil {
-		ml = ""
-	}
-	return resp.Data[0].ID, ml, nil
-}
-
-// maxModelLenOf reads max_model_len of a named model, "" when unknown.
-func maxModelLenOf(ctx context.Context, hc *http.Client, baseURL string, key config.Secret, model string) string {
-	var resp struct {
-		Data []struct {
-			ID          string          `json:"id"`
-			MaxModelLen json.RawMessage `json:"max_model_len"`
-		} `json:"data"`
-	}
-	if _, err := getJSON(ctx, hc, baseURL+"/v1/models", key, &resp); err != nil {
-		return ""
-	}
 	for _, d := range resp.Data {
-		if d.ID == model {
-			ml := strings.Trim(string(d.MaxModelLen), `"`)
-			if _, err := strconv.Atoi(ml); err == nil {
-				return ml
-			}
+		if d.ID == "" || (want != "" && d.ID != want) {
+			continue
 		}
+		ml := strings.Trim(string(d.MaxModelLen), `"`)
+		if _, err := strconv.Atoi(ml); err != nil {
+			ml = ""
+		}
+		return d.ID, ml, nil
 	}
-	return ""
+	if want != "" {
+		return "", "", &discoverError{prober.ClassInvalidResponse, "GET /v1/models: model " + want + " not listed"}
+	}
+	return "", "", &discoverError{prober.ClassInvalidResponse, "GET /v1/models: no model listed"}
 }
 
 // discoverVersion reads GET /version ({"version": "..."}), "" when absent.

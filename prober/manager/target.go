@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
@@ -110,12 +110,10 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 	return t, nil
 }
 
-// redact removes the API key from a message that may echo request data.
+// redact removes the API key, and anything else credential-shaped, from a
+// message that may echo request data.
 func (t *targetRunner) redact(msg string) string {
-	if k := string(t.cfg.APIKey()); k != "" {
-		msg = strings.ReplaceAll(msg, k, "<secret>")
-	}
-	return msg
+	return fingerprint.RedactSecrets(msg, string(t.cfg.APIKey()))
 }
 
 // clientFor returns the streaming client for model, building a new one when
@@ -421,9 +419,11 @@ func (t *targetRunner) fetchInfo(ctx context.Context, info serverInfo) (serverIn
 	key := t.cfg.APIKey()
 	if t.cfg.Model != "" {
 		info.Model = t.cfg.Model
-		info.MaxModelLen = maxModelLenOf(ctx, hc, t.cfg.BaseURL, key, t.cfg.Model)
+		// The configured model is used whatever /v1/models says; it only
+		// gives max_model_len when it lists the model.
+		_, info.MaxModelLen, _ = listModel(ctx, hc, t.cfg.BaseURL, key, t.cfg.Model)
 	} else {
-		model, maxLen, err := discoverModel(ctx, hc, t.cfg.BaseURL, key)
+		model, maxLen, err := listModel(ctx, hc, t.cfg.BaseURL, key, "")
 		if err != nil {
 			var de *discoverError
 			if !errors.As(err, &de) {
