@@ -38,6 +38,23 @@ var ErrorClasses = []ErrorClass{
 	ClassHTTP429, ClassHTTP5xx, ClassStream, ClassInvalidResponse, ClassCanceled,
 }
 
+// ClassForStatus classifies a non-2xx HTTP status code: 429 is http_429,
+// other 4xx http_4xx, 5xx http_5xx; anything else (1xx, 3xx — redirects are
+// never followed —, or a code outside 100..599) is invalid_response. It is
+// the one mapping from status to class for requests, discovery and
+// tokenizer calls alike.
+func ClassForStatus(code int) ErrorClass {
+	switch {
+	case code == 429:
+		return ClassHTTP429
+	case code >= 400 && code < 500:
+		return ClassHTTP4xx
+	case code >= 500 && code < 600:
+		return ClassHTTP5xx
+	}
+	return ClassInvalidResponse
+}
+
 // OutcomeSuccess is the outcome label value of a successful request; failed
 // requests use their ErrorClass as outcome.
 const OutcomeSuccess = "success"

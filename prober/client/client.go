@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/sse"
 )
@@ -463,15 +464,7 @@ func ctxClass(ctx, parent context.Context, m *measurer) (prober.ErrorClass, stri
 // statusError classifies a non-200 response and extracts a short message
 // from a bounded part of its body.
 func statusError(resp *http.Response) (prober.ErrorClass, string, bool) {
-	class := prober.ClassInvalidResponse
-	switch s := resp.StatusCode; {
-	case s == http.StatusTooManyRequests:
-		class = prober.ClassHTTP429
-	case s >= 400 && s < 500:
-		class = prober.ClassHTTP4xx
-	case s >= 500 && s < 600:
-		class = prober.ClassHTTP5xx
-	}
+	class := prober.ClassForStatus(resp.StatusCode)
 	buf := make([]byte, maxErrorBody)
 	n, _ := readFull(resp.Body, buf)
 	msg := "HTTP " + resp.Status
@@ -532,7 +525,8 @@ func isEventStream(ct string) bool {
 }
 
 // clean makes an error message safe and short: the API key is redacted, a
-// server message that echoes the prompt is cut where the echo starts,
+// server message that echoes the prompt loses every echoed piece
+// (fingerprint.ScrubPrompt),
 // control characters become spaces, and the length is bounded.
 func (c *Client) clean(msg string, req *Request, fromServer bool) string {
 	if key := string(c.o.APIKey); key != "" {
@@ -540,9 +534,9 @@ func (c *Client) clean(msg string, req *Request, fromServer bool) string {
 		msg = strings.ReplaceAll(msg, "Bearer <secret>", "<secret>")
 	}
 	if fromServer {
-		msg = cutEcho(msg, req.Prompt)
+		msg = fingerprint.ScrubPrompt(msg, req.Prompt)
 		for _, m := range req.Messages {
-			msg = cutEcho(msg, m.Content)
+			msg = fingerprint.ScrubPrompt(msg, m.Content)
 		}
 	}
 	msg = strings.Map(func(r rune) rune {
@@ -552,21 +546,6 @@ func (c *Client) clean(msg string, req *Request, fromServer bool) string {
 		return r
 	}, msg)
 	return trimTo(msg, maxErrorMessage)
-}
-
-// cutEcho cuts msg where it starts to repeat the beginning or the end of
-// text (32 bytes of it), for texts long enough that a match is not chance.
-func cutEcho(msg, text string) string {
-	const probe = 32
-	if len(text) < 16 {
-		return msg
-	}
-	for _, p := range []string{text[:min(probe, len(text))], text[max(0, len(text)-probe):]} {
-		if i := strings.Index(msg, p); i >= 0 {
-			msg = msg[:i] + "<prompt redacted>"
-		}
-	}
-	return msg
 }
 
 // trimTo bounds s to n bytes at a rune boundary, marking the cut.

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.uber.org/goleak"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
 )
 
@@ -637,7 +638,7 @@ func TestErrorMessageRedaction(t *testing.T) {
 	if strings.Contains(rec.ErrorMessage, testKey) || strings.Contains(rec.ErrorMessage, prompt[:20]) {
 		t.Fatalf("message leaks: %q", rec.ErrorMessage)
 	}
-	if !strings.Contains(rec.ErrorMessage, "bad key <secret>") || !strings.Contains(rec.ErrorMessage, "<prompt redacted>") {
+	if !strings.Contains(rec.ErrorMessage, "bad key <secret>") || !strings.Contains(rec.ErrorMessage, fingerprint.PromptEcho) {
 		t.Fatalf("message %q lacks the redaction markers", rec.ErrorMessage)
 	}
 }

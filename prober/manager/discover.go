@@ -51,7 +51,7 @@ func getJSON(ctx context.Context, hc *http.Client, url string, key config.Secret
 		return resp.StatusCode, &discoverError{prober.ClassStream, "reading " + redactedPath(url) + ": " + shortErr(err)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, &discoverError{statusClass(resp.StatusCode), fmt.Sprintf("GET %s: HTTP %d", redactedPath(url), resp.StatusCode)}
+		return resp.StatusCode, &discoverError{prober.ClassForStatus(resp.StatusCode), fmt.Sprintf("GET %s: HTTP %d", redactedPath(url), resp.StatusCode)}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return resp.StatusCode, &discoverError{prober.ClassInvalidResponse, "GET " + redactedPath(url) + ": bad JSON: " + shortErr(err)}
@@ -69,21 +69,9 @@ func classifyErr(ctx context.Context, err error) prober.ErrorClass {
 	case errors.As(err, &ne) && ne.Timeout():
 		return prober.ClassTimeout
 	case errors.As(err, &he):
-		return statusClass(he.StatusCode())
+		return prober.ClassForStatus(he.StatusCode())
 	}
 	return prober.ClassConnect
-}
-
-func statusClass(code int) prober.ErrorClass {
-	switch {
-	case code == http.StatusTooManyRequests:
-		return prober.ClassHTTP429
-	case code >= 500:
-		return prober.ClassHTTP5xx
-	case code >= 400:
-		return prober.ClassHTTP4xx
-	}
-	return prober.ClassInvalidResponse
 }
 
 // listModel reads GET /v1/models and returns the entry named want, or the

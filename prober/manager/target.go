@@ -195,7 +195,7 @@ func (t *targetRunner) buildTokenizer(ctx context.Context, model string, c *clie
 		switch {
 		case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden ||
 			se.Code == http.StatusTooManyRequests || se.Code >= 500:
-			return nil, &discoverError{statusClass(se.Code), "POST /tokenize: " + shortErr(err)}
+			return nil, &discoverError{prober.ClassForStatus(se.Code), "POST /tokenize: " + shortErr(err)}
 		}
 		// Another 4xx: a /tokenize that is not vLLM's; calibrate instead.
 		level.Info(t.logger).Log("msg", "the server's /tokenize is not vLLM's; sizing prompts by calibration", "err", t.redact(shortErr(err)))

@@ -1049,7 +1049,7 @@ type errorLine struct {
 // writeRecords appends a step's records (and errors) to records.jsonl and
 // errors-redacted.jsonl. Error messages lose credentials (r.redact) and,
 // without --save-prompts, any piece of the request's prompt a server
-// echoed (scrubPrompt).
+// echoed (fingerprint.ScrubPrompt).
 func (r *runner) writeRecords(st *Step, recs []prober.Record, prompts []string) error {
 	for i := range recs {
 		rec := &recs[i]
@@ -1060,7 +1060,7 @@ func (r *runner) writeRecords(st *Step, recs []prober.Record, prompts []string) 
 		if rec.ErrorMessage != "" {
 			msg := r.redact(rec.ErrorMessage)
 			if !r.cfg.SavePrompts {
-				msg = scrubPrompt(msg, prompt)
+				msg = fingerprint.ScrubPrompt(msg, prompt)
 			}
 			rec.ErrorMessage = msg
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
@@ -816,7 +817,7 @@ func TestRunScrubsPromptEcho(t *testing.T) {
 	verifyClean(t, out.Dir)
 	recs := readFile(t, out.Dir, artifacts.RecordsFile)
 	errs := readFile(t, out.Dir, artifacts.ErrorsFile)
-	if !strings.Contains(errs, PromptEcho) || !strings.Contains(recs, PromptEcho) || !strings.Contains(errs, "cannot serve prompt") {
+	if !strings.Contains(errs, fingerprint.PromptEcho) || !strings.Contains(recs, fingerprint.PromptEcho) || !strings.Contains(errs, "cannot serve prompt") {
 		t.Errorf("the echo was not replaced:\n%s", errs)
 	}
 	mu.Lock()
@@ -829,26 +830,6 @@ func TestRunScrubsPromptEcho(t *testing.T) {
 		if strings.Contains(recs, piece) || strings.Contains(errs, piece) {
 			t.Errorf("prompt text %q written without --save-prompts", piece)
 		}
-	}
-}
-
-func TestScrubPrompt(t *testing.T) {
-	prompt := "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
-	tests := []struct {
-		name, msg, want string
-	}{
-		{"no echo", "HTTP 400: too long", "HTTP 400: too long"},
-		{"a whole echo", "bad prompt '" + prompt + "'", "bad prompt '" + PromptEcho + "'"},
-		{"a piece of 17 characters", "[charlie delta ech]", "[" + PromptEcho + "]"},
-		{"16 characters stay", "[charlie delta ec]", "[charlie delta ec]"},
-		{"two pieces", "[alpha bravo charlie] and [golf hotel india juliet]", "[" + PromptEcho + "] and [" + PromptEcho + "]"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := scrubPrompt(tt.msg, prompt); got != tt.want {
-				t.Errorf("scrubPrompt(%q) = %q, want %q", tt.msg, got, tt.want)
-			}
-		})
 	}
 }
 

@@ -1,0 +1,77 @@
+// Package testutil holds the helpers that tests of several packages share:
+// a free loopback address, a buffer safe for concurrent writers and readers,
+// and waiting on observable state (never on a fixed sleep). It is imported
+// only by _test.go files.
+package testutil
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// DefaultWait is how long Eventually waits before failing the test: long
+// enough for a loaded 2-core machine, short enough to fail a broken test.
+const DefaultWait = 20 * time.Second
+
+// FreeAddr returns a loopback "127.0.0.1:port" that was free a moment ago.
+// Prefer passing a listener to the code under test where it accepts one;
+// use this only for programs that must bind the address themselves.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// SyncBuffer is a bytes.Buffer that is safe to write from one goroutine (a
+// logger, a subprocess) while another reads it. The zero value is ready.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns a copy of everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Len returns the number of bytes written so far.
+func (s *SyncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// Eventually polls cond every 5 ms until it is true, failing the test with
+// "timed out waiting for <what>" after DefaultWait.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	EventuallyWithin(t, DefaultWait, what, cond)
+}
+
+// EventuallyWithin is Eventually with its own limit.
+func EventuallyWithin(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
