@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
@@ -193,6 +194,22 @@ type Result struct {
 	SearchEnd string
 	// ReferenceCapacity is Config.ReferenceCapacity (0: not written).
 	ReferenceCapacity float64
+
+	// The fields below are not written to result.json (the manifest and
+	// the command line hold them); reports read them.
+
+	// Name is Config.Name (--name).
+	Name string
+	// InterruptedReason says why an incomplete sweep stopped ("" when
+	// complete), as in manifest.json.
+	InterruptedReason string
+	// MaxConcurrency is the open loop's concurrency cap (0: none, and
+	// always 0 in closed-loop mode).
+	MaxConcurrency int
+	// Rounds is Config.Rounds.
+	Rounds int
+	// Fingerprint is the experiment fingerprint, as in manifest.json.
+	Fingerprint fingerprint.Fingerprint
 }
 
 // resultKeys returns every key result.json writes at the top level and in a

@@ -1100,6 +1100,8 @@ func (r *runner) result(complete bool) *Result {
 		Steps:       r.steps,
 		KneeUnit:    "req/s",
 		Complete:    complete,
+		Name:        c.Name,
+		Rounds:      c.Rounds,
 	}
 	if c.API == "chat" {
 		res.Backend = "openai-chat"
@@ -1142,6 +1144,7 @@ func (r *runner) result(complete bool) *Result {
 	res.Probe = r.probe
 	if c.Mode() != ModeClosed {
 		res.ReferenceCapacity = c.ReferenceCapacity
+		res.MaxConcurrency = c.MaxConcurrency
 	}
 	if r.search != nil {
 		res.Knee.Stop = r.search.Stop
@@ -1209,6 +1212,7 @@ func (r *runner) finish(res *Result, complete bool, reason string) error {
 		errs = append(errs, err)
 	}
 	r.fp.End = time.Now().UTC()
+	res.InterruptedReason, res.Fingerprint = reason, r.fp
 	rs := r.reportSweep(res, complete, reason)
 	if err := report.WriteFiles(r.run, rs); err != nil {
 		errs = append(errs, fmt.Errorf("analysis: %w", err))
