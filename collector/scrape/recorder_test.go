@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/internal/testutil"
 )
 
 // sequenceServer serves the given bodies in order (the last one repeats);
@@ -34,45 +36,16 @@ func sequenceServer(t *testing.T, bodies ...[]byte) (*httptest.Server, func() in
 	return srv, func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
-// syncBuffer is a bytes.Buffer safe to read while the recorder writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestRecorder(t *testing.T) {
 	before := fixture(t, "vllm-before.prom")
 	during := fixture(t, "vllm-during.prom")
 	after := fixture(t, "vllm-after.prom")
 	srv, _ := sequenceServer(t, before, during, nil, after)
 
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	rec := NewRecorder(srv.Client(), srv.URL+"/metrics", 5*time.Millisecond, &buf)
 	stop := rec.Start(context.Background())
-	waitFor(t, "4 scrapes", func() bool { ok, failed := rec.Scrapes(); return ok >= 3 && failed >= 1 })
+	testutil.Eventually(t, "4 scrapes", func() bool { ok, failed := rec.Scrapes(); return ok >= 3 && failed >= 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +109,12 @@ func boolInt(b bool) int {
 
 func TestRecorderStopsWithContext(t *testing.T) {
 	srv, requests := sequenceServer(t, []byte("vllm:num_requests_running 1\n"))
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	rec := NewRecorder(srv.Client(), srv.URL, time.Hour, &buf)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rec.Run(ctx) }()
-	waitFor(t, "first scrape", func() bool { ok, _ := rec.Scrapes(); return ok == 1 })
+	testutil.Eventually(t, "first scrape", func() bool { ok, _ := rec.Scrapes(); return ok == 1 })
 	cancel()
 	select {
 	case err := <-done:

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/internal/testutil"
+
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -48,18 +50,6 @@ func tryCompletion(base string, body map[string]any) (string, usageJSON, error) 
 		return "", usageJSON{}, fmt.Errorf("decode completion: %v", err)
 	}
 	return out.Choices[0].Text, out.Usage, nil
-}
-
-// eventually polls cond every 10ms for up to 3s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestPreemption(t *testing.T) {
@@ -180,7 +170,7 @@ func TestClientDisconnectAborts(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	eventually(t, "the abort", func() bool {
+	testutil.Eventually(t, "the abort", func() bool {
 		mfs := scrape(t, base)
 		return value(t, mfs, "vllm:request_success_total", "finished_reason", "abort") == 1 &&
 			value(t, mfs, "vllm:num_requests_running") == 0 && value(t, mfs, "vllm:kv_cache_usage_perc") == 0
@@ -201,7 +191,7 @@ func TestWaitingQueue(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "a waiting request", func() bool {
+	testutil.Eventually(t, "a waiting request", func() bool {
 		mfs := scrape(t, base)
 		return value(t, mfs, "vllm:num_requests_waiting") >= 1 && value(t, mfs, "vllm:num_requests_running") == 1 &&
 			value(t, mfs, "vllm:kv_cache_usage_perc") > 0
@@ -222,7 +212,7 @@ func TestCloseEndsStreams(t *testing.T) {
 	}
 	srvDone := make(chan struct{})
 	srv := &http.Server{Handler: sim.Handler()}
-	l := listen(t)
+	l := testutil.Listen(t)
 	go func() { srv.Serve(l); close(srvDone) }()
 	resp, err := http.Post("http://"+l.Addr().String()+"/v1/completions", "application/json",
 		strings.NewReader(`{"prompt":"a","max_tokens":200,"ignore_eos":true,"stream":true}`))

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -153,17 +152,6 @@ func words(prefix string, n int) string {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
-}
-
-// listen opens a loopback listener closed at cleanup.
-func listen(t *testing.T) net.Listener {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
 }
 
 // readAll reads and closes a 200 response's body.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/internal/testutil"
+
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -18,7 +20,7 @@ import (
 func readTrace(t *testing.T, path string, want int) map[string]simulator.TraceRecord {
 	t.Helper()
 	recs := map[string]simulator.TraceRecord{}
-	eventually(t, "trace lines", func() bool {
+	testutil.Eventually(t, "trace lines", func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -29,6 +29,19 @@ func FreeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
+// Listen opens a loopback listener on a free port, closed when the test
+// ends. Hand it to the server under test instead of a FreeAddr, so no other
+// process can take the port in between.
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // SyncBuffer is a bytes.Buffer that is safe to write from one goroutine (a
 // logger, a subprocess) while another reads it. The zero value is ready.
 type SyncBuffer struct {
