@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/testutil"
-
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 )
 
 // completion runs one non-streaming completion and returns its text and

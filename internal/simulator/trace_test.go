@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/testutil"
-
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 )
 
 // readTrace polls path until it holds want lines and decodes them by request id.
