@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
@@ -748,5 +749,42 @@ func TestNotSentIsCountedButHasNoSendLag(t *testing.T) {
 				t.Errorf("send lag observed %d times, want 1 (the not-sent request is not a send)", c)
 			}
 		}
+	}
+}
+
+// TestObserverEventsAreTheSetters checks that the manager.Observer events
+// export what the setters they stand for export.
+func TestObserverEventsAreTheSetters(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	s := slo.SLO{TTFT: 800 * ms, E2EL: 5 * time.Second}
+	byEvents, bySetters := prometheus.NewPedanticRegistry(), prometheus.NewPedanticRegistry()
+	e := New(byEvents)
+	e.ProbeStarted("t", "p", manager.ProbeSettings{Rate: 2, SLO: s, GoodputObjective: 0.99, Start: start})
+	e.SLOChanged("t", "p", slo.SLO{TPOT: 50 * ms}, 0.995)
+	m := New(bySetters)
+	m.Init("t", "p")
+	m.SetProbeRate("t", "p", 2)
+	m.SetLastArrival("t", "p", start)
+	m.SetSLO("t", "p", 0, 50*ms, 0)
+	m.SetGoodputObjective("t", "p", 0.995)
+	want, err := bySetters.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := byEvents.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(fams []*dto.MetricFamily) string {
+		var b bytes.Buffer
+		for _, f := range fams {
+			if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.String()
+	}
+	if g, w := text(got), text(want); g != w || !strings.Contains(g, `slo="tpot"`) {
+		t.Errorf("events exported\n%s\nsetters\n%s", g, w)
 	}
 }

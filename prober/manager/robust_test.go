@@ -258,3 +258,86 @@ targets:
 		t.Error("no too_long skips counted")
 	}
 }
+
+func TestInputTokensIncludeTheSharedPrefix(t *testing.T) {
+	base := simWith(t, nil)
+	col := newCollector()
+	m := manager.New(manager.Options{OnRecord: col.add}) // no observer: nothing observes
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
+targets:
+  - name: s
+    base_url: %s
+    probes:
+      - name: p
+        rate: 40
+        workload:
+          prefix_tokens: 32
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 4}
+`, base))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "5 successful records", func(evs []manager.RecordEvent) bool {
+		n := 0
+		for _, e := range evs {
+			if e.Record.OK() {
+				n++
+			}
+		}
+		return n >= 5
+	})
+	for _, e := range evs {
+		r := e.Record
+		if !r.OK() {
+			continue
+		}
+		if r.InputTokens != 96 || r.PromptTokens != r.InputTokens {
+			t.Errorf("record %s: input_tokens %d (want prefix 32 + input 64), server counted %d", r.RequestID, r.InputTokens, r.PromptTokens)
+		}
+	}
+}
+
+func TestTooLongUsesTokenizeMaxModelLenWhenModelsLacksIt(t *testing.T) {
+	sc := fastSim()
+	sc.MaxModelLen = 256
+	sim, err := simulator.New(sc, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sim.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" { // no max_model_len: only /tokenize says it
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"llmprobe-sim","object":"model"}]}`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer func() { srv.Close(); sim.Close() }()
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
+targets:
+  - name: s
+    base_url: %s
+    probes:
+      - name: p
+        rate: 40
+        workload:
+          input_tokens: {dist: choice, choices: [{value: 64, weight: 1}, {value: 300, weight: 1}]}
+          output_tokens: {dist: fixed, value: 16}
+`, srv.URL))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 20 })
+	for _, e := range evs {
+		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
+			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
+		}
+	}
+	if got := counter(t, reg, "llmprobe_requests_skipped_total", map[string]string{"reason": "too_long"}); got == 0 {
+		t.Error("no too_long skips counted")
+	}
+}
