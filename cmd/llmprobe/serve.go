@@ -144,7 +144,7 @@ func runServe(e *env, f *serveFlags) int {
 
 	safe := config.NewSafeConfig(reg)
 	pm := probemetrics.New(reg)
-	mgr := manager.New(manager.Options{Logger: logger, Metrics: pm})
+	mgr := manager.New(manager.Options{Logger: logger, Observer: pm})
 	defer mgr.Stop()
 
 	ctx := e.ctx

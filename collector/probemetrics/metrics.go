@@ -10,7 +10,9 @@
 // units, buckets and semantics.
 //
 // The package only observes; it never decides. The caller evaluates the SLO
-// and passes the verdict to Observe.
+// and passes the verdict to Observe. Metrics implements manager.Observer:
+// cmd/llmprobe hands it to the probe manager, which does not import this
+// package.
 package probemetrics
 
 import (
@@ -22,7 +24,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/slo"
 )
+
+// Metrics is what the probe manager reports to.
+var _ manager.Observer = (*Metrics)(nil)
 
 // Metric family names exported by this package. Histogram families expose
 // the series <name>_bucket, <name>_sum and <name>_count (plus native buckets
@@ -49,29 +56,24 @@ const (
 	exemplarValueLimit = prometheus.ExemplarMaxRunes - len(exemplarLabel)
 )
 
-// SLO names: the values of the slo label of llmprobe_slo_violations_total and
-// llmprobe_slo_threshold_seconds. They match vllm bench serve's --goodput keys.
+// SLONames lists the values of the slo label of llmprobe_slo_violations_total
+// and llmprobe_slo_threshold_seconds in a stable order: prober/slo's names
+// (vllm bench serve's --goodput keys), indexed by slo.Kind.
+var SLONames = slo.Names
+
+// The values of the reason label of llmprobe_requests_skipped_total: the
+// probe manager's skip reasons.
 const (
-	SLOTTFT = "ttft"
-	SLOTPOT = "tpot"
-	SLOE2EL = "e2el"
+	// SkipMaxConcurrency: the probe's max_concurrency in-flight cap was full.
+	SkipMaxConcurrency = manager.SkipMaxConcurrency
+	// SkipTooLong: the drawn prompt + output tokens exceed the served
+	// model's max_model_len (the probe's config, not a server failure).
+	SkipTooLong = manager.SkipTooLong
 )
 
-// SLONames lists the SLO names in a stable order.
-var SLONames = []string{SLOTTFT, SLOTPOT, SLOE2EL}
-
-// SkipMaxConcurrency is the reason label of an arrival that was dropped
-// because the probe's max_concurrency in-flight cap was full.
-const SkipMaxConcurrency = "max_concurrency"
-
-// SkipTooLong is the reason label of an arrival whose drawn prompt + output
-// tokens exceed the served model's max_model_len (the probe's config, not a
-// server failure).
-const SkipTooLong = "too_long"
-
-// SkipReasons lists the skip reasons that Init pre-creates. Skipped accepts
-// other values too; callers must keep them to a small fixed set.
-var SkipReasons = []string{SkipMaxConcurrency, SkipTooLong}
+// SkipReasons lists the skip reasons that Init pre-creates (every
+// manager.SkipReason).
+var SkipReasons = manager.SkipReasons
 
 // Names returns every metric family name this package exports, in a stable
 // order. Histogram families are listed by their base name (their series add
@@ -140,7 +142,7 @@ type probeMetrics struct {
 	requests []prometheus.Counter // indexed like outcomes
 	good     prometheus.Counter
 	slo      []prometheus.Counter // indexed like SLONames
-	skipped  map[string]prometheus.Counter
+	skipped  map[manager.SkipReason]prometheus.Counter
 	prompt   prometheus.Counter
 	gen      prometheus.Counter
 	inFlight prometheus.Gauge
@@ -275,7 +277,7 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 		requests: make([]prometheus.Counter, len(outcomes)),
 		good:     m.good.WithLabelValues(target, probe),
 		slo:      make([]prometheus.Counter, len(SLONames)),
-		skipped:  make(map[string]prometheus.Counter, len(SkipReasons)),
+		skipped:  make(map[manager.SkipReason]prometheus.Counter, len(SkipReasons)),
 		prompt:   m.promptTokens.WithLabelValues(target, probe),
 		gen:      m.genTokens.WithLabelValues(target, probe),
 		inFlight: m.inFlight.WithLabelValues(target, probe),
@@ -287,15 +289,14 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 		pm.slo[i] = m.sloViolations.WithLabelValues(target, probe, s)
 	}
 	for _, r := range SkipReasons {
-		pm.skipped[r] = m.skipped.WithLabelValues(target, probe, r)
+		pm.skipped[r] = m.skipped.WithLabelValues(target, probe, string(r))
 	}
 	m.probes[k] = pm
 	return pm
 }
 
-// Observe records one finished request. good says whether it met every
-// configured SLO and violated lists the SLO names (SLOTTFT, SLOTPOT,
-// SLOE2EL) it broke; both are the caller's verdict.
+// Observe records one finished request with the caller's SLO verdict: v.Good
+// says whether it met every configured SLO, v.Violated which SLOs it broke.
 //
 // Every Record counts once in llmprobe_requests_total{outcome}, adds its
 // token counts and observes its send lag (negative lags count as 0). The
@@ -303,7 +304,7 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 // only: a failed request's partial timings would mix failure modes into
 // latency quantiles. Observations carry the request id as an exemplar; for
 // ITL only the request's largest gap does.
-func (m *Metrics) Observe(r *prober.Record, good bool, violated []string) {
+func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	pm := m.probe(r.Target, r.Probe)
 
 	var ex prometheus.Labels
@@ -347,19 +348,14 @@ func (m *Metrics) Observe(r *prober.Record, good bool, violated []string) {
 		}
 	}
 
-	if good {
+	if v.Good {
 		pm.good.Inc()
 	}
-	for _, s := range violated {
-		switch s {
-		case SLOTTFT:
-			pm.slo[0].Inc()
-		case SLOTPOT:
-			pm.slo[1].Inc()
-		case SLOE2EL:
-			pm.slo[2].Inc()
-		default:
-			m.sloViolations.WithLabelValues(r.Target, r.Probe, s).Inc()
+	if v.Violated != 0 {
+		for _, k := range slo.Kinds {
+			if v.Violated.Has(k) {
+				pm.slo[k].Inc()
+			}
 		}
 	}
 }
@@ -372,23 +368,39 @@ func observe(o exemplarObserver, d time.Duration, ex prometheus.Labels) {
 	o.ObserveWithExemplar(d.Seconds(), ex)
 }
 
-// InFlight returns the llmprobe_requests_in_flight gauge of (target, probe);
-// the caller increments it when a request is sent and decrements it when the
-// request finishes.
-func (m *Metrics) InFlight(target, probe string) prometheus.Gauge {
-	return m.probe(target, probe).inFlight
+// InFlight adds delta to the llmprobe_requests_in_flight gauge of (target,
+// probe): +1 when a request starts, -1 when it finished.
+func (m *Metrics) InFlight(target, probe string, delta int) {
+	m.probe(target, probe).inFlight.Add(float64(delta))
 }
 
 // Skipped counts one scheduled arrival of (target, probe) that was not sent.
 // reason should be one of SkipReasons; other values create a new series and
 // must come from a small fixed set.
-func (m *Metrics) Skipped(target, probe, reason string) {
+func (m *Metrics) Skipped(target, probe string, reason manager.SkipReason) {
 	pm := m.probe(target, probe)
 	if c, ok := pm.skipped[reason]; ok {
 		c.Inc()
 		return
 	}
-	m.skipped.WithLabelValues(target, probe, reason).Inc()
+	m.skipped.WithLabelValues(target, probe, string(reason)).Inc()
+}
+
+// ProbeStarted initialises the series of (target, probe) (Init) and exports
+// its settings: SLO thresholds, goodput objective, arrival rate, and its
+// start as its last arrival.
+func (m *Metrics) ProbeStarted(target, probe string, s manager.ProbeSettings) {
+	m.Init(target, probe)
+	m.SLOChanged(target, probe, s.SLO, s.GoodputObjective)
+	m.SetProbeRate(target, probe, s.Rate)
+	m.SetLastArrival(target, probe, s.Start)
+}
+
+// SLOChanged exports new SLO thresholds and goodput objective of (target,
+// probe) (SetSLO, SetGoodputObjective).
+func (m *Metrics) SLOChanged(target, probe string, s slo.SLO, goodputObjective float64) {
+	m.SetSLO(target, probe, s.TTFT, s.TPOT, s.E2EL)
+	m.SetGoodputObjective(target, probe, goodputObjective)
 }
 
 // SetSLO exports the SLO thresholds of (target, probe) as

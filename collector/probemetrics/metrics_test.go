@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden.prom")
@@ -30,6 +32,16 @@ type observation struct {
 	rec      prober.Record
 	good     bool
 	violated []string
+}
+
+// verdict builds the verdict of a good request or one violating the named
+// SLOs.
+func verdict(good bool, violated ...string) slo.Verdict {
+	v := slo.Verdict{Good: good}
+	for _, name := range violated {
+		v.Violated = v.Violated.With(slo.Kind(slices.Index(slo.Names, name)))
+	}
+	return v
 }
 
 // fixture is the fixed set of Records behind the golden exposition. The
@@ -50,7 +62,7 @@ func fixture() []observation {
 				TTFT: 900 * ms, ITL: []time.Duration{40 * ms, 60 * ms}, E2E: 1000 * ms,
 				PromptTokens: 64, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
 			},
-			violated: []string{SLOTTFT},
+			violated: []string{slo.NameTTFT},
 		},
 		{ // One token: no ITL, no TPOT. Negative send lag counts as 0.
 			rec: prober.Record{
@@ -65,7 +77,7 @@ func fixture() []observation {
 				TTFT: 400 * ms, ITL: []time.Duration{100 * ms, 200 * ms}, E2E: 700 * ms,
 				PromptTokens: 1000, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
 			},
-			violated: []string{SLOTPOT, SLOE2EL},
+			violated: []string{slo.NameTPOT, slo.NameE2EL},
 		},
 	}
 	// One failure per error class. Their timings must not reach the latency
@@ -91,11 +103,11 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	m.Init("sim", "small")
 	m.Init("sim", "large")
 	for _, o := range fixture() {
-		m.Observe(&o.rec, o.good, o.violated)
+		m.Observe(&o.rec, verdict(o.good, o.violated...))
 	}
 	m.Skipped("sim", "small", SkipMaxConcurrency)
 	m.Skipped("sim", "small", SkipMaxConcurrency)
-	m.InFlight("sim", "small").Inc()
+	m.InFlight("sim", "small", 1)
 	m.SetSLO("sim", "small", 800*ms, 50*ms, 0)
 	m.SetSLO("sim", "large", 0, 50*ms, 5*time.Second)
 	m.SetTargetInfo("sim", "0.11.0", "meta-llama/Llama-3.1-8B-Instruct", "131072")
@@ -160,7 +172,7 @@ func TestHandComputed(t *testing.T) {
 		{name: "e2el violations large", c: m.sloViolations.WithLabelValues("sim", "large", "e2el"), want: 1},
 		{name: "prompt tokens small", c: m.promptTokens.WithLabelValues("sim", "small"), want: 64 * 4},
 		{name: "generation tokens small", c: m.genTokens.WithLabelValues("sim", "small"), want: 4 + 3 + 1 + 2},
-		{name: "skipped", c: m.skipped.WithLabelValues("sim", "small", SkipMaxConcurrency), want: 2},
+		{name: "skipped", c: m.skipped.WithLabelValues("sim", "small", string(SkipMaxConcurrency)), want: 2},
 		{name: "in flight", c: m.inFlight.WithLabelValues("sim", "small"), want: 1},
 		{name: "slo ttft", c: m.sloThreshold.WithLabelValues("sim", "small", "ttft"), want: 0.8},
 		{name: "slo e2el large", c: m.sloThreshold.WithLabelValues("sim", "large", "e2el"), want: 5},
@@ -437,7 +449,7 @@ func TestExemplarGuard(t *testing.T) {
 			reg := prometheus.NewPedanticRegistry()
 			m := New(reg)
 			r := &prober.Record{Target: "t", Probe: "p", RequestID: tt.id, TTFT: 10 * ms, E2E: 20 * ms, CompletionTokens: 1}
-			m.Observe(r, true, nil) // must not panic
+			m.Observe(r, slo.Verdict{Good: true}) // must not panic
 			mf := gatherFamily(t, reg, NameTTFT)
 			h := mf.GetMetric()[0].GetHistogram()
 			if h.GetSampleCount() != 1 {
@@ -619,7 +631,7 @@ func TestDelete(t *testing.T) {
 			t.Errorf("target info series: %d, want 1", got["sim/"])
 		}
 		// Observing again re-creates the full set of series.
-		m.Observe(&prober.Record{Target: "sim", Probe: "small", TTFT: ms, E2E: ms}, true, nil)
+		m.Observe(&prober.Record{Target: "sim", Probe: "small", TTFT: ms, E2E: ms}, slo.Verdict{Good: true})
 		if n, _ := testutil.GatherAndCount(reg, NameRequests); n != 2*(1+len(prober.ErrorClasses)) {
 			t.Errorf("requests series after re-create: %d", n)
 		}
@@ -652,9 +664,9 @@ func TestConcurrentUse(t *testing.T) {
 			for i := range 200 {
 				r := &prober.Record{Target: "t", Probe: probe, RequestID: "r", TTFT: ms, E2E: 2 * ms,
 					ITL: []time.Duration{ms}, CompletionTokens: 2}
-				m.InFlight("t", probe).Inc()
-				m.Observe(r, i%2 == 0, []string{SLOTTFT})
-				m.InFlight("t", probe).Dec()
+				m.InFlight("t", probe, 1)
+				m.Observe(r, verdict(i%2 == 0, slo.NameTTFT))
+				m.InFlight("t", probe, -1)
 				if i%50 == 0 {
 					m.DeleteProbe("t", "p1")
 					m.SetSLO("t", probe, ms, 0, 0)
@@ -687,7 +699,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.Run("exemplars", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			m.Observe(r, true, nil)
+			m.Observe(r, slo.Verdict{Good: true})
 		}
 	})
 	// Without a request id there are no exemplars: the difference is the
@@ -697,7 +709,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.Run("no_exemplars", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			m.Observe(&noID, true, nil)
+			m.Observe(&noID, slo.Verdict{Good: true})
 		}
 	})
 }
@@ -721,8 +733,8 @@ func TestNotSentIsCountedButHasNoSendLag(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg)
 	m.Init("t", "p")
-	m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: "a", Error: prober.ClassConnect, NotSent: true, SendLag: 10 * time.Second}, false, nil)
-	m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: "b", Error: prober.ClassConnect, SendLag: time.Millisecond}, false, nil)
+	m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: "a", Error: prober.ClassConnect, NotSent: true, SendLag: 10 * time.Second}, slo.Verdict{})
+	m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: "b", Error: prober.ClassConnect, SendLag: time.Millisecond}, slo.Verdict{})
 	if got := testutil.ToFloat64(m.requests.WithLabelValues("t", "p", "connect")); got != 2 {
 		t.Errorf("connect failures = %v, want 2", got)
 	}
@@ -737,5 +749,42 @@ func TestNotSentIsCountedButHasNoSendLag(t *testing.T) {
 				t.Errorf("send lag observed %d times, want 1 (the not-sent request is not a send)", c)
 			}
 		}
+	}
+}
+
+// TestObserverEventsAreTheSetters checks that the manager.Observer events
+// export what the setters they stand for export.
+func TestObserverEventsAreTheSetters(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	s := slo.SLO{TTFT: 800 * ms, E2EL: 5 * time.Second}
+	byEvents, bySetters := prometheus.NewPedanticRegistry(), prometheus.NewPedanticRegistry()
+	e := New(byEvents)
+	e.ProbeStarted("t", "p", manager.ProbeSettings{Rate: 2, SLO: s, GoodputObjective: 0.99, Start: start})
+	e.SLOChanged("t", "p", slo.SLO{TPOT: 50 * ms}, 0.995)
+	m := New(bySetters)
+	m.Init("t", "p")
+	m.SetProbeRate("t", "p", 2)
+	m.SetLastArrival("t", "p", start)
+	m.SetSLO("t", "p", 0, 50*ms, 0)
+	m.SetGoodputObjective("t", "p", 0.995)
+	want, err := bySetters.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := byEvents.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(fams []*dto.MetricFamily) string {
+		var b bytes.Buffer
+		for _, f := range fams {
+			if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.String()
+	}
+	if g, w := text(got), text(want); g != w || !strings.Contains(g, `slo="tpot"`) {
+		t.Errorf("events exported\n%s\nsetters\n%s", g, w)
 	}
 }

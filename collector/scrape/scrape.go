@@ -24,6 +24,8 @@ import (
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/llmprobe/llmprobe/prober/client"
 )
 
 // Defaults of Fetch.
@@ -79,7 +81,8 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 // body is an error.
 func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
 
-// WithBearerToken sends "Authorization: Bearer <token>". The token never
+// WithBearerToken sends "Authorization: Bearer <token>" (through
+// client.Authorize, the one place credentials are attached). The token never
 // appears in errors.
 func WithBearerToken(token config.Secret) Option { return func(o *options) { o.bearer = token } }
 
@@ -119,9 +122,9 @@ func Fetch(ctx context.Context, client *http.Client, rawURL string, opts ...Opti
 	return snap, nil
 }
 
-func fetch(ctx context.Context, client *http.Client, u *url.URL, o options) (*Snapshot, error) {
-	if client == nil {
-		client = http.DefaultClient
+func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapshot, error) {
+	if hc == nil {
+		hc = http.DefaultClient
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
@@ -134,11 +137,9 @@ func fetch(ctx context.Context, client *http.Client, u *url.URL, o options) (*Sn
 	}
 	req.Header.Set("Accept", acceptHeader)
 	req.Header.Set("User-Agent", o.userAgent)
-	if o.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+string(o.bearer))
-	}
+	client.Authorize(req.Header, o.bearer)
 	start := time.Now()
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {

@@ -2,7 +2,7 @@
 // (global defaults, targets and their probes), its defaults, strict decoding
 // (unknown keys are errors), validation at load with errors that name the
 // file, the line and the field, API keys read from a file or an environment
-// variable at load, per-probe fingerprints to see what a reload changed, and
+// variable at load, restart keys to see what a reload changed, and
 // SafeConfig, the holder the daemon swaps on SIGHUP and POST /-/reload.
 //
 // The schema and every default are documented in docs/configuration.md; a
@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -693,8 +694,14 @@ func (p ProbeConfig) Validate() error {
 		arrivalOK = false
 		l.add("arrival", fmt.Errorf("must be one of %s, %s, %s, got %q", ArrivalPoisson, ArrivalGamma, ArrivalConstant, p.Arrival))
 	}
-	if !l.add("burstiness", validatePositive(p.Burstiness)) && arrivalOK && p.Burstiness != 1 && p.Arrival != ArrivalGamma {
-		l.add("burstiness", fmt.Errorf("%v needs arrival: gamma (arrival is %s)", p.Burstiness, p.Arrival))
+	burstBad := l.add("burstiness", validatePositive(p.Burstiness))
+	if !burstBad && arrivalOK && p.Burstiness != 1 && p.Arrival != ArrivalGamma {
+		burstBad = l.add("burstiness", fmt.Errorf("%v needs arrival: gamma (arrival is %s)", p.Burstiness, p.Arrival))
+	}
+	if !rateBad && arrivalOK && !burstBad {
+		// Whatever else the arrival process refuses, refused here, at load,
+		// and never when the probe starts.
+		l.add("arrival", arrival.Validate(p.Arrival, p.Rate, p.Burstiness))
 	}
 	if p.MaxConcurrency < 1 && (!rateBad || p.set.has("max_concurrency", p.MaxConcurrency != 0)) {
 		l.add("max_concurrency", fmt.Errorf("must be >= 1, got %d", p.MaxConcurrency))

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -416,8 +418,7 @@ func TestSecrets(t *testing.T) {
 		{"%v", fmt.Sprintf("%v", *c)},
 		{"%+v", fmt.Sprintf("%+v", c.Targets)},
 		{"%#v", fmt.Sprintf("%#v", c.Targets[0])},
-		{"Hash", c.Hash()},
-		{"Fingerprint", c.Targets[0].Fingerprint()},
+		{"RestartKey", c.Targets[0].RestartKey()},
 	}
 	for _, v := range views {
 		t.Run(v.name, func(t *testing.T) {
@@ -445,7 +446,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("String() does not parse back: %v\n%s", err, c)
 			}
-			if c.Hash() != again.Hash() {
+			if configKey(c) != configKey(again) {
 				t.Errorf("round trip changed the config:\n%s\nvs\n%s", c, again)
 			}
 			if c.String() != again.String() {
@@ -455,55 +456,168 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestFingerprints(t *testing.T) {
+// configKey is a digest of everything a loaded config holds: the global
+// section and, per target, its restart key, SLO, objective and probes' keys.
+func configKey(c *Config) string {
+	parts := []any{c.Global}
+	for _, t := range c.Targets {
+		parts = append(parts, t.RestartKey(), t.SLO, t.GoodputObjective)
+		for _, p := range t.Probes {
+			parts = append(parts, p.RestartKey())
+		}
+	}
+	return digest(parts)
+}
+
+// probeID names one probe of one target.
+type probeID struct{ target, probe string }
+
+func TestRestartKeys(t *testing.T) {
 	const base = `
 targets:
   - name: a
     base_url: http://127.0.0.1:8000
     api_key_env: LLMPROBE_TEST_KEY
     timeout: %s
+    slo: {ttft: %s}
     probes:
       - {name: p, rate: %s}
       - {name: q, rate: 1}
   - name: b
     base_url: http://127.0.0.1:8001
 `
-	parse := func(t *testing.T, timeout, rate, key string) map[ProbeID]string {
+	// restarts returns, per probe, the restart keys of its target and itself.
+	restarts := func(t *testing.T, timeout, ttft, rate, key string) map[probeID]string {
 		t.Helper()
 		t.Setenv("LLMPROBE_TEST_KEY", key)
-		c, err := Parse([]byte(fmt.Sprintf(base, timeout, rate)), "f.yml")
+		c, err := Parse([]byte(fmt.Sprintf(base, timeout, ttft, rate)), "f.yml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c.Fingerprints()
+		out := map[probeID]string{}
+		for _, tg := range c.Targets {
+			for _, p := range tg.Probes {
+				out[probeID{tg.Name, p.Name}] = tg.RestartKey() + "/" + p.RestartKey()
+			}
+		}
+		return out
 	}
-	ref := parse(t, "1m", "2", "k1")
+	ref := restarts(t, "1m", "1s", "2", "k1")
 	if len(ref) != 3 {
-		t.Fatalf("fingerprints: %v", ref)
+		t.Fatalf("keys: %v", ref)
 	}
 	tests := []struct {
-		name               string
-		timeout, rate, key string
-		changed            []ProbeID
+		name                     string
+		timeout, ttft, rate, key string
+		changed                  []probeID
 	}{
-		{"same", "1m", "2", "k1", nil},
-		{"probe rate", "1m", "3", "k1", []ProbeID{{"a", "p"}}},
-		{"target timeout", "30s", "2", "k1", []ProbeID{{"a", "p"}, {"a", "q"}}},
-		{"api key", "1m", "2", "k2", []ProbeID{{"a", "p"}, {"a", "q"}}},
+		{"same", "1m", "1s", "2", "k1", nil},
+		{"slo is swapped in place", "1m", "2s", "2", "k1", nil},
+		{"probe rate", "1m", "1s", "3", "k1", []probeID{{"a", "p"}}},
+		{"target timeout", "30s", "1s", "2", "k1", []probeID{{"a", "p"}, {"a", "q"}}},
+		{"api key", "1m", "1s", "2", "k2", []probeID{{"a", "p"}, {"a", "q"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := parse(t, tt.timeout, tt.rate, tt.key)
-			want := map[ProbeID]bool{}
+			got := restarts(t, tt.timeout, tt.ttft, tt.rate, tt.key)
+			want := map[probeID]bool{}
 			for _, id := range tt.changed {
 				want[id] = true
 			}
-			for id, fp := range ref {
-				if changed := got[id] != fp; changed != want[id] {
+			for id, k := range ref {
+				if changed := got[id] != k; changed != want[id] {
 					t.Errorf("%v: changed=%v, want %v", id, changed, want[id])
 				}
 			}
 		})
+	}
+}
+
+// setNonZero gives v (settable) a non-zero value of its type, recursively
+// for structs (first field), and reports whether it could.
+func setNonZero(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x-changed")
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(v.Int() + 7)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(v.Uint() + 7)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(v.Float() + 0.125)
+	case reflect.Slice:
+		v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+			return true
+		}
+		return setNonZero(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && setNonZero(v.Field(i)) {
+				return true
+			}
+		}
+		return false
+	default:
+		return false
+	}
+	return true
+}
+
+// TestRestartKeyCoversEveryField changes each field of a resolved target
+// and probe in turn: the restart key must change unless the field is listed
+// as swapped in place. A field added later fails here until someone decides
+// whether it restarts its target (the default) or is swapped in place.
+func TestRestartKeyCoversEveryField(t *testing.T) {
+	c, err := ForTarget("http://127.0.0.1:8000", "m", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unexported fields are bookkeeping (which keys the file set) or the
+	// key, which enters as a hash (checked below).
+	bookkeeping := map[string]bool{"set": true, "key": true, "workloadSet": true}
+	f := func(name string, cfg any, key func(any) string, inPlace []string) {
+		t.Run(name, func(t *testing.T) {
+			ref := key(cfg)
+			typ := reflect.TypeOf(cfg)
+			for i := range typ.NumField() {
+				fld := typ.Field(i)
+				if !fld.IsExported() {
+					if !bookkeeping[fld.Name] {
+						t.Errorf("unexported field %s: decide whether it restarts the target and list it", fld.Name)
+					}
+					continue
+				}
+				cp := reflect.New(typ).Elem()
+				cp.Set(reflect.ValueOf(cfg))
+				if !setNonZero(cp.Field(i)) {
+					t.Errorf("field %s: the test cannot change a %s; extend setNonZero", fld.Name, fld.Type)
+					continue
+				}
+				changed := key(cp.Interface()) != ref
+				if want := !slices.Contains(inPlace, fld.Name); changed != want {
+					t.Errorf("field %s: restart key changed=%v, want %v", fld.Name, changed, want)
+				}
+			}
+		})
+	}
+	f("target", c.Targets[0], func(v any) string { return v.(TargetConfig).RestartKey() }, InPlaceTargetFields)
+	f("probe", c.Targets[0].Probes[0], func(v any) string { return v.(ProbeConfig).RestartKey() }, InPlaceProbeFields)
+
+	tg := c.Targets[0]
+	ref := tg.RestartKey()
+	tg.key = &apiKey{s: "sk-restart-key-secret"}
+	withKey := tg.RestartKey()
+	tg.key = &apiKey{s: "sk-restart-key-other"}
+	if withKey == ref || tg.RestartKey() == withKey {
+		t.Error("the API key does not enter the restart key")
+	}
+	if strings.Contains(withKey, "sk-restart") {
+		t.Error("the API key is in clear in the restart key")
 	}
 }
 

@@ -15,53 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
+
+	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
-// Result is one finished request as shown on the landing page. It carries no
-// prompt text and no secrets.
-type Result struct {
-	Time         time.Time
-	RequestID    string
-	Outcome      string
-	Good         bool
-	HTTPStatus   int
-	TTFT         time.Duration
-	E2E          time.Duration
-	TPOT         time.Duration
-	OutputTokens int
-	SendLag      time.Duration
-	Message      string
-}
-
-// ProbeStatus is what the landing page shows of one probe.
-type ProbeStatus struct {
-	Name     string
-	Rate     float64
-	Arrival  string
-	Workload string
-	Sent     uint64
-	Good     uint64
-	Failed   uint64
-	Skipped  uint64
-	Recent   []Result // newest first
-	Failures []Result // newest first; kept longer than Recent
-}
-
-// TargetStatus is what the landing page shows of one target.
-type TargetStatus struct {
-	Name          string
-	BaseURL       string
-	API           string
-	Model         string
-	ServerVersion string
-	SLO           string
-	Note          string // e.g. "built-in simulator"
-	Probes        []ProbeStatus
-}
-
-// StatusSource reports the current targets; implemented by the probe manager.
+// StatusSource reports the current targets; implemented by the probe
+// manager (*manager.Manager), whose status types the landing page reads.
 type StatusSource interface {
-	Status() []TargetStatus
+	Status() []manager.TargetStatus
 }
 
 // Options configures the handlers. Reload is called for POST /-/reload and
@@ -125,7 +86,7 @@ func NewHandler(o Options) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		var ts []TargetStatus
+		var ts []manager.TargetStatus
 		if o.Status != nil {
 			ts = o.Status.Status()
 		}
@@ -140,7 +101,7 @@ func NewHandler(o Options) http.Handler {
 
 type landingData struct {
 	Version string
-	Targets []TargetStatus
+	Targets []manager.TargetStatus
 	Now     time.Time
 }
 

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
-type fixedStatus []TargetStatus
+type fixedStatus []manager.TargetStatus
 
-func (f fixedStatus) Status() []TargetStatus { return f }
+func (f fixedStatus) Status() []manager.TargetStatus { return f }
 
 func do(t *testing.T, h http.Handler, method, path string) (int, string) {
 	t.Helper()
@@ -38,10 +40,10 @@ func TestHandler(t *testing.T) {
 		Status: fixedStatus{{
 			Name: "b<script>", BaseURL: "http://vllm:8000", API: "chat", Model: "m", SLO: "ttft:800ms",
 			Note: "built-in simulator",
-			Probes: []ProbeStatus{{
+			Probes: []manager.ProbeStatus{{
 				Name: "p1", Rate: 2, Arrival: "poisson", Sent: 3, Good: 2, Failed: 1,
-				Recent:   []Result{{Time: now, RequestID: "req-1", Outcome: "success", Good: true, TTFT: 12 * time.Millisecond}},
-				Failures: []Result{{Time: now, RequestID: "req-2", Outcome: "http_5xx", HTTPStatus: 500, Message: "boom"}},
+				Recent:   []manager.Result{{Time: now, RequestID: "req-1", Outcome: "success", Good: true, TTFT: 12 * time.Millisecond}},
+				Failures: []manager.Result{{Time: now, RequestID: "req-2", Outcome: "http_5xx", HTTPStatus: 500, Message: "boom"}},
 			}},
 		}, {Name: "a"}},
 		Reload:     func(context.Context) error { return reloadErr },

@@ -129,8 +129,8 @@ type Client struct {
 	o       Options
 	chat    bool
 	url     string
-	auth    string
-	extra   []byte // `,"key":value` pairs, sorted by key
+	auth    []string // the Authorization header value, nil without a key
+	extra   []byte   // `,"key":value` pairs, sorted by key
 	hc      *http.Client
 	parsers sync.Pool
 }
@@ -176,7 +176,9 @@ func New(o Options) (*Client, error) {
 		if strings.ContainsAny(string(o.APIKey), "\r\n") {
 			return nil, errors.New("api key must not contain line breaks")
 		}
-		c.auth = "Bearer " + string(o.APIKey)
+		h := http.Header{}
+		Authorize(h, o.APIKey)
+		c.auth = h["Authorization"]
 	}
 	keys := make([]string, 0, len(o.ExtraBody))
 	for k := range o.ExtraBody {
@@ -201,6 +203,18 @@ func New(o Options) (*Client, error) {
 	maxBody := c.o.MaxBodyBytes
 	c.parsers.New = func() any { return sse.NewParser(nil, sse.Options{MaxBodyBytes: maxBody}) }
 	return c, nil
+}
+
+// Authorize attaches the API key to h as "Authorization: Bearer <key>";
+// an empty key leaves h as it is. It is the one place where llmprobe builds
+// credentials: the streaming client, discovery, /tokenize and the scrape of
+// a target's /metrics all go through it. The key must not contain line
+// breaks (config and New refuse such keys).
+func Authorize(h http.Header, key config.Secret) {
+	if key == "" {
+		return
+	}
+	h.Set("Authorization", "Bearer "+string(key))
 }
 
 // NoRedirects is the CheckRedirect of the default HTTP client: a redirect
@@ -355,8 +369,8 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	h["Content-Type"] = []string{"application/json"}
 	h["Accept"] = []string{"text/event-stream"}
 	h["User-Agent"] = []string{"llmprobe"}
-	if c.auth != "" {
-		h["Authorization"] = []string{c.auth}
+	if c.auth != nil {
+		h["Authorization"] = c.auth
 	}
 	if req.ID != "" {
 		h["X-Request-Id"] = []string{req.ID}

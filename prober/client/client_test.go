@@ -779,3 +779,15 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 		t.Errorf("redirect: class %q status %d message %q", rec.Error, rec.HTTPStatus, rec.ErrorMessage)
 	}
 }
+
+func TestAuthorize(t *testing.T) {
+	h := http.Header{}
+	Authorize(h, "")
+	if len(h) != 0 {
+		t.Errorf("empty key set %v", h)
+	}
+	Authorize(h, "k-1")
+	if got := h.Values("Authorization"); len(got) != 1 || got[0] != "Bearer k-1" {
+		t.Errorf("Authorization = %q", got)
+	}
+}

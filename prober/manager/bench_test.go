@@ -1,4 +1,4 @@
-package manager
+package manager_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 // BenchmarkDaemonSendLag1000 runs the daemon's whole request path (open-loop
@@ -31,9 +32,9 @@ func BenchmarkDaemonSendLag1000(b *testing.B) {
 		var mu sync.Mutex
 		var lags []time.Duration
 		var failed int
-		m := New(Options{
-			Metrics: probemetrics.New(prometheus.NewRegistry()),
-			OnRecord: func(e *RecordEvent) {
+		m := manager.New(manager.Options{
+			Observer: probemetrics.New(prometheus.NewRegistry()),
+			OnRecord: func(e *manager.RecordEvent) {
 				mu.Lock()
 				defer mu.Unlock()
 				if e.Record.Error == prober.ClassCanceled {

@@ -1,7 +1,10 @@
 // Package manager runs the daemon's probes: for every configured target it
 // learns the served model and server version, and for every probe it runs an
-// open-loop arrival schedule whose arrivals each send one streaming request,
-// evaluate the target's SLO and hand the Record to the probe metrics. Config
+// open-loop arrival schedule whose arrivals each send one streaming request
+// (through prober/endpoint: discovery, prompt sizing, request building and
+// clients), evaluate the target's SLO and hand the Record and its verdict to
+// an Observer (collector/probemetrics in the daemon; the manager imports no
+// consumer). The landing page reads Status. Config
 // reloads are applied as a diff: unchanged probes keep running, changed and
 // removed ones are canceled (their in-flight requests end as "canceled").
 //
@@ -21,9 +24,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/config"
-	"github.com/llmprobe/llmprobe/internal/web"
 )
 
 // ErrReload is the cancel cause of requests of probes removed or changed by
@@ -35,8 +36,10 @@ var (
 
 // Options configures a Manager.
 type Options struct {
-	Logger  log.Logger
-	Metrics *probemetrics.Metrics
+	Logger log.Logger
+	// Observer receives what the probes do (metrics); nil observes
+	// nothing.
+	Observer Observer
 	// Recent is how many recent results each probe keeps for the landing
 	// page (default 20); failures are kept in a separate ring of the same
 	// size, so they survive a run of successes.
@@ -50,6 +53,7 @@ type Options struct {
 type Manager struct {
 	opts    Options
 	logger  log.Logger
+	obs     Observer
 	runID   string
 	seq     atomic.Uint64 // request ids: unique within the process
 	mu      sync.Mutex
@@ -67,15 +71,26 @@ func New(o Options) *Manager {
 	if o.Recent <= 0 {
 		o.Recent = 20
 	}
+	var obs Observer = nopObserver{}
+	if o.Observer != nil {
+		obs = o.Observer
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return &Manager{
 		opts:    o,
 		logger:  o.Logger,
+		obs:     obs,
 		runID:   hex.EncodeToString(b[:]),
 		targets: map[string]*targetRunner{},
 		notes:   map[string]string{},
 	}
+}
+
+// requestID returns a request id unique within the process:
+// llmprobe-<run id>-<kind><n>.
+func (m *Manager) requestID(kind string) string {
+	return fmt.Sprintf("llmprobe-%s-%s%d", m.runID, kind, m.seq.Add(1))
 }
 
 // SetNote attaches a note to a target shown on the landing page (e.g. that it
@@ -105,8 +120,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	plans := make([]plan, 0, len(cfg.Targets))
 	for _, tc := range cfg.Targets {
-		fp := targetFingerprint(tc)
-		if old, ok := m.targets[tc.Name]; ok && old.fp == fp {
+		if old, ok := m.targets[tc.Name]; ok && old.key == tc.RestartKey() {
 			// Build the probes that are new or changed, before swapping.
 			if err := old.prepare(tc); err != nil {
 				return fmt.Errorf("target %q: %w", tc.Name, err)
@@ -139,7 +153,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 		switch {
 		case !wanted[name]:
 			tr.stop(ErrReload, nil)
-			m.opts.Metrics.DeleteTarget(name)
+			m.obs.DeleteTarget(name)
 			level.Info(m.logger).Log("msg", "target stopped", "target", name, "reason", "removed")
 		case replacement != nil:
 			// Keep the series of probes that continue under the new
@@ -193,16 +207,16 @@ func (m *Manager) Stop() {
 	wg.Wait()
 }
 
-// Status reports targets, probes and their recent results for the landing
-// page.
-func (m *Manager) Status() []web.TargetStatus {
+// Status reports targets, probes and their recent results (for the landing
+// page), sorted by target name. It never waits for a target's I/O.
+func (m *Manager) Status() []TargetStatus {
 	m.mu.Lock()
 	trs := make([]*targetRunner, 0, len(m.targets))
 	for _, tr := range m.targets {
 		trs = append(trs, tr)
 	}
 	m.mu.Unlock()
-	out := make([]web.TargetStatus, 0, len(trs))
+	out := make([]TargetStatus, 0, len(trs))
 	for _, tr := range trs {
 		out = append(out, tr.status())
 	}

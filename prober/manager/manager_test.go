@@ -1,4 +1,4 @@
-package manager
+package manager_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,16 +29,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // collector gathers the records the manager hands out.
 type collector struct {
 	mu   sync.Mutex
-	evs  []RecordEvent
+	evs  []manager.RecordEvent
 	cond chan struct{}
 }
 
 func newCollector() *collector { return &collector{cond: make(chan struct{}, 1)} }
 
-func (c *collector) add(e *RecordEvent) {
+func (c *collector) add(e *manager.RecordEvent) {
 	c.mu.Lock()
 	cp := *e.Record
-	c.evs = append(c.evs, RecordEvent{Record: &cp, Good: e.Good, Violated: append([]string(nil), e.Violated...)})
+	c.evs = append(c.evs, manager.RecordEvent{Record: &cp, Verdict: e.Verdict})
 	c.mu.Unlock()
 	select {
 	case c.cond <- struct{}{}:
@@ -45,14 +46,14 @@ func (c *collector) add(e *RecordEvent) {
 	}
 }
 
-func (c *collector) snapshot() []RecordEvent {
+func (c *collector) snapshot() []manager.RecordEvent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]RecordEvent(nil), c.evs...)
+	return append([]manager.RecordEvent(nil), c.evs...)
 }
 
 // waitFor waits until pred holds for the collected records.
-func (c *collector) waitFor(t *testing.T, d time.Duration, what string, pred func([]RecordEvent) bool) []RecordEvent {
+func (c *collector) waitFor(t *testing.T, d time.Duration, what string, pred func([]manager.RecordEvent) bool) []manager.RecordEvent {
 	t.Helper()
 	deadline := time.After(d)
 	for {
@@ -90,8 +91,8 @@ func fastSim() simulator.Config {
 	return c
 }
 
-func newManager(reg prometheus.Registerer, c *collector) *Manager {
-	return New(Options{Metrics: probemetrics.New(reg), OnRecord: c.add})
+func newManager(reg prometheus.Registerer, c *collector) *manager.Manager {
+	return manager.New(manager.Options{Observer: probemetrics.New(reg), OnRecord: c.add})
 }
 
 // counter scrapes reg over real HTTP through the daemon's /metrics handler
@@ -147,7 +148,7 @@ targets:
 	if !m.Ready() {
 		t.Fatal("not ready after Apply")
 	}
-	col.waitFor(t, 20*time.Second, "30 records of each probe", func(evs []RecordEvent) bool {
+	col.waitFor(t, 20*time.Second, "30 records of each probe", func(evs []manager.RecordEvent) bool {
 		n := map[string]int{}
 		for _, e := range evs {
 			n[e.Record.Probe]++
@@ -176,7 +177,7 @@ targets:
 			} else if r.Error != prober.ClassCanceled {
 				t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
 			}
-			if e.Good {
+			if e.Verdict.Good {
 				good++
 			}
 			promptTok += r.PromptTokens
@@ -240,7 +241,7 @@ targets:
 	if err := m.Apply(context.Background(), parse(t, yml(10))); err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, 10*time.Second, "both probes running", func(evs []RecordEvent) bool {
+	col.waitFor(t, 10*time.Second, "both probes running", func(evs []manager.RecordEvent) bool {
 		seen := map[string]bool{}
 		for _, e := range evs {
 			seen[e.Record.Probe] = e.Record.OK() || seen[e.Record.Probe]
@@ -255,7 +256,7 @@ targets:
 	if err := m.Apply(context.Background(), parse(t, yml(11))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "canceled records of the changed probe", func(evs []RecordEvent) bool {
+	evs := col.waitFor(t, 10*time.Second, "canceled records of the changed probe", func(evs []manager.RecordEvent) bool {
 		for _, e := range evs {
 			if e.Record.Probe == "changing" && e.Record.Error == prober.ClassCanceled {
 				return true
@@ -302,7 +303,7 @@ func TestDownEndpointGivesClassifiedFailuresAndKeepsProbing(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: down, base_url: http://%s, probes: [{name: p, rate: 20}]}]", addr))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "10 failed records", func(evs []RecordEvent) bool { return len(evs) >= 10 })
+	evs := col.waitFor(t, 10*time.Second, "10 failed records", func(evs []manager.RecordEvent) bool { return len(evs) >= 10 })
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassConnect {
 			t.Errorf("record %s: class %q (%s), want connect", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
@@ -327,7 +328,7 @@ func TestSecretNeverInStatusOrErrors(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []RecordEvent) bool { return len(evs) >= 5 })
+	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 5 })
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassHTTP5xx {
 			t.Errorf("class %q, want http_5xx", e.Record.Error)

@@ -2,9 +2,7 @@ package manager
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,24 +11,21 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/config"
-	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
-	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/schedule"
+	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // RecordEvent is handed to Options.OnRecord for every finished request.
 type RecordEvent struct {
-	Record   *prober.Record
-	Good     bool
-	Violated []string
+	Record  *prober.Record
+	Verdict slo.Verdict
 }
 
-// probeRunner runs one probe's open-loop schedule.
 // preparedItem is a workload item built with tokenizer tok.
 type preparedItem struct {
 	item workload.Item
@@ -40,10 +35,11 @@ type preparedItem struct {
 // prefetch is how many prompts a probe keeps built ahead.
 const prefetch = 8
 
+// probeRunner runs one probe's open-loop schedule.
 type probeRunner struct {
 	t      *targetRunner
 	cfg    config.ProbeConfig
-	fp     string
+	key    string // cfg.RestartKey()
 	logger log.Logger
 	gen    *workload.Generator
 
@@ -60,20 +56,13 @@ type probeRunner struct {
 	sent, good, failed, skipped atomic.Uint64
 
 	ringMu   sync.Mutex
-	recent   []web.Result
-	failures []web.Result
+	recent   []Result
+	failures []Result
 }
 
-func probeFingerprint(p config.ProbeConfig) string {
-	b, _ := json.Marshal(p)
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
-
-func newProbeRunner(t *targetRunner, pc config.ProbeConfig, fp string) (*probeRunner, error) {
-	if err := arrival.Validate(pc.Arrival, pc.Rate, pc.Burstiness); err != nil {
-		return nil, fmt.Errorf("probe %q: %w", pc.Name, err)
-	}
+// newProbeRunner builds the probe's generators. The config was validated at
+// load (arrival parameters included).
+func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeRunner, error) {
 	gen, err := workload.NewGenerator(pc.Workload, pc.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
@@ -81,7 +70,7 @@ func newProbeRunner(t *targetRunner, pc config.ProbeConfig, fp string) (*probeRu
 	return &probeRunner{
 		t:      t,
 		cfg:    pc,
-		fp:     fp,
+		key:    key,
 		logger: log.With(t.logger, "probe", pc.Name),
 		gen:    gen,
 		ready:  make(chan preparedItem, prefetch),
@@ -93,15 +82,11 @@ func (p *probeRunner) start(parent context.Context) {
 	ctx, cancel := context.WithCancelCause(parent)
 	p.cancel = cancel
 	tname, pname := p.t.cfg.Name, p.cfg.Name
-	met := p.t.m.opts.Metrics
-	met.Init(tname, pname)
+	obs := p.t.m.obs
 	s := p.t.slo.Load()
-	met.SetSLO(tname, pname, s.SLO.TTFT, s.SLO.TPOT, s.SLO.E2EL)
-	met.SetGoodputObjective(tname, pname, s.Objective)
-	met.SetProbeRate(tname, pname, p.cfg.Rate)
-	met.SetLastArrival(tname, pname, time.Now())
+	obs.ProbeStarted(tname, pname, ProbeSettings{Rate: p.cfg.Rate, SLO: s.SLO, GoodputObjective: s.Objective, Start: time.Now()})
 	proc, err := arrival.New(p.cfg.Arrival, p.cfg.Rate, p.cfg.Burstiness, p.cfg.Seed)
-	if err != nil { // validated in newProbeRunner
+	if err != nil { // cannot happen: validated at config load
 		level.Error(p.logger).Log("msg", "cannot start probe", "err", err)
 		close(p.done)
 		return
@@ -112,9 +97,9 @@ func (p *probeRunner) start(parent context.Context) {
 		MaxConcurrency: p.cfg.MaxConcurrency,
 		OnFull:         schedule.Skip,
 		OnSkip: func(at time.Time) {
-			met.SetLastArrival(tname, pname, at)
+			obs.SetLastArrival(tname, pname, at)
 			p.skipped.Add(1)
-			met.Skipped(tname, pname, probemetrics.SkipMaxConcurrency)
+			obs.Skipped(tname, pname, SkipMaxConcurrency)
 		},
 		OnPanic: func(_ time.Time, v any, stack []byte) {
 			level.Error(p.logger).Log("msg", "panic in probe request (recovered)", "panic", fmt.Sprint(v), "stack", string(stack))
@@ -182,62 +167,59 @@ func (p *probeRunner) refill(ctx context.Context, tok workload.Tokenizer) {
 // fire sends one request at its scheduled time and records the outcome.
 func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait time.Duration) {
 	t := p.t
-	met := t.m.opts.Metrics
+	obs := t.m.obs
 	tname, pname := t.cfg.Name, p.cfg.Name
-	met.SetLastArrival(tname, pname, scheduled)
+	obs.SetLastArrival(tname, pname, scheduled)
 	rec := &prober.Record{
 		Target:    tname,
 		Probe:     pname,
-		RequestID: fmt.Sprintf("llmprobe-%s-%d", t.m.runID, t.m.seq.Add(1)),
+		RequestID: t.m.requestID(""),
 		Scheduled: scheduled,
 		QueueWait: queueWait,
 	}
-	inflight := met.InFlight(tname, pname)
-	inflight.Inc()
-	defer inflight.Dec()
+	obs.InFlight(tname, pname, 1)
+	defer obs.InFlight(tname, pname, -1)
 
-	model, derr := t.model(ctx)
-	if derr != nil {
-		p.fail(ctx, rec, derr.class, derr.msg)
+	model, eerr := t.model(ctx)
+	if eerr != nil {
+		p.fail(ctx, rec, eerr.Class, eerr.Msg)
 		return
 	}
 	rec.Model = model
-	c, err := t.clientFor(model)
+	c, err := t.ep.Client(model)
 	if err != nil { // cannot happen: the options were validated at load
 		p.fail(ctx, rec, prober.ClassInvalidResponse, err.Error())
 		return
 	}
-	tok, derr := t.tokenizer(ctx, model, c)
-	if derr != nil {
-		p.fail(ctx, rec, derr.class, derr.msg)
+	sz, err := t.ep.PromptSizing(ctx, model)
+	if err != nil {
+		class := prober.ClassInvalidResponse
+		var ee *endpoint.Error
+		if errors.As(err, &ee) {
+			class = ee.Class
+		}
+		p.fail(ctx, rec, class, err.Error())
 		return
 	}
-	item, err := p.nextItem(ctx, tok)
+	item, err := p.nextItem(ctx, sz.Tokenizer)
 	if err != nil {
 		p.fail(ctx, rec, prober.ClassInvalidResponse, "building the prompt: "+err.Error())
 		return
 	}
-	if limit := t.maxModelLen(); limit > 0 && item.PromptTokens+item.OutputTokens > limit {
+	limit := t.maxModelLen()
+	if limit == 0 {
+		limit = sz.MaxModelLen() // /v1/models did not say; /tokenize did
+	}
+	if limit > 0 && item.PromptTokens+item.OutputTokens > limit {
 		// The workload drew a request the model cannot take: the probe's
 		// doing, not the server's, so it is skipped, not failed.
 		p.skipped.Add(1)
-		met.Skipped(tname, pname, probemetrics.SkipTooLong)
+		obs.Skipped(tname, pname, SkipTooLong)
 		level.Debug(p.logger).Log("msg", "arrival skipped: prompt + output exceed max_model_len",
 			"prompt_tokens", item.PromptTokens, "output_tokens", item.OutputTokens, "max_model_len", limit)
 		return
 	}
-	req := client.Request{
-		ID:          rec.RequestID,
-		MaxTokens:   item.OutputTokens,
-		IgnoreEOS:   p.cfg.Workload.IgnoreEOSOrDefault(),
-		InputTokens: item.InputTokens,
-	}
-	if t.cfg.API == config.APIChat {
-		req.Messages = []client.Message{{Role: "user", Content: item.Prompt}}
-	} else {
-		req.Prompt = item.Prompt
-	}
-	c.Do(ctx, req, rec)
+	c.Do(ctx, endpoint.NewRequest(t.cfg.API, rec.RequestID, item, p.cfg.Workload.IgnoreEOSOrDefault()), rec)
 	p.finish(rec)
 }
 
@@ -246,7 +228,7 @@ func (p *probeRunner) fail(ctx context.Context, rec *prober.Record, class prober
 	now := time.Now()
 	rec.Sent, rec.WallStart = now, now
 	rec.SendLag = now.Sub(rec.Scheduled)
-	rec.Error, rec.ErrorMessage = class, p.t.redact(msg)
+	rec.Error, rec.ErrorMessage = class, p.t.ep.Redact(msg)
 	rec.NotSent = true
 	if ctx.Err() != nil {
 		rec.Error = prober.ClassCanceled
@@ -255,10 +237,10 @@ func (p *probeRunner) fail(ctx context.Context, rec *prober.Record, class prober
 }
 
 func (p *probeRunner) finish(rec *prober.Record) {
-	good, violated := p.t.slo.Load().SLO.Evaluate(rec)
-	p.t.m.opts.Metrics.Observe(rec, good, violated)
+	v := p.t.slo.Load().SLO.Verdict(rec)
+	p.t.m.obs.Observe(rec, v)
 	p.sent.Add(1)
-	if good {
+	if v.Good {
 		p.good.Add(1)
 	}
 	if !rec.OK() {
@@ -267,8 +249,8 @@ func (p *probeRunner) finish(rec *prober.Record) {
 			level.Debug(p.logger).Log("msg", "request failed", "request_id", rec.RequestID, "class", rec.Error, "err", rec.ErrorMessage)
 		}
 	}
-	res := web.Result{
-		Time: rec.WallStart, RequestID: rec.RequestID, Outcome: rec.Outcome(), Good: good,
+	res := Result{
+		Time: rec.WallStart, RequestID: rec.RequestID, Outcome: rec.Outcome(), Good: v.Good,
 		HTTPStatus: rec.HTTPStatus, TTFT: rec.TTFT, E2E: rec.E2E, OutputTokens: rec.CompletionTokens,
 		SendLag: rec.SendLag, Message: rec.ErrorMessage,
 	}
@@ -281,29 +263,29 @@ func (p *probeRunner) finish(rec *prober.Record) {
 	}
 	p.ringMu.Unlock()
 	if f := p.t.m.opts.OnRecord; f != nil {
-		f(&RecordEvent{Record: rec, Good: good, Violated: violated})
+		f(&RecordEvent{Record: rec, Verdict: v})
 	}
 }
 
-func pushFront(s []web.Result, r web.Result, n int) []web.Result {
+func pushFront(s []Result, r Result, n int) []Result {
 	if len(s) < n {
-		s = append(s, web.Result{})
+		s = append(s, Result{})
 	}
 	copy(s[1:], s[:len(s)-1])
 	s[0] = r
 	return s
 }
 
-func (p *probeRunner) status() web.ProbeStatus {
+func (p *probeRunner) status() ProbeStatus {
 	w := p.cfg.Workload
-	st := web.ProbeStatus{
+	st := ProbeStatus{
 		Name: p.cfg.Name, Rate: p.cfg.Rate, Arrival: p.cfg.Arrival,
 		Workload: fmt.Sprintf("input %s, output %s", lengthString(w.InputTokens), lengthString(w.OutputTokens)),
 		Sent:     p.sent.Load(), Good: p.good.Load(), Failed: p.failed.Load(), Skipped: p.skipped.Load(),
 	}
 	p.ringMu.Lock()
-	st.Recent = append([]web.Result(nil), p.recent...)
-	st.Failures = append([]web.Result(nil), p.failures...)
+	st.Recent = append([]Result(nil), p.recent...)
+	st.Failures = append([]Result(nil), p.failures...)
 	p.ringMu.Unlock()
 	return st
 }

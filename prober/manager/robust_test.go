@@ -1,4 +1,4 @@
-package manager
+package manager_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 // simWith serves the simulator with some paths overridden.
@@ -106,7 +107,7 @@ func TestTokenizeFallbackRedactionAndClasses(t *testing.T) {
 			if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
 				t.Fatal(err)
 			}
-			evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []RecordEvent) bool { return len(evs) >= 5 })
+			evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 5 })
 			for _, e := range evs[:5] {
 				r := e.Record
 				if r.Error != tc.wantClass {
@@ -137,7 +138,7 @@ func TestRequestIDsAreUniqueAcrossProbes(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: a, rate: 30}, {name: b, rate: 30}]}]", base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "40 records", func(evs []RecordEvent) bool { return len(evs) >= 40 })
+	evs := col.waitFor(t, 10*time.Second, "40 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 40 })
 	seen := map[string]string{}
 	for _, e := range evs {
 		if p, dup := seen[e.Record.RequestID]; dup {
@@ -160,7 +161,7 @@ func TestReplacedTargetDropsSeriesOfRemovedProbes(t *testing.T) {
 		}
 	}
 	apply(fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: keep, rate: 20}, {name: gone, rate: 20}]}]", base))
-	col.waitFor(t, 10*time.Second, "records of both", func(evs []RecordEvent) bool {
+	col.waitFor(t, 10*time.Second, "records of both", func(evs []manager.RecordEvent) bool {
 		n := map[string]int{}
 		for _, e := range evs {
 			n[e.Record.Probe]++
@@ -197,26 +198,21 @@ func TestSLOChangeIsAppliedInPlace(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, yml("800ms"))); err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, 10*time.Second, "a record", func(evs []RecordEvent) bool { return len(evs) > 0 })
-	m.mu.Lock()
-	pr := m.targets["s"].probes["p"]
-	m.mu.Unlock()
+	col.waitFor(t, 10*time.Second, "a record", func(evs []manager.RecordEvent) bool { return len(evs) > 0 })
+	pr := m.RunningProbe("s", "p")
 	if err := m.Apply(context.Background(), parse(t, yml("1ms"))); err != nil {
 		t.Fatal(err)
 	}
-	m.mu.Lock()
-	same := m.targets["s"].probes["p"] == pr
-	m.mu.Unlock()
-	if !same {
+	if same := m.RunningProbe("s", "p") == pr; pr == nil || !same {
 		t.Error("an SLO change restarted the probe")
 	}
 	if got := counter(t, reg, "llmprobe_slo_threshold_seconds", map[string]string{"slo": "ttft"}); got != 0.001 {
 		t.Errorf("ttft threshold %v after reload, want 0.001", got)
 	}
 	n := len(col.snapshot())
-	evs := col.waitFor(t, 10*time.Second, "records after the change", func(evs []RecordEvent) bool { return len(evs) > n+5 })
+	evs := col.waitFor(t, 10*time.Second, "records after the change", func(evs []manager.RecordEvent) bool { return len(evs) > n+5 })
 	for _, e := range evs[n+2:] {
-		if e.Good {
+		if e.Verdict.Good {
 			t.Errorf("request %s good under a 1ms TTFT SLO (ttft %v)", e.Record.RequestID, e.Record.TTFT)
 		}
 	}
@@ -249,13 +245,96 @@ targets:
 `, srv.URL))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []RecordEvent) bool { return len(evs) >= 20 })
+	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 20 })
 	for _, e := range evs {
 		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
 			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
 		}
 		if e.Record.PromptTokens > 64 {
 			t.Errorf("a too-long prompt was sent (%d tokens)", e.Record.PromptTokens)
+		}
+	}
+	if got := counter(t, reg, "llmprobe_requests_skipped_total", map[string]string{"reason": "too_long"}); got == 0 {
+		t.Error("no too_long skips counted")
+	}
+}
+
+func TestInputTokensIncludeTheSharedPrefix(t *testing.T) {
+	base := simWith(t, nil)
+	col := newCollector()
+	m := manager.New(manager.Options{OnRecord: col.add}) // no observer: nothing observes
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
+targets:
+  - name: s
+    base_url: %s
+    probes:
+      - name: p
+        rate: 40
+        workload:
+          prefix_tokens: 32
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 4}
+`, base))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "5 successful records", func(evs []manager.RecordEvent) bool {
+		n := 0
+		for _, e := range evs {
+			if e.Record.OK() {
+				n++
+			}
+		}
+		return n >= 5
+	})
+	for _, e := range evs {
+		r := e.Record
+		if !r.OK() {
+			continue
+		}
+		if r.InputTokens != 96 || r.PromptTokens != r.InputTokens {
+			t.Errorf("record %s: input_tokens %d (want prefix 32 + input 64), server counted %d", r.RequestID, r.InputTokens, r.PromptTokens)
+		}
+	}
+}
+
+func TestTooLongUsesTokenizeMaxModelLenWhenModelsLacksIt(t *testing.T) {
+	sc := fastSim()
+	sc.MaxModelLen = 256
+	sim, err := simulator.New(sc, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sim.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" { // no max_model_len: only /tokenize says it
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"llmprobe-sim","object":"model"}]}`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer func() { srv.Close(); sim.Close() }()
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	defer m.Stop()
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
+targets:
+  - name: s
+    base_url: %s
+    probes:
+      - name: p
+        rate: 40
+        workload:
+          input_tokens: {dist: choice, choices: [{value: 64, weight: 1}, {value: 300, weight: 1}]}
+          output_tokens: {dist: fixed, value: 16}
+`, srv.URL))); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 20 })
+	for _, e := range evs {
+		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
+			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
 		}
 	}
 	if got := counter(t, reg, "llmprobe_requests_skipped_total", map[string]string{"reason": "too_long"}); got == 0 {

@@ -81,28 +81,87 @@ func (s SLO) Validate() error {
 	return nil
 }
 
-// Evaluate applies the goodput rule to r. good is true when r succeeded and
-// every configured threshold holds (value <= threshold); violated names the
-// thresholds that did not hold, in Names order (nil when none). A failed
-// request is not good and violates nothing. The TPOT of a request with <= 1
-// output token is taken as 0, as vLLM does for goodput.
-func (s SLO) Evaluate(r *prober.Record) (good bool, violated []string) {
-	if !r.OK() {
-		return false, nil
+// Kind identifies one SLO; its String is its name (Names[k]).
+type Kind uint8
+
+// The SLO kinds, in Names order.
+const (
+	KindTTFT Kind = iota
+	KindTPOT
+	KindE2EL
+)
+
+// Kinds lists the SLO kinds in Names order.
+var Kinds = []Kind{KindTTFT, KindTPOT, KindE2EL}
+
+// String returns the SLO's name (NameTTFT, NameTPOT, NameE2EL).
+func (k Kind) String() string {
+	if int(k) < len(Names) {
+		return Names[k]
 	}
+	return fmt.Sprintf("slo(%d)", uint8(k))
+}
+
+// Set is a set of SLO kinds (a bitmask); the zero Set is empty.
+type Set uint8
+
+// Has reports whether k is in s.
+func (s Set) Has(k Kind) bool { return s&(1<<k) != 0 }
+
+// With returns s with k added.
+func (s Set) With(k Kind) Set { return s | 1<<k }
+
+// Names returns the names of the kinds in s, in Names order (nil when s
+// is empty).
+func (s Set) Names() []string {
+	var out []string
+	for _, k := range Kinds {
+		if s.Has(k) {
+			out = append(out, k.String())
+		}
+	}
+	return out
+}
+
+// Verdict is the goodput rule's verdict on one Record: Good when it
+// succeeded and every configured threshold held; Violated the thresholds
+// that did not hold (empty for a failed request, which is never good and
+// violates nothing).
+type Verdict struct {
+	Good     bool
+	Violated Set
+}
+
+// Verdict applies the goodput rule to r: r is good when it succeeded and
+// every configured threshold holds (value <= threshold). A failed request is
+// not good and violates nothing. The TPOT of a request with <= 1 output
+// token is taken as 0, as vLLM does for goodput.
+func (s SLO) Verdict(r *prober.Record) Verdict {
+	if !r.OK() {
+		return Verdict{}
+	}
+	var v Set
 	if s.TTFT != 0 && r.TTFT > s.TTFT {
-		violated = append(violated, NameTTFT)
+		v = v.With(KindTTFT)
 	}
 	if s.TPOT != 0 {
 		tpot, _ := r.TPOT() // 0 when output tokens <= 1
 		if tpot > s.TPOT {
-			violated = append(violated, NameTPOT)
+			v = v.With(KindTPOT)
 		}
 	}
 	if s.E2EL != 0 && r.E2E > s.E2EL {
-		violated = append(violated, NameE2EL)
+		v = v.With(KindE2EL)
 	}
-	return len(violated) == 0, violated
+	return Verdict{Good: v == 0, Violated: v}
+}
+
+// Evaluate is Verdict with the violated SLOs as names (nil when none).
+//
+// Deprecated: use Verdict; Evaluate remains until prober/sweep moved.
+func (s SLO) Evaluate(r *prober.Record) (good bool, violated []string) {
+	v := s.Verdict(r)
+	return v.Good, v.Violated.Names()
 }
 
 func known(name string) bool { return name == NameTTFT || name == NameTPOT || name == NameE2EL }

@@ -49,11 +49,34 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			v := tc.slo.Verdict(tc.r)
+			if v.Good != tc.good || !slices.Equal(v.Violated.Names(), tc.violated) {
+				t.Fatalf("Verdict = %v, %q; want %v, %q", v.Good, v.Violated.Names(), tc.good, tc.violated)
+			}
+			for _, k := range Kinds {
+				if v.Violated.Has(k) != slices.Contains(tc.violated, k.String()) {
+					t.Errorf("Violated.Has(%s) = %v", k, v.Violated.Has(k))
+				}
+			}
 			good, violated := tc.slo.Evaluate(tc.r)
 			if good != tc.good || !slices.Equal(violated, tc.violated) {
 				t.Fatalf("Evaluate = %v, %q; want %v, %q", good, violated, tc.good, tc.violated)
 			}
 		})
+	}
+}
+
+func TestKindNames(t *testing.T) {
+	for i, k := range Kinds {
+		if k.String() != Names[i] {
+			t.Errorf("Kinds[%d] = %s, Names[%d] = %s", i, k, i, Names[i])
+		}
+	}
+	if got := Set(0).With(KindE2EL).With(KindTTFT).Names(); !slices.Equal(got, []string{NameTTFT, NameE2EL}) {
+		t.Errorf("Names = %q", got)
+	}
+	if Set(0).Names() != nil {
+		t.Error("empty set has names")
 	}
 }
 

@@ -1,0 +1,204 @@
+package endpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/client"
+)
+
+// Info is what discovery learned about an endpoint. Zero values mean "not
+// known".
+type Info struct {
+	// Models are the ids GET /v1/models listed, in its order (nil when it
+	// did not answer).
+	Models []string
+	// Model is the model to request: the configured one, else the first
+	// listed.
+	Model string
+	// Listed reports whether Model is among Models.
+	Listed bool
+	// Root is vLLM's "root" of Model (the path or name it was loaded from).
+	Root string
+	// MaxModelLen is vLLM's max_model_len of Model (an integer or a string
+	// holding one); 0 when absent or not a positive integer.
+	MaxModelLen int
+	// ServerVersion is the "version" of GET /version (vLLM's shape).
+	ServerVersion string
+}
+
+// Discover reads GET /v1/models and GET /version. It returns what it
+// learned and, when something is wrong, an *Error classified like a failed
+// request:
+//
+//   - /v1/models fails (transport, non-200 status, redirect, bad JSON): the
+//     error of that call; Info.Model is the configured model, if any, and
+//     /version is read only when one is configured;
+//   - no model is configured and none is listed: ErrNoModel;
+//   - the configured model is not in a non-empty list: ErrModelNotListed,
+//     with Info filled in (Model is the configured model).
+//
+// A caller that has a configured model may go on with Info after an error
+// (the daemon does; a sweep refuses). /version failing is not an error:
+// ServerVersion stays "".
+func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
+	info := Info{Model: e.o.Model}
+	var list struct {
+		Data []struct {
+			ID          string          `json:"id"`
+			Root        *string         `json:"root"`
+			MaxModelLen json.RawMessage `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := e.getJSON(ctx, "/v1/models", &list); err != nil {
+		if e.o.Model != "" {
+			info.ServerVersion = e.version(ctx)
+		}
+		return info, err
+	}
+	info.Models = make([]string, 0, len(list.Data))
+	found := -1
+	for i, d := range list.Data {
+		if d.ID == "" {
+			continue
+		}
+		info.Models = append(info.Models, d.ID)
+		if found < 0 && (e.o.Model == "" || d.ID == e.o.Model) {
+			found = i
+		}
+	}
+	var err error
+	switch {
+	case found >= 0:
+		d := list.Data[found]
+		info.Model, info.Listed = d.ID, true
+		if d.Root != nil {
+			info.Root = strings.TrimSpace(*d.Root)
+		}
+		info.MaxModelLen = parseMaxModelLen(d.MaxModelLen)
+	case e.o.Model == "":
+		return info, &Error{Class: prober.ClassInvalidResponse, Msg: "GET /v1/models: no model listed", Err: ErrNoModel}
+	case len(info.Models) > 0:
+		err = &Error{Class: prober.ClassInvalidResponse, Err: ErrModelNotListed,
+			Msg: e.Redact(fmt.Sprintf("GET /v1/models: model %s not listed (it serves: %s)", e.o.Model, shorten(strings.Join(info.Models, ", "))))}
+	}
+	info.ServerVersion = e.version(ctx)
+	return info, err
+}
+
+// version reads GET /version ({"version": "..."}); "" on any failure.
+func (e *Endpoint) version(ctx context.Context) string {
+	var v struct {
+		Version any `json:"version"`
+	}
+	if err := e.getJSON(ctx, "/version", &v); err != nil {
+		return ""
+	}
+	s, _ := v.Version.(string)
+	return strings.TrimSpace(s)
+}
+
+// parseMaxModelLen reads a positive integer written as a JSON number or a
+// string; 0 otherwise.
+func parseMaxModelLen(raw json.RawMessage) int {
+	s := strings.Trim(strings.TrimSpace(string(raw)), `"`)
+	n, err := strconv.ParseInt(s, 10, 0)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return int(n)
+}
+
+// getJSON GETs path (relative to the base URL) and decodes a 200 answer
+// into v. Errors are *Error, redacted.
+func (e *Endpoint) getJSON(ctx context.Context, path string, v any) error {
+	hc := &http.Client{Transport: e.hc.Transport, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+path, nil)
+	if err != nil {
+		return &Error{Class: prober.ClassConnect, Msg: e.Redact("GET " + path + ": " + err.Error())}
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "llmprobe")
+	client.Authorize(req.Header, e.o.APIKey)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return e.transportError(ctx, "GET "+path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("GET " + path + ": " + statusText(resp))}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBodyBytes+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return &Error{Class: prober.ClassCanceled, Msg: "GET " + path + ": canceled", Err: ctx.Err()}
+		}
+		return &Error{Class: prober.ClassStream, Msg: e.Redact("reading GET " + path + ": " + shorten(unwrapURL(err).Error()))}
+	}
+	if len(body) > MaxInfoBodyBytes {
+		return &Error{Class: prober.ClassInvalidResponse, Msg: fmt.Sprintf("GET %s: response larger than %d bytes", path, MaxInfoBodyBytes)}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact("GET " + path + ": bad JSON: " + shorten(err.Error()))}
+	}
+	return nil
+}
+
+// statusText describes a non-200 answer: "HTTP 503 Service Unavailable",
+// and for a redirect where it points.
+func statusText(resp *http.Response) string {
+	s := "HTTP " + resp.Status
+	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		s += " (redirect to " + shorten(loc) + "; redirects are not followed: fix base_url)"
+	}
+	return s
+}
+
+// transportError classifies a failed HTTP call: canceled when ctx is done,
+// timeout, an HTTP status carried by the error, else connect.
+func (e *Endpoint) transportError(ctx context.Context, what string, err error) *Error {
+	var ne net.Error
+	var he interface{ StatusCode() int }
+	class := prober.ClassConnect
+	switch {
+	case ctx.Err() != nil:
+		return &Error{Class: prober.ClassCanceled, Msg: what + ": canceled", Err: ctx.Err()}
+	case errors.As(err, &ne) && ne.Timeout():
+		class = prober.ClassTimeout
+	case errors.As(err, &he):
+		class = prober.ClassForStatus(he.StatusCode())
+	}
+	return &Error{Class: class, Msg: e.Redact(what + ": " + shorten(unwrapURL(err).Error()))}
+}
+
+// unwrapURL drops the *url.Error wrapper, which repeats the whole URL.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// shorten bounds s to 200 bytes at a rune boundary.
+func shorten(s string) string {
+	const n = 200
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}

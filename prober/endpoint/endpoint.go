@@ -1,0 +1,251 @@
+// Package endpoint owns what every consumer of a serving endpoint (the
+// daemon's probes, sweeps, compare) needs before and around a request, so
+// that they all reach a server the same way:
+//
+//   - discovery: the one reader of GET /v1/models and GET /version (Discover,
+//     Info), with failures classified like failed requests (*Error);
+//   - prompt sizing with one fallback policy (PromptSizing, Sizing): the
+//     server's POST /tokenize, else a calibration from the
+//     usage.prompt_tokens of two requests, failures cached with a growing
+//     backoff;
+//   - the one function that turns a workload item into a client.Request
+//     (NewRequest), which fixes what Record.InputTokens means;
+//   - the streaming client for a model (Client), built from the endpoint's
+//     options over one shared connection pool;
+//   - redaction of the API key and credential-shaped text from every
+//     message (Redact).
+//
+// Credentials are attached by client.Authorize, redirects are never
+// followed (a redirect is a classified failure naming its Location),
+// response bodies are bounded and every call has a timeout.
+//
+// An Endpoint is safe for concurrent use.
+package endpoint
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// Defaults of Options.
+const (
+	// DefaultDiscoveryTimeout bounds each GET /v1/models and GET /version.
+	DefaultDiscoveryTimeout = 10 * time.Second
+	// DefaultTokenizeTimeout bounds each POST /tokenize.
+	DefaultTokenizeTimeout = 30 * time.Second
+	// MaxInfoBodyBytes bounds a /v1/models or /version response body (a
+	// server with many LoRA adapters lists them all).
+	MaxInfoBodyBytes = 4 << 20
+)
+
+// Sentinel causes of discovery errors, for errors.Is on an *Error.
+var (
+	// ErrNoModel: no model is configured and /v1/models lists none.
+	ErrNoModel = errors.New("no model listed")
+	// ErrModelNotListed: the configured model is not among the models
+	// /v1/models lists (a non-empty list).
+	ErrModelNotListed = errors.New("model not listed")
+)
+
+// Error is a failure to discover the endpoint or to size prompts,
+// classified like a failed request so that a down endpoint shows up with its
+// real class. Msg is short, redacted and never contains the API key.
+type Error struct {
+	Class prober.ErrorClass
+	Msg   string
+	// Err is the cause for errors.Is (ErrNoModel, ErrModelNotListed,
+	// context.Canceled, ...); nil when there is none. Its text is never
+	// part of Msg unless redacted.
+	Err error
+}
+
+// Error returns Msg.
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Options configures an Endpoint. BaseURL is the only required field.
+type Options struct {
+	// BaseURL is the server root, e.g. http://vllm:8000; a trailing "/" or
+	// "/v1" is removed.
+	BaseURL string
+	// API is client.APICompletions (default when empty) or client.APIChat.
+	API string
+	// Model is the model to request; empty means the first id that
+	// GET /v1/models lists.
+	Model string
+	// APIKey is attached to every request with client.Authorize and
+	// redacted from every message.
+	APIKey config.Secret
+	// Timeout, TTFTTimeout, StallTimeout and MaxBodyBytes configure the
+	// streaming clients (see client.Options).
+	Timeout, TTFTTimeout, StallTimeout time.Duration
+	MaxBodyBytes                       int64
+	// HTTPClient carries every request of the endpoint (its Transport is
+	// the connection pool; its CheckRedirect is replaced by
+	// client.NoRedirects). Nil means client.NewTransport().
+	HTTPClient *http.Client
+	// DiscoveryTimeout bounds each discovery GET (default
+	// DefaultDiscoveryTimeout); TokenizeTimeout each POST /tokenize
+	// (default DefaultTokenizeTimeout).
+	DiscoveryTimeout, TokenizeTimeout time.Duration
+	// Logger receives the prompt-sizing decisions (which method, why a
+	// fallback, failures with their retry time). Nil discards them.
+	Logger log.Logger
+	// NewRequestID names the calibration requests (sent as x-request-id);
+	// nil means "llmprobe-calibrate-<random>-<n>".
+	NewRequestID func() string
+}
+
+// Endpoint is one serving endpoint as every consumer reaches it. Create it
+// with New.
+type Endpoint struct {
+	o      Options
+	base   string
+	hc     *http.Client
+	logger log.Logger
+	now    func() time.Time // tests replace it
+
+	clientMu  sync.Mutex
+	client    *client.Client
+	clientMdl string
+
+	// sizeMu serialises prompt-sizing set-up (one /tokenize probe or
+	// calibration at a time).
+	sizeMu   sync.Mutex
+	sizings  map[string]*Sizing
+	failures map[string]*failure
+}
+
+// failure is the cached failure of a model's prompt-sizing set-up.
+type failure struct {
+	err   *Error
+	retry time.Time     // when the next try may go out
+	wait  time.Duration // the current backoff
+}
+
+// New validates o and returns an Endpoint. It sends nothing: the client
+// options are checked by building the client of o.Model, so bad settings
+// fail here and not at the first request.
+func New(o Options) (*Endpoint, error) {
+	if o.API == "" {
+		o.API = client.APICompletions
+	}
+	if o.DiscoveryTimeout <= 0 {
+		o.DiscoveryTimeout = DefaultDiscoveryTimeout
+	}
+	if o.TokenizeTimeout <= 0 {
+		o.TokenizeTimeout = DefaultTokenizeTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = log.NewNopLogger()
+	}
+	if o.NewRequestID == nil {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		prefix := "llmprobe-calibrate-" + hex.EncodeToString(b[:]) + "-"
+		var n atomic.Uint64
+		o.NewRequestID = func() string { return fmt.Sprint(prefix, n.Add(1)) }
+	}
+	hc := &http.Client{Transport: client.NewTransport()}
+	if o.HTTPClient != nil {
+		c := *o.HTTPClient
+		hc = &c
+	}
+	hc.CheckRedirect = client.NoRedirects
+	e := &Endpoint{
+		o:        o,
+		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
+		hc:       hc,
+		logger:   o.Logger,
+		now:      time.Now,
+		sizings:  map[string]*Sizing{},
+		failures: map[string]*failure{},
+	}
+	if _, err := e.Client(o.Model); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// BaseURL is the server root requests go to (no trailing "/" or "/v1").
+func (e *Endpoint) BaseURL() string { return e.base }
+
+// API is the endpoint's API (client.APICompletions or client.APIChat).
+func (e *Endpoint) API() string { return e.o.API }
+
+// Redact removes the API key and anything else credential-shaped
+// (fingerprint.RedactSecrets) from a message that may echo request data.
+func (e *Endpoint) Redact(msg string) string {
+	return fingerprint.RedactSecrets(msg, string(e.o.APIKey))
+}
+
+// Client returns the streaming client for model (empty: the server's
+// default), built from the endpoint's options. The latest client is kept
+// and returned again while the model stays the same; all clients share the
+// endpoint's connections.
+func (e *Endpoint) Client(model string) (*client.Client, error) {
+	e.clientMu.Lock()
+	defer e.clientMu.Unlock()
+	if e.client != nil && e.clientMdl == model {
+		return e.client, nil
+	}
+	c, err := client.New(client.Options{
+		BaseURL:      e.base,
+		API:          e.o.API,
+		Model:        model,
+		APIKey:       e.o.APIKey,
+		Timeout:      e.o.Timeout,
+		TTFTTimeout:  e.o.TTFTTimeout,
+		StallTimeout: e.o.StallTimeout,
+		MaxBodyBytes: e.o.MaxBodyBytes,
+		HTTPClient:   e.hc,
+		Trace:        true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.client, e.clientMdl = c, model
+	return c, nil
+}
+
+// CloseIdleConnections closes the idle connections of the endpoint's pool
+// (call it when the endpoint is dropped).
+func (e *Endpoint) CloseIdleConnections() { e.hc.CloseIdleConnections() }
+
+// NewRequest builds the client request of one workload item for api
+// (client.APIChat: one user message holding the prompt; anything else: a
+// completions prompt), with max_tokens = the drawn output length and
+// ignore_eos as given. Its InputTokens, kept as Record.InputTokens, is the
+// drawn prompt length including the shared prefix (PrefixTokens +
+// InputTokens): the figure the server should report as prompt_tokens.
+func NewRequest(api, id string, it workload.Item, ignoreEOS bool) client.Request {
+	req := client.Request{
+		ID:          id,
+		MaxTokens:   it.OutputTokens,
+		IgnoreEOS:   ignoreEOS,
+		InputTokens: it.PrefixTokens + it.InputTokens,
+	}
+	if api == client.APIChat {
+		req.Messages = []client.Message{{Role: "user", Content: it.Prompt}}
+	} else {
+		req.Prompt = it.Prompt
+	}
+	return req
+}

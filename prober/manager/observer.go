@@ -1,0 +1,81 @@
+package manager
+
+import (
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/slo"
+)
+
+// Observer receives what the manager's probes do; collector/probemetrics
+// implements it with the daemon's metrics, and cmd/llmprobe wires the two.
+// The manager never learns who observes. Methods are called from many
+// goroutines at once (every in-flight request has its own) and must be
+// quick: they are on the request path.
+type Observer interface {
+	// ProbeStarted is called when a probe starts (anew after a reload
+	// changed it), before its first arrival.
+	ProbeStarted(target, probe string, s ProbeSettings)
+	// SLOChanged is called when a reload changes the SLO or the goodput
+	// objective of a running probe in place.
+	SLOChanged(target, probe string, s slo.SLO, goodputObjective float64)
+	// SetLastArrival is called at every scheduled arrival, sent or skipped,
+	// with its scheduled time.
+	SetLastArrival(target, probe string, at time.Time)
+	// InFlight is called with +1 when an arrival starts its request (its
+	// discovery and prompt sizing included) and -1 when it is done.
+	InFlight(target, probe string, delta int)
+	// Observe is called with every finished request (sent or failed before
+	// sending) and its SLO verdict. It must not retain or mutate r.
+	Observe(r *prober.Record, v slo.Verdict)
+	// Skipped is called for an arrival that was not sent, with the reason.
+	Skipped(target, probe string, reason SkipReason)
+	// SetTargetInfo is called when discovery learns (or relearns) what a
+	// target serves; empty strings are unknown values.
+	SetTargetInfo(target, serverVersion, model, maxModelLen string)
+	// DeleteProbe is called when a reload removes a probe, after its
+	// in-flight requests were observed.
+	DeleteProbe(target, probe string)
+	// DeleteTarget is called when a reload removes a target.
+	DeleteTarget(target string)
+}
+
+// ProbeSettings are the settings of a starting probe that observers export.
+type ProbeSettings struct {
+	// Rate is the mean arrival rate in requests per second.
+	Rate float64
+	// SLO and GoodputObjective are the target's, at the start.
+	SLO              slo.SLO
+	GoodputObjective float64
+	// Start is when the probe started (its "last arrival" until the first).
+	Start time.Time
+}
+
+// SkipReason says why a scheduled arrival was not sent. The set is closed
+// (it is a label value).
+type SkipReason string
+
+// The skip reasons.
+const (
+	// SkipMaxConcurrency: the probe's max_concurrency in-flight cap was full.
+	SkipMaxConcurrency SkipReason = "max_concurrency"
+	// SkipTooLong: the drawn prompt + output tokens exceed the served
+	// model's max_model_len (the probe's config, not a server failure).
+	SkipTooLong SkipReason = "too_long"
+)
+
+// SkipReasons lists every skip reason in a stable order.
+var SkipReasons = []SkipReason{SkipMaxConcurrency, SkipTooLong}
+
+// nopObserver observes nothing (Options.Observer nil).
+type nopObserver struct{}
+
+func (nopObserver) ProbeStarted(string, string, ProbeSettings)   {}
+func (nopObserver) SLOChanged(string, string, slo.SLO, float64)  {}
+func (nopObserver) SetLastArrival(string, string, time.Time)     {}
+func (nopObserver) InFlight(string, string, int)                 {}
+func (nopObserver) Observe(*prober.Record, slo.Verdict)          {}
+func (nopObserver) Skipped(string, string, SkipReason)           {}
+func (nopObserver) SetTargetInfo(string, string, string, string) {}
+func (nopObserver) DeleteProbe(string, string)                   {}
+func (nopObserver) DeleteTarget(string)                          {}
