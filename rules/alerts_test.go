@@ -429,3 +429,36 @@ inhibit_rules:
 		})
 	}
 }
+
+// TestRunbookChecksTargetFirst pins the order of the runbook: a late prober
+// is often a symptom of its target (a hung target delays sends), so the
+// first check of LLMProbeProberSaturated is the target, and the runbook's
+// general advice starts with LLMProbeTargetFailing, not with the prober.
+func TestRunbookChecksTargetFirst(t *testing.T) {
+	data, err := os.ReadFile("../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	_, sec, ok := strings.Cut(doc, "\n## LLMProbeProberSaturated\n")
+	if !ok {
+		t.Fatal("no LLMProbeProberSaturated section")
+	}
+	_, checks, ok := strings.Cut(sec, "**First checks.**\n")
+	if !ok {
+		t.Fatal("no first checks")
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(checks, "1. "), "\n2. ")
+	if !strings.Contains(strings.ToLower(first), "the target first") {
+		t.Errorf("the first check of LLMProbeProberSaturated is not the target: %q", first)
+	}
+	_, general, ok := strings.Cut(doc, "\n## What to check first\n")
+	if !ok {
+		t.Fatal("no \"What to check first\" section")
+	}
+	general, _, _ = strings.Cut(general, "\n## ")
+	tf, ps := strings.Index(general, "LLMProbeTargetFailing"), strings.Index(general, "LLMProbeProberSaturated")
+	if tf < 0 || ps < 0 || tf > ps {
+		t.Errorf("\"What to check first\" must name LLMProbeTargetFailing before LLMProbeProberSaturated (at %d and %d)", tf, ps)
+	}
+}
