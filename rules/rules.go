@@ -1,7 +1,9 @@
 // Package rules owns llmprobe's Prometheus recording and alerting rules: the
 // YAML files in this directory (llmprobe.rules.yml, llmprobe.alerts.yml),
-// organised like a monitoring mixin, and their promtool unit tests in
-// tests/. The YAML files are the product: load them into Prometheus as they
+// organised like a monitoring mixin, the opt-in rule files in optional/
+// (llmprobe.absent.yml: alerts that are only right in some Prometheus
+// servers, never part of the shared files or the generated PrometheusRule),
+// and their promtool unit tests in tests/. The YAML files are the product: load them into Prometheus as they
 // are. This package embeds the very same bytes for Go code that builds on
 // them (the Kubernetes PrometheusRule generator, the dashboard tests) and
 // offers the helpers those tests share: parsing with Prometheus' own rulefmt
@@ -29,8 +31,16 @@ import (
 //go:embed *.yml
 var files embed.FS
 
-// FS holds the rule files (*.yml of this directory, not the tests), read-only.
+//go:embed optional/*.yml
+var optionalFiles embed.FS
+
+// FS holds the shared rule files (*.yml of this directory, not the tests nor
+// optional/), read-only.
 var FS fs.FS = files
+
+// OptionalFS holds the opt-in rule files (optional/*.yml) under the directory
+// "optional", read-only.
+var OptionalFS fs.FS = optionalFiles
 
 // RunbookBase is the URL every alert's runbook_url starts with; the anchor
 // after it is the alert name in lower case (GitHub's heading anchor of the
@@ -47,18 +57,24 @@ type File struct {
 	Groups []rulefmt.RuleGroup
 }
 
-// Load parses every embedded rule file with Prometheus' rulefmt (the loader
-// Prometheus itself uses: unknown fields, invalid names, expressions and
-// templates are errors) and returns the files sorted by name.
-func Load() ([]File, error) {
-	names, err := fs.Glob(FS, "*.yml")
+// Load parses every shared rule file (FS) with Prometheus' rulefmt (the
+// loader Prometheus itself uses: unknown fields, invalid names, expressions
+// and templates are errors) and returns the files sorted by name.
+func Load() ([]File, error) { return load(FS, "*.yml") }
+
+// LoadOptional parses the opt-in rule files (OptionalFS) like Load; their
+// names keep the directory, e.g. "optional/llmprobe.absent.yml".
+func LoadOptional() ([]File, error) { return load(OptionalFS, "optional/*.yml") }
+
+func load(fsys fs.FS, pattern string) ([]File, error) {
+	names, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, fmt.Errorf("list rule files: %w", err)
 	}
 	sort.Strings(names)
 	out := make([]File, 0, len(names))
 	for _, n := range names {
-		data, err := fs.ReadFile(FS, n)
+		data, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", n, err)
 		}

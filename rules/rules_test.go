@@ -36,6 +36,20 @@ func load(t *testing.T) []rules.File {
 	return files
 }
 
+// loadAll returns the shared rule files followed by the opt-in ones
+// (optional/), which must exist too.
+func loadAll(t *testing.T) []rules.File {
+	t.Helper()
+	opt, err := rules.LoadOptional()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opt) == 0 {
+		t.Fatal("no opt-in rule files in optional/")
+	}
+	return append(load(t), opt...)
+}
+
 // allRules returns every rule of files in evaluation order (file, group, rule).
 func allRules(files []rules.File) []rulefmt.Rule {
 	var out []rulefmt.Rule
@@ -48,7 +62,7 @@ func allRules(files []rules.File) []rulefmt.Rule {
 }
 
 func TestFilesParse(t *testing.T) {
-	for _, f := range load(t) {
+	for _, f := range loadAll(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			if len(f.Groups) == 0 {
 				t.Fatal("no rule groups")
@@ -140,7 +154,7 @@ func TestMetricNames(t *testing.T) {
 // llmprobe (its real registry), produced by a recording rule, documented by
 // vLLM, or written by Prometheus itself.
 func TestMetricsExist(t *testing.T) {
-	files := load(t)
+	files := loadAll(t)
 	cat, err := rulestest.Catalog(files)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +223,9 @@ func TestRatiosLeaveOutCanceled(t *testing.T) {
 		{name: "excluded", expr: `sum(rate(llmprobe_requests_total{outcome!~"success|canceled"}[5m])) / sum(rate(llmprobe_requests_total{outcome!="canceled"}[5m]))`},
 		{name: "success only", expr: `x / sum(rate(llmprobe_requests_total{outcome="success"}[5m]))`},
 		{name: "not a ratio", expr: `sum by (outcome) (rate(llmprobe_requests_total[5m]))`},
+		{name: "by __name__", expr: `x / sum(rate({__name__=~"llmprobe_requests_total|llmprobe_requests_skipped_total"}[5m]))`, want: 1},
+		{name: "by __name__, excluded", expr: `x / sum(rate({__name__=~"llmprobe_requests_total|llmprobe_requests_skipped_total",outcome!="canceled"}[5m]))`},
+		{name: "by __name__, other metric", expr: `x / sum(rate({__name__="llmprobe_requests_skipped_total"}[5m]))`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := p.ParseExpr(tc.expr)
@@ -220,7 +237,7 @@ func TestRatiosLeaveOutCanceled(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range allRules(load(t)) {
+	for _, r := range allRules(loadAll(t)) {
 		t.Run(r.Record+r.Alert, func(t *testing.T) {
 			e, err := p.ParseExpr(r.Expr)
 			if err != nil {
@@ -240,7 +257,7 @@ var (
 )
 
 func TestNamingAndAnnotations(t *testing.T) {
-	for _, r := range allRules(load(t)) {
+	for _, r := range allRules(loadAll(t)) {
 		t.Run(r.Record+r.Alert, func(t *testing.T) {
 			if r.Record != "" {
 				m := recordName.FindStringSubmatch(r.Record)
@@ -379,7 +396,7 @@ func TestEveryRuleUnitTested(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range allRules(load(t)) {
+	for _, r := range allRules(loadAll(t)) {
 		t.Run(r.Record+r.Alert, func(t *testing.T) {
 			if r.Record != "" {
 				if !regexp.MustCompile(regexp.QuoteMeta(r.Record) + `\b`).MatchString(exprs.String()) {
@@ -409,7 +426,7 @@ func TestRunbook(t *testing.T) {
 		sections[title] = body
 		order = append(order, title)
 	}
-	files := load(t)
+	files := loadAll(t)
 	cat, err := rulestest.Catalog(files)
 	if err != nil {
 		t.Fatal(err)

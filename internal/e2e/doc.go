@@ -3,8 +3,9 @@
 // builds the llmprobe binary, starts the built-in simulator, `llmprobe serve`
 // probing it and Prometheus (Debian's package) on loopback with the rules of
 // rules/, and checks through Prometheus' HTTP API that the recording rules
-// produce the target's goodput ratio, objective and burn rate, TTFT p99 and
-// the probe's rate and last-arrival gauges, that the client-server TTFT join
+// produce the target's goodput ratio, objective and burn rate, TTFT p99, the
+// late-send share and send count (also from native histograms) and the
+// probe's rate and last-arrival gauges, that the client-server TTFT join
 // works, that every rule evaluates without error, and that the fast goodput
 // burn-rate alert fires once the simulator answers every request with HTTP
 // 500.

@@ -31,8 +31,10 @@ import (
 
 // The timings of the test. Prometheus scrapes and evaluates every second; the
 // alerts' `for` durations are rewritten to forDuration in the copy of the
-// rules Prometheus loads (see rewriteFor), so the fast burn-rate alert can
-// fire within seconds instead of minutes. Nothing else in the rules changes.
+// rules Prometheus loads (see rewriteFor), and the burn-rate alerts' history
+// guards lose their offset (see rewriteHistory), so the fast burn-rate alert
+// can fire within seconds of llmprobe's start instead of after 45 minutes.
+// Nothing else in the rules changes.
 //
 // Every wait is also capped at deadlineMargin before go test's -timeout (see
 // until), and the checks stop at the first failure, so a failing run ends
@@ -214,6 +216,8 @@ scrape_configs:
 			{name: "goodput ratio", query: `target_probe:llmprobe_goodput:ratio_rate5m` + sel, check: between(0, 1)},
 			{name: "TTFT p99", query: `target_probe:llmprobe_time_to_first_token_seconds:p99_5m` + sel, check: positive},
 			{name: "TPOT p99", query: `target_probe:llmprobe_time_per_output_token_seconds:p99_5m` + sel, check: positive},
+			{name: "sends in 10m", query: `target_probe:llmprobe_requests_sent:increase10m` + sel, check: positive},
+			{name: "late-send share", query: `target_probe:llmprobe_requests_sent_late:ratio_rate10m` + sel, check: between(0, 1)},
 			{name: "TTFT attainment", query: `target_probe_slo:llmprobe_slo_attainment:ratio_rate5m{target="sim",slo="ttft"}`, check: between(0, 1)},
 			{name: "configured rate", query: `llmprobe_probe_arrival_rate` + sel, check: equals(4)},
 			{name: "last arrival is recent", query: `time() - llmprobe_probe_last_arrival_timestamp_seconds` + sel, check: between(0, 10)},
@@ -261,6 +265,11 @@ scrape_configs:
 		}
 		v := native.waitValue(t, `target_probe:llmprobe_time_to_first_token_seconds:p99_5m`+sel, valuesTimeout, positive)
 		t.Logf("TTFT p99 from native histograms = %g", v)
+		// The late-send share and send count fall back to histogram_fraction
+		// and histogram_count (promtool cannot test native histograms).
+		sent := native.waitValue(t, `target_probe:llmprobe_requests_sent:increase10m`+sel, valuesTimeout, positive)
+		late := native.waitValue(t, `target_probe:llmprobe_requests_sent_late:ratio_rate10m`+sel, valuesTimeout, between(0, 1))
+		t.Logf("sends in 10m = %g, late share = %g from native histograms", sent, late)
 		if n := native.query(t, `llmprobe_time_to_first_token_seconds_bucket`); len(n) != 0 {
 			t.Fatalf("classic buckets were ingested too (%d series): the native path is not what produced the value", len(n))
 		}
@@ -498,14 +507,27 @@ func writeFile(t *testing.T, path, content string) {
 
 var forLine = regexp.MustCompile(`(?m)^(\s+for:\s*)\S+\s*$`)
 
-// rewriteFor sets every alert's `for` to forDuration. It is the only change
-// made to the rules for the end-to-end test.
+// rewriteFor sets every alert's `for` to forDuration. With rewriteHistory it
+// is the only change made to the rules for the end-to-end test.
 func rewriteFor(data []byte) []byte {
 	return forLine.ReplaceAll(data, []byte("${1}"+forDuration))
 }
 
-// copyRules copies the rule files of src (not the promtool tests) to dst
-// with rewriteFor applied.
+// historyGuard matches the history guard of a burn-rate alert:
+// present_over_time(llmprobe_requests_total[R] offset O).
+var historyGuard = regexp.MustCompile(`(present_over_time\(llmprobe_requests_total\[[0-9a-z]+\]) offset [0-9a-z]+\)`)
+
+// rewriteHistory drops the offset of the burn-rate alerts' history guards,
+// which then only need the probe's series to exist: the test's llmprobe is
+// seconds old, not the 45 minutes the fast burn needs. The guards are
+// covered by the promtool tests (rules/tests/alerts.yml).
+func rewriteHistory(data []byte) []byte {
+	return historyGuard.ReplaceAll(data, []byte("${1})"))
+}
+
+// copyRules copies the rule files of src (not the promtool tests, nor the
+// opt-in files of src/optional) to dst with rewriteFor and rewriteHistory
+// applied.
 func copyRules(t *testing.T, src, dst string) {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(src, "*.yml"))
@@ -523,6 +545,13 @@ func copyRules(t *testing.T, src, dst string) {
 		out := rewriteFor(data)
 		if bytes.Contains(data, []byte("for:")) && bytes.Equal(out, data) {
 			t.Fatalf("%s: rewriting for: changed nothing", p)
+		}
+		if g := historyGuard.FindAll(out, -1); bytes.Contains(data, []byte("present_over_time(")) && len(g) == 0 {
+			t.Fatalf("%s: no history guard to rewrite", p)
+		}
+		out = rewriteHistory(out)
+		if bytes.Contains(out, []byte(" offset ")) {
+			t.Fatalf("%s: an offset is left after rewriting the history guards", p)
 		}
 		writeFile(t, filepath.Join(dst, filepath.Base(p)), string(out))
 	}

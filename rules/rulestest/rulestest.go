@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,17 +78,19 @@ func Catalog(files []rules.File) (*rules.Catalog, error) {
 	return c, nil
 }
 
-// CanceledInRatios returns the selectors of llmprobe_requests_total in expr
-// that sit under a division (on either side) and can match
-// outcome="canceled". Requests llmprobe canceled itself (config reload,
-// shutdown) must not count in error, goodput or burn ratios, so every such
-// selector needs an outcome matcher that excludes "canceled" (e.g.
-// outcome!="canceled", outcome="success" or outcome!~"success|canceled").
+// CanceledInRatios returns the selectors that can read llmprobe_requests_total
+// in expr (by name, or through __name__ matchers that all match it, e.g.
+// {__name__=~"llmprobe_requests_total|llmprobe_requests_skipped_total"}), sit
+// under a division (on either side) and can match outcome="canceled".
+// Requests llmprobe canceled itself (config reload, shutdown) must not count
+// in error, goodput or burn ratios, so every such selector needs an outcome
+// matcher that excludes "canceled" (e.g. outcome!="canceled",
+// outcome="success" or outcome!~"success|canceled").
 func CanceledInRatios(expr parser.Expr) []string {
 	var out []string
 	parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
-		if !ok || vs.Name != probemetrics.NameRequests {
+		if !ok || !readsRequests(vs) {
 			return nil
 		}
 		divided := false
@@ -108,4 +111,22 @@ func CanceledInRatios(expr parser.Expr) []string {
 		return nil
 	})
 	return out
+}
+
+// readsRequests reports whether vs can select llmprobe_requests_total.
+func readsRequests(vs *parser.VectorSelector) bool {
+	if vs.Name != "" {
+		return vs.Name == probemetrics.NameRequests
+	}
+	named := false
+	for _, m := range vs.LabelMatchers {
+		if m.Name != labels.MetricName {
+			continue
+		}
+		named = true
+		if !m.Matches(probemetrics.NameRequests) {
+			return false
+		}
+	}
+	return named
 }
