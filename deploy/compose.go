@@ -51,7 +51,9 @@ type Mount struct {
 
 // Bind reports whether the mount is a bind mount of a host path (rather
 // than a named volume).
-func (m Mount) Bind() bool { return strings.HasPrefix(m.Source, ".") || strings.HasPrefix(m.Source, "/") }
+func (m Mount) Bind() bool {
+	return strings.HasPrefix(m.Source, ".") || strings.HasPrefix(m.Source, "/")
+}
 
 // Mounts parses the service's volumes.
 func (s ComposeService) Mounts() ([]Mount, error) {
