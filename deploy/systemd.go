@@ -40,7 +40,7 @@ func LoadUnit(path string) (Unit, error) {
 			continue
 		}
 		if l, ok := strings.CutSuffix(line, `\`); ok {
-			cont.WriteString(l + " ")
+			cont.WriteString(strings.TrimSpace(l) + " ")
 			continue
 		}
 		if cont.Len() > 0 {
