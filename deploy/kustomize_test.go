@@ -1,0 +1,688 @@
+package deploy
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	lweb "github.com/llmprobe/llmprobe/internal/web"
+	"github.com/llmprobe/llmprobe/rules"
+	"github.com/llmprobe/llmprobe/rules/rulestest"
+)
+
+// kubeRoot is deploy/kubernetes, seen from this package's directory.
+const kubeRoot = "kubernetes"
+
+// regenerate is what to run when the generated monitoring files are stale.
+const regenerate = "run `go run ./dashboards/gen` from the repository root"
+
+// builds builds every kustomization under kubeRoot once per test binary.
+var builds = map[string][]Object{}
+
+func buildAll(t *testing.T) map[string][]Object {
+	t.Helper()
+	if len(builds) > 0 {
+		return builds
+	}
+	dirs, err := Kustomizations(kubeRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"base", "monitoring", "overlays/simulator", "overlays/vllm"} {
+		if !slices.Contains(dirs, want) {
+			t.Fatalf("kustomizations under %s = %v, want %s among them", kubeRoot, dirs, want)
+		}
+	}
+	for _, d := range dirs {
+		objs, err := Build(filepath.Join(kubeRoot, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) == 0 {
+			t.Fatalf("%s: built no objects", d)
+		}
+		builds[d] = objs
+	}
+	return builds
+}
+
+// workloads returns the app kustomizations (every one but monitoring).
+func workloads(t *testing.T) map[string][]Object {
+	t.Helper()
+	out := map[string][]Object{}
+	for d, objs := range buildAll(t) {
+		if d != "monitoring" {
+			out[d] = objs
+		}
+	}
+	return out
+}
+
+func TestEveryKustomizationBuildsAndDecodesStrictly(t *testing.T) {
+	for d, objs := range buildAll(t) {
+		for _, o := range objs {
+			if o.Name == "" {
+				t.Errorf("%s: %s %s without a name", d, o.APIVersion, o.Kind)
+			}
+		}
+	}
+}
+
+func TestDecodeRejectsTypos(t *testing.T) {
+	for _, tc := range []struct {
+		name, manifest, want string
+	}{
+		{
+			name:     "unknown field",
+			manifest: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replica: 1}\n",
+			want:     `unknown field "spec.replica"`,
+		},
+		{
+			name:     "field in the wrong case",
+			manifest: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: x}\nAutomountServiceAccountToken: false\n",
+			want:     `unknown field "AutomountServiceAccountToken"`,
+		},
+		{
+			name:     "unknown field of a ServiceMonitor",
+			manifest: "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec: {endpoints: [{port: http, pth: /metrics}], selector: {}}\n",
+			want:     `unknown field "spec.endpoints[0].pth"`,
+		},
+		{
+			name:     "unknown kind",
+			manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n",
+			want:     `no Go type for apiVersion "v1" kind "Pod"`,
+		},
+		{
+			name:     "wrong type",
+			manifest: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replicas: one}\n",
+			want:     "cannot unmarshal string",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode([]byte(tc.manifest))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Decode() error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	o, err := Decode([]byte("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: x, namespace: ns}\nautomountServiceAccountToken: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa, ok := o.Value.(*corev1.ServiceAccount); !ok || o.Name != "x" || o.Namespace != "ns" || sa.AutomountServiceAccountToken == nil {
+		t.Fatalf("Decode() = %+v", o)
+	}
+}
+
+// TestBuildFailsOnATypo shows that a typo in a kustomization's resource
+// fails Build, not only Decode.
+func TestBuildFailsOnATypo(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("kustomization.yaml", "resources: [sa.yaml]\n")
+	write("sa.yaml", "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: x}\nautomountServiceAcountToken: false\n")
+	if _, err := Build(dir); err == nil || !strings.Contains(err.Error(), `unknown field "automountServiceAcountToken"`) {
+		t.Fatalf("Build() error = %v, want the unknown field", err)
+	}
+}
+
+func TestBaseHasEveryObject(t *testing.T) {
+	objs := buildAll(t)["base"]
+	kinds := map[string][]string{}
+	for _, o := range objs {
+		kinds[o.Kind] = append(kinds[o.Kind], o.Name)
+	}
+	for _, want := range []string{"ServiceAccount", "ConfigMap", "Deployment", "Service", "ServiceMonitor",
+		"PrometheusRule", "NetworkPolicy", "PodDisruptionBudget"} {
+		if len(kinds[want]) == 0 {
+			t.Errorf("base has no %s; it has %v", want, kinds)
+		}
+	}
+	var dashboards *corev1.ConfigMap
+	for _, cm := range Of[corev1.ConfigMap](objs) {
+		if cm.Name == "llmprobe-dashboards" {
+			dashboards = cm
+		}
+	}
+	if dashboards == nil || dashboards.Labels["grafana_dashboard"] != "1" {
+		t.Fatalf("base has no dashboards ConfigMap labelled grafana_dashboard: \"1\" for Grafana's sidecar")
+	}
+}
+
+// llmprobeContainer reports whether c runs the llmprobe image.
+func llmprobeContainer(c corev1.Container) bool {
+	name, _, _ := strings.Cut(c.Image, ":")
+	return name == "llmprobe" || strings.HasSuffix(name, "/llmprobe")
+}
+
+func TestWorkloadsAreLockedDown(t *testing.T) {
+	for d, objs := range workloads(t) {
+		deps := Of[appsv1.Deployment](objs)
+		if len(deps) == 0 {
+			t.Errorf("%s: no Deployment", d)
+		}
+		for _, dep := range deps {
+			where := d + ": Deployment " + dep.Name
+			pod := dep.Spec.Template.Spec
+			sc := pod.SecurityContext
+			if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+				t.Errorf("%s: pod must run as a non-root numeric user: %+v", where, sc)
+			}
+			if sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("%s: seccompProfile must be RuntimeDefault", where)
+			}
+			if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+				t.Errorf("%s: automountServiceAccountToken must be false (llmprobe never calls the API server)", where)
+			}
+			if len(pod.Containers) == 0 {
+				t.Errorf("%s: no containers", where)
+			}
+			for _, c := range pod.Containers {
+				where := where + " container " + c.Name
+				if !llmprobeContainer(c) {
+					t.Errorf("%s: image %q is not llmprobe's", where, c.Image)
+				}
+				csc := c.SecurityContext
+				switch {
+				case csc == nil:
+					t.Errorf("%s: no securityContext", where)
+					continue
+				case csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation:
+					t.Errorf("%s: allowPrivilegeEscalation must be false", where)
+				case csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem:
+					t.Errorf("%s: readOnlyRootFilesystem must be true", where)
+				case csc.Privileged != nil && *csc.Privileged:
+					t.Errorf("%s: privileged", where)
+				case csc.Capabilities == nil || !slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(csc.Capabilities.Add) > 0:
+					t.Errorf("%s: capabilities must drop ALL and add none: %+v", where, csc.Capabilities)
+				}
+				r := c.Resources
+				if r.Requests.Cpu().IsZero() || r.Requests.Memory().IsZero() || r.Limits.Memory().IsZero() {
+					t.Errorf("%s: want CPU and memory requests and a memory limit: %+v", where, r)
+				}
+				if !r.Limits.Cpu().IsZero() {
+					t.Errorf("%s: no CPU limit: CFS throttling would add pauses to the measured latencies", where)
+				}
+				for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+					if p == nil || p.HTTPGet == nil {
+						t.Errorf("%s: no HTTP %s probe", where, name)
+						continue
+					}
+					if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == p.HTTPGet.Port.String() }) {
+						t.Errorf("%s: %s probe port %q is not a named container port", where, name, p.HTTPGet.Port.String())
+					}
+				}
+			}
+		}
+	}
+}
+
+// podTemplates returns the pod template labels of every workload in objs,
+// by workload name.
+func podTemplates(objs []Object) map[string]labels.Set {
+	out := map[string]labels.Set{}
+	for _, d := range Of[appsv1.Deployment](objs) {
+		out[d.Name] = d.Spec.Template.Labels
+	}
+	for _, s := range Of[appsv1.StatefulSet](objs) {
+		out[s.Name] = s.Spec.Template.Labels
+	}
+	return out
+}
+
+func selected(t *testing.T, where string, sel *metav1.LabelSelector, pods map[string]labels.Set) []string {
+	t.Helper()
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	var out []string
+	for name, l := range pods {
+		if s.Matches(l) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func containerPorts(objs []Object, workload string) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, d := range Of[appsv1.Deployment](objs) {
+		if d.Name == workload {
+			for _, c := range d.Spec.Template.Spec.Containers {
+				out = append(out, c.Ports...)
+			}
+		}
+	}
+	return out
+}
+
+// TestSelectorsAndPortsMatch checks that every Service, ServiceMonitor,
+// PodDisruptionBudget and NetworkPolicy selects exactly one workload of its
+// kustomization and names ports that exist.
+func TestSelectorsAndPortsMatch(t *testing.T) {
+	for d, objs := range workloads(t) {
+		pods := podTemplates(objs)
+		for _, dep := range Of[appsv1.Deployment](objs) {
+			if got := selected(t, d, dep.Spec.Selector, map[string]labels.Set{dep.Name: dep.Spec.Template.Labels}); len(got) != 1 {
+				t.Errorf("%s: Deployment %s: its selector does not match its pod template", d, dep.Name)
+			}
+		}
+		svcWorkload := map[string]string{}
+		for _, svc := range Of[corev1.Service](objs) {
+			got := selected(t, d, &metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, pods)
+			if len(got) != 1 {
+				t.Errorf("%s: Service %s selects %v, want exactly one workload", d, svc.Name, got)
+				continue
+			}
+			svcWorkload[svc.Name] = got[0]
+			for _, p := range svc.Spec.Ports {
+				if !slices.ContainsFunc(containerPorts(objs, got[0]), func(cp corev1.ContainerPort) bool {
+					return cp.Name == p.TargetPort.String() || cp.ContainerPort == p.TargetPort.IntVal
+				}) {
+					t.Errorf("%s: Service %s port %s targets %q, not a port of %s", d, svc.Name, p.Name, p.TargetPort.String(), got[0])
+				}
+			}
+		}
+		for _, sm := range Of[monitoringv1.ServiceMonitor](objs) {
+			sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var svcs []*corev1.Service
+			for _, svc := range Of[corev1.Service](objs) {
+				if sel.Matches(labels.Set(svc.Labels)) {
+					svcs = append(svcs, svc)
+				}
+			}
+			if len(svcs) != 1 {
+				t.Errorf("%s: ServiceMonitor %s selects %d Services, want 1", d, sm.Name, len(svcs))
+				continue
+			}
+			for _, ep := range sm.Spec.Endpoints {
+				if !slices.ContainsFunc(svcs[0].Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
+					t.Errorf("%s: ServiceMonitor %s scrapes port %q, not a port of Service %s", d, sm.Name, ep.Port, svcs[0].Name)
+				}
+			}
+		}
+		for _, pdb := range Of[policyv1.PodDisruptionBudget](objs) {
+			if got := selected(t, d, pdb.Spec.Selector, pods); len(got) != 1 {
+				t.Errorf("%s: PodDisruptionBudget %s selects %v, want exactly one workload", d, pdb.Name, got)
+			}
+			// A budget that forbids every eviction of a single replica blocks
+			// node drains.
+			if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() < 1 || pdb.Spec.MinAvailable != nil {
+				t.Errorf("%s: PodDisruptionBudget %s: want maxUnavailable >= 1 and no minAvailable", d, pdb.Name)
+			}
+		}
+		for _, np := range Of[networkingv1.NetworkPolicy](objs) {
+			got := selected(t, d, &np.Spec.PodSelector, pods)
+			if len(got) != 1 {
+				t.Errorf("%s: NetworkPolicy %s selects %v, want exactly one workload", d, np.Name, got)
+				continue
+			}
+			for _, rule := range np.Spec.Ingress {
+				for _, p := range rule.Ports {
+					if p.Port == nil || !slices.ContainsFunc(containerPorts(objs, got[0]), func(cp corev1.ContainerPort) bool {
+						return cp.Name == p.Port.String() || cp.ContainerPort == p.Port.IntVal
+					}) {
+						t.Errorf("%s: NetworkPolicy %s opens port %v, not a port of %s", d, np.Name, p.Port, got[0])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPathsAreServed checks every HTTP path the manifests probe or scrape
+// against the handlers they reach: llmprobe's web handler for `serve`
+// containers, the simulator for `simulate` ones.
+func TestPathsAreServed(t *testing.T) {
+	ready := true
+	daemon := httptest.NewServer(lweb.NewHandler(lweb.Options{
+		Gatherer: prometheus.NewRegistry(),
+		Ready:    func() bool { return ready },
+	}))
+	defer daemon.Close()
+	simURL, _ := simtest.Start(t, simulator.DefaultConfig())
+	get := func(base, path string) int {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	checked := 0
+	for d, objs := range workloads(t) {
+		// base URL by Service name, from the workload behind it.
+		baseOf := map[string]string{}
+		for _, dep := range Of[appsv1.Deployment](objs) {
+			for _, c := range dep.Spec.Template.Spec.Containers {
+				if len(c.Args) == 0 {
+					t.Errorf("%s: %s: container %s has no args", d, dep.Name, c.Name)
+					continue
+				}
+				base := map[string]string{"serve": daemon.URL, "simulate": simURL}[c.Args[0]]
+				if base == "" {
+					t.Errorf("%s: %s: container %s runs %q, want serve or simulate", d, dep.Name, c.Name, c.Args[0])
+					continue
+				}
+				for _, svc := range Of[corev1.Service](objs) {
+					if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels)) {
+						baseOf[svc.Name] = base
+					}
+				}
+				for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+					if p != nil && p.HTTPGet != nil {
+						if code := get(base, p.HTTPGet.Path); code != http.StatusOK {
+							t.Errorf("%s: %s: probe path %s answers %d, want 200", d, dep.Name, p.HTTPGet.Path, code)
+						}
+						checked++
+					}
+				}
+			}
+		}
+		for _, sm := range Of[monitoringv1.ServiceMonitor](objs) {
+			for svcName, base := range baseOf {
+				var svc *corev1.Service
+				for _, s := range Of[corev1.Service](objs) {
+					if s.Name == svcName {
+						svc = s
+					}
+				}
+				sel, _ := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+				if !sel.Matches(labels.Set(svc.Labels)) {
+					continue
+				}
+				for _, ep := range sm.Spec.Endpoints {
+					if code := get(base, ep.Path); code != http.StatusOK {
+						t.Errorf("%s: ServiceMonitor %s path %s answers %d, want 200", d, sm.Name, ep.Path, code)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no path checked")
+	}
+	// The readiness path really reflects readiness.
+	ready = false
+	if code := get(daemon.URL, "/-/ready"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/-/ready when not ready = %d, want 503", code)
+	}
+}
+
+// keyFile matches the api_key_file values of a configuration.
+var keyFile = regexp.MustCompile(`(?m)^\s*api_key_file:\s*(\S+)`)
+
+// TestConfigsPassCheckConfig loads the llmprobe.yml of every kustomization
+// as `llmprobe check-config` does. API key files must lie in a Secret volume
+// of the Deployment; the test stands a file in for each.
+func TestConfigsPassCheckConfig(t *testing.T) {
+	for d, objs := range workloads(t) {
+		var secretMounts []string
+		for _, dep := range Of[appsv1.Deployment](objs) {
+			for _, c := range dep.Spec.Template.Spec.Containers {
+				for _, m := range c.VolumeMounts {
+					for _, v := range dep.Spec.Template.Spec.Volumes {
+						if v.Name == m.Name && v.Secret != nil {
+							secretMounts = append(secretMounts, strings.TrimSuffix(m.MountPath, "/")+"/")
+						}
+					}
+				}
+			}
+		}
+		n := 0
+		for _, cm := range Of[corev1.ConfigMap](objs) {
+			data, ok := cm.Data["llmprobe.yml"]
+			if !ok {
+				continue
+			}
+			n++
+			dir := t.TempDir()
+			for _, m := range keyFile.FindAllStringSubmatch(data, -1) {
+				i := slices.IndexFunc(secretMounts, func(p string) bool { return strings.HasPrefix(m[1], p) })
+				if i < 0 {
+					t.Errorf("%s: ConfigMap %s: api_key_file %s is not in a Secret volume (mounted at %v)", d, cm.Name, m[1], secretMounts)
+					continue
+				}
+				p := filepath.Join(dir, strings.TrimPrefix(m[1], secretMounts[i]))
+				if err := os.WriteFile(p, []byte("test-key\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range secretMounts {
+				data = strings.ReplaceAll(data, p, dir+"/")
+			}
+			if _, err := config.Parse([]byte(data), d+"/llmprobe.yml"); err != nil {
+				t.Errorf("%s: ConfigMap %s: check-config: %v", d, cm.Name, err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d ConfigMaps with llmprobe.yml, want 1", d, n)
+		}
+	}
+}
+
+func ruleFiles(t *testing.T) []rules.File {
+	t.Helper()
+	files, err := rules.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestPrometheusRuleIsTheRuleFiles checks that every kustomization's
+// PrometheusRule holds exactly the groups and rules of rules/*.yml (the one
+// source; the PrometheusRule is generated from it).
+func TestPrometheusRuleIsTheRuleFiles(t *testing.T) {
+	files := ruleFiles(t)
+	for d, objs := range buildAll(t) {
+		prs := Of[monitoringv1.PrometheusRule](objs)
+		if len(prs) != 1 {
+			t.Fatalf("%s: %d PrometheusRules, want 1", d, len(prs))
+		}
+		var want []string
+		for _, f := range files {
+			for _, g := range f.Groups {
+				for _, r := range g.Rules {
+					want = append(want, ruleKey(g.Name, r.Record, r.Alert, r.Expr, r.For.String(), r.Labels, r.Annotations))
+				}
+			}
+		}
+		var got []string
+		for _, g := range prs[0].Spec.Groups {
+			for _, r := range g.Rules {
+				f := ""
+				if r.For != nil {
+					dur, err := model.ParseDuration(string(*r.For))
+					if err != nil {
+						t.Fatalf("%s: rule %s%s: for: %v", d, r.Record, r.Alert, err)
+					}
+					f = dur.String()
+				}
+				got = append(got, ruleKey(g.Name, r.Record, r.Alert, r.Expr.String(), f, r.Labels, r.Annotations))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the PrometheusRule differs from rules/*.yml (%d rules, want %d): %s", d, len(got), len(want), regenerate)
+		}
+	}
+}
+
+func ruleKey(group, record, alert, expr, forDur string, l, a map[string]string) string {
+	if forDur == "0s" {
+		forDur = ""
+	}
+	return strings.Join([]string{group, record, alert, strings.TrimSpace(expr), forDur,
+		labels.Set(l).String(), labels.Set(a).String()}, "\x00")
+}
+
+// TestPrometheusRuleReadsKnownMetrics checks every metric name the
+// PrometheusRule's expressions read against llmprobe's registry, vLLM's
+// documented metrics and the recording rules.
+func TestPrometheusRuleReadsKnownMetrics(t *testing.T) {
+	files := ruleFiles(t)
+	cat, err := rulestest.Catalog(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rules.NewParser()
+	pr := Of[monitoringv1.PrometheusRule](buildAll(t)["base"])[0]
+	n := 0
+	for _, g := range pr.Spec.Groups {
+		for _, r := range g.Rules {
+			names, err := rules.MetricNames(p, r.Expr.String())
+			if err != nil {
+				t.Errorf("%s%s: %v", r.Record, r.Alert, err)
+			}
+			for _, name := range names {
+				n++
+				if _, ok := cat.Source(name); !ok {
+					t.Errorf("%s%s reads %s, which nothing exports", r.Record, r.Alert, name)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no metric name checked")
+	}
+}
+
+// TestDashboardsConfigMapIsTheDashboards checks that the dashboards
+// ConfigMap holds exactly dashboards/*.json, byte for byte.
+func TestDashboardsConfigMapIsTheDashboards(t *testing.T) {
+	paths, err := filepath.Glob("../dashboards/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no dashboards: %v", err)
+	}
+	for d, objs := range buildAll(t) {
+		var cm *corev1.ConfigMap
+		for _, c := range Of[corev1.ConfigMap](objs) {
+			if c.Name == "llmprobe-dashboards" {
+				cm = c
+			}
+		}
+		if cm == nil {
+			t.Fatalf("%s: no ConfigMap llmprobe-dashboards", d)
+		}
+		if len(cm.Data) != len(paths) {
+			t.Errorf("%s: %d dashboards in the ConfigMap, want %d: %s", d, len(cm.Data), len(paths), regenerate)
+		}
+		for _, p := range paths {
+			want, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cm.Data[filepath.Base(p)] != string(want) {
+				t.Errorf("%s: dashboard %s in the ConfigMap differs from %s: %s", d, filepath.Base(p), p, regenerate)
+			}
+		}
+	}
+}
+
+// TestSimulatorJoinLabel checks that the simulator's ServiceMonitor labels
+// its series with the llmprobe target name that probes it (the join of the
+// server-side rules and dashboards).
+func TestSimulatorJoinLabel(t *testing.T) {
+	objs := buildAll(t)["overlays/simulator"]
+	var sm *monitoringv1.ServiceMonitor
+	for _, s := range Of[monitoringv1.ServiceMonitor](objs) {
+		if s.Name == "vllm-simulator" {
+			sm = s
+		}
+	}
+	if sm == nil || len(sm.Spec.Endpoints) != 1 {
+		t.Fatal("overlays/simulator: no ServiceMonitor vllm-simulator with one endpoint")
+	}
+	var target string
+	for _, r := range sm.Spec.Endpoints[0].RelabelConfigs {
+		if r.TargetLabel == "target" && r.Replacement != nil {
+			target = *r.Replacement
+		}
+	}
+	var cfgData string
+	for _, cm := range Of[corev1.ConfigMap](objs) {
+		if d, ok := cm.Data["llmprobe.yml"]; ok {
+			cfgData = d
+		}
+	}
+	cfg, err := config.Parse([]byte(cfgData), "llmprobe.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Targets) != 1 || cfg.Targets[0].Name != target || !strings.Contains(cfg.Targets[0].BaseURL, "//vllm-simulator:") {
+		t.Fatalf("simulator ServiceMonitor sets target=%q; want the one target of the config, %s at %s",
+			target, cfg.Targets[0].Name, cfg.Targets[0].BaseURL)
+	}
+}
+
+// TestVLLMOverlayRequiresItsKeys checks that the vllm overlay makes the API
+// key Secret required (the base leaves it optional) and that both promote
+// the kube-prometheus-stack selector label.
+func TestVLLMOverlayRequiresItsKeys(t *testing.T) {
+	optional := func(objs []Object) *bool {
+		for _, dep := range Of[appsv1.Deployment](objs) {
+			for _, v := range dep.Spec.Template.Spec.Volumes {
+				if v.Secret != nil && v.Secret.SecretName == "llmprobe-api-keys" {
+					return v.Secret.Optional
+				}
+			}
+		}
+		t.Fatal("no llmprobe-api-keys volume")
+		return nil
+	}
+	if o := optional(buildAll(t)["base"]); o == nil || !*o {
+		t.Error("base: the API key Secret must be optional")
+	}
+	if o := optional(buildAll(t)["overlays/vllm"]); o == nil || *o {
+		t.Error("overlays/vllm: the API key Secret must be required")
+	}
+	for _, d := range []string{"overlays/vllm", "overlays/simulator"} {
+		for _, o := range buildAll(t)[d] {
+			if !strings.HasPrefix(o.APIVersion, "monitoring.coreos.com/") {
+				continue
+			}
+			meta := reflectMeta(o)
+			if meta.GetLabels()["release"] != "kube-prometheus-stack" {
+				t.Errorf("%s: %s %s has no release label for kube-prometheus-stack", d, o.Kind, o.Name)
+			}
+		}
+	}
+}
+
+func reflectMeta(o Object) metav1.Object {
+	m, ok := o.Value.(metav1.Object)
+	if !ok {
+		panic(o.Kind + " has no ObjectMeta")
+	}
+	return m
+}
