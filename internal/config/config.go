@@ -452,11 +452,14 @@ func Parse(data []byte, filename string) (*Config, error) {
 	c := &Config{Global: DefaultGlobalConfig}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	ints := integerProblems(filename, data)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, withIntegerProblems(ints, newNodeIndex(data).yamlErrors(filename, err))
+		yerr := newNodeIndex(data).yamlErrors(filename, err)
+		if strings.Contains(err.Error(), "excessive aliasing") {
+			return nil, yerr
+		}
+		return nil, withIntegerProblems(integerProblems(filename, data), yerr)
 	}
-	if len(ints) > 0 {
+	if ints := integerProblems(filename, data); len(ints) > 0 {
 		// Like yaml's type errors, these stop at the decoding.
 		return nil, errorOf(ints)
 	}

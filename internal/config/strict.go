@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -19,6 +20,11 @@ var (
 	durationType    = reflect.TypeFor[time.Duration]()
 )
 
+// maxIntegerVisits bounds the nodes integerProblems visits: aliases are
+// followed, so a document of nested aliases (a "billion laughs") would
+// otherwise be walked exponentially, before yaml's decoder refuses it.
+const maxIntegerVisits = 1 << 20
+
 // integerProblems walks the document beside the Go type it decodes into
 // and returns an *Error for every integer field written as a float. Types
 // with their own node decoder (sizes, SLOs) check their values themselves.
@@ -28,14 +34,18 @@ func integerProblems(file string, data []byte) []*Error {
 		return nil
 	}
 	var es []*Error
-	walkIntegers(doc.Content[0], reflect.TypeFor[Config](), "", func(path string, n *yaml.Node, t reflect.Type) {
+	visits := 0
+	walkIntegers(doc.Content[0], reflect.TypeFor[Config](), "", &visits, func(path string, n *yaml.Node, t reflect.Type) {
 		es = append(es, &Error{File: file, Line: n.Line, Path: path,
 			Err: fmt.Errorf("want %s, got %s", describeGoType(t.Kind().String()), strconv.Quote(n.Value))})
 	})
 	return es
 }
 
-func walkIntegers(n *yaml.Node, t reflect.Type, path string, bad func(string, *yaml.Node, reflect.Type)) {
+func walkIntegers(n *yaml.Node, t reflect.Type, path string, visits *int, bad func(string, *yaml.Node, reflect.Type)) {
+	if *visits++; *visits > maxIntegerVisits {
+		return
+	}
 	n = resolveAlias(n)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -48,25 +58,20 @@ func walkIntegers(n *yaml.Node, t reflect.Type, path string, bad func(string, *y
 		if n.Kind != yaml.MappingNode {
 			return
 		}
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
-				fields[name] = t.Field(i).Type
-			}
-		}
+		fields := yamlFields(t)
 		walkMapping(n, path, nil, func(key string, v *yaml.Node, p string) {
 			if ft, ok := fields[key]; ok {
-				walkIntegers(v, ft, p, bad)
+				walkIntegers(v, ft, p, visits, bad)
 			}
 		})
 	case reflect.Map:
 		if n.Kind == yaml.MappingNode {
-			walkMapping(n, path, nil, func(_ string, v *yaml.Node, p string) { walkIntegers(v, t.Elem(), p, bad) })
+			walkMapping(n, path, nil, func(_ string, v *yaml.Node, p string) { walkIntegers(v, t.Elem(), p, visits, bad) })
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind == yaml.SequenceNode {
 			for i, item := range n.Content {
-				walkIntegers(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), bad)
+				walkIntegers(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), visits, bad)
 			}
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -75,6 +80,23 @@ func walkIntegers(n *yaml.Node, t reflect.Type, path string, bad func(string, *y
 			bad(path, n, t)
 		}
 	}
+}
+
+// fieldCache maps a struct type to its fields' types by YAML key.
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			fields[name] = t.Field(i).Type
+		}
+	}
+	fieldCache.Store(t, fields)
+	return fields
 }
 
 // walkMapping calls f for each key of mapping n and its value, with merge
