@@ -48,7 +48,13 @@ type serveFlags struct {
 	pushExtraLabels []string
 	pushMethod      string
 	shutdownTimeout time.Duration
+	// Hardening (docs/security.md): HTTP surfaces that are off by default.
+	enableLifecycle bool
+	enablePprof     bool
 }
+
+// maxWebConfigBytes caps the --web.config.file read at startup.
+const maxWebConfigBytes = 1 << 20
 
 func init() {
 	register(func(app *kingpin.Application) (string, action) {
@@ -70,6 +76,10 @@ func init() {
 		cmd.Flag("push.method", "HTTP method of pushes (PUT replaces a Pushgateway group as a whole).").Default("POST").StringVar(&f.pushMethod)
 		cmd.Flag("shutdown-timeout", "How long to wait for in-flight probes and the web server on shutdown.").Default("10s").DurationVar(&f.shutdownTimeout)
 		f.web = kingpinflag.AddFlags(cmd, ":9741")
+		cmd.Flag("web.enable-lifecycle", "Enable POST /-/reload (as Prometheus' flag); without it only SIGHUP reloads the config.").
+			BoolVar(&f.enableLifecycle)
+		cmd.Flag("web.enable-pprof", "Serve Go profiling under /debug/pprof/ (memory and goroutine dumps: protect it with --web.config.file basic auth).").
+			BoolVar(&f.enablePprof)
 		return cmd.FullCommand(), func(e *env) int { return runServe(e, f) }
 	})
 }
@@ -131,6 +141,11 @@ func runServe(e *env, f *serveFlags) int {
 		return 2
 	}
 
+	if err := validateWebConfig(*f.web.WebConfigFile); err != nil {
+		level.Error(logger).Log("msg", "invalid --web.config.file", "file", *f.web.WebConfigFile, "err", err)
+		return 1
+	}
+
 	level.Info(logger).Log("msg", "starting llmprobe", "version", version.Info())
 	level.Info(logger).Log("msg", "build context", "build_context", version.BuildContext())
 	reg := prometheus.NewRegistry()
@@ -163,7 +178,7 @@ func runServe(e *env, f *serveFlags) int {
 			}
 			safe.Set(cfg)
 			return cfg, nil
-		}, cfg.String
+		}, cfg.Redacted
 	}
 	switch src {
 	case sourceFile:
@@ -174,7 +189,7 @@ func runServe(e *env, f *serveFlags) int {
 			}
 			return safe.Get(), nil
 		}
-		configYAML = func() string { return safe.Get().String() }
+		configYAML = func() string { return safe.Get().Redacted() }
 	case sourceTarget:
 		cfg, err := config.ForTarget(f.target, f.model, f.api)
 		if err != nil {
@@ -218,7 +233,7 @@ func runServe(e *env, f *serveFlags) int {
 		reloadMu.Lock()
 		defer reloadMu.Unlock()
 		if src != sourceFile {
-			return errors.New("nothing to reload: the daemon was not started from a config file")
+			return fmt.Errorf("%w: the daemon was not started from a config file", lweb.ErrNothingToReload)
 		}
 		newCfg, err := loadConfig()
 		if err != nil {
@@ -270,6 +285,9 @@ func runServe(e *env, f *serveFlags) int {
 		Reload:     reload,
 		Ready:      mgr.Ready,
 		ConfigYAML: configYAML,
+		// docs/security.md: both off by default.
+		EnableLifecycle: f.enableLifecycle,
+		EnablePprof:     f.enablePprof,
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -338,3 +356,21 @@ func quotePushLabels(ls []string) []string {
 
 // labelEscaper escapes a label value as the Prometheus text format does.
 var labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+
+// validateWebConfig checks the --web.config.file as exporter-toolkit will
+// read it (TLS files, bcrypt hashes) before any probe starts; the file is
+// first read with a cap, so that /dev/zero or a huge file is an error, not
+// an unbounded read.
+func validateWebConfig(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := config.ReadFile(path, maxWebConfigBytes); err != nil {
+		var te *config.TooLargeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("the file is larger than %v, the cap on a web config file", config.ByteSize(te.Limit))
+		}
+		return err
+	}
+	return web.Validate(path)
+}

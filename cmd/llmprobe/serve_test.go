@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -114,7 +115,7 @@ func waitMetric(t *testing.T, base, substr string) string {
 
 func TestServeEmbeddedSimulator(t *testing.T) {
 	t.Chdir(t.TempDir()) // no ./llmprobe.yml here
-	base, logs, stop := startServe(t)
+	base, logs, stop := startServe(t, "--web.enable-lifecycle", "--web.enable-pprof")
 	body := waitMetric(t, base, `llmprobe_requests_total{outcome="success",probe="default",target="simulator"} 1`)
 	for _, want := range []string{
 		"llmprobe_time_to_first_token_seconds_bucket",
@@ -143,8 +144,11 @@ func TestServeEmbeddedSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusInternalServerError {
-		t.Errorf("reload without a config file: %d, want 500", resp.StatusCode)
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("reload without a config file: %d, want 409", resp.StatusCode)
+	}
+	if code, body := get(t, base+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("pprof with --web.enable-pprof: %d", code)
 	}
 	if code := stop(); code != 0 {
 		t.Errorf("exit code %d; log:\n%s", code, logs.String())
@@ -165,7 +169,7 @@ func TestServeConfigFileReload(t *testing.T) {
 		}
 	}
 	write("first")
-	base, logs, _ := startServe(t, "--config.file", path)
+	base, logs, _ := startServe(t, "--config.file", path, "--web.enable-lifecycle")
 	waitMetric(t, base, `llmprobe_requests_total{outcome="connect",probe="first",target="t1"}`)
 
 	write("second")
@@ -295,5 +299,122 @@ func TestCheckConfigCommand(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[0], "multi-problem.yml:7:") || !strings.Contains(lines[2], "multi-problem.yml:13:") {
 		t.Errorf("want the 3 problems in file order, got:\n%s", errb.String())
+	}
+}
+
+// TestServeHardenedDefaults starts the daemon without the lifecycle and
+// pprof flags: POST /-/reload is refused (403) while SIGHUP still reloads,
+// /debug/pprof is absent, and /config shows no query value of a metrics URL.
+func TestServeHardenedDefaults(t *testing.T) {
+	const secret = "sig-s3cr3t-42"
+	dir := t.TempDir()
+	down := freeAddr(t)
+	path := filepath.Join(dir, "llmprobe.yml")
+	write := func(probe string) {
+		t.Helper()
+		cfg := fmt.Sprintf("targets:\n  - name: t1\n    base_url: http://%s\n    metrics_url: http://%s/federate?X-Amz-Signature=%s\n    probes:\n      - name: %s\n        rate: 20\n", down, down, secret, probe)
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	base, logs, _ := startServe(t, "--config.file", path)
+	waitMetric(t, base, `probe="first"`)
+
+	write("second")
+	resp, err := http.Post(base+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(msg), "--web.enable-lifecycle") {
+		t.Errorf("reload without --web.enable-lifecycle: %d %s", resp.StatusCode, msg)
+	}
+	if _, body := get(t, base+"/metrics"); strings.Contains(body, `probe="second"`) {
+		t.Error("a refused reload reloaded")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, base, `probe="second"`)
+	if !strings.Contains(logs.String(), "config reloaded") {
+		t.Errorf("no reload logged:\n%s", logs.String())
+	}
+
+	if code, _ := get(t, base+"/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("pprof without --web.enable-pprof: %d, want 404", code)
+	}
+	code, page := get(t, base+"/config")
+	if code != 200 || strings.Contains(page, secret) || !strings.Contains(page, "X-Amz-Signature=<redacted>") {
+		t.Errorf("/config: %d\n%s", code, page)
+	}
+}
+
+// TestServeBadWebConfig checks that an invalid --web.config.file stops the
+// daemon before any probe starts.
+func TestServeBadWebConfig(t *testing.T) {
+	dir := t.TempDir()
+	badHash := filepath.Join(dir, "web.yml")
+	if err := os.WriteFile(badHash, []byte("basic_auth_users:\n  alice: not-a-bcrypt-hash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noCert := filepath.Join(dir, "tls.yml")
+	if err := os.WriteFile(noCert, []byte("tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"bad bcrypt hash", badHash, "bcrypt"},
+		{"missing certificate", noCert, "missing.crt"},
+		{"unknown key", writeFile(t, dir, "typo.yml", "basic_auth_user: {}\n"), "basic_auth_user"},
+		{"endless file", "/dev/zero", "larger than 1MiB, the cap on a web config file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			done := make(chan int, 1)
+			go func() {
+				done <- run(context.Background(), []string{"serve", "--web.listen-address", freeAddr(t),
+					"--web.config.file", tc.file, "--target", "http://" + freeAddr(t)}, io.Discard, logs)
+			}()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("serve kept running with an invalid web config; log:\n%s", logs.String())
+			}
+			out := logs.String()
+			if code != 1 || !strings.Contains(out, "invalid --web.config.file") || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want 1 with %q; log:\n%s", code, tc.want, out)
+			}
+			if strings.Contains(out, "probes scheduled") {
+				t.Errorf("probes started before the web config was checked; log:\n%s", out)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCheckConfigEndlessFile is check-config /dev/zero: an error naming the
+// file and the cap, not an unbounded read.
+func TestCheckConfigEndlessFile(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"check-config", "/dev/zero"}, &out, &errb); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if want := "/dev/zero: the file is larger than 4MiB, the cap on a configuration file\n"; errb.String() != want {
+		t.Errorf("stderr %q, want %q", errb.String(), want)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -50,8 +51,19 @@ const (
 // own /metrics.
 const MetricsURLNone = "none"
 
-// maxDefaultConcurrency caps the default max_concurrency of absurd rates.
-const maxDefaultConcurrency = 1 << 20
+// MaxDefaultConcurrency caps the default max_concurrency (4 × ceil(rate)):
+// enough for 4 s of latency at 64 req/s. Above it requests in flight hold
+// sockets, goroutines and buffers in the prober and batch slots in the
+// target; a probe that needs more sets max_concurrency itself.
+const MaxDefaultConcurrency = 256
+
+// DefaultMaxRate is the default global max_rate: the highest rate a probe
+// may set, in requests per second.
+const DefaultMaxRate = 100
+
+// MaxConfigFileBytes caps what Load reads from a configuration file: a
+// larger (or endless, such as /dev/zero) file is an error naming the cap.
+const MaxConfigFileBytes = 4 << 20
 
 // maxKeyFileBytes caps what is read from an api_key_file.
 const maxKeyFileBytes = 64 << 10
@@ -68,13 +80,14 @@ const DefaultGoodputObjective = 0.99
 
 // DefaultGlobalConfig holds the global defaults: a 2m total request timeout,
 // a 30s time-to-first-token timeout, a 15s mid-stream stall timeout, no SLO
-// (every successful request is good) and a goodput objective of
-// DefaultGoodputObjective.
+// (every successful request is good), a goodput objective of
+// DefaultGoodputObjective and a max_rate of DefaultMaxRate.
 var DefaultGlobalConfig = GlobalConfig{
 	Timeout:          2 * time.Minute,
 	TTFTTimeout:      30 * time.Second,
 	StallTimeout:     15 * time.Second,
 	GoodputObjective: DefaultGoodputObjective,
+	MaxRate:          DefaultMaxRate,
 }
 
 // DefaultTargetConfig holds a target's defaults: the completions API and a
@@ -87,8 +100,9 @@ var DefaultTargetConfig = TargetConfig{
 // DefaultProbeConfig holds the defaults of a probe written in a file: Poisson
 // arrivals, burstiness 1 and workload.DefaultSpec() (64 input tokens, 16
 // output tokens, ignore_eos). Rate has no default: a written probe must set
-// it. The default max_concurrency (4 × ceil(rate)) and seed (derived from the
-// target and probe names) are computed at load.
+// it. The default max_concurrency (4 × ceil(rate), between 4 and
+// MaxDefaultConcurrency) and seed (derived from the target and probe names)
+// are computed at load.
 var DefaultProbeConfig = ProbeConfig{
 	Arrival:    ArrivalPoisson,
 	Burstiness: 1,
@@ -130,6 +144,10 @@ type GlobalConfig struct {
 	// share of requests that must be good, 0 < x < 1, default
 	// DefaultGoodputObjective. Its error budget is 1 - GoodputObjective.
 	GoodputObjective float64 `yaml:"goodput_objective"`
+	// MaxRate is the highest rate any probe may set, in requests per second:
+	// > 0, at most arrival.MaxRate, default DefaultMaxRate. It guards the
+	// target and the prober against a typo such as rate: 1e9.
+	MaxRate float64 `yaml:"max_rate"`
 
 	set keySet
 }
@@ -186,16 +204,18 @@ type ProbeConfig struct {
 	// value: required, unique in the target, [a-zA-Z0-9_.:-]+.
 	Name string `yaml:"name"`
 	// Rate is the mean request rate in requests per second: required, > 0,
-	// finite.
+	// at most global.max_rate.
 	Rate float64 `yaml:"rate"`
 	// Arrival is the arrival process: ArrivalPoisson (default), ArrivalGamma
 	// or ArrivalConstant.
 	Arrival string `yaml:"arrival"`
-	// Burstiness is the gamma shape (vLLM's --burstiness): > 0, default 1;
-	// a value other than 1 needs ArrivalGamma.
+	// Burstiness is the gamma shape (vLLM's --burstiness): between
+	// arrival.MinBurstiness and arrival.MaxBurstiness, default 1; a value
+	// other than 1 needs ArrivalGamma.
 	Burstiness float64 `yaml:"burstiness"`
 	// MaxConcurrency caps the requests in flight; an arrival that finds the
-	// cap full is skipped and counted. Default 4 × ceil(Rate).
+	// cap full is skipped and counted. Default 4 × ceil(Rate), at least 4
+	// and at most MaxDefaultConcurrency.
 	MaxConcurrency int `yaml:"max_concurrency"`
 	// Workload is the request distribution; workload.DefaultSpec() when left
 	// out, and each of its length keys defaults to DefaultSpec's when left out.
@@ -374,16 +394,55 @@ func mappingKeys(n *yaml.Node) keySet {
 // error stops at the decoding, and a field that is a consequence of another
 // problem (an inherited value of an invalid global section, the default
 // max_concurrency of an invalid rate) is not reported again.
+//
+// At most MaxConfigFileBytes are read: a larger file, or an endless one such
+// as /dev/zero, is an error naming the file and the cap.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, MaxConfigFileBytes)
 	if err != nil {
 		var pe *os.PathError
-		if errors.As(err, &pe) {
+		var te *TooLargeError
+		switch {
+		case errors.As(err, &te):
+			err = fmt.Errorf("the file is larger than %v, the cap on a configuration file", ByteSize(te.Limit))
+		case errors.As(err, &pe):
 			err = pe.Err
 		}
 		return nil, &Error{File: path, Err: err}
 	}
 	return Parse(data, path)
+}
+
+// TooLargeError is the error of ReadFile for a file over its cap.
+type TooLargeError struct {
+	Path  string
+	Limit int64
+}
+
+// Error says which file is over which cap.
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %v", e.Path, ByteSize(e.Limit))
+}
+
+// ReadFile reads the file at path, at most limit bytes: a larger file, or
+// an endless one such as /dev/zero or a FIFO fed forever, is a
+// *TooLargeError once limit+1 bytes are read. Other errors are os.Open's
+// and Read's (*os.PathError). Use it for every file llmprobe reads whose
+// size a user controls.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{Path: path, Limit: limit}
+	}
+	return data, nil
 }
 
 // Parse parses and validates a configuration; filename names it in errors
@@ -394,7 +453,15 @@ func Parse(data []byte, filename string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, newNodeIndex(data).yamlErrors(filename, err)
+		yerr := newNodeIndex(data).yamlErrors(filename, err)
+		if strings.Contains(err.Error(), "excessive aliasing") {
+			return nil, yerr
+		}
+		return nil, withIntegerProblems(integerProblems(filename, data), yerr)
+	}
+	if ints := integerProblems(filename, data); len(ints) > 0 {
+		// Like yaml's type errors, these stop at the decoding.
+		return nil, errorOf(ints)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -406,6 +473,37 @@ func Parse(data []byte, filename string) (*Config, error) {
 		return nil, errorOf(located(filename, newNodeIndex(data), err))
 	}
 	return c, nil
+}
+
+// withIntegerProblems merges integer problems into the error of yaml's
+// decoder (an *Error or Errors), in line order; yaml's own problem of the
+// same field wins.
+func withIntegerProblems(ints []*Error, err error) error {
+	if len(ints) == 0 {
+		return err
+	}
+	var es []*Error
+	var many Errors
+	var one *Error
+	switch {
+	case errors.As(err, &many):
+		es = append(es, many...)
+	case errors.As(err, &one):
+		es = append(es, one)
+	default:
+		return err
+	}
+	for _, ie := range ints {
+		dup := false
+		for _, e := range es {
+			dup = dup || e.Line == ie.Line && e.Path == ie.Path
+		}
+		if !dup {
+			es = append(es, ie)
+		}
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].Line < es[j].Line })
+	return errorOf(es)
 }
 
 // ForTarget returns the configuration of one target probed with
@@ -476,8 +574,12 @@ func (c *Config) resolve(dir string) error {
 	if !g.set.has("goodput_objective", g.GoodputObjective != 0) {
 		g.GoodputObjective = DefaultGoodputObjective
 	}
+	if !g.set.has("max_rate", g.MaxRate != 0) {
+		g.MaxRate = DefaultMaxRate
+	}
 	var all problems
 	globalBad := all.add("global", g.Validate())
+	maxRateOK := validateMaxRate(g.MaxRate) == nil
 	if len(c.Targets) == 0 {
 		all.add("targets", errors.New("at least one target is required"))
 	}
@@ -486,6 +588,9 @@ func (c *Config) resolve(dir string) error {
 		t := &c.Targets[i]
 		var tp problems
 		tp.add("", t.resolve(*g))
+		if maxRateOK {
+			tp.add("", t.validateRates(g.MaxRate))
+		}
 		tp.add("", t.Validate())
 		if globalBad {
 			tp = t.withoutInherited(tp)
@@ -582,7 +687,7 @@ func (p *ProbeConfig) resolve(target string) error {
 		p.Burstiness = DefaultProbeConfig.Burstiness
 	}
 	if !p.set.has("max_concurrency", p.MaxConcurrency != 0) && p.Rate > 0 && !math.IsInf(p.Rate, 0) {
-		p.MaxConcurrency = int(max(4, min(4*math.Ceil(p.Rate), maxDefaultConcurrency)))
+		p.MaxConcurrency = int(max(4, min(4*math.Ceil(p.Rate), MaxDefaultConcurrency)))
 	}
 	def := DefaultProbeConfig.Workload
 	w, ws := &p.Workload, p.workloadSet
@@ -612,13 +717,39 @@ func DeriveSeed(target, probe string) uint64 {
 	return binary.BigEndian.Uint64(sum[:8]) >> 11
 }
 
-// Validate checks the global section: timeouts, SLO and goodput objective.
-// Every problem is returned (several joined with errors.Join).
+// Validate checks the global section: timeouts, SLO, goodput objective and
+// max_rate. Every problem is returned (several joined with errors.Join).
 func (g GlobalConfig) Validate() error {
 	var l problems
 	l.add("", validateTimeouts(g.Timeout, g.TTFTTimeout, g.StallTimeout))
 	l.add("", validateSLO(g.SLO, g.Timeout, ""))
 	l.add("", validateObjective(g.GoodputObjective))
+	l.add("max_rate", validateMaxRate(g.MaxRate))
+	return l.err()
+}
+
+// validateMaxRate checks global.max_rate: > 0 and at most what the arrival
+// generator yields (arrival.MaxRate).
+func validateMaxRate(v float64) error {
+	if err := validatePositive(v); err != nil {
+		return err
+	}
+	if v > arrival.MaxRate {
+		return fmt.Errorf("must be <= %v (the most arrivals per second a probe's arrival process yields), got %v", float64(arrival.MaxRate), v)
+	}
+	return nil
+}
+
+// validateRates checks the rate of every probe against global.max_rate
+// (maxRate, valid); a rate that is invalid on its own is left to
+// ProbeConfig.Validate.
+func (t TargetConfig) validateRates(maxRate float64) error {
+	var l problems
+	for i, p := range t.Probes {
+		if validatePositive(p.Rate) == nil && p.Rate > maxRate {
+			l.add(fmt.Sprintf("probes[%d].rate", i), fmt.Errorf("must be <= global.max_rate (%v), got %v", maxRate, p.Rate))
+		}
+	}
 	return l.err()
 }
 
@@ -697,6 +828,12 @@ func (p ProbeConfig) Validate() error {
 	burstBad := l.add("burstiness", validatePositive(p.Burstiness))
 	if !burstBad && arrivalOK && p.Burstiness != 1 && p.Arrival != ArrivalGamma {
 		burstBad = l.add("burstiness", fmt.Errorf("%v needs arrival: gamma (arrival is %s)", p.Burstiness, p.Arrival))
+	}
+	if !burstBad && (p.Burstiness < arrival.MinBurstiness || p.Burstiness > arrival.MaxBurstiness) {
+		// Below the minimum nearly every gap is 0: runs of millions of
+		// arrivals at once.
+		burstBad = l.add("burstiness", fmt.Errorf("must be between %v and %v (gaps with a coefficient of variation of 10 to 0.03), got %v",
+			arrival.MinBurstiness, float64(arrival.MaxBurstiness), p.Burstiness))
 	}
 	if !rateBad && arrivalOK && !burstBad {
 		// Whatever else the arrival process refuses, refused here, at load,
@@ -904,9 +1041,48 @@ func (t TargetConfig) APIKey() config.Secret {
 	return t.key.s
 }
 
+// Redacted returns String with the credentials a URL can carry removed:
+// the userinfo and every query value of base_url and metrics_url become
+// <redacted> (a signed metrics URL holds its secret in any parameter), and
+// so does anything else fingerprint.RedactText recognises. Use it for
+// whatever people or other systems see: the /config page, logs.
+func (c *Config) Redacted() string {
+	cp := *c
+	cp.Targets = make([]TargetConfig, len(c.Targets))
+	for i, t := range c.Targets {
+		t.BaseURL = redactURL(t.BaseURL)
+		if t.RawMetricsURL != MetricsURLNone {
+			t.RawMetricsURL = redactURL(t.RawMetricsURL)
+		}
+		cp.Targets[i] = t
+	}
+	return cp.String()
+}
+
+// redactURL removes the userinfo and every query value of a URL.
+func redactURL(s string) string {
+	s = fingerprint.RedactText(s)
+	base, query, ok := strings.Cut(s, "?")
+	if !ok {
+		return s
+	}
+	parts := strings.Split(query, "&")
+	for i, p := range parts {
+		k, v, hasValue := strings.Cut(p, "=")
+		switch {
+		case hasValue && v != "":
+			parts[i] = k + "=" + fingerprint.Redacted
+		case !hasValue && p != "":
+			parts[i] = fingerprint.Redacted
+		}
+	}
+	return base + "?" + strings.Join(parts, "&")
+}
+
 // String returns the configuration as YAML, with every default and
-// inherited value filled in. API keys are never included (only where they
-// are read from); use it for the landing page and logs.
+// inherited value filled in; it parses back to the same configuration. API
+// keys are never included (only where they are read from), but URLs are as
+// written: show people Redacted.
 func (c *Config) String() string {
 	b, err := yaml.Marshal(c)
 	if err != nil {

@@ -185,6 +185,13 @@ func TestInvalid(t *testing.T) {
 		{"url-query", `:3: targets[0].base_url: must not contain a query (?...)`},
 		{"url-v1", `:3: targets[0].base_url: must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)`},
 		{"zero-timeout", `:4: targets[0].timeout: must be > 0, got 0s`},
+		{"rate-over-max-rate", `:6: targets[0].probes[0].rate: must be <= global.max_rate (100), got 1e+09`},
+		{"max-rate-over-cap", `:2: global.max_rate: must be <= 1e+06 (the most arrivals per second a probe's arrival process yields), got 1e+07`},
+		{"max-rate-zero", `:2: global.max_rate: must be > 0, got 0`},
+		{"burstiness-tiny", `:8: targets[0].probes[0].burstiness: must be between 0.01 and 1000 (gaps with a coefficient of variation of 10 to 0.03), got 1e-09`},
+		{"fractional-max-concurrency", `:7: targets[0].probes[0].max_concurrency: want an integer, got "1.9"`},
+		{"fractional-seed", `:7: targets[0].probes[0].seed: want a non-negative integer, got "2.5"`},
+		{"fractional-token-length", `:8: targets[0].probes[0].workload.input_tokens.min: want an integer, got "8.5"`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -237,7 +244,7 @@ func TestParseErrors(t *testing.T) {
 		{"long value shortened by yaml", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - name: p\n        rate: 1\n        max_concurrency: 99999999999999999999\n",
 			`f.yml:7: targets[0].probes[0].max_concurrency: want an integer, got "99999999999999999999"`},
 		{"huge rate", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1e13, max_concurrency: 0}\n",
-			"f.yml:5: targets[0].probes[0].max_concurrency: must be >= 1, got 0"},
+			"f.yml:5: targets[0].probes[0].rate: must be <= global.max_rate (100), got 1e+13\nf.yml:5: targets[0].probes[0].max_concurrency: must be >= 1, got 0"},
 		{"objective NaN", "targets:\n  - name: a\n    base_url: http://x\n    goodput_objective: .nan\n", "f.yml:4: targets[0].goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got NaN"},
 		{"objective zero", "global:\n  goodput_objective: 0\ntargets:\n  - name: a\n    base_url: http://x\n", "f.yml:2: global.goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 0"},
 		{"objective in a probe", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1, goodput_objective: 0.9}\n", "f.yml:5: targets[0].probes[0].goodput_objective: unknown key (goodput_objective belongs in global or a target)"},
@@ -369,7 +376,7 @@ func TestInheritance(t *testing.T) {
 		{"plain byte count", ov.MaxBodyBytes, ByteSize(1 << 20)},
 		{"max_concurrency 4 x ceil(2.5)", one.MaxConcurrency, 12},
 		{"max_concurrency of a tiny rate", c.Targets[3].Probes[0].MaxConcurrency, 4},
-		{"max_concurrency of a huge rate is capped", c.Targets[3].Probes[1].MaxConcurrency, maxDefaultConcurrency},
+		{"max_concurrency of a huge rate is capped", c.Targets[3].Probes[1].MaxConcurrency, MaxDefaultConcurrency},
 		{"explicit seed", one.Seed, uint64(7)},
 		{"merge: rate", two.Rate, 2.5},
 		{"merge: arrival", two.Arrival, ArrivalGamma},
@@ -726,5 +733,121 @@ func TestDeriveSeed(t *testing.T) {
 	// printf sim/small | sha256sum -> 8ae511cffd6d5fd1..., >> 11.
 	if got, want := DeriveSeed("sim", "small"), uint64(0x8ae511cffd6d5fd1>>11); got != want {
 		t.Errorf("DeriveSeed(sim, small) = %d, want %d", got, want)
+	}
+}
+
+// TestBounds checks the defaults that bound a probe: global.max_rate and
+// the default max_concurrency, and that max_rate can be raised.
+func TestBounds(t *testing.T) {
+	c, err := Parse([]byte("targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 100}\n      - {name: q, rate: 50}\n      - {name: r, rate: 0.5}\n"), "f.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Global.MaxRate; got != DefaultMaxRate {
+		t.Errorf("default max_rate %v, want %v", got, DefaultMaxRate)
+	}
+	for i, want := range []int{MaxDefaultConcurrency, 200, 4} {
+		if got := c.Targets[0].Probes[i].MaxConcurrency; got != want {
+			t.Errorf("probe %s: default max_concurrency %d, want %d", c.Targets[0].Probes[i].Name, got, want)
+		}
+	}
+	c, err = Parse([]byte("global: {max_rate: 1000}\ntargets:\n  - name: a\n    base_url: http://x\n    probes: [{name: p, rate: 1000, max_concurrency: 4000}]\n"), "f.yml")
+	if err != nil {
+		t.Fatalf("raised max_rate: %v", err)
+	}
+	if p := c.Targets[0].Probes[0]; p.Rate != 1000 || p.MaxConcurrency != 4000 {
+		t.Errorf("probe %+v", p)
+	}
+	// An integral float is still not an integer; a fractional rate is fine.
+	if _, err := Parse([]byte("targets:\n  - name: a\n    base_url: http://x\n    probes: [{name: p, rate: 2.5, max_concurrency: 2.0}]\n"), "f.yml"); err == nil ||
+		err.Error() != `f.yml:4: targets[0].probes[0].max_concurrency: want an integer, got "2.0"` {
+		t.Errorf("max_concurrency: 2.0: %v", err)
+	}
+	// A fractional integer beside another yaml problem: both, in line order.
+	_, err = Parse([]byte("targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - name: p\n        rate: 1\n        max_concurrency: 3.5\n        arrival: [x]\n"), "f.yml")
+	if want := "f.yml:7: targets[0].probes[0].max_concurrency: want an integer, got \"3.5\"\nf.yml:8: targets[0].probes[0].arrival: want a string, got a list"; err == nil || err.Error() != want {
+		t.Errorf("error\n got: %v\nwant: %s", err, want)
+	}
+	// Merged values are checked where they land, overridden ones are not.
+	_, err = Parse([]byte("targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - &p {name: p, rate: 1, max_concurrency: 1.5}\n      - <<: *p\n        name: q\n        max_concurrency: 2\n"), "f.yml")
+	if want := `f.yml:5: targets[0].probes[0].max_concurrency: want an integer, got "1.5"`; err == nil || err.Error() != want {
+		t.Errorf("error\n got: %v\nwant: %s", err, want)
+	}
+}
+
+// TestFileSizeCap feeds Load an endless file through a pipe: it must stop
+// reading past MaxConfigFileBytes and name the file and the cap.
+func TestFileSizeCap(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	written := make(chan int64, 1)
+	go func() {
+		defer w.Close()
+		chunk := make([]byte, 64<<10)
+		var n int64
+		for n < 64<<20 { // an unbounded reader would take all of it
+			m, err := w.Write(chunk)
+			n += int64(m)
+			if err != nil {
+				break
+			}
+		}
+		written <- n
+	}()
+	path := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no /dev/fd: %v", err)
+	}
+	_, err = Load(path)
+	want := path + ": the file is larger than 4MiB, the cap on a configuration file"
+	if err == nil || err.Error() != want {
+		t.Errorf("error\n got: %.200v\nwant: %s", err, want)
+	}
+	r.Close() // the writer's next write fails
+	if n := <-written; n > MaxConfigFileBytes+1<<20 {
+		t.Errorf("Load read %d bytes of an endless file, want about %d", n, MaxConfigFileBytes)
+	}
+
+	big := filepath.Join(t.TempDir(), "big.yml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", MaxConfigFileBytes)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.HasSuffix(err.Error(), "big.yml: the file is larger than 4MiB, the cap on a configuration file") {
+		t.Errorf("large file: %v", err)
+	}
+	var te *TooLargeError
+	if _, err := ReadFile(big, 10); !errors.As(err, &te) || te.Limit != 10 || err.Error() != big+" is larger than 10B" {
+		t.Errorf("ReadFile: %v", err)
+	}
+}
+
+// TestRedacted checks that the view of the config shown on /config carries
+// no URL query value or userinfo, and that String still round-trips.
+func TestRedacted(t *testing.T) {
+	const secret = "deadbeef-sig-42"
+	c, err := Parse([]byte("targets:\n  - name: a\n    base_url: http://x\n    metrics_url: http://m:9090/federate?match[]=vllm:num_requests_running&X-Amz-Signature="+secret+"&flag\n"), "f.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	red := c.Redacted()
+	for _, leak := range []string{secret, "vllm:num_requests_running", "&flag"} {
+		if strings.Contains(red, leak) {
+			t.Errorf("Redacted() shows %q:\n%s", leak, red)
+		}
+	}
+	if want := "metrics_url: http://m:9090/federate?match[]=<redacted>&X-Amz-Signature=<redacted>&<redacted>"; !strings.Contains(red, want) {
+		t.Errorf("Redacted() lacks %q:\n%s", want, red)
+	}
+	if !strings.Contains(c.String(), secret) {
+		t.Errorf("String() must keep the URL as written (it round-trips):\n%s", c.String())
+	}
+	if c.Targets[0].RawMetricsURL == "" || !strings.Contains(c.Targets[0].RawMetricsURL, secret) {
+		t.Error("Redacted() modified the config")
+	}
+	if got := redactURL("https://user:pw@h/p?q=1"); got != "https://<redacted>@h/p?q=<redacted>" {
+		t.Errorf("redactURL = %q", got)
 	}
 }

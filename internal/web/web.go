@@ -1,21 +1,27 @@
 // Package web owns llmprobe's HTTP surface apart from the metrics themselves:
 // the landing page (targets, probes and their latest results), the health and
-// readiness endpoints, the reload endpoint and the config view. Serving (TLS,
+// readiness endpoints, the reload endpoint (behind --web.enable-lifecycle),
+// the config view and, behind --web.enable-pprof, /debug/pprof. Serving (TLS,
 // basic auth) is exporter-toolkit's job; this package only builds the mux.
 package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/http/pprof"
+	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
@@ -24,6 +30,10 @@ import (
 type StatusSource interface {
 	Status() []manager.TargetStatus
 }
+
+// ErrNothingToReload is returned (wrapped) by an Options.Reload that has no
+// configuration file to reload; /-/reload answers it with 409 Conflict.
+var ErrNothingToReload = errors.New("nothing to reload")
 
 // Options configures the handlers. Reload is called for POST /-/reload and
 // returns the reload error; Ready reports readiness; ConfigYAML returns the
@@ -37,10 +47,23 @@ type Options struct {
 	// EnableOpenMetrics serves OpenMetrics (needed for exemplars) when the
 	// scraper asks for it. Default true via NewHandler.
 	DisableOpenMetrics bool
+	// EnableLifecycle serves POST /-/reload (Prometheus'
+	// --web.enable-lifecycle); when false (the default) it answers 403 and
+	// only SIGHUP reloads.
+	EnableLifecycle bool
+	// EnablePprof serves net/http/pprof under /debug/pprof/ (default false:
+	// 404). Profiles show memory and goroutine stacks, request contents
+	// included: enable it only behind basic auth or on a trusted network.
+	EnablePprof bool
 }
 
 // NewHandler returns the mux with /, /metrics, /-/healthy, /-/ready,
-// /-/reload (POST) and /config.
+// /-/reload (POST or PUT, with EnableLifecycle), /config and /debug/pprof/
+// (with EnablePprof).
+//
+// /-/reload answers 405 to other methods, 403 without EnableLifecycle, 409
+// when Reload returns ErrNothingToReload, 500 when the reload failed (an
+// invalid file: the old configuration stays), 200 when it succeeded.
 func NewHandler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
@@ -63,16 +86,31 @@ func NewHandler(o Options) http.Handler {
 			http.Error(w, "This endpoint requires a POST or PUT request.", http.StatusMethodNotAllowed)
 			return
 		}
+		if !o.EnableLifecycle {
+			http.Error(w, "Lifecycle API is not enabled: start llmprobe with --web.enable-lifecycle, or send SIGHUP.", http.StatusForbidden)
+			return
+		}
 		if o.Reload == nil {
 			http.Error(w, "reload is not available", http.StatusNotImplemented)
 			return
 		}
 		if err := o.Reload(r.Context()); err != nil {
-			http.Error(w, fmt.Sprintf("failed to reload config: %s", err), http.StatusInternalServerError)
+			code := http.StatusInternalServerError
+			if errors.Is(err, ErrNothingToReload) {
+				code = http.StatusConflict
+			}
+			http.Error(w, fmt.Sprintf("failed to reload config: %s", err), code)
 			return
 		}
 		fmt.Fprintln(w, "Config reloaded")
 	})
+	if o.EnablePprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/config", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if o.ConfigYAML == nil {
@@ -97,6 +135,14 @@ func NewHandler(o Options) http.Handler {
 		}
 	})
 	return mux
+}
+
+// cmdline is pprof.Cmdline with secret-looking flag values and URL
+// credentials redacted (fingerprint.Redact), e.g. those of --push.url.
+func cmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, strings.Join(fingerprint.Redact(os.Args), "\x00"))
 }
 
 type landingData struct {

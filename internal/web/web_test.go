@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +48,10 @@ func TestHandler(t *testing.T) {
 				Failures: []manager.Result{{Time: now, RequestID: "req-2", Outcome: "http_5xx", HTTPStatus: 500, Message: "boom"}},
 			}},
 		}, {Name: "a"}},
-		Reload:     func(context.Context) error { return reloadErr },
-		Ready:      func() bool { return ready },
-		ConfigYAML: func() string { return "targets: []\n" },
+		Reload:          func(context.Context) error { return reloadErr },
+		Ready:           func() bool { return ready },
+		ConfigYAML:      func() string { return "targets: []\n" },
+		EnableLifecycle: true,
 	})
 
 	for _, tc := range []struct {
@@ -64,6 +67,7 @@ func TestHandler(t *testing.T) {
 		{"reload error", "POST", "/-/reload", 500, []string{"failed to reload config", "must be > 0"}, nil},
 		{"config", "GET", "/config", 200, []string{"targets: []"}, nil},
 		{"unknown path", "GET", "/nope", 404, nil, nil},
+		{"no pprof without the flag", "GET", "/debug/pprof/", 404, nil, nil},
 		{"landing", "GET", "/", 200,
 			[]string{"Target a", "Target b&lt;script&gt;", "Probe p1", "req-1", "12.0 ms", "req-2", "http_5xx", "boom", "built-in simulator", "/metrics"},
 			[]string{"<script>"}},
@@ -97,5 +101,41 @@ func TestHandler(t *testing.T) {
 	_, body := do(t, h, "GET", "/")
 	if strings.Index(body, "Target a") > strings.Index(body, "Target b") {
 		t.Error("targets not sorted")
+	}
+}
+
+// TestLifecycleAndPprofFlags checks the handlers behind
+// --web.enable-lifecycle and --web.enable-pprof.
+func TestLifecycleAndPprofFlags(t *testing.T) {
+	reloads := 0
+	reload := func(context.Context) error { reloads++; return nil }
+	off := NewHandler(Options{Gatherer: prometheus.NewRegistry(), Reload: reload})
+	if code, body := do(t, off, "POST", "/-/reload"); code != http.StatusForbidden || !strings.Contains(body, "--web.enable-lifecycle") {
+		t.Errorf("reload without the lifecycle flag: %d %s", code, body)
+	}
+	if code, _ := do(t, off, "PUT", "/-/reload"); code != http.StatusForbidden {
+		t.Errorf("PUT reload without the lifecycle flag: %d", code)
+	}
+	if reloads != 0 {
+		t.Errorf("%d reloads without the lifecycle flag", reloads)
+	}
+
+	nothing := NewHandler(Options{Gatherer: prometheus.NewRegistry(), EnableLifecycle: true, EnablePprof: true,
+		Reload: func(context.Context) error {
+			return fmt.Errorf("%w: the daemon was not started from a config file", ErrNothingToReload)
+		}})
+	if code, body := do(t, nothing, "POST", "/-/reload"); code != http.StatusConflict || !strings.Contains(body, "not started from a config file") {
+		t.Errorf("reload with nothing to reload: %d %s", code, body)
+	}
+	if code, body := do(t, nothing, "GET", "/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("pprof index: %d %.200s", code, body)
+	}
+	if code, body := do(t, nothing, "GET", "/debug/pprof/goroutine?debug=1"); code != 200 || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("goroutine profile: %d %.200s", code, body)
+	}
+	os.Args = append(os.Args, "--push.url=https://user:pw-s3cr3t@push.example/api")
+	defer func() { os.Args = os.Args[:len(os.Args)-1] }()
+	if code, body := do(t, nothing, "GET", "/debug/pprof/cmdline"); code != 200 || strings.Contains(body, "s3cr3t") || !strings.Contains(body, "push.example") {
+		t.Errorf("cmdline: %d %q", code, body)
 	}
 }

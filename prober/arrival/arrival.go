@@ -13,6 +13,18 @@
 //
 // A rate of +Inf ("send everything at once") is not an arrival process and is
 // rejected here; the scheduler's burst mode (prober/schedule) handles it.
+//
+// Every process is bounded in arrivals per second whatever its parameters:
+// burstiness is limited to [MinBurstiness, MaxBurstiness], and the offsets
+// New returns pass a rate limiter (a GCRA, the leaky bucket of ATM traffic
+// policing) that lets bursts of up to MaxBurst arrivals through untouched and
+// spaces any longer run at 1/min(MaxSpeedup·rate, MaxRate). In any window of
+// w seconds a Process yields at most MaxBurst + w·min(MaxSpeedup·rate,
+// MaxRate) arrivals. The limiter keeps the drawn schedule as its reference:
+// once a run is spaced out, arrivals are back at their drawn times, so the
+// long-run rate stays rate for any rate below MaxRate; at the burstiness
+// Validate accepts the limiter almost never engages (tested), so the
+// statistics are the drawn ones.
 package arrival
 
 import (
@@ -32,6 +44,27 @@ const (
 
 // Kinds lists the accepted kinds in a stable order (for flag help and docs).
 var Kinds = []string{KindPoisson, KindGamma, KindConstant}
+
+// The bounds of every process (see the package doc).
+const (
+	// MinBurstiness is the smallest gamma shape accepted: gaps with a
+	// coefficient of variation of 10. Below it nearly every gap underflows to
+	// 0 and a process sends its arrivals in runs of millions.
+	MinBurstiness = 0.01
+	// MaxBurstiness is the largest gamma shape accepted (a coefficient of
+	// variation of about 0.03; use KindConstant for evenly spaced arrivals).
+	MaxBurstiness = 1000
+	// MaxBurst is the longest run of arrivals a process yields at any
+	// spacing.
+	MaxBurst = 100
+	// MaxSpeedup is how much faster than its mean rate a process may yield
+	// arrivals past a run of MaxBurst.
+	MaxSpeedup = 1000
+	// MaxRate is the most arrivals per second a process yields past a run of
+	// MaxBurst, whatever its rate: a process at a higher rate yields MaxRate
+	// arrivals per second.
+	MaxRate = 1e6
+)
 
 // ErrInfiniteRate is returned (wrapped) by New for rate = +Inf: a burst is not
 // an arrival process; callers run the scheduler in burst mode instead.
@@ -69,21 +102,25 @@ func New(kind string, rate, burstiness float64, seed uint64) (Process, error) {
 		return nil, err
 	}
 	r := NewRand(seed)
+	var p Process
 	switch kind {
 	case KindPoisson:
-		return &poisson{rng: r, rate: rate}, nil
+		p = &poisson{rng: r, rate: rate}
 	case KindGamma:
 		if burstiness == 1 {
-			return &poisson{rng: r, rate: rate}, nil
+			p = &poisson{rng: r, rate: rate}
+		} else {
+			p = &gammaProcess{rng: r, shape: burstiness, scale: 1 / (rate * burstiness)}
 		}
-		return &gammaProcess{rng: r, shape: burstiness, scale: 1 / (rate * burstiness)}, nil
 	default: // KindConstant
-		return &constant{gap: 1 / rate}, nil
+		p = &constant{gap: 1 / rate}
 	}
+	return limit(p, rate), nil
 }
 
 // Validate checks the parameters New accepts: kind one of Kinds, rate > 0 and
-// finite, burstiness > 0 and finite. Errors name the parameter.
+// finite, burstiness > 0 and finite, and for KindGamma within
+// [MinBurstiness, MaxBurstiness]. Errors name the parameter.
 func Validate(kind string, rate, burstiness float64) error {
 	switch kind {
 	case KindPoisson, KindGamma, KindConstant:
@@ -101,7 +138,44 @@ func Validate(kind string, rate, burstiness float64) error {
 	if !(burstiness > 0) || math.IsInf(burstiness, 0) {
 		return fmt.Errorf("burstiness must be > 0 and finite, got %v", burstiness)
 	}
+	if kind == KindGamma && (burstiness < MinBurstiness || burstiness > MaxBurstiness) {
+		return fmt.Errorf("burstiness must be between %v and %v, got %v", MinBurstiness, MaxBurstiness, burstiness)
+	}
 	return nil
+}
+
+// limited bounds the arrivals per second of a process with the generic cell
+// rate algorithm: an arrival earlier than tat - tol is moved to tat - tol,
+// and each arrival moves tat to gap past itself (or past the old tat).
+type limited struct {
+	p   Process
+	gap time.Duration // emission interval of the limit
+	tol time.Duration // (MaxBurst-1) * gap: the burst let through
+	tat time.Duration // theoretical arrival time of the next arrival
+}
+
+// limit wraps p, of mean rate rate, in the bounds of the package doc.
+func limit(p Process, rate float64) *limited {
+	gap := offset(1 / min(MaxSpeedup*rate, MaxRate))
+	tol := time.Duration(math.MaxInt64)
+	if gap <= math.MaxInt64/(MaxBurst-1) {
+		tol = gap * (MaxBurst - 1)
+	}
+	return &limited{p: p, gap: max(gap, 1), tol: tol}
+}
+
+func (l *limited) Next() time.Duration {
+	o := l.p.Next()
+	if earliest := l.tat - l.tol; o < earliest {
+		o = earliest
+	}
+	l.tat = max(l.tat, o)
+	if l.tat > math.MaxInt64-l.gap {
+		l.tat = math.MaxInt64
+	} else {
+		l.tat += l.gap
+	}
+	return o
 }
 
 // offset converts a running sum in seconds to a Duration, rounding to the

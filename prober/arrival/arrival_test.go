@@ -2,6 +2,7 @@ package arrival
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -29,6 +30,10 @@ func TestValidate(t *testing.T) {
 		{name: "zero burstiness", kind: KindGamma, rate: 1, b: 0, wantErr: "burstiness must be > 0 and finite, got 0"},
 		{name: "inf burstiness", kind: KindGamma, rate: 1, b: math.Inf(1), wantErr: "burstiness must be > 0 and finite, got +Inf"},
 		{name: "nan burstiness", kind: KindConstant, rate: 1, b: math.NaN(), wantErr: "burstiness must be > 0 and finite, got NaN"},
+		{name: "gamma at the smallest burstiness", kind: KindGamma, rate: 1, b: MinBurstiness},
+		{name: "gamma at the largest burstiness", kind: KindGamma, rate: 1, b: MaxBurstiness},
+		{name: "gamma too bursty", kind: KindGamma, rate: 1, b: 1e-9, wantErr: "burstiness must be between 0.01 and 1000, got 1e-09"},
+		{name: "gamma too regular", kind: KindGamma, rate: 1, b: 1e9, wantErr: "burstiness must be between 0.01 and 1000, got 1e+09"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,4 +303,89 @@ func BenchmarkNextGamma(b *testing.B) {
 	for b.Loop() {
 		p.Next()
 	}
+}
+
+// countWithin returns the most offsets that fall in any window of length w.
+func countWithin(offs []time.Duration, w time.Duration) int {
+	most, j := 0, 0
+	for i := range offs {
+		for offs[i]-offs[j] >= w {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most
+}
+
+// TestBoundedWhateverTheParameters checks the limiter of every process: a
+// gamma shape far below MinBurstiness (nearly every gap 0) and a rate far
+// above MaxRate still yield at most MaxBurst + w·limit arrivals in any window
+// w, and drawing them takes no hot loop of millions.
+func TestBoundedWhateverTheParameters(t *testing.T) {
+	const n = 200000
+	tests := []struct {
+		name  string
+		p     Process
+		rate  float64
+		limit float64 // arrivals per second past a burst
+	}{
+		{name: "gamma burstiness 1e-9 at 1/s", p: limit(&gammaProcess{rng: NewRand(1), shape: 1e-9, scale: 1 / 1e-9}, 1), rate: 1, limit: MaxSpeedup},
+		{name: "gamma burstiness 1e-9 at 100/s", p: limit(&gammaProcess{rng: NewRand(2), shape: 1e-9, scale: 1 / (100 * 1e-9)}, 100), rate: 100, limit: 100 * MaxSpeedup},
+		{name: "poisson at 1e12/s", p: mustNew(t, KindPoisson, 1e12, 1), rate: 1e12, limit: MaxRate},
+		{name: "constant at 1e9/s", p: mustNew(t, KindConstant, 1e9, 1), rate: 1e9, limit: MaxRate},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			offs := make([]time.Duration, n)
+			for i := range offs {
+				offs[i] = tc.p.Next()
+				if i > 0 && offs[i] < offs[i-1] {
+					t.Fatalf("offset %d (%v) before offset %d (%v)", i, offs[i], i-1, offs[i-1])
+				}
+			}
+			for _, w := range []time.Duration{time.Microsecond, time.Millisecond, 10 * time.Millisecond, time.Second} {
+				bound := MaxBurst + int(math.Ceil(w.Seconds()*tc.limit))
+				if got := countWithin(offs, w); got > bound {
+					t.Errorf("%d arrivals within %v, want at most %d", got, w, bound)
+				}
+			}
+			// Past the first burst the arrivals are spaced at the limit:
+			// the last of n is no earlier than (n - MaxBurst) / limit.
+			if want := time.Duration(float64(n-MaxBurst) / tc.limit * 1e9); offs[n-1] < want-time.Microsecond {
+				t.Errorf("arrival %d at %v, want >= %v", n, offs[n-1], want)
+			}
+		})
+	}
+}
+
+// TestLimiterKeepsTheDrawnSchedule checks that at every burstiness Validate
+// accepts (and for poisson) the limiter leaves the drawn offsets as they are,
+// bar a rare long run, so the statistics of TestStatistics are the drawn
+// ones.
+func TestLimiterKeepsTheDrawnSchedule(t *testing.T) {
+	const n = 20000
+	for _, b := range []float64{MinBurstiness, 0.1, 1, MaxBurstiness} {
+		t.Run(fmt.Sprint(b), func(t *testing.T) {
+			raw := &gammaProcess{rng: NewRand(5), shape: b, scale: 1 / (10 * b)}
+			lim := limit(&gammaProcess{rng: NewRand(5), shape: b, scale: 1 / (10 * b)}, 10)
+			moved := 0
+			for range n {
+				if raw.Next() != lim.Next() {
+					moved++
+				}
+			}
+			if moved > n/1000 {
+				t.Errorf("the limiter moved %d of %d arrivals, want at most %d", moved, n, n/1000)
+			}
+		})
+	}
+}
+
+func mustNew(t *testing.T, kind string, rate, b float64) Process {
+	t.Helper()
+	p, err := New(kind, rate, b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -47,6 +47,8 @@ func BenchmarkDaemonSendLag1000(b *testing.B) {
 			},
 		})
 		cfg := parseB(b, fmt.Sprintf(`
+global:
+  max_rate: 1000
 targets:
   - name: sim
     base_url: %s

@@ -19,6 +19,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	ltestutil "github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/manager"
@@ -248,11 +249,16 @@ targets:
 		}
 		return seen["steady"] && seen["changing"]
 	})
-	// Make generation hang, so requests are in flight when the reload comes.
+	// Make generation hang, so requests are in flight when the reload comes:
+	// wait until hung requests fill the changing probe's max_concurrency (an
+	// arrival is skipped), rather than for a fixed time.
+	skipped0 := probeStatus(t, m, "sim", "changing").Skipped
 	f := simulator.DefaultFaults()
 	f.Hang = 1
 	sim.SetFaults(f)
-	time.Sleep(500 * time.Millisecond)
+	ltestutil.Eventually(t, "hung requests filling max_concurrency of the changing probe", func() bool {
+		return probeStatus(t, m, "sim", "changing").Skipped > skipped0
+	})
 	if err := m.Apply(context.Background(), parse(t, yml(11))); err != nil {
 		t.Fatal(err)
 	}
@@ -340,4 +346,21 @@ func TestSecretNeverInStatusOrErrors(t *testing.T) {
 	if s := fmt.Sprintf("%+v", m.Status()); strings.Contains(s, key) {
 		t.Error("key in status")
 	}
+}
+
+// probeStatus returns the status of one probe.
+func probeStatus(t *testing.T, m *manager.Manager, target, probe string) manager.ProbeStatus {
+	t.Helper()
+	for _, ts := range m.Status() {
+		if ts.Name != target {
+			continue
+		}
+		for _, ps := range ts.Probes {
+			if ps.Name == probe {
+				return ps
+			}
+		}
+	}
+	t.Fatalf("no probe %s/%s in the status", target, probe)
+	return manager.ProbeStatus{}
 }

@@ -3,10 +3,12 @@ package manager_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,12 +47,24 @@ func TestStatusDoesNotWaitForAHangingTarget(t *testing.T) {
 	}
 	var conns []net.Conn
 	accepted := make(chan struct{})
+	first := make(chan struct{})  // discovery connected and is waiting
+	gaveUp := make(chan struct{}) // discovery timed out and closed its connection
+	var readers sync.WaitGroup
 	go func() {
 		defer close(accepted)
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
+			}
+			if len(conns) == 0 {
+				close(first)
+				readers.Add(1)
+				go func() {
+					defer readers.Done()
+					_, _ = io.Copy(io.Discard, c) // ends when the client closes
+					close(gaveUp)
+				}()
 			}
 			conns = append(conns, c)
 		}
@@ -61,6 +75,7 @@ func TestStatusDoesNotWaitForAHangingTarget(t *testing.T) {
 		for _, c := range conns {
 			c.Close()
 		}
+		readers.Wait()
 	}()
 	col := newCollector()
 	m := newManager(prometheus.NewRegistry(), col)
@@ -68,12 +83,14 @@ func TestStatusDoesNotWaitForAHangingTarget(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: hang, base_url: http://%s, probes: [{name: p, rate: 20}]}]", l.Addr()))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // discovery is now stuck in its HTTP call
+	<-first // discovery is now stuck in its HTTP call
 	done := make(chan struct{})
 	go func() { m.Status(); close(done) }()
+	// Status must return while discovery is still stuck, not once
+	// discovery gives up (its own timeout, 10 s): an ordering, not a time.
 	select {
 	case <-done:
-	case <-time.After(3 * time.Second): // discovery's own timeout is 10 s
+	case <-gaveUp:
 		t.Fatal("Status blocked behind discovery of a hanging target")
 	}
 }
