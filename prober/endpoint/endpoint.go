@@ -118,7 +118,15 @@ type Options struct {
 	// Engine is the server engine (the `engine:` config key); engine.Auto
 	// (the default) detects it on first use.
 	Engine engine.Name
+	// MetricsURL is the server's Prometheus endpoint, read to detect the
+	// engine and for vLLM's cache_config_info: empty means BaseURL +
+	// "/metrics"; NoMetrics means it has none.
+	MetricsURL string
 }
+
+// NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
+// be read.
+const NoMetrics = "none"
 
 // Endpoint is one serving endpoint as every consumer reaches it. Create it
 // with New.

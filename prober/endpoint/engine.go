@@ -37,11 +37,19 @@ func (e *Endpoint) Engine() *engine.Engine {
 	return engine.Get(engine.Unknown)
 }
 
-// Metrics reads the endpoint's GET /metrics (the endpoint's credentials and
-// timeouts); the error is redacted.
+// Metrics reads the server's Prometheus endpoint (Options.MetricsURL, by
+// default GET /metrics) with the endpoint's credentials and timeouts; the
+// error is redacted.
 func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
+	u := e.o.MetricsURL
+	switch u {
+	case NoMetrics:
+		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: "the server's /metrics is not read (metrics_url: none)"}
+	case "":
+		u = e.base + "/metrics"
+	}
 	hc := &http.Client{Transport: e.hc.Transport, CheckRedirect: client.NoRedirects}
-	snap, err := scrape.Fetch(ctx, hc, e.base+"/metrics", scrape.WithTimeout(e.o.DiscoveryTimeout),
+	snap, err := scrape.Fetch(ctx, hc, u, scrape.WithTimeout(e.o.DiscoveryTimeout),
 		scrape.WithBearerToken(e.o.APIKey), scrape.WithUserAgent("llmprobe"))
 	if err != nil {
 		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact(shorten(err.Error()))}

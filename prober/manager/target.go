@@ -76,6 +76,7 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		Logger:       logger,
 		NewRequestID: func() string { return m.requestID("calibrate-") },
 		Engine:       engine.Name(tc.Engine),
+		MetricsURL:   metricsURL(tc),
 	})
 	if err != nil {
 		return nil, err
@@ -90,6 +91,15 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 	}
 	t.slo.Store(&sloSettings{SLO: tc.SLO, Objective: tc.GoodputObjective})
 	return t, nil
+}
+
+// metricsURL is the endpoint's MetricsURL for tc (metrics_url: none is
+// endpoint.NoMetrics).
+func metricsURL(tc config.TargetConfig) string {
+	if u := tc.MetricsURL(); u != "" {
+		return u
+	}
+	return endpoint.NoMetrics
 }
 
 // prepare builds the probes of tc that are new or changed, without starting
