@@ -185,3 +185,37 @@ func TestVLLMV0Names(t *testing.T) {
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// TestRecorderMaximaForAnyEngine: a scrape.Recorder given the adapter's
+// gauges keeps the running maximum of a non-vLLM engine.
+func TestRecorderMaximaForAnyEngine(t *testing.T) {
+	sc := simulator.DefaultConfig()
+	sc.Engine = simulator.EngineLlamaCpp
+	sc.StepBase = 5 * time.Millisecond
+	base, _ := simtest.Start(t, sc)
+	eng := engine.Get(engine.LlamaCpp)
+	var out testutil.SyncBuffer
+	rec := scrape.NewRecorder(http.DefaultClient, base+"/metrics", 20*time.Millisecond, &out, scrape.WithGauges(eng.RecorderGauges))
+	stop := rec.Start(context.Background())
+	c, err := client.New(client.Options{BaseURL: base, Model: sc.Model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Do(context.Background(), client.Request{ID: "x", Prompt: "a b c", MaxTokens: 400, IgnoreEOS: true}, &prober.Record{})
+	}()
+	testutil.Eventually(t, "the recorder to see the request running", func() bool { return rec.Max()[string(engine.Running)] == 1 })
+	<-done
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	m := rec.Max()
+	if m[string(engine.Running)] != 1 || m[string(engine.Waiting)] != 0 {
+		t.Errorf("maxima %v, want running 1 and waiting 0", m)
+	}
+	if _, ok := m["vllm:num_requests_running"]; ok {
+		t.Errorf("vLLM names kept: %v", m)
+	}
+}

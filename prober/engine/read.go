@@ -158,6 +158,18 @@ func (e *Engine) Gauges(s *scrape.Snapshot) map[Quantity]float64 {
 	return out
 }
 
+// RecorderGauges returns Gauges keyed by the Quantity names, the shape a
+// scrape.Recorder's WithGauges option takes: with it, Recorder.Max()
+// holds the maxima of "running", "waiting" and "kv_cache_usage" for any
+// engine.
+func (e *Engine) RecorderGauges(s *scrape.Snapshot) map[string]float64 {
+	out := map[string]float64{}
+	for q, v := range e.Gauges(s) {
+		out[string(q)] = v
+	}
+	return out
+}
+
 // latencyName returns the first histogram of l present in s.
 func (e *Engine) latencyName(s *scrape.Snapshot, l Latency) (string, bool) {
 	for _, n := range e.latencies[l] {
