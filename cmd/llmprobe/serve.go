@@ -29,6 +29,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/logging"
 	lweb "github.com/llmprobe/llmprobe/internal/web"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
@@ -42,6 +43,7 @@ type serveFlags struct {
 	target          string
 	model           string
 	api             string
+	engine          string
 	web             *web.FlagConfig
 	pushURL         string
 	pushInterval    time.Duration
@@ -69,6 +71,12 @@ func init() {
 			StringVar(&f.target)
 		cmd.Flag("model", "Model to request with --target (default: the first model of GET /v1/models).").StringVar(&f.model)
 		cmd.Flag("api", "API to probe with --target: completions or chat.").Default("completions").StringVar(&f.api)
+		engines := []string{"auto"}
+		for _, n := range engine.Names {
+			engines = append(engines, string(n))
+		}
+		cmd.Flag("engine", "Server engine of --target, for its metric names, info endpoints and tokenizer: "+
+			strings.Join(engines, ", ")+" (auto detects it; see docs/engines.md).").Default("auto").EnumVar(&f.engine, engines...)
 		cmd.Flag("push.url", "Also push all metrics in Prometheus text format to this URL on an interval (VictoriaMetrics /api/v1/import/prometheus, vmagent, or a Pushgateway /metrics/job/<job>).").
 			StringVar(&f.pushURL)
 		cmd.Flag("push.interval", "Interval between pushes with --push.url.").Default("15s").DurationVar(&f.pushInterval)
@@ -195,6 +203,9 @@ func runServe(e *env, f *serveFlags) int {
 		if err != nil {
 			fmt.Fprintf(e.stderr, "llmprobe: error: --target: %v\n", err)
 			return 2
+		}
+		if n, _ := engine.Parse(f.engine); n != engine.Auto { // the flag is an enum of valid names
+			cfg.Targets[0].Engine = string(n)
 		}
 		level.Info(logger).Log("msg", "probing one target from flags", "target", cfg.Targets[0].Name, "base_url", f.target)
 		loadConfig, configYAML = fixed(cfg)

@@ -11,7 +11,8 @@ func init() {
 	register(func(app *kingpin.Application) (string, action) {
 		cmd := app.Command("simulate", "Serve the built-in vLLM simulator: vLLM's OpenAI API (completions, chat, SSE "+
 			"streaming, tokenize), its /metrics and a continuous-batching engine with a known capacity and optional "+
-			"fault injection. See docs/simulator.md.")
+			"fault injection; --engine sglang|tgi|llamacpp|ollama serves another engine's metric names, info and "+
+			"tokenizer endpoints and stream quirks over the same engine model. See docs/simulator.md.")
 		addr := cmd.Flag("web.listen-address", "Address to serve the simulated API and /metrics on.").
 			Default("127.0.0.1:8000").String()
 		cfg := simulator.DefaultConfig()

@@ -234,6 +234,12 @@ func (r *Recorder) observeMax(s *Snapshot) {
 			r.max[name] = v
 		}
 	}
+	if read := buildOptions(r.opts).gauges; read != nil {
+		for name, v := range read(s) {
+			upd(name, v, true)
+		}
+		return
+	}
 	v, ok := s.Sum(MetricNumRequestsRunning, nil)
 	upd(MetricNumRequestsRunning, v, ok)
 	v, ok = s.Sum(MetricNumRequestsWaiting, nil)
@@ -244,7 +250,8 @@ func (r *Recorder) observeMax(s *Snapshot) {
 
 // Max returns the largest values seen so far of vllm:num_requests_running
 // and vllm:num_requests_waiting (summed over engines) and
-// vllm:kv_cache_usage_perc (the fullest engine), keyed by metric name. A
+// vllm:kv_cache_usage_perc (the fullest engine), keyed by metric name, or,
+// with WithGauges, of what its function returns, keyed as it keys them. A
 // name is missing when no successful scrape had it. The map is a copy.
 func (r *Recorder) Max() map[string]float64 {
 	r.mu.Lock()

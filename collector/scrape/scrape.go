@@ -71,6 +71,7 @@ type options struct {
 	maxBytes  int64
 	bearer    config.Secret
 	userAgent string
+	gauges    func(*Snapshot) map[string]float64
 }
 
 // WithTimeout bounds each scrape (default DefaultTimeout). The context
@@ -85,6 +86,14 @@ func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
 // client.Authorize, the one place credentials are attached). The token never
 // appears in errors.
 func WithBearerToken(token config.Secret) Option { return func(o *options) { o.bearer = token } }
+
+// WithGauges makes a Recorder keep the maxima of what read returns for
+// each snapshot (e.g. an engine adapter's running, waiting and KV-cache
+// gauges, keyed by its own names) instead of the vLLM gauges it reads by
+// default. Fetch ignores it.
+func WithGauges(read func(*Snapshot) map[string]float64) Option {
+	return func(o *options) { o.gauges = read }
+}
 
 // WithUserAgent sets the User-Agent header (default "llmprobe").
 func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = ua } }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -166,6 +167,11 @@ type TargetConfig struct {
 	// Model is the model to request; empty means the first id of
 	// GET /v1/models, asked when the probe starts.
 	Model string `yaml:"model,omitempty"`
+	// Engine is the server engine whose metric names, info endpoints and
+	// tokenizer shape llmprobe uses: vllm, sglang, tgi, llamacpp or ollama;
+	// empty (or "auto", stored as empty) detects it (prober/engine,
+	// docs/engines.md).
+	Engine string `yaml:"engine,omitempty"`
 	// APIKeyFile and APIKeyEnv name where the API key is read at load (a
 	// file, relative to the config file's directory, or an environment
 	// variable); at most one is set. The key itself is returned by APIKey.
@@ -636,6 +642,9 @@ func (t *TargetConfig) withoutInherited(l problems) problems {
 
 func (t *TargetConfig) resolve(g GlobalConfig) error {
 	t.BaseURL = strings.TrimRight(t.BaseURL, "/")
+	if n, err := engine.Parse(t.Engine); err == nil {
+		t.Engine = string(n) // "auto" is stored as ""
+	}
 	if t.API == "" && !t.set.has("api", false) {
 		t.API = APICompletions
 	}
@@ -771,6 +780,13 @@ func (t TargetConfig) Validate() error {
 	}
 	if t.API != APICompletions && t.API != APIChat {
 		l.add("api", fmt.Errorf("must be one of %s, %s, got %q", APICompletions, APIChat, t.API))
+	}
+	if _, err := engine.Parse(t.Engine); err != nil {
+		names := []string{"auto"}
+		for _, n := range engine.Names {
+			names = append(names, string(n))
+		}
+		l.add("engine", fmt.Errorf("must be one of %s, got %q", strings.Join(names, ", "), t.Engine))
 	}
 	if t.APIKeyFile != "" && t.APIKeyEnv != "" {
 		l.add("api_key_file", errors.New("set either api_key_file or api_key_env, not both"))

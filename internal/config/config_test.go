@@ -130,6 +130,7 @@ func TestInvalid(t *testing.T) {
 		want string // after "testdata/invalid-<name>.yml"
 	}{
 		{"bad-api", `:4: targets[0].api: must be one of completions, chat, got "embeddings"`},
+		{"bad-engine", `:4: targets[0].engine: must be one of auto, vllm, sglang, tgi, llamacpp, ollama, got "llama.cpp"`},
 		{"bad-arrival", `:7: targets[0].probes[0].arrival: must be one of poisson, gamma, constant, got "uniform"`},
 		{"bad-dist", `:8: targets[0].probes[0].workload.input_tokens: unknown dist "normal" (one of fixed, uniform, lognormal, choice)`},
 		{"bad-duration", `:4: targets[0].timeout: want a duration such as 800ms, 30s or 2m, got "2 minutes"`},
@@ -849,5 +850,17 @@ func TestRedacted(t *testing.T) {
 	}
 	if got := redactURL("https://user:pw@h/p?q=1"); got != "https://<redacted>@h/p?q=<redacted>" {
 		t.Errorf("redactURL = %q", got)
+	}
+}
+
+func TestEngineKey(t *testing.T) {
+	for in, want := range map[string]string{"": "", "engine: auto": "", "engine: llamacpp": "llamacpp", "engine: tgi": "tgi"} {
+		c, err := Parse([]byte("targets:\n  - name: t\n    base_url: http://127.0.0.1:8080\n    "+in+"\n"), "t.yml")
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if got := c.Targets[0].Engine; got != want {
+			t.Errorf("%q: engine %q, want %q", in, got, want)
+		}
 	}
 }

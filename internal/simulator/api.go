@@ -62,17 +62,40 @@ func (s *Simulator) routes() http.Handler {
 	handle(http.MethodPost, "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		s.generate(w, r, kindChat)
 	})
-	handle(http.MethodPost, "/tokenize", s.handleTokenize)
-	handle(http.MethodPost, "/detokenize", s.handleDetokenize)
-	handle(http.MethodGet, "/version", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"version": Version})
-	})
-	handle(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	// vLLM mounts prometheus_client's ASGI app on /metrics (and below): any
-	// method gets the exposition, and it is not counted.
-	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
-	mux.Handle("/metrics", metrics)
-	mux.Handle("/metrics/", metrics)
+	switch s.cfg.Engine {
+	case EngineSGLang:
+		handle(http.MethodPost, "/tokenize", s.handleTokenizeSGLang)
+		handle(http.MethodGet, "/get_server_info", s.handleSGLangServerInfo)
+		handle(http.MethodGet, "/get_model_info", s.handleSGLangModelInfo)
+	case EngineTGI:
+		handle(http.MethodPost, "/tokenize", s.handleTokenizeTGI)
+		handle(http.MethodPost, "/chat_tokenize", s.handleChatTokenizeTGI)
+		handle(http.MethodGet, "/info", s.handleTGIInfo)
+	case EngineLlamaCpp:
+		handle(http.MethodPost, "/tokenize", s.handleTokenizeLlamaCpp)
+		handle(http.MethodPost, "/detokenize", s.handleDetokenizeLlamaCpp)
+		handle(http.MethodPost, "/apply-template", s.handleApplyTemplate)
+		handle(http.MethodGet, "/props", s.handleProps)
+	case EngineOllama:
+		handle(http.MethodGet, "/api/version", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"version": VersionOllama})
+		})
+		handle(http.MethodPost, "/api/show", s.handleOllamaShow)
+	default:
+		handle(http.MethodPost, "/tokenize", s.handleTokenize)
+		handle(http.MethodPost, "/detokenize", s.handleDetokenize)
+		handle(http.MethodGet, "/version", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"version": Version})
+		})
+	}
+	if s.cfg.Engine != EngineOllama {
+		handle(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+		// vLLM mounts prometheus_client's ASGI app on /metrics (and below): any
+		// method gets the exposition, and it is not counted.
+		metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+		mux.Handle("/metrics", metrics)
+		mux.Handle("/metrics/", metrics)
+	}
 	notFound := s.instrument(untemplatedHandler, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	}))
@@ -237,7 +260,11 @@ func (s *Simulator) checkModel(model *string) *apiError {
 		Message: fmt.Sprintf("The model `%s` does not exist.", *model), Param: "model"}
 }
 
-func (s *Simulator) handleModels(w http.ResponseWriter, _ *http.Request) {
+func (s *Simulator) handleModels(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Engine != "" && s.cfg.Engine != EngineVLLM {
+		s.handlePersonaModels(w, r)
+		return
+	}
 	card := map[string]any{
 		"id": s.cfg.Model, "object": "model", "created": s.created, "owned_by": "vllm",
 		"root": s.cfg.Model, "parent": nil, "max_model_len": s.cfg.MaxModelLen,

@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,12 @@ import (
 // start from DefaultConfig and change what you need, then Validate (New
 // validates too). A Config is a plain value; copying it is safe.
 type Config struct {
+	// Engine is the persona (`--engine`): EngineVLLM (the default; empty
+	// means it too), EngineSGLang, EngineTGI, EngineLlamaCpp or
+	// EngineOllama. It changes the metric names, the info and tokenizer
+	// endpoints and the stream's quirks, not the engine model.
+	Engine string
+
 	// Model is the served model name (`--model`), the only id /v1/models
 	// lists and the only `model` value requests may name. Default "llmprobe-sim".
 	Model string
@@ -105,6 +112,11 @@ type Faults struct {
 	// Hang accepts the request (streams send their headers) but never
 	// produces a token, while /health keeps answering 200.
 	Hang float64
+	// ErrorEvent ends a stream once half of its tokens were written with
+	// an error event (`data: {"error": {...}}`), without usage and
+	// without `data: [DONE]`, as llama.cpp and vLLM report an error met
+	// mid-generation (non-streaming: a 500).
+	ErrorEvent float64
 }
 
 // DefaultConfig returns the defaults of `llmprobe simulate`. The timing
@@ -113,6 +125,7 @@ type Faults struct {
 // at moderate batch sizes and a few hundred ms of prefill for long prompts.
 func DefaultConfig() Config {
 	return Config{
+		Engine:              EngineVLLM,
 		Model:               "llmprobe-sim",
 		MaxNumSeqs:          256,
 		MaxNumBatchedTokens: 8192,
@@ -137,6 +150,8 @@ func DefaultFaults() Faults {
 // Validate reports the first invalid parameter; the error names its flag.
 func (c Config) Validate() error {
 	switch {
+	case c.Engine != "" && !slices.Contains(Engines, c.Engine):
+		return fmt.Errorf("--engine must be one of %s, got %q", strings.Join(Engines, ", "), c.Engine)
 	case strings.TrimSpace(c.Model) == "":
 		return fmt.Errorf("--model must not be empty")
 	case c.MaxNumSeqs < 1:
@@ -201,6 +216,7 @@ func (f Faults) probabilities() []namedProbability {
 		{faultCut, f.CutStream},
 		{faultMalformed, f.MalformedEvent},
 		{faultSlowDrip, f.SlowDrip},
+		{faultErrorEvent, f.ErrorEvent}, // last: appending keeps the draws of the others
 	}
 }
 
@@ -291,6 +307,9 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	durationFlag := func(name, help string, p *time.Duration) {
 		cmd.Flag(name, help).Default(p.String()).SetValue(&flagValue[time.Duration]{name, p, time.ParseDuration, time.Duration.String})
 	}
+	cmd.Flag("engine", "Persona: the engine whose metric names, info and tokenizer endpoints and stream quirks are "+
+		"served ("+strings.Join(Engines, ", ")+"); the engine model underneath is the same.").
+		Default(c.Engine).StringVar(&c.Engine)
 	cmd.Flag("model", "Served model name: the id /v1/models lists and requests must name.").
 		Default(c.Model).StringVar(&c.Model)
 	intFlag("max-num-seqs", "Most sequences in the running batch (vLLM's max_num_seqs).", &c.MaxNumSeqs)
@@ -330,6 +349,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	prob(faultSlowDrip, "Write the response one byte at a time, flushing each byte.", &f.SlowDrip)
 	durationFlag("fault.slow-drip-interval", "Pause between bytes of a slow drip.", &f.SlowDripInterval)
 	prob(faultHang, "Never produce a token (the request hangs) while /health answers 200.", &f.Hang)
+	prob(faultErrorEvent, "End the stream with an error event once half of the tokens were written.", &f.ErrorEvent)
 }
 
 // flagValue is a kingpin value whose parse errors name the flag.
@@ -367,4 +387,5 @@ const (
 	faultReset       = "connection-reset"
 	faultSlowDrip    = "slow-drip"
 	faultHang        = "hang"
+	faultErrorEvent  = "error-event"
 )

@@ -192,6 +192,8 @@ func (e *engine) run() {
 		}
 		e.m.engineSteps.Inc()
 		e.m.engineStepSeconds.Add(dur.Seconds())
+		e.m.engineCalls.Inc()
+		e.m.prefillComputed.Add(float64(prefillTokens))
 		deadline := start.Add(dur)
 		if d := time.Until(deadline); d > 0 {
 			timer.Reset(d)
@@ -396,6 +398,7 @@ func (e *engine) finish(s *sequence, reason string, now time.Time) {
 	s.state = stateDone
 	e.m.success.WithLabelValues(reason).Inc()
 	if reason != finishAbort {
+		e.m.finished.Inc()
 		n := s.outputs
 		e.m.e2e.Observe(now.Sub(s.arrival).Seconds())
 		e.m.queue.Observe(s.scheduledAt.Sub(s.arrival).Seconds())

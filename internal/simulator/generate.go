@@ -173,6 +173,7 @@ func parsePrompt(raw json.RawMessage) ([]int, *apiError) {
 type faultPlan struct {
 	terminal                                    string // reset, 429, 500, 503, hang or ""
 	stallBefore, stallMid, cut, malformed, drip bool
+	errorEvent                                  bool
 	stallFor, dripEvery                         time.Duration
 	names                                       []string
 }
@@ -204,6 +205,8 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 			fp.malformed = true
 		case faultSlowDrip:
 			fp.drip = true
+		case faultErrorEvent:
+			fp.errorEvent = true
 		}
 		fp.names = append(fp.names, p.name)
 	}
@@ -436,6 +439,11 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 		}
 		return
 	}
+	if fp.errorEvent {
+		c.fail(&apiError{Status: http.StatusInternalServerError, Type: "InternalServerError",
+			Message: "simulated fault: error during generation"})
+		return
+	}
 	if err := s.eng.submit(seq); err != nil {
 		c.fail(errShuttingDown)
 		return
@@ -511,44 +519,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 	if err := s.eng.submit(seq); err != nil {
 		return
 	}
-	created := time.Now().Unix()
-	// chunk builds one token event as vLLM 0.11 serialises it. Completions
-	// dump every field (exclude_unset=False): "usage": null unless
-	// continuous, and the first chunk carries the prompt's token ids (vLLM
-	// 0.10.2-0.11.0 send them whether or not return_token_ids was asked,
-	// vLLM PR #27561). Chat dumps only the fields it set (exclude_unset=True):
-	// the role chunk has a top-level "prompt_token_ids": null, token chunks
-	// "token_ids": null, and only the finishing chunk has "stop_reason".
-	chunk := func(text string, finish *string, completion int, first, role bool) ([]byte, error) {
-		var use *usage
-		if g.continuousUsage {
-			use = &usage{PromptTokens: len(g.prompt), CompletionTokens: completion, TotalTokens: len(g.prompt) + completion}
-		}
-		if g.kind == kindChat {
-			c := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model, Usage: use}
-			ch := chatChunkChoice{Delta: chatDelta{Content: text}, FinishReason: finish}
-			if role {
-				ch.Delta.Role = "assistant"
-				c.PromptTokenIDs = jsonNull
-			} else {
-				ch.TokenIDs = jsonNull
-				if finish != nil {
-					ch.StopReason = jsonNull
-				}
-			}
-			c.Choices = []chatChunkChoice{ch}
-			return json.Marshal(c)
-		}
-		if use != nil {
-			use.PromptTokensDetails = jsonNull
-		}
-		ch := completionStreamChoice{Text: text, FinishReason: finish}
-		if first {
-			ch.PromptTokenIDs = g.prompt
-		}
-		return json.Marshal(completionChunk{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
-			Choices: []completionStreamChoice{ch}, Usage: use})
-	}
+	w := s.newWire(g, id, time.Now().Unix())
 	abort := func() {
 		s.eng.abort(seq)
 		c.tr.FinishReason = finishAbort
@@ -573,13 +544,15 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 			continue
 		}
 		if g.kind == kindChat && !roleSent {
-			// vLLM sends the role with empty content on the first engine output.
-			b, _ := chunk("", nil, 0, false, true)
-			if err := c.event(b, true); err != nil {
-				abort()
-				return
-			}
+			// vLLM sends the role with empty content on the first engine
+			// output (llama.cpp with null content; Ollama sends none).
 			roleSent = true
+			if b := w.role(); b != nil {
+				if err := c.event(b, true); err != nil {
+					abort()
+					return
+				}
+			}
 		}
 		if fp.cut && produced > half {
 			// A cut stream delivers exactly half of the tokens, however many
@@ -587,10 +560,10 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 			produced, finished = half, false
 		}
 		var finish *string
-		if finished {
+		if finished && !w.separateFinish() {
 			finish = &reason
 		}
-		b, _ := chunk(outputText(seq, sent, produced), finish, produced, sent == 0, false)
+		b := w.token(outputText(seq, sent, produced), finish, produced, sent == 0)
 		if err := c.event(b, true); err != nil {
 			abort()
 			return
@@ -599,6 +572,13 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		c.tr.CompletionTokens = sent
 		if !midDone && (sent >= half || finished) {
 			midDone = true
+			if fp.errorEvent {
+				if err := c.event(w.errorEvent(), false); err == nil && !finished {
+					abort()
+				}
+				c.tr.FinishReason = finishError
+				return
+			}
 			if fp.malformed {
 				bad := b[:len(b)/2]
 				if err := c.event(bad, false); err != nil {
@@ -628,18 +608,15 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 			break
 		}
 	}
-	if g.includeUsage {
-		// Both endpoints dump the usage chunk with exclude_none=True.
-		use := usage{PromptTokens: len(g.prompt), CompletionTokens: sent, TotalTokens: len(g.prompt) + sent}
-		var b []byte
-		if g.kind == kindChat {
-			b, _ = json.Marshal(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.Model,
-				Choices: []chatChunkChoice{}, Usage: &use})
-		} else {
-			b, _ = json.Marshal(completionChunk{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
-				Choices: []completionStreamChoice{}, Usage: &use})
+	if w.separateFinish() {
+		// llama.cpp and Ollama end with a chunk that has no text and the
+		// finish_reason (llama.cpp: with usage and timings on it).
+		if err := c.event(w.finish(c.tr.FinishReason, sent), true); err != nil {
+			return
 		}
-		if err := c.event(b, false); err != nil {
+	}
+	if g.includeUsage && !w.usageOnFinish() {
+		if err := c.event(w.usage(sent), false); err != nil {
 			return
 		}
 	}
@@ -712,6 +689,8 @@ type completionChunk struct {
 	Model   string                   `json:"model"`
 	Choices []completionStreamChoice `json:"choices"`
 	Usage   *usage                   `json:"usage"`
+	// SystemFingerprint is set by the TGI persona only (vLLM has none).
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
 }
 
 // chatDelta is DeltaMessage with the fields serving_chat sets.
@@ -739,6 +718,8 @@ type chatChunk struct {
 	Choices        []chatChunkChoice `json:"choices"`
 	Usage          *usage            `json:"usage,omitempty"`
 	PromptTokenIDs json.RawMessage   `json:"prompt_token_ids,omitempty"`
+	// SystemFingerprint is set by the TGI persona only (vLLM has none).
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
 }
 
 // chatMessageOut is ChatMessage.

@@ -58,11 +58,26 @@ type metrics struct {
 
 	httpRequests *prometheus.CounterVec // handler, method, status
 
+	// Persona-only figures (unregistered for vLLM): requests finished
+	// (not aborted), prompt tokens computed in engine steps (prefix-cache
+	// hits excluded, recomputes included) and engine steps.
+	finished, prefillComputed, engineCalls prometheus.Counter
+
 	// Simulator-only self metrics (llmprobe_simulator_ prefix).
 	engineSteps, engineStepSeconds, engineLag prometheus.Counter
 }
 
+// newMetrics registers the metrics of cfg's persona on reg.
 func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
+	if cfg.Engine != EngineVLLM && cfg.Engine != "" {
+		return newPersonaMetrics(reg, cfg)
+	}
+	m := newVLLMMetrics(reg, cfg)
+	m.finished, m.prefillComputed, m.engineCalls = dummyCounter(), dummyCounter(), dummyCounter()
+	return m
+}
+
+func newVLLMMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 	labels := prometheus.Labels{"model_name": cfg.Model, "engine": "0"}
 	names := []string{"model_name", "engine"}
 	gauge := func(name, help string) prometheus.Gauge {
@@ -132,18 +147,7 @@ func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 	}
 	reg.MustRegister(m.httpRequests)
 
-	m.engineSteps = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "llmprobe_simulator_engine_steps_total", Help: "Engine steps the simulator ran.",
-	})
-	m.engineStepSeconds = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "llmprobe_simulator_engine_step_seconds_total",
-		Help: "Sum of the modeled durations of the engine steps (engine busy time in model time).",
-	})
-	m.engineLag = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "llmprobe_simulator_engine_lag_seconds_total",
-		Help: "Wall-clock time the engine fell behind its model (host too slow) and did not catch up.",
-	})
-	reg.MustRegister(m.engineSteps, m.engineStepSeconds, m.engineLag)
+	registerSelfMetrics(reg, m)
 
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vllm:request_success_total", Help: "Count of successfully processed requests.",
@@ -173,4 +177,21 @@ func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// registerSelfMetrics registers the simulator's own llmprobe_simulator_
+// metrics (every persona but Ollama, which has no /metrics).
+func registerSelfMetrics(reg prometheus.Registerer, m *metrics) {
+	m.engineSteps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmprobe_simulator_engine_steps_total", Help: "Engine steps the simulator ran.",
+	})
+	m.engineStepSeconds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmprobe_simulator_engine_step_seconds_total",
+		Help: "Sum of the modeled durations of the engine steps (engine busy time in model time).",
+	})
+	m.engineLag = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmprobe_simulator_engine_lag_seconds_total",
+		Help: "Wall-clock time the engine fell behind its model (host too slow) and did not catch up.",
+	})
+	reg.MustRegister(m.engineSteps, m.engineStepSeconds, m.engineLag)
 }

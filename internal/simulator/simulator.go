@@ -4,7 +4,10 @@
 // vLLM V1's Prometheus metrics, a real-time continuous-batching engine model
 // (waiting queue, max-num-seqs, token budget with chunked prefill, KV blocks
 // with preemption, prefix caching) whose capacity is a known formula
-// (Config.Capacity), fault injection and a ground-truth trace file.
+// (Config.Capacity), fault injection and a ground-truth trace file. Personas
+// (Config.Engine: SGLang, TGI, llama.cpp, Ollama) serve the same engine
+// model with another engine's metric names, info and tokenizer endpoints and
+// stream quirks.
 //
 // docs/simulator.md documents the flags, the tokenizer, the engine model, the
 // capacity formula and the faults. `llmprobe simulate` serves it; tests use
@@ -188,8 +191,21 @@ func ListenAndServe(ctx context.Context, cfg Config, addr string, logger log.Log
 // capacity hints and active faults of the Simulator.
 func (s *Simulator) LogStartup(addr string) {
 	c := s.cfg
-	level.Info(s.logger).Log("msg", "vLLM simulator listening", "url", "http://"+addr, "model", c.Model,
-		"endpoints", "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /version /health /metrics")
+	endpoints := map[string]string{
+		EngineSGLang:   "/v1/models /v1/completions /v1/chat/completions /tokenize /get_server_info /get_model_info /health /metrics",
+		EngineTGI:      "/v1/models /v1/completions /v1/chat/completions /tokenize /chat_tokenize /info /health /metrics",
+		EngineLlamaCpp: "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /apply-template /props /health /metrics",
+		EngineOllama:   "/v1/models /v1/completions /v1/chat/completions /api/version /api/show",
+	}[c.Engine]
+	if endpoints == "" {
+		endpoints = "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /version /health /metrics"
+	}
+	persona := c.Engine
+	if persona == "" {
+		persona = EngineVLLM
+	}
+	level.Info(s.logger).Log("msg", "vLLM simulator listening", "persona", persona, "url", "http://"+addr, "model", c.Model,
+		"endpoints", endpoints)
 	level.Info(s.logger).Log("msg", "simulator engine",
 		"max_num_seqs", c.MaxNumSeqs, "max_num_batched_tokens", c.MaxNumBatchedTokens, "max_model_len", c.MaxModelLen,
 		"block_size", c.BlockSize, "num_gpu_blocks", c.NumGPUBlocks, "prefix_caching", c.EnablePrefixCaching,

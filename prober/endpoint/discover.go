@@ -9,11 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/engine"
 )
 
 // Info is what discovery learned about an endpoint. Zero values mean "not
@@ -32,24 +32,48 @@ type Info struct {
 	// MaxModelLen is vLLM's max_model_len of Model (an integer or a string
 	// holding one); 0 when absent or not a positive integer.
 	MaxModelLen int
-	// ServerVersion is the "version" of GET /version (vLLM's shape).
+	// MaxModelLenSource names where MaxModelLen was read: "/v1/models
+	// max_model_len", or the engine's own field (e.g. "/props
+	// default_generation_settings.n_ctx" for llama.cpp, "/info
+	// max_total_tokens" for TGI); "" when unknown.
+	MaxModelLenSource string
+	// ServerVersion is the server's version: vLLM's GET /version, or the
+	// engine's own (llama.cpp build_info, TGI /info version, SGLang
+	// /get_server_info version, Ollama /api/version); "" when unknown.
 	ServerVersion string
+	// Engine is the server engine (configured or detected;
+	// engine.Unknown when neither).
+	Engine engine.Name
+	// EngineSource says how Engine became known: EngineFromConfig,
+	// EngineFromMetrics, EngineFromModels, or the info endpoint that
+	// answered in the engine's shape (e.g. "/props"); "" when unknown.
+	EngineSource string
+	// EngineConfig holds engine settings read from the server (vLLM: the
+	// labels of vllm:cache_config_info; llama.cpp: n_ctx, total_slots; TGI:
+	// dtype and batching limits; SGLang: parallelism and cache settings;
+	// Ollama: num_ctx, family, quantization); nil when none.
+	EngineConfig map[string]string
 }
 
-// Discover reads GET /v1/models and GET /version. It returns what it
-// learned and, when something is wrong, an *Error classified like a failed
-// request:
+// Discover reads GET /v1/models, finds the server engine (configured, or
+// detected from /metrics, the owned_by of /v1/models or the shape of an
+// engine's info endpoint) and reads what that engine's own endpoints tell
+// (vLLM: GET /version and vllm:cache_config_info; SGLang: /get_server_info;
+// TGI: /info; llama.cpp: /props; Ollama: /api/version and /api/show).
+// max_model_len comes from /v1/models when it gives one, else from the
+// engine's own field; absent stays 0. It returns what it learned and, when
+// something is wrong, an *Error classified like a failed request:
 //
 //   - /v1/models fails (transport, non-200 status, redirect, bad JSON): the
 //     error of that call; Info.Model is the configured model, if any, and
-//     /version is read only when one is configured;
+//     the engine's endpoints are read only when one is configured;
 //   - no model is configured and none is listed: ErrNoModel;
 //   - the configured model is not in a non-empty list: ErrModelNotListed,
 //     with Info filled in (Model is the configured model).
 //
 // A caller that has a configured model may go on with Info after an error
-// (the daemon does; a sweep refuses). /version failing is not an error:
-// ServerVersion stays "".
+// (the daemon does; a sweep refuses). An engine endpoint failing is not an
+// error: its fields stay unknown.
 func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 	info := Info{Model: e.o.Model}
 	var list struct {
@@ -57,11 +81,25 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 			ID          string          `json:"id"`
 			Root        *string         `json:"root"`
 			MaxModelLen json.RawMessage `json:"max_model_len"`
+			OwnedBy     string          `json:"owned_by"`
 		} `json:"data"`
 	}
+	fillEngine := func(ownedBy string) {
+		eng, how, snap := e.detect(ctx, nil, ownedBy)
+		info.EngineSource = how
+		e.engineInfo(ctx, &info, eng, snap)
+	}
 	if err := e.getJSON(ctx, "/v1/models", &list); err != nil {
-		if e.o.Model != "" {
+		info.Engine = engine.Unknown
+		switch {
+		case e.o.Model == "":
+		case unreachable(err):
+			// One more call at most against a server that does not
+			// answer: its version, as vLLM serves it.
+			info.Engine = e.Engine().Name()
 			info.ServerVersion = e.version(ctx)
+		default:
+			fillEngine("")
 		}
 		return info, err
 	}
@@ -77,22 +115,40 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 		}
 	}
 	var err error
+	ownedBy := ""
 	switch {
 	case found >= 0:
 		d := list.Data[found]
-		info.Model, info.Listed = d.ID, true
+		info.Model, info.Listed, ownedBy = d.ID, true, d.OwnedBy
 		if d.Root != nil {
 			info.Root = strings.TrimSpace(*d.Root)
 		}
-		info.MaxModelLen = parseMaxModelLen(d.MaxModelLen)
+		if info.MaxModelLen = engine.PositiveInt(d.MaxModelLen); info.MaxModelLen > 0 {
+			info.MaxModelLenSource = "/v1/models max_model_len"
+		}
 	case e.o.Model == "":
+		info.Engine = engine.Unknown
 		return info, &Error{Class: prober.ClassInvalidResponse, Msg: "GET /v1/models: no model listed", Err: ErrNoModel}
 	case len(info.Models) > 0:
 		err = &Error{Class: prober.ClassInvalidResponse, Err: ErrModelNotListed,
 			Msg: e.Redact(fmt.Sprintf("GET /v1/models: model %s not listed (it serves: %s)", e.o.Model, shorten(strings.Join(info.Models, ", "))))}
 	}
-	info.ServerVersion = e.version(ctx)
+	fillEngine(ownedBy)
 	return info, err
+}
+
+// unreachable reports whether err says the server did not answer at all
+// (connect, timeout, canceled), so that no further call is worth making.
+func unreachable(err error) bool {
+	var ee *Error
+	if !errors.As(err, &ee) {
+		return true
+	}
+	switch ee.Class {
+	case prober.ClassConnect, prober.ClassTimeout, prober.ClassCanceled:
+		return true
+	}
+	return false
 }
 
 // version reads GET /version ({"version": "..."}); "" on any failure.
@@ -105,17 +161,6 @@ func (e *Endpoint) version(ctx context.Context) string {
 	}
 	s, _ := v.Version.(string)
 	return strings.TrimSpace(s)
-}
-
-// parseMaxModelLen reads a positive integer written as a JSON number or a
-// string; 0 otherwise.
-func parseMaxModelLen(raw json.RawMessage) int {
-	s := strings.Trim(strings.TrimSpace(string(raw)), `"`)
-	n, err := strconv.ParseInt(s, 10, 0)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return int(n)
 }
 
 // getJSON GETs path (relative to the base URL) and decodes a 200 answer

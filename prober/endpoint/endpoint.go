@@ -2,10 +2,13 @@
 // daemon's probes, sweeps, compare) needs before and around a request, so
 // that they all reach a server the same way:
 //
-//   - discovery: the one reader of GET /v1/models and GET /version (Discover,
-//     Info), with failures classified like failed requests (*Error);
+//   - discovery: the one reader of GET /v1/models, GET /version and each
+//     engine's own info endpoint (Discover, Info), with the server engine
+//     configured or detected (Engine, prober/engine) and failures classified
+//     like failed requests (*Error);
 //   - prompt sizing with one fallback policy (PromptSizing, Sizing): the
-//     server's POST /tokenize, else a calibration from the
+//     server's tokenizer endpoint in its engine's shape, else a calibration
+//     from the
 //     usage.prompt_tokens of two requests, failures cached with a growing
 //     backoff;
 //   - the one function that turns a workload item into a client.Request
@@ -39,6 +42,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -111,7 +115,18 @@ type Options struct {
 	// NewRequestID names the calibration requests (sent as x-request-id);
 	// nil means "llmprobe-calibrate-<random>-<n>".
 	NewRequestID func() string
+	// Engine is the server engine (the `engine:` config key); engine.Auto
+	// (the default) detects it on first use.
+	Engine engine.Name
+	// MetricsURL is the server's Prometheus endpoint, read to detect the
+	// engine and for vLLM's cache_config_info: empty means BaseURL +
+	// "/metrics"; NoMetrics means it has none.
+	MetricsURL string
 }
+
+// NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
+// be read.
+const NoMetrics = "none"
 
 // Endpoint is one serving endpoint as every consumer reaches it. Create it
 // with New.
@@ -131,6 +146,11 @@ type Endpoint struct {
 	sizeMu   sync.Mutex
 	sizings  map[string]*Sizing
 	failures map[string]*failure
+
+	// engMu guards the detected engine (nil until detection found one).
+	engMu      sync.Mutex
+	detected   *engine.Engine
+	detectedBy string
 }
 
 // failure is the cached failure of a model's prompt-sizing set-up.

@@ -18,6 +18,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -137,22 +138,22 @@ func TestDiscoverModelListShapes(t *testing.T) {
 	}
 	f("first model, int max_model_len, root, version",
 		`{"data":[{"id":"a","root":"/models/a","max_model_len":8192},{"id":"b"}]}`, `{"version":"0.11.0"}`, "",
-		Info{Models: []string{"a", "b"}, Model: "a", Listed: true, Root: "/models/a", MaxModelLen: 8192, ServerVersion: "0.11.0"}, nil)
+		Info{Models: []string{"a", "b"}, Model: "a", Listed: true, Root: "/models/a", MaxModelLen: 8192, MaxModelLenSource: "/v1/models max_model_len", ServerVersion: "0.11.0", Engine: engine.Unknown}, nil)
 	f("configured model, string max_model_len",
 		`{"data":[{"id":"a"},{"id":"b","max_model_len":"4096"}]}`, `{"version":" 1.2 "}`, "b",
-		Info{Models: []string{"a", "b"}, Model: "b", Listed: true, MaxModelLen: 4096, ServerVersion: "1.2"}, nil)
+		Info{Models: []string{"a", "b"}, Model: "b", Listed: true, MaxModelLen: 4096, MaxModelLenSource: "/v1/models max_model_len", ServerVersion: "1.2", Engine: engine.Unknown}, nil)
 	f("max_model_len absent or not an integer, /version absent",
 		`{"data":[{"id":"a","max_model_len":"lots"}]}`, "", "",
-		Info{Models: []string{"a"}, Model: "a", Listed: true}, nil)
+		Info{Models: []string{"a"}, Model: "a", Listed: true, Engine: engine.Unknown}, nil)
 	f("negative max_model_len, version not a string",
 		`{"data":[{"id":"a","max_model_len":-1}]}`, `{"version":7}`, "",
-		Info{Models: []string{"a"}, Model: "a", Listed: true}, nil)
+		Info{Models: []string{"a"}, Model: "a", Listed: true, Engine: engine.Unknown}, nil)
 	f("no model listed", `{"data":[{"id":""}]}`, `{"version":"1"}`, "",
-		Info{Models: []string{}}, ErrNoModel)
+		Info{Models: []string{}, Engine: engine.Unknown}, ErrNoModel)
 	f("configured model not listed", `{"data":[{"id":"a"}]}`, `{"version":"1"}`, "z",
-		Info{Models: []string{"a"}, Model: "z", ServerVersion: "1"}, ErrModelNotListed)
+		Info{Models: []string{"a"}, Model: "z", ServerVersion: "1", Engine: engine.Unknown}, ErrModelNotListed)
 	f("configured model, empty list", `{"data":[]}`, `{"version":"1"}`, "z",
-		Info{Models: []string{}, Model: "z", ServerVersion: "1"}, nil)
+		Info{Models: []string{}, Model: "z", ServerVersion: "1", Engine: engine.Unknown}, nil)
 }
 
 func TestDiscoverFailuresAreClassifiedAndRedacted(t *testing.T) {

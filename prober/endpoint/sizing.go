@@ -56,11 +56,15 @@ func (s *Sizing) MaxModelLen() int {
 // PromptSizing returns how prompts for model are sized, setting it up on
 // first use. The policy, the same for every consumer:
 //
-//   - POST /tokenize answers in vLLM's shape: the server's tokenizer;
-//   - it answers 404 or 405 (workload.ErrTokenizeUnsupported), another 4xx
-//     (a /tokenize that is not vLLM's) or a 200 that is not vLLM's shape:
-//     calibration from the usage.prompt_tokens of two requests (never from
-//     counted tokens: a server that reports no usage is an error);
+//   - the engine's tokenizer endpoint (Engine().TokenizeShape: vLLM's and
+//     SGLang's {"prompt"} -> {"count"}, llama.cpp's {"content"} ->
+//     {"tokens"}, TGI's {"inputs"} -> [...]) answers a positive count for
+//     a probe text: the server's tokenizer;
+//   - the engine has none (Ollama; SGLang for chat), or it answers 404 or
+//     405 (workload.ErrTokenizeUnsupported), another 4xx, a 200 in another
+//     shape or a count of 0: calibration from the usage.prompt_tokens of two
+//     requests (never from counted tokens: a server that reports no usage is
+//     an error);
 //   - 401, 403, 429, a 5xx, a redirect or a transport failure: a classified
 //     *Error, no fallback (calibration would fail the same way or hide the
 //     problem).
@@ -101,37 +105,44 @@ func (e *Endpoint) PromptSizing(ctx context.Context, model string) (*Sizing, err
 }
 
 func (e *Endpoint) setUpSizing(ctx context.Context, model string) (*Sizing, *Error) {
-	hdr := http.Header{}
-	client.Authorize(hdr, e.o.APIKey)
-	st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
-		BaseURL: e.base, Model: model, Chat: e.o.API == client.APIChat,
-		Client: &http.Client{Transport: e.hc.Transport, Timeout: e.o.TokenizeTimeout, CheckRedirect: client.NoRedirects},
-		Header: hdr,
-	})
-	if err != nil {
-		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: err.Error()}
-	}
-	_, err = st.Count(ctx, "hello")
-	var se *workload.StatusError
+	chat := e.o.API == client.APIChat
+	eng, _, _ := e.detect(ctx, nil, "")
+	shape := eng.TokenizeShape(chat)
 	var why string
-	switch {
-	case err == nil:
-		level.Info(e.logger).Log("msg", "prompts are sized with the server's /tokenize", "model", model)
-		return &Sizing{Tokenizer: st, server: st}, nil
-	case errors.Is(err, workload.ErrTokenizeUnsupported):
-		why = "the server has no /tokenize (" + shorten(err.Error()) + ")"
-	case errors.As(err, &se):
-		if se.Code < 400 || se.Code >= 500 || se.Code == http.StatusUnauthorized ||
-			se.Code == http.StatusForbidden || se.Code == http.StatusTooManyRequests {
-			return nil, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + shorten(se.Error())}
+	if shape == workload.TokenizeNone {
+		why = fmt.Sprintf("%s has no tokenizer endpoint for the %s API", eng, e.o.API)
+	} else {
+		hdr := http.Header{}
+		client.Authorize(hdr, e.o.APIKey)
+		st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
+			BaseURL: e.base, Model: model, Chat: chat, Shape: shape,
+			Client: &http.Client{Transport: e.hc.Transport, Timeout: e.o.TokenizeTimeout, CheckRedirect: client.NoRedirects},
+			Header: hdr,
+		})
+		if err != nil {
+			return nil, &Error{Class: prober.ClassInvalidResponse, Msg: err.Error()}
 		}
-		why = "the server's /tokenize is not vLLM's (" + shorten(se.Error()) + ")"
-	default:
-		var ue interface{ Timeout() bool }
-		if errors.As(err, &ue) || ctx.Err() != nil { // transport failure (*url.Error, net.Error)
-			return nil, e.transportError(ctx, "POST /tokenize", err)
+		_, err = st.Count(ctx, "hello")
+		var se *workload.StatusError
+		switch {
+		case err == nil:
+			level.Info(e.logger).Log("msg", "prompts are sized with the server's tokenizer", "model", model, "shape", shape)
+			return &Sizing{Tokenizer: st, server: st}, nil
+		case errors.Is(err, workload.ErrTokenizeUnsupported):
+			why = "the server has no tokenizer endpoint (" + shorten(err.Error()) + ")"
+		case errors.As(err, &se):
+			if se.Code < 400 || se.Code >= 500 || se.Code == http.StatusUnauthorized ||
+				se.Code == http.StatusForbidden || se.Code == http.StatusTooManyRequests {
+				return nil, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + shorten(se.Error())}
+			}
+			why = fmt.Sprintf("the server's /tokenize does not take the %s shape (%s)", shape, shorten(se.Error()))
+		default:
+			var ue interface{ Timeout() bool }
+			if errors.As(err, &ue) || ctx.Err() != nil { // transport failure (*url.Error, net.Error)
+				return nil, e.transportError(ctx, "POST /tokenize", err)
+			}
+			why = fmt.Sprintf("the server's /tokenize answer is not in the %s shape (%s)", shape, shorten(err.Error()))
 		}
-		why = "the server's /tokenize answer is not vLLM's (" + shorten(err.Error()) + ")"
 	}
 	why = e.Redact(why)
 	level.Info(e.logger).Log("msg", "sizing prompts by calibration from usage.prompt_tokens", "model", model, "reason", why)

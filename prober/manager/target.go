@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
@@ -73,6 +75,8 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		HTTPClient:   &http.Client{Transport: client.NewTransport()},
 		Logger:       logger,
 		NewRequestID: func() string { return m.requestID("calibrate-") },
+		Engine:       engine.Name(tc.Engine),
+		MetricsURL:   metricsURL(tc),
 	})
 	if err != nil {
 		return nil, err
@@ -87,6 +91,15 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 	}
 	t.slo.Store(&sloSettings{SLO: tc.SLO, Objective: tc.GoodputObjective})
 	return t, nil
+}
+
+// metricsURL is the endpoint's MetricsURL for tc (metrics_url: none is
+// endpoint.NoMetrics).
+func metricsURL(tc config.TargetConfig) string {
+	if u := tc.MetricsURL(); u != "" {
+		return u
+	}
+	return endpoint.NoMetrics
 }
 
 // prepare builds the probes of tc that are new or changed, without starting
@@ -258,7 +271,9 @@ func (t *targetRunner) discover(ctx context.Context, force bool) bool {
 		if t.cfg.Model != "" && maxLen == "" && newInfo.ServerVersion == "" {
 			level.Info(t.logger).Log("msg", "using the configured model; /v1/models and /version did not answer", "model", newInfo.Model)
 		} else {
-			level.Info(t.logger).Log("msg", "target discovered", "model", newInfo.Model, "max_model_len", maxLen, "server_version", newInfo.ServerVersion)
+			level.Info(t.logger).Log("msg", "target discovered", "model", newInfo.Model, "engine", newInfo.Engine,
+				"engine_from", newInfo.EngineSource, "max_model_len", maxLen, "max_model_len_from", newInfo.MaxModelLenSource,
+				"server_version", newInfo.ServerVersion)
 		}
 		t.m.obs.SetTargetInfo(t.cfg.Name, newInfo.ServerVersion, newInfo.Model, maxLen)
 	}
@@ -271,7 +286,8 @@ func (t *targetRunner) discover(ctx context.Context, force bool) bool {
 // sameInfo reports whether two discoveries learned the same figures.
 func sameInfo(a, b endpoint.Info) bool {
 	return a.Model == b.Model && a.MaxModelLen == b.MaxModelLen && a.ServerVersion == b.ServerVersion &&
-		a.Root == b.Root && a.Listed == b.Listed && slices.Equal(a.Models, b.Models)
+		a.Root == b.Root && a.Listed == b.Listed && slices.Equal(a.Models, b.Models) &&
+		a.Engine == b.Engine && a.MaxModelLenSource == b.MaxModelLenSource && maps.Equal(a.EngineConfig, b.EngineConfig)
 }
 
 // fetchInfo asks the endpoint. A configured model is used whatever

@@ -47,6 +47,29 @@ func Method(t Tokenizer) string {
 // to Calibrate.
 var ErrTokenizeUnsupported = errors.New("server has no /tokenize endpoint")
 
+// TokenizeShape is the request and response shape of a server's tokenizer
+// endpoint.
+type TokenizeShape string
+
+// The tokenizer shapes (docs/engines.md cites each engine's source).
+const (
+	// TokenizeVLLM: POST /tokenize {"model", "prompt"} or {"model",
+	// "messages"} answers {"count", "max_model_len", "tokens"} (vLLM;
+	// SGLang for prompts).
+	TokenizeVLLM TokenizeShape = "vllm"
+	// TokenizeLlamaCpp: POST /tokenize {"content", "add_special": true}
+	// answers {"tokens": [...]} (llama.cpp's llama-server); for chat the
+	// text is first rendered with POST /apply-template {"messages"} ->
+	// {"prompt"}.
+	TokenizeLlamaCpp TokenizeShape = "llamacpp"
+	// TokenizeTGI: POST /tokenize {"inputs"} answers a list of tokens
+	// (TGI); for chat POST /chat_tokenize {"messages"} answers
+	// {"tokenize_response": [...]}.
+	TokenizeTGI TokenizeShape = "tgi"
+	// TokenizeNone: the server has no usable tokenizer endpoint.
+	TokenizeNone TokenizeShape = "none"
+)
+
 // ServerTokenizerOptions configures a ServerTokenizer.
 type ServerTokenizerOptions struct {
 	// BaseURL is the server's root, e.g. http://127.0.0.1:8000; a trailing
@@ -65,12 +88,19 @@ type ServerTokenizerOptions struct {
 	Header http.Header
 	// MaxResponseBytes caps a response body; 0 means 64 MiB.
 	MaxResponseBytes int64
+	// Shape is the request shape; empty means TokenizeVLLM.
+	// TokenizeNone is refused by NewServerTokenizer.
+	Shape TokenizeShape
 }
 
-// ServerTokenizer counts tokens with the server's POST /tokenize (vLLM's
-// shape: request {"model", "prompt"} or {"model", "messages"}, response
-// {"count", "max_model_len", "tokens"}). It is safe for concurrent use.
+// ServerTokenizer counts tokens with the server's tokenizer endpoint, in
+// the shape of Options.Shape (vLLM's by default: request {"model",
+// "prompt"} or {"model", "messages"}, response {"count", "max_model_len",
+// "tokens"}). A count of 0 for a text that is not blank is an error (a
+// server answering another shape, e.g. llama.cpp's {"tokens": []} to vLLM's
+// request). It is safe for concurrent use.
 type ServerTokenizer struct {
+	base        string
 	url         string
 	opts        ServerTokenizerOptions
 	maxModelLen atomic.Int64
@@ -89,8 +119,18 @@ func NewServerTokenizer(o ServerTokenizerOptions) (*ServerTokenizer, error) {
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = 64 << 20
 	}
-	return &ServerTokenizer{url: base + "/tokenize", opts: o}, nil
+	switch o.Shape {
+	case "":
+		o.Shape = TokenizeVLLM
+	case TokenizeVLLM, TokenizeLlamaCpp, TokenizeTGI:
+	default:
+		return nil, fmt.Errorf("tokenizer shape %q has no endpoint to call", o.Shape)
+	}
+	return &ServerTokenizer{base: base, url: base + "/tokenize", opts: o}, nil
 }
+
+// Shape returns the request shape the tokenizer uses.
+func (t *ServerTokenizer) Shape() TokenizeShape { return t.opts.Shape }
 
 // Method returns MethodServerTokenize.
 func (t *ServerTokenizer) Method() string { return MethodServerTokenize }
@@ -112,19 +152,111 @@ type tokenizeRequest struct {
 
 // Count asks the server for the token count of text.
 func (t *ServerTokenizer) Count(ctx context.Context, text string) (int, error) {
+	var n int
+	var err error
+	switch t.opts.Shape {
+	case TokenizeLlamaCpp:
+		n, err = t.countLlamaCpp(ctx, text)
+	case TokenizeTGI:
+		n, err = t.countTGI(ctx, text)
+	default:
+		n, err = t.countVLLM(ctx, text)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 && strings.TrimSpace(text) != "" {
+		return 0, errors.New("tokenize: the server counted 0 tokens for a non-empty text (not its request shape?)")
+	}
+	return n, nil
+}
+
+func (t *ServerTokenizer) countVLLM(ctx context.Context, text string) (int, error) {
 	req := tokenizeRequest{Model: t.opts.Model}
 	if t.opts.Chat {
 		req.Messages = []tokenizeMessage{{Role: "user", Content: text}}
 	} else {
 		req.Prompt = &text
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return 0, fmt.Errorf("tokenize: %w", err)
+	var out struct {
+		Count       *int `json:"count"`
+		MaxModelLen int  `json:"max_model_len"`
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err := t.post(ctx, t.url, req, &out); err != nil {
+		return 0, err
+	}
+	if out.Count == nil || *out.Count < 0 {
+		return 0, errors.New("tokenize: response has no valid count")
+	}
+	if out.MaxModelLen > 0 {
+		t.maxModelLen.Store(int64(out.MaxModelLen))
+	}
+	return *out.Count, nil
+}
+
+// countLlamaCpp counts as llama-server's completion path tokenizes a
+// prompt (add_special and parse_special true); for chat the text is first
+// rendered with the server's chat template.
+func (t *ServerTokenizer) countLlamaCpp(ctx context.Context, text string) (int, error) {
+	content := text
+	if t.opts.Chat {
+		var tmpl struct {
+			Prompt *string `json:"prompt"`
+		}
+		msgs := map[string]any{"messages": []tokenizeMessage{{Role: "user", Content: text}}}
+		if err := t.post(ctx, t.base+"/apply-template", msgs, &tmpl); err != nil {
+			return 0, err
+		}
+		if tmpl.Prompt == nil {
+			return 0, errors.New("tokenize: /apply-template answered no prompt")
+		}
+		content = *tmpl.Prompt
+	}
+	var out struct {
+		Tokens *[]json.RawMessage `json:"tokens"`
+	}
+	req := map[string]any{"content": content, "add_special": true, "parse_special": true}
+	if err := t.post(ctx, t.url, req, &out); err != nil {
+		return 0, err
+	}
+	if out.Tokens == nil {
+		return 0, errors.New("tokenize: response has no tokens")
+	}
+	return len(*out.Tokens), nil
+}
+
+// countTGI counts with TGI's /tokenize (the inputs as /generate validates
+// them) or, for chat, /chat_tokenize (the chat template applied).
+func (t *ServerTokenizer) countTGI(ctx context.Context, text string) (int, error) {
+	if t.opts.Chat {
+		var out struct {
+			Tokens *[]json.RawMessage `json:"tokenize_response"`
+		}
+		req := map[string]any{"model": t.opts.Model, "messages": []tokenizeMessage{{Role: "user", Content: text}}}
+		if err := t.post(ctx, t.base+"/chat_tokenize", req, &out); err != nil {
+			return 0, err
+		}
+		if out.Tokens == nil {
+			return 0, errors.New("tokenize: response has no tokenize_response")
+		}
+		return len(*out.Tokens), nil
+	}
+	var out []json.RawMessage
+	if err := t.post(ctx, t.url, map[string]any{"inputs": text}, &out); err != nil {
+		return 0, err
+	}
+	return len(out), nil
+}
+
+// post sends body as JSON to url and decodes a 200 answer into out.
+func (t *ServerTokenizer) post(ctx context.Context, url string, body, out any) error {
+	b, err := json.Marshal(body)
 	if err != nil {
-		return 0, fmt.Errorf("tokenize: %w", err)
+		return fmt.Errorf("tokenize: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("tokenize: %w", err)
 	}
 	for k, vs := range t.opts.Header {
 		for _, v := range vs {
@@ -135,39 +267,29 @@ func (t *ServerTokenizer) Count(ctx context.Context, text string) (int, error) {
 	hr.Header.Set("Accept", "application/json")
 	resp, err := t.opts.Client.Do(hr)
 	if err != nil {
-		return 0, fmt.Errorf("tokenize: %w", err)
+		return fmt.Errorf("tokenize: %w", err)
 	}
 	defer resp.Body.Close()
 	lr := io.LimitReader(resp.Body, t.opts.MaxResponseBytes+1)
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
 		_, _ = io.Copy(io.Discard, lr)
-		return 0, fmt.Errorf("tokenize: HTTP %d: %w", resp.StatusCode, ErrTokenizeUnsupported)
+		return fmt.Errorf("tokenize: HTTP %d: %w", resp.StatusCode, ErrTokenizeUnsupported)
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(lr, 512))
-		return 0, fmt.Errorf("tokenize: %w", &StatusError{Code: resp.StatusCode, Message: shortMessage(msg)})
+		return fmt.Errorf("tokenize: %w", &StatusError{Code: resp.StatusCode, Message: shortMessage(msg)})
 	}
 	raw, err := io.ReadAll(lr)
 	if err != nil {
-		return 0, fmt.Errorf("tokenize: reading response: %w", err)
+		return fmt.Errorf("tokenize: reading response: %w", err)
 	}
 	if int64(len(raw)) > t.opts.MaxResponseBytes {
-		return 0, fmt.Errorf("tokenize: response larger than %d bytes", t.opts.MaxResponseBytes)
+		return fmt.Errorf("tokenize: response larger than %d bytes", t.opts.MaxResponseBytes)
 	}
-	var out struct {
-		Count       *int `json:"count"`
-		MaxModelLen int  `json:"max_model_len"`
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("tokenize: bad response: %w", err)
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return 0, fmt.Errorf("tokenize: bad response: %w", err)
-	}
-	if out.Count == nil || *out.Count < 0 {
-		return 0, errors.New("tokenize: response has no valid count")
-	}
-	if out.MaxModelLen > 0 {
-		t.maxModelLen.Store(int64(out.MaxModelLen))
-	}
-	return *out.Count, nil
+	return nil
 }
 
 // StatusError is returned (wrapped) by ServerTokenizer.Count when the

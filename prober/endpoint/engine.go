@@ -1,0 +1,201 @@
+package endpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/collector/scrape"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/engine"
+)
+
+// Ways an engine became known (Info.EngineSource).
+const (
+	EngineFromConfig  = "config"
+	EngineFromMetrics = "/metrics names"
+	EngineFromModels  = "/v1/models owned_by"
+)
+
+// Engine returns the endpoint's engine adapter: the configured one
+// (Options.Engine), else the one detected so far, else the generic
+// adapter (engine.Unknown).
+func (e *Endpoint) Engine() *engine.Engine {
+	if e.o.Engine != engine.Auto {
+		return engine.Get(e.o.Engine)
+	}
+	e.engMu.Lock()
+	defer e.engMu.Unlock()
+	if e.detected != nil {
+		return e.detected
+	}
+	return engine.Get(engine.Unknown)
+}
+
+// Metrics reads the server's Prometheus endpoint (Options.MetricsURL, by
+// default GET /metrics) with the endpoint's credentials and timeouts; the
+// error is redacted.
+func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
+	u := e.o.MetricsURL
+	switch u {
+	case NoMetrics:
+		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: "the server's /metrics is not read (metrics_url: none)"}
+	case "":
+		u = e.base + "/metrics"
+	}
+	hc := &http.Client{Transport: e.hc.Transport, CheckRedirect: client.NoRedirects}
+	snap, err := scrape.Fetch(ctx, hc, u, scrape.WithTimeout(e.o.DiscoveryTimeout),
+		scrape.WithBearerToken(e.o.APIKey), scrape.WithUserAgent("llmprobe"))
+	if err != nil {
+		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact(shorten(err.Error()))}
+	}
+	return snap, nil
+}
+
+// detect finds the engine of an endpoint without a configured one: from the
+// names on /metrics (snap, fetched when nil), else the owned_by of its
+// /v1/models entry, else the first engine whose info endpoint answers in
+// its shape (engine.DetectionOrder). A known result is kept for the
+// endpoint's life; Unknown is tried again next time. It returns the engine,
+// how it was found ("" when not), and the /metrics snapshot if one was read.
+func (e *Endpoint) detect(ctx context.Context, snap *scrape.Snapshot, ownedBy string) (*engine.Engine, string, *scrape.Snapshot) {
+	if e.o.Engine != engine.Auto {
+		return engine.Get(e.o.Engine), EngineFromConfig, snap
+	}
+	e.engMu.Lock()
+	eng, how := e.detected, e.detectedBy
+	e.engMu.Unlock()
+	if eng != nil {
+		return eng, how, snap
+	}
+	if snap == nil {
+		snap, _ = e.Metrics(ctx)
+	}
+	eng, how = nil, ""
+	if m, ok := engine.FromMetrics(snap); ok {
+		eng, how = m, EngineFromMetrics
+	} else if o, ok := engine.FromOwner(ownedBy); ok {
+		eng, how = o, EngineFromModels
+	} else {
+		for _, n := range engine.DetectionOrder {
+			cand := engine.Get(n)
+			ie, ok := cand.Info()
+			if !ok {
+				continue
+			}
+			body, err := e.getBody(ctx, ie.Path)
+			if err != nil {
+				if unreachable(err) {
+					break // the server stopped answering: no more probes
+				}
+				continue
+			}
+			if _, ok := ie.Parse(body); ok {
+				eng, how = cand, ie.Path
+				break
+			}
+		}
+	}
+	if eng == nil || ctx.Err() != nil {
+		return engine.Get(engine.Unknown), "", snap
+	}
+	e.engMu.Lock()
+	e.detected, e.detectedBy = eng, how
+	e.engMu.Unlock()
+	level.Info(e.logger).Log("msg", "server engine detected", "engine", eng.Name(), "from", how)
+	return eng, how, snap
+}
+
+// engineInfo fills what the engine's own endpoints tell into info: the
+// server version and context length (kept from /v1/models when it gave
+// max_model_len), the engine configuration. Failures leave fields unknown.
+func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engine, snap *scrape.Snapshot) {
+	info.Engine = eng.Name()
+	setContext := func(f engine.Fingerprint) {
+		if info.MaxModelLen == 0 && f.ContextLength > 0 {
+			info.MaxModelLen, info.MaxModelLenSource = f.ContextLength, f.ContextSource
+		}
+	}
+	addConfig := func(m map[string]string) {
+		for k, v := range m {
+			if info.EngineConfig == nil {
+				info.EngineConfig = map[string]string{}
+			}
+			info.EngineConfig[k] = v
+		}
+	}
+	switch eng.Name() {
+	case engine.VLLM, engine.Unknown:
+		info.ServerVersion = e.version(ctx)
+		if eng.Name() == engine.VLLM {
+			if snap == nil {
+				snap, _ = e.Metrics(ctx)
+			}
+			addConfig(eng.ConfigLabels(snap))
+		}
+		return
+	}
+	if ie, ok := eng.Info(); ok {
+		if body, err := e.getBody(ctx, ie.Path); err == nil {
+			if f, ok := ie.Parse(body); ok {
+				info.ServerVersion = f.Version
+				setContext(f)
+				addConfig(f.Config)
+			}
+		}
+	}
+	if eng.Name() == engine.Ollama && info.Model != "" {
+		if body, err := e.postBody(ctx, engine.OllamaShowPath, map[string]string{"model": info.Model}); err == nil {
+			if f, ok := engine.ParseOllamaShow(body); ok {
+				setContext(f)
+				addConfig(f.Config)
+			}
+		}
+	}
+}
+
+// getBody GETs path and returns a 200 answer's body (bounded); errors are
+// *Error.
+func (e *Endpoint) getBody(ctx context.Context, path string) ([]byte, error) {
+	var raw json.RawMessage
+	if err := e.getJSON(ctx, path, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// postBody POSTs body as JSON to path and returns a 200 answer's body.
+func (e *Endpoint) postBody(ctx context.Context, path string, body any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: e.hc.Transport, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "llmprobe")
+	client.Authorize(req.Header, e.o.APIKey)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, e.transportError(ctx, "POST "+path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("POST " + path + ": " + statusText(resp))}
+	}
+	out, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBodyBytes+1))
+	if err != nil || len(out) > MaxInfoBodyBytes {
+		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: "POST " + path + ": unreadable or oversized answer"}
+	}
+	return out, nil
+}
