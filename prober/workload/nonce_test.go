@@ -44,6 +44,20 @@ func mergeCount(s string) int {
 	return n
 }
 
+// theCount makes "the" two tokens and every other word one: no word counts
+// like "the", so the nonce alphabet is untested and every item is sized on
+// its own.
+func theCount(s string) int {
+	n := 1
+	for _, w := range strings.Fields(s) {
+		n++
+		if w == "the" {
+			n++
+		}
+	}
+	return n
+}
+
 // prefixText returns the shared prefix text of g's current state.
 func prefixText(g *Generator) string {
 	g.mu.Lock()
@@ -89,6 +103,7 @@ func TestGeneratorPromptsDistinctWhateverTheTokenizer(t *testing.T) {
 		{name: "letter cost no prefix", count: letterCount, spec: spread, additive: true, short: true},
 		{name: "merging neighbours", count: mergeCount, spec: spread},
 		{name: "merging neighbours with prefix", count: mergeCount, spec: withPrefix(fixed)},
+		{name: "no word counts like the", count: theCount, spec: spread},
 	}
 	const n = 400
 	for _, tc := range tests {
@@ -127,6 +142,9 @@ func TestGeneratorPromptsDistinctWhateverTheTokenizer(t *testing.T) {
 			}
 			if !tc.additive && info.ResizedItems != n {
 				t.Fatalf("info %+v: every item should be sized on its own", info)
+			}
+			if untested := tc.name == "no word counts like the"; info.NonceTested == untested {
+				t.Fatalf("info %+v: NonceTested %v, want %v", info, info.NonceTested, !untested)
 			}
 			t.Logf("info %+v, tokenizer calls %d", info, tok.calls.Load())
 		})
