@@ -366,6 +366,7 @@ func TestContent(t *testing.T) {
 		{"llmprobe-latency.json", []string{
 			"llmprobe_time_to_first_token_seconds", "llmprobe_inter_token_latency_seconds",
 			"llmprobe_time_per_output_token_seconds", "llmprobe_e2e_request_latency_seconds",
+			"llmprobe_time_to_first_content_seconds_bucket",
 			"target:vllm_time_to_first_token_seconds:p99_5m",
 			"target_probe:llmprobe_ttft_client_server_gap_seconds:p50_5m",
 		}},

@@ -139,11 +139,25 @@ func latencyDetail() *Dashboard {
 	// for most users.
 	return newDashboard("llmprobe-latency.json", "llmprobe-latency", "llmprobe / Latency detail",
 		"Latency distributions (heatmaps of the classic buckets; native histograms in a collapsed row), quantiles, "+
-			"and client (llmprobe) against server (vLLM) time to first token.",
+			"time to first content beside TTFT, and client (llmprobe) against server (vLLM) time to first token.",
 		nil,
 		section{title: "Distributions (classic buckets)", panels: classic},
 		section{title: "Distributions (native histograms)", collapsed: true, panels: native},
 		section{title: "Quantiles", panels: quantiles},
+		section{title: "Time to first content", panels: []*Panel{
+			timeseries("TTFT and time to first content p50 / p99 (5m)", "Time to the first streamed event with "+
+				"non-empty text or content (llmprobe_time_to_first_content_seconds) beside TTFT (the first event with "+
+				"a non-empty choices array, vllm bench serve's rule). They differ in chat, where the role-only chunk "+
+				"comes first: the gap is a wait that TTFT does not show and TPOT and ITL absorb. Successful requests "+
+				"that streamed text only.", "s", 24,
+				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p50_5m{%s}`, sel), "TTFT p50 "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p99_5m{%s}`, sel), "TTFT p99 "+tp),
+				q(fmt.Sprintf(`histogram_quantile(0.5, sum by (target, probe, le) `+
+					`(rate(llmprobe_time_to_first_content_seconds_bucket{%s}[5m])))`, sel), "content p50 "+tp),
+				q(fmt.Sprintf(`histogram_quantile(0.99, sum by (target, probe, le) `+
+					`(rate(llmprobe_time_to_first_content_seconds_bucket{%s}[5m])))`, sel), "content p99 "+tp),
+			).minZero(),
+		}},
 		section{title: "Client against server TTFT", panels: []*Panel{
 			timeseries("TTFT: client (llmprobe) and server (vLLM)", "Client TTFT of the probes and the server's "+
 				"own TTFT over all its traffic (vllm:time_to_first_token_seconds), p50 and p99 over 5 minutes."+join, "s", 12,

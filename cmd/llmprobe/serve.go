@@ -41,6 +41,8 @@ type serveFlags struct {
 	configFileSet   bool
 	configCheck     bool
 	target          string
+	targetName      string
+	slo, sloArgs    []string
 	model           string
 	api             string
 	engine          string
@@ -69,6 +71,12 @@ func init() {
 			BoolVar(&f.configCheck)
 		cmd.Flag("target", "Probe this one OpenAI-compatible base URL (e.g. http://vllm:8000) with the default probe, without a config file.").
 			StringVar(&f.target)
+		cmd.Flag("target.name", "Name (the target label) of --target; default: the URL's host:port and path, "+
+			"e.g. gw:8080_llama for http://gw:8080/llama.").StringVar(&f.targetName)
+		cmd.Flag("slo", "SLO of --target in milliseconds, vllm bench serve's --goodput syntax: --slo ttft:800 tpot:50 "+
+			"e2el:5000 (several pairs after one flag, or the flag repeated). Without it every successful request "+
+			"is good: goodput is the success rate and the latency SLO alerts cannot fire.").StringsVar(&f.slo)
+		cmd.Arg("slo-pairs", "More --slo KEY:VALUE pairs (the `--slo ttft:800 tpot:50` form).").StringsVar(&f.sloArgs)
 		cmd.Flag("model", "Model to request with --target (default: the first model of GET /v1/models).").StringVar(&f.model)
 		cmd.Flag("api", "API to probe with --target: completions or chat.").Default("completions").StringVar(&f.api)
 		engines := []string{"auto"}
@@ -148,6 +156,10 @@ func runServe(e *env, f *serveFlags) int {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --push.extra-label: %v\n", err)
 		return 2
 	}
+	if err := checkTargetOnlyFlags(f, src); err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %v\n", err)
+		return 2
+	}
 
 	if err := validateWebConfig(*f.web.WebConfigFile); err != nil {
 		level.Error(logger).Log("msg", "invalid --web.config.file", "file", *f.web.WebConfigFile, "err", err)
@@ -199,9 +211,9 @@ func runServe(e *env, f *serveFlags) int {
 		}
 		configYAML = func() string { return safe.Get().Redacted() }
 	case sourceTarget:
-		cfg, err := config.ForTarget(f.target, f.model, f.api)
+		cfg, err := targetConfig(f)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "llmprobe: error: --target: %v\n", err)
+			fmt.Fprintf(e.stderr, "llmprobe: error: %v\n", err)
 			return 2
 		}
 		if n, _ := engine.Parse(f.engine); n != engine.Auto { // the flag is an enum of valid names

@@ -36,6 +36,7 @@ var _ manager.Observer = (*Metrics)(nil)
 // in the protobuf exposition).
 const (
 	NameTTFT           = "llmprobe_time_to_first_token_seconds"
+	NameTTFC           = "llmprobe_time_to_first_content_seconds"
 	NameITL            = "llmprobe_inter_token_latency_seconds"
 	NameTPOT           = "llmprobe_time_per_output_token_seconds"
 	NameE2E            = "llmprobe_e2e_request_latency_seconds"
@@ -80,7 +81,7 @@ var SkipReasons = manager.SkipReasons
 // _bucket, _sum and _count).
 func Names() []string {
 	return []string{
-		NameTTFT, NameITL, NameTPOT, NameE2E, NameSendLag,
+		NameTTFT, NameTTFC, NameITL, NameTPOT, NameE2E, NameSendLag,
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo,
@@ -111,7 +112,7 @@ var outcomeIndex = func() map[prober.ErrorClass]int {
 // that exports them. Create it with New. All methods are safe for concurrent
 // use.
 type Metrics struct {
-	ttft, itl, tpot, e2e, sendLag *prometheus.HistogramVec
+	ttft, ttfc, itl, tpot, e2e, sendLag *prometheus.HistogramVec
 
 	requests      *prometheus.CounterVec
 	good          *prometheus.CounterVec
@@ -137,7 +138,7 @@ type probeKey struct{ target, probe string }
 // probeMetrics caches the labelled children of one (target, probe) so the
 // per-request path does no label lookups.
 type probeMetrics struct {
-	ttft, itl, tpot, e2e, sendLag exemplarObserver
+	ttft, ttfc, itl, tpot, e2e, sendLag exemplarObserver
 
 	requests []prometheus.Counter // indexed like outcomes
 	good     prometheus.Counter
@@ -179,6 +180,8 @@ func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		ttft: hist(NameTTFT, "Time from sending a request to the first streamed event with a non-empty choices array "+
 			"(vllm bench serve's TTFT), successful requests only.", TTFTBuckets),
+		ttfc: hist(NameTTFC, "Time from sending a request to the first streamed event with non-empty text or content "+
+			"(chat's role-only chunk does not count), successful requests that streamed text only.", TTFTBuckets),
 		itl: hist(NameITL, "Gaps between consecutive token-bearing streamed events (one observation per gap), "+
 			"successful requests only.", InterTokenLatencyBuckets),
 		tpot: hist(NameTPOT, "Time per output token after the first, (e2e - ttft) / (output_tokens - 1), "+
@@ -219,7 +222,7 @@ func New(reg prometheus.Registerer) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.ttft, m.itl, m.tpot, m.e2e, m.sendLag,
+		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
@@ -270,6 +273,7 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 	}
 	pm = &probeMetrics{
 		ttft:     obs(m.ttft),
+		ttfc:     obs(m.ttfc),
 		itl:      obs(m.itl),
 		tpot:     obs(m.tpot),
 		e2e:      obs(m.e2e),
@@ -302,7 +306,8 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 // token counts and observes its send lag (negative lags count as 0). The
 // latency histograms (TTFT, ITL, TPOT, E2E) observe successful requests
 // only: a failed request's partial timings would mix failure modes into
-// latency quantiles. Observations carry the request id as an exemplar; for
+// latency quantiles. The content TTFT (Record.TTFTText) is observed for
+// successful requests that streamed some text. Observations carry the request id as an exemplar; for
 // ITL only the request's largest gap does.
 func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	pm := m.probe(r.Target, r.Probe)
@@ -329,6 +334,9 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 
 	if r.OK() {
 		observe(pm.ttft, r.TTFT, ex)
+		if r.TTFTText > 0 {
+			observe(pm.ttfc, r.TTFTText, ex)
+		}
 		observe(pm.e2e, r.E2E, ex)
 		if tpot, ok := r.TPOT(); ok {
 			observe(pm.tpot, tpot, ex)
@@ -504,7 +512,7 @@ type partialDeleter interface {
 
 func (m *Metrics) probeVecs() []partialDeleter {
 	return []partialDeleter{
-		m.ttft, m.itl, m.tpot, m.e2e, m.sendLag,
+		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,

@@ -48,10 +48,10 @@ func verdict(good bool, violated ...string) slo.Verdict {
 // expected values in the tests below are computed by hand from it.
 func fixture() []observation {
 	obs := []observation{
-		{ // 4 tokens: TTFT 120ms, gaps 20/30/25ms, E2E 195ms, TPOT 25ms.
+		{ // 4 tokens: TTFT 120ms (text in the first event), gaps 20/30/25ms, E2E 195ms, TPOT 25ms.
 			rec: prober.Record{
 				Target: "sim", Probe: "small", RequestID: "req-1", SendLag: 200 * time.Microsecond,
-				TTFT: 120 * ms, ITL: []time.Duration{20 * ms, 30 * ms, 25 * ms}, E2E: 195 * ms,
+				TTFT: 120 * ms, TTFTText: 120 * ms, ITL: []time.Duration{20 * ms, 30 * ms, 25 * ms}, E2E: 195 * ms,
 				PromptTokens: 64, CompletionTokens: 4, Events: 4, HTTPStatus: 200,
 			},
 			good: true,
@@ -59,22 +59,22 @@ func fixture() []observation {
 		{ // TTFT violation: TTFT 900ms, gaps 40/60ms, E2E 1s, TPOT 50ms.
 			rec: prober.Record{
 				Target: "sim", Probe: "small", RequestID: "req-2", SendLag: 3 * ms,
-				TTFT: 900 * ms, ITL: []time.Duration{40 * ms, 60 * ms}, E2E: 1000 * ms,
+				TTFT: 900 * ms, TTFTText: 900 * ms, ITL: []time.Duration{40 * ms, 60 * ms}, E2E: 1000 * ms,
 				PromptTokens: 64, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
 			},
 			violated: []string{slo.NameTTFT},
 		},
-		{ // One token: no ITL, no TPOT. Negative send lag counts as 0.
+		{ // One token: no ITL, no TPOT, no text (no content TTFT). Negative send lag counts as 0.
 			rec: prober.Record{
 				Target: "sim", Probe: "small", RequestID: "req-3", SendLag: -50 * time.Microsecond,
 				TTFT: 50 * ms, E2E: 50 * ms, PromptTokens: 64, CompletionTokens: 1, Events: 1, HTTPStatus: 200,
 			},
 			good: true,
 		},
-		{ // Other probe: TPOT and E2EL violations at once.
+		{ // Other probe: TPOT and E2EL violations at once; a chat role chunk 150ms before the content.
 			rec: prober.Record{
 				Target: "sim", Probe: "large", RequestID: "req-4", SendLag: 20 * ms,
-				TTFT: 400 * ms, ITL: []time.Duration{100 * ms, 200 * ms}, E2E: 700 * ms,
+				TTFT: 400 * ms, TTFTText: 550 * ms, ITL: []time.Duration{100 * ms, 200 * ms}, E2E: 700 * ms,
 				PromptTokens: 1000, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
 			},
 			violated: []string{slo.NameTPOT, slo.NameE2EL},
@@ -88,7 +88,7 @@ func fixture() []observation {
 			Error: c, ErrorMessage: "x",
 		}
 		if c == prober.ClassStream {
-			r.TTFT, r.E2E, r.ITL = 100*ms, 300*ms, []time.Duration{200 * ms}
+			r.TTFT, r.TTFTText, r.E2E, r.ITL = 100*ms, 100*ms, 300*ms, []time.Duration{200 * ms}
 			r.PromptTokens, r.CompletionTokens, r.HTTPStatus = 64, 2, 200
 		}
 		obs = append(obs, observation{rec: r, violated: nil})
@@ -196,6 +196,8 @@ func TestHandComputed(t *testing.T) {
 		wantSum   float64
 	}{
 		{name: "ttft", v: m.ttft, probe: "small", wantCount: 3, wantSum: 0.120 + 0.900 + 0.050},
+		{name: "content ttft: requests with text", v: m.ttfc, probe: "small", wantCount: 2, wantSum: 0.120 + 0.900},
+		{name: "content ttft large", v: m.ttfc, probe: "large", wantCount: 1, wantSum: 0.550},
 		{name: "e2e", v: m.e2e, probe: "small", wantCount: 3, wantSum: 0.195 + 1.0 + 0.050},
 		{name: "tpot", v: m.tpot, probe: "small", wantCount: 2, wantSum: 0.025 + 0.050},
 		{name: "itl one per gap", v: m.itl, probe: "small", wantCount: 5, wantSum: 0.020 + 0.030 + 0.025 + 0.040 + 0.060},

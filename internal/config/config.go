@@ -513,8 +513,10 @@ func withIntegerProblems(ints []*Error, err error) error {
 }
 
 // ForTarget returns the configuration of one target probed with
-// DefaultProbe: the target is named after the URL's host:port (characters not
-// allowed in a name become _), the api is APICompletions when empty, and
+// DefaultProbe: the target is named after the URL's host:port and path
+// (http://gw:8080/llama is gw:8080_llama, so two targets on one host get
+// two names and two seeds; characters not allowed in a name become _), the
+// api is APICompletions when empty, and
 // everything else is a default. Errors name the field (base_url, api): an
 // *Error, or Errors when both are invalid.
 // Setting Name afterwards keeps the seed derived from the original name.
@@ -542,7 +544,7 @@ func nameFromURL(s string) string {
 	if err != nil || u.Host == "" {
 		return "target"
 	}
-	b := []byte(u.Host)
+	b := []byte(u.Host + strings.TrimRight(u.EscapedPath(), "/"))
 	for i, ch := range b {
 		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("_.:-", ch) >= 0) {
 			b[i] = '_'

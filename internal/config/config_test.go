@@ -636,6 +636,11 @@ func TestForTarget(t *testing.T) {
 	}{
 		{"host and port", "http://vllm:8000/", "", "", "vllm:8000", ""},
 		{"ipv6", "http://[::1]:8000", "m", "chat", "_::1_:8000", ""},
+		// The path is part of the name: two targets on one host must not
+		// share a label (or a seed).
+		{"path", "http://gw:8080/llama/", "", "", "gw:8080_llama", ""},
+		{"nested path", "https://gw/models/qwen-7b", "", "", "gw_models_qwen-7b", ""},
+		{"escaped path", "http://gw/a b", "", "", "gw_a_20b", ""},
 		{"bad scheme", "vllm:8000", "", "", "", "base_url: scheme must be http or https, got \"vllm\""},
 		{"bad api", "http://vllm:8000", "", "embeddings", "", `api: must be one of completions, chat, got "embeddings"`},
 		{"credentials", "http://u:hunter2@vllm:8000", "", "", "", "base_url: must not contain credentials (user:password@); use api_key_file or api_key_env"},

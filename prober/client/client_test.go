@@ -254,9 +254,9 @@ func TestChatMeasurement(t *testing.T) {
 	if rec.Events != 4 || len(rec.ITL) != 3 {
 		t.Errorf("events %d itl %d, want 4 and 3", rec.Events, len(rec.ITL))
 	}
-	// No usage: counted, without the role-only chunk.
-	if !rec.TokensCounted || rec.CompletionTokens != 3 {
-		t.Errorf("tokens %d counted=%v, want 3 counted", rec.CompletionTokens, rec.TokensCounted)
+	// No usage: counted, without the role-only and the finish-only chunks.
+	if !rec.TokensCounted || rec.CompletionTokens != 2 {
+		t.Errorf("tokens %d counted=%v, want 2 counted", rec.CompletionTokens, rec.TokensCounted)
 	}
 	if rec.FinishReason != "stop" || rec.Model != "override" {
 		t.Errorf("finish reason %q model %q", rec.FinishReason, rec.Model)
@@ -267,6 +267,67 @@ func TestChatMeasurement(t *testing.T) {
 	}
 	if msgs, _ := json.Marshal(p["messages"]); string(msgs) != `[{"content":"hello","role":"user"}]` {
 		t.Errorf("messages %s", msgs)
+	}
+}
+
+func TestFinishOnlyChunkIsNotAToken(t *testing.T) {
+	// A stream without usage (llama.cpp, TGI, proxies that drop
+	// stream_options): 12 tokens, then an empty chunk with finish_reason.
+	// It used to be counted as a 13th token, so TPOT was divided by 12.
+	const gap = 2 * time.Millisecond
+	tests := []struct {
+		name  string
+		api   string
+		first []part
+		token func(i int) string
+		last  string
+	}{
+		{
+			name:  "completions",
+			token: func(i int) string { return tok(fmt.Sprint(" t", i)) },
+			last:  tokFinish("", "length"),
+		},
+		{
+			name:  "chat",
+			api:   APIChat,
+			first: []part{now(chatDelta(`{"role":"assistant","content":""}`))},
+			token: func(i int) string { return chatDelta(fmt.Sprintf(`{"content":" t%d"}`, i)) },
+			last:  `data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}` + "\n\n",
+		},
+		{
+			name:  "chat, empty content with the finish",
+			api:   APIChat,
+			token: func(i int) string { return chatDelta(fmt.Sprintf(`{"content":" t%d"}`, i)) },
+			last:  `data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]}` + "\n\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parts := append([]part{}, tt.first...)
+			for i := range 12 {
+				parts = append(parts, after(gap, tt.token(i)))
+			}
+			parts = append(parts, after(gap, tt.last), now(done))
+			url, _ := startServer(t, script(parts...))
+			c := newClient(t, Options{BaseURL: url, API: tt.api})
+			req := Request{Prompt: "p", MaxTokens: 12}
+			if tt.api == APIChat {
+				req = Request{Messages: []Message{{Role: "user", Content: "p"}}, MaxTokens: 12}
+			}
+			rec := do(t, context.Background(), c, req)
+			if !rec.OK() {
+				t.Fatalf("error %s: %s", rec.Error, rec.ErrorMessage)
+			}
+			if !rec.TokensCounted || rec.CompletionTokens != 12 {
+				t.Fatalf("tokens %d counted=%v, want 12 counted", rec.CompletionTokens, rec.TokensCounted)
+			}
+			if want := len(tt.first) + 13; rec.Events != want || len(rec.ITL) != want-1 {
+				t.Errorf("events %d, ITL %d: want %d events (the finish-only chunk is still an event)", rec.Events, len(rec.ITL), want)
+			}
+			if tpot, ok := rec.TPOT(); !ok || tpot != (rec.E2E-rec.TTFT)/11 {
+				t.Errorf("TPOT %v, want (E2E - TTFT) / 11 = %v", tpot, (rec.E2E-rec.TTFT)/11)
+			}
+		})
 	}
 }
 
@@ -311,6 +372,11 @@ func TestStreamShapes(t *testing.T) {
 			name:       "continuous usage stats: last usage wins",
 			parts:      []part{now(`data: {"choices":[{"text":"a"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}` + "\n\n"), now(`data: {"choices":[{"text":"b"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\n\n"), now(done)},
 			wantEvents: 2, wantTokens: 2,
+		},
+		{
+			name:       "finish-only chunk is not a token",
+			parts:      []part{now(tok("a")), now(tok("b")), now(tokFinish("", "length")), now(done)},
+			wantEvents: 3, wantTokens: 2, wantCount: true, wantFinish: "length",
 		},
 		{
 			name:       "empty-text token event still counts (special token)",

@@ -149,8 +149,10 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 		rec.TTFTText = since
 	}
 	// Without usage, output tokens are counted one per token event, except
-	// chat's role-only chunk (a role and no content), which carries none.
-	if !m.chat || !c.hasRole || c.hasText {
+	// chat's role-only chunk (a role and no content) and the finish-only
+	// chunk (no text or content, a finish_reason), which carry none. The
+	// events still count for TTFT, ITL and E2E (vLLM's rule).
+	if c.hasText || !(m.chat && c.hasRole) && !c.hasFinish {
 		m.counted++
 	}
 	if c.hasFinish && (c.finishEscaped || string(c.finish) != rec.FinishReason) {

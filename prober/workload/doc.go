@@ -6,7 +6,10 @@
 // target's own tokenizer: the server's POST /tokenize when it has one
 // (ServerTokenizer), otherwise an estimate calibrated from the server's
 // usage.prompt_tokens (Calibrate). The sizing method is reported for the
-// run's fingerprint (Info.Method). Every length is bounded (MaxLength), and
+// run's fingerprint (Info.Method). Every prompt begins, after the shared
+// prefix, with the item's nonce, so no two items of a run share more than
+// the prefix whatever the tokenizer (Generator.DistinctPrompts counts the
+// distinct prompts served). Every length is bounded (MaxLength), and
 // the Generator's prompt cache is held within a byte budget
 // (DefaultCacheBudget, least recently used evicted first).
 //

@@ -150,7 +150,7 @@ func TestGeneratorCachesTokenizerCalls(t *testing.T) {
 	if tok.calls.Load() != built {
 		t.Fatalf("tokenizer called %d more times for 1000 cached items", tok.calls.Load()-built)
 	}
-	// Salting: every prompt distinct, all share the prefix, all exact.
+	// Nonces: every prompt distinct, all share the prefix, all exact.
 	seen := map[string]bool{}
 	prefix := its[0].Prompt[:strings.Index(its[0].Prompt, " ")]
 	for _, it := range its {
@@ -162,8 +162,8 @@ func TestGeneratorCachesTokenizerCalls(t *testing.T) {
 			t.Fatalf("item %d: prefix or count wrong: %d tokens", it.Index, it.PromptTokens)
 		}
 	}
-	if info := g.Info(); info.Prompts != 1 || info.Unsalted != 0 || info.Inexact != 0 {
-		t.Fatalf("info %+v, want one salted exact base prompt", info)
+	if info := g.Info(); info.Prompts != 1 || info.Resized != 0 || info.Inexact != 0 || info.DistinctPrompts != 1000 {
+		t.Fatalf("info %+v, want one exact base prompt taking nonces, 1000 distinct prompts", info)
 	}
 }
 
@@ -258,26 +258,6 @@ func TestGeneratorDeterministic(t *testing.T) {
 		if err != nil || it.Index != int64(i) || it.InputTokens != in || it.OutputTokens != out || in != a[i].InputTokens || out != a[i].OutputTokens {
 			t.Fatalf("Next %d = %+v, %v; lengths (%d, %d)", i, it, err, in, out)
 		}
-	}
-}
-
-func TestGeneratorUnsaltableTokenizer(t *testing.T) {
-	tok := &funcTok{count: letterCount}
-	g := newGen(t, Spec{InputTokens: Fixed(80), OutputTokens: Fixed(8)}, 5)
-	its := items(t, g, tok, 200)
-	distinct := map[string]bool{}
-	for _, it := range its {
-		if letterCount(it.Prompt) != it.PromptTokens {
-			t.Fatalf("item %d counts %d, says %d", it.Index, letterCount(it.Prompt), it.PromptTokens)
-		}
-		distinct[it.Prompt] = true
-	}
-	info := g.Info()
-	if info.Unsalted == 0 {
-		t.Fatalf("info %+v: salting with this tokenizer should be refused", info)
-	}
-	if len(distinct) < 2 || len(distinct) > unsaltedPool {
-		t.Fatalf("%d distinct prompts, want 2..%d from the unsalted pool", len(distinct), unsaltedPool)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
@@ -72,7 +73,24 @@ func TestAgainstSimulator(t *testing.T) {
 					t.Fatalf("item %d: server usage.prompt_tokens %d, item %d", i, out.Usage.PromptTokens, it.PromptTokens)
 				}
 			}
-			if info := g.Info(); info.Method != workload.MethodServerTokenize || info.Unsalted != 0 || info.PrefixTokens != 32 {
+			// The simulator's tokenizer: every prompt distinct beyond the
+			// prefix (32 words, one token each), from its first words on.
+			seen := map[string]int64{}
+			for i := range int64(400) {
+				it, err := g.At(context.Background(), tok, i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				words := strings.Fields(it.Prompt)
+				start := strings.Join(words[32:32+8], " ")
+				if j, dup := seen[start]; dup {
+					t.Fatalf("items %d and %d share their first 8 words after the prefix: %q", j, i, start)
+				}
+				seen[start] = i
+			}
+			info := g.Info()
+			if info.Method != workload.MethodServerTokenize || info.Resized != 0 || info.ResizedItems != 0 || info.PrefixTokens != 32 ||
+				info.NonceWords != 8 || info.DistinctPrompts != 400 || g.DistinctPrompts() != 400 {
 				t.Fatalf("info %+v", info)
 			}
 			if tok.MaxModelLen() <= 0 {

@@ -95,17 +95,6 @@ wealth weapon weekly weight window winner winter within wonder worker
 writer yellow
 `)
 
-// wordsByLen groups wordList by byte length, for salting: a salt word
-// replaces a word of the same length, so the prompt keeps its length in
-// bytes (and, with these words, its token count in common tokenizers).
-var wordsByLen = func() map[int][]string {
-	m := map[int][]string{}
-	for _, w := range wordList {
-		m[len(w)] = append(m[len(w)], w)
-	}
-	return m
-}()
-
 // fillerWords replace the last word of a prompt when adding that word
 // overshoots the target token count: short words likely to be a single
 // token, tried in this order, repeated as often as tokens are missing.

@@ -1,0 +1,239 @@
+package workload
+
+import (
+	"context"
+	"math/bits"
+	"sort"
+	"strings"
+)
+
+// Nonces: every item's prompt begins, after the shared prefix, with its
+// nonce: the item's index under a seeded permutation, written in base B
+// with words of the alphabet (least significant digit first), so that no
+// two items of a run share more than the prefix and a common start of
+// their nonces.
+const (
+	// maxAlphabet is the largest nonce alphabet: with 64 words a full
+	// nonce is eight words. The first 64 words of the list (the shortest,
+	// one token in common vocabularies) are tried first, as one group.
+	maxAlphabet = 64
+	// alphabetCalls bounds the tokenizer calls spent testing the alphabet
+	// (about two when every candidate passes).
+	alphabetCalls = 48
+	// nonceBits: a full nonce numbers at least 2^48 items, so items whose
+	// indices differ by less than that have distinct nonces (a sweep's
+	// indices stay below 2^42).
+	nonceBits = 48
+	// nonceWord is the reference word: the alphabet is the words the
+	// tokenizer counts as it (the overhead is measured as Count("the") -
+	// 1, so it is one token), and a base prompt's placeholder nonce is it
+	// repeated.
+	nonceWord = "the"
+)
+
+// alphabet is the nonce's digit words for one tokenizer and prefix.
+type alphabet struct {
+	words  []string // distinct, no spaces
+	full   int      // words of a full nonce: the smallest d with len(words)^d >= 2^48
+	tested bool     // false: untested words (no two passed), every length resized
+	maxLen int      // bytes of the longest word
+	keys   [3]uint64
+}
+
+// buildAlphabet tests the word list, in order, for words that the
+// tokenizer counts as nonceWord right after the prefix: a group of g
+// candidates passes when it counts as g copies of nonceWord (with
+// additive counts of at least one token a word, every word of it is then
+// one token). Groups start at 64 words (two calls when the first 64
+// pass), halve on a failure and double on a pass; at most alphabetCalls
+// calls are spent.
+func (st *cacheState) buildAlphabet(ctx context.Context) error {
+	compose := func(words []string) string {
+		body := strings.Join(words, " ")
+		if st.prefixText == "" {
+			return body
+		}
+		return st.prefixText + " " + body
+	}
+	ref := map[int]int{} // count of g copies of nonceWord
+	var words []string
+	calls, pos, g := 0, 0, maxAlphabet
+	for pos < len(wordList) && len(words) < maxAlphabet && calls < alphabetCalls {
+		g = 1 << (bits.Len(uint(min(g, maxAlphabet-len(words), len(wordList)-pos))) - 1) // a power of two
+		want, ok := ref[g]
+		if !ok {
+			c, err := st.count(ctx, compose(strings.Fields(strings.Repeat(nonceWord+" ", g))))
+			if err != nil {
+				return err
+			}
+			calls++
+			ref[g], want = c, c
+		}
+		group := wordList[pos : pos+g]
+		c, err := st.count(ctx, compose(group))
+		if err != nil {
+			return err
+		}
+		calls++
+		switch {
+		case c == want:
+			words = append(words, group...)
+			pos += g
+			g *= 2
+		case g == 1:
+			pos++
+		default:
+			g /= 2
+		}
+	}
+	a := &alphabet{words: words, tested: len(words) >= 2}
+	if !a.tested {
+		a.words = wordList[:maxAlphabet]
+	}
+	for c := uint64(1); c < 1<<nonceBits; c *= uint64(len(a.words)) {
+		a.full++
+	}
+	for _, w := range a.words {
+		a.maxLen = max(a.maxLen, len(w))
+	}
+	for r := range a.keys {
+		a.keys[r] = derive(st.g.seed, tagPrompt, uint64(r))
+	}
+	st.alpha = a
+	return nil
+}
+
+// placeholder returns the base prompts' nonce of w words.
+func (a *alphabet) placeholder(w int) string {
+	return strings.TrimSuffix(strings.Repeat(nonceWord+" ", w), " ")
+}
+
+// capacity returns the number of distinct nonces of w words (w <= a.full,
+// so at most 2^48 times the alphabet's size, below 2^63).
+func (a *alphabet) capacity(w int) uint64 {
+	c := uint64(1)
+	for range w {
+		c *= uint64(len(a.words))
+	}
+	return c
+}
+
+// value returns item i's nonce value for a nonce of w words: i modulo the
+// capacity, permuted.
+func (a *alphabet) value(i uint64, w int) uint64 {
+	c := a.capacity(w)
+	if c <= 1 {
+		return 0
+	}
+	return a.permute(i%c, c)
+}
+
+// permute is a seeded bijection of [0, c): a bijection of the m-bit
+// integers (add a key, xorshift, multiply by an odd constant, three
+// rounds) walked until it lands below c (less than two rounds on average,
+// since 2^m < 2c).
+func (a *alphabet) permute(x, c uint64) uint64 {
+	m := uint(bits.Len64(c - 1))
+	mask := uint64(1)<<m - 1
+	for {
+		for r, k := range a.keys {
+			x = (x + k) & mask
+			x ^= x >> ((m + 1) / 2)
+			x = (x * (0x9e3779b97f4a7c15 + 2*uint64(r))) & mask
+		}
+		if x < c {
+			return x
+		}
+	}
+}
+
+// writeNonce writes the w words of the nonce of value v.
+func (a *alphabet) writeNonce(b *strings.Builder, v uint64, w int) {
+	n := uint64(len(a.words))
+	for j := range w {
+		if j > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(a.words[v%n])
+		v /= n
+	}
+}
+
+// nonce returns the w words of the nonce of value v.
+func (a *alphabet) nonce(v uint64, w int) string {
+	var b strings.Builder
+	a.writeNonce(&b, v, w)
+	return b.String()
+}
+
+// Bounds of the served-item tracking behind DistinctPrompts.
+const (
+	maxServedSpans = 4096
+	maxShortNonces = 1 << 16
+)
+
+// servedSet is what a cacheState has served: item indices as sorted,
+// disjoint ranges, and the (target, nonce value) pairs of shortened
+// nonces.
+type servedSet struct {
+	spans []indexSpan
+	short map[shortKey]struct{}
+}
+
+type indexSpan struct{ lo, hi int64 }
+
+type shortKey struct {
+	target int
+	v      uint64
+}
+
+// add records index i and reports whether it is new. When the ranges are
+// at their bound, a new index that extends none is reported new and not
+// recorded.
+func (s *servedSet) add(i int64) bool {
+	k := sort.Search(len(s.spans), func(j int) bool { return s.spans[j].hi >= i })
+	if k < len(s.spans) && s.spans[k].lo <= i {
+		return false
+	}
+	left := k > 0 && s.spans[k-1].hi == i-1
+	right := k < len(s.spans) && s.spans[k].lo == i+1
+	switch {
+	case left && right:
+		s.spans[k-1].hi = s.spans[k].hi
+		s.spans = append(s.spans[:k], s.spans[k+1:]...)
+	case left:
+		s.spans[k-1].hi = i
+	case right:
+		s.spans[k].lo = i
+	case len(s.spans) < maxServedSpans:
+		s.spans = append(s.spans, indexSpan{})
+		copy(s.spans[k+1:], s.spans[k:])
+		s.spans[k] = indexSpan{i, i}
+	}
+	return true
+}
+
+// served counts item i, built from e with nonce value v, in the
+// generator's DistinctPrompts and ShortNonceItems.
+func (st *cacheState) served(i int64, e *entry, v uint64) {
+	g := st.g
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.seen.add(i) {
+		return
+	}
+	if e.width == st.alpha.full {
+		g.distinct.Add(1)
+		return
+	}
+	g.shortItems.Add(1)
+	k := shortKey{e.target, v}
+	if _, dup := st.seen.short[k]; dup || len(st.seen.short) >= maxShortNonces {
+		return
+	}
+	if st.seen.short == nil {
+		st.seen.short = map[shortKey]struct{}{}
+	}
+	st.seen.short[k] = struct{}{}
+	g.distinct.Add(1)
+}
