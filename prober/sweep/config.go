@@ -91,7 +91,8 @@ type Config struct {
 	// FreshPrefix draws a new shared prefix for every step (with
 	// Workload.PrefixTokens > 0), so steps do not warm each other's cache.
 	FreshPrefix bool
-	// SavePrompts writes prompt text into records.jsonl.
+	// SavePrompts hands each request's prompt text to the RecordSink
+	// (StepRecord.Prompt; records.jsonl with --save-prompts).
 	SavePrompts bool
 
 	// Rates are the open-loop rates in req/s (+Inf: a burst step); Auto

@@ -141,6 +141,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		cores = float64(cpu1-cpu0) / float64(dur)
 	}
 	st.Validity = Judge(st.Stats, cores, idle, st.Interrupted, r.validityOptions())
+	st.Stats.sendLagsMS = nil // only Judge needs them; the Result keeps every step
 	r.steps = append(r.steps, st)
 	r.fp.Steps = append(r.fp.Steps, fingerprint.StepWindow{Index: idx, Label: label, Start: st.Start, End: st.End, Requests: st.Stats.Requests})
 	r.obs.StepDone(st)
