@@ -20,8 +20,7 @@ import (
 //
 // Memory grows with the number of requests and ITL gaps, not with strings
 // or Records; a 200,000-request step with 16 output tokens holds about
-// 50 MB (BenchmarkStep200k). Add and Stats are safe for concurrent use; Stats covers the Records
-// added before it.
+// 50 MB (BenchmarkStep200k). Add is safe for concurrent use.
 type StatsAccumulator struct {
 	o StatsOptions
 
@@ -43,6 +42,7 @@ type StatsAccumulator struct {
 	durFirst, durLast     time.Time
 	minE2E                time.Duration
 	window                time.Duration
+	spent                 bool // Stats was called
 }
 
 // reqSample is what the statistics need of one request.
@@ -159,10 +159,12 @@ func (a *StatsAccumulator) Len() int {
 	return a.n
 }
 
-// Stats computes the statistics of the Records added so far. duration, when
-// positive, is the step's benchmark duration and replaces the options'
-// Duration (zero: derived from the records, earliest intended send to
-// latest end).
+// Stats computes the statistics of the Records added, once they all are:
+// it releases the samples as it goes (so that the step's peak memory is not
+// their copy on top of them), so it may be called only once, after the
+// last Add (a second call panics). duration, when positive, is the step's
+// benchmark duration and replaces the options' Duration (zero: derived
+// from the records, earliest intended send to latest end).
 func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -177,6 +179,11 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		Requests:      a.n,
 		Good:          a.good,
 	}
+	if a.spent {
+		panic("sweep: StatsAccumulator.Stats called twice")
+	}
+	a.spent = true
+	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.peaks()
 	var ttft, ttftText, tpot, e2el, e2elSched []float64
 	lag, queue, inLens, reqOut := floats(a.n), floats(a.n), floats(a.n), floats(a.n)
 	outLens, itl := floats(a.n), floats(a.itl.len())
@@ -232,16 +239,19 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
 		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
 	}
-	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.peaks()
 	a.kneeFigures(&s, dur, o)
 
-	seed := o.Seed
-	lat := func(xs []float64) Latency {
-		seed++
-		return summarizeLatency(xs, o.Percentiles, o.BootstrapIters, seed)
+	// The samples are in the arrays now: release them before the
+	// summaries copy and sort the largest array (ITL) again.
+	a.samples, a.itl = chunked[reqSample]{}, chunked[time.Duration]{}
+	// Each metric's bootstrap seed: o.Seed+1 for TTFT, +2 TPOT, +3 ITL, ...
+	lat := func(xs []float64, k uint64) Latency {
+		return summarizeLatency(xs, o.Percentiles, o.BootstrapIters, o.Seed+k)
 	}
-	s.TTFT, s.TPOT, s.ITL, s.E2EL = lat(ttft), lat(tpot), lat(itl), lat(e2el)
-	s.TTFTText, s.SendLag, s.QueueTime, s.E2ELFromScheduled = lat(ttftText), lat(lag), lat(queue), lat(e2elSched)
+	s.ITL = lat(itl, 3)
+	itl = nil
+	s.TTFT, s.TPOT, s.E2EL = lat(ttft, 1), lat(tpot, 2), lat(e2el, 4)
+	s.TTFTText, s.SendLag, s.QueueTime, s.E2ELFromScheduled = lat(ttftText, 5), lat(lag, 6), lat(queue, 7), lat(e2elSched, 8)
 	s.sendLagsMS = lag
 
 	s.ScheduledRate = spanRateOf(a.schedFirst, a.schedLast, a.schedN)
