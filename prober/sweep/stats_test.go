@@ -272,6 +272,7 @@ func TestAccumulatorMatchesReference(t *testing.T) {
 	sl := slo.SLO{TTFT: 200 * time.Millisecond, TPOT: 30 * time.Millisecond, E2EL: time.Second}
 	f("none", 0, StatsOptions{})
 	f("few requests: bootstrap CIs", 40, StatsOptions{SLO: sl, Seed: 3})
+	f("a handful: ITL bootstrap too", 6, StatsOptions{SLO: sl, Seed: 5, Percentiles: []float64{75}})
 	f("open loop with a window", 500, StatsOptions{SLO: sl, Percentiles: []float64{75, 99.9}, RequestedRate: 140,
 		Start: t0, Window: 3 * time.Second, Duration: 4 * time.Second})
 	f("open loop, window from the schedule", 500, StatsOptions{RequestedRate: 140, Start: t0, Seed: 9})
