@@ -3,13 +3,11 @@ package sweep
 import (
 	"maps"
 	"math"
-	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
 // StatsAccumulator computes a step's statistics from its Records fed one at
@@ -250,9 +248,7 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	lat := func(xs []float64, k uint64) Latency {
 		return summarizeLatency(xs, o.Percentiles, o.BootstrapIters, o.Seed+k)
 	}
-	// ITL pools every gap of the step (millions): summarized in place
-	// rather than copied twice more.
-	s.ITL = summarizeLatencyInPlace(itl, o.Percentiles, o.BootstrapIters, o.Seed+3)
+	s.ITL = lat(itl, 3)
 	itl = nil
 	s.TTFT, s.TPOT, s.E2EL = lat(ttft, 1), lat(tpot, 2), lat(e2el, 4)
 	s.TTFTText, s.SendLag, s.QueueTime, s.E2ELFromScheduled = lat(ttftText, 5), lat(lag, 6), lat(queue, 7), lat(e2elSched, 8)
@@ -278,44 +274,6 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	check("tpot", o.SLO.TPOT, s.TPOT)
 	check("e2el", o.SLO.E2EL, s.E2EL)
 	return s
-}
-
-// summarizeLatencyInPlace is summarizeLatency for a large sample it may
-// reorder: the same Latency (stats.Summarize's mean, std, median and
-// percentiles, bit for bit: TestAccumulatorMatchesReference), with one
-// scratch array instead of two, then xs sorted in place.
-func summarizeLatencyInPlace(xs, ps []float64, iters int, seed uint64) Latency {
-	n := len(xs)
-	l := Latency{P99Reliable: !stats.P99Unreliable(n)}
-	if !l.P99Reliable && n > 0 {
-		if ci, err := stats.BootstrapCI(xs, 99, 0.95, iters, seed); err == nil {
-			l.P99CI = &ci
-		}
-	}
-	l.N, l.Mean = n, stats.Mean(xs)
-	if n > 0 {
-		d := make([]float64, n) // as stats.Std
-		for i, x := range xs {
-			d[i] = (x - l.Mean) * (x - l.Mean)
-		}
-		l.Std = math.Sqrt(stats.Sum(d) / float64(n))
-	}
-	slices.Sort(xs)
-	switch {
-	case n == 0:
-	case n%2 == 1:
-		l.Median = xs[n/2]
-	default:
-		l.Median = (xs[n/2-1] + xs[n/2]) / 2
-	}
-	if n > 0 {
-		l.P50, l.P90, l.P99 = stats.PercentileSorted(xs, 50), stats.PercentileSorted(xs, 90), stats.PercentileSorted(xs, 99)
-		l.Min, l.Max = xs[0], xs[n-1]
-	}
-	for _, p := range ps {
-		l.Percentiles = append(l.Percentiles, stats.Quantile{P: p, Value: stats.PercentileSorted(xs, p), Reliable: stats.Reliable(n, p)})
-	}
-	return l
 }
 
 // floats returns an empty slice with room for n values (nil for none).
