@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -20,7 +21,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -183,7 +187,8 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 }
 
 // buildSweepConfig turns the flags into a validated sweep.Config. Errors are
-// *sweep.FlagError (exit 2) unless reading a file failed.
+// *flagError or *sweep.FieldError (exit 2; sweepErrorText names the flag)
+// unless reading a file failed.
 func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	c := sweep.Config{
 		Target:       strings.TrimRight(f.target, "/"),
@@ -218,48 +223,48 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		c.Duration = f.duration
 	}
 	if f.numPrompts < 0 {
-		return c, &sweep.FlagError{Flag: "num-prompts", Err: fmt.Errorf("must be >= 1, got %d", f.numPrompts)}
+		return c, &flagError{flag: "num-prompts", err: fmt.Errorf("must be >= 1, got %d", f.numPrompts)}
 	}
 	if start := strings.TrimSpace(f.autoStart); !strings.EqualFold(start, "probe") {
 		v, err := strconv.ParseFloat(start, 64)
 		if err != nil || !(v > 0) || math.IsInf(v, 0) {
-			return c, &sweep.FlagError{Flag: "auto-start", Err: fmt.Errorf("must be probe or a rate > 0 in req/s, got %q", f.autoStart)}
+			return c, &flagError{flag: "auto-start", err: fmt.Errorf("must be probe or a rate > 0 in req/s, got %q", f.autoStart)}
 		}
 		c.Search.Start = v
 	}
 	if f.autoMaxSteps < 1 {
-		return c, &sweep.FlagError{Flag: "auto-max-steps", Err: fmt.Errorf("must be >= 1, got %d", f.autoMaxSteps)}
+		return c, &flagError{flag: "auto-max-steps", err: fmt.Errorf("must be >= 1, got %d", f.autoMaxSteps)}
 	}
 	if !(f.autoTolerance > 0 && f.autoTolerance < 1) {
-		return c, &sweep.FlagError{Flag: "auto-tolerance", Err: fmt.Errorf("must be in (0, 1), got %v", f.autoTolerance)}
+		return c, &flagError{flag: "auto-tolerance", err: fmt.Errorf("must be in (0, 1), got %v", f.autoTolerance)}
 	}
 	if f.maxSendLag <= 0 {
-		return c, &sweep.FlagError{Flag: "max-send-lag", Err: fmt.Errorf("must be > 0, got %s", f.maxSendLag)}
+		return c, &flagError{flag: "max-send-lag", err: fmt.Errorf("must be > 0, got %s", f.maxSendLag)}
 	}
 	if !(f.maxClientCPU > 0) {
-		return c, &sweep.FlagError{Flag: "max-client-cpu", Err: fmt.Errorf("must be > 0, got %v", f.maxClientCPU)}
+		return c, &flagError{flag: "max-client-cpu", err: fmt.Errorf("must be > 0, got %v", f.maxClientCPU)}
 	}
 	if !(f.maxErrorRate > 0 && f.maxErrorRate <= 1) {
-		return c, &sweep.FlagError{Flag: "max-error-rate", Err: fmt.Errorf("must be in (0, 1], got %v", f.maxErrorRate)}
+		return c, &flagError{flag: "max-error-rate", err: fmt.Errorf("must be in (0, 1], got %v", f.maxErrorRate)}
 	}
 	if c.Target != "" && !strings.HasPrefix(c.Target, "http://") && !strings.HasPrefix(c.Target, "https://") {
-		return c, &sweep.FlagError{Flag: "target", Err: fmt.Errorf("must be an http:// or https:// URL, got %q", f.target)}
+		return c, &flagError{flag: "target", err: fmt.Errorf("must be an http:// or https:// URL, got %q", f.target)}
 	}
 
 	// Workload.
 	var err error
 	if f.workloadFile != "" {
 		if f.inputSet || f.outputSet || f.rangeSet {
-			return c, &sweep.FlagError{Flag: "workload", Err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
+			return c, &flagError{flag: "workload", err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
 		}
 		b, rerr := os.ReadFile(f.workloadFile)
 		if rerr != nil {
-			return c, &sweep.FlagError{Flag: "workload", Err: rerr}
+			return c, &flagError{flag: "workload", err: rerr}
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
 		if derr := dec.Decode(&c.Workload); derr != nil && !errors.Is(derr, io.EOF) {
-			return c, &sweep.FlagError{Flag: "workload", Err: fmt.Errorf("%s: %w", f.workloadFile, derr)}
+			return c, &flagError{flag: "workload", err: fmt.Errorf("%s: %w", f.workloadFile, derr)}
 		}
 		if f.prefixLen != 0 {
 			c.Workload.PrefixTokens = f.prefixLen
@@ -275,7 +280,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	// Load.
 	switch {
 	case f.ratesSet && f.concurrencySet:
-		return c, &sweep.FlagError{Flag: "concurrency", Err: errors.New("give --rates or --concurrency, not both (use --rates with --max-concurrency for an open loop with a cap)")}
+		return c, &flagError{flag: "concurrency", err: errors.New("give --rates or --concurrency, not both (use --rates with --max-concurrency for an open loop with a cap)")}
 	case f.concurrencySet:
 		if c.Concurrency, err = sweep.ParseConcurrency(f.concurrency); err != nil {
 			return c, err
@@ -294,7 +299,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		return c, err
 	}
 	if len(f.goodputArgs) > 0 && len(f.goodput) == 0 {
-		return c, &sweep.FlagError{Flag: "goodput", Err: fmt.Errorf("unexpected argument %q (KEY:VALUE pairs follow --goodput)", f.goodputArgs[0])}
+		return c, &flagError{flag: "goodput", err: fmt.Errorf("unexpected argument %q (KEY:VALUE pairs follow --goodput)", f.goodputArgs[0])}
 	}
 	if c.SLO, err = sweep.ParseGoodput(append(append([]string{}, f.goodput...), f.goodputArgs...)); err != nil {
 		return c, err
@@ -305,7 +310,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	if f.apiKeyFile != "" {
 		b, rerr := os.ReadFile(f.apiKeyFile)
 		if rerr != nil {
-			return c, &sweep.FlagError{Flag: "api-key-file", Err: fmt.Errorf("read: %w", rerr)}
+			return c, &flagError{flag: "api-key-file", err: fmt.Errorf("read: %w", rerr)}
 		}
 		c.APIKey = config.Secret(strings.TrimSpace(string(b)))
 	}
@@ -333,8 +338,8 @@ func sweepHelp() string {
 func runSweep(e *env, f *sweepFlags) int {
 	cfg, err := buildSweepConfig(f)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), string(cfg.APIKey))))
-		if sweep.IsFlagError(err) {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(sweepErrorText(err), string(cfg.APIKey))))
+		if isSweepFlagError(err) {
 			return 2
 		}
 		return 1
@@ -354,17 +359,19 @@ func runSweep(e *env, f *sweepFlags) int {
 		cfg.ReferenceCapacity = embeddedCapacity(cfg.Workload)
 		level.Info(e.logger).Log("msg", "no --target given: sweeping the built-in vLLM simulator (in-process)", "url", url)
 	}
-	res, err := sweep.Run(e.ctx, cfg, sweep.Options{
+	obs := &sweepObserver{stdout: e.stdout, logger: e.logger}
+	if !f.noProgress {
+		obs.stderr = e.stderr
+	}
+	res, err := rundir.Run(e.ctx, cfg, rundir.Options{
 		Logger:   e.logger,
 		Args:     append([]string{"llmprobe"}, e.args...),
 		Help:     sweepHelp(),
-		Stdout:   e.stdout,
-		Stderr:   e.stderr,
-		Progress: !f.noProgress,
+		Observer: obs,
 	})
 	if err != nil {
-		msg := fingerprint.RedactSecrets(err.Error(), string(cfg.APIKey))
-		if sweep.IsFlagError(err) {
+		msg := fingerprint.RedactSecrets(sweepErrorText(err), string(cfg.APIKey))
+		if isSweepFlagError(err) {
 			// Refused before any load (e.g. the lengths exceed the model's
 			// max_model_len): one line naming the flag, exit 2.
 			fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(msg))
@@ -385,6 +392,127 @@ func runSweep(e *env, f *sweepFlags) int {
 		return 130
 	}
 	return 0
+}
+
+// flagError is a command-line error that names the flag at fault; the CLI
+// prints it as one line and exits 2.
+type flagError struct {
+	flag string
+	err  error
+}
+
+// Error formats the error as "--flag: reason".
+func (e *flagError) Error() string { return "--" + e.flag + ": " + e.err.Error() }
+
+// Unwrap returns the reason.
+func (e *flagError) Unwrap() error { return e.err }
+
+// sweepFieldFlags maps the sweep.Config fields that sweep.FieldError names
+// to the flags that set them.
+var sweepFieldFlags = map[string]string{
+	"API":                              "api",
+	"Arrival":                          "arrival",
+	"Burstiness":                       "burstiness",
+	"Concurrency":                      "concurrency",
+	"Duration":                         "duration",
+	"FreshPrefix":                      "fresh-prefix",
+	"IdleTimeout":                      "idle-timeout",
+	"MaxConcurrency":                   "max-concurrency",
+	"Metadata":                         "metadata",
+	"MetricsInterval":                  "metrics-interval",
+	"MinPrompts":                       "min-prompts",
+	"NumPrompts":                       "num-prompts",
+	"OutDir":                           "out",
+	"Percentiles":                      "percentiles",
+	"Rates":                            "rates",
+	"Rounds":                           "rounds",
+	"SLO":                              "goodput",
+	"Search.MaxSteps":                  "auto-max-steps",
+	"Search.Start":                     "auto-start",
+	"Search.Tolerance":                 "auto-tolerance",
+	"StallTimeout":                     "stall-timeout",
+	"TTFTTimeout":                      "ttft-timeout",
+	"Timeout":                          "timeout",
+	"Validity.MaxErrorRate":            "max-error-rate",
+	"Validity.MaxSendLag":              "max-send-lag",
+	"Warmups":                          "warmups",
+	"Workload":                         "workload",
+	"Workload.InputTokens":             "input-len",
+	"Workload.InputTokens.RangeRatio":  "range-ratio",
+	"Workload.OutputTokens":            "output-len",
+	"Workload.OutputTokens.RangeRatio": "range-ratio",
+	"Workload.PrefixTokens":            "prefix-len",
+}
+
+// isSweepFlagError reports whether err names a flag (a *flagError or a
+// *sweep.FieldError): a usage error, exit 2.
+func isSweepFlagError(err error) bool {
+	var fe *flagError
+	return errors.As(err, &fe) || sweep.IsFieldError(err)
+}
+
+// sweepErrorText is err's message, a *sweep.FieldError in it as
+// "--flag: reason" (the field's flag; a field without one keeps its name).
+func sweepErrorText(err error) string {
+	var fe *sweep.FieldError
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	flag, ok := sweepFieldFlags[fe.Field]
+	if !ok {
+		return err.Error()
+	}
+	return strings.Replace(err.Error(), fe.Error(), "--"+flag+": "+fe.Err.Error(), 1)
+}
+
+// sweepObserver prints a progress bar per step on stderr (nil: none) and
+// the final table on stdout.
+type sweepObserver struct {
+	sweep.NopObserver
+	stdout, stderr io.Writer
+	logger         log.Logger
+
+	mu   sync.Mutex
+	prog *report.Progress
+}
+
+// StepStarted implements sweep.Observer.
+func (o *sweepObserver) StepStarted(st *sweep.Step, planned int) {
+	if o.stderr == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.prog = report.NewProgress(o.stderr, planned, st.Label)
+}
+
+// RequestDone implements sweep.Observer.
+func (o *sweepObserver) RequestDone(*sweep.Step, *prober.Record) {
+	o.mu.Lock()
+	p := o.prog
+	o.mu.Unlock()
+	if p != nil {
+		p.Add(1)
+	}
+}
+
+// StepDone implements sweep.Observer.
+func (o *sweepObserver) StepDone(*sweep.Step) {
+	o.mu.Lock()
+	p := o.prog
+	o.prog = nil
+	o.mu.Unlock()
+	if p != nil {
+		p.Finish()
+	}
+}
+
+// SweepDone implements sweep.Observer: the final table.
+func (o *sweepObserver) SweepDone(res *sweep.Result) {
+	fmt.Fprintln(o.stdout)
+	if err := report.WriteTable(o.stdout, rundir.ReportSweep(res)); err != nil {
+		level.Error(o.logger).Log("msg", "cannot print the result table", "err", err)
+	}
 }
 
 // embeddedCapacity is the built-in simulator's capacity (req/s) for a

@@ -60,6 +60,25 @@ func TestSweepBadFlags(t *testing.T) {
 	}
 }
 
+// TestSweepRefusedByTarget checks that an error the sweep's preflight
+// names by Config field (the workload does not fit max_model_len) reaches
+// the user as one line naming the flag, exit 2, before any run directory.
+func TestSweepRefusedByTarget(t *testing.T) {
+	url, _ := simtest.Start(t, simulator.DefaultConfig())
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "1", "--num-prompts", "1",
+		"--input-len", "9000", "--output-len", "4", "--out", out, "--no-progress", "--log.level", "warn"}, &stdout, &stderr)
+	want := "llmprobe: error: --input-len: --input-len 9000 + --output-len 4 = 9004 tokens per request, " +
+		"more than the model's max_model_len 8192 (from GET /v1/models): lower them\n"
+	if code != 2 || stderr.String() != want {
+		t.Errorf("exit code %d, stderr %q; want 2 and %q", code, stderr.String(), want)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("out dir holds %d entries", len(entries))
+	}
+}
+
 func TestSweepCommand(t *testing.T) {
 	cfg := simulator.DefaultConfig()
 	cfg.StepBase = time.Millisecond

@@ -45,21 +45,26 @@ const (
 	DefaultAutoTolerance   = 0.05
 )
 
-// FlagError is a configuration error that names the flag at fault. The CLI
-// prints it as one line and exits 2.
-type FlagError struct {
-	Flag string
-	Err  error
+// FieldError is a configuration error that names the Config field at
+// fault, as a Go field path ("Rates", "Workload.InputTokens",
+// "Validity.MaxSendLag"). A caller with its own names for the fields (the
+// CLI's flags, an API's JSON keys) maps Field to them; Err is the reason
+// alone. The reasons of Config.Validate, the Parse* helpers and the
+// max_model_len check quote the CLI's flag names where they name another
+// setting (e.g. "needs --prefix-len > 0").
+type FieldError struct {
+	Field string
+	Err   error
 }
 
-// Error formats the error as "--flag: reason".
-func (e *FlagError) Error() string { return "--" + e.Flag + ": " + e.Err.Error() }
+// Error formats the error as "Field: reason".
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 
 // Unwrap returns the reason.
-func (e *FlagError) Unwrap() error { return e.Err }
+func (e *FieldError) Unwrap() error { return e.Err }
 
-func flagErr(flag, format string, args ...any) error {
-	return &FlagError{Flag: flag, Err: fmt.Errorf(format, args...)}
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
 // Config is a whole sweep. Build it with the Parse* helpers from flags (or
@@ -86,7 +91,8 @@ type Config struct {
 	// FreshPrefix draws a new shared prefix for every step (with
 	// Workload.PrefixTokens > 0), so steps do not warm each other's cache.
 	FreshPrefix bool
-	// SavePrompts writes prompt text into records.jsonl.
+	// SavePrompts hands each request's prompt text to the RecordSink
+	// (StepRecord.Prompt; records.jsonl with --save-prompts).
 	SavePrompts bool
 
 	// Rates are the open-loop rates in req/s (+Inf: a burst step); Auto
@@ -173,19 +179,19 @@ func (c *Config) HasBurst() bool {
 	return slices.ContainsFunc(c.Rates, func(r float64) bool { return math.IsInf(r, 1) })
 }
 
-// Validate checks every field; an error is a *FlagError naming the flag.
+// Validate checks every field; an error is a *FieldError naming the field.
 func (c *Config) Validate() error {
 	if c.API != "completions" && c.API != "chat" {
-		return flagErr("api", "must be completions or chat, got %q", c.API)
+		return fieldErr("API", "must be completions or chat, got %q", c.API)
 	}
 	if err := c.Workload.Validate(); err != nil {
 		if c.WorkloadSource != "" && c.WorkloadSource != "flags" {
-			return flagErr("workload", "%s: %w", c.WorkloadSource, err)
+			return fieldErr("Workload", "%s: %w", c.WorkloadSource, err)
 		}
-		return workloadFlagError(err)
+		return workloadFieldError(err)
 	}
 	if c.FreshPrefix && c.Workload.PrefixTokens == 0 {
-		return flagErr("fresh-prefix", "needs --prefix-len > 0")
+		return fieldErr("FreshPrefix", "needs --prefix-len > 0")
 	}
 	n := 0
 	if len(c.Rates) > 0 {
@@ -198,104 +204,104 @@ func (c *Config) Validate() error {
 		n++
 	}
 	if n != 1 {
-		return flagErr("rates", "give exactly one of --rates LIST, --rates auto or --concurrency LIST")
+		return fieldErr("Rates", "give exactly one of --rates LIST, --rates auto or --concurrency LIST")
 	}
 	for _, r := range c.Rates {
 		if !(r > 0) {
-			return flagErr("rates", "rate must be > 0, got %v", r)
+			return fieldErr("Rates", "rate must be > 0, got %v", r)
 		}
 	}
 	for _, x := range c.Concurrency {
 		if x < 1 {
-			return flagErr("concurrency", "must be >= 1, got %d", x)
+			return fieldErr("Concurrency", "must be >= 1, got %d", x)
 		}
 	}
 	if c.MaxConcurrency < 0 {
-		return flagErr("max-concurrency", "must be >= 0, got %d", c.MaxConcurrency)
+		return fieldErr("MaxConcurrency", "must be >= 0, got %d", c.MaxConcurrency)
 	}
 	if len(c.Concurrency) > 0 && c.MaxConcurrency > 0 {
-		return flagErr("max-concurrency", "applies to --rates only; --concurrency already bounds the requests in flight")
+		return fieldErr("MaxConcurrency", "applies to --rates only; --concurrency already bounds the requests in flight")
 	}
 	if err := arrival.Validate(c.Arrival, 1, c.Burstiness); err != nil {
 		if !(c.Burstiness > 0) || math.IsInf(c.Burstiness, 0) {
-			return flagErr("burstiness", "must be > 0 and finite, got %v", c.Burstiness)
+			return fieldErr("Burstiness", "must be > 0 and finite, got %v", c.Burstiness)
 		}
-		return flagErr("arrival", "%w", err)
+		return fieldErr("Arrival", "%w", err)
 	}
 	switch {
 	case c.NumPrompts < 0:
-		return flagErr("num-prompts", "must be >= 1, got %d", c.NumPrompts)
+		return fieldErr("NumPrompts", "must be >= 1, got %d", c.NumPrompts)
 	case c.Duration < 0:
-		return flagErr("duration", "must be > 0, got %s", c.Duration)
+		return fieldErr("Duration", "must be > 0, got %s", c.Duration)
 	case c.NumPrompts > 0 && c.Duration > 0:
-		return flagErr("num-prompts", "give --num-prompts or --duration per step, not both")
+		return fieldErr("NumPrompts", "give --num-prompts or --duration per step, not both")
 	case c.NumPrompts == 0 && c.Duration == 0:
-		return flagErr("duration", "give --num-prompts or --duration per step")
+		return fieldErr("Duration", "give --num-prompts or --duration per step")
 	case c.MinPrompts < 0:
-		return flagErr("min-prompts", "must be >= 0, got %d", c.MinPrompts)
+		return fieldErr("MinPrompts", "must be >= 0, got %d", c.MinPrompts)
 	}
 	if c.HasBurst() && c.NumPrompts == 0 {
-		return flagErr("num-prompts", "--rates inf sends a step's requests at once: give --num-prompts")
+		return fieldErr("NumPrompts", "--rates inf sends a step's requests at once: give --num-prompts")
 	}
 	switch {
 	case c.Warmups < 0:
-		return flagErr("warmups", "must be >= 0, got %d", c.Warmups)
+		return fieldErr("Warmups", "must be >= 0, got %d", c.Warmups)
 	case c.Rounds < 1:
-		return flagErr("rounds", "must be >= 1, got %d", c.Rounds)
+		return fieldErr("Rounds", "must be >= 1, got %d", c.Rounds)
 	case c.MetricsInterval <= 0:
-		return flagErr("metrics-interval", "must be > 0, got %s", c.MetricsInterval)
+		return fieldErr("MetricsInterval", "must be > 0, got %s", c.MetricsInterval)
 	case c.IdleTimeout < 0:
-		return flagErr("idle-timeout", "must be >= 0, got %s", c.IdleTimeout)
+		return fieldErr("IdleTimeout", "must be >= 0, got %s", c.IdleTimeout)
 	case c.Timeout <= 0:
-		return flagErr("timeout", "must be > 0, got %s", c.Timeout)
+		return fieldErr("Timeout", "must be > 0, got %s", c.Timeout)
 	case c.TTFTTimeout < 0:
-		return flagErr("ttft-timeout", "must be >= 0, got %s", c.TTFTTimeout)
+		return fieldErr("TTFTTimeout", "must be >= 0, got %s", c.TTFTTimeout)
 	case c.StallTimeout < 0:
-		return flagErr("stall-timeout", "must be >= 0, got %s", c.StallTimeout)
+		return fieldErr("StallTimeout", "must be >= 0, got %s", c.StallTimeout)
 	case c.Validity.MaxSendLag < 0:
-		return flagErr("max-send-lag", "must be > 0, got %s", c.Validity.MaxSendLag)
+		return fieldErr("Validity.MaxSendLag", "must be > 0, got %s", c.Validity.MaxSendLag)
 	case c.Validity.MaxErrorRate < 0 || c.Validity.MaxErrorRate > 1:
-		return flagErr("max-error-rate", "must be in [0, 1], got %v", c.Validity.MaxErrorRate)
+		return fieldErr("Validity.MaxErrorRate", "must be in [0, 1], got %v", c.Validity.MaxErrorRate)
 	case c.Search.Start < 0 || math.IsInf(c.Search.Start, 0) || math.IsNaN(c.Search.Start):
-		return flagErr("auto-start", "must be > 0, got %v", c.Search.Start)
+		return fieldErr("Search.Start", "must be > 0, got %v", c.Search.Start)
 	case c.Search.MaxSteps < 0:
-		return flagErr("auto-max-steps", "must be >= 1, got %d", c.Search.MaxSteps)
+		return fieldErr("Search.MaxSteps", "must be >= 1, got %d", c.Search.MaxSteps)
 	case c.Search.Tolerance < 0 || c.Search.Tolerance >= 1:
-		return flagErr("auto-tolerance", "must be in (0, 1), got %v", c.Search.Tolerance)
+		return fieldErr("Search.Tolerance", "must be in (0, 1), got %v", c.Search.Tolerance)
 	}
 	for _, p := range c.Percentiles {
 		if !(p >= 0 && p <= 100) {
-			return flagErr("percentiles", "must be in [0, 100], got %v", p)
+			return fieldErr("Percentiles", "must be in [0, 100], got %v", p)
 		}
 	}
 	if err := c.SLO.Validate(); err != nil {
-		return flagErr("goodput", "%w", err)
+		return fieldErr("SLO", "%w", err)
 	}
 	if c.OutDir == "" {
-		return flagErr("out", "must not be empty")
+		return fieldErr("OutDir", "must not be empty")
 	}
 	return nil
 }
 
-// workloadFlagError maps a workload.Spec validation error of a flag-built
-// spec to the flag that set the field.
-func workloadFlagError(err error) error {
+// workloadFieldError maps a workload.Spec validation error of a flag-built
+// spec to the Workload field at fault.
+func workloadFieldError(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "input_tokens"):
 		if strings.Contains(msg, "range_ratio") {
-			return &FlagError{Flag: "range-ratio", Err: err}
+			return &FieldError{Field: "Workload.InputTokens.RangeRatio", Err: err}
 		}
-		return &FlagError{Flag: "input-len", Err: err}
+		return &FieldError{Field: "Workload.InputTokens", Err: err}
 	case strings.HasPrefix(msg, "output_tokens"):
 		if strings.Contains(msg, "range_ratio") {
-			return &FlagError{Flag: "range-ratio", Err: err}
+			return &FieldError{Field: "Workload.OutputTokens.RangeRatio", Err: err}
 		}
-		return &FlagError{Flag: "output-len", Err: err}
+		return &FieldError{Field: "Workload.OutputTokens", Err: err}
 	case strings.HasPrefix(msg, "prefix_tokens"):
-		return &FlagError{Flag: "prefix-len", Err: err}
+		return &FieldError{Field: "Workload.PrefixTokens", Err: err}
 	}
-	return &FlagError{Flag: "workload", Err: err}
+	return &FieldError{Field: "Workload", Err: err}
 }
 
 // FlagWorkload builds the workload of --input-len, --output-len,
@@ -305,13 +311,13 @@ func workloadFlagError(err error) error {
 func FlagWorkload(inputLen, outputLen int, rangeRatio float64, prefixLen int) (workload.Spec, error) {
 	switch {
 	case inputLen < 1:
-		return workload.Spec{}, flagErr("input-len", "must be >= 1, got %d", inputLen)
+		return workload.Spec{}, fieldErr("Workload.InputTokens", "must be >= 1, got %d", inputLen)
 	case outputLen < 1:
-		return workload.Spec{}, flagErr("output-len", "must be >= 1, got %d", outputLen)
+		return workload.Spec{}, fieldErr("Workload.OutputTokens", "must be >= 1, got %d", outputLen)
 	case !(rangeRatio >= 0 && rangeRatio < 1):
-		return workload.Spec{}, flagErr("range-ratio", "must be in [0, 1), got %v", rangeRatio)
+		return workload.Spec{}, fieldErr("Workload.InputTokens.RangeRatio", "must be in [0, 1), got %v", rangeRatio)
 	case prefixLen < 0:
-		return workload.Spec{}, flagErr("prefix-len", "must be >= 0, got %d", prefixLen)
+		return workload.Spec{}, fieldErr("Workload.PrefixTokens", "must be >= 0, got %d", prefixLen)
 	}
 	length := func(v int) workload.LengthSpec {
 		if rangeRatio == 0 {
@@ -331,7 +337,7 @@ func ParseRates(s string) (rates []float64, auto bool, err error) {
 		return nil, true, nil
 	}
 	if s == "" {
-		return nil, false, flagErr("rates", "must not be empty (a list such as 1,2,4,8, auto or inf)")
+		return nil, false, fieldErr("Rates", "must not be empty (a list such as 1,2,4,8, auto or inf)")
 	}
 	seen := map[float64]bool{}
 	for _, f := range strings.Split(s, ",") {
@@ -342,14 +348,14 @@ func ParseRates(s string) (rates []float64, auto bool, err error) {
 		} else {
 			r, err = strconv.ParseFloat(f, 64)
 			if err != nil || math.IsNaN(r) || math.IsInf(r, 0) {
-				return nil, false, flagErr("rates", "%q is not a rate (a number of req/s, inf or auto)", f)
+				return nil, false, fieldErr("Rates", "%q is not a rate (a number of req/s, inf or auto)", f)
 			}
 		}
 		if !(r > 0) {
-			return nil, false, flagErr("rates", "rate must be > 0, got %s", f)
+			return nil, false, fieldErr("Rates", "rate must be > 0, got %s", f)
 		}
 		if seen[r] {
-			return nil, false, flagErr("rates", "rate %s given twice", f)
+			return nil, false, fieldErr("Rates", "rate %s given twice", f)
 		}
 		seen[r] = true
 		rates = append(rates, r)
@@ -366,13 +372,13 @@ func ParseConcurrency(s string) ([]int, error) {
 		f = strings.TrimSpace(f)
 		n, err := strconv.Atoi(f)
 		if err != nil {
-			return nil, flagErr("concurrency", "%q is not an integer", f)
+			return nil, fieldErr("Concurrency", "%q is not an integer", f)
 		}
 		if n < 1 {
-			return nil, flagErr("concurrency", "must be >= 1, got %d", n)
+			return nil, fieldErr("Concurrency", "must be >= 1, got %d", n)
 		}
 		if seen[n] {
-			return nil, flagErr("concurrency", "level %d given twice", n)
+			return nil, fieldErr("Concurrency", "level %d given twice", n)
 		}
 		seen[n] = true
 		out = append(out, n)
@@ -391,7 +397,7 @@ func ParsePercentiles(s string) ([]float64, error) {
 		f = strings.TrimSpace(f)
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || !(p >= 0 && p <= 100) {
-			return nil, flagErr("percentiles", "%q is not a percentile in [0, 100]", f)
+			return nil, fieldErr("Percentiles", "%q is not a percentile in [0, 100]", f)
 		}
 		if p == 50 || p == 90 || p == 99 || slices.Contains(out, p) {
 			continue // always reported
@@ -402,14 +408,14 @@ func ParsePercentiles(s string) ([]float64, error) {
 }
 
 // ParseGoodput parses --goodput pairs (vLLM's syntax, milliseconds) with
-// slo.ParseGoodput; the error names the flag.
+// slo.ParseGoodput; the error names the field (SLO).
 func ParseGoodput(args []string) (slo.SLO, error) {
 	if len(args) == 0 {
 		return slo.SLO{}, nil
 	}
 	s, err := slo.ParseGoodput(args)
 	if err != nil {
-		return slo.SLO{}, &FlagError{Flag: "goodput", Err: err}
+		return slo.SLO{}, &FieldError{Field: "SLO", Err: err}
 	}
 	return s, nil
 }
@@ -432,13 +438,13 @@ func ParseMetadata(kvs []string) (map[string]string, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, flagErr("metadata", "%q is not KEY=VALUE", kv)
+			return nil, fieldErr("Metadata", "%q is not KEY=VALUE", kv)
 		}
 		if reserved[k] || percentileKey.MatchString(k) {
-			return nil, flagErr("metadata", "key %q is reserved", k)
+			return nil, fieldErr("Metadata", "key %q is reserved", k)
 		}
 		if _, dup := out[k]; dup {
-			return nil, flagErr("metadata", "key %q given twice", k)
+			return nil, fieldErr("Metadata", "key %q given twice", k)
 		}
 		if fingerprint.SecretKey(k) {
 			v = fingerprint.Redacted
@@ -448,8 +454,8 @@ func ParseMetadata(kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// IsFlagError reports whether err is (or wraps) a *FlagError.
-func IsFlagError(err error) bool {
-	var fe *FlagError
+// IsFieldError reports whether err is (or wraps) a *FieldError.
+func IsFieldError(err error) bool {
+	var fe *FieldError
 	return errors.As(err, &fe)
 }

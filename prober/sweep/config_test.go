@@ -25,18 +25,18 @@ func TestParseRates(t *testing.T) {
 		{name: "fractional", in: "0.5,1.5", want: []float64{0.5, 1.5}},
 		{name: "auto", in: "AUTO", wantAuto: true},
 		{name: "burst", in: "inf", want: []float64{math.Inf(1)}},
-		{name: "zero", in: "1,0", wantErr: "--rates: rate must be > 0, got 0"},
-		{name: "negative", in: "-2", wantErr: "--rates: rate must be > 0, got -2"},
-		{name: "not a number", in: "fast", wantErr: `--rates: "fast" is not a rate`},
-		{name: "nan", in: "NaN", wantErr: `--rates: "NaN" is not a rate`},
-		{name: "duplicate", in: "2,2", wantErr: "--rates: rate 2 given twice"},
-		{name: "empty", in: " ", wantErr: "--rates: must not be empty"},
+		{name: "zero", in: "1,0", wantErr: "Rates: rate must be > 0, got 0"},
+		{name: "negative", in: "-2", wantErr: "Rates: rate must be > 0, got -2"},
+		{name: "not a number", in: "fast", wantErr: `Rates: "fast" is not a rate`},
+		{name: "nan", in: "NaN", wantErr: `Rates: "NaN" is not a rate`},
+		{name: "duplicate", in: "2,2", wantErr: "Rates: rate 2 given twice"},
+		{name: "empty", in: " ", wantErr: "Rates: must not be empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, auto, err := ParseRates(tt.in)
 			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFlagError(err) {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFieldError(err) {
 					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
 				}
 				return
@@ -56,23 +56,23 @@ func TestParseLists(t *testing.T) {
 		wantErr string
 	}{
 		{name: "concurrency", parse: func() (any, error) { return ParseConcurrency("1,2,8") }, want: []int{1, 2, 8}},
-		{name: "concurrency zero", parse: func() (any, error) { return ParseConcurrency("0") }, wantErr: "--concurrency: must be >= 1, got 0"},
-		{name: "concurrency text", parse: func() (any, error) { return ParseConcurrency("a") }, wantErr: `--concurrency: "a" is not an integer`},
+		{name: "concurrency zero", parse: func() (any, error) { return ParseConcurrency("0") }, wantErr: "Concurrency: must be >= 1, got 0"},
+		{name: "concurrency text", parse: func() (any, error) { return ParseConcurrency("a") }, wantErr: `Concurrency: "a" is not an integer`},
 		{name: "percentiles skip the defaults", parse: func() (any, error) { return ParsePercentiles("99,75,99.9,75") }, want: []float64{75, 99.9}},
 		{name: "percentiles none", parse: func() (any, error) { return ParsePercentiles("") }, want: []float64(nil)},
-		{name: "percentile out of range", parse: func() (any, error) { return ParsePercentiles("101") }, wantErr: `--percentiles: "101" is not a percentile`},
+		{name: "percentile out of range", parse: func() (any, error) { return ParsePercentiles("101") }, wantErr: `Percentiles: "101" is not a percentile`},
 		{name: "goodput", parse: func() (any, error) { return ParseGoodput([]string{"ttft:800", "tpot:50"}) },
 			want: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond}},
 		{name: "goodput in one value", parse: func() (any, error) { return ParseGoodput([]string{"ttft:800 e2el:5000"}) },
 			want: slo.SLO{TTFT: 800 * time.Millisecond, E2EL: 5 * time.Second}},
-		{name: "goodput bad key", parse: func() (any, error) { return ParseGoodput([]string{"ttfb:1"}) }, wantErr: `--goodput: invalid goodput key "ttfb"`},
+		{name: "goodput bad key", parse: func() (any, error) { return ParseGoodput([]string{"ttfb:1"}) }, wantErr: `SLO: invalid goodput key "ttfb"`},
 		{name: "metadata", parse: func() (any, error) { return ParseMetadata([]string{"gpu=H100", "tp=2", "note=a=b"}) },
 			want: map[string]string{"gpu": "H100", "tp": "2", "note": "a=b"}},
-		{name: "metadata not a pair", parse: func() (any, error) { return ParseMetadata([]string{"gpu"}) }, wantErr: `--metadata: "gpu" is not KEY=VALUE`},
-		{name: "metadata vLLM key", parse: func() (any, error) { return ParseMetadata([]string{"request_rate=3"}) }, wantErr: `--metadata: key "request_rate" is reserved`},
-		{name: "metadata llmprobe key", parse: func() (any, error) { return ParseMetadata([]string{"validity=x"}) }, wantErr: `--metadata: key "validity" is reserved`},
-		{name: "metadata percentile key", parse: func() (any, error) { return ParseMetadata([]string{"p75_ttft_ms=1"}) }, wantErr: `--metadata: key "p75_ttft_ms" is reserved`},
-		{name: "metadata twice", parse: func() (any, error) { return ParseMetadata([]string{"a=1", "a=2"}) }, wantErr: `--metadata: key "a" given twice`},
+		{name: "metadata not a pair", parse: func() (any, error) { return ParseMetadata([]string{"gpu"}) }, wantErr: `Metadata: "gpu" is not KEY=VALUE`},
+		{name: "metadata vLLM key", parse: func() (any, error) { return ParseMetadata([]string{"request_rate=3"}) }, wantErr: `Metadata: key "request_rate" is reserved`},
+		{name: "metadata llmprobe key", parse: func() (any, error) { return ParseMetadata([]string{"validity=x"}) }, wantErr: `Metadata: key "validity" is reserved`},
+		{name: "metadata percentile key", parse: func() (any, error) { return ParseMetadata([]string{"p75_ttft_ms=1"}) }, wantErr: `Metadata: key "p75_ttft_ms" is reserved`},
+		{name: "metadata twice", parse: func() (any, error) { return ParseMetadata([]string{"a=1", "a=2"}) }, wantErr: `Metadata: key "a" given twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,10 +104,10 @@ func TestFlagWorkload(t *testing.T) {
 		{name: "range and prefix", in: 100, out: 10, ratio: 0.5, prefix: 32, want: workload.Spec{
 			InputTokens:  workload.LengthSpec{Dist: workload.DistUniform, Value: 100, RangeRatio: 0.5},
 			OutputTokens: workload.LengthSpec{Dist: workload.DistUniform, Value: 10, RangeRatio: 0.5}, PrefixTokens: 32}},
-		{name: "negative input", in: -1, out: 1, wantErr: "--input-len: must be >= 1, got -1"},
-		{name: "zero output", in: 1, out: 0, wantErr: "--output-len: must be >= 1, got 0"},
-		{name: "ratio 1", in: 1, out: 1, ratio: 1, wantErr: "--range-ratio: must be in [0, 1), got 1"},
-		{name: "negative prefix", in: 1, out: 1, prefix: -1, wantErr: "--prefix-len: must be >= 0, got -1"},
+		{name: "negative input", in: -1, out: 1, wantErr: "Workload.InputTokens: must be >= 1, got -1"},
+		{name: "zero output", in: 1, out: 0, wantErr: "Workload.OutputTokens: must be >= 1, got 0"},
+		{name: "ratio 1", in: 1, out: 1, ratio: 1, wantErr: "Workload.InputTokens.RangeRatio: must be in [0, 1), got 1"},
+		{name: "negative prefix", in: 1, out: 1, prefix: -1, wantErr: "Workload.PrefixTokens: must be >= 0, got -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,24 +137,24 @@ func TestConfigValidate(t *testing.T) {
 		{name: "valid both", mutate: func(c *Config) { c.MaxConcurrency = 4 }, mode: ModeBoth},
 		{name: "valid burst", mutate: func(c *Config) { c.Rates = []float64{math.Inf(1)} }, mode: ModeBurst},
 		{name: "auto", mutate: func(c *Config) { c.Rates, c.Auto = nil, true }, mode: ModeOpen},
-		{name: "no load", mutate: func(c *Config) { c.Rates = nil }, wantErr: "--rates: give exactly one of"},
-		{name: "rates and concurrency", mutate: func(c *Config) { c.Concurrency = []int{1} }, wantErr: "--rates: give exactly one of"},
+		{name: "no load", mutate: func(c *Config) { c.Rates = nil }, wantErr: "Rates: give exactly one of"},
+		{name: "rates and concurrency", mutate: func(c *Config) { c.Concurrency = []int{1} }, wantErr: "Rates: give exactly one of"},
 		{name: "closed loop with a cap", mutate: func(c *Config) { c.Rates, c.Concurrency, c.MaxConcurrency = nil, []int{2}, 3 },
-			wantErr: "--max-concurrency: applies to --rates only"},
-		{name: "bad api", mutate: func(c *Config) { c.API = "embeddings" }, wantErr: `--api: must be completions or chat, got "embeddings"`},
-		{name: "bad arrival", mutate: func(c *Config) { c.Arrival = "uniform" }, wantErr: `--arrival: unknown arrival "uniform"`},
-		{name: "bad burstiness", mutate: func(c *Config) { c.Burstiness = 0 }, wantErr: "--burstiness: must be > 0"},
-		{name: "prompts and duration", mutate: func(c *Config) { c.Duration = time.Second }, wantErr: "--num-prompts: give --num-prompts or --duration per step, not both"},
-		{name: "neither prompts nor duration", mutate: func(c *Config) { c.NumPrompts = 0 }, wantErr: "--duration: give --num-prompts or --duration per step"},
+			wantErr: "MaxConcurrency: applies to --rates only"},
+		{name: "bad api", mutate: func(c *Config) { c.API = "embeddings" }, wantErr: `API: must be completions or chat, got "embeddings"`},
+		{name: "bad arrival", mutate: func(c *Config) { c.Arrival = "uniform" }, wantErr: `Arrival: unknown arrival "uniform"`},
+		{name: "bad burstiness", mutate: func(c *Config) { c.Burstiness = 0 }, wantErr: "Burstiness: must be > 0"},
+		{name: "prompts and duration", mutate: func(c *Config) { c.Duration = time.Second }, wantErr: "NumPrompts: give --num-prompts or --duration per step, not both"},
+		{name: "neither prompts nor duration", mutate: func(c *Config) { c.NumPrompts = 0 }, wantErr: "Duration: give --num-prompts or --duration per step"},
 		{name: "burst needs a count", mutate: func(c *Config) { c.Rates, c.NumPrompts, c.Duration = []float64{math.Inf(1)}, 0, time.Second },
-			wantErr: "--num-prompts: --rates inf sends a step's requests at once"},
-		{name: "fresh prefix without prefix", mutate: func(c *Config) { c.FreshPrefix = true }, wantErr: "--fresh-prefix: needs --prefix-len > 0"},
-		{name: "rounds", mutate: func(c *Config) { c.Rounds = 0 }, wantErr: "--rounds: must be >= 1, got 0"},
+			wantErr: "NumPrompts: --rates inf sends a step's requests at once"},
+		{name: "fresh prefix without prefix", mutate: func(c *Config) { c.FreshPrefix = true }, wantErr: "FreshPrefix: needs --prefix-len > 0"},
+		{name: "rounds", mutate: func(c *Config) { c.Rounds = 0 }, wantErr: "Rounds: must be >= 1, got 0"},
 		{name: "bad workload file", mutate: func(c *Config) {
 			c.WorkloadSource = "w.yml"
 			c.Workload.InputTokens = workload.LengthSpec{Dist: "zipf"}
-		}, wantErr: `--workload: w.yml: input_tokens: unknown dist "zipf"`},
-		{name: "out", mutate: func(c *Config) { c.OutDir = "" }, wantErr: "--out: must not be empty"},
+		}, wantErr: `Workload: w.yml: input_tokens: unknown dist "zipf"`},
+		{name: "out", mutate: func(c *Config) { c.OutDir = "" }, wantErr: "OutDir: must not be empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,7 +162,7 @@ func TestConfigValidate(t *testing.T) {
 			tt.mutate(&c)
 			err := c.Validate()
 			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFlagError(err) {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFieldError(err) {
 					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
 				}
 				return
@@ -192,13 +192,13 @@ func lagStats(n, late int, lagMS float64) func() Stats {
 			recs[i] = prober.Record{Scheduled: sched, Sent: sched.Add(lag), SendLag: lag, TTFT: time.Millisecond,
 				E2E: 2 * time.Millisecond, CompletionTokens: 1, OutputTokensRequested: 1, FinishReason: "length"}
 		}
-		return ComputeStats(recs, StatsOptions{Duration: time.Duration(n) * 10 * time.Millisecond})
+		return accumulate(recs, StatsOptions{Duration: time.Duration(n) * 10 * time.Millisecond})
 	}
 }
 
 func TestJudge(t *testing.T) {
 	base := func() Stats {
-		s := ComputeStats(fixedRecords(), StatsOptions{Duration: 4 * time.Second})
+		s := accumulate(fixedRecords(), StatsOptions{Duration: 4 * time.Second})
 		return s
 	}
 	tests := []struct {
@@ -249,7 +249,7 @@ func TestStepJSONKeyOrder(t *testing.T) {
 	r := &Result{Date: "20250102-030405", Backend: "openai", ModelID: "m", TokenizerID: "m", Burstiness: 1,
 		Metadata: map[string]string{"gpu": "x"}, MetadataOrder: []string{"gpu"}}
 	st := &Step{Label: "rate=4", Level: 4, Mode: ModeOpen,
-		Stats: ComputeStats(fixedRecords(), StatsOptions{Duration: 4 * time.Second, Percentiles: []float64{99.9}, RequestedRate: 4})}
+		Stats: accumulate(fixedRecords(), StatsOptions{Duration: 4 * time.Second, Percentiles: []float64{99.9}, RequestedRate: 4})}
 	b, err := json.Marshal(r.StepJSON(st))
 	if err != nil {
 		t.Fatal(err)
@@ -295,32 +295,6 @@ func TestFigureJSON(t *testing.T) {
 			var back Figure
 			if err := json.Unmarshal(b, &back); err != nil || back.Known != tt.f.Known && !math.IsNaN(tt.f.Value) {
 				t.Errorf("round trip %+v %v", back, err)
-			}
-		})
-	}
-}
-
-func TestReportQuantilesFirstBucket(t *testing.T) {
-	known := func(v float64) Figure { return Figure{Value: v, Known: true} }
-	tests := []struct {
-		name                       string
-		first, count               float64
-		wantAtMost50, wantAtMost99 bool
-	}{
-		{name: "every observation in the first bucket", first: 40, count: 40, wantAtMost50: true, wantAtMost99: true},
-		{name: "half in the first bucket", first: 20, count: 40, wantAtMost50: true},
-		{name: "none in the first bucket", first: 0, count: 40},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l := ServerLatency{Count: known(tt.count), MeanMS: known(0.02), P50MS: known(150), P90MS: known(270), P99MS: known(297),
-				FirstBucketLEMS: known(300), FirstBucketCount: known(tt.first)}
-			q := reportQuantiles(l)
-			if q.P50.AtMost != tt.wantAtMost50 || q.P99.AtMost != tt.wantAtMost99 || !q.Mean.OK || q.Mean.V != 0.02 {
-				t.Errorf("quantiles %+v", q)
-			}
-			if q.P50.AtMost && q.P50.V != 300 {
-				t.Errorf("p50 bound %v, want 300", q.P50.V)
 			}
 		})
 	}

@@ -1,23 +1,32 @@
-// Package sweep owns capacity sweeps (`llmprobe sweep`): running one fixed
-// workload at increasing load against an OpenAI-compatible endpoint, each
-// step started from an idle server, and finding the capacity knee.
+// Package sweep owns capacity sweeps: running one fixed workload at
+// increasing load against an OpenAI-compatible endpoint, each step started
+// from an idle server, and finding the capacity knee. It is a library that
+// writes no files, tables or progress bars: Prepare validates a Config
+// (errors are *FieldError naming the field) and checks the target, then
+// Prepared.Run drives the sweep, hands every measured prober.Record to a
+// RecordSink as soon as it completes (and the server's /metrics snapshots),
+// reports progress to an Observer, and returns the Result (result.json).
+// internal/rundir composes it with the run directory; the CLI and a daemon
+// call that.
 //
-// It owns the step statistics computed from a step's prober.Records
-// (ComputeStats: vllm bench serve's figures plus llmprobe's extras), the
-// server-side deltas from the target's /metrics before, during and after a
-// step, the validity verdict of a step (Judge: client-saturated, not-idle,
-// errors, interrupted), the knee (LadderKnee for a ladder, Search for
-// --rates auto, both written against plain StepOutcomes so they can be
-// tested with a synthetic system; Search reruns an invalid level and stops
-// on one that stays invalid), the closed-loop throughput probe that starts an
-// adaptive search near the knee, result.json (Result), and the runner (Run)
-// that drives a whole sweep: preflight (target, model, max_model_len),
-// warmups, idle proof, snapshots, open loop (vLLM's normalized schedule) /
-// closed loop / rate with max concurrency / burst, drain, and the run
-// directory through internal/artifacts, with the fingerprint
-// (internal/fingerprint) and analysis.md (internal/report). Error text that
-// reaches an artifact loses credentials and echoed prompt text.
+// Files by concern: sweep.go (the API: Prepare, Run, RecordSink,
+// Observer), config.go (Config, validation, flag-value parsers),
+// preflight.go (target, model, max_model_len, /metrics), fingerprint.go
+// (the experiment fingerprint), prompts.go (prompt sizing and the bounded
+// prompt window), levels.go (the ladder and the search over levels),
+// step.go (one step: warmups, idle proof, snapshots, load, statistics),
+// load.go (the schedule of a step and its requests), snapshots.go (idle
+// proof and /metrics snapshots), probe.go (the closed-loop throughput
+// probe before --rates auto), accumulate.go and stats.go (StatsAccumulator:
+// vllm bench serve's figures plus llmprobe's extras, from Records fed one
+// at a time), server.go (server-side deltas), validity.go (Judge:
+// client-saturated, not-idle, errors, interrupted), knee.go (LadderKnee and
+// Search, written against plain StepOutcomes so they can be tested with a
+// synthetic system; Search reruns an invalid level and stops on one that
+// stays invalid), assemble.go (the Result and its notes) and result.go
+// (result.json). Error text that reaches a sink or the Result loses
+// credentials and echoed prompt text.
 //
 // docs/sweep.md describes the flags, the statistics, the validity rules,
-// the knee algorithm and the result.json keys for people.
+// the knee algorithm, the result.json keys and the Go API for people.
 package sweep

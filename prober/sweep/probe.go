@@ -12,7 +12,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 )
 
@@ -83,7 +82,7 @@ type ProbeLevel struct {
 func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
 	p := &ThroughputProbe{}
 	seed := stepSeed(r.cfg.Seed, -1, 0)
-	items, err := r.buildItems(ctx, seed, -1, 0)
+	items, err := r.buildItems(ctx, seed, -1, 0, false)
 	if err != nil {
 		p.Note = "the probe's prompts could not be built: " + r.redact(err.Error())
 		return p
@@ -204,14 +203,14 @@ func figureText(f Figure) string {
 // when ctx ends: prompt building can be slow (many /tokenize calls for long
 // prompts), and an interrupted sweep must write what it has at once rather
 // than wait for it. The builder then ends on its own (its calls see ctx).
-func (r *runner) buildItems(ctx context.Context, seed uint64, n, warmups int) (stepItems, error) {
+func (r *runner) buildItems(ctx context.Context, seed uint64, n, warmups int, burst bool) (stepItems, error) {
 	type built struct {
 		it  stepItems
 		err error
 	}
 	ch := make(chan built, 1)
 	go func() {
-		it, err := r.prompts.items(ctx, seed, n, warmups)
+		it, err := r.prompts.items(ctx, seed, n, warmups, burst)
 		ch <- built{it, err}
 	}()
 	select {
@@ -220,49 +219,4 @@ func (r *runner) buildItems(ctx context.Context, seed uint64, n, warmups int) (s
 	case <-ctx.Done():
 		return stepItems{}, ctx.Err()
 	}
-}
-
-// normalizedOffsets draws a step's n arrival offsets as vllm bench serve
-// does (vllm-reference.md §1.4): n gaps from the arrival process, made
-// cumulative and rescaled so that the last arrival is at exactly n / rate.
-// The step then offers exactly its requested rate over its window, and the
-// Poisson (or gamma) clustering within the window is kept; without the
-// rescaling a 5 s step at 270 req/s offers 270 ± 7 req/s (one standard
-// deviation), enough to move a latency-bound knee by several percent.
-func normalizedOffsets(kind string, rate, burstiness float64, seed uint64, n int) ([]time.Duration, error) {
-	proc, err := arrival.New(kind, rate, burstiness, seed)
-	if err != nil {
-		return nil, err
-	}
-	raw := make([]time.Duration, n)
-	for i := range raw {
-		raw[i] = proc.Next()
-	}
-	if n == 0 || raw[n-1] <= 0 {
-		return raw, nil
-	}
-	scale := float64(n) / rate * float64(time.Second) / float64(raw[n-1])
-	out := make([]time.Duration, n)
-	for i, d := range raw {
-		out[i] = time.Duration(math.Round(float64(d) * scale))
-	}
-	return out, nil
-}
-
-// offsetProcess replays precomputed offsets as an arrival.Process; past the
-// last one it returns the largest duration (the schedule's Count stops it
-// first).
-type offsetProcess struct {
-	offsets []time.Duration
-	i       int
-}
-
-// Next implements arrival.Process.
-func (p *offsetProcess) Next() time.Duration {
-	if p.i >= len(p.offsets) {
-		return time.Duration(math.MaxInt64)
-	}
-	d := p.offsets[p.i]
-	p.i++
-	return d
 }

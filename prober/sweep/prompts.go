@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober"
@@ -84,27 +86,41 @@ type stepItems struct {
 	measured *itemList
 }
 
-// itemList yields the measured items of a step by arrival index: built in
-// advance when the count is known, else on demand (cheap once the
-// generator has cached the base prompt of each length).
+// itemList yields the measured items of a step by arrival index: from a
+// promptWindow built ahead of the sends when the count is known, else on
+// demand (cheap once the generator has cached the base prompt of each
+// length).
 type itemList struct {
 	ps   *promptSource
 	base int64
-	pre  []promptItem
+	win  *promptWindow
 }
 
 func (l *itemList) get(ctx context.Context, i int) (promptItem, error) {
-	if i < len(l.pre) {
-		return l.pre[i], nil
+	if l.win != nil {
+		if it, ok := l.win.take(i); ok {
+			return it, nil
+		}
 	}
 	return l.ps.gen.At(ctx, l.ps.tok, l.base+int64(i))
+}
+
+// close stops the list's window builder, if any.
+func (l *itemList) close() {
+	if l != nil && l.win != nil {
+		l.win.close()
+	}
 }
 
 // items builds a step's items. Item indices come from the step seed, so a
 // level's prompts do not depend on the order the levels ran in, and no two
 // steps share a prompt beyond the shared prefix. With --fresh-prefix each
-// step draws a new prefix first. n < 0 means the count is not known.
-func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int) (stepItems, error) {
+// step draws a new prefix first. n < 0 means the count is not known. With
+// n > 0 the measured items are built ahead by a promptWindow, which items
+// fills before it returns (so that the first sends find their prompts); a
+// burst step (burst true) builds all n, since they are sent at once. The
+// caller closes out.measured.
+func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, burst bool) (stepItems, error) {
 	if ps.fresh {
 		ps.gen.FreshPrefix()
 	}
@@ -119,16 +135,156 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int) 
 		out.warmups = append(out.warmups, it)
 	}
 	if n > 0 {
-		out.measured.pre = make([]promptItem, 0, n)
-		for i := range n {
-			it, err := ps.gen.At(ctx, ps.tok, base+int64(i))
-			if err != nil {
-				return out, err
-			}
-			out.measured.pre = append(out.measured.pre, it)
+		size, budget := min(n, windowItems), windowBytes
+		if burst {
+			size, budget = n, math.MaxInt
+		}
+		w := newPromptWindow(ps, base, n, size, budget)
+		out.measured.win = w
+		if err := w.fill(ctx); err != nil {
+			w.close()
+			return out, err
 		}
 	}
 	return out, nil
+}
+
+// The bounds of a promptWindow: at most windowItems prompts built ahead, and
+// no more once they hold windowBytes of text.
+const (
+	windowItems = 2048
+	windowBytes = 32 << 20
+)
+
+// promptWindow builds a step's items [0, n) in order in a goroutine, at
+// most size (and about budget bytes of prompt text) ahead of the ones
+// taken, so that a step of millions of requests never holds their prompts
+// while the send path still finds each prompt built (no /tokenize round
+// trip there). An item its sender asks for before the builder reached it
+// (the builder fell behind, or failed) is not in the window: take reports
+// false, the sender builds it itself (Generator.At gives the same item),
+// and the builder skips it.
+type promptWindow struct {
+	ps     *promptSource
+	base   int64
+	n      int
+	budget int
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	ring   []windowSlot
+	next   int // the next index the builder considers
+	skip   int // indices below are not built by the builder any more
+	bytes  int // prompt text in the ring
+	err    error
+	done   bool          // the builder returned
+	closed bool          // close was called
+	ready  chan struct{} // closed when the ring is first full, or the builder returned
+	once   sync.Once
+	cancel context.CancelFunc
+	exited chan struct{}
+}
+
+type windowSlot struct {
+	idx int
+	it  promptItem
+	ok  bool
+}
+
+func newPromptWindow(ps *promptSource, base int64, n, size, budget int) *promptWindow {
+	w := &promptWindow{ps: ps, base: base, n: n, budget: budget, ring: make([]windowSlot, size),
+		ready: make(chan struct{}), exited: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// fill starts the builder and waits until the window is full (or every
+// item is built); it returns the error of a build that failed meanwhile.
+// The builder runs until the last item or close.
+func (w *promptWindow) fill(ctx context.Context) error {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	go w.build(bctx, ctx)
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// build is the builder goroutine. It stops on bctx (close) and on a failed
+// build; stepCtx ending (an interrupted step) closes it too.
+func (w *promptWindow) build(bctx, stepCtx context.Context) {
+	defer close(w.exited)
+	stop := context.AfterFunc(stepCtx, w.close)
+	defer stop()
+	markReady := func() { w.once.Do(func() { close(w.ready) }) }
+	defer markReady()
+	w.mu.Lock()
+	defer func() {
+		w.done = true
+		w.mu.Unlock()
+	}()
+	for {
+		j := max(w.next, w.skip)
+		if w.closed || j >= w.n {
+			return
+		}
+		s := &w.ring[j%len(w.ring)]
+		if s.ok || (w.bytes >= w.budget && w.bytes > 0) {
+			markReady() // full: the sends may start
+			w.cond.Wait()
+			continue
+		}
+		w.next = j + 1
+		w.mu.Unlock()
+		it, err := w.ps.gen.At(bctx, w.ps.tok, w.base+int64(j))
+		w.mu.Lock()
+		if err != nil {
+			if !w.closed {
+				w.err = err
+			}
+			return
+		}
+		if j < w.skip || w.closed {
+			continue // its sender built it meanwhile
+		}
+		*s = windowSlot{idx: j, it: it, ok: true}
+		w.bytes += len(it.Prompt)
+	}
+}
+
+// take returns item i when the builder has it ready, and removes it from
+// the window; false means the caller builds it (and the builder will not).
+func (w *promptWindow) take(i int) (promptItem, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := &w.ring[i%len(w.ring)]
+	if s.ok && s.idx == i {
+		it := s.it
+		*s = windowSlot{}
+		w.bytes -= len(it.Prompt)
+		w.cond.Signal()
+		return it, true
+	}
+	w.skip = max(w.skip, i+1)
+	return promptItem{}, false
+}
+
+// close stops the builder and waits for it to return; it is idempotent
+// and safe to call concurrently with take.
+func (w *promptWindow) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel()
+		<-w.exited
+	}
 }
 
 // prefixGeneration is the number of prefixes drawn so far (0 without

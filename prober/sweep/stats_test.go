@@ -2,6 +2,9 @@ package sweep
 
 import (
 	"math"
+	"math/rand/v2"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +40,7 @@ func fixedRecords() []prober.Record {
 }
 
 func TestComputeStats(t *testing.T) {
-	s := ComputeStats(fixedRecords(), StatsOptions{
+	s := accumulate(fixedRecords(), StatsOptions{
 		SLO:      slo.SLO{TTFT: 150 * time.Millisecond, TPOT: 50 * time.Millisecond},
 		Duration: 4 * time.Second,
 	})
@@ -178,7 +181,101 @@ func TestComputeStatsEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, ComputeStats(tt.recs, tt.opts))
+			tt.check(t, accumulate(tt.recs, tt.opts))
 		})
 	}
+}
+
+// accumulate feeds recs to a StatsAccumulator in arrival order.
+func accumulate(recs []prober.Record, o StatsOptions) Stats {
+	a := NewStatsAccumulator(o)
+	for i := range recs {
+		a.Add(int64(i), &recs[i])
+	}
+	return a.Stats(0)
+}
+
+// randomRecords draws n records of a step started at t0: some failed, some
+// without usage, varied ITL gaps, a few zero send times.
+func randomRecords(n int, t0 time.Time, seed uint64) []prober.Record {
+	r := rand.New(rand.NewPCG(seed, 1))
+	msd := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + r.Float64()*(hi-lo)) * float64(time.Millisecond))
+	}
+	classes := []prober.ErrorClass{prober.ClassHTTP5xx, prober.ClassTimeout, prober.ClassStream}
+	reasons := []string{"length", "stop", ""}
+	recs := make([]prober.Record, n)
+	for i := range recs {
+		sched := t0.Add(time.Duration(i) * 7 * time.Millisecond)
+		lag := msd(0, 3)
+		rec := prober.Record{Scheduled: sched, Sent: sched.Add(lag), SendLag: lag, OutputTokensRequested: 1 + r.IntN(16),
+			InputTokens: 10 + r.IntN(50), WallStart: sched}
+		if r.IntN(5) == 0 {
+			rec.QueueWait = msd(0, 2)
+			rec.SendLag += rec.QueueWait
+		}
+		switch k := r.IntN(10); {
+		case k == 0:
+			rec.Error = classes[r.IntN(len(classes))]
+		case k == 1 && i > 0:
+			rec.Sent = time.Time{} // never sent
+			rec.Error = prober.ClassCanceled
+		default:
+			rec.TTFT = msd(20, 400)
+			rec.TTFTText = rec.TTFT + msd(0, 5)
+			out := 1 + r.IntN(16)
+			e2e := rec.TTFT
+			for range out - 1 {
+				g := msd(1, 60)
+				rec.ITL = append(rec.ITL, g)
+				e2e += g
+			}
+			rec.E2E, rec.Done, rec.Events = e2e, e2e+msd(0, 1), out
+			if r.IntN(4) != 0 {
+				rec.PromptTokens, rec.CompletionTokens = rec.InputTokens+r.IntN(3), out
+			}
+			rec.FinishReason = reasons[r.IntN(len(reasons))]
+		}
+		recs[i] = rec
+	}
+	return recs
+}
+
+// TestAccumulatorMatchesReference feeds records in a shuffled order from
+// several goroutines and checks that the accumulator's Stats equal the
+// batch computation's over the records in arrival order, bit for bit.
+func TestAccumulatorMatchesReference(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	f := func(name string, n int, o StatsOptions) {
+		t.Helper()
+		t.Run(name, func(t *testing.T) {
+			recs := randomRecords(n, t0, uint64(n))
+			want := referenceStats(recs, o)
+			a := NewStatsAccumulator(o)
+			order := rand.New(rand.NewPCG(7, 7)).Perm(n)
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Go(func() {
+					for k := w; k < n; k += 4 {
+						i := order[k]
+						a.Add(int64(i), &recs[i])
+					}
+				})
+			}
+			wg.Wait()
+			got := a.Stats(0)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("accumulator differs from the batch computation:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	sl := slo.SLO{TTFT: 200 * time.Millisecond, TPOT: 30 * time.Millisecond, E2EL: time.Second}
+	f("none", 0, StatsOptions{})
+	f("few requests: bootstrap CIs", 40, StatsOptions{SLO: sl, Seed: 3})
+	f("a handful: ITL bootstrap too", 6, StatsOptions{SLO: sl, Seed: 5, Percentiles: []float64{75}})
+	f("open loop with a window", 500, StatsOptions{SLO: sl, Percentiles: []float64{75, 99.9}, RequestedRate: 140,
+		Start: t0, Window: 3 * time.Second, Duration: 4 * time.Second})
+	f("open loop, window from the schedule", 500, StatsOptions{RequestedRate: 140, Start: t0, Seed: 9})
+	f("closed loop, derived duration", 300, StatsOptions{SLO: sl})
+	f("burst", 120, StatsOptions{RequestedRate: math.Inf(1), Duration: 2 * time.Second})
 }

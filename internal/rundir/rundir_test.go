@@ -1,4 +1,4 @@
-package sweep
+package rundir
 
 import (
 	"bufio"
@@ -28,6 +28,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -43,9 +44,9 @@ func fastSim() simulator.Config {
 // testConfig is a small valid sweep against target: two open-loop steps of
 // 20 requests each, 32 input and 4 output tokens, the client CPU check off
 // (Embedded: the simulator shares the test process).
-func testConfig(t *testing.T, target string) Config {
+func testConfig(t *testing.T, target string) sweep.Config {
 	t.Helper()
-	return Config{
+	return sweep.Config{
 		Target:          target,
 		API:             "completions",
 		Timeout:         30 * time.Second,
@@ -65,7 +66,7 @@ func testConfig(t *testing.T, target string) Config {
 		Embedded:        true,
 		// Tests share a small, busy machine: a scheduler hiccup must not
 		// flag a step. TestJudge covers the default threshold.
-		Validity: ValidityOptions{MaxSendLag: 100 * time.Millisecond},
+		Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
 	}
 }
 
@@ -123,18 +124,18 @@ func startWrapped(t *testing.T, cfg simulator.Config, metrics http.HandlerFunc) 
 	return srv.URL, h
 }
 
-func readRecords(t *testing.T, dir string) []recordLine {
+func readRecords(t *testing.T, dir string) []artifacts.RecordLine {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, artifacts.RecordsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []recordLine
+	var out []artifacts.RecordLine
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		var l recordLine
+		var l artifacts.RecordLine
 		l.Record = &prober.Record{}
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("records.jsonl: %v", err)
@@ -203,10 +204,10 @@ func TestRunLadderArtifacts(t *testing.T) {
 	}
 	fp := m.Fingerprint
 	if fp.Target.Model != "llmprobe-sim" || fp.Target.Tokenizer != workload.MethodServerTokenize || len(fp.Steps) != 2 ||
-		fp.Workload.SHA256 == "not-recorded" || fp.Load.Mode != ModeOpen || fp.Target.EngineConfig == nil {
+		fp.Workload.SHA256 == "not-recorded" || fp.Load.Mode != sweep.ModeOpen || fp.Target.EngineConfig == nil {
 		t.Errorf("fingerprint incomplete: %+v", fp)
 	}
-	if v := fp.Load.Validity; v == nil || v.MaxSendLagMS != 100 || v.MaxErrorRate != DefaultMaxErrorRate || v.CPUChecked || v.GoodputRatio != DefaultGoodputRatio {
+	if v := fp.Load.Validity; v == nil || v.MaxSendLagMS != 100 || v.MaxErrorRate != sweep.DefaultMaxErrorRate || v.CPUChecked || v.GoodputRatio != sweep.DefaultGoodputRatio {
 		t.Errorf("fingerprint validity thresholds %+v", v)
 	}
 	if fp.Steps[0].Requests != 20 || fp.Steps[1].Requests != 20 || fp.Load.Search != nil {
@@ -264,7 +265,7 @@ func TestRunLadderArtifacts(t *testing.T) {
 		t.Errorf("server deltas: %v", srv)
 	}
 	v := s0["validity"].(map[string]any)
-	if v["valid"] != true || v["idle"].(map[string]any)["status"] != IdleProven {
+	if v["valid"] != true || v["idle"].(map[string]any)["status"] != sweep.IdleProven {
 		t.Errorf("validity: %v", v)
 	}
 	for _, phase := range []string{"before-warmup", "before"} {
@@ -289,6 +290,13 @@ func TestRunLadderArtifacts(t *testing.T) {
 	if err != nil || len(probs) != 1 || probs[0].Kind != artifacts.Changed {
 		t.Errorf("tampered result.json: problems %v err %v, want one changed", probs, err)
 	}
+}
+
+// roundRate is the sweep's rounding of the throughput probe's estimate to
+// three significant digits (the search's first rate).
+func roundRate(v float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(v))-2)
+	return math.Round(v/p) * p
 }
 
 func readFile(t *testing.T, dir, name string) string {
@@ -338,7 +346,7 @@ func TestRunAutoKnee(t *testing.T) {
 	if n := len(res.Result.Steps); n > 8 {
 		t.Errorf("%d steps, want <= 8", n)
 	}
-	if res.Result.SearchEnd != SearchBracketed || strings.Contains(strings.Join(res.Result.Notes, " "), "stopped early") {
+	if res.Result.SearchEnd != sweep.SearchBracketed || strings.Contains(strings.Join(res.Result.Notes, " "), "stopped early") {
 		t.Errorf("search end %q, notes %v", res.Result.SearchEnd, res.Result.Notes)
 	}
 	// The search started from the throughput probe's estimate.
@@ -369,12 +377,12 @@ func TestRunClosedLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Result.Mode != ModeClosed || res.Result.KneeUnit != "concurrency" || len(res.Result.Steps) != 2 {
+	if res.Result.Mode != sweep.ModeClosed || res.Result.KneeUnit != "concurrency" || len(res.Result.Steps) != 2 {
 		t.Fatalf("mode %s unit %s steps %d", res.Result.Mode, res.Result.KneeUnit, len(res.Result.Steps))
 	}
 	for i, n := range []int{1, 3} {
 		s := res.Result.Steps[i]
-		if s.Mode != ModeClosed || s.Concurrency != n || s.Stats.Completed != 12 {
+		if s.Mode != sweep.ModeClosed || s.Concurrency != n || s.Stats.Completed != 12 {
 			t.Errorf("step %d: mode %s concurrency %d completed %d", i, s.Mode, s.Concurrency, s.Stats.Completed)
 		}
 		if s.Stats.MaxConcurrentRequests > n {
@@ -424,17 +432,17 @@ func TestRunRounds(t *testing.T) {
 func TestRunBurstAndMaxConcurrency(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(c *Config)
+		setup func(c *sweep.Config)
 		check func(t *testing.T, res *Outcome)
 	}{
 		{
 			name: "rate inf sends everything at once and is left out of the knee",
-			setup: func(c *Config) {
+			setup: func(c *sweep.Config) {
 				c.Rates, c.RatesText, c.NumPrompts = []float64{math.Inf(1)}, "inf", 8
 			},
 			check: func(t *testing.T, res *Outcome) {
 				s := res.Result.Steps[0]
-				if s.Mode != ModeBurst || s.Stats.Completed != 8 {
+				if s.Mode != sweep.ModeBurst || s.Stats.Completed != 8 {
 					t.Fatalf("mode %s completed %d", s.Mode, s.Stats.Completed)
 				}
 				if s.Stats.SendLag.Max > 200 {
@@ -443,7 +451,7 @@ func TestRunBurstAndMaxConcurrency(t *testing.T) {
 				if s.Stats.MaxConcurrentRequests < 4 {
 					t.Errorf("burst had at most %d requests in flight", s.Stats.MaxConcurrentRequests)
 				}
-				if res.Result.Mode != ModeBurst || res.Result.Levels[0].Outcome.Valid || res.Result.Knee.Level != 0 {
+				if res.Result.Mode != sweep.ModeBurst || res.Result.Levels[0].Outcome.Valid || res.Result.Knee.Level != 0 {
 					t.Errorf("burst used for the knee: %+v", res.Result.Knee)
 				}
 				if !strings.Contains(strings.Join(res.Result.Notes, " "), "burst, not an open loop") {
@@ -453,12 +461,12 @@ func TestRunBurstAndMaxConcurrency(t *testing.T) {
 		},
 		{
 			name: "rate with max concurrency queues arrivals and reports the wait",
-			setup: func(c *Config) {
+			setup: func(c *sweep.Config) {
 				c.Rates, c.RatesText, c.NumPrompts, c.MaxConcurrency = []float64{200}, "200", 20, 1
 			},
 			check: func(t *testing.T, res *Outcome) {
 				s := res.Result.Steps[0]
-				if s.Mode != ModeBoth || s.Stats.MaxConcurrentRequests != 1 {
+				if s.Mode != sweep.ModeBoth || s.Stats.MaxConcurrentRequests != 1 {
 					t.Fatalf("mode %s, %d in flight", s.Mode, s.Stats.MaxConcurrentRequests)
 				}
 				if s.Stats.QueueTime.Max <= 0 || s.Stats.AchievedRate >= s.Stats.ScheduledRate {
@@ -505,8 +513,8 @@ func TestRunServerMetrics(t *testing.T) {
 			name: "a server that stays busy fails the idle proof", metrics: busy,
 			check: func(t *testing.T, res *Outcome) {
 				s := res.Result.Steps[0]
-				if s.Validity.Idle.Status != IdleNotIdle || s.Validity.Idle.Running != 1 || s.Validity.Valid ||
-					!strings.Contains(strings.Join(s.Validity.Flags, ","), FlagNotIdle) {
+				if s.Validity.Idle.Status != sweep.IdleNotIdle || s.Validity.Idle.Running != 1 || s.Validity.Valid ||
+					!strings.Contains(strings.Join(s.Validity.Flags, ","), sweep.FlagNotIdle) {
 					t.Errorf("idle proof %+v flags %v", s.Validity.Idle, s.Validity.Flags)
 				}
 				if s.Validity.Idle.Waited < 0.3 {
@@ -521,7 +529,7 @@ func TestRunServerMetrics(t *testing.T) {
 				if s.Stats.Completed != 20 || !s.Validity.Valid {
 					t.Errorf("completed %d valid %v %v", s.Stats.Completed, s.Validity.Valid, s.Validity.Reasons)
 				}
-				if s.Validity.Idle.Status != IdleNotRecorded || s.Server.Status != "not-recorded" {
+				if s.Validity.Idle.Status != sweep.IdleNotRecorded || s.Server.Status != "not-recorded" {
 					t.Errorf("idle %+v server %s", s.Validity.Idle, s.Server.Status)
 				}
 				b, _ := json.Marshal(s.Server)
@@ -529,7 +537,7 @@ func TestRunServerMetrics(t *testing.T) {
 					t.Errorf("server figures not marked not-recorded: %s", b)
 				}
 				idle := readResult(t, res.Dir)["steps"].([]any)[0].(map[string]any)["validity"].(map[string]any)["idle"].(map[string]any)
-				if _, ok := idle["running"]; ok || idle["status"] != IdleNotRecorded {
+				if _, ok := idle["running"]; ok || idle["status"] != sweep.IdleNotRecorded {
 					t.Errorf("a not-recorded idle proof writes values: %v", idle)
 				}
 				if !strings.Contains(readFile(t, res.Dir, artifacts.MetricsBeforeFile), `"not_recorded"`) {
@@ -637,7 +645,7 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
 	}
 	s := res.Result.Steps[0]
-	if s.Validity.Valid || !strings.Contains(strings.Join(s.Validity.Flags, ","), FlagInterrupted) {
+	if s.Validity.Valid || !strings.Contains(strings.Join(s.Validity.Flags, ","), sweep.FlagInterrupted) {
 		t.Errorf("interrupted step flags %v", s.Validity.Flags)
 	}
 	if n := len(readRecords(t, res.Dir)); n == 0 || n > 30 {
@@ -670,22 +678,22 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		setup    func(c *Config)
+		setup    func(c *sweep.Config)
 		models   http.HandlerFunc
 		wantErr  error
 		wantMsg  string
 		wantFlag bool
 	}{
-		{name: "unreachable target", setup: func(c *Config) { c.Target = dead }, wantErr: ErrUnreachable, wantMsg: "connection refused"},
-		{name: "longer than max_model_len", setup: func(c *Config) {
+		{name: "unreachable target", setup: func(c *sweep.Config) { c.Target = dead }, wantErr: sweep.ErrUnreachable, wantMsg: "connection refused"},
+		{name: "longer than max_model_len", setup: func(c *sweep.Config) {
 			c.Workload = workload.Spec{InputTokens: workload.Fixed(8000), OutputTokens: workload.Fixed(100), PrefixTokens: 100}
-		}, wantFlag: true, wantMsg: "--input-len: --prefix-len 100 + --input-len 8000 + --output-len 100 = 8200 tokens per request, more than the model's max_model_len 8192 (from GET /v1/models)"},
-		{name: "longer than /tokenize's max_model_len", models: bareModels, setup: func(c *Config) {
+		}, wantFlag: true, wantMsg: "Workload.InputTokens: --prefix-len 100 + --input-len 8000 + --output-len 100 = 8200 tokens per request, more than the model's max_model_len 8192 (from GET /v1/models)"},
+		{name: "longer than /tokenize's max_model_len", models: bareModels, setup: func(c *sweep.Config) {
 			c.Workload = workload.Spec{InputTokens: workload.Fixed(9000), OutputTokens: workload.Fixed(1)}
 		}, wantFlag: true, wantMsg: "max_model_len 8192 (from POST /tokenize)"},
-		{name: "unknown model", setup: func(c *Config) { c.Model = "gpt-9" }, wantMsg: `model "gpt-9" is not served`},
-		{name: "out dir is a file", setup: func(c *Config) { c.OutDir = filepath.Join(notDir, "runs") }, wantErr: artifacts.ErrUnwritable},
-		{name: "invalid config", setup: func(c *Config) { c.Rates = []float64{0} }, wantMsg: "--rates: rate must be > 0", wantFlag: true},
+		{name: "unknown model", setup: func(c *sweep.Config) { c.Model = "gpt-9" }, wantMsg: `model "gpt-9" is not served`},
+		{name: "out dir is a file", setup: func(c *sweep.Config) { c.OutDir = filepath.Join(notDir, "runs") }, wantErr: artifacts.ErrUnwritable},
+		{name: "invalid config", setup: func(c *sweep.Config) { c.Rates = []float64{0} }, wantMsg: "Rates: rate must be > 0", wantFlag: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -706,8 +714,8 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("err = %q, want it to contain %q", err, tt.wantMsg)
 			}
-			if IsFlagError(err) != tt.wantFlag {
-				t.Errorf("flag error %v, want %v (%v)", IsFlagError(err), tt.wantFlag, err)
+			if sweep.IsFieldError(err) != tt.wantFlag {
+				t.Errorf("flag error %v, want %v (%v)", sweep.IsFieldError(err), tt.wantFlag, err)
 			}
 			if n := h.gen.Load() - before; n != 0 {
 				t.Errorf("%d generation requests sent before failing", n)
@@ -766,7 +774,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 		url, _ := simtest.Start(t, fastSim())
 		cfg := testConfig(t, url)
 		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
-		md, err := ParseMetadata([]string{"hf_token=abcdef123", "note=Bearer sk-abcdefgh", "gpu=h100"})
+		md, err := sweep.ParseMetadata([]string{"hf_token=abcdef123", "note=Bearer sk-abcdefgh", "gpu=h100"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -853,7 +861,7 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 	}
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.Auto, cfg.RatesText = nil, true, "auto"
-	cfg.Search = SearchOptions{Start: 40, MaxSteps: 2}
+	cfg.Search = sweep.SearchOptions{Start: 40, MaxSteps: 2}
 	cfg.IdleTimeout = 300 * time.Millisecond
 	out, err := Run(context.Background(), cfg, testOptions(t))
 	if err != nil {
@@ -863,7 +871,7 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 	if len(steps) != 2 {
 		t.Fatalf("%d steps, want 2", len(steps))
 	}
-	if steps[0].Validity.Valid || steps[0].Attempt != 1 || !slices.Contains(steps[0].Validity.Flags, FlagNotIdle) {
+	if steps[0].Validity.Valid || steps[0].Attempt != 1 || !slices.Contains(steps[0].Validity.Flags, sweep.FlagNotIdle) {
 		t.Errorf("step 0: valid %v attempt %d flags %v", steps[0].Validity.Valid, steps[0].Attempt, steps[0].Validity.Flags)
 	}
 	if !steps[1].Validity.Valid || steps[1].Attempt != 2 || steps[1].Level != 40 || steps[1].Label != "rate=40/attempt=2" {
@@ -872,14 +880,14 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 	if len(out.Result.Levels) != 1 || out.Result.Levels[0].ValidRounds != 1 || !out.Result.Levels[0].Passes {
 		t.Errorf("levels %+v", out.Result.Levels)
 	}
-	if out.Result.SearchEnd != SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
+	if out.Result.SearchEnd != sweep.SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
 		t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
 	}
 	if k := out.Result.Knee; k.Level != 40 || k.Found {
 		t.Errorf("knee %+v", k)
 	}
 	m := verifyClean(t, out.Dir)
-	if s := m.Fingerprint.Load.Search; s == nil || s.Start != "40" || s.MaxSteps != 2 || s.Retries != DefaultSearchRetries {
+	if s := m.Fingerprint.Load.Search; s == nil || s.Start != "40" || s.MaxSteps != 2 || s.Retries != sweep.DefaultSearchRetries {
 		t.Errorf("fingerprint search %+v", s)
 	}
 }

@@ -1,34 +1,39 @@
-package sweep
+package rundir
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/stats"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// reportSweep maps the run onto internal/report's input.
-func (r *runner) reportSweep(res *Result, complete bool, reason string) report.Sweep {
-	c := r.cfg
+// ReportSweep maps a sweep's Result onto internal/report's input (for
+// analysis.md, the plots and the terminal table). It reads only res: the
+// fields result.json does not hold (Name, Fingerprint, InterruptedReason,
+// MaxConcurrency, Rounds) come with the Result Prepared.Run returns.
+func ReportSweep(res *sweep.Result) report.Sweep {
 	s := report.Sweep{
-		Name:              c.Name,
-		Fingerprint:       r.fp,
-		Mode:              c.Mode(),
-		GoodputRatio:      DefaultGoodputRatio,
+		Name:              res.Name,
+		Fingerprint:       res.Fingerprint,
+		Mode:              res.Mode,
+		GoodputRatio:      sweep.DefaultGoodputRatio,
 		Knee:              report.Knee(res.Knee),
-		Complete:          complete,
-		InterruptedReason: reason,
+		Complete:          res.Complete,
+		InterruptedReason: res.InterruptedReason,
 		Notes:             res.Notes,
 		SLO: report.SLO{
-			TTFTMS: ms(c.SLO.TTFT),
-			TPOTMS: ms(c.SLO.TPOT),
-			E2ELMS: ms(c.SLO.E2EL),
+			TTFTMS: res.SLO[slo.NameTTFT],
+			TPOTMS: res.SLO[slo.NameTPOT],
+			E2ELMS: res.SLO[slo.NameE2EL],
 		},
 	}
-	if c.Mode() != ModeClosed {
-		s.MaxConcurrency = c.MaxConcurrency
-		s.ReferenceCapacity = c.ReferenceCapacity
+	if res.Mode != sweep.ModeClosed {
+		s.MaxConcurrency = res.MaxConcurrency
+		s.ReferenceCapacity = res.ReferenceCapacity
 	}
 	if p := res.Probe; p != nil {
 		rp := &report.Probe{EstimateReqPerS: p.EstimateReqPerS, StartRate: p.StartRate, Note: p.Note}
@@ -41,7 +46,7 @@ func (r *runner) reportSweep(res *Result, complete bool, reason string) report.S
 	for _, st := range res.Steps {
 		s.Steps = append(s.Steps, reportStep(st))
 	}
-	s.Spread = reportSpread(res, c.Rounds)
+	s.Spread = reportSpread(res, res.Rounds)
 	return s
 }
 
@@ -49,7 +54,7 @@ func (r *runner) reportSweep(res *Result, complete bool, reason string) report.S
 // least twice, over the same steps as the level's spread in result.json
 // (its valid ones, every one when none was valid); nil for one round, so
 // that reruns of an invalid level alone add no spread.
-func reportSpread(res *Result, rounds int) []report.LevelSpread {
+func reportSpread(res *sweep.Result, rounds int) []report.LevelSpread {
 	if rounds < 2 {
 		return nil
 	}
@@ -58,7 +63,7 @@ func reportSpread(res *Result, rounds int) []report.LevelSpread {
 		if l.Rounds < 2 {
 			continue
 		}
-		var all, valid []*Step
+		var all, valid []*sweep.Step
 		for _, st := range res.Steps {
 			if st.Level != l.Level {
 				continue
@@ -72,7 +77,7 @@ func reportSpread(res *Result, rounds int) []report.LevelSpread {
 		if len(valid) == 0 {
 			use = all
 		}
-		rng := func(get func(*Step) float64) report.Range {
+		rng := func(get func(*sweep.Step) float64) report.Range {
 			xs := make([]float64, len(use))
 			for i, st := range use {
 				xs[i] = get(st)
@@ -84,10 +89,10 @@ func reportSpread(res *Result, rounds int) []report.LevelSpread {
 			Rounds:     len(all),
 			Used:       len(use),
 			Valid:      len(valid) > 0,
-			Throughput: rng(func(st *Step) float64 { return st.Stats.RequestThroughput }),
-			Goodput:    rng(func(st *Step) float64 { return st.Stats.RequestGoodput }),
-			TTFTP99:    rng(func(st *Step) float64 { return st.Stats.TTFT.P99 }),
-			TPOTP99:    rng(func(st *Step) float64 { return st.Stats.TPOT.P99 }),
+			Throughput: rng(func(st *sweep.Step) float64 { return st.Stats.RequestThroughput }),
+			Goodput:    rng(func(st *sweep.Step) float64 { return st.Stats.RequestGoodput }),
+			TTFTP99:    rng(func(st *sweep.Step) float64 { return st.Stats.TTFT.P99 }),
+			TPOTP99:    rng(func(st *sweep.Step) float64 { return st.Stats.TPOT.P99 }),
 		})
 	}
 	return out
@@ -98,11 +103,14 @@ func rangeOf(xs []float64) report.Range {
 	if len(xs) == 0 {
 		return report.Range{}
 	}
-	sp := spreadOf(xs)
-	return report.Range{Min: sp.Min, Median: stats.Median(xs), Max: sp.Max}
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return report.Range{Min: lo, Median: stats.Median(xs), Max: hi}
 }
 
-func reportStep(st *Step) report.Step {
+func reportStep(st *sweep.Step) report.Step {
 	x := &st.Stats
 	out := report.Step{
 		Index:                 st.Index,
@@ -132,13 +140,13 @@ func reportStep(st *Step) report.Step {
 		RequestedOutputTokens: report.TokenDist(x.RequestedOutputTokens),
 		OutputTokens:          report.TokenDist(x.OutputTokens),
 		FinishReasons:         x.FinishReasons,
-		Valid:                 st.Validity.Valid && st.Mode != ModeBurst,
+		Valid:                 st.Validity.Valid && st.Mode != sweep.ModeBurst,
 		Idle:                  st.Validity.Idle.Status,
 		IdleDetail:            idleDetail(st.Validity.Idle),
 		Server:                reportServer(st.Server),
 	}
 	switch st.Mode {
-	case ModeClosed:
+	case sweep.ModeClosed:
 		out.Rate, out.Concurrency = 0, st.Concurrency
 	default:
 		out.Concurrency = st.MaxConcurrency
@@ -149,25 +157,28 @@ func reportStep(st *Step) report.Step {
 	for i, f := range st.Validity.Flags {
 		out.Invalid = append(out.Invalid, f+": "+st.Validity.Reasons[i])
 	}
-	if st.Mode == ModeBurst {
+	if st.Mode == sweep.ModeBurst {
 		out.Invalid = append(out.Invalid, "burst: rate inf is not an open loop, not used for the knee")
 	}
 	return out
 }
 
-func idleDetail(p IdleProof) string {
+func idleDetail(p sweep.IdleProof) string {
 	switch p.Status {
-	case IdleProven:
+	case sweep.IdleProven:
 		return fmt.Sprintf("running + waiting read 0 after %.1f s", p.Waited)
-	case IdleNotIdle:
+	case sweep.IdleNotIdle:
 		return fmt.Sprintf("running %s, waiting %s after %.1f s", trimFloat(p.Running), trimFloat(p.Waiting), p.Waited)
 	}
 	return p.Reason
 }
 
+// statusRecorded is sweep.ServerStats.Status when both snapshots were read.
+const statusRecorded = "recorded"
+
 func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-func reportSummary(l Latency) report.Summary {
+func reportSummary(l sweep.Latency) report.Summary {
 	s := report.Summary{N: l.N, Mean: l.Mean, Median: l.Median, Std: l.Std, P50: l.P50, P90: l.P90, P99: l.P99}
 	if l.P99CI != nil {
 		s.P99CILow, s.P99CIHigh = l.P99CI.Lo, l.P99CI.Hi
@@ -175,14 +186,14 @@ func reportSummary(l Latency) report.Summary {
 	return s
 }
 
-func reportValue(f Figure) report.Value {
+func reportValue(f sweep.Figure) report.Value {
 	if !f.Known {
 		return report.Value{}
 	}
 	return report.Val(f.Value)
 }
 
-func reportServer(s ServerStats) report.Server {
+func reportServer(s sweep.ServerStats) report.Server {
 	return report.Server{
 		Recorded:                    s.Status == statusRecorded,
 		Reason:                      s.Reason,
@@ -205,8 +216,8 @@ func reportServer(s ServerStats) report.Server {
 // reportQuantiles maps a server histogram: a quantile whose rank falls
 // into the first bucket is shown as "≤ first bound" (interpolating from 0
 // inside that bucket says nothing about the data).
-func reportQuantiles(l ServerLatency) report.Quantiles {
-	q := func(f Figure, p float64) report.Value {
+func reportQuantiles(l sweep.ServerLatency) report.Quantiles {
+	q := func(f sweep.Figure, p float64) report.Value {
 		v := reportValue(f)
 		if v.OK && l.FirstBucketCount.Known && l.FirstBucketLEMS.Known && l.Count.Known &&
 			l.FirstBucketCount.Value >= p*l.Count.Value {

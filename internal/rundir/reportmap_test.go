@@ -1,8 +1,10 @@
-package sweep
+package rundir
 
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,24 +12,26 @@ import (
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/stats"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // spreadStep is a step at level lv with request throughput tp, goodput g
 // and TTFT/TPOT p99s ttft/tpot.
-func spreadStep(lv float64, valid bool, tp, g, ttft, tpot float64) *Step {
-	return &Step{Level: lv, Validity: Validity{Valid: valid}, Stats: Stats{
-		RequestThroughput: tp, RequestGoodput: g, TTFT: Latency{Summary: stats.Summary{P99: ttft}}, TPOT: Latency{Summary: stats.Summary{P99: tpot}}}}
+func spreadStep(lv float64, valid bool, tp, g, ttft, tpot float64) *sweep.Step {
+	return &sweep.Step{Level: lv, Validity: sweep.Validity{Valid: valid}, Stats: sweep.Stats{
+		RequestThroughput: tp, RequestGoodput: g, TTFT: sweep.Latency{Summary: stats.Summary{P99: ttft}}, TPOT: sweep.Latency{Summary: stats.Summary{P99: tpot}}}}
 }
 
 func TestReportSpread(t *testing.T) {
-	steps := []*Step{
+	steps := []*sweep.Step{
 		spreadStep(4, true, 4, 3.9, 100, 20), spreadStep(4, true, 4.2, 4, 140, 22), spreadStep(4, true, 3.8, 3.7, 110, 21),
 		spreadStep(8, true, 7, 6, 300, 30), spreadStep(8, false, 2, 1, 900, 90),
 		spreadStep(16, false, 9, 5, 1000, 50), spreadStep(16, false, 10, 6, 1200, 60),
 		spreadStep(32, true, 10, 4, 2000, 70),
 	}
-	levels := []Level{{Level: 4, Rounds: 3}, {Level: 8, Rounds: 2}, {Level: 16, Rounds: 2}, {Level: 32, Rounds: 1}}
+	levels := []sweep.Level{{Level: 4, Rounds: 3}, {Level: 8, Rounds: 2}, {Level: 16, Rounds: 2}, {Level: 32, Rounds: 1}}
 	tests := []struct {
 		name   string
 		rounds int
@@ -50,12 +54,26 @@ func TestReportSpread(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := reportSpread(&Result{Steps: steps, Levels: levels}, tc.rounds)
+			got := reportSpread(&sweep.Result{Steps: steps, Levels: levels}, tc.rounds)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("reportSpread:\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
 	}
+}
+
+// tableObserver prints the final table, as the CLI does.
+type tableObserver struct {
+	w io.Writer
+}
+
+func (tableObserver) SweepStarted(sweep.SweepInfo)            {}
+func (tableObserver) StepStarted(*sweep.Step, int)            {}
+func (tableObserver) RequestDone(*sweep.Step, *prober.Record) {}
+func (tableObserver) StepDone(*sweep.Step)                    {}
+func (o tableObserver) SweepDone(res *sweep.Result) {
+	fmt.Fprintln(o.w)
+	_ = report.WriteTable(o.w, ReportSweep(res))
 }
 
 // TestRunRoundsSpread runs two rounds of one rate: analysis.md and the
@@ -66,7 +84,7 @@ func TestRunRoundsSpread(t *testing.T) {
 	cfg.Rates, cfg.RatesText, cfg.Rounds, cfg.NumPrompts = []float64{50}, "50", 2, 10
 	opts := testOptions(t)
 	var stdout bytes.Buffer
-	opts.Stdout = &stdout
+	opts.Observer = tableObserver{&stdout}
 	res, err := Run(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -90,5 +108,31 @@ func TestRunRoundsSpread(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "\nrate 50: 2 rounds") {
 		t.Errorf("table lacks the spread line:\n%s", stdout.String())
+	}
+}
+
+func TestReportQuantilesFirstBucket(t *testing.T) {
+	known := func(v float64) sweep.Figure { return sweep.Figure{Value: v, Known: true} }
+	tests := []struct {
+		name                       string
+		first, count               float64
+		wantAtMost50, wantAtMost99 bool
+	}{
+		{name: "every observation in the first bucket", first: 40, count: 40, wantAtMost50: true, wantAtMost99: true},
+		{name: "half in the first bucket", first: 20, count: 40, wantAtMost50: true},
+		{name: "none in the first bucket", first: 0, count: 40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := sweep.ServerLatency{Count: known(tt.count), MeanMS: known(0.02), P50MS: known(150), P90MS: known(270), P99MS: known(297),
+				FirstBucketLEMS: known(300), FirstBucketCount: known(tt.first)}
+			q := reportQuantiles(l)
+			if q.P50.AtMost != tt.wantAtMost50 || q.P99.AtMost != tt.wantAtMost99 || !q.Mean.OK || q.Mean.V != 0.02 {
+				t.Errorf("quantiles %+v", q)
+			}
+			if q.P50.AtMost && q.P50.V != 300 {
+				t.Errorf("p50 bound %v, want 300", q.P50.V)
+			}
+		})
 	}
 }

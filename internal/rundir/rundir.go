@@ -1,0 +1,156 @@
+// Package rundir runs a sweep into a run directory (DESIGN.md §6): it
+// composes prober/sweep (the engine, which knows no files), the streaming
+// sink of internal/artifacts (records.jsonl, errors-redacted.jsonl, the
+// /metrics snapshots) and internal/report (analysis.md and its plots), and
+// writes command.txt, help.txt, result.json and, last, manifest.json with
+// the fingerprint and whether the sweep completed. The CLI's `llmprobe
+// sweep` calls Run; so can a daemon goroutine, with its own context,
+// logger and output directory.
+package rundir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// Options are Run's collaborators. The zero value works: no logging, no
+// help.txt, no observer.
+type Options struct {
+	// Logger receives the sweep's progress and warnings (nil: none).
+	Logger log.Logger
+	// Args is the full command line, program name first: command.txt and
+	// the fingerprint hold it redacted (fingerprint.Redact).
+	Args []string
+	// Help is written to help.txt (the command's --help of this build; ""
+	// writes no help.txt).
+	Help string
+	// Observer follows the sweep (progress bars, the final table; nil:
+	// none).
+	Observer sweep.Observer
+	// HTTPClient and Now are sweep.Options' (nil: the sweep's defaults).
+	HTTPClient *http.Client
+	Now        func() time.Time
+}
+
+// Outcome is what Run produced.
+type Outcome struct {
+	// Dir is the run directory.
+	Dir string
+	// Result is result.json's content (nil when the sweep failed before
+	// its first step).
+	Result *sweep.Result
+	// Complete is false when the sweep was interrupted or failed.
+	Complete bool
+}
+
+// Run prepares the sweep cfg describes (sweep.Prepare: nothing is created
+// for a bad config or target; those failures return a nil Outcome), then
+// creates the run directory under cfg.OutDir named after cfg.Name (a
+// failure there returns a nil Outcome too, before any load), runs the
+// sweep into it and finishes it. When ctx is canceled mid-sweep (SIGINT),
+// everything measured so far is written, the manifest says complete:
+// false, and Run returns the Outcome and a nil error. A failure after the
+// run directory exists returns the Outcome with the error; the directory is
+// still finished (manifest.json lists what it holds).
+func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	p, err := sweep.Prepare(ctx, cfg, sweep.Options{Logger: logger, Args: o.Args, HTTPClient: o.HTTPClient, Now: o.Now})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	run, err := artifacts.Create(cfg.OutDir, cfg.Name, p.Start())
+	if err != nil {
+		return nil, fmt.Errorf("out dir: %w", err)
+	}
+	out := &Outcome{Dir: run.Dir()}
+	level.Info(logger).Log("msg", "sweep starting", "target", fingerprint.RedactText(cfg.Target), "model", p.Model(),
+		"mode", cfg.Mode(), "dir", run.Dir())
+	sink, err := openFiles(run, o)
+	if err != nil {
+		return out, abort(run, cfg, p.Fingerprint(), err)
+	}
+	res, runErr := p.Run(ctx, fileSink{sink}, o.Observer)
+	if res == nil {
+		return out, abort(run, cfg, p.Fingerprint(), errors.Join(runErr, sink.Close()))
+	}
+	out.Result, out.Complete = res, res.Complete
+	if err := finish(run, sink, res); err != nil {
+		return out, err
+	}
+	return out, runErr
+}
+
+// openFiles writes command.txt and help.txt and opens the sink's files.
+func openFiles(run *artifacts.Run, o Options) (*artifacts.Sink, error) {
+	cmd := fingerprint.ShellJoin(fingerprint.Redact(o.Args)) + "\n"
+	if err := run.WriteFile(artifacts.CommandFile, []byte(cmd)); err != nil {
+		return nil, err
+	}
+	if o.Help != "" {
+		if err := run.WriteFile(artifacts.HelpFile, []byte(o.Help)); err != nil {
+			return nil, err
+		}
+	}
+	return run.OpenSink()
+}
+
+// abort finishes an incomplete run directory after a failure before the
+// first step; it returns err joined with the failure to finish.
+func abort(run *artifacts.Run, cfg sweep.Config, fp fingerprint.Fingerprint, err error) error {
+	fp.End = time.Now().UTC()
+	reason := "failed: " + fingerprint.RedactSecrets(err.Error(), string(cfg.APIKey))
+	ferr := run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: reason}, false)
+	return errors.Join(err, ferr)
+}
+
+// finish closes the streamed files and writes result.json, analysis.md with
+// its plots and the manifest.
+func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result) error {
+	var errs []error
+	if err := sink.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := run.WriteJSON(artifacts.ResultFile, res); err != nil {
+		errs = append(errs, err)
+	}
+	if err := report.WriteFiles(run, ReportSweep(res)); err != nil {
+		errs = append(errs, fmt.Errorf("analysis: %w", err))
+	}
+	m := artifacts.Manifest{Fingerprint: res.Fingerprint, InterruptedReason: res.InterruptedReason}
+	if err := run.Finish(m, res.Complete); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// fileSink adapts an artifacts.Sink to sweep.RecordSink.
+type fileSink struct{ s *artifacts.Sink }
+
+// Record implements sweep.RecordSink.
+func (f fileSink) Record(r sweep.StepRecord) error {
+	return f.s.WriteRecord(artifacts.RecordLine{Step: r.Step, Round: r.Round, Record: r.Record, Prompt: r.Prompt}, r.Label)
+}
+
+// Snapshot implements sweep.RecordSink.
+func (f fileSink) Snapshot(s sweep.Snapshot) error {
+	return f.s.WriteSnapshot(artifacts.Snapshot{Step: s.Step, Label: s.Label, Phase: s.Phase, Time: s.Time,
+		Source: s.Source, NotRecorded: s.NotRecorded}, s.Body)
+}
+
+// Scrape implements sweep.RecordSink.
+func (f fileSink) Scrape(_ int, entry []byte) error { return f.s.WriteScrape(entry) }

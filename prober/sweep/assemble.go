@@ -1,0 +1,125 @@
+package sweep
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+)
+
+// result assembles result.json from the steps run.
+func (r *runner) result(complete bool) *Result {
+	c := r.cfg
+	res := &Result{
+		Date:        r.fp.Start.Format("20060102-150405"),
+		Backend:     "openai",
+		ModelID:     r.model,
+		TokenizerID: r.fp.Target.Root,
+		Metadata:    c.Metadata,
+		Mode:        c.Mode(),
+		Arrival:     c.Arrival,
+		Burstiness:  c.Burstiness,
+		Rates:       c.RatesText,
+		SLO:         sloMillis(c),
+		Percentiles: c.Percentiles,
+		Steps:       r.steps,
+		KneeUnit:    "req/s",
+		Complete:    complete,
+		Name:        c.Name,
+		Rounds:      c.Rounds,
+	}
+	if c.API == "chat" {
+		res.Backend = "openai-chat"
+	}
+	if res.TokenizerID == fingerprint.NotRecorded {
+		res.TokenizerID = r.model
+	}
+	for k := range c.Metadata {
+		res.MetadataOrder = append(res.MetadataOrder, k)
+	}
+	slices.Sort(res.MetadataOrder)
+	if len(c.Concurrency) > 0 {
+		res.KneeUnit, res.Rates = "concurrency", ""
+	}
+	var outcomes []StepOutcome
+	for _, lv := range r.levels {
+		var rounds []*Step
+		for _, s := range r.steps {
+			if s.Level == lv {
+				rounds = append(rounds, s)
+			}
+		}
+		if len(rounds) == 0 {
+			continue
+		}
+		l := aggregate(r.levelLabel(lv), lv, r.stepMode(lv), rounds, DefaultGoodputRatio)
+		res.Levels = append(res.Levels, l)
+		outcomes = append(outcomes, l.Outcome)
+	}
+	slices.SortStableFunc(res.Levels, func(a, b Level) int {
+		switch {
+		case a.Level < b.Level:
+			return -1
+		case a.Level > b.Level:
+			return 1
+		}
+		return 0
+	})
+	res.Knee = LadderKnee(outcomes, DefaultGoodputRatio)
+	res.Probe = r.probe
+	if c.Mode() != ModeClosed {
+		res.ReferenceCapacity = c.ReferenceCapacity
+		res.MaxConcurrency = c.MaxConcurrency
+	}
+	if r.search != nil {
+		res.Knee.Stop = r.search.Stop
+		res.SearchEnd = r.search.End
+	}
+	if len(c.Concurrency) == 0 {
+		res.Notes = append(res.Notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+
+			"drain included, so it never exceeds what the server served. keep-up % is the knee's criterion (result.json goodput_ratio, "+
+			"capped at 100 % for display): the fraction of the step's requests that were good, times its arrival window over the time "+
+			"the server needed to finish them less one unloaded request latency; a level keeps up at 90 % or more.")
+	}
+	if c.HasBurst() {
+		res.Notes = append(res.Notes, "rate inf is a burst, not an open loop: every request of the step was sent at once, so its latencies include queueing behind the whole burst; it is not used for the knee.")
+	}
+	if c.Embedded {
+		res.Notes = append(res.Notes, "target: the built-in vLLM simulator, started in-process (no --target); the client CPU check is skipped because the simulator shares the process.")
+	}
+	if !r.metricsOK {
+		res.Notes = append(res.Notes, "the server's /metrics could not be read ("+r.metricsReason+"): snapshots, idle proofs and server-side figures are not-recorded.")
+	} else if !r.idleKnown {
+		res.Notes = append(res.Notes, "the server's /metrics has no vllm:num_requests_running/waiting: idle proofs are not-recorded.")
+	}
+	if r.probe != nil {
+		res.Notes = append(res.Notes, r.probeNote())
+	}
+	if r.search != nil && complete {
+		switch r.search.End {
+		case SearchMaxSteps, SearchInvalid:
+			res.Notes = append(res.Notes, "the adaptive search stopped early: "+r.search.Stop+".")
+		}
+	}
+	return res
+}
+
+// probeNote describes the throughput probe in one sentence.
+func (r *runner) probeNote() string {
+	p := r.probe
+	if p.EstimateReqPerS <= 0 {
+		return fmt.Sprintf("the throughput probe gave no estimate (%s); the search started at %s req/s.", p.Note, fmtLevel(p.StartRate))
+	}
+	return fmt.Sprintf("before the search, a closed-loop throughput probe (concurrency %s, %s each) estimated the capacity at %s req/s (%s); the search started there and stepped by a factor sqrt 2 to bracket the knee.",
+		probeLevelsText(p.Levels), ProbeDuration, fmtLevel(roundRate(p.EstimateReqPerS)), p.Note)
+}
+
+func probeLevelsText(ls []ProbeLevel) string {
+	var parts []string
+	for _, l := range ls {
+		parts = append(parts, strconv.Itoa(l.Concurrency))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,95 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/llmprobe/llmprobe/collector/scrape"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+)
+
+// The idle proof before each step and the /metrics snapshots around it.
+
+// idlePollInterval is how often the idle wait reads /metrics.
+const idlePollInterval = 200 * time.Millisecond
+
+// snapshot scrapes /metrics, hands it to the sink as the given phase and
+// returns it (nil when not recorded).
+func (r *runner) snapshot(ctx context.Context, st *Step, phase string) *scrape.Snapshot {
+	meta := Snapshot{Step: st.Index, Label: st.Label, Phase: phase, Time: time.Now()}
+	if !r.metricsOK {
+		meta.NotRecorded = r.metricsReason
+		_ = r.sink.Snapshot(meta)
+		return nil
+	}
+	meta.Source = fingerprint.RedactText(r.metricsURL)
+	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
+	if err != nil {
+		meta.NotRecorded = r.redact(err.Error())
+		_ = r.sink.Snapshot(meta)
+		return nil
+	}
+	meta.Time, meta.Body = snap.Time, snap.Raw
+	_ = r.sink.Snapshot(meta)
+	return snap
+}
+
+// waitIdle polls /metrics until running + waiting reads 0 or the idle
+// timeout passes.
+func (r *runner) waitIdle(ctx context.Context, logger log.Logger) IdleProof {
+	p := IdleProof{Status: IdleNotRecorded}
+	switch {
+	case !r.metricsOK:
+		p.Reason = "the server's /metrics could not be read: " + r.metricsReason
+		return p
+	case !r.idleKnown:
+		p.Reason = "the server's /metrics has no vllm:num_requests_running and vllm:num_requests_waiting"
+		return p
+	}
+	start := time.Now()
+	deadline := start.Add(r.cfg.IdleTimeout)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	<-t.C
+	logged := false
+	for {
+		snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
+		now := time.Now()
+		p.Waited = now.Sub(start).Seconds()
+		if err == nil {
+			p.At = snap.Time.UTC()
+			p.Running, _ = snap.Sum(scrape.MetricNumRequestsRunning, nil)
+			p.Waiting, _ = snap.Sum(scrape.MetricNumRequestsWaiting, nil)
+			idle, known := scrape.Idle(snap)
+			switch {
+			case !known:
+				p.Status, p.Reason = IdleNotRecorded, "vllm:num_requests_running/waiting missing from /metrics"
+				return p
+			case idle:
+				p.Status, p.Reason = IdleProven, ""
+				return p
+			}
+			p.Status, p.Reason = IdleNotIdle, fmt.Sprintf("running %g, waiting %g", p.Running, p.Waiting)
+		} else if p.Status != IdleNotIdle {
+			p.Status, p.Reason = IdleNotRecorded, r.redact(err.Error())
+		}
+		if ctx.Err() != nil || !now.Before(deadline) {
+			if p.Status == IdleNotIdle {
+				level.Warn(logger).Log("msg", "server not idle before the step", "running", p.Running, "waiting", p.Waiting, "waited", time.Duration(p.Waited*float64(time.Second)))
+			}
+			return p
+		}
+		if !logged && now.Sub(start) > 2*time.Second {
+			level.Info(logger).Log("msg", "waiting for the server to be idle", "running", p.Running, "waiting", p.Waiting)
+			logged = true
+		}
+		t.Reset(min(idlePollInterval, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}

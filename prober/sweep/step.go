@@ -1,0 +1,221 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/llmprobe/llmprobe/collector/scrape"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober"
+)
+
+// maxStepRequests bounds the requests of one open-loop step bounded by a
+// duration (rate x --duration): a step holds a summary of every request
+// for its statistics (StatsAccumulator, about 120 bytes plus 8 per ITL
+// gap) and its arrival schedule (8 bytes each), so this bound keeps one
+// step within a few hundred MB. Prompts are built ahead in a bounded
+// window (promptWindow), not all in advance.
+const maxStepRequests = 2_000_000
+
+// runStep runs one step: warmups, idle wait, snapshot, load, drain,
+// snapshot, statistics. Records go to the sink as they complete. It
+// returns the step (nil when ctx ended before it began) and an error only
+// for a sink (artifact write) failure.
+func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	c := r.cfg
+	idx := len(r.steps)
+	label := r.levelLabel(lv)
+	if c.Rounds > 1 {
+		label += "/round=" + strconv.Itoa(round)
+	}
+	attempt := 1
+	for _, s := range r.steps {
+		if s.Level == lv && s.Round == round {
+			attempt++
+		}
+	}
+	if attempt > 1 {
+		label += "/attempt=" + strconv.Itoa(attempt)
+	}
+	st := &Step{Index: idx, Label: label, Level: lv, Round: round, Attempt: attempt, Mode: r.stepMode(lv), Warmups: c.Warmups}
+	r.current = fmt.Sprintf("%d (%s)", idx, label)
+	if st.Mode == ModeClosed {
+		st.Concurrency = int(lv)
+	} else {
+		st.MaxConcurrency = c.MaxConcurrency
+	}
+	seed := attemptSeed(c.Seed, lv, round, attempt)
+	logger := log.With(r.logger, "step", idx, "label", label)
+
+	// Items first (prompt building may call /tokenize): nothing of it may
+	// happen on the send path.
+	n, byDuration, err := r.plannedCount(st, seed)
+	if err != nil {
+		return nil, err
+	}
+	items, err := r.buildItems(ctx, seed, n, c.Warmups, st.Mode == ModeBurst)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("step %s: build prompts: %w", label, err)
+	}
+	defer items.measured.close()
+	if c.Workload.PrefixTokens > 0 {
+		st.PrefixGeneration = r.prompts.prefixGeneration()
+	}
+
+	var preWarm *scrape.Snapshot
+	if c.Warmups > 0 {
+		preWarm = r.snapshot(ctx, st, PhaseBeforeWarmup)
+		st.WarmupFailed = r.warmup(ctx, st, items.warmups)
+	}
+	idle := r.waitIdle(ctx, logger)
+	before := r.snapshot(ctx, st, PhaseBefore)
+
+	var maxima map[string]float64
+	var stopRec func() error
+	if r.metricsOK {
+		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), Source: fingerprint.RedactText(r.metricsURL)})
+		rec := scrape.NewRecorder(r.http, r.metricsURL, c.MetricsInterval, scrapeWriter{r.sink, idx}, r.scrapeOpts()...)
+		stop := rec.Start(ctx)
+		stopRec = func() error {
+			err := stop()
+			maxima = rec.Max()
+			return err
+		}
+	} else {
+		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), NotRecorded: r.metricsReason})
+	}
+
+	requested := lv
+	if st.Mode == ModeClosed {
+		requested = 0
+	}
+	window := time.Duration(0)
+	if byDuration {
+		window = c.Duration
+	}
+	level.Info(logger).Log("msg", "step starting", "mode", st.Mode, "requests", countText(n))
+	cpu0, cpuOK := processCPU()
+	t0 := time.Now()
+	st.Start = t0.UTC()
+	acc := NewStatsAccumulator(StatsOptions{
+		SLO: c.SLO, Percentiles: c.Percentiles, RequestedRate: requested, Seed: seed,
+		Start: t0, Window: window,
+	})
+	r.obs.StepStarted(st, n)
+	r.load(ctx, st, t0, seed, items.measured, n, acc)
+	dur := time.Since(t0)
+	cpu1, cpuOK1 := processCPU()
+	st.End = time.Now().UTC()
+	if stopRec != nil {
+		if err := stopRec(); err != nil {
+			level.Warn(logger).Log("msg", "during-step scrapes incomplete", "err", r.redact(err.Error()))
+		}
+	}
+	st.Interrupted = ctx.Err() != nil
+	var after *scrape.Snapshot
+	if st.Interrupted {
+		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseAfter, Time: time.Now(), NotRecorded: "interrupted"})
+	} else {
+		after = r.snapshot(ctx, st, PhaseAfter)
+	}
+	st.Stats = acc.Stats(dur)
+	st.Server = computeServerStats(preWarm, before, after, maxima, st.Stats.TTFT)
+	if !r.metricsOK {
+		st.Server.Reason = "the server's /metrics could not be read: " + r.metricsReason
+	}
+	cores := -1.0
+	if cpuOK && cpuOK1 && dur > 0 {
+		cores = float64(cpu1-cpu0) / float64(dur)
+	}
+	st.Validity = Judge(st.Stats, cores, idle, st.Interrupted, r.validityOptions())
+	st.Stats.sendLagsMS = nil // only Judge needs them; the Result keeps every step
+	r.steps = append(r.steps, st)
+	r.fp.Steps = append(r.fp.Steps, fingerprint.StepWindow{Index: idx, Label: label, Start: st.Start, End: st.End, Requests: st.Stats.Requests})
+	r.obs.StepDone(st)
+	if err := r.sinkError(); err != nil {
+		return st, err
+	}
+	kv := []any{"msg", "step done", "completed", st.Stats.Completed, "failed", st.Stats.Failed,
+		"req_per_s", fmt.Sprintf("%.3g", st.Stats.RequestThroughput), "goodput", fmt.Sprintf("%.3g", st.Stats.RequestGoodput),
+		"ttft_p99_ms", fmt.Sprintf("%.4g", st.Stats.TTFT.P99), "tpot_p99_ms", fmt.Sprintf("%.4g", st.Stats.TPOT.P99),
+		"valid", st.Validity.Valid}
+	if !st.Validity.Valid {
+		kv = append(kv, "flags", strings.Join(st.Validity.Flags, ","))
+	}
+	level.Info(logger).Log(kv...)
+	return st, nil
+}
+
+func countText(n int) string {
+	if n < 0 {
+		return "until the duration ends"
+	}
+	return strconv.Itoa(n)
+}
+
+// plannedCount returns the number of requests a step will send, or -1 when
+// it is not known in advance (closed loop bounded by a duration), and
+// whether the step's arrival window is the duration (closed loop only). An
+// open loop sends --num-prompts, or round(rate x --duration) raised to
+// MinPrompts, on a schedule normalized as vllm bench serve's
+// (normalizedOffsets): its window ends at the last arrival, N / rate.
+func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, err error) {
+	c := r.cfg
+	if c.NumPrompts > 0 {
+		return c.NumPrompts, false, nil
+	}
+	if st.Mode == ModeClosed {
+		return -1, true, nil
+	}
+	x := math.Round(st.Level * c.Duration.Seconds())
+	if x > maxStepRequests {
+		return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, maxStepRequests)
+	}
+	return max(int(x), c.MinPrompts, 1), false, nil
+}
+
+// warmup sends the warmup requests (concurrently, at most MaxConcurrency
+// or 8 at once) and returns how many failed. They are not measured.
+func (r *runner) warmup(ctx context.Context, st *Step, items []promptItem) int {
+	limit := 8
+	if r.cfg.MaxConcurrency > 0 {
+		limit = min(limit, r.cfg.MaxConcurrency)
+	}
+	if st.Mode == ModeClosed {
+		limit = min(limit, st.Concurrency)
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := 0
+	for i, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rec := prober.Record{Model: r.model, Scheduled: time.Now()}
+			r.client.Do(ctx, r.request(fmt.Sprintf("llmprobe-%s-%d-warmup-%d", r.runID, st.Index, i), it), &rec)
+			if !rec.OK() {
+				mu.Lock()
+				failed++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
+}
