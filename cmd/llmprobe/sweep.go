@@ -19,7 +19,9 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -361,6 +363,10 @@ func runSweep(e *env, f *sweepFlags) int {
 		Stdout:   e.stdout,
 		Stderr:   e.stderr,
 		Progress: !f.noProgress,
+		NewProgress: func(w io.Writer, total int, desc string) sweep.StepProgress {
+			return report.NewProgress(w, total, desc)
+		},
+		Report: func(run *artifacts.Run, res *sweep.Result) error { return writeReports(run, e.stdout, res) },
 	})
 	if err != nil {
 		msg := fingerprint.RedactSecrets(err.Error(), string(cfg.APIKey))
@@ -385,6 +391,22 @@ func runSweep(e *env, f *sweepFlags) int {
 		return 130
 	}
 	return 0
+}
+
+// writeReports writes analysis.md and its plots into run and prints the
+// terminal table (after a blank line) to stdout.
+func writeReports(run *artifacts.Run, stdout io.Writer, res *sweep.Result) error {
+	var errs []error
+	if err := report.WriteFiles(run, res); err != nil {
+		errs = append(errs, fmt.Errorf("analysis: %w", err))
+	}
+	if stdout != nil {
+		fmt.Fprintln(stdout)
+		if err := report.WriteTable(stdout, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // embeddedCapacity is the built-in simulator's capacity (req/s) for a

@@ -299,29 +299,3 @@ func TestFigureJSON(t *testing.T) {
 		})
 	}
 }
-
-func TestReportQuantilesFirstBucket(t *testing.T) {
-	known := func(v float64) Figure { return Figure{Value: v, Known: true} }
-	tests := []struct {
-		name                       string
-		first, count               float64
-		wantAtMost50, wantAtMost99 bool
-	}{
-		{name: "every observation in the first bucket", first: 40, count: 40, wantAtMost50: true, wantAtMost99: true},
-		{name: "half in the first bucket", first: 20, count: 40, wantAtMost50: true},
-		{name: "none in the first bucket", first: 0, count: 40},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l := ServerLatency{Count: known(tt.count), MeanMS: known(0.02), P50MS: known(150), P90MS: known(270), P99MS: known(297),
-				FirstBucketLEMS: known(300), FirstBucketCount: known(tt.first)}
-			q := reportQuantiles(l)
-			if q.P50.AtMost != tt.wantAtMost50 || q.P99.AtMost != tt.wantAtMost99 || !q.Mean.OK || q.Mean.V != 0.02 {
-				t.Errorf("quantiles %+v", q)
-			}
-			if q.P50.AtMost && q.P50.V != 300 {
-				t.Errorf("p50 bound %v, want 300", q.P50.V)
-			}
-		})
-	}
-}

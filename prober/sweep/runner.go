@@ -20,7 +20,6 @@ import (
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
-	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
@@ -43,6 +42,19 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Progress shows a progress reporter per step on Stderr.
 	Progress bool
+	// NewProgress makes a step's progress reporter on Stderr when Progress
+	// is set (nil: none); total <= 0 means unknown. Temporary wiring: the
+	// CLI sets it to internal/report's NewProgress, until an observer
+	// replaces it.
+	NewProgress func(w io.Writer, total int, desc string) StepProgress
+	// Report renders the finished run's reports: the CLI sets it to write
+	// analysis.md and the plots into run (report.WriteFiles) and to print the
+	// terminal table (report.WriteTable). It is called after result.json is
+	// written and before the manifest, with res's fingerprint and
+	// interrupted reason set (nil: no reports). Temporary wiring, so that
+	// prober/sweep does not import internal/report; it moves to the
+	// run-directory package.
+	Report func(run *artifacts.Run, res *Result) error
 	// HTTPClient reads /v1/models, /version and /metrics (nil: a client
 	// with a 10s timeout). Requests under load use their own client.
 	HTTPClient *http.Client
@@ -969,9 +981,9 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 	default:
 		sc.Duration = c.Duration
 	}
-	var prog *report.Progress
-	if r.opts.Progress && r.opts.Stderr != nil {
-		prog = report.NewProgress(r.opts.Stderr, n, st.Label)
+	var prog StepProgress
+	if r.opts.Progress && r.opts.Stderr != nil && r.opts.NewProgress != nil {
+		prog = r.opts.NewProgress(r.opts.Stderr, n, st.Label)
 	}
 	type indexed struct {
 		i      int64
@@ -1197,8 +1209,8 @@ func probeLevelsText(ls []ProbeLevel) string {
 	return strings.Join(parts, ", ")
 }
 
-// finish writes result.json, analysis.md with its plots, prints the table
-// and writes the manifest.
+// finish writes result.json, has Options.Report render analysis.md with its
+// plots and print the table, and writes the manifest.
 func (r *runner) finish(res *Result, complete bool, reason string) error {
 	var errs []error
 	for _, a := range []*artifacts.Appender{r.records, r.errs, r.before, r.during, r.after} {
@@ -1213,13 +1225,8 @@ func (r *runner) finish(res *Result, complete bool, reason string) error {
 	}
 	r.fp.End = time.Now().UTC()
 	res.InterruptedReason, res.Fingerprint = reason, r.fp
-	rs := r.reportSweep(res, complete, reason)
-	if err := report.WriteFiles(r.run, rs); err != nil {
-		errs = append(errs, fmt.Errorf("analysis: %w", err))
-	}
-	if r.opts.Stdout != nil {
-		fmt.Fprintln(r.opts.Stdout)
-		if err := report.WriteTable(r.opts.Stdout, rs); err != nil {
+	if r.opts.Report != nil {
+		if err := r.opts.Report(r.run, res); err != nil {
 			errs = append(errs, err)
 		}
 	}

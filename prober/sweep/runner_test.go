@@ -81,6 +81,7 @@ func testOptions(t *testing.T) Options {
 		Logger: log.NewLogfmtLogger(log.NewSyncWriter(&logs)),
 		Args:   []string{"llmprobe", "sweep", "--rates", "20,40"},
 		Help:   "usage: llmprobe sweep [<flags>]\n",
+		Report: testReport,
 	}
 }
 
