@@ -16,9 +16,13 @@ import (
 // a burst (result.json's in_knee).
 func (s *Step) InKnee() bool { return s.Validity.Valid && s.Mode != ModeBurst }
 
+// ServerRecorded is ServerStats.Status when both /metrics snapshots of a
+// step were read (fingerprint.NotRecorded otherwise).
+const ServerRecorded = statusRecorded
+
 // Recorded reports whether the step's server-side figures were read (both
 // /metrics snapshots); Reason says why not otherwise.
-func (s ServerStats) Recorded() bool { return s.Status == statusRecorded }
+func (s ServerStats) Recorded() bool { return s.Status == ServerRecorded }
 
 // InFirstBucket reports whether quantile q (0..1) of the histogram falls
 // into its first bucket (FirstBucketCount >= q*Count): the quantile is then
