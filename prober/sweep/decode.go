@@ -20,7 +20,7 @@ func DecodeResult(r io.Reader) (*Result, error) {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
 	res := &Result{}
-	if err := json.Unmarshal(b, res); err != nil {
+	if err := res.UnmarshalJSON(b); err != nil {
 		return nil, err
 	}
 	return res, nil
