@@ -510,7 +510,7 @@ func (o *sweepObserver) StepDone(*sweep.Step) {
 // SweepDone implements sweep.Observer: the final table.
 func (o *sweepObserver) SweepDone(res *sweep.Result) {
 	fmt.Fprintln(o.stdout)
-	if err := report.WriteTable(o.stdout, rundir.ReportSweep(res)); err != nil {
+	if err := report.WriteTable(o.stdout, res); err != nil {
 		level.Error(o.logger).Log("msg", "cannot print the result table", "err", err)
 	}
 }

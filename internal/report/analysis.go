@@ -6,57 +6,59 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// Analysis renders analysis.md: the verdict, the run's fingerprint, the
+// Analysis renders analysis.md of res: the verdict, the run's fingerprint, the
 // per-step table with the knee marked, with --rounds the spread of each
 // level over its rounds, the knee and capacity with the plots,
 // validity, latency detail, errors, token distributions, server-side deltas
 // and what was not recorded and why. It never fails: missing data is shown
 // as "not-recorded" or "-".
-func Analysis(s Sweep) []byte {
+func Analysis(res *sweep.Result) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	if s.Name == "" || s.Name == "sweep" {
+	if res.Name == "" || res.Name == "sweep" {
 		p("# llmprobe sweep\n\n")
 	} else {
-		p("# llmprobe sweep: %s\n\n", s.Name)
+		p("# llmprobe sweep: %s\n\n", res.Name)
 	}
 
 	p("## Verdict\n\n")
-	for _, para := range verdict(s) {
+	for _, para := range verdict(res) {
 		p("%s\n\n", para)
 	}
-	for _, n := range s.Notes {
+	for _, n := range res.Notes {
 		p("> Note: %s\n\n", n)
 	}
 
-	writeRun(&b, s)
-	writeSteps(&b, s)
-	writeSpread(&b, s)
-	writeKnee(&b, s)
-	writeValidity(&b, s)
-	writeLatency(&b, s)
-	writeErrors(&b, s)
-	writeTokens(&b, s)
-	writeServer(&b, s)
-	writeNotRecorded(&b, s)
+	writeRun(&b, res)
+	writeSteps(&b, res)
+	writeSpread(&b, res)
+	writeKnee(&b, res)
+	writeValidity(&b, res)
+	writeLatency(&b, res)
+	writeErrors(&b, res)
+	writeTokens(&b, res)
+	writeServer(&b, res)
+	writeNotRecorded(&b, res)
 	return b.Bytes()
 }
 
-// kneeStep returns the index into s.Steps of the step at the knee level (the
-// last valid one at that level), or -1 when no knee was found.
-func kneeStep(s Sweep) int {
-	if !s.Knee.Found || s.Knee.Level <= 0 {
+// kneeStep returns the index into res.Steps of the step at the knee level
+// (the last valid one at that level), or -1 when no knee was found.
+func kneeStep(res *sweep.Result) int {
+	if !res.Knee.Found || res.Knee.Level <= 0 {
 		return -1
 	}
 	idx := -1
-	for i, st := range s.Steps {
-		if st.Valid && st.Level(s.Mode) == s.Knee.Level {
+	for i, st := range res.Steps {
+		if st.InKnee() && st.Level == res.Knee.Level {
 			idx = i
 		}
 	}
@@ -64,23 +66,25 @@ func kneeStep(s Sweep) int {
 }
 
 // whyFails lists why a step does not keep up (empty when it does).
-func whyFails(s Sweep, st Step) []string {
+func whyFails(st *sweep.Step) []string {
 	var out []string
-	if !st.Valid {
-		if len(st.Invalid) == 0 {
+	x := &st.Stats
+	if !st.InKnee() {
+		inv := invalidReasons(st)
+		if len(inv) == 0 {
 			out = append(out, "invalid")
 		}
-		for _, r := range st.Invalid {
+		for _, r := range inv {
 			out = append(out, "invalid: "+r)
 		}
 	}
-	for _, c := range st.SLOChecks {
+	for _, c := range x.SLOChecks {
 		if !c.Held {
 			out = append(out, fmt.Sprintf("%s p99 %s ms > %s ms", strings.ToUpper(c.Metric), num(c.P99MS), num(c.ThresholdMS)))
 		}
 	}
-	if !math.IsInf(st.Rate, 1) && st.KeepUp < s.ratio() {
-		out = append(out, fmt.Sprintf("keep-up %s (needs %s; goodput %s req/s)", pct(math.Min(st.KeepUp, 1)), pct(s.ratio()), num(st.Goodput)))
+	if !isBurst(st) && x.GoodputRatio < ratio {
+		out = append(out, fmt.Sprintf("keep-up %s (needs %s; goodput %s req/s)", pct(math.Min(x.GoodputRatio, 1)), pct(ratio), num(x.RequestGoodput)))
 	}
 	return out
 }
@@ -88,17 +92,17 @@ func whyFails(s Sweep, st Step) []string {
 // invalidLevels returns the distinct levels above min (all levels when min
 // is 0) at which no step was valid, sorted; burst steps are left out (they
 // are never in the knee).
-func invalidAbove(s Sweep, min float64) []float64 {
+func invalidAbove(res *sweep.Result, min float64) []float64 {
 	valid := map[float64]bool{}
 	var out []float64
-	for _, st := range s.Steps {
-		if st.Valid {
-			valid[st.Level(s.Mode)] = true
+	for _, st := range res.Steps {
+		if st.InKnee() {
+			valid[st.Level] = true
 		}
 	}
-	for _, st := range s.Steps {
-		l := st.Level(s.Mode)
-		if st.Valid || valid[l] || l <= min || math.IsInf(l, 1) || slices.Contains(out, l) {
+	for _, st := range res.Steps {
+		l := st.Level
+		if st.InKnee() || valid[l] || l <= min || math.IsInf(l, 1) || slices.Contains(out, l) {
 			continue
 		}
 		out = append(out, l)
@@ -109,31 +113,34 @@ func invalidAbove(s Sweep, min float64) []float64 {
 
 // levelList names levels with the validity flags of their last step:
 // "8 req/s (client-saturated: send-lag p99 12 ms > 10 ms)".
-func levelList(s Sweep, levels []float64) string {
+func levelList(res *sweep.Result, levels []float64) string {
 	parts := make([]string, 0, len(levels))
 	for _, l := range levels {
-		var last *Step
-		for i := range s.Steps {
-			if s.Steps[i].Level(s.Mode) == l {
-				last = &s.Steps[i]
+		var last *sweep.Step
+		for _, st := range res.Steps {
+			if st.Level == l {
+				last = st
 			}
 		}
 		why := "invalid"
-		if last != nil && len(last.Invalid) > 0 {
-			why = strings.Join(last.Invalid, "; ")
+		if last != nil {
+			if inv := invalidReasons(last); len(inv) > 0 {
+				why = strings.Join(inv, "; ")
+			}
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", s.levelText(l), why))
+		parts = append(parts, fmt.Sprintf("%s (%s)", levelText(res, l), why))
 	}
 	return strings.Join(parts, ", ")
 }
 
 // sloText describes the SLO thresholds: "TTFT p99 <= 800 ms, TPOT p99 <= 50 ms".
-func sloText(slo SLO) string {
+func sloText(res *sweep.Result) string {
+	ttft, tpot, e2el := res.SLOThresholds()
 	var parts []string
 	for _, t := range []struct {
 		name string
 		v    float64
-	}{{"TTFT", slo.TTFTMS}, {"TPOT", slo.TPOTMS}, {"E2EL", slo.E2ELMS}} {
+	}{{"TTFT", ttft}, {"TPOT", tpot}, {"E2EL", e2el}} {
 		if t.v > 0 {
 			parts = append(parts, fmt.Sprintf("%s <= %s ms", t.name, num(t.v)))
 		}
@@ -145,61 +152,61 @@ func sloText(slo SLO) string {
 }
 
 // verdict returns the verdict paragraphs in plain words.
-func verdict(s Sweep) []string {
+func verdict(res *sweep.Result) []string {
 	var out []string
-	if !s.Complete {
-		reason := s.InterruptedReason
+	if !res.Complete {
+		reason := res.InterruptedReason
 		if reason == "" {
 			reason = fingerprint.NotRecorded
 		}
 		out = append(out, fmt.Sprintf("**This sweep did not complete** (%s). Only the steps that ran are reported; "+
 			"the conclusions below rest on them alone.", reason))
 	}
-	if len(s.Steps) == 0 {
+	if len(res.Steps) == 0 {
 		return append(out, "No step ran, so there is nothing to conclude.")
 	}
 	invalid := 0
-	for _, st := range s.Steps {
-		if !st.Valid {
+	for _, st := range res.Steps {
+		if !st.InKnee() {
 			invalid++
 		}
 	}
-	rule := fmt.Sprintf("keep-up of at least %s (see Knee and capacity)", pct(s.ratio()))
-	if s.closed() {
-		rule = fmt.Sprintf("at least %s of the completed requests good", pct(s.ratio()))
+	rule := fmt.Sprintf("keep-up of at least %s (see Knee and capacity)", pct(ratio))
+	if closed(res) {
+		rule = fmt.Sprintf("at least %s of the completed requests good", pct(ratio))
 	}
-	if s.SLO.Set() {
-		rule += " and every SLO p99 within its threshold (" + sloText(s.SLO) + ")"
+	if sloSet(res) {
+		rule += " and every SLO p99 within its threshold (" + sloText(res) + ")"
 	}
-	k := s.Knee
+	k := res.Knee
 	switch {
 	case k.Found:
 		v := fmt.Sprintf("**Capacity knee: %s.** Under this workload the endpoint keeps up to %s: %s.",
-			s.levelText(k.Level), s.levelText(k.Level), rule)
-		if up := firstAt(s, k.Upper); up >= 0 {
-			if why := whyFails(s, s.Steps[up]); len(why) > 0 {
-				v += fmt.Sprintf(" At %s it no longer does: %s.", s.levelText(k.Upper), strings.Join(why, "; "))
+			levelText(res, k.Level), levelText(res, k.Level), rule)
+		if up := firstAt(res, k.Upper); up >= 0 {
+			if why := whyFails(res.Steps[up]); len(why) > 0 {
+				v += fmt.Sprintf(" At %s it no longer does: %s.", levelText(res, k.Upper), strings.Join(why, "; "))
 			}
-			v += " " + boundText(s.Steps[up])
+			v += " " + boundText(res.Steps[up])
 		}
 		out = append(out, v)
 	case k.Level > 0:
-		if inv := invalidAbove(s, k.Level); len(inv) > 0 {
+		if inv := invalidAbove(res, k.Level); len(inv) > 0 {
 			out = append(out, fmt.Sprintf("**No knee found.** Every valid level kept up, up to %s; the higher %s, "+
 				"which says nothing about the server, so the knee is at least %s but was not located.",
-				s.levelText(k.Level), invalidPhrase(s, inv), s.levelText(k.Level)))
+				levelText(res, k.Level), invalidPhrase(res, inv), levelText(res, k.Level)))
 		} else {
 			out = append(out, fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
-				"The knee is above that; run higher levels to find it.", s.levelText(k.Level)))
+				"The knee is above that; run higher levels to find it.", levelText(res, k.Level)))
 		}
-	case invalid == len(s.Steps):
+	case invalid == len(res.Steps):
 		out = append(out, "**No knee can be decided: every step is invalid** (see Validity). Fix the cause and run again.")
 	default:
 		v := "**No knee found: no level tried kept up**"
 		if k.Upper > 0 {
-			v += fmt.Sprintf(", not even %s", s.levelText(k.Upper))
-			if i := firstAt(s, k.Upper); i >= 0 {
-				if why := whyFails(s, s.Steps[i]); len(why) > 0 {
+			v += fmt.Sprintf(", not even %s", levelText(res, k.Upper))
+			if i := firstAt(res, k.Upper); i >= 0 {
+				if why := whyFails(res.Steps[i]); len(why) > 0 {
 					v += " (" + strings.Join(why, "; ") + ")"
 				}
 			}
@@ -209,20 +216,20 @@ func verdict(s Sweep) []string {
 	if k.Stop != "" {
 		out = append(out, "The adaptive search stopped early: "+k.Stop+".")
 	}
-	if c := s.ReferenceCapacity; c > 0 && k.Level > 0 && !s.closed() {
+	if c := res.ReferenceCapacity; c > 0 && k.Level > 0 && !closed(res) {
 		out = append(out, fmt.Sprintf("The built-in simulator's capacity for this workload, from its parameters, is %s req/s: the knee is %s of it.",
 			num(c), pct(k.Level/c)))
 	}
-	if s.hasValid() && k.MaxGoodputLevel != 0 {
-		out = append(out, fmt.Sprintf("The highest goodput measured (vLLM's request_goodput) was **%s req/s**, at %s.", num(k.MaxGoodput), s.levelText(k.MaxGoodputLevel)))
+	if hasValid(res) && k.MaxGoodputLevel != 0 {
+		out = append(out, fmt.Sprintf("The highest goodput measured (vLLM's request_goodput) was **%s req/s**, at %s.", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
 	}
 	if k.NonMonotonic {
 		out = append(out, "A level above the first failing one passed again: the curve is noisy. Repeat with more rounds (--rounds) before trusting the knee.")
 	}
-	if invalid > 0 && invalid < len(s.Steps) {
-		v := fmt.Sprintf("%d of %d steps are invalid and were left out of the knee (see Validity)", invalid, len(s.Steps))
-		if inv := invalidAbove(s, 0); len(inv) > 0 && k.Found {
-			v += ": " + levelList(s, inv)
+	if invalid > 0 && invalid < len(res.Steps) {
+		v := fmt.Sprintf("%d of %d steps are invalid and were left out of the knee (see Validity)", invalid, len(res.Steps))
+		if inv := invalidAbove(res, 0); len(inv) > 0 && k.Found {
+			v += ": " + levelList(res, inv)
 		}
 		out = append(out, v+".")
 	}
@@ -234,9 +241,9 @@ func verdict(s Sweep) []string {
 
 // boundText says what limits the knee, from the first failing step: an SLO
 // p99 (latency-bound) or keep-up alone (throughput-bound).
-func boundText(up Step) string {
+func boundText(up *sweep.Step) string {
 	var broke []string
-	for _, c := range up.SLOChecks {
+	for _, c := range up.Stats.SLOChecks {
 		if !c.Held {
 			broke = append(broke, strings.ToUpper(c.Metric))
 		}
@@ -249,22 +256,22 @@ func boundText(up Step) string {
 
 // invalidPhrase is "level L (why) was invalid" or "levels L1 (why), L2
 // (why) were invalid".
-func invalidPhrase(s Sweep, levels []float64) string {
+func invalidPhrase(res *sweep.Result, levels []float64) string {
 	if len(levels) == 1 {
-		return "level " + levelList(s, levels) + " was invalid"
+		return "level " + levelList(res, levels) + " was invalid"
 	}
-	return "levels " + levelList(s, levels) + " were invalid"
+	return "levels " + levelList(res, levels) + " were invalid"
 }
 
 // firstAt returns the index of the first valid step at level v, else the
 // first step at v, else -1.
-func firstAt(s Sweep, v float64) int {
+func firstAt(res *sweep.Result, v float64) int {
 	fallback := -1
-	for i, st := range s.Steps {
-		if st.Level(s.Mode) != v {
+	for i, st := range res.Steps {
+		if st.Level != v {
 			continue
 		}
-		if st.Valid {
+		if st.InKnee() {
 			return i
 		}
 		if fallback < 0 {
@@ -274,8 +281,8 @@ func firstAt(s Sweep, v float64) int {
 	return fallback
 }
 
-func writeRun(b *bytes.Buffer, s Sweep) {
-	fp := s.Fingerprint
+func writeRun(b *bytes.Buffer, res *sweep.Result) {
+	fp := res.Fingerprint
 	row := func(k, v string) { fmt.Fprintf(b, "| %s | %s |\n", k, mdCell(v)) }
 	b.WriteString("## Run\n\n| field | value |\n|---|---|\n")
 	row("llmprobe", fmt.Sprintf("%s (revision %s, %s)", fp.Tool.Version, fp.Tool.Revision, fp.Tool.GoVersion))
@@ -337,64 +344,65 @@ func writeRun(b *bytes.Buffer, s Sweep) {
 		load += fmt.Sprintf(", %d rounds", l.Rounds)
 	}
 	row("load", load)
-	row("SLO", sloText(s.SLO))
+	row("SLO", sloText(res))
 	c := fp.Client
 	row("client", fmt.Sprintf("%s: %s, %d cores, %s %s/%s", c.Hostname, c.CPUModel, c.Cores, c.GoVersion, c.OS, c.Arch))
 	row("start / end (UTC)", utc(fp.Start)+" / "+utc(fp.End))
 	complete := "yes"
-	if !s.Complete {
-		complete = "no: " + s.InterruptedReason
+	if !res.Complete {
+		complete = "no: " + res.InterruptedReason
 	}
 	row("complete", complete)
 	b.WriteString("\n")
 }
 
-func writeSteps(b *bytes.Buffer, s Sweep) {
+func writeSteps(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Steps\n\n")
-	if len(s.Steps) == 0 {
+	if len(res.Steps) == 0 {
 		b.WriteString("No step ran.\n\n")
 		return
 	}
 	lvl := "rate (req/s)"
-	if s.closed() {
+	if closed(res) {
 		lvl = "concurrency"
 	}
 	queue := ""
 	queueSep := ""
-	if s.queued() {
+	if queued(res) {
 		queue, queueSep = " client queue p50 | client queue p99 |", "--:|--:|"
 	}
 	fmt.Fprintf(b, "| step | %s | achieved (req/s) | ok | failed | req/s | goodput (req/s) | keep-up | out tok/s |%s TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | E2EL p99 | valid | note |\n", lvl, queue)
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|" + queueSep + "--:|--:|--:|--:|--:|---|---|\n")
-	knee := kneeStep(s)
-	for i, st := range s.Steps {
+	knee := kneeStep(res)
+	for i, st := range res.Steps {
+		x := &st.Stats
 		valid := "yes"
-		if !st.Valid {
+		if !st.InKnee() {
 			valid = "**no**"
 		}
 		var notes []string
 		if i == knee {
 			notes = append(notes, "**knee**")
 		}
-		if st.Valid && s.Knee.MaxGoodput > 0 && st.Goodput == s.Knee.MaxGoodput && st.Level(s.Mode) == s.Knee.MaxGoodputLevel {
+		if st.InKnee() && res.Knee.MaxGoodput > 0 && x.RequestGoodput == res.Knee.MaxGoodput && st.Level == res.Knee.MaxGoodputLevel {
 			notes = append(notes, "max goodput")
 		}
-		if math.IsInf(st.Rate, 1) {
+		if isBurst(st) {
 			notes = append(notes, "burst")
 		}
 		q := ""
-		if s.queued() {
-			q = fmt.Sprintf(" %s | %s |", p50(st.QueueTime), p99(st.QueueTime))
+		if queued(res) {
+			q = fmt.Sprintf(" %s | %s |", p50(x.QueueTime), p99(x.QueueTime))
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s |%s %s | %s | %s | %s | %s | %s | %s |\n",
-			stepName(st), num(st.Level(s.Mode)), num(st.AchievedRate), st.Completed, st.Failed,
-			num(st.RequestThroughput), num(st.Goodput), keepUp(st), num(st.OutputThroughput), q,
-			num(st.TTFT.P50), p99(st.TTFT), num(st.TPOT.P50), p99(st.TPOT), p99(st.E2EL), valid, strings.Join(notes, ", "))
+			stepName(st), num(st.Level), num(x.AchievedRate), x.Completed, x.Failed,
+			num(x.RequestThroughput), num(x.RequestGoodput), keepUp(st), num(x.OutputThroughput), q,
+			num(x.TTFT.P50), p99(x.TTFT), num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), valid, strings.Join(notes, ", "))
 	}
 	b.WriteString("\nLatencies in ms. A p99 marked * rests on fewer than 100 samples (see Latency detail for its confidence interval). " +
 		"Goodput is vllm bench serve's request_goodput (good requests per second of the step, drain included); keep-up is the knee's " +
 		"criterion (see Knee and capacity), shown capped at 100 %.")
-	if s.queued() {
+	if queued(res) {
 		b.WriteString(" Client queue is the wait for one of the --max-concurrency slots, not included in TTFT or E2EL.")
 	}
 	b.WriteString("\n\n")
@@ -402,7 +410,7 @@ func writeSteps(b *bytes.Buffer, s Sweep) {
 
 // stepName names a step in tables: its index, with the round when > 1 and
 // the attempt when the level was rerun.
-func stepName(st Step) string {
+func stepName(st *sweep.Step) string {
 	var extra []string
 	if st.Round > 1 {
 		extra = append(extra, fmt.Sprintf("round %d", st.Round))
@@ -417,33 +425,33 @@ func stepName(st Step) string {
 }
 
 // p99 formats a p99, starred when unreliable.
-func p99(x Summary) string {
+func p99(x sweep.Latency) string {
 	if x.N == 0 {
 		return "-"
 	}
-	if !x.P99Reliable() {
+	if !x.P99Reliable {
 		return num(x.P99) + "*"
 	}
 	return num(x.P99)
 }
 
-func writeKnee(b *bytes.Buffer, s Sweep) {
-	k := s.Knee
+func writeKnee(b *bytes.Buffer, res *sweep.Result) {
+	k := res.Knee
 	b.WriteString("## Knee and capacity\n\n")
-	fmt.Fprintf(b, "- Knee: %s.\n", kneeLine(s))
-	if s.hasValid() && k.MaxGoodputLevel != 0 {
-		fmt.Fprintf(b, "- Max goodput (vLLM's request_goodput): **%s req/s** at %s.\n", num(k.MaxGoodput), s.levelText(k.MaxGoodputLevel))
+	fmt.Fprintf(b, "- Knee: %s.\n", kneeLine(res))
+	if hasValid(res) && k.MaxGoodputLevel != 0 {
+		fmt.Fprintf(b, "- Max goodput (vLLM's request_goodput): **%s req/s** at %s.\n", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel))
 	}
-	if s.closed() {
-		fmt.Fprintf(b, "- Rule: a level keeps up when it is valid, at least %s of its completed requests were good", pct(s.ratio()))
+	if closed(res) {
+		fmt.Fprintf(b, "- Rule: a level keeps up when it is valid, at least %s of its completed requests were good", pct(ratio))
 	} else {
 		fmt.Fprintf(b, "- Rule: a level keeps up when it is valid and its keep-up is at least %s: the fraction of its requests that "+
 			"were good, times its arrival window over the time the server needed to finish them (less one unloaded request's "+
 			"latency). A server that keeps up finishes about one request latency after the last arrival; an overloaded one "+
-			"pays its whole backlog, so keep-up falls to about capacity / rate", pct(s.ratio()))
+			"pays its whole backlog, so keep-up falls to about capacity / rate", pct(ratio))
 	}
-	if s.SLO.Set() {
-		fmt.Fprintf(b, "; and its SLO p99s hold (%s)", sloText(s.SLO))
+	if sloSet(res) {
+		fmt.Fprintf(b, "; and its SLO p99s hold (%s)", sloText(res))
 	}
 	b.WriteString(".\n")
 	if k.Reason != "" {
@@ -453,11 +461,11 @@ func writeKnee(b *bytes.Buffer, s Sweep) {
 		fmt.Fprintf(b, "- The adaptive search stopped early: %s.\n", k.Stop)
 	}
 	b.WriteString("\n")
-	writeProbe(b, s)
-	fmt.Fprintf(b, "![goodput, throughput and keep-up vs %s](%s)\n\n", xName(s), artifacts.GoodputPlotFile)
-	fmt.Fprintf(b, "![TTFT and TPOT percentiles vs %s](%s)\n\n", xName(s), artifacts.LatencyPlotFile)
-	for _, st := range s.Steps {
-		if math.IsInf(st.Rate, 1) && !s.closed() {
+	writeProbe(b, res)
+	fmt.Fprintf(b, "![goodput, throughput and keep-up vs %s](%s)\n\n", xName(res), artifacts.GoodputPlotFile)
+	fmt.Fprintf(b, "![TTFT and TPOT percentiles vs %s](%s)\n\n", xName(res), artifacts.LatencyPlotFile)
+	for _, st := range res.Steps {
+		if isBurst(st) && !closed(res) {
 			b.WriteString("Burst steps (rate inf) have no offered rate and are not drawn in the plots.\n\n")
 			break
 		}
@@ -466,17 +474,17 @@ func writeKnee(b *bytes.Buffer, s Sweep) {
 
 // writeProbe describes the throughput probe that chose the search's first
 // rate.
-func writeProbe(b *bytes.Buffer, s Sweep) {
-	p := s.Probe
+func writeProbe(b *bytes.Buffer, res *sweep.Result) {
+	p := res.Probe
 	if p == nil {
 		return
 	}
 	b.WriteString("### Throughput probe\n\n")
 	if p.EstimateReqPerS > 0 {
 		fmt.Fprintf(b, "Before the search, closed loops of growing concurrency estimated the capacity at **%s req/s** (%s); "+
-			"the search started at %s and stepped up or down from there to bracket the knee. ", num(p.EstimateReqPerS), p.Note, s.levelText(p.StartRate))
+			"the search started at %s and stepped up or down from there to bracket the knee. ", num(p.EstimateReqPerS), p.Note, levelText(res, p.StartRate))
 	} else {
-		fmt.Fprintf(b, "The closed-loop throughput probe gave no estimate (%s); the search started at %s. ", p.Note, s.levelText(p.StartRate))
+		fmt.Fprintf(b, "The closed-loop throughput probe gave no estimate (%s); the search started at %s. ", p.Note, levelText(res, p.StartRate))
 	}
 	b.WriteString("Probe requests are not steps: they are not in records.jsonl, the tables or the knee.\n\n")
 	b.WriteString("| concurrency | completed | failed | req/s | mean E2EL (ms) | server max waiting |\n|--:|--:|--:|--:|--:|--:|\n")
@@ -487,72 +495,73 @@ func writeProbe(b *bytes.Buffer, s Sweep) {
 }
 
 // xName is the x axis of the plots.
-func xName(s Sweep) string {
-	if s.closed() {
+func xName(res *sweep.Result) string {
+	if closed(res) {
 		return "concurrency"
 	}
 	return "offered rate"
 }
 
-func writeValidity(b *bytes.Buffer, s Sweep) {
+func writeValidity(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Validity\n\n")
 	b.WriteString("A step is invalid when the client could not keep its schedule (client-saturated), the server was not " +
 		"proven idle before it (not-idle), its error rate was too high (errors), or it was cut short (interrupted). " +
 		"Invalid steps are kept in every table and left out of the knee.\n\n")
-	if len(s.Steps) == 0 {
+	if len(res.Steps) == 0 {
 		return
 	}
 	b.WriteString("| step | valid | why not | idle proof | send-lag p99 (ms) |\n|---|---|---|---|--:|\n")
-	for _, st := range s.Steps {
+	for _, st := range res.Steps {
 		valid, why := "yes", "-"
-		if !st.Valid {
+		if !st.InKnee() {
 			valid = "**no**"
-			why = strings.Join(st.Invalid, "; ")
+			why = strings.Join(invalidReasons(st), "; ")
 			if why == "" {
 				why = "not given"
 			}
 		}
-		idle := st.Idle
+		proof := st.Validity.Idle
+		idle := proof.Status
 		if idle == "" {
 			idle = fingerprint.NotRecorded
 		}
-		if st.IdleDetail != "" {
-			idle += ": " + st.IdleDetail
+		if d := idleDetail(proof); d != "" {
+			idle += ": " + d
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", stepName(st), valid, mdCell(why), mdCell(idle), p99(st.SendLag))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", stepName(st), valid, mdCell(why), mdCell(idle), p99(st.Stats.SendLag))
 	}
 	b.WriteString("\n")
 }
 
-func writeLatency(b *bytes.Buffer, s Sweep) {
+func writeLatency(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Latency detail (ms)\n\n")
-	if len(s.Steps) == 0 {
+	if len(res.Steps) == 0 {
 		return
 	}
 	type metric struct {
 		name string
-		get  func(Step) Summary
+		get  func(*sweep.Step) sweep.Latency
 	}
 	metrics := []metric{
-		{"TTFT", func(st Step) Summary { return st.TTFT }},
-		{"TPOT", func(st Step) Summary { return st.TPOT }},
-		{"ITL", func(st Step) Summary { return st.ITL }},
-		{"E2EL", func(st Step) Summary { return st.E2EL }},
+		{"TTFT", func(st *sweep.Step) sweep.Latency { return st.Stats.TTFT }},
+		{"TPOT", func(st *sweep.Step) sweep.Latency { return st.Stats.TPOT }},
+		{"ITL", func(st *sweep.Step) sweep.Latency { return st.Stats.ITL }},
+		{"E2EL", func(st *sweep.Step) sweep.Latency { return st.Stats.E2EL }},
 	}
-	if s.queued() {
-		metrics = append(metrics, metric{"Client queue time (wait for a --max-concurrency slot)", func(st Step) Summary { return st.QueueTime }})
+	if queued(res) {
+		metrics = append(metrics, metric{"Client queue time (wait for a --max-concurrency slot)", func(st *sweep.Step) sweep.Latency { return st.Stats.QueueTime }})
 	}
 	for _, m := range metrics {
 		fmt.Fprintf(b, "### %s\n\n| step | n | mean | median | std | p50 | p90 | p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n", m.name)
-		for _, st := range s.Steps {
+		for _, st := range res.Steps {
 			x := m.get(st)
 			if x.N == 0 {
 				fmt.Fprintf(b, "| %s | 0 | - | - | - | - | - | - |\n", stepName(st))
 				continue
 			}
 			p := p99(x)
-			if !x.P99Reliable() && (x.P99CILow != 0 || x.P99CIHigh != 0) {
-				p += fmt.Sprintf(" (95%% CI %s–%s)", num(x.P99CILow), num(x.P99CIHigh))
+			if ci := x.P99CI; !x.P99Reliable && ci != nil && (ci.Lo != 0 || ci.Hi != 0) {
+				p += fmt.Sprintf(" (95%% CI %s–%s)", num(ci.Lo), num(ci.Hi))
 			}
 			fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", stepName(st), x.N,
 				num(x.Mean), num(x.Median), num(x.Std), num(x.P50), num(x.P90), p)
@@ -561,10 +570,10 @@ func writeLatency(b *bytes.Buffer, s Sweep) {
 	}
 }
 
-func writeErrors(b *bytes.Buffer, s Sweep) {
+func writeErrors(b *bytes.Buffer, res *sweep.Result) {
 	failed := 0
-	for _, st := range s.Steps {
-		failed += st.Failed
+	for _, st := range res.Steps {
+		failed += st.Stats.Failed
 	}
 	b.WriteString("## Errors\n\n")
 	if failed == 0 {
@@ -572,48 +581,50 @@ func writeErrors(b *bytes.Buffer, s Sweep) {
 		return
 	}
 	b.WriteString("| step | failed | error rate | by class |\n|---|--:|--:|---|\n")
-	for _, st := range s.Steps {
+	for _, st := range res.Steps {
+		x := &st.Stats
 		rate := "-"
-		if n := st.Completed + st.Failed; n > 0 {
-			rate = pct(float64(st.Failed) / float64(n))
+		if n := x.Completed + x.Failed; n > 0 {
+			rate = pct(float64(x.Failed) / float64(n))
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s |\n", stepName(st), st.Failed, rate, counts(st.FailedByClass))
+		fmt.Fprintf(b, "| %s | %d | %s | %s |\n", stepName(st), x.Failed, rate, counts(x.FailedByClass))
 	}
 	fmt.Fprintf(b, "\nSamples of the errors, with secrets removed, are in %s.\n\n", artifacts.ErrorsFile)
 }
 
-func writeTokens(b *bytes.Buffer, s Sweep) {
+func writeTokens(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Token distributions\n\n")
-	if len(s.Steps) == 0 {
+	if len(res.Steps) == 0 {
 		return
 	}
 	b.WriteString("Input and requested output over all requests, actual output over successful ones; p10 / p50 / p90 / p99 / max.\n\n")
 	b.WriteString("| step | input | requested output | actual output | finish reasons |\n|---|---|---|---|---|\n")
-	d := func(t TokenDist) string {
+	d := func(t sweep.TokenDist) string {
 		if t.N == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%s / %s / %s / %s / %s", num(t.P10), num(t.P50), num(t.P90), num(t.P99), num(t.Max))
 	}
-	for _, st := range s.Steps {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", stepName(st), d(st.InputTokens), d(st.RequestedOutputTokens),
-			d(st.OutputTokens), counts(st.FinishReasons))
+	for _, st := range res.Steps {
+		x := &st.Stats
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", stepName(st), d(x.InputTokens), d(x.RequestedOutputTokens),
+			d(x.OutputTokens), counts(x.FinishReasons))
 	}
 	b.WriteString("\n")
 }
 
-func writeServer(b *bytes.Buffer, s Sweep) {
+func writeServer(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Server side (from /metrics)\n\n")
-	if len(s.Steps) == 0 {
+	if len(res.Steps) == 0 {
 		return
 	}
 	recorded := false
-	for _, st := range s.Steps {
-		recorded = recorded || st.Server.Recorded
+	for _, st := range res.Steps {
+		recorded = recorded || st.Server.Recorded()
 	}
 	if !recorded {
 		b.WriteString("**not-recorded**: no step has usable server metrics")
-		if r := s.Steps[0].Server.Reason; r != "" {
+		if r := res.Steps[0].Server.Reason; r != "" {
 			fmt.Fprintf(b, " (%s)", r)
 		}
 		b.WriteString(". Idle proofs and server-side deltas need the target's Prometheus /metrics " +
@@ -627,9 +638,9 @@ func writeServer(b *bytes.Buffer, s Sweep) {
 	b.WriteString("| step | prompt tok | gen tok | preemptions | prefix hit warmup | prefix hit measured | max running | max waiting | max KV | server TTFT p50 / p99 | server ITL p99 | server E2EL p99 | server queue mean / p99 | client − server TTFT (mean) |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var reasons []string
-	for _, st := range s.Steps {
+	for _, st := range res.Steps {
 		sv := st.Server
-		if !sv.Recorded {
+		if !sv.Recorded() {
 			r := sv.Reason
 			if r == "" {
 				r = "no reason given"
@@ -640,10 +651,11 @@ func writeServer(b *bytes.Buffer, s Sweep) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s / %s | %s |\n", stepName(st),
 			val(sv.PromptTokens), val(sv.GenerationTokens), val(sv.Preemptions),
-			valPct(sv.WarmupPrefixHitRate), valPct(sv.PrefixHitRate),
+			valPct(sv.WarmupPrefixCacheHitRate), valPct(sv.PrefixCacheHitRate),
 			val(sv.MaxRunning), val(sv.MaxWaiting), valPct(sv.MaxKVCacheUsage),
-			val(sv.TTFT.P50), val(sv.TTFT.P99), val(sv.ITL.P99), val(sv.E2EL.P99),
-			val(sv.QueueTime.Mean), val(sv.QueueTime.P99), val(sv.ClientMinusServerTTFTMeanMS))
+			quantile(sv.TTFT, sv.TTFT.P50MS, 0.5), quantile(sv.TTFT, sv.TTFT.P99MS, 0.99), quantile(sv.ITL, sv.ITL.P99MS, 0.99),
+			quantile(sv.E2EL, sv.E2EL.P99MS, 0.99), val(sv.QueueTime.MeanMS), quantile(sv.QueueTime, sv.QueueTime.P99MS, 0.99),
+			val(sv.ClientMinusServerTTFTMeanMS))
 	}
 	b.WriteString("\n")
 	for _, r := range reasons {
@@ -654,14 +666,14 @@ func writeServer(b *bytes.Buffer, s Sweep) {
 	}
 }
 
-func writeNotRecorded(b *bytes.Buffer, s Sweep) {
+func writeNotRecorded(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Not recorded\n\n")
 	b.WriteString("`not-recorded` means llmprobe tried to read the value and could not (the endpoint does not exist, " +
 		"the server does not expose it, or the request failed). It is never a guess or a default; the value is unknown.\n\n")
-	fields := notRecordedFields(s.Fingerprint)
+	fields := notRecordedFields(res.Fingerprint)
 	var idle []string
-	for _, st := range s.Steps {
-		if st.Idle == "" || st.Idle == IdleNotRecorded {
+	for _, st := range res.Steps {
+		if s := st.Validity.Idle.Status; s == "" || s == sweep.IdleNotRecorded {
 			idle = append(idle, stepName(st))
 		}
 	}
@@ -681,6 +693,25 @@ func writeNotRecorded(b *bytes.Buffer, s Sweep) {
 			"may have started with requests still in flight.\n", strings.Join(idle, ", "))
 	}
 }
+
+// sloSet reports whether any SLO threshold is set.
+func sloSet(res *sweep.Result) bool {
+	ttft, tpot, e2el := res.SLOThresholds()
+	return ttft > 0 || tpot > 0 || e2el > 0
+}
+
+// idleDetail says what an idle proof read, or why it read nothing.
+func idleDetail(p sweep.IdleProof) string {
+	switch p.Status {
+	case sweep.IdleProven:
+		return fmt.Sprintf("running + waiting read 0 after %.1f s", p.Waited)
+	case sweep.IdleNotIdle:
+		return fmt.Sprintf("running %s, waiting %s after %.1f s", trimFloat(p.Running), trimFloat(p.Waiting), p.Waited)
+	}
+	return p.Reason
+}
+
+func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // explain says where a not-recorded fingerprint field would have come from.
 func explain(field string) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // num formats a number compactly: integers without decimals, otherwise
@@ -52,24 +53,35 @@ func pct(f float64) string {
 	return num(math.Round(f*1000)/10) + "%"
 }
 
-// val formats a Value, "not-recorded" when absent, "≤ V" for an upper
-// bound.
-func val(v Value) string {
-	if !v.OK {
-		return fingerprint.NotRecorded
-	}
-	if v.AtMost {
-		return "≤ " + num(v.V)
-	}
-	return num(v.V)
+// recorded reports whether f holds a usable number (known and finite).
+func recorded(f sweep.Figure) bool {
+	return f.Known && !math.IsNaN(f.Value) && !math.IsInf(f.Value, 0)
 }
 
-// valPct formats a 0..1 Value as a percentage.
-func valPct(v Value) string {
-	if !v.OK {
+// val formats a Figure, "not-recorded" when unknown (or not finite).
+func val(f sweep.Figure) string {
+	if !recorded(f) {
 		return fingerprint.NotRecorded
 	}
-	return pct(v.V)
+	return num(f.Value)
+}
+
+// valPct formats a 0..1 Figure as a percentage.
+func valPct(f sweep.Figure) string {
+	if !recorded(f) {
+		return fingerprint.NotRecorded
+	}
+	return pct(f.Value)
+}
+
+// quantile formats quantile q (0..1) of a server histogram, f its value:
+// "≤ first bound" when it falls into the first bucket, where
+// interpolating from 0 says nothing (sweep.ServerLatency.InFirstBucket).
+func quantile(l sweep.ServerLatency, f sweep.Figure, q float64) string {
+	if recorded(f) && l.InFirstBucket(q) {
+		return "≤ " + num(l.FirstBucketLEMS.Value)
+	}
+	return val(f)
 }
 
 // counts formats a count map sorted by key: "http_5xx: 3, timeout: 1".

@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // Plot titles, also used by tests and docs.
@@ -137,26 +139,26 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // plottable reports whether a step can be drawn: a finite level above 0.
-func plottable(s Sweep, st Step) bool {
-	l := st.Level(s.Mode)
+func plottable(st *sweep.Step) bool {
+	l := st.Level
 	return l > 0 && !math.IsInf(l, 0) && !math.IsNaN(l)
 }
 
 // levelSeries returns, per distinct level of the plottable steps accepted
 // by keep, the mean of get over those steps, sorted by level. Non-finite
 // values are dropped.
-func levelSeries(s Sweep, keep func(Step) bool, get func(Step) float64) plotter.XYs {
+func levelSeries(res *sweep.Result, keep func(*sweep.Step) bool, get func(*sweep.Step) float64) plotter.XYs {
 	sum := map[float64]float64{}
 	n := map[float64]int{}
-	for _, st := range s.Steps {
-		if !plottable(s, st) || !keep(st) {
+	for _, st := range res.Steps {
+		if !plottable(st) || !keep(st) {
 			continue
 		}
 		v := get(st)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
-		l := st.Level(s.Mode)
+		l := st.Level
 		sum[l] += v
 		n[l]++
 	}
@@ -169,21 +171,21 @@ func levelSeries(s Sweep, keep func(Step) bool, get func(Step) float64) plotter.
 }
 
 // points returns one point per plottable step accepted by keep.
-func points(s Sweep, keep func(Step) bool, get func(Step) float64) plotter.XYs {
+func points(res *sweep.Result, keep func(*sweep.Step) bool, get func(*sweep.Step) float64) plotter.XYs {
 	var xys plotter.XYs
-	for _, st := range s.Steps {
-		if !plottable(s, st) || !keep(st) {
+	for _, st := range res.Steps {
+		if !plottable(st) || !keep(st) {
 			continue
 		}
 		if v := get(st); !math.IsNaN(v) && !math.IsInf(v, 0) {
-			xys = append(xys, plotter.XY{X: st.Level(s.Mode), Y: v})
+			xys = append(xys, plotter.XY{X: st.Level, Y: v})
 		}
 	}
 	return xys
 }
 
-func isValid(st Step) bool   { return st.Valid }
-func isInvalid(st Step) bool { return !st.Valid }
+func isValid(st *sweep.Step) bool   { return st.InKnee() }
+func isInvalid(st *sweep.Step) bool { return !st.InKnee() }
 
 // addLine adds a line with points (when xys is not empty) to p under name.
 func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dash []vg.Length, glyph draw.GlyphDrawer) error {
@@ -241,17 +243,17 @@ func addInvalid(p *plot.Plot, xys plotter.XYs, legend bool) error {
 }
 
 // addKnee draws the knee as a vertical line from bottom to top, labelled.
-func addKnee(p *plot.Plot, s Sweep, bottom, top float64) error {
-	if !s.Knee.Found || s.Knee.Level <= 0 || top <= bottom {
+func addKnee(p *plot.Plot, res *sweep.Result, bottom, top float64) error {
+	if !res.Knee.Found || res.Knee.Level <= 0 || top <= bottom {
 		return nil
 	}
-	k := s.Knee.Level
+	k := res.Knee.Level
 	if err := addGuide(p, "", k, bottom, k, top, colKnee, dashed); err != nil {
 		return err
 	}
 	lb, err := plotter.NewLabels(plotter.XYLabels{
 		XYs:    []plotter.XY{{X: k, Y: top}},
-		Labels: []string{"knee " + s.levelText(k)},
+		Labels: []string{"knee " + levelText(res, k)},
 	})
 	if err != nil {
 		return fmt.Errorf("plot knee label: %w", err)
@@ -327,33 +329,33 @@ func noData(p *plot.Plot) error {
 // the knee's criterion, with its threshold. Invalid steps are crosses and
 // the knee a vertical line. Steps at the same level (rounds) are averaged
 // for the lines. Burst steps are not drawn.
-func GoodputSVG(s Sweep) ([]byte, error) {
-	top, err := goodputPlot(s)
+func GoodputSVG(res *sweep.Result) ([]byte, error) {
+	top, err := goodputPlot(res)
 	if err != nil {
 		return nil, err
 	}
-	bottom, err := keepUpPlot(s)
+	bottom, err := keepUpPlot(res)
 	if err != nil {
 		return nil, err
 	}
 	return savePanels(top, bottom)
 }
 
-func goodputPlot(s Sweep) (*plot.Plot, error) {
+func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
 	p := newPlot(GoodputTitleRate, "offered rate (req/s)", "requests/s")
-	if s.closed() {
+	if closed(res) {
 		p.Title.Text = GoodputTitleConcurrency
 		p.X.Label.Text = "concurrency"
 	}
-	good := levelSeries(s, isValid, func(st Step) float64 { return st.Goodput })
-	thr := levelSeries(s, isValid, func(st Step) float64 { return st.RequestThroughput })
-	bad := points(s, isInvalid, func(st Step) float64 { return st.Goodput })
+	good := levelSeries(res, isValid, func(st *sweep.Step) float64 { return st.Stats.RequestGoodput })
+	thr := levelSeries(res, isValid, func(st *sweep.Step) float64 { return st.Stats.RequestThroughput })
+	bad := points(res, isInvalid, func(st *sweep.Step) float64 { return st.Stats.RequestGoodput })
 	if len(good)+len(thr)+len(bad) == 0 {
 		return p, noData(p)
 	}
 	xmax := maxX(good, thr, bad)
 	top := maxY(good, thr, bad)
-	if !s.closed() {
+	if !closed(res) {
 		top = math.Max(top, xmax)
 		x0, _ := xRange(good, thr, bad)
 		if err := addGuide(p, "offered (y = x)", x0, x0, xmax, xmax, colOffered, dashed); err != nil {
@@ -369,7 +371,7 @@ func goodputPlot(s Sweep) (*plot.Plot, error) {
 	if err := addInvalid(p, bad, true); err != nil {
 		return nil, err
 	}
-	if err := addKnee(p, s, 0, top); err != nil {
+	if err := addKnee(p, res, 0, top); err != nil {
 		return nil, err
 	}
 	p.X.Min, p.X.Max = xRange(good, thr, bad)
@@ -378,21 +380,21 @@ func goodputPlot(s Sweep) (*plot.Plot, error) {
 	return p, nil
 }
 
-func keepUpPlot(s Sweep) (*plot.Plot, error) {
+func keepUpPlot(res *sweep.Result) (*plot.Plot, error) {
 	p := newPlot(KeepUpTitle, "offered rate (req/s)", "keep-up (%)")
-	if s.closed() {
+	if closed(res) {
 		p.X.Label.Text = "concurrency"
 	}
-	get := func(st Step) float64 { return 100 * math.Min(st.KeepUp, 1) }
-	kept := levelSeries(s, isValid, get)
-	bad := points(s, isInvalid, get)
+	get := func(st *sweep.Step) float64 { return 100 * math.Min(st.Stats.GoodputRatio, 1) }
+	kept := levelSeries(res, isValid, get)
+	bad := points(res, isInvalid, get)
 	if len(kept)+len(bad) == 0 {
 		return p, noData(p)
 	}
 	xmax := maxX(kept, bad)
-	r := 100 * s.ratio()
+	r := 100 * ratio
 	x0, x1 := xRange(kept, bad)
-	if err := addGuide(p, fmt.Sprintf("keeps up at %s", pct(s.ratio())), x0, r, xmax, r, colSLO, dashed); err != nil {
+	if err := addGuide(p, fmt.Sprintf("keeps up at %s", pct(ratio)), x0, r, xmax, r, colSLO, dashed); err != nil {
 		return nil, err
 	}
 	if err := addLine(p, "keep-up", kept, colGoodput, nil, draw.CircleGlyph{}); err != nil {
@@ -403,7 +405,7 @@ func keepUpPlot(s Sweep) (*plot.Plot, error) {
 	}
 	bottom := math.Min(minY(kept, bad), r)
 	lo := math.Max(0, math.Floor((bottom-5)/10)*10)
-	if err := addKnee(p, s, lo, 100); err != nil {
+	if err := addKnee(p, res, lo, 100); err != nil {
 		return nil, err
 	}
 	p.X.Min, p.X.Max = x0, x1
@@ -426,28 +428,28 @@ func minY(series ...plotter.XYs) float64 {
 // latencyPlot draws one metric's p50/p90/p99 against the level with its SLO
 // threshold (thr > 0) and the knee, on a log scale when the values span
 // more than two decades.
-func latencyPlot(s Sweep, title string, get func(Step) Summary, thr float64) (*plot.Plot, error) {
+func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.Latency, thr float64) (*plot.Plot, error) {
 	p := newPlot(title, "offered rate (req/s)", "ms")
-	if s.closed() {
+	if closed(res) {
 		p.X.Label.Text = "concurrency"
 	}
 
-	has := func(st Step) bool { return get(st).N > 0 }
-	validHas := func(st Step) bool { return st.Valid && has(st) }
+	has := func(st *sweep.Step) bool { return get(st).N > 0 }
+	validHas := func(st *sweep.Step) bool { return st.InKnee() && has(st) }
 	ps := []struct {
 		name string
-		get  func(Summary) float64
+		get  func(sweep.Latency) float64
 		dash []vg.Length
 	}{
-		{"p50", func(x Summary) float64 { return x.P50 }, nil},
-		{"p90", func(x Summary) float64 { return x.P90 }, dotted},
-		{"p99", func(x Summary) float64 { return x.P99 }, dashed},
+		{"p50", func(x sweep.Latency) float64 { return x.P50 }, nil},
+		{"p90", func(x sweep.Latency) float64 { return x.P90 }, dotted},
+		{"p99", func(x sweep.Latency) float64 { return x.P99 }, dashed},
 	}
 	var all []plotter.XYs
 	for _, q := range ps {
-		all = append(all, levelSeries(s, validHas, func(st Step) float64 { return q.get(get(st)) }))
+		all = append(all, levelSeries(res, validHas, func(st *sweep.Step) float64 { return q.get(get(st)) }))
 	}
-	bad := points(s, func(st Step) bool { return !st.Valid && has(st) }, func(st Step) float64 { return get(st).P99 })
+	bad := points(res, func(st *sweep.Step) bool { return !st.InKnee() && has(st) }, func(st *sweep.Step) float64 { return get(st).P99 })
 	all = append(all, bad)
 	if maxX(all...) == 0 {
 		return p, noData(p)
@@ -487,7 +489,7 @@ func latencyPlot(s Sweep, title string, get func(Step) Summary, thr float64) (*p
 			return nil, err
 		}
 	}
-	if err := addKnee(p, s, bottom, top); err != nil {
+	if err := addKnee(p, res, bottom, top); err != nil {
 		return nil, err
 	}
 	p.X.Min, p.X.Max = xRange(all...)
@@ -530,16 +532,17 @@ func positive(xys plotter.XYs) plotter.XYs {
 // a horizontal line and the knee as a vertical one, on a log scale when the
 // values span more than two decades. Invalid steps' p99s are crosses; burst
 // steps are not drawn.
-func LatencySVG(s Sweep) ([]byte, error) {
+func LatencySVG(res *sweep.Result) ([]byte, error) {
 	x := "offered rate"
-	if s.closed() {
+	if closed(res) {
 		x = "concurrency"
 	}
-	ttft, err := latencyPlot(s, TTFTTitle+" vs "+x, func(st Step) Summary { return st.TTFT }, s.SLO.TTFTMS)
+	ttftSLO, tpotSLO, _ := res.SLOThresholds()
+	ttft, err := latencyPlot(res, TTFTTitle+" vs "+x, func(st *sweep.Step) sweep.Latency { return st.Stats.TTFT }, ttftSLO)
 	if err != nil {
 		return nil, err
 	}
-	tpot, err := latencyPlot(s, TPOTTitle+" vs "+x, func(st Step) Summary { return st.TPOT }, s.SLO.TPOTMS)
+	tpot, err := latencyPlot(res, TPOTTitle+" vs "+x, func(st *sweep.Step) sweep.Latency { return st.Stats.TPOT }, tpotSLO)
 	if err != nil {
 		return nil, err
 	}

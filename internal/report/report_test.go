@@ -14,47 +14,78 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/stats"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 var t0 = time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC)
 
 // lat builds a latency summary whose percentiles scale from base.
-func lat(n int, base float64) Summary {
-	s := Summary{N: n, Mean: base * 1.1, Median: base, Std: base / 5, P50: base, P90: base * 1.5, P99: base * 2}
-	if n < MinP99Samples {
-		s.P99CILow, s.P99CIHigh = base*1.8, base*2.4
+func lat(n int, base float64) sweep.Latency {
+	l := sweep.Latency{
+		Summary:     stats.Summary{N: n, Mean: base * 1.1, Median: base, Std: base / 5, P50: base, P90: base * 1.5, P99: base * 2},
+		P99Reliable: !stats.P99Unreliable(n),
 	}
-	return s
+	if !l.P99Reliable {
+		l.P99CI = &stats.CI{Lo: base * 1.8, Hi: base * 2.4}
+	}
+	return l
 }
 
-// step builds an open-loop step at rate r with goodput g and TTFT/TPOT
-// medians ttft/tpot.
-func step(i int, r, g, ttft, tpot float64, n int) Step {
-	st := Step{
-		Index: i, Label: "rate=" + num(r), Rate: r, AchievedRate: r * 0.99,
-		Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i)*time.Minute + 50*time.Second),
-		Duration: 50, Completed: n, RequestThroughput: g * 1.02, Goodput: g, KeepUp: g / r, OutputThroughput: g * 128, TotalTokenThroughput: g * 640,
-		TTFT: lat(n, ttft), TPOT: lat(n, tpot), ITL: lat(n*127, tpot), E2EL: lat(n, ttft+127*tpot), SendLag: lat(n, 0.2),
-		InputTokens:           TokenDist{N: n, Mean: 512, P10: 410, P50: 512, P90: 600, P99: 612, Max: 614},
-		RequestedOutputTokens: TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
-		OutputTokens:          TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
-		FinishReasons:         map[string]int{"length": n},
-		SLOChecks: []SLOCheck{
-			{Metric: "ttft", ThresholdMS: 800, P99MS: ttft * 2, Held: ttft*2 <= 800, Reliable: n >= 100},
-			{Metric: "tpot", ThresholdMS: 50, P99MS: tpot * 2, Held: tpot*2 <= 50, Reliable: n >= 100},
-		},
-		Valid: true, Idle: IdleProven, IdleDetail: "running 0, waiting 0",
-		Server: Server{Recorded: true, PromptTokens: Val(512 * float64(n)), GenerationTokens: Val(128 * float64(n)),
-			Preemptions: Val(0), PrefixHitRate: Val(0.42), MaxRunning: Val(r * 2), MaxWaiting: Val(0), MaxKVCacheUsage: Val(0.31),
-			TTFT: Quantiles{P50: Val(ttft * 0.9), P90: Val(ttft * 1.3), P99: Val(ttft * 1.8)}, ITL: Quantiles{P99: Val(tpot * 2)},
-			E2EL: Quantiles{P99: Val(ttft + 250*tpot)}, ClientMinusServerTTFTMeanMS: Val(ttft * 0.1)},
+// known is a recorded figure.
+func known(v float64) sweep.Figure { return sweep.Figure{Value: v, Known: true} }
+
+// invalid marks st invalid with one validity flag.
+func invalid(st *sweep.Step, flag, reason string) {
+	st.Validity.Valid = false
+	st.Validity.Flags = append(st.Validity.Flags, flag)
+	st.Validity.Reasons = append(st.Validity.Reasons, reason)
+}
+
+// step builds an open-loop step (a burst at rate inf) at rate r with
+// goodput g and TTFT/TPOT medians ttft/tpot.
+func step(i int, r, g, ttft, tpot float64, n int) *sweep.Step {
+	mode := sweep.ModeOpen
+	if math.IsInf(r, 1) {
+		mode = sweep.ModeBurst
 	}
-	return st
+	return &sweep.Step{
+		Index: i, Label: "rate=" + num(r), Level: r, Round: 1, Attempt: 1, Mode: mode,
+		Start: t0.Add(time.Duration(i) * time.Minute), End: t0.Add(time.Duration(i)*time.Minute + 50*time.Second),
+		Stats: sweep.Stats{
+			Duration: 50, Requests: n, Completed: n, AchievedRate: r * 0.99,
+			RequestThroughput: g * 1.02, RequestGoodput: g, GoodputRatio: g / r, OutputThroughput: g * 128, TotalTokenThroughput: g * 640,
+			TTFT: lat(n, ttft), TPOT: lat(n, tpot), ITL: lat(n*127, tpot), E2EL: lat(n, ttft+127*tpot), SendLag: lat(n, 0.2),
+			InputTokens:           sweep.TokenDist{N: n, Mean: 512, P10: 410, P50: 512, P90: 600, P99: 612, Max: 614},
+			RequestedOutputTokens: sweep.TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
+			OutputTokens:          sweep.TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
+			FinishReasons:         map[string]int{"length": n},
+			SLOChecks: []sweep.SLOCheck{
+				{Metric: "ttft", ThresholdMS: 800, P99MS: ttft * 2, Held: ttft*2 <= 800, Reliable: n >= 100},
+				{Metric: "tpot", ThresholdMS: 50, P99MS: tpot * 2, Held: tpot*2 <= 50, Reliable: n >= 100},
+			},
+		},
+		Validity: sweep.Validity{Valid: true, Flags: []string{}, Reasons: []string{}, Idle: sweep.IdleProof{Status: sweep.IdleProven, Waited: 0.2}},
+		Server: sweep.ServerStats{Status: sweep.ServerRecorded, PromptTokens: known(512 * float64(n)), GenerationTokens: known(128 * float64(n)),
+			Preemptions: known(0), PrefixCacheHitRate: known(0.42), MaxRunning: known(r * 2), MaxWaiting: known(0), MaxKVCacheUsage: known(0.31),
+			TTFT: sweep.ServerLatency{P50MS: known(ttft * 0.9), P90MS: known(ttft * 1.3), P99MS: known(ttft * 1.8)}, ITL: sweep.ServerLatency{P99MS: known(tpot * 2)},
+			E2EL: sweep.ServerLatency{P99MS: known(ttft + 250*tpot)}, ClientMinusServerTTFTMeanMS: known(ttft * 0.1)},
+	}
+}
+
+// closedLoop turns res into a closed-loop sweep whose levels are the
+// concurrencies 1, 2, 4, ... in step order.
+func closedLoop(res *sweep.Result) *sweep.Result {
+	res.Mode = sweep.ModeClosed
+	for i, st := range res.Steps {
+		st.Mode, st.Concurrency, st.Level = sweep.ModeClosed, 1<<i, float64(int(1)<<i)
+	}
+	return res
 }
 
 // ladder is an open-loop sweep with its knee at 8 req/s: 16 breaks the
 // TTFT SLO and goodput, 32 is invalid (client-saturated).
-func ladder() Sweep {
+func ladder() *sweep.Result {
 	fp := fingerprint.New([]string{"llmprobe", "sweep", "--rates", "1,2,4,8,16,32", "--api-key=sk-123"}, t0)
 	fp.Target.URL = "http://127.0.0.1:8000"
 	fp.Target.API = "completions"
@@ -62,34 +93,34 @@ func ladder() Sweep {
 	fp.Target.ServedModel = "llama"
 	fp.Target.MaxModelLen = fingerprint.Known(4096)
 	fp.Target.EngineConfig = fingerprint.Labels{"block_size": "16", "enable_prefix_caching": "True"}
-	fp.Load = fingerprint.Load{Mode: ModeOpen, Arrival: "poisson", Burstiness: 1, Rates: []string{"1", "2", "4", "8", "16", "32"}, NumPrompts: 200, Warmups: 4, Seed: 7}
+	fp.Load = fingerprint.Load{Mode: sweep.ModeOpen, Arrival: "poisson", Burstiness: 1, Rates: []string{"1", "2", "4", "8", "16", "32"}, NumPrompts: 200, Warmups: 4, Seed: 7}
 	fp.End = t0.Add(10 * time.Minute)
 	s16 := step(4, 16, 9.5, 700, 30, 200)
-	s16.Failed = 12
-	s16.FailedByClass = map[string]int{"http_5xx": 10, "timeout": 2}
+	s16.Stats.Failed = 12
+	s16.Stats.FailedByClass = map[string]int{"http_5xx": 10, "timeout": 2}
 	s32 := step(5, 32, 9.8, 3000, 45, 60)
-	s32.Valid = false
-	s32.Invalid = []string{"client-saturated: send-lag p99 23 ms > 10 ms"}
-	s32.Idle, s32.IdleDetail = IdleNotRecorded, "metrics scrape failed"
-	s32.Server = Server{Reason: "scrape of http://127.0.0.1:8000/metrics failed: connection refused"}
-	return Sweep{
+	invalid(s32, sweep.FlagClientSaturated, "send-lag p99 23 ms > 10 ms")
+	s32.Validity.Idle = sweep.IdleProof{Status: sweep.IdleNotRecorded, Reason: "metrics scrape failed"}
+	s32.Server = sweep.ServerStats{Status: fingerprint.NotRecorded, Reason: "scrape of http://127.0.0.1:8000/metrics failed: connection refused"}
+	return &sweep.Result{
 		Name:        "ladder",
 		Fingerprint: fp,
-		Mode:        ModeOpen,
-		SLO:         SLO{TTFTMS: 800, TPOTMS: 50},
-		Steps: []Step{
+		Mode:        sweep.ModeOpen,
+		SLO:         map[string]float64{"ttft": 800, "tpot": 50},
+		Steps: []*sweep.Step{
 			step(0, 1, 1, 80, 12, 200), step(1, 2, 2, 85, 13, 200), step(2, 4, 3.96, 95, 15, 200),
 			step(3, 8, 7.8, 160, 20, 200), s16, s32,
 		},
-		Knee:     Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "highest passing level 8, first failing level 16"},
+		Knee:     sweep.Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "highest passing level 8, first failing level 16"},
 		Complete: true,
+		Rounds:   1,
 	}
 }
 
 func TestAnalysis(t *testing.T) {
 	type check struct {
 		name    string
-		sweep   func() Sweep
+		sweep   func() *sweep.Result
 		want    []string
 		notWant []string
 	}
@@ -130,10 +161,10 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "every level passes",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
 				s.Steps = s.Steps[:4]
-				s.Knee = Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; the knee is above 8"}
+				s.Knee = sweep.Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; the knee is above 8"}
 				return s
 			},
 			want:    []string{"**No knee found: the endpoint kept up at every level tried, up to 8 req/s.**", "- Knee: not found, above 8 req/s (every level tried passed)"},
@@ -141,13 +172,13 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "higher levels invalid: the verdict names them and stops early",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
 				s.Steps = append(s.Steps[:4], s.Steps[5])
-				rerun := s.Steps[4]
+				rerun := *s.Steps[4]
 				rerun.Index, rerun.Attempt = 5, 2
-				s.Steps = append(s.Steps, rerun)
-				s.Knee = Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; higher levels were invalid and excluded, so the knee is at least 8",
+				s.Steps = append(s.Steps, &rerun)
+				s.Knee = sweep.Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; higher levels were invalid and excluded, so the knee is at least 8",
 					Stop: "rate 32 req/s was invalid in all 2 attempts (client-saturated: send-lag p99 23 ms > 10 ms); the search stopped there"}
 				return s
 			},
@@ -159,27 +190,27 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "no level passes",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
 				s.Steps = s.Steps[4:5]
-				s.Knee = Knee{Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "no level passed; the knee is below 16"}
+				s.Knee = sweep.Knee{Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "no level passed; the knee is below 16"}
 				return s
 			},
 			want: []string{"**No knee found: no level tried kept up**, not even 16 req/s (TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; keep-up 59.4%"},
 		},
 		{
 			name: "every step invalid",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
 				s.Steps = s.Steps[5:]
-				s.Knee = Knee{Reason: "no valid step: the knee cannot be decided"}
+				s.Knee = sweep.Knee{Reason: "no valid step: the knee cannot be decided"}
 				return s
 			},
 			want: []string{"**No knee can be decided: every step is invalid**"},
 		},
 		{
 			name: "interrupted",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
 				s.Complete, s.InterruptedReason = false, "SIGINT during step 5"
 				return s
@@ -187,17 +218,19 @@ func TestAnalysis(t *testing.T) {
 			want: []string{"**This sweep did not complete** (SIGINT during step 5).", "| complete | no: SIGINT during step 5 |"},
 		},
 		{
-			name:  "no steps",
-			sweep: func() Sweep { return Sweep{Name: "empty", Fingerprint: fingerprint.New(nil, t0), Complete: true} },
-			want:  []string{"No step ran, so there is nothing to conclude.", "No step ran.", "| command | not-recorded |"},
+			name: "no steps",
+			sweep: func() *sweep.Result {
+				return &sweep.Result{Name: "empty", Fingerprint: fingerprint.New(nil, t0), Complete: true}
+			},
+			want: []string{"No step ran, so there is nothing to conclude.", "No step ran.", "| command | not-recorded |"},
 		},
 		{
 			name: "server without metrics",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
-				for i := range s.Steps {
-					s.Steps[i].Server = Server{Reason: "GET http://127.0.0.1:8000/metrics: 404"}
-					s.Steps[i].Idle, s.Steps[i].IdleDetail = IdleNotRecorded, "no vllm:num_requests_* metrics"
+				for _, st := range s.Steps {
+					st.Server = sweep.ServerStats{Status: fingerprint.NotRecorded, Reason: "GET http://127.0.0.1:8000/metrics: 404"}
+					st.Validity.Idle = sweep.IdleProof{Status: sweep.IdleNotRecorded, Reason: "no vllm:num_requests_* metrics"}
 				}
 				return s
 			},
@@ -206,25 +239,20 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "closed loop",
-			sweep: func() Sweep {
-				s := ladder()
-				s.Mode = ModeClosed
-				for i := range s.Steps {
-					s.Steps[i].Concurrency = 1 << i
-					s.Steps[i].Rate = 0
-				}
-				s.Knee = Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16}
+			sweep: func() *sweep.Result {
+				s := closedLoop(ladder())
+				s.Knee = sweep.Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16}
 				return s
 			},
 			want: []string{"**Capacity knee: concurrency 8.**", "| step | concurrency |", "vs concurrency](goodput.svg)"},
 		},
 		{
 			name: "burst and notes",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
-				s.Mode = ModeBurst
-				s.Steps = []Step{step(0, math.Inf(1), 5, 2000, 30, 200)}
-				s.Knee = Knee{}
+				s.Mode = sweep.ModeBurst
+				s.Steps = []*sweep.Step{step(0, math.Inf(1), 5, 2000, 30, 200)}
+				s.Knee = sweep.Knee{}
 				s.Notes = []string{"rate inf is a burst, not an open loop"}
 				return s
 			},
@@ -233,11 +261,11 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "rate with max concurrency shows client queue time",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
 				s.MaxConcurrency = 4
-				for i := range s.Steps {
-					s.Steps[i].QueueTime = lat(200, 7)
+				for _, st := range s.Steps {
+					st.Stats.QueueTime = lat(200, 7)
 				}
 				return s
 			},
@@ -245,16 +273,19 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "server quantiles in the first bucket are upper bounds; client - server TTFT is the mean difference",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
-				s.Steps[0].Server.QueueTime = Quantiles{Mean: Val(0.02), P50: Value{V: 300, OK: true, AtMost: true}, P99: Value{V: 300, OK: true, AtMost: true}}
+				// Every observation in the first bucket (le 300 ms): the
+				// quantiles are upper bounds.
+				s.Steps[0].Server.QueueTime = sweep.ServerLatency{Count: known(40), MeanMS: known(0.02), P50MS: known(150), P90MS: known(270),
+					P99MS: known(297), FirstBucketLEMS: known(300), FirstBucketCount: known(40)}
 				return s
 			},
 			want: []string{"| 0.02 / ≤ 300 |", "client − server TTFT (mean)", "| 8 |\n"},
 		},
 		{
 			name: "latency-bound knee compared with a known capacity",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
 				s.ReferenceCapacity = 8.5
 				return s
@@ -264,10 +295,10 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "throughput-bound knee",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
-				for i := range s.Steps[4].SLOChecks {
-					s.Steps[4].SLOChecks[i].Held = true
+				for i := range s.Steps[4].Stats.SLOChecks {
+					s.Steps[4].Stats.SLOChecks[i].Held = true
 				}
 				return s
 			},
@@ -275,10 +306,10 @@ func TestAnalysis(t *testing.T) {
 		},
 		{
 			name: "throughput probe",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := ladder()
-				s.Probe = &Probe{EstimateReqPerS: 7.9, StartRate: 7.9, Note: "throughput grew by less than 20 % from concurrency 32 to 128",
-					Levels: []ProbeLevel{{Concurrency: 32, Completed: 90, ThroughputReqPerS: 7.5, MeanE2ELMS: 4000, MaxWaiting: Val(0)},
+				s.Probe = &sweep.ThroughputProbe{EstimateReqPerS: 7.9, StartRate: 7.9, Note: "throughput grew by less than 20 % from concurrency 32 to 128",
+					Levels: []sweep.ProbeLevel{{Concurrency: 32, Completed: 90, ThroughputReqPerS: 7.5, MeanE2ELMS: 4000, MaxWaiting: known(0)},
 						{Concurrency: 128, Completed: 95, ThroughputReqPerS: 7.9, MeanE2ELMS: 15000}}}
 				return s
 			},
@@ -345,18 +376,11 @@ func svgTexts(t *testing.T, b []byte) []string {
 var trailingZeros = regexp.MustCompile(`^-?[0-9]+\.[0-9]*0$`)
 
 func TestSVG(t *testing.T) {
-	closed := func() Sweep {
-		s := ladder()
-		s.Mode = ModeClosed
-		for i := range s.Steps {
-			s.Steps[i].Concurrency, s.Steps[i].Rate = 1<<i, 0
-		}
-		return s
-	}
+	closed := func() *sweep.Result { return closedLoop(ladder()) }
 	tests := []struct {
 		name    string
-		render  func(Sweep) ([]byte, error)
-		sweep   func() Sweep
+		render  func(*sweep.Result) ([]byte, error)
+		sweep   func() *sweep.Result
 		want    []string
 		notWant []string
 	}{
@@ -365,18 +389,18 @@ func TestSVG(t *testing.T) {
 				KeepUpTitle, "keeps up at 90%", "keep-up (%)", "knee 8 req/s", "invalid step (excluded)"}, nil},
 		{"goodput closed loop", GoodputSVG, closed,
 			[]string{GoodputTitleConcurrency, "concurrency", "knee concurrency 8"}, []string{"offered (y = x)"}},
-		{"goodput without knee", GoodputSVG, func() Sweep { s := ladder(); s.Knee.Found = false; return s },
+		{"goodput without knee", GoodputSVG, func() *sweep.Result { s := ladder(); s.Knee.Found = false; return s },
 			[]string{GoodputTitleRate}, []string{"knee 8 req/s"}},
-		{"goodput empty", GoodputSVG, func() Sweep { return Sweep{} }, []string{GoodputTitleRate, "no plottable step"}, nil},
+		{"goodput empty", GoodputSVG, func() *sweep.Result { return &sweep.Result{} }, []string{GoodputTitleRate, "no plottable step"}, nil},
 		{"latency", LatencySVG, ladder,
 			[]string{TTFTTitle + " vs offered rate", TPOTTitle + " vs offered rate", "p50", "p90", "p99", "SLO 800 ms", "SLO 50 ms", "knee 8 req/s"}, nil},
-		{"latency without SLO", LatencySVG, func() Sweep { s := ladder(); s.SLO = SLO{}; return s },
+		{"latency without SLO", LatencySVG, func() *sweep.Result { s := ladder(); s.SLO = nil; return s },
 			[]string{TTFTTitle + " vs offered rate"}, []string{"SLO 800 ms"}},
-		{"latency empty", LatencySVG, func() Sweep { return Sweep{} }, []string{TTFTTitle, "no plottable step"}, nil},
+		{"latency empty", LatencySVG, func() *sweep.Result { return &sweep.Result{} }, []string{TTFTTitle, "no plottable step"}, nil},
 		{"latency spanning more than two decades is drawn on a log scale", LatencySVG,
-			func() Sweep { s := ladder(); s.Steps[0].TTFT = lat(200, 10); return s },
+			func() *sweep.Result { s := ladder(); s.Steps[0].Stats.TTFT = lat(200, 10); return s },
 			[]string{"ms (log scale)", "\n10\n", "\n100\n", "\n1000\n", "\n5000\n"}, nil},
-		{"latency within two decades is linear", LatencySVG, func() Sweep { s := ladder(); s.Steps = s.Steps[:4]; return s },
+		{"latency within two decades is linear", LatencySVG, func() *sweep.Result { s := ladder(); s.Steps = s.Steps[:4]; return s },
 			[]string{TTFTTitle}, []string{"ms (log scale)"}},
 	}
 	for _, tc := range tests {
@@ -410,27 +434,27 @@ func TestSVG(t *testing.T) {
 func TestWriteTable(t *testing.T) {
 	tests := []struct {
 		name  string
-		sweep func() Sweep
+		sweep func() *sweep.Result
 		want  []string
 	}{
 		{"knee", ladder, []string{"knee: 8 req/s (first failing: 16 req/s)", "max goodput: 9.5 req/s at 16 req/s",
 			"step 5 invalid: client-saturated: send-lag p99 23 ms > 10 ms", "6000*"}},
-		{"interrupted, no knee", func() Sweep {
+		{"interrupted, no knee", func() *sweep.Result {
 			s := ladder()
-			s.Knee = Knee{Level: 16}
+			s.Knee = sweep.Knee{Level: 16}
 			s.Complete, s.InterruptedReason = false, "SIGINT"
 			return s
 		}, []string{"knee: not found; at least 16 req/s (every valid level passed; 32 req/s (client-saturated: send-lag p99 23 ms > 10 ms) invalid)", "incomplete: SIGINT"}},
-		{"burst only: no max goodput line", func() Sweep {
+		{"burst only: no max goodput line", func() *sweep.Result {
 			s := ladder()
-			s.Mode = ModeBurst
+			s.Mode = sweep.ModeBurst
 			st := step(0, math.Inf(1), 5, 2000, 30, 200)
-			st.Valid = false
-			s.Steps = []Step{st}
-			s.Knee = Knee{Reason: "no valid step: the knee cannot be decided"}
+			st.Validity.Valid = false
+			s.Steps = []*sweep.Step{st}
+			s.Knee = sweep.Knee{Reason: "no valid step: the knee cannot be decided"}
 			return s
 		}, []string{"knee: not found (no valid level)"}},
-		{"knee against a known capacity", func() Sweep { s := ladder(); s.ReferenceCapacity = 8.5; return s },
+		{"knee against a known capacity", func() *sweep.Result { s := ladder(); s.ReferenceCapacity = 8.5; return s },
 			[]string{"simulator capacity (from its parameters): 8.5 req/s; knee = 94.1% of it"}},
 	}
 	for _, tc := range tests {
@@ -678,5 +702,41 @@ func TestProgressConcurrent(t *testing.T) {
 		if !strings.Contains(b.String(), "400/400") {
 			t.Errorf("tty=%v: output lacks 400/400: %q", tty, b.String())
 		}
+	}
+}
+
+// TestQuantile: a server-side quantile in the histogram's first bucket is
+// shown as "≤ bound", the mean never is.
+func TestQuantile(t *testing.T) {
+	tests := []struct {
+		name                 string
+		first, count         float64
+		wantP50, wantP99     string
+		recordedFirstBuckets bool
+	}{
+		{name: "every observation in the first bucket", first: 40, count: 40, wantP50: "≤ 300", wantP99: "≤ 300", recordedFirstBuckets: true},
+		{name: "half in the first bucket", first: 20, count: 40, wantP50: "≤ 300", wantP99: "297", recordedFirstBuckets: true},
+		{name: "none in the first bucket", first: 0, count: 40, wantP50: "150", wantP99: "297", recordedFirstBuckets: true},
+		{name: "first bucket not recorded", first: 40, count: 40, wantP50: "150", wantP99: "297"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := sweep.ServerLatency{Count: known(tt.count), MeanMS: known(0.02), P50MS: known(150), P90MS: known(270), P99MS: known(297)}
+			if tt.recordedFirstBuckets {
+				l.FirstBucketLEMS, l.FirstBucketCount = known(300), known(tt.first)
+			}
+			if got := quantile(l, l.P50MS, 0.5); got != tt.wantP50 {
+				t.Errorf("p50 = %q, want %q", got, tt.wantP50)
+			}
+			if got := quantile(l, l.P99MS, 0.99); got != tt.wantP99 {
+				t.Errorf("p99 = %q, want %q", got, tt.wantP99)
+			}
+			if got := val(l.MeanMS); got != "0.02" {
+				t.Errorf("mean = %q, want 0.02", got)
+			}
+			if got := quantile(l, sweep.Figure{}, 0.5); got != fingerprint.NotRecorded {
+				t.Errorf("unknown p50 = %q, want %s", got, fingerprint.NotRecorded)
+			}
+		})
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // spreadName names a level in a terminal line: "rate 8", "rate inf",
 // "concurrency 8".
-func (s Sweep) spreadName(v float64) string {
-	if s.closed() {
+func spreadName(res *sweep.Result, v float64) string {
+	if closed(res) {
 		return "concurrency " + num(v)
 	}
 	return "rate " + num(v)
@@ -17,7 +19,7 @@ func (s Sweep) spreadName(v float64) string {
 
 // roundsText says how many rounds a level ran and how many its ranges
 // are over: "3", "2 of 3 valid", "3, none valid".
-func roundsText(l LevelSpread) string {
+func roundsText(l sweep.LevelSpread) string {
 	switch {
 	case !l.Valid:
 		return fmt.Sprintf("%d, none valid", l.Rounds)
@@ -28,14 +30,14 @@ func roundsText(l LevelSpread) string {
 }
 
 // span formats a range as "min–max".
-func span(r Range) string { return num(r.Min) + "–" + num(r.Max) }
+func span(r sweep.Range) string { return num(r.Min) + "–" + num(r.Max) }
 
 // mmm formats a range as "min / median / max".
-func mmm(r Range) string { return num(r.Min) + " / " + num(r.Median) + " / " + num(r.Max) }
+func mmm(r sweep.Range) string { return num(r.Min) + " / " + num(r.Median) + " / " + num(r.Max) }
 
 // unstable lists the figures of l whose relative spread exceeds
 // MaxReproducibleSpread, each as "TTFT p99 ranged over 120–180 ms (spread 40%)".
-func unstable(l LevelSpread) []string {
+func unstable(l sweep.LevelSpread) []string {
 	var out []string
 	if l.Used < 2 {
 		return nil
@@ -53,8 +55,9 @@ func unstable(l LevelSpread) []string {
 // of each repeated level's ranges and one warning per level whose TTFT
 // p99 or goodput spread exceeds MaxReproducibleSpread. Nothing without
 // spread.
-func writeSpread(b *bytes.Buffer, s Sweep) {
-	if len(s.Spread) == 0 {
+func writeSpread(b *bytes.Buffer, res *sweep.Result) {
+	spread := res.RoundSpread()
+	if len(spread) == 0 {
 		return
 	}
 	b.WriteString("## Spread over rounds\n\n")
@@ -62,27 +65,27 @@ func writeSpread(b *bytes.Buffer, s Sweep) {
 		"spread is (max − min) / median. Request throughput and goodput in req/s, p99s in ms. A spread above " +
 		pct(MaxReproducibleSpread) + " in TTFT p99 or goodput means the level does not reproduce at this step length.\n\n")
 	lvl := "rate (req/s)"
-	if s.closed() {
+	if closed(res) {
 		lvl = "concurrency"
 	}
 	fmt.Fprintf(b, "| %s | rounds | req/s | spread | goodput | spread | TTFT p99 | spread | TPOT p99 | spread |\n", lvl)
 	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var notes []string
-	for _, l := range s.Spread {
+	for _, l := range spread {
 		if l.Used < 2 {
 			fmt.Fprintf(b, "| %s | %s | - | - | - | - | - | - | - | - |\n", num(l.Level), roundsText(l))
-			notes = append(notes, fmt.Sprintf("At %s only %d of %d rounds was valid, so the level has no spread.", s.levelText(l.Level), l.Used, l.Rounds))
+			notes = append(notes, fmt.Sprintf("At %s only %d of %d rounds was valid, so the level has no spread.", levelText(res, l.Level), l.Used, l.Rounds))
 			continue
 		}
 		cells := []string{num(l.Level), roundsText(l)}
-		for _, r := range []Range{l.Throughput, l.Goodput, l.TTFTP99, l.TPOTP99} {
+		for _, r := range []sweep.Range{l.Throughput, l.Goodput, l.TTFTP99, l.TPOTP99} {
 			cells = append(cells, mmm(r), pct(r.Rel()))
 		}
 		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 		if u := unstable(l); len(u) > 0 {
 			notes = append(notes, fmt.Sprintf("**%s is not reproducible at this step length**: over %d rounds its %s. "+
 				"Lengthen the steps (--duration, --num-prompts) or add rounds before trusting this level.",
-				s.levelText(l.Level), l.Used, strings.Join(u, " and ")))
+				levelText(res, l.Level), l.Used, strings.Join(u, " and ")))
 		}
 	}
 	b.WriteString("\n")
@@ -95,13 +98,14 @@ func writeSpread(b *bytes.Buffer, s Sweep) {
 	}
 }
 
-// spreadLines are the terminal table's lines for s.Spread, one per level:
+// spreadLines are the terminal table's lines for res.RoundSpread(), one per
+// level:
 // "rate 8: 3 rounds, goodput 7.1–7.6 req/s (spread 6.8%), TTFT p99
 // 120–180 ms (spread 40%)", with a warning appended when a spread exceeds
 // MaxReproducibleSpread.
-func spreadLines(s Sweep) []string {
+func spreadLines(res *sweep.Result) []string {
 	var out []string
-	for _, l := range s.Spread {
+	for _, l := range res.RoundSpread() {
 		rounds := fmt.Sprintf("%d rounds", l.Rounds)
 		switch {
 		case !l.Valid:
@@ -109,7 +113,7 @@ func spreadLines(s Sweep) []string {
 		case l.Used < l.Rounds:
 			rounds += fmt.Sprintf(", %d valid", l.Used)
 		}
-		line := s.spreadName(l.Level) + ": " + rounds
+		line := spreadName(res, l.Level) + ": " + rounds
 		if l.Used < 2 {
 			out = append(out, line+": no spread")
 			continue

@@ -2,55 +2,53 @@ package report
 
 import (
 	"bytes"
-	"math"
 	"strings"
 	"testing"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// rounds is ladder() run with --rounds 3: level 2 is steady, 8 varies in
-// TTFT p99, 16 had one valid round, 32 none, and 64 varies in goodput.
-func rounds() Sweep {
+// rounds is ladder() run with --rounds 3 over other levels: level 2 is
+// steady, 8 varies in TTFT p99, 16 had one valid round, 32 none, and 64
+// varies in goodput.
+func rounds() *sweep.Result {
 	s := ladder()
 	s.Fingerprint.Load.Rounds = 3
-	s.Spread = []LevelSpread{
-		{Level: 2, Rounds: 3, Used: 3, Valid: true, Throughput: Range{2, 2.04, 2.1}, Goodput: Range{1.98, 2, 2},
-			TTFTP99: Range{168, 170, 172}, TPOTP99: Range{26, 26, 26}},
-		{Level: 8, Rounds: 3, Used: 3, Valid: true, Throughput: Range{7.5, 7.7, 7.9}, Goodput: Range{7.1, 7.3, 7.6},
-			TTFTP99: Range{120, 150, 180}, TPOTP99: Range{39, 40, 41}},
-		{Level: 16, Rounds: 3, Used: 1, Valid: true, Throughput: Range{9.7, 9.7, 9.7}, Goodput: Range{9.5, 9.5, 9.5},
-			TTFTP99: Range{1400, 1400, 1400}, TPOTP99: Range{60, 60, 60}},
-		{Level: 32, Rounds: 2, Used: 2, Valid: false, Throughput: Range{10, 10.5, 11}, Goodput: Range{9.6, 9.8, 10},
-			TTFTP99: Range{5800, 6000, 6200}, TPOTP99: Range{88, 90, 92}},
-		{Level: 64, Rounds: 2, Used: 2, Valid: true, Throughput: Range{10, 11, 12}, Goodput: Range{4, 5, 6},
-			TTFTP99: Range{0, 0, 0}, TPOTP99: Range{0, 0, 0}},
+	s.Rounds = 3
+	type round struct {
+		valid             bool
+		tp, g, ttft, tpot float64
+	}
+	levels := []struct {
+		level  float64
+		rounds []round
+	}{
+		{2, []round{{true, 2, 1.98, 168, 26}, {true, 2.04, 2, 170, 26}, {true, 2.1, 2, 172, 26}}},
+		{8, []round{{true, 7.5, 7.1, 120, 39}, {true, 7.7, 7.3, 150, 40}, {true, 7.9, 7.6, 180, 41}}},
+		{16, []round{{false, 3, 1, 5000, 90}, {true, 9.7, 9.5, 1400, 60}, {false, 4, 2, 6000, 95}}},
+		{32, []round{{false, 10, 9.6, 5800, 88}, {false, 11, 10, 6200, 92}}},
+		{64, []round{{true, 10, 4, 0, 0}, {true, 12, 6, 0, 0}}},
+	}
+	s.Steps, s.Levels = nil, nil
+	for _, l := range levels {
+		for i, r := range l.rounds {
+			st := step(len(s.Steps), l.level, r.g, r.ttft/2, r.tpot/2, 200)
+			st.Round = i + 1
+			st.Stats.RequestThroughput = r.tp
+			if !r.valid {
+				invalid(st, sweep.FlagClientSaturated, "send-lag p99 23 ms > 10 ms")
+			}
+			s.Steps = append(s.Steps, st)
+		}
+		s.Levels = append(s.Levels, sweep.Level{Level: l.level, Rounds: len(l.rounds)})
 	}
 	return s
-}
-
-func TestRangeRel(t *testing.T) {
-	tests := []struct {
-		name string
-		r    Range
-		want float64
-	}{
-		{"steady", Range{5, 5, 5}, 0},
-		{"spread", Range{120, 150, 180}, 0.4},
-		{"zero median", Range{0, 0, 1}, math.NaN()},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := tc.r.Rel()
-			if math.IsNaN(tc.want) != math.IsNaN(got) || (!math.IsNaN(got) && math.Abs(got-tc.want) > 1e-12) {
-				t.Errorf("Rel() = %v, want %v", got, tc.want)
-			}
-		})
-	}
 }
 
 func TestAnalysisSpread(t *testing.T) {
 	tests := []struct {
 		name    string
-		sweep   func() Sweep
+		sweep   func() *sweep.Result
 		want    []string
 		notWant []string
 	}{
@@ -73,9 +71,9 @@ func TestAnalysisSpread(t *testing.T) {
 		},
 		{
 			name: "all steady",
-			sweep: func() Sweep {
+			sweep: func() *sweep.Result {
 				s := rounds()
-				s.Spread = s.Spread[:1]
+				s.Levels = s.Levels[:1]
 				return s
 			},
 			want:    []string{"## Spread over rounds", "Every level's TTFT p99 and goodput stayed within 10% over its rounds."},
@@ -83,10 +81,9 @@ func TestAnalysisSpread(t *testing.T) {
 		},
 		{
 			name: "closed loop",
-			sweep: func() Sweep {
-				s := rounds()
-				s.Mode = ModeClosed
-				s.Spread = s.Spread[1:2]
+			sweep: func() *sweep.Result {
+				s := closedRounds()
+				s.Levels = s.Levels[1:2]
 				return s
 			},
 			want: []string{"| concurrency | rounds |", "**concurrency 8 is not reproducible at this step length**"},
@@ -135,7 +132,7 @@ func section(md, heading string) string {
 func TestWriteTableSpread(t *testing.T) {
 	tests := []struct {
 		name    string
-		sweep   func() Sweep
+		sweep   func() *sweep.Result
 		want    []string
 		notWant []string
 	}{
@@ -151,13 +148,9 @@ func TestWriteTableSpread(t *testing.T) {
 			},
 		},
 		{
-			name: "closed loop",
-			sweep: func() Sweep {
-				s := rounds()
-				s.Mode = ModeClosed
-				return s
-			},
-			want: []string{"\nconcurrency 2: 3 rounds, goodput"},
+			name:  "closed loop",
+			sweep: closedRounds,
+			want:  []string{"\nconcurrency 2: 3 rounds, goodput"},
 		},
 		{name: "one round", sweep: ladder, notWant: []string{"rounds", "spread"}},
 	}
@@ -188,4 +181,14 @@ func TestWriteTableSpread(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closedRounds is rounds() in closed loop: the levels are concurrencies.
+func closedRounds() *sweep.Result {
+	s := rounds()
+	s.Mode = sweep.ModeClosed
+	for _, st := range s.Steps {
+		st.Mode, st.Concurrency = sweep.ModeClosed, int(st.Level)
+	}
+	return s
 }

@@ -7,19 +7,21 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // keepUp formats a step's keep-up ratio, capped at 100 % ("-" for a burst,
 // which has no offered rate).
-func keepUp(st Step) string {
-	if math.IsInf(st.Rate, 1) {
+func keepUp(st *sweep.Step) string {
+	if isBurst(st) {
 		return "-"
 	}
-	return pct(math.Min(st.KeepUp, 1))
+	return pct(math.Min(st.Stats.GoodputRatio, 1))
 }
 
 // p50 formats a median ("-" without samples).
-func p50(x Summary) string {
+func p50(x sweep.Latency) string {
 	if x.N == 0 {
 		return "-"
 	}
@@ -27,17 +29,17 @@ func p50(x Summary) string {
 }
 
 // kneeLine is the knee in one line, after "knee: ".
-func kneeLine(s Sweep) string {
-	k := s.Knee
+func kneeLine(res *sweep.Result) string {
+	k := res.Knee
 	switch {
 	case k.Found:
-		return fmt.Sprintf("%s (first failing: %s)", s.levelText(k.Level), s.levelText(k.Upper))
+		return fmt.Sprintf("%s (first failing: %s)", levelText(res, k.Level), levelText(res, k.Upper))
 	case k.Level > 0:
-		if inv := invalidAbove(s, k.Level); len(inv) > 0 {
-			return fmt.Sprintf("not found; at least %s (every valid level passed; %s invalid)", s.levelText(k.Level), levelList(s, inv))
+		if inv := invalidAbove(res, k.Level); len(inv) > 0 {
+			return fmt.Sprintf("not found; at least %s (every valid level passed; %s invalid)", levelText(res, k.Level), levelList(res, inv))
 		}
-		return fmt.Sprintf("not found, above %s (every level tried passed)", s.levelText(k.Level))
-	case !s.hasValid():
+		return fmt.Sprintf("not found, above %s (every level tried passed)", levelText(res, k.Level))
+	case !hasValid(res):
 		return "not found (no valid level)"
 	}
 	return "not found (no valid level passed)"
@@ -46,39 +48,40 @@ func kneeLine(s Sweep) string {
 // WriteTable prints the sweep's step table to w, columns right-aligned,
 // latencies in ms, the knee row marked "<- knee", then a knee line, a max
 // goodput line, with --rounds one spread line per repeated level (see
-// Sweep.Spread), one line per invalid step and, for an interrupted sweep,
-// "incomplete: <reason>".
-// It returns the first write error.
-func WriteTable(w io.Writer, s Sweep) error {
+// sweep.Result.RoundSpread), one line per invalid step and, for an
+// interrupted sweep, "incomplete: <reason>". It returns the first write
+// error.
+func WriteTable(w io.Writer, res *sweep.Result) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
 	lvl := "rate"
-	if s.closed() {
+	if closed(res) {
 		lvl = "conc"
 	}
 	cols := []string{"step", lvl, "achieved", "ok", "fail", "req/s", "goodput", "keep-up"}
-	if s.queued() {
+	if queued(res) {
 		cols = append(cols, "queue p50", "queue p99")
 	}
 	cols = append(cols, "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2EL p99", "valid", "")
 	// Every cell ends in a tab, so the last column is aligned too.
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
-	knee := kneeStep(s)
-	for i, st := range s.Steps {
+	knee := kneeStep(res)
+	for i, st := range res.Steps {
+		x := &st.Stats
 		valid := "yes"
-		if !st.Valid {
+		if !st.InKnee() {
 			valid = "NO"
 		}
 		mark := ""
 		if i == knee {
 			mark = "<- knee"
 		}
-		cells := []string{stepName(st), num(st.Level(s.Mode)), num(st.AchievedRate), fmt.Sprint(st.Completed), fmt.Sprint(st.Failed),
-			num(st.RequestThroughput), num(st.Goodput), keepUp(st)}
-		if s.queued() {
-			cells = append(cells, p50(st.QueueTime), p99(st.QueueTime))
+		cells := []string{stepName(st), num(st.Level), num(x.AchievedRate), fmt.Sprint(x.Completed), fmt.Sprint(x.Failed),
+			num(x.RequestThroughput), num(x.RequestGoodput), keepUp(st)}
+		if queued(res) {
+			cells = append(cells, p50(x.QueueTime), p99(x.QueueTime))
 		}
-		cells = append(cells, num(st.TTFT.P50), p99(st.TTFT), num(st.TPOT.P50), p99(st.TPOT), p99(st.E2EL), valid, mark)
+		cells = append(cells, num(x.TTFT.P50), p99(x.TTFT), num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), valid, mark)
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -93,27 +96,27 @@ func WriteTable(w io.Writer, s Sweep) error {
 			return fmt.Errorf("write table: %w", err)
 		}
 	}
-	k := s.Knee
-	lines := []string{"knee: " + kneeLine(s)}
-	if s.hasValid() && k.MaxGoodputLevel != 0 {
-		lines = append(lines, fmt.Sprintf("max goodput: %s req/s at %s", num(k.MaxGoodput), s.levelText(k.MaxGoodputLevel)))
+	k := res.Knee
+	lines := []string{"knee: " + kneeLine(res)}
+	if hasValid(res) && k.MaxGoodputLevel != 0 {
+		lines = append(lines, fmt.Sprintf("max goodput: %s req/s at %s", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
 	}
 	if k.Stop != "" {
 		lines = append(lines, "search stopped early: "+k.Stop)
 	}
-	if c := s.ReferenceCapacity; c > 0 && k.Level > 0 && !s.closed() {
+	if c := res.ReferenceCapacity; c > 0 && k.Level > 0 && !closed(res) {
 		lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Level/c)))
 	}
-	lines = append(lines, spreadLines(s)...)
-	for _, st := range s.Steps {
-		if !st.Valid {
-			lines = append(lines, fmt.Sprintf("step %s invalid: %s", stepName(st), strings.Join(st.Invalid, "; ")))
+	lines = append(lines, spreadLines(res)...)
+	for _, st := range res.Steps {
+		if !st.InKnee() {
+			lines = append(lines, fmt.Sprintf("step %s invalid: %s", stepName(st), strings.Join(invalidReasons(st), "; ")))
 		}
 	}
-	if !s.Complete {
-		lines = append(lines, "incomplete: "+s.InterruptedReason)
+	if !res.Complete {
+		lines = append(lines, "incomplete: "+res.InterruptedReason)
 	}
-	legend := "latencies in ms; * = p99 from fewer than 100 samples; goodput = vLLM's request_goodput; keep-up = the knee's criterion (>= " + pct(s.ratio()) + " keeps up)"
+	legend := "latencies in ms; * = p99 from fewer than 100 samples; goodput = vLLM's request_goodput; keep-up = the knee's criterion (>= " + pct(ratio) + " keeps up)"
 	if _, err := fmt.Fprintln(w, legend+"\n"+strings.Join(lines, "\n")); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}

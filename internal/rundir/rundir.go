@@ -128,7 +128,7 @@ func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result) error {
 	if err := run.WriteJSON(artifacts.ResultFile, res); err != nil {
 		errs = append(errs, err)
 	}
-	if err := report.WriteFiles(run, ReportSweep(res)); err != nil {
+	if err := report.WriteFiles(run, res); err != nil {
 		errs = append(errs, fmt.Errorf("analysis: %w", err))
 	}
 	m := artifacts.Manifest{Fingerprint: res.Fingerprint, InterruptedReason: res.InterruptedReason}
