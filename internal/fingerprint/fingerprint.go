@@ -9,9 +9,10 @@
 // a JSON number or as "not-recorded"; label sets use Labels, which encodes a
 // nil map as "not-recorded".
 //
-// The package reads the local build and host (Tool, Host) and offers helpers
-// that fetch /v1/models, /version and vllm:cache_config_info from a target
-// (Fetcher, EngineConfig); everything else is filled by the caller (the sweep).
+// The package reads the local build and host (Tool, Host) and parses
+// vllm:cache_config_info from a /metrics exposition (EngineConfig); what the
+// target serves comes from prober/endpoint's discovery and everything else
+// is filled by the caller (the sweep).
 package fingerprint
 
 import (

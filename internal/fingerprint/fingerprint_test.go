@@ -1,10 +1,7 @@
 package fingerprint
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -347,128 +344,6 @@ func TestNewNotRecorded(t *testing.T) {
 	if w := m["workload"].(map[string]any); w["sha256"] != NotRecorded {
 		t.Errorf("workload.sha256 = %v, want not-recorded", w["sha256"])
 	}
-}
-
-const modelsJSON = `{"object":"list","data":[
- {"id":"other","object":"model","root":"/models/other","max_model_len":2048},
- {"id":"llama","object":"model","owned_by":"vllm","root":"meta-llama/Llama-3.1-8B","parent":null,"max_model_len":131072}]}`
-
-func TestFetcher(t *testing.T) {
-	tests := []struct {
-		name        string
-		handler     http.HandlerFunc
-		base        string // appended to the server URL
-		model       string
-		wantModel   ModelInfo
-		wantVersion string
-	}{
-		{
-			name: "vllm",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get("Authorization") != "Bearer k" {
-					http.Error(w, "no auth", http.StatusUnauthorized)
-					return
-				}
-				switch r.URL.Path {
-				case "/v1/models":
-					w.Write([]byte(modelsJSON))
-				case "/version":
-					w.Write([]byte(`{"version":"0.11.0"}`))
-				default:
-					http.NotFound(w, r)
-				}
-			},
-			model:       "llama",
-			wantModel:   ModelInfo{ID: "llama", Root: "meta-llama/Llama-3.1-8B", MaxModelLen: Known(131072)},
-			wantVersion: "0.11.0",
-		},
-		{
-			name: "base with /v1 and first model",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				switch r.URL.Path {
-				case "/v1/models":
-					w.Write([]byte(modelsJSON))
-				case "/version":
-					w.Write([]byte(`{"version":"0.9.2"}`))
-				default:
-					http.NotFound(w, r)
-				}
-			},
-			base:        "/v1/",
-			wantModel:   ModelInfo{ID: "other", Root: "/models/other", MaxModelLen: Known(2048)},
-			wantVersion: "0.9.2",
-		},
-		{
-			name: "openai-compatible without vllm extensions",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == "/v1/models" {
-					w.Write([]byte(`{"data":[{"id":"llama","object":"model"}]}`))
-					return
-				}
-				http.NotFound(w, r)
-			},
-			model:       "llama",
-			wantModel:   ModelInfo{ID: "llama", Root: NotRecorded},
-			wantVersion: NotRecorded,
-		},
-		{
-			name: "model not listed",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				w.Write([]byte(modelsJSON))
-			},
-			model:       "absent",
-			wantModel:   ModelInfo{ID: NotRecorded, Root: NotRecorded},
-			wantVersion: NotRecorded, // modelsJSON has no "version"
-		},
-		{
-			name: "bad json and server errors",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == "/v1/models" {
-					w.Write([]byte(`{"data":[`))
-					return
-				}
-				http.Error(w, "boom", http.StatusInternalServerError)
-			},
-			wantModel:   ModelInfo{ID: NotRecorded, Root: NotRecorded},
-			wantVersion: NotRecorded,
-		},
-		{
-			name: "version of the wrong type",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				w.Write([]byte(`{"version":12}`))
-			},
-			wantModel:   ModelInfo{ID: NotRecorded, Root: NotRecorded},
-			wantVersion: NotRecorded,
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(tc.handler)
-			defer srv.Close()
-			f := Fetcher{Client: srv.Client(), BaseURL: srv.URL + tc.base, Header: http.Header{"Authorization": {"Bearer k"}}}
-			ctx := context.Background()
-			if got := f.Model(ctx, tc.model); got != tc.wantModel {
-				t.Errorf("Model = %+v, want %+v", got, tc.wantModel)
-			}
-			if got := f.ServerVersion(ctx); got != tc.wantVersion {
-				t.Errorf("ServerVersion = %q, want %q", got, tc.wantVersion)
-			}
-		})
-	}
-	t.Run("server down", func(t *testing.T) {
-		srv := httptest.NewServer(http.NotFoundHandler())
-		url := srv.URL
-		srv.Close()
-		f := Fetcher{BaseURL: url}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if got := f.Model(ctx, "m"); got.ID != NotRecorded || got.MaxModelLen.Recorded {
-			t.Errorf("Model = %+v, want not-recorded", got)
-		}
-		if got := f.ServerVersion(ctx); got != NotRecorded {
-			t.Errorf("ServerVersion = %q, want not-recorded", got)
-		}
-	})
 }
 
 func TestEngineConfig(t *testing.T) {

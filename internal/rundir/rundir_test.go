@@ -744,7 +744,7 @@ func allFiles(t *testing.T, dir string) map[string]string {
 func TestRunRedactsSecrets(t *testing.T) {
 	// An opaque key: only the literal replacement can catch it.
 	const key = "opaque-key-0123456789"
-	t.Run("a server echoing the credentials in an error", func(t *testing.T) {
+	t.Run("a server echoing the credentials in a preflight error", func(t *testing.T) {
 		url, h := startWrapped(t, fastSim(), nil)
 		h.override["/tokenize"] = func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
@@ -754,15 +754,35 @@ func TestRunRedactsSecrets(t *testing.T) {
 		cfg := testConfig(t, url)
 		cfg.APIKey = key
 		out, err := Run(context.Background(), cfg, testOptions(t))
-		if err == nil || out == nil || out.Dir == "" {
-			t.Fatalf("Run = %+v, %v; want a failed run directory", out, err)
+		// Prompt sizing is part of the preflight: nothing is created.
+		if err == nil || out != nil {
+			t.Fatalf("Run = %+v, %v; want a preflight error and no run directory", out, err)
 		}
-		if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "<redacted>") {
-			t.Errorf("error not redacted: %v", err)
+		if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "<redacted>") || !strings.Contains(err.Error(), "401") {
+			t.Errorf("error not redacted or unclassified: %v", err)
 		}
-		m := verifyClean(t, out.Dir)
-		if m.Complete || !strings.Contains(m.InterruptedReason, "401") || !strings.Contains(m.InterruptedReason, "<redacted>") {
-			t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
+		if entries, _ := os.ReadDir(cfg.OutDir); len(entries) != 0 {
+			t.Errorf("out dir holds %d entries, want none", len(entries))
+		}
+	})
+	t.Run("a server echoing the credentials in request errors", func(t *testing.T) {
+		url, h := startWrapped(t, fastSim(), nil)
+		h.override["/v1/completions"] = func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":{"message":"rejected Authorization: %s; key %s is unknown"}}`, r.Header.Get("Authorization"), key)
+		}
+		cfg := testConfig(t, url)
+		cfg.APIKey = key
+		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
+		out, err := Run(context.Background(), cfg, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, out.Dir)
+		errs := readFile(t, out.Dir, artifacts.ErrorsFile)
+		if !strings.Contains(errs, "http_4xx") || !strings.Contains(errs, "401") {
+			t.Errorf("errors-redacted.jsonl lacks the 401s:\n%s", errs)
 		}
 		for name, content := range allFiles(t, out.Dir) {
 			if strings.Contains(content, key) {

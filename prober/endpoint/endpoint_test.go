@@ -479,3 +479,20 @@ func TestRedactAndClient(t *testing.T) {
 		t.Error("bad API accepted")
 	}
 }
+
+func TestSameHost(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"http://vllm:8000/metrics", "http://vllm:8000", true},
+		{"http://VLLM:8000/metrics", "http://vllm:8000", true},
+		{"http://vllm:9000/metrics", "http://vllm:8000", false},
+		{"https://vllm:8000/metrics", "http://vllm:8000", false},
+		{"http://exporter:8000/metrics", "http://vllm:8000", false},
+	} {
+		if got := sameHost(tc.a, tc.b); got != tc.want {
+			t.Errorf("sameHost(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/go-kit/log/level"
 
@@ -38,8 +40,9 @@ func (e *Endpoint) Engine() *engine.Engine {
 }
 
 // Metrics reads the server's Prometheus endpoint (Options.MetricsURL, by
-// default GET /metrics) with the endpoint's credentials and timeouts; the
-// error is redacted.
+// default GET /metrics) with the endpoint's timeouts; the API key goes only
+// to the server's own host (a metrics_url elsewhere — an exporter, a
+// gateway — gets no credentials). The error is redacted.
 func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
 	u := e.o.MetricsURL
 	switch u {
@@ -49,8 +52,11 @@ func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
 		u = e.base + "/metrics"
 	}
 	hc := &http.Client{Transport: e.hc.Transport, CheckRedirect: client.NoRedirects}
-	snap, err := scrape.Fetch(ctx, hc, u, scrape.WithTimeout(e.o.DiscoveryTimeout),
-		scrape.WithBearerToken(e.o.APIKey), scrape.WithUserAgent("llmprobe"))
+	opts := []scrape.Option{scrape.WithTimeout(e.o.DiscoveryTimeout), scrape.WithUserAgent("llmprobe")}
+	if sameHost(u, e.base) {
+		opts = append(opts, scrape.WithBearerToken(e.o.APIKey))
+	}
+	snap, err := scrape.Fetch(ctx, hc, u, opts...)
 	if err != nil {
 		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact(shorten(err.Error()))}
 	}
@@ -198,4 +204,17 @@ func (e *Endpoint) postBody(ctx context.Context, path string, body any) ([]byte,
 		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: "POST " + path + ": unreadable or oversized answer"}
 	}
 	return out, nil
+}
+
+// sameHost reports whether URLs a and b name the same scheme, host and port.
+func sameHost(a, b string) bool {
+	ua, err := url.Parse(a)
+	if err != nil {
+		return false
+	}
+	ub, err := url.Parse(b)
+	if err != nil {
+		return false
+	}
+	return ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
 }

@@ -12,16 +12,24 @@ import (
 func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	c := r.cfg
 	fp := fingerprint.New(r.opts.Args, start)
-	f := fingerprint.Fetcher{Client: r.http, BaseURL: c.Target, Header: r.authHeader()}
-	mi := r.modelInfo
+	info := r.info
 	fp.Target.URL = fingerprint.RedactText(c.Target)
 	fp.Target.API = c.API
 	fp.Target.Model = r.model
-	fp.Target.ServedModel, fp.Target.Root, fp.Target.MaxModelLen = mi.ID, mi.Root, mi.MaxModelLen
-	fp.Target.ServerVersion = f.ServerVersion(ctx)
+	fp.Target.ServedModel, fp.Target.Root, fp.Target.MaxModelLen = fingerprint.NotRecorded, fingerprint.NotRecorded, fingerprint.Int{}
+	if info.Listed {
+		fp.Target.ServedModel = info.Model
+		fp.Target.Root = fingerprint.OrNotRecorded(info.Root)
+		if info.MaxModelLen > 0 && info.MaxModelLenSource == maxModelLenFromModels {
+			fp.Target.MaxModelLen = fingerprint.Known(int64(info.MaxModelLen))
+		}
+	}
+	fp.Target.ServerVersion = fingerprint.OrNotRecorded(info.ServerVersion)
 	if r.metricsOK {
 		fp.Target.MetricsURL = fingerprint.RedactText(r.metricsURL)
-		if snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...); err == nil {
+		if len(info.EngineConfig) > 0 {
+			fp.Target.EngineConfig = fingerprint.Labels(info.EngineConfig)
+		} else if snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...); err == nil {
 			fp.Target.EngineConfig = fingerprint.EngineConfig(snap.Raw)
 		}
 	}
@@ -74,6 +82,12 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	}
 	r.fp = fp
 }
+
+// maxModelLenFromModels is endpoint.Info.MaxModelLenSource for a
+// max_model_len that /v1/models gave (the fingerprint's max_model_len is
+// that field of /v1/models; a context length from another endpoint is
+// recorded with its source in the engine's docs, not guessed into it).
+const maxModelLenFromModels = "/v1/models max_model_len"
 
 // validityOptions returns the thresholds Judge uses for every step.
 func (r *runner) validityOptions() ValidityOptions {

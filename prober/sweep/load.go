@@ -10,6 +10,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 )
 
@@ -17,18 +18,7 @@ import (
 
 // request builds the client request of an item.
 func (r *runner) request(id string, it promptItem) client.Request {
-	req := client.Request{
-		ID:          id,
-		MaxTokens:   it.OutputTokens,
-		IgnoreEOS:   r.cfg.Workload.IgnoreEOSOrDefault(),
-		InputTokens: it.PrefixTokens + it.InputTokens,
-	}
-	if r.cfg.API == "chat" {
-		req.Messages = []client.Message{{Role: "user", Content: it.Prompt}}
-	} else {
-		req.Prompt = it.Prompt
-	}
-	return req
+	return endpoint.NewRequest(r.cfg.API, id, it, r.cfg.Workload.IgnoreEOSOrDefault())
 }
 
 // load runs the step's schedule. Each request, once completed, goes to

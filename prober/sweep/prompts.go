@@ -2,14 +2,9 @@ package sweep
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
-	"net/http"
 	"sync"
-	"time"
 
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -18,66 +13,24 @@ type promptItem = workload.Item
 
 // promptSource builds the prompts of every step from one workload
 // generator (so the shared prefix is the same across steps unless
-// --fresh-prefix), sized with the server's /tokenize or, without it, a
-// calibration from usage.prompt_tokens.
+// --fresh-prefix), sized with the endpoint's prompt sizing (the server's
+// tokenizer, or a calibration from usage.prompt_tokens).
 type promptSource struct {
 	gen   *workload.Generator
 	tok   workload.Tokenizer
 	fresh bool
 }
 
-// calibrationWords are the prompt lengths (words) of the calibration
-// requests sent when the server has no /tokenize.
-var calibrationWords = []int{32, workload.DefaultCalibrationWords}
-
-func newPromptSource(ctx context.Context, r *runner) (*promptSource, error) {
+// newPromptSource builds the workload generator of the sweep; prompts are
+// sized with the tokenizer the preflight set up (endpoint.PromptSizing).
+func newPromptSource(r *runner) (*promptSource, error) {
 	c := r.cfg
 	gen, err := workload.NewGenerator(c.Workload, uint64(c.Seed))
 	if err != nil {
 		return nil, err
 	}
-	st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
-		BaseURL: c.Target, Model: r.model, Chat: c.API == "chat",
-		Client: &http.Client{Timeout: 30 * time.Second, Transport: r.http.Transport}, Header: r.authHeader(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	ps := &promptSource{gen: gen, tok: st, fresh: c.FreshPrefix}
-	_, err = st.Count(ctx, "the")
-	switch {
-	case err == nil:
-	case errors.Is(err, workload.ErrTokenizeUnsupported):
-		cal, cerr := r.calibrate(ctx)
-		if cerr != nil {
-			return nil, fmt.Errorf("the server has no /tokenize and calibrating from usage.prompt_tokens failed: %w", cerr)
-		}
-		ps.tok = cal
-	default:
-		return nil, err
-	}
-	r.tokenizer = workload.Method(ps.tok)
-	return ps, nil
-}
-
-// calibrate sends one short request per calibration length and fits the
-// tokens-per-word estimate to the server's usage.prompt_tokens.
-func (r *runner) calibrate(ctx context.Context) (*workload.Calibrated, error) {
-	var obs []workload.Observation
-	for i, n := range calibrationWords {
-		text := workload.CalibrationText(n)
-		rec := prober.Record{}
-		req := r.request(fmt.Sprintf("llmprobe-%s-calibrate-%d", r.runID, i), promptItem{Prompt: text, OutputTokens: 1})
-		r.client.Do(ctx, req, &rec)
-		if !rec.OK() {
-			return nil, fmt.Errorf("calibration request: %s: %s", rec.Error, rec.ErrorMessage)
-		}
-		if rec.PromptTokens <= 0 {
-			return nil, errors.New("the server reports no usage.prompt_tokens")
-		}
-		obs = append(obs, workload.Observation{Text: text, PromptTokens: rec.PromptTokens})
-	}
-	return workload.Calibrate(obs...)
+	r.tokenizer = r.sizing.Method()
+	return &promptSource{gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}, nil
 }
 
 // stepItems are the prompts of one step: the warmups and the measured ones.

@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/endpoint"
 )
 
 // Options are a sweep's collaborators. The zero value works: no logging,
@@ -194,14 +195,16 @@ type runner struct {
 	sinkMu  sync.Mutex
 	sinkErr error
 
-	fp        fingerprint.Fingerprint
-	steps     []*Step
-	current   string    // the step running now, "3 (rate=8)"
-	levels    []float64 // levels in first-run order
-	prompts   *promptSource
-	modelInfo fingerprint.ModelInfo
-	search    *SearchResult    // --rates auto: how the search ended
-	probe     *ThroughputProbe // --rates auto: the throughput probe
+	fp      fingerprint.Fingerprint
+	steps   []*Step
+	current string    // the step running now, "3 (rate=8)"
+	levels  []float64 // levels in first-run order
+	prompts *promptSource
+	ep      *endpoint.Endpoint // the one request path: discovery, sizing, requests
+	info    endpoint.Info      // what discovery learned
+	sizing  *endpoint.Sizing   // how prompts are sized
+	search  *SearchResult      // --rates auto: how the search ended
+	probe   *ThroughputProbe   // --rates auto: the throughput probe
 }
 
 // Prepared is a sweep that passed its preflight and may now run. Create it
@@ -305,7 +308,7 @@ func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Res
 	obs.SweepStarted(SweepInfo{Target: fingerprint.RedactText(r.cfg.Target), Model: r.model, Mode: r.cfg.Mode(), Start: r.start})
 	var runErr error
 	var err error
-	if r.prompts, err = newPromptSource(ctx, r); err != nil && ctx.Err() == nil {
+	if r.prompts, err = newPromptSource(r); err != nil && ctx.Err() == nil {
 		return nil, r.redactErr(fmt.Errorf("workload: %w", err))
 	}
 	r.fp.Target.Tokenizer = fingerprint.OrNotRecorded(r.tokenizer)
