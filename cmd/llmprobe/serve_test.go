@@ -11,47 +11,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // startServe runs `llmprobe serve args...` until the test ends and returns
 // its web address and log.
-func startServe(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
+func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, func() int) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, append([]string{"serve", "--web.listen-address", addr}, args...), io.Discard, logs)
@@ -159,7 +132,7 @@ func TestServeConfigFileReload(t *testing.T) {
 	dir := t.TempDir()
 	// A target nobody listens on: probes fail as connect errors, which is
 	// enough to see the probe names in the metrics.
-	down := freeAddr(t)
+	down := testutil.FreeAddr(t)
 	path := filepath.Join(dir, "llmprobe.yml")
 	write := func(probe string) {
 		t.Helper()
@@ -308,7 +281,7 @@ func TestCheckConfigCommand(t *testing.T) {
 func TestServeHardenedDefaults(t *testing.T) {
 	const secret = "sig-s3cr3t-42"
 	dir := t.TempDir()
-	down := freeAddr(t)
+	down := testutil.FreeAddr(t)
 	path := filepath.Join(dir, "llmprobe.yml")
 	write := func(probe string) {
 		t.Helper()
@@ -372,11 +345,11 @@ func TestServeBadWebConfig(t *testing.T) {
 		{"endless file", "/dev/zero", "larger than 1MiB, the cap on a web config file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &testutil.SyncBuffer{}
 			done := make(chan int, 1)
 			go func() {
-				done <- run(context.Background(), []string{"serve", "--web.listen-address", freeAddr(t),
-					"--web.config.file", tc.file, "--target", "http://" + freeAddr(t)}, io.Discard, logs)
+				done <- run(context.Background(), []string{"serve", "--web.listen-address", testutil.FreeAddr(t),
+					"--web.config.file", tc.file, "--target", "http://" + testutil.FreeAddr(t)}, io.Discard, logs)
 			}()
 			var code int
 			select {
