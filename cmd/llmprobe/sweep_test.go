@@ -18,6 +18,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -170,7 +171,17 @@ func TestSweepSIGTERM(t *testing.T) {
 		log.WriteString(sc.Text() + "\n")
 		if strings.Contains(sc.Text(), "step starting") {
 			started = true
-			time.Sleep(300 * time.Millisecond)
+			// Mid-step: wait until the first measured request is in
+			// records.jsonl.partial (it reaches the file within
+			// artifacts.FlushInterval), then SIGTERM.
+			testutil.Eventually(t, "a record in records.jsonl.partial", func() bool {
+				parts, _ := filepath.Glob(filepath.Join(out, "*-sweep", artifacts.RecordsFile+artifacts.PartialSuffix))
+				if len(parts) != 1 {
+					return false
+				}
+				b, _ := os.ReadFile(parts[0])
+				return bytes.Count(b, []byte("\n")) >= 1
+			})
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -208,6 +219,67 @@ func TestSweepSIGTERM(t *testing.T) {
 	}
 	if probs, err := artifacts.Verify(dirs[0]); err != nil || len(probs) != 0 {
 		t.Errorf("verify: %v %v", probs, err)
+	}
+}
+
+// TestSweepSIGKILLKeepsFinishedSteps kills a sweep (SIGKILL: no handler
+// runs) as soon as its first step is done: every record of that step is in
+// records.jsonl.partial, every streamed file ends on a record boundary, and
+// `verify --partial` says so.
+func TestSweepSIGKILLKeepsFinishedSteps(t *testing.T) {
+	if os.Getenv("LLMPROBE_SWEEP_SIGKILL_CHILD") != "" {
+		os.Args = append([]string{"llmprobe"}, strings.Fields(os.Getenv("LLMPROBE_SWEEP_SIGKILL_CHILD"))...)
+		main() // exits
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	out := t.TempDir()
+	args := "sweep --rates 50,5 --num-prompts 20 --warmups 0 --input-len 8 --output-len 2 --no-progress --max-send-lag 10s --out " + out
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepSIGKILLKeepsFinishedSteps$")
+	cmd.Env = append(os.Environ(), "LLMPROBE_SWEEP_SIGKILL_CHILD="+args)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var log strings.Builder
+	killed := false
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "step done") {
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("the first step never finished; log:\n%s", log.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-sweep"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	var stdout, errOut bytes.Buffer
+	code := run(context.Background(), []string{"verify", "--partial", dirs[0]}, &stdout, &errOut)
+	if code != 0 {
+		t.Fatalf("verify --partial exit %d:\n%s%s", code, stdout.String(), errOut.String())
+	}
+	sum, _, err := artifacts.VerifyPartial(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Manifest || sum.Records < 20 {
+		t.Errorf("after SIGKILL: manifest %v, %d records on disk; want no manifest and the first step's 20", sum.Manifest, sum.Records)
 	}
 }
 

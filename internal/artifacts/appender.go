@@ -13,23 +13,38 @@ import (
 	"time"
 )
 
+// FlushInterval bounds how long a written record may stay in an
+// Appender's buffer: a background flusher writes it out at least this often,
+// so that after a crash (SIGKILL, power loss of the process) every record
+// written more than about FlushInterval earlier is in the .partial file.
+const FlushInterval = 200 * time.Millisecond
+
 // Appender streams one file of a run directory: it writes to
 // "<name>.partial" and renames it to name on Close, so a file without the
 // suffix is always complete. Its methods are safe for concurrent use; each
-// Write or WriteLine lands whole, never interleaved with another. The first
-// write error is sticky: later writes return it.
+// Write, WriteLine or WriteSnapshot is one record that lands whole, never
+// interleaved with another and never split across two writes to the file
+// (the buffer is flushed before a record that does not fit, and a record
+// larger than the buffer is written in one call), so the file ends on a
+// record boundary whenever the process dies between writes. Buffered
+// records reach the file within FlushInterval (no fsync until Close). The
+// first write error is sticky: later writes return it.
 type Appender struct {
 	run     *Run
 	name    string
 	final   string
 	partial string
 
-	mu     sync.Mutex
-	f      *os.File
-	bw     *bufio.Writer
-	err    error
-	closed bool
-	cerr   error
+	mu       sync.Mutex
+	f        *os.File
+	bw       *bufio.Writer
+	err      error
+	closed   bool
+	cerr     error
+	dirty    bool          // records buffered since the last flush
+	stop     chan struct{} // closed by Close: ends the flusher
+	stopOnce sync.Once
+	done     chan struct{} // closed when the flusher has ended
 }
 
 // Append opens an appender for name. It fails when name (or name.partial)
@@ -59,9 +74,38 @@ func (r *Run) Append(name string) (*Appender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", name, err)
 	}
-	a := &Appender{run: r, name: name, final: final, partial: partial, f: f, bw: bufio.NewWriterSize(f, 64<<10)}
+	a := &Appender{run: r, name: name, final: final, partial: partial, f: f, bw: bufio.NewWriterSize(f, 64<<10),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	r.open[name] = a
+	go a.flusher()
 	return a, nil
+}
+
+// flusher writes buffered records out every FlushInterval until Close.
+func (a *Appender) flusher() {
+	defer close(a.done)
+	t := time.NewTicker(FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stop:
+			return
+		case <-t.C:
+			a.mu.Lock()
+			if a.dirty && !a.closed && a.err == nil {
+				a.flushLocked()
+			}
+			a.mu.Unlock()
+		}
+	}
+}
+
+// flushLocked writes the buffer out; the caller holds a.mu.
+func (a *Appender) flushLocked() {
+	if err := a.bw.Flush(); err != nil {
+		a.err = fmt.Errorf("flush %s: %w", a.name, err)
+	}
+	a.dirty = false
 }
 
 // Name returns the file's final name inside the run directory.
@@ -81,7 +125,21 @@ func (a *Appender) writeLocked(p []byte) (int, error) {
 	if a.err != nil {
 		return 0, a.err
 	}
-	n, err := a.bw.Write(p)
+	// One record, one contiguous write: flush what is buffered first when
+	// p does not fit, and write a record larger than the buffer directly.
+	if len(p) > a.bw.Available() && a.bw.Buffered() > 0 {
+		if a.flushLocked(); a.err != nil {
+			return 0, a.err
+		}
+	}
+	var n int
+	var err error
+	if len(p) > a.bw.Available() {
+		n, err = a.f.Write(p)
+	} else {
+		n, err = a.bw.Write(p)
+		a.dirty = true
+	}
 	if err != nil {
 		a.err = fmt.Errorf("write %s: %w", a.name, err)
 		return n, a.err
@@ -111,11 +169,8 @@ func (a *Appender) Flush() error {
 	if a.err != nil {
 		return a.err
 	}
-	if err := a.bw.Flush(); err != nil {
-		a.err = fmt.Errorf("flush %s: %w", a.name, err)
-		return a.err
-	}
-	return nil
+	a.flushLocked()
+	return a.err
 }
 
 // Close flushes, fsyncs and closes the file and renames name.partial to
@@ -123,6 +178,7 @@ func (a *Appender) Flush() error {
 // the flush failed (an interrupted run keeps what it wrote) and returns the
 // first error. Close is idempotent: later calls return the first result.
 func (a *Appender) Close() error {
+	a.stopOnce.Do(func() { close(a.stop); <-a.done })
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 )
 
 var testNow = time.Date(2026, 5, 6, 7, 8, 9, 0, time.FixedZone("CEST", 2*3600))
@@ -572,4 +573,110 @@ func TestAppenderCloseRenamesAfterWriteError(t *testing.T) {
 	if p, err := Verify(r.Dir()); err != nil || len(p) != 0 {
 		t.Errorf("Verify = %v, %v", p, err)
 	}
+}
+
+// TestAppenderDurable: a record written and never followed by Close (the
+// process is killed later) reaches the .partial file within FlushInterval,
+// and a record larger than the buffer lands in one piece: the file always
+// ends on a record boundary.
+func TestAppenderDurable(t *testing.T) {
+	run, err := Create(t.TempDir(), "durable", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := run.Append(RecordsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	partial := filepath.Join(run.Dir(), RecordsFile+PartialSuffix)
+	read := func() string {
+		b, err := os.ReadFile(partial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if err := a.WriteLine(map[string]int{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the first record in the .partial file", func() bool { return read() == "{\"n\":1}\n" })
+	big := strings.Repeat("x", 100<<10) // larger than the 64 KiB buffer
+	for i := range 3 {
+		if err := a.WriteLine(map[string]any{"i": i, "pad": strings.Repeat("y", 30<<10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.WriteLine(map[string]string{"big": big}); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever has reached the file so far ends with a newline, and every
+	// line is a whole JSON object.
+	for _, s := range []string{read()} {
+		if !strings.HasSuffix(s, "\n") {
+			t.Fatalf("the file ends mid-record (%d bytes)", len(s))
+		}
+		for n, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				t.Fatalf("line %d is not a whole record: %v", n+1, err)
+			}
+		}
+	}
+	testutil.Eventually(t, "all five records in the .partial file", func() bool {
+		return strings.Count(read(), "\n") == 5
+	})
+}
+
+func TestVerifyPartial(t *testing.T) {
+	run, err := Create(t.TempDir(), "killed", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := run.Append(RecordsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := run.Append(MetricsBeforeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := recs.WriteLine(map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := snaps.WriteSnapshot(Snapshot{Step: 0, Phase: "before", Time: time.Now()}, []byte("vllm:num_requests_running 0\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := recs.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := snaps.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// As after SIGKILL: no Close, no manifest.
+	sum, problems, err := VerifyPartial(run.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Manifest || sum.Records != 3 || len(problems) != 0 {
+		t.Fatalf("summary %+v, problems %v; want 3 records, no manifest, no problems", sum, problems)
+	}
+	// A record cut in the middle is found.
+	f, err := os.OpenFile(filepath.Join(run.Dir(), RecordsFile+PartialSuffix), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"i":3,"tru`)
+	f.Close()
+	sum, problems, err = VerifyPartial(run.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Records != 3 || len(problems) != 1 || problems[0].Kind != Truncated {
+		t.Fatalf("summary %+v, problems %v; want one truncated problem", sum, problems)
+	}
+	recs.Close()
+	snaps.Close()
 }

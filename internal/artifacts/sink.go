@@ -81,7 +81,10 @@ func (s *Sink) WriteRecord(line RecordLine, label string) error {
 
 // WriteSnapshot appends a snapshot section (Appender.WriteSnapshot) to the
 // file of its phase: metrics-before.txt for "before-warmup" and "before",
-// metrics-during.txt for "during", metrics-after.txt for "after".
+// metrics-during.txt for "during", metrics-after.txt for "after". The
+// "after" snapshot ends a step: the step's records and errors are flushed
+// to their files first, and the snapshot itself is flushed, so a step that
+// has ended is on disk whatever happens to the process next.
 func (s *Sink) WriteSnapshot(meta Snapshot, body []byte) error {
 	var a *Appender
 	switch meta.Phase {
@@ -94,7 +97,10 @@ func (s *Sink) WriteSnapshot(meta Snapshot, body []byte) error {
 	default:
 		return fmt.Errorf("snapshot of unknown phase %q", meta.Phase)
 	}
-	return a.WriteSnapshot(meta, body)
+	if meta.Phase != "after" {
+		return a.WriteSnapshot(meta, body)
+	}
+	return errors.Join(s.records.Flush(), s.errs.Flush(), s.during.Flush(), a.WriteSnapshot(meta, body), a.Flush())
 }
 
 // WriteScrape appends one during-step scrape entry (collector/scrape's
