@@ -362,6 +362,8 @@ func TestContent(t *testing.T) {
 			"target_probe:llmprobe_e2e_request_latency_seconds:p99_5m", "llmprobe_slo_threshold_seconds",
 			"target_probe_slo:llmprobe_slo_attainment:ratio_rate5m", "llmprobe_requests_total",
 			"llmprobe_requests_in_flight", "target_probe:llmprobe_request_send_lag_seconds:p99_5m", "ALERTS",
+			"llmprobe_requests_skipped_total", // error budget left counts skips at max_concurrency
+			"target_probe:llmprobe_requests_sent_late:ratio_rate10m", "target_probe:llmprobe_requests_sent:increase10m",
 		}},
 		{"llmprobe-latency.json", []string{
 			"llmprobe_time_to_first_token_seconds", "llmprobe_inter_token_latency_seconds",
@@ -450,6 +452,74 @@ func TestExpand(t *testing.T) {
 			}
 			if err != nil || got != tc.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSLOOverviewMatchesRules pins the SLO overview's verdict panels to the
+// rules the alerts use: "Results valid?" is LLMProbeProberSaturated's
+// sample-guarded late-send share (not the send-lag p99), and the error
+// budget counts arrivals skipped at max_concurrency as the goodput rules do.
+func TestSLOOverviewMatchesRules(t *testing.T) {
+	d := committed(t)["llmprobe-slo-overview.json"]
+	reads := func(p map[string]any) (map[string]bool, string) {
+		used := map[string]bool{}
+		var all strings.Builder
+		for _, tg := range p["targets"].([]any) {
+			expr := tg.(map[string]any)["expr"].(string)
+			all.WriteString(expr)
+			e, _ := expand(expr, []string{"model", "target", "probe"})
+			names, _ := rules.MetricNames(rules.NewParser(), e)
+			for _, n := range names {
+				used[n] = true
+			}
+		}
+		return used, all.String()
+	}
+	for _, tc := range []struct {
+		title          string
+		want, notWant  []string
+		wantSubstrings []string
+	}{
+		{
+			title: "Results valid?",
+			want: []string{"target_probe:llmprobe_requests_sent_late:ratio_rate10m",
+				"target_probe:llmprobe_requests_sent:increase10m"},
+			notWant:        []string{"target_probe:llmprobe_request_send_lag_seconds:p99_5m"},
+			wantSubstrings: []string{"> bool 0.05", ">= 100"},
+		},
+		{
+			title:          "Error budget left (time range)",
+			want:           []string{"llmprobe_good_requests_total", "llmprobe_requests_skipped_total", "llmprobe_requests_total"},
+			wantSubstrings: []string{`reason=~"|max_concurrency"`, `outcome!="canceled"`},
+		},
+	} {
+		t.Run(tc.title, func(t *testing.T) {
+			var p map[string]any
+			for _, c := range panels(d) {
+				if c["title"] == tc.title {
+					p = c
+				}
+			}
+			if p == nil {
+				t.Fatal("no such panel")
+			}
+			used, text := reads(p)
+			for _, w := range tc.want {
+				if !used[w] {
+					t.Errorf("does not read %s", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if used[w] {
+					t.Errorf("reads %s", w)
+				}
+			}
+			for _, w := range tc.wantSubstrings {
+				if !strings.Contains(text, w) {
+					t.Errorf("query lacks %q: %s", w, text)
+				}
 			}
 		})
 	}

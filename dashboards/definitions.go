@@ -37,32 +37,44 @@ func sloOverview() *Dashboard {
 			alertAnnotation("Prober saturated (results invalid)", "purple", "LLMProbeProberSaturated"),
 		},
 		section{title: "Goodput and error budget", panels: []*Panel{
-			stat("Goodput (5m)", "Share of finished requests that succeeded and met every SLO, over 5 minutes "+
-				"(target_probe:llmprobe_goodput:ratio_rate5m). Colors assume the default 99 % objective.", "percentunit", 6,
+			stat("Goodput (5m)", "Share of arrivals that were answered successfully and met every SLO, over 5 minutes "+
+				"(target_probe:llmprobe_goodput:ratio_rate5m): good requests / (finished requests + arrivals skipped at "+
+				"the max_concurrency cap). Colors assume the default 99 % objective.", "percentunit", 6,
 				steps("red", 0.95, "orange", 0.99, "green"),
 				instant(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate5m{%s}`, sel), tp)),
 			stat("Error budget left (time range)", "Share of the goodput error budget (1 - the probe's objective) "+
 				"not yet spent over the dashboard's time range; set the range to your SLO period (e.g. 30 days). "+
-				"Negative: overspent. Requests canceled by llmprobe itself (reload, shutdown) are left out.",
+				"Negative: overspent. Counted like the goodput recording rules: arrivals skipped at the max_concurrency "+
+				"cap count as bad; requests canceled by llmprobe itself (reload, shutdown) and too_long skips are left out.",
 				"percentunit", 6,
 				steps("red", 0.0, "orange", 0.25, "green"),
 				instant(fmt.Sprintf(`1 - (
   1 - sum by (target, probe) (increase(llmprobe_good_requests_total{%[1]s}[$__range]))
-  / (sum by (target, probe) (increase(llmprobe_requests_total{outcome!="canceled", %[1]s}[$__range])) > 0)
+  / (sum by (target, probe) (increase({__name__=~"llmprobe_requests_total|llmprobe_requests_skipped_total", outcome!="canceled", reason=~"|max_concurrency", %[1]s}[$__range])) > 0)
 ) / on (target, probe) (1 - target_probe:llmprobe_goodput_objective:ratio{%[1]s})`, sel), tp)),
 			stat("Burn rate (1h)", "How fast the error budget is spent over the last hour (1 = exactly over the SLO "+
 				"period). The fast burn-rate alert needs 14.4 over 1h and 5m, the slow one 6 over 6h and 30m.", "x", 6,
 				steps("green", 6.0, "orange", 14.4, "red"),
 				instant(fmt.Sprintf(`target_probe:llmprobe_goodput_budget_burn:ratio_rate1h{%s}`, sel), tp)),
-			stat("Results valid?", "INVALID when the send-lag p99 over 5 minutes is above 10 ms: the prober cannot "+
-				"keep its schedule, so it offers less load than configured and its latency includes its own delays "+
-				"(alert LLMProbeProberSaturated).", "", 6,
-				steps("green", 1.0, "red"),
-				instant(fmt.Sprintf(`max by (target, probe) (target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}) > bool 0.01`, sel), tp),
-			).valueMap(map[string][2]string{"0": {"valid", "green"}, "1": {"INVALID: prober saturated", "red"}}),
-			timeseries("Goodput ratio", "Good requests / finished requests (not counting requests canceled by "+
-				"llmprobe itself) over 5 minutes and 1 hour, and each probe's objective (goodput_objective in "+
-				"llmprobe's configuration, dashed).", "percentunit", 12,
+			stat("Results valid?", "INVALID when more than 5 % of the sends of the last 10 minutes left over 10 ms "+
+				"after their scheduled time (target_probe:llmprobe_requests_sent_late:ratio_rate10m), out of at least "+
+				"100 sends: the prober cannot keep its schedule, so it offers less load than configured and its latency "+
+				"includes its own delays. Fewer sends are not judged. The condition of LLMProbeProberSaturated, which "+
+				"also stays quiet while the target fails or fills the max_concurrency cap (then the target is the cause).", "", 6,
+				steps("green", 1.0, "red", 2.0, "blue"),
+				instant(fmt.Sprintf(`(
+  max by (target, probe) (target_probe:llmprobe_requests_sent_late:ratio_rate10m{%[1]s}) > bool 0.05
+  and on (target, probe) max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) >= 100
+)
+or on (target, probe)
+max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) * 0 + 2`, sel), tp),
+			).valueMap(map[string][2]string{
+				"0": {"valid", "green"}, "1": {"INVALID: prober saturated", "red"}, "2": {"not judged: < 100 sends in 10m", "blue"},
+			}),
+			timeseries("Goodput ratio", "Good requests / (finished requests + arrivals skipped at the max_concurrency "+
+				"cap), not counting requests canceled by llmprobe itself or too_long skips, over 5 minutes and 1 hour "+
+				"(the goodput recording rules), and each probe's objective (goodput_objective in llmprobe's "+
+				"configuration, dashed).", "percentunit", 12,
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate5m{%s}`, sel), "5m "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate1h{%s}`, sel), "1h "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput_objective:ratio{%s}`, sel), "objective "+tp),
@@ -106,10 +118,14 @@ func sloOverview() *Dashboard {
 				q(fmt.Sprintf(`sum by (target, probe) (rate(llmprobe_requests_total{%s}[$__rate_interval]))`, sel), "finished "+tp),
 				q(fmt.Sprintf(`sum by (target, probe, reason) (rate(llmprobe_requests_skipped_total{%s}[$__rate_interval]))`, sel), "skipped ({{reason}}) "+tp),
 			).minZero(),
-			timeseries("Send lag p99 (results invalid above 10 ms)", "How late requests left compared with their "+
-				"scheduled arrival. Red area: the prober is saturated and its results are not trustworthy.", "s", 8,
-				q(fmt.Sprintf(`target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}`, sel), "p99 5m "+tp),
-			).minZero().thresholdLines("line+area", steps("transparent", 0.01, "red")),
+			timeseries("Late sends (results invalid above 5 %)", "Share of the sends of the last 10 minutes that "+
+				"left more than 10 ms after their scheduled arrival (target_probe:llmprobe_requests_sent_late:ratio_rate10m, "+
+				"counted from the le=\"0.01\" bucket), and the send-lag p99 over 5 minutes (right axis, shown only: a p99 "+
+				"of a few sends is one late send). Red area: above 5 % with at least 100 sends the prober is saturated "+
+				"and its results are not trustworthy.", "percentunit", 8,
+				q(fmt.Sprintf(`target_probe:llmprobe_requests_sent_late:ratio_rate10m{%s}`, sel), "late share "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}`, sel), "send lag p99 "+tp),
+			).minZero().thresholdLines("line+area", steps("transparent", 0.05, "red")).rightAxis("send lag p99.*", "s"),
 		}},
 	)
 }
