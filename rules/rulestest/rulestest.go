@@ -1,8 +1,8 @@
 // Package rulestest builds, for tests of rules and dashboards, the Catalog of
 // every metric name a query may read: the names llmprobe's daemon really
 // exports (gathered from registries built the way `llmprobe serve` builds
-// them), the outputs of the recording rules in rules/, vLLM's documented
-// metrics and Prometheus' own series. It is meant for tests only.
+// them), the outputs of the recording rules in rules/, vLLM's and the other
+// engines' documented metrics and Prometheus' own series. It is meant for tests only.
 package rulestest
 
 import (
@@ -75,6 +75,7 @@ func Catalog(files []rules.File) (*rules.Catalog, error) {
 	}
 	c.AddRecorded(files)
 	c.AddVLLM()
+	c.AddEngines()
 	c.AddPrometheus()
 	return c, nil
 }
