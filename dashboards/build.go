@@ -11,14 +11,11 @@ import (
 const Tag = "llmprobe"
 
 // sel is the label selector of llmprobe series for the chosen targets and
-// probes. vsel selects vLLM series of the chosen models and targets: vLLM
-// has no target label of its own, the scrape job may add it (the join of
-// docs/rules-and-dashboards.md); the empty alternative keeps series without
-// it, so the panels work with or without that relabelling.
+// probes. Server (engine) series are selected through serverExpr
+// (server.go).
 const (
-	sel  = `target=~"$target", probe=~"$probe"`
-	vsel = `model_name=~"$model", target=~"$target|"`
-	tp   = `{{target}} / {{probe}}`
+	sel = `target=~"$target", probe=~"$probe"`
+	tp  = `{{target}} / {{probe}}`
 )
 
 // section is a row of the dashboard and the panels under it. Panels are laid
@@ -135,7 +132,7 @@ func variables() []Variable {
 			Type:        "datasource",
 		},
 		q("model", "Model", `label_values(llmprobe_target_info, model)`,
-			"Served model name (llmprobe_target_info's model, vLLM's model_name)."),
+			"Served model name (llmprobe_target_info's model)."),
 		q("target", "Target", `label_values(llmprobe_target_info{model=~"$model"}, target)`,
 			"llmprobe target (the name in its configuration)."),
 		q("probe", "Probe", `label_values(llmprobe_requests_in_flight{target=~"$target"}, probe)`,

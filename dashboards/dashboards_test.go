@@ -85,6 +85,17 @@ func expand(expr string, defined []string) (string, error) {
 	return out, err
 }
 
+// engineSeries reports whether name is a serving engine's own metric
+// (vLLM, SGLang, TGI, llama.cpp), not llmprobe's or a recording rule's.
+func engineSeries(name string) bool {
+	for _, p := range []string{"vllm:", "sglang:", "tgi_", "llamacpp:"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 type checker struct {
 	t       *testing.T
 	cat     *rules.Catalog
@@ -119,23 +130,51 @@ func (c *checker) expr(where, expr string) {
 	for _, s := range rulestest.CanceledInRatios(pe) {
 		c.t.Errorf("%s: %s counts requests canceled by llmprobe in a ratio", where, s)
 	}
+	var labelled, joined int
+	mapped, byModel := false, false
 	parser.Inspect(pe, func(n parser.Node, _ []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
 		if !ok {
 			return nil
 		}
-		// vLLM series: chosen by model and, where the join label exists, by
-		// target (series without it kept).
-		if strings.HasPrefix(vs.Name, "vllm:") {
-			want := map[string]string{"model_name": "=~x", "target": "=~x|"}
-			for _, m := range vs.LabelMatchers {
-				if w, ok := want[m.Name]; ok && m.Type.String()+m.Value == w {
-					delete(want, m.Name)
-				}
+		matchers := map[string]string{}
+		for _, m := range vs.LabelMatchers {
+			matchers[m.Name] += m.Type.String() + m.Value
+		}
+		switch {
+		case engineSeries(vs.Name):
+			// Server series: attributed to the chosen targets by the
+			// scrape job's target label, or through the instance map.
+			switch matchers["target"] {
+			case `!==~x`, `=~x!=`: // target!="", target=~"$target"
+				labelled++
+			case "":
+				joined++
+			default:
+				c.t.Errorf("%s: %s: want target!=\"\", target=~\"$target\" or no target matcher", where, vs)
 			}
-			if len(want) > 0 {
-				c.t.Errorf("%s: %s lacks model_name=~\"$model\" or target=~\"$target|\"", where, vs)
-			}
+		case vs.Name == "target_instance:llmprobe_target_info:max":
+			mapped = mapped || matchers["target"] == "=~x"
+		case vs.Name == "llmprobe_target_info":
+			byModel = byModel || matchers["model"] == "=~x"
+		}
+		return nil
+	})
+	if labelled+joined > 0 {
+		// Every server query works with and without the scrape job's
+		// target label, and keeps the chosen models only.
+		if labelled == 0 || joined == 0 || !mapped {
+			c.t.Errorf("%s: server series read %d times with the target label and %d times through the "+
+				"instance map (joined with the chosen targets: %v); want both: %s", where, labelled, joined, mapped, expr)
+		}
+		if !byModel {
+			c.t.Errorf("%s: server query does not keep the chosen models (llmprobe_target_info{model=~\"$model\"}): %s", where, expr)
+		}
+	}
+	parser.Inspect(pe, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
 		}
 		// Alert names in ALERTS selectors must be llmprobe's alerts.
 		if vs.Name != "ALERTS" {
@@ -362,18 +401,35 @@ func TestContent(t *testing.T) {
 			"target_probe:llmprobe_e2e_request_latency_seconds:p99_5m", "llmprobe_slo_threshold_seconds",
 			"target_probe_slo:llmprobe_slo_attainment:ratio_rate5m", "llmprobe_requests_total",
 			"llmprobe_requests_in_flight", "target_probe:llmprobe_request_send_lag_seconds:p99_5m", "ALERTS",
+			"llmprobe_requests_skipped_total", // error budget left counts skips at max_concurrency
+			"target_probe:llmprobe_requests_sent_late:ratio_rate10m", "target_probe:llmprobe_requests_sent:increase10m",
 		}},
 		{"llmprobe-latency.json", []string{
 			"llmprobe_time_to_first_token_seconds", "llmprobe_inter_token_latency_seconds",
 			"llmprobe_time_per_output_token_seconds", "llmprobe_e2e_request_latency_seconds",
 			"llmprobe_time_to_first_content_seconds_bucket",
-			"target:vllm_time_to_first_token_seconds:p99_5m",
+			"target:vllm_time_to_first_token_seconds:p99_5m", "target:sglang_time_to_first_token_seconds:p99_5m",
 			"target_probe:llmprobe_ttft_client_server_gap_seconds:p50_5m",
 		}},
 		{"llmprobe-server-correlation.json", []string{
 			"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
 			"vllm:num_preemptions_total", "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total",
 			"target_probe:llmprobe_time_to_first_token_seconds:p99_5m",
+			// What vLLM's own dashboards show beside them: server ITL, TPOT,
+			// E2E, queue time, finished reasons.
+			"vllm:inter_token_latency_seconds_bucket", "vllm:request_time_per_output_token_seconds_bucket",
+			"vllm:e2e_request_latency_seconds_bucket", "vllm:request_queue_time_seconds_bucket",
+			"vllm:request_success_total", "target:vllm_time_to_first_token_seconds:p99_5m",
+			// Every engine with /metrics (docs/engines.md).
+			"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage", "sglang:cached_tokens_total",
+			"sglang:inter_token_latency_seconds_bucket", "sglang:e2e_request_latency_seconds_bucket",
+			"sglang:queue_time_seconds_bucket", "sglang:num_requests_total",
+			"target:sglang_time_to_first_token_seconds:p99_5m",
+			"tgi_batch_current_size", "tgi_queue_size", "tgi_request_mean_time_per_token_duration_bucket",
+			"tgi_request_duration_bucket", "tgi_request_queue_duration_bucket", "tgi_request_success",
+			"llamacpp:requests_processing", "llamacpp:requests_deferred", "llamacpp:kv_cache_usage_ratio",
+			"llamacpp:tokens_predicted_seconds_total", "llamacpp:tokens_predicted_total",
+			"target_instance:llmprobe_target_info:max",
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -450,6 +506,74 @@ func TestExpand(t *testing.T) {
 			}
 			if err != nil || got != tc.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSLOOverviewMatchesRules pins the SLO overview's verdict panels to the
+// rules the alerts use: "Results valid?" is LLMProbeProberSaturated's
+// sample-guarded late-send share (not the send-lag p99), and the error
+// budget counts arrivals skipped at max_concurrency as the goodput rules do.
+func TestSLOOverviewMatchesRules(t *testing.T) {
+	d := committed(t)["llmprobe-slo-overview.json"]
+	reads := func(p map[string]any) (map[string]bool, string) {
+		used := map[string]bool{}
+		var all strings.Builder
+		for _, tg := range p["targets"].([]any) {
+			expr := tg.(map[string]any)["expr"].(string)
+			all.WriteString(expr)
+			e, _ := expand(expr, []string{"model", "target", "probe"})
+			names, _ := rules.MetricNames(rules.NewParser(), e)
+			for _, n := range names {
+				used[n] = true
+			}
+		}
+		return used, all.String()
+	}
+	for _, tc := range []struct {
+		title          string
+		want, notWant  []string
+		wantSubstrings []string
+	}{
+		{
+			title: "Results valid?",
+			want: []string{"target_probe:llmprobe_requests_sent_late:ratio_rate10m",
+				"target_probe:llmprobe_requests_sent:increase10m"},
+			notWant:        []string{"target_probe:llmprobe_request_send_lag_seconds:p99_5m"},
+			wantSubstrings: []string{"> bool 0.05", ">= 100"},
+		},
+		{
+			title:          "Error budget left (time range)",
+			want:           []string{"llmprobe_good_requests_total", "llmprobe_requests_skipped_total", "llmprobe_requests_total"},
+			wantSubstrings: []string{`reason=~"|max_concurrency"`, `outcome!="canceled"`},
+		},
+	} {
+		t.Run(tc.title, func(t *testing.T) {
+			var p map[string]any
+			for _, c := range panels(d) {
+				if c["title"] == tc.title {
+					p = c
+				}
+			}
+			if p == nil {
+				t.Fatal("no such panel")
+			}
+			used, text := reads(p)
+			for _, w := range tc.want {
+				if !used[w] {
+					t.Errorf("does not read %s", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if used[w] {
+					t.Errorf("reads %s", w)
+				}
+			}
+			for _, w := range tc.wantSubstrings {
+				if !strings.Contains(text, w) {
+					t.Errorf("query lacks %q: %s", w, text)
+				}
 			}
 		})
 	}

@@ -37,32 +37,44 @@ func sloOverview() *Dashboard {
 			alertAnnotation("Prober saturated (results invalid)", "purple", "LLMProbeProberSaturated"),
 		},
 		section{title: "Goodput and error budget", panels: []*Panel{
-			stat("Goodput (5m)", "Share of finished requests that succeeded and met every SLO, over 5 minutes "+
-				"(target_probe:llmprobe_goodput:ratio_rate5m). Colors assume the default 99 % objective.", "percentunit", 6,
+			stat("Goodput (5m)", "Share of arrivals that were answered successfully and met every SLO, over 5 minutes "+
+				"(target_probe:llmprobe_goodput:ratio_rate5m): good requests / (finished requests + arrivals skipped at "+
+				"the max_concurrency cap). Colors assume the default 99 % objective.", "percentunit", 6,
 				steps("red", 0.95, "orange", 0.99, "green"),
 				instant(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate5m{%s}`, sel), tp)),
 			stat("Error budget left (time range)", "Share of the goodput error budget (1 - the probe's objective) "+
 				"not yet spent over the dashboard's time range; set the range to your SLO period (e.g. 30 days). "+
-				"Negative: overspent. Requests canceled by llmprobe itself (reload, shutdown) are left out.",
+				"Negative: overspent. Counted like the goodput recording rules: arrivals skipped at the max_concurrency "+
+				"cap count as bad; requests canceled by llmprobe itself (reload, shutdown) and too_long skips are left out.",
 				"percentunit", 6,
 				steps("red", 0.0, "orange", 0.25, "green"),
 				instant(fmt.Sprintf(`1 - (
   1 - sum by (target, probe) (increase(llmprobe_good_requests_total{%[1]s}[$__range]))
-  / (sum by (target, probe) (increase(llmprobe_requests_total{outcome!="canceled", %[1]s}[$__range])) > 0)
+  / (sum by (target, probe) (increase({__name__=~"llmprobe_requests_total|llmprobe_requests_skipped_total", outcome!="canceled", reason=~"|max_concurrency", %[1]s}[$__range])) > 0)
 ) / on (target, probe) (1 - target_probe:llmprobe_goodput_objective:ratio{%[1]s})`, sel), tp)),
 			stat("Burn rate (1h)", "How fast the error budget is spent over the last hour (1 = exactly over the SLO "+
 				"period). The fast burn-rate alert needs 14.4 over 1h and 5m, the slow one 6 over 6h and 30m.", "x", 6,
 				steps("green", 6.0, "orange", 14.4, "red"),
 				instant(fmt.Sprintf(`target_probe:llmprobe_goodput_budget_burn:ratio_rate1h{%s}`, sel), tp)),
-			stat("Results valid?", "INVALID when the send-lag p99 over 5 minutes is above 10 ms: the prober cannot "+
-				"keep its schedule, so it offers less load than configured and its latency includes its own delays "+
-				"(alert LLMProbeProberSaturated).", "", 6,
-				steps("green", 1.0, "red"),
-				instant(fmt.Sprintf(`max by (target, probe) (target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}) > bool 0.01`, sel), tp),
-			).valueMap(map[string][2]string{"0": {"valid", "green"}, "1": {"INVALID: prober saturated", "red"}}),
-			timeseries("Goodput ratio", "Good requests / finished requests (not counting requests canceled by "+
-				"llmprobe itself) over 5 minutes and 1 hour, and each probe's objective (goodput_objective in "+
-				"llmprobe's configuration, dashed).", "percentunit", 12,
+			stat("Results valid?", "INVALID when more than 5 % of the sends of the last 10 minutes left over 10 ms "+
+				"after their scheduled time (target_probe:llmprobe_requests_sent_late:ratio_rate10m), out of at least "+
+				"100 sends: the prober cannot keep its schedule, so it offers less load than configured and its latency "+
+				"includes its own delays. Fewer sends are not judged. The condition of LLMProbeProberSaturated, which "+
+				"also stays quiet while the target fails or fills the max_concurrency cap (then the target is the cause).", "", 6,
+				steps("green", 1.0, "red", 2.0, "blue"),
+				instant(fmt.Sprintf(`(
+  max by (target, probe) (target_probe:llmprobe_requests_sent_late:ratio_rate10m{%[1]s}) > bool 0.05
+  and on (target, probe) max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) >= 100
+)
+or on (target, probe)
+max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) * 0 + 2`, sel), tp),
+			).valueMap(map[string][2]string{
+				"0": {"valid", "green"}, "1": {"INVALID: prober saturated", "red"}, "2": {"not judged: < 100 sends in 10m", "blue"},
+			}),
+			timeseries("Goodput ratio", "Good requests / (finished requests + arrivals skipped at the max_concurrency "+
+				"cap), not counting requests canceled by llmprobe itself or too_long skips, over 5 minutes and 1 hour "+
+				"(the goodput recording rules), and each probe's objective (goodput_objective in llmprobe's "+
+				"configuration, dashed).", "percentunit", 12,
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate5m{%s}`, sel), "5m "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate1h{%s}`, sel), "1h "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput_objective:ratio{%s}`, sel), "objective "+tp),
@@ -106,10 +118,14 @@ func sloOverview() *Dashboard {
 				q(fmt.Sprintf(`sum by (target, probe) (rate(llmprobe_requests_total{%s}[$__rate_interval]))`, sel), "finished "+tp),
 				q(fmt.Sprintf(`sum by (target, probe, reason) (rate(llmprobe_requests_skipped_total{%s}[$__rate_interval]))`, sel), "skipped ({{reason}}) "+tp),
 			).minZero(),
-			timeseries("Send lag p99 (results invalid above 10 ms)", "How late requests left compared with their "+
-				"scheduled arrival. Red area: the prober is saturated and its results are not trustworthy.", "s", 8,
-				q(fmt.Sprintf(`target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}`, sel), "p99 5m "+tp),
-			).minZero().thresholdLines("line+area", steps("transparent", 0.01, "red")),
+			timeseries("Late sends (results invalid above 5 %)", "Share of the sends of the last 10 minutes that "+
+				"left more than 10 ms after their scheduled arrival (target_probe:llmprobe_requests_sent_late:ratio_rate10m, "+
+				"counted from the le=\"0.01\" bucket), and the send-lag p99 over 5 minutes (right axis, shown only: a p99 "+
+				"of a few sends is one late send). Red area: above 5 % with at least 100 sends the prober is saturated "+
+				"and its results are not trustworthy.", "percentunit", 8,
+				q(fmt.Sprintf(`target_probe:llmprobe_requests_sent_late:ratio_rate10m{%s}`, sel), "late share "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}`, sel), "send lag p99 "+tp),
+			).minZero().thresholdLines("line+area", steps("transparent", 0.05, "red")).rightAxis("send lag p99.*", "s"),
 		}},
 	)
 }
@@ -131,15 +147,16 @@ func latencyDetail() *Dashboard {
 			q(fmt.Sprintf(`target_probe:%s:p99_5m{%s}`, h.family, sel), "p99 "+tp),
 		).minZero())
 	}
-	const join = " Server series need the vLLM scrape job to add target=\"<llmprobe target name>\" " +
-		"(see docs/rules-and-dashboards.md)."
+	const join = " Engines with a server TTFT histogram: vLLM and SGLang. The server's series are attributed to " +
+		"the target through llmprobe_target_info's server_instance (the scrape job lists the address llmprobe " +
+		"uses) or a target label the scrape job adds (see docs/rules-and-dashboards.md)."
 	// Classic buckets first and open: every Prometheus ingests them by
 	// default, native histograms only when asked to (see
 	// docs/rules-and-dashboards.md), so the native heatmaps would open empty
 	// for most users.
 	return newDashboard("llmprobe-latency.json", "llmprobe-latency", "llmprobe / Latency detail",
 		"Latency distributions (heatmaps of the classic buckets; native histograms in a collapsed row), quantiles, "+
-			"time to first content beside TTFT, and client (llmprobe) against server (vLLM) time to first token.",
+			"time to first content beside TTFT, and client (llmprobe) against server (vLLM, SGLang) time to first token.",
 		nil,
 		section{title: "Distributions (classic buckets)", panels: classic},
 		section{title: "Distributions (native histograms)", collapsed: true, panels: native},
@@ -159,12 +176,15 @@ func latencyDetail() *Dashboard {
 			).minZero(),
 		}},
 		section{title: "Client against server TTFT", panels: []*Panel{
-			timeseries("TTFT: client (llmprobe) and server (vLLM)", "Client TTFT of the probes and the server's "+
-				"own TTFT over all its traffic (vllm:time_to_first_token_seconds), p50 and p99 over 5 minutes."+join, "s", 12,
+			timeseries("TTFT: client (llmprobe) and server", "Client TTFT of the probes and the server's "+
+				"own TTFT over all its traffic (vllm:time_to_first_token_seconds, sglang:time_to_first_token_seconds), "+
+				"p50 and p99 over 5 minutes (recording rules)."+join, "s", 12,
 				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p50_5m{%s}`, sel), "client p50 "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p99_5m{%s}`, sel), "client p99 "+tp),
-				q(`target:vllm_time_to_first_token_seconds:p50_5m{target=~"$target"}`, "server p50 {{target}}"),
-				q(`target:vllm_time_to_first_token_seconds:p99_5m{target=~"$target"}`, "server p99 {{target}}"),
+				q(`target:vllm_time_to_first_token_seconds:p50_5m{target=~"$target"}`, "server p50 vLLM {{target}}"),
+				q(`target:vllm_time_to_first_token_seconds:p99_5m{target=~"$target"}`, "server p99 vLLM {{target}}"),
+				q(`target:sglang_time_to_first_token_seconds:p50_5m{target=~"$target"}`, "server p50 SGLang {{target}}"),
+				q(`target:sglang_time_to_first_token_seconds:p99_5m{target=~"$target"}`, "server p99 SGLang {{target}}"),
 			).minZero(),
 			timeseries("Client - server TTFT gap", "Client minus server TTFT (p50, p99, mean over 5 minutes): "+
 				"network, HTTP and what the server does before its clock starts, plus the difference between the "+
@@ -179,11 +199,23 @@ func latencyDetail() *Dashboard {
 
 func serverCorrelation() *Dashboard {
 	full := func(p *Panel) *Panel { p.GridPos.W = 24; return p.height(7) }
+	half := func(p *Panel) *Panel { return p.height(8) }
+	const attribution = " Server series are attributed to llmprobe targets through llmprobe_target_info's " +
+		"server_instance (the server's scrape job lists the address llmprobe uses) or a target label the scrape " +
+		"job adds (docs/rules-and-dashboards.md); they cover all of the server's traffic, not only the probes'."
+	client := func(rule, what string) Target {
+		return q(fmt.Sprintf(`target_probe:%s{%s}`, rule, sel), what+" client "+tp)
+	}
+	// vLLM's finished_reason split (stop, length, abort, error, ...).
+	finishedByReason := serverExprBy("finished_reason", func(by, s string) string {
+		return fmt.Sprintf("sum by (%s) (rate(vllm:request_success_total%s[$__rate_interval]))", by, s)
+	})
 	return newDashboard("llmprobe-server-correlation.json", "llmprobe-server-correlation",
 		"llmprobe / Server correlation",
-		"vLLM's own state (running and waiting requests, KV cache, preemptions, prefix cache) under llmprobe's "+
-			"latency and goodput, on one time axis. vLLM series are chosen by model (model_name) and, when the vLLM "+
-			"scrape job adds the target join label, by target; series without it are kept.",
+		"The serving engine's own state and latency (vLLM, SGLang, TGI, llama.cpp: running and waiting requests, "+
+			"KV cache, token throughput, preemptions, prefix cache, server TTFT / ITL / TPOT / E2E / queue time, "+
+			"finished requests) under llmprobe's latency and goodput, on one time axis, per llmprobe target. Each "+
+			"panel has one query per engine that exports the figure; the others stay empty."+attribution,
 		[]Annotation{
 			alertAnnotation("Goodput burn-rate alerts", "red", "LLMProbeGoodputBudgetBurnFast|LLMProbeGoodputBudgetBurnSlow"),
 		},
@@ -192,38 +224,111 @@ func serverCorrelation() *Dashboard {
 				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p99_5m{%s}`, sel), "TTFT p99 "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_time_per_output_token_seconds:p99_5m{%s}`, sel), "TPOT p99 "+tp),
 			).minZero()),
-			full(timeseries("llmprobe: goodput ratio (5m)", "Share of probe requests that succeeded and met every SLO.",
-				"percentunit", 24,
+			full(timeseries("llmprobe: goodput ratio (5m)", "Share of probe arrivals that succeeded and met every SLO "+
+				"(arrivals skipped at the max_concurrency cap count as bad).", "percentunit", 24,
 				q(fmt.Sprintf(`target_probe:llmprobe_goodput:ratio_rate5m{%s}`, sel), tp),
 			).ratio()),
 		}},
-		section{title: "vLLM (server)", panels: []*Panel{
-			full(timeseries("vLLM: requests running and waiting", "Requests in the running batch and in the "+
-				"waiting queue (vllm:num_requests_running, vllm:num_requests_waiting). A growing queue precedes TTFT "+
-				"growth.", "short", 24,
-				q(fmt.Sprintf(`sum by (model_name) (vllm:num_requests_running{%s})`, vsel), "running {{model_name}}"),
-				q(fmt.Sprintf(`sum by (model_name) (vllm:num_requests_waiting{%s})`, vsel), "waiting {{model_name}}"),
+		section{title: "Server load", panels: []*Panel{
+			half(timeseries("Server: requests running and waiting", "Requests in the running batch and in the "+
+				"waiting queue: vLLM vllm:num_requests_running / vllm:num_requests_waiting, SGLang "+
+				"sglang:num_running_reqs / sglang:num_queue_reqs, TGI tgi_batch_current_size / tgi_queue_size, "+
+				"llama.cpp llamacpp:requests_processing / llamacpp:requests_deferred. A growing queue precedes TTFT "+
+				"growth."+attribution, "short", 12,
+				serverTarget("vLLM", "running", gauge("sum", "vllm:num_requests_running")),
+				serverTarget("vLLM", "waiting", gauge("sum", "vllm:num_requests_waiting")),
+				serverTarget("SGLang", "running", gauge("sum", "sglang:num_running_reqs")),
+				serverTarget("SGLang", "waiting", gauge("sum", "sglang:num_queue_reqs")),
+				serverTarget("TGI", "running", gauge("sum", "tgi_batch_current_size")),
+				serverTarget("TGI", "waiting", gauge("sum", "tgi_queue_size")),
+				serverTarget("llama.cpp", "running", gauge("sum", "llamacpp:requests_processing")),
+				serverTarget("llama.cpp", "waiting", gauge("sum", "llamacpp:requests_deferred")),
 			).minZero()),
-			full(timeseries("vLLM: KV cache usage", "KV cache usage per server (vllm:kv_cache_usage_perc, 1 = full). "+
-				"Near 1, vLLM preempts requests.", "percentunit", 24,
-				q(fmt.Sprintf(`max by (model_name, instance) (vllm:kv_cache_usage_perc{%s})`, vsel), "{{model_name}} {{instance}}"),
+			half(timeseries("Server: KV-cache usage", "KV-cache usage of the fullest engine (1 = full): vLLM "+
+				"vllm:kv_cache_usage_perc, SGLang sglang:token_usage, llama.cpp llamacpp:kv_cache_usage_ratio (older "+
+				"builds). Near 1, vLLM preempts requests and SGLang retracts them. TGI exports none."+attribution,
+				"percentunit", 12,
+				serverTarget("vLLM", "", gauge("max", "vllm:kv_cache_usage_perc")),
+				serverTarget("SGLang", "", gauge("max", "sglang:token_usage")),
+				serverTarget("llama.cpp", "", gauge("max", "llamacpp:kv_cache_usage_ratio")),
 			).ratio().thresholdLines("dashed", steps("transparent", 0.9, "orange", 0.98, "red"))),
-			full(timeseries("vLLM: preemptions", "Requests preempted per second (vllm:num_preemptions_total): the "+
-				"KV cache ran out and work is recomputed.", "short", 24,
-				q(fmt.Sprintf(`sum by (model_name) (rate(vllm:num_preemptions_total{%s}[$__rate_interval]))`, vsel), "{{model_name}}"),
+			half(timeseries("Server: token throughput", "Prompt and generation tokens per second: vLLM and SGLang "+
+				"*:prompt_tokens_total / *:generation_tokens_total, TGI the sums of tgi_request_input_length and "+
+				"tgi_request_generated_tokens, llama.cpp llamacpp:prompt_tokens_total (tokens evaluated: prompt-cache "+
+				"hits not counted) / llamacpp:tokens_predicted_total."+attribution, "short", 12,
+				serverTarget("vLLM", "prompt", rate("vllm:prompt_tokens_total")),
+				serverTarget("vLLM", "generation", rate("vllm:generation_tokens_total")),
+				serverTarget("SGLang", "prompt", rate("sglang:prompt_tokens_total")),
+				serverTarget("SGLang", "generation", rate("sglang:generation_tokens_total")),
+				serverTarget("TGI", "prompt", rate("tgi_request_input_length_sum")),
+				serverTarget("TGI", "generation", rate("tgi_request_generated_tokens_sum")),
+				serverTarget("llama.cpp", "prompt", rate("llamacpp:prompt_tokens_total")),
+				serverTarget("llama.cpp", "generation", rate("llamacpp:tokens_predicted_total")),
 			).minZero()),
-			full(timeseries("vLLM: prefix-cache hit rate", "Prompt tokens served from the prefix cache / prompt "+
-				"tokens looked up (vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total).", "percentunit", 24,
-				q(fmt.Sprintf(`sum by (model_name) (rate(vllm:prefix_cache_hits_total{%[1]s}[$__rate_interval]))
-/ (sum by (model_name) (rate(vllm:prefix_cache_queries_total{%[1]s}[$__rate_interval])) > 0)`, vsel), "{{model_name}}"),
-			).ratio()),
-			full(timeseries("vLLM: server TTFT p99 and token throughput", "The server's own TTFT p99 "+
-				"(vllm:time_to_first_token_seconds, all traffic) and its prompt and generation tokens per second "+
-				"(right axis).", "s", 24,
-				q(fmt.Sprintf(`histogram_quantile(0.99, sum by (model_name, le) (rate(vllm:time_to_first_token_seconds_bucket{%s}[$__rate_interval])))`, vsel), "TTFT p99 {{model_name}}"),
-				q(fmt.Sprintf(`sum by (model_name) (rate(vllm:prompt_tokens_total{%s}[$__rate_interval]))`, vsel), "prompt tok/s {{model_name}}"),
-				q(fmt.Sprintf(`sum by (model_name) (rate(vllm:generation_tokens_total{%s}[$__rate_interval]))`, vsel), "generation tok/s {{model_name}}"),
-			).minZero().rightAxis(".*tok/s.*", "short")),
+			half(timeseries("Server: prefix-cache hit rate and preemptions", "Prompt tokens served from the prefix "+
+				"cache / prompt tokens looked up (vLLM vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total; "+
+				"SGLang sglang:cached_tokens_total / sglang:prompt_tokens_total), and vLLM's preemptions per second "+
+				"(vllm:num_preemptions_total, right axis: the KV cache ran out and work is recomputed). TGI and "+
+				"llama.cpp export no prefix-cache counter."+attribution, "percentunit", 12,
+				serverTarget("vLLM", "prefix hits", ratio("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")),
+				serverTarget("SGLang", "prefix hits", ratio("sglang:cached_tokens_total", "sglang:prompt_tokens_total")),
+				serverTarget("vLLM", "preemptions/s", rate("vllm:num_preemptions_total")),
+			).minZero().rightAxis("preemptions.*", "short")),
+		}},
+		section{title: "Server latency (all of the server's traffic)", panels: []*Panel{
+			half(timeseries("TTFT p99: client and server", "Time to first token p99: the probes' (client, 5m "+
+				"recording rule) and the server's own over 5 minutes (target:vllm_time_to_first_token_seconds:p99_5m, "+
+				"target:sglang_time_to_first_token_seconds:p99_5m). TGI and llama.cpp have no TTFT histogram."+attribution,
+				"s", 12,
+				client("llmprobe_time_to_first_token_seconds:p99_5m", "TTFT p99"),
+				q(`target:vllm_time_to_first_token_seconds:p99_5m{target=~"$target"} `+byModel, "TTFT p99 vLLM {{target}}"),
+				q(`target:sglang_time_to_first_token_seconds:p99_5m{target=~"$target"} `+byModel, "TTFT p99 SGLang {{target}}"),
+			).minZero()),
+			half(timeseries("ITL p99: client and server", "Inter-token latency p99: the probes' (one gap per SSE "+
+				"event) and the server's (one per engine step and request): vLLM vllm:inter_token_latency_seconds, "+
+				"SGLang sglang:inter_token_latency_seconds. A client ITL well above the server's is network batching "+
+				"or a slow reader."+attribution, "s", 12,
+				client("llmprobe_inter_token_latency_seconds:p99_5m", "ITL p99"),
+				serverTarget("vLLM", "ITL p99", quantile(0.99, "vllm:inter_token_latency_seconds")),
+				serverTarget("SGLang", "ITL p99", quantile(0.99, "sglang:inter_token_latency_seconds")),
+			).minZero()),
+			half(timeseries("TPOT: client and server", "Time per output token p99: the probes' and the server's "+
+				"(vLLM vllm:request_time_per_output_token_seconds, TGI tgi_request_mean_time_per_token_duration), and "+
+				"llama.cpp's mean decode time per generated token (llamacpp:tokens_predicted_seconds_total / "+
+				"llamacpp:tokens_predicted_total; no histogram)."+attribution, "s", 12,
+				client("llmprobe_time_per_output_token_seconds:p99_5m", "TPOT p99"),
+				serverTarget("vLLM", "TPOT p99", quantile(0.99, "vllm:request_time_per_output_token_seconds")),
+				serverTarget("TGI", "TPOT p99", quantile(0.99, "tgi_request_mean_time_per_token_duration")),
+				serverTarget("llama.cpp", "TPOT mean", ratio("llamacpp:tokens_predicted_seconds_total", "llamacpp:tokens_predicted_total")),
+			).minZero()),
+			half(timeseries("E2E p99: client and server", "End-to-end request latency p99: the probes' (network "+
+				"included) and the server's: vLLM vllm:e2e_request_latency_seconds, SGLang "+
+				"sglang:e2e_request_latency_seconds, TGI tgi_request_duration."+attribution, "s", 12,
+				client("llmprobe_e2e_request_latency_seconds:p99_5m", "E2E p99"),
+				serverTarget("vLLM", "E2E p99", quantile(0.99, "vllm:e2e_request_latency_seconds")),
+				serverTarget("SGLang", "E2E p99", quantile(0.99, "sglang:e2e_request_latency_seconds")),
+				serverTarget("TGI", "E2E p99", quantile(0.99, "tgi_request_duration")),
+			).minZero()),
+			half(timeseries("Server: queue time", "Time requests waited in the server's queue before their first "+
+				"scheduling, p99 and mean: vLLM vllm:request_queue_time_seconds, SGLang sglang:queue_time_seconds, TGI "+
+				"tgi_request_queue_duration. Queue time is part of the client's TTFT."+attribution, "s", 12,
+				serverTarget("vLLM", "p99", quantile(0.99, "vllm:request_queue_time_seconds")),
+				serverTarget("vLLM", "mean", ratio("vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count")),
+				serverTarget("SGLang", "p99", quantile(0.99, "sglang:queue_time_seconds")),
+				serverTarget("SGLang", "mean", ratio("sglang:queue_time_seconds_sum", "sglang:queue_time_seconds_count")),
+				serverTarget("TGI", "p99", quantile(0.99, "tgi_request_queue_duration")),
+				serverTarget("TGI", "mean", ratio("tgi_request_queue_duration_sum", "tgi_request_queue_duration_count")),
+			).minZero()),
+			half(timeseries("Server: finished requests", "Requests the server finished per second: vLLM by "+
+				"finished_reason (vllm:request_success_total: stop, length, abort, error, ...), SGLang "+
+				"sglang:num_requests_total, TGI tgi_request_success (successes only). A rise of abort or error, or of "+
+				"length where stop is expected, shows up here before in the client's error classes. The vLLM split "+
+				"joins through the server instance only where one llmprobe target uses that instance; otherwise add "+
+				"the target label to the scrape job."+attribution, "reqps", 12,
+				q(finishedByReason, "{{finished_reason}} vLLM {{target}}"),
+				serverTarget("SGLang", "finished", rate("sglang:num_requests_total")),
+				serverTarget("TGI", "succeeded", rate("tgi_request_success")),
+			).minZero()),
 		}},
 	)
 }

@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
 
 	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator"
@@ -685,4 +686,53 @@ func reflectMeta(o Object) metav1.Object {
 		panic(o.Kind + " has no ObjectMeta")
 	}
 	return m
+}
+
+// TestVLLMServiceMonitorJoinLabel checks the ServiceMonitor shipped beside
+// the vllm overlay for the vLLM it probes: a valid ServiceMonitor (strict
+// decoding) of another namespace that labels the series with the llmprobe
+// target name of the overlay's config, the join Kubernetes needs (Prometheus
+// scrapes the pods, llmprobe calls the Service).
+func TestVLLMServiceMonitorJoinLabel(t *testing.T) {
+	data, err := os.ReadFile("kubernetes/overlays/vllm/vllm-servicemonitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, ok := o.Value.(*monitoringv1.ServiceMonitor)
+	if !ok || len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("want a ServiceMonitor with one endpoint, got %s %s", o.Kind, o.Name)
+	}
+	if ns := sm.Spec.NamespaceSelector.MatchNames; len(ns) != 1 || ns[0] != "vllm" {
+		t.Errorf("namespaceSelector %v, want the vllm namespace of the overlay's base_url", ns)
+	}
+	var target string
+	for _, r := range sm.Spec.Endpoints[0].RelabelConfigs {
+		if r.TargetLabel == "target" && r.Replacement != nil {
+			target = *r.Replacement
+		}
+	}
+	cfgData, err := os.ReadFile("kubernetes/overlays/vllm/llmprobe.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not config.Parse: it reads the API key file, which exists only in the pod.
+	var cfg struct {
+		Targets []struct {
+			Name    string `json:"name"`
+			BaseURL string `json:"base_url"`
+		} `json:"targets"`
+	}
+	if err := yaml.Unmarshal(cfgData, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Targets) != 1 || cfg.Targets[0].Name != target || !strings.Contains(cfg.Targets[0].BaseURL, "//vllm.vllm.svc") {
+		t.Fatalf("ServiceMonitor sets target=%q; want the one target of the overlay's config (%v)", target, cfg.Targets)
+	}
+	if sm.Labels["release"] != "kube-prometheus-stack" {
+		t.Error("no release label for kube-prometheus-stack")
+	}
 }

@@ -65,9 +65,64 @@ var VLLMMetrics = map[string]dto.MetricType{
 	"vllm:request_prefill_kv_computed_tokens":    dto.MetricType_HISTOGRAM,
 }
 
+// EngineMetrics lists, per engine other than vLLM, the server metrics that
+// rules and dashboards may read, by family name and type: the names
+// docs/engines.md cites from each engine's own source (SGLang:
+// python/sglang/srt/metrics/collector.py; TGI: docs/source/reference/metrics.md
+// of text-generation-inference; llama.cpp: the /metrics handler of
+// tools/server/server.cpp), the ones prober/engine reads. Counters are
+// listed as exposed (SGLang's and llama.cpp's with _total, TGI's without);
+// histograms by their base name. llama.cpp exports only counters and
+// gauges, without labels; TGI's series carry no model label; SGLang's carry
+// model_name. The map is shared: do not modify it.
+var EngineMetrics = map[string]map[string]dto.MetricType{
+	"sglang": {
+		"sglang:num_running_reqs":              dto.MetricType_GAUGE,
+		"sglang:num_queue_reqs":                dto.MetricType_GAUGE,
+		"sglang:token_usage":                   dto.MetricType_GAUGE,
+		"sglang:prompt_tokens_total":           dto.MetricType_COUNTER,
+		"sglang:generation_tokens_total":       dto.MetricType_COUNTER,
+		"sglang:cached_tokens_total":           dto.MetricType_COUNTER,
+		"sglang:num_requests_total":            dto.MetricType_COUNTER,
+		"sglang:time_to_first_token_seconds":   dto.MetricType_HISTOGRAM,
+		"sglang:inter_token_latency_seconds":   dto.MetricType_HISTOGRAM,
+		"sglang:e2e_request_latency_seconds":   dto.MetricType_HISTOGRAM,
+		"sglang:queue_time_seconds":            dto.MetricType_HISTOGRAM,
+		"sglang:time_per_output_token_seconds": dto.MetricType_HISTOGRAM, // older name of the ITL histogram
+	},
+	"tgi": {
+		"tgi_batch_current_size":                   dto.MetricType_GAUGE,
+		"tgi_queue_size":                           dto.MetricType_GAUGE,
+		"tgi_request_success":                      dto.MetricType_COUNTER,
+		"tgi_request_input_length":                 dto.MetricType_HISTOGRAM,
+		"tgi_request_generated_tokens":             dto.MetricType_HISTOGRAM,
+		"tgi_request_mean_time_per_token_duration": dto.MetricType_HISTOGRAM,
+		"tgi_request_duration":                     dto.MetricType_HISTOGRAM,
+		"tgi_request_queue_duration":               dto.MetricType_HISTOGRAM,
+		"tgi_batch_forward_duration":               dto.MetricType_HISTOGRAM,
+	},
+	"llamacpp": {
+		"llamacpp:requests_processing":            dto.MetricType_GAUGE,
+		"llamacpp:requests_deferred":              dto.MetricType_GAUGE,
+		"llamacpp:kv_cache_usage_ratio":           dto.MetricType_GAUGE,
+		"llamacpp:kv_cache_tokens":                dto.MetricType_GAUGE,
+		"llamacpp:prompt_tokens_seconds":          dto.MetricType_GAUGE,
+		"llamacpp:predicted_tokens_seconds":       dto.MetricType_GAUGE,
+		"llamacpp:prompt_tokens_total":            dto.MetricType_COUNTER,
+		"llamacpp:prompt_seconds_total":           dto.MetricType_COUNTER,
+		"llamacpp:tokens_predicted_total":         dto.MetricType_COUNTER,
+		"llamacpp:tokens_predicted_seconds_total": dto.MetricType_COUNTER,
+		"llamacpp:n_decode_total":                 dto.MetricType_COUNTER,
+		// In the counter group of the handler although a mean and a maximum.
+		"llamacpp:n_busy_slots_per_decode": dto.MetricType_COUNTER,
+		"llamacpp:n_tokens_max":            dto.MetricType_COUNTER,
+	},
+}
+
 // Sources of names in a Catalog.
 const (
 	SourceVLLM       = "vLLM (documented)"
+	SourceEngine     = "serving engine (documented, docs/engines.md)"
 	SourceRecording  = "recording rule"
 	SourcePrometheus = "Prometheus (scrape and rule manager)"
 )
@@ -110,6 +165,15 @@ func (c *Catalog) AddFamilies(source string, mfs []*dto.MetricFamily) {
 func (c *Catalog) AddVLLM() {
 	for n, t := range VLLMMetrics {
 		c.Add(SourceVLLM, n, t)
+	}
+}
+
+// AddEngines adds EngineMetrics.
+func (c *Catalog) AddEngines() {
+	for _, names := range EngineMetrics {
+		for n, t := range names {
+			c.Add(SourceEngine, n, t)
+		}
 	}
 }
 

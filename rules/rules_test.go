@@ -194,6 +194,10 @@ func TestCatalogIsNotPermissive(t *testing.T) {
 		{name: "target_probe:llmprobe_goodput:ratio_rate5m", known: true, source: rules.SourceRecording},
 		{name: "vllm:kv_cache_usage_perc", known: true, source: rules.SourceVLLM},
 		{name: "vllm:time_to_first_token_seconds_bucket", known: true, source: rules.SourceVLLM},
+		{name: "sglang:time_to_first_token_seconds_bucket", known: true, source: rules.SourceEngine},
+		{name: "tgi_request_duration_sum", known: true, source: rules.SourceEngine},
+		{name: "llamacpp:requests_processing", known: true, source: rules.SourceEngine},
+		{name: "llamacpp:requests_processing_bucket", known: false},
 		{name: "up", known: true, source: rules.SourcePrometheus},
 		{name: "llmprobe_requests_total_bucket", known: false},
 		{name: "llmprobe_ttft_seconds", known: false},
@@ -206,6 +210,43 @@ func TestCatalogIsNotPermissive(t *testing.T) {
 				t.Fatalf("Source(%q) = %q, %v; want %q, %v", tc.name, src, ok, tc.source, tc.known)
 			}
 		})
+	}
+}
+
+// engineName matches an engine metric name (not vLLM's) in backquotes in
+// docs/engines.md, without a _sum, _bucket or _count suffix or a label set.
+var engineName = regexp.MustCompile("`((?:sglang:|tgi_|llamacpp:)[a-z0-9_]+?)(?:_sum|_bucket|_count)?(?:\\{[a-z_,]*\\})?`")
+
+// TestEngineCatalogMatchesDocs keeps rules.EngineMetrics and docs/engines.md
+// (the page that cites each engine's source) in step: every engine metric
+// the page names is in the catalog and every catalog name is on the page.
+func TestEngineCatalogMatchesDocs(t *testing.T) {
+	data, err := os.ReadFile("../docs/engines.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range engineName.FindAllStringSubmatch(string(data), -1) {
+		documented[m[1]] = true
+	}
+	if len(documented) < 20 {
+		t.Fatalf("found only %d engine metric names in docs/engines.md: %v", len(documented), documented)
+	}
+	cataloged := map[string]bool{}
+	for _, names := range rules.EngineMetrics {
+		for n := range names {
+			cataloged[n] = true
+		}
+	}
+	for n := range documented {
+		if !cataloged[n] {
+			t.Errorf("docs/engines.md names %s; rules.EngineMetrics lacks it", n)
+		}
+	}
+	for n := range cataloged {
+		if !documented[n] {
+			t.Errorf("rules.EngineMetrics lists %s; docs/engines.md does not name it", n)
+		}
 	}
 }
 
@@ -253,7 +294,7 @@ func TestRatiosLeaveOutCanceled(t *testing.T) {
 var (
 	recordName = regexp.MustCompile(`^([a-z_]+):([a-z0-9_]+):([a-z0-9_]+)$`)
 	alertName  = regexp.MustCompile(`^LLMProbe[A-Z][A-Za-z0-9]*$`)
-	levels     = []string{"target", "target_probe", "target_probe_outcome", "target_probe_slo"}
+	levels     = []string{"target", "target_instance", "target_probe", "target_probe_outcome", "target_probe_slo"}
 )
 
 func TestNamingAndAnnotations(t *testing.T) {

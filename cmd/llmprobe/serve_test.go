@@ -96,7 +96,7 @@ func TestServeEmbeddedSimulator(t *testing.T) {
 		"llmprobe_request_send_lag_seconds_bucket",
 		"llmprobe_build_info",
 		"llmprobe_config_last_reload_successful 1",
-		`llmprobe_target_info{max_model_len="8192",model="llmprobe-sim"`,
+		`llmprobe_target_info{engine="vllm",max_model_len="8192",model="llmprobe-sim"`,
 		"go_goroutines",
 	} {
 		if !strings.Contains(body, want) {

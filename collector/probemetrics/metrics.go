@@ -203,8 +203,10 @@ func New(reg prometheus.Registerer) *Metrics {
 		inFlight: gauge(NameInFlight, "Requests sent and not yet finished.", "target", "probe"),
 		sloThreshold: gauge(NameSLOThreshold, "Configured SLO threshold per SLO; absent when the SLO is not set.",
 			"target", "probe", "slo"),
-		targetInfo: gauge(NameTargetInfo, "Target information from its /version and /v1/models endpoints; value 1.",
-			"target", "server_version", "model", "max_model_len"),
+		targetInfo: gauge(NameTargetInfo, "Target information from discovery (/v1/models, the engine's version "+
+			"and info endpoints) and the host:port of the server's /metrics (server_instance, the join to the "+
+			"server's own series); value 1.",
+			"target", "server_version", "model", "max_model_len", "engine", "server_instance"),
 		arrivalRate: gauge(NameArrivalRate, "Configured mean arrival rate of the probe in requests per second.",
 			"target", "probe"),
 		lastArrival: gauge(NameLastArrival, "Unix time of the probe's last scheduled arrival, sent or skipped "+
@@ -458,12 +460,14 @@ func (m *Metrics) SetGoodputObjective(target, probe string, objective float64) {
 	m.objective.WithLabelValues(target, probe).Set(objective)
 }
 
-// SetTargetInfo sets llmprobe_target_info for target to 1 with the given
-// labels, replacing the target's previous info series. Empty values are
-// exported as empty labels (that is, absent in PromQL).
-func (m *Metrics) SetTargetInfo(target, serverVersion, model, maxModelLen string) {
+// SetTargetInfo sets llmprobe_target_info for target to 1 with the labels
+// of info (server_version, model, max_model_len, engine, server_instance),
+// replacing the target's previous info series. Empty values are exported as
+// empty labels (that is, absent in PromQL).
+func (m *Metrics) SetTargetInfo(target string, info manager.TargetInfo) {
 	l := prometheus.Labels{
-		"target": target, "server_version": serverVersion, "model": model, "max_model_len": maxModelLen,
+		"target": target, "server_version": info.ServerVersion, "model": info.Model,
+		"max_model_len": info.MaxModelLen, "engine": info.Engine, "server_instance": info.ServerInstance,
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

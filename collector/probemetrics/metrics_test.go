@@ -110,7 +110,8 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	m.InFlight("sim", "small", 1)
 	m.SetSLO("sim", "small", 800*ms, 50*ms, 0)
 	m.SetSLO("sim", "large", 0, 50*ms, 5*time.Second)
-	m.SetTargetInfo("sim", "0.11.0", "meta-llama/Llama-3.1-8B-Instruct", "131072")
+	m.SetTargetInfo("sim", manager.TargetInfo{ServerVersion: "0.11.0", Model: "meta-llama/Llama-3.1-8B-Instruct",
+		MaxModelLen: "131072", Engine: "vllm", ServerInstance: "vllm:8000"})
 	m.SetProbeRate("sim", "small", 4)
 	m.SetProbeRate("sim", "large", 0.05)
 	m.SetLastArrival("sim", "small", time.Unix(1700000000, 250_000_000))
@@ -519,17 +520,17 @@ func TestSetSLOAndTargetInfo(t *testing.T) {
 	m := New(reg)
 	m.SetSLO("a", "p", 800*ms, 50*ms, 5*time.Second)
 	m.SetSLO("a", "p", 500*ms, 0, 0) // unset tpot and e2el
-	m.SetTargetInfo("a", "0.10.0", "m1", "4096")
-	m.SetTargetInfo("a", "0.11.0", "m1", "4096") // replaces
-	m.SetTargetInfo("b", "", "m2", "")
+	m.SetTargetInfo("a", manager.TargetInfo{ServerVersion: "0.10.0", Model: "m1", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "a:8000"})
+	m.SetTargetInfo("a", manager.TargetInfo{ServerVersion: "0.11.0", Model: "m1", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "a:8000"}) // replaces
+	m.SetTargetInfo("b", manager.TargetInfo{Model: "m2"})
 	want := `
 # HELP llmprobe_slo_threshold_seconds Configured SLO threshold per SLO; absent when the SLO is not set.
 # TYPE llmprobe_slo_threshold_seconds gauge
 llmprobe_slo_threshold_seconds{probe="p",slo="ttft",target="a"} 0.5
-# HELP llmprobe_target_info Target information from its /version and /v1/models endpoints; value 1.
+# HELP llmprobe_target_info Target information from discovery (/v1/models, the engine's version and info endpoints) and the host:port of the server's /metrics (server_instance, the join to the server's own series); value 1.
 # TYPE llmprobe_target_info gauge
-llmprobe_target_info{max_model_len="4096",model="m1",server_version="0.11.0",target="a"} 1
-llmprobe_target_info{max_model_len="",model="m2",server_version="",target="b"} 1
+llmprobe_target_info{engine="vllm",max_model_len="4096",model="m1",server_instance="a:8000",server_version="0.11.0",target="a"} 1
+llmprobe_target_info{engine="",max_model_len="",model="m2",server_instance="",server_version="",target="b"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameSLOThreshold, NameTargetInfo); err != nil {
 		t.Fatal(err)

@@ -115,9 +115,17 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	serveAddr := freeAddr(t)
 	promAddr := freeAddr(t)
 
-	// 1. The simulator, healthy.
+	// 1. The simulator, healthy (vLLM persona), and one simulator per other
+	// engine with /metrics (their personas serve each engine's metric names).
 	sim := start(t, dir, "simulate", bin, "simulate", "--web.listen-address", simAddr)
 	waitHTTP(t, sim, "http://"+simAddr+"/health")
+	engineAddrs := map[string]string{}
+	for _, e := range otherEngines {
+		addr := freeAddr(t)
+		p := start(t, dir, "simulate-"+e, bin, "simulate", "--engine", e, "--web.listen-address", addr)
+		waitHTTP(t, p, "http://"+addr+"/health")
+		engineAddrs[e] = addr
+	}
 
 	// 2. llmprobe serve probing it.
 	cfgPath := filepath.Join(dir, "llmprobe.yml")
@@ -135,14 +143,25 @@ func TestPrometheusEndToEnd(t *testing.T) {
         workload:
           input_tokens: {dist: fixed, value: 64}
           output_tokens: {dist: fixed, value: 16}
-`, simAddr))
+`, simAddr)+engineTargets(engineAddrs))
 	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr)
 	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
 
-	// 3. Prometheus with the rules (for: rewritten), scraping both. The vLLM
-	// job adds target="sim": the join the llmprobe.server rules need.
+	// 3. Prometheus with the rules (for: rewritten), scraping llmprobe and
+	// every simulator. The vLLM job stands for a server scraped under another
+	// address than the one llmprobe uses (its instance is relabelled to a
+	// pod-like name), so only the shipped relabelling snippet
+	// (deploy/compose/prometheus/server-target-relabel.yml, target="sim")
+	// attributes its series. The other engines' job lists the addresses
+	// llmprobe uses and adds nothing: the rules and dashboards join them
+	// through llmprobe_target_info's server_instance.
 	rulesDir := filepath.Join(dir, "rules")
 	copyRules(t, filepath.Join(root, "rules"), rulesDir)
+	relabel := relabelSnippet(t, filepath.Join(root, "deploy", "compose", "prometheus", "server-target-relabel.yml"), "sim")
+	var engineTargetList []string
+	for _, e := range otherEngines {
+		engineTargetList = append(engineTargetList, strconv.Quote(engineAddrs[e]))
+	}
 	promCfg := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promCfg, fmt.Sprintf(`global:
   scrape_interval: %[1]s
@@ -157,9 +176,12 @@ scrape_configs:
   - job_name: vllm
     static_configs:
       - targets: [%[4]q]
-        labels:
-          target: sim
-`, scrapeInterval, rulesDir, serveAddr, simAddr))
+%[5]s      - target_label: instance
+        replacement: %[6]s
+  - job_name: engines
+    static_configs:
+      - targets: [%[7]s]
+`, scrapeInterval, rulesDir, serveAddr, simAddr, relabel, vllmPodInstance, strings.Join(engineTargetList, ", ")))
 	prom := start(t, dir, "prometheus", promBin,
 		"--config.file="+promCfg,
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
@@ -223,8 +245,13 @@ scrape_configs:
 			{name: "last arrival is recent", query: `time() - llmprobe_probe_last_arrival_timestamp_seconds` + sel, check: between(0, 10)},
 			{name: "configured objective", query: `target_probe:llmprobe_goodput_objective:ratio` + sel, check: equals(0.98)},
 			{name: "burn rate", query: `target_probe:llmprobe_goodput_budget_burn:ratio_rate5m` + sel, check: between(0, 1/(1-0.98))},
-			{name: "server TTFT p99", query: `target:vllm_time_to_first_token_seconds:p99_5m{target="sim"}`, check: positive},
+			{name: "vLLM scraped under another instance", query: `up{job="vllm",instance="` + vllmPodInstance + `"}`, check: equals(1)},
+			{name: "server TTFT p99 (scrape job's target label)", query: `target:vllm_time_to_first_token_seconds:p99_5m{target="sim"}`, check: positive},
 			{name: "client-server TTFT gap", query: `target_probe:llmprobe_ttft_client_server_gap_seconds:p50_5m` + sel, check: finite},
+			{name: "target info names the engine and server instance", query: `llmprobe_target_info{target="sglang",engine="sglang",server_instance="` + engineAddrs["sglang"] + `"}`, check: equals(1)},
+			{name: "server instance map", query: `target_instance:llmprobe_target_info:max{target="sglang",instance="` + engineAddrs["sglang"] + `"}`, check: equals(1)},
+			{name: "SGLang server TTFT p99 (no relabelling)", query: `target:sglang_time_to_first_token_seconds:p99_5m{target="sglang"}`, check: positive},
+			{name: "SGLang client-server TTFT gap", query: `target_probe:llmprobe_ttft_client_server_gap_seconds:mean_5m{target="sglang",probe="small"}`, check: finite},
 		} {
 			ok := t.Run(tc.name, func(t *testing.T) {
 				v := api.waitValue(t, tc.query, valuesTimeout, tc.check)
@@ -319,6 +346,58 @@ scrape_configs:
 			t.Fatalf("no http_5xx outcomes recorded")
 		}
 	})
+}
+
+// otherEngines are the simulator personas started beside the vLLM one, each
+// probed by an llmprobe target of the same name and scraped without
+// relabelling.
+var otherEngines = []string{"sglang", "tgi", "llamacpp"}
+
+// vllmPodInstance is the instance the vLLM job's series get (relabelled),
+// unlike the address llmprobe uses: the case that needs the target label.
+const vllmPodInstance = "vllm-0:8000"
+
+// engineTargets returns the llmprobe targets of the other simulators, one
+// slow probe each (their series must exist for every dashboard query).
+func engineTargets(addrs map[string]string) string {
+	var b strings.Builder
+	for _, e := range otherEngines {
+		fmt.Fprintf(&b, `  - name: %s
+    base_url: http://%s
+    api: completions
+    probes:
+      - name: small
+        rate: 1
+        arrival: poisson
+        max_concurrency: 4
+        workload:
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 16}
+`, e, addrs[e])
+	}
+	return b.String()
+}
+
+// relabelSnippet returns the relabel_configs block of the shipped snippet
+// with its TARGET placeholder set to target, indented for a scrape job of
+// the test's prometheus.yml.
+func relabelSnippet(t *testing.T, path, target string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		b.WriteString("    " + strings.ReplaceAll(line, "TARGET", target) + "\n")
+	}
+	if !strings.Contains(b.String(), "relabel_configs:") || !strings.Contains(b.String(), "replacement: "+target) {
+		t.Fatalf("%s: no relabel_configs setting target: %q", path, b.String())
+	}
+	return b.String()
 }
 
 // proc is a process the test started; stop ends it by its PID.

@@ -16,3 +16,6 @@ func (m *Manager) RunningProbe(target, probe string) any {
 	}
 	return nil
 }
+
+// ServerInstance is serverInstance, for its table test.
+var ServerInstance = serverInstance

@@ -32,7 +32,7 @@ type Observer interface {
 	Skipped(target, probe string, reason SkipReason)
 	// SetTargetInfo is called when discovery learns (or relearns) what a
 	// target serves; empty strings are unknown values.
-	SetTargetInfo(target, serverVersion, model, maxModelLen string)
+	SetTargetInfo(target string, info TargetInfo)
 	// DeleteProbe is called when a reload removes a probe, after its
 	// in-flight requests were observed.
 	DeleteProbe(target, probe string)
@@ -49,6 +49,27 @@ type ProbeSettings struct {
 	GoodputObjective float64
 	// Start is when the probe started (its "last arrival" until the first).
 	Start time.Time
+}
+
+// TargetInfo is what discovery learned about a target, as observers export
+// it (llmprobe_target_info). Empty strings are unknown values.
+type TargetInfo struct {
+	// ServerVersion is the server's version (vLLM's /version, or the
+	// engine's own endpoint).
+	ServerVersion string
+	// Model is the model requested (configured or the first listed).
+	Model string
+	// MaxModelLen is the served context length in tokens, as a decimal.
+	MaxModelLen string
+	// Engine is the server engine (engine.Name: vllm, sglang, tgi,
+	// llamacpp, ollama, unknown).
+	Engine string
+	// ServerInstance is the host[:port] of the server's /metrics URL
+	// (metrics_url, default base_url + /metrics; base_url's when
+	// metrics_url is none), as written in the configuration: the instance
+	// label Prometheus gives the server's own series when a scrape job
+	// lists that address, so rules can join them to the target.
+	ServerInstance string
 }
 
 // SkipReason says why a scheduled arrival was not sent. The set is closed
@@ -76,6 +97,6 @@ func (nopObserver) SetLastArrival(string, string, time.Time)     {}
 func (nopObserver) InFlight(string, string, int)                 {}
 func (nopObserver) Observe(*prober.Record, slo.Verdict)          {}
 func (nopObserver) Skipped(string, string, SkipReason)           {}
-func (nopObserver) SetTargetInfo(string, string, string, string) {}
+func (nopObserver) SetTargetInfo(string, TargetInfo)               {}
 func (nopObserver) DeleteProbe(string, string)                   {}
 func (nopObserver) DeleteTarget(string)                          {}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -100,6 +101,22 @@ func metricsURL(tc config.TargetConfig) string {
 		return u
 	}
 	return endpoint.NoMetrics
+}
+
+// serverInstance is the host[:port] of tc's metrics URL, or of its base_url
+// when metrics_url is none (Prometheus may still scrape the server); "" when
+// neither parses. It is the address as written: no default port is added
+// (Prometheus 3 adds none to the instance label either).
+func serverInstance(tc config.TargetConfig) string {
+	raw := tc.MetricsURL()
+	if raw == "" {
+		raw = tc.BaseURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // prepare builds the probes of tc that are new or changed, without starting
@@ -275,7 +292,10 @@ func (t *targetRunner) discover(ctx context.Context, force bool) bool {
 				"engine_from", newInfo.EngineSource, "max_model_len", maxLen, "max_model_len_from", newInfo.MaxModelLenSource,
 				"server_version", newInfo.ServerVersion)
 		}
-		t.m.obs.SetTargetInfo(t.cfg.Name, newInfo.ServerVersion, newInfo.Model, maxLen)
+		t.m.obs.SetTargetInfo(t.cfg.Name, TargetInfo{
+			ServerVersion: newInfo.ServerVersion, Model: newInfo.Model, MaxModelLen: maxLen,
+			Engine: string(newInfo.Engine), ServerInstance: serverInstance(t.cfg),
+		})
 	}
 	t.info = newInfo
 	t.lastErr = nil

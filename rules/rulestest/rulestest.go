@@ -1,8 +1,8 @@
 // Package rulestest builds, for tests of rules and dashboards, the Catalog of
 // every metric name a query may read: the names llmprobe's daemon really
 // exports (gathered from registries built the way `llmprobe serve` builds
-// them), the outputs of the recording rules in rules/, vLLM's documented
-// metrics and Prometheus' own series. It is meant for tests only.
+// them), the outputs of the recording rules in rules/, vLLM's and the other
+// engines' documented metrics and Prometheus' own series. It is meant for tests only.
 package rulestest
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/rules"
 )
 
@@ -35,7 +36,7 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	pm := probemetrics.New(reg)
 	pm.Init("t", "p")
 	pm.SetSLO("t", "p", 800*time.Millisecond, 50*time.Millisecond, 10*time.Second)
-	pm.SetTargetInfo("t", "v", "m", "4096")
+	pm.SetTargetInfo("t", manager.TargetInfo{ServerVersion: "v", Model: "m", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "vllm:8000"})
 	pm.SetGoodputObjective("t", "p", config.DefaultGoodputObjective)
 	pm.SetProbeRate("t", "p", 1)
 	pm.SetLastArrival("t", "p", time.Now())
@@ -74,6 +75,7 @@ func Catalog(files []rules.File) (*rules.Catalog, error) {
 	}
 	c.AddRecorded(files)
 	c.AddVLLM()
+	c.AddEngines()
 	c.AddPrometheus()
 	return c, nil
 }
