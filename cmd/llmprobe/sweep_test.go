@@ -139,22 +139,21 @@ func TestSweepCommand(t *testing.T) {
 	}
 }
 
-// TestSweepSIGTERM runs main in a child process (this test binary) and
-// sends it SIGTERM mid-step: like SIGINT, the run directory is finished
-// with a complete:false manifest and the exit code is 130.
-func TestSweepSIGTERM(t *testing.T) {
-	if os.Getenv("LLMPROBE_SWEEP_SIGTERM_CHILD") != "" {
-		os.Args = append([]string{"llmprobe"}, strings.Fields(os.Getenv("LLMPROBE_SWEEP_SIGTERM_CHILD"))...)
+// sweepChild runs `llmprobe args` in a child process (this test binary,
+// re-entered through the test named test with env set) and returns it with
+// a scanner over its stderr (the log). Call it first in the test: in the
+// child it runs main and never returns.
+func sweepChild(t *testing.T, test, env, args string) (*exec.Cmd, *bufio.Scanner, io.Reader) {
+	t.Helper()
+	if os.Getenv(env) != "" {
+		os.Args = append([]string{"llmprobe"}, strings.Fields(os.Getenv(env))...)
 		main() // exits
-		return
 	}
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
-	out := t.TempDir()
-	args := "sweep --rates 20 --num-prompts 400 --warmups 0 --input-len 8 --output-len 2 --no-progress --out " + out
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepSIGTERM$")
-	cmd.Env = append(os.Environ(), "LLMPROBE_SWEEP_SIGTERM_CHILD="+args)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"="+args)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +162,17 @@ func TestSweepSIGTERM(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, bufio.NewScanner(stderr), stderr
+}
+
+// TestSweepSIGTERM runs main in a child process (this test binary) and
+// sends it SIGTERM mid-step: like SIGINT, the run directory is finished
+// with a complete:false manifest and the exit code is 130.
+func TestSweepSIGTERM(t *testing.T) {
+	out := t.TempDir()
+	cmd, sc, stderr := sweepChild(t, "TestSweepSIGTERM", "LLMPROBE_SWEEP_SIGTERM_CHILD",
+		"sweep --rates 20 --num-prompts 400 --warmups 0 --input-len 8 --output-len 2 --no-progress --out "+out)
 	// Wait for the step to start, then SIGTERM.
-	sc := bufio.NewScanner(stderr)
 	var log strings.Builder
 	started := false
 	for sc.Scan() {
@@ -227,27 +235,9 @@ func TestSweepSIGTERM(t *testing.T) {
 // records.jsonl.partial, every streamed file ends on a record boundary, and
 // `verify --partial` says so.
 func TestSweepSIGKILLKeepsFinishedSteps(t *testing.T) {
-	if os.Getenv("LLMPROBE_SWEEP_SIGKILL_CHILD") != "" {
-		os.Args = append([]string{"llmprobe"}, strings.Fields(os.Getenv("LLMPROBE_SWEEP_SIGKILL_CHILD"))...)
-		main() // exits
-		return
-	}
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
 	out := t.TempDir()
-	args := "sweep --rates 50,5 --num-prompts 20 --warmups 0 --input-len 8 --output-len 2 --no-progress --max-send-lag 10s --out " + out
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepSIGKILLKeepsFinishedSteps$")
-	cmd.Env = append(os.Environ(), "LLMPROBE_SWEEP_SIGKILL_CHILD="+args)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
+	cmd, sc, stderr := sweepChild(t, "TestSweepSIGKILLKeepsFinishedSteps", "LLMPROBE_SWEEP_SIGKILL_CHILD",
+		"sweep --rates 50,5 --num-prompts 20 --warmups 0 --input-len 8 --output-len 2 --no-progress --max-send-lag 10s --out "+out)
 	var log strings.Builder
 	killed := false
 	for sc.Scan() {
