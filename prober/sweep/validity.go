@@ -269,24 +269,15 @@ func (r PrefixReuse) ExpectedReusePerRequest() int {
 // CheckPrefixReuse decides whether a step's prompts met the server's prefix
 // cache more than its shared prefix explains. The unexplained reuse is
 // hits − requests × ExpectedReusePerRequest − preemptions ×
-// MaxPromptTokens; flag is true when it exceeds PrefixReuseMargin of the
-// queries and one block, with reason saying so. When the check cannot be
-// applied although the server's counters were read (short nonces, an
-// untested nonce alphabet), flag is false and note says why. Both are ""
-// when there is nothing to say (no counters, no requests, no reuse beyond
-// the expected).
+// MaxPromptTokens; it is too much when it exceeds PrefixReuseMargin of the
+// queries and one block. Then flag is true, with reason saying so — unless
+// repeats were possible (short nonces) or the nonce words could not be
+// tested: then flag is false and note says so instead. All are zero when
+// the reuse is explained, or there is nothing to judge (no counters, no
+// requests, no queries).
 func CheckPrefixReuse(r PrefixReuse) (flag bool, reason, note string) {
 	if !r.Hits.Known || !r.Queries.Known || r.Requests <= 0 || r.Queries.Value <= 0 {
 		return false, "", ""
-	}
-	switch {
-	case r.ShortNonceItems > 0:
-		return false, "", fmt.Sprintf("%d requests had an input too short for a full nonce, so their prompts could repeat: "+
-			"the server's prefix-cache reuse (%.0f of %.0f prompt tokens hit) was not checked against the shared prefix",
-			r.ShortNonceItems, r.Hits.Value, r.Queries.Value)
-	case !r.NonceTested:
-		return false, "", fmt.Sprintf("the nonce words could not be tested with the server's tokenizer: the server's "+
-			"prefix-cache reuse (%.0f of %.0f prompt tokens hit) was not checked against the shared prefix", r.Hits.Value, r.Queries.Value)
 	}
 	per := r.ExpectedReusePerRequest()
 	allowed := float64(r.Requests) * float64(per)
@@ -301,13 +292,28 @@ func CheckPrefixReuse(r PrefixReuse) (flag bool, reason, note string) {
 	if r.Hits.Value-allowed <= margin {
 		return false, "", ""
 	}
-	blockText := "no rounding: the cache block size is unknown"
-	if r.BlockSize > 1 {
-		blockText = fmt.Sprintf("rounded down to the %d-token cache block", r.BlockSize)
+	hit := fmt.Sprintf("the server's prefix cache hit %.0f of %.0f prompt tokens (%.1f per request), more than the shared "+
+		"prefix explains (at most %d per request: prefix %d + overhead %d tokens + nonce words, %s)",
+		r.Hits.Value, r.Queries.Value, r.Hits.Value/float64(r.Requests), per, r.PrefixTokens, r.OverheadTokens, blockText(r.BlockSize))
+	switch {
+	case r.ShortNonceItems > 0:
+		return false, "", hit + fmt.Sprintf("; %d requests had an input too short for a full nonce, so their prompts could "+
+			"repeat: not flagged unintended-prefix-cache, but TTFT may have measured cached prefills", r.ShortNonceItems)
+	case !r.NonceTested:
+		return false, "", hit + "; the nonce words could not be tested with the server's tokenizer (they may be several " +
+			"tokens each): not flagged unintended-prefix-cache, but TTFT may have measured cached prefills"
 	}
-	return true, fmt.Sprintf("the server's prefix cache hit %.0f of %.0f prompt tokens (%.1f per request), more than the "+
-		"shared prefix explains (at most %d per request: prefix %d + overhead %d tokens + nonce words, %s): prompts met a "+
-		"cache they were not meant to (an earlier run with the same seed, another client, or repeated prompts), so TTFT "+
-		"measured cached prefills", r.Hits.Value, r.Queries.Value, r.Hits.Value/float64(r.Requests), per,
-		r.PrefixTokens, r.OverheadTokens, blockText), ""
+	return true, hit + ": prompts met a cache they were not meant to (an earlier run with the same seed, another client, " +
+		"or repeated prompts), so TTFT measured cached prefills", ""
+}
+
+// blockText says how the expected reuse was rounded to the cache block.
+func blockText(block int) string {
+	switch {
+	case block > 1:
+		return fmt.Sprintf("rounded down to the %d-token cache block", block)
+	case block == 1:
+		return "a cache of single-token pages"
+	}
+	return "not rounded: the cache block size is unknown"
 }
