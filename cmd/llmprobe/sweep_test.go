@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -133,6 +135,42 @@ func TestSweepCommand(t *testing.T) {
 	}
 	if !strings.Contains(string(mb), `"hf_token": "<redacted>"`) {
 		t.Error("manifest metadata lacks the redacted hf_token")
+	}
+}
+
+// TestSweepEngineFlag sweeps the llama.cpp persona with --engine llamacpp:
+// the engine is recorded as configured, and the idle proof and the
+// server's token counters are read with llama.cpp's names.
+func TestSweepEngineFlag(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.StepBase, cfg.Engine = time.Millisecond, simulator.EngineLlamaCpp
+	url, _ := simtest.Start(t, cfg)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--target", url, "--engine", "llamacpp", "--rates", "20", "--num-prompts", "5",
+		"--warmups", "0", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "eng", "--no-progress", "--log.level", "warn"},
+		&stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-eng"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	m, err := artifacts.ReadManifest(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg := m.Fingerprint.Target; tg.Engine != "llamacpp" || tg.EngineSource != "config" || tg.ServerVersion != simulator.VersionLlamaCpp {
+		t.Errorf("target engine %q from %q, version %q", tg.Engine, tg.EngineSource, tg.ServerVersion)
+	}
+	res, err := report.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Steps[0]
+	if st.Validity.Idle.Status != sweep.IdleProven || !st.Server.PromptTokens.Known || st.Server.TTFT.Count.Known {
+		t.Errorf("idle %+v, server prompt tokens %+v, server TTFT count %+v", st.Validity.Idle, st.Server.PromptTokens, st.Server.TTFT.Count)
 	}
 }
 

@@ -273,7 +273,7 @@ func (r *runner) engineNotes() []string {
 		{engine.KVCacheUsage, "KV-cache usage gauge"},
 	} {
 		if len(r.eng.Source(q.q)) == 0 {
-			lacks = append(lacks, q.what)
+			lacks = append(lacks, "no "+q.what)
 		}
 	}
 	var hists []string
@@ -285,13 +285,17 @@ func (r *runner) engineNotes() []string {
 			hists = append(hists, l.what)
 		}
 	}
-	if len(hists) > 0 {
-		lacks = append(lacks, "server "+joinAnd(hists)+" histogram")
+	switch len(hists) {
+	case 0:
+	case 1:
+		lacks = append(lacks, "no server "+hists[0]+" histogram")
+	default:
+		lacks = append(lacks, "no server "+strings.Join(hists[:len(hists)-1], ", ")+" or "+hists[len(hists)-1]+" histograms")
 	}
 	if len(lacks) == 0 {
 		return nil
 	}
-	note := fmt.Sprintf("the server is %s, whose /metrics has no %s: those server-side figures are not-recorded (docs/engines.md)", r.eng, joinAnd(lacks))
+	note := fmt.Sprintf("the server is %s, whose /metrics has %s: those server-side figures are not-recorded (docs/engines.md)", r.eng, joinAnd(lacks))
 	if len(r.eng.LatencySource(engine.TTFT)) == 0 {
 		note += ", and there is no client − server TTFT split"
 	}
