@@ -83,7 +83,7 @@ func (r *runner) preflight(ctx context.Context) error {
 	switch {
 	case err != nil:
 		r.metricsReason = r.redact(err.Error())
-		level.Warn(r.logger).Log("msg", "server /metrics not readable: snapshots, idle proofs and server-side figures will be not-recorded", "err", r.metricsReason)
+		level.Warn(r.logger).Log("msg", "server /metrics not readable: snapshots, idle proofs and server-side figures will be not-recorded", "engine", r.eng.Name(), "err", r.metricsReason)
 	default:
 		r.metricsOK = true
 		if _, known := r.eng.Idle(snap); known {
