@@ -742,12 +742,16 @@ func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // explain says where a not-recorded fingerprint field would have come from.
 func explain(field string) string {
 	switch field {
-	case "target.served_model", "target.root", "target.max_model_len":
-		return ": from GET /v1/models (vLLM lists root and max_model_len)"
+	case "target.served_model", "target.root":
+		return ": from GET /v1/models (vLLM lists root)"
+	case "target.max_model_len", "target.max_model_len_source":
+		return ": from GET /v1/models max_model_len, else the engine's own context length (docs/engines.md)"
 	case "target.server_version":
 		return ": from GET /version (vLLM only)"
+	case "target.engine", "target.engine_source":
+		return ": the server's engine was neither given (--engine) nor recognised, so none of its metrics was read"
 	case "target.engine_config":
-		return ": from the labels of vllm:cache_config_info on /metrics"
+		return ": from the labels of vllm:cache_config_info on /metrics, or the engine's info endpoint"
 	case "target.tokenizer":
 		return ": neither the server's /tokenize nor a calibration was used"
 	case "target.metrics_url":
