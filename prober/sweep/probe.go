@@ -73,9 +73,9 @@ type ProbeLevel struct {
 	ThroughputReqPerS float64 `json:"request_throughput"`
 	MeanE2ELMS        float64 `json:"mean_e2el_ms"`
 	// MaxWaiting is the most requests the server reported waiting (the
-	// engine's waiting gauge: vllm:num_requests_waiting, llamacpp:
-	// requests_deferred, ...) during the level; not-recorded without server
-	// metrics or when the engine has no such gauge.
+	// engine's waiting gauge: vllm:num_requests_waiting,
+	// llamacpp:requests_deferred, ...) during the level; not-recorded
+	// without server metrics or when the engine has no such gauge.
 	MaxWaiting Figure `json:"max_waiting"`
 }
 

@@ -47,7 +47,8 @@ type IdleProof struct {
 	// not reach 0 within the idle timeout) or "not-recorded" (the server
 	// exposes no such metrics, or /metrics could not be read).
 	Status string `json:"status"`
-	// Running and Waiting are the last values read (vllm:num_requests_*).
+	// Running and Waiting are the last values read (the engine's running
+	// and waiting gauges, e.g. vllm:num_requests_*).
 	Running float64 `json:"running"`
 	Waiting float64 `json:"waiting"`
 	// Waited is how long the sweep waited for idleness, in seconds.
