@@ -32,7 +32,7 @@ import (
 
 // sweepFlags holds the raw flag values of `llmprobe sweep`.
 type sweepFlags struct {
-	target, metricsURL, model, api, apiKeyFile              string
+	target, metricsURL, model, api, apiKeyFile, engine      string
 	inputLen, outputLen, prefixLen                          int
 	rangeRatio                                              float64
 	workloadFile                                            string
@@ -91,6 +91,9 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		"and never written to logs or artifacts.").StringVar(&f.apiKeyFile)
 	cmd.Flag("metrics-url", "The server's Prometheus /metrics, read before, during and after each step. "+
 		"Default: --target + /metrics.").StringVar(&f.metricsURL)
+	cmd.Flag("engine", "The server's engine, whose metric names the idle proofs, server-side figures and the throughput "+
+		"probe read: auto (detected from /metrics names, /v1/models owned_by or the engine's info endpoint), vllm, "+
+		"sglang, tgi, llamacpp or ollama. See docs/engines.md.").Default("auto").StringVar(&f.engine)
 	cmd.Flag("timeout", "Total time limit of one request.").Default(sweep.DefaultTimeout.String()).DurationVar(&f.timeout)
 	cmd.Flag("ttft-timeout", "Time limit to the first token event of a request (0: only --timeout).").
 		Default("0s").DurationVar(&f.ttftTimeout)
@@ -193,6 +196,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	c := sweep.Config{
 		Target:       strings.TrimRight(f.target, "/"),
 		MetricsURL:   f.metricsURL,
+		Engine:       f.engine,
 		Model:        f.model,
 		API:          f.api,
 		Timeout:      f.timeout,
@@ -415,6 +419,7 @@ var sweepFieldFlags = map[string]string{
 	"Burstiness":                       "burstiness",
 	"Concurrency":                      "concurrency",
 	"Duration":                         "duration",
+	"Engine":                           "engine",
 	"FreshPrefix":                      "fresh-prefix",
 	"IdleTimeout":                      "idle-timeout",
 	"MaxConcurrency":                   "max-concurrency",

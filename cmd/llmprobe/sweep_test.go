@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -45,6 +47,7 @@ func TestSweepBadFlags(t *testing.T) {
 		{"bad target", []string{"--target", "localhost:8000"}, `llmprobe: error: --target: must be an http:// or https:// URL, got "localhost:8000"` + "\n"},
 		{"unknown arrival", []string{"--arrival", "weird"}, "llmprobe: error: --arrival: "},
 		{"unknown api", []string{"--api", "foo"}, `llmprobe: error: --api: must be completions or chat, got "foo"` + "\n"},
+		{"unknown engine", []string{"--engine", "llama.cpp"}, `llmprobe: error: --engine: must be auto, vllm, sglang, tgi, llamacpp, ollama, got "llama.cpp"` + "\n"},
 		{"bad auto-start", []string{"--auto-start", "fast"}, `llmprobe: error: --auto-start: must be probe or a rate > 0 in req/s, got "fast"` + "\n"},
 	}
 	for _, tt := range tests {
@@ -136,6 +139,42 @@ func TestSweepCommand(t *testing.T) {
 	}
 	if !strings.Contains(string(mb), `"hf_token": "<redacted>"`) {
 		t.Error("manifest metadata lacks the redacted hf_token")
+	}
+}
+
+// TestSweepEngineFlag sweeps the llama.cpp persona with --engine llamacpp:
+// the engine is recorded as configured, and the idle proof and the
+// server's token counters are read with llama.cpp's names.
+func TestSweepEngineFlag(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.StepBase, cfg.Engine = time.Millisecond, simulator.EngineLlamaCpp
+	url, _ := simtest.Start(t, cfg)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--target", url, "--engine", "llamacpp", "--rates", "20", "--num-prompts", "5",
+		"--warmups", "0", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "eng", "--no-progress", "--log.level", "warn"},
+		&stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-eng"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	m, err := artifacts.ReadManifest(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg := m.Fingerprint.Target; tg.Engine != "llamacpp" || tg.EngineSource != "config" || tg.ServerVersion != simulator.VersionLlamaCpp {
+		t.Errorf("target engine %q from %q, version %q", tg.Engine, tg.EngineSource, tg.ServerVersion)
+	}
+	res, err := report.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Steps[0]
+	if st.Validity.Idle.Status != sweep.IdleProven || !st.Server.PromptTokens.Known || st.Server.TTFT.Count.Known {
+		t.Errorf("idle %+v, server prompt tokens %+v, server TTFT count %+v", st.Validity.Idle, st.Server.PromptTokens, st.Server.TTFT.Count)
 	}
 }
 

@@ -65,13 +65,31 @@ type Target struct {
 	API string `json:"api"`
 	// Model is the model id the requests named.
 	Model string `json:"model"`
-	// ServedModel, Root and MaxModelLen come from GET /v1/models.
+	// ServedModel and Root come from GET /v1/models.
 	ServedModel string `json:"served_model"`
 	Root        string `json:"root"`
-	MaxModelLen Int    `json:"max_model_len"`
-	// ServerVersion comes from GET /version.
+	// MaxModelLen is the most prompt + output tokens one request may hold:
+	// /v1/models max_model_len when the server lists it, else the engine's
+	// own context length (llama.cpp /props n_ctx, TGI /info
+	// max_total_tokens, ...). MaxModelLenSource names where it was read,
+	// e.g. "/v1/models max_model_len" or "/props
+	// default_generation_settings.n_ctx" (NotRecorded with it).
+	MaxModelLen       Int    `json:"max_model_len"`
+	MaxModelLenSource string `json:"max_model_len_source"`
+	// ServerVersion is the server's version: vLLM's GET /version, or the
+	// engine's own (llama.cpp /props build_info, TGI /info, SGLang
+	// /get_server_info, Ollama /api/version).
 	ServerVersion string `json:"server_version"`
-	// EngineConfig holds the labels of vllm:cache_config_info.
+	// Engine is the serving engine whose metrics were read ("vllm",
+	// "sglang", "tgi", "llamacpp", "ollama") and EngineSource how it
+	// became known: "config" (--engine), "/metrics names", "/v1/models
+	// owned_by" or the info endpoint that answered in its shape (e.g.
+	// "/props"). Both are NotRecorded for a server that was not
+	// recognised.
+	Engine       string `json:"engine"`
+	EngineSource string `json:"engine_source"`
+	// EngineConfig holds the engine's settings: the labels of
+	// vllm:cache_config_info, or what the engine's info endpoint reports.
 	EngineConfig Labels `json:"engine_config"`
 	// Tokenizer is how token lengths were made to match the server:
 	// "server /tokenize", "calibrated" or NotRecorded.
@@ -187,7 +205,8 @@ func New(args []string, start time.Time) Fingerprint {
 		Client:  ReadHost(),
 		Target: Target{
 			URL: NotRecorded, API: NotRecorded, Model: NotRecorded, ServedModel: NotRecorded,
-			Root: NotRecorded, ServerVersion: NotRecorded, Tokenizer: NotRecorded, MetricsURL: NotRecorded,
+			Root: NotRecorded, MaxModelLenSource: NotRecorded, ServerVersion: NotRecorded, Engine: NotRecorded,
+			EngineSource: NotRecorded, Tokenizer: NotRecorded, MetricsURL: NotRecorded,
 		},
 		Workload: Workload{SHA256: NotRecorded, Source: NotRecorded},
 		Load:     Load{Mode: NotRecorded},

@@ -336,7 +336,8 @@ func TestNewNotRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := m["target"].(map[string]any)
-	for _, k := range []string{"url", "api", "model", "served_model", "root", "max_model_len", "server_version", "engine_config", "tokenizer", "metrics_url"} {
+	for _, k := range []string{"url", "api", "model", "served_model", "root", "max_model_len", "max_model_len_source",
+		"server_version", "engine", "engine_source", "engine_config", "tokenizer", "metrics_url"} {
 		if target[k] != NotRecorded {
 			t.Errorf("target.%s = %v, want not-recorded", k, target[k])
 		}

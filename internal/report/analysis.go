@@ -506,7 +506,16 @@ func writeValidity(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Validity\n\n")
 	b.WriteString("A step is invalid when the client could not keep its schedule (client-saturated), the server was not " +
 		"proven idle before it (not-idle), its error rate was too high (errors), or it was cut short (interrupted). " +
-		"Invalid steps are kept in every table and left out of the knee.\n\n")
+		"Invalid steps are kept in every table and left out of the knee.")
+	for _, st := range res.Steps {
+		if slices.Contains(st.Validity.Flags, sweep.FlagUnintendedPrefixCache) {
+			b.WriteString(" A step is also invalid when the server's own prefix-cache hits show more reuse than the shared " +
+				"prefix explains (unintended-prefix-cache): its prompts met a cache they were not meant to, so its TTFT " +
+				"measured cached prefills.")
+			break
+		}
+	}
+	b.WriteString("\n\n")
 	if len(res.Steps) == 0 {
 		return
 	}
@@ -597,8 +606,21 @@ func writeTokens(b *bytes.Buffer, res *sweep.Result) {
 	if len(res.Steps) == 0 {
 		return
 	}
-	b.WriteString("Input and requested output over all requests, actual output over successful ones; p10 / p50 / p90 / p99 / max.\n\n")
-	b.WriteString("| step | input | requested output | actual output | finish reasons |\n|---|---|---|---|---|\n")
+	distinct := false
+	for _, st := range res.Steps {
+		distinct = distinct || st.DistinctPrompts > 0
+	}
+	b.WriteString("Input and requested output over all requests, actual output over successful ones; p10 / p50 / p90 / p99 / max.")
+	if distinct {
+		b.WriteString(" Distinct prompts: how many of the step's requests had a prompt of their own (each request's nonce " +
+			"follows the shared prefix, so only inputs too short for a full nonce can repeat).")
+	}
+	b.WriteString("\n\n")
+	if distinct {
+		b.WriteString("| step | input | requested output | actual output | finish reasons | distinct prompts |\n|---|---|---|---|---|--:|\n")
+	} else {
+		b.WriteString("| step | input | requested output | actual output | finish reasons |\n|---|---|---|---|---|\n")
+	}
 	d := func(t sweep.TokenDist) string {
 		if t.N == 0 {
 			return "-"
@@ -607,8 +629,12 @@ func writeTokens(b *bytes.Buffer, res *sweep.Result) {
 	}
 	for _, st := range res.Steps {
 		x := &st.Stats
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", stepName(st), d(x.InputTokens), d(x.RequestedOutputTokens),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |", stepName(st), d(x.InputTokens), d(x.RequestedOutputTokens),
 			d(x.OutputTokens), counts(x.FinishReasons))
+		if distinct {
+			fmt.Fprintf(b, " %d of %d |", st.DistinctPrompts, x.Requests)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 }
@@ -628,7 +654,7 @@ func writeServer(b *bytes.Buffer, res *sweep.Result) {
 			fmt.Fprintf(b, " (%s)", r)
 		}
 		b.WriteString(". Idle proofs and server-side deltas need the target's Prometheus /metrics " +
-			"(vLLM's vllm:* metrics); client-side figures above are unaffected.\n\n")
+			"(vLLM's vllm:* metrics, or the engine's own: docs/engines.md); client-side figures above are unaffected.\n\n")
 		return
 	}
 	b.WriteString("Counter deltas over each step, maxima during it, and server-side latencies (ms) from histogram deltas " +
@@ -716,12 +742,16 @@ func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // explain says where a not-recorded fingerprint field would have come from.
 func explain(field string) string {
 	switch field {
-	case "target.served_model", "target.root", "target.max_model_len":
-		return ": from GET /v1/models (vLLM lists root and max_model_len)"
+	case "target.served_model", "target.root":
+		return ": from GET /v1/models (vLLM lists root)"
+	case "target.max_model_len", "target.max_model_len_source":
+		return ": from GET /v1/models max_model_len, else the engine's own context length (docs/engines.md)"
 	case "target.server_version":
 		return ": from GET /version (vLLM only)"
+	case "target.engine", "target.engine_source":
+		return ": the server's engine was neither given (--engine) nor recognised, so none of its metrics was read"
 	case "target.engine_config":
-		return ": from the labels of vllm:cache_config_info on /metrics"
+		return ": from the labels of vllm:cache_config_info on /metrics, or the engine's info endpoint"
 	case "target.tokenizer":
 		return ": neither the server's /tokenize nor a calibration was used"
 	case "target.metrics_url":

@@ -623,6 +623,13 @@ func TestRunPrefixCache(t *testing.T) {
 		if g := res.Result.Steps[1].PrefixGeneration; fresh != (g == 2) {
 			t.Errorf("fresh=%v: prefix generation %d", fresh, g)
 		}
+		// The shared prefix explains every hit, and no prompt repeated.
+		for _, st := range res.Result.Steps {
+			if slices.Contains(st.Validity.Flags, sweep.FlagUnintendedPrefixCache) || st.DistinctPrompts != int64(st.Stats.Requests) {
+				t.Errorf("fresh=%v step %d: flags %v %v, %d distinct prompts of %d", fresh, st.Index, st.Validity.Flags,
+					st.Validity.Reasons, st.DistinctPrompts, st.Stats.Requests)
+			}
+		}
 	}
 }
 

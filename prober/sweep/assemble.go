@@ -92,8 +92,9 @@ func (r *runner) result(complete bool) *Result {
 	if !r.metricsOK {
 		res.Notes = append(res.Notes, "the server's /metrics could not be read ("+r.metricsReason+"): snapshots, idle proofs and server-side figures are not-recorded.")
 	} else if !r.idleKnown {
-		res.Notes = append(res.Notes, "the server's /metrics has no vllm:num_requests_running/waiting: idle proofs are not-recorded.")
+		res.Notes = append(res.Notes, r.idleReason+": idle proofs are not-recorded.")
 	}
+	res.Notes = append(append(res.Notes, r.engineNotes()...), r.stepNotes...)
 	if r.probe != nil {
 		res.Notes = append(res.Notes, r.probeNote())
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -74,6 +75,11 @@ type Config struct {
 	Target string
 	// MetricsURL is the server's /metrics (default Target + "/metrics").
 	MetricsURL string
+	// Engine is the serving engine whose metric names are read (idle
+	// proofs, server-side figures, the probe's queue check): "" or "auto"
+	// detects it (prober/endpoint), else one of engine.Names ("vllm",
+	// "sglang", "tgi", "llamacpp", "ollama").
+	Engine string
 	// Model is the model id; empty means the first of /v1/models.
 	Model string
 	// API is "completions" or "chat".
@@ -183,6 +189,9 @@ func (c *Config) HasBurst() bool {
 func (c *Config) Validate() error {
 	if c.API != "completions" && c.API != "chat" {
 		return fieldErr("API", "must be completions or chat, got %q", c.API)
+	}
+	if _, err := engine.Parse(c.Engine); err != nil {
+		return fieldErr("Engine", "must be auto, %s, got %q", engineNames(), c.Engine)
 	}
 	if err := c.Workload.Validate(); err != nil {
 		if c.WorkloadSource != "" && c.WorkloadSource != "flags" {
@@ -458,4 +467,13 @@ func ParseMetadata(kvs []string) (map[string]string, error) {
 func IsFieldError(err error) bool {
 	var fe *FieldError
 	return errors.As(err, &fe)
+}
+
+// engineNames lists the engines --engine takes besides auto.
+func engineNames() string {
+	s := make([]string, len(engine.Names))
+	for i, n := range engine.Names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
 }

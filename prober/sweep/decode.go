@@ -232,6 +232,7 @@ type stepJSON struct {
 	Warmups                int                    `json:"warmups"`
 	WarmupFailed           int                    `json:"warmup_failed"`
 	PrefixGeneration       uint64                 `json:"prefix_generation"`
+	DistinctPrompts        int64                  `json:"distinct_prompts"`
 	Server                 ServerStats            `json:"server"`
 	Validity               Validity               `json:"validity"`
 }
@@ -257,7 +258,7 @@ func decodeStep(raw []byte, percentiles []float64) (*Step, error) {
 	st := &Step{
 		Index: j.Index, Label: j.Label, Level: float64(j.RequestRate), Round: j.Round, Attempt: j.Attempt, Mode: j.Mode,
 		Start: j.Start, End: j.End, Warmups: j.Warmups, WarmupFailed: j.WarmupFailed, PrefixGeneration: j.PrefixGeneration,
-		Server: j.Server, Validity: j.Validity, Interrupted: j.Interrupted,
+		DistinctPrompts: j.DistinctPrompts, Server: j.Server, Validity: j.Validity, Interrupted: j.Interrupted,
 	}
 	mc := 0
 	if j.MaxConcurrency != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/engine"
 )
 
 // fingerprintStart fills the fingerprint's fixed parts.
@@ -20,11 +21,15 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	if info.Listed {
 		fp.Target.ServedModel = info.Model
 		fp.Target.Root = fingerprint.OrNotRecorded(info.Root)
-		if info.MaxModelLen > 0 && info.MaxModelLenSource == maxModelLenFromModels {
-			fp.Target.MaxModelLen = fingerprint.Known(int64(info.MaxModelLen))
-		}
+	}
+	if n, src := r.maxModelLen(); n > 0 {
+		fp.Target.MaxModelLen, fp.Target.MaxModelLenSource = fingerprint.Known(int64(n)), src
 	}
 	fp.Target.ServerVersion = fingerprint.OrNotRecorded(info.ServerVersion)
+	if r.eng != nil && r.eng.Name() != engine.Unknown {
+		fp.Target.Engine = string(r.eng.Name())
+		fp.Target.EngineSource = fingerprint.OrNotRecorded(info.EngineSource)
+	}
 	if r.metricsOK {
 		fp.Target.MetricsURL = fingerprint.RedactText(r.metricsURL)
 		if len(info.EngineConfig) > 0 {
@@ -84,10 +89,31 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 }
 
 // maxModelLenFromModels is endpoint.Info.MaxModelLenSource for a
-// max_model_len that /v1/models gave (the fingerprint's max_model_len is
-// that field of /v1/models; a context length from another endpoint is
-// recorded with its source in the engine's docs, not guessed into it).
+// max_model_len that /v1/models gave.
 const maxModelLenFromModels = "/v1/models max_model_len"
+
+// maxModelLenFromTokenize is the source of a max_model_len read from the
+// answer of the server's POST /tokenize (vLLM, SGLang).
+const maxModelLenFromTokenize = "POST /tokenize max_model_len"
+
+// maxModelLen returns the model's context length and where it was read:
+// discovery's (/v1/models max_model_len, else the engine's own field such as
+// llama.cpp's /props n_ctx), else the tokenizer's answer; 0 and "" when
+// none said.
+func (r *runner) maxModelLen() (int, string) {
+	if n, src := r.info.MaxModelLen, r.info.MaxModelLenSource; n > 0 {
+		if src == "" {
+			src = maxModelLenFromModels
+		}
+		return n, src
+	}
+	if r.sizing != nil {
+		if n := r.sizing.MaxModelLen(); n > 0 {
+			return n, maxModelLenFromTokenize
+		}
+	}
+	return 0, ""
+}
 
 // validityOptions returns the thresholds Judge uses for every step.
 func (r *runner) validityOptions() ValidityOptions {

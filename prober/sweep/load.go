@@ -18,6 +18,9 @@ import (
 
 // request builds the client request of an item.
 func (r *runner) request(id string, it promptItem) client.Request {
+	if r.opts.rewritePrompt != nil {
+		it = r.opts.rewritePrompt(it)
+	}
 	return endpoint.NewRequest(r.cfg.API, id, it, r.cfg.Workload.IgnoreEOSOrDefault())
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -26,6 +27,10 @@ import (
 func (r *runner) preflight(ctx context.Context) error {
 	c := r.cfg
 	var calib atomic.Uint64
+	eng, err := engine.Parse(c.Engine)
+	if err != nil {
+		return fieldErr("Engine", "%w", err)
+	}
 	ep, err := endpoint.New(endpoint.Options{
 		BaseURL:      c.Target,
 		API:          c.API,
@@ -37,6 +42,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		HTTPClient:   &http.Client{Transport: r.loadTransport},
 		Logger:       r.logger,
 		MetricsURL:   c.MetricsURL,
+		Engine:       eng,
 		NewRequestID: func() string { return fmt.Sprintf("llmprobe-%s-calibrate-%d", r.runID, calib.Add(1)) },
 	})
 	if err != nil {
@@ -54,6 +60,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}
 	r.info, r.model = info, info.Model
+	r.eng = ep.Engine()
 	if r.client, err = ep.Client(r.model); err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
@@ -67,20 +74,37 @@ func (r *runner) preflight(ctx context.Context) error {
 	if r.metricsURL == "" {
 		r.metricsURL = ep.BaseURL() + "/metrics"
 	}
+	if r.eng.Name() == engine.Ollama && c.MetricsURL == "" {
+		r.metricsReason = "Ollama serves no Prometheus /metrics"
+		level.Info(r.logger).Log("msg", "the server is Ollama, which has no /metrics: snapshots, idle proofs and server-side figures will be not-recorded")
+		return nil
+	}
 	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
 	switch {
 	case err != nil:
 		r.metricsReason = r.redact(err.Error())
-		level.Warn(r.logger).Log("msg", "server /metrics not readable: snapshots, idle proofs and server-side figures will be not-recorded", "err", r.metricsReason)
+		level.Warn(r.logger).Log("msg", "server /metrics not readable: snapshots, idle proofs and server-side figures will be not-recorded", "engine", r.eng.Name(), "err", r.metricsReason)
 	default:
 		r.metricsOK = true
-		if _, known := scrape.Idle(snap); known {
+		if _, known := r.eng.Idle(snap); known {
 			r.idleKnown = true
 		} else {
-			level.Warn(r.logger).Log("msg", "server /metrics has no vllm:num_requests_running/waiting: idle proofs will be not-recorded")
+			r.idleReason = r.noIdleGauges()
+			level.Warn(r.logger).Log("msg", r.idleReason+": idle proofs will be not-recorded", "engine", r.eng.Name())
 		}
 	}
 	return nil
+}
+
+// noIdleGauges says why the server's /metrics gives no idle proof, naming
+// the engine and the gauges its adapter reads.
+func (r *runner) noIdleGauges() string {
+	if r.eng.Name() == engine.Unknown {
+		return "the server's engine was not recognised (no vllm:, sglang:, tgi_ or llamacpp: names on /metrics, " +
+			"no known /v1/models owned_by or info endpoint; --engine names it), so its running and waiting requests are not read"
+	}
+	return fmt.Sprintf("the server's /metrics has no %s running/waiting gauges (%s and %s)", r.eng,
+		strings.Join(r.eng.Source(engine.Running), " or "), strings.Join(r.eng.Source(engine.Waiting), " or "))
 }
 
 // checkContext refuses a workload whose longest request (prefix + input +
@@ -88,13 +112,12 @@ func (r *runner) preflight(ctx context.Context) error {
 // else from the tokenizer's answer), before any run directory exists. An
 // unknown max_model_len is not checked.
 func (r *runner) checkContext() error {
-	maxLen, source := r.info.MaxModelLen, r.info.MaxModelLenSource
-	if maxLen <= 0 {
-		maxLen, source = r.sizing.MaxModelLen(), "POST /tokenize"
-	}
+	maxLen, source := r.maxModelLen()
 	switch source {
 	case "", maxModelLenFromModels:
 		source = "GET /v1/models"
+	case maxModelLenFromTokenize:
+		source = "POST /tokenize"
 	}
 	if maxLen <= 0 {
 		return nil

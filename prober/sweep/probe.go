@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 )
 
@@ -45,7 +46,8 @@ type ThroughputProbe struct {
 	// completed a request).
 	EstimateReqPerS float64 `json:"estimate_req_per_s"`
 	// Saturated is true when the probe saw the server saturate: requests
-	// waited in its queue (vllm:num_requests_waiting > 0) or the throughput
+	// waited in its queue (the engine's waiting gauge, e.g.
+	// vllm:num_requests_waiting, above 0) or the throughput
 	// grew by less than 20 % when the concurrency was multiplied by 4.
 	Saturated bool `json:"saturated"`
 	// StartRate is the rate the search started from (req/s): the estimate,
@@ -70,9 +72,10 @@ type ProbeLevel struct {
 	// request_throughput of a closed loop), MeanE2ELMS the mean latency.
 	ThroughputReqPerS float64 `json:"request_throughput"`
 	MeanE2ELMS        float64 `json:"mean_e2el_ms"`
-	// MaxWaiting is the most requests the server reported waiting
-	// (vllm:num_requests_waiting) during the level; not-recorded without
-	// server metrics.
+	// MaxWaiting is the most requests the server reported waiting (the
+	// engine's waiting gauge: vllm:num_requests_waiting,
+	// llamacpp:requests_deferred, ...) during the level; not-recorded
+	// without server metrics or when the engine has no such gauge.
 	MaxWaiting Figure `json:"max_waiting"`
 }
 
@@ -110,8 +113,8 @@ func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
 			break
 		}
 		if lv.MaxWaiting.Known && lv.MaxWaiting.Value > 0 {
-			p.Note = fmt.Sprintf("requests waited in the server's queue at concurrency %d (vllm:num_requests_waiting up to %s): its batch was full",
-				n, figureText(lv.MaxWaiting))
+			p.Note = fmt.Sprintf("requests waited in the server's queue at concurrency %d (%s up to %s): its batch was full",
+				n, r.waitingName(), figureText(lv.MaxWaiting))
 			p.Saturated = true
 			break
 		}
@@ -135,7 +138,8 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	var stopRec func() error
 	var rec *scrape.Recorder
 	if r.metricsOK && r.idleKnown {
-		rec = scrape.NewRecorder(r.http, r.metricsURL, 250*time.Millisecond, io.Discard, r.scrapeOpts()...)
+		rec = scrape.NewRecorder(r.http, r.metricsURL, 250*time.Millisecond, io.Discard,
+			append(r.scrapeOpts(), scrape.WithGauges(r.eng.RecorderGauges))...)
 		stopRec = rec.Start(ctx)
 	}
 	var mu sync.Mutex
@@ -166,7 +170,7 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	lv.End = time.Now().UTC()
 	if stopRec != nil {
 		_ = stopRec()
-		if v, ok := rec.Max()[scrape.MetricNumRequestsWaiting]; ok {
+		if v, ok := rec.Max()[string(engine.Waiting)]; ok {
 			lv.MaxWaiting = knownFigure(v, true)
 		}
 	}
@@ -188,6 +192,15 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 		lv.ThroughputReqPerS = float64(lv.Completed) / lv.DurationS
 	}
 	return lv
+}
+
+// waitingName names the engine's waiting-requests gauge (the first the
+// adapter tries), for the probe's note.
+func (r *runner) waitingName() string {
+	if src := r.eng.Source(engine.Waiting); len(src) > 0 {
+		return src[0]
+	}
+	return r.eng.String() + "'s waiting requests"
 }
 
 // figureText formats a Figure for logs and text: the number or

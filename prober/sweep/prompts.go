@@ -34,9 +34,12 @@ func newPromptSource(r *runner) (*promptSource, error) {
 }
 
 // stepItems are the prompts of one step: the warmups and the measured ones.
+// distinct0 is the generator's distinct-prompt count once the warmups were
+// built (the step's measured prompts are counted from there).
 type stepItems struct {
-	warmups  []promptItem
-	measured *itemList
+	warmups   []promptItem
+	measured  *itemList
+	distinct0 int64
 }
 
 // itemList yields the measured items of a step by arrival index: from a
@@ -87,6 +90,7 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, 
 		}
 		out.warmups = append(out.warmups, it)
 	}
+	out.distinct0 = ps.gen.DistinctPrompts()
 	if n > 0 {
 		size, budget := min(n, windowItems), windowBytes
 		if burst {

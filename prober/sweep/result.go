@@ -45,6 +45,12 @@ type Step struct {
 	// PrefixGeneration numbers the step's shared prefix: 0 for the sweep's
 	// one prefix, a new number per step with --fresh-prefix.
 	PrefixGeneration uint64 `json:"prefix_generation,omitempty"`
+	// DistinctPrompts is the number of distinct prompts among the step's
+	// measured requests, as the workload generator counted them
+	// (workload.Generator.DistinctPrompts); it equals Stats.Requests unless
+	// prompts repeated (inputs too short for a full nonce). 0 in a result
+	// written before it was recorded.
+	DistinctPrompts int64 `json:"distinct_prompts,omitempty"`
 	// Stats are the client-side statistics, Server the server-side deltas,
 	// Validity the verdict.
 	Stats    Stats       `json:"stats"`
@@ -398,6 +404,7 @@ func (r *Result) StepJSON(s *Step) any {
 	if s.PrefixGeneration != 0 {
 		o.add("prefix_generation", s.PrefixGeneration)
 	}
+	o.add("distinct_prompts", s.DistinctPrompts)
 	o.add("server", s.Server)
 	o.add("validity", s.Validity)
 	o.add("in_knee", s.Validity.Valid && s.Mode != ModeBurst)

@@ -2,10 +2,13 @@ package sweep
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/engine"
 )
 
 // Figure is a number that may be unknown: it encodes as a JSON number when
@@ -69,20 +72,22 @@ type ServerLatency struct {
 
 // ServerStats are a step's server-side figures, read from the target's
 // /metrics before and after the step (and the maxima of the scrapes during
-// it). Every figure the server does not expose is "not-recorded".
+// it) through the engine's adapter (prober/engine). Every figure the server
+// does not expose is "not-recorded".
 type ServerStats struct {
 	// Status is "recorded" when both snapshots were read, else
 	// "not-recorded" with Reason.
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	// PromptTokens, GenerationTokens and Preemptions are counter deltas
-	// (vllm:prompt_tokens_total, vllm:generation_tokens_total,
-	// vllm:num_preemptions_total).
+	// (vLLM: vllm:prompt_tokens_total, vllm:generation_tokens_total,
+	// vllm:num_preemptions_total; docs/engines.md lists each engine's).
 	PromptTokens     Figure `json:"prompt_tokens"`
 	GenerationTokens Figure `json:"generation_tokens"`
 	Preemptions      Figure `json:"preemptions"`
-	// FinishedReasons holds the vllm:request_success_total deltas by
-	// finished_reason.
+	// FinishedReasons holds the deltas of the engine's finished-requests
+	// counter by finished_reason (vLLM's vllm:request_success_total; the
+	// other engines' counters have no such label).
 	FinishedReasons map[string]float64 `json:"finished_reasons,omitempty"`
 	// PrefixCacheQueries and PrefixCacheHits are token counter deltas over
 	// the measured part; PrefixCacheHitRate is hits/queries (warm).
@@ -109,89 +114,113 @@ type ServerStats struct {
 	// front-end share. There is no median difference: the server's median
 	// is interpolated within a bucket, so the difference would be noise.
 	ClientMinusServerTTFTMeanMS Figure `json:"client_minus_server_ttft_mean_ms"`
+	// NotRecorded says, keyed by the figure's key above, why a figure of a
+	// recorded step is not-recorded: the engine has no such metric
+	// ("llama.cpp has no server TTFT histogram") or the server's /metrics
+	// lacked it. Figures not-recorded for want of data (no warmups, no
+	// prefix-cache queries) are not listed. Absent when every figure the
+	// step could have was recorded.
+	NotRecorded map[string]string `json:"not_recorded,omitempty"`
 }
 
-// vLLM metric names read for server-side deltas (vllm-reference.md §2).
 const (
-	metricPromptTokens       = "vllm:prompt_tokens"
-	metricGenerationTokens   = "vllm:generation_tokens"
-	metricPreemptions        = "vllm:num_preemptions"
-	metricRequestSuccess     = "vllm:request_success"
-	metricPrefixQueries      = "vllm:prefix_cache_queries"
-	metricPrefixHits         = "vllm:prefix_cache_hits"
-	metricPrefixQueriesOld   = "vllm:gpu_prefix_cache_queries"
-	metricPrefixHitsOld      = "vllm:gpu_prefix_cache_hits"
-	metricTTFTSeconds        = "vllm:time_to_first_token_seconds"
-	metricITLSeconds         = "vllm:inter_token_latency_seconds"
-	metricITLSecondsOld      = "vllm:time_per_output_token_seconds"
-	metricTPOTSeconds        = "vllm:request_time_per_output_token_seconds"
-	metricE2ESeconds         = "vllm:e2e_request_latency_seconds"
-	metricQueueTimeSeconds   = "vllm:request_queue_time_seconds"
 	statusRecorded           = "recorded"
 	reasonNoMetricsSnapshots = "the server's /metrics could not be read before and after the step"
 )
 
-// computeServerStats derives a step's server-side figures. preWarmup is the
-// snapshot before the warmups (nil when none), before and after bracket the
-// measured part, maxima are a Recorder's running maxima (nil when none), and
-// client is the client-side TTFT summary for the client - server
-// difference.
-func computeServerStats(preWarmup, before, after *scrape.Snapshot, maxima map[string]float64, client Latency) ServerStats {
+// finishedReasons are the finished_reason label values whose deltas are
+// kept (vLLM's FinishReason values).
+var finishedReasons = []string{"stop", "length", "abort", "error", "repetition"}
+
+// computeServerStats derives a step's server-side figures through eng, the
+// engine's adapter. preWarmup is the snapshot before the warmups (nil when
+// none), before and after bracket the measured part, maxima are a
+// Recorder's running maxima keyed as engine.Engine.RecorderGauges keys them
+// (nil when none), and client is the client-side TTFT summary for the
+// client - server difference.
+func computeServerStats(eng *engine.Engine, preWarmup, before, after *scrape.Snapshot, maxima map[string]float64, client Latency) ServerStats {
 	s := ServerStats{Status: fingerprint.NotRecorded}
 	if before == nil || after == nil {
 		s.Reason = reasonNoMetricsSnapshots
 		return s
 	}
 	s.Status = statusRecorded
-	delta := func(name string) Figure { return knownFigure(scrape.CounterDelta(before, after, name, nil)) }
-	s.PromptTokens = delta(metricPromptTokens)
-	s.GenerationTokens = delta(metricGenerationTokens)
-	s.Preemptions = delta(metricPreemptions)
-	if after.Has(metricRequestSuccess) {
+	why := map[string]string{}
+	missing := func(key, what string, names []string) {
+		if len(names) == 0 {
+			why[key] = fmt.Sprintf("%s has no %s", eng, what)
+		} else {
+			why[key] = strings.Join(names, " or ") + " not on /metrics"
+		}
+	}
+	delta := func(key string, q engine.Quantity, what string) Figure {
+		v := eng.Delta(before, after, q)
+		if !v.Known {
+			missing(key, what, eng.Source(q))
+		}
+		return knownFigure(v.Value, v.Known)
+	}
+	s.PromptTokens = delta("prompt_tokens", engine.PromptTokens, "prompt-token counter")
+	s.GenerationTokens = delta("generation_tokens", engine.GenerationTokens, "generation-token counter")
+	s.Preemptions = delta("preemptions", engine.Preemptions, "preemption counter")
+	if src := eng.Source(engine.FinishedRequests); len(src) > 0 && after.Has(src[0]) {
 		s.FinishedReasons = map[string]float64{}
-		for _, r := range []string{"stop", "length", "abort", "error", "repetition"} {
-			if v, ok := scrape.CounterDelta(before, after, metricRequestSuccess, map[string]string{"finished_reason": r}); ok && v > 0 {
+		for _, r := range finishedReasons {
+			if v, ok := scrape.CounterDelta(before, after, src[0], map[string]string{"finished_reason": r}); ok && v > 0 {
 				s.FinishedReasons[r] = v
 			}
 		}
 	}
-	s.PrefixCacheQueries, s.PrefixCacheHits, s.PrefixCacheHitRate = prefixCache(before, after)
+	s.PrefixCacheQueries, s.PrefixCacheHits, s.PrefixCacheHitRate = prefixCache(eng, before, after)
+	if !s.PrefixCacheQueries.Known || !s.PrefixCacheHits.Known {
+		names := append(eng.Source(engine.PrefixCacheQueries), eng.Source(engine.PrefixCacheHits)...)
+		for _, k := range []string{"prefix_cache_queries", "prefix_cache_hits", "prefix_cache_hit_rate", "warmup_prefix_cache_hit_rate"} {
+			missing(k, "prefix-cache counters", names)
+		}
+	}
 	if preWarmup != nil {
-		_, _, s.WarmupPrefixCacheHitRate = prefixCache(preWarmup, before)
+		_, _, s.WarmupPrefixCacheHitRate = prefixCache(eng, preWarmup, before)
 	}
 
-	maxOf := func(name string, read func(*scrape.Snapshot) (float64, bool)) Figure {
+	maxOf := func(key string, q engine.Quantity, what string) Figure {
 		var f Figure
-		upd := func(v float64, ok bool) {
-			if ok && (!f.Known || v > f.Value) {
-				f = Figure{Value: v, Known: true}
+		upd := func(v engine.Value) {
+			if v.Known && (!f.Known || v.Value > f.Value) {
+				f = Figure{Value: v.Value, Known: true}
 			}
 		}
-		upd(read(before))
-		upd(read(after))
-		v, ok := maxima[name]
-		upd(v, ok)
+		upd(eng.Read(before, q))
+		upd(eng.Read(after, q))
+		v, ok := maxima[string(q)]
+		upd(engine.Value{Value: v, Known: ok})
+		if !f.Known {
+			missing(key, what, eng.Source(q))
+		}
 		return f
 	}
-	s.MaxRunning = maxOf(scrape.MetricNumRequestsRunning, func(x *scrape.Snapshot) (float64, bool) { return x.Sum(scrape.MetricNumRequestsRunning, nil) })
-	s.MaxWaiting = maxOf(scrape.MetricNumRequestsWaiting, func(x *scrape.Snapshot) (float64, bool) { return x.Sum(scrape.MetricNumRequestsWaiting, nil) })
-	s.MaxKVCacheUsage = maxOf(scrape.MetricKVCacheUsage, func(x *scrape.Snapshot) (float64, bool) { return x.Max(scrape.MetricKVCacheUsage, nil) })
+	s.MaxRunning = maxOf("max_running", engine.Running, "running-requests gauge")
+	s.MaxWaiting = maxOf("max_waiting", engine.Waiting, "waiting-requests gauge")
+	s.MaxKVCacheUsage = maxOf("max_kv_cache_usage", engine.KVCacheUsage, "KV-cache usage gauge")
 
-	hist := func(names ...string) ServerLatency {
-		for _, n := range names {
-			if h, ok := scrape.HistogramDelta(before, after, n, nil); ok {
-				return serverLatency(h)
-			}
+	hist := func(key string, l engine.Latency, what string) ServerLatency {
+		if h, ok := eng.HistogramDelta(before, after, l); ok {
+			return serverLatency(h)
 		}
+		missing(key, "server "+what+" histogram", eng.LatencySource(l))
 		return ServerLatency{}
 	}
-	s.TTFT = hist(metricTTFTSeconds)
-	s.ITL = hist(metricITLSeconds, metricITLSecondsOld)
-	s.TPOT = hist(metricTPOTSeconds)
-	s.E2EL = hist(metricE2ESeconds)
-	s.QueueTime = hist(metricQueueTimeSeconds)
+	s.TTFT = hist("ttft", engine.TTFT, "TTFT")
+	s.ITL = hist("itl", engine.ITL, "ITL")
+	s.TPOT = hist("tpot", engine.TPOT, "TPOT")
+	s.E2EL = hist("e2el", engine.E2E, "E2E latency")
+	s.QueueTime = hist("queue_time", engine.QueueTime, "queue-time")
 	if client.N > 0 && s.TTFT.MeanMS.Known {
 		s.ClientMinusServerTTFTMeanMS = Figure{Value: client.Mean - s.TTFT.MeanMS.Value, Known: true}
+	} else if r, ok := why["ttft"]; ok {
+		why["client_minus_server_ttft_mean_ms"] = r
+	}
+	if len(why) > 0 {
+		s.NotRecorded = why
 	}
 	return s
 }
@@ -212,21 +241,71 @@ func serverLatency(h *scrape.Histogram) ServerLatency {
 	return l
 }
 
-// prefixCache returns the prefix-cache query and hit deltas (tokens) and
-// their ratio between two snapshots, falling back to the names deprecated in
-// vLLM 0.9.2.
-func prefixCache(before, after *scrape.Snapshot) (queries, hits, rate Figure) {
-	for _, names := range [][2]string{{metricPrefixQueries, metricPrefixHits}, {metricPrefixQueriesOld, metricPrefixHitsOld}} {
-		q, okq := scrape.CounterDelta(before, after, names[0], nil)
-		h, okh := scrape.CounterDelta(before, after, names[1], nil)
-		if !okq || !okh {
-			continue
-		}
-		queries, hits = Figure{Value: q, Known: true}, Figure{Value: h, Known: true}
-		if q > 0 {
-			rate = Figure{Value: h / q, Known: true}
-		}
-		return queries, hits, rate
+// prefixCache returns the engine's prefix-cache query and hit deltas
+// (tokens) and their ratio between two snapshots (vLLM: falling back to
+// the names deprecated in 0.9.2).
+func prefixCache(eng *engine.Engine, before, after *scrape.Snapshot) (queries, hits, rate Figure) {
+	q, h := eng.Delta(before, after, engine.PrefixCacheQueries), eng.Delta(before, after, engine.PrefixCacheHits)
+	if !q.Known || !h.Known {
+		return Figure{}, Figure{}, Figure{}
 	}
-	return Figure{}, Figure{}, Figure{}
+	queries, hits = Figure{Value: q.Value, Known: true}, Figure{Value: h.Value, Known: true}
+	if q.Value > 0 {
+		rate = Figure{Value: h.Value / q.Value, Known: true}
+	}
+	return queries, hits, rate
+}
+
+// engineNotes are result notes naming what the server's engine does not
+// expose, so that its not-recorded server figures are explained (none for
+// vLLM, which has them all, nor when /metrics was not read).
+func (r *runner) engineNotes() []string {
+	if !r.metricsOK || r.eng == nil || r.eng.Name() == engine.Unknown {
+		return nil
+	}
+	var lacks []string
+	for _, q := range []struct {
+		q    engine.Quantity
+		what string
+	}{
+		{engine.PromptTokens, "prompt-token counter"}, {engine.GenerationTokens, "generation-token counter"},
+		{engine.Preemptions, "preemption counter"}, {engine.PrefixCacheHits, "prefix-cache counters"},
+		{engine.KVCacheUsage, "KV-cache usage gauge"},
+	} {
+		if len(r.eng.Source(q.q)) == 0 {
+			lacks = append(lacks, "no "+q.what)
+		}
+	}
+	var hists []string
+	for _, l := range []struct {
+		l    engine.Latency
+		what string
+	}{{engine.TTFT, "TTFT"}, {engine.ITL, "ITL"}, {engine.TPOT, "TPOT"}, {engine.E2E, "E2E latency"}, {engine.QueueTime, "queue-time"}} {
+		if len(r.eng.LatencySource(l.l)) == 0 {
+			hists = append(hists, l.what)
+		}
+	}
+	switch len(hists) {
+	case 0:
+	case 1:
+		lacks = append(lacks, "no server "+hists[0]+" histogram")
+	default:
+		lacks = append(lacks, "no server "+strings.Join(hists[:len(hists)-1], ", ")+" or "+hists[len(hists)-1]+" histograms")
+	}
+	if len(lacks) == 0 {
+		return nil
+	}
+	note := fmt.Sprintf("the server is %s, whose /metrics has %s: those server-side figures are not-recorded (docs/engines.md)", r.eng, joinAnd(lacks))
+	if len(r.eng.LatencySource(engine.TTFT)) == 0 {
+		note += ", and there is no client − server TTFT split"
+	}
+	return []string{note + "."}
+}
+
+// joinAnd joins words as "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/engine"
 )
 
 // The idle proof before each step and the /metrics snapshots around it.
@@ -37,8 +38,8 @@ func (r *runner) snapshot(ctx context.Context, st *Step, phase string) *scrape.S
 	return snap
 }
 
-// waitIdle polls /metrics until running + waiting reads 0 or the idle
-// timeout passes.
+// waitIdle polls /metrics until the engine's running + waiting requests
+// (engine.Engine.Idle) read 0 or the idle timeout passes.
 func (r *runner) waitIdle(ctx context.Context, logger log.Logger) IdleProof {
 	p := IdleProof{Status: IdleNotRecorded}
 	switch {
@@ -46,7 +47,7 @@ func (r *runner) waitIdle(ctx context.Context, logger log.Logger) IdleProof {
 		p.Reason = "the server's /metrics could not be read: " + r.metricsReason
 		return p
 	case !r.idleKnown:
-		p.Reason = "the server's /metrics has no vllm:num_requests_running and vllm:num_requests_waiting"
+		p.Reason = r.idleReason
 		return p
 	}
 	start := time.Now()
@@ -61,12 +62,12 @@ func (r *runner) waitIdle(ctx context.Context, logger log.Logger) IdleProof {
 		p.Waited = now.Sub(start).Seconds()
 		if err == nil {
 			p.At = snap.Time.UTC()
-			p.Running, _ = snap.Sum(scrape.MetricNumRequestsRunning, nil)
-			p.Waiting, _ = snap.Sum(scrape.MetricNumRequestsWaiting, nil)
-			idle, known := scrape.Idle(snap)
+			p.Running = r.eng.Read(snap, engine.Running).Value
+			p.Waiting = r.eng.Read(snap, engine.Waiting).Value
+			idle, known := r.eng.Idle(snap)
 			switch {
 			case !known:
-				p.Status, p.Reason = IdleNotRecorded, "vllm:num_requests_running/waiting missing from /metrics"
+				p.Status, p.Reason = IdleNotRecorded, r.noIdleGauges()
 				return p
 			case idle:
 				p.Status, p.Reason = IdleProven, ""

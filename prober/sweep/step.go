@@ -14,6 +14,8 @@ import (
 	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/endpoint"
+	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // maxStepRequests bounds the requests of one open-loop step bounded by a
@@ -63,6 +65,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	if err != nil {
 		return nil, err
 	}
+	short0 := r.prompts.gen.Info().ShortNonceItems
 	items, err := r.buildItems(ctx, seed, n, c.Warmups, st.Mode == ModeBurst)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -87,7 +90,8 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	var stopRec func() error
 	if r.metricsOK {
 		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), Source: fingerprint.RedactText(r.metricsURL)})
-		rec := scrape.NewRecorder(r.http, r.metricsURL, c.MetricsInterval, scrapeWriter{r.sink, idx}, r.scrapeOpts()...)
+		rec := scrape.NewRecorder(r.http, r.metricsURL, c.MetricsInterval, scrapeWriter{r.sink, idx},
+			append(r.scrapeOpts(), scrape.WithGauges(r.eng.RecorderGauges))...)
 		stop := rec.Start(ctx)
 		stopRec = func() error {
 			err := stop()
@@ -132,7 +136,9 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		after = r.snapshot(ctx, st, PhaseAfter)
 	}
 	st.Stats = acc.Stats(dur)
-	st.Server = computeServerStats(preWarm, before, after, maxima, st.Stats.TTFT)
+	gen := r.prompts.gen.Info()
+	st.DistinctPrompts = gen.DistinctPrompts - items.distinct0
+	st.Server = computeServerStats(r.eng, preWarm, before, after, maxima, st.Stats.TTFT)
 	if !r.metricsOK {
 		st.Server.Reason = "the server's /metrics could not be read: " + r.metricsReason
 	}
@@ -141,6 +147,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		cores = float64(cpu1-cpu0) / float64(dur)
 	}
 	st.Validity = Judge(st.Stats, cores, idle, st.Interrupted, r.validityOptions())
+	r.checkPrefixReuse(st, gen, gen.ShortNonceItems-short0)
 	st.Stats.sendLagsMS = nil // only Judge needs them; the Result keeps every step
 	r.steps = append(r.steps, st)
 	r.fp.Steps = append(r.fp.Steps, fingerprint.StepWindow{Index: idx, Label: label, Start: st.Start, End: st.End, Requests: st.Stats.Requests})
@@ -218,4 +225,43 @@ func (r *runner) warmup(ctx context.Context, st *Step, items []promptItem) int {
 	}
 	wg.Wait()
 	return failed
+}
+
+// checkPrefixReuse flags st FlagUnintendedPrefixCache when the server's
+// prefix-cache hits show more reuse than the shared prefix explains
+// (CheckPrefixReuse), or notes why that could not be judged. gen is the
+// workload generator's Info after the step and short the step's items with
+// a shortened nonce.
+func (r *runner) checkPrefixReuse(st *Step, gen workload.Info, short int64) {
+	if st.Interrupted {
+		return
+	}
+	sv := st.Server
+	flag, reason, note := CheckPrefixReuse(PrefixReuse{
+		Requests: st.Stats.Requests, Queries: sv.PrefixCacheQueries, Hits: sv.PrefixCacheHits, Preemptions: sv.Preemptions,
+		PrefixTokens: max(r.cfg.Workload.PrefixTokens, gen.PrefixTokens), OverheadTokens: gen.OverheadTokens,
+		MaxPromptTokens: int(st.Stats.InputTokens.Max), BlockSize: r.cacheBlockSize(),
+		Prompts: gen.DistinctPrompts + int64(len(endpoint.CalibrationWords)), NonceAlphabet: gen.NonceAlphabet,
+		NonceTested: gen.NonceTested, ShortNonceItems: short,
+	})
+	switch {
+	case flag:
+		st.Validity.Flags = append(st.Validity.Flags, FlagUnintendedPrefixCache)
+		st.Validity.Reasons = append(st.Validity.Reasons, reason)
+		st.Validity.Valid = false
+		level.Warn(r.logger).Log("msg", "unintended prefix-cache reuse", "step", st.Index, "engine", r.eng.Name(), "reason", reason)
+	case note != "":
+		r.stepNotes = append(r.stepNotes, fmt.Sprintf("step %d (%s): %s.", st.Index, st.Label, note))
+	}
+}
+
+// cacheBlockSize is the server's prefix-cache block in tokens, from its
+// engine configuration (vLLM block_size, SGLang page_size); 0 when unknown.
+func (r *runner) cacheBlockSize() int {
+	for _, k := range []string{"block_size", "page_size"} {
+		if n, err := strconv.Atoi(r.info.EngineConfig[k]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
+	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // Options are a sweep's collaborators. The zero value works: no logging,
@@ -32,6 +34,10 @@ type Options struct {
 	// Now is the clock of the sweep's start (Prepared.Start: the run
 	// directory's name, the fingerprint's start; nil: time.Now).
 	Now func() time.Time
+
+	// rewritePrompt, set only by tests (export_test.go), replaces each
+	// item just before its request is built (e.g. to force repeats).
+	rewritePrompt func(workload.Item) workload.Item
 }
 
 // ErrUnreachable is wrapped by Prepare's error when the target cannot be
@@ -181,10 +187,12 @@ type runner struct {
 	loadTransport *http.Transport
 	model         string
 	metricsURL    string
-	metricsOK     bool   // /metrics was readable at preflight
-	metricsReason string // why not
-	idleKnown     bool   // /metrics has vllm:num_requests_*
-	tokenizer     string // fingerprint tokenizer method
+	metricsOK     bool           // /metrics was readable at preflight
+	metricsReason string         // why not
+	eng           *engine.Engine // the server engine's adapter (configured or detected)
+	idleKnown     bool           // /metrics has the engine's running and waiting gauges
+	idleReason    string         // why not (names the engine)
+	tokenizer     string         // fingerprint tokenizer method
 	runID         string
 	start         time.Time
 
@@ -203,8 +211,11 @@ type runner struct {
 	ep      *endpoint.Endpoint // the one request path: discovery, sizing, requests
 	info    endpoint.Info      // what discovery learned
 	sizing  *endpoint.Sizing   // how prompts are sized
-	search  *SearchResult      // --rates auto: how the search ended
-	probe   *ThroughputProbe   // --rates auto: the throughput probe
+	// stepNotes are result notes about single steps (a prefix-cache check
+	// that could not be applied).
+	stepNotes []string
+	search    *SearchResult    // --rates auto: how the search ended
+	probe     *ThroughputProbe // --rates auto: the throughput probe
 }
 
 // Prepared is a sweep that passed its preflight and may now run. Create it

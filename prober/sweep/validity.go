@@ -20,6 +20,11 @@ const (
 	// FlagInterrupted: the step was cut short (SIGINT or a canceled
 	// context); its figures cover only part of the step.
 	FlagInterrupted = "interrupted"
+	// FlagUnintendedPrefixCache: the server's own prefix-cache hit
+	// counters show more reuse than the configured shared prefix explains
+	// (CheckPrefixReuse): prompts met a cache they were not meant to, so
+	// TTFT measured cached prefills.
+	FlagUnintendedPrefixCache = "unintended-prefix-cache"
 )
 
 // Idle proof statuses.
@@ -42,7 +47,8 @@ type IdleProof struct {
 	// not reach 0 within the idle timeout) or "not-recorded" (the server
 	// exposes no such metrics, or /metrics could not be read).
 	Status string `json:"status"`
-	// Running and Waiting are the last values read (vllm:num_requests_*).
+	// Running and Waiting are the last values read (the engine's running
+	// and waiting gauges, e.g. vllm:num_requests_*).
 	Running float64 `json:"running"`
 	Waiting float64 `json:"waiting"`
 	// Waited is how long the sweep waited for idleness, in seconds.
@@ -198,4 +204,117 @@ func joinReasons(rs []string) string {
 		out += r
 	}
 	return out
+}
+
+// PrefixReuse is what CheckPrefixReuse compares: a step's server-side
+// prefix-cache deltas and what the workload's prompts allow to be reused.
+type PrefixReuse struct {
+	// Requests is the number of measured requests of the step.
+	Requests int
+	// Queries and Hits are the server's prefix-cache token deltas over the
+	// measured part (ServerStats.PrefixCacheQueries, PrefixCacheHits);
+	// Preemptions its preemption delta (a preempted request is looked up
+	// again and may hit its own blocks).
+	Queries, Hits, Preemptions Figure
+	// PrefixTokens is the shared prefix's length in tokens, OverheadTokens
+	// what the tokenizer adds to any text (BOS, chat template: all of it is
+	// allowed, though only its leading part can be shared).
+	PrefixTokens, OverheadTokens int
+	// MaxPromptTokens is the step's longest prompt (the allowance per
+	// preemption).
+	MaxPromptTokens int
+	// BlockSize is the server's cache block (vLLM block_size, SGLang
+	// page_size); 0 when unknown: no rounding.
+	BlockSize int
+	// Prompts is the number of distinct prompts the run has sent by the end
+	// of the step (the nonces' overlap grows with it), NonceAlphabet the
+	// number of nonce digit words (workload.Info).
+	Prompts       int64
+	NonceAlphabet int
+	// NonceTested is workload.Info.NonceTested: false means the nonce words
+	// may be several tokens each, so the check is not applied.
+	NonceTested bool
+	// ShortNonceItems counts the step's requests (warmups included) whose
+	// input was too short for a full nonce: their prompts could repeat, so
+	// the check is not applied.
+	ShortNonceItems int64
+}
+
+// PrefixReuseMargin is the unexplained prefix-cache reuse tolerated before a
+// step is flagged FlagUnintendedPrefixCache: 5 % of the step's prefix-cache
+// queries, and at least one cache block (16 tokens when the block size is
+// unknown).
+const PrefixReuseMargin = 0.05
+
+// ExpectedReusePerRequest is the most prompt tokens one request of r's
+// workload may find in the server's prefix cache: the shared prefix, the
+// tokenizer's overhead and the nonce words it may share with an earlier
+// prompt — 1 + log_B(prompts) words (one past B prompts, two past B², with
+// one word of margin for coincidences below that), one token each —
+// rounded down to the cache block, as a block-hashing cache (vLLM) only
+// hits whole blocks.
+func (r PrefixReuse) ExpectedReusePerRequest() int {
+	words := 1
+	if b := int64(max(r.NonceAlphabet, 2)); r.Prompts > 0 {
+		for c := b; c < r.Prompts && words < 8; c *= b {
+			words++
+		}
+	}
+	e := r.PrefixTokens + r.OverheadTokens + words
+	if r.BlockSize > 1 {
+		e -= e % r.BlockSize
+	}
+	return e
+}
+
+// CheckPrefixReuse decides whether a step's prompts met the server's prefix
+// cache more than its shared prefix explains. The unexplained reuse is
+// hits − requests × ExpectedReusePerRequest − preemptions ×
+// MaxPromptTokens; it is too much when it exceeds PrefixReuseMargin of the
+// queries and one block. Then flag is true, with reason saying so — unless
+// repeats were possible (short nonces) or the nonce words could not be
+// tested: then flag is false and note says so instead. All are zero when
+// the reuse is explained, or there is nothing to judge (no counters, no
+// requests, no queries).
+func CheckPrefixReuse(r PrefixReuse) (flag bool, reason, note string) {
+	if !r.Hits.Known || !r.Queries.Known || r.Requests <= 0 || r.Queries.Value <= 0 {
+		return false, "", ""
+	}
+	per := r.ExpectedReusePerRequest()
+	allowed := float64(r.Requests) * float64(per)
+	if r.Preemptions.Known {
+		allowed += r.Preemptions.Value * float64(r.MaxPromptTokens)
+	}
+	block := r.BlockSize
+	if block <= 0 {
+		block = 16
+	}
+	margin := max(PrefixReuseMargin*r.Queries.Value, float64(block))
+	if r.Hits.Value-allowed <= margin {
+		return false, "", ""
+	}
+	hit := fmt.Sprintf("the server's prefix cache hit %.0f of %.0f prompt tokens (%.1f per request), more than the shared "+
+		"prefix explains (at most %d per request: prefix %d + overhead %d tokens + nonce words, %s)",
+		r.Hits.Value, r.Queries.Value, r.Hits.Value/float64(r.Requests), per, r.PrefixTokens, r.OverheadTokens, blockText(r.BlockSize))
+	switch {
+	case r.ShortNonceItems > 0:
+		return false, "", hit + fmt.Sprintf("; %d requests had an input too short for a full nonce, so their prompts could "+
+			"repeat: not flagged unintended-prefix-cache, but TTFT may have measured cached prefills", r.ShortNonceItems)
+	case !r.NonceTested:
+		return false, "", hit + "; the nonce words could not be tested with the server's tokenizer (they may be several " +
+			"tokens each): not flagged unintended-prefix-cache, but TTFT may have measured cached prefills"
+	}
+	return true, hit + ": prompts met a cache they were not meant to (an earlier run with the same seed, another client, " +
+		"or repeated prompts), so TTFT measured cached prefills", ""
+}
+
+// blockText says how the expected reuse was rounded to the cache block.
+func blockText(block int) string {
+	switch {
+	case block > 1:
+		return fmt.Sprintf("rounded down to the %d-token cache block", block)
+	case block == 1:
+		return "a cache of single-token pages"
+	}
+	return "not rounded: the cache block size is unknown"
 }
