@@ -91,12 +91,12 @@ var SkipReasons = []SkipReason{SkipMaxConcurrency, SkipTooLong}
 // nopObserver observes nothing (Options.Observer nil).
 type nopObserver struct{}
 
-func (nopObserver) ProbeStarted(string, string, ProbeSettings)   {}
-func (nopObserver) SLOChanged(string, string, slo.SLO, float64)  {}
-func (nopObserver) SetLastArrival(string, string, time.Time)     {}
-func (nopObserver) InFlight(string, string, int)                 {}
-func (nopObserver) Observe(*prober.Record, slo.Verdict)          {}
-func (nopObserver) Skipped(string, string, SkipReason)           {}
-func (nopObserver) SetTargetInfo(string, TargetInfo)               {}
-func (nopObserver) DeleteProbe(string, string)                   {}
-func (nopObserver) DeleteTarget(string)                          {}
+func (nopObserver) ProbeStarted(string, string, ProbeSettings)  {}
+func (nopObserver) SLOChanged(string, string, slo.SLO, float64) {}
+func (nopObserver) SetLastArrival(string, string, time.Time)    {}
+func (nopObserver) InFlight(string, string, int)                {}
+func (nopObserver) Observe(*prober.Record, slo.Verdict)         {}
+func (nopObserver) Skipped(string, string, SkipReason)          {}
+func (nopObserver) SetTargetInfo(string, TargetInfo)            {}
+func (nopObserver) DeleteProbe(string, string)                  {}
+func (nopObserver) DeleteTarget(string)                         {}
