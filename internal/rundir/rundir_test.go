@@ -797,6 +797,30 @@ func TestRunRedactsSecrets(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a server echoing the credentials on /metrics", func(t *testing.T) {
+		url, _ := startWrapped(t, fastSim(), func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			fmt.Fprintf(w, "vllm:num_requests_running{model_name=\"m\"} 0\nvllm:num_requests_waiting{model_name=\"m\"} 0\n"+
+				"echo_info{authorization=%q,key=%q} 1\n", r.Header.Get("Authorization"), key)
+		})
+		cfg := testConfig(t, url)
+		cfg.APIKey = key
+		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
+		out, err := Run(context.Background(), cfg, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, out.Dir)
+		files := allFiles(t, out.Dir)
+		if !strings.Contains(files[artifacts.MetricsBeforeFile], "echo_info") {
+			t.Fatalf("metrics-before.txt lacks the echoing series:\n%s", files[artifacts.MetricsBeforeFile])
+		}
+		for name, content := range files {
+			if strings.Contains(content, key) {
+				t.Errorf("%s holds the API key", name)
+			}
+		}
+	})
 	t.Run("secret metadata values", func(t *testing.T) {
 		url, _ := simtest.Start(t, fastSim())
 		cfg := testConfig(t, url)

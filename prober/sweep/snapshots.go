@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -33,9 +34,20 @@ func (r *runner) snapshot(ctx context.Context, st *Step, phase string) *scrape.S
 		_ = r.sink.Snapshot(meta)
 		return nil
 	}
-	meta.Time, meta.Body = snap.Time, snap.Raw
+	meta.Time, meta.Body = snap.Time, r.redactBody(snap.Raw)
 	_ = r.sink.Snapshot(meta)
 	return snap
+}
+
+// redactBody removes the API key from a /metrics body before it reaches an
+// artifact: a server that echoes request headers into a label value (or a
+// proxy that does) must not put the key into metrics-*.txt.
+func (r *runner) redactBody(b []byte) []byte {
+	key := string(r.cfg.APIKey)
+	if key == "" || !bytes.Contains(b, []byte(key)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(key), []byte(fingerprint.Redacted))
 }
 
 // waitIdle polls /metrics until the engine's running + waiting requests

@@ -90,7 +90,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	var stopRec func() error
 	if r.metricsOK {
 		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), Source: fingerprint.RedactText(r.metricsURL)})
-		rec := scrape.NewRecorder(r.http, r.metricsURL, c.MetricsInterval, scrapeWriter{r.sink, idx},
+		rec := scrape.NewRecorder(r.http, r.metricsURL, c.MetricsInterval, scrapeWriter{r, idx},
 			append(r.scrapeOpts(), scrape.WithGauges(r.eng.RecorderGauges))...)
 		stop := rec.Start(ctx)
 		stopRec = func() error {

@@ -409,14 +409,15 @@ func (r *runner) sinkError() error {
 	return r.sinkErr
 }
 
-// scrapeWriter hands a Recorder's entries to the sink.
+// scrapeWriter hands a Recorder's entries to the sink, without the API key
+// (runner.redactBody).
 type scrapeWriter struct {
-	sink RecordSink
+	r    *runner
 	step int
 }
 
 func (w scrapeWriter) Write(p []byte) (int, error) {
-	if err := w.sink.Scrape(w.step, p); err != nil {
+	if err := w.r.sink.Scrape(w.step, w.r.redactBody(p)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
