@@ -12,6 +12,18 @@ import (
 // reach for a step to count as keeping up (DESIGN.md §9 point 7).
 const DefaultGoodputRatio = 0.9
 
+// SLOPercentile is the percentile at which a level's SLOs are checked: a
+// level holds its SLOs when each SLO metric's p99 over the step is within
+// its threshold (Stats.SLOChecks).
+const SLOPercentile = 99
+
+// MinSLOSamples is the fewest samples per step on which the knee decides an
+// SLO percentile: stats.MinSamples(SLOPercentile), 100 for the p99 (a p90
+// would need 10). A level whose SLO p99 rests on fewer is not decided by it:
+// the adaptive search reruns the level with more requests, and a ladder
+// level that short is neither the knee nor its upper bracket.
+const MinSLOSamples = 100
+
 // StepOutcome is what the knee logic needs to know about one load level
 // (all rounds of it, aggregated). For open loop, Level is the requested
 // arrival rate in req/s; for closed loop it is the concurrency.
@@ -27,6 +39,22 @@ type StepOutcome struct {
 	// Throughput is completed requests per second (request_throughput). At a
 	// saturated level it estimates the capacity; the search uses it as a hint.
 	Throughput float64
+	// Served is the request throughput the level achieved: completed
+	// requests per second of the step's duration, drain included (vLLM's
+	// request_throughput, the mean over the valid rounds). A level whose
+	// Served is below the ratio times Offered did not keep up, whatever its
+	// keep-up says. 0 = not measured: the rule is skipped (a level that
+	// completed nothing fails on goodput anyway).
+	Served float64
+	// Requests is the number of requests of the level's shortest round (0 =
+	// unknown); the search sizes a longer rerun from it.
+	Requests int
+	// Samples is the fewest samples any SLO percentile of the level rests
+	// on (the smallest N of the SLO metrics over its rounds), NeedSamples
+	// how many such a percentile needs: MinSLOSamples with an SLO, 0 without
+	// (the knee then decides on no percentile).
+	Samples     int
+	NeedSamples int
 	// SLOHeld is true when every configured SLO holds at p99 (true without
 	// SLOs).
 	SLOHeld bool
@@ -39,7 +67,30 @@ type StepOutcome struct {
 	// people read; 0 means "use Goodput". The knee itself compares Goodput
 	// with Offered.
 	MeasuredGoodput float64
+	// Verdict (a Verdict* constant) and Why (in words) are what Search made
+	// of the outcome; empty for outcomes a prober returns.
+	Verdict string
+	Why     string
 }
+
+// Verdicts of a level run (StepOutcome.Verdict; Step.Search in result.json).
+const (
+	// VerdictPass: the level kept up.
+	VerdictPass = "pass"
+	// VerdictFail: it did not (keep-up, served throughput or an SLO p99).
+	VerdictFail = "fail"
+	// VerdictInvalid: a validity flag; it says nothing about the server.
+	VerdictInvalid = "invalid"
+	// VerdictTooShort: the step was too short to decide (an SLO p99 on fewer
+	// than MinSLOSamples samples, or a served throughput short of the rate
+	// by what may be the drain of a short step); the search reran it longer.
+	VerdictTooShort = "too-short"
+	// VerdictConfirmed: the second pass at the knee level (the confirmation).
+	VerdictConfirmed = "confirmed"
+	// VerdictUnconfirmed: a level that had passed failed its confirmation;
+	// it counts as a failure.
+	VerdictUnconfirmed = "unconfirmed"
+)
 
 // reportedGoodput is the goodput shown for the level: MeasuredGoodput when
 // set, else Goodput.
@@ -50,24 +101,67 @@ func (o StepOutcome) reportedGoodput() float64 {
 	return o.Goodput
 }
 
-// Passes reports whether the level keeps up: it is valid, its SLO p99s hold
-// and its goodput is at least ratio times the offered rate.
+// TooShort reports whether the level's SLO percentiles rest on fewer samples
+// than they need (Samples < NeedSamples).
+func (o StepOutcome) TooShort() bool { return o.NeedSamples > 0 && o.Samples < o.NeedSamples }
+
+// servedShort reports whether the level served less than ratio times its
+// offered rate (false when Served is not measured).
+func (o StepOutcome) servedShort(ratio float64) bool {
+	return o.Served > 0 && o.Offered > 0 && o.Served < ratio*o.Offered
+}
+
+// judge decides the level under ratio, in this order: invalid; a failure
+// on keep-up (goodput below ratio times the offered rate: no percentile
+// involved, so however short the step); too short for its SLO percentiles
+// (undecided); a failure of an SLO p99 or of the served throughput; else a
+// pass. why says it in words.
+func (o StepOutcome) judge(ratio float64) (verdict, why string) {
+	switch {
+	case !o.Valid:
+		why := strings.Join(o.Invalid, "; ")
+		if why == "" {
+			why = "no reason given"
+		}
+		return VerdictInvalid, why
+	case o.Offered <= 0:
+		return VerdictFail, "no offered rate"
+	case o.Goodput < ratio*o.Offered:
+		return VerdictFail, fmt.Sprintf("keep-up %s < %s", pct100(o.Goodput/o.Offered), pct100(ratio))
+	case o.TooShort():
+		return VerdictTooShort, fmt.Sprintf("its SLO p99 rests on %d samples, fewer than the %d a p99 needs", o.Samples, o.NeedSamples)
+	case !o.SLOHeld:
+		return VerdictFail, "an SLO p99 did not hold"
+	case o.servedShort(ratio):
+		return VerdictFail, fmt.Sprintf("served %s req/s, below %s of the offered %s req/s", fmtLevel(o.Served), pct100(ratio), fmtLevel(o.Offered))
+	}
+	return VerdictPass, ""
+}
+
+// Passes reports whether the level keeps up: it is valid, its goodput is at
+// least ratio times the offered rate, its SLO p99s hold on enough samples
+// (MinSLOSamples) and it served at least ratio times the offered rate.
 func (o StepOutcome) Passes(ratio float64) bool {
-	return o.Valid && o.SLOHeld && o.Offered > 0 && o.Goodput >= ratio*o.Offered
+	v, _ := o.judge(ratio)
+	return v == VerdictPass
 }
 
 // Knee is the knee found in a set of step outcomes.
 type Knee struct {
-	// Found is true when some level passed and a higher valid level failed:
-	// the knee is bracketed. With Found false, Level is a lower bound (every
-	// level passed; the knee is above the highest one tried) or 0 (no level
-	// passed).
+	// Found is true when the knee is bracketed: a level passed (twice in an
+	// adaptive search: its confirmation too) and the next valid level above
+	// it failed. Level is then the knee: the highest passing level, Low.
 	Found bool `json:"found"`
-	// Level is the highest passing level below the first failing one (0 when
-	// none passed).
-	Level float64 `json:"level"`
-	// Upper is the lowest failing valid level above Level (0 when none
-	// failed).
+	// Level is the knee when Found, else 0 (result.json writes no
+	// knee.level then).
+	Level float64 `json:"level,omitempty"`
+	// Low is the highest passing level below the first failing one
+	// (result.json knee.bracket_low; 0 when none passed). Without Found it
+	// is a lower bound of the knee (every level passed, or the search
+	// stopped before it confirmed Low).
+	Low float64 `json:"bracket_low,omitempty"`
+	// Upper is the lowest failing valid level above Low (result.json
+	// knee.bracket_high and, as before, knee.upper; 0 when none failed).
 	Upper float64 `json:"upper,omitempty"`
 	// MaxGoodput is the highest goodput (StepOutcome.MeasuredGoodput, vLLM's
 	// request_goodput, when set) of any valid level, in req/s, and
@@ -76,8 +170,9 @@ type Knee struct {
 	MaxGoodput      float64 `json:"max_goodput"`
 	MaxGoodputLevel float64 `json:"max_goodput_level"`
 	// NonMonotonic is true when a valid level above the first failing one
-	// passed again (noise, or a system that recovers); the knee is still the
-	// level below the first failure.
+	// passed again, or a level passed once and failed its confirmation
+	// (noise, or a system that recovers); the knee is still the level below
+	// the first failure.
 	NonMonotonic bool `json:"non_monotonic,omitempty"`
 	// Reason says in words how the knee was decided.
 	Reason string `json:"reason"`
@@ -87,9 +182,11 @@ type Knee struct {
 }
 
 // LadderKnee decides the knee of a rate (or concurrency) ladder: the highest
-// level at which goodput is still at least ratio times the offered rate and
-// the SLO p99s hold, taken below the first valid level that fails. Invalid
-// levels are skipped. Outcomes may come in any order.
+// level that passes (StepOutcome.Passes: keep-up, served throughput and
+// SLO p99s on enough samples) below the first valid level that fails.
+// Invalid levels are skipped, and so are levels too short for their SLO
+// p99 (TooShort): they decide nothing, so they are neither the knee nor its
+// upper bracket. Outcomes may come in any order.
 func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 	os := slices.Clone(outcomes)
 	slices.SortStableFunc(os, func(a, b StepOutcome) int {
@@ -104,6 +201,7 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 	var k Knee
 	failed := false
 	valid := 0
+	var short []float64
 	for _, o := range os {
 		if !o.Valid {
 			continue
@@ -112,10 +210,17 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 		if g := o.reportedGoodput(); g > k.MaxGoodput || k.MaxGoodputLevel == 0 {
 			k.MaxGoodput, k.MaxGoodputLevel = g, o.Level
 		}
-		pass := o.Passes(ratio)
+		v, _ := o.judge(ratio)
+		if v == VerdictTooShort {
+			if !failed && !slices.Contains(short, o.Level) {
+				short = append(short, o.Level)
+			}
+			continue
+		}
+		pass := v == VerdictPass
 		switch {
 		case pass && !failed:
-			k.Level = o.Level
+			k.Low = o.Level
 		case pass && failed:
 			k.NonMonotonic = true
 		case !pass && !failed:
@@ -123,20 +228,43 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 			k.Upper = o.Level
 		}
 	}
+	// Only the too-short levels above the knee's lower end matter: one of
+	// them may be where the knee is.
+	short = slices.DeleteFunc(short, func(l float64) bool { return l < k.Low })
+	shortText := ""
+	if len(short) > 0 {
+		shortText = fmt.Sprintf("; %s too short to decide (an SLO p99 on fewer than %d samples)", levelsText(short), MinSLOSamples)
+	}
 	switch {
 	case valid == 0:
 		k.Reason = "no valid step: the knee cannot be decided"
-	case k.Level == 0:
-		k.Reason = fmt.Sprintf("no level passed; the knee is below %s", fmtLevel(k.Upper))
-	case !failed && invalidAbove(os, k.Level):
-		k.Reason = fmt.Sprintf("every valid level passed; higher levels were invalid and excluded, so the knee is at least %s", fmtLevel(k.Level))
+	case k.Low == 0 && k.Upper == 0:
+		k.Reason = "no level could be decided" + shortText
+	case k.Low == 0:
+		k.Reason = fmt.Sprintf("no level passed; the knee is below %s%s", fmtLevel(k.Upper), shortText)
+	case len(short) > 0:
+		k.Reason = fmt.Sprintf("highest passing level %s%s, so the knee is at least %s but not located", fmtLevel(k.Low), shortText, fmtLevel(k.Low))
+	case !failed && invalidAbove(os, k.Low):
+		k.Reason = fmt.Sprintf("every valid level passed; higher levels were invalid and excluded, so the knee is at least %s", fmtLevel(k.Low))
 	case !failed:
-		k.Reason = fmt.Sprintf("every valid level passed; the knee is above %s", fmtLevel(k.Level))
+		k.Reason = fmt.Sprintf("every valid level passed; the knee is above %s", fmtLevel(k.Low))
 	default:
-		k.Found = true
-		k.Reason = fmt.Sprintf("highest passing level %s, first failing level %s", fmtLevel(k.Level), fmtLevel(k.Upper))
+		k.Found, k.Level = true, k.Low
+		k.Reason = fmt.Sprintf("highest passing level %s, first failing level %s", fmtLevel(k.Low), fmtLevel(k.Upper))
 	}
 	return k
+}
+
+// levelsText lists levels: "level 2" or "levels 1, 2".
+func levelsText(ls []float64) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmtLevel(l)
+	}
+	if len(ls) == 1 {
+		return "level " + parts[0] + " was"
+	}
+	return "levels " + strings.Join(parts, ", ") + " were"
 }
 
 func invalidAbove(os []StepOutcome, level float64) bool {
@@ -162,12 +290,16 @@ type SearchOptions struct {
 	// hi <= lo*(1+Tolerance), so lo is within Tolerance of the knee. Default
 	// DefaultAutoTolerance (5 %).
 	Tolerance float64
-	// MaxSteps bounds the number of steps run, reruns of invalid levels
-	// included. Default 16.
+	// MaxSteps bounds the number of steps run, reruns of invalid levels,
+	// longer reruns and the confirmation included. Default 16.
 	MaxSteps int
 	// Retries is how many more times an invalid level is run before the
 	// search gives up on it. Default 2; negative means none.
 	Retries int
+	// Lengthen is how many times a level too short to decide (see
+	// VerdictTooShort) is run again with more requests before the search
+	// gives up on it. Default DefaultSearchLengthen (2); negative means none.
+	Lengthen int
 	// MinRate ends the downward search when even this rate fails. Default
 	// Start/64.
 	MinRate float64
@@ -180,6 +312,13 @@ type SearchOptions struct {
 
 // DefaultSearchRetries is SearchOptions.Retries' default.
 const DefaultSearchRetries = 2
+
+// DefaultSearchLengthen is SearchOptions.Lengthen's default.
+const DefaultSearchLengthen = 2
+
+// maxLengthenFactor bounds one longer rerun to this many times the requests
+// of the run before it.
+const maxLengthenFactor = 16
 
 func (o SearchOptions) withDefaults() SearchOptions {
 	if o.Start <= 0 {
@@ -200,6 +339,12 @@ func (o SearchOptions) withDefaults() SearchOptions {
 	case o.Retries < 0:
 		o.Retries = 0
 	}
+	switch {
+	case o.Lengthen == 0:
+		o.Lengthen = DefaultSearchLengthen
+	case o.Lengthen < 0:
+		o.Lengthen = 0
+	}
 	if o.MinRate <= 0 {
 		o.MinRate = o.Start / 64
 	}
@@ -212,13 +357,17 @@ func (o SearchOptions) withDefaults() SearchOptions {
 	return o
 }
 
-// Prober runs one load level at the given rate and reports its outcome. An
-// error (for example a canceled context) ends the search.
-type Prober func(rate float64) (StepOutcome, error)
+// Prober runs one load level at the given rate and reports its outcome.
+// minRequests, when positive, is the fewest requests each of its steps must
+// send (the search asks for longer steps when a level was too short to
+// decide); 0 means the configured step length. An error (for example a
+// canceled context) ends the search.
+type Prober func(rate float64, minRequests int) (StepOutcome, error)
 
 // Why a search ended (SearchResult.End).
 const (
-	// SearchBracketed: hi <= lo*(1+Tolerance), the normal end.
+	// SearchBracketed: hi <= lo*(1+Tolerance) and lo confirmed, the normal
+	// end.
 	SearchBracketed = "bracketed"
 	// SearchMaxSteps: MaxSteps steps ran first.
 	SearchMaxSteps = "max-steps"
@@ -228,6 +377,9 @@ const (
 	SearchMinRate = "min-rate"
 	// SearchInvalid: a level stayed invalid after its reruns.
 	SearchInvalid = "invalid"
+	// SearchTooShort: a level stayed too short to decide after its longer
+	// reruns.
+	SearchTooShort = "too-short"
 	// SearchError: the prober returned an error (e.g. SIGINT).
 	SearchError = "error"
 )
@@ -235,7 +387,8 @@ const (
 // SearchResult is the result of Search.
 type SearchResult struct {
 	Knee
-	// Steps holds every outcome in the order run, reruns included.
+	// Steps holds every outcome in the order run, reruns included, each
+	// with the Verdict the search gave it.
 	Steps []StepOutcome `json:"-"`
 	// End says why the search ended (SearchBracketed, SearchMaxSteps, ...).
 	End string `json:"end"`
@@ -248,7 +401,8 @@ type SearchResult struct {
 // from Start while levels pass (dividing instead, down to MinRate, when the
 // first level fails), which brackets the knee between the highest passing
 // rate lo and the lowest failing rate hi; then it narrows [lo, hi] until
-// hi <= lo*(1+Tolerance). Each narrowing step tries, in order of preference:
+// hi <= lo*(1+Tolerance); then it confirms lo with one more run at lo. Each
+// narrowing step tries, in order of preference:
 //
 //   - T/Ratio, where T is the request throughput measured at hi, when it lies
 //     well inside (lo, hi) and hi failed on goodput alone (its SLO p99s
@@ -261,138 +415,345 @@ type SearchResult struct {
 //     guess was close;
 //   - otherwise the geometric midpoint sqrt(lo*hi).
 //
-// A level fails when an SLO p99 fails or goodput is below Ratio times the
-// rate. An invalid level (client-saturated, not-idle, errors) says nothing
-// about the server, so it is neither a pass nor a failure: it is run again,
-// up to Retries more times, and when it stays invalid the search stops
-// there (End SearchInvalid, Stop naming the level and its flags) rather
-// than narrow on a level it could not measure. The knee reported is lo, a
-// rate that was run and passed. Search returns the outcomes gathered so
-// far with the prober's error, if any.
+// A level passes when StepOutcome.Passes says so: valid, keep-up and served
+// throughput at least Ratio times the rate, SLO p99s held on at least
+// MinSLOSamples samples. Levels the search cannot decide are run again:
+//
+//   - an invalid level (client-saturated, not-idle, errors) says nothing
+//     about the server: it is rerun up to Retries more times, and when it
+//     stays invalid the search stops there (End SearchInvalid, Stop naming
+//     the level and its flags) rather than narrow on a level it could not
+//     measure;
+//   - a level too short to decide (its SLO p99 on fewer than MinSLOSamples
+//     samples, or keep-up passed but its served throughput fell short, which
+//     the drain of a short step alone can cause) is rerun with more
+//     requests, up to Lengthen times (End SearchTooShort when it stays too
+//     short); later levels then run at least as long (as many requests for
+//     the samples, as long an arrival window for the drain).
+//
+// The confirmation runs lo again as long as its passing run; when it fails,
+// lo counts as failed (hi = lo; its verdict VerdictUnconfirmed, the knee
+// NonMonotonic) and the search narrows again below it. When the step budget
+// is about to run out during the narrowing, the search confirms lo in the
+// wider bracket it has (End SearchMaxSteps). The knee reported is lo, a
+// rate that ran and passed twice; Knee.Found is false, with Low and Upper
+// the bracket so far, when it was not confirmed. Search returns the
+// outcomes gathered so far with the prober's error, if any.
 func Search(opts SearchOptions, probe Prober) (SearchResult, error) {
-	o := opts.withDefaults()
-	var res SearchResult
-	full := func() bool { return len(res.Steps) >= o.MaxSteps }
-	// run probes rate, rerunning it while it is invalid. ok is false when
-	// the search must stop (res.End and res.Stop are then set).
-	run := func(rate float64) (out StepOutcome, pass, ok bool, err error) {
-		for attempt := 1; ; attempt++ {
-			out, err = probe(rate)
-			if err != nil {
-				res.End = SearchError
-				return out, false, false, err
-			}
-			if out.Level == 0 {
-				out.Level = rate
-			}
-			if out.Offered == 0 {
-				out.Offered = rate
-			}
-			res.Steps = append(res.Steps, out)
-			if out.Valid {
-				return out, out.Passes(o.Ratio), true, nil
-			}
-			if attempt > o.Retries {
-				res.End = SearchInvalid
-				why := strings.Join(out.Invalid, "; ")
-				if why == "" {
-					why = "no reason given"
-				}
-				res.Stop = fmt.Sprintf("rate %s req/s was invalid in %s (%s); the search stopped there instead of narrowing on a level it could not measure",
-					fmtLevel(rate), attemptsText(attempt), why)
-				return out, false, false, nil
-			}
-			if full() {
-				res.End = SearchMaxSteps
-				res.Stop = fmt.Sprintf("the step budget (%d) ran out while rerunning the invalid rate %s req/s", o.MaxSteps, fmtLevel(rate))
-				return out, false, false, nil
-			}
-		}
-	}
-	finish := func(err error) (SearchResult, error) {
-		res.Knee = LadderKnee(res.Steps, o.Ratio)
-		return res, err
-	}
-	maxSteps := func() (SearchResult, error) {
-		res.End = SearchMaxSteps
-		res.Stop = fmt.Sprintf("%d steps ran (--auto-max-steps) before the knee was bracketed within %s", o.MaxSteps, pct100(o.Tolerance))
-		return finish(nil)
-	}
+	s := &searcher{o: opts.withDefaults(), probe: probe, length: map[float64]int{}}
+	err := s.run()
+	s.res.Knee = s.knee()
+	return s.res, err
+}
 
-	var lo, hi float64 // highest passing, lowest failing (0 = none yet)
-	var hiOut StepOutcome
-	rate := o.Start
-	// Bracket.
-	for {
-		if full() {
-			return maxSteps()
+// searcher is the state of one Search.
+type searcher struct {
+	o     SearchOptions
+	probe Prober
+	res   SearchResult
+
+	lo, hi    float64 // highest passing, lowest failing (0 = none yet)
+	hiOut     StepOutcome
+	confirmed float64 // lo once its confirmation passed
+	passed    []float64
+	// length is the minRequests of each rate's passing run (the
+	// confirmation runs as long); minReq and minWindow are what later
+	// levels need: requests for the samples, seconds of arrivals for the
+	// drain.
+	length    map[float64]int
+	minReq    int
+	minWindow float64
+}
+
+func (s *searcher) full() bool { return len(s.res.Steps) >= s.o.MaxSteps }
+
+// stop ends the search early with why.
+func (s *searcher) stop(end, why string) {
+	s.res.End, s.res.Stop = end, why
+}
+
+func (s *searcher) stopMaxSteps() {
+	s.stop(SearchMaxSteps, fmt.Sprintf("%d steps ran (--auto-max-steps) before the knee was bracketed within %s and confirmed", s.o.MaxSteps, pct100(s.o.Tolerance)))
+}
+
+// requestsFor is the fewest requests a step at rate must send (0: the
+// configured length).
+func (s *searcher) requestsFor(rate float64) int {
+	return max(s.minReq, int(math.Ceil(rate*s.minWindow)))
+}
+
+// measure runs rate until it is decided: reruns while it is invalid or too
+// short, as the options allow. ok is false when the search must stop
+// (res.End and res.Stop are then set).
+func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, ok bool, err error) {
+	n := s.requestsFor(rate)
+	if confirm {
+		n = max(n, s.length[rate])
+	}
+	retries, lengthen := s.o.Retries, s.o.Lengthen
+	for attempt := 1; ; attempt++ {
+		out, err = s.probe(rate, n)
+		if err != nil {
+			s.res.End = SearchError
+			return out, false, false, err
 		}
-		out, pass, ok, err := run(rate)
-		if err != nil || !ok {
-			return finish(err)
+		if out.Level == 0 {
+			out.Level = rate
 		}
-		if pass {
-			lo = rate
-			if hi != 0 {
-				break
+		if out.Offered == 0 {
+			out.Offered = rate
+		}
+		v, why := out.judge(s.o.Ratio)
+		// keep-up passed but the served throughput fell short: the drain
+		// of a short step or an overload; a longer step tells them apart.
+		drain := v == VerdictFail && out.SLOHeld && out.servedShort(s.o.Ratio) && out.Goodput >= s.o.Ratio*out.Offered
+		if drain && lengthen > 0 {
+			v = VerdictTooShort
+		}
+		out.Verdict, out.Why = v, why
+		s.res.Steps = append(s.res.Steps, out)
+		last := &s.res.Steps[len(s.res.Steps)-1]
+		switch v {
+		case VerdictInvalid:
+			if retries == 0 {
+				s.stop(SearchInvalid, fmt.Sprintf("rate %s req/s was invalid in %s (%s); the search stopped there instead of narrowing on a level it could not measure",
+					fmtLevel(rate), attemptsText(attempt), why))
+				return out, false, false, nil
 			}
-			if rate >= o.MaxRate {
-				res.End = SearchMaxRate
-				res.Stop = fmt.Sprintf("the highest rate allowed (%s req/s) passed", fmtLevel(o.MaxRate))
-				return finish(nil)
+			retries--
+			if s.full() {
+				s.stop(SearchMaxSteps, fmt.Sprintf("the step budget (%d) ran out while rerunning the invalid rate %s req/s", s.o.MaxSteps, fmtLevel(rate)))
+				return out, false, false, nil
 			}
-			rate = math.Min(rate*o.Factor, o.MaxRate)
+			continue
+		case VerdictTooShort:
+			if lengthen == 0 {
+				s.stop(SearchTooShort, fmt.Sprintf("rate %s req/s stayed too short to decide after %s (%s); the search stopped there instead of deciding on too few samples",
+					fmtLevel(rate), longerText(s.o.Lengthen), why))
+				return out, false, false, nil
+			}
+			lengthen--
+			next := s.longer(out, drain)
+			n = max(n, next)
+			last.Why += fmt.Sprintf("; rerun with %d requests", n)
+			if s.full() {
+				s.stop(SearchMaxSteps, fmt.Sprintf("the step budget (%d) ran out while rerunning the too-short rate %s req/s longer", s.o.MaxSteps, fmtLevel(rate)))
+				return out, false, false, nil
+			}
 			continue
 		}
-		hi, hiOut = rate, out
-		if lo != 0 {
-			break
+		pass = v == VerdictPass
+		if confirm {
+			last.Verdict = VerdictConfirmed
+			if !pass {
+				last.Verdict = VerdictUnconfirmed
+			}
 		}
-		rate /= o.Factor
-		if rate < o.MinRate {
-			res.End = SearchMinRate
-			res.Stop = fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(hi))
-			return finish(nil)
+		if pass && !confirm {
+			s.length[rate] = n
+			s.passed = append(s.passed, rate)
+		}
+		return out, pass, true, nil
+	}
+}
+
+// longer returns the requests a rerun of out's level needs, and raises
+// what later levels need: for the samples, enough requests that the fewest
+// SLO samples reach NeedSamples (with 10 % to spare); for the drain, an
+// arrival window over which one drain costs at most half the tolerance the
+// ratio leaves ((1+Ratio)/2 of the rate served). At least twice, at most
+// maxLengthenFactor times the requests of out.
+func (s *searcher) longer(out StepOutcome, drain bool) int {
+	n := max(out.Requests, 1)
+	var want int
+	if drain {
+		// served/rate = W/(W+D) with W = n/rate: D = n/served - n/rate;
+		// a window W' with W'/(W'+D) = t needs W' = D t/(1-t).
+		t := (1 + s.o.Ratio) / 2
+		d := float64(n)/out.Served - float64(n)/out.Offered
+		w := d * t / (1 - t)
+		want = int(math.Ceil(w * out.Offered))
+		s.minWindow = max(s.minWindow, math.Min(w, float64(maxLengthenFactor*n)/out.Offered))
+	} else {
+		if out.Samples > 0 {
+			want = int(math.Ceil(1.1 * float64(n) * float64(out.NeedSamples) / float64(out.Samples)))
+		} else {
+			want = 2 * max(n, out.NeedSamples)
 		}
 	}
-	// Narrow.
-	hintUsed := 0.0 // the hi for which the throughput hint was tried
-	lastWasHint := false
-	for hi > lo*(1+o.Tolerance) {
-		if full() {
-			return maxSteps()
+	want = min(max(want, 2*n), maxLengthenFactor*n)
+	if !drain {
+		s.minReq = max(s.minReq, want)
+	}
+	return want
+}
+
+func longerText(n int) string {
+	if n == 1 {
+		return "one longer rerun"
+	}
+	return strconv.Itoa(n) + " longer reruns"
+}
+
+// run is the search; it returns the prober's error, if any.
+func (s *searcher) run() error {
+	o := s.o
+	rate := o.Start
+	for {
+		// Bracket: a pass and a failure.
+		for s.lo == 0 || s.hi == 0 {
+			if s.full() {
+				s.stopMaxSteps()
+				return nil
+			}
+			out, pass, ok, err := s.measure(rate, false)
+			if err != nil || !ok {
+				return err
+			}
+			if pass {
+				s.lo = rate
+				if s.hi != 0 {
+					break
+				}
+				if rate >= o.MaxRate {
+					s.stop(SearchMaxRate, fmt.Sprintf("the highest rate allowed (%s req/s) passed", fmtLevel(o.MaxRate)))
+					return nil
+				}
+				rate = math.Min(rate*o.Factor, o.MaxRate)
+				continue
+			}
+			s.hi, s.hiOut = rate, out
+			if s.lo != 0 {
+				break
+			}
+			rate /= o.Factor
+			if rate < o.MinRate {
+				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(s.hi)))
+				return nil
+			}
 		}
-		var p float64
-		h := hiOut.Throughput / o.Ratio
-		switch {
-		case hintUsed != hi && hiOut.SLOHeld && h > lo*(1+o.Tolerance/2) && h < hi/(1+o.Tolerance/2):
-			p, hintUsed, lastWasHint = h, hi, true
-		case lastWasHint:
-			lastWasHint = false
-			if res.Steps[len(res.Steps)-1].Passes(o.Ratio) {
-				p = lo * (1 + o.Tolerance) * (1 - 1e-9)
+		// Narrow.
+		hintUsed := 0.0 // the hi for which the throughput hint was tried
+		lastWasHint, lastPassed := false, false
+		for s.hi > s.lo*(1+o.Tolerance) {
+			if len(s.res.Steps) >= o.MaxSteps-1 {
+				// One step left: confirm lo in the bracket there is.
+				s.stop(SearchMaxSteps, fmt.Sprintf("%d steps ran (--auto-max-steps) before the bracket narrowed to %s; the knee was confirmed in the wider bracket",
+					o.MaxSteps, pct100(o.Tolerance)))
+				break
+			}
+			var p float64
+			h := s.hiOut.Throughput / o.Ratio
+			switch {
+			case hintUsed != s.hi && s.hiOut.SLOHeld && h > s.lo*(1+o.Tolerance/2) && h < s.hi/(1+o.Tolerance/2):
+				p, hintUsed, lastWasHint = h, s.hi, true
+			case lastWasHint:
+				lastWasHint = false
+				if lastPassed {
+					p = s.lo * (1 + o.Tolerance) * (1 - 1e-9)
+				} else {
+					p = s.hi / (1 + o.Tolerance) * (1 + 1e-9)
+				}
+				if p <= s.lo || p >= s.hi {
+					p = math.Sqrt(s.lo * s.hi)
+				}
+			default:
+				lastWasHint = false
+				p = math.Sqrt(s.lo * s.hi)
+			}
+			out, pass, ok, err := s.measure(p, false)
+			if err != nil || !ok {
+				return err
+			}
+			lastPassed = pass
+			if pass {
+				s.lo = p
 			} else {
-				p = hi / (1 + o.Tolerance) * (1 + 1e-9)
+				s.hi, s.hiOut = p, out
 			}
-			if p <= lo || p >= hi {
-				p = math.Sqrt(lo * hi)
-			}
-		default:
-			lastWasHint = false
-			p = math.Sqrt(lo * hi)
 		}
-		out, pass, ok, err := run(p)
+		// Confirm.
+		if s.full() {
+			s.stopMaxSteps()
+			return nil
+		}
+		out, pass, ok, err := s.measure(s.lo, true)
 		if err != nil || !ok {
-			return finish(err)
+			return err
 		}
 		if pass {
-			lo = p
-		} else {
-			hi, hiOut = p, out
+			s.confirmed = s.lo
+			if s.res.End == "" {
+				s.res.End = SearchBracketed
+			}
+			return nil
+		}
+		// lo failed its confirmation: it is a failure, and the knee is
+		// below it.
+		s.res.End, s.res.Stop = "", ""
+		s.hi, s.hiOut = s.lo, out
+		s.lo = 0
+		for _, p := range s.passed {
+			if p < s.hi && p > s.lo {
+				s.lo = p
+			}
+		}
+		if s.lo == 0 {
+			rate = s.hi / o.Factor
+			if rate < o.MinRate {
+				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(s.hi)))
+				return nil
+			}
 		}
 	}
-	res.End = SearchBracketed
-	return finish(nil)
+}
+
+// knee states the search's knee: Found when lo was confirmed below a
+// failure; the bracket so far otherwise.
+func (s *searcher) knee() Knee {
+	k := Knee{Low: s.lo, Upper: s.hi}
+	if s.confirmed > 0 {
+		k.Low = s.confirmed
+	}
+	verdicts := map[float64]string{}
+	for _, o := range s.res.Steps {
+		if !o.Valid {
+			continue
+		}
+		if g := o.reportedGoodput(); g > k.MaxGoodput || k.MaxGoodputLevel == 0 {
+			k.MaxGoodput, k.MaxGoodputLevel = g, o.Level
+		}
+		switch o.Verdict {
+		case VerdictUnconfirmed:
+			k.NonMonotonic = true
+		case VerdictPass, VerdictFail:
+			if prev, ok := verdicts[o.Level]; ok && prev != o.Verdict {
+				k.NonMonotonic = true
+			}
+			verdicts[o.Level] = o.Verdict
+		}
+	}
+	valid := k.MaxGoodputLevel != 0
+	unconfirmed := ""
+	if k.NonMonotonic {
+		unconfirmed = "; a level that had passed failed its confirmation"
+	}
+	switch {
+	case s.confirmed > 0 && k.Upper > 0:
+		k.Found, k.Level = true, k.Low
+		k.Reason = fmt.Sprintf("highest passing level %s (passed again on confirmation), first failing level %s%s", fmtLevel(k.Low), fmtLevel(k.Upper), unconfirmed)
+	case !valid:
+		k.Reason = "no valid step: the knee cannot be decided"
+	case k.Low > 0 && k.Upper > 0:
+		k.Reason = fmt.Sprintf("%s passed and %s failed, but %s was not confirmed by a second step, so the knee is not stated%s", fmtLevel(k.Low), fmtLevel(k.Upper), fmtLevel(k.Low), unconfirmed)
+	case k.Low > 0:
+		k.Reason = fmt.Sprintf("every level tried passed; the knee is above %s", fmtLevel(k.Low))
+	case k.Upper > 0:
+		k.Reason = fmt.Sprintf("no level passed; the knee is below %s%s", fmtLevel(k.Upper), unconfirmed)
+	default:
+		k.Reason = "no level could be decided"
+	}
+	return k
 }
 
 func attemptsText(n int) string {
