@@ -84,7 +84,13 @@ func whyFails(st *sweep.Step) []string {
 		}
 	}
 	if !isBurst(st) && x.GoodputRatio < ratio {
-		out = append(out, fmt.Sprintf("keep-up %s (needs %s; goodput %s req/s)", pct(math.Min(x.GoodputRatio, 1)), pct(ratio), num(x.RequestGoodput)))
+		g := "goodput " + num(x.RequestGoodput)
+		if len(x.SLOChecks) == 0 {
+			g = "served " + num(x.RequestThroughput)
+		}
+		out = append(out, fmt.Sprintf("keep-up %s (needs %s; %s req/s)", pct(math.Min(x.GoodputRatio, 1)), pct(ratio), g))
+	} else if !isBurst(st) && st.Mode != sweep.ModeClosed && x.RequestThroughput > 0 && x.RequestThroughput < ratio*st.Level {
+		out = append(out, fmt.Sprintf("served %s req/s, below %s of the rate", num(x.RequestThroughput), pct(ratio)))
 	}
 	return out
 }
@@ -181,8 +187,8 @@ func verdict(res *sweep.Result) []string {
 	k := res.Knee
 	switch {
 	case k.Found:
-		v := fmt.Sprintf("**Capacity knee: %s.** Under this workload the endpoint keeps up to %s: %s.",
-			levelText(res, k.Level), levelText(res, k.Level), rule)
+		v := fmt.Sprintf("**Capacity knee: %s** (%s). Under this workload the endpoint keeps up to %s: %s.",
+			levelText(res, k.Level), bracketText(k), levelText(res, k.Level), rule)
 		if up := firstAt(res, k.Upper); up >= 0 {
 			if why := whyFails(res.Steps[up]); len(why) > 0 {
 				v += fmt.Sprintf(" At %s it no longer does: %s.", levelText(res, k.Upper), strings.Join(why, "; "))
@@ -190,14 +196,17 @@ func verdict(res *sweep.Result) []string {
 			v += " " + boundText(res.Steps[up])
 		}
 		out = append(out, v)
-	case k.Level > 0:
-		if inv := invalidAbove(res, k.Level); len(inv) > 0 {
+	case k.Low > 0 && k.Upper > 0:
+		out = append(out, fmt.Sprintf("**No knee stated** (%s): %s. The knee is somewhere in that bracket; "+
+			"run the sweep again with a larger step budget or longer steps to state it.", bracketText(k), k.Reason))
+	case k.Low > 0:
+		if inv := invalidAbove(res, k.Low); len(inv) > 0 {
 			out = append(out, fmt.Sprintf("**No knee found.** Every valid level kept up, up to %s; the higher %s, "+
 				"which says nothing about the server, so the knee is at least %s but was not located.",
-				levelText(res, k.Level), invalidPhrase(res, inv), levelText(res, k.Level)))
+				levelText(res, k.Low), invalidPhrase(res, inv), levelText(res, k.Low)))
 		} else {
 			out = append(out, fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
-				"The knee is above that; run higher levels to find it.", levelText(res, k.Level)))
+				"The knee is above that; run higher levels to find it.", levelText(res, k.Low)))
 		}
 	case invalid == len(res.Steps):
 		out = append(out, "**No knee can be decided: every step is invalid** (see Validity). Fix the cause and run again.")
@@ -216,12 +225,17 @@ func verdict(res *sweep.Result) []string {
 	if k.Stop != "" {
 		out = append(out, "The adaptive search stopped early: "+k.Stop+".")
 	}
-	if c := res.ReferenceCapacity; c > 0 && k.Level > 0 && !closed(res) {
+	if c := res.ReferenceCapacity; c > 0 && k.Low > 0 && !closed(res) {
 		out = append(out, fmt.Sprintf("The built-in simulator's capacity for this workload, from its parameters, is %s req/s: the knee is %s of it.",
-			num(c), pct(k.Level/c)))
+			num(c), pct(k.Low/c)))
 	}
 	if hasValid(res) && k.MaxGoodputLevel != 0 {
-		out = append(out, fmt.Sprintf("The highest goodput measured (vLLM's request_goodput) was **%s req/s**, at %s.", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
+		if sloSet(res) {
+			out = append(out, fmt.Sprintf("The highest goodput measured (vLLM's request_goodput) was **%s req/s**, at %s.", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
+		} else {
+			out = append(out, fmt.Sprintf("No SLO was set (--goodput), so there is no goodput; the highest throughput of successful requests was **%s req/s**, at %s.",
+				num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
+		}
 	}
 	if k.NonMonotonic {
 		out = append(out, "A level above the first failing one passed again: the curve is noisy. Repeat with more rounds (--rounds) before trusting the knee.")
@@ -371,8 +385,13 @@ func writeSteps(b *bytes.Buffer, res *sweep.Result) {
 	if queued(res) {
 		queue, queueSep = " client queue p50 | client queue p99 |", "--:|--:|"
 	}
-	fmt.Fprintf(b, "| step | %s | achieved (req/s) | ok | failed | req/s | goodput (req/s) | keep-up | out tok/s |%s TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | E2EL p99 | valid | note |\n", lvl, queue)
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|" + queueSep + "--:|--:|--:|--:|--:|---|---|\n")
+	content, contentSep := "", ""
+	showContent := contentTTFT(res)
+	if showContent {
+		content, contentSep = " content TTFT p50 | content TTFT p99 |", "--:|--:|"
+	}
+	fmt.Fprintf(b, "| step | %s | achieved (req/s) | ok | failed | req/s | goodput (req/s) | keep-up | out tok/s |%s TTFT p50 | TTFT p99 |%s TPOT p50 | TPOT p99 | E2EL p99 | E2EL p99 from intended send | valid | note |\n", lvl, queue, content)
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|" + queueSep + "--:|--:|" + contentSep + "--:|--:|--:|--:|---|---|\n")
 	knee := kneeStep(res)
 	for i, st := range res.Steps {
 		x := &st.Stats
@@ -390,18 +409,34 @@ func writeSteps(b *bytes.Buffer, res *sweep.Result) {
 		if isBurst(st) {
 			notes = append(notes, "burst")
 		}
+		if n := searchNote(st); n != "" {
+			notes = append(notes, n)
+		}
 		q := ""
 		if queued(res) {
 			q = fmt.Sprintf(" %s | %s |", p50(x.QueueTime), p99(x.QueueTime))
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s |%s %s | %s | %s | %s | %s | %s | %s |\n",
+		c := ""
+		if showContent {
+			c = fmt.Sprintf(" %s | %s |", p50(x.TTFTText), p99(x.TTFTText))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s |%s %s | %s |%s %s | %s | %s | %s | %s | %s |\n",
 			stepName(st), num(st.Level), num(x.AchievedRate), x.Completed, x.Failed,
-			num(x.RequestThroughput), num(x.RequestGoodput), keepUp(st), num(x.OutputThroughput), q,
-			num(x.TTFT.P50), p99(x.TTFT), num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), valid, strings.Join(notes, ", "))
+			num(x.RequestThroughput), goodputText(res, x.RequestGoodput), keepUp(st), num(x.OutputThroughput), q,
+			num(x.TTFT.P50), p99(x.TTFT), c, num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, strings.Join(notes, ", "))
 	}
 	b.WriteString("\nLatencies in ms. A p99 marked * rests on fewer than 100 samples (see Latency detail for its confidence interval). " +
 		"Goodput is vllm bench serve's request_goodput (good requests per second of the step, drain included); keep-up is the knee's " +
 		"criterion (see Knee and capacity), shown capped at 100 %.")
+	if !sloSet(res) {
+		b.WriteString(" No SLO was set (--goodput), so no goodput is shown (" + noGoodput + "; result.json's request_goodput is null).")
+	}
+	if showContent {
+		b.WriteString(" Content TTFT is the time to the first event with text: it differs from the TTFT (to the first event, e.g. chat's role chunk) " +
+			"by more than " + pct(contentTTFTDiffers) + " in some step, and TPOT and ITL include that wait.")
+	}
+	b.WriteString(" E2EL from intended send is the E2E latency measured from the time the schedule meant to send the request, " +
+		"so a late send (and any wait for a concurrency slot) counts: the coordinated-omission-corrected latency.")
 	if queued(res) {
 		b.WriteString(" Client queue is the wait for one of the --max-concurrency slots, not included in TTFT or E2EL.")
 	}
@@ -440,7 +475,11 @@ func writeKnee(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("## Knee and capacity\n\n")
 	fmt.Fprintf(b, "- Knee: %s.\n", kneeLine(res))
 	if hasValid(res) && k.MaxGoodputLevel != 0 {
-		fmt.Fprintf(b, "- Max goodput (vLLM's request_goodput): **%s req/s** at %s.\n", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel))
+		if sloSet(res) {
+			fmt.Fprintf(b, "- Max goodput (vLLM's request_goodput): **%s req/s** at %s.\n", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel))
+		} else {
+			fmt.Fprintf(b, "- Max goodput: %s (no SLO set); max throughput of successful requests **%s req/s** at %s.\n", noGoodput, num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel))
+		}
 	}
 	if closed(res) {
 		fmt.Fprintf(b, "- Rule: a level keeps up when it is valid, at least %s of its completed requests were good", pct(ratio))
@@ -551,12 +590,16 @@ func writeLatency(b *bytes.Buffer, res *sweep.Result) {
 		name string
 		get  func(*sweep.Step) sweep.Latency
 	}
-	metrics := []metric{
-		{"TTFT", func(st *sweep.Step) sweep.Latency { return st.Stats.TTFT }},
-		{"TPOT", func(st *sweep.Step) sweep.Latency { return st.Stats.TPOT }},
-		{"ITL", func(st *sweep.Step) sweep.Latency { return st.Stats.ITL }},
-		{"E2EL", func(st *sweep.Step) sweep.Latency { return st.Stats.E2EL }},
+	metrics := []metric{{"TTFT", func(st *sweep.Step) sweep.Latency { return st.Stats.TTFT }}}
+	if contentTTFT(res) {
+		metrics = append(metrics, metric{"Content TTFT (to the first text)", func(st *sweep.Step) sweep.Latency { return st.Stats.TTFTText }})
 	}
+	metrics = append(metrics,
+		metric{"TPOT", func(st *sweep.Step) sweep.Latency { return st.Stats.TPOT }},
+		metric{"ITL", func(st *sweep.Step) sweep.Latency { return st.Stats.ITL }},
+		metric{"E2EL", func(st *sweep.Step) sweep.Latency { return st.Stats.E2EL }},
+		metric{"E2EL from the intended send time (coordinated-omission corrected)", func(st *sweep.Step) sweep.Latency { return st.Stats.E2ELFromScheduled }},
+	)
 	if queued(res) {
 		metrics = append(metrics, metric{"Client queue time (wait for a --max-concurrency slot)", func(st *sweep.Step) sweep.Latency { return st.Stats.QueueTime }})
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,15 @@ import (
 // rounds with --percentiles and --metadata (--rates 3,6 --rounds 2), an
 // interrupted ladder (SIGINT) and an adaptive search from the throughput
 // probe (--rates auto --auto-max-steps 2).
+//
+// After a deliberate change of the rendering, regenerate the rendered
+// files from each directory's result.json and manifest.json (which stay as
+// the sweep wrote them) with
+//
+//	go test ./internal/report/ -run TestLoadGolden -update
+//
+// then review `git diff internal/report/testdata` and say in the commit
+// which lines changed and why.
 func TestLoadGolden(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join("testdata", "runs", "*"))
 	if err != nil || len(dirs) < 5 {
@@ -60,6 +70,12 @@ func TestLoadGolden(t *testing.T) {
 				name string
 				got  []byte
 			}{{artifacts.AnalysisFile, Analysis(res)}, {artifacts.GoodputPlotFile, g}, {artifacts.LatencyPlotFile, l}, {"table.txt", table.Bytes()}} {
+				if *update {
+					if err := os.WriteFile(filepath.Join(dir, f.name), f.got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
 				if w := want(f.name); !bytes.Equal(f.got, w) {
 					t.Errorf("%s differs from the one the sweep wrote:\n%s", f.name, firstDiff(string(f.got), string(w)))
 				}
@@ -67,6 +83,9 @@ func TestLoadGolden(t *testing.T) {
 		})
 	}
 }
+
+// update makes TestLoadGolden rewrite the golden rendered files.
+var update = flag.Bool("update", false, "rewrite the golden run directories' analysis.md, plots and table.txt from their result.json")
 
 // firstDiff shows the first line where got and want differ.
 func firstDiff(got, want string) string {

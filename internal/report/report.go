@@ -51,6 +51,55 @@ func WriteFiles(w FileWriter, res *sweep.Result) error {
 	return w.WriteFile(artifacts.LatencyPlotFile, l)
 }
 
+// noGoodput is what the tables and analysis.md print for a goodput when no
+// SLO is set: result.json's request_goodput is null then, and good requests
+// per second would only repeat the throughput of the successful ones.
+const noGoodput = "—"
+
+// goodputText formats a goodput in req/s, noGoodput without an SLO.
+func goodputText(res *sweep.Result, v float64) string {
+	if !sloSet(res) {
+		return noGoodput
+	}
+	return num(v)
+}
+
+// contentTTFTDiffers is the relative difference between the TTFT to the
+// first event and the TTFT to the first text above which the reports show
+// both (chat's role chunk can come long before the first token of text).
+const contentTTFTDiffers = 0.10
+
+// contentTTFT reports whether any step's TTFT to the first text (p50 or
+// p99) differs from its TTFT by more than contentTTFTDiffers: the tables
+// then show it beside the TTFT.
+func contentTTFT(res *sweep.Result) bool {
+	differs := func(a, b float64) bool { return math.Abs(a-b) > contentTTFTDiffers*math.Abs(b) }
+	for _, st := range res.Steps {
+		x, c := st.Stats.TTFT, st.Stats.TTFTText
+		if x.N > 0 && c.N > 0 && (differs(c.P50, x.P50) || differs(c.P99, x.P99)) {
+			return true
+		}
+	}
+	return false
+}
+
+// searchNote is a step's search verdict for the step tables' note column
+// ("" for a plain pass or fail, and for a ladder).
+func searchNote(st *sweep.Step) string {
+	if st.Search == nil {
+		return ""
+	}
+	switch st.Search.Verdict {
+	case sweep.VerdictTooShort:
+		return "too short to decide: rerun longer"
+	case sweep.VerdictConfirmed:
+		return "confirmation"
+	case sweep.VerdictUnconfirmed:
+		return "failed its confirmation"
+	}
+	return ""
+}
+
 // ratio is the knee rule's goodput ratio.
 const ratio = sweep.DefaultGoodputRatio
 

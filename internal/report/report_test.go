@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
@@ -56,6 +57,7 @@ func step(i int, r, g, ttft, tpot float64, n int) *sweep.Step {
 			Duration: 50, Requests: n, Completed: n, AchievedRate: r * 0.99,
 			RequestThroughput: g * 1.02, RequestGoodput: g, GoodputRatio: g / r, OutputThroughput: g * 128, TotalTokenThroughput: g * 640,
 			TTFT: lat(n, ttft), TPOT: lat(n, tpot), ITL: lat(n*127, tpot), E2EL: lat(n, ttft+127*tpot), SendLag: lat(n, 0.2),
+			TTFTText: lat(n, ttft*1.05), E2ELFromScheduled: lat(n, ttft+127*tpot+1),
 			InputTokens:           sweep.TokenDist{N: n, Mean: 512, P10: 410, P50: 512, P90: 600, P99: 612, Max: 614},
 			RequestedOutputTokens: sweep.TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
 			OutputTokens:          sweep.TokenDist{N: n, Mean: 128, P10: 128, P50: 128, P90: 128, P99: 128, Max: 128},
@@ -111,7 +113,7 @@ func ladder() *sweep.Result {
 			step(0, 1, 1, 80, 12, 200), step(1, 2, 2, 85, 13, 200), step(2, 4, 3.96, 95, 15, 200),
 			step(3, 8, 7.8, 160, 20, 200), s16, s32,
 		},
-		Knee:     sweep.Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "highest passing level 8, first failing level 16"},
+		Knee:     sweep.Knee{Found: true, Level: 8, Low: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "highest passing level 8, first failing level 16"},
 		Complete: true,
 		Rounds:   1,
 	}
@@ -130,11 +132,13 @@ func TestAnalysis(t *testing.T) {
 			sweep: ladder,
 			want: []string{
 				"# llmprobe sweep: ladder",
-				"**Capacity knee: 8 req/s.**",
+				"**Capacity knee: 8 req/s** (between 8 pass and 16 fail).",
 				"At 16 req/s it no longer does: TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; keep-up 59.4% (needs 90%; goodput 9.5 req/s)",
 				"The highest goodput measured (vLLM's request_goodput) was **9.5 req/s**, at 16 req/s.",
 				"1 of 6 steps are invalid",
-				"| 3 | 8 | 7.92 | 200 | 0 | 7.96 | 7.8 | 97.5% | 998 | 160 | 320 | 20 | 40 | 5400 | yes | **knee** |",
+				"| 3 | 8 | 7.92 | 200 | 0 | 7.96 | 7.8 | 97.5% | 998 | 160 | 320 | 20 | 40 | 5400 | 5402 | yes | **knee** |",
+				"| E2EL p99 | E2EL p99 from intended send | valid |",
+				"### E2EL from the intended send time (coordinated-omission corrected)\n\n| step | n | mean | median | std | p50 | p90 | p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n| 0 | 200 | 1766 | 1605 |",
 				"| 4 | 16 |",
 				"| 5 | 32 |",
 				"6000*",
@@ -157,14 +161,15 @@ func TestAnalysis(t *testing.T) {
 				"Idle proof not recorded before step(s) 5",
 				"TTFT <= 800 ms, TPOT <= 50 ms",
 			},
-			notWant: []string{"sk-123", "did not complete", "No knee"},
+			// Content TTFT within 10 % of TTFT: not shown.
+			notWant: []string{"sk-123", "did not complete", "No knee", "content TTFT", "Content TTFT", "—"},
 		},
 		{
 			name: "every level passes",
 			sweep: func() *sweep.Result {
 				s := ladder()
 				s.Steps = s.Steps[:4]
-				s.Knee = sweep.Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; the knee is above 8"}
+				s.Knee = sweep.Knee{Low: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; the knee is above 8"}
 				return s
 			},
 			want:    []string{"**No knee found: the endpoint kept up at every level tried, up to 8 req/s.**", "- Knee: not found, above 8 req/s (every level tried passed)"},
@@ -178,7 +183,7 @@ func TestAnalysis(t *testing.T) {
 				rerun := *s.Steps[4]
 				rerun.Index, rerun.Attempt = 5, 2
 				s.Steps = append(s.Steps, &rerun)
-				s.Knee = sweep.Knee{Level: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; higher levels were invalid and excluded, so the knee is at least 8",
+				s.Knee = sweep.Knee{Low: 8, MaxGoodput: 7.8, MaxGoodputLevel: 8, Reason: "every valid level passed; higher levels were invalid and excluded, so the knee is at least 8",
 					Stop: "rate 32 req/s was invalid in all 2 attempts (client-saturated: send-lag p99 23 ms > 10 ms); the search stopped there"}
 				return s
 			},
@@ -197,6 +202,46 @@ func TestAnalysis(t *testing.T) {
 				return s
 			},
 			want: []string{"**No knee found: no level tried kept up**, not even 16 req/s (TTFT p99 1400 ms > 800 ms; TPOT p99 60 ms > 50 ms; keep-up 59.4%"},
+		},
+		{
+			name: "bracketed but not confirmed: no knee stated",
+			sweep: func() *sweep.Result {
+				s := ladder()
+				s.Knee = sweep.Knee{Low: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16, Reason: "8 passed and 16 failed, but 8 was not confirmed by a second step, so the knee is not stated"}
+				s.Steps[3].Search = &sweep.StepVerdict{Verdict: sweep.VerdictTooShort, Why: "its SLO p99 rests on 31 samples; rerun with 110 requests"}
+				return s
+			},
+			want: []string{"**No knee stated** (between 8 pass and 16 fail): 8 passed and 16 failed, but 8 was not confirmed",
+				"- Knee: not found; between 8 pass and 16 fail (8 passed and 16 failed",
+				"| yes | too short to decide: rerun longer |"},
+			notWant: []string{"**knee**", "Capacity knee"},
+		},
+		{
+			name: "no SLO: no goodput",
+			sweep: func() *sweep.Result {
+				s := ladder()
+				s.SLO = nil
+				for _, st := range s.Steps {
+					st.Stats.SLOChecks = nil
+				}
+				return s
+			},
+			want: []string{"| 3 | 8 | 7.92 | 200 | 0 | 7.96 | — | 97.5% |",
+				"No SLO was set (--goodput), so there is no goodput; the highest throughput of successful requests was **9.5 req/s**, at 16 req/s.",
+				"- Max goodput: — (no SLO set); max throughput of successful requests **9.5 req/s** at 16 req/s.",
+				"keep-up 59.4% (needs 90%; served 9.69 req/s)"},
+			notWant: []string{"The highest goodput measured", "| 7.8 |"},
+		},
+		{
+			name: "content TTFT more than 10 % after the TTFT is shown beside it",
+			sweep: func() *sweep.Result {
+				s := ladder()
+				s.Steps[2].Stats.TTFTText = lat(200, 95*1.2) // chat: the role chunk came first
+				return s
+			},
+			want: []string{"| TTFT p50 | TTFT p99 | content TTFT p50 | content TTFT p99 | TPOT p50 |",
+				"| 2 | 4 | 3.96 | 200 | 0 | 4.04 | 3.96 | 99% | 507 | 95 | 190 | 114 | 228 | 15 |",
+				"### Content TTFT (to the first text)", "Content TTFT is the time to the first event with text"},
 		},
 		{
 			name: "every step invalid",
@@ -241,10 +286,10 @@ func TestAnalysis(t *testing.T) {
 			name: "closed loop",
 			sweep: func() *sweep.Result {
 				s := closedLoop(ladder())
-				s.Knee = sweep.Knee{Found: true, Level: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16}
+				s.Knee = sweep.Knee{Found: true, Level: 8, Low: 8, Upper: 16, MaxGoodput: 9.5, MaxGoodputLevel: 16}
 				return s
 			},
-			want: []string{"**Capacity knee: concurrency 8.**", "| step | concurrency |", "vs concurrency](goodput.svg)"},
+			want: []string{"**Capacity knee: concurrency 8** (between 8 pass and 16 fail).", "| step | concurrency |", "vs concurrency](goodput.svg)"},
 		},
 		{
 			name: "burst and notes",
@@ -437,11 +482,11 @@ func TestWriteTable(t *testing.T) {
 		sweep func() *sweep.Result
 		want  []string
 	}{
-		{"knee", ladder, []string{"knee: 8 req/s (first failing: 16 req/s)", "max goodput: 9.5 req/s at 16 req/s",
+		{"knee", ladder, []string{"knee: 8 req/s, between 8 pass and 16 fail", "max goodput: 9.5 req/s at 16 req/s",
 			"step 5 invalid: client-saturated: send-lag p99 23 ms > 10 ms", "6000*"}},
 		{"interrupted, no knee", func() *sweep.Result {
 			s := ladder()
-			s.Knee = sweep.Knee{Level: 16}
+			s.Knee = sweep.Knee{Low: 16}
 			s.Complete, s.InterruptedReason = false, "SIGINT"
 			return s
 		}, []string{"knee: not found; at least 16 req/s (every valid level passed; 32 req/s (client-saturated: send-lag p99 23 ms > 10 ms) invalid)", "incomplete: SIGINT"}},
@@ -454,6 +499,17 @@ func TestWriteTable(t *testing.T) {
 			s.Knee = sweep.Knee{Reason: "no valid step: the knee cannot be decided"}
 			return s
 		}, []string{"knee: not found (no valid level)"}},
+		{"no SLO: no goodput", func() *sweep.Result {
+			s := ladder()
+			s.SLO = nil
+			return s
+		}, []string{"   —  ", "max goodput: — (no SLO set); max throughput of successful requests 9.5 req/s at 16 req/s", "(—: no SLO set)",
+			"sched p99", "sched = E2EL from the intended send time"}},
+		{"content TTFT", func() *sweep.Result {
+			s := ladder()
+			s.Steps[0].Stats.TTFTText = lat(200, 80*1.5)
+			return s
+		}, []string{"content p50  content p99", "content = TTFT to the first text"}},
 		{"knee against a known capacity", func() *sweep.Result { s := ladder(); s.ReferenceCapacity = 8.5; return s },
 			[]string{"simulator capacity (from its parameters): 8.5 req/s; knee = 94.1% of it"}},
 	}
@@ -469,13 +525,14 @@ func TestWriteTable(t *testing.T) {
 			rows := lines[:len(s.Steps)+1]
 			// Right-aligned columns: every row ends where the header does,
 			// the knee row has its mark after that.
+			// Widths in characters: a goodput without an SLO is "—".
 			for _, r := range rows[1:] {
-				want := len(rows[0])
+				want := utf8.RuneCountInString(rows[0])
 				if strings.HasSuffix(r, "<- knee") {
 					want += len("  <- knee")
 				}
-				if len(r) != want {
-					t.Errorf("row width %d, want %d:\n%s\n%s", len(r), want, rows[0], r)
+				if got := utf8.RuneCountInString(r); got != want {
+					t.Errorf("row width %d, want %d:\n%s\n%s", got, want, rows[0], r)
 				}
 			}
 			if !strings.HasSuffix(strings.Fields(rows[0])[1], "rate") || !strings.Contains(rows[0], "TTFT p99") {

@@ -37,7 +37,9 @@ func mmm(r sweep.Range) string { return num(r.Min) + " / " + num(r.Median) + " /
 
 // unstable lists the figures of l whose relative spread exceeds
 // MaxReproducibleSpread, each as "TTFT p99 ranged over 120–180 ms (spread 40%)".
-func unstable(l sweep.LevelSpread) []string {
+// Without an SLO the goodput is the throughput of successful requests and
+// is named so.
+func unstable(res *sweep.Result, l sweep.LevelSpread) []string {
 	var out []string
 	if l.Used < 2 {
 		return nil
@@ -46,7 +48,11 @@ func unstable(l sweep.LevelSpread) []string {
 		out = append(out, fmt.Sprintf("TTFT p99 ranged over %s ms (spread %s)", span(l.TTFTP99), pct(l.TTFTP99.Rel())))
 	}
 	if l.Goodput.Rel() > MaxReproducibleSpread {
-		out = append(out, fmt.Sprintf("goodput ranged over %s req/s (spread %s)", span(l.Goodput), pct(l.Goodput.Rel())))
+		name := "goodput"
+		if !sloSet(res) {
+			name = "throughput of successful requests"
+		}
+		out = append(out, fmt.Sprintf("%s ranged over %s req/s (spread %s)", name, span(l.Goodput), pct(l.Goodput.Rel())))
 	}
 	return out
 }
@@ -78,11 +84,15 @@ func writeSpread(b *bytes.Buffer, res *sweep.Result) {
 			continue
 		}
 		cells := []string{num(l.Level), roundsText(l)}
-		for _, r := range []sweep.Range{l.Throughput, l.Goodput, l.TTFTP99, l.TPOTP99} {
+		for i, r := range []sweep.Range{l.Throughput, l.Goodput, l.TTFTP99, l.TPOTP99} {
+			if i == 1 && !sloSet(res) {
+				cells = append(cells, noGoodput, noGoodput)
+				continue
+			}
 			cells = append(cells, mmm(r), pct(r.Rel()))
 		}
 		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
-		if u := unstable(l); len(u) > 0 {
+		if u := unstable(res, l); len(u) > 0 {
 			notes = append(notes, fmt.Sprintf("**%s is not reproducible at this step length**: over %d rounds its %s. "+
 				"Lengthen the steps (--duration, --num-prompts) or add rounds before trusting this level.",
 				levelText(res, l.Level), l.Used, strings.Join(u, " and ")))
@@ -118,9 +128,13 @@ func spreadLines(res *sweep.Result) []string {
 			out = append(out, line+": no spread")
 			continue
 		}
-		line += fmt.Sprintf(", goodput %s req/s (spread %s), TTFT p99 %s ms (spread %s)",
-			span(l.Goodput), pct(l.Goodput.Rel()), span(l.TTFTP99), pct(l.TTFTP99.Rel()))
-		if len(unstable(l)) > 0 {
+		if sloSet(res) {
+			line += fmt.Sprintf(", goodput %s req/s (spread %s)", span(l.Goodput), pct(l.Goodput.Rel()))
+		} else {
+			line += fmt.Sprintf(", req/s %s (spread %s)", span(l.Throughput), pct(l.Throughput.Rel()))
+		}
+		line += fmt.Sprintf(", TTFT p99 %s ms (spread %s)", span(l.TTFTP99), pct(l.TTFTP99.Rel()))
+		if len(unstable(res, l)) > 0 {
 			line += "; over " + pct(MaxReproducibleSpread) + ": not reproducible at this step length"
 		}
 		out = append(out, line)

@@ -28,17 +28,24 @@ func p50(x sweep.Latency) string {
 	return num(x.P50)
 }
 
+// bracketText states a knee's bracket: "between 5.7 pass and 6.5 fail".
+func bracketText(k sweep.Knee) string {
+	return fmt.Sprintf("between %s pass and %s fail", num(k.Low), num(k.Upper))
+}
+
 // kneeLine is the knee in one line, after "knee: ".
 func kneeLine(res *sweep.Result) string {
 	k := res.Knee
 	switch {
 	case k.Found:
-		return fmt.Sprintf("%s (first failing: %s)", levelText(res, k.Level), levelText(res, k.Upper))
-	case k.Level > 0:
-		if inv := invalidAbove(res, k.Level); len(inv) > 0 {
-			return fmt.Sprintf("not found; at least %s (every valid level passed; %s invalid)", levelText(res, k.Level), levelList(res, inv))
+		return fmt.Sprintf("%s, %s", levelText(res, k.Level), bracketText(k))
+	case k.Low > 0 && k.Upper > 0:
+		return fmt.Sprintf("not found; %s (%s)", bracketText(k), k.Reason)
+	case k.Low > 0:
+		if inv := invalidAbove(res, k.Low); len(inv) > 0 {
+			return fmt.Sprintf("not found; at least %s (every valid level passed; %s invalid)", levelText(res, k.Low), levelList(res, inv))
 		}
-		return fmt.Sprintf("not found, above %s (every level tried passed)", levelText(res, k.Level))
+		return fmt.Sprintf("not found, above %s (every level tried passed)", levelText(res, k.Low))
 	case !hasValid(res):
 		return "not found (no valid level)"
 	}
@@ -62,7 +69,12 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 	if queued(res) {
 		cols = append(cols, "queue p50", "queue p99")
 	}
-	cols = append(cols, "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2EL p99", "valid", "")
+	cols = append(cols, "TTFT p50", "TTFT p99")
+	content := contentTTFT(res)
+	if content {
+		cols = append(cols, "content p50", "content p99")
+	}
+	cols = append(cols, "TPOT p50", "TPOT p99", "E2EL p99", "sched p99", "valid", "")
 	// Every cell ends in a tab, so the last column is aligned too.
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	knee := kneeStep(res)
@@ -75,13 +87,19 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		mark := ""
 		if i == knee {
 			mark = "<- knee"
+		} else if n := searchNote(st); n != "" {
+			mark = "(" + n + ")"
 		}
 		cells := []string{stepName(st), num(st.Level), num(x.AchievedRate), fmt.Sprint(x.Completed), fmt.Sprint(x.Failed),
-			num(x.RequestThroughput), num(x.RequestGoodput), keepUp(st)}
+			num(x.RequestThroughput), goodputText(res, x.RequestGoodput), keepUp(st)}
 		if queued(res) {
 			cells = append(cells, p50(x.QueueTime), p99(x.QueueTime))
 		}
-		cells = append(cells, num(x.TTFT.P50), p99(x.TTFT), num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), valid, mark)
+		cells = append(cells, num(x.TTFT.P50), p99(x.TTFT))
+		if content {
+			cells = append(cells, p50(x.TTFTText), p99(x.TTFTText))
+		}
+		cells = append(cells, num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, mark)
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
@@ -99,13 +117,17 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 	k := res.Knee
 	lines := []string{"knee: " + kneeLine(res)}
 	if hasValid(res) && k.MaxGoodputLevel != 0 {
-		lines = append(lines, fmt.Sprintf("max goodput: %s req/s at %s", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
+		if sloSet(res) {
+			lines = append(lines, fmt.Sprintf("max goodput: %s req/s at %s", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
+		} else {
+			lines = append(lines, fmt.Sprintf("max goodput: %s (no SLO set); max throughput of successful requests %s req/s at %s", noGoodput, num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))
+		}
 	}
 	if k.Stop != "" {
 		lines = append(lines, "search stopped early: "+k.Stop)
 	}
-	if c := res.ReferenceCapacity; c > 0 && k.Level > 0 && !closed(res) {
-		lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Level/c)))
+	if c := res.ReferenceCapacity; c > 0 && k.Low > 0 && !closed(res) {
+		lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Low/c)))
 	}
 	lines = append(lines, spreadLines(res)...)
 	for _, st := range res.Steps {
@@ -116,7 +138,15 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 	if !res.Complete {
 		lines = append(lines, "incomplete: "+res.InterruptedReason)
 	}
-	legend := "latencies in ms; * = p99 from fewer than 100 samples; goodput = vLLM's request_goodput; keep-up = the knee's criterion (>= " + pct(ratio) + " keeps up)"
+	legend := "latencies in ms; * = p99 from fewer than 100 samples; goodput = vLLM's request_goodput"
+	if !sloSet(res) {
+		legend += " (" + noGoodput + ": no SLO set)"
+	}
+	legend += "; keep-up = the knee's criterion (>= " + pct(ratio) + " keeps up)"
+	if content {
+		legend += "; content = TTFT to the first text"
+	}
+	legend += "; sched = E2EL from the intended send time (coordinated-omission corrected)"
 	if _, err := fmt.Fprintln(w, legend+"\n"+strings.Join(lines, "\n")); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}

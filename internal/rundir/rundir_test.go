@@ -396,7 +396,7 @@ func TestRunClosedLoop(t *testing.T) {
 	if s0["request_rate"] != "inf" || s0["max_concurrency"].(float64) != 3 {
 		t.Errorf("closed loop step keys: request_rate %v max_concurrency %v", s0["request_rate"], s0["max_concurrency"])
 	}
-	if k := res.Result.Knee; k.Level != 3 {
+	if k := res.Result.Knee; k.Low != 3 || k.Found || k.Level != 0 {
 		t.Errorf("knee %+v, want every level passing up to 3", k)
 	}
 	verifyClean(t, res.Dir)
@@ -934,7 +934,7 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 	if out.Result.SearchEnd != sweep.SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
 		t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
 	}
-	if k := out.Result.Knee; k.Level != 40 || k.Found {
+	if k := out.Result.Knee; k.Low != 40 || k.Found || k.Level != 0 {
 		t.Errorf("knee %+v", k)
 	}
 	m := verifyClean(t, out.Dir)

@@ -74,8 +74,15 @@ func (r *runner) result(complete bool) *Result {
 		res.MaxConcurrency = c.MaxConcurrency
 	}
 	if r.search != nil {
+		// The search decided the knee run by run (longer reruns and the
+		// confirmation are not rounds to average): its knee and its
+		// verdicts stand.
+		res.Knee = r.search.Knee
 		res.Knee.Stop = r.search.Stop
 		res.SearchEnd = r.search.End
+		for i := range res.Levels {
+			res.Levels[i].Passes = searchPasses(res.Steps, res.Levels[i].Level)
+		}
 	}
 	if len(c.Concurrency) == 0 {
 		res.Notes = append(res.Notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+
@@ -105,6 +112,24 @@ func (r *runner) result(complete bool) *Result {
 		}
 	}
 	return res
+}
+
+// searchPasses reports whether the search let level pass: some run of it
+// passed and none failed (a failed confirmation included).
+func searchPasses(steps []*Step, level float64) bool {
+	pass := false
+	for _, st := range steps {
+		if st.Level != level || st.Search == nil {
+			continue
+		}
+		switch st.Search.Verdict {
+		case VerdictPass, VerdictConfirmed:
+			pass = true
+		case VerdictFail, VerdictUnconfirmed:
+			return false
+		}
+	}
+	return pass
 }
 
 // probeNote describes the throughput probe in one sentence.

@@ -90,8 +90,16 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}
 	slices.Sort(out.MetadataOrder)
 
-	out.Knee = Knee{Found: knee.Found, Level: knee.Level, Upper: float64(knee.Upper), MaxGoodput: knee.MaxGoodput,
+	out.Knee = Knee{Found: knee.Found, Level: knee.Level, Low: knee.Low, Upper: float64(knee.Upper), MaxGoodput: knee.MaxGoodput,
 		MaxGoodputLevel: float64(knee.MaxGoodputLevel), NonMonotonic: knee.NonMonotonic, Reason: knee.Reason, Stop: knee.Stop}
+	if schema < 2 {
+		// Schema 1 wrote knee.level (the highest passing level) found or
+		// not, and no bracket.
+		out.Knee.Low = knee.Level
+		if !knee.Found {
+			out.Knee.Level = 0
+		}
+	}
 	out.KneeUnit, out.SearchEnd, out.ReferenceCapacity = knee.Unit, knee.SearchEnd, knee.ReferenceCapacity
 
 	for i, raw := range steps {
@@ -164,6 +172,7 @@ type kneeJSON struct {
 	Found             bool    `json:"found"`
 	Unit              string  `json:"unit"`
 	Level             float64 `json:"level"`
+	Low               float64 `json:"bracket_low"`
 	Upper             rate    `json:"upper"`
 	MaxGoodput        float64 `json:"max_goodput"`
 	MaxGoodputLevel   rate    `json:"max_goodput_level"`
@@ -235,6 +244,7 @@ type stepJSON struct {
 	DistinctPrompts        int64                  `json:"distinct_prompts"`
 	Server                 ServerStats            `json:"server"`
 	Validity               Validity               `json:"validity"`
+	Search                 *StepVerdict           `json:"search"`
 }
 
 // reliability is one metric of a step's "p99_reliability".
@@ -258,7 +268,7 @@ func decodeStep(raw []byte, percentiles []float64) (*Step, error) {
 	st := &Step{
 		Index: j.Index, Label: j.Label, Level: float64(j.RequestRate), Round: j.Round, Attempt: j.Attempt, Mode: j.Mode,
 		Start: j.Start, End: j.End, Warmups: j.Warmups, WarmupFailed: j.WarmupFailed, PrefixGeneration: j.PrefixGeneration,
-		DistinctPrompts: j.DistinctPrompts, Server: j.Server, Validity: j.Validity, Interrupted: j.Interrupted,
+		DistinctPrompts: j.DistinctPrompts, Server: j.Server, Validity: j.Validity, Interrupted: j.Interrupted, Search: j.Search,
 	}
 	mc := 0
 	if j.MaxConcurrency != nil {

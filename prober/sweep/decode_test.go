@@ -70,8 +70,9 @@ func readBack(res *Result) *Result {
 func TestDecodeResultRoundTrip(t *testing.T) {
 	url, _ := simtest.Start(t, fastSim())
 	tests := []struct {
-		name string
-		cfg  func(c *Config)
+		name  string
+		cfg   func(c *Config)
+		check func(t *testing.T, res *Result)
 	}{
 		{name: "rates with rounds, SLOs, max concurrency, percentiles and metadata", cfg: func(c *Config) {
 			c.Rounds, c.MaxConcurrency, c.NumPrompts = 2, 4, 10
@@ -83,6 +84,21 @@ func TestDecodeResultRoundTrip(t *testing.T) {
 		}},
 		{name: "a burst beside a rate, no SLO", cfg: func(c *Config) {
 			c.Rates, c.RatesText, c.NumPrompts = []float64{20, math.Inf(1)}, "20,inf", 10
+		}},
+		// 10 requests are too few for the SLO p99: the search reruns the
+		// level longer, and the steps carry its verdicts.
+		{name: "an adaptive search with a too-short first level", cfg: func(c *Config) {
+			c.Rates, c.RatesText, c.Auto, c.NumPrompts = nil, "auto", true, 10
+			c.Search = SearchOptions{Start: 100, MaxSteps: 2}
+			c.SLO = slo.SLO{TTFT: 5 * time.Second}
+		}, check: func(t *testing.T, res *Result) {
+			if len(res.Steps) != 2 || res.Steps[0].Search == nil || res.Steps[0].Search.Verdict != VerdictTooShort ||
+				res.Steps[1].Stats.Requests < MinSLOSamples || res.Steps[1].Search == nil || res.Steps[1].Search.Verdict != VerdictPass {
+				for _, st := range res.Steps {
+					t.Logf("step %d: %d requests, search %+v", st.Index, st.Stats.Requests, st.Search)
+				}
+				t.Errorf("want a too-short step of 10 requests, then a passing one of at least %d", MinSLOSamples)
+			}
 		}},
 	}
 	for _, tc := range tests {
@@ -96,6 +112,9 @@ func TestDecodeResultRoundTrip(t *testing.T) {
 			res, err := p.Run(context.Background(), DiscardSink{}, NopObserver{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.check != nil {
+				tc.check(t, res)
 			}
 			// result.json as internal/rundir writes it (artifacts.Run.WriteJSON;
 			// internal/rundir's tests read real run directories back).
@@ -181,7 +200,7 @@ func TestDecodeResultErrors(t *testing.T) {
 	}{
 		{"not JSON", `{`, "decode result"},
 		{"no schema", `{"date": "x"}`, "no llmprobe_result_schema"},
-		{"a newer schema", `{"llmprobe_result_schema": 2}`, "newer than this llmprobe reads (1)"},
+		{"a newer schema", `{"llmprobe_result_schema": 3}`, "newer than this llmprobe reads (2)"},
 		{"a rate that is no number", `{"llmprobe_result_schema": 1, "steps": [{"request_rate": "fast"}]}`, `step 0: rate "fast"`},
 		{"metadata that is no string", `{"llmprobe_result_schema": 1, "gpu": 4}`, "metadata gpu"},
 		{"a key of the wrong type", `{"llmprobe_result_schema": 1, "complete": "yes"}`, "complete"},

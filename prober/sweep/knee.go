@@ -12,6 +12,18 @@ import (
 // reach for a step to count as keeping up (DESIGN.md §9 point 7).
 const DefaultGoodputRatio = 0.9
 
+// SLOPercentile is the percentile at which a level's SLOs are checked: a
+// level holds its SLOs when each SLO metric's p99 over the step is within
+// its threshold (Stats.SLOChecks).
+const SLOPercentile = 99
+
+// MinSLOSamples is the fewest samples per step on which the knee decides an
+// SLO percentile: stats.MinSamples(SLOPercentile), 100 for the p99 (a p90
+// would need 10). A level whose SLO p99 rests on fewer is not decided by it:
+// the adaptive search reruns the level with more requests, and a ladder
+// level that short is neither the knee nor its upper bracket.
+const MinSLOSamples = 100
+
 // StepOutcome is what the knee logic needs to know about one load level
 // (all rounds of it, aggregated). For open loop, Level is the requested
 // arrival rate in req/s; for closed loop it is the concurrency.
@@ -27,6 +39,22 @@ type StepOutcome struct {
 	// Throughput is completed requests per second (request_throughput). At a
 	// saturated level it estimates the capacity; the search uses it as a hint.
 	Throughput float64
+	// Served is the request throughput the level achieved: completed
+	// requests per second of the step's duration, drain included (vLLM's
+	// request_throughput, the mean over the valid rounds). A level whose
+	// Served is below the ratio times Offered did not keep up, whatever its
+	// keep-up says. 0 = not measured: the rule is skipped (a level that
+	// completed nothing fails on goodput anyway).
+	Served float64
+	// Requests is the number of requests of the level's shortest round (0 =
+	// unknown); the search sizes a longer rerun from it.
+	Requests int
+	// Samples is the fewest samples any SLO percentile of the level rests
+	// on (the smallest N of the SLO metrics over its rounds), NeedSamples
+	// how many such a percentile needs: MinSLOSamples with an SLO, 0 without
+	// (the knee then decides on no percentile).
+	Samples     int
+	NeedSamples int
 	// SLOHeld is true when every configured SLO holds at p99 (true without
 	// SLOs).
 	SLOHeld bool
@@ -39,7 +67,30 @@ type StepOutcome struct {
 	// people read; 0 means "use Goodput". The knee itself compares Goodput
 	// with Offered.
 	MeasuredGoodput float64
+	// Verdict (a Verdict* constant) and Why (in words) are what Search made
+	// of the outcome; empty for outcomes a prober returns.
+	Verdict string
+	Why     string
 }
+
+// Verdicts of a level run (StepOutcome.Verdict; Step.Search in result.json).
+const (
+	// VerdictPass: the level kept up.
+	VerdictPass = "pass"
+	// VerdictFail: it did not (keep-up, served throughput or an SLO p99).
+	VerdictFail = "fail"
+	// VerdictInvalid: a validity flag; it says nothing about the server.
+	VerdictInvalid = "invalid"
+	// VerdictTooShort: the step was too short to decide (an SLO p99 on fewer
+	// than MinSLOSamples samples, or a served throughput short of the rate
+	// by what may be the drain of a short step); the search reran it longer.
+	VerdictTooShort = "too-short"
+	// VerdictConfirmed: the second pass at the knee level (the confirmation).
+	VerdictConfirmed = "confirmed"
+	// VerdictUnconfirmed: a level that had passed failed its confirmation;
+	// it counts as a failure.
+	VerdictUnconfirmed = "unconfirmed"
+)
 
 // reportedGoodput is the goodput shown for the level: MeasuredGoodput when
 // set, else Goodput.
@@ -50,24 +101,67 @@ func (o StepOutcome) reportedGoodput() float64 {
 	return o.Goodput
 }
 
-// Passes reports whether the level keeps up: it is valid, its SLO p99s hold
-// and its goodput is at least ratio times the offered rate.
+// TooShort reports whether the level's SLO percentiles rest on fewer samples
+// than they need (Samples < NeedSamples).
+func (o StepOutcome) TooShort() bool { return o.NeedSamples > 0 && o.Samples < o.NeedSamples }
+
+// servedShort reports whether the level served less than ratio times its
+// offered rate (false when Served is not measured).
+func (o StepOutcome) servedShort(ratio float64) bool {
+	return o.Served > 0 && o.Offered > 0 && o.Served < ratio*o.Offered
+}
+
+// judge decides the level under ratio, in this order: invalid; a failure
+// on keep-up (goodput below ratio times the offered rate: no percentile
+// involved, so however short the step); too short for its SLO percentiles
+// (undecided); a failure of an SLO p99 or of the served throughput; else a
+// pass. why says it in words.
+func (o StepOutcome) judge(ratio float64) (verdict, why string) {
+	switch {
+	case !o.Valid:
+		why := strings.Join(o.Invalid, "; ")
+		if why == "" {
+			why = "no reason given"
+		}
+		return VerdictInvalid, why
+	case o.Offered <= 0:
+		return VerdictFail, "no offered rate"
+	case o.Goodput < ratio*o.Offered:
+		return VerdictFail, fmt.Sprintf("keep-up %s < %s", pct100(o.Goodput/o.Offered), pct100(ratio))
+	case o.TooShort():
+		return VerdictTooShort, fmt.Sprintf("its SLO p99 rests on %d samples, fewer than the %d a p99 needs", o.Samples, o.NeedSamples)
+	case !o.SLOHeld:
+		return VerdictFail, "an SLO p99 did not hold"
+	case o.servedShort(ratio):
+		return VerdictFail, fmt.Sprintf("served %s req/s, below %s of the offered %s req/s", fmtLevel(o.Served), pct100(ratio), fmtLevel(o.Offered))
+	}
+	return VerdictPass, ""
+}
+
+// Passes reports whether the level keeps up: it is valid, its goodput is at
+// least ratio times the offered rate, its SLO p99s hold on enough samples
+// (MinSLOSamples) and it served at least ratio times the offered rate.
 func (o StepOutcome) Passes(ratio float64) bool {
-	return o.Valid && o.SLOHeld && o.Offered > 0 && o.Goodput >= ratio*o.Offered
+	v, _ := o.judge(ratio)
+	return v == VerdictPass
 }
 
 // Knee is the knee found in a set of step outcomes.
 type Knee struct {
-	// Found is true when some level passed and a higher valid level failed:
-	// the knee is bracketed. With Found false, Level is a lower bound (every
-	// level passed; the knee is above the highest one tried) or 0 (no level
-	// passed).
+	// Found is true when the knee is bracketed: a level passed (twice in an
+	// adaptive search: its confirmation too) and the next valid level above
+	// it failed. Level is then the knee: the highest passing level, Low.
 	Found bool `json:"found"`
-	// Level is the highest passing level below the first failing one (0 when
-	// none passed).
-	Level float64 `json:"level"`
-	// Upper is the lowest failing valid level above Level (0 when none
-	// failed).
+	// Level is the knee when Found, else 0 (result.json writes no
+	// knee.level then).
+	Level float64 `json:"level,omitempty"`
+	// Low is the highest passing level below the first failing one
+	// (result.json knee.bracket_low; 0 when none passed). Without Found it
+	// is a lower bound of the knee (every level passed, or the search
+	// stopped before it confirmed Low).
+	Low float64 `json:"bracket_low,omitempty"`
+	// Upper is the lowest failing valid level above Low (result.json
+	// knee.bracket_high and, as before, knee.upper; 0 when none failed).
 	Upper float64 `json:"upper,omitempty"`
 	// MaxGoodput is the highest goodput (StepOutcome.MeasuredGoodput, vLLM's
 	// request_goodput, when set) of any valid level, in req/s, and
@@ -76,8 +170,9 @@ type Knee struct {
 	MaxGoodput      float64 `json:"max_goodput"`
 	MaxGoodputLevel float64 `json:"max_goodput_level"`
 	// NonMonotonic is true when a valid level above the first failing one
-	// passed again (noise, or a system that recovers); the knee is still the
-	// level below the first failure.
+	// passed again, or a level passed once and failed its confirmation
+	// (noise, or a system that recovers); the knee is still the level below
+	// the first failure.
 	NonMonotonic bool `json:"non_monotonic,omitempty"`
 	// Reason says in words how the knee was decided.
 	Reason string `json:"reason"`
@@ -87,9 +182,11 @@ type Knee struct {
 }
 
 // LadderKnee decides the knee of a rate (or concurrency) ladder: the highest
-// level at which goodput is still at least ratio times the offered rate and
-// the SLO p99s hold, taken below the first valid level that fails. Invalid
-// levels are skipped. Outcomes may come in any order.
+// level that passes (StepOutcome.Passes: keep-up, served throughput and
+// SLO p99s on enough samples) below the first valid level that fails.
+// Invalid levels are skipped, and so are levels too short for their SLO
+// p99 (TooShort): they decide nothing, so they are neither the knee nor its
+// upper bracket. Outcomes may come in any order.
 func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 	os := slices.Clone(outcomes)
 	slices.SortStableFunc(os, func(a, b StepOutcome) int {
@@ -104,6 +201,7 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 	var k Knee
 	failed := false
 	valid := 0
+	var short []float64
 	for _, o := range os {
 		if !o.Valid {
 			continue
@@ -112,10 +210,17 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 		if g := o.reportedGoodput(); g > k.MaxGoodput || k.MaxGoodputLevel == 0 {
 			k.MaxGoodput, k.MaxGoodputLevel = g, o.Level
 		}
-		pass := o.Passes(ratio)
+		v, _ := o.judge(ratio)
+		if v == VerdictTooShort {
+			if !failed && !slices.Contains(short, o.Level) {
+				short = append(short, o.Level)
+			}
+			continue
+		}
+		pass := v == VerdictPass
 		switch {
 		case pass && !failed:
-			k.Level = o.Level
+			k.Low = o.Level
 		case pass && failed:
 			k.NonMonotonic = true
 		case !pass && !failed:
@@ -123,20 +228,43 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 			k.Upper = o.Level
 		}
 	}
+	// Only the too-short levels above the knee's lower end matter: one of
+	// them may be where the knee is.
+	short = slices.DeleteFunc(short, func(l float64) bool { return l < k.Low })
+	shortText := ""
+	if len(short) > 0 {
+		shortText = fmt.Sprintf("; %s too short to decide (an SLO p99 on fewer than %d samples)", levelsText(short), MinSLOSamples)
+	}
 	switch {
 	case valid == 0:
 		k.Reason = "no valid step: the knee cannot be decided"
-	case k.Level == 0:
-		k.Reason = fmt.Sprintf("no level passed; the knee is below %s", fmtLevel(k.Upper))
-	case !failed && invalidAbove(os, k.Level):
-		k.Reason = fmt.Sprintf("every valid level passed; higher levels were invalid and excluded, so the knee is at least %s", fmtLevel(k.Level))
+	case k.Low == 0 && k.Upper == 0:
+		k.Reason = "no level could be decided" + shortText
+	case k.Low == 0:
+		k.Reason = fmt.Sprintf("no level passed; the knee is below %s%s", fmtLevel(k.Upper), shortText)
+	case len(short) > 0:
+		k.Reason = fmt.Sprintf("highest passing level %s%s, so the knee is at least %s but not located", fmtLevel(k.Low), shortText, fmtLevel(k.Low))
+	case !failed && invalidAbove(os, k.Low):
+		k.Reason = fmt.Sprintf("every valid level passed; higher levels were invalid and excluded, so the knee is at least %s", fmtLevel(k.Low))
 	case !failed:
-		k.Reason = fmt.Sprintf("every valid level passed; the knee is above %s", fmtLevel(k.Level))
+		k.Reason = fmt.Sprintf("every valid level passed; the knee is above %s", fmtLevel(k.Low))
 	default:
-		k.Found = true
-		k.Reason = fmt.Sprintf("highest passing level %s, first failing level %s", fmtLevel(k.Level), fmtLevel(k.Upper))
+		k.Found, k.Level = true, k.Low
+		k.Reason = fmt.Sprintf("highest passing level %s, first failing level %s", fmtLevel(k.Low), fmtLevel(k.Upper))
 	}
 	return k
+}
+
+// levelsText lists levels: "level 2" or "levels 1, 2".
+func levelsText(ls []float64) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmtLevel(l)
+	}
+	if len(ls) == 1 {
+		return "level " + parts[0] + " was"
+	}
+	return "levels " + strings.Join(parts, ", ") + " were"
 }
 
 func invalidAbove(os []StepOutcome, level float64) bool {
@@ -146,253 +274,6 @@ func invalidAbove(os []StepOutcome, level float64) bool {
 		}
 	}
 	return false
-}
-
-// SearchOptions configures the adaptive knee search (--rates auto). The zero
-// value of a field selects its default.
-type SearchOptions struct {
-	// Start is the first rate tried, req/s. Default 1. The sweep sets it
-	// from a closed-loop throughput probe unless --auto-start is given.
-	Start float64
-	// Factor multiplies the rate while every step passes. Default 2
-	// (doubling).
-	Factor float64
-	// Tolerance is the relative width at which the search stops: it ends
-	// once the highest passing rate lo and the lowest failing rate hi satisfy
-	// hi <= lo*(1+Tolerance), so lo is within Tolerance of the knee. Default
-	// DefaultAutoTolerance (5 %).
-	Tolerance float64
-	// MaxSteps bounds the number of steps run, reruns of invalid levels
-	// included. Default 16.
-	MaxSteps int
-	// Retries is how many more times an invalid level is run before the
-	// search gives up on it. Default 2; negative means none.
-	Retries int
-	// MinRate ends the downward search when even this rate fails. Default
-	// Start/64.
-	MinRate float64
-	// MaxRate ends the upward search when this rate passes. Default 1e6.
-	MaxRate float64
-	// Ratio is the goodput/offered ratio a passing level must reach.
-	// Default DefaultGoodputRatio.
-	Ratio float64
-}
-
-// DefaultSearchRetries is SearchOptions.Retries' default.
-const DefaultSearchRetries = 2
-
-func (o SearchOptions) withDefaults() SearchOptions {
-	if o.Start <= 0 {
-		o.Start = 1
-	}
-	if o.Factor <= 1 {
-		o.Factor = 2
-	}
-	if o.Tolerance <= 0 {
-		o.Tolerance = DefaultAutoTolerance
-	}
-	if o.MaxSteps <= 0 {
-		o.MaxSteps = 16
-	}
-	switch {
-	case o.Retries == 0:
-		o.Retries = DefaultSearchRetries
-	case o.Retries < 0:
-		o.Retries = 0
-	}
-	if o.MinRate <= 0 {
-		o.MinRate = o.Start / 64
-	}
-	if o.MaxRate <= 0 {
-		o.MaxRate = 1e6
-	}
-	if o.Ratio <= 0 {
-		o.Ratio = DefaultGoodputRatio
-	}
-	return o
-}
-
-// Prober runs one load level at the given rate and reports its outcome. An
-// error (for example a canceled context) ends the search.
-type Prober func(rate float64) (StepOutcome, error)
-
-// Why a search ended (SearchResult.End).
-const (
-	// SearchBracketed: hi <= lo*(1+Tolerance), the normal end.
-	SearchBracketed = "bracketed"
-	// SearchMaxSteps: MaxSteps steps ran first.
-	SearchMaxSteps = "max-steps"
-	// SearchMaxRate: MaxRate passed; the knee is above it.
-	SearchMaxRate = "max-rate"
-	// SearchMinRate: even MinRate failed; the knee is below it.
-	SearchMinRate = "min-rate"
-	// SearchInvalid: a level stayed invalid after its reruns.
-	SearchInvalid = "invalid"
-	// SearchError: the prober returned an error (e.g. SIGINT).
-	SearchError = "error"
-)
-
-// SearchResult is the result of Search.
-type SearchResult struct {
-	Knee
-	// Steps holds every outcome in the order run, reruns included.
-	Steps []StepOutcome `json:"-"`
-	// End says why the search ended (SearchBracketed, SearchMaxSteps, ...).
-	End string `json:"end"`
-	// Stop explains an early end in words (a level that stayed invalid,
-	// the step budget); empty after SearchBracketed.
-	Stop string `json:"stop,omitempty"`
-}
-
-// Search finds the knee rate adaptively. It multiplies the rate by Factor
-// from Start while levels pass (dividing instead, down to MinRate, when the
-// first level fails), which brackets the knee between the highest passing
-// rate lo and the lowest failing rate hi; then it narrows [lo, hi] until
-// hi <= lo*(1+Tolerance). Each narrowing step tries, in order of preference:
-//
-//   - T/Ratio, where T is the request throughput measured at hi, when it lies
-//     well inside (lo, hi) and hi failed on goodput alone (its SLO p99s
-//     held): a saturated server completes about its capacity T, goodput
-//     cannot exceed it, so no rate above T/Ratio can pass; this is the knee
-//     of a throughput-bound server. When hi also broke an SLO, the knee may
-//     be latency-bound, well below T/Ratio, and the guess would waste steps;
-//   - right after such a guess, lo*(1+Tolerance) when the guess passed or
-//     hi/(1+Tolerance) when it failed, which ends the search at once when the
-//     guess was close;
-//   - otherwise the geometric midpoint sqrt(lo*hi).
-//
-// A level fails when an SLO p99 fails or goodput is below Ratio times the
-// rate. An invalid level (client-saturated, not-idle, errors) says nothing
-// about the server, so it is neither a pass nor a failure: it is run again,
-// up to Retries more times, and when it stays invalid the search stops
-// there (End SearchInvalid, Stop naming the level and its flags) rather
-// than narrow on a level it could not measure. The knee reported is lo, a
-// rate that was run and passed. Search returns the outcomes gathered so
-// far with the prober's error, if any.
-func Search(opts SearchOptions, probe Prober) (SearchResult, error) {
-	o := opts.withDefaults()
-	var res SearchResult
-	full := func() bool { return len(res.Steps) >= o.MaxSteps }
-	// run probes rate, rerunning it while it is invalid. ok is false when
-	// the search must stop (res.End and res.Stop are then set).
-	run := func(rate float64) (out StepOutcome, pass, ok bool, err error) {
-		for attempt := 1; ; attempt++ {
-			out, err = probe(rate)
-			if err != nil {
-				res.End = SearchError
-				return out, false, false, err
-			}
-			if out.Level == 0 {
-				out.Level = rate
-			}
-			if out.Offered == 0 {
-				out.Offered = rate
-			}
-			res.Steps = append(res.Steps, out)
-			if out.Valid {
-				return out, out.Passes(o.Ratio), true, nil
-			}
-			if attempt > o.Retries {
-				res.End = SearchInvalid
-				why := strings.Join(out.Invalid, "; ")
-				if why == "" {
-					why = "no reason given"
-				}
-				res.Stop = fmt.Sprintf("rate %s req/s was invalid in %s (%s); the search stopped there instead of narrowing on a level it could not measure",
-					fmtLevel(rate), attemptsText(attempt), why)
-				return out, false, false, nil
-			}
-			if full() {
-				res.End = SearchMaxSteps
-				res.Stop = fmt.Sprintf("the step budget (%d) ran out while rerunning the invalid rate %s req/s", o.MaxSteps, fmtLevel(rate))
-				return out, false, false, nil
-			}
-		}
-	}
-	finish := func(err error) (SearchResult, error) {
-		res.Knee = LadderKnee(res.Steps, o.Ratio)
-		return res, err
-	}
-	maxSteps := func() (SearchResult, error) {
-		res.End = SearchMaxSteps
-		res.Stop = fmt.Sprintf("%d steps ran (--auto-max-steps) before the knee was bracketed within %s", o.MaxSteps, pct100(o.Tolerance))
-		return finish(nil)
-	}
-
-	var lo, hi float64 // highest passing, lowest failing (0 = none yet)
-	var hiOut StepOutcome
-	rate := o.Start
-	// Bracket.
-	for {
-		if full() {
-			return maxSteps()
-		}
-		out, pass, ok, err := run(rate)
-		if err != nil || !ok {
-			return finish(err)
-		}
-		if pass {
-			lo = rate
-			if hi != 0 {
-				break
-			}
-			if rate >= o.MaxRate {
-				res.End = SearchMaxRate
-				res.Stop = fmt.Sprintf("the highest rate allowed (%s req/s) passed", fmtLevel(o.MaxRate))
-				return finish(nil)
-			}
-			rate = math.Min(rate*o.Factor, o.MaxRate)
-			continue
-		}
-		hi, hiOut = rate, out
-		if lo != 0 {
-			break
-		}
-		rate /= o.Factor
-		if rate < o.MinRate {
-			res.End = SearchMinRate
-			res.Stop = fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(hi))
-			return finish(nil)
-		}
-	}
-	// Narrow.
-	hintUsed := 0.0 // the hi for which the throughput hint was tried
-	lastWasHint := false
-	for hi > lo*(1+o.Tolerance) {
-		if full() {
-			return maxSteps()
-		}
-		var p float64
-		h := hiOut.Throughput / o.Ratio
-		switch {
-		case hintUsed != hi && hiOut.SLOHeld && h > lo*(1+o.Tolerance/2) && h < hi/(1+o.Tolerance/2):
-			p, hintUsed, lastWasHint = h, hi, true
-		case lastWasHint:
-			lastWasHint = false
-			if res.Steps[len(res.Steps)-1].Passes(o.Ratio) {
-				p = lo * (1 + o.Tolerance) * (1 - 1e-9)
-			} else {
-				p = hi / (1 + o.Tolerance) * (1 + 1e-9)
-			}
-			if p <= lo || p >= hi {
-				p = math.Sqrt(lo * hi)
-			}
-		default:
-			lastWasHint = false
-			p = math.Sqrt(lo * hi)
-		}
-		out, pass, ok, err := run(p)
-		if err != nil || !ok {
-			return finish(err)
-		}
-		if pass {
-			lo = p
-		} else {
-			hi, hiOut = p, out
-		}
-	}
-	res.End = SearchBracketed
-	return finish(nil)
 }
 
 func attemptsText(n int) string {

@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -13,7 +15,7 @@ import (
 // SLO p99 fails as soon as the rate exceeds c even though throughput follows
 // the rate (latency-bound).
 func saturating(c float64, sloBound bool) Prober {
-	return func(rate float64) (StepOutcome, error) {
+	return func(rate float64, _ int) (StepOutcome, error) {
 		tp := math.Min(rate, c)
 		if sloBound {
 			tp = rate
@@ -28,21 +30,21 @@ func TestSearch(t *testing.T) {
 		capacity float64
 		sloBound bool
 		opts     SearchOptions
-		maxSteps int
+		maxSteps int // the confirmation of the knee included
 	}{
-		{name: "throughput-bound capacity 12", capacity: 12, maxSteps: 8},
-		{name: "throughput-bound capacity 5.3", capacity: 5.3, maxSteps: 8},
-		{name: "throughput-bound capacity 37, start 4", capacity: 37, opts: SearchOptions{Start: 4}, maxSteps: 8},
-		{name: "first step fails: capacity 0.3", capacity: 0.3, maxSteps: 8},
-		{name: "latency-bound capacity 12 (no hint)", capacity: 12, sloBound: true, maxSteps: 10},
-		{name: "latency-bound capacity 100", capacity: 100, sloBound: true, maxSteps: 12},
-		{name: "capacity exactly a doubling step", capacity: 8, maxSteps: 8},
+		{name: "throughput-bound capacity 12", capacity: 12, maxSteps: 9},
+		{name: "throughput-bound capacity 5.3", capacity: 5.3, maxSteps: 9},
+		{name: "throughput-bound capacity 37, start 4", capacity: 37, opts: SearchOptions{Start: 4}, maxSteps: 9},
+		{name: "first step fails: capacity 0.3", capacity: 0.3, maxSteps: 9},
+		{name: "latency-bound capacity 12 (no hint)", capacity: 12, sloBound: true, maxSteps: 11},
+		{name: "latency-bound capacity 100", capacity: 100, sloBound: true, maxSteps: 13},
+		{name: "capacity exactly a doubling step", capacity: 8, maxSteps: 9},
 		// The sweep starts from a throughput probe's estimate, which a
 		// closed loop can put above the open-loop capacity.
-		{name: "start from an over-estimate, latency-bound", capacity: 270, sloBound: true, opts: SearchOptions{Start: 334}, maxSteps: 7},
-		{name: "start from an under-estimate, throughput-bound", capacity: 285, opts: SearchOptions{Start: 250}, maxSteps: 6},
-		{name: "probe start (factor sqrt 2), latency-bound", capacity: 265, sloBound: true, opts: SearchOptions{Start: 334, Factor: math.Sqrt2}, maxSteps: 6},
-		{name: "probe start (factor sqrt 2), throughput-bound", capacity: 285, opts: SearchOptions{Start: 334, Factor: math.Sqrt2}, maxSteps: 6},
+		{name: "start from an over-estimate, latency-bound", capacity: 270, sloBound: true, opts: SearchOptions{Start: 334}, maxSteps: 8},
+		{name: "start from an under-estimate, throughput-bound", capacity: 285, opts: SearchOptions{Start: 250}, maxSteps: 7},
+		{name: "probe start (factor sqrt 2), latency-bound", capacity: 265, sloBound: true, opts: SearchOptions{Start: 334, Factor: math.Sqrt2}, maxSteps: 7},
+		{name: "probe start (factor sqrt 2), throughput-bound", capacity: 285, opts: SearchOptions{Start: 334, Factor: math.Sqrt2}, maxSteps: 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +70,13 @@ func TestSearch(t *testing.T) {
 			if len(res.Steps) > tt.maxSteps {
 				t.Errorf("took %d steps, want <= %d: %+v", len(res.Steps), tt.maxSteps, res.Steps)
 			}
+			// The last step confirmed the knee level.
+			if last := res.Steps[len(res.Steps)-1]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
+				t.Errorf("last step %+v, want the confirmation of %v", last, res.Level)
+			}
+			if res.Low != res.Level || res.End != SearchBracketed {
+				t.Errorf("bracket low %v, knee %v, end %q", res.Low, res.Level, res.End)
+			}
 		})
 	}
 }
@@ -76,7 +85,7 @@ func TestSearchBounds(t *testing.T) {
 	saturated := []string{"client-saturated: send-lag p99 12 ms > 10 ms"}
 	// invalidAbove6 is a server that keeps up at any rate, measured by a
 	// client that cannot send 6 req/s or more on time.
-	invalidAbove6 := func(rate float64) (StepOutcome, error) {
+	invalidAbove6 := func(rate float64, _ int) (StepOutcome, error) {
 		o := StepOutcome{Offered: rate, Goodput: rate, Throughput: rate, SLOHeld: true, Valid: rate < 6}
 		if !o.Valid {
 			o.Invalid = saturated
@@ -88,8 +97,8 @@ func TestSearchBounds(t *testing.T) {
 	flaky := func() Prober {
 		seen := map[float64]int{}
 		inner := saturating(12, false)
-		return func(rate float64) (StepOutcome, error) {
-			o, err := inner(rate)
+		return func(rate float64, n int) (StepOutcome, error) {
+			o, err := inner(rate, n)
 			seen[rate]++
 			if rate == 8 && seen[rate] == 1 {
 				o.Valid, o.Invalid = false, saturated
@@ -102,7 +111,7 @@ func TestSearchBounds(t *testing.T) {
 		probe     Prober
 		opts      SearchOptions
 		wantFound bool
-		wantLevel float64
+		wantLow   float64 // the bracket's low end (the knee when found)
 		wantErr   error
 		wantSteps int
 		wantEnd   string
@@ -111,47 +120,47 @@ func TestSearchBounds(t *testing.T) {
 		{
 			name:  "everything passes up to MaxRate",
 			probe: saturating(1e9, false), opts: SearchOptions{Start: 1, MaxRate: 16},
-			wantLevel: 16, wantSteps: 5, wantEnd: SearchMaxRate,
+			wantLow: 16, wantSteps: 5, wantEnd: SearchMaxRate,
 		},
 		{
 			name:  "nothing passes down to MinRate",
 			probe: saturating(0.001, false), opts: SearchOptions{Start: 1, MinRate: 0.2},
-			wantLevel: 0, wantSteps: 3, wantEnd: SearchMinRate, // 1, 0.5, 0.25
+			wantLow: 0, wantSteps: 3, wantEnd: SearchMinRate, // 1, 0.5, 0.25
 		},
 		{
 			name:  "MaxSteps stops the bracketing",
 			probe: saturating(1e9, false), opts: SearchOptions{MaxSteps: 3},
-			wantLevel: 4, wantSteps: 3, wantEnd: SearchMaxSteps, wantStop: []string{"3 steps ran"},
+			wantLow: 4, wantSteps: 3, wantEnd: SearchMaxSteps, wantStop: []string{"3 steps ran"},
 		},
 		{
 			name:  "an invalid level is rerun, not narrowed on",
 			probe: flaky(), wantFound: true, wantEnd: SearchBracketed,
-			wantLevel: -1, wantSteps: 8, // 1 2 4 [8] 8 16 13.3 (=12/0.9) 14.7: 8 ran twice
+			wantLow: -1, wantSteps: 9, // 1 2 4 [8] 8 16 13.3 (=12/0.9) 14 13.3: 8 ran twice, 13.3 confirmed
 		},
 		{
 			name:  "a level that stays invalid stops the search and says why",
-			probe: invalidAbove6, wantLevel: 4, wantSteps: 6, // 1 2 4 [8] [8] [8]
+			probe: invalidAbove6, wantLow: 4, wantSteps: 6, // 1 2 4 [8] [8] [8]
 			wantEnd: SearchInvalid, wantStop: []string{"rate 8 req/s", "all 3 attempts", saturated[0]},
 		},
 		{
 			name:  "no reruns with Retries < 0",
-			probe: invalidAbove6, opts: SearchOptions{Retries: -1}, wantLevel: 4, wantSteps: 4,
+			probe: invalidAbove6, opts: SearchOptions{Retries: -1}, wantLow: 4, wantSteps: 4,
 			wantEnd: SearchInvalid, wantStop: []string{"rate 8 req/s was invalid in its only attempt"},
 		},
 		{
 			name:  "the step budget runs out during reruns",
-			probe: invalidAbove6, opts: SearchOptions{MaxSteps: 5}, wantLevel: 4, wantSteps: 5,
+			probe: invalidAbove6, opts: SearchOptions{MaxSteps: 5}, wantLow: 4, wantSteps: 5,
 			wantEnd: SearchMaxSteps, wantStop: []string{"rerunning the invalid rate 8"},
 		},
 		{
 			name: "a prober error ends the search",
-			probe: func(rate float64) (StepOutcome, error) {
+			probe: func(rate float64, _ int) (StepOutcome, error) {
 				if rate > 2 {
 					return StepOutcome{}, errBoom
 				}
 				return StepOutcome{Offered: rate, Goodput: rate, SLOHeld: true, Valid: true}, nil
 			},
-			wantErr: errBoom, wantLevel: 2, wantSteps: 2, wantEnd: SearchError,
+			wantErr: errBoom, wantLow: 2, wantSteps: 2, wantEnd: SearchError,
 		},
 	}
 	for _, tt := range tests {
@@ -163,8 +172,11 @@ func TestSearchBounds(t *testing.T) {
 			if res.Found != tt.wantFound {
 				t.Errorf("found = %v, want %v (%s)", res.Found, tt.wantFound, res.Reason)
 			}
-			if tt.wantLevel >= 0 && res.Level != tt.wantLevel {
-				t.Errorf("level = %v, want %v", res.Level, tt.wantLevel)
+			if tt.wantLow >= 0 && res.Low != tt.wantLow {
+				t.Errorf("bracket low = %v, want %v", res.Low, tt.wantLow)
+			}
+			if (res.Level != 0) != res.Found || res.Found && res.Level != res.Low {
+				t.Errorf("found %v with level %v (bracket low %v)", res.Found, res.Level, res.Low)
 			}
 			if len(res.Steps) != tt.wantSteps {
 				t.Errorf("steps = %d, want %d: %+v", len(res.Steps), tt.wantSteps, res.Steps)
@@ -193,6 +205,7 @@ func TestLadderKnee(t *testing.T) {
 	slow := func(l, g float64) StepOutcome { o := ok(l); o.Goodput = g; return o }
 	sloFail := func(l float64) StepOutcome { o := ok(l); o.SLOHeld = false; return o }
 	invalid := func(o StepOutcome) StepOutcome { o.Valid = false; return o }
+	sampledOK := func(l float64, n int) StepOutcome { o := ok(l); o.Samples, o.NeedSamples = n, MinSLOSamples; return o }
 	tests := []struct {
 		name     string
 		in       []StepOutcome
@@ -202,27 +215,27 @@ func TestLadderKnee(t *testing.T) {
 		{
 			name: "goodput falls below 90% at 8",
 			in:   []StepOutcome{ok(1), ok(2), ok(4), slow(8, 7.1), slow(16, 7.5)},
-			want: Knee{Found: true, Level: 4, Upper: 8, MaxGoodput: 7.5, MaxGoodputLevel: 16},
+			want: Knee{Found: true, Level: 4, Low: 4, Upper: 8, MaxGoodput: 7.5, MaxGoodputLevel: 16},
 		},
 		{
 			name: "exactly 90% passes",
 			in:   []StepOutcome{ok(1), slow(10, 9), slow(20, 9.5)},
-			want: Knee{Found: true, Level: 10, Upper: 20, MaxGoodput: 9.5, MaxGoodputLevel: 20},
+			want: Knee{Found: true, Level: 10, Low: 10, Upper: 20, MaxGoodput: 9.5, MaxGoodputLevel: 20},
 		},
 		{
 			name: "SLO p99 failure ends the ladder; unordered input",
 			in:   []StepOutcome{sloFail(4), ok(1), ok(2), ok(8)},
-			want: Knee{Found: true, Level: 2, Upper: 4, MaxGoodput: 8, MaxGoodputLevel: 8, NonMonotonic: true},
+			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 8, MaxGoodputLevel: 8, NonMonotonic: true},
 		},
 		{
 			name: "invalid steps are skipped",
 			in:   []StepOutcome{ok(1), invalid(slow(2, 0.1)), ok(4), slow(8, 1)},
-			want: Knee{Found: true, Level: 4, Upper: 8, MaxGoodput: 4, MaxGoodputLevel: 4},
+			want: Knee{Found: true, Level: 4, Low: 4, Upper: 8, MaxGoodput: 4, MaxGoodputLevel: 4},
 		},
 		{
 			name: "all pass: lower bound",
 			in:   []StepOutcome{ok(1), ok(2)},
-			want: Knee{Level: 2, MaxGoodput: 2, MaxGoodputLevel: 2},
+			want: Knee{Low: 2, MaxGoodput: 2, MaxGoodputLevel: 2},
 		},
 		{
 			name: "none pass",
@@ -235,15 +248,29 @@ func TestLadderKnee(t *testing.T) {
 			want: Knee{},
 		},
 		{
+			name: "a level that served less than 90% of its rate is not the knee",
+			in:   []StepOutcome{ok(1), ok(2), func() StepOutcome { o := ok(4); o.Served = 3.2; return o }(), slow(8, 1)},
+			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 4, MaxGoodputLevel: 4},
+		},
+		{
+			name:     "a level too short for its SLO p99 decides nothing",
+			in:       []StepOutcome{sampledOK(1, 200), sampledOK(2, 50), slow(4, 1)},
+			want:     Knee{Low: 1, Upper: 4, MaxGoodput: 2, MaxGoodputLevel: 2},
+			wantText: "level 2 was too short to decide",
+		},
+		{
 			name: "max goodput is the measured (vLLM) goodput when given",
 			in: []StepOutcome{ok(1), func() StepOutcome { o := slow(2, 1.9); o.MeasuredGoodput = 1.7; return o }(),
 				func() StepOutcome { o := slow(4, 2.1); o.MeasuredGoodput = 1.6; return o }()},
-			want: Knee{Found: true, Level: 2, Upper: 4, MaxGoodput: 1.7, MaxGoodputLevel: 2},
+			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 1.7, MaxGoodputLevel: 2},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := LadderKnee(tt.in, DefaultGoodputRatio)
+			if !strings.Contains(got.Reason, tt.wantText) {
+				t.Errorf("reason %q, want it to contain %q", got.Reason, tt.wantText)
+			}
 			got.Reason = ""
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
@@ -296,5 +323,275 @@ func TestNormalizedOffsets(t *testing.T) {
 				t.Error("Next past the end is not the largest duration")
 			}
 		})
+	}
+}
+
+// draining is a synthetic open-loop server of capacity c req/s measured by
+// steps of window seconds (n = ceil(rate x window) requests, raised to the
+// search's minRequests): a step ends drain seconds after its last arrival
+// (or after the backlog is served above c), so a short step serves less
+// than its rate even when the server keeps up. With blind keep-up, the
+// keep-up figure the prober reports ignores the backlog (it says 100 % at
+// any rate, as a drain correction can on short steps): only the served
+// throughput shows the overload. got records every minRequests asked.
+func draining(c, window, drain float64, blind bool, got *[]int) Prober {
+	return func(rate float64, minRequests int) (StepOutcome, error) {
+		*got = append(*got, minRequests)
+		n := max(int(math.Ceil(rate*window)), minRequests)
+		w := float64(n) / rate
+		dur := math.Max(w, float64(n)/c) + drain
+		served := float64(n) / dur
+		keep := math.Min(1, c/rate)
+		if blind {
+			keep = 1
+		}
+		return StepOutcome{Offered: rate, Goodput: keep * rate, Throughput: math.Min(rate, c), Served: served,
+			Requests: n, SLOHeld: true, Valid: true}, nil
+	}
+}
+
+// TestSearchServedThroughput: the search never reports a knee at a level
+// whose served throughput is below the keep-up threshold. A level that
+// kept up but served too little is rerun longer (the drain of a short step
+// alone can do that); the knee's own runs served at least 90 % of it.
+func TestSearchServedThroughput(t *testing.T) {
+	tests := []struct {
+		name  string
+		blind bool
+	}{
+		{name: "short steps: the drain alone makes the first runs serve too little"},
+		{name: "keep-up blind to the backlog: only the served throughput fails", blind: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const c = 12.0
+			var asked []int
+			res, err := Search(SearchOptions{Start: 4}, draining(c, 5, 1, tt.blind, &asked))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Found {
+				t.Fatalf("knee not found: %s (steps %+v)", res.Reason, res.Steps)
+			}
+			if res.Level > c/DefaultGoodputRatio*(1+1e-6) || res.Level < c/DefaultGoodputRatio/1.1 {
+				t.Errorf("knee %.4g, want within [%.4g, %.4g]", res.Level, c/DefaultGoodputRatio/1.1, c/DefaultGoodputRatio)
+			}
+			short := 0
+			for i, o := range res.Steps {
+				switch o.Verdict {
+				case VerdictPass, VerdictConfirmed:
+					if o.Served < DefaultGoodputRatio*o.Offered {
+						t.Errorf("step %d at %.4g passed serving %.4g req/s", i, o.Level, o.Served)
+					}
+				case VerdictTooShort:
+					short++
+					if i+1 >= len(asked) || asked[i+1] <= o.Requests || !strings.Contains(o.Why, "rerun with") {
+						t.Errorf("step %d (%d requests, %q) was not rerun longer: asked %v", i, o.Requests, o.Why, asked)
+					}
+				}
+			}
+			if short == 0 {
+				t.Errorf("no run was too short to decide: %+v", res.Steps)
+			}
+		})
+	}
+}
+
+// sampled is a synthetic latency-bound server of capacity c req/s measured
+// by steps of window seconds with an SLO p99 that needs MinSLOSamples
+// samples: every request is one sample. Its p99 holds at any rate on fewer
+// than 100 samples (the p99 of a short step is about its maximum, which
+// can miss the tail), and only up to c on enough.
+func sampled(c, window float64, got *[]int) Prober {
+	return func(rate float64, minRequests int) (StepOutcome, error) {
+		*got = append(*got, minRequests)
+		n := max(int(math.Ceil(rate*window)), minRequests)
+		return StepOutcome{Offered: rate, Goodput: rate, Throughput: rate, Served: rate, Requests: n,
+			Samples: n, NeedSamples: MinSLOSamples, SLOHeld: n < MinSLOSamples || rate <= c, Valid: true}, nil
+	}
+}
+
+// TestSearchSamples: the search never decides on an SLO p99 from fewer than
+// MinSLOSamples samples: it reruns the level longer, later levels run as
+// long, and without longer reruns it stops with the knee not found.
+func TestSearchSamples(t *testing.T) {
+	t.Run("too-short levels are rerun longer", func(t *testing.T) {
+		var asked []int
+		res, err := Search(SearchOptions{Start: 2}, sampled(6, 5, &asked))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Found || res.Level > 6 || res.Level < 6/1.1 {
+			t.Fatalf("knee %+v, want found within [%.4g, 6] (steps %+v)", res.Knee, 6/1.1, res.Steps)
+		}
+		short := 0
+		for i, o := range res.Steps {
+			if o.Verdict == VerdictTooShort {
+				short++
+				continue
+			}
+			if o.Samples < MinSLOSamples {
+				t.Errorf("step %d at %.4g decided (%s) on %d samples", i, o.Level, o.Verdict, o.Samples)
+			}
+		}
+		// The first level needs two longer reruns (2 req/s x 5 s = 10
+		// requests; at most 16 times longer each); the levels after it
+		// are asked for as many requests from the start.
+		if short == 0 || short > 2 {
+			t.Errorf("%d too-short runs, want 1 or 2: %+v", short, res.Steps)
+		}
+		for i := short + 1; i < len(asked); i++ {
+			if asked[i] < MinSLOSamples {
+				t.Errorf("probe %d asked for %d requests after the search learned that %d samples are needed", i, asked[i], MinSLOSamples)
+			}
+		}
+	})
+	t.Run("without longer reruns the knee is not found", func(t *testing.T) {
+		var asked []int
+		res, err := Search(SearchOptions{Start: 2, Lengthen: -1}, sampled(6, 5, &asked))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Found || res.Level != 0 || res.End != SearchTooShort || len(res.Steps) != 1 ||
+			!strings.Contains(res.Stop, "rate 2 req/s stayed too short") || !strings.Contains(res.Stop, "10 samples, fewer than the 100") {
+			t.Errorf("knee %+v end %q stop %q steps %d", res.Knee, res.End, res.Stop, len(res.Steps))
+		}
+	})
+	t.Run("a keep-up failure needs no samples", func(t *testing.T) {
+		o := StepOutcome{Offered: 10, Goodput: 5, Served: 5, Samples: 3, NeedSamples: MinSLOSamples, SLOHeld: true, Valid: true}
+		if v, why := o.judge(DefaultGoodputRatio); v != VerdictFail || !strings.Contains(why, "keep-up 50 %") {
+			t.Errorf("judge = %q, %q; want a keep-up failure", v, why)
+		}
+	})
+}
+
+// TestSearchConfirm: the knee level is run a second time and both runs must
+// pass. A level that passed by chance and fails its confirmation counts as
+// a failure and the search goes on below it; the step budget keeps its last
+// step for the confirmation; a knee that could not be confirmed is not
+// stated.
+func TestSearchConfirm(t *testing.T) {
+	// fluke is a server of capacity 12 req/s (knee 12/0.9) whose first run
+	// at 16 req/s passes by chance.
+	fluke := func() Prober {
+		seen := map[float64]int{}
+		inner := saturating(12, false)
+		return func(rate float64, n int) (StepOutcome, error) {
+			o, err := inner(rate, n)
+			if seen[rate]++; rate == 16 && seen[rate] == 1 {
+				o.Goodput = rate
+			}
+			return o, err
+		}
+	}
+	t.Run("a fluke pass fails its confirmation", func(t *testing.T) {
+		res, err := Search(SearchOptions{}, fluke())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Found || res.Level > 12/DefaultGoodputRatio*(1+1e-6) || res.Level < 12 || !res.NonMonotonic || res.End != SearchBracketed {
+			t.Fatalf("knee %+v end %q, want found at about 13.3, non-monotonic (steps %+v)", res.Knee, res.End, res.Steps)
+		}
+		unconfirmed := false
+		for _, o := range res.Steps {
+			unconfirmed = unconfirmed || o.Level == 16 && o.Verdict == VerdictUnconfirmed
+		}
+		if !unconfirmed {
+			t.Errorf("no unconfirmed run at 16: %+v", res.Steps)
+		}
+		if last := res.Steps[len(res.Steps)-1]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
+			t.Errorf("last step %+v, want the confirmation of %v", last, res.Level)
+		}
+	})
+	t.Run("the last step of the budget confirms a wider bracket", func(t *testing.T) {
+		res, err := Search(SearchOptions{MaxSteps: 7}, saturating(12, false)) // 1 2 4 8 16 13.3, then 13.3 again
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Found || res.Upper != 16 || len(res.Steps) != 7 || res.End != SearchMaxSteps || !strings.Contains(res.Stop, "wider bracket") {
+			t.Errorf("knee %+v end %q stop %q steps %d", res.Knee, res.End, res.Stop, len(res.Steps))
+		}
+	})
+	t.Run("no step left to confirm: no knee", func(t *testing.T) {
+		res, err := Search(SearchOptions{MaxSteps: 5}, saturating(12, false)) // 1 2 4 8 16
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Found || res.Level != 0 || res.Low != 8 || res.Upper != 16 || res.End != SearchMaxSteps ||
+			!strings.Contains(res.Reason, "8 was not confirmed") {
+			t.Errorf("knee %+v end %q", res.Knee, res.End)
+		}
+	})
+}
+
+// TestKneeJSON: result.json states the knee with its bracket, and writes no
+// knee.level when the knee was not found.
+func TestKneeJSON(t *testing.T) {
+	tests := []struct {
+		name    string
+		knee    Knee
+		want    map[string]any
+		missing []string
+	}{
+		{
+			name: "found",
+			knee: Knee{Found: true, Level: 5.7, Low: 5.7, Upper: 6.5},
+			want: map[string]any{"found": true, "level": 5.7, "bracket_low": 5.7, "bracket_high": 6.5, "upper": 6.5},
+		},
+		{
+			name:    "every level passed",
+			knee:    Knee{Low: 2},
+			want:    map[string]any{"found": false, "bracket_low": 2.0},
+			missing: []string{"level", "bracket_high", "upper"},
+		},
+		{
+			name:    "no level passed",
+			knee:    Knee{Upper: 1},
+			want:    map[string]any{"found": false, "bracket_high": 1.0},
+			missing: []string{"level", "bracket_low"},
+		},
+		{
+			name:    "passed and failed, not confirmed",
+			knee:    Knee{Low: 4, Upper: 8},
+			want:    map[string]any{"found": false, "bracket_low": 4.0, "bracket_high": 8.0},
+			missing: []string{"level"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &Result{Knee: tt.knee, KneeUnit: "req/s"}
+			b := encodeResult(t, res)
+			var top struct {
+				Knee map[string]any `json:"knee"`
+			}
+			if err := json.Unmarshal(b, &top); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tt.want {
+				if top.Knee[k] != v {
+					t.Errorf("knee.%s = %v, want %v", k, top.Knee[k], v)
+				}
+			}
+			for _, k := range tt.missing {
+				if v, ok := top.Knee[k]; ok {
+					t.Errorf("knee.%s = %v, want it absent", k, v)
+				}
+			}
+			back, err := DecodeResult(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Knee != tt.knee {
+				t.Errorf("read back %+v, want %+v", back.Knee, tt.knee)
+			}
+		})
+	}
+	// Schema 1 wrote the highest passing level as knee.level, found or not.
+	back, err := DecodeResult(strings.NewReader(`{"llmprobe_result_schema": 1, "knee": {"found": false, "level": 2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Knee.Found || back.Knee.Level != 0 || back.Knee.Low != 2 {
+		t.Errorf("schema 1 knee read back as %+v", back.Knee)
 	}
 }

@@ -38,11 +38,14 @@ func (r *runner) runLevels(ctx context.Context) error {
 			level.Info(r.logger).Log("msg", "throughput probe done", "estimate_req_per_s", fmt.Sprintf("%.4g", r.probe.EstimateReqPerS),
 				"search_start", opts.Start, "note", r.probe.Note)
 		}
-		res, err := Search(opts, func(rate float64) (StepOutcome, error) {
+		var runs [][]*Step // the steps of each probe, in the order run
+		res, err := Search(opts, func(rate float64, minRequests int) (StepOutcome, error) {
 			if err := ctx.Err(); err != nil {
 				return StepOutcome{}, err
 			}
-			l, err := r.runLevel(ctx, rate)
+			first := len(r.steps)
+			l, err := r.runLevelLength(ctx, rate, minRequests)
+			runs = append(runs, r.steps[first:])
 			if err != nil {
 				return StepOutcome{}, err
 			}
@@ -51,6 +54,13 @@ func (r *runner) runLevels(ctx context.Context) error {
 			}
 			return l.Outcome, nil
 		})
+		for i, o := range res.Steps {
+			if i < len(runs) {
+				for _, st := range runs[i] {
+					st.Search = &StepVerdict{Verdict: o.Verdict, Why: o.Why}
+				}
+			}
+		}
 		r.search = &res
 		if res.Stop != "" {
 			level.Warn(r.logger).Log("msg", "knee search stopped early", "why", res.Stop)
@@ -86,6 +96,23 @@ func roundRate(v float64) float64 {
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v))-2)
 	return math.Round(v/p) * p
+}
+
+// runLevelLength is runLevel with every step sending at least minRequests
+// requests (0: the configured length): the search's longer reruns. The
+// step length is the Config's (NumPrompts, or MinPrompts for a step bounded
+// by a duration), raised for these steps only.
+func (r *runner) runLevelLength(ctx context.Context, lv float64, minRequests int) (Level, error) {
+	if minRequests > 0 {
+		saved := r.cfg
+		defer func() { r.cfg = saved }()
+		if r.cfg.NumPrompts > 0 {
+			r.cfg.NumPrompts = max(r.cfg.NumPrompts, minRequests)
+		} else {
+			r.cfg.MinPrompts = max(r.cfg.MinPrompts, minRequests)
+		}
+	}
+	return r.runLevel(ctx, lv)
 }
 
 // runLevel runs every round of one level and aggregates them. Running a

@@ -11,8 +11,10 @@ import (
 	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
-// ResultSchemaVersion is the version of result.json's llmprobe extras.
-const ResultSchemaVersion = 1
+// ResultSchemaVersion is the version of result.json's llmprobe extras. 2:
+// knee.level only when found, knee.bracket_low and bracket_high, a step's
+// search verdict (DecodeResult reads 1 too).
+const ResultSchemaVersion = 2
 
 // Step is one measured step: one level, one round.
 type Step struct {
@@ -58,6 +60,18 @@ type Step struct {
 	Validity Validity    `json:"validity"`
 	// Interrupted is true when the step was cut short.
 	Interrupted bool `json:"interrupted"`
+	// Search is what the adaptive search made of the step's run (nil for
+	// a ladder): result.json's "search".
+	Search *StepVerdict `json:"search,omitempty"`
+}
+
+// StepVerdict is the adaptive search's verdict on one run of a level.
+type StepVerdict struct {
+	// Verdict is a Verdict* constant (VerdictPass, VerdictTooShort, ...).
+	Verdict string `json:"verdict"`
+	// Why says why, in words (and, for a too-short run, how long its rerun
+	// is); empty for a plain pass.
+	Why string `json:"why,omitempty"`
 }
 
 // Spread summarizes one figure over the rounds of a level.
@@ -120,7 +134,17 @@ func aggregate(label string, level float64, mode string, rounds []*Step, ratio f
 	}
 	var good, tp, ttft, tpot, kgood, ktp, ratios []float64
 	held := true
-	for _, s := range use {
+	requests, samples, need := 0, 0, 0
+	for i, s := range use {
+		if i == 0 || s.Stats.Requests < requests {
+			requests = s.Stats.Requests
+		}
+		if n, ok := s.Stats.sloSamples(); ok {
+			if need == 0 || n < samples {
+				samples = n
+			}
+			need = MinSLOSamples
+		}
 		good = append(good, s.Stats.RequestGoodput)
 		tp = append(tp, s.Stats.RequestThroughput)
 		ttft = append(ttft, s.Stats.TTFT.P99)
@@ -140,6 +164,10 @@ func aggregate(label string, level float64, mode string, rounds []*Step, ratio f
 		Offered:         level,
 		Goodput:         l.GoodputRatio.Mean * level,
 		Throughput:      spreadOf(ktp).Mean,
+		Served:          l.Throughput.Mean,
+		Requests:        requests,
+		Samples:         samples,
+		NeedSamples:     need,
 		SLOHeld:         held,
 		Valid:           l.ValidRounds > 0 && !math.IsInf(level, 1),
 		MeasuredGoodput: l.Goodput.Mean,
@@ -154,7 +182,9 @@ func aggregate(label string, level float64, mode string, rounds []*Step, ratio f
 		}
 	}
 	if mode == ModeClosed {
-		l.Outcome.Offered = l.Throughput.Mean
+		// The served-throughput rule does not apply: the offered rate is
+		// what was served.
+		l.Outcome.Offered, l.Outcome.Served = l.Throughput.Mean, 0
 		l.Outcome.Goodput = l.Goodput.Mean
 		l.Outcome.Throughput = l.Throughput.Mean
 	}
@@ -223,7 +253,7 @@ type Result struct {
 func resultKeys() map[string]bool {
 	keys := map[string]bool{}
 	r := &Result{SLO: map[string]float64{"ttft": 1}}
-	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}}
+	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}, Search: &StepVerdict{}}
 	r.Steps = []*Step{st}
 	for _, o := range []object{r.StepJSON(st).(object), r.top()} {
 		for _, e := range o {
@@ -383,6 +413,16 @@ func (r *Result) StepJSON(s *Step) any {
 	o.add("send_lag_ms", st.SendLag)
 	o.add("client_queue_time_ms", st.QueueTime)
 	o.add("e2el_from_scheduled_ms", st.E2ELFromScheduled)
+	// The same two figures as flat keys in vLLM's naming, for tools that
+	// read mean_/median_/p99_<metric>_ms.
+	for _, m := range []struct {
+		name string
+		l    Latency
+	}{{"ttft_text", st.TTFTText}, {"e2el_from_scheduled", st.E2ELFromScheduled}} {
+		o.add("mean_"+m.name+"_ms", m.l.Mean)
+		o.add("median_"+m.name+"_ms", m.l.Median)
+		o.add("p99_"+m.name+"_ms", m.l.P99)
+	}
 	rel := object{}
 	for _, m := range []struct {
 		name string
@@ -408,6 +448,9 @@ func (r *Result) StepJSON(s *Step) any {
 	o.add("server", s.Server)
 	o.add("validity", s.Validity)
 	o.add("in_knee", s.Validity.Valid && s.Mode != ModeBurst)
+	if s.Search != nil {
+		o.add("search", s.Search)
+	}
 	return o
 }
 
@@ -435,8 +478,14 @@ func (r *Result) top() object {
 	k := object{}
 	k.add("found", r.Knee.Found)
 	k.add("unit", r.KneeUnit)
-	k.add("level", r.Knee.Level)
+	if r.Knee.Found {
+		k.add("level", r.Knee.Level)
+	}
+	if r.Knee.Low != 0 {
+		k.add("bracket_low", r.Knee.Low)
+	}
 	if r.Knee.Upper != 0 {
+		k.add("bracket_high", jsonRate(r.Knee.Upper))
 		k.add("upper", jsonRate(r.Knee.Upper))
 	}
 	k.add("max_goodput", r.Knee.MaxGoodput)

@@ -182,6 +182,35 @@ type Stats struct {
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
+// sloSamples returns the fewest samples behind the step's SLO p99 checks
+// (the N of each checked metric) and whether any check counts. A metric
+// without a single sample is left out: it does not apply to the step (the
+// TPOT of one-token outputs) and no longer step would give it one.
+func (s *Stats) sloSamples() (int, bool) {
+	n, ok := 0, false
+	for _, c := range s.SLOChecks {
+		var l Latency
+		switch c.Metric {
+		case slo.NameTTFT:
+			l = s.TTFT
+		case slo.NameTPOT:
+			l = s.TPOT
+		case slo.NameE2EL:
+			l = s.E2EL
+		default:
+			continue
+		}
+		if l.N == 0 {
+			continue
+		}
+		if !ok || l.N < n {
+			n = l.N
+		}
+		ok = true
+	}
+	return n, ok
+}
+
 // KeepUpPct is the knee's keep-up criterion for people: GoodputRatio in
 // percent, capped at 100 (a ratio above 1 is arrival-sample noise, not a
 // server doing more than it was asked).
