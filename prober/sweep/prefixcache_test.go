@@ -66,7 +66,9 @@ func TestUnintendedPrefixCache(t *testing.T) {
 	t.Run("distinct prompts are not flagged", func(t *testing.T) {
 		res := run(t, false)
 		st := res.Steps[0]
-		if slices.Contains(st.Validity.Flags, sweep.FlagUnintendedPrefixCache) || !st.Validity.Valid {
+		// Other flags (client-saturated on a busy machine) are not this
+		// test's business.
+		if slices.Contains(st.Validity.Flags, sweep.FlagUnintendedPrefixCache) {
 			t.Errorf("flags %v reasons %v", st.Validity.Flags, st.Validity.Reasons)
 		}
 		if st.DistinctPrompts != 20 {

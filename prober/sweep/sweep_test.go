@@ -217,13 +217,17 @@ func TestRunStreamsRecords(t *testing.T) {
 			t.Errorf("step %d %s snapshot: not recorded %q, %d bytes", s.Step, s.Phase, s.NotRecorded, len(s.Body))
 		}
 	}
+	scraped := 0
 	for i := range res.Steps {
 		if got := strings.Join(phases[i], ","); got != "before-warmup,before,during,after" {
 			t.Errorf("step %d snapshot phases %s", i, got)
 		}
-		if sink.scrapes[i] == 0 {
-			t.Errorf("step %d: no during-step scrape", i)
-		}
+		scraped += sink.scrapes[i]
+	}
+	// A starved machine can make every scrape of one short step outlast
+	// it; the sink must still have received the scrapes of the sweep.
+	if scraped == 0 {
+		t.Errorf("no during-step scrape reached the sink: %v", sink.scrapes)
 	}
 	if obs.started != 1 || obs.steps != 2 || obs.swept != 1 || obs.done != 40 || len(obs.planned) != 2 || obs.planned[0] != 20 {
 		t.Errorf("observer: %+v", obs)
