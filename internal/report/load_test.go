@@ -8,12 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/simulator"
-	"github.com/llmprobe/llmprobe/prober/sweep"
-	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // TestLoadGolden renders the run directories in testdata/runs, written by
@@ -103,42 +99,6 @@ func firstDiff(got, want string) string {
 		}
 	}
 	return "(no line differs)"
-}
-
-// fastSim is a simulator whose engine steps take about a millisecond.
-func fastSim() simulator.Config {
-	c := simulator.DefaultConfig()
-	c.StepBase = time.Millisecond
-	c.StepPerPrefillToken = 0
-	c.StepPerSeq = 10 * time.Microsecond
-	return c
-}
-
-// sweepConfig is a small sweep against target: 10 requests per step of 32
-// input and 4 output tokens, the client CPU check off (the simulator shares
-// the test process) and a send-lag limit a busy test machine keeps.
-func sweepConfig(t *testing.T, target string) sweep.Config {
-	t.Helper()
-	return sweep.Config{
-		Target:          target,
-		API:             "completions",
-		Timeout:         30 * time.Second,
-		Workload:        workload.Spec{InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(4)},
-		WorkloadSource:  "flags",
-		Rates:           []float64{20, 40},
-		RatesText:       "20,40",
-		Arrival:         "poisson",
-		Burstiness:      1,
-		NumPrompts:      10,
-		Warmups:         1,
-		Rounds:          1,
-		MetricsInterval: 100 * time.Millisecond,
-		IdleTimeout:     2 * time.Second,
-		OutDir:          t.TempDir(),
-		Name:            "test",
-		Embedded:        true,
-		Validity:        sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
-	}
 }
 
 func TestLoadErrors(t *testing.T) {

@@ -88,7 +88,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // sweep's own Result did, and restores the Result's Go-only fields from the
 // manifest.
 func TestLoadSameAsRun(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	tests := []struct {
 		name     string
 		cfg      func(c *sweep.Config)
@@ -168,7 +168,7 @@ func TestLoadSameAsRun(t *testing.T) {
 // TestRunRoundsSpread runs two rounds of one rate: analysis.md and the
 // final table show the spread over them, matching result.json's levels.
 func TestRunRoundsSpread(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.Rounds, cfg.NumPrompts = []float64{50}, "50", 2, 10
 	res, r := runSweep(t, cfg, "")

@@ -53,7 +53,7 @@ func TestRunPersonas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.engine, func(t *testing.T) {
-			sc := fastSim()
+			sc := simtest.Fast()
 			sc.Engine = tt.engine
 			url, _ := simtest.Start(t, sc)
 			cfg := testConfig(t, url)

@@ -32,15 +32,6 @@ import (
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// fastSim is a simulator whose engine steps take about a millisecond.
-func fastSim() simulator.Config {
-	c := simulator.DefaultConfig()
-	c.StepBase = time.Millisecond
-	c.StepPerPrefillToken = 0
-	c.StepPerSeq = 10 * time.Microsecond
-	return c
-}
-
 // testConfig is a small valid sweep against target: two open-loop steps of
 // 20 requests each, 32 input and 4 output tokens, the client CPU check off
 // (Embedded: the simulator shares the test process).
@@ -175,7 +166,7 @@ func verifyClean(t *testing.T, dir string) artifacts.Manifest {
 }
 
 func TestRunLadderArtifacts(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.SLO = slo.SLO{TTFT: 5 * time.Second}
 	cfg.Metadata = map[string]string{"gpu": "none"}
@@ -368,7 +359,7 @@ func TestRunAutoKnee(t *testing.T) {
 }
 
 func TestRunClosedLoop(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText = nil, ""
 	cfg.Concurrency = []int{1, 3}
@@ -403,7 +394,7 @@ func TestRunClosedLoop(t *testing.T) {
 }
 
 func TestRunRounds(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.Rounds, cfg.NumPrompts = []float64{50}, "50", 3, 10
 	res, err := Run(context.Background(), cfg, testOptions(t))
@@ -491,7 +482,7 @@ func TestRunBurstAndMaxConcurrency(t *testing.T) {
 			},
 		},
 	}
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t, url)
@@ -560,7 +551,7 @@ func TestRunServerMetrics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			url, _ := startWrapped(t, fastSim(), tt.metrics)
+			url, _ := startWrapped(t, simtest.Fast(), tt.metrics)
 			cfg := testConfig(t, url)
 			cfg.Rates, cfg.RatesText = []float64{50}, "50"
 			cfg.IdleTimeout = 400 * time.Millisecond
@@ -575,7 +566,7 @@ func TestRunServerMetrics(t *testing.T) {
 }
 
 func TestRunCalibratedWithoutTokenize(t *testing.T) {
-	url, h := startWrapped(t, fastSim(), nil)
+	url, h := startWrapped(t, simtest.Fast(), nil)
 	h.override["/tokenize"] = func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText = []float64{50}, "50"
@@ -598,7 +589,7 @@ func TestRunCalibratedWithoutTokenize(t *testing.T) {
 }
 
 func TestRunPrefixCache(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	for _, fresh := range []bool{false, true} {
 		cfg := testConfig(t, url)
 		cfg.Workload.PrefixTokens = 64
@@ -643,7 +634,7 @@ func TestRunPrefixCache(t *testing.T) {
 }
 
 func TestRunInterrupted(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{10, 20}, "10,20", 30 // 3 s per step
 	ctx, cancel := context.WithCancel(context.Background())
@@ -681,7 +672,7 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 	dead := "http://" + l.Addr().String()
 	l.Close()
 
-	url, h := startWrapped(t, fastSim(), nil)
+	url, h := startWrapped(t, simtest.Fast(), nil)
 	notDir := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -761,7 +752,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 	// An opaque key: only the literal replacement can catch it.
 	const key = "opaque-key-0123456789"
 	t.Run("a server echoing the credentials in a preflight error", func(t *testing.T) {
-		url, h := startWrapped(t, fastSim(), nil)
+		url, h := startWrapped(t, simtest.Fast(), nil)
 		h.override["/tokenize"] = func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
@@ -782,7 +773,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 		}
 	})
 	t.Run("a server echoing the credentials in request errors", func(t *testing.T) {
-		url, h := startWrapped(t, fastSim(), nil)
+		url, h := startWrapped(t, simtest.Fast(), nil)
 		h.override["/v1/completions"] = func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
@@ -807,7 +798,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 		}
 	})
 	t.Run("a server echoing the credentials on /metrics", func(t *testing.T) {
-		url, _ := startWrapped(t, fastSim(), func(w http.ResponseWriter, r *http.Request) {
+		url, _ := startWrapped(t, simtest.Fast(), func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 			fmt.Fprintf(w, "vllm:num_requests_running{model_name=\"m\"} 0\nvllm:num_requests_waiting{model_name=\"m\"} 0\n"+
 				"echo_info{authorization=%q,key=%q} 1\n", r.Header.Get("Authorization"), key)
@@ -831,7 +822,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 		}
 	})
 	t.Run("secret metadata values", func(t *testing.T) {
-		url, _ := simtest.Start(t, fastSim())
+		url, _ := simtest.Start(t, simtest.Fast())
 		cfg := testConfig(t, url)
 		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
 		md, err := sweep.ParseMetadata([]string{"hf_token=abcdef123", "note=Bearer sk-abcdefgh", "gpu=h100"})
@@ -856,7 +847,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 }
 
 func TestRunScrubsPromptEcho(t *testing.T) {
-	url, h := startWrapped(t, fastSim(), nil)
+	url, h := startWrapped(t, simtest.Fast(), nil)
 	var mu sync.Mutex
 	var prompts []string
 	h.override["/v1/completions"] = func(w http.ResponseWriter, r *http.Request) {
@@ -905,7 +896,7 @@ func TestRunScrubsPromptEcho(t *testing.T) {
 // (the server reads busy while the first step waits for idleness): the
 // search reruns the level, and the rerun counts for the knee.
 func TestRunSearchRerunsInvalid(t *testing.T) {
-	url, h := startWrapped(t, fastSim(), nil)
+	url, h := startWrapped(t, simtest.Fast(), nil)
 	sim := h.next
 	h.override["/metrics"] = func(w http.ResponseWriter, r *http.Request) {
 		// Busy between the first step's warmup and its load (one
@@ -956,7 +947,7 @@ func TestRunUnscaledArrivals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a sweep")
 	}
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText = []float64{40}, "40"
 	cfg.Unscaled = true

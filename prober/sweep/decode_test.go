@@ -68,7 +68,7 @@ func readBack(res *Result) *Result {
 // their result.json back: encoding the decoded Result gives the same bytes,
 // and it equals the sweep's Result but for what result.json does not hold.
 func TestDecodeResultRoundTrip(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	tests := []struct {
 		name  string
 		cfg   func(c *Config)

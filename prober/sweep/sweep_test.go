@@ -13,20 +13,10 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
-
-// fastSim is a simulator whose engine steps take about a millisecond.
-func fastSim() simulator.Config {
-	c := simulator.DefaultConfig()
-	c.StepBase = time.Millisecond
-	c.StepPerPrefillToken = 0
-	c.StepPerSeq = 10 * time.Microsecond
-	return c
-}
 
 // testConfig is a small valid sweep against target: two open-loop steps of
 // 20 requests each, 32 input and 4 output tokens, the client CPU check off
@@ -142,7 +132,7 @@ func (o *countingObserver) SweepDone(*Result) { o.swept++ }
 // first ones long before the step's last arrival), the snapshots of every
 // phase and the during-step scrapes; the observer sees every request.
 func TestRunStreamsRecords(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	// 20 requests at 10 req/s: a 2 s arrival window.
 	cfg.Rates, cfg.RatesText = []float64{10, 40}, "10,40"
@@ -240,7 +230,7 @@ func TestRunStreamsRecords(t *testing.T) {
 // TestPrepareNamesFields checks that a refused config or workload names
 // the Config field, and that Prepare sends no load.
 func TestPrepareNamesFields(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	f := func(name string, mutate func(c *Config), field, msg string) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
@@ -274,7 +264,7 @@ func TestPrepareNamesFields(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkStep200k -benchtime 1x ./prober/sweep/
 func BenchmarkStep200k(b *testing.B) {
-	sc := fastSim()
+	sc := simtest.Fast()
 	sc.MaxNumSeqs = 1024
 	sc.MaxNumBatchedTokens = 1 << 16
 	url, _ := simtest.Start(b, sc)

@@ -14,6 +14,18 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator"
 )
 
+// Fast returns the simulator's default configuration with engine steps of
+// about a millisecond (1 ms per step, 10 µs per running sequence, prefill
+// free), so that tests of the prober against it run in milliseconds per
+// request while its continuous batching and metrics stay real.
+func Fast() simulator.Config {
+	c := simulator.DefaultConfig()
+	c.StepBase = time.Millisecond
+	c.StepPerPrefillToken = 0
+	c.StepPerSeq = 10 * time.Microsecond
+	return c
+}
+
 // Start builds a Simulator from cfg and serves it on a free port of
 // 127.0.0.1. It returns the base URL ("http://127.0.0.1:PORT", no trailing
 // slash) and the Simulator (for SetFaults, Gatherer, ...). Cleanup closes the
