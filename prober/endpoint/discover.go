@@ -36,7 +36,8 @@ type Info struct {
 	ServerVersion string
 }
 
-// Discover reads GET /v1/models and GET /version. It returns what it
+// Discover reads GET /v1/models and GET /version (ids holding the API key
+// are skipped, root and version are redacted). It returns what it
 // learned and, when something is wrong, an *Error classified like a failed
 // request:
 //
@@ -68,7 +69,9 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 	info.Models = make([]string, 0, len(list.Data))
 	found := -1
 	for i, d := range list.Data {
-		if d.ID == "" {
+		if d.ID == "" || e.echoesKey(d.ID) {
+			// An id holding the API key would carry it into the model
+			// label, logs and requests: such an id is not a model.
 			continue
 		}
 		info.Models = append(info.Models, d.ID)
@@ -82,7 +85,7 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 		d := list.Data[found]
 		info.Model, info.Listed = d.ID, true
 		if d.Root != nil {
-			info.Root = strings.TrimSpace(*d.Root)
+			info.Root = e.Redact(strings.TrimSpace(*d.Root))
 		}
 		info.MaxModelLen = parseMaxModelLen(d.MaxModelLen)
 	case e.o.Model == "":
@@ -104,7 +107,14 @@ func (e *Endpoint) version(ctx context.Context) string {
 		return ""
 	}
 	s, _ := v.Version.(string)
-	return strings.TrimSpace(s)
+	// The version goes into a metric label, logs and the landing page:
+	// a server that echoes the key there must not publish it.
+	return e.Redact(strings.TrimSpace(s))
+}
+
+// echoesKey reports whether s holds the endpoint's API key.
+func (e *Endpoint) echoesKey(s string) bool {
+	return e.o.APIKey != "" && strings.Contains(s, string(e.o.APIKey))
 }
 
 // parseMaxModelLen reads a positive integer written as a JSON number or a
