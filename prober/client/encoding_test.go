@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -52,5 +53,33 @@ func TestUnsolicitedContentEncoding(t *testing.T) {
 				t.Errorf("client sent Accept-Encoding %q; the check assumes it asks for none", accept)
 			}
 		})
+	}
+}
+
+// echoPanicTransport panics with the request's Authorization header (and
+// an error wrapping it), as a buggy transport or middleware might.
+type echoPanicTransport struct{ asError bool }
+
+func (e echoPanicTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if e.asError {
+		panic(fmt.Errorf("middleware: header %s", r.Header.Get("Authorization")))
+	}
+	panic("bad header " + r.Header.Get("Authorization"))
+}
+
+// TestPanicMessageIsRedacted: a panic inside a request becomes a failed
+// Record whose message never holds the API key, whatever the panic value
+// (the secrets surface "panics" of docs/security.md).
+func TestPanicMessageIsRedacted(t *testing.T) {
+	for _, asError := range []bool{false, true} {
+		c := newClient(t, Options{BaseURL: "http://127.0.0.1:1", APIKey: testKey,
+			HTTPClient: &http.Client{Transport: echoPanicTransport{asError}}})
+		rec := do(t, context.Background(), c, Request{ID: "x"})
+		if rec.Error != prober.ClassInvalidResponse || !strings.Contains(rec.ErrorMessage, "internal error") {
+			t.Fatalf("record %q %q", rec.Error, rec.ErrorMessage)
+		}
+		if strings.Contains(rec.ErrorMessage, testKey) || !strings.Contains(rec.ErrorMessage, "<secret>") {
+			t.Errorf("panic message not redacted: %q", rec.ErrorMessage)
+		}
 	}
 }
