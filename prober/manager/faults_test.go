@@ -683,6 +683,13 @@ func faultScenarios() []faultScenario {
 			},
 			extra: map[string]string{"timeout": "10s", "ttft_timeout": "5s", "stall_timeout": "5s"},
 			want:  classes(prober.ClassNone), n: 2,
+			check: func(t *testing.T, r *prober.Record) {
+				// About 600 bytes at one per 100 µs or more: the drip
+				// really happened and was measured.
+				if r.E2E < 20*time.Millisecond || r.Events == 0 {
+					t.Errorf("record %s: E2E %v with %d events: no drip", r.RequestID, r.E2E, r.Events)
+				}
+			},
 		},
 		{
 			name: "endless stream",
