@@ -83,7 +83,7 @@ const faultTarget = `
 
 // faultSettings are the faulty target's default timeouts: short, so the
 // matrix is quick.
-var faultSettings = map[string]string{"timeout": "3s", "ttft_timeout": "400ms", "stall_timeout": "300ms"}
+var faultSettings = map[string]string{"timeout": "5s", "ttft_timeout": "1s", "stall_timeout": "500ms"}
 
 // settingsYAML renders faultSettings overridden by extra, one key a line.
 func settingsYAML(extra map[string]string) string {
@@ -666,7 +666,9 @@ func faultScenarios() []faultScenario {
 			setup: func(e *faultEnv) string {
 				return e.generation(hugeBody(200, "text/event-stream", "", tokenEvent, 50<<20))
 			},
-			extra: map[string]string{"max_body_bytes": "4MiB", "timeout": "10s"},
+			// Reading 2 MiB of events takes a while under -race on a
+			// loaded machine: no timer may fire first.
+			extra: map[string]string{"max_body_bytes": "2MiB", "timeout": "20s", "ttft_timeout": "10s", "stall_timeout": "10s"},
 			want:  classes(prober.ClassStream), check: wantMsg("too large"),
 		},
 		{
@@ -707,7 +709,7 @@ func faultScenarios() []faultScenario {
 					}
 				})
 			},
-			extra: map[string]string{"timeout": "500ms"},
+			extra: map[string]string{"timeout": "1s"},
 			want:  classes(prober.ClassTimeout),
 		},
 		{
