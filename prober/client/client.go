@@ -423,6 +423,12 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
 		return prober.ClassInvalidResponse, fmt.Sprintf("content type %q, want text/event-stream", trimTo(ct, 64)), false
 	}
+	if ce := resp.Header.Get("Content-Encoding"); !isIdentity(ce) {
+		// The client asks for no encoding (no Accept-Encoding, the
+		// transport's compression is off): an encoded body is not the
+		// stream it asked for, whatever it would decode to.
+		return prober.ClassInvalidResponse, fmt.Sprintf("unsolicited content encoding %q, want none", trimTo(ce, 64)), false
+	}
 
 	p := c.parsers.Get().(*sse.Parser)
 	p.Reset(resp.Body)
@@ -531,6 +537,12 @@ func errorBodyMessage(b []byte) string {
 	}
 	line, _, _ := bytes.Cut(bytes.TrimSpace(b), []byte("\n"))
 	return string(line)
+}
+
+// isIdentity reports whether a Content-Encoding value means no encoding.
+func isIdentity(ce string) bool {
+	ce = strings.TrimSpace(ce)
+	return ce == "" || strings.EqualFold(ce, "identity")
 }
 
 func isEventStream(ct string) bool {

@@ -61,7 +61,8 @@ type Info struct {
 // (vLLM: GET /version and vllm:cache_config_info; SGLang: /get_server_info;
 // TGI: /info; llama.cpp: /props; Ollama: /api/version and /api/show).
 // max_model_len comes from /v1/models when it gives one, else from the
-// engine's own field; absent stays 0. It returns what it learned and, when
+// engine's own field; absent stays 0. Listed ids holding the API key are
+// skipped, and root and version are redacted. It returns what it learned and, when
 // something is wrong, an *Error classified like a failed request:
 //
 //   - /v1/models fails (transport, non-200 status, redirect, bad JSON): the
@@ -106,7 +107,9 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 	info.Models = make([]string, 0, len(list.Data))
 	found := -1
 	for i, d := range list.Data {
-		if d.ID == "" {
+		if d.ID == "" || e.echoesKey(d.ID) {
+			// An id holding the API key would carry it into the model
+			// label, logs and requests: such an id is not a model.
 			continue
 		}
 		info.Models = append(info.Models, d.ID)
@@ -121,7 +124,7 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 		d := list.Data[found]
 		info.Model, info.Listed, ownedBy = d.ID, true, d.OwnedBy
 		if d.Root != nil {
-			info.Root = strings.TrimSpace(*d.Root)
+			info.Root = e.Redact(strings.TrimSpace(*d.Root))
 		}
 		if info.MaxModelLen = engine.PositiveInt(d.MaxModelLen); info.MaxModelLen > 0 {
 			info.MaxModelLenSource = "/v1/models max_model_len"
@@ -160,7 +163,14 @@ func (e *Endpoint) version(ctx context.Context) string {
 		return ""
 	}
 	s, _ := v.Version.(string)
-	return strings.TrimSpace(s)
+	// The version goes into a metric label, logs and the landing page:
+	// a server that echoes the key there must not publish it.
+	return e.Redact(strings.TrimSpace(s))
+}
+
+// echoesKey reports whether s holds the endpoint's API key.
+func (e *Endpoint) echoesKey(s string) bool {
+	return e.o.APIKey != "" && strings.Contains(s, string(e.o.APIKey))
 }
 
 // getJSON GETs path (relative to the base URL) and decodes a 200 answer
