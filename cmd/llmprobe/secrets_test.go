@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/llmprobe/llmprobe/collector/scrape"
+	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	ltestutil "github.com/llmprobe/llmprobe/internal/testutil"
 )
@@ -268,3 +270,54 @@ func (f *fakeT) Helper()                   {}
 func (f *fakeT) Errorf(string, ...any)     { f.errors++ }
 func (f *fakeT) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
 func (f *fakeT) Fatalf(s string, a ...any) { panic(fmt.Sprintf(s, a...)) }
+
+// TestSweepSecretsNeverLeave runs `llmprobe sweep` with the recognisable key
+// against the same echoing server, at debug log level: no file of the run
+// directory (records, errors, snapshots, during-step scrapes, result,
+// analysis, manifest, command line) and neither stdout nor the log holds
+// the key.
+func TestSweepSecretsNeverLeave(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte(secretKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := secretEcho(t)
+	// The echoing server refuses its first /tokenize (a calibration would
+	// then meet its failing generations and stop the sweep before any
+	// artifact): use that refusal up, so prompts are sized by /tokenize and
+	// the sweep runs into its echoed errors.
+	resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"model":"llmprobe-sim","prompt":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	out := filepath.Join(dir, "runs")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--target", base, "--api-key-file", keyFile, "--rates", "20",
+		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	for name, s := range map[string]string{"stdout": stdout.String(), "the log": stderr.String()} {
+		if strings.Contains(s, secretKey) {
+			t.Errorf("%s holds the API key:\n%s", name, s)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-secret"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	for _, f := range []string{artifacts.RecordsFile, artifacts.ErrorsFile, artifacts.MetricsDuringFile} {
+		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// The echoed errors are there (redacted), so the check had something
+	// to find.
+	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) || !bytes.Contains(b, []byte(`"stream"`)) {
+		t.Errorf("errors-redacted.jsonl lacks the echoing 401s and error events:\n%s", b)
+	}
+	noSecretInTree(t, dirs[0], secretKey)
+}

@@ -119,7 +119,9 @@ func (e *Endpoint) detect(ctx context.Context, snap *scrape.Snapshot, ownedBy st
 
 // engineInfo fills what the engine's own endpoints tell into info: the
 // server version and context length (kept from /v1/models when it gave
-// max_model_len), the engine configuration. Failures leave fields unknown.
+// max_model_len), the engine configuration; text the server chose (the
+// version, config values) is redacted like every other server answer.
+// Failures leave fields unknown.
 func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engine, snap *scrape.Snapshot) {
 	info.Engine = eng.Name()
 	setContext := func(f engine.Fingerprint) {
@@ -132,7 +134,7 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 			if info.EngineConfig == nil {
 				info.EngineConfig = map[string]string{}
 			}
-			info.EngineConfig[k] = v
+			info.EngineConfig[k] = e.Redact(v)
 		}
 	}
 	switch eng.Name() {
@@ -149,7 +151,7 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 	if ie, ok := eng.Info(); ok {
 		if body, err := e.getBody(ctx, ie.Path); err == nil {
 			if f, ok := ie.Parse(body); ok {
-				info.ServerVersion = f.Version
+				info.ServerVersion = e.Redact(f.Version)
 				setContext(f)
 				addConfig(f.Config)
 			}
