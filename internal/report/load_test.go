@@ -168,3 +168,26 @@ func TestRunName(t *testing.T) {
 		})
 	}
 }
+
+// TestGoodputPlotWithoutSLO: a sweep without --goodput has no goodput
+// (result.json writes null), so its plot shows no goodput line.
+func TestGoodputPlotWithoutSLO(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "runs", "*-closed"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("golden closed-loop run: %v %v", dirs, err)
+	}
+	res, err := Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sloSet(res) {
+		t.Fatal("the golden closed-loop run has an SLO; pick one without")
+	}
+	svg, err := GoodputSVG(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(svg, []byte("request_goodput")) || !bytes.Contains(svg, []byte("request throughput")) {
+		t.Error("the plot of a sweep without an SLO shows a goodput line (or no throughput line)")
+	}
+}

@@ -347,9 +347,20 @@ func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
 		p.Title.Text = GoodputTitleConcurrency
 		p.X.Label.Text = "concurrency"
 	}
-	good := levelSeries(res, isValid, func(st *sweep.Step) float64 { return st.Stats.RequestGoodput })
+	// Without an SLO there is no goodput (result.json writes null): the
+	// plot shows the throughput alone, never a "goodput" equal to it.
+	withSLO := sloSet(res)
+	var good plotter.XYs
+	if withSLO {
+		good = levelSeries(res, isValid, func(st *sweep.Step) float64 { return st.Stats.RequestGoodput })
+	}
 	thr := levelSeries(res, isValid, func(st *sweep.Step) float64 { return st.Stats.RequestThroughput })
-	bad := points(res, isInvalid, func(st *sweep.Step) float64 { return st.Stats.RequestGoodput })
+	bad := points(res, isInvalid, func(st *sweep.Step) float64 {
+		if withSLO {
+			return st.Stats.RequestGoodput
+		}
+		return st.Stats.RequestThroughput
+	})
 	if len(good)+len(thr)+len(bad) == 0 {
 		return p, noData(p)
 	}
@@ -362,8 +373,10 @@ func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
 			return nil, err
 		}
 	}
-	if err := addLine(p, "goodput (request_goodput)", good, colGoodput, nil, draw.CircleGlyph{}); err != nil {
-		return nil, err
+	if withSLO {
+		if err := addLine(p, "goodput (request_goodput)", good, colGoodput, nil, draw.CircleGlyph{}); err != nil {
+			return nil, err
+		}
 	}
 	if err := addLine(p, "request throughput", thr, colThroughput, dashed, draw.SquareGlyph{}); err != nil {
 		return nil, err
