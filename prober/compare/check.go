@@ -199,7 +199,7 @@ func checkOne(st *Step, t slo.Threshold) SLOResult {
 		r.Status = StatusFailed
 	}
 	if !r.Reliable && r.N > 0 {
-		r.Detail = fmt.Sprintf("p99 of %d samples is unreliable (needs %d)", r.N, stats.MinSamples(SLOCheckPercentile))
+		r.Detail = fmt.Sprintf("p99 of %d samples is unreliable: needs %d", r.N, stats.MinSamples(SLOCheckPercentile))
 	}
 	return r
 }

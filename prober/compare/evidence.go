@@ -84,7 +84,11 @@ type Step struct {
 	// Completed and Failed count the requests.
 	Completed, Failed int
 	// Duration is the benchmark duration in seconds (0: not recorded).
-	Duration float64
+	// RateDuration is the duration the goodput and throughput figures
+	// divide by: llmprobe's drain-corrected duration (Duration minus the
+	// shortest successful E2E, so that the last request's own latency is
+	// not counted as lost capacity), else Duration.
+	Duration, RateDuration float64
 	// Throughput is request_throughput (req/s); Goodput request_goodput
 	// (nil: not recorded), computed by the run under GoodputSLO when
 	// GoodputSLOKnown (vllm bench serve does not record its --goodput).
@@ -192,6 +196,7 @@ func FromSweep(name string, res *sweep.Result, requests map[int][]Request) *Evid
 		s := Step{
 			Label: levelLabel(st), Round: max(st.Round, 1),
 			Completed: st.Stats.Completed, Failed: st.Stats.Failed, Duration: st.Stats.Duration,
+			RateDuration: st.Stats.DrainCorrectedDuration,
 			Throughput: st.Stats.RequestThroughput, GoodputSLO: ev.SLO, GoodputSLOKnown: true,
 			FinishReasons: maps.Clone(st.Stats.FinishReasons), ErrorClasses: maps.Clone(st.Stats.FailedByClass),
 		}

@@ -815,7 +815,11 @@ func rounds(steps []*Step) int {
 func rateSamples(steps []*Step, t Threshold, s slo.SLO) (byRound [][]float64, durs []float64, ok bool) {
 	idx := map[int]int{}
 	for _, st := range steps {
-		if st.Requests == nil || !(st.Duration > 0) {
+		d := st.RateDuration
+		if !(d > 0) {
+			d = st.Duration
+		}
+		if st.Requests == nil || !(d > 0) {
 			return nil, nil, false
 		}
 		i, seen := idx[st.Round]
@@ -825,7 +829,7 @@ func rateSamples(steps []*Step, t Threshold, s slo.SLO) (byRound [][]float64, du
 			byRound = append(byRound, nil)
 			durs = append(durs, 0)
 		}
-		durs[i] += st.Duration
+		durs[i] += d
 		for _, q := range st.Requests {
 			x := 0.0
 			if (t.Metric == FigureGoodput && q.Good(s)) || (t.Metric == FigureThroughput && q.OK) {
