@@ -327,7 +327,6 @@ func runCompare(e *env, f *compareFlags) int {
 		BootstrapIters: f.bootstrapIters, Rounds: []compareRound{},
 	}
 	fp := fingerprint.New(args, now)
-	fp.Metadata = compareMetadata(f, cr, base.Metadata)
 	cmdText := fingerprint.ShellJoin(fingerprint.Redact(args)) + "\n"
 	if err := errors.Join(run.WriteFile(artifacts.CommandFile, []byte(cmdText)), run.WriteFile(artifacts.HelpFile, []byte(compareHelp()))); err != nil {
 		_ = run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: "failed: " + err.Error()}, false)
@@ -412,6 +411,7 @@ func runCompare(e *env, f *compareFlags) int {
 	}
 	cr.Verdict, cr.ExitCode, cr.Complete, cr.Result = v.Outcome, v.ExitCode(), complete, v
 	fp.End = time.Now().UTC()
+	fp.Metadata = compareMetadata(f, cr, base.Metadata)
 
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# llmprobe compare: %s\n\n", v.Outcome)
