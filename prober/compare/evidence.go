@@ -197,7 +197,7 @@ func FromSweep(name string, res *sweep.Result, requests map[int][]Request) *Evid
 			Label: levelLabel(st), Round: max(st.Round, 1),
 			Completed: st.Stats.Completed, Failed: st.Stats.Failed, Duration: st.Stats.Duration,
 			RateDuration: st.Stats.DrainCorrectedDuration,
-			Throughput: st.Stats.RequestThroughput, GoodputSLO: ev.SLO, GoodputSLOKnown: true,
+			Throughput:   st.Stats.RequestThroughput, GoodputSLO: ev.SLO, GoodputSLOKnown: true,
 			FinishReasons: maps.Clone(st.Stats.FinishReasons), ErrorClasses: maps.Clone(st.Stats.FailedByClass),
 		}
 		if s.FinishReasons == nil {
