@@ -349,7 +349,8 @@ func runCompare(e *env, f *compareFlags) int {
 		cfg.Seed = f.sw.seed + int64(i/2)
 		obs.round, obs.rounds, obs.side = round, len(order), side
 		level.Info(e.logger).Log("msg", "compare round starting", "round", round, "of", len(order), "side", side, "seed", cfg.Seed)
-		out, err := rundir.Run(e.ctx, cfg, rundir.Options{Logger: log.With(e.logger, "round", round, "side", side), Args: args, Observer: obs})
+		out, err := rundir.Run(e.ctx, cfg, rundir.Options{Logger: log.With(e.logger, "round", round, "side", side), Args: args, Observer: obs,
+			SaveDetailed: f.sw.saveDetailed})
 		if out != nil && out.Result != nil {
 			rel, rerr := filepath.Rel(run.Dir(), out.Dir)
 			if rerr != nil {

@@ -60,6 +60,7 @@ type sweepFlags struct {
 	out, name                                               string
 	metadata                                                []string
 	noProgress                                              bool
+	saveDetailed                                            bool
 }
 
 func init() {
@@ -182,6 +183,8 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		StringsVar(&f.metadata)
 	cmd.Flag("no-progress", "No progress bar, plain log lines (the default when stderr is not a terminal).").
 		BoolVar(&f.noProgress)
+	cmd.Flag("save-detailed", "Write vllm bench serve's --save-detailed arrays (input_lens, output_lens, ttfts, itls, "+
+		"start_times, errors) into the vLLM-form file of every step (vllm/ in the run directory).").BoolVar(&f.saveDetailed)
 	cmd.Arg("goodput-pairs", "More --goodput KEY:VALUE pairs (vLLM's `--goodput ttft:800 tpot:50` form).").
 		StringsVar(&f.goodputArgs)
 }
@@ -368,6 +371,8 @@ func runSweep(e *env, f *sweepFlags) int {
 		Args:     append([]string{"llmprobe"}, e.args...),
 		Help:     sweepHelp(),
 		Observer: obs,
+
+		SaveDetailed: f.saveDetailed,
 	})
 	if err != nil {
 		msg := fingerprint.RedactSecrets(sweepErrorText(err), string(cfg.APIKey))
