@@ -60,7 +60,7 @@ func TestCompareSimulators(t *testing.T) {
 			want: []string{"verdict: fail", "tpot_p99 @ rate=100: regressed:", "beyond the 10 % limit"}},
 		{name: "other model", candidate: func(c *simulator.Config) { c.Model = "other-model" },
 			extra: []string{"--baseline-model", "llmprobe-sim", "--candidate-model", "other-model"}, code: 3,
-			want: []string{"verdict: inconclusive", "model differs (baseline llmprobe-sim, candidate other-model)", "--vary model"}},
+			want: []string{"verdict: inconclusive", "model differs (baseline llmprobe-sim, candidate other-model)", "--vary endpoint,model,model_root)"}},
 		{name: "starved client", extra: []string{"--max-send-lag", "1ns"}, code: 3,
 			want: []string{"verdict: inconclusive", "client not saturated failed: client saturated in baseline round 1"}},
 		{name: "too few samples", extra: []string{"--num-prompts", "20"}, code: 3,

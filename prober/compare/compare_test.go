@@ -125,7 +125,7 @@ func TestCompare(t *testing.T) {
 	f("faster decode", base, faster, nil, OutcomePass, "every rule holds")
 	model := base
 	model.fields = map[string]string{FieldModel: "other"}
-	f("other model", base, model, nil, OutcomeInconclusive, "model differs (baseline m, candidate other)", "--vary model")
+	f("other model", base, model, nil, OutcomeInconclusive, "model differs (baseline m, candidate other)", "--vary endpoint,model)")
 	f("other model declared", base, model, func(o *Options) { o.Vary = []string{FieldEndpoint, FieldModel} }, OutcomePass)
 	noVersion := base
 	noVersion.fields = map[string]string{FieldServerVersion: ""}

@@ -180,7 +180,7 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 	levels, only := pairLevels(baseline, candidate)
 
 	v.Fields = DiffFields(baseline.Fields, candidate.Fields, o.Vary)
-	v.Rules = append(v.Rules, fingerprintRule(v.Fields))
+	v.Rules = append(v.Rules, fingerprintRule(v.Fields, o.Vary))
 	v.Rules = append(v.Rules, successRule(levels, only))
 	v.Rules = append(v.Rules, tokensRule(levels))
 	v.Rules = append(v.Rules, finishRule(levels))
@@ -298,15 +298,17 @@ func labels(e *Evidence) []string {
 	return out
 }
 
-func fingerprintRule(fields []FieldDiff) Rule {
+func fingerprintRule(fields []FieldDiff, vary []string) Rule {
 	r := Rule{Name: RuleFingerprint, Status: StatusOK}
-	var diff, missing, varied []string
+	var diff, names, missing, varied []string
 	for _, f := range fields {
 		switch f.Status {
 		case FieldDiffers:
 			diff = append(diff, fmt.Sprintf("%s differs (baseline %s, candidate %s)", f.Field, f.Baseline, f.Candidate))
+			names = append(names, f.Field)
 		case FieldChanged:
 			diff = append(diff, fmt.Sprintf("%s changed between rounds (baseline %s, candidate %s)", f.Field, f.Baseline, f.Candidate))
+			names = append(names, f.Field)
 		case FieldVaried:
 			varied = append(varied, f.Field)
 		case FieldNotRecorded:
@@ -319,7 +321,7 @@ func fingerprintRule(fields []FieldDiff) Rule {
 	case len(diff) > 0:
 		r.Status = StatusFailed
 		r.Detail = strings.Join(diff, "; ") + " — not declared in --vary"
-		r.Next = "runs that differ only in the declared variable (or declare it: --vary " + firstWord(diff[0]) + ")"
+		r.Next = "runs that differ only in the declared variable (or declare it: --vary " + strings.Join(append(slices.Clone(vary), names...), ",") + ")"
 	case len(missing) > 0:
 		r.Status = StatusNotRecorded
 		r.Detail = "not recorded on both sides: " + strings.Join(missing, ", ")
@@ -328,11 +330,6 @@ func fingerprintRule(fields []FieldDiff) Rule {
 		r.Detail = "the sides differ only in: " + orNone(varied)
 	}
 	return r
-}
-
-func firstWord(s string) string {
-	w, _, _ := strings.Cut(s, " ")
-	return w
 }
 
 func orNone(s []string) string {
