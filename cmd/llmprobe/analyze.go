@@ -130,7 +130,7 @@ func runAnalyze(e *env, f *analyzeFlags) int {
 				o.SLO = pair.baseline.SLO
 			}
 		}
-		if o.SLO.IsZero() && !thresholdsSet(e.args, "max-regression") {
+		if o.SLO.IsZero() && !flagGiven(e.args, "max-regression") {
 			o.Thresholds = dropGoodput(o.Thresholds)
 		}
 		if pair.stored != nil {
@@ -151,8 +151,8 @@ func runAnalyze(e *env, f *analyzeFlags) int {
 	return code
 }
 
-// thresholdsSet reports whether --name was given on the command line.
-func thresholdsSet(args []string, name string) bool {
+// flagGiven reports whether --name was given on the command line.
+func flagGiven(args []string, name string) bool {
 	for _, a := range args {
 		if a == "--"+name || strings.HasPrefix(a, "--"+name+"=") {
 			return true

@@ -249,15 +249,15 @@ type compareResult struct {
 // options are the comparison settings the run used, unless analyze's
 // command line args gives its own.
 func (cr *compareResult) options(o compare.Options, args []string) compare.Options {
-	if !thresholdsSet(args, "max-regression") {
+	if !flagGiven(args, "max-regression") {
 		if th, err := compare.ParseThresholds(cr.MaxRegression); err == nil {
 			o.Thresholds = th
 		}
 	}
-	if !thresholdsSet(args, "vary") && cr.Vary != nil {
+	if !flagGiven(args, "vary") && cr.Vary != nil {
 		o.Vary = cr.Vary
 	}
-	if !thresholdsSet(args, "goodput") && len(cr.SLO) > 0 {
+	if !flagGiven(args, "goodput") && len(cr.SLO) > 0 {
 		var pairs []string
 		for k, v := range cr.SLO {
 			pairs = append(pairs, fmt.Sprintf("%s:%v", k, v))
@@ -269,6 +269,9 @@ func (cr *compareResult) options(o compare.Options, args []string) compare.Optio
 	}
 	if cr.BootstrapIters > 0 {
 		o.Iters = cr.BootstrapIters
+	}
+	if !flagGiven(args, "bootstrap-seed") {
+		o.Seed = uint64(cr.Seed)
 	}
 	return o
 }
