@@ -85,9 +85,6 @@ func init() {
 			IsSetByUser(&f.maxRegressionSet).StringVar(&f.maxRegression)
 		cmd.Flag("vary", "Fingerprint fields allowed to differ between the sides ("+strings.Join(compare.FieldNames, ", ")+").").
 			Default(strings.Join(compare.DefaultVary, ",")).StringVar(&f.vary)
-		cmd.Flag("decision", "The decision this comparison serves (methodology §1), recorded in the manifest and "+
-			"opening analysis.md, e.g. \"ship chat-v2 if goodput does not drop\".").StringVar(&f.decision)
-		cmd.Flag("rollback-if", "The condition that rolls the change back, recorded beside the decision.").StringVar(&f.rollbackIf)
 		cmd.Flag("bootstrap-iters", "Resamples of the bootstrap interval on each difference.").
 			Default(fmt.Sprint(compare.DefaultIters)).IntVar(&f.bootstrapIters)
 		return cmd.FullCommand(), func(e *env) int { return runCompare(e, f) }
@@ -323,7 +320,7 @@ func runCompare(e *env, f *compareFlags) int {
 		return fail("--out: %v", err)
 	}
 	cr := &compareResult{
-		Schema: compareResultSchema, Decision: f.decision, RollbackIf: f.rollbackIf,
+		Schema: compareResultSchema, Decision: base.Metadata[report.MetaDecision], RollbackIf: base.Metadata[report.MetaRollbackIf],
 		Baseline:  compareSide{Target: fingerprint.RedactText(base.Target), Model: base.Model},
 		Candidate: compareSide{Target: fingerprint.RedactText(cand.Target), Model: cand.Model},
 		Order:     f.order, Seed: f.sw.seed, MaxRegression: f.maxRegression, Vary: vary, SLO: sloMS(base.SLO),
@@ -421,7 +418,7 @@ func runCompare(e *env, f *compareFlags) int {
 	fmt.Fprintf(&md, "# llmprobe compare: %s\n\n", v.Outcome)
 	fmt.Fprintf(&md, "Baseline `%s` (model %s), candidate `%s` (model %s); %d rounds in %s order, seed %d.\n\n",
 		cr.Baseline.Target, orNR(cr.Baseline.Model), cr.Candidate.Target, orNR(cr.Candidate.Model), f.sw.rounds, f.order, f.sw.seed)
-	writeVerdictMarkdown(&md, v, f.decision, f.rollbackIf, cr.SLO)
+	writeVerdictMarkdown(&md, v, cr.Decision, cr.RollbackIf, cr.SLO)
 	fmt.Fprintln(&md, "\n## Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
 	for _, r := range cr.Rounds {
 		fmt.Fprintf(&md, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
@@ -471,12 +468,6 @@ func compareMetadata(f *compareFlags, cr *compareResult, user map[string]string)
 	m["compare.rounds"] = fmt.Sprint(f.sw.rounds)
 	m["compare.vary"] = strings.Join(cr.Vary, ",")
 	m["compare.max_regression"] = f.maxRegression
-	if f.decision != "" {
-		m["decision"] = fingerprint.RedactText(f.decision)
-	}
-	if f.rollbackIf != "" {
-		m["rollback_if"] = fingerprint.RedactText(f.rollbackIf)
-	}
 	return m
 }
 
@@ -530,4 +521,20 @@ func (o *compareObserver) StepDone(st *sweep.Step) {
 	level.Info(o.logger).Log("msg", "compare step done", "round", o.round, "side", o.side, "step", st.Label,
 		"requests", st.Stats.Requests, "failed", st.Stats.Failed, "ttft_p99_ms", ms(st.Stats.TTFT.P99),
 		"tpot_p99_ms", ms(st.Stats.TPOT.P99), "validity", valid)
+}
+
+// addDecision records --decision and --rollback-if as metadata (redacted
+// like every metadata value); a --metadata pair of the same key is an
+// error naming the flag.
+func addDecision(md map[string]string, decision, rollbackIf string) error {
+	for _, kv := range []struct{ flag, key, v string }{{"decision", report.MetaDecision, decision}, {"rollback-if", report.MetaRollbackIf, rollbackIf}} {
+		if kv.v == "" {
+			continue
+		}
+		if _, dup := md[kv.key]; dup {
+			return &flagError{flag: kv.flag, err: fmt.Errorf("also given as --metadata %s=...", kv.key)}
+		}
+		md[kv.key] = fingerprint.RedactText(kv.v)
+	}
+	return nil
 }

@@ -58,7 +58,8 @@ func TestCompareSimulators(t *testing.T) {
 		code      int
 		want      []string
 	}{
-		{name: "identical", code: 0, want: []string{"verdict: pass", "every rule holds"}},
+		{name: "identical", code: 0, want: []string{"verdict: pass", "every rule holds"},
+			extra: []string{"--decision", "ship chat-v2 if TPOT p99 holds", "--rollback-if", "goodput drops 5 %"}},
 		{name: "slower decode", candidate: func(c *simulator.Config) { c.StepBase = 12 * time.Millisecond }, code: 1,
 			want: []string{"verdict: fail", "tpot_p99 @ rate=50: regressed:", "beyond the 10 % limit"}},
 		{name: "other model", candidate: func(c *simulator.Config) { c.Model = "other-model" },
@@ -92,6 +93,19 @@ func TestCompareSimulators(t *testing.T) {
 				t.Errorf("analyze %s: exit code %d, want %d:\n%s", dir, got, code, stdout.String())
 			}
 			if tt.name == "identical" {
+				// The decision opens the compare's analysis.md and every
+				// round's, and is in the manifest.
+				md, _ := os.ReadFile(filepath.Join(dir, artifacts.AnalysisFile))
+				r1, _ := filepath.Glob(filepath.Join(dir, "*-r1-baseline", artifacts.AnalysisFile))
+				rmd, _ := os.ReadFile(r1[0])
+				q := "## Decision\n\n- Question: ship chat-v2 if TPOT p99 holds\n- Roll back if: goodput drops 5 %\n- SLO: `ttft:2000 tpot:500`"
+				if !strings.Contains(string(md), q) || !strings.Contains(string(rmd), q) {
+					t.Errorf("analysis.md lacks %q:\n%s\nround 1:\n%s", q, md, rmd)
+				}
+				if m, err := artifacts.ReadManifest(dir); err != nil || m.Fingerprint.Metadata["decision"] != "ship chat-v2 if TPOT p99 holds" ||
+					m.Fingerprint.Metadata["rollback_if"] != "goodput drops 5 %" || m.Fingerprint.Metadata["compare.order"] != "abba" {
+					t.Errorf("manifest metadata %v (%v)", m.Fingerprint.Metadata, err)
+				}
 				// One round alone: a sweep run directory, checked against its
 				// own SLO; and its vLLM-form step file.
 				rounds, _ := filepath.Glob(filepath.Join(dir, "*-r1-baseline"))
@@ -179,6 +193,8 @@ func TestCompareBadFlags(t *testing.T) {
 		{"bad vary", []string{"--baseline", url, "--candidate", url, "--rates", "1", "--vary", "colour"}, `llmprobe: error: --vary: unknown fingerprint field "colour"`},
 		{"bad baseline", []string{"--baseline", "localhost:8000", "--candidate", url, "--rates", "1"}, `llmprobe: error: --baseline: must be an http:// or https:// URL`},
 		{"unreachable", []string{"--baseline", url, "--candidate", url, "--rates", "1"}, "llmprobe: error: baseline: "},
+		{"decision twice", []string{"--baseline", url, "--candidate", url, "--rates", "1", "--decision", "x", "--metadata", "decision=y"},
+			"llmprobe: error: --decision: also given as --metadata decision=..."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

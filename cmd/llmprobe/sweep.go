@@ -61,6 +61,7 @@ type sweepFlags struct {
 	metadata                                                []string
 	noProgress                                              bool
 	saveDetailed                                            bool
+	decision, rollbackIf                                    string
 }
 
 func init() {
@@ -183,6 +184,11 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		StringsVar(&f.metadata)
 	cmd.Flag("no-progress", "No progress bar, plain log lines (the default when stderr is not a terminal).").
 		BoolVar(&f.noProgress)
+	cmd.Flag("decision", "The decision this run serves (methodology §1), e.g. \"ship TP=2 if goodput at 8 req/s "+
+		"rises\": written as metadata key decision (result.json, the manifest) and opening analysis.md with the SLO.").
+		StringVar(&f.decision)
+	cmd.Flag("rollback-if", "The condition that rolls the decision back, written as metadata key rollback_if beside it.").
+		StringVar(&f.rollbackIf)
 	cmd.Flag("save-detailed", "Write vllm bench serve's --save-detailed arrays (input_lens, output_lens, ttfts, itls, "+
 		"start_times, errors) into the vLLM-form file of every step (vllm/ in the run directory).").BoolVar(&f.saveDetailed)
 	cmd.Arg("goodput-pairs", "More --goodput KEY:VALUE pairs (vLLM's `--goodput ttft:800 tpot:50` form).").
@@ -308,6 +314,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		return c, err
 	}
 	if c.Metadata, err = sweep.ParseMetadata(f.metadata); err != nil {
+		return c, err
+	}
+	if err := addDecision(c.Metadata, f.decision, f.rollbackIf); err != nil {
 		return c, err
 	}
 	if f.apiKeyFile != "" {
