@@ -314,6 +314,15 @@ func eachStep(levels []level, fn func(side string, s *Step)) {
 	}
 }
 
+// stepsWord names what eachStep counts: rounds when there is one level,
+// steps (rounds times levels) otherwise.
+func stepsWord(levels []level) string {
+	if len(levels) == 1 {
+		return "rounds"
+	}
+	return "steps"
+}
+
 func stepName(side string, s *Step) string {
 	return fmt.Sprintf("%s round %d %s", side, s.Round, s.Label)
 }
@@ -342,7 +351,7 @@ func clientRule(levels []level) Rule {
 		r.Detail = "client send lag not recorded for " + strings.Join(unknown, ", ")
 		r.Next = "proof that the client kept up (llmprobe records each round's send lag and CPU)"
 	default:
-		r.Detail = fmt.Sprintf("send lag within the limit in all %d rounds", n)
+		r.Detail = fmt.Sprintf("send lag within the limit in all %d %s", n, stepsWord(levels))
 	}
 	return r
 }
@@ -376,7 +385,7 @@ func idleRule(levels []level) Rule {
 		r.Detail = "no idle proof for " + strings.Join(unknown, ", ")
 		r.Next = "an idle proof before every round (the server's /metrics with vllm:num_requests_running and _waiting)"
 	default:
-		r.Detail = fmt.Sprintf("running and waiting read 0 before all %d rounds", n)
+		r.Detail = fmt.Sprintf("running and waiting read 0 before all %d %s", n, stepsWord(levels))
 	}
 	return r
 }
@@ -405,7 +414,7 @@ func roundsRule(levels []level) Rule {
 		r.Next = "complete rounds with an error rate under the limit"
 		return r
 	}
-	r.Detail = fmt.Sprintf("all %d rounds complete, error rates under the limit", n)
+	r.Detail = fmt.Sprintf("all %d %s complete, error rates under the limit", n, stepsWord(levels))
 	return r
 }
 
