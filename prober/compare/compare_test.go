@@ -76,8 +76,11 @@ func defaultOpts(t *testing.T) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Thresholds: th, SLO: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond}, Iters: 500}
+	return Options{Thresholds: th, SLO: defaultSLO, Iters: 500}
 }
+
+// defaultSLO is the methodology's example SLO.
+var defaultSLO = slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond}
 
 func rule(v *Verdict, name string) Rule {
 	for _, r := range v.Rules {
