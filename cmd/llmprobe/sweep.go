@@ -60,6 +60,8 @@ type sweepFlags struct {
 	out, name                                               string
 	metadata                                                []string
 	noProgress                                              bool
+	saveDetailed                                            bool
+	decision, rollbackIf                                    string
 }
 
 func init() {
@@ -185,6 +187,13 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		StringsVar(&f.metadata)
 	cmd.Flag("no-progress", "No progress bar, plain log lines (the default when stderr is not a terminal).").
 		BoolVar(&f.noProgress)
+	cmd.Flag("decision", "The decision this run serves (methodology §1), e.g. \"ship TP=2 if goodput at 8 req/s "+
+		"rises\": written as metadata key decision (result.json, the manifest) and opening analysis.md with the SLO.").
+		StringVar(&f.decision)
+	cmd.Flag("rollback-if", "The condition that rolls the decision back, written as metadata key rollback_if beside it.").
+		StringVar(&f.rollbackIf)
+	cmd.Flag("save-detailed", "Write vllm bench serve's --save-detailed arrays (input_lens, output_lens, ttfts, itls, "+
+		"start_times, errors) into the vLLM-form file of every step (vllm/ in the run directory).").BoolVar(&f.saveDetailed)
 	cmd.Arg("goodput-pairs", "More --goodput KEY:VALUE pairs (vLLM's `--goodput ttft:800 tpot:50` form).").
 		StringsVar(&f.goodputArgs)
 }
@@ -311,6 +320,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	if c.Metadata, err = sweep.ParseMetadata(f.metadata); err != nil {
 		return c, err
 	}
+	if err := addDecision(c.Metadata, f.decision, f.rollbackIf); err != nil {
+		return c, err
+	}
 	if f.apiKeyFile != "" {
 		b, rerr := os.ReadFile(f.apiKeyFile)
 		if rerr != nil {
@@ -372,6 +384,8 @@ func runSweep(e *env, f *sweepFlags) int {
 		Args:     append([]string{"llmprobe"}, e.args...),
 		Help:     sweepHelp(),
 		Observer: obs,
+
+		SaveDetailed: f.saveDetailed,
 	})
 	if err != nil {
 		msg := fingerprint.RedactSecrets(sweepErrorText(err), string(cfg.APIKey))

@@ -28,6 +28,7 @@ func Analysis(res *sweep.Result) []byte {
 	} else {
 		p("# llmprobe sweep: %s\n\n", res.Name)
 	}
+	writeDecision(&b, res)
 
 	p("## Verdict\n\n")
 	for _, para := range verdict(res) {

@@ -2,7 +2,8 @@
 // composes prober/sweep (the engine, which knows no files), the streaming
 // sink of internal/artifacts (records.jsonl, errors-redacted.jsonl, the
 // /metrics snapshots) and internal/report (analysis.md and its plots), and
-// writes command.txt, help.txt, result.json and, last, manifest.json with
+// writes command.txt, help.txt, result.json, every step again in vllm bench
+// serve's --save-result form under vllm/ and, last, manifest.json with
 // the fingerprint and whether the sweep completed. The CLI's `llmprobe
 // sweep` calls Run; so can a daemon goroutine, with its own context,
 // logger and output directory.
@@ -41,6 +42,9 @@ type Options struct {
 	// HTTPClient and Now are sweep.Options' (nil: the sweep's defaults).
 	HTTPClient *http.Client
 	Now        func() time.Time
+	// SaveDetailed adds vllm bench serve's --save-detailed arrays to the
+	// vLLM-form step files under VLLMDir (from records.jsonl).
+	SaveDetailed bool
 }
 
 // Outcome is what Run produced.
@@ -89,7 +93,7 @@ func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
 		return out, abort(run, cfg, p.Fingerprint(), errors.Join(runErr, sink.Close()))
 	}
 	out.Result, out.Complete = res, res.Complete
-	if err := finish(run, sink, res); err != nil {
+	if err := finish(run, sink, res, o.SaveDetailed); err != nil {
 		return out, err
 	}
 	return out, runErr
@@ -118,15 +122,18 @@ func abort(run *artifacts.Run, cfg sweep.Config, fp fingerprint.Fingerprint, err
 	return errors.Join(err, ferr)
 }
 
-// finish closes the streamed files and writes result.json, analysis.md with
-// its plots and the manifest.
-func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result) error {
+// finish closes the streamed files and writes result.json, the vLLM-form
+// step files, analysis.md with its plots and the manifest.
+func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result, detailed bool) error {
 	var errs []error
 	if err := sink.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := run.WriteJSON(artifacts.ResultFile, res); err != nil {
 		errs = append(errs, err)
+	}
+	if err := writeVLLMFiles(run, res, detailed); err != nil {
+		errs = append(errs, fmt.Errorf("vllm files: %w", err))
 	}
 	if err := report.WriteFiles(run, res); err != nil {
 		errs = append(errs, fmt.Errorf("analysis: %w", err))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"net/http"
@@ -737,13 +738,20 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 // allFiles returns the content of every file of a run directory, by name.
 func allFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		out[filepath.ToSlash(rel)] = readFile(t, dir, rel)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, e := range entries {
-		out[e.Name()] = readFile(t, dir, e.Name())
 	}
 	return out
 }

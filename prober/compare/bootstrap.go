@@ -1,0 +1,257 @@
+package compare
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/llmprobe/llmprobe/prober/stats"
+)
+
+// DefaultIters is the number of bootstrap resamples of a difference.
+const DefaultIters = 2000
+
+// DefaultConf is the confidence level of the difference's interval.
+const DefaultConf = 0.95
+
+// bootstrapStream is the fixed second word of the PCG state.
+const bootstrapStream = 0x636f6d7061726521 // "compare!"
+
+// figure is one side's samples of one compared figure at one level, by
+// round: latency values (ms) for a percentile, or per-request 0/1 flags
+// with the round's duration for a rate.
+type figure struct {
+	rounds [][]float64
+	// durations are the rounds' durations in seconds (rates only).
+	durations []float64
+	// p is the percentile (0: a rate).
+	p float64
+
+	sorted []float64 // every value, sorted (percentiles)
+	pos    [][]int   // per round: the positions of its values in sorted
+}
+
+func newFigure(rounds [][]float64, durations []float64, p float64) *figure {
+	f := &figure{p: p}
+	if p == 0 {
+		f.rounds, f.durations = rounds, durations
+		return f
+	}
+	// Rounds without a sample carry no information about a percentile.
+	for _, r := range rounds {
+		if len(r) > 0 {
+			f.rounds = append(f.rounds, r)
+		}
+	}
+	type iv struct {
+		v    float64
+		r, i int
+	}
+	var all []iv
+	for r, xs := range f.rounds {
+		for i, x := range xs {
+			all = append(all, iv{x, r, i})
+		}
+	}
+	slices.SortFunc(all, func(a, b iv) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
+	f.sorted = make([]float64, len(all))
+	f.pos = make([][]int, len(f.rounds))
+	for r, xs := range f.rounds {
+		f.pos[r] = make([]int, len(xs))
+	}
+	for k, e := range all {
+		f.sorted[k] = e.v
+		f.pos[e.r][e.i] = k
+	}
+	return f
+}
+
+// n is the number of samples (requests for a rate).
+func (f *figure) n() int {
+	n := 0
+	for _, r := range f.rounds {
+		n += len(r)
+	}
+	return n
+}
+
+// value is the figure over every round pooled: the percentile of all
+// values, or the sum of the flags over the sum of the durations.
+func (f *figure) value() float64 {
+	if f.p != 0 {
+		if len(f.sorted) == 0 {
+			return math.NaN()
+		}
+		return stats.PercentileSorted(f.sorted, f.p)
+	}
+	var sum, dur float64
+	for r, xs := range f.rounds {
+		sum += stats.Sum(xs)
+		dur += f.durations[r]
+	}
+	if dur <= 0 {
+		return math.NaN()
+	}
+	return sum / dur
+}
+
+// perRound is the figure of each round alone.
+func (f *figure) perRound() []float64 {
+	out := make([]float64, 0, len(f.rounds))
+	for r, xs := range f.rounds {
+		if f.p != 0 {
+			out = append(out, stats.Percentile(xs, f.p))
+			continue
+		}
+		if f.durations[r] > 0 {
+			out = append(out, stats.Sum(xs)/f.durations[r])
+		}
+	}
+	return out
+}
+
+// resample draws one two-level bootstrap replicate: as many rounds as the
+// side has, drawn with replacement, then each drawn round's samples drawn
+// with replacement, and the figure of the pooled draw. Drawing the rounds
+// carries the spread between rounds into the interval; drawing the samples
+// carries the sampling noise within a round. counts is scratch space of
+// len(f.sorted).
+func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
+	R := len(f.rounds)
+	if R == 0 {
+		return math.NaN()
+	}
+	if f.p == 0 {
+		var sum, dur float64
+		for range R {
+			r := rng.IntN(R)
+			xs := f.rounds[r]
+			for range xs {
+				sum += xs[rng.IntN(len(xs))]
+			}
+			dur += f.durations[r]
+		}
+		if dur <= 0 {
+			return math.NaN()
+		}
+		return sum / dur
+	}
+	clear(counts)
+	m := 0
+	for range R {
+		pos := f.pos[rng.IntN(R)]
+		for range pos {
+			counts[pos[rng.IntN(len(pos))]]++
+		}
+		m += len(pos)
+	}
+	return percentileOfCounts(f.sorted, counts, m, f.p)
+}
+
+// percentileOfCounts is numpy's linear percentile p of the sample holding
+// sorted[j] counts[j] times (m values in all).
+func percentileOfCounts(sorted []float64, counts []int, m int, p float64) float64 {
+	if m == 0 {
+		return math.NaN()
+	}
+	idx := float64(m-1) * p / 100
+	prev := int(math.Floor(idx))
+	gamma := idx - float64(prev)
+	next := min(prev+1, m-1)
+	a, b := math.NaN(), math.NaN()
+	rank := 0
+	for j, c := range counts {
+		if c == 0 {
+			continue
+		}
+		rank += c
+		if math.IsNaN(a) && rank > prev {
+			a = sorted[j]
+		}
+		if rank > next {
+			b = sorted[j]
+			break
+		}
+	}
+	if gamma >= 0.5 {
+		return b - (b-a)*(1-gamma)
+	}
+	return a + (b-a)*gamma
+}
+
+// diffCI is the bootstrap interval at level conf of the relative
+// difference (c - b) / b of two figures, from iters replicates of each side
+// drawn independently (seeded, so the interval is reproducible). ok is false
+// when fewer than half of the replicates were defined (b resampled to 0).
+func diffCI(b, c *figure, iters int, conf float64, seed uint64) (lo, hi float64, ok bool) {
+	rng := rand.New(rand.NewPCG(seed, bootstrapStream))
+	cb, cc := make([]int, len(b.sorted)), make([]int, len(c.sorted))
+	est := make([]float64, 0, iters)
+	for range iters {
+		x, y := b.resample(rng, cb), c.resample(rng, cc)
+		if d := (y - x) / x; !math.IsNaN(d) && !math.IsInf(d, 0) {
+			est = append(est, d)
+		}
+	}
+	if len(est) < iters/2 || len(est) == 0 {
+		return 0, 0, false
+	}
+	slices.Sort(est)
+	alpha := (1 - conf) / 2
+	return stats.PercentileSorted(est, 100*alpha), stats.PercentileSorted(est, 100*(1-alpha)), true
+}
+
+// ksTest is the two-sample Kolmogorov–Smirnov test of a and b: the largest
+// distance d between their empirical distribution functions and the
+// asymptotic p-value of d (Stephens' small-sample correction, as Numerical
+// Recipes' kstwo). Ties are handled by advancing both samples past equal
+// values, so identical samples give d = 0 and p = 1.
+func ksTest(a, b []float64) (d, p float64) {
+	if len(a) == 0 || len(b) == 0 {
+		return 0, 1
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	n, m := float64(len(x)), float64(len(y))
+	i, j := 0, 0
+	for i < len(x) && j < len(y) {
+		v := math.Min(x[i], y[j])
+		for i < len(x) && x[i] == v {
+			i++
+		}
+		for j < len(y) && y[j] == v {
+			j++
+		}
+		d = math.Max(d, math.Abs(float64(i)/n-float64(j)/m))
+	}
+	en := math.Sqrt(n * m / (n + m))
+	return d, ksQ((en + 0.12 + 0.11/en) * d)
+}
+
+// ksQ is the Kolmogorov distribution's survival function
+// 2 Σ (-1)^(k-1) exp(-2 k² λ²).
+func ksQ(lambda float64) float64 {
+	if lambda < 1e-3 {
+		return 1
+	}
+	sum, sign, prev := 0.0, 1.0, 0.0
+	for k := 1; k <= 100; k++ {
+		term := sign * 2 * math.Exp(-2*float64(k*k)*lambda*lambda)
+		sum += term
+		if math.Abs(term) <= 1e-10*math.Abs(prev) || math.Abs(term) <= 1e-16*sum {
+			return math.Min(math.Max(sum, 0), 1)
+		}
+		sign = -sign
+		prev = term
+	}
+	return 1 // did not converge: lambda is tiny
+}

@@ -1,0 +1,184 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/stats"
+)
+
+// latencySamples pools the values of metric m of the successful requests
+// of steps, by round; ok is false when a step has no per-request samples.
+func latencySamples(steps []*Step, m string) (byRound [][]float64, ok bool) {
+	rounds := map[int][]float64{}
+	var order []int
+	for _, s := range steps {
+		if s.Requests == nil {
+			return nil, false
+		}
+		if _, seen := rounds[s.Round]; !seen {
+			order = append(order, s.Round)
+			rounds[s.Round] = []float64{}
+		}
+		for _, q := range s.Requests {
+			if v, has := q.value(m); has {
+				rounds[s.Round] = append(rounds[s.Round], v)
+			}
+		}
+	}
+	for _, r := range order {
+		byRound = append(byRound, rounds[r])
+	}
+	return byRound, true
+}
+
+// sampleCount is the number of samples of metric m behind a side's
+// percentile: the per-request samples, or the completed count when only
+// summaries are recorded.
+func sampleCount(steps []*Step, m string) int {
+	if rs, ok := latencySamples(steps, m); ok {
+		n := 0
+		for _, r := range rs {
+			n += len(r)
+		}
+		return n
+	}
+	return completed(steps)
+}
+
+// rateSamples returns per round the per-request flags of a rate figure (1
+// for a good or completed request) and the rounds' durations; ok is false
+// when a step lacks per-request samples or a duration.
+func rateSamples(steps []*Step, t Threshold, s slo.SLO) (byRound [][]float64, durs []float64, ok bool) {
+	idx := map[int]int{}
+	for _, st := range steps {
+		d := st.RateDuration
+		if !(d > 0) {
+			d = st.Duration
+		}
+		if st.Requests == nil || !(d > 0) {
+			return nil, nil, false
+		}
+		i, seen := idx[st.Round]
+		if !seen {
+			i = len(byRound)
+			idx[st.Round] = i
+			byRound = append(byRound, nil)
+			durs = append(durs, 0)
+		}
+		durs[i] += d
+		for _, q := range st.Requests {
+			x := 0.0
+			if (t.Metric == FigureGoodput && q.Good(s)) || (t.Metric == FigureThroughput && q.OK) {
+				x = 1
+			}
+			byRound[i] = append(byRound[i], x)
+		}
+	}
+	return byRound, durs, true
+}
+
+func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
+	f := Figure{Name: t.Name(), Level: l.label, Limit: t.Max, Conf: o.Conf, Unit: "ms",
+		BaselineRounds: []float64{}, CandidateRounds: []float64{}}
+	var fb, fc *figure
+	if t.Latency() {
+		rb, okb := latencySamples(l.b, t.Metric)
+		rc, okc := latencySamples(l.c, t.Metric)
+		if !okb || !okc {
+			f.Status = StatusNotRecorded
+			f.Detail = "per-request samples not recorded: no interval on the difference"
+			f.BaselineRounds, f.CandidateRounds = recordedRounds(l.b, t), recordedRounds(l.c, t)
+			f.Baseline, f.Candidate = stats.Mean(f.BaselineRounds), stats.Mean(f.CandidateRounds)
+			return f
+		}
+		fb, fc = newFigure(rb, nil, t.P), newFigure(rc, nil, t.P)
+	} else {
+		f.Unit = "req/s"
+		if t.Metric == FigureGoodput && o.SLO.IsZero() {
+			f.Status = StatusNotRecorded
+			f.Detail = "no SLO: goodput needs --goodput"
+			return f
+		}
+		rb, db, okb := rateSamples(l.b, t, o.SLO)
+		rc, dc, okc := rateSamples(l.c, t, o.SLO)
+		if !okb || !okc {
+			f.Status = StatusNotRecorded
+			f.Detail = "per-request samples or step durations not recorded: no interval on the difference"
+			return f
+		}
+		fb, fc = newFigure(rb, db, 0), newFigure(rc, dc, 0)
+	}
+	f.NBaseline, f.NCandidate = fb.n(), fc.n()
+	f.Baseline, f.Candidate = fb.value(), fc.value()
+	f.BaselineRounds, f.CandidateRounds = fb.perRound(), fc.perRound()
+	if f.NBaseline == 0 || f.NCandidate == 0 || math.IsNaN(f.Baseline) || math.IsNaN(f.Candidate) || f.Baseline == 0 {
+		f.Status = StatusNotRecorded
+		f.Detail = "no sample on one side"
+		f.Baseline, f.Candidate = finiteOr0(f.Baseline), finiteOr0(f.Candidate)
+		return f
+	}
+	f.Change = (f.Candidate - f.Baseline) / f.Baseline
+	lo, hi, ok := diffCI(fb, fc, o.Iters, o.Conf, seed)
+	if !ok {
+		f.Status = StatusNotRecorded
+		f.Detail = "the bootstrap could not bound the difference (the baseline resamples to 0)"
+		return f
+	}
+	f.CILo, f.CIHi = lo, hi
+	// worse > 0 is a regression: a latency up, a rate down.
+	worse, worseLo := f.Change, lo
+	if !t.Latency() {
+		worse, worseLo = -f.Change, -hi
+	}
+	interval := fmt.Sprintf("%s → %s %s, %+.1f %% (%.0f %% interval %+.1f %% … %+.1f %%)",
+		num(f.Baseline), num(f.Candidate), f.Unit, 100*f.Change, 100*o.Conf, 100*lo, 100*hi)
+	significant := lo > 0 || hi < 0
+	switch {
+	case worseLo > 0 && worse > t.Max:
+		f.Status = StatusFailed
+		f.Detail = fmt.Sprintf("regressed: %s, beyond the %.0f %% limit", interval, 100*t.Max)
+	case !significant:
+		f.Status = StatusOK
+		f.Detail = "no significant difference: " + interval
+	case worse > 0:
+		f.Status = StatusOK
+		f.Detail = fmt.Sprintf("worse within the %.0f %% limit: %s", 100*t.Max, interval)
+	default:
+		f.Status = StatusOK
+		f.Detail = "improved: " + interval
+	}
+	return f
+}
+
+// recordedRounds is each step's recorded percentile of t (summaries only).
+func recordedRounds(steps []*Step, t Threshold) []float64 {
+	out := []float64{}
+	for _, s := range steps {
+		if v, ok := s.Percentiles[t.Metric][t.P]; ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func finiteOr0(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// num formats a figure with 3 significant digits at least.
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}

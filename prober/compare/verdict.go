@@ -1,0 +1,293 @@
+package compare
+
+import (
+	"slices"
+
+	"github.com/llmprobe/llmprobe/prober/slo"
+)
+
+// Status is the state of one rule or figure.
+type Status string
+
+// Rule and figure statuses.
+const (
+	StatusOK          Status = "ok"
+	StatusFailed      Status = "failed"
+	StatusNotRecorded Status = "not-recorded"
+)
+
+// Outcomes of a comparison (Verdict.Outcome) and of a single-input check.
+const (
+	OutcomePass         = "pass"
+	OutcomeFail         = "fail"
+	OutcomeInconclusive = "inconclusive"
+)
+
+// Exit codes of compare and analyze.
+const (
+	ExitPass         = 0
+	ExitFail         = 1
+	ExitBadInput     = 2
+	ExitInconclusive = 3
+)
+
+// Validity limits of the comparison rules.
+const (
+	// MaxCountDiff is the largest relative difference of the sides'
+	// success counts at a level.
+	MaxCountDiff = 0.05
+	// KSAlpha and KSMinD: output-token distributions differ when the
+	// Kolmogorov–Smirnov test rejects at KSAlpha and the distance exceeds
+	// KSMinD (so that a trivial difference over huge samples is not
+	// flagged).
+	KSAlpha = 0.01
+	KSMinD  = 0.05
+	// MaxFinishTVD is the largest total-variation distance of the sides'
+	// finish-reason shares.
+	MaxFinishTVD = 0.05
+)
+
+// Rule names, in report order.
+const (
+	RuleFingerprint  = "fingerprint"
+	RuleSuccess      = "success counts"
+	RuleOutputTokens = "output tokens"
+	RuleFinish       = "finish reasons"
+	RuleErrors       = "error classes"
+	RuleClient       = "client not saturated"
+	RuleIdle         = "idle proof"
+	RuleRounds       = "rounds valid"
+	RuleSamples      = "samples per percentile"
+	RuleSpread       = "spread between rounds"
+)
+
+// Rule is one validity rule's outcome.
+type Rule struct {
+	Name   string `json:"rule"`
+	Status Status `json:"status"`
+	// Detail says what was seen; Next, for a rule that is not ok, the
+	// evidence to add.
+	Detail string `json:"detail"`
+	Next   string `json:"next,omitempty"`
+}
+
+// Figure is one compared figure at one level.
+type Figure struct {
+	// Name is the threshold's name ("tpot_p99"), Level the level label.
+	Name  string `json:"figure"`
+	Level string `json:"level"`
+	// Status: ok (no significant regression beyond the limit), failed (a
+	// regression beyond the limit), not-recorded (it could not be
+	// computed).
+	Status Status `json:"status"`
+	// Unit is "ms" or "req/s".
+	Unit string `json:"unit"`
+	// Baseline and Candidate are the figure over each side's rounds pooled;
+	// Change is (candidate - baseline) / baseline and CILo, CIHi its
+	// interval (Conf, two-level bootstrap: rounds, then requests).
+	Baseline  float64 `json:"baseline"`
+	Candidate float64 `json:"candidate"`
+	Change    float64 `json:"change"`
+	CILo      float64 `json:"ci_lo"`
+	CIHi      float64 `json:"ci_hi"`
+	Conf      float64 `json:"conf"`
+	// Limit is the largest regression allowed (a fraction).
+	Limit float64 `json:"limit"`
+	// BaselineRounds and CandidateRounds are the figure of each round.
+	BaselineRounds  []float64 `json:"baseline_rounds"`
+	CandidateRounds []float64 `json:"candidate_rounds"`
+	// NBaseline and NCandidate are the samples (requests) behind it.
+	NBaseline  int `json:"n_baseline"`
+	NCandidate int `json:"n_candidate"`
+	// Detail says it in words.
+	Detail string `json:"detail"`
+}
+
+// Verdict is the outcome of a comparison.
+type Verdict struct {
+	// Outcome is OutcomePass, OutcomeFail or OutcomeInconclusive.
+	Outcome string `json:"verdict"`
+	// Rules are the validity rules, Fields the fingerprint fields, Figures
+	// the compared figures.
+	Rules   []Rule      `json:"rules"`
+	Fields  []FieldDiff `json:"fingerprint"`
+	Figures []Figure    `json:"figures"`
+	// Reasons explain the outcome (each regression for a fail; each rule
+	// not ok for an inconclusive verdict); Missing lists the evidence still
+	// to add.
+	Reasons []string `json:"reasons"`
+	Missing []string `json:"missing"`
+}
+
+// ExitCode is the process exit code of the verdict: pass 0, fail 1,
+// inconclusive 3.
+func (v *Verdict) ExitCode() int {
+	switch v.Outcome {
+	case OutcomePass:
+		return ExitPass
+	case OutcomeFail:
+		return ExitFail
+	}
+	return ExitInconclusive
+}
+
+// Options configure Compare.
+type Options struct {
+	// Thresholds are the compared figures (ParseThresholds). A goodput
+	// figure needs SLO.
+	Thresholds []Threshold
+	// Vary names the fingerprint fields allowed to differ (DefaultVary when
+	// nil).
+	Vary []string
+	// SLO decides which requests are good (goodput).
+	SLO slo.SLO
+	// Iters, Conf and Seed tune the bootstrap (DefaultIters, DefaultConf,
+	// 0).
+	Iters int
+	Conf  float64
+	Seed  uint64
+}
+
+// level is one level's steps of both sides.
+type level struct {
+	label string
+	b, c  []*Step
+}
+
+// Compare applies every validity rule to the evidence of baseline and
+// candidate and compares each threshold's figure at every level both sides
+// ran. The verdict is inconclusive when a rule failed or is not recorded
+// (listing what to add), fail when a figure regressed beyond its limit with
+// an interval that excludes no change, and pass otherwise ("no significant
+// difference" passes).
+func Compare(baseline, candidate *Evidence, o Options) *Verdict {
+	if o.Vary == nil {
+		o.Vary = DefaultVary
+	}
+	if o.Iters <= 0 {
+		o.Iters = DefaultIters
+	}
+	if !(o.Conf > 0 && o.Conf < 1) {
+		o.Conf = DefaultConf
+	}
+	v := &Verdict{Rules: []Rule{}, Figures: []Figure{}, Reasons: []string{}, Missing: []string{}}
+	levels, only := pairLevels(baseline, candidate)
+
+	v.Fields = DiffFields(baseline.Fields, candidate.Fields, o.Vary)
+	v.Rules = append(v.Rules, fingerprintRule(v.Fields, o.Vary))
+	v.Rules = append(v.Rules, successRule(levels, only))
+	v.Rules = append(v.Rules, tokensRule(levels))
+	v.Rules = append(v.Rules, finishRule(levels))
+	v.Rules = append(v.Rules, errorsRule(levels))
+	v.Rules = append(v.Rules, clientRule(levels))
+	v.Rules = append(v.Rules, idleRule(levels))
+	v.Rules = append(v.Rules, roundsRule(levels))
+	v.Rules = append(v.Rules, samplesRule(levels, o.Thresholds))
+	v.Rules = append(v.Rules, spreadRule(levels))
+
+	for i, l := range levels {
+		for j, t := range o.Thresholds {
+			v.Figures = append(v.Figures, compareFigure(l, t, o, o.Seed+uint64(i*len(o.Thresholds)+j)))
+		}
+	}
+
+	inconclusive := false
+	for _, r := range v.Rules {
+		if r.Status == StatusOK {
+			continue
+		}
+		inconclusive = true
+		v.Reasons = append(v.Reasons, r.Name+" "+string(r.Status)+": "+r.Detail)
+		if r.Next != "" && !slices.Contains(v.Missing, r.Next) {
+			v.Missing = append(v.Missing, r.Next)
+		}
+	}
+	var regressed []string
+	for _, f := range v.Figures {
+		switch f.Status {
+		case StatusNotRecorded:
+			inconclusive = true
+			v.Reasons = append(v.Reasons, f.Name+" @ "+f.Level+" not-recorded: "+f.Detail)
+			next := "per-request samples of both sides (llmprobe records.jsonl, or vllm bench serve --save-detailed)"
+			if f.Name == FigureGoodput && o.SLO.IsZero() {
+				next = "an SLO (--goodput) to count good requests"
+			}
+			if !slices.Contains(v.Missing, next) {
+				v.Missing = append(v.Missing, next)
+			}
+		case StatusFailed:
+			regressed = append(regressed, f.Name+" @ "+f.Level+": "+f.Detail)
+		}
+	}
+	if len(levels) == 0 {
+		inconclusive = true
+		v.Reasons = append(v.Reasons, "no level was measured on both sides")
+	}
+	switch {
+	case inconclusive:
+		v.Outcome = OutcomeInconclusive
+		// Regressions seen on invalid evidence are still worth reading.
+		for _, r := range regressed {
+			v.Reasons = append(v.Reasons, "regression on evidence that is not valid: "+r)
+		}
+	case len(regressed) > 0:
+		v.Outcome = OutcomeFail
+		v.Reasons = append(v.Reasons, regressed...)
+	default:
+		v.Outcome = OutcomePass
+		v.Reasons = append(v.Reasons, "every rule holds and no figure regressed beyond its limit")
+	}
+	return v
+}
+
+// pairLevels groups both sides' steps by level label, in the baseline's
+// order; only lists the labels of one side. When each side ran exactly one
+// level under different labels, those are paired (the fingerprint rule then
+// names the rate).
+func pairLevels(b, c *Evidence) (levels []level, only []string) {
+	bl, cl := labels(b), labels(c)
+	if len(bl) == 1 && len(cl) == 1 && bl[0] != cl[0] {
+		l := level{label: bl[0] + " vs " + cl[0]}
+		for i := range b.Steps {
+			l.b = append(l.b, &b.Steps[i])
+		}
+		for i := range c.Steps {
+			l.c = append(l.c, &c.Steps[i])
+		}
+		return []level{l}, nil
+	}
+	for _, lab := range bl {
+		if !slices.Contains(cl, lab) {
+			only = append(only, lab+" (baseline only)")
+			continue
+		}
+		l := level{label: lab}
+		for i := range b.Steps {
+			if b.Steps[i].Label == lab {
+				l.b = append(l.b, &b.Steps[i])
+			}
+		}
+		for i := range c.Steps {
+			if c.Steps[i].Label == lab {
+				l.c = append(l.c, &c.Steps[i])
+			}
+		}
+		levels = append(levels, l)
+	}
+	for _, lab := range cl {
+		if !slices.Contains(bl, lab) {
+			only = append(only, lab+" (candidate only)")
+		}
+	}
+	return levels, only
+}
+
+func labels(e *Evidence) []string {
+	var out []string
+	for _, s := range e.Steps {
+		if !slices.Contains(out, s.Label) {
+			out = append(out, s.Label)
+		}
+	}
+	return out
+}
