@@ -22,7 +22,7 @@ import (
 // nothing of llmprobe's extras; they read back as vllm bench serve results
 // with the same figures as result.json.
 func TestRunVLLMFiles(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	for _, detailed := range []bool{false, true} {
 		cfg := testConfig(t, url)
 		cfg.SLO = slo.SLO{TTFT: 5 * time.Second}
