@@ -127,10 +127,10 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) SweepRunning(string, bool)                                 {}
+func (nopObserver) SweepRunning(string, bool)                                  {}
 func (nopObserver) SweepFinished(string, string, string, time.Duration, *Last) {}
-func (nopObserver) SweepRestored(string, string, Last)                        {}
-func (nopObserver) TargetRemoved(string)                                      {}
+func (nopObserver) SweepRestored(string, string, Last)                         {}
+func (nopObserver) TargetRemoved(string)                                       {}
 
 // Options configures a Service.
 type Options struct {
