@@ -55,11 +55,16 @@ type Options struct {
 	// 404). Profiles show memory and goroutine stacks, request contents
 	// included: enable it only behind basic auth or on a trusted network.
 	EnablePprof bool
+	// EnableSweeps serves the sweep API under /api/v1/sweeps through Sweeps
+	// (--web.enable-sweeps; docs/sweep-api.md); when false (the default)
+	// every sweep API path answers 403.
+	EnableSweeps bool
+	Sweeps       SweepService
 }
 
 // NewHandler returns the mux with /, /metrics, /-/healthy, /-/ready,
-// /-/reload (POST or PUT, with EnableLifecycle), /config and /debug/pprof/
-// (with EnablePprof).
+// /-/reload (POST or PUT, with EnableLifecycle), /config, /debug/pprof/
+// (with EnablePprof) and the sweep API /api/v1/sweeps (with EnableSweeps).
 //
 // /-/reload answers 405 to other methods, 403 without EnableLifecycle, 409
 // when Reload returns ErrNothingToReload, 500 when the reload failed (an
@@ -104,6 +109,7 @@ func NewHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "Config reloaded")
 	})
+	addSweepRoutes(mux, o)
 	if o.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", cmdline)
