@@ -50,6 +50,11 @@ func (s *Service) Apply(cfg *config.Config) {
 		delete(s.restored, name)
 		s.obs.TargetRemoved(name)
 	}
+	for name := range targets {
+		if _, ok := s.targets[name]; !ok {
+			s.obs.SweepRunning(name, false) // llmprobe_sweep_running 0 from the start
+		}
+	}
 	s.targets = targets
 	want := map[string]bool{}
 	for _, t := range cfg.Targets {

@@ -111,7 +111,7 @@ type Last struct {
 // implements it. Methods may be called from several goroutines.
 type Observer interface {
 	// SweepRunning is called with true when a sweep of target starts and
-	// false when it ended.
+	// false when it ended, and with false when Apply learns of a target.
 	SweepRunning(target string, running bool)
 	// SweepFinished is called when a sweep named sweep of target ended,
 	// with its result (ResultSuccess, ...), how long it ran and, for a
