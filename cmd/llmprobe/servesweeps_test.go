@@ -25,7 +25,7 @@ func TestServeSweepAPI(t *testing.T) {
 	waitMetric(t, base, `llmprobe_sweep_running{target="simulator"} 0`)
 	resp, err := http.Post(base+"/api/v1/sweeps", "application/json", strings.NewReader(
 		`{"target": "simulator", "rates": [10, 20], "num_prompts": 20, "input_len": 32, "output_len": 4,
-		  "goodput": {"ttft": "800ms", "tpot": "50ms"}}`))
+		  "goodput": {"ttft": "800ms", "tpot": "50ms"}, "max_send_lag": "250ms"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +75,7 @@ func TestServeScheduledSweep(t *testing.T) {
         num_prompts: 10
         input_len: 32
         output_len: 4
+        max_send_lag: 250ms
 `)
 	base, _, stop := startServe(t, "--config.file", cfg, "--sweeps.dir", filepath.Join(dir, "runs"))
 	// The simulator shares the test process, so the sweep's client CPU

@@ -17,12 +17,13 @@ const (
 	NameSweepDuration    = "llmprobe_sweep_duration_seconds"
 	NameSweepRuns        = "llmprobe_sweep_runs_total"
 	NameSweepRunning     = "llmprobe_sweep_running"
+	NameSweepInterval    = "llmprobe_sweep_interval_seconds"
 )
 
 // SweepNames returns the sweep metric family names in a stable order.
 func SweepNames() []string {
 	return []string{NameSweepKnee, NameSweepKneeFound, NameSweepMaxGoodput, NameSweepLastSuccess,
-		NameSweepDuration, NameSweepRuns, NameSweepRunning}
+		NameSweepDuration, NameSweepRuns, NameSweepRunning, NameSweepInterval}
 }
 
 // Sweeps holds the capacity metrics of the daemon's sweeps and is the
@@ -34,8 +35,8 @@ func SweepNames() []string {
 // llmprobe_sweep_runs_total{result}. Create it with NewSweeps; safe for
 // concurrent use.
 type Sweeps struct {
-	knee, found, maxGoodput, lastSuccess, duration, running *prometheus.GaugeVec
-	runs                                                    *prometheus.CounterVec
+	knee, found, maxGoodput, lastSuccess, duration, running, interval *prometheus.GaugeVec
+	runs                                                              *prometheus.CounterVec
 }
 
 var _ sweepd.Observer = (*Sweeps)(nil)
@@ -58,6 +59,8 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 		duration:    g(NameSweepDuration, "How long the last successful sweep ran, in seconds.", "target", "sweep"),
 		running: g(NameSweepRunning, "1 while a sweep of the target runs (its probes' latency then includes the sweep's load), else 0.",
 			"target"),
+		interval: g(NameSweepInterval, "Interval of a scheduled sweep (every:, or the gap between the next two runs of its cron:), "+
+			"in seconds; absent for sweeps without a schedule.", "target", "sweep"),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameSweepRuns,
 			Help: "Sweeps that ended, by result: success, failed (an error, or no valid step) or canceled."},
 			[]string{"target", "sweep", "result"}),
@@ -69,7 +72,7 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 }
 
 func (s *Sweeps) collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.runs, s.running}
+	return []prometheus.Collector{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.runs, s.running, s.interval}
 }
 
 // Describe implements prometheus.Collector.
@@ -135,10 +138,20 @@ func (s *Sweeps) set(target, sweep string, l sweepd.Last) {
 	s.duration.WithLabelValues(target, sweep).Set(l.Duration.Seconds())
 }
 
+// SweepScheduled implements sweepd.Observer.
+func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
+	if interval <= 0 {
+		s.interval.DeleteLabelValues(target, sweep)
+		return
+	}
+	s.InitSweep(target, sweep)
+	s.interval.WithLabelValues(target, sweep).Set(interval.Seconds())
+}
+
 // TargetRemoved implements sweepd.Observer: every series of target goes.
 func (s *Sweeps) TargetRemoved(target string) {
 	l := prometheus.Labels{"target": target}
-	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running} {
+	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval} {
 		v.DeletePartialMatch(l)
 	}
 	s.runs.DeletePartialMatch(l)

@@ -17,6 +17,9 @@ func TestSweepMetrics(t *testing.T) {
 	s := NewSweeps(reg)
 	end := time.Unix(1700000000, 500_000_000)
 	s.SweepRunning("sim", false)
+	s.SweepScheduled("sim", "nightly", 24*time.Hour)
+	s.SweepScheduled("sim", "gone", time.Hour)
+	s.SweepScheduled("sim", "gone", 0)
 	s.SweepRestored("sim", "nightly", sweepd.Last{Knee: 16, KneeFound: true, MaxGoodput: 15.5, KneeUnit: "req/s",
 		Finished: end, Duration: 90 * time.Second})
 	// A failed sweep counts, and keeps the knee.
@@ -48,11 +51,17 @@ llmprobe_sweep_duration_seconds{sweep="nightly",target="sim"} 90
 # HELP llmprobe_sweep_runs_total Sweeps that ended, by result: success, failed (an error, or no valid step) or canceled.
 # TYPE llmprobe_sweep_runs_total counter
 llmprobe_sweep_runs_total{result="canceled",sweep="closed",target="sim"} 0
+llmprobe_sweep_runs_total{result="canceled",sweep="gone",target="sim"} 0
 llmprobe_sweep_runs_total{result="canceled",sweep="nightly",target="sim"} 0
 llmprobe_sweep_runs_total{result="failed",sweep="closed",target="sim"} 0
+llmprobe_sweep_runs_total{result="failed",sweep="gone",target="sim"} 0
 llmprobe_sweep_runs_total{result="failed",sweep="nightly",target="sim"} 1
 llmprobe_sweep_runs_total{result="success",sweep="closed",target="sim"} 1
+llmprobe_sweep_runs_total{result="success",sweep="gone",target="sim"} 0
 llmprobe_sweep_runs_total{result="success",sweep="nightly",target="sim"} 0
+# HELP llmprobe_sweep_interval_seconds Interval of a scheduled sweep (every:, or the gap between the next two runs of its cron:), in seconds; absent for sweeps without a schedule.
+# TYPE llmprobe_sweep_interval_seconds gauge
+llmprobe_sweep_interval_seconds{sweep="nightly",target="sim"} 86400
 # HELP llmprobe_sweep_running 1 while a sweep of the target runs (its probes' latency then includes the sweep's load), else 0.
 # TYPE llmprobe_sweep_running gauge
 llmprobe_sweep_running{target="sim"} 1

@@ -166,6 +166,10 @@ type SweepSpec struct {
 	Rounds  int   `yaml:"rounds,omitempty" json:"rounds,omitempty"`
 	Warmups int   `yaml:"warmups,omitempty" json:"warmups,omitempty"`
 	Seed    int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// MaxSendLag is the validity threshold of the client's send-lag p99
+	// (default sweep.DefaultMaxSendLag): a step above it is flagged
+	// client-saturated.
+	MaxSendLag Duration `yaml:"max_send_lag,omitempty" json:"max_send_lag,omitempty"`
 }
 
 // Retention bounds the run directories kept of one target and sweep name
@@ -219,7 +223,7 @@ var sweepKeys = map[string]string{
 	"Concurrency": "concurrency", "MaxConcurrency": "max_concurrency",
 	"Arrival": "arrival", "Burstiness": "burstiness",
 	"NumPrompts": "num_prompts", "Duration": "duration", "MinPrompts": "num_prompts",
-	"Rounds": "rounds", "Warmups": "warmups", "SLO": "goodput",
+	"Rounds": "rounds", "Warmups": "warmups", "SLO": "goodput", "Validity.MaxSendLag": "max_send_lag",
 	"Workload":                         "workload",
 	"Workload.InputTokens":             "input_len",
 	"Workload.InputTokens.RangeRatio":  "range_ratio",
@@ -295,6 +299,9 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 	}
 	if c.SLO.IsZero() {
 		c.SLO = t.SLO
+	}
+	if s.MaxSendLag != 0 {
+		c.Validity.MaxSendLag = time.Duration(s.MaxSendLag)
 	}
 	if err := validateName(name); err != nil {
 		return c, errf("name", "%w", err)

@@ -399,6 +399,9 @@ func CommandLine(c sweep.Config) []string {
 	add("warmups", strconv.Itoa(c.Warmups))
 	add("rounds", strconv.Itoa(c.Rounds))
 	add("seed", strconv.FormatInt(c.Seed, 10))
+	if c.Validity.MaxSendLag > 0 {
+		add("max-send-lag", c.Validity.MaxSendLag.String())
+	}
 	if g := c.SLO.GoodputArgs(); g != "" {
 		a = append(a, "--goodput")
 		a = append(a, strings.Fields(g)...)

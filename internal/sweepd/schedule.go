@@ -15,8 +15,23 @@ import (
 
 // scheduled is the loop of one target's scheduled sweep.
 type scheduled struct {
-	digest string
-	cancel context.CancelFunc
+	digest        string
+	cancel        context.CancelFunc
+	target, sweep string
+}
+
+// interval is the schedule's interval: every, or the gap between the next
+// two runs of a cron expression after now.
+func interval(sw config.ScheduledSweep, now time.Time) time.Duration {
+	if sw.Cron == "" {
+		return time.Duration(sw.Every)
+	}
+	sched, err := sw.Schedule()
+	if err != nil {
+		return 0
+	}
+	next := sched.Next(now)
+	return sched.Next(next).Sub(next)
 }
 
 // errTargetRemoved is the cancel cause of the sweeps of a target that a
@@ -70,7 +85,8 @@ func (s *Service) Apply(cfg *config.Config) {
 				old.cancel()
 			}
 			ctx, cancel := context.WithCancel(s.ctx)
-			s.schedules[key] = &scheduled{digest: d, cancel: cancel}
+			s.schedules[key] = &scheduled{digest: d, cancel: cancel, target: t.Name, sweep: sw.Name}
+			s.obs.SweepScheduled(t.Name, sw.Name, interval(sw, s.opts.Now()))
 			s.wg.Add(1)
 			go s.loop(ctx, t.Name, sw)
 		}
@@ -79,6 +95,9 @@ func (s *Service) Apply(cfg *config.Config) {
 		if !want[key] {
 			sc.cancel()
 			delete(s.schedules, key)
+			if _, ok := targets[sc.target]; ok {
+				s.obs.SweepScheduled(sc.target, sc.sweep, 0)
+			}
 		}
 	}
 }

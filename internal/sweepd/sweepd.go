@@ -121,6 +121,10 @@ type Observer interface {
 	// SweepRestored is called at start with the last successful result of
 	// each sweep name found under the sweeps directory.
 	SweepRestored(target, sweep string, last Last)
+	// SweepScheduled is called when a scheduled sweep's schedule starts,
+	// with its interval (for cron, the gap between its next two runs), and
+	// with 0 when a reload removed it.
+	SweepScheduled(target, sweep string, interval time.Duration)
 	// TargetRemoved is called when a reload removed target.
 	TargetRemoved(target string)
 }
@@ -130,6 +134,7 @@ type nopObserver struct{}
 func (nopObserver) SweepRunning(string, bool)                                  {}
 func (nopObserver) SweepFinished(string, string, string, time.Duration, *Last) {}
 func (nopObserver) SweepRestored(string, string, Last)                         {}
+func (nopObserver) SweepScheduled(string, string, time.Duration)               {}
 func (nopObserver) TargetRemoved(string)                                       {}
 
 // Options configures a Service.

@@ -71,6 +71,8 @@ func (r *recorder) SweepRestored(target, sweep string, last Last) {
 	r.restored[target+"/"+sweep] = last
 }
 
+func (r *recorder) SweepScheduled(string, string, time.Duration) {}
+
 func (r *recorder) TargetRemoved(target string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -118,9 +120,13 @@ func newService(t *testing.T, dir string, obs Observer) *Service {
 	return s
 }
 
+// lag is the send-lag validity limit of the tests' sweeps: the machine is
+// shared and busy, a scheduler hiccup must not flag a step.
+const lag = config.Duration(250 * time.Millisecond)
+
 // small is a short open-loop sweep: two steps of 20 requests.
 func small() config.SweepSpec {
-	return config.SweepSpec{Rates: config.Rates{Values: []float64{20, 40}}, NumPrompts: 20, InputLen: 32, OutputLen: 4, Warmups: -1}
+	return config.SweepSpec{Rates: config.Rates{Values: []float64{20, 40}}, NumPrompts: 20, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag}
 }
 
 func wait(t *testing.T, s *Service, id string) Status {
@@ -275,6 +281,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
         input_len: 32
         output_len: 4
         warmups: -1
+        max_send_lag: 250ms
         retention: {count: 1}
 `
 	cfg := targetsConfig(t, block, "sim", url)
@@ -306,7 +313,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
 
 	// A failing sweep keeps the previous knee.
 	sim.SetFaults(simulator.Faults{HTTP500: 1})
-	st, err := s2.Start("sim", config.SweepSpec{Name: "nightly", Rates: config.Rates{Values: []float64{20}}, NumPrompts: 5, InputLen: 32, OutputLen: 4, Warmups: -1})
+	st, err := s2.Start("sim", config.SweepSpec{Name: "nightly", Rates: config.Rates{Values: []float64{20}}, NumPrompts: 5, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag})
 	if err != nil {
 		t.Fatal(err)
 	}
