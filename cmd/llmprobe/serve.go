@@ -193,7 +193,10 @@ func runServe(e *env, f *serveFlags) int {
 
 	safe := config.NewSafeConfig(reg)
 	pm := probemetrics.New(reg)
-	mgr := manager.New(manager.Options{Logger: logger, Observer: pm})
+	// The landing page's summary of the last 5 minutes per target.
+	window := lweb.NewWindow()
+	mgr := manager.New(manager.Options{Logger: logger, Observer: pm,
+		OnRecord: func(ev *manager.RecordEvent) { window.Observe(ev.Record, ev.Verdict) }})
 	defer mgr.Stop()
 	if f.sweepsMaxConcurrent < 1 {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --sweeps.max-concurrent must be >= 1, got %d\n", f.sweepsMaxConcurrent)
@@ -224,6 +227,11 @@ func runServe(e *env, f *serveFlags) int {
 			return err
 		}
 		sweeps.Apply(c)
+		objectives := make(map[string]float64, len(c.Targets))
+		for _, t := range c.Targets {
+			objectives[t.Name] = t.GoodputObjective
+		}
+		window.SetObjectives(objectives)
 		return nil
 	}
 	// fixed serves a config built from flags: applied once, never reloaded.
@@ -350,6 +358,7 @@ func runServe(e *env, f *serveFlags) int {
 		EnablePprof:     f.enablePprof,
 		EnableSweeps:    f.enableSweeps,
 		Sweeps:          sweeps,
+		Window:          window,
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -49,6 +49,12 @@ func TestServeSweepAPI(t *testing.T) {
 	if !strings.Contains(body, `llmprobe_sweep_runs_total{result="success",sweep="api",target="simulator"} 1`) {
 		t.Errorf("/metrics lacks the run count:\n%s", body)
 	}
+	// The landing page: the summary, and the sweep with links to its files.
+	if code, page := get(t, base+"/"); code != 200 || !strings.Contains(page, `<table id="summary">`) ||
+		!strings.Contains(page, `<tr data-target="simulator">`) ||
+		!strings.Contains(page, `href="/api/v1/sweeps/`+created.ID+`/files/analysis.md"`) {
+		t.Errorf("landing page: %d\n%s", code, page)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "sweeps", "simulator", st.RunDir, "manifest.json")); err != nil {
 		t.Errorf("run directory under --sweeps.dir: %v", err)
 	}

@@ -30,6 +30,9 @@ type SweepService interface {
 	Get(id string) (sweepd.Status, error)
 	Cancel(id string) (sweepd.Status, error)
 	File(id, name string) (*os.File, error)
+	// LastOf and Running feed the landing page.
+	LastOf(target string) (name string, last sweepd.Last, ok bool)
+	Running(target string) (id string, ok bool)
 }
 
 // SweepRequest is the body of POST /api/v1/sweeps: the target's name and
