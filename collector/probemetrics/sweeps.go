@@ -18,12 +18,18 @@ const (
 	NameSweepRuns        = "llmprobe_sweep_runs_total"
 	NameSweepRunning     = "llmprobe_sweep_running"
 	NameSweepInterval    = "llmprobe_sweep_interval_seconds"
+	NameSweepStepGoodput = "llmprobe_sweep_step_goodput_requests_per_second"
+	NameSweepStepRate    = "llmprobe_sweep_step_throughput_requests_per_second"
+	NameSweepStepTTFTP99 = "llmprobe_sweep_step_ttft_p99_seconds"
+	NameSweepStepTPOTP99 = "llmprobe_sweep_step_tpot_p99_seconds"
+	NameSweepStepValid   = "llmprobe_sweep_step_valid"
 )
 
 // SweepNames returns the sweep metric family names in a stable order.
 func SweepNames() []string {
 	return []string{NameSweepKnee, NameSweepKneeFound, NameSweepMaxGoodput, NameSweepLastSuccess,
-		NameSweepDuration, NameSweepRuns, NameSweepRunning, NameSweepInterval}
+		NameSweepDuration, NameSweepRuns, NameSweepRunning, NameSweepInterval,
+		NameSweepStepGoodput, NameSweepStepRate, NameSweepStepTTFTP99, NameSweepStepTPOTP99, NameSweepStepValid}
 }
 
 // Sweeps holds the capacity metrics of the daemon's sweeps and is the
@@ -36,7 +42,9 @@ func SweepNames() []string {
 // concurrent use.
 type Sweeps struct {
 	knee, found, maxGoodput, lastSuccess, duration, running, interval *prometheus.GaugeVec
-	runs                                                              *prometheus.CounterVec
+	// The goodput curve of the last successful sweep, by step label.
+	stepGoodput, stepRate, stepTTFT, stepTPOT, stepValid *prometheus.GaugeVec
+	runs                                                 *prometheus.CounterVec
 }
 
 var _ sweepd.Observer = (*Sweeps)(nil)
@@ -61,6 +69,16 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 			"target"),
 		interval: g(NameSweepInterval, "Interval of a scheduled sweep (every:, or the gap between the next two runs of its cron:), "+
 			"in seconds; absent for sweeps without a schedule.", "target", "sweep"),
+		stepGoodput: g(NameSweepStepGoodput, "Goodput of each step of the last successful sweep (its goodput curve), req/s.",
+			"target", "sweep", "step"),
+		stepRate: g(NameSweepStepRate, "Request throughput of each step of the last successful sweep, req/s.",
+			"target", "sweep", "step"),
+		stepTTFT: g(NameSweepStepTTFTP99, "TTFT p99 of each step of the last successful sweep, seconds.",
+			"target", "sweep", "step"),
+		stepTPOT: g(NameSweepStepTPOTP99, "TPOT p99 of each step of the last successful sweep, seconds.",
+			"target", "sweep", "step"),
+		stepValid: g(NameSweepStepValid, "1 when the step of the last successful sweep was valid.",
+			"target", "sweep", "step"),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameSweepRuns,
 			Help: "Sweeps that ended, by result: success, failed (an error, or no valid step) or canceled."},
 			[]string{"target", "sweep", "result"}),
@@ -72,7 +90,8 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 }
 
 func (s *Sweeps) collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.runs, s.running, s.interval}
+	return []prometheus.Collector{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.runs, s.running, s.interval,
+		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid}
 }
 
 // Describe implements prometheus.Collector.
@@ -136,6 +155,19 @@ func (s *Sweeps) set(target, sweep string, l sweepd.Last) {
 	s.maxGoodput.WithLabelValues(target, sweep).Set(l.MaxGoodput)
 	s.lastSuccess.WithLabelValues(target, sweep).Set(float64(l.Finished.UnixNano()) / 1e9)
 	s.duration.WithLabelValues(target, sweep).Set(l.Duration.Seconds())
+	curve := []*prometheus.GaugeVec{s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid}
+	for _, v := range curve {
+		v.DeletePartialMatch(prometheus.Labels{"target": target, "sweep": sweep})
+	}
+	for _, p := range l.Steps {
+		valid := 0.0
+		if p.Valid {
+			valid = 1
+		}
+		for i, v := range []float64{p.Goodput, p.Throughput, p.TTFTP99, p.TPOTP99, valid} {
+			curve[i].WithLabelValues(target, sweep, p.Label).Set(v)
+		}
+	}
 }
 
 // SweepScheduled implements sweepd.Observer.
@@ -151,7 +183,8 @@ func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
 // TargetRemoved implements sweepd.Observer: every series of target goes.
 func (s *Sweeps) TargetRemoved(target string) {
 	l := prometheus.Labels{"target": target}
-	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval} {
+	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval,
+		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid} {
 		v.DeletePartialMatch(l)
 	}
 	s.runs.DeletePartialMatch(l)

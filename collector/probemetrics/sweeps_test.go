@@ -21,7 +21,9 @@ func TestSweepMetrics(t *testing.T) {
 	s.SweepScheduled("sim", "gone", time.Hour)
 	s.SweepScheduled("sim", "gone", 0)
 	s.SweepRestored("sim", "nightly", sweepd.Last{Knee: 16, KneeFound: true, MaxGoodput: 15.5, KneeUnit: "req/s",
-		Finished: end, Duration: 90 * time.Second})
+		Finished: end, Duration: 90 * time.Second, Steps: []sweepd.StepPoint{
+			{Label: "rate=8", Goodput: 8, Throughput: 8, TTFTP99: 0.1, TPOTP99: 0.01, Valid: true},
+			{Label: "rate=16", Goodput: 15.5, Throughput: 16, TTFTP99: 0.5, TPOTP99: 0.04, Valid: true}}})
 	// A failed sweep counts, and keeps the knee.
 	s.SweepRunning("sim", true)
 	s.SweepFinished("sim", "nightly", sweepd.ResultFailed, time.Minute, nil)
@@ -66,7 +68,20 @@ llmprobe_sweep_interval_seconds{sweep="nightly",target="sim"} 86400
 # TYPE llmprobe_sweep_running gauge
 llmprobe_sweep_running{target="sim"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), SweepNames()...); err != nil {
+	const curve = `
+# HELP llmprobe_sweep_step_goodput_requests_per_second Goodput of each step of the last successful sweep (its goodput curve), req/s.
+# TYPE llmprobe_sweep_step_goodput_requests_per_second gauge
+llmprobe_sweep_step_goodput_requests_per_second{step="rate=16",sweep="nightly",target="sim"} 15.5
+llmprobe_sweep_step_goodput_requests_per_second{step="rate=8",sweep="nightly",target="sim"} 8
+# HELP llmprobe_sweep_step_ttft_p99_seconds TTFT p99 of each step of the last successful sweep, seconds.
+# TYPE llmprobe_sweep_step_ttft_p99_seconds gauge
+llmprobe_sweep_step_ttft_p99_seconds{step="rate=16",sweep="nightly",target="sim"} 0.5
+llmprobe_sweep_step_ttft_p99_seconds{step="rate=8",sweep="nightly",target="sim"} 0.1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(curve), NameSweepStepGoodput, NameSweepStepTTFTP99); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), SweepNames()[:8]...); err != nil {
 		t.Fatal(err)
 	}
 	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) > 0 {

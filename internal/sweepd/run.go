@@ -211,7 +211,7 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 			r.result = summarize(res)
 			if result == ResultSuccess {
 				last = &Last{Knee: res.Knee.Level, KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput,
-					KneeUnit: res.KneeUnit, Finished: res.Fingerprint.End, Duration: took, Dir: out.Dir}
+					KneeUnit: res.KneeUnit, Finished: res.Fingerprint.End, Duration: took, Dir: out.Dir, Steps: curve(res)}
 				if last.Finished.IsZero() {
 					last.Finished = s.opts.Now()
 				}

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -105,6 +107,33 @@ type Last struct {
 	Duration time.Duration
 	// Dir is the run directory.
 	Dir string
+	// Steps is the goodput curve: every step of the sweep, in run order.
+	Steps []StepPoint
+}
+
+// StepPoint is one step of a sweep's goodput curve.
+type StepPoint struct {
+	// Label names the step ("rate=4", "rate=4/round=2"; "/attempt=N" added
+	// for a rerun of an invalid level).
+	Label string
+	// Goodput and Throughput are in req/s, the p99s in seconds.
+	Goodput, Throughput, TTFTP99, TPOTP99 float64
+	// Valid is the step's validity.
+	Valid bool
+}
+
+// curve returns the goodput curve of res.
+func curve(res *sweep.Result) []StepPoint {
+	out := make([]StepPoint, 0, len(res.Steps))
+	for _, st := range res.Steps {
+		label := st.Label
+		if st.Attempt > 1 {
+			label += "/attempt=" + strconv.Itoa(st.Attempt)
+		}
+		out = append(out, StepPoint{Label: label, Goodput: finite(st.Stats.RequestGoodput), Throughput: finite(st.Stats.RequestThroughput),
+			TTFTP99: finite(st.Stats.TTFT.P99) / 1e3, TPOTP99: finite(st.Stats.TPOT.P99) / 1e3, Valid: st.Validity.Valid})
+	}
+	return out
 }
 
 // Observer receives what the daemon's sweeps do; collector/probemetrics

@@ -43,7 +43,8 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)
-	sw.SweepRestored("t", "s", sweepd.Last{Knee: 1, KneeFound: true, MaxGoodput: 1, KneeUnit: "req/s", Finished: time.Now(), Duration: time.Minute})
+	sw.SweepRestored("t", "s", sweepd.Last{Knee: 1, KneeFound: true, MaxGoodput: 1, KneeUnit: "req/s", Finished: time.Now(),
+		Duration: time.Minute, Steps: []sweepd.StepPoint{{Label: "rate=1", Goodput: 1, Throughput: 1, Valid: true}}})
 	config.NewSafeConfig(reg)
 	for _, c := range []prometheus.Collector{
 		versioncollector.NewCollector("llmprobe"),
