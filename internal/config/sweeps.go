@@ -174,7 +174,8 @@ type SweepSpec struct {
 
 // Retention bounds the run directories kept of one target and sweep name
 // under --sweeps.dir: at most Count (default DefaultSweepKeep), none older
-// than Age (0: no age limit). The newest complete one is always kept.
+// than Age (0: no age limit). The newest successful one is always kept and
+// counts toward Count.
 type Retention struct {
 	Count int      `yaml:"count,omitempty" json:"count,omitempty"`
 	Age   Duration `yaml:"age,omitempty" json:"age,omitempty"`

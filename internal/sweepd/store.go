@@ -105,20 +105,32 @@ func good(sr storedRun) bool {
 
 // retain removes the run directories of target's sweep name beyond the
 // retention: more than Keep() of them, or older than Age. The newest
-// successful one is always kept (the readback needs it).
+// successful one is always kept (the readback needs it) and counts toward
+// Keep().
 func (s *Service) retain(target, name string, r config.Retention) {
 	keep, age := r.Keep(), time.Duration(r.Age)
 	now := s.opts.Now()
-	kept, newestGood := 0, false
+	var runs []storedRun
+	protected := -1
 	for _, sr := range s.scan(target) {
 		if sr.name != name {
 			continue
 		}
-		protect := !newestGood && good(sr)
-		newestGood = newestGood || protect
-		tooOld := age > 0 && now.Sub(sr.created) > age
-		if protect || (kept < keep && !tooOld) {
-			kept++
+		if protected < 0 && good(sr) {
+			protected = len(runs)
+		}
+		runs = append(runs, sr)
+	}
+	slots := keep
+	if protected >= 0 {
+		slots--
+	}
+	for i, sr := range runs {
+		if i == protected {
+			continue
+		}
+		if slots > 0 && (age == 0 || now.Sub(sr.created) <= age) {
+			slots--
 			continue
 		}
 		if err := os.RemoveAll(sr.dir); err != nil {

@@ -328,11 +328,11 @@ func TestScheduleRestartAndFailure(t *testing.T) {
 	if !ok || l.Knee != c.last.Knee {
 		t.Errorf("last after the faulty sweep: %+v %v, want the knee %v", l, ok, c.last.Knee)
 	}
-	// Retention count 1 keeps the failed run, the newest, and the newest
-	// good one, which a third restart reads back.
+	// Retention count 1 keeps the newest good run only (not the failed
+	// one, newer), which a third restart reads back.
 	es, _ := os.ReadDir(filepath.Join(dir, "sim"))
-	if len(es) != 2 {
-		t.Errorf("run directories left: %d, want 2", len(es))
+	if len(es) != 1 || es[0].Name() != filepath.Base(c.last.Dir) {
+		t.Errorf("run directories left: %v, want only %s", es, filepath.Base(c.last.Dir))
 	}
 	s2.Stop()
 	rec3 := newRecorder()
