@@ -11,7 +11,7 @@ LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
              -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test test-race test-short lint vet fmt bench test-rules e2e clean
+.PHONY: all build test test-race test-short lint vet fmt bench test-rules e2e clean browser
 
 all: lint test build
 
@@ -45,6 +45,9 @@ test-rules:
 
 e2e:
 	bash .ci/e2e.sh
+
+browser:
+	bash .ci/browser.sh
 
 clean:
 	rm -f $(BIN)

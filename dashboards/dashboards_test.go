@@ -25,8 +25,8 @@ func committed(t *testing.T) map[string]map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 3 {
-		t.Fatalf("want 3 dashboards, got %v", names)
+	if len(names) != len(dashboards.All()) {
+		t.Fatalf("want %d dashboards, got %v", len(dashboards.All()), names)
 	}
 	out := map[string]map[string]any{}
 	for _, n := range names {

@@ -5,7 +5,7 @@ import "fmt"
 // All returns llmprobe's dashboards, freshly built, in file order. They are
 // what cmd `go run ./dashboards/gen` writes to dashboards/*.json.
 func All() []*Dashboard {
-	return []*Dashboard{sloOverview(), latencyDetail(), serverCorrelation()}
+	return []*Dashboard{sloOverview(), latencyDetail(), serverCorrelation(), capacity()}
 }
 
 // histogram is one of llmprobe's latency histograms.
@@ -35,6 +35,7 @@ func sloOverview() *Dashboard {
 		[]Annotation{
 			alertAnnotation("Goodput burn-rate alerts", "red", "LLMProbeGoodputBudgetBurnFast|LLMProbeGoodputBudgetBurnSlow"),
 			alertAnnotation("Prober saturated (results invalid)", "purple", "LLMProbeProberSaturated"),
+			sweepAnnotation(),
 		},
 		section{title: "Goodput and error budget", panels: []*Panel{
 			stat("Goodput (5m)", "Share of arrivals that were answered successfully and met every SLO, over 5 minutes "+
@@ -157,7 +158,7 @@ func latencyDetail() *Dashboard {
 	return newDashboard("llmprobe-latency.json", "llmprobe-latency", "llmprobe / Latency detail",
 		"Latency distributions (heatmaps of the classic buckets; native histograms in a collapsed row), quantiles, "+
 			"time to first content beside TTFT, and client (llmprobe) against server (vLLM, SGLang) time to first token.",
-		nil,
+		[]Annotation{sweepAnnotation()},
 		section{title: "Distributions (classic buckets)", panels: classic},
 		section{title: "Distributions (native histograms)", collapsed: true, panels: native},
 		section{title: "Quantiles", panels: quantiles},
@@ -218,6 +219,7 @@ func serverCorrelation() *Dashboard {
 			"panel has one query per engine that exports the figure; the others stay empty."+attribution,
 		[]Annotation{
 			alertAnnotation("Goodput burn-rate alerts", "red", "LLMProbeGoodputBudgetBurnFast|LLMProbeGoodputBudgetBurnSlow"),
+			sweepAnnotation(),
 		},
 		section{title: "llmprobe (client)", panels: []*Panel{
 			full(timeseries("llmprobe: TTFT and TPOT p99 (5m)", "Client-side latency of the probes.", "s", 24,

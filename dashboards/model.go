@@ -134,7 +134,10 @@ type Panel struct {
 	Panels      []*Panel       `json:"panels,omitempty"`
 	Targets     []Target       `json:"targets,omitempty"`
 	Title       string         `json:"title"`
-	Type        string         `json:"type"`
+	// Transformations are Grafana's data transformations (tables that merge
+	// several queries).
+	Transformations []map[string]any `json:"transformations,omitempty"`
+	Type            string           `json:"type"`
 }
 
 // FieldConfig is a panel's field configuration.

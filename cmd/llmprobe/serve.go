@@ -15,6 +15,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -28,9 +29,11 @@ import (
 	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/logging"
+	"github.com/llmprobe/llmprobe/internal/sweepd"
 	lweb "github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // defaultConfigFile is read when present in the working directory.
@@ -55,6 +58,10 @@ type serveFlags struct {
 	// Hardening (docs/security.md): HTTP surfaces that are off by default.
 	enableLifecycle bool
 	enablePprof     bool
+	// Sweeps inside the daemon (docs/sweep-api.md).
+	enableSweeps        bool
+	sweepsDir           string
+	sweepsMaxConcurrent int
 }
 
 // maxWebConfigBytes caps the --web.config.file read at startup.
@@ -96,6 +103,13 @@ func init() {
 			BoolVar(&f.enableLifecycle)
 		cmd.Flag("web.enable-pprof", "Serve Go profiling under /debug/pprof/ (memory and goroutine dumps: protect it with --web.config.file basic auth).").
 			BoolVar(&f.enablePprof)
+		cmd.Flag("web.enable-sweeps", "Serve the sweep API under /api/v1/sweeps (start, follow, cancel capacity sweeps: it generates load; "+
+			"protect it with --web.config.file). Scheduled sweeps (sweeps: in the config) run without it. See docs/sweep-api.md.").
+			BoolVar(&f.enableSweeps)
+		cmd.Flag("sweeps.dir", "Directory of the daemon's sweep run directories (<dir>/<target>/<UTC stamp>-<name>/); "+
+			"the last results are read back from it at start.").Default("sweeps").StringVar(&f.sweepsDir)
+		cmd.Flag("sweeps.max-concurrent", "Most sweeps running at once over all targets (one per target at most).").
+			Default(fmt.Sprint(sweepd.DefaultMaxConcurrent)).IntVar(&f.sweepsMaxConcurrent)
 		return cmd.FullCommand(), func(e *env) int { return runServe(e, f) }
 	})
 }
@@ -179,8 +193,27 @@ func runServe(e *env, f *serveFlags) int {
 
 	safe := config.NewSafeConfig(reg)
 	pm := probemetrics.New(reg)
-	mgr := manager.New(manager.Options{Logger: logger, Observer: pm})
+	// The landing page's summary of the last 5 minutes per target.
+	window := lweb.NewWindow()
+	mgr := manager.New(manager.Options{Logger: logger, Observer: pm,
+		OnRecord: func(ev *manager.RecordEvent) { window.Observe(ev.Record, ev.Verdict) }})
 	defer mgr.Stop()
+	if f.sweepsMaxConcurrent < 1 {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --sweeps.max-concurrent must be >= 1, got %d\n", f.sweepsMaxConcurrent)
+		return 2
+	}
+	embeddedTarget := ""
+	sweeps := sweepd.New(sweepd.Options{
+		Logger: log.With(logger, "component", "sweeps"), Dir: f.sweepsDir, MaxConcurrent: f.sweepsMaxConcurrent,
+		Observer: probemetrics.NewSweeps(reg),
+		Embedded: func(target string, w workload.Spec) (bool, float64) {
+			if target != embeddedTarget || embeddedTarget == "" {
+				return false, 0
+			}
+			return true, embeddedCapacity(w)
+		},
+	})
+	defer sweeps.Stop()
 
 	ctx := e.ctx
 	// loadConfig loads (or builds) the config and applies it to the
@@ -189,7 +222,18 @@ func runServe(e *env, f *serveFlags) int {
 		loadConfig func() (*config.Config, error)
 		configYAML func() string
 	)
-	apply := func(c *config.Config) error { return mgr.Apply(ctx, c) }
+	apply := func(c *config.Config) error {
+		if err := mgr.Apply(ctx, c); err != nil {
+			return err
+		}
+		sweeps.Apply(c)
+		objectives := make(map[string]float64, len(c.Targets))
+		for _, t := range c.Targets {
+			objectives[t.Name] = t.GoodputObjective
+		}
+		window.SetObjectives(objectives)
+		return nil
+	}
 	// fixed serves a config built from flags: applied once, never reloaded.
 	fixed := func(cfg *config.Config) (func() (*config.Config, error), func() string) {
 		return func() (*config.Config, error) {
@@ -234,6 +278,7 @@ func runServe(e *env, f *serveFlags) int {
 			return 1
 		}
 		cfg.Targets[0].Name = "simulator"
+		embeddedTarget = "simulator"
 		for i := range cfg.Targets[0].Probes {
 			cfg.Targets[0].Probes[i].Seed = config.DeriveSeed("simulator", cfg.Targets[0].Probes[i].Name)
 		}
@@ -311,6 +356,9 @@ func runServe(e *env, f *serveFlags) int {
 		// docs/security.md: both off by default.
 		EnableLifecycle: f.enableLifecycle,
 		EnablePprof:     f.enablePprof,
+		EnableSweeps:    f.enableSweeps,
+		Sweeps:          sweeps,
+		Window:          window,
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -325,11 +373,11 @@ func runServe(e *env, f *serveFlags) int {
 		return 0
 	case <-ctx.Done():
 	}
-	level.Info(logger).Log("msg", "shutting down: stopping probes")
+	level.Info(logger).Log("msg", "shutting down: stopping sweeps and probes")
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	stopped := make(chan struct{})
-	go func() { mgr.Stop(); close(stopped) }()
+	go func() { sweeps.Stop(); mgr.Stop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-sctx.Done():

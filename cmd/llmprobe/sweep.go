@@ -62,6 +62,7 @@ type sweepFlags struct {
 	noProgress                                              bool
 	saveDetailed                                            bool
 	decision, rollbackIf                                    string
+	extra                                                   sweepExtraFlags // --server-log, --push.* (sweepextra.go)
 }
 
 func init() {
@@ -74,6 +75,7 @@ func init() {
 			"records.jsonl, /metrics snapshots, analysis.md and plots. Without --target it sweeps the built-in "+
 			"simulator. See docs/sweep.md.")
 		addSweepFlags(cmd, f)
+		addSweepExtraFlags(cmd, &f.extra)
 		return cmd.FullCommand(), func(e *env) int { return runSweep(e, f) }
 	})
 }
@@ -360,6 +362,10 @@ func runSweep(e *env, f *sweepFlags) int {
 		}
 		return 1
 	}
+	if err := checkSweepExtraFlags(&f.extra); err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %v\n", err)
+		return 2
+	}
 	if cfg.HasBurst() {
 		fmt.Fprintln(e.stderr, "llmprobe: warning: --rates inf sends every request of the step at once: it is a "+
 			"burst, not an open loop (no arrival process; latencies include queueing behind the whole burst).")
@@ -380,13 +386,23 @@ func runSweep(e *env, f *sweepFlags) int {
 		obs.stderr = e.stderr
 	}
 	res, err := rundir.Run(e.ctx, cfg, rundir.Options{
-		Logger:   e.logger,
-		Args:     append([]string{"llmprobe"}, e.args...),
-		Help:     sweepHelp(),
-		Observer: obs,
-
+		Logger:       e.logger,
+		Args:         append([]string{"llmprobe"}, e.args...),
+		Help:         sweepHelp(),
+		Observer:     obs,
+		ServerLog:    f.extra.serverLog,
 		SaveDetailed: f.saveDetailed,
 	})
+	if res != nil && res.Result != nil && f.extra.pushURL != "" {
+		if perr := pushResult(context.WithoutCancel(e.ctx), &f.extra, cfg.Name, res.Result); perr != nil {
+			level.Error(e.logger).Log("msg", "push failed", "url", fingerprint.RedactText(f.extra.pushURL), "err", perr)
+			if err == nil && res.Complete {
+				return 1
+			}
+		} else {
+			level.Info(e.logger).Log("msg", "pushed the run's summary metrics", "url", fingerprint.RedactText(f.extra.pushURL))
+		}
+	}
 	if err != nil {
 		msg := fingerprint.RedactSecrets(sweepErrorText(err), string(cfg.APIKey))
 		if isSweepFlagError(err) {

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmprobe/llmprobe/dashboards"
 	"github.com/llmprobe/llmprobe/rules"
 )
 
@@ -21,8 +22,8 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != 6 {
-		t.Fatalf("want 6 generated files (3 dashboards, 3 deploy files), got %d: %v", len(outs), sortedPaths(outs))
+	if want := len(dashboards.All()) + 3; len(outs) != want {
+		t.Fatalf("want %d generated files (%d dashboards, 3 deploy files), got %d: %v", want, want-3, len(outs), sortedPaths(outs))
 	}
 	for _, p := range sortedPaths(outs) {
 		t.Run(p, func(t *testing.T) {
@@ -132,8 +133,8 @@ func TestDashboardConfigMap(t *testing.T) {
 		t.Fatalf("kind %s labels %v", cm.Kind, cm.Metadata.Labels)
 	}
 	paths, err := filepath.Glob(filepath.Join(root, dashboardsDir, "*.json"))
-	if err != nil || len(paths) != 3 {
-		t.Fatalf("want 3 dashboard files, got %v (%v)", paths, err)
+	if err != nil || len(paths) != len(dashboards.All()) {
+		t.Fatalf("want %d dashboard files, got %v (%v)", len(dashboards.All()), paths, err)
 	}
 	if len(cm.Data) != len(paths) {
 		t.Fatalf("ConfigMap has %d keys, want %d", len(cm.Data), len(paths))

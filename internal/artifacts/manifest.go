@@ -32,6 +32,9 @@ type Manifest struct {
 	InterruptedReason string `json:"interrupted_reason,omitempty"`
 	// Fingerprint describes the experiment.
 	Fingerprint fingerprint.Fingerprint `json:"fingerprint"`
+	// ServerLog names the file holding the server's log lines of each step
+	// (rundir's server.log, from sweep --server-log), or "not-recorded".
+	ServerLog string `json:"server_log"`
 	// Files lists every file of the directory but manifest.json, sorted by
 	// path.
 	Files []File `json:"files"`
@@ -93,6 +96,9 @@ func (r *Run) Finish(m Manifest, complete bool) error {
 		m.InterruptedReason = ""
 	} else if m.InterruptedReason == "" {
 		m.InterruptedReason = fingerprint.NotRecorded
+	}
+	if m.ServerLog == "" {
+		m.ServerLog = fingerprint.NotRecorded
 	}
 	if m.Created.IsZero() {
 		m.Created = r.created

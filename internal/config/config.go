@@ -197,6 +197,13 @@ type TargetConfig struct {
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
 	// Probes are the probes of this target; DefaultProbe when left out.
 	Probes []ProbeConfig `yaml:"probes"`
+	// MaxSweepRate caps the open-loop rate of every sweep the daemon runs
+	// against this target (the sweep API and Sweeps), in requests per
+	// second; 0 (left out): no cap. With a cap, closed-loop sweeps are
+	// refused and rates auto searches up to it.
+	MaxSweepRate float64 `yaml:"max_sweep_rate,omitempty"`
+	// Sweeps are the capacity sweeps the daemon runs on a schedule.
+	Sweeps []ScheduledSweep `yaml:"sweeps,omitempty"`
 
 	set keySet
 	// key is a pointer so that fmt's %v of a TargetConfig prints an address,
@@ -812,6 +819,7 @@ func (t TargetConfig) Validate() error {
 	if len(t.Probes) == 0 {
 		l.add("probes", errors.New("at least one probe is required (leave probes out for the default probe)"))
 	}
+	l.add("", t.validateSweeps())
 	seen := make(map[string]int, len(t.Probes))
 	for i, p := range t.Probes {
 		path := fmt.Sprintf("probes[%d]", i)

@@ -193,6 +193,15 @@ func TestInvalid(t *testing.T) {
 		{"fractional-max-concurrency", `:7: targets[0].probes[0].max_concurrency: want an integer, got "1.9"`},
 		{"fractional-seed", `:7: targets[0].probes[0].seed: want a non-negative integer, got "2.5"`},
 		{"fractional-token-length", `:8: targets[0].probes[0].workload.input_tokens.min: want an integer, got "8.5"`},
+		{"sweep-bad-cron", `:6: targets[0].sweeps[0].cron: invalid cron expression "0 3 * *": expected exactly 5 fields, found 4: [0 3 * *]`},
+		{"sweep-duplicate-name", `:8: targets[0].sweeps[1].name: duplicate sweep name "nightly" (also sweeps[0])`},
+		{"sweep-goodput", `:8: targets[0].sweeps[0].goodput.ttft: invalid duration "soon" (want e.g. 800ms or 1.5s)`},
+		{"sweep-jitter", `:7: targets[0].sweeps[0].jitter: must be < every (1h0m0s), got 2h0m0s`},
+		{"sweep-max-sweep-rate", `:4: targets[0].max_sweep_rate: must be >= 0 and finite (0: no cap), got -5`},
+		{"sweep-no-schedule", `:5: targets[0].sweeps[0].every: required: an interval such as 24h, or cron: an expression`},
+		{"sweep-over-max-rate", `:8: targets[0].sweeps[0].rates: rate 200 req/s is over the target's max_sweep_rate (50 req/s)`},
+		{"sweep-rates-shape", `:7: targets[0].sweeps[0].rates: must be "auto" or a list of rates in req/s such as [1, 2, 4]`},
+		{"sweep-unknown-key", `:7: targets[0].sweeps[0].rate: unknown key (rate belongs in a probe)`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

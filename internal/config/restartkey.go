@@ -11,9 +11,11 @@ import (
 
 // InPlaceTargetFields names the TargetConfig fields that RestartKey leaves
 // out: the SLO and the goodput objective, which a reload swaps into running
-// probes, and the probes, each of which has its own RestartKey. Every other
-// field, present or added later, restarts the target when it changes.
-var InPlaceTargetFields = []string{"SLO", "GoodputObjective", "Probes"}
+// probes, the probes, each of which has its own RestartKey, and the sweep
+// settings (max_sweep_rate, sweeps), which the sweep scheduler reads and
+// the probes never do. Every other field, present or added later, restarts
+// the target when it changes.
+var InPlaceTargetFields = []string{"SLO", "GoodputObjective", "Probes", "MaxSweepRate", "Sweeps"}
 
 // InPlaceProbeFields names the ProbeConfig fields that RestartKey leaves
 // out: none, so that any change restarts the probe.
@@ -38,6 +40,7 @@ func (t TargetConfig) RestartKey() string {
 	t.SLO = slo.SLO{}
 	t.GoodputObjective = 0
 	t.Probes = nil
+	t.MaxSweepRate, t.Sweeps = 0, nil
 	var keyHash string
 	if t.key != nil {
 		h := sha256.New()

@@ -91,7 +91,13 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	}
 	fields := map[string]reflect.Type{}
 	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		switch {
+		case name == "" && opts == "inline" && t.Field(i).Type.Kind() == reflect.Struct:
+			for k, ft := range yamlFields(t.Field(i).Type) {
+				fields[k] = ft
+			}
+		case name != "" && name != "-":
 			fields[name] = t.Field(i).Type
 		}
 	}

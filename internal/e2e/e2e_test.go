@@ -143,8 +143,19 @@ func TestPrometheusEndToEnd(t *testing.T) {
         workload:
           input_tokens: {dist: fixed, value: 64}
           output_tokens: {dist: fixed, value: 16}
+    # A capacity sweep at once and every minute: the knee gauge and the
+    # capacity rules (docs/sweep-api.md).
+    sweeps:
+      - name: quick
+        every: 1m
+        rates: [4, 8]
+        num_prompts: 10
+        input_len: 32
+        output_len: 4
+        max_send_lag: 250ms
 `, simAddr)+engineTargets(engineAddrs))
-	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr)
+	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr,
+		"--sweeps.dir", filepath.Join(dir, "sweeps"))
 	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
 
 	// 3. Prometheus with the rules (for: rewritten), scraping llmprobe and
@@ -252,6 +263,12 @@ scrape_configs:
 			{name: "server instance map", query: `target_instance:llmprobe_target_info:max{target="sglang",instance="` + engineAddrs["sglang"] + `"}`, check: equals(1)},
 			{name: "SGLang server TTFT p99 (no relabelling)", query: `target:sglang_time_to_first_token_seconds:p99_5m{target="sglang"}`, check: positive},
 			{name: "SGLang client-server TTFT gap", query: `target_probe:llmprobe_ttft_client_server_gap_seconds:mean_5m{target="sglang",probe="small"}`, check: finite},
+			{name: "sweep knee", query: `llmprobe_sweep_knee_requests_per_second{target="sim",sweep="quick"}`, check: positive},
+			{name: "knee 7-day max", query: `target_sweep:llmprobe_sweep_knee_requests_per_second:max_7d{target="sim",sweep="quick"}`, check: positive},
+			{name: "last knee of the target", query: `target:llmprobe_sweep_knee_requests_per_second:last{target="sim"}`, check: positive},
+			{name: "server request rate", query: `target:llmprobe_server_requests:rate5m{target="sim"}`, check: positive},
+			{name: "capacity headroom", query: `target:llmprobe_capacity_headroom:ratio{target="sim"}`, check: finite},
+			{name: "sweep interval", query: `llmprobe_sweep_interval_seconds{target="sim",sweep="quick"}`, check: equals(60)},
 		} {
 			ok := t.Run(tc.name, func(t *testing.T) {
 				v := api.waitValue(t, tc.query, valuesTimeout, tc.check)
@@ -275,7 +292,9 @@ scrape_configs:
 	step("dashboard and runbook queries run", func(t *testing.T) {
 		for _, q := range dashboardQueries(t) {
 			n := len(api.query(t, q.expr))
-			if n == 0 && !strings.Contains(q.expr, "ALERTS{") && !nativeQuery.MatchString(q.expr) {
+			// The sweep annotation shows only while a sweep runs.
+			if n == 0 && !strings.Contains(q.expr, "ALERTS{") && !nativeQuery.MatchString(q.expr) &&
+				!strings.Contains(q.expr, "llmprobe_sweep_running{") {
 				t.Errorf("%s: no data: %s", q.where, q.expr)
 			}
 		}

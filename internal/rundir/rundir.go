@@ -39,6 +39,10 @@ type Options struct {
 	// Observer follows the sweep (progress bars, the final table; nil:
 	// none).
 	Observer sweep.Observer
+	// ServerLog is the path of the server's log file (--server-log): the
+	// lines it gains during each step are copied into server.log, and the
+	// manifest's server_log says so ("": not-recorded).
+	ServerLog string
 	// HTTPClient and Now are sweep.Options' (nil: the sweep's defaults).
 	HTTPClient *http.Client
 	Now        func() time.Time
@@ -88,12 +92,18 @@ func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
 	if err != nil {
 		return out, abort(run, cfg, p.Fingerprint(), err)
 	}
-	res, runErr := p.Run(ctx, fileSink{sink}, o.Observer)
+	obs := o.Observer
+	var slog *serverLog
+	if o.ServerLog != "" {
+		slog = newServerLog(o.ServerLog, obs)
+		obs = slog
+	}
+	res, runErr := p.Run(ctx, fileSink{sink}, obs)
 	if res == nil {
 		return out, abort(run, cfg, p.Fingerprint(), errors.Join(runErr, sink.Close()))
 	}
 	out.Result, out.Complete = res, res.Complete
-	if err := finish(run, sink, res, o.SaveDetailed); err != nil {
+	if err := finish(run, sink, res, o.SaveDetailed, slog); err != nil {
 		return out, err
 	}
 	return out, runErr
@@ -123,9 +133,18 @@ func abort(run *artifacts.Run, cfg sweep.Config, fp fingerprint.Fingerprint, err
 }
 
 // finish closes the streamed files and writes result.json, the vLLM-form
-// step files, analysis.md with its plots and the manifest.
-func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result, detailed bool) error {
+// step files, analysis.md with its plots, server.log (with slog) and the
+// manifest.
+func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result, detailed bool, slog *serverLog) error {
 	var errs []error
+	m := artifacts.Manifest{Fingerprint: res.Fingerprint, InterruptedReason: res.InterruptedReason}
+	if slog != nil {
+		if err := slog.write(run); err != nil {
+			errs = append(errs, err)
+		} else {
+			m.ServerLog = ServerLogFile
+		}
+	}
 	if err := sink.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -138,7 +157,6 @@ func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result, detaile
 	if err := report.WriteFiles(run, res); err != nil {
 		errs = append(errs, fmt.Errorf("analysis: %w", err))
 	}
-	m := artifacts.Manifest{Fingerprint: res.Fingerprint, InterruptedReason: res.InterruptedReason}
 	if err := run.Finish(m, res.Complete); err != nil {
 		errs = append(errs, err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/rules"
 )
@@ -26,7 +27,7 @@ import (
 const SourceLLMProbe = "llmprobe"
 
 // LLMProbeRegistry returns a registry with llmprobe's daemon metrics as
-// `llmprobe serve` registers them (probe metrics, config reload gauges, and
+// `llmprobe serve` registers them (probe metrics, sweep metrics, config reload gauges, and
 // the self-metrics: llmprobe_build_info, go_*, process_*), with one probe
 // initialised, its SLOs, goodput objective, rate, last arrival and target
 // info set as the probe manager sets them, so that every labelled family has
@@ -40,6 +41,11 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	pm.SetGoodputObjective("t", "p", config.DefaultGoodputObjective)
 	pm.SetProbeRate("t", "p", 1)
 	pm.SetLastArrival("t", "p", time.Now())
+	sw := probemetrics.NewSweeps(reg)
+	sw.SweepRunning("t", false)
+	sw.SweepScheduled("t", "s", time.Hour)
+	sw.SweepRestored("t", "s", sweepd.Last{Knee: 1, KneeFound: true, MaxGoodput: 1, KneeUnit: "req/s", Finished: time.Now(),
+		Duration: time.Minute, Steps: []sweepd.StepPoint{{Label: "rate=1", Goodput: 1, Throughput: 1, Valid: true}}})
 	config.NewSafeConfig(reg)
 	for _, c := range []prometheus.Collector{
 		versioncollector.NewCollector("llmprobe"),
@@ -68,7 +74,7 @@ func Catalog(files []rules.File) (*rules.Catalog, error) {
 	}
 	c := &rules.Catalog{}
 	c.AddFamilies(SourceLLMProbe, mfs)
-	for _, n := range probemetrics.Names() {
+	for _, n := range append(probemetrics.Names(), probemetrics.SweepNames()...) {
 		if _, ok := c.Source(n); !ok {
 			return nil, fmt.Errorf("probemetrics.Names() lists %s but the registry did not gather it", n)
 		}

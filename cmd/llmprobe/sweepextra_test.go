@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+)
+
+// TestSweepPush pushes a one-shot sweep's summary to an httptest receiver
+// that parses the exposition.
+func TestSweepPush(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.StepBase = time.Millisecond
+	url, _ := simtest.Start(t, cfg)
+	var (
+		mu     sync.Mutex
+		bodies [][]byte
+		paths  []string
+	)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rd io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				t.Errorf("gzip: %v", err)
+				return
+			}
+			rd = zr
+		}
+		b, _ := io.ReadAll(rd)
+		mu.Lock()
+		bodies, paths = append(bodies, b), append(paths, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
+		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", t.TempDir(), "--name", "canary",
+		"--max-send-lag", "250ms", "--no-progress", "--log.level", "warn",
+		"--push.url", recv.URL + "/api/v1/import/prometheus", "--push.extra-label", "env=ci"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 || paths[0] != "POST /api/v1/import/prometheus" {
+		t.Fatalf("pushes: %v", paths)
+	}
+	body := bodies[0]
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, body)
+	}
+	for _, n := range probemetrics.ResultNames() {
+		if _, ok := mfs[n]; !ok {
+			t.Errorf("pushed exposition lacks %s", n)
+		}
+	}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	if mf := mfs[probemetrics.NameRunKnee]; mf != nil {
+		m := mf.GetMetric()[0]
+		if label(m, "run") != "canary" || label(m, "env") != "ci" || m.GetGauge().GetValue() <= 0 {
+			t.Errorf("knee series %v", m)
+		}
+	}
+	steps := map[string]bool{}
+	for _, m := range mfs[probemetrics.NameRunStepGoodput].GetMetric() {
+		steps[label(m, "step")] = true
+	}
+	if !steps["rate=20"] || !steps["rate=40"] {
+		t.Errorf("step goodput series: %v", steps)
+	}
+}
+
+func TestSweepPushFlags(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{"--push.method GET", "--push.method: must be POST or PUT"},
+		{"--push.extra-label nolabel", "--push.extra-label:"},
+		{"--push.url ftp://x", "--push.url: must be an http:// or https:// URL"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"sweep", "--rates", "1", "--num-prompts", "1", "--out", t.TempDir()},
+			strings.Fields(tt.args)...), &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%s: exit %d, stderr %s", tt.args, code, stderr.String())
+		}
+	}
+}

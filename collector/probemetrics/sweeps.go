@@ -1,0 +1,191 @@
+package probemetrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmprobe/llmprobe/internal/sweepd"
+)
+
+// Sweep metric family names (docs/sweep-api.md lists them).
+const (
+	NameSweepKnee        = "llmprobe_sweep_knee_requests_per_second"
+	NameSweepKneeFound   = "llmprobe_sweep_knee_bracketed"
+	NameSweepMaxGoodput  = "llmprobe_sweep_max_goodput_requests_per_second"
+	NameSweepLastSuccess = "llmprobe_sweep_last_success_timestamp_seconds"
+	NameSweepDuration    = "llmprobe_sweep_duration_seconds"
+	NameSweepRuns        = "llmprobe_sweep_runs_total"
+	NameSweepRunning     = "llmprobe_sweep_running"
+	NameSweepInterval    = "llmprobe_sweep_interval_seconds"
+	NameSweepStepGoodput = "llmprobe_sweep_step_goodput_requests_per_second"
+	NameSweepStepRate    = "llmprobe_sweep_step_throughput_requests_per_second"
+	NameSweepStepTTFTP99 = "llmprobe_sweep_step_ttft_p99_seconds"
+	NameSweepStepTPOTP99 = "llmprobe_sweep_step_tpot_p99_seconds"
+	NameSweepStepValid   = "llmprobe_sweep_step_valid"
+)
+
+// SweepNames returns the sweep metric family names in a stable order.
+func SweepNames() []string {
+	return []string{NameSweepKnee, NameSweepKneeFound, NameSweepMaxGoodput, NameSweepLastSuccess,
+		NameSweepDuration, NameSweepRuns, NameSweepRunning, NameSweepInterval,
+		NameSweepStepGoodput, NameSweepStepRate, NameSweepStepTTFTP99, NameSweepStepTPOTP99, NameSweepStepValid}
+}
+
+// Sweeps holds the capacity metrics of the daemon's sweeps and is the
+// prometheus.Collector that exports them; it implements sweepd.Observer.
+// Labels: target and sweep (the sweep's name); llmprobe_sweep_running has
+// target only. The knee, max goodput, last success and duration gauges hold
+// the last successful sweep's figures (read back from disk at start), so a
+// failed or canceled sweep never replaces them; it only counts in
+// llmprobe_sweep_runs_total{result}. Create it with NewSweeps; safe for
+// concurrent use.
+type Sweeps struct {
+	knee, found, maxGoodput, lastSuccess, duration, running, interval *prometheus.GaugeVec
+	// The goodput curve of the last successful sweep, by step label.
+	stepGoodput, stepRate, stepTTFT, stepTPOT, stepValid *prometheus.GaugeVec
+	runs                                                 *prometheus.CounterVec
+}
+
+var _ sweepd.Observer = (*Sweeps)(nil)
+
+// NewSweeps creates the sweep metrics and registers them with reg (nil:
+// unregistered). It panics if registration fails.
+func NewSweeps(reg prometheus.Registerer) *Sweeps {
+	g := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	s := &Sweeps{
+		knee: g(NameSweepKnee, "Capacity knee of the last successful sweep: the highest request rate at which goodput kept "+
+			"up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed).",
+			"target", "sweep"),
+		found: g(NameSweepKneeFound, "1 when the last successful sweep bracketed its knee (a higher rate failed), "+
+			"0 when every rate passed and the knee is only a lower bound.", "target", "sweep"),
+		maxGoodput: g(NameSweepMaxGoodput, "Highest goodput of a valid step of the last successful sweep, in requests per second.",
+			"target", "sweep"),
+		lastSuccess: g(NameSweepLastSuccess, "Unix time the last successful sweep ended.", "target", "sweep"),
+		duration:    g(NameSweepDuration, "How long the last successful sweep ran, in seconds.", "target", "sweep"),
+		running: g(NameSweepRunning, "1 while a sweep of the target runs (its probes' latency then includes the sweep's load), else 0.",
+			"target"),
+		interval: g(NameSweepInterval, "Interval of a scheduled sweep (every:, or the gap between the next two runs of its cron:), "+
+			"in seconds; absent for sweeps without a schedule.", "target", "sweep"),
+		stepGoodput: g(NameSweepStepGoodput, "Goodput of each step of the last successful sweep (its goodput curve), req/s.",
+			"target", "sweep", "step"),
+		stepRate: g(NameSweepStepRate, "Request throughput of each step of the last successful sweep, req/s.",
+			"target", "sweep", "step"),
+		stepTTFT: g(NameSweepStepTTFTP99, "TTFT p99 of each step of the last successful sweep, seconds.",
+			"target", "sweep", "step"),
+		stepTPOT: g(NameSweepStepTPOTP99, "TPOT p99 of each step of the last successful sweep, seconds.",
+			"target", "sweep", "step"),
+		stepValid: g(NameSweepStepValid, "1 when the step of the last successful sweep was valid.",
+			"target", "sweep", "step"),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameSweepRuns,
+			Help: "Sweeps that ended, by result: success, failed (an error, or no valid step) or canceled."},
+			[]string{"target", "sweep", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(s)
+	}
+	return s
+}
+
+func (s *Sweeps) collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.runs, s.running, s.interval,
+		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid}
+}
+
+// Describe implements prometheus.Collector.
+func (s *Sweeps) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range s.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (s *Sweeps) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range s.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// InitSweep creates the runs_total series of a target's sweep at 0 for
+// every result.
+func (s *Sweeps) InitSweep(target, sweep string) {
+	for _, r := range sweepd.Results {
+		s.runs.WithLabelValues(target, sweep, r)
+	}
+}
+
+// SweepRunning implements sweepd.Observer. The service calls it with false
+// for every target it learns of, so that llmprobe_sweep_running{target} is
+// 0 before the target's first sweep.
+func (s *Sweeps) SweepRunning(target string, running bool) {
+	v := 0.0
+	if running {
+		v = 1
+	}
+	s.running.WithLabelValues(target).Set(v)
+}
+
+// SweepFinished implements sweepd.Observer.
+func (s *Sweeps) SweepFinished(target, sweep, result string, _ time.Duration, last *sweepd.Last) {
+	s.InitSweep(target, sweep)
+	s.runs.WithLabelValues(target, sweep, result).Inc()
+	if last != nil {
+		s.set(target, sweep, *last)
+	}
+}
+
+// SweepRestored implements sweepd.Observer.
+func (s *Sweeps) SweepRestored(target, sweep string, last sweepd.Last) {
+	s.InitSweep(target, sweep)
+	s.set(target, sweep, last)
+}
+
+func (s *Sweeps) set(target, sweep string, l sweepd.Last) {
+	if l.KneeUnit == "" || l.KneeUnit == "req/s" {
+		// A closed loop's knee is a concurrency, not a rate.
+		s.knee.WithLabelValues(target, sweep).Set(l.Knee)
+	}
+	found := 0.0
+	if l.KneeFound {
+		found = 1
+	}
+	s.found.WithLabelValues(target, sweep).Set(found)
+	s.maxGoodput.WithLabelValues(target, sweep).Set(l.MaxGoodput)
+	s.lastSuccess.WithLabelValues(target, sweep).Set(float64(l.Finished.UnixNano()) / 1e9)
+	s.duration.WithLabelValues(target, sweep).Set(l.Duration.Seconds())
+	curve := []*prometheus.GaugeVec{s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid}
+	for _, v := range curve {
+		v.DeletePartialMatch(prometheus.Labels{"target": target, "sweep": sweep})
+	}
+	for _, p := range l.Steps {
+		valid := 0.0
+		if p.Valid {
+			valid = 1
+		}
+		for i, v := range []float64{p.Goodput, p.Throughput, p.TTFTP99, p.TPOTP99, valid} {
+			curve[i].WithLabelValues(target, sweep, p.Label).Set(v)
+		}
+	}
+}
+
+// SweepScheduled implements sweepd.Observer.
+func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
+	if interval <= 0 {
+		s.interval.DeleteLabelValues(target, sweep)
+		return
+	}
+	s.InitSweep(target, sweep)
+	s.interval.WithLabelValues(target, sweep).Set(interval.Seconds())
+}
+
+// TargetRemoved implements sweepd.Observer: every series of target goes.
+func (s *Sweeps) TargetRemoved(target string) {
+	l := prometheus.Labels{"target": target}
+	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval,
+		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid} {
+		v.DeletePartialMatch(l)
+	}
+	s.runs.DeletePartialMatch(l)
+}

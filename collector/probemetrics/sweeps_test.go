@@ -1,0 +1,107 @@
+package probemetrics
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/llmprobe/llmprobe/internal/sweepd"
+)
+
+func TestSweepMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	s := NewSweeps(reg)
+	end := time.Unix(1700000000, 500_000_000)
+	s.SweepRunning("sim", false)
+	s.SweepScheduled("sim", "nightly", 24*time.Hour)
+	s.SweepScheduled("sim", "gone", time.Hour)
+	s.SweepScheduled("sim", "gone", 0)
+	s.SweepRestored("sim", "nightly", sweepd.Last{Knee: 16, KneeFound: true, MaxGoodput: 15.5, KneeUnit: "req/s",
+		Finished: end, Duration: 90 * time.Second, Steps: []sweepd.StepPoint{
+			{Label: "rate=8", Goodput: 8, Throughput: 8, TTFTP99: 0.1, TPOTP99: 0.01, Valid: true},
+			{Label: "rate=16", Goodput: 15.5, Throughput: 16, TTFTP99: 0.5, TPOTP99: 0.04, Valid: true}}})
+	// A failed sweep counts, and keeps the knee.
+	s.SweepRunning("sim", true)
+	s.SweepFinished("sim", "nightly", sweepd.ResultFailed, time.Minute, nil)
+	// A closed loop's knee is not a rate: only max goodput moves.
+	s.SweepFinished("sim", "closed", sweepd.ResultSuccess, time.Minute, &sweepd.Last{Knee: 8, KneeUnit: "concurrency",
+		MaxGoodput: 7, Finished: end, Duration: time.Minute})
+	const want = `
+# HELP llmprobe_sweep_knee_requests_per_second Capacity knee of the last successful sweep: the highest request rate at which goodput kept up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed).
+# TYPE llmprobe_sweep_knee_requests_per_second gauge
+llmprobe_sweep_knee_requests_per_second{sweep="nightly",target="sim"} 16
+# HELP llmprobe_sweep_knee_bracketed 1 when the last successful sweep bracketed its knee (a higher rate failed), 0 when every rate passed and the knee is only a lower bound.
+# TYPE llmprobe_sweep_knee_bracketed gauge
+llmprobe_sweep_knee_bracketed{sweep="closed",target="sim"} 0
+llmprobe_sweep_knee_bracketed{sweep="nightly",target="sim"} 1
+# HELP llmprobe_sweep_max_goodput_requests_per_second Highest goodput of a valid step of the last successful sweep, in requests per second.
+# TYPE llmprobe_sweep_max_goodput_requests_per_second gauge
+llmprobe_sweep_max_goodput_requests_per_second{sweep="closed",target="sim"} 7
+llmprobe_sweep_max_goodput_requests_per_second{sweep="nightly",target="sim"} 15.5
+# HELP llmprobe_sweep_last_success_timestamp_seconds Unix time the last successful sweep ended.
+# TYPE llmprobe_sweep_last_success_timestamp_seconds gauge
+llmprobe_sweep_last_success_timestamp_seconds{sweep="closed",target="sim"} 1.7000000005e+09
+llmprobe_sweep_last_success_timestamp_seconds{sweep="nightly",target="sim"} 1.7000000005e+09
+# HELP llmprobe_sweep_duration_seconds How long the last successful sweep ran, in seconds.
+# TYPE llmprobe_sweep_duration_seconds gauge
+llmprobe_sweep_duration_seconds{sweep="closed",target="sim"} 60
+llmprobe_sweep_duration_seconds{sweep="nightly",target="sim"} 90
+# HELP llmprobe_sweep_runs_total Sweeps that ended, by result: success, failed (an error, or no valid step) or canceled.
+# TYPE llmprobe_sweep_runs_total counter
+llmprobe_sweep_runs_total{result="canceled",sweep="closed",target="sim"} 0
+llmprobe_sweep_runs_total{result="canceled",sweep="gone",target="sim"} 0
+llmprobe_sweep_runs_total{result="canceled",sweep="nightly",target="sim"} 0
+llmprobe_sweep_runs_total{result="failed",sweep="closed",target="sim"} 0
+llmprobe_sweep_runs_total{result="failed",sweep="gone",target="sim"} 0
+llmprobe_sweep_runs_total{result="failed",sweep="nightly",target="sim"} 1
+llmprobe_sweep_runs_total{result="success",sweep="closed",target="sim"} 1
+llmprobe_sweep_runs_total{result="success",sweep="gone",target="sim"} 0
+llmprobe_sweep_runs_total{result="success",sweep="nightly",target="sim"} 0
+# HELP llmprobe_sweep_interval_seconds Interval of a scheduled sweep (every:, or the gap between the next two runs of its cron:), in seconds; absent for sweeps without a schedule.
+# TYPE llmprobe_sweep_interval_seconds gauge
+llmprobe_sweep_interval_seconds{sweep="nightly",target="sim"} 86400
+# HELP llmprobe_sweep_running 1 while a sweep of the target runs (its probes' latency then includes the sweep's load), else 0.
+# TYPE llmprobe_sweep_running gauge
+llmprobe_sweep_running{target="sim"} 1
+`
+	const curve = `
+# HELP llmprobe_sweep_step_goodput_requests_per_second Goodput of each step of the last successful sweep (its goodput curve), req/s.
+# TYPE llmprobe_sweep_step_goodput_requests_per_second gauge
+llmprobe_sweep_step_goodput_requests_per_second{step="rate=16",sweep="nightly",target="sim"} 15.5
+llmprobe_sweep_step_goodput_requests_per_second{step="rate=8",sweep="nightly",target="sim"} 8
+# HELP llmprobe_sweep_step_ttft_p99_seconds TTFT p99 of each step of the last successful sweep, seconds.
+# TYPE llmprobe_sweep_step_ttft_p99_seconds gauge
+llmprobe_sweep_step_ttft_p99_seconds{step="rate=16",sweep="nightly",target="sim"} 0.5
+llmprobe_sweep_step_ttft_p99_seconds{step="rate=8",sweep="nightly",target="sim"} 0.1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(curve), NameSweepStepGoodput, NameSweepStepTTFTP99); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), SweepNames()[:8]...); err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) > 0 {
+		t.Errorf("lint: %v %v", probs, err)
+	}
+	s.TargetRemoved("sim")
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("after TargetRemoved: %d series, %v", n, err)
+	}
+}
+
+// TestSweepDocs keeps docs/sweep-api.md in step with SweepNames().
+func TestSweepDocs(t *testing.T) {
+	b, err := os.ReadFile("../../docs/sweep-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range SweepNames() {
+		if !strings.Contains(string(b), "`"+n+"`") {
+			t.Errorf("docs/sweep-api.md does not list %s", n)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package dashboards
+
+import "fmt"
+
+// ssel selects the sweep series of the chosen targets.
+const (
+	ssel = `target=~"$target"`
+	ts   = `{{target}} / {{sweep}}`
+)
+
+// sweepAnnotation marks the periods during which a sweep of a chosen target
+// ran (llmprobe_sweep_running 1): its load is in the probes' latency then.
+func sweepAnnotation() Annotation {
+	expr := fmt.Sprintf(`llmprobe_sweep_running{%s} == 1`, ssel)
+	return Annotation{
+		Datasource:  DatasourceRef,
+		Enable:      true,
+		Expr:        expr,
+		IconColor:   "blue",
+		Name:        "Capacity sweeps",
+		Step:        "30s",
+		TagKeys:     "target",
+		TextFormat:  "sweep of {{target}} running (its load is in the probes' latency)",
+		TitleFormat: "Capacity sweep",
+		Target:      map[string]any{"expr": expr, "refId": "Anno"},
+	}
+}
+
+// table is a table of instant queries merged into one row per series.
+func table(title, description string, w int, targets ...Target) *Panel {
+	for i := range targets {
+		targets[i].Format = "table"
+	}
+	return &Panel{
+		Datasource:  DatasourceRef,
+		Description: description,
+		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Mappings: []any{}, Thresholds: steps("green")}, Overrides: []Override{}},
+		GridPos:     GridPos{H: 9, W: w},
+		Options:     map[string]any{"showHeader": true, "cellHeight": "sm", "footer": map[string]any{"show": false}},
+		Targets:     withRefIDs(targets),
+		Title:       title,
+		Transformations: []map[string]any{
+			{"id": "merge", "options": map[string]any{}},
+			{"id": "organize", "options": map[string]any{
+				"excludeByName": map[string]any{"Time": true},
+				"renameByName": map[string]any{
+					"Value #A": "goodput (req/s)", "Value #B": "throughput (req/s)",
+					"Value #C": "TTFT p99 (s)", "Value #D": "TPOT p99 (s)", "Value #E": "valid",
+				},
+			}},
+		},
+		Type: "table",
+	}
+}
+
+func capacity() *Dashboard {
+	return newDashboard("llmprobe-capacity.json", "llmprobe-capacity", "llmprobe / Capacity",
+		"The capacity knee the daemon's sweeps measure (sweeps: blocks and the sweep API, docs/sweep-api.md), "+
+			"its trend, the last sweep's goodput curve, and the headroom between the production request rate "+
+			"the server reports and the knee.",
+		[]Annotation{
+			sweepAnnotation(),
+			alertAnnotation("Capacity alerts", "red", "LLMProbeCapacityRegression|LLMProbeCapacityHeadroomLow|LLMProbeCapacitySweepStale"),
+		},
+		section{title: "Capacity now", panels: []*Panel{
+			stat("Knee", "Capacity knee of the last successful sweep: the highest request rate at which goodput kept "+
+				"up and the SLO p99s held (a lower bound when not bracketed).", "reqps", 6,
+				steps("blue"),
+				instant(fmt.Sprintf(`llmprobe_sweep_knee_requests_per_second{%s}`, ssel), ts)),
+			stat("Max goodput", "Highest goodput of a valid step of the last successful sweep.", "reqps", 6,
+				steps("blue"),
+				instant(fmt.Sprintf(`llmprobe_sweep_max_goodput_requests_per_second{%s}`, ssel), ts)),
+			stat("Headroom", "Share of the last knee that the production request rate (vllm:request_success_total, "+
+				"5m) leaves free; the alert LLMProbeCapacityHeadroomLow fires below 15 %.", "percentunit", 6,
+				steps("red", 0.15, "orange", 0.3, "green"),
+				instant(fmt.Sprintf(`target:llmprobe_capacity_headroom:ratio{%s}`, ssel), "{{target}}")),
+			stat("Last successful sweep", "Time since the last successful sweep ended.", "s", 6,
+				steps("green", 86400.0, "orange", 172800.0, "red"),
+				instant(fmt.Sprintf(`time() - llmprobe_sweep_last_success_timestamp_seconds{%s}`, ssel), ts)),
+		}},
+		section{title: "Trend", panels: []*Panel{
+			timeseries("Knee and max goodput", "Knee and max goodput of the last successful sweep over time, and the "+
+				"knee's 7-day maximum (dashed): LLMProbeCapacityRegression fires below 80 % of it.", "reqps", 12,
+				q(fmt.Sprintf(`llmprobe_sweep_knee_requests_per_second{%s}`, ssel), "knee "+ts),
+				q(fmt.Sprintf(`llmprobe_sweep_max_goodput_requests_per_second{%s}`, ssel), "max goodput "+ts),
+				q(fmt.Sprintf(`target_sweep:llmprobe_sweep_knee_requests_per_second:max_7d{%s}`, ssel), "7d max "+ts),
+			).minZero().dashed("C", "red"),
+			timeseries("Production against the knee", "Request rate the server reports (all of its traffic, "+
+				"vllm:request_success_total) and the target's last knee (dashed).", "reqps", 12,
+				q(fmt.Sprintf(`target:llmprobe_server_requests:rate5m{%s}`, ssel), "production {{target}}"),
+				q(fmt.Sprintf(`target:llmprobe_sweep_knee_requests_per_second:last{%s}`, ssel), "knee {{target}}"),
+			).minZero().dashed("B", "red"),
+			timeseries("Sweeps by result", "Sweeps that ended per hour, by result (success, failed, canceled).", "short", 12,
+				q(fmt.Sprintf(`sum by (target, sweep, result) (increase(llmprobe_sweep_runs_total{%s}[1h]))`, ssel),
+					"{{result}} "+ts),
+			).bars(),
+			timeseries("Sweep duration", "How long the last successful sweep ran.", "s", 12,
+				q(fmt.Sprintf(`llmprobe_sweep_duration_seconds{%s}`, ssel), ts),
+			).minZero(),
+		}},
+		section{title: "Last sweep's goodput curve", panels: []*Panel{
+			table("Goodput curve", "Every step of the last successful sweep of each target and sweep: goodput, "+
+				"throughput, TTFT and TPOT p99, and validity. The knee is the highest rate whose goodput kept up.", 24,
+				instant(fmt.Sprintf(`llmprobe_sweep_step_goodput_requests_per_second{%s}`, ssel), ""),
+				instant(fmt.Sprintf(`llmprobe_sweep_step_throughput_requests_per_second{%s}`, ssel), ""),
+				instant(fmt.Sprintf(`llmprobe_sweep_step_ttft_p99_seconds{%s}`, ssel), ""),
+				instant(fmt.Sprintf(`llmprobe_sweep_step_tpot_p99_seconds{%s}`, ssel), ""),
+				instant(fmt.Sprintf(`llmprobe_sweep_step_valid{%s}`, ssel), ""),
+			),
+		}},
+	)
+}

@@ -1,0 +1,479 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// Defaults of a sweep run by the daemon (a sweeps: entry or the sweep API).
+const (
+	// DefaultSweepName names a sweep started through the API without a
+	// name.
+	DefaultSweepName = "api"
+	// DefaultSweepKeep is how many run directories of one target and sweep
+	// name are kept when retention leaves count out.
+	DefaultSweepKeep = 10
+	// MinSweepInterval is the shortest every: of a scheduled sweep.
+	MinSweepInterval = time.Second
+)
+
+// Duration is a time.Duration written as a Go duration string ("800ms",
+// "24h") in YAML and JSON; a number is a type error.
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want e.g. 30s, 10m or 24h)", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as time.Duration.String does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Rates are the open-loop rates of a sweep: "auto" (the adaptive knee
+// search) or a list of rates in requests per second. The zero value is
+// neither (Concurrency is then required).
+type Rates struct {
+	Auto   bool
+	Values []float64
+}
+
+// IsZero reports whether neither auto nor any rate is set.
+func (r Rates) IsZero() bool { return !r.Auto && len(r.Values) == 0 }
+
+// String is "auto" or the rates joined with commas (sweep --rates syntax).
+func (r Rates) String() string {
+	if r.Auto {
+		return "auto"
+	}
+	parts := make([]string, len(r.Values))
+	for i, v := range r.Values {
+		parts[i] = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+var errRatesShape = errors.New(`must be "auto" or a list of rates in req/s such as [1, 2, 4]`)
+
+// UnmarshalYAML reads `auto` or a sequence of numbers.
+func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!str" && strings.EqualFold(n.Value, "auto") {
+			*r = Rates{Auto: true}
+			return nil
+		}
+	case yaml.SequenceNode:
+		var vs []float64
+		if err := n.Decode(&vs); err != nil {
+			return fmt.Errorf("line %d: rates %w", n.Line, errRatesShape)
+		}
+		*r = Rates{Values: vs}
+		return nil
+	}
+	return fmt.Errorf("line %d: rates %w", n.Line, errRatesShape)
+}
+
+// MarshalYAML writes "auto" or the list.
+func (r Rates) MarshalYAML() (any, error) {
+	if r.Auto {
+		return "auto", nil
+	}
+	return r.Values, nil
+}
+
+// UnmarshalJSON reads "auto" or an array of numbers.
+func (r *Rates) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if strings.EqualFold(s, "auto") {
+			*r = Rates{Auto: true}
+			return nil
+		}
+		return errRatesShape
+	}
+	var vs []float64
+	if err := json.Unmarshal(b, &vs); err != nil {
+		return errRatesShape
+	}
+	*r = Rates{Values: vs}
+	return nil
+}
+
+// MarshalJSON writes "auto" or the array.
+func (r Rates) MarshalJSON() ([]byte, error) {
+	if r.Auto {
+		return []byte(`"auto"`), nil
+	}
+	if r.Values == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(r.Values)
+}
+
+// SweepSpec is the load and workload of one sweep the daemon runs: a
+// target's sweeps: entry, or the body of POST /api/v1/sweeps (beside its
+// target). The keys are the sweep CLI's flags with underscores. Every field
+// left zero takes the CLI's default; the SLO defaults to the target's slo.
+type SweepSpec struct {
+	// Name names the sweep: the sweep label of its metrics and the suffix
+	// of its run directories ([a-zA-Z0-9_.:-]+; DefaultSweepName for an
+	// API sweep without one).
+	Name string `yaml:"name" json:"name,omitempty"`
+	// Rates ("auto" or a list) or Concurrency (closed-loop levels): exactly
+	// one is set.
+	Rates       Rates `yaml:"rates,omitempty" json:"rates,omitzero"`
+	Concurrency []int `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
+	// MaxConcurrency caps the requests in flight of an open loop (0: none).
+	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	// Arrival ("poisson", "gamma", "constant"; default poisson) and its
+	// gamma shape Burstiness (default 1).
+	Arrival    string  `yaml:"arrival,omitempty" json:"arrival,omitempty"`
+	Burstiness float64 `yaml:"burstiness,omitempty" json:"burstiness,omitempty"`
+	// NumPrompts (requests per step) or Duration (per step, default
+	// sweep.DefaultDuration with at least sweep.DefaultMinPrompts requests).
+	NumPrompts int      `yaml:"num_prompts,omitempty" json:"num_prompts,omitempty"`
+	Duration   Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	// Workload is the request distribution (as a probe's workload:), or
+	// InputLen, OutputLen, RangeRatio and PrefixLen build vllm bench
+	// serve's random one; not both. Default: workload.DefaultSpec().
+	Workload   *workload.Spec `yaml:"workload,omitempty" json:"workload,omitempty"`
+	InputLen   int            `yaml:"input_len,omitempty" json:"input_len,omitempty"`
+	OutputLen  int            `yaml:"output_len,omitempty" json:"output_len,omitempty"`
+	RangeRatio float64        `yaml:"range_ratio,omitempty" json:"range_ratio,omitempty"`
+	PrefixLen  int            `yaml:"prefix_len,omitempty" json:"prefix_len,omitempty"`
+	// Goodput is the SLO a good request meets (default: the target's slo).
+	Goodput slo.SLO `yaml:"goodput,omitempty" json:"goodput,omitzero"`
+	// Rounds (default 1), Warmups (default sweep.DefaultWarmups; -1 for
+	// none) and Seed (default 0).
+	Rounds  int   `yaml:"rounds,omitempty" json:"rounds,omitempty"`
+	Warmups int   `yaml:"warmups,omitempty" json:"warmups,omitempty"`
+	Seed    int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// MaxSendLag is the validity threshold of the client's send-lag p99
+	// (default sweep.DefaultMaxSendLag): a step above it is flagged
+	// client-saturated.
+	MaxSendLag Duration `yaml:"max_send_lag,omitempty" json:"max_send_lag,omitempty"`
+}
+
+// Retention bounds the run directories kept of one target and sweep name
+// under --sweeps.dir: at most Count (default DefaultSweepKeep), none older
+// than Age (0: no age limit). The newest successful one is always kept and
+// counts toward Count.
+type Retention struct {
+	Count int      `yaml:"count,omitempty" json:"count,omitempty"`
+	Age   Duration `yaml:"age,omitempty" json:"age,omitempty"`
+}
+
+// ScheduledSweep is one entry of a target's sweeps: block, a capacity sweep
+// the daemon runs on a schedule: Every (an interval) or Cron (a standard
+// five-field cron expression, or a descriptor such as @daily), exactly one,
+// each run delayed by a random share of Jitter.
+type ScheduledSweep struct {
+	SweepSpec `yaml:",inline"`
+	Every     Duration  `yaml:"every,omitempty" json:"every,omitempty"`
+	Cron      string    `yaml:"cron,omitempty" json:"cron,omitempty"`
+	Jitter    Duration  `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	Retention Retention `yaml:"retention,omitempty" json:"retention,omitzero"`
+}
+
+// Schedule returns the sweep's schedule: its next run after a given time,
+// before jitter.
+func (s ScheduledSweep) Schedule() (cron.Schedule, error) {
+	if s.Cron != "" {
+		return cronParser.Parse(s.Cron)
+	}
+	if s.Every <= 0 {
+		return nil, errors.New("no schedule")
+	}
+	return cron.Every(time.Duration(s.Every)), nil
+}
+
+// Keep returns Retention.Count, or DefaultSweepKeep when left out.
+func (r Retention) Keep() int {
+	if r.Count > 0 {
+		return r.Count
+	}
+	return DefaultSweepKeep
+}
+
+// cronParser reads the five standard fields and the @descriptors (@daily,
+// @every 6h).
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// sweepKeys maps the sweep.Config fields that a *sweep.FieldError names to
+// the SweepSpec keys that set them (inputFlags: the random workload's keys).
+var sweepKeys = map[string]string{
+	"Rates": "rates", "Search.Start": "rates", "Search.MaxSteps": "rates", "Search.Tolerance": "rates",
+	"Concurrency": "concurrency", "MaxConcurrency": "max_concurrency",
+	"Arrival": "arrival", "Burstiness": "burstiness",
+	"NumPrompts": "num_prompts", "Duration": "duration", "MinPrompts": "num_prompts",
+	"Rounds": "rounds", "Warmups": "warmups", "SLO": "goodput", "Validity.MaxSendLag": "max_send_lag",
+	"Workload":                         "workload",
+	"Workload.InputTokens":             "input_len",
+	"Workload.InputTokens.RangeRatio":  "range_ratio",
+	"Workload.OutputTokens":            "output_len",
+	"Workload.OutputTokens.RangeRatio": "range_ratio",
+	"Workload.PrefixTokens":            "prefix_len",
+}
+
+// SpecKey returns the SweepSpec key (YAML and JSON) that a sweep.Config
+// field path names, "" when no key sets it (a target setting or a
+// default).
+func SpecKey(field string) string { return sweepKeys[field] }
+
+// SweepConfig builds the sweep.Config of spec against target t: base URL,
+// metrics URL, model, API, API key and timeouts from t, the load and
+// workload from the spec with the sweep CLI's defaults, and t's
+// max_sweep_rate enforced (an open-loop rate above it, a closed loop, or
+// rates auto searching above it are refused; auto is capped at it). OutDir
+// is left empty for the caller. An error is a *FieldError whose Path is the
+// spec key at fault (Err: the reason), or the *sweep.FieldError of a field
+// no key sets.
+func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
+	name := s.Name
+	if name == "" {
+		name = DefaultSweepName
+	}
+	c := sweep.Config{
+		Target:          t.BaseURL,
+		MetricsURL:      t.MetricsURL(),
+		Model:           t.Model,
+		API:             t.API,
+		APIKey:          t.APIKey(),
+		Timeout:         t.Timeout,
+		TTFTTimeout:     t.TTFTTimeout,
+		StallTimeout:    t.StallTimeout,
+		MaxConcurrency:  s.MaxConcurrency,
+		Arrival:         s.Arrival,
+		Burstiness:      s.Burstiness,
+		NumPrompts:      s.NumPrompts,
+		Duration:        time.Duration(s.Duration),
+		Warmups:         s.Warmups,
+		Rounds:          s.Rounds,
+		Seed:            s.Seed,
+		SLO:             s.Goodput,
+		MetricsInterval: sweep.DefaultMetricsInterval,
+		IdleTimeout:     sweep.DefaultIdleTimeout,
+		Search:          sweep.SearchOptions{MaxSteps: sweep.DefaultAutoMaxSteps, Tolerance: sweep.DefaultAutoTolerance},
+		Validity: sweep.ValidityOptions{MaxSendLag: sweep.DefaultMaxSendLag, MaxClientCPU: sweep.DefaultMaxClientCPU,
+			MaxErrorRate: sweep.DefaultMaxErrorRate},
+		Name:     name,
+		Metadata: map[string]string{"target": t.Name, "sweep": name},
+	}
+	if c.Arrival == "" {
+		c.Arrival = ArrivalPoisson
+	}
+	if c.Burstiness == 0 {
+		c.Burstiness = 1
+	}
+	switch {
+	case s.Warmups == 0:
+		c.Warmups = sweep.DefaultWarmups
+	case s.Warmups == -1:
+		c.Warmups = 0
+	}
+	if c.Rounds == 0 {
+		c.Rounds = sweep.DefaultRounds
+	}
+	if c.NumPrompts == 0 && c.Duration == 0 {
+		c.Duration = sweep.DefaultDuration
+	}
+	if c.Duration > 0 {
+		c.MinPrompts = sweep.DefaultMinPrompts
+	}
+	if c.SLO.IsZero() {
+		c.SLO = t.SLO
+	}
+	if s.MaxSendLag != 0 {
+		c.Validity.MaxSendLag = time.Duration(s.MaxSendLag)
+	}
+	if err := validateName(name); err != nil {
+		return c, errf("name", "%w", err)
+	}
+	random := s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0
+	switch {
+	case s.Workload != nil && random:
+		return c, errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
+	case s.Workload != nil:
+		c.Workload, c.WorkloadSource = *s.Workload, "config"
+		if c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "" {
+			return c, errf("workload", "needs input_tokens and output_tokens")
+		}
+	default:
+		def := workload.DefaultSpec()
+		in, out := s.InputLen, s.OutputLen
+		if in == 0 {
+			in = def.InputTokens.Value
+		}
+		if out == 0 {
+			out = def.OutputTokens.Value
+		}
+		w, err := sweep.FlagWorkload(in, out, s.RangeRatio, s.PrefixLen)
+		if err != nil {
+			return c, specError(err)
+		}
+		c.Workload, c.WorkloadSource = w, "flags"
+	}
+	switch {
+	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
+		return c, errf("concurrency", "give rates or concurrency, not both")
+	case len(s.Concurrency) > 0:
+		c.Concurrency = s.Concurrency
+	case s.Rates.Auto:
+		c.Auto, c.RatesText = true, "auto"
+	case len(s.Rates.Values) > 0:
+		seen := map[float64]bool{}
+		for _, r := range s.Rates.Values {
+			if !(r > 0) || math.IsInf(r, 0) {
+				return c, errf("rates", "rate must be > 0 and finite, got %v", r)
+			}
+			if seen[r] {
+				return c, errf("rates", "rate %v given twice", r)
+			}
+			seen[r] = true
+		}
+		c.Rates, c.RatesText = s.Rates.Values, s.Rates.String()
+	default:
+		return c, errf("rates", `required: "auto", a list of rates, or concurrency levels`)
+	}
+	if max := t.MaxSweepRate; max > 0 {
+		for _, r := range c.Rates {
+			if r > max {
+				return c, errf("rates", "rate %v req/s is over the target's max_sweep_rate (%v req/s)", r, max)
+			}
+		}
+		if len(c.Concurrency) > 0 {
+			return c, errf("concurrency", "the target has a max_sweep_rate (%v req/s), which a closed loop cannot keep: use rates", max)
+		}
+		if c.Auto {
+			c.Search.Start = math.Min(sweep.DefaultAutoStart, max)
+			c.Search.MaxRate = max
+		}
+	}
+	c.OutDir = "-" // checked by the caller, which sets it
+	if err := c.Validate(); err != nil {
+		c.OutDir = ""
+		return c, specError(err)
+	}
+	c.OutDir = ""
+	return c, nil
+}
+
+// specError maps a *sweep.FieldError to the spec key that sets the field
+// (a *fieldError with that path); other errors pass through.
+func specError(err error) error {
+	var fe *sweep.FieldError
+	if errors.As(err, &fe) {
+		if k := SpecKey(fe.Field); k != "" {
+			return &fieldError{path: k, err: fe.Err}
+		}
+	}
+	return err
+}
+
+// SpecError is the error of a sweep spec that names its key: Key is the
+// spec key at fault ("rates", "goodput", ...; "" when no key is to blame)
+// and Err the reason.
+type SpecError struct {
+	Key string
+	Err error
+}
+
+// Error formats the error as "key: reason".
+func (e *SpecError) Error() string {
+	if e.Key == "" {
+		return e.Err.Error()
+	}
+	return e.Key + ": " + e.Err.Error()
+}
+
+// Unwrap returns the reason.
+func (e *SpecError) Unwrap() error { return e.Err }
+
+// AsSpecError returns SweepConfig's error as a *SpecError (nil for nil).
+func AsSpecError(err error) *SpecError {
+	if err == nil {
+		return nil
+	}
+	fes := flatten(err)
+	if len(fes) == 0 {
+		return &SpecError{Err: err}
+	}
+	return &SpecError{Key: fes[0].path, Err: fes[0].err}
+}
+
+// validateMaxSweepRate checks max_sweep_rate: 0 (no cap) or > 0 and finite.
+func validateMaxSweepRate(v float64) error {
+	if math.IsInf(v, 0) || !(v >= 0) {
+		return fmt.Errorf("must be >= 0 and finite (0: no cap), got %v", v)
+	}
+	return nil
+}
+
+// validateSweeps checks the target's max_sweep_rate and sweeps: each entry
+// builds a valid sweep.Config against t, has a valid schedule and
+// retention, and names are unique in the target.
+func (t TargetConfig) validateSweeps() error {
+	var l problems
+	if l.add("max_sweep_rate", validateMaxSweepRate(t.MaxSweepRate)) {
+		t.MaxSweepRate = 0
+	}
+	seen := map[string]int{}
+	for i, s := range t.Sweeps {
+		path := fmt.Sprintf("sweeps[%d]", i)
+		if s.Name == "" {
+			l.add(path+".name", errors.New("required"))
+		} else if j, dup := seen[s.Name]; dup {
+			l.add(path+".name", fmt.Errorf("duplicate sweep name %q (also sweeps[%d])", s.Name, j))
+		} else {
+			seen[s.Name] = i
+		}
+		if s.Name != "" {
+			if _, err := s.SweepConfig(t); err != nil {
+				l.add(path, err)
+			}
+		}
+		switch {
+		case s.Every != 0 && s.Cron != "":
+			l.add(path+".every", errors.New("set either every or cron, not both"))
+		case s.Cron != "":
+			if _, err := cronParser.Parse(s.Cron); err != nil {
+				l.add(path+".cron", fmt.Errorf("invalid cron expression %q: %w", s.Cron, err))
+			}
+		case s.Every == 0:
+			l.add(path+".every", errors.New("required: an interval such as 24h, or cron: an expression"))
+		case time.Duration(s.Every) < MinSweepInterval:
+			l.add(path+".every", fmt.Errorf("must be >= %v, got %v", MinSweepInterval, time.Duration(s.Every)))
+		}
+		switch {
+		case s.Jitter < 0:
+			l.add(path+".jitter", fmt.Errorf("must be >= 0, got %v", time.Duration(s.Jitter)))
+		case s.Every > 0 && s.Jitter >= s.Every:
+			l.add(path+".jitter", fmt.Errorf("must be < every (%v), got %v", time.Duration(s.Every), time.Duration(s.Jitter)))
+		}
+		if s.Retention.Count < 0 {
+			l.add(path+".retention.count", fmt.Errorf("must be >= 1, got %d", s.Retention.Count))
+		}
+		if s.Retention.Age < 0 {
+			l.add(path+".retention.age", fmt.Errorf("must be >= 0 (0: no age limit), got %v", time.Duration(s.Retention.Age)))
+		}
+	}
+	return l.err()
+}

@@ -1,0 +1,176 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+const sweepsYAML = `
+targets:
+  - name: sim
+    base_url: http://127.0.0.1:8000
+    slo: {ttft: 800ms, tpot: 50ms}
+    max_sweep_rate: 40
+    sweeps:
+      - name: nightly
+        cron: "0 3 * * *"
+        jitter: 10m
+        rates: auto
+        duration: 30s
+        workload:
+          input_tokens: {dist: fixed, value: 512}
+          output_tokens: {dist: fixed, value: 128}
+        retention: {count: 5, age: 720h}
+      - name: quick
+        every: 1m
+        rates: [1, 2]
+        num_prompts: 20
+        input_len: 32
+        output_len: 4
+        goodput: {ttft: 1s}
+`
+
+func TestSweepsBlock(t *testing.T) {
+	c, err := Parse([]byte(sweepsYAML), "f.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := c.Targets[0]
+	if tg.MaxSweepRate != 40 || len(tg.Sweeps) != 2 {
+		t.Fatalf("max_sweep_rate %v, %d sweeps", tg.MaxSweepRate, len(tg.Sweeps))
+	}
+	n, q := tg.Sweeps[0], tg.Sweeps[1]
+	if n.Name != "nightly" || n.Cron != "0 3 * * *" || time.Duration(n.Jitter) != 10*time.Minute || !n.Rates.Auto ||
+		n.Retention.Keep() != 5 || time.Duration(n.Retention.Age) != 720*time.Hour {
+		t.Errorf("nightly = %+v", n)
+	}
+	if q.Every != Duration(time.Minute) || q.Rates.String() != "1,2" || q.Retention.Keep() != DefaultSweepKeep {
+		t.Errorf("quick = %+v", q)
+	}
+	// The schedules.
+	at := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	s, err := n.Schedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Next(at), time.Date(2026, 1, 3, 3, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("cron next = %v, want %v", got, want)
+	}
+	s, _ = q.Schedule()
+	if got := s.Next(at); !got.Equal(at.Add(time.Minute)) {
+		t.Errorf("every next = %v", got)
+	}
+	// The config prints and parses back to the same sweeps.
+	back, err := Parse([]byte(c.String()), "back.yml")
+	if err != nil {
+		t.Fatalf("String() does not parse back: %v\n%s", err, c.String())
+	}
+	bt := back.Targets[0]
+	if bt.MaxSweepRate != 40 || bt.Sweeps[0].Cron != n.Cron || !bt.Sweeps[0].Rates.Auto || bt.Sweeps[1].Rates.String() != "1,2" ||
+		bt.Sweeps[1].Goodput != q.Goodput || bt.Sweeps[0].Workload.InputTokens.Value != 512 {
+		t.Errorf("round trip lost sweeps: %+v", bt.Sweeps)
+	}
+	// A sweeps change does not restart the target's probes.
+	if bt.RestartKey() == "" {
+		t.Fatal("empty restart key")
+	}
+	plain := tg
+	plain.Sweeps, plain.MaxSweepRate = nil, 0
+	if plain.RestartKey() != tg.RestartKey() {
+		t.Error("the sweeps block enters the restart key")
+	}
+}
+
+func TestSweepConfig(t *testing.T) {
+	c, err := Parse([]byte(sweepsYAML), "f.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := c.Targets[0]
+	// Defaults: the CLI's, the target's SLO, auto capped at max_sweep_rate.
+	sc, err := tg.Sweeps[0].SweepConfig(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Target != tg.BaseURL || sc.MetricsURL != tg.BaseURL+"/metrics" || sc.API != "completions" || sc.Timeout != tg.Timeout {
+		t.Errorf("target settings: %+v", sc)
+	}
+	if !sc.Auto || sc.Search.MaxRate != 40 || sc.Search.Start != 1 || sc.Duration != 30*time.Second ||
+		sc.MinPrompts != sweep.DefaultMinPrompts || sc.Warmups != sweep.DefaultWarmups || sc.Rounds != 1 {
+		t.Errorf("load settings: auto %v search %+v duration %v min %d warmups %d rounds %d",
+			sc.Auto, sc.Search, sc.Duration, sc.MinPrompts, sc.Warmups, sc.Rounds)
+	}
+	if sc.SLO != tg.SLO || sc.Name != "nightly" || sc.Metadata["target"] != "sim" {
+		t.Errorf("slo %v name %q metadata %v", sc.SLO, sc.Name, sc.Metadata)
+	}
+	sc, err = tg.Sweeps[1].SweepConfig(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Workload.InputTokens.Value != 32 || sc.SLO != (slo.SLO{TTFT: time.Second}) || sc.NumPrompts != 20 || sc.Duration != 0 {
+		t.Errorf("quick: workload %+v slo %v n %d d %v", sc.Workload, sc.SLO, sc.NumPrompts, sc.Duration)
+	}
+
+	// Errors name the spec key.
+	tests := []struct {
+		name string
+		spec SweepSpec
+		want string
+	}{
+		{"over cap", SweepSpec{Rates: Rates{Values: []float64{41}}}, "rates: rate 41 req/s is over the target's max_sweep_rate (40 req/s)"},
+		{"closed loop with a cap", SweepSpec{Concurrency: []int{4}}, "concurrency: the target has a max_sweep_rate (40 req/s), which a closed loop cannot keep: use rates"},
+		{"no load", SweepSpec{}, `rates: required: "auto", a list of rates, or concurrency levels`},
+		{"both", SweepSpec{Rates: Rates{Auto: true}, Concurrency: []int{1}}, "concurrency: give rates or concurrency, not both"},
+		{"bad name", SweepSpec{Name: "a b", Rates: Rates{Auto: true}}, `name: must match [a-zA-Z0-9_.:-]+, got "a b"`},
+		{"both prompts and duration", SweepSpec{Rates: Rates{Auto: true}, NumPrompts: 5, Duration: Duration(time.Second)},
+			"num_prompts: give --num-prompts or --duration per step, not both"},
+		{"rounds", SweepSpec{Rates: Rates{Auto: true}, Rounds: -1}, "rounds: must be >= 1, got -1"},
+		{"input", SweepSpec{Rates: Rates{Auto: true}, InputLen: -3}, "input_len: must be >= 1, got -3"},
+		{"workload and lengths", SweepSpec{Rates: Rates{Auto: true}, InputLen: 3, Workload: &workload.Spec{}},
+			"workload: give workload or input_len/output_len/range_ratio/prefix_len, not both"},
+		{"zero rate", SweepSpec{Rates: Rates{Values: []float64{0}}}, "rates: rate must be > 0 and finite, got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.spec.SweepConfig(tg)
+			se := AsSpecError(err)
+			if se == nil || se.Error() != tt.want {
+				t.Errorf("error %v, want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSweepSpecJSON(t *testing.T) {
+	var s SweepSpec
+	body := `{"rates": [1, 2], "num_prompts": 20, "goodput": {"ttft": "800ms", "tpot": "50ms"}, "duration": "3s"}`
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Rates.String() != "1,2" || s.NumPrompts != 20 || s.Goodput.TTFT != 800*time.Millisecond || s.Duration != Duration(3*time.Second) {
+		t.Errorf("decoded %+v", s)
+	}
+	if err := json.Unmarshal([]byte(`{"rates": "auto"}`), &s); err != nil || !s.Rates.Auto {
+		t.Errorf("auto: %v %+v", err, s.Rates)
+	}
+	for _, bad := range []string{`{"rates": "fast"}`, `{"rates": {"a": 1}}`} {
+		if err := json.Unmarshal([]byte(bad), &s); err == nil || !strings.Contains(err.Error(), `"auto" or a list`) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	var te *json.UnmarshalTypeError
+	if err := json.Unmarshal([]byte(`{"duration": 5}`), &s); !errors.As(err, &te) || te.Field != "duration" {
+		t.Errorf("duration as a number: %v", err)
+	}
+	b, err := json.Marshal(SweepSpec{Rates: Rates{Auto: true}})
+	if err != nil || string(b) != `{"rates":"auto"}` {
+		t.Errorf("marshal: %s %v", b, err)
+	}
+}

@@ -1,0 +1,337 @@
+package web
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/sweepd"
+)
+
+// MaxSweepBodyBytes caps the body of POST /api/v1/sweeps; a larger one is
+// answered 413.
+const MaxSweepBodyBytes = 1 << 20
+
+// SweepService is what the sweep API calls; *sweepd.Service implements it.
+type SweepService interface {
+	Start(target string, spec config.SweepSpec) (sweepd.Status, error)
+	List() []sweepd.Status
+	Get(id string) (sweepd.Status, error)
+	Cancel(id string) (sweepd.Status, error)
+	File(id, name string) (*os.File, error)
+	// LastOf and Running feed the landing page.
+	LastOf(target string) (name string, last sweepd.Last, ok bool)
+	Running(target string) (id string, ok bool)
+}
+
+// SweepRequest is the body of POST /api/v1/sweeps: the target's name and
+// the sweep's spec (the sweep CLI's fields, docs/sweep-api.md).
+type SweepRequest struct {
+	Target string `json:"target"`
+	config.SweepSpec
+}
+
+// sweepsDisabled answers every sweep API path when the API is off.
+func sweepsDisabled(w http.ResponseWriter, _ *http.Request) {
+	jsonError(w, http.StatusForbidden, "Sweep API is not enabled: start llmprobe with --web.enable-sweeps.", nil)
+}
+
+// addSweepRoutes serves the sweep API on mux (or its refusal, when
+// disabled).
+func addSweepRoutes(mux *http.ServeMux, o Options) {
+	if !o.EnableSweeps || o.Sweeps == nil {
+		mux.HandleFunc("/api/v1/sweeps", sweepsDisabled)
+		mux.HandleFunc("/api/v1/sweeps/", sweepsDisabled)
+		return
+	}
+	svc := o.Sweeps
+	mux.HandleFunc("POST /api/v1/sweeps", func(w http.ResponseWriter, r *http.Request) { postSweep(svc, w, r) })
+	mux.HandleFunc("GET /api/v1/sweeps", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"sweeps": svc.List()})
+	})
+	mux.HandleFunc("GET /api/v1/sweeps/{id}", func(w http.ResponseWriter, r *http.Request) {
+		st, err := svc.Get(r.PathValue("id"))
+		if err != nil {
+			serviceError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("DELETE /api/v1/sweeps/{id}", func(w http.ResponseWriter, r *http.Request) {
+		st, err := svc.Cancel(r.PathValue("id"))
+		if err != nil {
+			serviceError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("GET /api/v1/sweeps/{id}/files/{name}", func(w http.ResponseWriter, r *http.Request) {
+		serveSweepFile(svc, w, r)
+	})
+	// Other methods on these paths, and other paths under the API (the
+	// landing page's "/" would answer them otherwise).
+	mux.HandleFunc("/api/v1/sweeps", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", "GET, POST")
+		jsonError(w, http.StatusMethodNotAllowed, "method not allowed: GET lists sweeps, POST starts one", nil)
+	})
+	mux.HandleFunc("/api/v1/sweeps/", func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/api/v1/sweeps/"), "/")
+		switch {
+		case len(parts) == 1 && parts[0] != "":
+			w.Header().Set("Allow", "GET, DELETE")
+		case len(parts) == 3 && parts[1] == "files" && parts[0] != "" && parts[2] != "":
+			w.Header().Set("Allow", "GET")
+		default:
+			jsonError(w, http.StatusNotFound, "no such API path", nil)
+			return
+		}
+		jsonError(w, http.StatusMethodNotAllowed, "method not allowed", nil)
+	})
+}
+
+func postSweep(svc SweepService, w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			jsonError(w, http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type: application/json)", nil)
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSweepBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxSweepBodyBytes), nil)
+			return
+		}
+		jsonError(w, http.StatusBadRequest, "cannot read the body: "+err.Error(), nil)
+		return
+	}
+	var req SweepRequest
+	if err := DecodeStrict(body, &req); err != nil {
+		jsonError(w, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
+	if req.Target == "" {
+		jsonError(w, http.StatusBadRequest, "target: required: the name of a configured target", nil)
+		return
+	}
+	st, err := svc.Start(req.Target, req.SweepSpec)
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	loc := "/api/v1/sweeps/" + st.ID
+	w.Header().Set("Location", loc)
+	writeJSON(w, http.StatusCreated, map[string]string{"id": st.ID, "status": st.Status, "url": loc})
+}
+
+// serviceError answers an error of the SweepService.
+func serviceError(w http.ResponseWriter, err error) {
+	var busy *sweepd.BusyError
+	var spec *config.SpecError
+	switch {
+	case errors.As(err, &busy):
+		jsonError(w, http.StatusConflict, err.Error(), map[string]any{"running_id": busy.ID})
+	case errors.As(err, &spec):
+		jsonError(w, http.StatusBadRequest, err.Error(), nil)
+	case errors.Is(err, sweepd.ErrUnknownTarget):
+		jsonError(w, http.StatusBadRequest, "target: "+err.Error(), nil)
+	case errors.Is(err, sweepd.ErrNotFound):
+		jsonError(w, http.StatusNotFound, err.Error(), nil)
+	case errors.Is(err, sweepd.ErrTooMany):
+		jsonError(w, http.StatusTooManyRequests, err.Error(), nil)
+	case errors.Is(err, sweepd.ErrStopped):
+		jsonError(w, http.StatusServiceUnavailable, err.Error(), nil)
+	default:
+		jsonError(w, http.StatusInternalServerError, err.Error(), nil)
+	}
+}
+
+// fileTypes are the content types of a run directory's files by extension;
+// anything else is served as text/plain.
+var fileTypes = map[string]string{
+	".json":  "application/json",
+	".jsonl": "application/x-ndjson",
+	".svg":   "image/svg+xml",
+	".md":    "text/markdown; charset=utf-8",
+}
+
+func serveSweepFile(svc SweepService, w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	f, err := svc.File(r.PathValue("id"), name)
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		serviceError(w, err)
+		return
+	}
+	ct, ok := fileTypes[path.Ext(name)]
+	if !ok {
+		ct = "text/plain; charset=utf-8"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	// A run directory's files are data: no scripts, even in an SVG.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	http.ServeContent(w, r, name, fi.ModTime(), f)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// jsonError answers {"error": msg} (plus extra keys) with code.
+func jsonError(w http.ResponseWriter, code int, msg string, extra map[string]any) {
+	body := map[string]any{"error": msg}
+	for k, v := range extra {
+		body[k] = v
+	}
+	writeJSON(w, code, body)
+}
+
+// DecodeStrict decodes a JSON object into the struct v points to, one key
+// at a time, so that every error names its key: an unknown key ("foo:
+// unknown field (known: ...)"), a value of the wrong type ("num_prompts:
+// want int, got string"), a value its type refuses ("rates: must be ...").
+// Nested objects are strict too. Trailing data after the object is an
+// error. Keys match the json tags exactly (case-sensitive), embedded
+// structs' fields included.
+func DecodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
+		}
+		if errors.Is(err, io.EOF) {
+			return errors.New("the body is empty: want a JSON object")
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return errors.New("invalid JSON: the body ends inside the object")
+		}
+		return errors.New("the body must be a JSON object")
+	}
+	if raw == nil {
+		return errors.New("the body must be a JSON object")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("data after the JSON object")
+	}
+	fields := map[string]reflect.Value{}
+	collectFields(reflect.ValueOf(v).Elem(), fields)
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fv, ok := fields[k]
+		if !ok {
+			known := make([]string, 0, len(fields))
+			for n := range fields {
+				known = append(known, n)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("%s: unknown field (known: %s)", k, strings.Join(known, ", "))
+		}
+		d := json.NewDecoder(bytes.NewReader(raw[k]))
+		d.DisallowUnknownFields()
+		if err := d.Decode(fv.Addr().Interface()); err != nil {
+			return fieldDecodeError(k, err)
+		}
+	}
+	return nil
+}
+
+// collectFields maps the json keys of struct value v (embedded structs
+// flattened) to the field values.
+func collectFields(v reflect.Value, out map[string]reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			collectFields(v.Field(i), out)
+			continue
+		}
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = v.Field(i)
+	}
+}
+
+var (
+	durationType        = reflect.TypeFor[config.Duration]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// describeType words a Go type as the JSON value it takes.
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType:
+		return `a duration string such as "30s"`
+	case reflect.PointerTo(t).Implements(textUnmarshalerType):
+		return "a string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
+}
+
+// fieldDecodeError words a decoding error of key.
+func fieldDecodeError(key string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		at := key
+		if te.Field != "" {
+			at += "." + te.Field
+		}
+		return fmt.Errorf("%s: want %s, got %s", at, describeType(te.Type), te.Value)
+	}
+	return fmt.Errorf("%s: %s", key, strings.TrimPrefix(err.Error(), "json: "))
+}

@@ -1,0 +1,297 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/sweepd"
+	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// fastSim is a simulator whose engine steps take about a millisecond.
+func fastSim() simulator.Config {
+	c := simulator.DefaultConfig()
+	c.StepBase = time.Millisecond
+	c.StepPerPrefillToken = 0
+	c.StepPerSeq = 10 * time.Microsecond
+	return c
+}
+
+// sweepHandler is the daemon's handler with the sweep API on, over a sweep
+// service whose target "sim" is a simulator (max_sweep_rate 100).
+func sweepHandler(t *testing.T) (http.Handler, *sweepd.Service) {
+	t.Helper()
+	url, _ := simtest.Start(t, fastSim())
+	cfg, err := config.Parse([]byte("targets:\n  - name: sim\n    base_url: "+url+"\n    max_sweep_rate: 100\n"), "t.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sweepd.New(sweepd.Options{Dir: t.TempDir(),
+		Embedded: func(string, workload.Spec) (bool, float64) { return true, 0 }})
+	t.Cleanup(svc.Stop)
+	svc.Apply(cfg)
+	return NewHandler(Options{Gatherer: prometheus.NewRegistry(), EnableSweeps: true, Sweeps: svc}), svc
+}
+
+type reply struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("reply %d is not a JSON object: %v\n%s", r.code, err, r.body)
+	}
+	return m
+}
+
+func call(t *testing.T, c *http.Client, method, url, ctype string, body []byte) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+const jsonType = "application/json"
+
+// TestSweepAPILifecycle starts a sweep over real HTTP, follows its
+// progress, lists it, reads its files, and cancels another.
+func TestSweepAPILifecycle(t *testing.T) {
+	h, _ := sweepHandler(t)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := srv.Client()
+	base := srv.URL + "/api/v1/sweeps"
+
+	r := call(t, c, "POST", base, jsonType, []byte(`{"target": "sim", "rates": [20, 40], "num_prompts": 20, "input_len": 32,
+		"output_len": 4, "goodput": {"ttft": "800ms", "tpot": "50ms"}, "name": "smoke", "max_send_lag": "250ms"}`))
+	if r.code != http.StatusCreated {
+		t.Fatalf("POST: %d %s", r.code, r.body)
+	}
+	id, _ := r.json(t)["id"].(string)
+	if id == "" || r.header.Get("Location") != "/api/v1/sweeps/"+id {
+		t.Fatalf("POST reply %s, Location %q", r.body, r.header.Get("Location"))
+	}
+	// One sweep per target: 409 with the running sweep's id.
+	r = call(t, c, "POST", base, jsonType, []byte(`{"target": "sim", "rates": [1]}`))
+	if m := r.json(t); r.code != http.StatusConflict || m["running_id"] != id {
+		t.Errorf("second POST: %d %s", r.code, r.body)
+	}
+	// Progress, then the result.
+	var st sweepd.Status
+	sawStep := false
+	testutil.EventuallyWithin(t, 2*time.Minute, "the sweep to finish", func() bool {
+		r := call(t, c, "GET", base+"/"+id, "", nil)
+		if r.code != http.StatusOK {
+			t.Fatalf("GET: %d %s", r.code, r.body)
+		}
+		st = sweepd.Status{}
+		if err := json.Unmarshal(r.body, &st); err != nil {
+			t.Fatal(err)
+		}
+		sawStep = sawStep || st.Step != nil || len(st.Steps) > 0
+		return st.Status != sweepd.StatusRunning
+	})
+	if !sawStep {
+		t.Error("never saw a step in progress or finished before the end")
+	}
+	if st.Status != sweepd.StatusDone || st.Result == nil || st.Result.Knee <= 0 || len(st.Steps) != 2 || st.Name != "smoke" {
+		t.Fatalf("done: %+v", st)
+	}
+	if st.Spec.Goodput.TTFT != 800*time.Millisecond {
+		t.Errorf("spec goodput %v", st.Spec.Goodput)
+	}
+	r = call(t, c, "GET", base, "", nil)
+	var list struct{ Sweeps []sweepd.Status }
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Sweeps) != 1 || list.Sweeps[0].ID != id {
+		t.Errorf("list: %d %s", r.code, r.body)
+	}
+	// Files: inside the run directory only.
+	r = call(t, c, "GET", base+"/"+id+"/files/analysis.md", "", nil)
+	if r.code != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/markdown") || !bytes.Contains(r.body, []byte("knee")) {
+		t.Errorf("analysis.md: %d %q %.200s", r.code, r.header.Get("Content-Type"), r.body)
+	}
+	r = call(t, c, "GET", base+"/"+id+"/files/goodput.svg", "", nil)
+	if r.code != http.StatusOK || r.header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(r.header.Get("Content-Security-Policy"), "sandbox") {
+		t.Errorf("goodput.svg: %d %v", r.code, r.header)
+	}
+	for _, p := range []string{"/files/..%2F..%2Fsecret", "/files/nope.txt", "/files/%2Fetc%2Fpasswd"} {
+		if r := call(t, c, "GET", base+"/"+id+p, "", nil); r.code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", p, r.code)
+		}
+	}
+	if r := call(t, c, "GET", base+"/nope", "", nil); r.code != http.StatusNotFound {
+		t.Errorf("unknown id: %d", r.code)
+	}
+	if r := call(t, c, "PUT", base+"/"+id, "", nil); r.code != http.StatusMethodNotAllowed {
+		t.Errorf("PUT: %d", r.code)
+	}
+
+	// Cancel: the run directory is kept, marked incomplete.
+	r = call(t, c, "POST", base, "", []byte(`{"target": "sim", "rates": [5], "duration": "1m", "input_len": 32, "output_len": 4}`))
+	if r.code != http.StatusCreated {
+		t.Fatalf("POST: %d %s", r.code, r.body)
+	}
+	id2 := r.json(t)["id"].(string)
+	testutil.Eventually(t, "the second sweep's first step", func() bool {
+		var s sweepd.Status
+		_ = json.Unmarshal(call(t, c, "GET", base+"/"+id2, "", nil).body, &s)
+		return s.Step != nil && s.Step.Done > 0
+	})
+	r = call(t, c, "DELETE", base+"/"+id2, "", nil)
+	if m := r.json(t); r.code != http.StatusOK || m["status"] != sweepd.StatusCanceled {
+		t.Fatalf("DELETE: %d %s", r.code, r.body)
+	}
+	r = call(t, c, "GET", base+"/"+id2+"/files/manifest.json", "", nil)
+	if m := r.json(t); r.code != http.StatusOK || m["complete"] != false {
+		t.Errorf("manifest of the canceled sweep: %d %.300s", r.code, r.body)
+	}
+}
+
+// TestSweepAPIRefusals pins the 4xx answers: strict decoding naming the
+// field, the caps, the body limit.
+func TestSweepAPIRefusals(t *testing.T) {
+	h, _ := sweepHandler(t)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	base := srv.URL + "/api/v1/sweeps"
+	tests := []struct {
+		name  string
+		ctype string
+		body  string
+		code  int
+		want  string
+	}{
+		{"unknown field", jsonType, `{"target": "sim", "rates": [1], "rate": 3}`, 400, "rate: unknown field (known: arrival, burstiness, concurrency,"},
+		{"wrong type", jsonType, `{"target": "sim", "rates": [1], "num_prompts": "20"}`, 400, "num_prompts: want an integer, got string"},
+		{"nested wrong type", jsonType, `{"target": "sim", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": "x"}, "output_tokens": {"dist": "fixed", "value": 4}}}`, 400, "workload.input_tokens.value: want an integer, got string"},
+		{"nested unknown field", jsonType, `{"target": "sim", "rates": [1], "workload": {"input": 3}}`, 400, `workload: unknown field "input"`},
+		{"rates shape", jsonType, `{"target": "sim", "rates": "fast"}`, 400, `rates: must be "auto" or a list of rates`},
+		{"goodput", jsonType, `{"target": "sim", "rates": [1], "goodput": {"ttft": 800}}`, 400, `goodput: ttft must be a duration string such as "800ms"`},
+		{"duration", jsonType, `{"target": "sim", "rates": [1], "duration": 5}`, 400, `duration: want a duration string such as "30s", got number`},
+		{"over the cap", jsonType, `{"target": "sim", "rates": [1, 500]}`, 400, "rates: rate 500 req/s is over the target's max_sweep_rate (100 req/s)"},
+		{"no load", jsonType, `{"target": "sim"}`, 400, `rates: required: "auto", a list of rates, or concurrency levels`},
+		{"no target", jsonType, `{"rates": [1]}`, 400, "target: required"},
+		{"unknown target", jsonType, `{"target": "nope", "rates": [1]}`, 400, `target: no such target: "nope"`},
+		{"not JSON", jsonType, `{"target": `, 400, "invalid JSON"},
+		{"syntax", jsonType, `{"target" "sim"}`, 400, "invalid JSON at byte"},
+		{"not an object", jsonType, `[1]`, 400, "the body must be a JSON object"},
+		{"trailing data", jsonType, `{"target": "sim", "rates": [1]} {}`, 400, "data after the JSON object"},
+		{"empty", jsonType, ``, 400, "the body is empty"},
+		{"content type", "text/plain", `{}`, 415, "the body must be JSON"},
+		{"too large", jsonType, `{"target": "sim", "name": "` + strings.Repeat("x", MaxSweepBodyBytes) + `"}`, 413, "the body is larger than 1048576 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := call(t, srv.Client(), "POST", base, tt.ctype, []byte(tt.body))
+			msg, _ := r.json(t)["error"].(string)
+			if r.code != tt.code || !strings.Contains(msg, tt.want) {
+				t.Errorf("%d %q, want %d containing %q", r.code, msg, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestSweepAPIDisabled(t *testing.T) {
+	h := NewHandler(Options{Gatherer: prometheus.NewRegistry()})
+	for _, p := range []string{"/api/v1/sweeps", "/api/v1/sweeps/abc", "/api/v1/sweeps/abc/files/manifest.json"} {
+		code, body := do(t, h, "GET", p)
+		if code != http.StatusForbidden || !strings.Contains(body, "--web.enable-sweeps") {
+			t.Errorf("GET %s: %d %s", p, code, body)
+		}
+	}
+	code, _ := do(t, h, "POST", "/api/v1/sweeps")
+	if code != http.StatusForbidden {
+		t.Errorf("POST: %d", code)
+	}
+}
+
+// TestSweepAPIWebConfig serves the API through exporter-toolkit with a real
+// web config (basic auth): without credentials it is 401, like every path.
+func TestSweepAPIWebConfig(t *testing.T) {
+	h, _ := sweepHandler(t)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	webCfg := filepath.Join(dir, "web.yml")
+	if err := os.WriteFile(webCfg, []byte(fmt.Sprintf("basic_auth_users:\n  ops: %s\n", hash)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := testutil.FreeAddr(t)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		done <- web.ListenAndServe(srv, &web.FlagConfig{WebListenAddresses: &[]string{addr}, WebConfigFile: &webCfg},
+			slog.New(slog.DiscardHandler))
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	c := &http.Client{Timeout: 10 * time.Second}
+	url := "http://" + addr + "/api/v1/sweeps"
+	testutil.Eventually(t, "the server to listen", func() bool {
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	body := []byte(`{"target": "sim", "rates": [1]}`)
+	for _, m := range []string{"GET", "POST"} {
+		if r := call(t, c, m, url, jsonType, body); r.code != http.StatusUnauthorized {
+			t.Errorf("%s without credentials: %d", m, r.code)
+		}
+	}
+	req, _ := http.NewRequest("GET", url, nil)
+	req.SetBasicAuth("ops", "wrong")
+	if resp, err := c.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("wrong password: %v %v", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+	req, _ = http.NewRequest("GET", url, nil)
+	req.SetBasicAuth("ops", "s3cret")
+	resp, err := c.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("with credentials: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
