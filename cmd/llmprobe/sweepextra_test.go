@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -50,8 +52,9 @@ func TestSweepPush(t *testing.T) {
 	}))
 	defer recv.Close()
 	var stdout, stderr bytes.Buffer
+	out := t.TempDir()
 	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
-		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", t.TempDir(), "--name", "canary",
+		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", out, "--name", "canary",
 		"--max-send-lag", "250ms", "--no-progress", "--log.level", "warn",
 		"--push.url", recv.URL + "/api/v1/import/prometheus", "--push.extra-label", "env=ci"}, &stdout, &stderr)
 	if code != 0 {
@@ -81,10 +84,22 @@ func TestSweepPush(t *testing.T) {
 		}
 		return ""
 	}
-	if mf := mfs[probemetrics.NameRunKnee]; mf != nil {
+	// The pushed knee is the run's own (a lower bound when not bracketed:
+	// with 10 requests per step an SLO p99 decides nothing).
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-canary"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	res, err := report.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf := mfs[probemetrics.NameRunKnee]; mf == nil {
+		t.Error("no knee series")
+	} else {
 		m := mf.GetMetric()[0]
-		if label(m, "run") != "canary" || label(m, "env") != "ci" || m.GetGauge().GetValue() <= 0 {
-			t.Errorf("knee series %v", m)
+		if label(m, "run") != "canary" || label(m, "env") != "ci" || m.GetGauge().GetValue() != res.Knee.Estimate() {
+			t.Errorf("knee series %v, the run's knee %+v", m, res.Knee)
 		}
 	}
 	steps := map[string]bool{}

@@ -89,7 +89,7 @@ func (c *ResultCollector) Collect(ch chan<- prometheus.Metric) {
 		return 0
 	}
 	if res.Mode != sweep.ModeClosed {
-		put(NameRunKnee, res.Knee.Level, c.run)
+		put(NameRunKnee, res.Knee.Estimate(), c.run)
 	}
 	put(NameRunKneeBracketed, b(res.Knee.Found), c.run)
 	put(NameRunMaxGoodput, res.Knee.MaxGoodput, c.run)

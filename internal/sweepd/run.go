@@ -210,7 +210,7 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 		if res := out.Result; res != nil {
 			r.result = summarize(res)
 			if result == ResultSuccess {
-				last = &Last{Knee: res.Knee.Level, KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput,
+				last = &Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput,
 					KneeUnit: res.KneeUnit, Finished: res.Fingerprint.End, Duration: took, Dir: out.Dir, Steps: curve(res)}
 				if last.Finished.IsZero() {
 					last.Finished = s.opts.Now()
@@ -296,7 +296,7 @@ func retentionOf(t config.TargetConfig, name string) config.Retention {
 func summarize(res *sweep.Result) *ResultSummary {
 	return &ResultSummary{
 		Complete: res.Complete, InterruptedReason: res.InterruptedReason,
-		KneeFound: res.Knee.Found, Knee: res.Knee.Level, KneeUpper: res.Knee.Upper, KneeUnit: res.KneeUnit,
+		KneeFound: res.Knee.Found, Knee: res.Knee.Estimate(), KneeUpper: res.Knee.Upper, KneeUnit: res.KneeUnit,
 		MaxGoodput: res.Knee.MaxGoodput, MaxGoodputLevel: res.Knee.MaxGoodputLevel, Reason: res.Knee.Reason,
 	}
 }

@@ -79,7 +79,7 @@ func (s *Service) restore(target string) {
 			continue // a failed sweep: no knee to restore
 		}
 		seen[sr.name] = true
-		l := Last{Knee: res.Knee.Level, KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput, KneeUnit: res.KneeUnit,
+		l := Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput, KneeUnit: res.KneeUnit,
 			Finished: res.Fingerprint.End, Dir: sr.dir, Steps: curve(res)}
 		if !res.Fingerprint.Start.IsZero() && res.Fingerprint.End.After(res.Fingerprint.Start) {
 			l.Duration = res.Fingerprint.End.Sub(res.Fingerprint.Start)

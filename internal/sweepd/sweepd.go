@@ -94,8 +94,8 @@ func (e *BusyError) Error() string {
 
 // Last is what a target's sweep of one name last measured successfully.
 type Last struct {
-	// Knee is the knee level in req/s (Knee.Level: a lower bound when
-	// KneeFound is false, 0 when no level passed); MaxGoodput the highest
+	// Knee is the knee level in req/s (sweep.Knee.Estimate: a lower bound
+	// when KneeFound is false, 0 when no level passed); MaxGoodput the highest
 	// goodput of a valid level, in req/s.
 	Knee       float64
 	KneeFound  bool

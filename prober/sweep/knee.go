@@ -181,6 +181,16 @@ type Knee struct {
 	Stop string `json:"stop,omitempty"`
 }
 
+// Estimate is the knee when Found, else its lower bound Low (0 when no
+// level passed): the figure a gauge of the knee carries, with Found saying
+// whether it is bracketed.
+func (k Knee) Estimate() float64 {
+	if k.Found {
+		return k.Level
+	}
+	return k.Low
+}
+
 // LadderKnee decides the knee of a rate (or concurrency) ladder: the highest
 // level that passes (StepOutcome.Passes: keep-up, served throughput and
 // SLO p99s on enough samples) below the first valid level that fails.
