@@ -128,8 +128,13 @@ func TestSweepAPILifecycle(t *testing.T) {
 	if !sawStep {
 		t.Error("never saw a step in progress or finished before the end")
 	}
-	if st.Status != sweepd.StatusDone || st.Result == nil || st.Result.Knee <= 0 || len(st.Steps) != 2 || st.Name != "smoke" {
+	if st.Status != sweepd.StatusDone || st.Result == nil || len(st.Steps) != 2 || st.Name != "smoke" {
 		t.Fatalf("done: %+v", st)
+	}
+	// 20 requests per step cannot decide an SLO p99 (the knee rules want
+	// 100 samples): the knee is not bracketed, and the result says why.
+	if st.Result.KneeFound || st.Result.Reason == "" {
+		t.Errorf("knee found %v (knee %v), reason %q", st.Result.KneeFound, st.Result.Knee, st.Result.Reason)
 	}
 	if st.Spec.Goodput.TTFT != 800*time.Millisecond {
 		t.Errorf("spec goodput %v", st.Spec.Goodput)
