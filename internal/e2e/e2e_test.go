@@ -148,8 +148,10 @@ func TestPrometheusEndToEnd(t *testing.T) {
     sweeps:
       - name: quick
         every: 1m
-        rates: [4, 8]
-        num_prompts: 10
+        # 100 requests per step: the sweep inherits the target's SLO, and
+        # the knee rules decide an SLO p99 on 100 samples or more.
+        rates: [40, 80]
+        num_prompts: 100
         input_len: 32
         output_len: 4
         max_send_lag: 250ms
