@@ -26,6 +26,7 @@ func init() {
 			dir                    string
 			keep                   bool
 			step, daemonDur        time.Duration
+			daemonWarmup           time.Duration
 			arrivals               int
 			ttft, gap              time.Duration
 			tokens                 int
@@ -40,6 +41,8 @@ func init() {
 		cmd.Flag("arrival.count", "Arrivals per arrival-fidelity run (default 10000, --quick 2000).").IntVar(&arrivals)
 		cmd.Flag("arrival.rates", "Arrival-fidelity rates in req/s, comma-separated (default 50,500).").StringVar(&arrivalRates)
 		cmd.Flag("daemon.duration", "Measured time of the daemon footprint (default 2m, --quick 20s).").DurationVar(&daemonDur)
+		cmd.Flag("daemon.warmup", "Time the daemon runs before its footprint is measured (default 10s, --quick 3s).").
+			DurationVar(&daemonWarmup)
 		cmd.Flag("light.ttft", "Simulator stream: first token after this (default 20ms).").DurationVar(&ttft)
 		cmd.Flag("light.gap", "Simulator stream: time between token events (default 5ms).").DurationVar(&gap)
 		cmd.Flag("light.tokens", "Simulator stream: tokens per request (default 64).").IntVar(&tokens)
@@ -76,7 +79,7 @@ func init() {
 			for _, p := range []struct {
 				v   *time.Duration
 				set time.Duration
-			}{{&o.StepDuration, step}, {&o.DaemonDuration, daemonDur}, {&o.TTFT, ttft}, {&o.Gap, gap}} {
+			}{{&o.StepDuration, step}, {&o.DaemonDuration, daemonDur}, {&o.DaemonWarmup, daemonWarmup}, {&o.TTFT, ttft}, {&o.Gap, gap}} {
 				if p.set > 0 {
 					*p.v = p.set
 				}
