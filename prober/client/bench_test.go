@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/sse"
 )
@@ -75,6 +76,7 @@ func BenchmarkMeasure(b *testing.B) {
 			runtime.ReadMemStats(&ms)
 			mallocs := ms.Mallocs
 			b.ResetTimer()
+			cpu := testutil.ProcessCPU()
 			for range b.N {
 				p.Reset(tc.reader())
 				rec = prober.Record{}
@@ -84,9 +86,11 @@ func BenchmarkMeasure(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			cpuUsed := testutil.ProcessCPU() - cpu
 			runtime.ReadMemStats(&ms)
 			events := float64(b.N) * float64(len(evs))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+			b.ReportMetric(float64(cpuUsed.Nanoseconds())/events, "cpu-ns/event")
 			b.ReportMetric(float64(ms.Mallocs-mallocs)/events, "allocs/event")
 			if rec.Events != tokens || rec.CompletionTokens != tokens || rec.FinishReason != "length" {
 				b.Fatalf("record %+v", rec)
@@ -120,11 +124,13 @@ func BenchmarkDecodeChunk(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		var c chunk
+		cpu := testutil.ProcessCPU()
 		for range b.N {
 			if err := decodeChunk(data, &c); err != nil || c.choices != 1 {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 	b.Run("encoding_json", func(b *testing.B) {
 		b.ReportAllocs()
