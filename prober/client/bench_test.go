@@ -2,9 +2,11 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"runtime"
 	"testing"
 	"time"
@@ -141,4 +143,58 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// memTransport answers every request with the same in-memory stream, one
+// event per Read, without a network.
+type memTransport struct{ evs [][]byte }
+
+func (t memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}},
+		Body:   io.NopCloser(&eventReader{evs: t.evs}), Request: req}, nil
+}
+
+// BenchmarkDo is one whole request through Client.Do against an in-memory
+// stream of 64 tokens (vLLM's chunks, one event per read): payload, request,
+// timers, parse, decode and Record, without the network. It reports CPU
+// time, bytes and allocations per request.
+func BenchmarkDo(b *testing.B) {
+	const tokens = 64
+	evs := benchStream(tokens)
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{name: "plain", o: Options{}},
+		{name: "timeouts+trace", o: Options{Timeout: time.Minute, TTFTTimeout: time.Minute, StallTimeout: time.Minute, Trace: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			o := tc.o
+			o.BaseURL = "http://127.0.0.1:1"
+			o.Model = "m"
+			o.HTTPClient = &http.Client{Transport: memTransport{evs: evs}}
+			c, err := New(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := Request{ID: "bench-0123456789", Prompt: "a prompt of a few words", MaxTokens: tokens, IgnoreEOS: true}
+			var rec prober.Record
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu := testutil.ProcessCPU()
+			for b.Loop() {
+				rec = prober.Record{Scheduled: time.Now()}
+				c.Do(ctx, req, &rec)
+				if !rec.OK() || rec.Events != tokens {
+					b.Fatalf("%s: %s", rec.Error, rec.ErrorMessage)
+				}
+			}
+			b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }
