@@ -80,7 +80,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			how = "sent"
 		}
 		res := fmt.Sprintf("drawn %.2f req/s (z %+.2f), KS p %.3f, CV %.3f (want %.3f)", a.DrawnRate, a.Z, a.KSP, a.CV, a.WantCV)
-		target := fmt.Sprintf("|z| < %g, KS p > %g", TargetZ, TargetKSP)
+		target := fmt.Sprintf("z within ±%g, KS p > %g", TargetZ, TargetKSP)
 		ok := math.Abs(a.Z) < TargetZ && a.KSP > TargetKSP
 		if a.Sent {
 			res += fmt.Sprintf("; achieved %.2f req/s (%+.3f %% vs drawn), sent gaps KS p %.3f, CV %.3f, send lag p99 %.3f ms",
@@ -98,6 +98,11 @@ func WriteTable(w io.Writer, r *Report) error {
 		} else {
 			add("daemon", load, fmt.Sprintf("RSS %.1f MB (peak %.1f), CPU %.2f %% of a core, %.0f requests", d.RSSMB, d.PeakMB,
 				d.CPUPct, d.Requests), target, yes(d.RSSMB <= TargetDaemonRSS && d.CPUPct <= TargetDaemonCPU))
+		}
+	}
+	for _, r := range rows {
+		for i := range r {
+			r[i] = strings.ReplaceAll(r[i], "|", `\|`)
 		}
 	}
 	writeMarkdown(&b, rows)
