@@ -34,7 +34,11 @@ func WriteTable(w io.Writer, r *Report) error {
 			target = fmt.Sprintf("read delay p99 ≤ %g ms", TargetReadDelayP99)
 			met = yes(a.Delay.Events > 0 && a.Delay.P99 <= TargetReadDelayP99)
 		}
-		add("accuracy", fmt.Sprintf("%d concurrent streams, %s tokens/s", a.Concurrency, kilo(a.TokensPerS)),
+		streams := "streams"
+		if a.Concurrency == 1 {
+			streams = "stream"
+		}
+		add("accuracy", fmt.Sprintf("%d concurrent %s, %s tokens/s", a.Concurrency, streams, kilo(a.TokensPerS)),
 			delayText(a.Delay)+failedText(a.Failed), target, met)
 	}
 	var best *Capacity
