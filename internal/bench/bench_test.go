@@ -23,7 +23,7 @@ func TestReadDelays(t *testing.T) {
 	recs := []record{
 		{RequestID: "a", WallStart: t0, TTFT: 10100 * time.Microsecond, ITL: []time.Duration{2100 * time.Microsecond, 2100 * time.Microsecond}, Events: 3},
 		{RequestID: "b", WallStart: t0, Events: 3, ITL: make([]time.Duration, 2)}, // count differs: skipped
-		{RequestID: "c", Error: "stream"},                                        // failed: ignored
+		{RequestID: "c", Error: "stream"}, // failed: ignored
 	}
 	d := tr.readDelays(recs)
 	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
