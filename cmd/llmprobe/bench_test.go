@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -57,6 +58,9 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if len(rep.Capacity) != 1 || rep.Capacity[0].Requests == 0 || rep.Capacity[0].ServerCPUPer1k <= 0 {
 		t.Errorf("capacity %+v", rep.Capacity)
+	}
+	if runtime.GOOS == "linux" && (rep.Machine.BusyPct <= 0 || rep.Machine.OthersPct < 0 || rep.Machine.OthersPct > rep.Machine.BusyPct) {
+		t.Errorf("machine use %+v", rep.Machine)
 	}
 	if rep.Daemon == nil || rep.Daemon.Targets != 10 || (rep.Daemon.Measured && rep.Daemon.RSSMB <= 0) {
 		t.Errorf("daemon %+v", rep.Daemon)

@@ -242,6 +242,8 @@ type bench struct {
 	runs    int
 	hc      *http.Client
 	started time.Time
+	// own is the CPU time of the children that ended (sweeps, serve).
+	own time.Duration
 }
 
 // Run runs the benchmark. It returns the report of what it measured so
@@ -285,7 +287,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if len(o.ArrivalRates) == 0 {
 		o.ArrivalRates = d.ArrivalRates
 	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "runs")); err == nil {
+		return nil, fmt.Errorf("work directory %s already holds a benchmark (runs/): give an empty one", o.Dir)
+	}
 	m := machine()
+	busy0, total0, ticksOK := cpuTicks()
+	self0, _ := selfCPU()
 	b := &bench{o: o, hc: &http.Client{Timeout: 5 * time.Second}, started: time.Now(), rep: &Report{
 		Start: time.Now().UTC(), Quick: o.Quick, Machine: m, Placement: placement(o.Pin, m.Cores),
 		Server: ServerShape{TTFTMS: ms(o.TTFT), GapMS: ms(o.Gap), Tokens: o.Tokens, InputTokens: o.InputTokens},
@@ -293,6 +300,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer b.hc.CloseIdleConnections()
 	err := b.run(ctx)
 	b.rep.Machine.LoadEnd = loadAverage()
+	b.rep.Machine.BusyPct, b.rep.Machine.OthersPct = -1, -1
+	busy1, total1, ticksOK1 := cpuTicks()
+	self1, _ := selfCPU()
+	if ticksOK && ticksOK1 && total1 > total0 && b.sim != nil {
+		if simCPU, ok := b.sim.cpuTime(); ok {
+			elapsed := time.Duration(total1-total0) * time.Second / clockTick // all cores
+			busy := time.Duration(busy1-busy0) * time.Second / clockTick
+			own := b.own + simCPU + self1 - self0
+			b.rep.Machine.BusyPct = 100 * busy.Seconds() / elapsed.Seconds()
+			b.rep.Machine.OthersPct = max(0, 100*(busy-own).Seconds()/elapsed.Seconds())
+		}
+	}
 	return b.rep, err
 }
 
@@ -321,7 +340,7 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.startSimulator(ctx); err != nil {
 		return err
 	}
-	defer b.sim.stop(10 * time.Second)
+	defer b.sim.stop(10 * time.Second) // before Run reads the simulator's CPU
 	for _, s := range Sections {
 		if !slices.Contains(b.o.Sections, s) {
 			continue
@@ -401,7 +420,11 @@ func (b *bench) sweepRun(ctx context.Context, name string, extra ...string) (*ru
 	if err != nil {
 		return nil, simulator.LightStats{}, err
 	}
-	if err := c.wait(ctx); err != nil {
+	err = c.wait(ctx)
+	if cpu, ok := c.cpuTime(); ok {
+		b.own += cpu
+	}
+	if err != nil {
 		return nil, simulator.LightStats{}, err
 	}
 	after, err := b.lightStats()
@@ -612,7 +635,12 @@ func (b *bench) daemon(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer c.stop(15 * time.Second)
+	defer func() {
+		c.stop(15 * time.Second)
+		if cpu, ok := c.cpuTime(); ok {
+			b.own += cpu
+		}
+	}()
 	if err := waitHTTP(ctx, c, "http://"+addr+"/metrics", 30*time.Second); err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestDrawnArrival(t *testing.T) {
 func TestWriteTable(t *testing.T) {
 	rep := &Report{
 		Start:     time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Machine:   Machine{CPUModel: "Test CPU", Cores: 2, OS: "linux", Arch: "amd64", Go: "go1.26", LoadStart: 0.5, LoadEnd: -1},
+		Machine:   Machine{CPUModel: "Test CPU", Cores: 2, OS: "linux", Arch: "amd64", Go: "go1.26", LoadStart: 0.5, LoadEnd: -1, BusyPct: 80, OthersPct: 30},
 		Placement: Placement{Pinned: true, ProberCPU: "0", ServerCPU: "1"},
 		Server:    ServerShape{TTFTMS: 20, GapMS: 5, Tokens: 64, InputTokens: 16},
 		Accuracy:  []Accuracy{{Concurrency: 256, Requests: 100, TokensPerS: 51000, Delay: Delay{Events: 6400, P50: 0.05, P99: 0.25, Max: 1}}},
@@ -85,7 +85,7 @@ func TestWriteTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"Test CPU, 2 cores", "load average 0.50 at start, unknown at end", "taskset -c 0: llmprobe",
+		"Test CPU, 2 cores", "load average 0.50 at start, unknown at end", "80 % busy (all cores), of which 30 % by other processes", "taskset -c 0: llmprobe",
 		"| accuracy      | 256 concurrent streams, 51.0k tokens/s",
 		"read delay p99 ≤ 0.3 ms", "| highest rate within both bounds", "1000 req/s, 64.0k tokens/s", "≥ 2000 req/s",
 		"llmprobe 3.00 µs per token at 64.0k tokens/s", "gamma (burstiness 4) at 500 req/s, 10000 arrivals sent",

@@ -28,6 +28,12 @@ type Machine struct {
 	// benchmark started and ended (-1 when unknown).
 	LoadStart float64 `json:"load_start"`
 	LoadEnd   float64 `json:"load_end"`
+	// BusyPct is the share of the machine's CPU time (all cores) that was
+	// busy during the benchmark, OthersPct the part of it used by
+	// processes other than the benchmark's own (-1 when unknown: no
+	// /proc/stat).
+	BusyPct   float64 `json:"busy_pct"`
+	OthersPct float64 `json:"others_pct"`
 }
 
 func machine() Machine {
@@ -43,6 +49,34 @@ func machine() Machine {
 		}
 	}
 	return m
+}
+
+// cpuTicks returns the busy and total CPU time of the whole machine from
+// /proc/stat (Linux), in clock ticks.
+func cpuTicks() (busy, total int64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		if i >= 8 { // guest and guest_nice are already in user and nice
+			break
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total, true
 }
 
 // loadAverage is the 1-minute load average, -1 when unknown.

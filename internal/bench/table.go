@@ -20,6 +20,10 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "llmprobe bench%s, %s\n", mode, r.Start.Format(time.RFC3339))
 	fmt.Fprintf(&b, "machine:   %s, %d cores, %s/%s, %s; load average %s at start, %s at end\n",
 		m.CPUModel, m.Cores, m.OS, m.Arch, m.Go, load(m.LoadStart), load(m.LoadEnd))
+	if m.BusyPct >= 0 {
+		fmt.Fprintf(&b, "machine use during the run: %.0f %% busy (all cores), of which %.0f %% by other processes\n",
+			m.BusyPct, m.OthersPct)
+	}
 	fmt.Fprintf(&b, "placement: %s\n", r.Placement)
 	s := r.Server
 	fmt.Fprintf(&b, "server:    llmprobe simulate --light: first token %g ms after the request, one event every %g ms, "+
