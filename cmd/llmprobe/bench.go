@@ -36,7 +36,7 @@ func init() {
 			Default(strings.Join(bench.Sections, ",")).StringVar(&sections)
 		cmd.Flag("concurrency", "Accuracy levels (concurrent streams), comma-separated (default 1,64,256,1024).").StringVar(&conc)
 		cmd.Flag("rates", "Capacity ladder in req/s, ascending, comma-separated (default 250,500,1000,1500,2000,2500,3000,4000; "+
-			"--quick 500,1000,2000,3000); it stops after two failing rates.").StringVar(&rates)
+			"--quick 500,1000,2000,3000); it stops after two failing rates once one streamed 50k tokens/s.").StringVar(&rates)
 		cmd.Flag("step-duration", "Measured time of one accuracy or capacity step (default 5s, --quick 2s).").DurationVar(&step)
 		cmd.Flag("arrival.count", "Arrivals per arrival-fidelity run (default 10000, --quick 2000).").IntVar(&arrivals)
 		cmd.Flag("arrival.rates", "Arrival-fidelity rates in req/s, comma-separated (default 50,500).").StringVar(&arrivalRates)

@@ -98,7 +98,7 @@ type Options struct {
 	Concurrency  []int
 	StepDuration time.Duration
 	// Rates is the capacity ladder (req/s, ascending); it stops after
-	// two failing rates in a row.
+	// two failing rates in a row once a rate streamed TargetTokensPerSecond.
 	Rates []float64
 	// ArrivalCount arrivals per arrival run, at each of ArrivalRates
 	// (Poisson); the gamma runs use the last rate.
@@ -464,7 +464,7 @@ func (b *bench) accuracy(ctx context.Context) error {
 }
 
 func (b *bench) capacity(ctx context.Context) error {
-	fails := 0
+	fails, reached := 0, false
 	for _, rate := range b.o.Rates {
 		r, srv, err := b.sweepRun(ctx, "capacity-r"+strconv.FormatFloat(rate, 'f', -1, 64),
 			"--rates="+strconv.FormatFloat(rate, 'f', -1, 64), "--duration="+b.o.StepDuration.String())
@@ -485,9 +485,17 @@ func (b *bench) capacity(ctx context.Context) error {
 		b.rep.Capacity = append(b.rep.Capacity, cp)
 		b.progress("capacity %g req/s: %.0f tokens/s, send lag p99 %.3f ms, read delay p99 %.3f ms, llmprobe %.1f µs/token, server %.1f µs/token, ok %v",
 			rate, cp.TokensPerS, cp.SendLagP99, cp.Delay.P99, cp.ClientCPUPer1k*1000, cp.ServerCPUPer1k*1000, cp.OK)
+		// Stop after two failing rates in a row, once a rate has streamed
+		// the tokens/s the CPU-per-token figure is judged at.
 		if cp.OK {
 			fails = 0
-		} else if fails++; fails == 2 {
+		} else {
+			fails++
+		}
+		if cp.TokensPerS >= TargetTokensPerSecond {
+			reached = true
+		}
+		if fails >= 2 && reached {
 			break
 		}
 	}
