@@ -11,7 +11,7 @@ LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
              -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test test-race test-short lint vet fmt bench test-rules e2e clean browser
+.PHONY: all build test test-race test-short lint vet fmt bench bench-quick bench-go test-rules e2e clean browser
 
 all: lint test build
 
@@ -37,7 +37,16 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@if command -v golangci-lint >/dev/null; then golangci-lint run; else echo "golangci-lint not installed; ran go vet + gofmt only"; fi
 
-bench:
+# llmprobe's own accuracy and capacity on loopback, one table (docs/performance.md):
+# about 9 minutes; `make bench-quick` about 2. BENCH_FLAGS adds flags (e.g. --json=bench.json).
+bench: build
+	nice ./$(BIN) bench $(BENCH_FLAGS)
+
+bench-quick: build
+	nice ./$(BIN) bench --quick $(BENCH_FLAGS)
+
+# The Go micro-benchmarks of the hot paths.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 test-rules:

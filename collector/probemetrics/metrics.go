@@ -316,7 +316,11 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 
 	var ex prometheus.Labels
 	if r.RequestID != "" && len(r.RequestID) <= exemplarValueLimit && utf8.ValidString(r.RequestID) {
-		ex = prometheus.Labels{exemplarLabel: r.RequestID}
+		// One label map for the request's exemplars, reused across
+		// requests: client_golang copies the pair into each exemplar.
+		ex = exemplarLabels.Get().(prometheus.Labels)
+		ex[exemplarLabel] = r.RequestID
+		defer exemplarLabels.Put(ex)
 	}
 	if !r.NotSent {
 		observe(pm.sendLag, max(r.SendLag, 0), ex)
@@ -369,6 +373,9 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 		}
 	}
 }
+
+// exemplarLabels recycles the {request_id} maps of Observe.
+var exemplarLabels = sync.Pool{New: func() any { return make(prometheus.Labels, 1) }}
 
 func observe(o exemplarObserver, d time.Duration, ex prometheus.Labels) {
 	if ex == nil {

@@ -3,7 +3,10 @@ package artifacts
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmprobe/llmprobe/prober"
 )
@@ -68,7 +71,19 @@ func (r *Run) OpenSink() (*Sink, error) {
 // WriteRecord appends line to records.jsonl and, when its request failed, an
 // ErrorLine of it (step label label) to errors-redacted.jsonl.
 func (s *Sink) WriteRecord(line RecordLine, label string) error {
-	if err := s.records.WriteLine(line); err != nil {
+	bp := lineBuffers.Get().(*[]byte)
+	b, ok := AppendRecordLine((*bp)[:0], line)
+	var err error
+	if ok {
+		_, err = s.records.Write(b)
+	} else {
+		err = s.records.WriteLine(line) // encoding/json's error (or nil record)
+	}
+	if cap(b) <= maxPooledLine {
+		*bp = b
+		lineBuffers.Put(bp)
+	}
+	if err != nil {
 		return err
 	}
 	rec := line.Record
@@ -122,4 +137,173 @@ func (s *Sink) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// lineBuffers recycles the buffers of records.jsonl lines.
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledLine bounds the buffers kept in lineBuffers.
+const maxPooledLine = 64 << 10
+
+// AppendRecordLine appends line as records.jsonl writes it — the bytes
+// encoding/json gives (without HTML escaping), then a newline — without
+// reflection: the per-request hot path of a sweep's sink (ITL arrays are
+// most of a line). It returns false, appending nothing, when it cannot
+// encode line byte for byte as encoding/json does (a nil Record, a time
+// outside the years 0-9999); the caller then uses encoding/json, which
+// reports the error. A test holds it to encoding/json over every field.
+func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
+	r := line.Record
+	if r == nil || !jsonTimeOK(r.Scheduled) || !jsonTimeOK(r.Sent) || !jsonTimeOK(r.WallStart) {
+		return b, false
+	}
+	b = append(b, `{"step":`...)
+	b = strconv.AppendInt(b, int64(line.Step), 10)
+	b = append(b, `,"round":`...)
+	b = strconv.AppendInt(b, int64(line.Round), 10)
+	b = append(b, `,"target":`...)
+	b = appendJSONString(b, r.Target)
+	b = append(b, `,"probe":`...)
+	b = appendJSONString(b, r.Probe)
+	if r.Model != "" {
+		b = append(b, `,"model":`...)
+		b = appendJSONString(b, r.Model)
+	}
+	b = append(b, `,"request_id":`...)
+	b = appendJSONString(b, r.RequestID)
+	b = append(b, `,"scheduled":`...)
+	b = appendJSONTime(b, r.Scheduled)
+	b = append(b, `,"sent":`...)
+	b = appendJSONTime(b, r.Sent)
+	b = appendInt(b, `,"send_lag_ns":`, int64(r.SendLag))
+	if r.QueueWait != 0 {
+		b = appendInt(b, `,"queue_wait_ns":`, int64(r.QueueWait))
+	}
+	b = appendInt(b, `,"ttft_ns":`, int64(r.TTFT))
+	b = appendInt(b, `,"ttft_text_ns":`, int64(r.TTFTText))
+	if len(r.ITL) > 0 {
+		b = append(b, `,"itl_ns":[`...)
+		for i, d := range r.ITL {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(d), 10)
+		}
+		b = append(b, ']')
+	}
+	b = appendInt(b, `,"e2e_ns":`, int64(r.E2E))
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{{`,"done_ns":`, r.Done}, {`,"connect_ns":`, r.ConnectTime}, {`,"tls_ns":`, r.TLSTime}, {`,"headers_ns":`, r.HeadersTime}} {
+		if f.v != 0 {
+			b = appendInt(b, f.key, int64(f.v))
+		}
+	}
+	b = appendInt(b, `,"input_tokens":`, int64(r.InputTokens))
+	b = appendInt(b, `,"output_tokens_requested":`, int64(r.OutputTokensRequested))
+	b = appendInt(b, `,"prompt_tokens":`, int64(r.PromptTokens))
+	b = appendInt(b, `,"completion_tokens":`, int64(r.CompletionTokens))
+	if r.TokensCounted {
+		b = append(b, `,"tokens_counted":true`...)
+	}
+	b = appendInt(b, `,"events":`, int64(r.Events))
+	if r.FinishReason != "" {
+		b = append(b, `,"finish_reason":`...)
+		b = appendJSONString(b, r.FinishReason)
+	}
+	b = appendInt(b, `,"http_status":`, int64(r.HTTPStatus))
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendJSONString(b, string(r.Error))
+	}
+	if r.ErrorMessage != "" {
+		b = append(b, `,"error_message":`...)
+		b = appendJSONString(b, r.ErrorMessage)
+	}
+	if r.NotSent {
+		b = append(b, `,"not_sent":true`...)
+	}
+	b = append(b, `,"wall_start":`...)
+	b = appendJSONTime(b, r.WallStart)
+	if line.Prompt != "" {
+		b = append(b, `,"prompt":`...)
+		b = appendJSONString(b, line.Prompt)
+	}
+	return append(b, "}\n"...), true
+}
+
+func appendInt(b []byte, key string, v int64) []byte {
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+// jsonTimeOK reports whether time.Time.MarshalJSON accepts t (years 0-9999).
+func jsonTimeOK(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
+}
+
+// appendJSONTime appends t as time.Time.MarshalJSON does (RFC 3339 with
+// nanoseconds, quoted); t must pass jsonTimeOK.
+func appendJSONTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s quoted as encoding/json does without HTML
+// escaping: '"' and '\\' escaped, \b \f \n \r \t short, other control
+// characters as \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029 as
+// \u2028 and \u2029.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

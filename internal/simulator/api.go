@@ -88,6 +88,9 @@ func (s *Simulator) routes() http.Handler {
 			writeJSON(w, http.StatusOK, map[string]string{"version": Version})
 		})
 	}
+	if s.light != nil {
+		mux.HandleFunc("GET /light/stats", s.handleLightStats)
+	}
 	if s.cfg.Engine != EngineOllama {
 		handle(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 		// vLLM mounts prometheus_client's ASGI app on /metrics (and below): any

@@ -75,6 +75,11 @@ type Config struct {
 	// Faults is the initial fault injection; Simulator.SetFaults changes it
 	// at run time. All off by default.
 	Faults Faults
+
+	// Light is the light streaming mode (`--light`, off by default): fixed
+	// pre-encoded streams instead of the engine model, for measuring
+	// clients (see Light).
+	Light Light
 }
 
 // Faults configures fault injection. Each probability is drawn independently
@@ -138,6 +143,7 @@ func DefaultConfig() Config {
 		StepPerSeq:          100 * time.Microsecond,
 		EOSProbability:      0.005,
 		Faults:              DefaultFaults(),
+		Light:               DefaultLight(),
 	}
 }
 
@@ -177,6 +183,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--step-per-seq must be >= 0, got %s", c.StepPerSeq)
 	case !isProbability(c.EOSProbability):
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
+	}
+	if c.Light.Enabled {
+		if err := c.Light.Validate(); err != nil {
+			return err
+		}
 	}
 	return c.Faults.Validate()
 }
@@ -332,6 +343,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	cmd.Flag("trace-file", "Write one JSON line per generation request with the Unix-nanosecond times its headers and "+
 		"events were flushed (ground truth for client accuracy tests).").
 		Default(c.TraceFile).StringVar(&c.TraceFile)
+	addLightFlags(cmd, &c.Light)
 
 	f := &c.Faults
 	prob := func(name, help string, p *float64) {

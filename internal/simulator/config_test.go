@@ -67,6 +67,9 @@ func TestFlagValidation(t *testing.T) {
 		{name: "hang negative", args: []string{"--fault.hang=-0.5"}, wantErr: "--fault.hang must be a probability"},
 		{name: "stall duration negative", args: []string{"--fault.stall-duration=-1s"}, wantErr: "--fault.stall-duration must be >= 0"},
 		{name: "drip interval negative", args: []string{"--fault.slow-drip-interval=-1ms"}, wantErr: "--fault.slow-drip-interval must be >= 0"},
+		{name: "light", args: []string{"--light", "--light.ttft=1ms", "--light.gap=0s", "--light.tokens=3"}},
+		{name: "light tokens 0", args: []string{"--light", "--light.tokens=0"}, wantErr: "--light.tokens must be in [1, 1048576], got 0"},
+		{name: "light gap negative", args: []string{"--light", "--light.gap=-1ms"}, wantErr: "--light.gap must be >= 0"},
 		{name: "unknown flag", args: []string{"--fault.bogus=1"}, wantErr: "unknown long flag '--fault.bogus'"},
 	}
 	for _, tt := range tests {

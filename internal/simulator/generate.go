@@ -341,6 +341,10 @@ func (c *call) reset() {
 
 // generate serves /v1/completions and /v1/chat/completions.
 func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKind) {
+	if s.light != nil {
+		s.generateLight(w, r, kind)
+		return
+	}
 	reqNo := s.reqNo.Add(1)
 	rid := r.Header.Get("X-Request-Id")
 	if rid == "" {

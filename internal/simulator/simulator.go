@@ -48,6 +48,7 @@ type Simulator struct {
 	m       *metrics
 	eng     *engine
 	trace   *traceWriter
+	light   *lightState // nil unless cfg.Light.Enabled
 	handler http.Handler
 	created int64
 
@@ -94,6 +95,9 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 	s.faults.Store(&f)
 	s.m = newMetrics(s.reg, cfg)
 	s.eng = newEngine(cfg, s.m)
+	if cfg.Light.Enabled {
+		s.light = newLightState(cfg.Model, s.created)
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -181,6 +185,11 @@ func ListenAndServe(ctx context.Context, cfg Config, addr string, logger log.Log
 	}
 	s.LogStartup(l.Addr().String())
 	err = errors.Join(s.Serve(ctx, l), s.Close())
+	if cfg.Light.Enabled {
+		st := s.LightStats()
+		level.Info(logger).Log("msg", "light mode totals", "requests", st.Requests, "events", st.Events,
+			"cpu_seconds", fmt.Sprintf("%.3f", float64(st.CPUNS)/1e9))
+	}
 	if err == nil {
 		level.Info(logger).Log("msg", "simulator stopped")
 	}
@@ -224,5 +233,9 @@ func (s *Simulator) LogStartup(addr string) {
 	}
 	if c.TraceFile != "" {
 		level.Info(s.logger).Log("msg", "writing request trace", "file", c.TraceFile)
+	}
+	if c.Light.Enabled {
+		level.Info(s.logger).Log("msg", "light streaming mode: no engine model", "ttft", c.Light.TTFT, "gap", c.Light.Gap,
+			"tokens", c.Light.Tokens, "stats", "/light/stats")
 	}
 }

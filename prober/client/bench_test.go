@@ -2,13 +2,16 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/sse"
 )
@@ -75,6 +78,7 @@ func BenchmarkMeasure(b *testing.B) {
 			runtime.ReadMemStats(&ms)
 			mallocs := ms.Mallocs
 			b.ResetTimer()
+			cpu := testutil.ProcessCPU()
 			for range b.N {
 				p.Reset(tc.reader())
 				rec = prober.Record{}
@@ -84,9 +88,11 @@ func BenchmarkMeasure(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			cpuUsed := testutil.ProcessCPU() - cpu
 			runtime.ReadMemStats(&ms)
 			events := float64(b.N) * float64(len(evs))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+			b.ReportMetric(float64(cpuUsed.Nanoseconds())/events, "cpu-ns/event")
 			b.ReportMetric(float64(ms.Mallocs-mallocs)/events, "allocs/event")
 			if rec.Events != tokens || rec.CompletionTokens != tokens || rec.FinishReason != "length" {
 				b.Fatalf("record %+v", rec)
@@ -120,11 +126,13 @@ func BenchmarkDecodeChunk(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		var c chunk
+		cpu := testutil.ProcessCPU()
 		for range b.N {
 			if err := decodeChunk(data, &c); err != nil || c.choices != 1 {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 	b.Run("encoding_json", func(b *testing.B) {
 		b.ReportAllocs()
@@ -135,4 +143,58 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// memTransport answers every request with the same in-memory stream, one
+// event per Read, without a network.
+type memTransport struct{ evs [][]byte }
+
+func (t memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}},
+		Body:   io.NopCloser(&eventReader{evs: t.evs}), Request: req}, nil
+}
+
+// BenchmarkDo is one whole request through Client.Do against an in-memory
+// stream of 64 tokens (vLLM's chunks, one event per read): payload, request,
+// timers, parse, decode and Record, without the network. It reports CPU
+// time, bytes and allocations per request.
+func BenchmarkDo(b *testing.B) {
+	const tokens = 64
+	evs := benchStream(tokens)
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{name: "plain", o: Options{}},
+		{name: "timeouts+trace", o: Options{Timeout: time.Minute, TTFTTimeout: time.Minute, StallTimeout: time.Minute, Trace: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			o := tc.o
+			o.BaseURL = "http://127.0.0.1:1"
+			o.Model = "m"
+			o.HTTPClient = &http.Client{Transport: memTransport{evs: evs}}
+			c, err := New(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := Request{ID: "bench-0123456789", Prompt: "a prompt of a few words", MaxTokens: tokens, IgnoreEOS: true}
+			var rec prober.Record
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu := testutil.ProcessCPU()
+			for b.Loop() {
+				rec = prober.Record{Scheduled: time.Now()}
+				c.Do(ctx, req, &rec)
+				if !rec.OK() || rec.Events != tokens {
+					b.Fatalf("%s: %s", rec.Error, rec.ErrorMessage)
+				}
+			}
+			b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

@@ -320,3 +320,35 @@ func FuzzDecodeChunk(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeChunkStringBoundaries puts each byte that ends a plain string
+// run ('"', '\\', a control character) and a multi-byte rune at every
+// position of strings of every length around the 8-byte scan width, and
+// holds decodeChunk to the encoding/json oracle.
+func TestDecodeChunkStringBoundaries(t *testing.T) {
+	for n := range 20 {
+		for pos := range n {
+			for _, special := range []string{`\"`, `\\`, "\x01", "\x1f", `\u00e9`, "é", " ", "\x7f", `\x`, `\u12`} {
+				s := strings.Repeat("a", pos) + special + strings.Repeat("b", n-pos)
+				for _, data := range []string{
+					`{"choices":[{"text":"` + s + `","finish_reason":"` + s + `"}]}`,
+					`{"id":"` + s + `","choices":null}`,
+					`{"error":"` + s + `"}`,
+					`{"x":"` + s, // unterminated
+				} {
+					var c chunk
+					err := decodeChunk([]byte(data), &c)
+					ref, rerr := refDecode([]byte(data))
+					if (err == nil) != (rerr == nil) {
+						t.Fatalf("%q: decodeChunk error %v, oracle error %v", data, err, rerr)
+					}
+					if err == nil {
+						if got := viewChunk(&c); got != ref {
+							t.Fatalf("%q:\ngot  %+v\nwant %+v", data, got, ref)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -341,6 +341,13 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	}
 }
 
+// Header values shared by every request (the transport only reads them).
+var (
+	headerJSON        = []string{"application/json"}
+	headerEventStream = []string{"text/event-stream"}
+	headerUserAgent   = []string{"llmprobe"}
+)
+
 // Timer causes.
 var (
 	errTimeout     = errors.New("request timeout")
@@ -366,9 +373,9 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 		return prober.ClassInvalidResponse, "build request: " + err.Error(), false
 	}
 	h := hreq.Header
-	h["Content-Type"] = []string{"application/json"}
-	h["Accept"] = []string{"text/event-stream"}
-	h["User-Agent"] = []string{"llmprobe"}
+	h["Content-Type"] = headerJSON
+	h["Accept"] = headerEventStream
+	h["User-Agent"] = headerUserAgent
 	if c.auth != nil {
 		h["Authorization"] = c.auth
 	}
@@ -391,9 +398,10 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	if !rec.Scheduled.IsZero() {
 		rec.SendLag = t0.Sub(rec.Scheduled)
 	}
+	var timeout *time.Timer
 	if c.o.Timeout > 0 {
-		t := time.AfterFunc(c.o.Timeout, func() { cancel(errTimeout) })
-		defer t.Stop()
+		timeout = time.AfterFunc(c.o.Timeout, func() { cancel(errTimeout) })
+		defer timeout.Stop()
 	}
 	if c.o.TTFTTimeout > 0 {
 		m.ttftTimer = time.AfterFunc(c.o.TTFTTimeout, func() { cancel(errTTFTTimeout) })
@@ -440,14 +448,21 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	if class == prober.ClassNone && m.done {
 		// Read to the end of the body so the connection can be reused;
 		// anything after [DONE] no longer changes the result.
+		// The request's timeout timer, when there is one, bounds the drain
+		// (whatever it cancels with no longer matters); else a timer of its
+		// own.
 		m.stopTimers()
-		t := time.AfterFunc(drainTimeout, func() { cancel(errDrained) })
+		if timeout != nil {
+			timeout.Reset(drainTimeout)
+		} else {
+			timeout = time.AfterFunc(drainTimeout, func() { cancel(errDrained) })
+		}
 		for range 16 {
 			if _, err := p.Next(); err != nil {
 				break
 			}
 		}
-		t.Stop()
+		timeout.Stop()
 		return class, msg, fromServer
 	}
 	if class == prober.ClassStream || class == prober.ClassInvalidResponse {

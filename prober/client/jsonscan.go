@@ -4,7 +4,9 @@ package client
 // values, literals, numbers and strings, unescaping.
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -133,45 +135,70 @@ func (d *decoder) digits() {
 }
 
 // str consumes a string and returns its raw content and whether it has
-// escapes.
+// escapes. Plain runs are scanned eight bytes at a time (specialMask).
 func (d *decoder) str() ([]byte, bool, error) {
-	d.i++ // opening quote
-	start := d.i
+	b := d.b
+	i := d.i + 1 // opening quote
+	start := i
 	esc := false
-	for d.i < len(d.b) {
-		if !strSpecial[d.b[d.i]] {
-			d.i++
+	for i < len(b) {
+		if i+8 <= len(b) {
+			m := specialMask(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the first special byte
+		} else if !strSpecial[b[i]] {
+			i++
 			continue
 		}
-		switch c := d.b[d.i]; {
+		switch c := b[i]; {
 		case c == '"':
-			s := d.b[start:d.i]
-			d.i++
-			return s, esc, nil
+			d.i = i + 1
+			return b[start:i], esc, nil
 		case c == '\\':
 			esc = true
-			d.i++
+			i++
+			d.i = i
 			switch d.peek() {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				d.i++
+				i++
 			case 'u':
-				d.i++
+				i++
 				for range 4 {
-					if !isHex(d.peek()) {
+					if i >= len(b) || !isHex(b[i]) {
+						d.i = i
 						return nil, false, d.fail("invalid unicode escape")
 					}
-					d.i++
+					i++
 				}
 			default:
 				return nil, false, d.fail("invalid escape")
 			}
-		case c < 0x20:
+		default: // c < 0x20
+			d.i = i
 			return nil, false, d.fail("control character in string")
-		default:
-			d.i++
 		}
 	}
+	d.i = i
 	return nil, false, d.fail("unterminated string")
+}
+
+// Byte-parallel tests on eight bytes of a uint64 (the "haszero" family of
+// bit tricks): the lowest flagged byte of each mask is exact (flags above
+// it may be spurious), which is all str needs.
+const (
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
+)
+
+// specialMask flags (high bit) the bytes of x that end a plain string run:
+// '"', '\\' and control characters (< 0x20). Zero means none.
+func specialMask(x uint64) uint64 {
+	q := x ^ (swarLo * '"')
+	s := x ^ (swarLo * '\\')
+	return ((x-swarLo*0x20)&^x | (q-swarLo)&^q | (s-swarLo)&^s) & swarHi
 }
 
 // strSpecial marks the bytes that end the plain run of a string.

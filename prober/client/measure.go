@@ -236,26 +236,31 @@ func (w *watchdog) stop() {
 // phaseTrace collects connection phase times. Its callbacks may run on the
 // transport's dialing goroutines, hence the mutex.
 type phaseTrace struct {
+	ct                 httptrace.ClientTrace
 	mu                 sync.Mutex
 	connStart, connEnd time.Time
 	tlsStart, tlsEnd   time.Time
 }
 
 func (t *phaseTrace) with(ctx context.Context) context.Context {
-	set := func(p *time.Time, first bool) {
-		now := time.Now()
-		t.mu.Lock()
-		if !first || p.IsZero() {
-			*p = now
-		}
-		t.mu.Unlock()
+	t.ct = httptrace.ClientTrace{
+		ConnectStart:      func(string, string) { t.set(&t.connStart, true) },
+		ConnectDone:       func(string, string, error) { t.set(&t.connEnd, false) },
+		TLSHandshakeStart: func() { t.set(&t.tlsStart, true) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { t.set(&t.tlsEnd, false) },
 	}
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		ConnectStart:      func(string, string) { set(&t.connStart, true) },
-		ConnectDone:       func(string, string, error) { set(&t.connEnd, false) },
-		TLSHandshakeStart: func() { set(&t.tlsStart, true) },
-		TLSHandshakeDone:  func(tls.ConnectionState, error) { set(&t.tlsEnd, false) },
-	})
+	return httptrace.WithClientTrace(ctx, &t.ct)
+}
+
+// set records now in *p: the first time only when first is set (a dial
+// that races several addresses starts several times), else the last.
+func (t *phaseTrace) set(p *time.Time, first bool) {
+	now := time.Now()
+	t.mu.Lock()
+	if !first || p.IsZero() {
+		*p = now
+	}
+	t.mu.Unlock()
 }
 
 // times returns the connect and TLS handshake durations (0 when the phase
