@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/dashboards"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/rules"
 )
 
@@ -111,9 +111,9 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		t.Fatalf("go build ./cmd/llmprobe: %v%s\n%s", err, cappedNote(capped), out)
 	}
 
-	simAddr := freeAddr(t)
-	serveAddr := freeAddr(t)
-	promAddr := freeAddr(t)
+	simAddr := testutil.FreeAddr(t)
+	serveAddr := testutil.FreeAddr(t)
+	promAddr := testutil.FreeAddr(t)
 
 	// 1. The simulator, healthy (vLLM persona), and one simulator per other
 	// engine with /metrics (their personas serve each engine's metric names).
@@ -121,7 +121,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	waitHTTP(t, sim, "http://"+simAddr+"/health")
 	engineAddrs := map[string]string{}
 	for _, e := range otherEngines {
-		addr := freeAddr(t)
+		addr := testutil.FreeAddr(t)
 		p := start(t, dir, "simulate-"+e, bin, "simulate", "--engine", e, "--web.listen-address", addr)
 		waitHTTP(t, p, "http://"+addr+"/health")
 		engineAddrs[e] = addr
@@ -207,7 +207,7 @@ scrape_configs:
 	// has native ones): the quantile rules must still give the TTFT p99.
 	var native *promAPI
 	if promMajor == 2 {
-		nativeAddr := freeAddr(t)
+		nativeAddr := testutil.FreeAddr(t)
 		nativeCfg := filepath.Join(dir, "prometheus-native.yml")
 		writeFile(t, nativeCfg, fmt.Sprintf(`global:
   scrape_interval: %[1]s
@@ -585,17 +585,6 @@ func waitHTTP(t *testing.T, p *proc, url string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func writeFile(t *testing.T, path, content string) {
