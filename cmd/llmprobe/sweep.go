@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	lpconfig "github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
@@ -272,7 +272,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		if f.inputSet || f.outputSet || f.rangeSet {
 			return c, &flagError{flag: "workload", err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
 		}
-		b, rerr := os.ReadFile(f.workloadFile)
+		b, rerr := readCapped(f.workloadFile, maxWorkloadFileBytes, "a workload file")
 		if rerr != nil {
 			return c, &flagError{flag: "workload", err: rerr}
 		}
@@ -326,13 +326,32 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		return c, err
 	}
 	if f.apiKeyFile != "" {
-		b, rerr := os.ReadFile(f.apiKeyFile)
+		b, rerr := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
 		if rerr != nil {
 			return c, &flagError{flag: "api-key-file", err: fmt.Errorf("read: %w", rerr)}
 		}
 		c.APIKey = config.Secret(strings.TrimSpace(string(b)))
 	}
 	return c, c.Validate()
+}
+
+// maxWorkloadFileBytes caps what sweep reads from --workload, as
+// config.MaxConfigFileBytes caps a configuration file.
+const maxWorkloadFileBytes = lpconfig.MaxConfigFileBytes
+
+// maxAPIKeyFileBytes caps what sweep reads from --api-key-file, as the
+// configuration's api_key_file is capped.
+const maxAPIKeyFileBytes = 64 << 10
+
+// readCapped reads the file at path, at most limit bytes (config.ReadFile):
+// a larger or endless file (/dev/zero) is an error naming the file and the
+// cap on what (e.g. "a workload file").
+func readCapped(path string, limit int64, what string) ([]byte, error) {
+	b, err := lpconfig.ReadFile(path, limit)
+	if te, ok := errors.AsType[*lpconfig.TooLargeError](err); ok {
+		return nil, fmt.Errorf("%s: the file is larger than %v, the cap on %s", path, lpconfig.ByteSize(te.Limit), what)
+	}
+	return b, err
 }
 
 // oneLine joins the lines of a (YAML, multi-line) error message with "; ".
