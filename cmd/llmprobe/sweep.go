@@ -40,6 +40,7 @@ type sweepFlags struct {
 	rates, concurrency                                      string
 	ratesSet, concurrencySet, inputSet, outputSet, rangeSet bool
 	maxConcurrency                                          int
+	maxStepBytes                                            string
 	arrivalKind                                             string
 	burstiness                                              float64
 	unscaled                                                bool
@@ -132,6 +133,9 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 	cmd.Flag("max-concurrency", "With --rates: cap the requests in flight; arrivals wait for a free slot, the wait "+
 		"is reported as client queue time and the achieved rate beside the requested one (0: no cap).").
 		Default("0").IntVar(&f.maxConcurrency)
+	cmd.Flag("max-step-bytes", "Cap on the bytes one step's records take in records.jsonl (a size such as 512MiB): "+
+		"a step that reaches it stops sending, is flagged byte-cap and the sweep stops cleanly after it.").
+		Default("1GiB").StringVar(&f.maxStepBytes)
 	cmd.Flag("arrival", "Arrival process of the open loop: "+strings.Join(arrival.Kinds, ", ")+" (gamma with --burstiness).").
 		Default(arrival.KindPoisson).StringVar(&f.arrivalKind)
 	cmd.Flag("burstiness", "Gamma shape of the inter-arrival times (vLLM's parametrisation): 1 = Poisson, "+
@@ -325,6 +329,14 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	if err := addDecision(c.Metadata, f.decision, f.rollbackIf); err != nil {
 		return c, err
 	}
+	stepBytes, perr := lpconfig.ParseByteSize(f.maxStepBytes)
+	switch {
+	case perr != nil:
+		return c, &flagError{flag: "max-step-bytes", err: perr}
+	case stepBytes <= 0:
+		return c, &flagError{flag: "max-step-bytes", err: fmt.Errorf("must be > 0, got %q", f.maxStepBytes)}
+	}
+	c.MaxStepBytes = int64(stepBytes)
 	if f.apiKeyFile != "" {
 		b, rerr := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
 		if rerr != nil {
@@ -472,6 +484,7 @@ var sweepFieldFlags = map[string]string{
 	"FreshPrefix":                      "fresh-prefix",
 	"IdleTimeout":                      "idle-timeout",
 	"MaxConcurrency":                   "max-concurrency",
+	"MaxStepBytes":                     "max-step-bytes",
 	"Metadata":                         "metadata",
 	"MetricsInterval":                  "metrics-interval",
 	"MinPrompts":                       "min-prompts",

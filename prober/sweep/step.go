@@ -119,7 +119,13 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		Start: t0, Window: window,
 	})
 	r.obs.StepStarted(st, n)
-	r.load(ctx, st, t0, seed, items.measured, n, acc)
+	// The step's own context: the sink's byte cap (ErrStepCapReached)
+	// cancels it, with that error as the cause.
+	loadCtx, stopLoad := context.WithCancelCause(ctx)
+	r.beginStep(stopLoad)
+	r.load(loadCtx, st, t0, seed, items.measured, n, acc)
+	capErr := r.endStep()
+	stopLoad(nil)
 	dur := time.Since(t0)
 	cpu1, cpuOK1 := processCPU()
 	st.End = time.Now().UTC()
@@ -147,6 +153,14 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		cores = float64(cpu1-cpu0) / float64(dur)
 	}
 	st.Validity = Judge(st.Stats, cores, idle, st.Interrupted, r.validityOptions())
+	if capErr != nil {
+		st.Validity.Flags = append(st.Validity.Flags, FlagByteCap)
+		st.Validity.Reasons = append(st.Validity.Reasons, fmt.Sprintf(
+			"the step's records reached the byte cap (%d bytes, --max-step-bytes): it stopped sending after %d of its requests",
+			r.cfg.StepByteCap(), st.Stats.Requests))
+		st.Validity.Valid = false
+		level.Warn(logger).Log("msg", "step stopped at the byte cap: the sweep ends after it", "max_step_bytes", r.cfg.StepByteCap())
+	}
 	r.checkPrefixReuse(st, gen, gen.ShortNonceItems-short0)
 	st.Stats.sendLagsMS = nil // only Judge needs them; the Result keeps every step
 	r.steps = append(r.steps, st)
@@ -154,6 +168,9 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	r.obs.StepDone(st)
 	if err := r.sinkError(); err != nil {
 		return st, err
+	}
+	if capErr != nil {
+		return st, fmt.Errorf("step %s: %w", label, capErr)
 	}
 	kv := []any{"msg", "step done", "completed", st.Stats.Completed, "failed", st.Stats.Failed,
 		"req_per_s", fmt.Sprintf("%.3g", st.Stats.RequestThroughput), "goodput", fmt.Sprintf("%.3g", st.Stats.RequestGoodput),
