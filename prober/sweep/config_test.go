@@ -1,8 +1,8 @@
 package sweep
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
