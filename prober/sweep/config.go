@@ -44,6 +44,12 @@ const (
 	DefaultAutoStart       = 1.0
 	DefaultAutoMaxSteps    = 16
 	DefaultAutoTolerance   = 0.05
+	// MaxStepRequests bounds the requests of one step (NumPrompts,
+	// MinPrompts, Warmups, and rate x Duration of an open loop): a step
+	// holds a summary of every request for its statistics (about 120 bytes
+	// plus 8 per ITL gap) and its arrival schedule (8 bytes each), so this
+	// bound keeps one step within a few hundred MB.
+	MaxStepRequests = 2_000_000
 	// DefaultMaxStepBytes is Config.MaxStepBytes when left 0: 1 GiB of
 	// records per step.
 	DefaultMaxStepBytes = 1 << 30
@@ -269,6 +275,12 @@ func (c *Config) Validate() error {
 		return fieldErr("Duration", "give --num-prompts or --duration per step")
 	case c.MinPrompts < 0:
 		return fieldErr("MinPrompts", "must be >= 0, got %d", c.MinPrompts)
+	case c.NumPrompts > MaxStepRequests:
+		return fieldErr("NumPrompts", "must be at most %d requests per step, got %d", MaxStepRequests, c.NumPrompts)
+	case c.MinPrompts > MaxStepRequests:
+		return fieldErr("MinPrompts", "must be at most %d requests per step, got %d", MaxStepRequests, c.MinPrompts)
+	case c.Warmups > MaxStepRequests:
+		return fieldErr("Warmups", "must be at most %d requests per step, got %d", MaxStepRequests, c.Warmups)
 	}
 	if c.HasBurst() && c.NumPrompts == 0 {
 		return fieldErr("NumPrompts", "--rates inf sends a step's requests at once: give --num-prompts")

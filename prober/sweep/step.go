@@ -18,14 +18,6 @@ import (
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// maxStepRequests bounds the requests of one open-loop step bounded by a
-// duration (rate x --duration): a step holds a summary of every request
-// for its statistics (StatsAccumulator, about 120 bytes plus 8 per ITL
-// gap) and its arrival schedule (8 bytes each), so this bound keeps one
-// step within a few hundred MB. Prompts are built ahead in a bounded
-// window (promptWindow), not all in advance.
-const maxStepRequests = 2_000_000
-
 // runStep runs one step: warmups, idle wait, snapshot, load, drain,
 // snapshot, statistics. Records go to the sink as they complete. It
 // returns the step (nil when ctx ended before it began) and an error only
@@ -198,6 +190,9 @@ func countText(n int) string {
 // (normalizedOffsets): its window ends at the last arrival, N / rate.
 func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, err error) {
 	c := r.cfg
+	if c.NumPrompts > MaxStepRequests { // a search's longer rerun
+		return 0, false, fmt.Errorf("step %s would send more than %d requests", st.Label, MaxStepRequests)
+	}
 	if c.NumPrompts > 0 {
 		return c.NumPrompts, false, nil
 	}
@@ -205,8 +200,8 @@ func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, er
 		return -1, true, nil
 	}
 	x := math.Round(st.Level * c.Duration.Seconds())
-	if x > maxStepRequests {
-		return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, maxStepRequests)
+	if x > MaxStepRequests || c.MinPrompts > MaxStepRequests {
+		return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, MaxStepRequests)
 	}
 	return max(int(x), c.MinPrompts, 1), false, nil
 }
