@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	lpconfig "github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
@@ -40,6 +40,7 @@ type sweepFlags struct {
 	rates, concurrency                                      string
 	ratesSet, concurrencySet, inputSet, outputSet, rangeSet bool
 	maxConcurrency                                          int
+	maxStepBytes                                            string
 	arrivalKind                                             string
 	burstiness                                              float64
 	unscaled                                                bool
@@ -132,6 +133,9 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 	cmd.Flag("max-concurrency", "With --rates: cap the requests in flight; arrivals wait for a free slot, the wait "+
 		"is reported as client queue time and the achieved rate beside the requested one (0: no cap).").
 		Default("0").IntVar(&f.maxConcurrency)
+	cmd.Flag("max-step-bytes", "Cap on the bytes one step's records take in records.jsonl (a size such as 512MiB): "+
+		"a step that reaches it stops sending, is flagged byte-cap and the sweep stops cleanly after it.").
+		Default("1GiB").StringVar(&f.maxStepBytes)
 	cmd.Flag("arrival", "Arrival process of the open loop: "+strings.Join(arrival.Kinds, ", ")+" (gamma with --burstiness).").
 		Default(arrival.KindPoisson).StringVar(&f.arrivalKind)
 	cmd.Flag("burstiness", "Gamma shape of the inter-arrival times (vLLM's parametrisation): 1 = Poisson, "+
@@ -272,7 +276,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		if f.inputSet || f.outputSet || f.rangeSet {
 			return c, &flagError{flag: "workload", err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
 		}
-		b, rerr := os.ReadFile(f.workloadFile)
+		b, rerr := readCapped(f.workloadFile, maxWorkloadFileBytes, "a workload file")
 		if rerr != nil {
 			return c, &flagError{flag: "workload", err: rerr}
 		}
@@ -325,14 +329,41 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	if err := addDecision(c.Metadata, f.decision, f.rollbackIf); err != nil {
 		return c, err
 	}
+	stepBytes, perr := lpconfig.ParseByteSize(f.maxStepBytes)
+	switch {
+	case perr != nil:
+		return c, &flagError{flag: "max-step-bytes", err: perr}
+	case stepBytes <= 0:
+		return c, &flagError{flag: "max-step-bytes", err: fmt.Errorf("must be > 0, got %q", f.maxStepBytes)}
+	}
+	c.MaxStepBytes = int64(stepBytes)
 	if f.apiKeyFile != "" {
-		b, rerr := os.ReadFile(f.apiKeyFile)
+		b, rerr := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
 		if rerr != nil {
 			return c, &flagError{flag: "api-key-file", err: fmt.Errorf("read: %w", rerr)}
 		}
 		c.APIKey = config.Secret(strings.TrimSpace(string(b)))
 	}
 	return c, c.Validate()
+}
+
+// maxWorkloadFileBytes caps what sweep reads from --workload, as
+// config.MaxConfigFileBytes caps a configuration file.
+const maxWorkloadFileBytes = lpconfig.MaxConfigFileBytes
+
+// maxAPIKeyFileBytes caps what sweep reads from --api-key-file, as the
+// configuration's api_key_file is capped.
+const maxAPIKeyFileBytes = 64 << 10
+
+// readCapped reads the file at path, at most limit bytes (config.ReadFile):
+// a larger or endless file (/dev/zero) is an error naming the file and the
+// cap on what (e.g. "a workload file").
+func readCapped(path string, limit int64, what string) ([]byte, error) {
+	b, err := lpconfig.ReadFile(path, limit)
+	if te, ok := errors.AsType[*lpconfig.TooLargeError](err); ok {
+		return nil, fmt.Errorf("%s: the file is larger than %v, the cap on %s", path, lpconfig.ByteSize(te.Limit), what)
+	}
+	return b, err
 }
 
 // oneLine joins the lines of a (YAML, multi-line) error message with "; ".
@@ -453,6 +484,7 @@ var sweepFieldFlags = map[string]string{
 	"FreshPrefix":                      "fresh-prefix",
 	"IdleTimeout":                      "idle-timeout",
 	"MaxConcurrency":                   "max-concurrency",
+	"MaxStepBytes":                     "max-step-bytes",
 	"Metadata":                         "metadata",
 	"MetricsInterval":                  "metrics-interval",
 	"MinPrompts":                       "min-prompts",

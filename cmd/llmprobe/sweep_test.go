@@ -49,6 +49,11 @@ func TestSweepBadFlags(t *testing.T) {
 		{"unknown api", []string{"--api", "foo"}, `llmprobe: error: --api: must be completions or chat, got "foo"` + "\n"},
 		{"unknown engine", []string{"--engine", "llama.cpp"}, `llmprobe: error: --engine: must be auto, vllm, sglang, tgi, llamacpp, ollama, got "llama.cpp"` + "\n"},
 		{"bad auto-start", []string{"--auto-start", "fast"}, `llmprobe: error: --auto-start: must be probe or a rate > 0 in req/s, got "fast"` + "\n"},
+		{"bad step byte cap", []string{"--max-step-bytes", "lots"}, `llmprobe: error: --max-step-bytes: invalid size "lots"`},
+		{"zero step byte cap", []string{"--max-step-bytes", "0"}, `llmprobe: error: --max-step-bytes: must be > 0, got "0"` + "\n"},
+		{"too many prompts per step", []string{"--rates", "1", "--num-prompts", "3000000"}, "llmprobe: error: --num-prompts: must be at most 2000000 requests per step, got 3000000\n"},
+		{"endless workload file", []string{"--workload", "/dev/zero"}, "llmprobe: error: --workload: /dev/zero: the file is larger than 4MiB, the cap on a workload file\n"},
+		{"endless key file", []string{"--api-key-file", "/dev/zero"}, "llmprobe: error: --api-key-file: read: /dev/zero: the file is larger than 64KiB, the cap on an API key file\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,6 +45,7 @@ type Appender struct {
 	stop     chan struct{} // closed by Close: ends the flusher
 	stopOnce sync.Once
 	done     chan struct{} // closed when the flusher has ended
+	written  int64         // bytes accepted by Write (buffered or not)
 }
 
 // Append opens an appender for name. It fails when name (or name.partial)
@@ -140,11 +141,20 @@ func (a *Appender) writeLocked(p []byte) (int, error) {
 		n, err = a.bw.Write(p)
 		a.dirty = true
 	}
+	a.written += int64(n)
 	if err != nil {
 		a.err = fmt.Errorf("write %s: %w", a.name, err)
 		return n, a.err
 	}
 	return n, nil
+}
+
+// Written returns the bytes the appender has accepted so far (buffered
+// ones included): the file's size once flushed.
+func (a *Appender) Written() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.written
 }
 
 // WriteLine appends v as one line of compact JSON (JSON Lines), without

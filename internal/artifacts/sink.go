@@ -125,6 +125,11 @@ func (s *Sink) WriteScrape(entry []byte) error {
 	return err
 }
 
+// RecordBytes returns the bytes written to records.jsonl so far (buffered
+// ones included): a caller capping a step's bytes takes the difference
+// across the step.
+func (s *Sink) RecordBytes() int64 { return s.records.Written() }
+
 // Close closes every file (renaming it from *.partial) and returns the
 // first errors; it is idempotent.
 func (s *Sink) Close() error {

@@ -98,7 +98,7 @@ func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
 		slog = newServerLog(o.ServerLog, obs)
 		obs = slog
 	}
-	res, runErr := p.Run(ctx, fileSink{sink}, obs)
+	res, runErr := p.Run(ctx, &fileSink{s: sink, limit: cfg.StepByteCap(), step: -1}, obs)
 	if res == nil {
 		return out, abort(run, cfg, p.Fingerprint(), errors.Join(runErr, sink.Close()))
 	}
@@ -163,19 +163,37 @@ func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result, detaile
 	return errors.Join(errs...)
 }
 
-// fileSink adapts an artifacts.Sink to sweep.RecordSink.
-type fileSink struct{ s *artifacts.Sink }
+// fileSink adapts an artifacts.Sink to sweep.RecordSink. It applies the
+// sweep's cap on a step's bytes (sweep.Config.StepByteCap): once the
+// records of the step took more than limit bytes of records.jsonl, Record
+// returns an error wrapping sweep.ErrStepCapReached (the record itself is
+// written whole; the engine stops the step). Record calls never overlap.
+type fileSink struct {
+	s     *artifacts.Sink
+	limit int64
+	step  int   // the step of the last record
+	base  int64 // RecordBytes when that step's first record came
+}
 
 // Record implements sweep.RecordSink.
-func (f fileSink) Record(r sweep.StepRecord) error {
-	return f.s.WriteRecord(artifacts.RecordLine{Step: r.Step, Round: r.Round, Record: r.Record, Prompt: r.Prompt}, r.Label)
+func (f *fileSink) Record(r sweep.StepRecord) error {
+	if r.Step != f.step {
+		f.step, f.base = r.Step, f.s.RecordBytes()
+	}
+	if err := f.s.WriteRecord(artifacts.RecordLine{Step: r.Step, Round: r.Round, Record: r.Record, Prompt: r.Prompt}, r.Label); err != nil {
+		return err
+	}
+	if n := f.s.RecordBytes() - f.base; n > f.limit {
+		return fmt.Errorf("%w: its records took %d bytes of %s, over the cap of %d", sweep.ErrStepCapReached, n, artifacts.RecordsFile, f.limit)
+	}
+	return nil
 }
 
 // Snapshot implements sweep.RecordSink.
-func (f fileSink) Snapshot(s sweep.Snapshot) error {
+func (f *fileSink) Snapshot(s sweep.Snapshot) error {
 	return f.s.WriteSnapshot(artifacts.Snapshot{Step: s.Step, Label: s.Label, Phase: s.Phase, Time: s.Time,
 		Source: s.Source, NotRecorded: s.NotRecorded}, s.Body)
 }
 
 // Scrape implements sweep.RecordSink.
-func (f fileSink) Scrape(_ int, entry []byte) error { return f.s.WriteScrape(entry) }
+func (f *fileSink) Scrape(_ int, entry []byte) error { return f.s.WriteScrape(entry) }

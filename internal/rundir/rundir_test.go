@@ -971,3 +971,37 @@ func TestRunUnscaledArrivals(t *testing.T) {
 		t.Error("the manifest does not record unscaled arrivals")
 	}
 }
+
+// TestRunStepByteCap: a step whose records reach MaxStepBytes stops
+// sending (far fewer requests than planned reach the server), is flagged
+// byte-cap, the sweep stops cleanly after it (no error, complete false,
+// reason "byte cap") and the run directory verifies.
+func TestRunStepByteCap(t *testing.T) {
+	url, h := startWrapped(t, simtest.Fast(), nil)
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{100, 200}, "100,200", 400 // 4 s, then 2 s
+	cfg.MaxStepBytes = 4 << 10                                                     // a few records
+	res, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Complete || len(res.Result.Steps) != 1 {
+		t.Fatalf("complete %v, %d steps: want the sweep to stop after the capped step", res.Complete, len(res.Result.Steps))
+	}
+	s := res.Result.Steps[0]
+	if s.Validity.Valid || !slices.Contains(s.Validity.Flags, sweep.FlagByteCap) || s.Interrupted {
+		t.Errorf("capped step: valid %v flags %v interrupted %v", s.Validity.Valid, s.Validity.Flags, s.Interrupted)
+	}
+	if n := h.gen.Load(); n >= 200 {
+		t.Errorf("the server received %d generation requests: the step did not stop sending at the cap", n)
+	}
+	recs := readRecords(t, res.Dir)
+	if len(recs) == 0 || len(recs) >= 200 || len(recs) != s.Stats.Requests {
+		t.Errorf("records.jsonl has %d lines, the step %d requests", len(recs), s.Stats.Requests)
+	}
+	m := verifyClean(t, res.Dir)
+	t.Logf("%d requests sent, %d records, flags %v, reason %q", h.gen.Load(), len(recs), s.Validity.Flags, m.InterruptedReason)
+	if m.Complete || !strings.HasPrefix(m.InterruptedReason, "byte cap: ") || !strings.Contains(m.InterruptedReason, "4096") {
+		t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
+	}
+}

@@ -101,9 +101,7 @@ func (p *probeRunner) start(parent context.Context) {
 			p.skipped.Add(1)
 			obs.Skipped(tname, pname, SkipMaxConcurrency)
 		},
-		OnPanic: func(_ time.Time, v any, stack []byte) {
-			level.Error(p.logger).Log("msg", "panic in probe request (recovered)", "panic", fmt.Sprint(v), "stack", string(stack))
-		},
+		OnPanic: func(_ time.Time, v any, stack []byte) { p.logPanic(v, stack) },
 	}, p.fire)
 	if err != nil {
 		level.Error(p.logger).Log("msg", "cannot start probe", "err", err)
@@ -114,6 +112,15 @@ func (p *probeRunner) start(parent context.Context) {
 		defer close(p.done)
 		_, _ = sched.Run(ctx)
 	}()
+}
+
+// logPanic logs a recovered panic of a probe request. The panic value and
+// the stack go through the endpoint's Redact: a value that quotes the API
+// key (a panicking error built from a server's echo) must not log it.
+func (p *probeRunner) logPanic(v any, stack []byte) {
+	ep := p.t.ep
+	level.Error(p.logger).Log("msg", "panic in probe request (recovered)",
+		"panic", ep.Redact(fmt.Sprint(v)), "stack", ep.Redact(string(stack)))
 }
 
 func (p *probeRunner) stop(cause error) {

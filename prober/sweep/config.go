@@ -44,6 +44,15 @@ const (
 	DefaultAutoStart       = 1.0
 	DefaultAutoMaxSteps    = 16
 	DefaultAutoTolerance   = 0.05
+	// MaxStepRequests bounds the requests of one step (NumPrompts,
+	// MinPrompts, Warmups, and rate x Duration of an open loop): a step
+	// holds a summary of every request for its statistics (about 120 bytes
+	// plus 8 per ITL gap) and its arrival schedule (8 bytes each), so this
+	// bound keeps one step within a few hundred MB.
+	MaxStepRequests = 2_000_000
+	// DefaultMaxStepBytes is Config.MaxStepBytes when left 0: 1 GiB of
+	// records per step.
+	DefaultMaxStepBytes = 1 << 30
 )
 
 // FieldError is a configuration error that names the Config field at
@@ -129,6 +138,12 @@ type Config struct {
 	// step runs until MinPrompts arrivals (so a low rate still gives a
 	// sample). Default 0: none.
 	MinPrompts int
+	// MaxStepBytes caps the bytes one step's records take in the sink
+	// (records.jsonl; 0 means DefaultMaxStepBytes). The sink applies it
+	// (StepByteCap): when its Record returns ErrStepCapReached, the step
+	// stops sending, is flagged FlagByteCap and the sweep stops cleanly
+	// after it (Result.InterruptedReason "byte cap: ...").
+	MaxStepBytes int64
 	// Warmups is the number of unmeasured requests sent before each step.
 	Warmups int
 	// Rounds repeats each level.
@@ -180,6 +195,15 @@ func (c *Config) Mode() string {
 	return ModeOpen
 }
 
+// StepByteCap returns the cap on a step's record bytes: MaxStepBytes, or
+// DefaultMaxStepBytes when it is 0.
+func (c *Config) StepByteCap() int64 {
+	if c.MaxStepBytes > 0 {
+		return c.MaxStepBytes
+	}
+	return DefaultMaxStepBytes
+}
+
 // HasBurst reports whether a step runs at rate inf.
 func (c *Config) HasBurst() bool {
 	return slices.ContainsFunc(c.Rates, func(r float64) bool { return math.IsInf(r, 1) })
@@ -225,6 +249,9 @@ func (c *Config) Validate() error {
 			return fieldErr("Concurrency", "must be >= 1, got %d", x)
 		}
 	}
+	if c.MaxStepBytes < 0 {
+		return fieldErr("MaxStepBytes", "must be >= 0 (0: the default %d), got %d", int64(DefaultMaxStepBytes), c.MaxStepBytes)
+	}
 	if c.MaxConcurrency < 0 {
 		return fieldErr("MaxConcurrency", "must be >= 0, got %d", c.MaxConcurrency)
 	}
@@ -248,6 +275,12 @@ func (c *Config) Validate() error {
 		return fieldErr("Duration", "give --num-prompts or --duration per step")
 	case c.MinPrompts < 0:
 		return fieldErr("MinPrompts", "must be >= 0, got %d", c.MinPrompts)
+	case c.NumPrompts > MaxStepRequests:
+		return fieldErr("NumPrompts", "must be at most %d requests per step, got %d", MaxStepRequests, c.NumPrompts)
+	case c.MinPrompts > MaxStepRequests:
+		return fieldErr("MinPrompts", "must be at most %d requests per step, got %d", MaxStepRequests, c.MinPrompts)
+	case c.Warmups > MaxStepRequests:
+		return fieldErr("Warmups", "must be at most %d requests per step, got %d", MaxStepRequests, c.Warmups)
 	}
 	if c.HasBurst() && c.NumPrompts == 0 {
 		return fieldErr("NumPrompts", "--rates inf sends a step's requests at once: give --num-prompts")

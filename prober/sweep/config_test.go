@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -297,5 +298,24 @@ func TestFigureJSON(t *testing.T) {
 				t.Errorf("round trip %+v %v", back, err)
 			}
 		})
+	}
+}
+
+// TestConfigMaxStepBytes: 0 is the default cap, a negative cap names the
+// field.
+func TestConfigMaxStepBytes(t *testing.T) {
+	var c Config
+	if got := c.StepByteCap(); got != DefaultMaxStepBytes {
+		t.Errorf("StepByteCap() of 0 = %d, want %d", got, DefaultMaxStepBytes)
+	}
+	c.MaxStepBytes = 4096
+	if got := c.StepByteCap(); got != 4096 {
+		t.Errorf("StepByteCap() = %d, want 4096", got)
+	}
+	c = testConfig(t, "http://127.0.0.1:1")
+	c.MaxStepBytes = -1
+	var fe *FieldError
+	if err := c.Validate(); !errors.As(err, &fe) || fe.Field != "MaxStepBytes" {
+		t.Errorf("Validate() = %v, want a FieldError naming MaxStepBytes", err)
 	}
 }

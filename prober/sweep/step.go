@@ -18,14 +18,6 @@ import (
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// maxStepRequests bounds the requests of one open-loop step bounded by a
-// duration (rate x --duration): a step holds a summary of every request
-// for its statistics (StatsAccumulator, about 120 bytes plus 8 per ITL
-// gap) and its arrival schedule (8 bytes each), so this bound keeps one
-// step within a few hundred MB. Prompts are built ahead in a bounded
-// window (promptWindow), not all in advance.
-const maxStepRequests = 2_000_000
-
 // runStep runs one step: warmups, idle wait, snapshot, load, drain,
 // snapshot, statistics. Records go to the sink as they complete. It
 // returns the step (nil when ctx ended before it began) and an error only
@@ -119,7 +111,13 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		Start: t0, Window: window,
 	})
 	r.obs.StepStarted(st, n)
-	r.load(ctx, st, t0, seed, items.measured, n, acc)
+	// The step's own context: the sink's byte cap (ErrStepCapReached)
+	// cancels it, with that error as the cause.
+	loadCtx, stopLoad := context.WithCancelCause(ctx)
+	r.beginStep(stopLoad)
+	r.load(loadCtx, st, t0, seed, items.measured, n, acc)
+	capErr := r.endStep()
+	stopLoad(nil)
 	dur := time.Since(t0)
 	cpu1, cpuOK1 := processCPU()
 	st.End = time.Now().UTC()
@@ -147,6 +145,14 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		cores = float64(cpu1-cpu0) / float64(dur)
 	}
 	st.Validity = Judge(st.Stats, cores, idle, st.Interrupted, r.validityOptions())
+	if capErr != nil {
+		st.Validity.Flags = append(st.Validity.Flags, FlagByteCap)
+		st.Validity.Reasons = append(st.Validity.Reasons, fmt.Sprintf(
+			"the step's records reached the byte cap (%d bytes, --max-step-bytes): it stopped sending after %d of its requests",
+			r.cfg.StepByteCap(), st.Stats.Requests))
+		st.Validity.Valid = false
+		level.Warn(logger).Log("msg", "step stopped at the byte cap: the sweep ends after it", "max_step_bytes", r.cfg.StepByteCap())
+	}
 	r.checkPrefixReuse(st, gen, gen.ShortNonceItems-short0)
 	st.Stats.sendLagsMS = nil // only Judge needs them; the Result keeps every step
 	r.steps = append(r.steps, st)
@@ -154,6 +160,9 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	r.obs.StepDone(st)
 	if err := r.sinkError(); err != nil {
 		return st, err
+	}
+	if capErr != nil {
+		return st, fmt.Errorf("step %s: %w", label, capErr)
 	}
 	kv := []any{"msg", "step done", "completed", st.Stats.Completed, "failed", st.Stats.Failed,
 		"req_per_s", fmt.Sprintf("%.3g", st.Stats.RequestThroughput), "goodput", fmt.Sprintf("%.3g", st.Stats.RequestGoodput),
@@ -181,6 +190,9 @@ func countText(n int) string {
 // (normalizedOffsets): its window ends at the last arrival, N / rate.
 func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, err error) {
 	c := r.cfg
+	if c.NumPrompts > MaxStepRequests { // a search's longer rerun
+		return 0, false, fmt.Errorf("step %s would send more than %d requests", st.Label, MaxStepRequests)
+	}
 	if c.NumPrompts > 0 {
 		return c.NumPrompts, false, nil
 	}
@@ -188,8 +200,8 @@ func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, er
 		return -1, true, nil
 	}
 	x := math.Round(st.Level * c.Duration.Seconds())
-	if x > maxStepRequests {
-		return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, maxStepRequests)
+	if x > MaxStepRequests || c.MinPrompts > MaxStepRequests {
+		return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, MaxStepRequests)
 	}
 	return max(int(x), c.MinPrompts, 1), false, nil
 }

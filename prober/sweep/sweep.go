@@ -44,6 +44,15 @@ type Options struct {
 // reached.
 var ErrUnreachable = errors.New("target unreachable")
 
+// ErrStepCapReached is wrapped by a RecordSink's Record error when the
+// records of the step in flight reached the cap on its bytes
+// (Config.StepByteCap). The record was kept; the engine then stops the
+// step's sending (its context canceled with that error as the cause), flags
+// it FlagByteCap and ends the sweep cleanly after it. It is not a failure:
+// Run returns the Result with InterruptedReason "byte cap: ..." and a nil
+// error.
+var ErrStepCapReached = errors.New("step byte cap reached")
+
 // Snapshot phases (Snapshot.Phase), in the order a step takes them.
 const (
 	PhaseBeforeWarmup = "before-warmup"
@@ -97,7 +106,9 @@ type Snapshot struct {
 // snapshots. Record calls never overlap (the sweep serializes them, in
 // Completed order); Snapshot and Scrape may come concurrently with them.
 // An error from Record is sticky for the sweep: the step in flight ends
-// normally, then the sweep stops with it (an artifact write failure).
+// normally, then the sweep stops with it (an artifact write failure);
+// except an error wrapping ErrStepCapReached, which stops the step at once
+// and the sweep cleanly.
 // Errors from Snapshot and Scrape are ignored and a failing Scrape stops the
 // step's during-step recording (the snapshot files are evidence, not
 // results).
@@ -202,6 +213,10 @@ type runner struct {
 	// first error one returned.
 	sinkMu  sync.Mutex
 	sinkErr error
+	// stopStep cancels the sending of the step in flight; capErr is the
+	// first ErrStepCapReached of that step (both under sinkMu).
+	stopStep context.CancelCauseFunc
+	capErr   error
 
 	fp      fingerprint.Fingerprint
 	steps   []*Step
@@ -331,6 +346,9 @@ func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Res
 	reason := ""
 	switch {
 	case complete:
+	case errors.Is(runErr, ErrStepCapReached) && ctx.Err() == nil:
+		reason = "byte cap: " + r.redact(runErr.Error())
+		runErr = nil
 	case runErr != nil && ctx.Err() == nil:
 		reason = "failed: " + r.redact(runErr.Error())
 	case r.current != "":
@@ -395,11 +413,38 @@ func (r *runner) deliver(st *Step, acc *StatsAccumulator, i int64, rec *prober.R
 	}
 	r.sinkMu.Lock()
 	sr.Completed = time.Now()
-	if err := r.sink.Record(sr); err != nil && r.sinkErr == nil {
+	switch err := r.sink.Record(sr); {
+	case err == nil:
+	case errors.Is(err, ErrStepCapReached):
+		if r.capErr == nil {
+			r.capErr = err
+			if r.stopStep != nil {
+				r.stopStep(err)
+			}
+		}
+	case r.sinkErr == nil:
 		r.sinkErr = err
 	}
 	r.sinkMu.Unlock()
 	r.obs.RequestDone(st, rec)
+}
+
+// beginStep makes stop the step's cancel for a cap the sink reports and
+// clears the last step's cap error.
+func (r *runner) beginStep(stop context.CancelCauseFunc) {
+	r.sinkMu.Lock()
+	defer r.sinkMu.Unlock()
+	r.stopStep, r.capErr = stop, nil
+}
+
+// endStep returns the step's ErrStepCapReached (nil when its records
+// stayed under the cap) and forgets its cancel.
+func (r *runner) endStep() error {
+	r.sinkMu.Lock()
+	defer r.sinkMu.Unlock()
+	err := r.capErr
+	r.stopStep, r.capErr = nil, nil
+	return err
 }
 
 // sinkError returns the first error the sink's Record returned.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -338,4 +340,51 @@ func maxU(a, b uint64) uint64 {
 		return a
 	}
 	return b
+}
+
+// capSink is a memSink whose Record reports ErrStepCapReached from the
+// after-th record of a step on.
+type capSink struct {
+	memSink
+	after int
+	n     map[int]int
+}
+
+func (s *capSink) Record(r StepRecord) error {
+	_ = s.memSink.Record(r)
+	if s.n == nil {
+		s.n = map[int]int{}
+	}
+	if s.n[r.Step]++; s.n[r.Step] >= s.after {
+		return fmt.Errorf("%w: test cap after %d records", ErrStepCapReached, s.after)
+	}
+	return nil
+}
+
+// TestRunStopsAtStepCap: a sink reporting ErrStepCapReached stops the
+// step's sending at once, the step is flagged FlagByteCap, and the sweep
+// ends cleanly after it (nil error, incomplete, reason "byte cap: ...").
+func TestRunStopsAtStepCap(t *testing.T) {
+	url, _ := simtest.Start(t, simtest.Fast())
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{40, 80}, "40,80", 400 // 10 s, then 5 s
+	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &capSink{after: 5}
+	res, err := p.Run(context.Background(), sink, nil)
+	if err != nil {
+		t.Fatalf("Run: %v, want a clean stop", err)
+	}
+	if res.Complete || len(res.Steps) != 1 || !strings.HasPrefix(res.InterruptedReason, "byte cap: step rate=40: ") {
+		t.Fatalf("complete %v, %d steps, reason %q", res.Complete, len(res.Steps), res.InterruptedReason)
+	}
+	st := res.Steps[0]
+	if !slices.Contains(st.Validity.Flags, FlagByteCap) || st.Validity.Valid || st.Interrupted {
+		t.Errorf("flags %v valid %v interrupted %v", st.Validity.Flags, st.Validity.Valid, st.Interrupted)
+	}
+	if n := len(sink.recs); n < 5 || n >= 200 || n != st.Stats.Requests {
+		t.Errorf("sink got %d records, the step counts %d: want the step stopped soon after 5", n, st.Stats.Requests)
+	}
 }

@@ -20,6 +20,9 @@ const (
 	// FlagInterrupted: the step was cut short (SIGINT or a canceled
 	// context); its figures cover only part of the step.
 	FlagInterrupted = "interrupted"
+	// FlagByteCap: the step's records reached Config.MaxStepBytes and the
+	// step stopped sending (ErrStepCapReached).
+	FlagByteCap = "byte-cap"
 	// FlagUnintendedPrefixCache: the server's own prefix-cache hit
 	// counters show more reuse than the configured shared prefix explains
 	// (CheckPrefixReuse): prompts met a cache they were not meant to, so
