@@ -16,7 +16,9 @@
 package probemetrics
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -50,6 +52,7 @@ const (
 	NameInFlight       = "llmprobe_requests_in_flight"
 	NameSLOThreshold   = "llmprobe_slo_threshold_seconds"
 	NameTargetInfo     = "llmprobe_target_info"
+	NameTargetLabels   = "llmprobe_target_labels"
 	NameArrivalRate    = "llmprobe_probe_arrival_rate"
 	NameLastArrival    = "llmprobe_probe_last_arrival_timestamp_seconds"
 	NameObjective      = "llmprobe_goodput_objective_ratio"
@@ -84,7 +87,7 @@ func Names() []string {
 		NameTTFT, NameTTFC, NameITL, NameTPOT, NameE2E, NameSendLag,
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
-		NameInFlight, NameSLOThreshold, NameTargetInfo,
+		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
 		NameArrivalRate, NameLastArrival, NameObjective,
 	}
 }
@@ -131,6 +134,9 @@ type Metrics struct {
 	mu     sync.RWMutex
 	probes map[probeKey]*probeMetrics
 	info   map[string]prometheus.Labels // target -> labels of its info series
+	// labels holds the static labels of each target that has some; the
+	// targetLabels collector exports them.
+	labels map[string]map[string]string
 }
 
 type probeKey struct{ target, probe string }
@@ -215,9 +221,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			"target", "probe"),
 		probes: map[probeKey]*probeMetrics{},
 		info:   map[string]prometheus.Labels{},
+		labels: map[string]map[string]string{},
 	}
 	if reg != nil {
-		reg.MustRegister(m)
+		reg.MustRegister(m, targetLabels{m})
 	}
 	return m
 }
@@ -485,6 +492,43 @@ func (m *Metrics) SetTargetInfo(target string, info manager.TargetInfo) {
 	m.info[target] = l
 }
 
+// SetTargetLabels sets llmprobe_target_labels for target: one series, value
+// 1, with the target label and the target's static labels from the
+// configuration (config.TargetConfig.Labels), replacing its previous series;
+// no labels remove it. The histograms never carry these labels: rules join
+// them on target. m keeps its own copy of labels.
+func (m *Metrics) SetTargetLabels(target string, labels map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(labels) == 0 {
+		delete(m.labels, target)
+		return
+	}
+	m.labels[target] = maps.Clone(labels)
+}
+
+// targetLabels exports llmprobe_target_labels. Its label names differ from
+// target to target, so it is an unchecked collector (Describe sends
+// nothing), registered beside Metrics by New.
+type targetLabels struct{ m *Metrics }
+
+// Describe implements prometheus.Collector: nothing (unchecked).
+func (targetLabels) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector: one series per target with
+// static labels, in target order.
+func (c targetLabels) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.RLock()
+	defer c.m.mu.RUnlock()
+	for _, target := range slices.Sorted(maps.Keys(c.m.labels)) {
+		l := prometheus.Labels{"target": target}
+		maps.Copy(l, c.m.labels[target])
+		d := prometheus.NewDesc(NameTargetLabels, "Static labels of the target from the configuration "+
+			"(targets[].labels, e.g. canary and role), for rules to join on target; value 1.", nil, l)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 1)
+	}
+}
+
 // DeleteProbe removes every series of (target, probe), for a probe removed
 // by a config reload. Call it after the probe's in-flight requests have
 // been observed: a later Observe re-creates the series.
@@ -509,6 +553,7 @@ func (m *Metrics) DeleteTarget(target string) {
 		}
 	}
 	delete(m.info, target)
+	delete(m.labels, target)
 	match := prometheus.Labels{"target": target}
 	for _, v := range m.probeVecs() {
 		v.DeletePartialMatch(match)

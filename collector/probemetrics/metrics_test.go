@@ -112,6 +112,7 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	m.SetSLO("sim", "large", 0, 50*ms, 5*time.Second)
 	m.SetTargetInfo("sim", manager.TargetInfo{ServerVersion: "0.11.0", Model: "meta-llama/Llama-3.1-8B-Instruct",
 		MaxModelLen: "131072", Engine: "vllm", ServerInstance: "vllm:8000"})
+	m.SetTargetLabels("sim", map[string]string{"canary": "chat-v2", "role": "baseline"})
 	m.SetProbeRate("sim", "small", 4)
 	m.SetProbeRate("sim", "large", 0.05)
 	m.SetLastArrival("sim", "small", time.Unix(1700000000, 250_000_000))
@@ -630,8 +631,8 @@ func TestDelete(t *testing.T) {
 		if got["sim/large"] == 0 {
 			t.Error("sim/large was deleted too")
 		}
-		if got["sim/"] != 1 {
-			t.Errorf("target info series: %d, want 1", got["sim/"])
+		if got["sim/"] != 2 {
+			t.Errorf("target-level series (info and labels): %d, want 2", got["sim/"])
 		}
 		// Observing again re-creates the full set of series.
 		m.Observe(&prober.Record{Target: "sim", Probe: "small", TTFT: ms, E2E: ms}, slo.Verdict{Good: true})
@@ -789,5 +790,38 @@ func TestObserverEventsAreTheSetters(t *testing.T) {
 	}
 	if g, w := text(got), text(want); g != w || !strings.Contains(g, `slo="tpot"`) {
 		t.Errorf("events exported\n%s\nsetters\n%s", g, w)
+	}
+}
+
+// TestTargetLabels checks llmprobe_target_labels: one series per target with
+// its own label names, replaced by a later call, removed by no labels and by
+// DeleteTarget, and nothing for a target without labels.
+func TestTargetLabels(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	in := map[string]string{"canary": "chat-v2", "role": "baseline"}
+	m.SetTargetLabels("a", in)
+	in["role"] = "mutated" // m keeps its own copy
+	m.SetTargetLabels("b", map[string]string{"canary": "chat-v2", "role": "candidate", "zone": "eu"})
+	m.SetTargetLabels("c", map[string]string{"team": "x"})
+	m.SetTargetLabels("d", nil)
+	want := `# HELP llmprobe_target_labels Static labels of the target from the configuration (targets[].labels, e.g. canary and role), for rules to join on target; value 1.
+# TYPE llmprobe_target_labels gauge
+llmprobe_target_labels{canary="chat-v2",role="baseline",target="a"} 1
+llmprobe_target_labels{canary="chat-v2",role="candidate",target="b",zone="eu"} 1
+llmprobe_target_labels{target="c",team="x"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameTargetLabels); err != nil {
+		t.Fatal(err)
+	}
+	m.SetTargetLabels("c", nil)
+	m.DeleteTarget("b")
+	m.SetTargetLabels("a", map[string]string{"canary": "chat-v3", "role": "baseline"})
+	want = `# HELP llmprobe_target_labels Static labels of the target from the configuration (targets[].labels, e.g. canary and role), for rules to join on target; value 1.
+# TYPE llmprobe_target_labels gauge
+llmprobe_target_labels{canary="chat-v3",role="baseline",target="a"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameTargetLabels); err != nil {
+		t.Fatal(err)
 	}
 }

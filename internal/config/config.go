@@ -204,6 +204,16 @@ type TargetConfig struct {
 	MaxSweepRate float64 `yaml:"max_sweep_rate,omitempty"`
 	// Sweeps are the capacity sweeps the daemon runs on a schedule.
 	Sweeps []ScheduledSweep `yaml:"sweeps,omitempty"`
+	// Labels are static labels of the target, e.g. {canary: chat-v2, role:
+	// baseline}, exported once per target on llmprobe_target_labels (never
+	// on the histograms) so that rules join them on target: at most
+	// MaxTargetLabels, names valid Prometheus label names outside
+	// ReservedTargetLabels, values of 1 to MaxTargetLabelValueLen bytes.
+	Labels map[string]string `yaml:"labels,omitempty"`
+	// CostPerHour is the price of the target's serving in USD per hour;
+	// sweeps against the target report the cost per million good output
+	// tokens with it. 0 (left out): no price.
+	CostPerHour float64 `yaml:"cost_per_hour,omitempty"`
 
 	set keySet
 	// key is a pointer so that fmt's %v of a TargetConfig prints an address,
@@ -820,6 +830,8 @@ func (t TargetConfig) Validate() error {
 		l.add("probes", errors.New("at least one probe is required (leave probes out for the default probe)"))
 	}
 	l.add("", t.validateSweeps())
+	validateLabels(&l, t.Labels)
+	l.add("cost_per_hour", validateCostPerHour(t.CostPerHour))
 	seen := make(map[string]int, len(t.Probes))
 	for i, p := range t.Probes {
 		path := fmt.Sprintf("probes[%d]", i)

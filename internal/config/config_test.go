@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -138,6 +139,10 @@ func TestInvalid(t *testing.T) {
 		{"bad-size", `:4: targets[0].max_body_bytes: invalid size "64 megs": want an integer number of bytes or an integer with a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 64MiB`},
 		{"bad-slo", `:4: targets[0].slo.tpot: invalid duration "fast" (want e.g. 800ms or 1.5s)`},
 		{"bad-target-name", `:2: targets[0].name: must match [a-zA-Z0-9_.:-]+, got "my target"`},
+		{"label-reserved", `:5: targets[0].labels.target: label name "target" is reserved (one of target, probe, job, instance, le, quantile, outcome, reason, slo, sweep, run, step, model, engine, server_version, server_instance, max_model_len)`},
+		{"label-name", `:5: targets[0].labels.canary-group: label name must match [a-zA-Z_][a-zA-Z0-9_]*, got "canary-group"`},
+		{"label-empty", `:5: targets[0].labels.canary: must not be empty`},
+		{"cost-per-hour", `:4: targets[0].cost_per_hour: must be >= 0 and finite (0: no price), got -1`},
 		{"bad-url", `:3: targets[0].base_url: scheme must be http or https, got "ftp"`},
 		{"both-keys", `:4: targets[0].api_key_file: set either api_key_file or api_key_env, not both`},
 		{"burstiness-without-gamma", `:7: targets[0].probes[0].burstiness: 2 needs arrival: gamma (arrival is poisson)`},
@@ -566,6 +571,13 @@ func setNonZero(v reflect.Value) bool {
 		v.SetFloat(v.Float() + 0.125)
 	case reflect.Slice:
 		v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		for _, e := range v.MapKeys() {
+			m.SetMapIndex(e, v.MapIndex(e))
+		}
+		m.SetMapIndex(reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem())
+		v.Set(m)
 	case reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
@@ -875,6 +887,43 @@ func TestEngineKey(t *testing.T) {
 		}
 		if got := c.Targets[0].Engine; got != want {
 			t.Errorf("%q: engine %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTargetLabels checks that static labels and cost_per_hour load as
+// written, and that too many labels, a reserved __ name and an overlong value
+// are refused.
+func TestTargetLabels(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "c.yml")
+		if err := os.WriteFile(p, []byte("targets:\n  - name: t\n    base_url: http://127.0.0.1:8000\n"+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	c, err := Load(write("    cost_per_hour: 2.5\n    labels: {canary: chat-v2, role: baseline}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := c.Targets[0]
+	if want := map[string]string{"canary": "chat-v2", "role": "baseline"}; !maps.Equal(tc.Labels, want) || tc.CostPerHour != 2.5 {
+		t.Fatalf("labels %v cost %v, want %v and 2.5", tc.Labels, tc.CostPerHour, want)
+	}
+	var many strings.Builder
+	many.WriteString("    labels:\n")
+	for i := range MaxTargetLabels + 1 {
+		fmt.Fprintf(&many, "      l%d: x\n", i)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{many.String(), fmt.Sprintf("targets[0].labels: at most %d labels, got %d", MaxTargetLabels, MaxTargetLabels+1)},
+		{"    labels: {__x: y}\n", `targets[0].labels.__x: label name "__x" is reserved (names starting with __)`},
+		{"    labels: {a: " + strings.Repeat("v", MaxTargetLabelValueLen+1) + "}\n", fmt.Sprintf("targets[0].labels.a: at most %d bytes, got %d", MaxTargetLabelValueLen, MaxTargetLabelValueLen+1)},
+	} {
+		_, err := Load(write(tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one containing %q", err, tc.want)
 		}
 	}
 }

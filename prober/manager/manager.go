@@ -175,6 +175,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 			tr = p.create
 			tr.note = m.notes[p.cfg.Name]
 			m.targets[p.cfg.Name] = tr
+			m.obs.SetTargetLabels(p.cfg.Name, p.cfg.Labels)
 			tr.start(ctx)
 			level.Info(m.logger).Log("msg", "target started", "target", tr.cfg.Name, "base_url", tr.cfg.BaseURL, "api", tr.cfg.API, "probes", len(tr.cfg.Probes))
 		}

@@ -33,6 +33,10 @@ type Observer interface {
 	// SetTargetInfo is called when discovery learns (or relearns) what a
 	// target serves; empty strings are unknown values.
 	SetTargetInfo(target string, info TargetInfo)
+	// SetTargetLabels is called when a target starts (anew after a reload
+	// changed it) with its static labels from the configuration (none:
+	// nil). It must not retain or mutate labels.
+	SetTargetLabels(target string, labels map[string]string)
 	// DeleteProbe is called when a reload removes a probe, after its
 	// in-flight requests were observed.
 	DeleteProbe(target, probe string)
@@ -98,5 +102,6 @@ func (nopObserver) InFlight(string, string, int)                {}
 func (nopObserver) Observe(*prober.Record, slo.Verdict)         {}
 func (nopObserver) Skipped(string, string, SkipReason)          {}
 func (nopObserver) SetTargetInfo(string, TargetInfo)            {}
+func (nopObserver) SetTargetLabels(string, map[string]string)   {}
 func (nopObserver) DeleteProbe(string, string)                  {}
 func (nopObserver) DeleteTarget(string)                         {}
