@@ -14,7 +14,7 @@ const Tag = "llmprobe"
 // probes. Server (engine) series are selected through serverExpr
 // (server.go).
 const (
-	sel = `target=~"$target", probe=~"$probe"`
+	sel = `cluster=~"$cluster", target=~"$target", probe=~"$probe"`
 	tp  = `{{target}} / {{probe}}`
 )
 
@@ -92,8 +92,8 @@ func newDashboard(file, uid, title, description string, annotations []Annotation
 	return d
 }
 
-// variables are the datasource picker and the model, target and probe
-// filters. Targets are listed from llmprobe_target_info, so choosing a model
+// variables are the datasource picker and the cluster, model, target and
+// probe filters. Targets are listed from llmprobe_target_info, so choosing a model
 // narrows them; "All" matches every value (also targets whose info is not
 // known yet).
 func variables() []Variable {
@@ -131,11 +131,14 @@ func variables() []Variable {
 			Refresh:     1,
 			Type:        "datasource",
 		},
-		q("model", "Model", `label_values(llmprobe_target_info, model)`,
+		q("cluster", "Cluster", `label_values(llmprobe_build_info, cluster)`,
+			"Cluster (the external or target label cluster, when several Prometheus servers feed one Thanos, Mimir or "+
+				"VictoriaMetrics; All also matches series without it). docs/scaling.md."),
+		q("model", "Model", `label_values(llmprobe_target_info{cluster=~"$cluster"}, model)`,
 			"Served model name (llmprobe_target_info's model)."),
-		q("target", "Target", `label_values(llmprobe_target_info{model=~"$model"}, target)`,
+		q("target", "Target", `label_values(llmprobe_target_info{cluster=~"$cluster", model=~"$model"}, target)`,
 			"llmprobe target (the name in its configuration)."),
-		q("probe", "Probe", `label_values(llmprobe_requests_in_flight{target=~"$target"}, probe)`,
+		q("probe", "Probe", `label_values(llmprobe_requests_in_flight{cluster=~"$cluster", target=~"$target"}, probe)`,
 			"llmprobe probe of the chosen targets."),
 	}
 }

@@ -4,7 +4,7 @@ import "fmt"
 
 // ssel selects the sweep series of the chosen targets.
 const (
-	ssel = `target=~"$target"`
+	ssel = `cluster=~"$cluster", target=~"$target"`
 	ts   = `{{target}} / {{sweep}}`
 )
 
@@ -91,7 +91,7 @@ func capacity() *Dashboard {
 				q(fmt.Sprintf(`target:llmprobe_sweep_knee_requests_per_second:last{%s}`, ssel), "knee {{target}}"),
 			).minZero().dashed("B", "red"),
 			timeseries("Sweeps by result", "Sweeps that ended per hour, by result (success, failed, canceled).", "short", 12,
-				q(fmt.Sprintf(`sum by (target, sweep, result) (increase(llmprobe_sweep_runs_total{%s}[1h]))`, ssel),
+				q(fmt.Sprintf(`sum by (cluster, target, sweep, result) (increase(llmprobe_sweep_runs_total{%s}[1h]))`, ssel),
 					"{{result}} "+ts),
 			).bars(),
 			timeseries("Sweep duration", "How long the last successful sweep ran.", "s", 12,

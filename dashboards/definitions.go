@@ -26,7 +26,7 @@ func sloOverview() *Dashboard {
 			fmt.Sprintf("%s p99 over 5 minutes (recording rule) and the configured %s SLO threshold "+
 				"(llmprobe_slo_threshold_seconds, dashed). Successful requests only.", h.name, slo), "s", 8,
 			q(fmt.Sprintf(`target_probe:%s:p99_5m{%s}`, h.family, sel), "p99 "+tp),
-			q(fmt.Sprintf(`max by (target, probe) (llmprobe_slo_threshold_seconds{slo="%s", %s})`, slo, sel), "SLO "+tp),
+			q(fmt.Sprintf(`max by (cluster, target, probe) (llmprobe_slo_threshold_seconds{slo="%s", %s})`, slo, sel), "SLO "+tp),
 		).minZero().dashed("B", "red")
 	}
 	return newDashboard("llmprobe-slo-overview.json", "llmprobe-slo-overview", "llmprobe / SLO overview",
@@ -50,9 +50,9 @@ func sloOverview() *Dashboard {
 				"percentunit", 6,
 				steps("red", 0.0, "orange", 0.25, "green"),
 				instant(fmt.Sprintf(`1 - (
-  1 - sum by (target, probe) (increase(llmprobe_good_requests_total{%[1]s}[$__range]))
-  / (sum by (target, probe) (increase({__name__=~"llmprobe_requests_total|llmprobe_requests_skipped_total", outcome!="canceled", reason=~"|max_concurrency", %[1]s}[$__range])) > 0)
-) / on (target, probe) (1 - target_probe:llmprobe_goodput_objective:ratio{%[1]s})`, sel), tp)),
+  1 - sum by (cluster, target, probe) (increase(llmprobe_good_requests_total{%[1]s}[$__range]))
+  / (sum by (cluster, target, probe) (increase({__name__=~"llmprobe_requests_total|llmprobe_requests_skipped_total", outcome!="canceled", reason=~"|max_concurrency", %[1]s}[$__range])) > 0)
+) / on (cluster, target, probe) (1 - target_probe:llmprobe_goodput_objective:ratio{%[1]s})`, sel), tp)),
 			stat("Burn rate (1h)", "How fast the error budget is spent over the last hour (1 = exactly over the SLO "+
 				"period). The fast burn-rate alert needs 14.4 over 1h and 5m, the slow one 6 over 6h and 30m.", "x", 6,
 				steps("green", 6.0, "orange", 14.4, "red"),
@@ -64,11 +64,11 @@ func sloOverview() *Dashboard {
 				"also stays quiet while the target fails or fills the max_concurrency cap (then the target is the cause).", "", 6,
 				steps("green", 1.0, "red", 2.0, "blue"),
 				instant(fmt.Sprintf(`(
-  max by (target, probe) (target_probe:llmprobe_requests_sent_late:ratio_rate10m{%[1]s}) > bool 0.05
-  and on (target, probe) max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) >= 100
+  max by (cluster, target, probe) (target_probe:llmprobe_requests_sent_late:ratio_rate10m{%[1]s}) > bool 0.05
+  and on (cluster, target, probe) max by (cluster, target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) >= 100
 )
-or on (target, probe)
-max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) * 0 + 2`, sel), tp),
+or on (cluster, target, probe)
+max by (cluster, target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) * 0 + 2`, sel), tp),
 			).valueMap(map[string][2]string{
 				"0": {"valid", "green"}, "1": {"INVALID: prober saturated", "red"}, "2": {"not judged: < 100 sends in 10m", "blue"},
 			}),
@@ -97,13 +97,13 @@ max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) 
 				q(fmt.Sprintf(`target_probe_slo:llmprobe_slo_attainment:ratio_rate5m{%s}`, sel), "{{slo}} "+tp),
 			).ratio(),
 			timeseries("Request rate by outcome", "Finished requests per second by outcome.", "reqps", 12,
-				q(fmt.Sprintf(`sum by (target, probe, outcome) (rate(llmprobe_requests_total{%s}[$__rate_interval]))`, sel), "{{outcome}} "+tp),
+				q(fmt.Sprintf(`sum by (cluster, target, probe, outcome) (rate(llmprobe_requests_total{%s}[$__rate_interval]))`, sel), "{{outcome}} "+tp),
 			).minZero(),
 		}},
 		section{title: "Errors", panels: []*Panel{
 			timeseries("Errors by class", "Failed requests per second by error class (outcome). canceled: stopped "+
 				"by llmprobe itself (config reload, shutdown), not counted against the target.", "reqps", 12,
-				q(fmt.Sprintf(`sum by (target, probe, outcome) (rate(llmprobe_requests_total{outcome!="success", %s}[$__rate_interval]))`, sel), "{{outcome}} "+tp),
+				q(fmt.Sprintf(`sum by (cluster, target, probe, outcome) (rate(llmprobe_requests_total{outcome!="success", %s}[$__rate_interval]))`, sel), "{{outcome}} "+tp),
 			).bars(),
 			timeseries("Error ratio by class (5m)", "Share of finished requests that failed, per error class "+
 				"(requests canceled by llmprobe itself left out).", "percentunit", 12,
@@ -112,12 +112,12 @@ max by (target, probe) (target_probe:llmprobe_requests_sent:increase10m{%[1]s}) 
 		}},
 		section{title: "Prober", panels: []*Panel{
 			timeseries("Requests in flight", "Requests sent and not finished yet.", "short", 8,
-				q(fmt.Sprintf(`sum by (target, probe) (llmprobe_requests_in_flight{%s})`, sel), tp),
+				q(fmt.Sprintf(`sum by (cluster, target, probe) (llmprobe_requests_in_flight{%s})`, sel), tp),
 			).minZero(),
 			timeseries("Sent and skipped", "Finished requests per second and arrivals skipped because the probe's "+
 				"max_concurrency cap was full (the target is too slow for the offered load).", "reqps", 8,
-				q(fmt.Sprintf(`sum by (target, probe) (rate(llmprobe_requests_total{%s}[$__rate_interval]))`, sel), "finished "+tp),
-				q(fmt.Sprintf(`sum by (target, probe, reason) (rate(llmprobe_requests_skipped_total{%s}[$__rate_interval]))`, sel), "skipped ({{reason}}) "+tp),
+				q(fmt.Sprintf(`sum by (cluster, target, probe) (rate(llmprobe_requests_total{%s}[$__rate_interval]))`, sel), "finished "+tp),
+				q(fmt.Sprintf(`sum by (cluster, target, probe, reason) (rate(llmprobe_requests_skipped_total{%s}[$__rate_interval]))`, sel), "skipped ({{reason}}) "+tp),
 			).minZero(),
 			timeseries("Late sends (results invalid above 5 %)", "Share of the sends of the last 10 minutes that "+
 				"left more than 10 ms after their scheduled arrival (target_probe:llmprobe_requests_sent_late:ratio_rate10m, "+
@@ -170,9 +170,9 @@ func latencyDetail() *Dashboard {
 				"that streamed text only.", "s", 24,
 				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p50_5m{%s}`, sel), "TTFT p50 "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p99_5m{%s}`, sel), "TTFT p99 "+tp),
-				q(fmt.Sprintf(`histogram_quantile(0.5, sum by (target, probe, le) `+
+				q(fmt.Sprintf(`histogram_quantile(0.5, sum by (cluster, target, probe, le) `+
 					`(rate(llmprobe_time_to_first_content_seconds_bucket{%s}[5m])))`, sel), "content p50 "+tp),
-				q(fmt.Sprintf(`histogram_quantile(0.99, sum by (target, probe, le) `+
+				q(fmt.Sprintf(`histogram_quantile(0.99, sum by (cluster, target, probe, le) `+
 					`(rate(llmprobe_time_to_first_content_seconds_bucket{%s}[5m])))`, sel), "content p99 "+tp),
 			).minZero(),
 		}},
@@ -182,10 +182,10 @@ func latencyDetail() *Dashboard {
 				"p50 and p99 over 5 minutes (recording rules)."+join, "s", 12,
 				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p50_5m{%s}`, sel), "client p50 "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_time_to_first_token_seconds:p99_5m{%s}`, sel), "client p99 "+tp),
-				q(`target:vllm_time_to_first_token_seconds:p50_5m{target=~"$target"}`, "server p50 vLLM {{target}}"),
-				q(`target:vllm_time_to_first_token_seconds:p99_5m{target=~"$target"}`, "server p99 vLLM {{target}}"),
-				q(`target:sglang_time_to_first_token_seconds:p50_5m{target=~"$target"}`, "server p50 SGLang {{target}}"),
-				q(`target:sglang_time_to_first_token_seconds:p99_5m{target=~"$target"}`, "server p99 SGLang {{target}}"),
+				q(`target:vllm_time_to_first_token_seconds:p50_5m{cluster=~"$cluster", target=~"$target"}`, "server p50 vLLM {{target}}"),
+				q(`target:vllm_time_to_first_token_seconds:p99_5m{cluster=~"$cluster", target=~"$target"}`, "server p99 vLLM {{target}}"),
+				q(`target:sglang_time_to_first_token_seconds:p50_5m{cluster=~"$cluster", target=~"$target"}`, "server p50 SGLang {{target}}"),
+				q(`target:sglang_time_to_first_token_seconds:p99_5m{cluster=~"$cluster", target=~"$target"}`, "server p99 SGLang {{target}}"),
 			).minZero(),
 			timeseries("Client - server TTFT gap", "Client minus server TTFT (p50, p99, mean over 5 minutes): "+
 				"network, HTTP and what the server does before its clock starts, plus the difference between the "+
@@ -283,8 +283,8 @@ func serverCorrelation() *Dashboard {
 				"target:sglang_time_to_first_token_seconds:p99_5m). TGI and llama.cpp have no TTFT histogram."+attribution,
 				"s", 12,
 				client("llmprobe_time_to_first_token_seconds:p99_5m", "TTFT p99"),
-				q(`target:vllm_time_to_first_token_seconds:p99_5m{target=~"$target"} `+byModel, "TTFT p99 vLLM {{target}}"),
-				q(`target:sglang_time_to_first_token_seconds:p99_5m{target=~"$target"} `+byModel, "TTFT p99 SGLang {{target}}"),
+				q(`target:vllm_time_to_first_token_seconds:p99_5m{cluster=~"$cluster", target=~"$target"} `+byModel, "TTFT p99 vLLM {{target}}"),
+				q(`target:sglang_time_to_first_token_seconds:p99_5m{cluster=~"$cluster", target=~"$target"} `+byModel, "TTFT p99 SGLang {{target}}"),
 			).minZero()),
 			half(timeseries("ITL p99: client and server", "Inter-token latency p99: the probes' (one gap per SSE "+
 				"event) and the server's (one per engine step and request): vLLM vllm:inter_token_latency_seconds, "+

@@ -11,7 +11,7 @@ const serverMap = "target_instance:llmprobe_target_info:max"
 
 // byModel keeps the series of targets of the chosen models (the engines'
 // own model labels differ, and TGI and llama.cpp have none).
-const byModel = `and on (target) llmprobe_target_info{model=~"$model"}`
+const byModel = `and on (cluster, target) llmprobe_target_info{model=~"$model"}`
 
 // serverExpr builds, from f, a query with one series per chosen llmprobe
 // target of a server-side figure. f(by, sel) must return an expression with
@@ -24,10 +24,10 @@ const byModel = `and on (target) llmprobe_target_info{model=~"$model"}`
 func serverExpr(outer string, f func(by, sel string) string) string {
 	return fmt.Sprintf(`(
   %s
-  or on (target)
-  %s by (target) (%s * on (instance) group_right () %s{target=~"$target"})
+  or on (cluster, target)
+  %s by (cluster, target) (%s * on (cluster, instance) group_right () %s{cluster=~"$cluster", target=~"$target"})
 )
-%s`, f("target", `{target!="", target=~"$target"}`), outer, f("instance", ""), serverMap, byModel)
+%s`, f("cluster, target", `{target!="", cluster=~"$cluster", target=~"$target"}`), outer, f("cluster, instance", ""), serverMap, byModel)
 }
 
 // serverExprBy is serverExpr for a figure split by one more label of the
@@ -37,10 +37,10 @@ func serverExpr(outer string, f func(by, sel string) string) string {
 func serverExprBy(label string, f func(by, sel string) string) string {
 	return fmt.Sprintf(`(
   %[1]s
-  or on (target, %[2]s)
-  sum by (target, %[2]s) (%[3]s * on (instance) group_left (target) %[4]s{target=~"$target"})
+  or on (cluster, target, %[2]s)
+  sum by (cluster, target, %[2]s) (%[3]s * on (cluster, instance) group_left (target) %[4]s{cluster=~"$cluster", target=~"$target"})
 )
-%[5]s`, f("target, "+label, `{target!="", target=~"$target"}`), label, f("instance, "+label, ""), serverMap, byModel)
+%[5]s`, f("cluster, target, "+label, `{target!="", cluster=~"$cluster", target=~"$target"}`), label, f("cluster, instance, "+label, ""), serverMap, byModel)
 }
 
 // gauge sums (or takes the max of) an engine's gauge per target.

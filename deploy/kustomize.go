@@ -11,6 +11,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -38,6 +39,8 @@ type Object struct {
 // one. The map is shared: do not modify it.
 var Kinds = map[string]reflect.Type{
 	"v1/ConfigMap":                            reflect.TypeFor[corev1.ConfigMap](),
+	"v1/PersistentVolumeClaim":                reflect.TypeFor[corev1.PersistentVolumeClaim](),
+	"batch/v1/Job":                            reflect.TypeFor[batchv1.Job](),
 	"v1/Namespace":                            reflect.TypeFor[corev1.Namespace](),
 	"v1/Secret":                               reflect.TypeFor[corev1.Secret](),
 	"v1/Service":                              reflect.TypeFor[corev1.Service](),

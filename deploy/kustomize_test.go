@@ -279,6 +279,13 @@ func containerPorts(objs []Object, workload string) []corev1.ContainerPort {
 			}
 		}
 	}
+	for _, s := range Of[appsv1.StatefulSet](objs) {
+		if s.Name == workload {
+			for _, c := range s.Spec.Template.Spec.Containers {
+				out = append(out, c.Ports...)
+			}
+		}
+	}
 	return out
 }
 

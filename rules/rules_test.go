@@ -394,8 +394,8 @@ func TestLatencyQuantileRules(t *testing.T) {
 					if !ok {
 						t.Fatal("missing")
 					}
-					want := fmt.Sprintf(`histogram_quantile(0.%s, sum by (target, probe, le) (rate(%s_bucket[%s])) `+
-						`or on (target, probe) sum by (target, probe) (rate(%s[%s])))`, q, h.family, w, h.family, w)
+					want := fmt.Sprintf(`histogram_quantile(0.%s, sum by (cluster, target, probe, le) (rate(%s_bucket[%s])) `+
+						`or on (cluster, target, probe) sum by (cluster, target, probe) (rate(%s[%s])))`, q, h.family, w, h.family, w)
 					ge, err := p.ParseExpr(got)
 					if err != nil {
 						t.Fatal(err)

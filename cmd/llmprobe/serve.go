@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,6 +61,7 @@ type serveFlags struct {
 	enablePprof     bool
 	// Sweeps inside the daemon (docs/sweep-api.md).
 	enableSweeps        bool
+	shard               string
 	sweepsDir           string
 	sweepsMaxConcurrent int
 }
@@ -97,6 +99,9 @@ func init() {
 		cmd.Flag("push.interval", "Interval between pushes with --push.url.").Default("15s").DurationVar(&f.pushInterval)
 		cmd.Flag("push.extra-label", "Extra label added to every pushed series, as name=value. Repeatable.").StringsVar(&f.pushExtraLabels)
 		cmd.Flag("push.method", "HTTP method of pushes (PUT replaces a Pushgateway group as a whole).").Default("POST").StringVar(&f.pushMethod)
+		cmd.Flag("shard", "Probe only this replica's share of the config's targets, as INDEX/COUNT (0-based, e.g. 2/5; a StatefulSet pod's "+
+			"ordinal): each target is owned by exactly one of COUNT replicas, by rendezvous hashing of its name (docs/scaling.md).").
+			StringVar(&f.shard)
 		cmd.Flag("shutdown-timeout", "How long to wait for in-flight probes and the web server on shutdown.").Default("10s").DurationVar(&f.shutdownTimeout)
 		f.web = kingpinflag.AddFlags(cmd, ":9741")
 		cmd.Flag("web.enable-lifecycle", "Enable POST /-/reload (as Prometheus' flag); without it only SIGHUP reloads the config.").
@@ -195,9 +200,18 @@ func runServe(e *env, f *serveFlags) int {
 	pm := probemetrics.New(reg)
 	// The landing page's summary of the last 5 minutes per target.
 	window := lweb.NewWindow()
-	mgr := manager.New(manager.Options{Logger: logger, Observer: pm,
+	shard, err := manager.ParseShard(f.shard)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --shard: %v\n", err)
+		return 2
+	}
+	mgr := manager.New(manager.Options{Logger: logger, Observer: pm, Shard: shard,
 		OnRecord: func(ev *manager.RecordEvent) { window.Observe(ev.Record, ev.Verdict) }})
 	defer mgr.Stop()
+	registerShardGauges(reg, mgr)
+	if shard.Count > 0 {
+		level.Info(logger).Log("msg", "sharded: probing the targets this replica owns", "shard", shard)
+	}
 	if f.sweepsMaxConcurrent < 1 {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --sweeps.max-concurrent must be >= 1, got %d\n", f.sweepsMaxConcurrent)
 		return 2
@@ -226,7 +240,10 @@ func runServe(e *env, f *serveFlags) int {
 		if err := mgr.Apply(ctx, c); err != nil {
 			return err
 		}
-		sweeps.Apply(c)
+		// Scheduled and API sweeps run on the replica that owns the target.
+		owned := *c
+		owned.Targets = slices.DeleteFunc(slices.Clone(c.Targets), func(t config.TargetConfig) bool { return !shard.Owns(t.Name) })
+		sweeps.Apply(&owned)
 		objectives := make(map[string]float64, len(c.Targets))
 		for _, t := range c.Targets {
 			objectives[t.Name] = t.GoodputObjective
@@ -357,6 +374,7 @@ func runServe(e *env, f *serveFlags) int {
 		EnableLifecycle: f.enableLifecycle,
 		EnablePprof:     f.enablePprof,
 		EnableSweeps:    f.enableSweeps,
+		Shard:           shardText(mgr),
 		Sweeps:          sweeps,
 		Window:          window,
 	})
@@ -444,4 +462,39 @@ func validateWebConfig(path string) error {
 		return err
 	}
 	return web.Validate(path)
+}
+
+// registerShardGauges registers llmprobe_shard_targets{shard, state}: the
+// targets of the loaded config this replica probes (state="owned") and all
+// of them (state="configured"); shard is --shard ("0/1" without it).
+func registerShardGauges(reg prometheus.Registerer, mgr *manager.Manager) {
+	sh, _, _ := mgr.ShardTargets()
+	name := sh.String()
+	if name == "" {
+		name = "0/1"
+	}
+	for _, state := range []string{"owned", "configured"} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "llmprobe_shard_targets",
+			Help:        "Targets of the loaded config this replica probes (state=owned) and all of them (state=configured); shard is --shard.",
+			ConstLabels: prometheus.Labels{"shard": name, "state": state},
+		}, func() float64 {
+			_, owned, total := mgr.ShardTargets()
+			if state == "owned" {
+				return float64(owned)
+			}
+			return float64(total)
+		}))
+	}
+}
+
+// shardText is the landing page's shard line ("" when not sharded).
+func shardText(mgr *manager.Manager) func() string {
+	return func() string {
+		sh, owned, total := mgr.ShardTargets()
+		if sh.Count == 0 {
+			return ""
+		}
+		return fmt.Sprintf("shard %s: probing %d of the config's %d targets (rendezvous hashing of the target name)", sh, owned, total)
+	}
 }

@@ -207,6 +207,7 @@ func TestCLIErrors(t *testing.T) {
 		{"bad api", []string{"serve", "--api", "grpc"}, 2, "--api"},
 		{"help", []string{"--help"}, 0, ""},
 		{"serve help", []string{"serve", "--help"}, 0, ""},
+		{"bad shard", []string{"serve", "--shard", "5/5"}, 2, "--shard"},
 		{"bad push label", []string{"serve", "--push.url", "http://127.0.0.1:1/x", "--push.extra-label", "9bad=x"}, 2, "push.extra-label"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -51,6 +51,9 @@ type sweepFlags struct {
 	goodput, goodputArgs                                    []string
 	percentiles                                             string
 	seed                                                    int64
+	shardIndex, shardCount                                  int
+	startAt                                                 string
+	stepInterval                                            time.Duration
 	metricsInterval, idleTimeout                            time.Duration
 	timeout, ttftTimeout, stallTimeout                      time.Duration
 	maxSendLag                                              time.Duration
@@ -155,6 +158,15 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		Default(fmt.Sprint(sweep.DefaultRounds)).IntVar(&f.rounds)
 	cmd.Flag("seed", "Seed of the arrival times and workload draws (each step derives its own).").
 		Default("0").Int64Var(&f.seed)
+	cmd.Flag("shard-index", "This process's shard, 0..--shard-count-1 (a Kubernetes Indexed Job's $(JOB_COMPLETION_INDEX)): "+
+		"it sends each rate divided by --shard-count with a seed of its own; `llmprobe merge` combines the shards' run directories.").
+		Default("0").IntVar(&f.shardIndex)
+	cmd.Flag("shard-count", "Number of shards sending the sweep together (0 or 1: not sharded); needs --rates LIST.").
+		Default("0").IntVar(&f.shardCount)
+	cmd.Flag("start-at", "Align the steps on the wall clock: the k-th step's load starts at this time + k x --step-interval "+
+		"(RFC 3339, or Unix seconds), so shards start each step together.").StringVar(&f.startAt)
+	cmd.Flag("step-interval", "With --start-at: the wall-clock period between step starts (longer than a step with its idle wait and warmups).").
+		DurationVar(&f.stepInterval)
 
 	// SLO and statistics.
 	cmd.Flag("goodput", "SLO thresholds in milliseconds, vllm bench serve's syntax: --goodput ttft:800 tpot:50 "+
@@ -229,6 +241,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		Warmups:         f.warmups,
 		Rounds:          f.rounds,
 		Seed:            f.seed,
+		ShardIndex:      f.shardIndex,
+		ShardCount:      f.shardCount,
+		StepInterval:    f.stepInterval,
 		MetricsInterval: f.metricsInterval,
 		IdleTimeout:     f.idleTimeout,
 		Validity: sweep.ValidityOptions{
@@ -240,6 +255,13 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	}
 	if f.numPrompts == 0 || f.durationSet {
 		c.Duration = f.duration
+	}
+	if f.startAt != "" {
+		t, err := parseStartAt(f.startAt)
+		if err != nil {
+			return c, &flagError{flag: "start-at", err: err}
+		}
+		c.StartAt = t
 	}
 	if f.numPrompts < 0 {
 		return c, &flagError{flag: "num-prompts", err: fmt.Errorf("must be >= 1, got %d", f.numPrompts)}
@@ -494,6 +516,10 @@ var sweepFieldFlags = map[string]string{
 	"Rates":                            "rates",
 	"Rounds":                           "rounds",
 	"SLO":                              "goodput",
+	"ShardCount":                       "shard-count",
+	"ShardIndex":                       "shard-index",
+	"StartAt":                          "start-at",
+	"StepInterval":                     "step-interval",
 	"Search.MaxSteps":                  "auto-max-steps",
 	"Search.Start":                     "auto-start",
 	"Search.Tolerance":                 "auto-tolerance",
@@ -615,4 +641,17 @@ func startEmbeddedSimulator(logger log.Logger) (stop func(), url string, err err
 		case <-time.After(simulator.ShutdownGrace + 5*time.Second):
 		}
 	}, "http://" + l.Addr().String(), nil
+}
+
+// parseStartAt parses --start-at: RFC 3339 or Unix seconds.
+func parseStartAt(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if v, err := strconv.ParseFloat(s, 64); err == nil && v > 0 && !math.IsInf(v, 0) {
+		sec, frac := math.Modf(v)
+		return time.Unix(int64(sec), int64(frac*1e9)), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor Unix seconds", s)
 }

@@ -151,6 +151,21 @@ type Load struct {
 	Validity *Validity `json:"validity,omitempty"`
 	// Search holds the --rates auto settings (nil for a ladder).
 	Search *Search `json:"search,omitempty"`
+	// Shard is set when the run is one shard of a sharded sweep (nil
+	// otherwise, and in a merged run).
+	Shard *Shard `json:"shard,omitempty"`
+	// StartAt is the wall-clock time the steps were aligned on (RFC 3339,
+	// with StepInterval between step starts), when given.
+	StartAt      string `json:"start_at,omitempty"`
+	StepInterval string `json:"step_interval,omitempty"`
+}
+
+// Shard identifies one shard of a sharded sweep: Index in 0..Count-1 and
+// the seed it drew from (derived from Load.Seed and Index).
+type Shard struct {
+	Index int   `json:"index"`
+	Count int   `json:"count"`
+	Seed  int64 `json:"seed"`
 }
 
 // Validity holds the validity thresholds of a sweep.

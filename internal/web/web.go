@@ -65,6 +65,9 @@ type Options struct {
 	// Window feeds the landing page's per-target summary of the last
 	// SummaryWindow (nil: no summary).
 	Window *Window
+	// Shard says which share of the targets this replica probes, for the
+	// landing page (nil or "": not sharded).
+	Shard func() string
 }
 
 // NewHandler returns the mux with /, /metrics, /-/healthy, /-/ready,
@@ -142,6 +145,9 @@ func NewHandler(o Options) http.Handler {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		data := landingData{Version: version.Info(), Targets: ts, Now: time.Now(), SweepLinks: o.EnableSweeps}
+		if o.Shard != nil {
+			data.Shard = o.Shard()
+		}
 		data.Summaries = summaries(o, ts, data.Now)
 		if o.Sweeps != nil {
 			data.Sweeps = o.Sweeps.List()
@@ -173,6 +179,8 @@ type landingData struct {
 	// files can be linked (the sweep API is on).
 	Sweeps     []sweepd.Status
 	SweepLinks bool
+	// Shard is the replica's shard line ("" when not sharded).
+	Shard string
 }
 
 // recentSweeps is how many sweeps the landing page lists.
@@ -242,6 +250,7 @@ th{background:#f2f2f2}.bad{color:#b00}.good{color:#070}.muted{color:#777}
 </style></head><body>
 <h1>llmprobe</h1>
 <p>Prometheus-native prober for LLM serving endpoints. <span class="muted">{{.Version}}</span></p>
+{{if .Shard}}<p><b>{{.Shard}}</b></p>{{end}}
 <p><a href="/metrics">Metrics</a> · <a href="/config">Configuration</a> · <a href="/-/healthy">Health</a> · <a href="/-/ready">Readiness</a></p>
 {{if not .Targets}}<p>No targets configured yet.</p>{{end}}
 {{if .Summaries}}<h2>Summary <span class="muted">(last 5 minutes)</span></h2>

@@ -47,6 +47,9 @@ type Options struct {
 	// OnRecord, when set, is called with every finished record (tests,
 	// artifacts). It must not retain or mutate the record.
 	OnRecord func(r *RecordEvent)
+	// Shard, when set, makes this manager probe only the targets it owns
+	// (Shard.Owns): Apply drops the others (ShardTargets counts them).
+	Shard Shard
 }
 
 // Manager owns the running probes. Create it with New.
@@ -59,8 +62,11 @@ type Manager struct {
 	mu      sync.Mutex
 	targets map[string]*targetRunner
 	notes   map[string]string
-	ready   atomic.Bool
-	stopped bool
+	// owned and total count the targets of the last applied config this
+	// shard probes and all of them.
+	owned, total int
+	ready        atomic.Bool
+	stopped      bool
 }
 
 // New returns a Manager with no targets; call Apply to start probing.
@@ -120,6 +126,9 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	plans := make([]plan, 0, len(cfg.Targets))
 	for _, tc := range cfg.Targets {
+		if !m.opts.Shard.Owns(tc.Name) {
+			continue
+		}
 		if old, ok := m.targets[tc.Name]; ok && old.key == tc.RestartKey() {
 			// Build the probes that are new or changed, before swapping.
 			if err := old.prepare(tc); err != nil {
@@ -181,6 +190,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 		}
 		tr.commit(p.cfg)
 	}
+	m.owned, m.total = len(plans), len(cfg.Targets)
 	m.ready.Store(true)
 	return nil
 }
@@ -223,4 +233,12 @@ func (m *Manager) Status() []TargetStatus {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// ShardTargets returns the manager's shard and how many targets of the
+// last applied config it probes (owned) of all of them (total).
+func (m *Manager) ShardTargets() (s Shard, owned, total int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.opts.Shard, m.owned, m.total
 }

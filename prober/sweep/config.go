@@ -155,6 +155,18 @@ type Config struct {
 	// Seed seeds arrivals and workload draws.
 	Seed int64
 
+	// ShardIndex and ShardCount make this sweep one shard of ShardCount
+	// (0 or 1: not sharded; see Sharded): it sends each level at
+	// level/ShardCount with a seed of its own and NumPrompts/ShardCount
+	// requests, and records the shard in the fingerprint.
+	ShardIndex, ShardCount int
+	// StartAt, when set, aligns the steps on wall-clock times: the k-th
+	// step's load starts at StartAt + k*StepInterval (or as soon as the
+	// step is ready, when it is late), so the shards start each step
+	// together.
+	StartAt      time.Time
+	StepInterval time.Duration
+
 	// MetricsInterval is the during-step scrape period; IdleTimeout bounds
 	// the wait for an idle server before each step.
 	MetricsInterval time.Duration
@@ -222,6 +234,9 @@ func (c *Config) Validate() error {
 			return fieldErr("Workload", "%s: %w", c.WorkloadSource, err)
 		}
 		return workloadFieldError(err)
+	}
+	if err := c.validateShard(); err != nil {
+		return err
 	}
 	if c.FreshPrefix && c.Workload.PrefixTokens == 0 {
 		return fieldErr("FreshPrefix", "needs --prefix-len > 0")

@@ -60,6 +60,15 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	if c.NumPrompts == 0 {
 		fp.Load.MinPrompts = c.MinPrompts
 	}
+	if c.Sharded() {
+		fp.Load.Shard = &fingerprint.Shard{Index: c.ShardIndex, Count: c.ShardCount, Seed: c.shardSeed()}
+	}
+	if !c.StartAt.IsZero() {
+		fp.Load.StartAt = c.StartAt.UTC().Format(time.RFC3339Nano)
+		if c.StepInterval > 0 {
+			fp.Load.StepInterval = c.StepInterval.String()
+		}
+	}
 	if c.Auto {
 		so := c.Search.withDefaults()
 		start := "probe"

@@ -37,13 +37,13 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 		sc.Mode = schedule.Burst
 	default:
 		if c.Unscaled {
-			proc, err := arrival.New(c.Arrival, st.Level, c.Burstiness, seed)
+			proc, err := arrival.New(c.Arrival, c.sendRate(st.Level), c.Burstiness, seed)
 			if err != nil { // validated
 				panic(err)
 			}
 			sc.Mode, sc.Process = schedule.Open, proc
 		} else {
-			offsets, err := normalizedOffsets(c.Arrival, st.Level, c.Burstiness, seed, n)
+			offsets, err := normalizedOffsets(c.Arrival, c.sendRate(st.Level), c.Burstiness, seed, n)
 			if err != nil { // validated
 				panic(err)
 			}
@@ -58,7 +58,7 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 		// Open loop and burst: exactly the planned arrivals.
 		sc.Count = int64(n)
 	case c.NumPrompts > 0:
-		sc.Count = int64(c.NumPrompts)
+		sc.Count = int64(c.shardPrompts())
 	default:
 		sc.Duration = c.Duration
 	}

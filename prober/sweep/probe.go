@@ -84,7 +84,7 @@ type ProbeLevel struct {
 // falls back to DefaultAutoStart.
 func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
 	p := &ThroughputProbe{}
-	seed := stepSeed(r.cfg.Seed, -1, 0)
+	seed := stepSeed(r.cfg.shardSeed(), -1, 0)
 	items, err := r.buildItems(ctx, seed, -1, 0, false)
 	if err != nil {
 		p.Note = "the probe's prompts could not be built: " + r.redact(err.Error())

@@ -25,7 +25,7 @@ type promptSource struct {
 // sized with the tokenizer the preflight set up (endpoint.PromptSizing).
 func newPromptSource(r *runner) (*promptSource, error) {
 	c := r.cfg
-	gen, err := workload.NewGenerator(c.Workload, uint64(c.Seed))
+	gen, err := workload.NewGenerator(c.Workload, uint64(c.shardSeed()))
 	if err != nil {
 		return nil, err
 	}

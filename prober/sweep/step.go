@@ -48,7 +48,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	} else {
 		st.MaxConcurrency = c.MaxConcurrency
 	}
-	seed := attemptSeed(c.Seed, lv, round, attempt)
+	seed := attemptSeed(c.shardSeed(), lv, round, attempt)
 	logger := log.With(r.logger, "step", idx, "label", label)
 
 	// Items first (prompt building may call /tokenize): nothing of it may
@@ -94,13 +94,18 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), NotRecorded: r.metricsReason})
 	}
 
-	requested := lv
+	requested := c.sendRate(lv)
 	if st.Mode == ModeClosed {
 		requested = 0
 	}
 	window := time.Duration(0)
 	if byDuration {
 		window = c.Duration
+	}
+	if late, ok := r.waitSlot(ctx, idx); !ok {
+		return nil, nil
+	} else if late > time.Second {
+		r.stepNotes = append(r.stepNotes, "step "+label+": "+shardNote(late))
 	}
 	level.Info(logger).Log("msg", "step starting", "mode", st.Mode, "requests", countText(n))
 	cpu0, cpuOK := processCPU()
@@ -194,12 +199,12 @@ func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, er
 		return 0, false, fmt.Errorf("step %s would send more than %d requests", st.Label, MaxStepRequests)
 	}
 	if c.NumPrompts > 0 {
-		return c.NumPrompts, false, nil
+		return c.shardPrompts(), false, nil
 	}
 	if st.Mode == ModeClosed {
 		return -1, true, nil
 	}
-	x := math.Round(st.Level * c.Duration.Seconds())
+	x := math.Round(c.sendRate(st.Level) * c.Duration.Seconds())
 	if x > MaxStepRequests || c.MinPrompts > MaxStepRequests {
 		return 0, false, fmt.Errorf("step %s would send more than %d requests: shorten --duration", st.Label, MaxStepRequests)
 	}

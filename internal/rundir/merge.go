@@ -1,0 +1,170 @@
+package rundir
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// MergeOptions are Merge's settings.
+type MergeOptions struct {
+	// OutDir is the parent of the merged run directory and Name names it
+	// (default: shard 0's name + "-merged").
+	OutDir, Name string
+	// Args is the merge's command line (command.txt).
+	Args []string
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Merge merges the run directories of the shards of one sharded sweep
+// (sweep --shard-index/--shard-count) into a new run directory:
+// records.jsonl and errors-redacted.jsonl concatenated (shard by shard),
+// the statistics recomputed from the records (sweep.Merger), validity and
+// knee recomputed, shard 0's /metrics snapshots (each shard read the whole
+// server), result.json, the reports and a manifest whose fingerprint has no
+// shard. Fingerprints must match in all but the shard fields.
+func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
+	shards := make([]*sweep.Result, len(dirs))
+	for i, d := range dirs {
+		r, err := report.Load(d)
+		if err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+		shards[i] = r
+	}
+	m, err := sweep.NewMerger(shards)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	name := o.Name
+	if name == "" {
+		name = shards[0].Name + "-merged"
+	}
+	run, err := artifacts.Create(o.OutDir, name, now())
+	if err != nil {
+		return nil, fmt.Errorf("out dir: %w", err)
+	}
+	out := &Outcome{Dir: run.Dir()}
+	fail := func(err error) (*Outcome, error) {
+		fp := shards[0].Fingerprint
+		fp.Load.Shard = nil
+		ferr := run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: "merge failed: " + err.Error()}, false)
+		return out, errors.Join(err, ferr)
+	}
+	cmd := fingerprint.ShellJoin(fingerprint.Redact(o.Args)) + "\n"
+	if err := run.WriteFile(artifacts.CommandFile, []byte(cmd)); err != nil {
+		return fail(err)
+	}
+	recs, err := run.Append(artifacts.RecordsFile)
+	if err != nil {
+		return fail(err)
+	}
+	errs, err := run.Append(artifacts.ErrorsFile)
+	if err != nil {
+		return fail(errors.Join(err, recs.Close()))
+	}
+	for _, d := range dirs {
+		if err := mergeRecords(filepath.Join(d, artifacts.RecordsFile), m, recs); err != nil {
+			return fail(errors.Join(err, recs.Close(), errs.Close()))
+		}
+		if err := copyInto(filepath.Join(d, artifacts.ErrorsFile), errs); err != nil {
+			return fail(errors.Join(err, recs.Close(), errs.Close()))
+		}
+	}
+	if err := errors.Join(recs.Close(), errs.Close()); err != nil {
+		return fail(err)
+	}
+	for _, f := range []string{artifacts.MetricsBeforeFile, artifacts.MetricsDuringFile, artifacts.MetricsAfterFile} {
+		b, err := os.ReadFile(filepath.Join(dirs[0], f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = run.WriteFile(f, b)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	res := m.Result()
+	res.Name = name
+	out.Result, out.Complete = res, res.Complete
+	var ferrs []error
+	if err := run.WriteJSON(artifacts.ResultFile, res); err != nil {
+		ferrs = append(ferrs, err)
+	}
+	if err := writeVLLMFiles(run, res, false); err != nil {
+		ferrs = append(ferrs, fmt.Errorf("vllm files: %w", err))
+	}
+	if err := report.WriteFiles(run, res); err != nil {
+		ferrs = append(ferrs, fmt.Errorf("analysis: %w", err))
+	}
+	if err := run.Finish(artifacts.Manifest{Fingerprint: res.Fingerprint, InterruptedReason: res.InterruptedReason}, res.Complete); err != nil {
+		ferrs = append(ferrs, err)
+	}
+	return out, errors.Join(ferrs...)
+}
+
+// mergeRecords reads one shard's records.jsonl into m and appends each
+// line to recs.
+func mergeRecords(path string, m *sweep.Merger, recs *artifacts.Appender) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		l := artifacts.RecordLine{Record: &prober.Record{}}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return fmt.Errorf("merge: %s line %d: %w", path, n, err)
+		}
+		if err := m.Add(l.Step, l.Record); err != nil {
+			return fmt.Errorf("merge: %s line %d: %w", path, n, err)
+		}
+		if _, err := recs.Write(append(line, '\n')); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("merge: %s: %w", path, err)
+	}
+	return nil
+}
+
+// copyInto appends the file at path to a (nothing when it is missing).
+func copyInto(path string, a *artifacts.Appender) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	_, err = a.Write(b)
+	return err
+}

@@ -1,0 +1,171 @@
+package rundir
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// TestShardedSweepMerge runs a sweep as 4 shards (concurrent in-process
+// runs, aligned on one --start-at) against one simulator, merges their run
+// directories and checks that the merged statistics are those of the union
+// of the shards' records and that the shards together sent the requested
+// rate.
+func TestShardedSweepMerge(t *testing.T) {
+	url, _ := simtest.Start(t, simtest.Fast())
+	const shards, rate, total = 4, 200.0, 400
+	start := time.Now().Add(2 * time.Second)
+	dirs := make([]string, shards)
+	var wg sync.WaitGroup
+	errs := make([]error, shards)
+	for k := range shards {
+		cfg := testConfig(t, url)
+		cfg.Rates, cfg.RatesText = []float64{rate}, "200"
+		cfg.NumPrompts, cfg.Warmups = total, 0
+		cfg.Seed = 7
+		cfg.ShardIndex, cfg.ShardCount = k, shards
+		cfg.StartAt = start
+		cfg.Name = "shard"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := Run(context.Background(), cfg, testOptions(t))
+			if err == nil && !out.Complete {
+				err = os.ErrInvalid
+			}
+			if out != nil {
+				dirs[k] = out.Dir
+			}
+			errs[k] = err
+		}()
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v", k, err)
+		}
+	}
+	seeds := map[int64]bool{}
+	for k, d := range dirs {
+		r, err := report.Load(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh := r.Fingerprint.Load.Shard
+		if sh == nil || sh.Index != k || sh.Count != shards {
+			t.Fatalf("shard %d: fingerprint shard %+v", k, sh)
+		}
+		seeds[sh.Seed] = true
+		if got := r.Steps[0].Stats.Requests; got != total/shards {
+			t.Errorf("shard %d sent %d requests, want %d", k, got, total/shards)
+		}
+		if got := r.Steps[0].Stats.RequestedRate; got != rate/shards {
+			t.Errorf("shard %d requested rate %v, want %v", k, got, rate/shards)
+		}
+	}
+	if len(seeds) != shards {
+		t.Errorf("shard seeds not distinct: %v", seeds)
+	}
+
+	outDir := t.TempDir()
+	out, err := Merge(dirs, MergeOptions{OutDir: outDir, Args: []string{"llmprobe", "merge"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := artifacts.Verify(out.Dir); err != nil || len(probs) > 0 {
+		t.Fatalf("merged run does not verify: %v %v", err, probs)
+	}
+	merged, err := report.Load(out.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Fingerprint.Load.Shard != nil || !merged.Complete {
+		t.Errorf("merged run: shard %+v, complete %v", merged.Fingerprint.Load.Shard, merged.Complete)
+	}
+	st := out.Result.Steps[0]
+
+	// The union of the shards' records, computed over directly.
+	acc := sweep.NewStatsAccumulator(sweep.StatsOptions{RequestedRate: rate, Start: st.Start})
+	n := int64(0)
+	for _, d := range dirs {
+		f, err := os.Open(filepath.Join(d, artifacts.RecordsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			l := artifacts.RecordLine{Record: &prober.Record{}}
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatal(err)
+			}
+			acc.Add(n, l.Record)
+			n++
+		}
+		f.Close()
+	}
+	want := acc.Stats(st.End.Sub(st.Start))
+	got := st.Stats
+	if got.Requests != total || want.Requests != total {
+		t.Fatalf("merged %d requests, union %d, want %d", got.Requests, want.Requests, total)
+	}
+	for name, pair := range map[string][2]sweep.Latency{
+		"ttft": {got.TTFT, want.TTFT}, "tpot": {got.TPOT, want.TPOT}, "itl": {got.ITL, want.ITL}, "e2el": {got.E2EL, want.E2EL},
+		"send_lag": {got.SendLag, want.SendLag},
+	} {
+		if !reflect.DeepEqual(pair[0].Summary, pair[1].Summary) {
+			t.Errorf("%s: merged %+v, union %+v", name, pair[0].Summary, pair[1].Summary)
+		}
+	}
+	if got.Completed != want.Completed || got.Good != want.Good || got.TotalOutputTokens != want.TotalOutputTokens ||
+		got.RequestThroughput != want.RequestThroughput || got.AchievedRate != want.AchievedRate || got.GoodputRatio != want.GoodputRatio {
+		t.Errorf("merged stats differ from the union's:\n got %+v\nwant %+v", got, want)
+	}
+	if math.Abs(got.AchievedRate-rate)/rate > 0.02 {
+		t.Errorf("achieved total rate %.2f req/s, want %v within 2 %%", got.AchievedRate, rate)
+	}
+	if got.RequestedRate != rate {
+		t.Errorf("merged requested rate %v, want %v", got.RequestedRate, rate)
+	}
+	if len(merged.Levels) != 1 || !strings.Contains(strings.Join(merged.Notes, " "), "merged from 4 shards") {
+		t.Errorf("merged levels %d, notes %q", len(merged.Levels), merged.Notes)
+	}
+	t.Logf("achieved %.2f req/s of %v; p99 ttft %.2f ms", got.AchievedRate, rate, got.TTFT.P99)
+}
+
+// TestMergeRejectsMismatch: shards of different experiments do not merge.
+func TestMergeRejectsMismatch(t *testing.T) {
+	url, _ := simtest.Start(t, simtest.Fast())
+	var dirs []string
+	for k, seed := range []int64{1, 2} {
+		cfg := testConfig(t, url)
+		cfg.Rates, cfg.RatesText = []float64{40}, "40"
+		cfg.NumPrompts, cfg.Warmups, cfg.Seed = 4, 0, seed
+		cfg.ShardIndex, cfg.ShardCount = k, 2
+		out, err := Run(context.Background(), cfg, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, out.Dir)
+	}
+	if _, err := Merge(dirs, MergeOptions{OutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "not the same experiment") {
+		t.Fatalf("merge of different seeds: err %v", err)
+	}
+	if _, err := Merge(dirs[:1], MergeOptions{OutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "2 shards") {
+		t.Fatalf("merge of one of two shards: err %v", err)
+	}
+}
