@@ -927,3 +927,18 @@ func TestTargetLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestRecursiveMergeAlias: a merge key that refers to the mapping holding
+// it is an error, not a crash (the integer check followed it until the
+// stack overflowed; found by FuzzParse).
+func TestRecursiveMergeAlias(t *testing.T) {
+	for _, in := range []string{
+		"global: &g\n    <<: *g\n",
+		"global: &g\n    <<: *g\n    probes: [{name: a, rate: 1}]\n",
+		"global: &g\n  <<: [*g, *g]\ntargets: []\n",
+	} {
+		if _, err := Parse([]byte(in), "f.yml"); err == nil {
+			t.Errorf("Parse(%q) accepted a self-referencing merge", in)
+		}
+	}
+}

@@ -107,11 +107,22 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 
 // walkMapping calls f for each key of mapping n and its value, with merge
 // keys (<<) expanded; a merged key that the mapping (or an earlier merge)
-// sets itself is skipped, as yaml does.
+// sets itself is skipped, as yaml does. A merge that leads back to a
+// mapping being expanded (`a: &a {<<: *a}`) is not followed again: without
+// that a recursive alias overflowed the stack and killed the process.
 func walkMapping(n *yaml.Node, path string, seen map[string]bool, f func(key string, v *yaml.Node, path string)) {
 	if seen == nil {
 		seen = map[string]bool{}
 	}
+	expandMapping(n, path, seen, map[*yaml.Node]bool{}, f)
+}
+
+func expandMapping(n *yaml.Node, path string, seen map[string]bool, active map[*yaml.Node]bool, f func(key string, v *yaml.Node, path string)) {
+	if active[n] || len(active) > maxMergeDepth {
+		return
+	}
+	active[n] = true
+	defer delete(active, n)
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -126,14 +137,20 @@ func walkMapping(n *yaml.Node, path string, seen map[string]bool, f func(key str
 	}
 	for _, m := range merges {
 		m = resolveAlias(m)
+		if m == nil {
+			continue
+		}
 		items := []*yaml.Node{m}
 		if m.Kind == yaml.SequenceNode {
 			items = m.Content
 		}
 		for _, it := range items {
-			if it = resolveAlias(it); it.Kind == yaml.MappingNode {
-				walkMapping(it, path, seen, f)
+			if it = resolveAlias(it); it != nil && it.Kind == yaml.MappingNode {
+				expandMapping(it, path, seen, active, f)
 			}
 		}
 	}
 }
+
+// maxMergeDepth bounds a chain of merge keys walkMapping follows.
+const maxMergeDepth = 64
