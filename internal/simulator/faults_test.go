@@ -135,8 +135,14 @@ func TestStreamFaults(t *testing.T) {
 				for i := 1; i < len(ev); i++ {
 					maxGap = max(maxGap, ev[i].at.Sub(ev[i-1].at))
 				}
-				if maxGap < stall {
-					t.Errorf("largest gap %v, want >= %v", maxGap, stall)
+				// The stream cannot end before the stall has passed; the
+				// stall shows as one gap, shortened only by how late this
+				// (possibly starved) reader took the event before it.
+				if total := ev[len(ev)-1].at.Sub(start); total < stall {
+					t.Errorf("stream ended after %v, before the %v stall", total, stall)
+				}
+				if maxGap < stall*3/4 {
+					t.Errorf("largest gap %v, want about %v", maxGap, stall)
 				}
 			},
 		},
