@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -20,7 +19,6 @@ import (
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -337,7 +335,7 @@ func runCompare(e *env, f *compareFlags) int {
 	sides := map[string]*compare.Evidence{}
 	order := roundOrder(f.order, f.sw.rounds, f.sw.seed)
 	complete, stopReason := true, ""
-	obs := &compareObserver{logger: e.logger}
+	obs := newCompareObserver(e.logger)
 	if !f.sw.noProgress {
 		obs.stderr = e.stderr
 	}
@@ -474,46 +472,26 @@ func compareMetadata(f *compareFlags, cr *compareResult, user map[string]string)
 // compareObserver prints a progress bar per step (stderr; nil: none) and a
 // line per finished step naming its round and side.
 type compareObserver struct {
-	sweep.NopObserver
-	stderr io.Writer
+	stepProgress
 	logger log.Logger
 
 	round, rounds int
 	side          string
-
-	mu   sync.Mutex
-	prog *report.Progress
 }
 
-// StepStarted implements sweep.Observer.
-func (o *compareObserver) StepStarted(st *sweep.Step, planned int) {
-	if o.stderr == nil {
-		return
+// newCompareObserver returns a compareObserver whose progress bars name the
+// round and side.
+func newCompareObserver(logger log.Logger) *compareObserver {
+	o := &compareObserver{logger: logger}
+	o.label = func(st *sweep.Step) string {
+		return fmt.Sprintf("round %d/%d %s %s", o.round, o.rounds, o.side, st.Label)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.prog = report.NewProgress(o.stderr, planned, fmt.Sprintf("round %d/%d %s %s", o.round, o.rounds, o.side, st.Label))
-}
-
-// RequestDone implements sweep.Observer.
-func (o *compareObserver) RequestDone(*sweep.Step, *prober.Record) {
-	o.mu.Lock()
-	p := o.prog
-	o.mu.Unlock()
-	if p != nil {
-		p.Add(1)
-	}
+	return o
 }
 
 // StepDone implements sweep.Observer.
 func (o *compareObserver) StepDone(st *sweep.Step) {
-	o.mu.Lock()
-	p := o.prog
-	o.prog = nil
-	o.mu.Unlock()
-	if p != nil {
-		p.Finish()
-	}
+	o.stepProgress.StepDone(st)
 	valid := "valid"
 	if !st.Validity.Valid {
 		valid = "invalid: " + strings.Join(st.Validity.Flags, ", ")

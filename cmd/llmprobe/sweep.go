@@ -558,29 +558,34 @@ func sweepErrorText(err error) string {
 	return strings.Replace(err.Error(), fe.Error(), "--"+flag+": "+fe.Err.Error(), 1)
 }
 
-// sweepObserver prints a progress bar per step on stderr (nil: none) and
-// the final table on stdout.
-type sweepObserver struct {
+// stepProgress draws a progress bar per step on stderr (nil: none),
+// labelled by label (nil: the step's label). The sweep and compare
+// observers embed it.
+type stepProgress struct {
 	sweep.NopObserver
-	stdout, stderr io.Writer
-	logger         log.Logger
+	stderr io.Writer
+	label  func(*sweep.Step) string
 
 	mu   sync.Mutex
 	prog *report.Progress
 }
 
 // StepStarted implements sweep.Observer.
-func (o *sweepObserver) StepStarted(st *sweep.Step, planned int) {
+func (o *stepProgress) StepStarted(st *sweep.Step, planned int) {
 	if o.stderr == nil {
 		return
 	}
+	desc := st.Label
+	if o.label != nil {
+		desc = o.label(st)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.prog = report.NewProgress(o.stderr, planned, st.Label)
+	o.prog = report.NewProgress(o.stderr, planned, desc)
 }
 
 // RequestDone implements sweep.Observer.
-func (o *sweepObserver) RequestDone(*sweep.Step, *prober.Record) {
+func (o *stepProgress) RequestDone(*sweep.Step, *prober.Record) {
 	o.mu.Lock()
 	p := o.prog
 	o.mu.Unlock()
@@ -590,7 +595,7 @@ func (o *sweepObserver) RequestDone(*sweep.Step, *prober.Record) {
 }
 
 // StepDone implements sweep.Observer.
-func (o *sweepObserver) StepDone(*sweep.Step) {
+func (o *stepProgress) StepDone(*sweep.Step) {
 	o.mu.Lock()
 	p := o.prog
 	o.prog = nil
@@ -598,6 +603,14 @@ func (o *sweepObserver) StepDone(*sweep.Step) {
 	if p != nil {
 		p.Finish()
 	}
+}
+
+// sweepObserver prints a progress bar per step on stderr (nil: none) and
+// the final table on stdout.
+type sweepObserver struct {
+	stepProgress
+	stdout io.Writer
+	logger log.Logger
 }
 
 // SweepDone implements sweep.Observer: the final table.
