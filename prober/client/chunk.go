@@ -23,7 +23,9 @@ import (
 //     "error" is an object, or the top-level "message" for the old form.
 type chunk struct {
 	choices       int
-	hasText       bool // choices[0].text or choices[0].delta.content non-empty
+	hasText       bool   // choices[0].text or choices[0].delta.content non-empty
+	text          []byte // that text, raw (aliases the event data)
+	textEscaped   bool
 	hasRole       bool // choices[0].delta.role present and not null
 	hasFinish     bool // choices[0].finish_reason is a string
 	finish        []byte
@@ -76,6 +78,8 @@ type topState struct {
 	topMsg                 []byte
 	topMsgEsc              bool
 	textSet, contentSet    bool
+	text                   []byte // the last non-empty text or content
+	textEsc                bool
 	finishSet, roleSet     bool
 	finish                 []byte
 	finishEsc              bool
@@ -98,6 +102,9 @@ func decodeChunk(data []byte, c *chunk) error {
 	}
 	if c.choices > 0 {
 		c.hasText = st.textSet || st.contentSet
+		if c.hasText {
+			c.text, c.textEscaped = st.text, st.textEsc
+		}
 		c.hasRole = st.roleSet
 		c.hasFinish, c.finish, c.finishEscaped = st.finishSet, st.finish, st.finishEsc
 	}
@@ -317,8 +324,12 @@ func (d *decoder) choice(st *topState) error {
 		switch string(k) {
 		case "text":
 			var s []byte
-			s, _, _, err = d.optString("text")
+			var esc bool
+			s, esc, _, err = d.optString("text")
 			st.textSet = len(s) > 0
+			if st.textSet {
+				st.text, st.textEsc = s, esc
+			}
 		case "finish_reason":
 			st.finish, st.finishEsc, st.finishSet, err = d.optString("finish_reason")
 		case "delta":
@@ -354,8 +365,12 @@ func (d *decoder) delta(st *topState) error {
 		switch string(k) {
 		case "content":
 			var s []byte
-			s, _, _, err = d.optString("content")
+			var esc bool
+			s, esc, _, err = d.optString("content")
 			st.contentSet = len(s) > 0
+			if st.contentSet {
+				st.text, st.textEsc = s, esc
+			}
 		case "role":
 			st.roleSet = !d.null()
 			if st.roleSet {

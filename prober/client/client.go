@@ -121,7 +121,16 @@ type Request struct {
 	// InputTokens is the prompt length the workload intended (kept in the
 	// Record beside the server-reported prompt tokens).
 	InputTokens int
+	// Collect, when not nil, receives the generated text: each token
+	// event's choices[0].text (completions) or choices[0].delta.content
+	// (chat), unescaped, in order. Collecting stops silently once it holds
+	// MaxCollect bytes (Record keeps no text; the caller owns the buffer).
+	// Nil keeps the per-event path free of copies.
+	Collect *bytes.Buffer
 }
+
+// MaxCollect bounds the text Request.Collect receives (bytes).
+const MaxCollect = 4 << 20
 
 // Client sends streaming requests to one endpoint and measures them. It is
 // safe for concurrent use; each Do call is independent.
@@ -390,6 +399,7 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 		ttftTimeout:  c.o.TTFTTimeout,
 		stallTimeout: c.o.StallTimeout,
 		maxTokens:    req.MaxTokens,
+		collect:      req.Collect,
 	}
 	t0 := time.Now()
 	m.t0 = t0

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -25,8 +26,9 @@ type measurer struct {
 
 	timeout, ttftTimeout, stallTimeout time.Duration
 	maxTokens                          int
-	ttftTimer                          *time.Timer // nil when off
-	stall                              *watchdog   // nil when off
+	collect                            *bytes.Buffer // Request.Collect
+	ttftTimer                          *time.Timer   // nil when off
+	stall                              *watchdog     // nil when off
 
 	c           chunk
 	gotToken    bool // a token-bearing event arrived
@@ -148,6 +150,9 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 		m.gotText = true
 		rec.TTFTText = since
 	}
+	if c.hasText && m.collect != nil {
+		m.collectText(c.text, c.textEscaped)
+	}
 	// Without usage, output tokens are counted one per token event, except
 	// chat's role-only chunk (a role and no content) and the finish-only
 	// chunk (no text or content, a finish_reason), which carry none. The
@@ -158,6 +163,23 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	if c.hasFinish && (c.finishEscaped || string(c.finish) != rec.FinishReason) {
 		rec.FinishReason = rawString(c.finish, c.finishEscaped)
 	}
+}
+
+// collectText appends one event's text to Request.Collect, unescaped,
+// within MaxCollect.
+func (m *measurer) collectText(raw []byte, esc bool) {
+	room := MaxCollect - m.collect.Len()
+	if room <= 0 {
+		return
+	}
+	t := raw
+	if esc {
+		t = unescape(raw)
+	}
+	if len(t) > room {
+		t = t[:room]
+	}
+	m.collect.Write(t)
 }
 
 // endError classifies the end of the stream before [DONE].
