@@ -138,6 +138,7 @@ func (s *Session) Run(ctx context.Context) SessionEnd {
 		}
 		s.Client.Do(ctx, req, rec)
 		completed := time.Now()
+		rec.SessionID, rec.Turn = s.ID, k // Do starts the Record afresh
 		ok, prompt, completion := rec.OK(), rec.PromptTokens, rec.CompletionTokens
 		if prompt <= 0 {
 			prompt = intended
