@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -77,6 +78,17 @@ func (t *TurnsSpec) UnmarshalYAML(unmarshal func(any) error) error {
 		return nil
 	}
 	return unmarshal(&t.LengthSpec)
+}
+
+// UnmarshalJSON decodes an integer as a fixed spec, an object as a
+// LengthSpec (the sweep API's JSON body).
+func (t *TurnsSpec) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err == nil {
+		t.LengthSpec = Fixed(n)
+		return nil
+	}
+	return json.Unmarshal(b, &t.LengthSpec)
 }
 
 // Validate checks every field; each error starts with the field's YAML name

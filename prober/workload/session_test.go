@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,19 @@ func TestConversation(t *testing.T) {
 	}
 	if got := it2.ChatMessages(); len(got) != 3 {
 		t.Fatalf("ChatMessages = %+v", got)
+	}
+}
+
+func TestTurnsSpecJSON(t *testing.T) {
+	var m MultiTurn
+	if err := json.Unmarshal([]byte(`{"turns": 3, "think_time_ns": 1000000}`), &m); err != nil || m.Turns.LengthSpec.Dist != DistFixed || m.Turns.Value != 3 || m.ThinkTime != time.Millisecond {
+		t.Fatalf("int form: %+v, %v", m, err)
+	}
+	if err := json.Unmarshal([]byte(`{"turns": {"dist": "uniform", "min": 2, "max": 4}}`), &m); err != nil || m.Turns.Min != 2 || m.Turns.Max != 4 {
+		t.Fatalf("object form: %+v, %v", m, err)
+	}
+	b, _ := json.Marshal(MultiTurn{Turns: TurnsSpec{Fixed(2)}})
+	if string(b) != `{"turns":{"dist":"fixed","value":2}}` {
+		t.Fatalf("marshal: %s", b)
 	}
 }
