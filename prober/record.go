@@ -124,6 +124,12 @@ type Record struct {
 
 	// WallStart is the wall-clock time of Sent, for artifacts and traces.
 	WallStart time.Time `json:"wall_start"`
+
+	// SessionID ties the turns of a multi-turn chat session together and
+	// Turn is the request's turn in it (1-based); both empty for a
+	// single-turn request. A failed turn is its session's last.
+	SessionID string `json:"session_id,omitempty"`
+	Turn      int    `json:"turn,omitempty"`
 }
 
 // OK reports whether the request succeeded.

@@ -120,8 +120,9 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		Default("0").IntVar(&f.prefixLen)
 	cmd.Flag("fresh-prefix", "Draw a new shared prefix for every step, so steps do not warm each other's prefix cache.").
 		BoolVar(&f.freshPrefix)
-	cmd.Flag("workload", "YAML workload file (input_tokens, output_tokens, prefix_tokens, ignore_eos; "+
-		"distributions fixed, uniform, lognormal, choice) instead of --input-len/--output-len/--range-ratio.").
+	cmd.Flag("workload", "YAML workload file (input_tokens, output_tokens, prefix_tokens, ignore_eos, multi_turn; "+
+		"distributions fixed, uniform, lognormal, choice) instead of --input-len/--output-len/--range-ratio. "+
+		"With multi_turn (--api chat) each arrival starts a chat session and --rates are sessions/s.").
 		StringVar(&f.workloadFile)
 	cmd.Flag("save-prompts", "Write the prompt text of every request into records.jsonl (off: no prompt text in artifacts).").
 		BoolVar(&f.savePrompts)
@@ -623,9 +624,10 @@ func (o *sweepObserver) SweepDone(res *sweep.Result) {
 
 // embeddedCapacity is the built-in simulator's capacity (req/s) for a
 // workload of fixed lengths without a shared prefix, from its parameters
-// (simulator.Config.Capacity); 0 for any other workload.
+// (simulator.Config.Capacity); 0 for any other workload (multi-turn
+// sessions too: their rate is in sessions/s).
 func embeddedCapacity(w workload.Spec) float64 {
-	if w.PrefixTokens != 0 || w.InputTokens.Dist != workload.DistFixed || w.OutputTokens.Dist != workload.DistFixed {
+	if w.PrefixTokens != 0 || w.MultiTurn != nil || w.InputTokens.Dist != workload.DistFixed || w.OutputTokens.Dist != workload.DistFixed {
 		return 0
 	}
 	return simulator.DefaultConfig().Capacity(w.InputTokens.Value, w.OutputTokens.Value)

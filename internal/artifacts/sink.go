@@ -231,6 +231,13 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	}
 	b = append(b, `,"wall_start":`...)
 	b = appendJSONTime(b, r.WallStart)
+	if r.SessionID != "" {
+		b = append(b, `,"session_id":`...)
+		b = appendJSONString(b, r.SessionID)
+	}
+	if r.Turn != 0 {
+		b = appendInt(b, `,"turn":`, int64(r.Turn))
+	}
 	if line.Prompt != "" {
 		b = append(b, `,"prompt":`...)
 		b = appendJSONString(b, line.Prompt)

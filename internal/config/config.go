@@ -832,6 +832,7 @@ func (t TargetConfig) Validate() error {
 	l.add("", t.validateSweeps())
 	validateLabels(&l, t.Labels)
 	l.add("cost_per_hour", validateCostPerHour(t.CostPerHour))
+	l.add("", t.validateMultiTurn())
 	seen := make(map[string]int, len(t.Probes))
 	for i, p := range t.Probes {
 		path := fmt.Sprintf("probes[%d]", i)
@@ -886,6 +887,7 @@ func (p ProbeConfig) Validate() error {
 	if p.Workload.PrefixTokens < 0 {
 		workloadBad = l.add("workload.prefix_tokens", fmt.Errorf("must be >= 0, got %d", p.Workload.PrefixTokens))
 	}
+	workloadBad = validateMultiTurn(&l, p.Workload.MultiTurn) || workloadBad
 	if !workloadBad {
 		// Anything else workload.Spec checks.
 		l.add("workload", p.Workload.Validate())

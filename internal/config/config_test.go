@@ -131,6 +131,10 @@ func TestInvalid(t *testing.T) {
 		want string // after "testdata/invalid-<name>.yml"
 	}{
 		{"bad-api", `:4: targets[0].api: must be one of completions, chat, got "embeddings"`},
+		{"multi-turn-completions", `:9: targets[0].probes[0].workload.multi_turn: needs the target's api: chat (a session's context is a list of chat messages), the target has api: completions`},
+		{"multi-turn-turns", `:10: targets[0].probes[0].workload.multi_turn.turns: can draw 100 turns, more than the 64 a session may have`},
+		{"multi-turn-think-time", `:11: targets[0].probes[0].workload.multi_turn.think_time: must be between 0s and 10m0s, got -2s`},
+		{"multi-turn-unknown-key", `:9: targets[0].probes[0].workload.multi_turn.max_context: unknown key`},
 		{"bad-engine", `:4: targets[0].engine: must be one of auto, vllm, sglang, tgi, llamacpp, ollama, got "llama.cpp"`},
 		{"bad-arrival", `:7: targets[0].probes[0].arrival: must be one of poisson, gamma, constant, got "uniform"`},
 		{"bad-dist", `:8: targets[0].probes[0].workload.input_tokens: unknown dist "normal" (one of fixed, uniform, lognormal, choice)`},

@@ -40,6 +40,7 @@ func Analysis(res *sweep.Result) []byte {
 
 	writeRun(&b, res)
 	writeSteps(&b, res)
+	writeMultiTurn(&b, res)
 	writeSpread(&b, res)
 	writeKnee(&b, res)
 	writeValidity(&b, res)

@@ -130,6 +130,7 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Low/c)))
 	}
 	lines = append(lines, spreadLines(res)...)
+	lines = append(lines, multiTurnLines(res)...)
 	for _, st := range res.Steps {
 		if !st.InKnee() {
 			lines = append(lines, fmt.Sprintf("step %s invalid: %s", stepName(st), strings.Join(invalidReasons(st), "; ")))

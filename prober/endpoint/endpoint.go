@@ -250,11 +250,13 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 func (e *Endpoint) CloseIdleConnections() { e.hc.CloseIdleConnections() }
 
 // NewRequest builds the client request of one workload item for api
-// (client.APIChat: one user message holding the prompt; anything else: a
-// completions prompt), with max_tokens = the drawn output length and
+// (client.APIChat: the item's Messages when set — a multi-turn session's
+// conversation —, else one user message holding the prompt; anything else:
+// a completions prompt), with max_tokens = the drawn output length and
 // ignore_eos as given. Its InputTokens, kept as Record.InputTokens, is the
 // drawn prompt length including the shared prefix (PrefixTokens +
-// InputTokens): the figure the server should report as prompt_tokens.
+// InputTokens): the figure the server should report as prompt_tokens (a
+// session's turn sets its own, see Session).
 func NewRequest(api, id string, it workload.Item, ignoreEOS bool) client.Request {
 	req := client.Request{
 		ID:          id,
@@ -263,7 +265,14 @@ func NewRequest(api, id string, it workload.Item, ignoreEOS bool) client.Request
 		InputTokens: it.PrefixTokens + it.InputTokens,
 	}
 	if api == client.APIChat {
-		req.Messages = []client.Message{{Role: "user", Content: it.Prompt}}
+		if it.Messages != nil {
+			req.Messages = make([]client.Message, len(it.Messages))
+			for i, m := range it.Messages {
+				req.Messages[i] = client.Message(m)
+			}
+		} else {
+			req.Messages = []client.Message{{Role: "user", Content: it.Prompt}}
+		}
 	} else {
 		req.Prompt = it.Prompt
 	}

@@ -58,6 +58,10 @@ type probeRunner struct {
 	ringMu   sync.Mutex
 	recent   []Result
 	failures []Result
+
+	// sessions draws the later turns of a multi-turn workload (nil:
+	// single requests); see multiturn.go.
+	sessions *workload.Sessions
 }
 
 // newProbeRunner builds the probe's generators. The config was validated at
@@ -67,7 +71,7 @@ func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeR
 	if err != nil {
 		return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
 	}
-	return &probeRunner{
+	p := &probeRunner{
 		t:      t,
 		cfg:    pc,
 		key:    key,
@@ -75,7 +79,13 @@ func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeR
 		gen:    gen,
 		ready:  make(chan preparedItem, prefetch),
 		done:   make(chan struct{}),
-	}, nil
+	}
+	if pc.Workload.MultiTurn != nil {
+		if p.sessions, err = workload.NewSessions(pc.Workload, pc.Seed); err != nil {
+			return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
+		}
+	}
+	return p, nil
 }
 
 func (p *probeRunner) start(parent context.Context) {
@@ -224,6 +234,10 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 		obs.Skipped(tname, pname, SkipTooLong)
 		level.Debug(p.logger).Log("msg", "arrival skipped: prompt + output exceed max_model_len",
 			"prompt_tokens", item.PromptTokens, "output_tokens", item.OutputTokens, "max_model_len", limit)
+		return
+	}
+	if p.sessions != nil {
+		p.runSession(ctx, rec, c, sz.Tokenizer, item, limit)
 		return
 	}
 	c.Do(ctx, endpoint.NewRequest(t.cfg.API, rec.RequestID, item, p.cfg.Workload.IgnoreEOSOrDefault()), rec)

@@ -238,6 +238,9 @@ func (c *Config) Validate() error {
 	if err := c.validateShard(); err != nil {
 		return err
 	}
+	if err := c.validateMultiTurn(); err != nil {
+		return err
+	}
 	if c.FreshPrefix && c.Workload.PrefixTokens == 0 {
 		return fieldErr("FreshPrefix", "needs --prefix-len > 0")
 	}

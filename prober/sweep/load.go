@@ -62,9 +62,18 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 	default:
 		sc.Duration = c.Duration
 	}
+	var ss *stepSessions
+	if r.prompts.sessions != nil {
+		ss = newStepSessions()
+		defer func() { st.MultiTurn = ss.stats(c.sendRate(st.Level), st.Mode) }()
+	}
 	sched, err := schedule.New(sc, func(ctx context.Context, scheduled time.Time, queueWait time.Duration) {
 		i, _ := schedule.Index(ctx)
 		it, err := items.get(ctx, int(i))
+		if ss != nil {
+			r.runSession(ctx, st, acc, ss, i, scheduled, queueWait, it, err)
+			return
+		}
 		rec := prober.Record{
 			Target:    r.fp.Target.URL,
 			Probe:     st.Label,

@@ -19,6 +19,9 @@ type promptSource struct {
 	gen   *workload.Generator
 	tok   workload.Tokenizer
 	fresh bool
+	// sessions draws the later turns of a multi-turn workload (nil: single
+	// requests); a session's first turn is the step's item.
+	sessions *workload.Sessions
 }
 
 // newPromptSource builds the workload generator of the sweep; prompts are
@@ -30,7 +33,13 @@ func newPromptSource(r *runner) (*promptSource, error) {
 		return nil, err
 	}
 	r.tokenizer = r.sizing.Method()
-	return &promptSource{gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}, nil
+	ps := &promptSource{gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}
+	if c.Workload.MultiTurn != nil {
+		if ps.sessions, err = workload.NewSessions(c.Workload, uint64(c.shardSeed())); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
 }
 
 // stepItems are the prompts of one step: the warmups and the measured ones.

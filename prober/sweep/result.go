@@ -63,6 +63,9 @@ type Step struct {
 	// Search is what the adaptive search made of the step's run (nil for
 	// a ladder): result.json's "search".
 	Search *StepVerdict `json:"search,omitempty"`
+	// MultiTurn is what a multi-turn step's sessions did (nil for a
+	// single-turn workload): result.json's "multi_turn".
+	MultiTurn *MultiTurnStats `json:"multi_turn,omitempty"`
 }
 
 // StepVerdict is the adaptive search's verdict on one run of a level.
@@ -450,6 +453,9 @@ func (r *Result) StepJSON(s *Step) any {
 	o.add("in_knee", s.Validity.Valid && s.Mode != ModeBurst)
 	if s.Search != nil {
 		o.add("search", s.Search)
+	}
+	if s.MultiTurn != nil {
+		o.add("multi_turn", s.MultiTurn)
 	}
 	return o
 }

@@ -54,6 +54,9 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	// Items first (prompt building may call /tokenize): nothing of it may
 	// happen on the send path.
 	n, byDuration, err := r.plannedCount(st, seed)
+	if err == nil {
+		err = r.checkSessions(st, n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +262,7 @@ func (r *runner) checkPrefixReuse(st *Step, gen workload.Info, short int64) {
 		PrefixTokens: max(r.cfg.Workload.PrefixTokens, gen.PrefixTokens), OverheadTokens: gen.OverheadTokens,
 		MaxPromptTokens: int(st.Stats.InputTokens.Max), BlockSize: r.cacheBlockSize(),
 		Prompts: gen.DistinctPrompts + int64(len(endpoint.CalibrationWords)), NonceAlphabet: gen.NonceAlphabet,
-		NonceTested: gen.NonceTested, ShortNonceItems: short,
+		NonceTested: gen.NonceTested, ShortNonceItems: short, ContextTokens: st.MultiTurn.resent(),
 	})
 	switch {
 	case flag:

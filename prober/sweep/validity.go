@@ -241,6 +241,10 @@ type PrefixReuse struct {
 	// input was too short for a full nonce: their prompts could repeat, so
 	// the check is not applied.
 	ShortNonceItems int64
+	// ContextTokens is the context that a multi-turn step's later turns
+	// resent (MultiTurnStats.ContextTokensResent): reuse by design,
+	// allowed on top of the shared prefix.
+	ContextTokens int64
 }
 
 // PrefixReuseMargin is the unexplained prefix-cache reuse tolerated before a
@@ -288,6 +292,7 @@ func CheckPrefixReuse(r PrefixReuse) (flag bool, reason, note string) {
 	if r.Preemptions.Known {
 		allowed += r.Preemptions.Value * float64(r.MaxPromptTokens)
 	}
+	allowed += float64(r.ContextTokens)
 	block := r.BlockSize
 	if block <= 0 {
 		block = 16

@@ -145,6 +145,9 @@ type Spec struct {
 	// length (vLLM's ignore_eos). Default true, as vllm bench serve forces
 	// for random datasets.
 	IgnoreEOS *bool `yaml:"ignore_eos,omitempty" json:"ignore_eos,omitempty"`
+	// MultiTurn, when set, makes each request a multi-turn chat session
+	// (see MultiTurn); nil: single requests.
+	MultiTurn *MultiTurn `yaml:"multi_turn,omitempty" json:"multi_turn,omitempty"`
 }
 
 // DefaultSpec is the workload used when none is given: 64 input tokens, 16
@@ -169,6 +172,11 @@ func (s Spec) Validate() error {
 	}
 	if s.PrefixTokens > MaxLength {
 		return fmt.Errorf("prefix_tokens must be <= %d (the largest length llmprobe draws), got %d", MaxLength, s.PrefixTokens)
+	}
+	if s.MultiTurn != nil {
+		if err := s.MultiTurn.Validate(); err != nil {
+			return fmt.Errorf("multi_turn.%w", err)
+		}
 	}
 	return nil
 }
