@@ -504,6 +504,7 @@ var sweepFieldFlags = map[string]string{
 	"Duration":                         "duration",
 	"Engine":                           "engine",
 	"FreshPrefix":                      "fresh-prefix",
+	"HTTPConfig":                       "http.config.file",
 	"IdleTimeout":                      "idle-timeout",
 	"MaxConcurrency":                   "max-concurrency",
 	"MaxStepBytes":                     "max-step-bytes",
