@@ -60,3 +60,13 @@ func (r *runner) redactBody(b []byte) []byte {
 	}
 	return b
 }
+
+// Secrets returns the literal secrets the sweep sends: the API key and
+// those of HTTPConfig (client.HTTPSecrets, files read now; an unreadable
+// one is left out), longest first. Callers redact text the sweep did not
+// produce with them (fingerprint.RedactSecrets), e.g. an error before
+// Prepare.
+func (c Config) Secrets() []string {
+	secrets, _ := client.HTTPSecrets(c.HTTPConfig)
+	return fingerprint.SortSecrets(append([]string{string(c.APIKey)}, client.SecretValues(secrets)...))
+}
