@@ -202,4 +202,3 @@ func TestHTTPConfigErrors(t *testing.T) {
 		t.Errorf("missing CA file: %v", err)
 	}
 }
-
