@@ -46,6 +46,7 @@ type compareFlags struct {
 	baselineModel, candidateModel     string
 	baselineKeyFile, candidateKeyFile string
 	baselineMetrics, candidateMetrics string
+	baselineHTTP, candidateHTTP       string // --baseline-http-config-file, --candidate-http-config-file
 	order, maxRegression, vary        string
 	maxRegressionSet                  bool
 	decision, rollbackIf              string
@@ -73,6 +74,10 @@ func init() {
 			StringVar(&f.candidateModel)
 		cmd.Flag("baseline-api-key-file", "File holding the baseline's API key (default --api-key-file).").StringVar(&f.baselineKeyFile)
 		cmd.Flag("candidate-api-key-file", "File holding the candidate's API key (default --api-key-file).").StringVar(&f.candidateKeyFile)
+		cmd.Flag("baseline-http-config-file", "The baseline's HTTP client configuration file (TLS, credentials, "+
+			"headers; default --http.config.file).").StringVar(&f.baselineHTTP)
+		cmd.Flag("candidate-http-config-file", "The candidate's HTTP client configuration file (default "+
+			"--http.config.file).").StringVar(&f.candidateHTTP)
 		cmd.Flag("baseline-metrics-url", "The baseline's /metrics (default --baseline + /metrics).").StringVar(&f.baselineMetrics)
 		cmd.Flag("candidate-metrics-url", "The candidate's /metrics (default --candidate + /metrics).").StringVar(&f.candidateMetrics)
 		cmd.Flag("order", "Order of the rounds: abba (A/B/B/A/A/B/B/A...) or random (each pair A/B or B/A by --seed).").
@@ -153,10 +158,10 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 	}
 	out := map[string]sweep.Config{}
 	for _, side := range []struct {
-		name, url, model, key, metrics string
+		name, url, model, key, metrics, http string
 	}{
-		{sideBaseline, f.baseline, f.baselineModel, f.baselineKeyFile, f.baselineMetrics},
-		{sideCandidate, f.candidate, f.candidateModel, f.candidateKeyFile, f.candidateMetrics},
+		{sideBaseline, f.baseline, f.baselineModel, f.baselineKeyFile, f.baselineMetrics, f.baselineHTTP},
+		{sideCandidate, f.candidate, f.candidateModel, f.candidateKeyFile, f.candidateMetrics, f.candidateHTTP},
 	} {
 		sf := f.sw
 		sf.target, sf.metricsURL, sf.rounds = side.url, side.metrics, 1
@@ -166,6 +171,9 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 		if side.key != "" {
 			sf.apiKeyFile = side.key
 		}
+		if side.http != "" {
+			sf.httpConfigFile = side.http
+		}
 		if sf.target == "" {
 			return nil, &flagError{flag: side.name, err: errors.New("must not be empty")}
 		}
@@ -174,6 +182,9 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 			var fe *flagError
 			if errors.As(err, &fe) && fe.flag == "target" {
 				return nil, &flagError{flag: side.name, err: fe.err}
+			}
+			if errors.As(err, &fe) && fe.flag == "http.config.file" && side.http != "" {
+				return nil, &flagError{flag: side.name + "-http-config-file", err: fe.err}
 			}
 			return nil, err
 		}
@@ -274,15 +285,15 @@ func (cr *compareResult) options(o compare.Options, args []string) compare.Optio
 func runCompare(e *env, f *compareFlags) int {
 	cfgs, err := compareConfigs(f)
 	if err != nil {
-		key := ""
+		var secrets []string
 		for _, c := range cfgs {
-			key = string(c.APIKey)
+			secrets = append(secrets, c.Secrets()...)
 		}
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(sweepErrorText(err), key)))
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(sweepErrorText(err), secrets...)))
 		return compare.ExitBadInput
 	}
 	base, cand := cfgs[sideBaseline], cfgs[sideCandidate]
-	secrets := []string{string(base.APIKey), string(cand.APIKey)}
+	secrets := append(base.Secrets(), cand.Secrets()...)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(fmt.Sprintf(format, args...), secrets...)))
 		return compare.ExitBadInput

@@ -67,6 +67,7 @@ type sweepFlags struct {
 	saveDetailed                                            bool
 	decision, rollbackIf                                    string
 	extra                                                   sweepExtraFlags // --server-log, --push.* (sweepextra.go)
+	httpConfigFile                                          string          // --http.config.file (httpconfig.go)
 }
 
 func init() {
@@ -97,6 +98,7 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		Default("completions").StringVar(&f.api)
 	cmd.Flag("api-key-file", "File holding the API key, sent as a bearer token. Keys are never taken from flags "+
 		"and never written to logs or artifacts.").StringVar(&f.apiKeyFile)
+	addHTTPConfigFlag(cmd, &f.httpConfigFile)
 	cmd.Flag("metrics-url", "The server's Prometheus /metrics, read before, during and after each step. "+
 		"Default: --target + /metrics.").StringVar(&f.metricsURL)
 	cmd.Flag("engine", "The server's engine, whose metric names the idle proofs, server-side figures and the throughput "+
@@ -367,6 +369,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		}
 		c.APIKey = config.Secret(strings.TrimSpace(string(b)))
 	}
+	if c.HTTPConfig, err = loadHTTPConfigFlag("http.config.file", f.httpConfigFile, f.apiKeyFile); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -410,7 +415,7 @@ func sweepHelp() string {
 func runSweep(e *env, f *sweepFlags) int {
 	cfg, err := buildSweepConfig(f)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(sweepErrorText(err), string(cfg.APIKey))))
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(sweepErrorText(err), cfg.Secrets()...)))
 		if isSweepFlagError(err) {
 			return 2
 		}
@@ -458,7 +463,7 @@ func runSweep(e *env, f *sweepFlags) int {
 		}
 	}
 	if err != nil {
-		msg := fingerprint.RedactSecrets(sweepErrorText(err), string(cfg.APIKey))
+		msg := fingerprint.RedactSecrets(sweepErrorText(err), cfg.Secrets()...)
 		if isSweepFlagError(err) {
 			// Refused before any load (e.g. the lengths exceed the model's
 			// max_model_len): one line naming the flag, exit 2.
@@ -505,6 +510,7 @@ var sweepFieldFlags = map[string]string{
 	"Duration":                         "duration",
 	"Engine":                           "engine",
 	"FreshPrefix":                      "fresh-prefix",
+	"HTTPConfig":                       "http.config.file",
 	"IdleTimeout":                      "idle-timeout",
 	"MaxConcurrency":                   "max-concurrency",
 	"MaxStepBytes":                     "max-step-bytes",

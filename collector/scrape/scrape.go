@@ -18,6 +18,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/client"
 )
 
@@ -58,10 +60,19 @@ type Snapshot struct {
 type StatusError struct {
 	StatusCode int
 	Status     string
+	// Location is the Location header of a redirect (3xx), with any
+	// credentials it carries redacted; "" otherwise. Fetch never follows a
+	// redirect.
+	Location string
 }
 
 // Error implements error.
-func (e *StatusError) Error() string { return "unexpected status " + e.Status }
+func (e *StatusError) Error() string {
+	if e.Location != "" {
+		return "unexpected status " + e.Status + " (redirect to " + e.Location + "; redirects are not followed: fix the metrics URL)"
+	}
+	return "unexpected status " + e.Status
+}
 
 // Option configures Fetch (and a Recorder's scrapes).
 type Option func(*options)
@@ -106,12 +117,14 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// Fetch scrapes url with client (http.DefaultClient when nil) and parses
+// Fetch scrapes url with client (a plain client when nil) and parses
 // the Prometheus text exposition (the only format it asks for; OpenMetrics,
 // protobuf and anything else are refused with an error). Metric and label names are
 // validated with UTF-8 rules, a superset of the legacy rules that already
 // allow vLLM's ':' names. Errors name the URL (with any password redacted)
-// and say what went wrong: transport error, non-2xx status (*StatusError),
+// and say what went wrong: transport error, non-2xx status (*StatusError;
+// a redirect is never followed, whatever client's CheckRedirect says, so
+// that the bearer token never goes to another address),
 // body over the size cap, unexpected content type, or a parse error with its
 // line number.
 func Fetch(ctx context.Context, client *http.Client, rawURL string, opts ...Option) (*Snapshot, error) {
@@ -132,9 +145,14 @@ func Fetch(ctx context.Context, client *http.Client, rawURL string, opts ...Opti
 }
 
 func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapshot, error) {
-	if hc == nil {
-		hc = http.DefaultClient
+	// Never follow a redirect: a copy of the client (a few words) with
+	// CheckRedirect answering the redirect as it is.
+	c := http.Client{CheckRedirect: noRedirects}
+	if hc != nil {
+		c = *hc
+		c.CheckRedirect = noRedirects
 	}
+	hc = &c
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -162,7 +180,14 @@ func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapsh
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+		se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+		if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			se.Location = fingerprint.RedactText(loc)
+			if len(se.Location) > 200 {
+				se.Location = strings.ToValidUTF8(se.Location[:200], "") + "..."
+			}
+		}
+		return nil, se
 	}
 	format, err := responseFormat(resp.Header.Get("Content-Type"))
 	if err != nil {
@@ -185,6 +210,10 @@ func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapsh
 // responseFormat picks the parser for a Content-Type. A missing or
 // unparsable Content-Type is read as the text format (many exporters send
 // a bare text/plain or nothing at all).
+// noRedirects is the CheckRedirect of every scrape: a redirect is
+// answered as it is.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
 func responseFormat(contentType string) (expfmt.Format, error) {
 	if contentType == "" {
 		return expfmt.FmtText, nil

@@ -214,11 +214,23 @@ type TargetConfig struct {
 	// sweeps against the target report the cost per million good output
 	// tokens with it. 0 (left out): no price.
 	CostPerHour float64 `yaml:"cost_per_hour,omitempty"`
+	// HTTPConfig is the target's HTTP client configuration,
+	// prometheus/common's (the name Alertmanager uses): tls_config,
+	// authorization / bearer_token(_file), basic_auth, oauth2, proxy_url,
+	// http_headers. Every request of the target goes through a client built
+	// from it (client.NewHTTPClient), /metrics included. Validated at load,
+	// relative files resolved against the config file's directory, secret
+	// files read once to be redacted; follow_redirects and enable_http2
+	// must not be true (httpconfig.go). Its secrets print as <secret>.
+	HTTPConfig config.HTTPClientConfig `yaml:"http_config,omitempty"`
 
 	set keySet
 	// key is a pointer so that fmt's %v of a TargetConfig prints an address,
 	// never the key.
 	key *apiKey
+	// httpHash is a salted hash of HTTPConfig's secrets as read at load
+	// (RestartKey).
+	httpHash string
 }
 
 // ProbeConfig is one open-loop probe of a target.
@@ -473,6 +485,11 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // relative to its directory.
 func Parse(data []byte, filename string) (*Config, error) {
 	c := &Config{Global: DefaultGlobalConfig}
+	if es := httpConfigProblems(filename, data); len(es) > 0 {
+		// prometheus/common validates while decoding: checked first, so
+		// that its errors name their line and field.
+		return nil, errorOf(es)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
@@ -629,6 +646,7 @@ func (c *Config) resolve(dir string) error {
 		}
 		if len(tp) == 0 {
 			tp.add("", t.loadKey(dir))
+			tp.add("", t.loadHTTPConfig(dir))
 		}
 		for _, fe := range tp {
 			all.add(fmt.Sprintf("targets[%d]", i), fe)
@@ -816,6 +834,7 @@ func (t TargetConfig) Validate() error {
 	if t.RawMetricsURL != "" && t.RawMetricsURL != MetricsURLNone {
 		l.add("metrics_url", validateURL(t.RawMetricsURL, true))
 	}
+	l.add("", t.validateHTTPConfig())
 	l.add("", validateTimeouts(t.Timeout, t.TTFTTimeout, t.StallTimeout))
 	note := ""
 	if !t.set.has("slo", true) {

@@ -611,8 +611,9 @@ func TestRestartKeyCoversEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Unexported fields are bookkeeping (which keys the file set) or the
-	// key, which enters as a hash (checked below).
-	bookkeeping := map[string]bool{"set": true, "key": true, "workloadSet": true}
+	// key and the http_config secrets, which enter as a hash (checked below
+	// and in httpconfig_test.go).
+	bookkeeping := map[string]bool{"set": true, "key": true, "workloadSet": true, "httpHash": true}
 	f := func(name string, cfg any, key func(any) string, inPlace []string) {
 		t.Run(name, func(t *testing.T) {
 			ref := key(cfg)

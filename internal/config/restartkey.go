@@ -32,8 +32,9 @@ var keySalt = func() []byte {
 
 // RestartKey returns a digest of the target's settings that a running
 // target cannot take without a restart (new clients, a new discovery): the
-// JSON of the whole struct except InPlaceTargetFields, with the API key as a
-// salted SHA-256 hash, never in clear. A reload restarts a target whose
+// JSON of the whole struct except InPlaceTargetFields, with the API key and
+// the secrets of http_config (inline or the content of their files, as read
+// at load) as a salted SHA-256 hash, never in clear. A reload restarts a target whose
 // RestartKey changed and keeps the others running. Comparable within one
 // process only.
 func (t TargetConfig) RestartKey() string {
@@ -48,10 +49,12 @@ func (t TargetConfig) RestartKey() string {
 		h.Write([]byte(t.key.s))
 		keyHash = hex.EncodeToString(h.Sum(nil))
 	}
+	t.HTTPConfig = httpConfigForKey(t.HTTPConfig)
 	return digest(struct {
-		Target  TargetConfig
-		KeyHash string
-	}{t, keyHash})
+		Target   TargetConfig
+		KeyHash  string
+		HTTPHash string
+	}{t, keyHash, t.httpHash})
 }
 
 // RestartKey returns a digest of every setting of the probe (the JSON of the

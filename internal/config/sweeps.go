@@ -257,6 +257,7 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		Model:           t.Model,
 		API:             t.API,
 		APIKey:          t.APIKey(),
+		HTTPConfig:      t.HTTPConfig,
 		Timeout:         t.Timeout,
 		TTFTTimeout:     t.TTFTTimeout,
 		StallTimeout:    t.StallTimeout,

@@ -2,6 +2,8 @@ package fingerprint
 
 import (
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -113,15 +115,34 @@ func RedactMetadata(m map[string]string) map[string]string {
 }
 
 // RedactSecrets is RedactText that also replaces every occurrence of the
-// given literal secrets (an API key read from a file, which may have any
-// shape); empty secrets are ignored.
+// given literal secrets (an API key read from a file, the bearer token,
+// password or header values of an http_config, which may have any shape),
+// the longest first so that a secret holding another is removed whole;
+// empty secrets are ignored.
 func RedactSecrets(s string, secrets ...string) string {
+	if len(secrets) > 1 {
+		secrets = SortSecrets(secrets)
+	}
 	for _, sec := range secrets {
 		if sec != "" {
 			s = strings.ReplaceAll(s, sec, Redacted)
 		}
 	}
 	return RedactText(s)
+}
+
+// SortSecrets returns the non-empty secrets of a list without duplicates,
+// the longest first (the order in which to replace them); the list is not
+// modified.
+func SortSecrets(secrets []string) []string {
+	out := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // secretName reports whether any part of name looks secret.

@@ -127,7 +127,7 @@ func openFiles(run *artifacts.Run, o Options) (*artifacts.Sink, error) {
 // first step; it returns err joined with the failure to finish.
 func abort(run *artifacts.Run, cfg sweep.Config, fp fingerprint.Fingerprint, err error) error {
 	fp.End = time.Now().UTC()
-	reason := "failed: " + fingerprint.RedactSecrets(err.Error(), string(cfg.APIKey))
+	reason := "failed: " + fingerprint.RedactSecrets(err.Error(), cfg.Secrets()...)
 	ferr := run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: reason}, false)
 	return errors.Join(err, ferr)
 }

@@ -80,6 +80,20 @@ type Config struct {
 	// pre-encoded streams instead of the engine model, for measuring
 	// clients (see Light).
 	Light Light
+
+	// TLSCertFile and TLSKeyFile make the Simulator serve HTTPS with that
+	// certificate (`--tls.cert-file`, `--tls.key-file`, together);
+	// TLSGenerateDir makes New write a new CA and certificate there first
+	// (GenerateCerts, `--tls.generate`). Default: plain HTTP.
+	TLSCertFile, TLSKeyFile, TLSGenerateDir string
+	// RequireHeaders are headers every request must carry, as a gateway
+	// requires: "Name: value" lines (`--require-header "Name: value"`,
+	// repeatable; a string so that a Config stays comparable). 401
+	// otherwise, with the value received echoed in the message.
+	RequireHeaders string
+	// APIKey is required as "Authorization: Bearer <key>" on the /v1
+	// routes, as vLLM's --api-key (401 {"error": "Unauthorized"}).
+	APIKey string
 }
 
 // Faults configures fault injection. Each probability is drawn independently
@@ -188,6 +202,9 @@ func (c Config) Validate() error {
 		if err := c.Light.Validate(); err != nil {
 			return err
 		}
+	}
+	if err := c.validateGateway(); err != nil {
+		return err
 	}
 	return c.Faults.Validate()
 }
@@ -344,6 +361,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		"events were flushed (ground truth for client accuracy tests).").
 		Default(c.TraceFile).StringVar(&c.TraceFile)
 	addLightFlags(cmd, &c.Light)
+	addGatewayFlags(cmd, c)
 
 	f := &c.Faults
 	prob := func(name, help string, p *float64) {

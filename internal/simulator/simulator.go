@@ -16,6 +16,7 @@ package simulator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	stdlog "log"
@@ -50,6 +51,7 @@ type Simulator struct {
 	trace   *traceWriter
 	light   *lightState // nil unless cfg.Light.Enabled
 	handler http.Handler
+	tls     *tls.Config // nil: plain HTTP
 	created int64
 
 	faults   atomic.Pointer[Faults]
@@ -66,6 +68,10 @@ type Simulator struct {
 // goroutine. The Simulator registers its metrics on a registry of its own.
 func New(cfg Config, logger log.Logger) (*Simulator, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tc, err := cfg.loadTLS()
+	if err != nil {
 		return nil, err
 	}
 	if logger == nil {
@@ -98,7 +104,8 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 	if cfg.Light.Enabled {
 		s.light = newLightState(cfg.Model, s.created)
 	}
-	s.handler = s.routes()
+	s.tls = tc
+	s.handler = s.gateway(s.routes())
 	return s, nil
 }
 
@@ -146,6 +153,9 @@ func (s *Simulator) Serve(ctx context.Context, l net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          stdlog.New(log.NewStdlibAdapter(level.Debug(s.logger)), "", 0),
+	}
+	if s.tls != nil {
+		l = tls.NewListener(l, s.tls)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -213,7 +223,7 @@ func (s *Simulator) LogStartup(addr string) {
 	if persona == "" {
 		persona = EngineVLLM
 	}
-	level.Info(s.logger).Log("msg", "vLLM simulator listening", "persona", persona, "url", "http://"+addr, "model", c.Model,
+	level.Info(s.logger).Log("msg", "vLLM simulator listening", "persona", persona, "url", s.Scheme()+"://"+addr, "model", c.Model,
 		"endpoints", endpoints)
 	level.Info(s.logger).Log("msg", "simulator engine",
 		"max_num_seqs", c.MaxNumSeqs, "max_num_batched_tokens", c.MaxNumBatchedTokens, "max_model_len", c.MaxModelLen,

@@ -90,6 +90,10 @@ type Options struct {
 	// messages, max_tokens, max_completion_tokens, min_tokens, ignore_eos,
 	// stream, stream_options).
 	ExtraBody map[string]any
+	// Secrets are literal secrets the HTTP client sends besides APIKey
+	// (those of the target's http_config, HTTPSecrets): like the key they
+	// never appear in Record.ErrorMessage, even when a server echoes them.
+	Secrets []string
 }
 
 // Message is one chat message.
@@ -142,6 +146,7 @@ type Client struct {
 	extra   []byte   // `,"key":value` pairs, sorted by key
 	hc      *http.Client
 	parsers sync.Pool
+	secrets []string // APIKey and Options.Secrets, longest first
 }
 
 // New validates o and returns a Client.
@@ -205,6 +210,7 @@ func New(o Options) (*Client, error) {
 		}
 		c.extra = append(append(append(append(c.extra, ','), kb...), ':'), vb...)
 	}
+	c.secrets = fingerprint.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
 	c.hc = o.HTTPClient
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}
@@ -514,7 +520,7 @@ func statusError(resp *http.Response) (prober.ErrorClass, string, bool) {
 	n, _ := readFull(resp.Body, buf)
 	msg := "HTTP " + resp.Status
 	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		msg += " (redirect to " + trimTo(loc, 120) + "; fix base_url)"
+		msg += " (redirect to " + trimTo(fingerprint.RedactText(loc), 120) + "; redirects are not followed: fix base_url)"
 	} else if detail := errorBodyMessage(buf[:n]); detail != "" {
 		msg += ": " + detail
 	}
@@ -575,13 +581,19 @@ func isEventStream(ct string) bool {
 	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
-// clean makes an error message safe and short: the API key is redacted, a
+// clean makes an error message safe and short: the API key and the other
+// secrets are redacted, a
 // server message that echoes the prompt loses every echoed piece
 // (fingerprint.ScrubPrompt),
 // control characters become spaces, and the length is bounded.
 func (c *Client) clean(msg string, req *Request, fromServer bool) string {
-	if key := string(c.o.APIKey); key != "" {
-		msg = strings.ReplaceAll(msg, key, "<secret>")
+	redacted := false
+	for _, sec := range c.secrets {
+		if strings.Contains(msg, sec) {
+			msg, redacted = strings.ReplaceAll(msg, sec, "<secret>"), true
+		}
+	}
+	if redacted {
 		msg = strings.ReplaceAll(msg, "Bearer <secret>", "<secret>")
 	}
 	if fromServer {

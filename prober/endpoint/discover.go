@@ -168,9 +168,15 @@ func (e *Endpoint) version(ctx context.Context) string {
 	return e.Redact(strings.TrimSpace(s))
 }
 
-// echoesKey reports whether s holds the endpoint's API key.
+// echoesKey reports whether s holds the endpoint's API key or another of
+// its secrets.
 func (e *Endpoint) echoesKey(s string) bool {
-	return e.o.APIKey != "" && strings.Contains(s, string(e.o.APIKey))
+	for _, sec := range e.secrets {
+		if strings.Contains(s, sec) {
+			return true
+		}
+	}
+	return false
 }
 
 // getJSON GETs path (relative to the base URL) and decodes a 200 answer

@@ -15,12 +15,16 @@
 //     (NewRequest), which fixes what Record.InputTokens means;
 //   - the streaming client for a model (Client), built from the endpoint's
 //     options over one shared connection pool;
-//   - redaction of the API key and credential-shaped text from every
-//     message (Redact).
+//   - redaction of the API key, the secrets of the HTTP config and
+//     credential-shaped text from every message (Redact).
 //
-// Credentials are attached by client.Authorize, redirects are never
-// followed (a redirect is a classified failure naming its Location),
-// response bodies are bounded and every call has a timeout.
+// Every request of an endpoint goes through one HTTP client, built from
+// its prometheus/common HTTPClientConfig (client.NewHTTPClient: TLS,
+// bearer token, basic auth, OAuth2, proxy, http_headers), so the same TLS
+// settings and headers apply to generation, discovery, /tokenize,
+// calibration and /metrics. The API key is attached by client.Authorize,
+// redirects are never followed (a redirect is a classified failure naming
+// its Location), response bodies are bounded and every call has a timeout.
 //
 // An Endpoint is safe for concurrent use.
 package endpoint
@@ -31,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,7 +108,7 @@ type Options struct {
 	MaxBodyBytes                       int64
 	// HTTPClient carries every request of the endpoint (its Transport is
 	// the connection pool; its CheckRedirect is replaced by
-	// client.NoRedirects). Nil means client.NewTransport().
+	// client.NoRedirects). Nil means client.NewHTTPClient(HTTPConfig).
 	HTTPClient *http.Client
 	// DiscoveryTimeout bounds each discovery GET (default
 	// DefaultDiscoveryTimeout); TokenizeTimeout each POST /tokenize
@@ -122,6 +127,13 @@ type Options struct {
 	// engine and for vLLM's cache_config_info: empty means BaseURL +
 	// "/metrics"; NoMetrics means it has none.
 	MetricsURL string
+	// HTTPConfig is the target's HTTP client configuration (TLS,
+	// credentials, proxy, headers; prometheus/common's, as in a Prometheus
+	// scrape config). New builds the endpoint's client from it when
+	// HTTPClient is nil, and reads its secrets once (client.HTTPSecrets) to
+	// redact them from every message: a secret file rotated later is
+	// redacted once the endpoint is built again (a reload that changes it).
+	HTTPConfig config.HTTPClientConfig
 }
 
 // NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
@@ -131,11 +143,12 @@ const NoMetrics = "none"
 // Endpoint is one serving endpoint as every consumer reaches it. Create it
 // with New.
 type Endpoint struct {
-	o      Options
-	base   string
-	hc     *http.Client
-	logger log.Logger
-	now    func() time.Time // tests replace it
+	o       Options
+	base    string
+	hc      *http.Client
+	secrets []string // the API key and the HTTP config's secrets, longest first
+	logger  log.Logger
+	now     func() time.Time // tests replace it
 
 	clientMu  sync.Mutex
 	client    *client.Client
@@ -183,16 +196,23 @@ func New(o Options) (*Endpoint, error) {
 		var n atomic.Uint64
 		o.NewRequestID = func() string { return fmt.Sprint(prefix, n.Add(1)) }
 	}
-	hc := &http.Client{Transport: client.NewTransport()}
+	httpSecrets, err := client.HTTPSecrets(o.HTTPConfig)
+	if err != nil {
+		return nil, fmt.Errorf("http_config: %w", err)
+	}
+	var hc *http.Client
 	if o.HTTPClient != nil {
 		c := *o.HTTPClient
 		hc = &c
+	} else if hc, err = client.NewHTTPClient(o.HTTPConfig, "llmprobe"); err != nil {
+		return nil, fmt.Errorf("http_config: %w", err)
 	}
 	hc.CheckRedirect = client.NoRedirects
 	e := &Endpoint{
 		o:        o,
 		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
 		hc:       hc,
+		secrets:  fingerprint.SortSecrets(append([]string{string(o.APIKey)}, client.SecretValues(httpSecrets)...)),
 		logger:   o.Logger,
 		now:      time.Now,
 		sizings:  map[string]*Sizing{},
@@ -210,11 +230,17 @@ func (e *Endpoint) BaseURL() string { return e.base }
 // API is the endpoint's API (client.APICompletions or client.APIChat).
 func (e *Endpoint) API() string { return e.o.API }
 
-// Redact removes the API key and anything else credential-shaped
+// Redact removes the API key, every secret of the HTTP config (as read
+// when the endpoint was built) and anything else credential-shaped
 // (fingerprint.RedactSecrets) from a message that may echo request data.
 func (e *Endpoint) Redact(msg string) string {
-	return fingerprint.RedactSecrets(msg, string(e.o.APIKey))
+	return fingerprint.RedactSecrets(msg, e.secrets...)
 }
+
+// Secrets returns the literal secrets the endpoint sends (the API key and
+// those of the HTTP config), longest first, for callers that redact text
+// the endpoint did not produce (a /metrics body written to an artifact).
+func (e *Endpoint) Secrets() []string { return slices.Clone(e.secrets) }
 
 // Client returns the streaming client for model (empty: the server's
 // default), built from the endpoint's options. The latest client is kept
@@ -237,6 +263,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		MaxBodyBytes: e.o.MaxBodyBytes,
 		HTTPClient:   e.hc,
 		Trace:        true,
+		Secrets:      e.secrets,
 	})
 	if err != nil {
 		return nil, err

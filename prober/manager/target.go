@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/slo"
@@ -73,7 +71,7 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		TTFTTimeout:  tc.TTFTTimeout,
 		StallTimeout: tc.StallTimeout,
 		MaxBodyBytes: int64(tc.MaxBodyBytes),
-		HTTPClient:   &http.Client{Transport: client.NewTransport()},
+		HTTPConfig:   tc.HTTPConfig,
 		Logger:       logger,
 		NewRequestID: func() string { return m.requestID("calibrate-") },
 		Engine:       engine.Name(tc.Engine),

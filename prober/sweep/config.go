@@ -191,6 +191,12 @@ type Config struct {
 	// parameters); 0 = unknown. It is reported beside the knee
 	// (result.json knee.reference_capacity, the verdict, the table).
 	ReferenceCapacity float64
+	// HTTPConfig is the target's HTTP client configuration (TLS,
+	// credentials, proxy, http_headers: prometheus/common's, as
+	// --http.config.file reads it); every request of the sweep, /metrics
+	// included, goes through a client built from it. Its secrets never
+	// appear in artifacts. Zero: a plain client.
+	HTTPConfig config.HTTPClientConfig
 }
 
 // Mode returns the load mode: ModeClosed, ModeBurst (every rate inf),

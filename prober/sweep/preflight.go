@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync/atomic"
 
@@ -39,7 +38,8 @@ func (r *runner) preflight(ctx context.Context) error {
 		Timeout:      c.Timeout,
 		TTFTTimeout:  c.TTFTTimeout,
 		StallTimeout: c.StallTimeout,
-		HTTPClient:   &http.Client{Transport: r.loadTransport},
+		HTTPClient:   r.loadClient,
+		HTTPConfig:   c.HTTPConfig,
 		Logger:       r.logger,
 		MetricsURL:   c.MetricsURL,
 		Engine:       eng,

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -37,17 +36,6 @@ func (r *runner) snapshot(ctx context.Context, st *Step, phase string) *scrape.S
 	meta.Time, meta.Body = snap.Time, r.redactBody(snap.Raw)
 	_ = r.sink.Snapshot(meta)
 	return snap
-}
-
-// redactBody removes the API key from a /metrics body before it reaches an
-// artifact: a server that echoes request headers into a label value (or a
-// proxy that does) must not put the key into metrics-*.txt.
-func (r *runner) redactBody(b []byte) []byte {
-	key := string(r.cfg.APIKey)
-	if key == "" || !bytes.Contains(b, []byte(key)) {
-		return b
-	}
-	return bytes.ReplaceAll(b, []byte(key), []byte(fingerprint.Redacted))
 }
 
 // waitIdle polls /metrics until the engine's running + waiting requests

@@ -27,9 +27,11 @@ type Options struct {
 	// Args is the full command line, program name first, recorded in the
 	// fingerprint (redacted there: fingerprint.New).
 	Args []string
-	// HTTPClient reads /v1/models, /version and /metrics (nil: a client
-	// with a 10s timeout on a transport of its own, closed when the sweep
-	// ends). Requests under load always use their own client.
+	// HTTPClient reads /metrics (nil: a client built from
+	// Config.HTTPConfig with a 10s timeout and a pool of its own, closed
+	// when the sweep ends); its redirects are never followed. Discovery,
+	// /tokenize and the requests under load always use the sweep's own
+	// client, built from Config.HTTPConfig.
 	HTTPClient *http.Client
 	// Now is the clock of the sweep's start (Prepared.Start: the run
 	// directory's name, the fingerprint's start; nil: time.Now).
@@ -195,7 +197,8 @@ type runner struct {
 	close  func() // closes the transports runner created
 
 	client        *client.Client
-	loadTransport *http.Transport
+	loadClient    *http.Client // carries the endpoint's requests (client.NewHTTPClient)
+	secrets       []string     // the API key and the HTTP config's secrets (redact)
 	model         string
 	metricsURL    string
 	metricsOK     bool           // /metrics was readable at preflight
@@ -258,18 +261,18 @@ func Prepare(ctx context.Context, cfg Config, opts Options) (*Prepared, error) {
 	if r.logger == nil {
 		r.logger = log.NewNopLogger()
 	}
-	// Own transports, so that no idle connection outlives the sweep.
-	r.loadTransport = client.NewTransport()
-	closers := []func(){r.loadTransport.CloseIdleConnections}
-	if r.http == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		closers = append(closers, tr.CloseIdleConnections)
-		r.http = &http.Client{Timeout: 10 * time.Second, Transport: tr}
-	}
+	// Own clients, so that no idle connection outlives the sweep; both
+	// built from the HTTP config (httpconfig.go), so that /metrics gets
+	// the same TLS settings and headers as the requests.
+	closers, err := r.httpClients()
 	r.close = func() {
 		for _, c := range closers {
 			c()
 		}
+	}
+	if err != nil {
+		r.close()
+		return nil, err
 	}
 	now := time.Now
 	if opts.Now != nil {
@@ -363,12 +366,6 @@ func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Res
 		return res, r.redactErr(runErr)
 	}
 	return res, nil
-}
-
-// redact removes credentials from text that may quote a server (an error
-// message, a reason): fingerprint.RedactText plus the literal API key.
-func (r *runner) redact(s string) string {
-	return fingerprint.RedactSecrets(s, string(r.cfg.APIKey))
 }
 
 // redactErr returns err with its text redacted (r.redact), keeping it

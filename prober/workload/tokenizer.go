@@ -82,6 +82,7 @@ type ServerTokenizerOptions struct {
 	// {"messages": [...]} form), as /v1/chat/completions will.
 	Chat bool
 	// Client sends the requests; nil means a client with a 30 s timeout.
+	// Its redirects are never followed, whatever its CheckRedirect says.
 	Client *http.Client
 	// Header is added to every request (e.g. Authorization). It is never
 	// logged or put into errors.
@@ -113,9 +114,14 @@ func NewServerTokenizer(o ServerTokenizerOptions) (*ServerTokenizer, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("tokenizer base url must start with http:// or https://, got %q", o.BaseURL)
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 30 * time.Second}
+	// Redirects are never followed (the Authorization header would go
+	// along): a redirect is a *StatusError naming its Location.
+	hc := http.Client{Timeout: 30 * time.Second}
+	if o.Client != nil {
+		hc = *o.Client
 	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.Client = &hc
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = 64 << 20
 	}
@@ -277,7 +283,11 @@ func (t *ServerTokenizer) post(ctx context.Context, url string, body, out any) e
 		return fmt.Errorf("tokenize: HTTP %d: %w", resp.StatusCode, ErrTokenizeUnsupported)
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(lr, 512))
-		return fmt.Errorf("tokenize: %w", &StatusError{Code: resp.StatusCode, Message: shortMessage(msg)})
+		se := &StatusError{Code: resp.StatusCode, Message: shortMessage(msg)}
+		if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			se.Message = "redirect to " + shortMessage([]byte(loc)) + "; redirects are not followed: fix base_url"
+		}
+		return fmt.Errorf("tokenize: %w", se)
 	}
 	raw, err := io.ReadAll(lr)
 	if err != nil {

@@ -27,8 +27,8 @@ func Fast() simulator.Config {
 }
 
 // Start builds a Simulator from cfg and serves it on a free port of
-// 127.0.0.1. It returns the base URL ("http://127.0.0.1:PORT", no trailing
-// slash) and the Simulator (for SetFaults, Gatherer, ...). Cleanup closes the
+// 127.0.0.1. It returns the base URL ("http://127.0.0.1:PORT", or https://
+// when cfg serves TLS; no trailing slash) and the Simulator (for SetFaults, Gatherer, ...). Cleanup closes the
 // Simulator (in-flight requests end at once), stops the server and fails the
 // test if either reports an error. It fails the test at once when cfg is
 // invalid or no port can be opened.
@@ -59,5 +59,5 @@ func Start(t testing.TB, cfg simulator.Config) (baseURL string, sim *simulator.S
 			t.Errorf("simtest: stop simulator: %v", err)
 		}
 	})
-	return "http://" + l.Addr().String(), sim
+	return sim.Scheme() + "://" + l.Addr().String(), sim
 }
