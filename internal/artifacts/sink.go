@@ -231,6 +231,7 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	}
 	b = append(b, `,"wall_start":`...)
 	b = appendJSONTime(b, r.WallStart)
+	b = appendFeatures(b, r)
 	if line.Prompt != "" {
 		b = append(b, `,"prompt":`...)
 		b = appendJSONString(b, line.Prompt)

@@ -145,6 +145,10 @@ type Spec struct {
 	// length (vLLM's ignore_eos). Default true, as vllm bench serve forces
 	// for random datasets.
 	IgnoreEOS *bool `yaml:"ignore_eos,omitempty" json:"ignore_eos,omitempty"`
+	// Request holds the request features: sampling parameters, extra_body
+	// and features carried by a share of the requests (features.go); nil
+	// means none.
+	Request *Request `yaml:"request,omitempty" json:"request,omitempty"`
 }
 
 // DefaultSpec is the workload used when none is given: 64 input tokens, 16
@@ -169,6 +173,9 @@ func (s Spec) Validate() error {
 	}
 	if s.PrefixTokens > MaxLength {
 		return fmt.Errorf("prefix_tokens must be <= %d (the largest length llmprobe draws), got %d", MaxLength, s.PrefixTokens)
+	}
+	if err := s.Request.Validate(); err != nil {
+		return under("request", err)
 	}
 	return nil
 }
