@@ -67,6 +67,7 @@ type sweepFlags struct {
 	saveDetailed                                            bool
 	decision, rollbackIf                                    string
 	extra                                                   sweepExtraFlags // --server-log, --push.* (sweepextra.go)
+	request                                                 requestFlags    // --temperature, --top-p, ... (sweepfeatures.go)
 }
 
 func init() {
@@ -125,6 +126,7 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		StringVar(&f.workloadFile)
 	cmd.Flag("save-prompts", "Write the prompt text of every request into records.jsonl (off: no prompt text in artifacts).").
 		BoolVar(&f.savePrompts)
+	addRequestFlags(cmd, &f.request)
 
 	// Load.
 	cmd.Flag("rates", "Open-loop request rates in req/s, one step each: a list such as 1,2,4,8; auto (adaptive "+
@@ -316,6 +318,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 			return c, err
 		}
 		c.WorkloadSource = "flags"
+	}
+	if err := applyRequestFlags(&f.request, &c.Workload, f.workloadFile); err != nil {
+		return c, err
 	}
 
 	// Load.

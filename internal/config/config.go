@@ -613,6 +613,7 @@ func (c *Config) resolve(dir string) error {
 		t := &c.Targets[i]
 		var tp problems
 		tp.add("", t.resolve(*g))
+		tp.add("", t.readSchemaFiles(dir))
 		if maxRateOK {
 			tp.add("", t.validateRates(g.MaxRate))
 		}
@@ -888,7 +889,7 @@ func (p ProbeConfig) Validate() error {
 	}
 	if !workloadBad {
 		// Anything else workload.Spec checks.
-		l.add("workload", p.Workload.Validate())
+		l.add("workload", workloadProblem(p.Workload.Validate()))
 	}
 	return l.err()
 }

@@ -80,6 +80,12 @@ type Config struct {
 	// pre-encoded streams instead of the engine model, for measuring
 	// clients (see Light).
 	Light Light
+
+	// LoRAModules are the LoRA adapters served beside Model: name=path
+	// pairs separated by spaces, as vLLM's `--lora-modules` takes them (the
+	// flag is repeatable; none by default). A string keeps Config
+	// comparable; LoRA parses it.
+	LoRAModules string
 }
 
 // Faults configures fault injection. Each probability is drawn independently
@@ -183,6 +189,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--step-per-seq must be >= 0, got %s", c.StepPerSeq)
 	case !isProbability(c.EOSProbability):
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
+	}
+	if err := c.validateLoRA(); err != nil {
+		return err
 	}
 	if c.Light.Enabled {
 		if err := c.Light.Validate(); err != nil {
@@ -344,6 +353,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		"events were flushed (ground truth for client accuracy tests).").
 		Default(c.TraceFile).StringVar(&c.TraceFile)
 	addLightFlags(cmd, &c.Light)
+	addFeatureFlags(cmd, c)
 
 	f := &c.Faults
 	prob := func(name, help string, p *float64) {
