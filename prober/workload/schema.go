@@ -18,7 +18,7 @@ type Schema struct {
 }
 
 // schemaURL names the one resource of a compiled schema.
-const schemaURL = "urn:llmprobe:workload:schema"
+const schemaURL = "https://llmprobe.invalid/workload/schema.json"
 
 // noLoader refuses every $ref to another document: a schema is checked on
 // its own, and compiling it never reads a file or the network.
