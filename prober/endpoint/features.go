@@ -26,4 +26,3 @@ func WithFeatures(req *client.Request, d workload.RequestDraw) {
 		req.Check = d.Schema.Check
 	}
 }
-
