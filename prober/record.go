@@ -130,6 +130,18 @@ type Record struct {
 	// single-turn request. A failed turn is its session's last.
 	SessionID string `json:"session_id,omitempty"`
 	Turn      int    `json:"turn,omitempty"`
+	// Features names the request features the request carried
+	// (workload.request.features kinds: no_stream, logprobs, json_schema,
+	// lora), nil when none; a LoRA adapter is also Model.
+	Features []string `json:"features,omitempty"`
+	// NoStream marks a request sent with "stream": false: E2E is t0 to the
+	// end of the response body, and TTFT, TTFTText and ITL are not
+	// recorded (0, empty); TPOT reports none. Consumers skip them for
+	// TTFT, ITL and TPOT figures and SLOs.
+	NoStream bool `json:"no_stream,omitempty"`
+	// Logprobs is true when the response carried log probabilities (a
+	// choices[0].logprobs that is not null).
+	Logprobs bool `json:"logprobs,omitempty"`
 }
 
 // OK reports whether the request succeeded.
@@ -144,9 +156,10 @@ func (r *Record) Outcome() string {
 }
 
 // TPOT returns (E2E - TTFT) / (CompletionTokens - 1) and true, or 0 and false
-// when the request produced one token or fewer (vLLM's rule).
+// when the request produced one token or fewer (vLLM's rule) or was not
+// streamed (NoStream: it has no TTFT).
 func (r *Record) TPOT() (time.Duration, bool) {
-	if r.CompletionTokens <= 1 {
+	if r.CompletionTokens <= 1 || r.NoStream {
 		return 0, false
 	}
 	return (r.E2E - r.TTFT) / time.Duration(r.CompletionTokens-1), true

@@ -68,6 +68,7 @@ type sweepFlags struct {
 	decision, rollbackIf                                    string
 	extra                                                   sweepExtraFlags // --server-log, --push.* (sweepextra.go)
 	httpConfigFile                                          string          // --http.config.file (httpconfig.go)
+	request                                                 requestFlags    // --temperature, --top-p, ... (sweepfeatures.go)
 }
 
 func init() {
@@ -128,6 +129,7 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		StringVar(&f.workloadFile)
 	cmd.Flag("save-prompts", "Write the prompt text of every request into records.jsonl (off: no prompt text in artifacts).").
 		BoolVar(&f.savePrompts)
+	addRequestFlags(cmd, &f.request)
 
 	// Load.
 	cmd.Flag("rates", "Open-loop request rates in req/s, one step each: a list such as 1,2,4,8; auto (adaptive "+
@@ -319,6 +321,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 			return c, err
 		}
 		c.WorkloadSource = "flags"
+	}
+	if err := applyRequestFlags(&f.request, &c.Workload, f.workloadFile); err != nil {
+		return c, err
 	}
 
 	// Load.

@@ -315,7 +315,8 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 // token counts and observes its send lag (negative lags count as 0). The
 // latency histograms (TTFT, ITL, TPOT, E2E) observe successful requests
 // only: a failed request's partial timings would mix failure modes into
-// latency quantiles. The content TTFT (Record.TTFTText) is observed for
+// latency quantiles; a non-streamed request (Record.NoStream) observes E2E
+// only. The content TTFT (Record.TTFTText) is observed for
 // successful requests that streamed some text. Observations carry the request id as an exemplar; for
 // ITL only the request's largest gap does.
 func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
@@ -345,12 +346,11 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 		pm.gen.Add(float64(r.CompletionTokens))
 	}
 
-	if r.OK() {
+	if r.OK() && !r.NoStream {
 		observe(pm.ttft, r.TTFT, ex)
 		if r.TTFTText > 0 {
 			observe(pm.ttfc, r.TTFTText, ex)
 		}
-		observe(pm.e2e, r.E2E, ex)
 		if tpot, ok := r.TPOT(); ok {
 			observe(pm.tpot, tpot, ex)
 		}
@@ -369,6 +369,9 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 		}
 	}
 
+	if r.OK() {
+		observe(pm.e2e, r.E2E, ex)
+	}
 	if v.Good {
 		pm.good.Inc()
 	}

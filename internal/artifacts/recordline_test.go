@@ -32,6 +32,20 @@ func fillRecord(rng *rand.Rand, strs []string) *prober.Record {
 			}
 			f.Set(reflect.ValueOf(t))
 			continue
+		case []string:
+			n := rng.IntN(4)
+			if zero {
+				n = 0
+			}
+			var ss []string
+			if n > 0 || rng.IntN(2) == 0 {
+				ss = make([]string, n)
+			}
+			for j := range ss {
+				ss[j] = strs[rng.IntN(len(strs))]
+			}
+			f.Set(reflect.ValueOf(ss))
+			continue
 		case []time.Duration:
 			n := rng.IntN(70)
 			if zero {

@@ -238,6 +238,7 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	if r.Turn != 0 {
 		b = appendInt(b, `,"turn":`, int64(r.Turn))
 	}
+	b = appendFeatures(b, r)
 	if line.Prompt != "" {
 		b = append(b, `,"prompt":`...)
 		b = appendJSONString(b, line.Prompt)

@@ -630,6 +630,7 @@ func (c *Config) resolve(dir string) error {
 		t := &c.Targets[i]
 		var tp problems
 		tp.add("", t.resolve(*g))
+		tp.add("", t.readSchemaFiles(dir))
 		if maxRateOK {
 			tp.add("", t.validateRates(g.MaxRate))
 		}
@@ -909,7 +910,7 @@ func (p ProbeConfig) Validate() error {
 	workloadBad = validateMultiTurn(&l, p.Workload.MultiTurn) || workloadBad
 	if !workloadBad {
 		// Anything else workload.Spec checks.
-		l.add("workload", p.Workload.Validate())
+		l.add("workload", workloadProblem(p.Workload.Validate()))
 	}
 	return l.err()
 }

@@ -256,7 +256,7 @@ func jsonKind(k reflect.Kind) string {
 // checkModel answers vLLM's 404 for a model other than the served one; an
 // absent model means the served one.
 func (s *Simulator) checkModel(model *string) *apiError {
-	if model == nil || *model == s.cfg.Model {
+	if model == nil || *model == s.cfg.Model || s.isLoRA(*model) {
 		return nil
 	}
 	return &apiError{Status: http.StatusNotFound, Type: "NotFoundError",
@@ -278,7 +278,7 @@ func (s *Simulator) handleModels(w http.ResponseWriter, r *http.Request) {
 			"organization": "*", "group": nil, "is_blocking": false,
 		}},
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{card}})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": append([]any{card}, s.loraCards()...)})
 }
 
 type tokenizeRequest struct {

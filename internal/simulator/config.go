@@ -94,6 +94,11 @@ type Config struct {
 	// APIKey is required as "Authorization: Bearer <key>" on the /v1
 	// routes, as vLLM's --api-key (401 {"error": "Unauthorized"}).
 	APIKey string
+	// LoRAModules are the LoRA adapters served beside Model: name=path
+	// pairs separated by spaces, as vLLM's `--lora-modules` takes them (the
+	// flag is repeatable; none by default). A string keeps Config
+	// comparable; LoRA parses it.
+	LoRAModules string
 }
 
 // Faults configures fault injection. Each probability is drawn independently
@@ -197,6 +202,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--step-per-seq must be >= 0, got %s", c.StepPerSeq)
 	case !isProbability(c.EOSProbability):
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
+	}
+	if err := c.validateLoRA(); err != nil {
+		return err
 	}
 	if c.Light.Enabled {
 		if err := c.Light.Validate(); err != nil {
@@ -362,6 +370,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		Default(c.TraceFile).StringVar(&c.TraceFile)
 	addLightFlags(cmd, &c.Light)
 	addGatewayFlags(cmd, c)
+	addFeatureFlags(cmd, c)
 
 	f := &c.Faults
 	prob := func(name, help string, p *float64) {

@@ -34,8 +34,11 @@ type sequence struct {
 	finishLen int      // output tokens at which the request finishes
 	finishWhy string   // finishStop or finishLength at finishLen
 	notify    chan struct{}
-	textSeed  uint64    // seeds the generated text and the EOS draw
-	arrival   time.Time // set by submit
+	textSeed  uint64 // seeds the generated text and the EOS draw
+	// structured is the JSON a response_format asks for (nil: none); the
+	// output text is spread over it (structuredText).
+	structured []byte
+	arrival    time.Time // set by submit
 
 	// Owned by the engine goroutine.
 	state       seqState

@@ -38,6 +38,7 @@ type genRequestJSON struct {
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	N                   *int            `json:"n"`
+	featureFields                       // logprobs, response_format, sampling (features.go)
 }
 
 // genRequest is a validated generation request.
@@ -50,6 +51,12 @@ type genRequest struct {
 	stream          bool
 	includeUsage    bool
 	continuousUsage bool
+	// Request features (features.go): the model named (the served one or
+	// a LoRA adapter), logprobs, and the JSON of a response_format.
+	model       string
+	logprobs    bool
+	topLogprobs int
+	structured  []byte
 }
 
 // parseGen reads and validates a generation request as vLLM does.
@@ -62,6 +69,9 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 		return nil, e
 	}
 	g := &genRequest{kind: kind, ignoreEOS: body.IgnoreEOS, stream: body.Stream}
+	if e := s.parseFeatures(&body, g); e != nil {
+		return nil, e
+	}
 	if body.StreamOptions != nil {
 		if !body.Stream {
 			return nil, badRequest("stream_options", "Stream options can only be defined when `stream=True`.")
@@ -220,13 +230,14 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 // but without text) unless max_tokens comes first (length).
 func (s *Simulator) newSequence(g *genRequest) *sequence {
 	seq := &sequence{
-		prompt:    g.prompt,
-		hashes:    promptBlockHashes(g.prompt, s.cfg.BlockSize),
-		maxTokens: g.maxTokens,
-		finishLen: g.maxTokens,
-		finishWhy: finishLength,
-		notify:    make(chan struct{}, 1),
-		textSeed:  hashTokens(hash2(uint64(s.cfg.Seed), 0x7e47), g.prompt),
+		prompt:     g.prompt,
+		hashes:     promptBlockHashes(g.prompt, s.cfg.BlockSize),
+		maxTokens:  g.maxTokens,
+		finishLen:  g.maxTokens,
+		finishWhy:  finishLength,
+		notify:     make(chan struct{}, 1),
+		textSeed:   hashTokens(hash2(uint64(s.cfg.Seed), 0x7e47), g.prompt),
+		structured: g.structured,
 	}
 	if !g.ignoreEOS && s.cfg.EOSProbability > 0 {
 		// natural = min_tokens + eos <= max_tokens, compared without
@@ -242,6 +253,9 @@ func (s *Simulator) newSequence(g *genRequest) *sequence {
 // outputText is the text of output tokens [from, to) of seq; the EOS token
 // of a stopped sequence has no text.
 func outputText(seq *sequence, from, to int) string {
+	if seq.structured != nil {
+		return structuredText(seq, from, to)
+	}
 	var b strings.Builder
 	for i := from; i < to; i++ {
 		if i == seq.finishLen-1 && seq.finishWhy == finishStop {
@@ -470,12 +484,13 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 		PromptTokensDetails: jsonNull}
 	var resp any
 	if g.kind == kindChat {
-		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.cfg.Model,
-			Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: reason}},
-			Usage:   use}
+		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: g.model,
+			Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: reason,
+				Logprobs: logprobsOf(g, seq, 0, produced, 0)}},
+			Usage: use}
 	} else {
-		resp = completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model,
-			Choices: []completionChoice{{Text: text, FinishReason: &reason}}, Usage: use}
+		resp = completionResponse{ID: id, Object: "text_completion", Created: created, Model: g.model,
+			Choices: []completionChoice{{Text: text, FinishReason: &reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}}, Usage: use}
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
@@ -567,7 +582,10 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		if finished && !w.separateFinish() {
 			finish = &reason
 		}
-		b := w.token(outputText(seq, sent, produced), finish, produced, sent == 0)
+		text := outputText(seq, sent, produced)
+		w.lp = logprobsOf(g, seq, sent, produced, w.offset)
+		w.offset += len(text)
+		b := w.token(text, finish, produced, sent == 0)
 		if err := c.event(b, true); err != nil {
 			abort()
 			return

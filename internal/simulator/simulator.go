@@ -62,6 +62,7 @@ type Simulator struct {
 	quitMu   sync.Once
 	closeMu  sync.Once
 	closeErr error
+	lora     []LoRAModule // cfg.LoRA()
 }
 
 // New validates cfg, opens the trace file (if any) and starts the engine
@@ -86,6 +87,7 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 		idSeed:  uint64(cfg.Seed),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
+		lora:    cfg.LoRA(),
 	}
 	if !cfg.DeterministicIDs {
 		s.idSeed = hash2(s.idSeed, uint64(start.UnixNano()))

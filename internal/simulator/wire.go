@@ -29,10 +29,17 @@ type wire struct {
 	fp      string
 	start   time.Time
 	first   time.Time
+	// lp is the logprobs object of the next token chunk (nil: none);
+	// offset the text offset of its first token (features.go).
+	lp     any
+	offset int
 }
 
 func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
 	w := &wire{engine: s.cfg.Engine, g: g, id: id, created: created, model: s.cfg.Model, start: time.Now()}
+	if g.model != "" {
+		w.model = g.model // a LoRA adapter is echoed, as vLLM does
+	}
 	switch w.engine {
 	case EngineTGI:
 		w.fp = VersionTGI + "-native"
@@ -103,7 +110,7 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 	if w.g.kind == kindChat {
 		c := chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model, Usage: use,
 			SystemFingerprint: w.fp}
-		ch := chatChunkChoice{Delta: chatDelta{Content: text}, FinishReason: finish}
+		ch := chatChunkChoice{Delta: chatDelta{Content: text}, FinishReason: finish, Logprobs: w.lp}
 		if vllm {
 			ch.TokenIDs = jsonNull
 			if finish != nil {
@@ -117,7 +124,7 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 	if use != nil {
 		use.PromptTokensDetails = jsonNull
 	}
-	ch := completionStreamChoice{Text: text, FinishReason: finish}
+	ch := completionStreamChoice{Text: text, FinishReason: finish, Logprobs: w.lp}
 	if first && vllm {
 		ch.PromptTokenIDs = w.g.prompt
 	}

@@ -15,7 +15,8 @@ import (
 //   - "choices": null or an array (else an error); choices is its length.
 //     Its first element must be an object, whose "text" and "finish_reason"
 //     are strings or null and whose "delta" is an object or null with
-//     "content" a string or null and "role" anything (set when not null).
+//     "content" a string or null and "role" anything (set when not null);
+//     its "logprobs" is anything, skipped, and marks the chunk when not null.
 //   - "usage": null or an object whose "prompt_tokens" and
 //     "completion_tokens" are integers or null.
 //   - "error" not null, or "object" equal to "error", marks an error event;
@@ -30,6 +31,7 @@ type chunk struct {
 	hasFinish     bool // choices[0].finish_reason is a string
 	finish        []byte
 	finishEscaped bool
+	hasLogprobs   bool // choices[0].logprobs present and not null
 
 	hasUsage         bool
 	hasPrompt        bool
@@ -81,6 +83,7 @@ type topState struct {
 	text                   []byte // the last non-empty text or content
 	textEsc                bool
 	finishSet, roleSet     bool
+	logprobsSet            bool
 	finish                 []byte
 	finishEsc              bool
 	promptSet, complSet    bool
@@ -107,6 +110,7 @@ func decodeChunk(data []byte, c *chunk) error {
 		}
 		c.hasRole = st.roleSet
 		c.hasFinish, c.finish, c.finishEscaped = st.finishSet, st.finish, st.finishEsc
+		c.hasLogprobs = st.logprobsSet
 	}
 	if c.hasUsage {
 		c.hasPrompt, c.promptTokens = st.promptSet, st.promptTok
@@ -258,7 +262,7 @@ func (d *decoder) top(c *chunk, st *topState) error {
 
 func (d *decoder) choices(c *chunk, st *topState) error {
 	c.choices = 0
-	st.textSet, st.contentSet, st.finishSet, st.roleSet = false, false, false, false
+	st.textSet, st.contentSet, st.finishSet, st.roleSet, st.logprobsSet = false, false, false, false, false
 	if d.null() {
 		return nil
 	}
@@ -334,6 +338,13 @@ func (d *decoder) choice(st *topState) error {
 			st.finish, st.finishEsc, st.finishSet, err = d.optString("finish_reason")
 		case "delta":
 			err = d.delta(st)
+		case "logprobs":
+			// Skipped (validated, not decoded): its objects can be larger
+			// than the token itself.
+			st.logprobsSet = !d.null()
+			if st.logprobsSet {
+				err = d.skip(4)
+			}
 		default:
 			err = d.skip(4)
 		}

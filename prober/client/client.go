@@ -54,7 +54,7 @@ const (
 // reservedKeys are payload keys the client owns; ExtraBody may not set them.
 var reservedKeys = []string{
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens",
-	"min_tokens", "ignore_eos", "stream", "stream_options",
+	"min_tokens", "ignore_eos", "stream", "stream_options", "logprobs", "top_logprobs",
 }
 
 // Options configures a Client. BaseURL and, for chat, the API are the only
@@ -88,7 +88,7 @@ type Options struct {
 	// ExtraBody is merged into every request payload (temperature, top_p,
 	// seed...). It may not set the keys the client owns (model, prompt,
 	// messages, max_tokens, max_completion_tokens, min_tokens, ignore_eos,
-	// stream, stream_options).
+	// stream, stream_options, logprobs, top_logprobs).
 	ExtraBody map[string]any
 	// Secrets are literal secrets the HTTP client sends besides APIKey
 	// (those of the target's http_config, HTTPSecrets): like the key they
@@ -131,6 +131,28 @@ type Request struct {
 	// MaxCollect bytes (Record keeps no text; the caller owns the buffer).
 	// Nil keeps the per-event path free of copies.
 	Collect *bytes.Buffer
+
+	// NoStream sends "stream": false and reads one JSON response (bounded
+	// by MaxBodyBytes): the Record then has E2E (t0 to the end of the
+	// body) and tokens from usage, no TTFT, ITL or TPOT (Record.NoStream).
+	// Only Timeout applies; TTFTTimeout and StallTimeout do not.
+	NoStream bool
+	// Logprobs asks for log probabilities: completions "logprobs":
+	// TopLogprobs; chat "logprobs": true, "top_logprobs": TopLogprobs.
+	// Record.Logprobs says whether they came back.
+	Logprobs    bool
+	TopLogprobs int
+	// Body holds JSON object members (`,"key":value`...) appended to the
+	// payload as they are: sampling parameters, extra_body,
+	// response_format (workload.RequestDraw.Body). Keys must not repeat
+	// the client's own.
+	Body []byte
+	// Check, when not nil, receives the generated text of a request that
+	// succeeded (collected as Collect is; into Collect when set); an error
+	// fails the request as invalid_response with the error's text.
+	Check func(text []byte) error
+	// Features names the request features carried (Record.Features).
+	Features []string
 }
 
 // MaxCollect bounds the text Request.Collect receives (bytes).
@@ -267,33 +289,46 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 func (c *Client) URL() string { return c.url }
 
 type completionsPayload struct {
-	Model         string        `json:"model,omitempty"`
-	Prompt        string        `json:"prompt"`
-	MaxTokens     int           `json:"max_tokens,omitempty"`
-	MinTokens     int           `json:"min_tokens,omitempty"`
-	IgnoreEOS     bool          `json:"ignore_eos,omitempty"`
-	Stream        bool          `json:"stream"`
-	StreamOptions streamOptions `json:"stream_options"`
+	Model         string         `json:"model,omitempty"`
+	Prompt        string         `json:"prompt"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	MinTokens     int            `json:"min_tokens,omitempty"`
+	IgnoreEOS     bool           `json:"ignore_eos,omitempty"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	Logprobs      *int           `json:"logprobs,omitempty"`
 }
 
 type chatPayload struct {
-	Model               string        `json:"model,omitempty"`
-	Messages            []Message     `json:"messages"`
-	MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
-	MinTokens           int           `json:"min_tokens,omitempty"`
-	IgnoreEOS           bool          `json:"ignore_eos,omitempty"`
-	Stream              bool          `json:"stream"`
-	StreamOptions       streamOptions `json:"stream_options"`
+	Model               string         `json:"model,omitempty"`
+	Messages            []Message      `json:"messages"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	MinTokens           int            `json:"min_tokens,omitempty"`
+	IgnoreEOS           bool           `json:"ignore_eos,omitempty"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	Logprobs            bool           `json:"logprobs,omitempty"`
+	TopLogprobs         *int           `json:"top_logprobs,omitempty"`
 }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
+// includeUsage is the stream_options of every streamed request.
+var includeUsage = &streamOptions{IncludeUsage: true}
+
 // payload encodes the request body.
 func (c *Client) payload(req *Request) ([]byte, error) {
 	var v any
-	so := streamOptions{IncludeUsage: true}
+	so := includeUsage
+	if req.NoStream {
+		so = nil // vLLM refuses stream_options without stream
+	}
+	var top *int
+	if req.Logprobs {
+		top = &req.TopLogprobs
+	}
 	model := c.model(req)
 	if c.chat {
 		msgs := req.Messages
@@ -301,17 +336,19 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 			msgs = []Message{}
 		}
 		v = chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
-			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: true, StreamOptions: so}
+			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
+			Logprobs: req.Logprobs, TopLogprobs: top}
 	} else {
 		v = completionsPayload{Model: model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
-			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: true, StreamOptions: so}
+			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
+			Logprobs: top}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	if len(c.extra) > 0 {
-		b = append(append(b[:len(b)-1], c.extra...), '}')
+	if len(c.extra) > 0 || len(req.Body) > 0 {
+		b = append(append(append(b[:len(b)-1], c.extra...), req.Body...), '}')
 	}
 	return b, nil
 }
@@ -337,12 +374,17 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 		Scheduled: rec.Scheduled,
 		QueueWait: rec.QueueWait,
 	}
-	if rec.Model == "" {
+	if rec.Model == "" || req.Model != "" {
 		rec.Model = c.model(&req)
 	}
 	rec.RequestID = req.ID
 	rec.InputTokens = req.InputTokens
 	rec.OutputTokensRequested = req.MaxTokens
+	rec.Features = req.Features
+	rec.NoStream = req.NoStream
+	if req.Check != nil && req.Collect == nil {
+		req.Collect = &bytes.Buffer{}
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			rec.Error = prober.ClassInvalidResponse
@@ -350,6 +392,11 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 		}
 	}()
 	class, msg, fromServer := c.do(ctx, &req, rec)
+	if class == prober.ClassNone && req.Check != nil {
+		if err := req.Check(req.Collect.Bytes()); err != nil {
+			class, msg, fromServer = prober.ClassInvalidResponse, "response_format: "+err.Error(), true
+		}
+	}
 	if class != prober.ClassNone {
 		rec.Error = class
 		rec.ErrorMessage = c.clean(msg, &req, fromServer)
@@ -390,6 +437,9 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	h := hreq.Header
 	h["Content-Type"] = headerJSON
 	h["Accept"] = headerEventStream
+	if req.NoStream {
+		h["Accept"] = headerJSON
+	}
 	h["User-Agent"] = headerUserAgent
 	if c.auth != nil {
 		h["Authorization"] = c.auth
@@ -419,11 +469,11 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 		timeout = time.AfterFunc(c.o.Timeout, func() { cancel(errTimeout) })
 		defer timeout.Stop()
 	}
-	if c.o.TTFTTimeout > 0 {
+	if c.o.TTFTTimeout > 0 && !req.NoStream {
 		m.ttftTimer = time.AfterFunc(c.o.TTFTTimeout, func() { cancel(errTTFTTimeout) })
 		defer m.ttftTimer.Stop()
 	}
-	if c.o.StallTimeout > 0 {
+	if c.o.StallTimeout > 0 && !req.NoStream {
 		m.stall = &watchdog{d: c.o.StallTimeout, t0: t0, cancel: cancel}
 		defer m.stall.stop()
 	}
@@ -443,6 +493,9 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	}
 	if resp.StatusCode != http.StatusOK {
 		return statusError(resp)
+	}
+	if req.NoStream {
+		return c.readResponse(ctx, parent, resp, &m)
 	}
 	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
 		return prober.ClassInvalidResponse, fmt.Sprintf("content type %q, want text/event-stream", trimTo(ct, 64)), false

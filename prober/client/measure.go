@@ -160,6 +160,9 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	if c.hasText || !(m.chat && c.hasRole) && !c.hasFinish {
 		m.counted++
 	}
+	if c.hasLogprobs {
+		rec.Logprobs = true
+	}
 	if c.hasFinish && (c.finishEscaped || string(c.finish) != rec.FinishReason) {
 		rec.FinishReason = rawString(c.finish, c.finishEscaped)
 	}

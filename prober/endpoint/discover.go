@@ -53,6 +53,9 @@ type Info struct {
 	// dtype and batching limits; SGLang: parallelism and cache settings;
 	// Ollama: num_ctx, family, quantization); nil when none.
 	EngineConfig map[string]string
+	// Parent is the base model of Model when Model is a LoRA adapter
+	// (vLLM lists adapters with a "parent"); "" for a base model.
+	Parent string
 }
 
 // Discover reads GET /v1/models, finds the server engine (configured, or
@@ -83,6 +86,7 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 			Root        *string         `json:"root"`
 			MaxModelLen json.RawMessage `json:"max_model_len"`
 			OwnedBy     string          `json:"owned_by"`
+			Parent      *string         `json:"parent"`
 		} `json:"data"`
 	}
 	fillEngine := func(ownedBy string) {
@@ -117,6 +121,15 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 			found = i
 		}
 	}
+	if e.o.Model == "" && found >= 0 && list.Data[found].Parent != nil && *list.Data[found].Parent != "" {
+		// No model configured: the first base model, not a LoRA adapter.
+		for i, d := range list.Data {
+			if d.ID != "" && !e.echoesKey(d.ID) && (d.Parent == nil || *d.Parent == "") {
+				found = i
+				break
+			}
+		}
+	}
 	var err error
 	ownedBy := ""
 	switch {
@@ -128,6 +141,21 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 		}
 		if info.MaxModelLen = engine.PositiveInt(d.MaxModelLen); info.MaxModelLen > 0 {
 			info.MaxModelLenSource = "/v1/models max_model_len"
+		}
+		if d.Parent != nil && *d.Parent != "" && !e.echoesKey(*d.Parent) {
+			info.Parent = *d.Parent
+			if info.MaxModelLen == 0 {
+				// vLLM lists an adapter without max_model_len: its base
+				// model's applies.
+				for _, b := range list.Data {
+					if b.ID == *d.Parent {
+						if info.MaxModelLen = engine.PositiveInt(b.MaxModelLen); info.MaxModelLen > 0 {
+							info.MaxModelLenSource = "/v1/models max_model_len"
+						}
+						break
+					}
+				}
+			}
 		}
 	case e.o.Model == "":
 		info.Engine = engine.Unknown

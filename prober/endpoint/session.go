@@ -43,6 +43,11 @@ type Session struct {
 	QueueWait time.Duration
 	// IgnoreEOS is sent with every turn.
 	IgnoreEOS bool
+	// Features are the session's request features (workload.RequestPlan
+	// drawn once for the session, by its index): every turn carries them,
+	// so a session keeps one model (LoRA adapter) and one set of sampling
+	// parameters. The zero draw carries none.
+	Features workload.RequestDraw
 	// MaxModelLen is the model's context length (0: unknown); with the
 	// workload's max_context_tokens it bounds the context
 	// (workload.MultiTurn.ContextLimit).
@@ -131,6 +136,7 @@ func (s *Session) Run(ctx context.Context) SessionEnd {
 		}
 		rec := s.record(k, scheduled, queueWait)
 		req := NewRequest(client.APIChat, rec.RequestID, it, s.IgnoreEOS)
+		WithFeatures(&req, s.Features)
 		req.InputTokens = intended
 		var reply bytes.Buffer
 		if k < turns {

@@ -42,6 +42,8 @@ type probeRunner struct {
 	key    string // cfg.RestartKey()
 	logger log.Logger
 	gen    *workload.Generator
+	// features is the probe's request-feature plan (nil: none).
+	features *workload.RequestPlan
 
 	// ready holds prompts built ahead of their arrivals, so that building
 	// one (a /tokenize round trip for a new length) is never on the path
@@ -71,14 +73,19 @@ func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeR
 	if err != nil {
 		return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
 	}
+	features, err := workload.NewRequestPlan(pc.Workload.Request)
+	if err != nil {
+		return nil, fmt.Errorf("probe %q: workload.request: %w", pc.Name, err)
+	}
 	p := &probeRunner{
-		t:      t,
-		cfg:    pc,
-		key:    key,
-		logger: log.With(t.logger, "probe", pc.Name),
-		gen:    gen,
-		ready:  make(chan preparedItem, prefetch),
-		done:   make(chan struct{}),
+		features: features,
+		t:        t,
+		cfg:      pc,
+		key:      key,
+		logger:   log.With(t.logger, "probe", pc.Name),
+		gen:      gen,
+		ready:    make(chan preparedItem, prefetch),
+		done:     make(chan struct{}),
 	}
 	if pc.Workload.MultiTurn != nil {
 		if p.sessions, err = workload.NewSessions(pc.Workload, pc.Seed); err != nil {
@@ -240,7 +247,9 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 		p.runSession(ctx, rec, c, sz.Tokenizer, item, limit)
 		return
 	}
-	c.Do(ctx, endpoint.NewRequest(t.cfg.API, rec.RequestID, item, p.cfg.Workload.IgnoreEOSOrDefault()), rec)
+	req := endpoint.NewRequest(t.cfg.API, rec.RequestID, item, p.cfg.Workload.IgnoreEOSOrDefault())
+	endpoint.WithFeatures(&req, p.features.Draw(p.cfg.Seed, item.Index))
+	c.Do(ctx, req, rec)
 	p.finish(rec)
 }
 

@@ -141,7 +141,7 @@ func (s SLO) Verdict(r *prober.Record) Verdict {
 		return Verdict{}
 	}
 	var v Set
-	if s.TTFT != 0 && r.TTFT > s.TTFT {
+	if s.TTFT != 0 && r.TTFT > s.TTFT && !r.NoStream {
 		v = v.With(KindTTFT)
 	}
 	if s.TPOT != 0 {

@@ -54,6 +54,7 @@ type reqSample struct {
 	in, reqOut, out     int
 	itlN                int32
 	present, ok         bool
+	noStream            bool // no TTFT, TTFTText, ITL or TPOT (Record.NoStream)
 }
 
 // NewStatsAccumulator returns an empty accumulator for a step whose
@@ -73,7 +74,7 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 	s := reqSample{
 		sent: r.Sent, sendLag: r.SendLag, queueWait: r.QueueWait,
 		ttft: r.TTFT, ttftText: r.TTFTText, e2e: r.E2E,
-		reqOut: r.OutputTokensRequested, present: true, ok: r.OK(),
+		reqOut: r.OutputTokensRequested, present: true, ok: r.OK(), noStream: r.NoStream,
 	}
 	s.in = r.PromptTokens
 	if s.in <= 0 {
@@ -213,10 +214,13 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		s.TotalInputTokens += r.in
 		s.TotalOutputTokens += r.out
 		outLens = append(outLens, float64(r.out))
-		ttft = append(ttft, ms(r.ttft))
-		ttftText = append(ttftText, ms(r.ttftText))
 		e2el = append(e2el, ms(r.e2e))
 		e2elSched = append(e2elSched, ms(r.e2e+r.sendLag))
+		if r.noStream {
+			continue // E2E only: no TTFT, TPOT or ITL figures
+		}
+		ttft = append(ttft, ms(r.ttft))
+		ttftText = append(ttftText, ms(r.ttftText))
 		if r.out > 1 {
 			tpot = append(tpot, ms((r.e2e-r.ttft)/time.Duration(r.out-1)))
 		}

@@ -21,7 +21,9 @@ func (r *runner) request(id string, it promptItem) client.Request {
 	if r.opts.rewritePrompt != nil {
 		it = r.opts.rewritePrompt(it)
 	}
-	return endpoint.NewRequest(r.cfg.API, id, it, r.cfg.Workload.IgnoreEOSOrDefault())
+	req := endpoint.NewRequest(r.cfg.API, id, it, r.cfg.Workload.IgnoreEOSOrDefault())
+	endpoint.WithFeatures(&req, r.features.Draw(uint64(r.cfg.shardSeed()), it.Index))
+	return req
 }
 
 // load runs the step's schedule. Each request, once completed, goes to

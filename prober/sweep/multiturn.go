@@ -128,6 +128,7 @@ func (r *runner) runSession(ctx context.Context, st *Step, acc *StatsAccumulator
 		ID: sid, Client: r.client, Sessions: r.prompts.sessions, Index: it.Index,
 		Tokenizer: r.prompts.tok, First: it, Scheduled: scheduled, QueueWait: queueWait,
 		IgnoreEOS: r.cfg.Workload.IgnoreEOSOrDefault(), MaxModelLen: maxLen, NewRecord: newRecord,
+		Features: r.features.Draw(uint64(r.cfg.shardSeed()), it.Index),
 		Done: func(rec *prober.Record, prompt string) {
 			resent := int64(0)
 			if rec.Turn > 1 && !rec.NotSent {

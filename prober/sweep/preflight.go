@@ -60,6 +60,9 @@ func (r *runner) preflight(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}
 	r.info, r.model = info, info.Model
+	if err := r.prepareFeatures(); err != nil {
+		return err
+	}
 	r.eng = ep.Engine()
 	if r.client, err = ep.Client(r.model); err != nil {
 		return fmt.Errorf("client: %w", err)

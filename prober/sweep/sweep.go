@@ -232,8 +232,9 @@ type runner struct {
 	// stepNotes are result notes about single steps (a prefix-cache check
 	// that could not be applied).
 	stepNotes []string
-	search    *SearchResult    // --rates auto: how the search ended
-	probe     *ThroughputProbe // --rates auto: the throughput probe
+	search    *SearchResult         // --rates auto: how the search ended
+	probe     *ThroughputProbe      // --rates auto: the throughput probe
+	features  *workload.RequestPlan // the workload's request features (nil: none)
 }
 
 // Prepared is a sweep that passed its preflight and may now run. Create it

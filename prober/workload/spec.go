@@ -148,6 +148,10 @@ type Spec struct {
 	// MultiTurn, when set, makes each request a multi-turn chat session
 	// (see MultiTurn); nil: single requests.
 	MultiTurn *MultiTurn `yaml:"multi_turn,omitempty" json:"multi_turn,omitempty"`
+	// Request holds the request features: sampling parameters, extra_body
+	// and features carried by a share of the requests (features.go); nil
+	// means none.
+	Request *Request `yaml:"request,omitempty" json:"request,omitempty"`
 }
 
 // DefaultSpec is the workload used when none is given: 64 input tokens, 16
@@ -177,6 +181,9 @@ func (s Spec) Validate() error {
 		if err := s.MultiTurn.Validate(); err != nil {
 			return fmt.Errorf("multi_turn.%w", err)
 		}
+	}
+	if err := s.Request.Validate(); err != nil {
+		return under("request", err)
 	}
 	return nil
 }

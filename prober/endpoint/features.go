@@ -1,0 +1,28 @@
+package endpoint
+
+import (
+	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// WithFeatures adds to req what its draw of the workload's request
+// features carries (workload.RequestPlan.Draw): "stream": false, logprobs,
+// response_format with its check, a LoRA adapter as the model, min_tokens,
+// the sampling parameters and extra_body, and the feature names for
+// Record.Features. It is the one place where features reach a request, for
+// the daemon's probes and sweeps alike; a zero draw changes nothing.
+func WithFeatures(req *client.Request, d workload.RequestDraw) {
+	req.NoStream = d.NoStream
+	req.Logprobs, req.TopLogprobs = d.Logprobs, d.TopLogprobs
+	req.Body = d.Body
+	req.Features = d.Names
+	if d.Model != "" {
+		req.Model = d.Model
+	}
+	if d.MinTokens > 0 {
+		req.MinTokens = d.MinTokens
+	}
+	if d.Schema != nil {
+		req.Check = d.Schema.Check
+	}
+}
