@@ -27,6 +27,11 @@ type Item struct {
 	// cannot be reached exactly (e.g. an input shorter than the chat
 	// template); then it is the closest count found.
 	PromptTokens int
+	// Messages, when not nil, is the chat conversation to send instead of
+	// one user message holding Prompt (a dataset's messages entry; Prompt
+	// then holds the messages' contents joined by newlines, for scrubbing
+	// and --save-prompts). It needs the chat API.
+	Messages []Message
 }
 
 // Exact reports whether the prompt has exactly the drawn token count.
@@ -38,9 +43,14 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// Messages returns the item as a chat conversation: one user message holding
-// Prompt.
-func (it Item) Messages() []Message { return []Message{{Role: "user", Content: it.Prompt}} }
+// ChatMessages returns the item as a chat conversation: Messages when set,
+// else one user message holding Prompt.
+func (it Item) ChatMessages() []Message {
+	if it.Messages != nil {
+		return it.Messages
+	}
+	return []Message{{Role: "user", Content: it.Prompt}}
+}
 
 // Info describes the prompts a Generator has built with its current
 // tokenizer and prefix.

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,7 +237,7 @@ func TestGeneratorDeterministic(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range a {
-		if a[i] != b[i] {
+		if !reflect.DeepEqual(a[i], b[i]) {
 			t.Fatalf("item %d differs between runs:\n%+v\n%+v", i, a[i], b[i])
 		}
 	}
@@ -363,7 +364,7 @@ func TestNewGeneratorInvalid(t *testing.T) {
 
 func TestItemMessages(t *testing.T) {
 	it := Item{Prompt: "hello there"}
-	m := it.Messages()
+	m := it.ChatMessages()
 	if len(m) != 1 || m[0].Role != "user" || m[0].Content != "hello there" {
 		t.Fatalf("Messages = %+v", m)
 	}
@@ -536,7 +537,7 @@ func TestGeneratorEvictionRebuildsIdentically(t *testing.T) {
 			calls := tok.calls.Load()
 			again := items(t, g, tok, n) // same indices: evicted lengths are rebuilt
 			for i := range n {
-				if first[i] != ref[i] || again[i] != ref[i] {
+				if !reflect.DeepEqual(first[i], ref[i]) || !reflect.DeepEqual(again[i], ref[i]) {
 					t.Fatalf("item %d differs from the unevicted generator's:\nref   %+v\nfirst %+v\nagain %+v", i, ref[i], first[i], again[i])
 				}
 				if got := tc.count(again[i].Prompt); got != again[i].PromptTokens {
@@ -643,7 +644,7 @@ func TestGeneratorConcurrentEviction(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if it != ref[i] {
+				if !reflect.DeepEqual(it, ref[i]) {
 					t.Errorf("item %d differs from the sequential one", i)
 					return
 				}

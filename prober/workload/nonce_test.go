@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/fnv"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -200,8 +201,8 @@ func TestGeneratorDistinctPromptsCountsItemsOnce(t *testing.T) {
 		return it
 	}
 	a := at(5)
-	if b := at(5); b != a || g.DistinctPrompts() != 1 {
-		t.Fatalf("item 5 twice: same %v, %d distinct prompts, want 1", b == a, g.DistinctPrompts())
+	if b := at(5); !reflect.DeepEqual(b, a) || g.DistinctPrompts() != 1 {
+		t.Fatalf("item 5 twice: same %v, %d distinct prompts, want 1", reflect.DeepEqual(b, a), g.DistinctPrompts())
 	}
 	at(6)
 	at(4)

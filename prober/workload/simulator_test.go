@@ -50,7 +50,7 @@ func TestAgainstSimulator(t *testing.T) {
 				}
 				req := map[string]any{"model": model, "max_tokens": 1}
 				if tc.chat {
-					req["messages"] = it.Messages()
+					req["messages"] = it.ChatMessages()
 				} else {
 					req["prompt"] = it.Prompt
 				}

@@ -145,6 +145,11 @@ type Spec struct {
 	// length (vLLM's ignore_eos). Default true, as vllm bench serve forces
 	// for random datasets.
 	IgnoreEOS *bool `yaml:"ignore_eos,omitempty" json:"ignore_eos,omitempty"`
+	// Dataset, when set, takes the prompts (and output lengths) from a
+	// dataset file instead of drawing them: InputTokens and PrefixTokens
+	// must then be left out, and OutputTokens, when given, replaces every
+	// entry's output length (DatasetSpec).
+	Dataset *DatasetSpec `yaml:"dataset,omitempty" json:"dataset,omitempty"`
 }
 
 // DefaultSpec is the workload used when none is given: 64 input tokens, 16
@@ -158,6 +163,9 @@ func (s Spec) IgnoreEOSOrDefault() bool { return s.IgnoreEOS == nil || *s.Ignore
 
 // Validate checks every field; errors name the field.
 func (s Spec) Validate() error {
+	if s.Dataset != nil {
+		return s.validateDataset()
+	}
 	if err := s.InputTokens.Validate(); err != nil {
 		return fmt.Errorf("input_tokens: %w", err)
 	}
