@@ -67,6 +67,7 @@ type sweepFlags struct {
 	saveDetailed                                            bool
 	decision, rollbackIf                                    string
 	extra                                                   sweepExtraFlags // --server-log, --push.* (sweepextra.go)
+	dataset                                                 datasetFlags    // --dataset* (sweepdataset.go)
 }
 
 func init() {
@@ -123,6 +124,7 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 	cmd.Flag("workload", "YAML workload file (input_tokens, output_tokens, prefix_tokens, ignore_eos; "+
 		"distributions fixed, uniform, lognormal, choice) instead of --input-len/--output-len/--range-ratio.").
 		StringVar(&f.workloadFile)
+	addDatasetFlags(cmd, &f.dataset)
 	cmd.Flag("save-prompts", "Write the prompt text of every request into records.jsonl (off: no prompt text in artifacts).").
 		BoolVar(&f.savePrompts)
 
@@ -294,7 +296,11 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 
 	// Workload.
 	var err error
-	if f.workloadFile != "" {
+	if f.dataset.path != "" {
+		if err := applyDataset(f, &c); err != nil {
+			return c, err
+		}
+	} else if f.workloadFile != "" {
 		if f.inputSet || f.outputSet || f.rangeSet {
 			return c, &flagError{flag: "workload", err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
 		}
@@ -535,6 +541,7 @@ var sweepFieldFlags = map[string]string{
 	"Workload.OutputTokens":            "output-len",
 	"Workload.OutputTokens.RangeRatio": "range-ratio",
 	"Workload.PrefixTokens":            "prefix-len",
+	"Workload.Dataset":                 "dataset",
 }
 
 // isSweepFlagError reports whether err names a flag (a *flagError or a

@@ -198,9 +198,33 @@ func parseDataset(path string, b []byte, format string, maxEntries int) (*Datase
 type jsonlEntry struct {
 	Prompt       *string          `json:"prompt"`
 	Messages     *json.RawMessage `json:"messages"`
-	MaxTokens    *json.Number     `json:"max_tokens"`
-	OutputTokens *json.Number     `json:"output_tokens"`
-	OffsetMS     *json.Number     `json:"offset_ms"`
+	MaxTokens    *json.RawMessage `json:"max_tokens"`
+	OutputTokens *json.RawMessage `json:"output_tokens"`
+	OffsetMS     *json.RawMessage `json:"offset_ms"`
+}
+
+// number reads a numeric field; a value of another JSON type is an error
+// naming the field and the type.
+func number(field string, raw json.RawMessage) (json.Number, error) {
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return n, fmt.Errorf("%s: must be a number", field)
+	}
+	switch x := v.(type) {
+	case json.Number:
+		return x, nil
+	case string:
+		return n, fmt.Errorf("%s: must be a number, got string", field)
+	case bool:
+		return n, fmt.Errorf("%s: must be a number, got bool", field)
+	case nil:
+		return n, fmt.Errorf("%s: must be a number, got null", field)
+	default:
+		return n, fmt.Errorf("%s: must be a number, got %T", field, v)
+	}
 }
 
 func (ds *Dataset) parseJSONL(b []byte, maxEntries int) error {
@@ -294,21 +318,29 @@ func parseJSONLEntry(raw []byte) (DatasetEntry, error) {
 	}
 	for _, f := range []struct {
 		name string
-		v    *json.Number
+		v    *json.RawMessage
 	}{{"max_tokens", j.MaxTokens}, {"output_tokens", j.OutputTokens}} {
 		if f.v == nil {
 			continue
 		}
-		n, err := f.v.Int64()
+		num, err := number(f.name, *f.v)
+		if err != nil {
+			return e, err
+		}
+		n, err := num.Int64()
 		if err != nil || n < 1 || n > MaxLength {
-			return e, fmt.Errorf("%s: must be an integer in [1, %d], got %s", f.name, MaxLength, f.v.String())
+			return e, fmt.Errorf("%s: must be an integer in [1, %d], got %s", f.name, MaxLength, num.String())
 		}
 		e.OutputTokens = int(n)
 	}
 	if j.OffsetMS != nil {
-		ms, err := j.OffsetMS.Float64()
+		num, err := number("offset_ms", *j.OffsetMS)
+		if err != nil {
+			return e, err
+		}
+		ms, err := num.Float64()
 		if err != nil || !(ms >= 0) || ms > float64(maxOffset/time.Millisecond) {
-			return e, fmt.Errorf("offset_ms: must be a number of milliseconds in [0, %d], got %s", maxOffset/time.Millisecond, j.OffsetMS.String())
+			return e, fmt.Errorf("offset_ms: must be a number of milliseconds in [0, %d], got %s", maxOffset/time.Millisecond, num.String())
 		}
 		e.Offset = time.Duration(ms * float64(time.Millisecond))
 	}
