@@ -47,10 +47,10 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 	var res struct {
 		Dataset struct {
 			Format, SHA256, Method, Sampling string
-			Entries, Skipped, Used        int
-			Pruned                        map[string]int
-			InputTokens                   struct{ N, Max, P50 float64 } `json:"input_tokens"`
-			OutputTokens                  struct{ N, Max float64 }      `json:"output_tokens"`
+			Entries, Skipped, Used           int
+			Pruned                           map[string]int
+			InputTokens                      struct{ N, Max, P50 float64 } `json:"input_tokens"`
+			OutputTokens                     struct{ N, Max float64 }      `json:"output_tokens"`
 		} `json:"dataset"`
 		Steps []struct {
 			Tokens struct {
