@@ -606,9 +606,10 @@ func TestRestartKeyCoversEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Unexported fields are bookkeeping (which keys the file set) or the
-	// key, which enters as a hash (checked below).
-	bookkeeping := map[string]bool{"set": true, "key": true, "workloadSet": true}
+	// Unexported fields are bookkeeping (which keys the file set), the
+	// key, which enters as a hash (checked below), or a probe's loaded
+	// dataset, which enters as workload.dataset's sha256.
+	bookkeeping := map[string]bool{"set": true, "key": true, "workloadSet": true, "dataset": true}
 	f := func(name string, cfg any, key func(any) string, inPlace []string) {
 		t.Run(name, func(t *testing.T) {
 			ref := key(cfg)
