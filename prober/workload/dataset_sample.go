@@ -330,12 +330,19 @@ func (s *DatasetSource) measured(ctx context.Context, tok Tokenizer) (*measureme
 	}
 }
 
-// textCounter counts texts with a tokenizer, each distinct text once.
+// textCounter counts texts with a tokenizer, each distinct text once
+// (concurrent askers of one text wait for the one call).
 type textCounter struct {
 	tok   Tokenizer
 	mu    sync.Mutex
-	cache map[string]int
+	cache map[string]*countCall
 	calls atomic.Int64
+}
+
+type countCall struct {
+	done chan struct{}
+	n    int
+	err  error
 }
 
 func (c *textCounter) count(ctx context.Context, text string, msgs []Message) (int, error) {
@@ -344,32 +351,36 @@ func (c *textCounter) count(ctx context.Context, text string, msgs []Message) (i
 		key = "\x00messages\x00" + text // a conversation counts apart from the same text as a prompt
 	}
 	c.mu.Lock()
-	n, ok := c.cache[key]
+	call, ok := c.cache[key]
+	if !ok {
+		call = &countCall{done: make(chan struct{})}
+		c.cache[key] = call
+	}
 	c.mu.Unlock()
 	if ok {
-		return n, nil
+		select {
+		case <-call.done:
+			return call.n, call.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
+	defer close(call.done)
 	c.calls.Add(1)
-	var err error
+	call.err = errBuildPanicked
 	if mc, isMC := c.tok.(MessageCounter); isMC && msgs != nil {
-		n, err = mc.CountMessages(ctx, msgs)
+		call.n, call.err = mc.CountMessages(ctx, msgs)
 	} else {
-		n, err = c.tok.Count(ctx, text)
+		call.n, call.err = c.tok.Count(ctx, text)
 	}
-	if err != nil {
-		return 0, err
-	}
-	c.mu.Lock()
-	c.cache[key] = n
-	c.mu.Unlock()
-	return n, nil
+	return call.n, call.err
 }
 
 // measure counts every entry's prompt (and ShareGPT reply) with m.tok, at
 // most measureConcurrency calls at once, then prunes and summarises.
 func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 	ds := s.ds
-	tc := &textCounter{tok: m.tok, cache: map[string]int{}}
+	tc := &textCounter{tok: m.tok, cache: map[string]*countCall{}}
 	overhead := 0
 	if ds.Format == FormatShareGPT && s.out == nil {
 		n, err := tc.count(ctx, "the", nil)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
@@ -117,10 +118,10 @@ func TestLoadDatasetBounds(t *testing.T) {
 }
 
 // wordTokenizer counts one token per word plus one (a BOS).
-type wordTokenizer struct{ calls int }
+type wordTokenizer struct{ calls atomic.Int64 }
 
 func (w *wordTokenizer) Count(_ context.Context, text string) (int, error) {
-	w.calls++
+	w.calls.Add(1)
 	return len(strings.Fields(text)) + 1, nil
 }
 
@@ -168,11 +169,11 @@ func TestShareGPTPruning(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 	// 7 prompts and 7 replies, 2 of them repeated, plus "the".
-	if info.TokenizeCalls != 11 || tok.calls != 11 {
-		t.Fatalf("tokenizer calls %d (%d), want 11", info.TokenizeCalls, tok.calls)
+	if info.TokenizeCalls != 11 || tok.calls.Load() != 11 {
+		t.Fatalf("tokenizer calls %d (%d), want 11", info.TokenizeCalls, tok.calls.Load())
 	}
-	if _, err := src.Measure(context.Background(), tok); err != nil || tok.calls != 11 {
-		t.Fatalf("second measure: %v, %d calls", err, tok.calls)
+	if _, err := src.Measure(context.Background(), tok); err != nil || tok.calls.Load() != 11 {
+		t.Fatalf("second measure: %v, %d calls", err, tok.calls.Load())
 	}
 }
 
