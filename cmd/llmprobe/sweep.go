@@ -69,6 +69,7 @@ type sweepFlags struct {
 	extra                                                   sweepExtraFlags // --server-log, --push.* (sweepextra.go)
 	httpConfigFile                                          string          // --http.config.file (httpconfig.go)
 	request                                                 requestFlags    // --temperature, --top-p, ... (sweepfeatures.go)
+	dataset                                                 datasetFlags    // --dataset* (sweepdataset.go)
 }
 
 func init() {
@@ -127,6 +128,7 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		"distributions fixed, uniform, lognormal, choice) instead of --input-len/--output-len/--range-ratio. "+
 		"With multi_turn (--api chat) each arrival starts a chat session and --rates are sessions/s.").
 		StringVar(&f.workloadFile)
+	addDatasetFlags(cmd, &f.dataset)
 	cmd.Flag("save-prompts", "Write the prompt text of every request into records.jsonl (off: no prompt text in artifacts).").
 		BoolVar(&f.savePrompts)
 	addRequestFlags(cmd, &f.request)
@@ -299,7 +301,11 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 
 	// Workload.
 	var err error
-	if f.workloadFile != "" {
+	if f.dataset.path != "" {
+		if err := applyDataset(f, &c); err != nil {
+			return c, err
+		}
+	} else if f.workloadFile != "" {
 		if f.inputSet || f.outputSet || f.rangeSet {
 			return c, &flagError{flag: "workload", err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
 		}
@@ -547,6 +553,7 @@ var sweepFieldFlags = map[string]string{
 	"Workload.OutputTokens":            "output-len",
 	"Workload.OutputTokens.RangeRatio": "range-ratio",
 	"Workload.PrefixTokens":            "prefix-len",
+	"Workload.Dataset":                 "dataset",
 }
 
 // isSweepFlagError reports whether err names a flag (a *flagError or a

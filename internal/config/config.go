@@ -262,6 +262,7 @@ type ProbeConfig struct {
 
 	set         keySet
 	workloadSet keySet
+	dataset     *workload.Dataset // workload.dataset, loaded with the config
 }
 
 // apiKey holds a key read at load.
@@ -649,6 +650,9 @@ func (c *Config) resolve(dir string) error {
 			tp.add("", t.loadKey(dir))
 			tp.add("", t.loadHTTPConfig(dir))
 		}
+		if len(tp) == 0 {
+			tp.add("", t.loadDatasets(dir))
+		}
 		for _, fe := range tp {
 			all.add(fmt.Sprintf("targets[%d]", i), fe)
 		}
@@ -738,10 +742,10 @@ func (p *ProbeConfig) resolve(target string) error {
 	}
 	def := DefaultProbeConfig.Workload
 	w, ws := &p.Workload, p.workloadSet
-	if !ws.has("input_tokens", w.InputTokens.Dist != "") {
+	if !ws.has("input_tokens", w.InputTokens.Dist != "") && w.Dataset == nil {
 		w.InputTokens = def.InputTokens
 	}
-	if !ws.has("output_tokens", w.OutputTokens.Dist != "") {
+	if !ws.has("output_tokens", w.OutputTokens.Dist != "") && w.Dataset == nil {
 		w.OutputTokens = def.OutputTokens
 	}
 	if !ws.has("prefix_tokens", w.PrefixTokens != 0) {
@@ -901,6 +905,10 @@ func (p ProbeConfig) Validate() error {
 	}
 	if p.MaxConcurrency < 1 && (!rateBad || p.set.has("max_concurrency", p.MaxConcurrency != 0)) {
 		l.add("max_concurrency", fmt.Errorf("must be >= 1, got %d", p.MaxConcurrency))
+	}
+	if p.Workload.Dataset != nil {
+		l.add("", validateDatasetWorkload(p.Workload))
+		return l.err()
 	}
 	workloadBad := l.add("workload.input_tokens", p.Workload.InputTokens.Validate())
 	workloadBad = l.add("workload.output_tokens", p.Workload.OutputTokens.Validate()) || workloadBad

@@ -110,6 +110,25 @@ type Workload struct {
 	Source string `json:"source"`
 	// SavePrompts says whether prompt text was written to records.jsonl.
 	SavePrompts bool `json:"save_prompts"`
+	// Dataset identifies the dataset file the prompts came from (nil for a
+	// drawn workload).
+	Dataset *Dataset `json:"dataset,omitempty"`
+}
+
+// Dataset identifies a workload's dataset file: never its text.
+type Dataset struct {
+	// Path is the file as given, Format "jsonl" or "sharegpt", SHA256 the
+	// hex SHA-256 of its bytes; Entries its usable entries and Used those
+	// left after ShareGPT's length pruning.
+	Path    string `json:"path"`
+	Format  string `json:"format"`
+	Entries int    `json:"entries"`
+	Used    int    `json:"used"`
+	SHA256  string `json:"sha256"`
+	// Sampling is the sampling mode; Tokenizer how the entries' tokens
+	// were counted (server-tokenize or calibrated).
+	Sampling  string `json:"sampling"`
+	Tokenizer string `json:"tokenizer"`
 }
 
 // Load holds the arrival process and the sweep's settings as the user gave

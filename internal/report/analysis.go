@@ -656,6 +656,7 @@ func writeTokens(b *bytes.Buffer, res *sweep.Result) {
 		distinct = distinct || st.DistinctPrompts > 0
 	}
 	b.WriteString("Input and requested output over all requests, actual output over successful ones; p10 / p50 / p90 / p99 / max.")
+	writeDatasetNote(b, res)
 	if distinct {
 		b.WriteString(" Distinct prompts: how many of the step's requests had a prompt of their own (each request's nonce " +
 			"follows the shared prefix, so only inputs too short for a full nonce can repeat).")
@@ -671,6 +672,14 @@ func writeTokens(b *bytes.Buffer, res *sweep.Result) {
 			return "-"
 		}
 		return fmt.Sprintf("%s / %s / %s / %s / %s", num(t.P10), num(t.P50), num(t.P90), num(t.P99), num(t.Max))
+	}
+	if ds := res.Dataset; ds != nil {
+		fmt.Fprintf(b, "| dataset (%d entries, %s) | %s | %s | - | - |", ds.Used, ds.Method, lengthDist(ds.InputTokens),
+			lengthDist(ds.OutputTokens))
+		if distinct {
+			b.WriteString(" - |")
+		}
+		b.WriteString("\n")
 	}
 	for _, st := range res.Steps {
 		x := &st.Stats

@@ -41,7 +41,7 @@ type probeRunner struct {
 	cfg    config.ProbeConfig
 	key    string // cfg.RestartKey()
 	logger log.Logger
-	gen    *workload.Generator
+	gen    itemSource // the workload's Generator, or its DatasetSource
 	// features is the probe's request-feature plan (nil: none).
 	features *workload.RequestPlan
 
@@ -69,7 +69,7 @@ type probeRunner struct {
 // newProbeRunner builds the probe's generators. The config was validated at
 // load (arrival parameters included).
 func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeRunner, error) {
-	gen, err := workload.NewGenerator(pc.Workload, pc.Seed)
+	gen, err := newItemSource(pc)
 	if err != nil {
 		return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
 	}
@@ -310,7 +310,7 @@ func (p *probeRunner) status() ProbeStatus {
 	w := p.cfg.Workload
 	st := ProbeStatus{
 		Name: p.cfg.Name, Rate: p.cfg.Rate, Arrival: p.cfg.Arrival,
-		Workload: fmt.Sprintf("input %s, output %s", lengthString(w.InputTokens), lengthString(w.OutputTokens)),
+		Workload: workloadString(w),
 		Sent:     p.sent.Load(), Good: p.good.Load(), Failed: p.failed.Load(), Skipped: p.skipped.Load(),
 	}
 	p.ringMu.Lock()

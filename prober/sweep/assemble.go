@@ -69,6 +69,7 @@ func (r *runner) result(complete bool) *Result {
 	})
 	res.Knee = LadderKnee(outcomes, DefaultGoodputRatio)
 	res.Probe = r.probe
+	res.Dataset = r.datasetInfo
 	if c.Mode() != ModeClosed {
 		res.ReferenceCapacity = c.ReferenceCapacity
 		res.MaxConcurrency = c.MaxConcurrency

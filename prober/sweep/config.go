@@ -236,7 +236,7 @@ func (c *Config) Validate() error {
 		return fieldErr("Engine", "must be auto, %s, got %q", engineNames(), c.Engine)
 	}
 	if err := c.Workload.Validate(); err != nil {
-		if c.WorkloadSource != "" && c.WorkloadSource != "flags" {
+		if c.WorkloadSource != "" && c.WorkloadSource != "flags" && c.Workload.Dataset == nil {
 			return fieldErr("Workload", "%s: %w", c.WorkloadSource, err)
 		}
 		return workloadFieldError(err)
@@ -366,6 +366,8 @@ func workloadFieldError(err error) error {
 		return &FieldError{Field: "Workload.OutputTokens", Err: err}
 	case strings.HasPrefix(msg, "prefix_tokens"):
 		return &FieldError{Field: "Workload.PrefixTokens", Err: err}
+	case strings.HasPrefix(msg, "dataset"):
+		return &FieldError{Field: "Workload.Dataset", Err: err}
 	}
 	return &FieldError{Field: "Workload", Err: err}
 }

@@ -65,7 +65,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		{"complete", &out.Complete}, {"date", &out.Date}, {"backend", &out.Backend}, {"model_id", &out.ModelID},
 		{"tokenizer_id", &out.TokenizerID}, {"mode", &out.Mode}, {"rates", &out.Rates}, {"arrival", &out.Arrival},
 		{"burstiness", &out.Burstiness}, {"goodput_ms", &out.SLO}, {"percentiles", &out.Percentiles},
-		{"knee", &knee}, {"throughput_probe", &out.Probe}, {"notes", &out.Notes}, {"levels", &levels}, {"steps", &steps},
+		{"knee", &knee}, {"throughput_probe", &out.Probe}, {"dataset", &out.Dataset}, {"notes", &out.Notes}, {"levels", &levels}, {"steps", &steps},
 	} {
 		if err := top.get(f.key, f.v); err != nil {
 			return err

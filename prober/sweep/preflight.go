@@ -73,6 +73,9 @@ func (r *runner) preflight(ctx context.Context) error {
 	if err := r.checkContext(); err != nil {
 		return err
 	}
+	if err := r.measureDataset(ctx); err != nil {
+		return err
+	}
 	r.metricsURL = c.MetricsURL
 	if r.metricsURL == "" {
 		r.metricsURL = ep.BaseURL() + "/metrics"
@@ -132,6 +135,9 @@ func (r *runner) checkContext() error {
 // request of c's workload needs more than maxLen tokens.
 func checkFits(c Config, maxLen int64, source string) error {
 	w := c.Workload
+	if w.Dataset != nil {
+		return nil // measureDataset checks the dataset's longest request
+	}
 	in, err := workload.NewLengthSampler(w.InputTokens)
 	if err != nil {
 		return nil // Validate reports it

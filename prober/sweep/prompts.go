@@ -13,27 +13,51 @@ type promptItem = workload.Item
 
 // promptSource builds the prompts of every step from one workload
 // generator (so the shared prefix is the same across steps unless
-// --fresh-prefix), sized with the endpoint's prompt sizing (the server's
-// tokenizer, or a calibration from usage.prompt_tokens).
+// --fresh-prefix), or from the dataset, sized with the endpoint's prompt
+// sizing (the server's tokenizer, or a calibration from
+// usage.prompt_tokens).
 type promptSource struct {
-	gen   *workload.Generator
+	src   itemSource
+	gen   *workload.Generator // nil for a dataset
 	tok   workload.Tokenizer
 	fresh bool
 	// sessions draws the later turns of a multi-turn workload (nil: single
 	// requests); a session's first turn is the step's item.
 	sessions *workload.Sessions
+	// fromStart starts every step's items at index 0 (sequential dataset
+	// sampling: each step sends the file's entries in order).
+	fromStart bool
+}
+
+// itemSource yields a workload's items by index: the Generator or a
+// dataset's DatasetSource.
+type itemSource interface {
+	At(ctx context.Context, tok workload.Tokenizer, i int64) (workload.Item, error)
+	DistinctPrompts() int64
+}
+
+// info returns the generator's Info (a dataset has none).
+func (ps *promptSource) info() workload.Info {
+	if ps.gen == nil {
+		return workload.Info{}
+	}
+	return ps.gen.Info()
 }
 
 // newPromptSource builds the workload generator of the sweep; prompts are
 // sized with the tokenizer the preflight set up (endpoint.PromptSizing).
 func newPromptSource(r *runner) (*promptSource, error) {
 	c := r.cfg
+	r.tokenizer = r.sizing.Method()
+	if r.dataset != nil {
+		return &promptSource{src: r.dataset, tok: r.sizing.Tokenizer,
+			fromStart: r.dataset.Sampling() == workload.SamplingSequential}, nil
+	}
 	gen, err := workload.NewGenerator(c.Workload, uint64(c.shardSeed()))
 	if err != nil {
 		return nil, err
 	}
-	r.tokenizer = r.sizing.Method()
-	ps := &promptSource{gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}
+	ps := &promptSource{src: gen, gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}
 	if c.Workload.MultiTurn != nil {
 		if ps.sessions, err = workload.NewSessions(c.Workload, uint64(c.shardSeed())); err != nil {
 			return nil, err
@@ -67,7 +91,7 @@ func (l *itemList) get(ctx context.Context, i int) (promptItem, error) {
 			return it, nil
 		}
 	}
-	return l.ps.gen.At(ctx, l.ps.tok, l.base+int64(i))
+	return l.ps.src.At(ctx, l.ps.tok, l.base+int64(i))
 }
 
 // close stops the list's window builder, if any.
@@ -91,15 +115,18 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, 
 	}
 	base := int64(seed >> 24)        // 40 bits: room for any step's count
 	wbase := int64(seed>>24) ^ 1<<40 // warmups: a disjoint range
+	if ps.fromStart {
+		base = 0
+	}
 	out := stepItems{measured: &itemList{ps: ps, base: base}}
 	for i := range warmups {
-		it, err := ps.gen.At(ctx, ps.tok, wbase+int64(i))
+		it, err := ps.src.At(ctx, ps.tok, wbase+int64(i))
 		if err != nil {
 			return out, err
 		}
 		out.warmups = append(out.warmups, it)
 	}
-	out.distinct0 = ps.gen.DistinctPrompts()
+	out.distinct0 = ps.src.DistinctPrompts()
 	if n > 0 {
 		size, budget := min(n, windowItems), windowBytes
 		if burst {
@@ -207,7 +234,7 @@ func (w *promptWindow) build(bctx, stepCtx context.Context) {
 		}
 		w.next = j + 1
 		w.mu.Unlock()
-		it, err := w.ps.gen.At(bctx, w.ps.tok, w.base+int64(j))
+		it, err := w.ps.src.At(bctx, w.ps.tok, w.base+int64(j))
 		w.mu.Lock()
 		if err != nil {
 			if !w.closed {
@@ -255,4 +282,4 @@ func (w *promptWindow) close() {
 
 // prefixGeneration is the number of prefixes drawn so far (0 without
 // --fresh-prefix).
-func (ps *promptSource) prefixGeneration() uint64 { return ps.gen.Info().PrefixGeneration }
+func (ps *promptSource) prefixGeneration() uint64 { return ps.info().PrefixGeneration }

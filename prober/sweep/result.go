@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/stats"
+	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // ResultSchemaVersion is the version of result.json's llmprobe extras. 2:
@@ -249,13 +250,19 @@ type Result struct {
 	Rounds int
 	// Fingerprint is the experiment fingerprint, as in manifest.json.
 	Fingerprint fingerprint.Fingerprint
+
+	// Dataset describes the workload's dataset as measured at preflight
+	// (nil for a drawn workload): result.json "dataset", the entries'
+	// input and output token distributions beside the steps' server-
+	// reported ones. It holds no prompt text.
+	Dataset *workload.DatasetInfo
 }
 
 // resultKeys returns every key result.json writes at the top level and in a
 // step, for rejecting --metadata keys that would collide with them.
 func resultKeys() map[string]bool {
 	keys := map[string]bool{}
-	r := &Result{SLO: map[string]float64{"ttft": 1}}
+	r := &Result{SLO: map[string]float64{"ttft": 1}, Dataset: &workload.DatasetInfo{}}
 	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}, Search: &StepVerdict{}}
 	r.Steps = []*Step{st}
 	for _, o := range []object{r.StepJSON(st).(object), r.top()} {
@@ -481,6 +488,9 @@ func (r *Result) top() object {
 	o.add("burstiness", r.Burstiness)
 	o.add("goodput_ms", r.SLO)
 	o.add("percentiles", r.Percentiles)
+	if r.Dataset != nil {
+		o.add("dataset", r.Dataset)
+	}
 	k := object{}
 	k.add("found", r.Knee.Found)
 	k.add("unit", r.KneeUnit)

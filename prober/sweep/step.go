@@ -60,7 +60,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	if err != nil {
 		return nil, err
 	}
-	short0 := r.prompts.gen.Info().ShortNonceItems
+	short0 := r.prompts.info().ShortNonceItems
 	items, err := r.buildItems(ctx, seed, n, c.Warmups, st.Mode == ModeBurst)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -142,8 +142,10 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		after = r.snapshot(ctx, st, PhaseAfter)
 	}
 	st.Stats = acc.Stats(dur)
-	gen := r.prompts.gen.Info()
-	st.DistinctPrompts = gen.DistinctPrompts - items.distinct0
+	gen := r.prompts.info()
+	if r.dataset == nil {
+		st.DistinctPrompts = gen.DistinctPrompts - items.distinct0
+	}
 	st.Server = computeServerStats(r.eng, preWarm, before, after, maxima, st.Stats.TTFT)
 	if !r.metricsOK {
 		st.Server.Reason = "the server's /metrics could not be read: " + r.metricsReason
@@ -253,8 +255,8 @@ func (r *runner) warmup(ctx context.Context, st *Step, items []promptItem) int {
 // workload generator's Info after the step and short the step's items with
 // a shortened nonce.
 func (r *runner) checkPrefixReuse(st *Step, gen workload.Info, short int64) {
-	if st.Interrupted {
-		return
+	if st.Interrupted || r.dataset != nil {
+		return // a dataset's prompts may share prefixes and repeat: reuse is theirs, not a leak
 	}
 	sv := st.Server
 	flag, reason, note := CheckPrefixReuse(PrefixReuse{

@@ -235,6 +235,10 @@ type runner struct {
 	search    *SearchResult         // --rates auto: how the search ended
 	probe     *ThroughputProbe      // --rates auto: the throughput probe
 	features  *workload.RequestPlan // the workload's request features (nil: none)
+	// dataset is the workload's dataset (nil: drawn prompts), datasetInfo
+	// its measurement at preflight.
+	dataset     *workload.DatasetSource
+	datasetInfo *workload.DatasetInfo
 }
 
 // Prepared is a sweep that passed its preflight and may now run. Create it
@@ -281,6 +285,10 @@ func Prepare(ctx context.Context, cfg Config, opts Options) (*Prepared, error) {
 	}
 	r.start = now()
 	r.runID = strconv.FormatInt(r.start.UnixNano()%1e12, 36)
+	if err := r.loadDataset(); err != nil {
+		r.close()
+		return nil, err
+	}
 	if err := r.preflight(ctx); err != nil {
 		r.close()
 		return nil, r.redactErr(err)

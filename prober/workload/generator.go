@@ -27,10 +27,12 @@ type Item struct {
 	// cannot be reached exactly (e.g. an input shorter than the chat
 	// template); then it is the closest count found.
 	PromptTokens int
-	// Messages, when set, is the whole chat conversation to send (a
-	// multi-turn session's context, see Conversation): the request sends
-	// it instead of one user message holding Prompt, which is then the
-	// last user message's text.
+	// Messages, when not nil, is the chat conversation to send instead of
+	// one user message holding Prompt: a dataset's messages entry (Prompt
+	// then holds the messages' contents joined by newlines, for scrubbing
+	// and --save-prompts), or a multi-turn session's context (see
+	// Conversation; Prompt is then the last user message's text). It needs
+	// the chat API.
 	Messages []Message
 }
 

@@ -152,6 +152,11 @@ type Spec struct {
 	// and features carried by a share of the requests (features.go); nil
 	// means none.
 	Request *Request `yaml:"request,omitempty" json:"request,omitempty"`
+	// Dataset, when set, takes the prompts (and output lengths) from a
+	// dataset file instead of drawing them: InputTokens and PrefixTokens
+	// must then be left out, and OutputTokens, when given, replaces every
+	// entry's output length (DatasetSpec).
+	Dataset *DatasetSpec `yaml:"dataset,omitempty" json:"dataset,omitempty"`
 }
 
 // DefaultSpec is the workload used when none is given: 64 input tokens, 16
@@ -165,6 +170,18 @@ func (s Spec) IgnoreEOSOrDefault() bool { return s.IgnoreEOS == nil || *s.Ignore
 
 // Validate checks every field; errors name the field.
 func (s Spec) Validate() error {
+	if s.Dataset != nil {
+		if s.MultiTurn != nil {
+			return errors.New("multi_turn: does not apply with dataset (a dataset's messages entries are sent as they are; multi-turn sessions draw their turns)")
+		}
+		if err := s.validateDataset(); err != nil {
+			return err
+		}
+		if err := s.Request.Validate(); err != nil {
+			return under("request", err)
+		}
+		return nil
+	}
 	if err := s.InputTokens.Validate(); err != nil {
 		return fmt.Errorf("input_tokens: %w", err)
 	}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/endpoint"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// workloadFlags hold `llmprobe workload stats|synth`'s flags.
+type workloadFlags struct {
+	file, format, datasetFormat    string
+	target, model, api, apiKeyFile string
+	from, out                      string
+	count                          int
+	seed                           uint64
+}
+
+func init() {
+	register(func(app *kingpin.Application) (string, action) {
+		f := &workloadFlags{}
+		st := workloadCommand(app).Command("stats", "Print p10/p50/p90/p99/max of input and output tokens, arrival rate and "+
+			"burstiness (timed files) and prefix share of a dataset file (JSONL or ShareGPT).")
+		st.Arg("file", "Dataset file.").Required().StringVar(&f.file)
+		st.Flag("format", "Output format: text or json (the stats file `workload synth --from` reads).").Default("text").StringVar(&f.format)
+		st.Flag("dataset-format", "Format of the file: auto, jsonl or sharegpt.").Default("auto").StringVar(&f.datasetFormat)
+		st.Flag("target", "Count tokens with this server's tokenizer (its /tokenize, else a calibration from usage.prompt_tokens); "+
+			"without it the offline estimate (4 characters per token) is used.").StringVar(&f.target)
+		st.Flag("model", "Model of --target (default: the first /v1/models lists).").StringVar(&f.model)
+		st.Flag("api", "API whose prompt counting to use with --target: completions or chat (the chat template counted).").
+			Default("completions").StringVar(&f.api)
+		st.Flag("api-key-file", "File holding --target's API key.").StringVar(&f.apiKeyFile)
+		return st.FullCommand(), func(e *env) int { return runWorkloadStats(e, f) }
+	})
+	register(func(app *kingpin.Application) (string, action) {
+		f := &workloadFlags{}
+		sy := workloadCommand(app).Command("synth", "Write a synthetic JSONL dataset matching a `workload stats --format json` file.")
+		sy.Flag("from", "Stats JSON file (from `llmprobe workload stats --format json`).").Required().StringVar(&f.from)
+		sy.Flag("count", "Entries to write (default: the stats' count).").IntVar(&f.count)
+		sy.Flag("seed", "Seed of every draw.").Default("1").Uint64Var(&f.seed)
+		sy.Flag("out", "Output file (default: stdout).").StringVar(&f.out)
+		return sy.FullCommand(), func(e *env) int { return runWorkloadSynth(e, f) }
+	})
+}
+
+// workloadCommand returns app's `workload` command, adding it once.
+func workloadCommand(app *kingpin.Application) *kingpin.CmdClause {
+	if c := app.GetCommand("workload"); c != nil {
+		return c
+	}
+	return app.Command("workload", "Describe a dataset's token distributions, or draw a synthetic dataset from them. See docs/workload.md.")
+}
+
+func runWorkloadStats(e *env, f *workloadFlags) int {
+	if f.format != "text" && f.format != "json" {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --format: must be text or json, got %q\n", f.format)
+		return 2
+	}
+	ds, err := workload.LoadDataset(f.file, workload.DatasetOptions{Format: f.datasetFormat})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	var tok workload.Tokenizer = workload.EstimateTokenizer{}
+	var key config.Secret
+	if f.target != "" {
+		if f.apiKeyFile != "" {
+			b, err := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
+			if err != nil {
+				fmt.Fprintf(e.stderr, "llmprobe: error: --api-key-file: %v\n", err)
+				return 2
+			}
+			key = config.Secret(strings.TrimSpace(string(b)))
+		}
+		if tok, err = targetTokenizer(e, f, key); err != nil {
+			fmt.Fprintf(e.stderr, "llmprobe: error: --target: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), string(key))))
+			return 1
+		}
+	} else if ds.HasMessages {
+		// Without a server, a conversation is counted as its joined text.
+		fmt.Fprintln(e.stderr, "llmprobe: note: messages entries are counted as their contents joined; give --target --api chat for the template")
+	}
+	st, info, err := workload.DatasetStats(e.ctx, ds, tok)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), string(key))))
+		return 1
+	}
+	if f.format == "json" {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return 0
+	}
+	writeWorkloadStats(e.stdout, st, info)
+	return 0
+}
+
+// targetTokenizer sets up --target's prompt sizing through the one request
+// path (discovery, then endpoint.PromptSizing).
+func targetTokenizer(e *env, f *workloadFlags, key config.Secret) (workload.Tokenizer, error) {
+	ep, err := endpoint.New(endpoint.Options{BaseURL: f.target, API: f.api, Model: f.model, APIKey: key, Logger: e.logger,
+		Timeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	defer ep.CloseIdleConnections()
+	info, err := ep.Discover(e.ctx)
+	if err != nil {
+		return nil, err
+	}
+	sz, err := ep.PromptSizing(e.ctx, info.Model)
+	if err != nil {
+		return nil, err
+	}
+	return sz.Tokenizer, nil
+}
+
+func writeWorkloadStats(w io.Writer, st workload.Stats, info workload.DatasetInfo) {
+	how := map[string]string{
+		workload.MethodServerTokenize: "the server's tokenizer (POST /tokenize)",
+		workload.MethodCalibrated:     "an estimate calibrated from the server's usage.prompt_tokens (no usable /tokenize)",
+		workload.MethodEstimate:       "the offline estimate: 4 characters per token, rounded up (give --target for the server's tokenizer)",
+	}[st.Tokenizer]
+	if how == "" {
+		how = st.Tokenizer
+	}
+	fmt.Fprintf(w, "dataset: %s (%s, sha256 %s)\n", info.Path, info.Format, info.SHA256)
+	fmt.Fprintf(w, "entries: %d used of %d", info.Used, info.Entries)
+	if info.Skipped > 0 {
+		fmt.Fprintf(w, ", %d left out (no human turn and reply)", info.Skipped)
+	}
+	for _, k := range slices.Sorted(maps.Keys(info.Pruned)) {
+		fmt.Fprintf(w, ", %d pruned (%s)", info.Pruned[k], k)
+	}
+	fmt.Fprintf(w, "\ntokens counted with: %s\n\n", how)
+	fmt.Fprintf(w, "%-14s %8s %8s %8s %8s %8s %8s %10s\n", "", "n", "min", "p10", "p50", "p90", "p99", "max")
+	row := func(name string, d workload.LengthDist) {
+		if d.N == 0 {
+			fmt.Fprintf(w, "%-14s %8s\n", name, "-")
+			return
+		}
+		fmt.Fprintf(w, "%-14s %8d %8.0f %8.1f %8.1f %8.1f %8.1f %10.0f\n", name, d.N, d.Min, d.P10, d.P50, d.P90, d.P99, d.Max)
+	}
+	row("input tokens", st.InputTokens)
+	row("output tokens", st.OutputTokens)
+	fmt.Fprintf(w, "\nprefix share: %.3f of prompt tokens are a prefix shared with an earlier request\n", st.PrefixShare)
+	if st.Timed {
+		fmt.Fprintf(w, "arrivals: %.4g req/s over %.4g s, burstiness (CV² of gaps) %.3g (1 = Poisson)\n", st.RatePerS, st.DurationS, st.GapCV2)
+	} else {
+		fmt.Fprintln(w, "arrivals: not timed (no offset_ms)")
+	}
+}
+
+func runWorkloadSynth(e *env, f *workloadFlags) int {
+	b, err := readCapped(f.from, 1<<20, "a stats file")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %v\n", err)
+		return 2
+	}
+	var st workload.Stats
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %s: %v\n", f.from, err)
+		return 2
+	}
+	if f.count < 0 {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --count: must be >= 1, got %d\n", f.count)
+		return 2
+	}
+	w := e.stdout
+	var out *os.File
+	if f.out != "" {
+		if out, err = os.Create(f.out); err != nil {
+			fmt.Fprintf(e.stderr, "llmprobe: error: --out: %v\n", err)
+			return 1
+		}
+		w = out
+	}
+	n, err := workload.Synthesize(w, st, workload.SynthOptions{Count: f.count, Seed: f.seed})
+	if out != nil {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %s: %v\n", f.from, err)
+		return 2
+	}
+	if f.out != "" {
+		fmt.Fprintf(e.stderr, "wrote %d entries to %s\n", n, f.out)
+	}
+	return 0
+}

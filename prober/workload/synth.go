@@ -1,0 +1,162 @@
+package workload
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/arrival"
+)
+
+// MaxSynthCount bounds `workload synth --count`: MaxDatasetEntries, so
+// that what it writes can be loaded back.
+const MaxSynthCount = MaxDatasetEntries
+
+// SynthOptions configures Synthesize.
+type SynthOptions struct {
+	// Count is the number of entries (default: the stats' Count, at least
+	// 1, at most MaxSynthCount).
+	Count int
+	// Seed seeds every draw.
+	Seed uint64
+}
+
+// Synthesize writes a JSONL dataset to w that matches st: input and output
+// lengths drawn from a piecewise-linear inverse CDF through the quantiles
+// (min, p10, p50, p90, p99, max; capped at max), arrival offsets
+// (offset_ms) from a gamma process with the stats' rate and gap CV² when
+// st is timed, and prompts of the drawn lengths under EstimateTokenizer
+// (three-letter words: one token each) whose first round(PrefixShare x
+// length) words come from one shared prefix. `workload stats` of the file
+// gives back st's figures up to sampling noise (docs/workload.md states the
+// tolerance the tests hold).
+func Synthesize(w io.Writer, st Stats, o SynthOptions) (int, error) {
+	n := o.Count
+	if n <= 0 {
+		n = max(st.Count, 1)
+	}
+	if n > MaxSynthCount {
+		return 0, fmt.Errorf("count: at most %d entries, got %d", MaxSynthCount, n)
+	}
+	if err := checkDist("input_tokens", st.InputTokens); err != nil {
+		return 0, err
+	}
+	hasOut := st.OutputTokens.N > 0 || st.OutputTokens.Max > 0
+	if hasOut {
+		if err := checkDist("output_tokens", st.OutputTokens); err != nil {
+			return 0, err
+		}
+	}
+	if !(st.PrefixShare >= 0 && st.PrefixShare < 1) {
+		return 0, fmt.Errorf("prefix_share: must be in [0, 1), got %v", st.PrefixShare)
+	}
+	var proc arrival.Process
+	if st.Timed && st.RatePerS > 0 {
+		shape := 1.0
+		if st.GapCV2 > 0 {
+			shape = min(max(1/st.GapCV2, arrival.MinBurstiness), arrival.MaxBurstiness)
+		}
+		p, err := arrival.New(arrival.KindGamma, st.RatePerS, shape, derive(o.Seed, tagSynthArrival))
+		if err != nil {
+			return 0, fmt.Errorf("rate_per_s / gap_cv2: %w", err)
+		}
+		proc = p
+	}
+	r := newRand(derive(o.Seed, tagSynthLengths))
+	maxIn := int(st.InputTokens.Max)
+	prefix := make([]string, maxIn)
+	pr := newRand(derive(o.Seed, tagSynthPrefix))
+	for i := range prefix {
+		prefix[i] = threeLetters(pr.Uint64())
+	}
+	bw := bufio.NewWriter(w)
+	var first time.Duration
+	for i := range n {
+		in := drawQuantile(st.InputTokens, r.Float64())
+		out := 0
+		if hasOut {
+			out = drawQuantile(st.OutputTokens, r.Float64())
+		}
+		k := int(math.Round(st.PrefixShare * float64(in)))
+		words := make([]string, in)
+		copy(words, prefix[:k])
+		for j := k; j < in; j++ {
+			words[j] = threeLetters(r.Uint64())
+		}
+		e := struct {
+			Prompt       string   `json:"prompt"`
+			OutputTokens int      `json:"output_tokens,omitempty"`
+			OffsetMS     *float64 `json:"offset_ms,omitempty"`
+		}{Prompt: strings.Join(words, " "), OutputTokens: out}
+		if proc != nil {
+			d := proc.Next()
+			if i == 0 {
+				first = d
+			}
+			ms := float64(d-first) / float64(time.Millisecond)
+			e.OffsetMS = &ms
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return i, err
+		}
+		bw.Write(b)
+		if err := bw.WriteByte('\n'); err != nil {
+			return i, err
+		}
+	}
+	return n, bw.Flush()
+}
+
+// checkDist checks that a distribution read from a stats file can be drawn
+// from: 1 <= min <= p10 <= ... <= max <= MaxLength.
+func checkDist(name string, d LengthDist) error {
+	q := []float64{d.Min, d.P10, d.P50, d.P90, d.P99, d.Max}
+	if !(d.Min >= 1) {
+		return fmt.Errorf("%s.min: must be >= 1, got %v", name, d.Min)
+	}
+	for i := 1; i < len(q); i++ {
+		if !(q[i] >= q[i-1]) {
+			return errors.New(name + ": quantiles must not decrease (min <= p10 <= p50 <= p90 <= p99 <= max)")
+		}
+	}
+	if d.Max > MaxLength {
+		return fmt.Errorf("%s.max: must be <= %d, got %v", name, MaxLength, d.Max)
+	}
+	return nil
+}
+
+// drawQuantile maps u in [0, 1) through the piecewise-linear inverse CDF of
+// d's quantiles, rounded and capped to [1, max].
+func drawQuantile(d LengthDist, u float64) int {
+	ps := []float64{0, 0.10, 0.50, 0.90, 0.99, 1}
+	qs := []float64{d.Min, d.P10, d.P50, d.P90, d.P99, d.Max}
+	v := d.Max
+	for i := 1; i < len(ps); i++ {
+		if u <= ps[i] {
+			f := (u - ps[i-1]) / (ps[i] - ps[i-1])
+			v = qs[i-1] + f*(qs[i]-qs[i-1])
+			break
+		}
+	}
+	return int(min(max(math.Round(v), 1), d.Max))
+}
+
+// threeLetters spells x as a lowercase three-letter word (one token under
+// EstimateTokenizer with its space).
+func threeLetters(x uint64) string {
+	b := [3]byte{byte('a' + x%26), byte('a' + (x/26)%26), byte('a' + (x/676)%26)}
+	return string(b[:])
+}
+
+// Random streams of Synthesize.
+const (
+	tagSynthLengths uint64 = 0x73796e74 + iota // "synt"
+	tagSynthPrefix
+	tagSynthArrival
+)
