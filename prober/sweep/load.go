@@ -47,7 +47,7 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 			if err != nil { // validated
 				panic(err)
 			}
-			sc.Mode, sc.Process = schedule.Open, &offsetProcess{offsets: offsets}
+			sc.Mode, sc.Process = schedule.Open, schedule.NewOffsets(offsets)
 		}
 		if c.MaxConcurrency > 0 {
 			sc.MaxConcurrency, sc.OnFull = c.MaxConcurrency, schedule.Wait
@@ -114,22 +114,4 @@ func normalizedOffsets(kind string, rate, burstiness float64, seed uint64, n int
 		raw[i] = time.Duration(math.Round(float64(d) * scale)) // in place: one slice per step
 	}
 	return raw, nil
-}
-
-// offsetProcess replays precomputed offsets as an arrival.Process; past the
-// last one it returns the largest duration (the schedule's Count stops it
-// first).
-type offsetProcess struct {
-	offsets []time.Duration
-	i       int
-}
-
-// Next implements arrival.Process.
-func (p *offsetProcess) Next() time.Duration {
-	if p.i >= len(p.offsets) {
-		return time.Duration(math.MaxInt64)
-	}
-	d := p.offsets[p.i]
-	p.i++
-	return d
 }
