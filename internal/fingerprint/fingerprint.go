@@ -110,6 +110,8 @@ type Workload struct {
 	Source string `json:"source"`
 	// SavePrompts says whether prompt text was written to records.jsonl.
 	SavePrompts bool `json:"save_prompts"`
+	// Trace is the replayed trace (nil: none).
+	Trace *Trace `json:"trace,omitempty"`
 }
 
 // Load holds the arrival process and the sweep's settings as the user gave

@@ -245,6 +245,7 @@ type stepJSON struct {
 	Server                 ServerStats            `json:"server"`
 	Validity               Validity               `json:"validity"`
 	Search                 *StepVerdict           `json:"search"`
+	Trace                  *TraceTiming           `json:"trace"`
 }
 
 // reliability is one metric of a step's "p99_reliability".
@@ -269,6 +270,7 @@ func decodeStep(raw []byte, percentiles []float64) (*Step, error) {
 		Index: j.Index, Label: j.Label, Level: float64(j.RequestRate), Round: j.Round, Attempt: j.Attempt, Mode: j.Mode,
 		Start: j.Start, End: j.End, Warmups: j.Warmups, WarmupFailed: j.WarmupFailed, PrefixGeneration: j.PrefixGeneration,
 		DistinctPrompts: j.DistinctPrompts, Server: j.Server, Validity: j.Validity, Interrupted: j.Interrupted, Search: j.Search,
+		Trace: j.Trace,
 	}
 	mc := 0
 	if j.MaxConcurrency != nil {

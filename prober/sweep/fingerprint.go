@@ -42,6 +42,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 		fp.Workload = w
 	}
 	fp.Workload.SavePrompts = c.SavePrompts
+	r.traceFingerprint(&fp)
 	fp.Load = fingerprint.Load{
 		Mode:           c.Mode(),
 		Arrival:        c.Arrival,

@@ -30,19 +30,22 @@ func (r *runner) request(id string, it promptItem) client.Request {
 func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, items *itemList, n int, acc *StatsAccumulator) {
 	c := r.cfg
 	sc := schedule.Config{Start: t0}
+	tc := r.traceSchedule(&sc, st, t0, n) // a trace replay: its own offsets (trace.go)
 	switch st.Mode {
 	case ModeClosed:
 		sc.Mode, sc.Workers = schedule.Closed, st.Concurrency
 	case ModeBurst:
 		sc.Mode = schedule.Burst
 	default:
-		if c.Unscaled {
+		switch {
+		case tc != nil: // traceSchedule set the trace's offsets
+		case c.Unscaled:
 			proc, err := arrival.New(c.Arrival, c.sendRate(st.Level), c.Burstiness, seed)
 			if err != nil { // validated
 				panic(err)
 			}
 			sc.Mode, sc.Process = schedule.Open, proc
-		} else {
+		default:
 			offsets, err := normalizedOffsets(c.Arrival, c.sendRate(st.Level), c.Burstiness, seed, n)
 			if err != nil { // validated
 				panic(err)
@@ -79,6 +82,9 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 			rec.Error, rec.ErrorMessage = prober.ClassCanceled, "building the prompt: "+err.Error()
 		} else {
 			r.client.Do(ctx, r.request(rec.RequestID, it), &rec)
+		}
+		if tc != nil {
+			tc.add(i, &rec)
 		}
 		r.deliver(st, acc, i, &rec, it.Prompt)
 	})

@@ -19,6 +19,8 @@ type promptSource struct {
 	gen   *workload.Generator
 	tok   workload.Tokenizer
 	fresh bool
+	// trace builds the measured prompts of a trace replay (nil: gen).
+	trace *workload.TracePrompts
 }
 
 // newPromptSource builds the workload generator of the sweep; prompts are
@@ -30,7 +32,11 @@ func newPromptSource(r *runner) (*promptSource, error) {
 		return nil, err
 	}
 	r.tokenizer = r.sizing.Method()
-	return &promptSource{gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}, nil
+	ps := &promptSource{gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}
+	if c.Trace != nil {
+		ps.trace = workload.NewTracePrompts(c.Trace, 0)
+	}
+	return ps, nil
 }
 
 // stepItems are the prompts of one step: the warmups and the measured ones.
@@ -47,10 +53,12 @@ type stepItems struct {
 // demand (cheap once the generator has cached the base prompt of each
 // length).
 type itemList struct {
-	ps   *promptSource
-	base int64
-	win  *promptWindow
+	at  itemFunc
+	win *promptWindow
 }
+
+// itemFunc builds the measured item of arrival index i of a step.
+type itemFunc func(ctx context.Context, i int) (promptItem, error)
 
 func (l *itemList) get(ctx context.Context, i int) (promptItem, error) {
 	if l.win != nil {
@@ -58,7 +66,7 @@ func (l *itemList) get(ctx context.Context, i int) (promptItem, error) {
 			return it, nil
 		}
 	}
-	return l.ps.gen.At(ctx, l.ps.tok, l.base+int64(i))
+	return l.at(ctx, i)
 }
 
 // close stops the list's window builder, if any.
@@ -82,7 +90,11 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, 
 	}
 	base := int64(seed >> 24)        // 40 bits: room for any step's count
 	wbase := int64(seed>>24) ^ 1<<40 // warmups: a disjoint range
-	out := stepItems{measured: &itemList{ps: ps, base: base}}
+	at := itemFunc(func(ctx context.Context, i int) (promptItem, error) { return ps.gen.At(ctx, ps.tok, base+int64(i)) })
+	if ps.trace != nil { // a trace replay: item i is the trace's entry i
+		at = func(ctx context.Context, i int) (promptItem, error) { return ps.trace.At(ctx, ps.tok, seed, i) }
+	}
+	out := stepItems{measured: &itemList{at: at}}
 	for i := range warmups {
 		it, err := ps.gen.At(ctx, ps.tok, wbase+int64(i))
 		if err != nil {
@@ -96,7 +108,7 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, 
 		if burst {
 			size, budget = n, math.MaxInt
 		}
-		w := newPromptWindow(ps, base, n, size, budget)
+		w := newPromptWindow(at, n, size, budget)
 		out.measured.win = w
 		if err := w.fill(ctx); err != nil {
 			w.close()
@@ -122,8 +134,7 @@ const (
 // false, the sender builds it itself (Generator.At gives the same item),
 // and the builder skips it.
 type promptWindow struct {
-	ps     *promptSource
-	base   int64
+	at     itemFunc
 	n      int
 	budget int
 
@@ -148,8 +159,8 @@ type windowSlot struct {
 	ok  bool
 }
 
-func newPromptWindow(ps *promptSource, base int64, n, size, budget int) *promptWindow {
-	w := &promptWindow{ps: ps, base: base, n: n, budget: budget, ring: make([]windowSlot, size),
+func newPromptWindow(at itemFunc, n, size, budget int) *promptWindow {
+	w := &promptWindow{at: at, n: n, budget: budget, ring: make([]windowSlot, size),
 		ready: make(chan struct{}), exited: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	return w
@@ -198,7 +209,7 @@ func (w *promptWindow) build(bctx, stepCtx context.Context) {
 		}
 		w.next = j + 1
 		w.mu.Unlock()
-		it, err := w.ps.gen.At(bctx, w.ps.tok, w.base+int64(j))
+		it, err := w.at(bctx, j)
 		w.mu.Lock()
 		if err != nil {
 			if !w.closed {

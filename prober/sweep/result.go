@@ -63,6 +63,9 @@ type Step struct {
 	// Search is what the adaptive search made of the step's run (nil for
 	// a ladder): result.json's "search".
 	Search *StepVerdict `json:"search,omitempty"`
+	// Trace compares a trace replay's achieved send times with the
+	// trace's (nil unless --trace): result.json's "trace".
+	Trace *TraceTiming `json:"trace,omitempty"`
 }
 
 // StepVerdict is the adaptive search's verdict on one run of a level.
@@ -253,7 +256,7 @@ type Result struct {
 func resultKeys() map[string]bool {
 	keys := map[string]bool{}
 	r := &Result{SLO: map[string]float64{"ttft": 1}}
-	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}, Search: &StepVerdict{}}
+	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}, Search: &StepVerdict{}, Trace: &TraceTiming{}}
 	r.Steps = []*Step{st}
 	for _, o := range []object{r.StepJSON(st).(object), r.top()} {
 		for _, e := range o {
@@ -450,6 +453,9 @@ func (r *Result) StepJSON(s *Step) any {
 	o.add("in_knee", s.Validity.Valid && s.Mode != ModeBurst)
 	if s.Search != nil {
 		o.add("search", s.Search)
+	}
+	if s.Trace != nil {
+		o.add("trace", s.Trace)
 	}
 	return o
 }

@@ -139,8 +139,11 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		after = r.snapshot(ctx, st, PhaseAfter)
 	}
 	st.Stats = acc.Stats(dur)
+	st.Trace = r.traceTiming(st)
 	gen := r.prompts.gen.Info()
-	st.DistinctPrompts = gen.DistinctPrompts - items.distinct0
+	if st.Trace == nil {
+		st.DistinctPrompts = gen.DistinctPrompts - items.distinct0
+	}
 	st.Server = computeServerStats(r.eng, preWarm, before, after, maxima, st.Stats.TTFT)
 	if !r.metricsOK {
 		st.Server.Reason = "the server's /metrics could not be read: " + r.metricsReason
@@ -195,6 +198,9 @@ func countText(n int) string {
 // (normalizedOffsets): its window ends at the last arrival, N / rate.
 func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, err error) {
 	c := r.cfg
+	if sp, ok := r.traceSpeed(st.Level); ok {
+		return c.traceCount(sp), false, nil
+	}
 	if c.NumPrompts > MaxStepRequests { // a search's longer rerun
 		return 0, false, fmt.Errorf("step %s would send more than %d requests", st.Label, MaxStepRequests)
 	}
@@ -250,7 +256,7 @@ func (r *runner) warmup(ctx context.Context, st *Step, items []promptItem) int {
 // workload generator's Info after the step and short the step's items with
 // a shortened nonce.
 func (r *runner) checkPrefixReuse(st *Step, gen workload.Info, short int64) {
-	if st.Interrupted {
+	if st.Interrupted || st.Trace != nil { // a trace shares prefixes on purpose: Step.Trace compares them
 		return
 	}
 	sv := st.Server

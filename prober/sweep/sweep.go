@@ -231,6 +231,7 @@ type runner struct {
 	stepNotes []string
 	search    *SearchResult    // --rates auto: how the search ended
 	probe     *ThroughputProbe // --rates auto: the throughput probe
+	trace     *traceRun        // --trace: the replay (trace.go)
 }
 
 // Prepared is a sweep that passed its preflight and may now run. Create it
