@@ -67,6 +67,7 @@ type sweepFlags struct {
 	saveDetailed                                            bool
 	decision, rollbackIf                                    string
 	extra                                                   sweepExtraFlags // --server-log, --push.* (sweepextra.go)
+	trace                                                   sweepTraceFlags // --trace, --trace-speed (sweeptrace.go)
 }
 
 func init() {
@@ -80,6 +81,7 @@ func init() {
 			"simulator. See docs/sweep.md.")
 		addSweepFlags(cmd, f)
 		addSweepExtraFlags(cmd, &f.extra)
+		addSweepTraceFlags(cmd, &f.trace)
 		return cmd.FullCommand(), func(e *env) int { return runSweep(e, f) }
 	})
 }
@@ -366,6 +368,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 		}
 		c.APIKey = config.Secret(strings.TrimSpace(string(b)))
 	}
+	if err := applySweepTraceFlags(f, &c); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -431,7 +436,9 @@ func runSweep(e *env, f *sweepFlags) int {
 		}
 		defer stop()
 		cfg.Target, cfg.Embedded = url, true
-		cfg.ReferenceCapacity = embeddedCapacity(cfg.Workload)
+		if cfg.Trace == nil { // a trace's capacity is not computed
+			cfg.ReferenceCapacity = embeddedCapacity(cfg.Workload)
+		}
 		level.Info(e.logger).Log("msg", "no --target given: sweeping the built-in vLLM simulator (in-process)", "url", url)
 	}
 	obs := &sweepObserver{stdout: e.stdout, logger: e.logger}
