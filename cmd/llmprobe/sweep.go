@@ -70,6 +70,7 @@ type sweepFlags struct {
 	httpConfigFile                                          string          // --http.config.file (httpconfig.go)
 	request                                                 requestFlags    // --temperature, --top-p, ... (sweepfeatures.go)
 	dataset                                                 datasetFlags    // --dataset* (sweepdataset.go)
+	trace                                                   sweepTraceFlags // --trace, --trace-speed (sweeptrace.go)
 }
 
 func init() {
@@ -83,6 +84,7 @@ func init() {
 			"simulator. See docs/sweep.md.")
 		addSweepFlags(cmd, f)
 		addSweepExtraFlags(cmd, &f.extra)
+		addSweepTraceFlags(cmd, &f.trace)
 		return cmd.FullCommand(), func(e *env) int { return runSweep(e, f) }
 	})
 }
@@ -383,6 +385,9 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	if c.HTTPConfig, err = loadHTTPConfigFlag("http.config.file", f.httpConfigFile, f.apiKeyFile); err != nil {
 		return c, err
 	}
+	if err := applySweepTraceFlags(f, &c); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -448,7 +453,9 @@ func runSweep(e *env, f *sweepFlags) int {
 		}
 		defer stop()
 		cfg.Target, cfg.Embedded = url, true
-		cfg.ReferenceCapacity = embeddedCapacity(cfg.Workload)
+		if cfg.Trace == nil { // a trace's capacity is not computed
+			cfg.ReferenceCapacity = embeddedCapacity(cfg.Workload)
+		}
 		level.Info(e.logger).Log("msg", "no --target given: sweeping the built-in vLLM simulator (in-process)", "url", url)
 	}
 	obs := &sweepObserver{stdout: e.stdout, logger: e.logger}

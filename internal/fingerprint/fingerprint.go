@@ -113,6 +113,8 @@ type Workload struct {
 	// Dataset identifies the dataset file the prompts came from (nil for a
 	// drawn workload).
 	Dataset *Dataset `json:"dataset,omitempty"`
+	// Trace is the replayed trace (nil: none).
+	Trace *Trace `json:"trace,omitempty"`
 }
 
 // Dataset identifies a workload's dataset file: never its text.

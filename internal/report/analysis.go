@@ -47,6 +47,7 @@ func Analysis(res *sweep.Result) []byte {
 	writeLatency(&b, res)
 	writeErrors(&b, res)
 	writeTokens(&b, res)
+	writeTrace(&b, res)
 	writeServer(&b, res)
 	writeNotRecorded(&b, res)
 	return b.Bytes()

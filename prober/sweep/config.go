@@ -197,6 +197,16 @@ type Config struct {
 	// included, goes through a client built from it. Its secrets never
 	// appear in artifacts. Zero: a plain client.
 	HTTPConfig config.HTTPClientConfig
+
+	// Trace, when set, replays a trace instead of drawing arrivals (sweep
+	// --trace, see trace.go): one step per TraceSpeeds value (and round),
+	// each sending the trace's entries at their offsets divided by the
+	// speed, with their lengths and hash_ids prefixes; NumPrompts and
+	// Duration, when set, cut it. Rates, Auto and Concurrency stay empty.
+	Trace *workload.Trace
+	// TraceSpeeds are the replay speeds (1: the trace's own timing, 2:
+	// twice as fast), in the order run.
+	TraceSpeeds []float64
 }
 
 // Mode returns the load mode: ModeClosed, ModeBurst (every rate inf),
@@ -250,7 +260,13 @@ func (c *Config) Validate() error {
 	if c.FreshPrefix && c.Workload.PrefixTokens == 0 {
 		return fieldErr("FreshPrefix", "needs --prefix-len > 0")
 	}
+	if err := c.validateTrace(); err != nil {
+		return err
+	}
 	n := 0
+	if c.Trace != nil {
+		n++
+	}
 	if len(c.Rates) > 0 {
 		n++
 	}
@@ -295,7 +311,7 @@ func (c *Config) Validate() error {
 		return fieldErr("Duration", "must be > 0, got %s", c.Duration)
 	case c.NumPrompts > 0 && c.Duration > 0:
 		return fieldErr("NumPrompts", "give --num-prompts or --duration per step, not both")
-	case c.NumPrompts == 0 && c.Duration == 0:
+	case c.NumPrompts == 0 && c.Duration == 0 && c.Trace == nil:
 		return fieldErr("Duration", "give --num-prompts or --duration per step")
 	case c.MinPrompts < 0:
 		return fieldErr("MinPrompts", "must be >= 0, got %d", c.MinPrompts)

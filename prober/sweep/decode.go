@@ -246,6 +246,7 @@ type stepJSON struct {
 	Validity               Validity               `json:"validity"`
 	Search                 *StepVerdict           `json:"search"`
 	MultiTurn              *MultiTurnStats        `json:"multi_turn"`
+	Trace                  *TraceTiming           `json:"trace"`
 }
 
 // reliability is one metric of a step's "p99_reliability".
@@ -271,6 +272,7 @@ func decodeStep(raw []byte, percentiles []float64) (*Step, error) {
 		Start: j.Start, End: j.End, Warmups: j.Warmups, WarmupFailed: j.WarmupFailed, PrefixGeneration: j.PrefixGeneration,
 		DistinctPrompts: j.DistinctPrompts, Server: j.Server, Validity: j.Validity, Interrupted: j.Interrupted, Search: j.Search,
 		MultiTurn: j.MultiTurn,
+		Trace:     j.Trace,
 	}
 	mc := 0
 	if j.MaxConcurrency != nil {

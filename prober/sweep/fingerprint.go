@@ -43,6 +43,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	}
 	fp.Workload.SavePrompts = c.SavePrompts
 	fp.Workload.Dataset = r.datasetFingerprint()
+	r.traceFingerprint(&fp)
 	fp.Load = fingerprint.Load{
 		Mode:           c.Mode(),
 		Arrival:        c.Arrival,

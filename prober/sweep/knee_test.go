@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/schedule"
 )
 
 // saturating is a synthetic server with capacity c req/s: below c it keeps
@@ -313,7 +315,7 @@ func TestNormalizedOffsets(t *testing.T) {
 			if tt.kind != "constant" && a[n/2] == b[n/2] {
 				t.Error("two seeds drew the same schedule")
 			}
-			p := &offsetProcess{offsets: a}
+			p := schedule.NewOffsets(a)
 			for i := range n {
 				if got := p.Next(); got != a[i] {
 					t.Fatalf("Next %d = %v, want %v", i, got, a[i])

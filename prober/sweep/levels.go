@@ -12,6 +12,9 @@ import (
 // runLevels runs the ladder or the adaptive search.
 func (r *runner) runLevels(ctx context.Context) error {
 	c := r.cfg
+	if c.Trace != nil {
+		return r.runTraceLevels(ctx)
+	}
 	if c.Auto {
 		opts := c.Search
 		if opts.Start <= 0 {
@@ -150,6 +153,9 @@ func (r *runner) stepMode(lv float64) string {
 }
 
 func (r *runner) levelLabel(lv float64) string {
+	if sp, ok := r.traceSpeed(lv); ok {
+		return "trace-speed=" + fmtLevel(sp)
+	}
 	if len(r.cfg.Concurrency) > 0 {
 		return "concurrency=" + fmtLevel(lv)
 	}

@@ -32,24 +32,27 @@ func (r *runner) request(id string, it promptItem) client.Request {
 func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, items *itemList, n int, acc *StatsAccumulator) {
 	c := r.cfg
 	sc := schedule.Config{Start: t0}
+	tc := r.traceSchedule(&sc, st, t0, n) // a trace replay: its own offsets (trace.go)
 	switch st.Mode {
 	case ModeClosed:
 		sc.Mode, sc.Workers = schedule.Closed, st.Concurrency
 	case ModeBurst:
 		sc.Mode = schedule.Burst
 	default:
-		if c.Unscaled {
+		switch {
+		case tc != nil: // traceSchedule set the trace's offsets
+		case c.Unscaled:
 			proc, err := arrival.New(c.Arrival, c.sendRate(st.Level), c.Burstiness, seed)
 			if err != nil { // validated
 				panic(err)
 			}
 			sc.Mode, sc.Process = schedule.Open, proc
-		} else {
+		default:
 			offsets, err := normalizedOffsets(c.Arrival, c.sendRate(st.Level), c.Burstiness, seed, n)
 			if err != nil { // validated
 				panic(err)
 			}
-			sc.Mode, sc.Process = schedule.Open, &offsetProcess{offsets: offsets}
+			sc.Mode, sc.Process = schedule.Open, schedule.NewOffsets(offsets)
 		}
 		if c.MaxConcurrency > 0 {
 			sc.MaxConcurrency, sc.OnFull = c.MaxConcurrency, schedule.Wait
@@ -91,6 +94,9 @@ func (r *runner) load(ctx context.Context, st *Step, t0 time.Time, seed uint64, 
 		} else {
 			r.client.Do(ctx, r.request(rec.RequestID, it), &rec)
 		}
+		if tc != nil {
+			tc.add(i, &rec)
+		}
 		r.deliver(st, acc, i, &rec, it.Prompt)
 	})
 	if err != nil { // validated
@@ -125,22 +131,4 @@ func normalizedOffsets(kind string, rate, burstiness float64, seed uint64, n int
 		raw[i] = time.Duration(math.Round(float64(d) * scale)) // in place: one slice per step
 	}
 	return raw, nil
-}
-
-// offsetProcess replays precomputed offsets as an arrival.Process; past the
-// last one it returns the largest duration (the schedule's Count stops it
-// first).
-type offsetProcess struct {
-	offsets []time.Duration
-	i       int
-}
-
-// Next implements arrival.Process.
-func (p *offsetProcess) Next() time.Duration {
-	if p.i >= len(p.offsets) {
-		return time.Duration(math.MaxInt64)
-	}
-	d := p.offsets[p.i]
-	p.i++
-	return d
 }

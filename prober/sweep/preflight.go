@@ -128,7 +128,10 @@ func (r *runner) checkContext() error {
 	if maxLen <= 0 {
 		return nil
 	}
-	return checkFits(r.cfg, int64(maxLen), source)
+	if err := checkFits(r.cfg, int64(maxLen), source); err != nil {
+		return err
+	}
+	return checkTraceFits(r.cfg, int64(maxLen), source)
 }
 
 // checkFits returns a *FieldError naming the length fields when the longest

@@ -27,6 +27,8 @@ type promptSource struct {
 	// fromStart starts every step's items at index 0 (sequential dataset
 	// sampling: each step sends the file's entries in order).
 	fromStart bool
+	// trace builds the measured prompts of a trace replay (nil: src).
+	trace *workload.TracePrompts
 }
 
 // itemSource yields a workload's items by index: the Generator or a
@@ -63,6 +65,9 @@ func newPromptSource(r *runner) (*promptSource, error) {
 			return nil, err
 		}
 	}
+	if c.Trace != nil {
+		ps.trace = workload.NewTracePrompts(c.Trace, 0)
+	}
 	return ps, nil
 }
 
@@ -80,10 +85,12 @@ type stepItems struct {
 // demand (cheap once the generator has cached the base prompt of each
 // length).
 type itemList struct {
-	ps   *promptSource
-	base int64
-	win  *promptWindow
+	at  itemFunc
+	win *promptWindow
 }
+
+// itemFunc builds the measured item of arrival index i of a step.
+type itemFunc func(ctx context.Context, i int) (promptItem, error)
 
 func (l *itemList) get(ctx context.Context, i int) (promptItem, error) {
 	if l.win != nil {
@@ -91,7 +98,7 @@ func (l *itemList) get(ctx context.Context, i int) (promptItem, error) {
 			return it, nil
 		}
 	}
-	return l.ps.src.At(ctx, l.ps.tok, l.base+int64(i))
+	return l.at(ctx, i)
 }
 
 // close stops the list's window builder, if any.
@@ -118,7 +125,11 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, 
 	if ps.fromStart {
 		base = 0
 	}
-	out := stepItems{measured: &itemList{ps: ps, base: base}}
+	at := itemFunc(func(ctx context.Context, i int) (promptItem, error) { return ps.src.At(ctx, ps.tok, base+int64(i)) })
+	if ps.trace != nil { // a trace replay: item i is the trace's entry i
+		at = func(ctx context.Context, i int) (promptItem, error) { return ps.trace.At(ctx, ps.tok, seed, i) }
+	}
+	out := stepItems{measured: &itemList{at: at}}
 	for i := range warmups {
 		it, err := ps.src.At(ctx, ps.tok, wbase+int64(i))
 		if err != nil {
@@ -132,7 +143,7 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, 
 		if burst {
 			size, budget = n, math.MaxInt
 		}
-		w := newPromptWindow(ps, base, n, size, budget)
+		w := newPromptWindow(at, n, size, budget)
 		out.measured.win = w
 		if err := w.fill(ctx); err != nil {
 			w.close()
@@ -158,8 +169,7 @@ const (
 // false, the sender builds it itself (Generator.At gives the same item),
 // and the builder skips it.
 type promptWindow struct {
-	ps     *promptSource
-	base   int64
+	at     itemFunc
 	n      int
 	budget int
 
@@ -184,8 +194,8 @@ type windowSlot struct {
 	ok  bool
 }
 
-func newPromptWindow(ps *promptSource, base int64, n, size, budget int) *promptWindow {
-	w := &promptWindow{ps: ps, base: base, n: n, budget: budget, ring: make([]windowSlot, size),
+func newPromptWindow(at itemFunc, n, size, budget int) *promptWindow {
+	w := &promptWindow{at: at, n: n, budget: budget, ring: make([]windowSlot, size),
 		ready: make(chan struct{}), exited: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	return w
@@ -234,7 +244,7 @@ func (w *promptWindow) build(bctx, stepCtx context.Context) {
 		}
 		w.next = j + 1
 		w.mu.Unlock()
-		it, err := w.ps.src.At(bctx, w.ps.tok, w.base+int64(j))
+		it, err := w.at(bctx, j)
 		w.mu.Lock()
 		if err != nil {
 			if !w.closed {

@@ -67,6 +67,9 @@ type Step struct {
 	// MultiTurn is what a multi-turn step's sessions did (nil for a
 	// single-turn workload): result.json's "multi_turn".
 	MultiTurn *MultiTurnStats `json:"multi_turn,omitempty"`
+	// Trace compares a trace replay's achieved send times with the
+	// trace's (nil unless --trace): result.json's "trace".
+	Trace *TraceTiming `json:"trace,omitempty"`
 }
 
 // StepVerdict is the adaptive search's verdict on one run of a level.
@@ -263,7 +266,7 @@ type Result struct {
 func resultKeys() map[string]bool {
 	keys := map[string]bool{}
 	r := &Result{SLO: map[string]float64{"ttft": 1}, Dataset: &workload.DatasetInfo{}}
-	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}, Search: &StepVerdict{}}
+	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}, Search: &StepVerdict{}, Trace: &TraceTiming{}}
 	r.Steps = []*Step{st}
 	for _, o := range []object{r.StepJSON(st).(object), r.top()} {
 		for _, e := range o {
@@ -463,6 +466,9 @@ func (r *Result) StepJSON(s *Step) any {
 	}
 	if s.MultiTurn != nil {
 		o.add("multi_turn", s.MultiTurn)
+	}
+	if s.Trace != nil {
+		o.add("trace", s.Trace)
 	}
 	return o
 }

@@ -142,8 +142,9 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		after = r.snapshot(ctx, st, PhaseAfter)
 	}
 	st.Stats = acc.Stats(dur)
+	st.Trace = r.traceTiming(st)
 	gen := r.prompts.info()
-	if r.dataset == nil {
+	if r.dataset == nil && st.Trace == nil {
 		st.DistinctPrompts = gen.DistinctPrompts - items.distinct0
 	}
 	st.Server = computeServerStats(r.eng, preWarm, before, after, maxima, st.Stats.TTFT)
@@ -200,6 +201,9 @@ func countText(n int) string {
 // (normalizedOffsets): its window ends at the last arrival, N / rate.
 func (r *runner) plannedCount(st *Step, seed uint64) (n int, byDuration bool, err error) {
 	c := r.cfg
+	if sp, ok := r.traceSpeed(st.Level); ok {
+		return c.traceCount(sp), false, nil
+	}
 	if c.NumPrompts > MaxStepRequests { // a search's longer rerun
 		return 0, false, fmt.Errorf("step %s would send more than %d requests", st.Label, MaxStepRequests)
 	}
@@ -257,6 +261,9 @@ func (r *runner) warmup(ctx context.Context, st *Step, items []promptItem) int {
 func (r *runner) checkPrefixReuse(st *Step, gen workload.Info, short int64) {
 	if st.Interrupted || r.dataset != nil {
 		return // a dataset's prompts may share prefixes and repeat: reuse is theirs, not a leak
+	}
+	if st.Trace != nil { // a trace shares prefixes on purpose: Step.Trace compares them
+		return
 	}
 	sv := st.Server
 	flag, reason, note := CheckPrefixReuse(PrefixReuse{

@@ -239,6 +239,7 @@ type runner struct {
 	// its measurement at preflight.
 	dataset     *workload.DatasetSource
 	datasetInfo *workload.DatasetInfo
+	trace       *traceRun // --trace: the replay (trace.go)
 }
 
 // Prepared is a sweep that passed its preflight and may now run. Create it
