@@ -157,34 +157,9 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 }
 
 // percentileOfCounts is numpy's linear percentile p of the sample holding
-// sorted[j] counts[j] times (m values in all).
+// sorted[j] counts[j] times (m values in all): stats.PercentileOfCounts.
 func percentileOfCounts(sorted []float64, counts []int, m int, p float64) float64 {
-	if m == 0 {
-		return math.NaN()
-	}
-	idx := float64(m-1) * p / 100
-	prev := int(math.Floor(idx))
-	gamma := idx - float64(prev)
-	next := min(prev+1, m-1)
-	a, b := math.NaN(), math.NaN()
-	rank := 0
-	for j, c := range counts {
-		if c == 0 {
-			continue
-		}
-		rank += c
-		if math.IsNaN(a) && rank > prev {
-			a = sorted[j]
-		}
-		if rank > next {
-			b = sorted[j]
-			break
-		}
-	}
-	if gamma >= 0.5 {
-		return b - (b-a)*(1-gamma)
-	}
-	return a + (b-a)*gamma
+	return stats.PercentileOfCounts(sorted, counts, m, p)
 }
 
 // diffCI is the bootstrap interval at level conf of the relative

@@ -53,7 +53,7 @@ type reqSample struct {
 	itlOff              int
 	in, reqOut, out     int
 	itlN                int32
-	present, ok         bool
+	present, ok, good   bool
 }
 
 // NewStatsAccumulator returns an empty accumulator for a step whose
@@ -86,6 +86,7 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		}
 	}
 	good, _ := a.o.SLO.Evaluate(r)
+	s.good = good && s.ok
 	start := r.Scheduled
 	if start.IsZero() || (!r.Sent.IsZero() && r.Sent.Before(start)) {
 		start = r.Sent
@@ -189,6 +190,9 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	outLens, itl := floats(a.n), floats(a.itl.len())
 	s.Latencies = make([]float64, 0, a.n)
 	s.QueueTimes = make([]float64, 0, a.n)
+	if a.n <= MaxKneeSamples {
+		s.kneeSamples = make([]kneeSample, 0, a.n)
+	}
 	for i := range a.samples.len() {
 		r := a.samples.at(i)
 		if !r.present {
@@ -205,9 +209,15 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		}
 		inLens = append(inLens, float64(r.in))
 		reqOut = append(reqOut, float64(r.reqOut))
+		if s.kneeSamples != nil {
+			s.kneeSamples = append(s.kneeSamples, newKneeSample(r))
+		}
 		if !r.ok {
 			s.Failed++
 			continue
+		}
+		if r.good {
+			s.GoodOutputTokens += r.out
 		}
 		s.Completed++
 		s.TotalInputTokens += r.in
@@ -238,6 +248,7 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		s.RequestGoodput = float64(s.Good) / s.Duration
 		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
 		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
+		s.GoodOutputThroughput = float64(s.GoodOutputTokens) / s.Duration
 	}
 	a.kneeFigures(&s, dur, o)
 

@@ -191,6 +191,10 @@ type Config struct {
 	// parameters); 0 = unknown. It is reported beside the knee
 	// (result.json knee.reference_capacity, the verdict, the table).
 	ReferenceCapacity float64
+	// CostPerHour is the price of the target's serving in USD per hour
+	// (--cost-per-hour; 0: no price). With a price, every step and the
+	// knee report the cost per million good output tokens (CostPerMillion).
+	CostPerHour float64
 }
 
 // Mode returns the load mode: ModeClosed, ModeBurst (every rate inf),
@@ -333,6 +337,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.SLO.Validate(); err != nil {
 		return fieldErr("SLO", "%w", err)
+	}
+	if err := validateCostPerHour(c.CostPerHour); err != nil {
+		return err
 	}
 	if c.OutDir == "" {
 		return fieldErr("OutDir", "must not be empty")
