@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ type compareFlags struct {
 	maxRegressionSet                  bool
 	decision, rollbackIf              string
 	bootstrapIters                    int
+	cost                              compareCostFlags // --baseline-cost-per-hour, --candidate-cost-per-hour (comparecost.go)
 }
 
 func init() {
@@ -78,13 +80,14 @@ func init() {
 		cmd.Flag("order", "Order of the rounds: abba (A/B/B/A/A/B/B/A...) or random (each pair A/B or B/A by --seed).").
 			Default(orderABBA).StringVar(&f.order)
 		cmd.Flag("max-regression", "Compared figures and the largest regression allowed: latency percentiles "+
-			"(ttft_pNN, tpot_pNN, e2el_pNN: an increase) and goodput or throughput (a drop). goodput needs --goodput; "+
-			"without it the default drops goodput.").Default(compare.DefaultThresholds).
+			"(ttft_pNN, tpot_pNN, e2el_pNN: an increase), goodput or throughput (a drop) and cost (the cost per million "+
+			"good output tokens: an increase; needs both sides' price). goodput needs --goodput; without it the default drops goodput.").Default(compare.DefaultThresholds).
 			IsSetByUser(&f.maxRegressionSet).StringVar(&f.maxRegression)
 		cmd.Flag("vary", "Fingerprint fields allowed to differ between the sides ("+strings.Join(compare.FieldNames, ", ")+").").
 			Default(strings.Join(compare.DefaultVary, ",")).StringVar(&f.vary)
 		cmd.Flag("bootstrap-iters", "Resamples of the bootstrap interval on each difference.").
 			Default(fmt.Sprint(compare.DefaultIters)).IntVar(&f.bootstrapIters)
+		addCompareCostFlags(cmd, &f.cost)
 		return cmd.FullCommand(), func(e *env) int { return runCompare(e, f) }
 	})
 }
@@ -160,6 +163,7 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 	} {
 		sf := f.sw
 		sf.target, sf.metricsURL, sf.rounds = side.url, side.metrics, 1
+		sf.costPerHour = f.cost.price(side.name, f.sw.costPerHour)
 		if side.model != "" {
 			sf.model = side.model
 		}
@@ -174,6 +178,10 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 			var fe *flagError
 			if errors.As(err, &fe) && fe.flag == "target" {
 				return nil, &flagError{flag: side.name, err: fe.err}
+			}
+			var ce *sweep.FieldError
+			if errors.As(err, &ce) && ce.Field == "CostPerHour" && f.cost.set(side.name) {
+				return nil, &flagError{flag: side.name + "-cost-per-hour", err: ce.Err}
 			}
 			return nil, err
 		}
@@ -211,6 +219,8 @@ type compareRound struct {
 type compareSide struct {
 	Target string `json:"target"`
 	Model  string `json:"model"`
+	// CostPerHour is the side's price in USD per hour (0: none).
+	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
 }
 
 // side returns the identification of the named side.
@@ -298,6 +308,10 @@ func runCompare(e *env, f *compareFlags) int {
 		th = dropGoodput(th)
 		level.Warn(e.logger).Log("msg", "no --goodput: goodput is not compared")
 	}
+	if costThreshold(th) && !(base.CostPerHour > 0 && cand.CostPerHour > 0) {
+		return fail("--max-regression: cost needs the price per hour of both sides: give --cost-per-hour " +
+			"(or --baseline-cost-per-hour and --candidate-cost-per-hour)")
+	}
 	vary, err := compare.ParseVary(f.vary)
 	if err != nil {
 		return fail("--vary: %v", err)
@@ -319,8 +333,8 @@ func runCompare(e *env, f *compareFlags) int {
 	}
 	cr := &compareResult{
 		Schema: compareResultSchema, Decision: base.Metadata[report.MetaDecision], RollbackIf: base.Metadata[report.MetaRollbackIf],
-		Baseline:  compareSide{Target: fingerprint.RedactText(base.Target), Model: base.Model},
-		Candidate: compareSide{Target: fingerprint.RedactText(cand.Target), Model: cand.Model},
+		Baseline:  compareSide{Target: fingerprint.RedactText(base.Target), Model: base.Model, CostPerHour: base.CostPerHour},
+		Candidate: compareSide{Target: fingerprint.RedactText(cand.Target), Model: cand.Model, CostPerHour: cand.CostPerHour},
 		Order:     f.order, Seed: f.sw.seed, MaxRegression: f.maxRegression, Vary: vary, SLO: sloMS(base.SLO),
 		BootstrapIters: f.bootstrapIters, Rounds: []compareRound{},
 	}
@@ -466,6 +480,14 @@ func compareMetadata(f *compareFlags, cr *compareResult, user map[string]string)
 	m["compare.rounds"] = fmt.Sprint(f.sw.rounds)
 	m["compare.vary"] = strings.Join(cr.Vary, ",")
 	m["compare.max_regression"] = f.maxRegression
+	for _, s := range []struct {
+		key   string
+		price float64
+	}{{"compare.baseline_cost_per_hour_usd", cr.Baseline.CostPerHour}, {"compare.candidate_cost_per_hour_usd", cr.Candidate.CostPerHour}} {
+		if s.price > 0 {
+			m[s.key] = strconv.FormatFloat(s.price, 'g', -1, 64)
+		}
+	}
 	return m
 }
 

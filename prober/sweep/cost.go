@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"errors"
 	"math"
 )
 
@@ -13,6 +14,20 @@ const MaxCostPerHour = 1e6
 func validateCostPerHour(v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > MaxCostPerHour {
 		return fieldErr("CostPerHour", "must be >= 0 and at most %g USD per hour (0: no price), got %v", MaxCostPerHour, v)
+	}
+	return nil
+}
+
+// CheckCostPerHour checks a price given outside a Config (analyze's
+// --cost-per-hour): the rule of Config.CostPerHour, the error without the
+// field name.
+func CheckCostPerHour(v float64) error {
+	if err := validateCostPerHour(v); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return fe.Err
+		}
+		return err
 	}
 	return nil
 }
