@@ -148,6 +148,7 @@ func runAnalyze(e *env, f *analyzeFlags) int {
 		}
 		v := compare.Compare(pair.baseline, pair.candidate, o)
 		out.Comparison = v
+		out.prices = [2]float64{pair.baseline.CostPerHour, pair.candidate.CostPerHour}
 		out.SLO = sloMS(o.SLO)
 		code = v.ExitCode()
 		if pair.stored != nil {
@@ -197,6 +198,8 @@ type analysisOutput struct {
 	SLO        map[string]float64 `json:"comparison_slo_ms,omitempty"`
 	Decision   string             `json:"decision,omitempty"`
 	RollbackIf string             `json:"rollback_if,omitempty"`
+	// prices are the compared sides' USD per hour (markdown only).
+	prices [2]float64
 }
 
 func writeAnalysis(w io.Writer, format string, out *analysisOutput) error {
@@ -210,7 +213,7 @@ func writeAnalysis(w io.Writer, format string, out *analysisOutput) error {
 			writeCheckMarkdown(w, c)
 		}
 		if out.Comparison != nil {
-			writeVerdictMarkdown(w, out.Comparison, out.Decision, out.RollbackIf, out.SLO)
+			writeVerdictMarkdown(w, out.Comparison, verdictReport{decision: out.Decision, rollbackIf: out.RollbackIf, sloMS: out.SLO, prices: out.prices})
 		}
 		return nil
 	}
@@ -224,7 +227,7 @@ func writeAnalysis(w io.Writer, format string, out *analysisOutput) error {
 		if len(out.Inputs) > 0 {
 			fmt.Fprintln(w)
 		}
-		writeVerdictText(w, out.Comparison)
+		writeVerdictText(w, out.Comparison, out.SLO)
 	}
 	return nil
 }

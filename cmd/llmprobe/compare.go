@@ -430,11 +430,15 @@ func runCompare(e *env, f *compareFlags) int {
 	fmt.Fprintf(&md, "# llmprobe compare: %s\n\n", v.Outcome)
 	fmt.Fprintf(&md, "Baseline `%s` (model %s), candidate `%s` (model %s); %d rounds in %s order, seed %d.\n\n",
 		cr.Baseline.Target, orNR(cr.Baseline.Model), cr.Candidate.Target, orNR(cr.Candidate.Model), f.sw.rounds, f.order, f.sw.seed)
-	writeVerdictMarkdown(&md, v, cr.Decision, cr.RollbackIf, cr.SLO)
-	fmt.Fprintln(&md, "\n## Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
-	for _, r := range cr.Rounds {
-		fmt.Fprintf(&md, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
-	}
+	writeVerdictMarkdown(&md, v, verdictReport{decision: cr.Decision, rollbackIf: cr.RollbackIf, sloMS: cr.SLO,
+		prices: [2]float64{cr.Baseline.CostPerHour, cr.Candidate.CostPerHour},
+		rounds: func(w io.Writer) {
+			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
+			for _, r := range cr.Rounds {
+				fmt.Fprintf(w, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
+			}
+			fmt.Fprintln(w)
+		}})
 	werr := errors.Join(run.WriteJSON(artifacts.ResultFile, cr), run.WriteFile(artifacts.AnalysisFile, md.Bytes()))
 	reason := stopReason
 	if werr != nil && reason == "" {
@@ -444,7 +448,7 @@ func runCompare(e *env, f *compareFlags) int {
 		werr = errors.Join(werr, err)
 	}
 
-	writeVerdictText(e.stdout, v)
+	writeVerdictText(e.stdout, v, cr.SLO)
 	fmt.Fprintf(e.stdout, "\nrun directory: %s\n", run.Dir())
 	if werr != nil {
 		level.Error(e.logger).Log("msg", "cannot write the compare run directory", "err", werr)
