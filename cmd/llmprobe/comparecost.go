@@ -5,6 +5,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
@@ -71,4 +72,14 @@ func pairSide(p *comparePair, side string) *compare.Evidence {
 		return p.candidate
 	}
 	return p.baseline
+}
+
+// targetCosts is every target's cost_per_hour, for
+// llmprobe_target_cost_per_hour.
+func targetCosts(c *config.Config) map[string]float64 {
+	out := make(map[string]float64, len(c.Targets))
+	for _, t := range c.Targets {
+		out[t.Name] = t.CostPerHour
+	}
+	return out
 }
