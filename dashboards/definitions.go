@@ -128,6 +128,7 @@ max by (cluster, target, probe) (target_probe:llmprobe_requests_sent:increase10m
 				q(fmt.Sprintf(`target_probe:llmprobe_request_send_lag_seconds:p99_5m{%s}`, sel), "send lag p99 "+tp),
 			).minZero().thresholdLines("line+area", steps("transparent", 0.05, "red")).rightAxis("send lag p99.*", "s"),
 		}},
+		canarySection(),
 	)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // analyzeFlags holds the raw flag values of `llmprobe analyze`.
@@ -23,6 +24,7 @@ type analyzeFlags struct {
 	maxRegression string
 	vary          string
 	seed          uint64
+	costPerHour   float64
 }
 
 func init() {
@@ -44,6 +46,9 @@ func init() {
 		cmd.Flag("vary", "With two inputs: the fingerprint fields allowed to differ ("+strings.Join(compare.FieldNames, ", ")+").").
 			Default(strings.Join(compare.DefaultVary, ",")).StringVar(&f.vary)
 		cmd.Flag("bootstrap-seed", "Seed of the bootstrap interval on the difference.").Default("0").Uint64Var(&f.seed)
+		cmd.Flag("cost-per-hour", "Price of the serving in USD per hour: each step's cost per million good output tokens "+
+			"(and, with two inputs, the cost figure of --max-regression cost=5%). Default: the price an llmprobe run recorded.").
+			Default("0").Float64Var(&f.costPerHour)
 		return cmd.FullCommand(), func(e *env) int { return runAnalyze(e, f) }
 	})
 }
@@ -79,6 +84,10 @@ func runAnalyze(e *env, f *analyzeFlags) int {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --vary: %v\n", err)
 		return compare.ExitBadInput
 	}
+	if err := sweep.CheckCostPerHour(f.costPerHour); err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --cost-per-hour: %v\n", err)
+		return compare.ExitBadInput
+	}
 	var ins []*input
 	bad := false
 	for _, p := range paths {
@@ -88,6 +97,7 @@ func runAnalyze(e *env, f *analyzeFlags) int {
 			bad = true
 			continue
 		}
+		in.setPrice(f.costPerHour)
 		ins = append(ins, in)
 	}
 	if bad {
@@ -138,6 +148,7 @@ func runAnalyze(e *env, f *analyzeFlags) int {
 		}
 		v := compare.Compare(pair.baseline, pair.candidate, o)
 		out.Comparison = v
+		out.prices = [2]float64{pair.baseline.CostPerHour, pair.candidate.CostPerHour}
 		out.SLO = sloMS(o.SLO)
 		code = v.ExitCode()
 		if pair.stored != nil {
@@ -187,6 +198,8 @@ type analysisOutput struct {
 	SLO        map[string]float64 `json:"comparison_slo_ms,omitempty"`
 	Decision   string             `json:"decision,omitempty"`
 	RollbackIf string             `json:"rollback_if,omitempty"`
+	// prices are the compared sides' USD per hour (markdown only).
+	prices [2]float64
 }
 
 func writeAnalysis(w io.Writer, format string, out *analysisOutput) error {
@@ -200,7 +213,7 @@ func writeAnalysis(w io.Writer, format string, out *analysisOutput) error {
 			writeCheckMarkdown(w, c)
 		}
 		if out.Comparison != nil {
-			writeVerdictMarkdown(w, out.Comparison, out.Decision, out.RollbackIf, out.SLO)
+			writeVerdictMarkdown(w, out.Comparison, verdictReport{decision: out.Decision, rollbackIf: out.RollbackIf, sloMS: out.SLO, prices: out.prices})
 		}
 		return nil
 	}
@@ -214,7 +227,7 @@ func writeAnalysis(w io.Writer, format string, out *analysisOutput) error {
 		if len(out.Inputs) > 0 {
 			fmt.Fprintln(w)
 		}
-		writeVerdictText(w, out.Comparison)
+		writeVerdictText(w, out.Comparison, out.SLO)
 	}
 	return nil
 }
@@ -273,6 +286,9 @@ func writeCheckText(w io.Writer, c *compare.Check) {
 		fmt.Fprintf(w, "  %s: %d requests, %d completed, %d failed\n", label, st.Completed+st.Failed, st.Completed, st.Failed)
 		fmt.Fprintf(w, "    error rate     %s\n", pct(st.ErrorRate))
 		fmt.Fprintf(w, "    goodput ratio  %s (%s)\n", pct(st.GoodputRatio), st.GoodputNote)
+		if c.CostPerHour > 0 {
+			fmt.Fprintf(w, "    cost           %s\n", costText(c.CostPerHour, st))
+		}
 		for _, r := range st.SLO {
 			line := checkLine(r)
 			if r.Detail != "" && r.Status != compare.StatusNotRecorded {
@@ -298,8 +314,12 @@ func writeCheckMarkdown(w io.Writer, c *compare.Check) {
 	for _, x := range c.Warnings {
 		fmt.Fprintf(w, "> **Warning:** %s\n\n", x)
 	}
-	fmt.Fprintln(w, "| step | requests | failed | error rate | goodput ratio | SLO checks |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|")
+	costCol, costSep := "", ""
+	if c.CostPerHour > 0 {
+		costCol, costSep = fmt.Sprintf(" cost per million good output tokens (at %s USD/h) |", num3(c.CostPerHour)), "---|"
+	}
+	fmt.Fprintln(w, "| step | requests | failed | error rate | goodput ratio | SLO checks |"+costCol)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|"+costSep)
 	for _, st := range c.Steps {
 		var checks []string
 		for _, r := range st.SLO {
@@ -309,8 +329,12 @@ func writeCheckMarkdown(w io.Writer, c *compare.Check) {
 		if st.Round > 1 {
 			label += fmt.Sprintf(" round %d", st.Round)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |\n", label, st.Completed+st.Failed, st.Failed, pct(st.ErrorRate),
-			pct(st.GoodputRatio), mdCell(strings.Join(checks, "; ")))
+		cost := ""
+		if c.CostPerHour > 0 {
+			cost = " " + mdCell(costText(c.CostPerHour, st)) + " |"
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |%s\n", label, st.Completed+st.Failed, st.Failed, pct(st.ErrorRate),
+			pct(st.GoodputRatio), mdCell(strings.Join(checks, "; ")), cost)
 	}
 	fmt.Fprintln(w)
 	if len(c.Missing) > 0 {
@@ -324,4 +348,26 @@ func mdCell(s string) string {
 		return "—"
 	}
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// costText states a step's cost per million good output tokens at price.
+func costText(price float64, st compare.StepCheck) string {
+	if st.CostPerMillion == nil {
+		return "not-recorded: " + st.CostNote
+	}
+	return fmt.Sprintf("%s USD per million good output tokens (%s USD/h at %s good output tokens/s; %s)",
+		num3(*st.CostPerMillion), num3(price), num3(*st.GoodOutputThroughput), st.CostNote)
+}
+
+// num3 formats a figure with at least 3 significant digits.
+func num3(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ type compareFlags struct {
 	maxRegressionSet                  bool
 	decision, rollbackIf              string
 	bootstrapIters                    int
+	cost                              compareCostFlags // --baseline-cost-per-hour, --candidate-cost-per-hour (comparecost.go)
 }
 
 func init() {
@@ -83,13 +85,14 @@ func init() {
 		cmd.Flag("order", "Order of the rounds: abba (A/B/B/A/A/B/B/A...) or random (each pair A/B or B/A by --seed).").
 			Default(orderABBA).StringVar(&f.order)
 		cmd.Flag("max-regression", "Compared figures and the largest regression allowed: latency percentiles "+
-			"(ttft_pNN, tpot_pNN, e2el_pNN: an increase) and goodput or throughput (a drop). goodput needs --goodput; "+
-			"without it the default drops goodput.").Default(compare.DefaultThresholds).
+			"(ttft_pNN, tpot_pNN, e2el_pNN: an increase), goodput or throughput (a drop) and cost (the cost per million "+
+			"good output tokens: an increase; needs both sides' price). goodput needs --goodput; without it the default drops goodput.").Default(compare.DefaultThresholds).
 			IsSetByUser(&f.maxRegressionSet).StringVar(&f.maxRegression)
 		cmd.Flag("vary", "Fingerprint fields allowed to differ between the sides ("+strings.Join(compare.FieldNames, ", ")+").").
 			Default(strings.Join(compare.DefaultVary, ",")).StringVar(&f.vary)
 		cmd.Flag("bootstrap-iters", "Resamples of the bootstrap interval on each difference.").
 			Default(fmt.Sprint(compare.DefaultIters)).IntVar(&f.bootstrapIters)
+		addCompareCostFlags(cmd, &f.cost)
 		return cmd.FullCommand(), func(e *env) int { return runCompare(e, f) }
 	})
 }
@@ -165,6 +168,7 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 	} {
 		sf := f.sw
 		sf.target, sf.metricsURL, sf.rounds = side.url, side.metrics, 1
+		sf.costPerHour = f.cost.price(side.name, f.sw.costPerHour)
 		if side.model != "" {
 			sf.model = side.model
 		}
@@ -185,6 +189,10 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 			}
 			if errors.As(err, &fe) && fe.flag == "http.config.file" && side.http != "" {
 				return nil, &flagError{flag: side.name + "-http-config-file", err: fe.err}
+			}
+			var ce *sweep.FieldError
+			if errors.As(err, &ce) && ce.Field == "CostPerHour" && f.cost.set(side.name) {
+				return nil, &flagError{flag: side.name + "-cost-per-hour", err: ce.Err}
 			}
 			return nil, err
 		}
@@ -222,6 +230,8 @@ type compareRound struct {
 type compareSide struct {
 	Target string `json:"target"`
 	Model  string `json:"model"`
+	// CostPerHour is the side's price in USD per hour (0: none).
+	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
 }
 
 // side returns the identification of the named side.
@@ -309,6 +319,10 @@ func runCompare(e *env, f *compareFlags) int {
 		th = dropGoodput(th)
 		level.Warn(e.logger).Log("msg", "no --goodput: goodput is not compared")
 	}
+	if costThreshold(th) && !(base.CostPerHour > 0 && cand.CostPerHour > 0) {
+		return fail("--max-regression: cost needs the price per hour of both sides: give --cost-per-hour " +
+			"(or --baseline-cost-per-hour and --candidate-cost-per-hour)")
+	}
 	vary, err := compare.ParseVary(f.vary)
 	if err != nil {
 		return fail("--vary: %v", err)
@@ -330,8 +344,8 @@ func runCompare(e *env, f *compareFlags) int {
 	}
 	cr := &compareResult{
 		Schema: compareResultSchema, Decision: base.Metadata[report.MetaDecision], RollbackIf: base.Metadata[report.MetaRollbackIf],
-		Baseline:  compareSide{Target: fingerprint.RedactText(base.Target), Model: base.Model},
-		Candidate: compareSide{Target: fingerprint.RedactText(cand.Target), Model: cand.Model},
+		Baseline:  compareSide{Target: fingerprint.RedactText(base.Target), Model: base.Model, CostPerHour: base.CostPerHour},
+		Candidate: compareSide{Target: fingerprint.RedactText(cand.Target), Model: cand.Model, CostPerHour: cand.CostPerHour},
 		Order:     f.order, Seed: f.sw.seed, MaxRegression: f.maxRegression, Vary: vary, SLO: sloMS(base.SLO),
 		BootstrapIters: f.bootstrapIters, Rounds: []compareRound{},
 	}
@@ -427,11 +441,15 @@ func runCompare(e *env, f *compareFlags) int {
 	fmt.Fprintf(&md, "# llmprobe compare: %s\n\n", v.Outcome)
 	fmt.Fprintf(&md, "Baseline `%s` (model %s), candidate `%s` (model %s); %d rounds in %s order, seed %d.\n\n",
 		cr.Baseline.Target, orNR(cr.Baseline.Model), cr.Candidate.Target, orNR(cr.Candidate.Model), f.sw.rounds, f.order, f.sw.seed)
-	writeVerdictMarkdown(&md, v, cr.Decision, cr.RollbackIf, cr.SLO)
-	fmt.Fprintln(&md, "\n## Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
-	for _, r := range cr.Rounds {
-		fmt.Fprintf(&md, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
-	}
+	writeVerdictMarkdown(&md, v, verdictReport{decision: cr.Decision, rollbackIf: cr.RollbackIf, sloMS: cr.SLO,
+		prices: [2]float64{cr.Baseline.CostPerHour, cr.Candidate.CostPerHour},
+		rounds: func(w io.Writer) {
+			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
+			for _, r := range cr.Rounds {
+				fmt.Fprintf(w, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
+			}
+			fmt.Fprintln(w)
+		}})
 	werr := errors.Join(run.WriteJSON(artifacts.ResultFile, cr), run.WriteFile(artifacts.AnalysisFile, md.Bytes()))
 	reason := stopReason
 	if werr != nil && reason == "" {
@@ -441,7 +459,7 @@ func runCompare(e *env, f *compareFlags) int {
 		werr = errors.Join(werr, err)
 	}
 
-	writeVerdictText(e.stdout, v)
+	writeVerdictText(e.stdout, v, cr.SLO)
 	fmt.Fprintf(e.stdout, "\nrun directory: %s\n", run.Dir())
 	if werr != nil {
 		level.Error(e.logger).Log("msg", "cannot write the compare run directory", "err", werr)
@@ -477,6 +495,14 @@ func compareMetadata(f *compareFlags, cr *compareResult, user map[string]string)
 	m["compare.rounds"] = fmt.Sprint(f.sw.rounds)
 	m["compare.vary"] = strings.Join(cr.Vary, ",")
 	m["compare.max_regression"] = f.maxRegression
+	for _, s := range []struct {
+		key   string
+		price float64
+	}{{"compare.baseline_cost_per_hour_usd", cr.Baseline.CostPerHour}, {"compare.candidate_cost_per_hour_usd", cr.Candidate.CostPerHour}} {
+		if s.price > 0 {
+			m[s.key] = strconv.FormatFloat(s.price, 'g', -1, 64)
+		}
+	}
 	return m
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -67,6 +68,8 @@ func TestCompareSimulators(t *testing.T) {
 			want: []string{"verdict: inconclusive", "model differs (baseline llmprobe-sim, candidate other-model)", "--vary endpoint,model,model_root)"}},
 		{name: "starved client", extra: []string{"--max-send-lag", "1ns"}, code: 3,
 			want: []string{"verdict: inconclusive", "client not saturated failed: client saturated in baseline round 1"}},
+		{name: "dearer candidate", extra: []string{"--max-regression", "tpot_p99=10%,cost=5%", "--cost-per-hour", "2", "--candidate-cost-per-hour", "2.4"},
+			code: 1, want: []string{"verdict: fail", "cost @ rate=50: regressed:", "USD/M tok, +", "beyond the 5 % limit"}},
 		{name: "too few samples", extra: []string{"--num-prompts", "20"}, code: 3,
 			want: []string{"verdict: inconclusive", "tpot_p99 rests on 40 baseline and 40 candidate samples, p99 needs 100 per side: 60 more requests per side"}},
 	}
@@ -98,9 +101,15 @@ func TestCompareSimulators(t *testing.T) {
 				md, _ := os.ReadFile(filepath.Join(dir, artifacts.AnalysisFile))
 				r1, _ := filepath.Glob(filepath.Join(dir, "*-r1-baseline", artifacts.AnalysisFile))
 				rmd, _ := os.ReadFile(r1[0])
-				q := "## Decision\n\n- Question: ship chat-v2 if TPOT p99 holds\n- Roll back if: goodput drops 5 %\n- SLO: `ttft:2000 tpot:500`"
-				if !strings.Contains(string(md), q) || !strings.Contains(string(rmd), q) {
-					t.Errorf("analysis.md lacks %q:\n%s\nround 1:\n%s", q, md, rmd)
+				q := "## Decision and SLO\n\n- Question: ship chat-v2 if TPOT p99 holds\n- SLO: `ttft:2000 tpot:500`"
+				rb := "## Rollback condition\n\nRoll back if: goodput drops 5 %\n"
+				for _, w := range []string{q, rb, "- Answer: **pass** under SLO ttft:2000 tpot:500"} {
+					if !strings.Contains(string(md), w) {
+						t.Errorf("analysis.md lacks %q:\n%s", w, md)
+					}
+				}
+				if !strings.Contains(string(rmd), q) || !strings.Contains(string(rmd), rb) {
+					t.Errorf("round 1 analysis.md lacks %q or %q:\n%s", q, rb, rmd)
 				}
 				if m, err := artifacts.ReadManifest(dir); err != nil || m.Fingerprint.Metadata["decision"] != "ship chat-v2 if TPOT p99 holds" ||
 					m.Fingerprint.Metadata["rollback_if"] != "goodput drops 5 %" || m.Fingerprint.Metadata["compare.order"] != "abba" {
@@ -171,8 +180,16 @@ func checkCompareDir(t *testing.T, dir string, code int) {
 		}
 	}
 	md, err := os.ReadFile(filepath.Join(dir, artifacts.AnalysisFile))
-	if err != nil || !strings.Contains(string(md), "## Decision") || !strings.Contains(string(md), "## Verdict: **"+cr.Verdict+"**") {
+	if err != nil || !strings.Contains(string(md), "## Decision and SLO") || !strings.Contains(string(md), "## Conclusion (this environment and workload only)\n\n**"+cr.Verdict+"** ") {
 		t.Errorf("analysis.md: %v\n%s", err, md)
+	}
+	last := -1
+	for _, s := range report.Sections {
+		i := strings.Index(string(md), "\n## "+s+"\n")
+		if i < 0 || i < last {
+			t.Errorf("analysis.md: section %q at %d, after %d", s, i, last)
+		}
+		last = i
 	}
 }
 

@@ -5,13 +5,23 @@ import (
 	"io"
 	"strings"
 
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
-// writeVerdictText prints a comparison's verdict, its reasons, the rule
-// table, the figures and the evidence still missing.
-func writeVerdictText(w io.Writer, v *compare.Verdict) {
-	fmt.Fprintf(w, "verdict: %s\n", v.Outcome)
+// verdictSLO is the SLO written beside a verdict: "under SLO ttft:800
+// tpot:50 (ms, p99 per request)", or that none was given.
+func verdictSLO(sloMS map[string]float64) string {
+	if len(sloMS) == 0 {
+		return "with no SLO (--goodput): goodput not compared"
+	}
+	return "under SLO " + sloText(sloMS) + " (ms, p99 per request)"
+}
+
+// writeVerdictText prints a comparison's verdict with its SLO, its
+// reasons, the rule table, the figures and the evidence still missing.
+func writeVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64) {
+	fmt.Fprintf(w, "verdict: %s %s\n", v.Outcome, verdictSLO(sloMS))
 	for _, r := range v.Reasons {
 		fmt.Fprintf(w, "  %s\n", r)
 	}
@@ -31,23 +41,72 @@ func writeVerdictText(w io.Writer, v *compare.Verdict) {
 	}
 }
 
-// writeVerdictMarkdown renders the verdict as analysis.md's sections: the
-// question (decision, rollback condition, SLO), the verdict, the validity
-// checks, the figures, the fingerprint and the evidence still missing.
-func writeVerdictMarkdown(w io.Writer, v *compare.Verdict, decision, rollbackIf string, sloMS map[string]float64) {
-	writeQuestion(w, decision, rollbackIf, sloMS)
-	fmt.Fprintf(w, "## Verdict: **%s**\n\n", v.Outcome)
-	for _, r := range v.Reasons {
-		fmt.Fprintf(w, "- %s\n", r)
+// verdictReport is what a comparison's analysis.md says beside the
+// verdict: the question, the SLO, the prices and (for a compare run) the
+// rounds.
+type verdictReport struct {
+	decision, rollbackIf string
+	sloMS                map[string]float64
+	// prices are the baseline's and candidate's USD per hour (0: none).
+	prices [2]float64
+	// rounds writes the compare run's rounds table (nil: none, analyze).
+	rounds func(io.Writer)
+}
+
+// writeVerdictMarkdown renders the verdict in the sections of
+// docs/templates/experiment-report.md (report.Sections): decision and SLO
+// with the answer, the fingerprint, the workload distributions, the
+// figures (and rounds), the validity checks, the conclusion limited to
+// this environment and workload, the rollback condition and the evidence
+// still missing.
+func writeVerdictMarkdown(w io.Writer, v *compare.Verdict, q verdictReport) {
+	h := func(name string) { fmt.Fprintf(w, "## %s\n\n", name) }
+	h(report.SectionDecision)
+	if q.decision != "" {
+		fmt.Fprintf(w, "- Question: %s\n", q.decision)
+	} else {
+		fmt.Fprintln(w, "- Question: not-recorded (give --decision \"...\")")
 	}
-	fmt.Fprintln(w, "\n## Validity checks\n\n| rule | status | detail |\n|---|---|---|")
+	if len(q.sloMS) > 0 {
+		fmt.Fprintf(w, "- SLO: `%s` (ms, p99 per request)\n", sloText(q.sloMS))
+	} else {
+		fmt.Fprintln(w, "- SLO: none given (--goodput); goodput is not compared")
+	}
+	if q.prices[0] > 0 || q.prices[1] > 0 {
+		fmt.Fprintf(w, "- Price: baseline %s, candidate %s USD per hour (the cost figure is per million good output tokens)\n",
+			priceText(q.prices[0]), priceText(q.prices[1]))
+	}
+	fmt.Fprintf(w, "- Answer: **%s** %s (see Conclusion)\n\n", v.Outcome, verdictSLO(q.sloMS))
+
+	h(report.SectionFingerprint)
+	fmt.Fprintln(w, "| field | baseline | candidate | status |\n|---|---|---|---|")
+	for _, f := range v.Fields {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", f.Field, mdCell(f.Baseline), mdCell(f.Candidate), f.Status)
+	}
+	fmt.Fprintln(w)
+
+	h(report.SectionWorkload)
+	for _, f := range v.Fields {
+		if f.Field == compare.FieldWorkload {
+			fmt.Fprintf(w, "Workload: baseline %s, candidate %s (%s).\n\n", mdCell(f.Baseline), mdCell(f.Candidate), f.Status)
+		}
+	}
 	for _, r := range v.Rules {
-		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Name, r.Status, mdCell(r.Detail))
+		if r.Name == compare.RuleOutputTokens || r.Name == compare.RuleFinish {
+			fmt.Fprintf(w, "- %s (%s): %s\n", r.Name, r.Status, mdCell(r.Detail))
+		}
 	}
-	fmt.Fprintln(w, "\n## Figures\n\nEach figure pools a side's rounds; the interval is a two-level bootstrap of the "+
+	fmt.Fprintln(w, "\nEach round's analysis.md has the full input, requested and actual output token distributions.")
+	fmt.Fprintln(w)
+
+	h(report.SectionResults)
+	fmt.Fprintln(w, "### Figures\n\nEach figure pools a side's rounds; the interval is a two-level bootstrap of the "+
 		"relative change (rounds drawn with replacement, then requests within each drawn round), so it carries the "+
 		"spread between rounds of a side as well as the sampling noise. A figure regresses when the change is worse "+
-		"than its limit and the interval excludes no change; an interval that holds 0 is no significant difference.")
+		"than its limit and the interval excludes no change; an interval that holds 0 is no significant difference. "+
+		"Goodput and throughput are per second of each round's drain-corrected duration; the cost is the price per "+
+		"hour over the good output tokens per hour of the same duration, in USD per million (from the same bootstrap "+
+		"as goodput), and an increase is a regression.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| figure | level | baseline | candidate | change | interval | limit | rounds (baseline / candidate) | status |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---:|---|---|")
@@ -61,43 +120,48 @@ func writeVerdictMarkdown(w io.Writer, v *compare.Verdict, decision, rollbackIf 
 			figNum(f.Baseline, f.Unit), figNum(f.Candidate, f.Unit), 100*f.Change, 100*f.CILo, 100*f.CIHi, 100*f.Limit,
 			roundsText(f.BaselineRounds), roundsText(f.CandidateRounds), f.Status)
 	}
-	fmt.Fprintln(w, "\n## Fingerprint\n\n| field | baseline | candidate | status |\n|---|---|---|---|")
-	for _, f := range v.Fields {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", f.Field, mdCell(f.Baseline), mdCell(f.Candidate), f.Status)
-	}
-	fmt.Fprintln(w, "\n## Evidence still missing")
 	fmt.Fprintln(w)
+	if q.rounds != nil {
+		q.rounds(w)
+	}
+
+	h(report.SectionValidity)
+	fmt.Fprintln(w, "| rule | status | detail |\n|---|---|---|")
+	for _, r := range v.Rules {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Name, r.Status, mdCell(r.Detail))
+	}
+	fmt.Fprintln(w)
+
+	h(report.SectionConclusion)
+	fmt.Fprintf(w, "**%s** %s.\n\n", v.Outcome, verdictSLO(q.sloMS))
+	for _, r := range v.Reasons {
+		fmt.Fprintf(w, "- %s\n", r)
+	}
+	fmt.Fprintln(w, "\n"+report.ScopeSentence)
+	fmt.Fprintln(w)
+
+	h(report.SectionRollback)
+	if q.rollbackIf != "" {
+		fmt.Fprintf(w, "Roll back if: %s\n\n", q.rollbackIf)
+	} else {
+		fmt.Fprintln(w, "not-recorded (give --rollback-if \"...\").")
+		fmt.Fprintln(w)
+	}
+
+	h(report.SectionMissing)
 	if len(v.Missing) == 0 {
 		fmt.Fprintln(w, "None for this verdict.")
 	}
 	for _, m := range v.Missing {
 		fmt.Fprintf(w, "- %s\n", m)
 	}
-	fmt.Fprintln(w, "\n## Scope\n\nThis verdict holds for this environment, this workload and these load levels only; "+
-		"it says nothing about other request distributions, rates or hardware.")
 }
 
-// writeQuestion opens a report with the decision it serves (methodology
-// §1): the question, the rollback condition and the SLO.
-func writeQuestion(w io.Writer, decision, rollbackIf string, sloMS map[string]float64) {
-	fmt.Fprintln(w, "## Decision")
-	fmt.Fprintln(w)
-	if decision != "" {
-		fmt.Fprintf(w, "- Question: %s\n", decision)
-	} else {
-		fmt.Fprintln(w, "- Question: not-recorded (give --decision \"...\")")
+func priceText(p float64) string {
+	if !(p > 0) {
+		return "not-recorded"
 	}
-	if rollbackIf != "" {
-		fmt.Fprintf(w, "- Roll back if: %s\n", rollbackIf)
-	} else {
-		fmt.Fprintln(w, "- Roll back if: not-recorded (give --rollback-if \"...\")")
-	}
-	if len(sloMS) > 0 {
-		fmt.Fprintf(w, "- SLO: `%s` (ms, p99 per request)\n", sloText(sloMS))
-	} else {
-		fmt.Fprintln(w, "- SLO: none given (--goodput); goodput is not compared")
-	}
-	fmt.Fprintln(w)
+	return num3(p)
 }
 
 func figNum(v float64, unit string) string {

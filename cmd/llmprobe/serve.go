@@ -249,6 +249,7 @@ func runServe(e *env, f *serveFlags) int {
 			objectives[t.Name] = t.GoodputObjective
 		}
 		window.SetObjectives(objectives)
+		pm.SetTargetCosts(targetCosts(c))
 		return nil
 	}
 	// fixed serves a config built from flags: applied once, never reloaded.

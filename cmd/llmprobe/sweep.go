@@ -71,6 +71,7 @@ type sweepFlags struct {
 	request                                                 requestFlags    // --temperature, --top-p, ... (sweepfeatures.go)
 	dataset                                                 datasetFlags    // --dataset* (sweepdataset.go)
 	trace                                                   sweepTraceFlags // --trace, --trace-speed (sweeptrace.go)
+	costPerHour                                             float64
 }
 
 func init() {
@@ -219,6 +220,10 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags) {
 		StringVar(&f.decision)
 	cmd.Flag("rollback-if", "The condition that rolls the decision back, written as metadata key rollback_if beside it.").
 		StringVar(&f.rollbackIf)
+	cmd.Flag("cost-per-hour", "Price of the target's serving in USD per hour (e.g. 2.5 for one GPU): every step and "+
+		"the knee then report the cost per million good output tokens, price / (good output tokens/s x 3600) x 1e6, "+
+		"counting only requests that met every SLO (so SLO misses cost more). Recorded in result.json and the manifest. "+
+		"0: no price.").Default("0").Float64Var(&f.costPerHour)
 	cmd.Flag("save-detailed", "Write vllm bench serve's --save-detailed arrays (input_lens, output_lens, ttfts, itls, "+
 		"start_times, errors) into the vLLM-form file of every step (vllm/ in the run directory).").BoolVar(&f.saveDetailed)
 	cmd.Arg("goodput-pairs", "More --goodput KEY:VALUE pairs (vLLM's `--goodput ttft:800 tpot:50` form).").
@@ -367,6 +372,7 @@ func buildSweepConfig(f *sweepFlags) (sweep.Config, error) {
 	if err := addDecision(c.Metadata, f.decision, f.rollbackIf); err != nil {
 		return c, err
 	}
+	c.CostPerHour = f.costPerHour
 	stepBytes, perr := lpconfig.ParseByteSize(f.maxStepBytes)
 	switch {
 	case perr != nil:
@@ -525,6 +531,7 @@ var sweepFieldFlags = map[string]string{
 	"Arrival":                          "arrival",
 	"Burstiness":                       "burstiness",
 	"Concurrency":                      "concurrency",
+	"CostPerHour":                      "cost-per-hour",
 	"Duration":                         "duration",
 	"Engine":                           "engine",
 	"FreshPrefix":                      "fresh-prefix",

@@ -88,7 +88,7 @@ func Names() []string {
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
-		NameArrivalRate, NameLastArrival, NameObjective,
+		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost,
 	}
 }
 
@@ -137,6 +137,9 @@ type Metrics struct {
 	// labels holds the static labels of each target that has some; the
 	// targetLabels collector exports them.
 	labels map[string]map[string]string
+	// costs holds each priced target's cost_per_hour; the targetCost
+	// collector exports them (cost.go).
+	costs map[string]float64
 }
 
 type probeKey struct{ target, probe string }
@@ -224,7 +227,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		labels: map[string]map[string]string{},
 	}
 	if reg != nil {
-		reg.MustRegister(m, targetLabels{m})
+		reg.MustRegister(m, targetLabels{m}, targetCost{m})
 	}
 	return m
 }
@@ -557,6 +560,7 @@ func (m *Metrics) DeleteTarget(target string) {
 	}
 	delete(m.info, target)
 	delete(m.labels, target)
+	delete(m.costs, target)
 	match := prometheus.Labels{"target": target}
 	for _, v := range m.probeVecs() {
 		v.DeletePartialMatch(match)

@@ -113,6 +113,7 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	m.SetTargetInfo("sim", manager.TargetInfo{ServerVersion: "0.11.0", Model: "meta-llama/Llama-3.1-8B-Instruct",
 		MaxModelLen: "131072", Engine: "vllm", ServerInstance: "vllm:8000"})
 	m.SetTargetLabels("sim", map[string]string{"canary": "chat-v2", "role": "baseline"})
+	m.SetTargetCosts(map[string]float64{"sim": 2.5})
 	m.SetProbeRate("sim", "small", 4)
 	m.SetProbeRate("sim", "large", 0.05)
 	m.SetLastArrival("sim", "small", time.Unix(1700000000, 250_000_000))
@@ -631,8 +632,8 @@ func TestDelete(t *testing.T) {
 		if got["sim/large"] == 0 {
 			t.Error("sim/large was deleted too")
 		}
-		if got["sim/"] != 2 {
-			t.Errorf("target-level series (info and labels): %d, want 2", got["sim/"])
+		if got["sim/"] != 3 {
+			t.Errorf("target-level series (info, labels and cost): %d, want 3", got["sim/"])
 		}
 		// Observing again re-creates the full set of series.
 		m.Observe(&prober.Record{Target: "sim", Probe: "small", TTFT: ms, E2E: ms}, slo.Verdict{Good: true})

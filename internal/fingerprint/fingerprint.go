@@ -97,6 +97,10 @@ type Target struct {
 	// MetricsURL is the /metrics URL scraped for snapshots (NotRecorded when
 	// none was scraped).
 	MetricsURL string `json:"metrics_url"`
+	// CostPerHour is the price of the target's serving in USD per hour, as
+	// given (--cost-per-hour, the target's cost_per_hour); 0 (left out):
+	// no price.
+	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
 }
 
 // Workload identifies the request distribution: its canonical JSON form and

@@ -14,12 +14,16 @@ import (
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// Analysis renders analysis.md of res: the verdict, the run's fingerprint, the
-// per-step table with the knee marked, with --rounds the spread of each
-// level over its rounds, the knee and capacity with the plots,
-// validity, latency detail, errors, token distributions, server-side deltas
-// and what was not recorded and why. It never fails: missing data is shown
-// as "not-recorded" or "-".
+// Analysis renders analysis.md of res in the sections of
+// docs/templates/experiment-report.md (Sections): the decision and SLO with
+// a one-line answer, the run's fingerprint, the workload distributions
+// (workloadSections), the results (the per-step table with the knee marked,
+// with --rounds the spread of each level over its rounds, the knee with its
+// uncertainty and the plots, the cost with --cost-per-hour, latency detail,
+// errors, server-side deltas), the validity checks, the conclusion limited
+// to this environment and workload, the rollback condition and the
+// evidence still missing. It never fails: missing data is shown as
+// "not-recorded" or "-".
 func Analysis(res *sweep.Result) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -29,26 +33,21 @@ func Analysis(res *sweep.Result) []byte {
 		p("# llmprobe sweep: %s\n\n", res.Name)
 	}
 	writeDecision(&b, res)
-
-	p("## Verdict\n\n")
-	for _, para := range verdict(res) {
-		p("%s\n\n", para)
-	}
-	for _, n := range res.Notes {
-		p("> Note: %s\n\n", n)
-	}
-
 	writeRun(&b, res)
+	writeWorkload(&b, res)
+	heading(&b, SectionResults)
 	writeSteps(&b, res)
 	writeMultiTurn(&b, res)
+	writeTrace(&b, res)
 	writeSpread(&b, res)
 	writeKnee(&b, res)
-	writeValidity(&b, res)
+	writeCost(&b, res)
 	writeLatency(&b, res)
 	writeErrors(&b, res)
-	writeTokens(&b, res)
-	writeTrace(&b, res)
 	writeServer(&b, res)
+	writeValidity(&b, res)
+	writeConclusion(&b, res)
+	writeRollback(&b, res)
 	writeNotRecorded(&b, res)
 	return b.Bytes()
 }
@@ -180,7 +179,7 @@ func verdict(res *sweep.Result) []string {
 			invalid++
 		}
 	}
-	rule := fmt.Sprintf("keep-up of at least %s (see Knee and capacity)", pct(ratio))
+	rule := fmt.Sprintf("keep-up of at least %s", pct(ratio))
 	if closed(res) {
 		rule = fmt.Sprintf("at least %s of the completed requests good", pct(ratio))
 	}
@@ -192,6 +191,12 @@ func verdict(res *sweep.Result) []string {
 	case k.Found:
 		v := fmt.Sprintf("**Capacity knee: %s** (%s). Under this workload the endpoint keeps up to %s: %s.",
 			levelText(res, k.Level), bracketText(k), levelText(res, k.Level), rule)
+		if t := k.Interval.Text(kneeUnit(res)); t != "" {
+			v += " The knee's uncertainty: " + t + "."
+		}
+		if !closed(res) {
+			v += " " + KeepUpSentence
+		}
 		if up := firstAt(res, k.Upper); up >= 0 {
 			if why := whyFails(res.Steps[up]); len(why) > 0 {
 				v += fmt.Sprintf(" At %s it no longer does: %s.", levelText(res, k.Upper), strings.Join(why, "; "))
@@ -212,7 +217,7 @@ func verdict(res *sweep.Result) []string {
 				"The knee is above that; run higher levels to find it.", levelText(res, k.Low)))
 		}
 	case invalid == len(res.Steps):
-		out = append(out, "**No knee can be decided: every step is invalid** (see Validity). Fix the cause and run again.")
+		out = append(out, "**No knee can be decided: every step is invalid** (see Validity checks). Fix the cause and run again.")
 	default:
 		v := "**No knee found: no level tried kept up**"
 		if k.Upper > 0 {
@@ -244,7 +249,7 @@ func verdict(res *sweep.Result) []string {
 		out = append(out, "A level above the first failing one passed again: the curve is noisy. Repeat with more rounds (--rounds) before trusting the knee.")
 	}
 	if invalid > 0 && invalid < len(res.Steps) {
-		v := fmt.Sprintf("%d of %d steps are invalid and were left out of the knee (see Validity)", invalid, len(res.Steps))
+		v := fmt.Sprintf("%d of %d steps are invalid and were left out of the knee (see Validity checks)", invalid, len(res.Steps))
 		if inv := invalidAbove(res, 0); len(inv) > 0 && k.Found {
 			v += ": " + levelList(res, inv)
 		}
@@ -301,7 +306,8 @@ func firstAt(res *sweep.Result, v float64) int {
 func writeRun(b *bytes.Buffer, res *sweep.Result) {
 	fp := res.Fingerprint
 	row := func(k, v string) { fmt.Fprintf(b, "| %s | %s |\n", k, mdCell(v)) }
-	b.WriteString("## Run\n\n| field | value |\n|---|---|\n")
+	heading(b, SectionFingerprint)
+	b.WriteString("| field | value |\n|---|---|\n")
 	row("llmprobe", fmt.Sprintf("%s (revision %s, %s)", fp.Tool.Version, fp.Tool.Revision, fp.Tool.GoVersion))
 	cmd := fingerprint.NotRecorded
 	if len(fp.Command) > 0 {
@@ -374,7 +380,7 @@ func writeRun(b *bytes.Buffer, res *sweep.Result) {
 }
 
 func writeSteps(b *bytes.Buffer, res *sweep.Result) {
-	b.WriteString("## Steps\n\n")
+	b.WriteString("### Steps\n\n")
 	if len(res.Steps) == 0 {
 		b.WriteString("No step ran.\n\n")
 		return
@@ -430,7 +436,12 @@ func writeSteps(b *bytes.Buffer, res *sweep.Result) {
 	}
 	b.WriteString("\nLatencies in ms. A p99 marked * rests on fewer than 100 samples (see Latency detail for its confidence interval). " +
 		"Goodput is vllm bench serve's request_goodput (good requests per second of the step, drain included); keep-up is the knee's " +
-		"criterion (see Knee and capacity), shown capped at 100 %.")
+		"criterion, shown capped at 100 %: ")
+	if closed(res) {
+		b.WriteString("in a closed loop, the good share of the completed requests; a level keeps up at 90 % or more.")
+	} else {
+		b.WriteString(KeepUpSentence)
+	}
 	if !sloSet(res) {
 		b.WriteString(" No SLO was set (--goodput), so no goodput is shown (" + noGoodput + "; result.json's request_goodput is null).")
 	}
@@ -475,8 +486,14 @@ func p99(x sweep.Latency) string {
 
 func writeKnee(b *bytes.Buffer, res *sweep.Result) {
 	k := res.Knee
-	b.WriteString("## Knee and capacity\n\n")
+	b.WriteString("### Knee and capacity\n\n")
 	fmt.Fprintf(b, "- Knee: %s.\n", kneeLine(res))
+	switch t := k.Interval.Text(kneeUnit(res)); {
+	case t != "":
+		fmt.Fprintf(b, "- Uncertainty: %s.\n", t)
+	case k.Found:
+		b.WriteString("- Uncertainty: not-recorded (the steps around the knee kept no per-request samples for the bootstrap, or the result was written before it was computed).\n")
+	}
 	if hasValid(res) && k.MaxGoodputLevel != 0 {
 		if sloSet(res) {
 			fmt.Fprintf(b, "- Max goodput (vLLM's request_goodput): **%s req/s** at %s.\n", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel))
@@ -521,7 +538,7 @@ func writeProbe(b *bytes.Buffer, res *sweep.Result) {
 	if p == nil {
 		return
 	}
-	b.WriteString("### Throughput probe\n\n")
+	b.WriteString("#### Throughput probe\n\n")
 	if p.EstimateReqPerS > 0 {
 		fmt.Fprintf(b, "Before the search, closed loops of growing concurrency estimated the capacity at **%s req/s** (%s); "+
 			"the search started at %s and stepped up or down from there to bracket the knee. ", num(p.EstimateReqPerS), p.Note, levelText(res, p.StartRate))
@@ -545,7 +562,7 @@ func xName(res *sweep.Result) string {
 }
 
 func writeValidity(b *bytes.Buffer, res *sweep.Result) {
-	b.WriteString("## Validity\n\n")
+	heading(b, SectionValidity)
 	b.WriteString("A step is invalid when the client could not keep its schedule (client-saturated), the server was not " +
 		"proven idle before it (not-idle), its error rate was too high (errors), or it was cut short (interrupted). " +
 		"Invalid steps are kept in every table and left out of the knee.")
@@ -585,7 +602,7 @@ func writeValidity(b *bytes.Buffer, res *sweep.Result) {
 }
 
 func writeLatency(b *bytes.Buffer, res *sweep.Result) {
-	b.WriteString("## Latency detail (ms)\n\n")
+	b.WriteString("### Latency detail (ms)\n\n")
 	if len(res.Steps) == 0 {
 		return
 	}
@@ -607,7 +624,7 @@ func writeLatency(b *bytes.Buffer, res *sweep.Result) {
 		metrics = append(metrics, metric{"Client queue time (wait for a --max-concurrency slot)", func(st *sweep.Step) sweep.Latency { return st.Stats.QueueTime }})
 	}
 	for _, m := range metrics {
-		fmt.Fprintf(b, "### %s\n\n| step | n | mean | median | std | p50 | p90 | p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n", m.name)
+		fmt.Fprintf(b, "#### %s\n\n| step | n | mean | median | std | p50 | p90 | p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n", m.name)
 		for _, st := range res.Steps {
 			x := m.get(st)
 			if x.N == 0 {
@@ -630,7 +647,7 @@ func writeErrors(b *bytes.Buffer, res *sweep.Result) {
 	for _, st := range res.Steps {
 		failed += st.Stats.Failed
 	}
-	b.WriteString("## Errors\n\n")
+	b.WriteString("### Errors\n\n")
 	if failed == 0 {
 		b.WriteString("No request failed.\n\n")
 		return
@@ -648,7 +665,7 @@ func writeErrors(b *bytes.Buffer, res *sweep.Result) {
 }
 
 func writeTokens(b *bytes.Buffer, res *sweep.Result) {
-	b.WriteString("## Token distributions\n\n")
+	b.WriteString("### Token distributions\n\n")
 	if len(res.Steps) == 0 {
 		return
 	}
@@ -695,7 +712,7 @@ func writeTokens(b *bytes.Buffer, res *sweep.Result) {
 }
 
 func writeServer(b *bytes.Buffer, res *sweep.Result) {
-	b.WriteString("## Server side (from /metrics)\n\n")
+	b.WriteString("### Server side (from /metrics)\n\n")
 	if len(res.Steps) == 0 {
 		return
 	}
@@ -748,7 +765,16 @@ func writeServer(b *bytes.Buffer, res *sweep.Result) {
 }
 
 func writeNotRecorded(b *bytes.Buffer, res *sweep.Result) {
-	b.WriteString("## Not recorded\n\n")
+	heading(b, SectionMissing)
+	if miss := missingEvidence(res); len(miss) > 0 {
+		for _, m := range miss {
+			fmt.Fprintf(b, "- %s\n", m)
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString("None for this conclusion beyond what follows.\n\n")
+	}
+	b.WriteString("### Not recorded\n\n")
 	b.WriteString("`not-recorded` means llmprobe tried to read the value and could not (the endpoint does not exist, " +
 		"the server does not expose it, or the request failed). It is never a guess or a default; the value is unknown.\n\n")
 	fields := notRecordedFields(res.Fingerprint)

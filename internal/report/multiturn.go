@@ -27,7 +27,7 @@ func writeMultiTurn(b *bytes.Buffer, res *sweep.Result) {
 	if !multiTurn(res) {
 		return
 	}
-	b.WriteString("## Multi-turn sessions\n\n")
+	b.WriteString("### Multi-turn sessions\n\n")
 	b.WriteString("Each arrival started a chat session whose turn k sent the whole conversation so far (the server's actual " +
 		"replies included), so a step's rate is in **sessions/s**: the requests per second it offered are sessions/s × mean turns. " +
 		"Every turn is a request of the step's figures above; a later turn is scheduled at the previous turn's completion plus " +
@@ -57,7 +57,7 @@ func writeMultiTurn(b *bytes.Buffer, res *sweep.Result) {
 		"failed (a turn failed; its later turns were not sent) or canceled (the step ended first). Context tokens resent is the " +
 		"earlier turns' prompt and reply tokens that later turns sent again: the server's prefix cache may hit them by design, and the " +
 		"unintended-prefix-cache check allows them.\n\n")
-	b.WriteString("### TTFT by turn (ms)\n\n| step | turn | requests | ok | mean prompt tokens | TTFT mean | TTFT p50 | TTFT p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("#### TTFT by turn (ms)\n\n| step | turn | requests | ok | mean prompt tokens | TTFT mean | TTFT p50 | TTFT p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, st := range res.Steps {
 		if st.MultiTurn == nil {
 			continue

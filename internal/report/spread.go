@@ -66,7 +66,7 @@ func writeSpread(b *bytes.Buffer, res *sweep.Result) {
 	if len(spread) == 0 {
 		return
 	}
-	b.WriteString("## Spread over rounds\n\n")
+	b.WriteString("### Spread over rounds\n\n")
 	b.WriteString("Each figure as min / median / max over a level's valid rounds (over every round when none was valid); " +
 		"spread is (max − min) / median. Request throughput and goodput in req/s, p99s in ms. A spread above " +
 		pct(MaxReproducibleSpread) + " in TTFT p99 or goodput means the level does not reproduce at this step length.\n\n")

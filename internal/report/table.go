@@ -116,6 +116,10 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 	}
 	k := res.Knee
 	lines := []string{"knee: " + kneeLine(res)}
+	if t := res.Knee.Interval.Text(kneeUnit(res)); t != "" {
+		lines = append(lines, "knee uncertainty: "+t)
+	}
+	lines = append(lines, costLines(res)...)
 	if hasValid(res) && k.MaxGoodputLevel != 0 {
 		if sloSet(res) {
 			lines = append(lines, fmt.Sprintf("max goodput: %s req/s at %s", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))

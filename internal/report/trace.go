@@ -27,7 +27,7 @@ func writeTrace(b *bytes.Buffer, res *sweep.Result) {
 		return
 	}
 	t0 := steps[0].Trace
-	b.WriteString("## Trace replay\n\n")
+	b.WriteString("### Trace replay\n\n")
 	fmt.Fprintf(b, "Trace `%s` (%s format, %s), %s tokens per hash id. Each step sent the trace's entries at their "+
 		"offsets divided by the speed, open loop; the offset error is the achieved minus the scheduled send time "+
 		"(send lag, plus any wait for a --max-concurrency slot). The prefix share is the part of the input tokens that "+

@@ -268,7 +268,7 @@ func TestRunLadderArtifacts(t *testing.T) {
 	if !strings.Contains(readFile(t, out.Dir, artifacts.MetricsDuringFile), "# scrape ") {
 		t.Error("metrics-during.txt holds no scrape")
 	}
-	if !strings.Contains(readFile(t, out.Dir, artifacts.AnalysisFile), "## Verdict") {
+	if !strings.Contains(readFile(t, out.Dir, artifacts.AnalysisFile), "## Conclusion (this environment and workload only)\n\nSLO: ") {
 		t.Error("analysis.md lacks a verdict")
 	}
 

@@ -1,6 +1,7 @@
 package sweepd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -145,7 +146,7 @@ func TestLifecycle(t *testing.T) {
 	dir := t.TempDir()
 	rec := newRecorder()
 	s := newService(t, dir, rec)
-	s.Apply(targetsConfig(t, "    max_sweep_rate: 50\n", "sim", url))
+	s.Apply(targetsConfig(t, "    max_sweep_rate: 50\n    cost_per_hour: 2.5\n", "sim", url))
 
 	st, err := s.Start("sim", small())
 	if err != nil {
@@ -186,6 +187,18 @@ func TestLifecycle(t *testing.T) {
 	f.Close()
 	if len(b) == 0 {
 		t.Error("empty manifest")
+	}
+	// The target's cost_per_hour prices the sweep (result.json, the
+	// manifest's fingerprint).
+	f, err = s.File(st.ID, artifacts.ResultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Contains(rb, []byte(`"cost_per_hour_usd": 2.5`)) || !bytes.Contains(b, []byte(`"cost_per_hour_usd": 2.5`)) ||
+		!bytes.Contains(rb, []byte(`"cost_per_million_good_output_tokens": `)) {
+		t.Errorf("the target's cost_per_hour is not in result.json and the manifest:\n%s", rb)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,23 @@ type figure struct {
 
 	sorted []float64 // every value, sorted (percentiles)
 	pos    [][]int   // per round: the positions of its values in sorted
+
+	// price, when > 0, makes a rate of good output tokens a cost: the
+	// figure is then price / (rate × 3600) × 1e6 (USD per million good
+	// output tokens), in value, perRound and every resample alike.
+	price float64
+}
+
+// costOf turns a rate of good output tokens per second into the cost per
+// million of them at f.price; a rate without price is returned as it is.
+func (f *figure) costOf(rate float64) float64 {
+	if f.price <= 0 || math.IsNaN(rate) {
+		return rate
+	}
+	if rate <= 0 {
+		return math.Inf(1)
+	}
+	return f.price / (rate * 3600) * 1e6
 }
 
 func newFigure(rounds [][]float64, durations []float64, p float64) *figure {
@@ -100,7 +117,7 @@ func (f *figure) value() float64 {
 	if dur <= 0 {
 		return math.NaN()
 	}
-	return sum / dur
+	return f.costOf(sum / dur)
 }
 
 // perRound is the figure of each round alone.
@@ -112,7 +129,7 @@ func (f *figure) perRound() []float64 {
 			continue
 		}
 		if f.durations[r] > 0 {
-			out = append(out, stats.Sum(xs)/f.durations[r])
+			out = append(out, f.costOf(stats.Sum(xs)/f.durations[r]))
 		}
 	}
 	return out
@@ -142,7 +159,7 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 		if dur <= 0 {
 			return math.NaN()
 		}
-		return sum / dur
+		return f.costOf(sum / dur)
 	}
 	clear(counts)
 	m := 0
@@ -157,34 +174,9 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 }
 
 // percentileOfCounts is numpy's linear percentile p of the sample holding
-// sorted[j] counts[j] times (m values in all).
+// sorted[j] counts[j] times (m values in all): stats.PercentileOfCounts.
 func percentileOfCounts(sorted []float64, counts []int, m int, p float64) float64 {
-	if m == 0 {
-		return math.NaN()
-	}
-	idx := float64(m-1) * p / 100
-	prev := int(math.Floor(idx))
-	gamma := idx - float64(prev)
-	next := min(prev+1, m-1)
-	a, b := math.NaN(), math.NaN()
-	rank := 0
-	for j, c := range counts {
-		if c == 0 {
-			continue
-		}
-		rank += c
-		if math.IsNaN(a) && rank > prev {
-			a = sorted[j]
-		}
-		if rank > next {
-			b = sorted[j]
-			break
-		}
-	}
-	if gamma >= 0.5 {
-		return b - (b-a)*(1-gamma)
-	}
-	return a + (b-a)*gamma
+	return stats.PercentileOfCounts(sorted, counts, m, p)
 }
 
 // diffCI is the bootstrap interval at level conf of the relative

@@ -29,6 +29,9 @@ type Check struct {
 	// Outcome is OutcomeFail when an SLO check failed, OutcomeInconclusive
 	// when one could not be made, OutcomePass otherwise (also without SLO).
 	Outcome string `json:"outcome"`
+	// CostPerHour is the price the costs were computed at (USD per hour; 0:
+	// none given, no cost).
+	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
 }
 
 // StepCheck is one step's figures.
@@ -46,6 +49,13 @@ type StepCheck struct {
 	GoodputNote  string   `json:"goodput_note"`
 	// SLO has one entry per SLO threshold.
 	SLO []SLOResult `json:"slo"`
+	// CostPerMillion is the cost in USD per million good output tokens
+	// (nil: no price, or not computable), GoodOutputThroughput the good
+	// output tokens per second it rests on, and CostNote how they were
+	// obtained (exact, approximated, a lower bound) or why not.
+	CostPerMillion       *float64 `json:"cost_per_million_good_output_tokens,omitempty"`
+	GoodOutputThroughput *float64 `json:"good_output_throughput,omitempty"`
+	CostNote             string   `json:"cost_note,omitempty"`
 }
 
 // SLOResult is one SLO's percentile against its threshold.
@@ -72,7 +82,7 @@ type SLOResult struct {
 // record is reported as such.
 func CheckSLO(ev *Evidence, s slo.SLO) *Check {
 	c := &Check{Name: ev.Name, Format: ev.Format, Warnings: nonNil(ev.Warnings), Missing: nonNil(ev.Missing),
-		SLO: map[string]float64{}, Steps: []StepCheck{}, Outcome: OutcomePass}
+		SLO: map[string]float64{}, Steps: []StepCheck{}, Outcome: OutcomePass, CostPerHour: ev.CostPerHour}
 	switch {
 	case !s.IsZero():
 		c.SLOSource = "--goodput"
@@ -91,6 +101,7 @@ func CheckSLO(ev *Evidence, s slo.SLO) *Check {
 			sc.ErrorRate = &r
 		}
 		sc.GoodputRatio, sc.GoodputNote = goodputRatio(st, s)
+		sc.CostPerMillion, sc.GoodOutputThroughput, sc.CostNote = stepCost(st, s, ev.CostPerHour)
 		for _, t := range s.Thresholds() {
 			r := checkOne(st, t)
 			switch r.Status {

@@ -177,6 +177,11 @@ func decodeVLLM(ev *Evidence, o map[string]json.RawMessage) (Step, error) {
 	} else if !ok {
 		missing("request_throughput")
 	}
+	if ot, ok, err := number(o, "output_throughput"); err != nil {
+		return st, err
+	} else if ok {
+		st.OutputThroughput = &ot
+	}
 	gkey := "request_goodput"
 	if _, old := o["request_goodput:"]; old {
 		gkey = "request_goodput:"
@@ -432,6 +437,11 @@ func decodeForeign(ev *Evidence, o map[string]json.RawMessage) (Step, error) {
 	}
 	if st.Duration, _, err = number(o, "duration"); err != nil {
 		return st, err
+	}
+	if ot, ok, err := number(o, "output_throughput"); err != nil {
+		return st, err
+	} else if ok {
+		st.OutputThroughput = &ot
 	}
 	if g, ok, err := number(o, "request_goodput"); err != nil {
 		return st, err

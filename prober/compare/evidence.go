@@ -70,6 +70,10 @@ type Evidence struct {
 	SLOSource string
 	// Steps in run order.
 	Steps []Step
+	// CostPerHour is the price of the side's serving in USD per hour (an
+	// llmprobe run's cost_per_hour_usd, or given on the command line; 0:
+	// none), for the cost per million good output tokens.
+	CostPerHour float64
 }
 
 // Step is one measured step: one level of one round.
@@ -108,6 +112,12 @@ type Step struct {
 	// Requests are the per-request samples in arrival order (nil: not
 	// recorded).
 	Requests []Request
+	// OutputThroughput is output_throughput, output tokens per second of
+	// Duration (nil: not recorded); GoodOutputThroughput the output tokens
+	// of good requests per second, as llmprobe records it under GoodputSLO
+	// (nil: not recorded).
+	OutputThroughput     *float64
+	GoodOutputThroughput *float64
 }
 
 // Request is what the comparison needs of one request. Latencies are in
@@ -183,7 +193,7 @@ func (s *Step) Total() int { return s.Completed + s.Failed }
 // holds the per-request samples by step index (records.jsonl; nil: not
 // recorded, and Missing says so).
 func FromSweep(name string, res *sweep.Result, requests map[int][]Request) *Evidence {
-	ev := &Evidence{Name: name, Format: FormatLLMProbe, Fields: map[string][]string{}}
+	ev := &Evidence{Name: name, Format: FormatLLMProbe, Fields: map[string][]string{}, CostPerHour: res.CostPerHour}
 	addFields(ev.Fields, FieldsOf(res.Fingerprint))
 	if len(res.SLO) > 0 {
 		ev.SLO = sloOfMS(res.SLO)
@@ -208,6 +218,12 @@ func FromSweep(name string, res *sweep.Result, requests map[int][]Request) *Evid
 		}
 		g := st.Stats.RequestGoodput
 		s.Goodput = &g
+		ot, gt := st.Stats.OutputThroughput, st.Stats.GoodOutputThroughput
+		s.OutputThroughput = &ot
+		if st.Stats.GoodOutputTokens > 0 || st.Stats.Good == 0 {
+			// result.json before good_output_tokens was recorded reads 0.
+			s.GoodOutputThroughput = &gt
+		}
 		v := st.Validity
 		s.Validity = &v
 		s.Percentiles = map[string]map[float64]float64{}
@@ -291,6 +307,9 @@ func (e *Evidence) Merge(more *Evidence) {
 	}
 	if e.SLO.IsZero() {
 		e.SLO, e.SLOSource = more.SLO, more.SLOSource
+	}
+	if e.CostPerHour == 0 {
+		e.CostPerHour = more.CostPerHour
 	}
 }
 

@@ -79,6 +79,37 @@ func rateSamples(steps []*Step, t Threshold, s slo.SLO) (byRound [][]float64, du
 	return byRound, durs, true
 }
 
+// goodTokenSamples returns per round the good output tokens of every
+// request (0 for one that failed or missed an SLO) and the rounds'
+// durations, like rateSamples; ok is false when a step lacks per-request
+// samples, their output tokens or a duration.
+func goodTokenSamples(steps []*Step, s slo.SLO) (byRound [][]float64, durs []float64, ok bool) {
+	byRound, durs, ok = rateSamples(steps, Threshold{Metric: FigureGoodput}, s)
+	if !ok {
+		return nil, nil, false
+	}
+	idx := map[int]int{}
+	for _, st := range steps {
+		i, seen := idx[st.Round]
+		if !seen {
+			i = len(idx)
+			idx[st.Round] = i
+			byRound[i] = byRound[i][:0]
+		}
+		for _, q := range st.Requests {
+			x := 0.0
+			if q.Good(s) {
+				if q.OutputTokens < 0 {
+					return nil, nil, false
+				}
+				x = float64(q.OutputTokens)
+			}
+			byRound[i] = append(byRound[i], x)
+		}
+	}
+	return byRound, durs, true
+}
+
 func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 	f := Figure{Name: t.Name(), Level: l.label, Limit: t.Max, Conf: o.Conf, Unit: "ms",
 		BaselineRounds: []float64{}, CandidateRounds: []float64{}}
@@ -94,6 +125,23 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 			return f
 		}
 		fb, fc = newFigure(rb, nil, t.P), newFigure(rc, nil, t.P)
+	} else if t.Metric == FigureCost {
+		f.Unit = "USD/M tok"
+		pb, pc := o.prices[0], o.prices[1]
+		if !(pb > 0) || !(pc > 0) {
+			f.Status = StatusNotRecorded
+			f.Detail = fmt.Sprintf("no price per hour of %s: cost needs --cost-per-hour (or --baseline-cost-per-hour and --candidate-cost-per-hour)", missingPrices(pb, pc))
+			return f
+		}
+		rb, db, okb := goodTokenSamples(l.b, o.SLO)
+		rc, dc, okc := goodTokenSamples(l.c, o.SLO)
+		if !okb || !okc {
+			f.Status = StatusNotRecorded
+			f.Detail = "per-request output tokens or step durations not recorded: no interval on the difference"
+			return f
+		}
+		fb, fc = newFigure(rb, db, 0), newFigure(rc, dc, 0)
+		fb.price, fc.price = pb, pc
 	} else {
 		f.Unit = "req/s"
 		if t.Metric == FigureGoodput && o.SLO.IsZero() {
@@ -129,7 +177,7 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 	f.CILo, f.CIHi = lo, hi
 	// worse > 0 is a regression: a latency up, a rate down.
 	worse, worseLo := f.Change, lo
-	if !t.Latency() {
+	if !t.HigherWorse() {
 		worse, worseLo = -f.Change, -hi
 	}
 	interval := fmt.Sprintf("%s → %s %s, %+.1f %% (%.0f %% interval %+.1f %% … %+.1f %%)",
@@ -181,4 +229,15 @@ func num(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// missingPrices names the sides without a price.
+func missingPrices(b, c float64) string {
+	switch {
+	case !(b > 0) && !(c > 0):
+		return "either side"
+	case !(b > 0):
+		return "the baseline"
+	}
+	return "the candidate"
 }

@@ -17,6 +17,9 @@ const (
 	// FigureThroughput is the completed-request rate; a drop is a
 	// regression.
 	FigureThroughput = "throughput"
+	// FigureCost is the cost per million good output tokens (needs both
+	// sides' price per hour); an increase is a regression.
+	FigureCost = "cost"
 )
 
 // Threshold is one compared figure and the largest regression allowed: a
@@ -43,12 +46,16 @@ func (t Threshold) Name() string {
 // worse).
 func (t Threshold) Latency() bool { return t.P != 0 }
 
+// HigherWorse reports whether an increase of the figure is a regression: a
+// latency percentile or the cost; a drop is for goodput and throughput.
+func (t Threshold) HigherWorse() bool { return t.Latency() || t.Metric == FigureCost }
+
 // DefaultThresholds is --max-regression's default text.
 const DefaultThresholds = "ttft_p99=10%,tpot_p99=10%,goodput=5%"
 
 // ParseThresholds parses --max-regression: comma-separated NAME=LIMIT pairs,
-// NAME a latency percentile (ttft_p99, tpot_p90, e2el_p50, ...) or goodput
-// or throughput, LIMIT a percentage ("10%") or a fraction ("0.1").
+// NAME a latency percentile (ttft_p99, tpot_p90, e2el_p50, ...), goodput,
+// throughput or cost, LIMIT a percentage ("10%") or a fraction ("0.1").
 func ParseThresholds(s string) ([]Threshold, error) {
 	var out []Threshold
 	seen := map[string]bool{}
@@ -89,7 +96,7 @@ func ParseThresholds(s string) ([]Threshold, error) {
 
 func parseFigure(name string) (Threshold, error) {
 	switch name {
-	case FigureGoodput, FigureThroughput:
+	case FigureGoodput, FigureThroughput, FigureCost:
 		return Threshold{Metric: name}, nil
 	}
 	m, p, ok := strings.Cut(name, "_p")
@@ -102,5 +109,5 @@ func parseFigure(name string) (Threshold, error) {
 			}
 		}
 	}
-	return Threshold{}, fmt.Errorf("unknown figure %q (ttft_pNN, tpot_pNN, e2el_pNN, goodput or throughput)", name)
+	return Threshold{}, fmt.Errorf("unknown figure %q (ttft_pNN, tpot_pNN, e2el_pNN, goodput, throughput or cost)", name)
 }

@@ -146,6 +146,10 @@ type Options struct {
 	Iters int
 	Conf  float64
 	Seed  uint64
+
+	// prices are the baseline's and the candidate's CostPerHour (Compare
+	// sets them from the evidence).
+	prices [2]float64
 }
 
 // level is one level's steps of both sides.
@@ -170,6 +174,7 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 	if !(o.Conf > 0 && o.Conf < 1) {
 		o.Conf = DefaultConf
 	}
+	o.prices = [2]float64{baseline.CostPerHour, candidate.CostPerHour}
 	v := &Verdict{Rules: []Rule{}, Figures: []Figure{}, Reasons: []string{}, Missing: []string{}}
 	levels, only := pairLevels(baseline, candidate)
 
@@ -209,8 +214,11 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 			inconclusive = true
 			v.Reasons = append(v.Reasons, f.Name+" @ "+f.Level+" not-recorded: "+f.Detail)
 			next := "per-request samples of both sides (llmprobe records.jsonl, or vllm bench serve --save-detailed)"
-			if f.Name == FigureGoodput && o.SLO.IsZero() {
+			switch {
+			case f.Name == FigureGoodput && o.SLO.IsZero():
 				next = "an SLO (--goodput) to count good requests"
+			case f.Name == FigureCost && !(o.prices[0] > 0 && o.prices[1] > 0):
+				next = "the price per hour of both sides (--cost-per-hour, or --baseline-cost-per-hour and --candidate-cost-per-hour)"
 			}
 			if !slices.Contains(v.Missing, next) {
 				v.Missing = append(v.Missing, next)

@@ -83,3 +83,32 @@ func BootstrapCI(xs []float64, p, conf float64, iters int, seed uint64) (CI, err
 func newBootstrapRand(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, bootstrapStream))
 }
+
+// PercentileOfCounts is Percentile's numpy-linear percentile p of the
+// sample that holds sorted[j] counts[j] times (m values in all, sorted
+// ascending): a bootstrap replicate drawn as counts over the sorted data,
+// taken in O(len(sorted)) without building or sorting it. No value (m 0)
+// gives NaN.
+func PercentileOfCounts(sorted []float64, counts []int, m int, p float64) float64 {
+	if m == 0 || !(p >= 0 && p <= 100) {
+		return math.NaN()
+	}
+	prev, gamma := virtualIndex(m, p)
+	next := min(prev+1, m-1)
+	a, b := math.NaN(), math.NaN()
+	rank := 0
+	for j, c := range counts {
+		if c == 0 {
+			continue
+		}
+		rank += c
+		if math.IsNaN(a) && rank > prev {
+			a = sorted[j]
+		}
+		if rank > next {
+			b = sorted[j]
+			break
+		}
+	}
+	return lerp(a, b, gamma)
+}

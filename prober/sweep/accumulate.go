@@ -53,7 +53,7 @@ type reqSample struct {
 	itlOff              int
 	in, reqOut, out     int
 	itlN                int32
-	present, ok         bool
+	present, ok, good   bool
 	noStream            bool // no TTFT, TTFTText, ITL or TPOT (Record.NoStream)
 }
 
@@ -87,6 +87,7 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		}
 	}
 	good, _ := a.o.SLO.Evaluate(r)
+	s.good = good && s.ok
 	start := r.Scheduled
 	if start.IsZero() || (!r.Sent.IsZero() && r.Sent.Before(start)) {
 		start = r.Sent
@@ -190,6 +191,9 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	outLens, itl := floats(a.n), floats(a.itl.len())
 	s.Latencies = make([]float64, 0, a.n)
 	s.QueueTimes = make([]float64, 0, a.n)
+	if a.n <= MaxKneeSamples {
+		s.kneeSamples = make([]kneeSample, 0, a.n)
+	}
 	for i := range a.samples.len() {
 		r := a.samples.at(i)
 		if !r.present {
@@ -206,9 +210,15 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		}
 		inLens = append(inLens, float64(r.in))
 		reqOut = append(reqOut, float64(r.reqOut))
+		if s.kneeSamples != nil {
+			s.kneeSamples = append(s.kneeSamples, newKneeSample(r))
+		}
 		if !r.ok {
 			s.Failed++
 			continue
+		}
+		if r.good {
+			s.GoodOutputTokens += r.out
 		}
 		s.Completed++
 		s.TotalInputTokens += r.in
@@ -242,6 +252,7 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		s.RequestGoodput = float64(s.Good) / s.Duration
 		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
 		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
+		s.GoodOutputThroughput = float64(s.GoodOutputTokens) / s.Duration
 	}
 	a.kneeFigures(&s, dur, o)
 

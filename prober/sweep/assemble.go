@@ -85,6 +85,8 @@ func (r *runner) result(complete bool) *Result {
 			res.Levels[i].Passes = searchPasses(res.Steps, res.Levels[i].Level)
 		}
 	}
+	res.CostPerHour = c.CostPerHour
+	res.Knee.Interval = r.kneeInterval(res)
 	if len(c.Concurrency) == 0 {
 		res.Notes = append(res.Notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+
 			"drain included, so it never exceeds what the server served. keep-up % is the knee's criterion (result.json goodput_ratio, "+

@@ -207,6 +207,11 @@ type Config struct {
 	// TraceSpeeds are the replay speeds (1: the trace's own timing, 2:
 	// twice as fast), in the order run.
 	TraceSpeeds []float64
+
+	// CostPerHour is the price of the target's serving in USD per hour
+	// (--cost-per-hour; 0: no price). With a price, every step and the
+	// knee report the cost per million good output tokens (CostPerMillion).
+	CostPerHour float64
 }
 
 // Mode returns the load mode: ModeClosed, ModeBurst (every rate inf),
@@ -358,6 +363,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.SLO.Validate(); err != nil {
 		return fieldErr("SLO", "%w", err)
+	}
+	if err := validateCostPerHour(c.CostPerHour); err != nil {
+		return err
 	}
 	if c.OutDir == "" {
 		return fieldErr("OutDir", "must not be empty")

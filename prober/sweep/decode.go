@@ -34,7 +34,7 @@ func DecodeResult(r io.Reader) (*Result, error) {
 // InterruptedReason, MaxConcurrency, Rounds, Fingerprint: the manifest
 // holds them), the Min and Max of the TTFT, TPOT, ITL and E2EL summaries
 // and the Conf and Iters of their p99 intervals, and the per-request send
-// lags Judge uses. Derived figures are derived again: Level.Outcome from the
+// lags Judge uses and samples the knee's bootstrap draws. Derived figures are derived again: Level.Outcome from the
 // level's steps, a step's Level from its request_rate (its concurrency in
 // closed loop), RequestGoodput from good_completed / duration when
 // result.json has none (no SLO set), and a p99 interval bound written as
@@ -64,7 +64,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}{
 		{"complete", &out.Complete}, {"date", &out.Date}, {"backend", &out.Backend}, {"model_id", &out.ModelID},
 		{"tokenizer_id", &out.TokenizerID}, {"mode", &out.Mode}, {"rates", &out.Rates}, {"arrival", &out.Arrival},
-		{"burstiness", &out.Burstiness}, {"goodput_ms", &out.SLO}, {"percentiles", &out.Percentiles},
+		{"burstiness", &out.Burstiness}, {"goodput_ms", &out.SLO}, {"percentiles", &out.Percentiles}, {"cost_per_hour_usd", &out.CostPerHour},
 		{"knee", &knee}, {"throughput_probe", &out.Probe}, {"dataset", &out.Dataset}, {"notes", &out.Notes}, {"levels", &levels}, {"steps", &steps},
 	} {
 		if err := top.get(f.key, f.v); err != nil {
@@ -91,7 +91,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	slices.Sort(out.MetadataOrder)
 
 	out.Knee = Knee{Found: knee.Found, Level: knee.Level, Low: knee.Low, Upper: float64(knee.Upper), MaxGoodput: knee.MaxGoodput,
-		MaxGoodputLevel: float64(knee.MaxGoodputLevel), NonMonotonic: knee.NonMonotonic, Reason: knee.Reason, Stop: knee.Stop}
+		MaxGoodputLevel: float64(knee.MaxGoodputLevel), NonMonotonic: knee.NonMonotonic, Reason: knee.Reason, Stop: knee.Stop, Interval: knee.Interval}
 	if schema < 2 {
 		// Schema 1 wrote knee.level (the highest passing level) found or
 		// not, and no bracket.
@@ -169,18 +169,19 @@ func (x *rate) UnmarshalJSON(b []byte) error {
 
 // kneeJSON is result.json's "knee" object.
 type kneeJSON struct {
-	Found             bool    `json:"found"`
-	Unit              string  `json:"unit"`
-	Level             float64 `json:"level"`
-	Low               float64 `json:"bracket_low"`
-	Upper             rate    `json:"upper"`
-	MaxGoodput        float64 `json:"max_goodput"`
-	MaxGoodputLevel   rate    `json:"max_goodput_level"`
-	NonMonotonic      bool    `json:"non_monotonic"`
-	Reason            string  `json:"reason"`
-	SearchEnd         string  `json:"search_end"`
-	Stop              string  `json:"search_stop"`
-	ReferenceCapacity float64 `json:"reference_capacity"`
+	Found             bool          `json:"found"`
+	Unit              string        `json:"unit"`
+	Level             float64       `json:"level"`
+	Low               float64       `json:"bracket_low"`
+	Upper             rate          `json:"upper"`
+	MaxGoodput        float64       `json:"max_goodput"`
+	MaxGoodputLevel   rate          `json:"max_goodput_level"`
+	NonMonotonic      bool          `json:"non_monotonic"`
+	Reason            string        `json:"reason"`
+	SearchEnd         string        `json:"search_end"`
+	Stop              string        `json:"search_stop"`
+	ReferenceCapacity float64       `json:"reference_capacity"`
+	Interval          *KneeInterval `json:"interval"`
 }
 
 // levelJSON is one of result.json's "levels": Level's own keys and the
@@ -227,6 +228,8 @@ type stepJSON struct {
 	KneeGoodput            float64                `json:"knee_goodput"`
 	KneeThroughput         float64                `json:"knee_throughput"`
 	Good                   int                    `json:"good_completed"`
+	GoodOutputTokens       int                    `json:"good_output_tokens"`
+	GoodOutputThroughput   float64                `json:"good_output_throughput"`
 	ErrorRate              float64                `json:"error_rate"`
 	FailedByClass          map[string]int         `json:"failed_by_class"`
 	FinishReasons          map[string]int         `json:"finish_reasons"`
@@ -287,6 +290,7 @@ func decodeStep(raw []byte, percentiles []float64) (*Step, error) {
 	*s = Stats{
 		Duration: j.Duration, Requests: j.NumPrompts, Completed: j.Completed, Failed: j.Failed,
 		FailedByClass: j.FailedByClass, ErrorRate: j.ErrorRate, Good: j.Good,
+		GoodOutputTokens: j.GoodOutputTokens, GoodOutputThroughput: j.GoodOutputThroughput,
 		TotalInputTokens: j.TotalInputTokens, TotalOutputTokens: j.TotalOutputTokens,
 		RequestThroughput: j.RequestThroughput, OutputThroughput: j.OutputThroughput, TotalTokenThroughput: j.TotalTokenThroughput,
 		MaxOutputTokensPerS: j.MaxOutputTokensPerS, MaxConcurrentRequests: j.MaxConcurrentRequests,

@@ -50,7 +50,7 @@ func readBack(res *Result) *Result {
 			c.Server.FinishedReasons = nil
 		}
 		s := &c.Stats
-		s.sendLagsMS = nil
+		s.sendLagsMS, s.kneeSamples = nil, nil
 		for _, l := range []*Latency{&s.TTFT, &s.TPOT, &s.ITL, &s.E2EL} {
 			l.Min, l.Max = 0, 0
 			if l.P99CI != nil {

@@ -16,6 +16,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	info := r.info
 	fp.Target.URL = fingerprint.RedactText(c.Target)
 	fp.Target.API = c.API
+	fp.Target.CostPerHour = c.CostPerHour
 	fp.Target.Model = r.model
 	fp.Target.ServedModel, fp.Target.Root, fp.Target.MaxModelLen = fingerprint.NotRecorded, fingerprint.NotRecorded, fingerprint.Int{}
 	if info.Listed {

@@ -179,6 +179,10 @@ type Knee struct {
 	// Stop says why an adaptive search ended early (SearchResult.Stop):
 	// a level that stayed invalid, the step budget; empty otherwise.
 	Stop string `json:"stop,omitempty"`
+	// Interval is the knee's uncertainty (nil when no knee was found or it
+	// could not be computed): over the rounds, or from a bootstrap of the
+	// requests of the steps around the knee (kneeci.go).
+	Interval *KneeInterval `json:"interval,omitempty"`
 }
 
 // Estimate is the knee when Found, else its lower bound Low (0 when no

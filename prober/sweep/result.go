@@ -237,6 +237,9 @@ type Result struct {
 	SearchEnd string
 	// ReferenceCapacity is Config.ReferenceCapacity (0: not written).
 	ReferenceCapacity float64
+	// CostPerHour is Config.CostPerHour, the price in USD per hour
+	// (result.json cost_per_hour_usd; 0: no price, not written).
+	CostPerHour float64
 
 	// The fields below are not written to result.json (the manifest and
 	// the command line hold them); reports read them.
@@ -265,7 +268,7 @@ type Result struct {
 // step, for rejecting --metadata keys that would collide with them.
 func resultKeys() map[string]bool {
 	keys := map[string]bool{}
-	r := &Result{SLO: map[string]float64{"ttft": 1}, Dataset: &workload.DatasetInfo{}}
+	r := &Result{SLO: map[string]float64{"ttft": 1}, Dataset: &workload.DatasetInfo{}, CostPerHour: 1}
 	st := &Step{Mode: ModeBoth, MaxConcurrency: 1, Stats: Stats{TTFT: Latency{P99CI: &stats.CI{}}}, Search: &StepVerdict{}, Trace: &TraceTiming{}}
 	r.Steps = []*Step{st}
 	for _, o := range []object{r.StepJSON(st).(object), r.top()} {
@@ -414,6 +417,12 @@ func (r *Result) StepJSON(s *Step) any {
 	o.add("knee_goodput", st.KneeGoodput)
 	o.add("knee_throughput", st.KneeThroughput)
 	o.add("good_completed", st.Good)
+	o.add("good_output_tokens", st.GoodOutputTokens)
+	o.add("good_output_throughput", st.GoodOutputThroughput)
+	if r.CostPerHour > 0 {
+		c, ok := r.StepCost(s)
+		o.add("cost_per_million_good_output_tokens", costJSON(c, ok))
+	}
 	o.add("error_rate", st.ErrorRate)
 	o.add("failed_by_class", st.FailedByClass)
 	o.add("finish_reasons", st.FinishReasons)
@@ -497,6 +506,9 @@ func (r *Result) top() object {
 	if r.Dataset != nil {
 		o.add("dataset", r.Dataset)
 	}
+	if r.CostPerHour > 0 {
+		o.add("cost_per_hour_usd", r.CostPerHour)
+	}
 	k := object{}
 	k.add("found", r.Knee.Found)
 	k.add("unit", r.KneeUnit)
@@ -522,6 +534,13 @@ func (r *Result) top() object {
 	}
 	if r.ReferenceCapacity > 0 {
 		k.add("reference_capacity", r.ReferenceCapacity)
+	}
+	if r.Knee.Interval != nil {
+		k.add("interval", r.Knee.Interval)
+	}
+	if r.CostPerHour > 0 && r.Knee.Found {
+		c, ok := r.KneeCost()
+		k.add("cost_per_million_good_output_tokens", costJSON(c, ok))
 	}
 	o.add("knee", k)
 	if r.Probe != nil {

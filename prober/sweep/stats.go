@@ -178,6 +178,18 @@ type Stats struct {
 
 	// sendLagsMS is every request's send lag, for Judge.
 	sendLagsMS []float64
+
+	// GoodOutputTokens sums the output tokens of the good requests (every
+	// SLO met; every successful request without SLOs), and
+	// GoodOutputThroughput is it per second of Duration: the tokens that
+	// count towards the cost per million good output tokens (CostPerMillion),
+	// so that SLO misses cost more.
+	GoodOutputTokens     int     `json:"good_output_tokens"`
+	GoodOutputThroughput float64 `json:"good_output_throughput"`
+	// kneeSamples are the requests in arrival order as the knee's bootstrap
+	// resamples them (nil for a step of more than MaxKneeSamples requests,
+	// and in a result read back from result.json).
+	kneeSamples []kneeSample
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }

@@ -26,8 +26,11 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 	var scheduled, sent []time.Time
 	s.Latencies = make([]float64, 0, len(recs))
 	s.QueueTimes = make([]float64, 0, len(recs))
+	s.kneeSamples = make([]kneeSample, 0, len(recs))
 	for i := range recs {
 		r := &recs[i]
+		good, _ := o.SLO.Evaluate(r)
+		ks := kneeSample{tpot: -1, ok: r.OK(), good: good && r.OK()}
 		lag = append(lag, ms(max(r.SendLag-r.QueueWait, 0)))
 		queue = append(queue, ms(r.QueueWait))
 		if r.OK() {
@@ -50,6 +53,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 		inLens = append(inLens, float64(in))
 		reqOut = append(reqOut, float64(r.OutputTokensRequested))
 		if !r.OK() {
+			s.kneeSamples = append(s.kneeSamples, ks)
 			s.Failed++
 			s.FailedByClass[string(r.Error)]++
 			continue
@@ -59,6 +63,11 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 		if out <= 0 {
 			out = r.Events
 		}
+		ks.ttft, ks.e2el = float32(ms(r.TTFT)), float32(ms(r.E2E))
+		if out > 1 {
+			ks.tpot = float32(ms((r.E2E - r.TTFT) / time.Duration(out-1)))
+		}
+		s.kneeSamples = append(s.kneeSamples, ks)
 		s.TotalInputTokens += in
 		s.TotalOutputTokens += out
 		outLens = append(outLens, float64(out))
@@ -77,8 +86,9 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 			reason = "unknown"
 		}
 		s.FinishReasons[reason]++
-		if good, _ := o.SLO.Evaluate(r); good {
+		if good {
 			s.Good++
+			s.GoodOutputTokens += out
 		}
 	}
 	if s.Requests > 0 {
@@ -95,6 +105,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 		s.RequestGoodput = float64(s.Good) / s.Duration
 		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
 		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
+		s.GoodOutputThroughput = float64(s.GoodOutputTokens) / s.Duration
 	}
 	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = refPeaks(recs)
 	refKneeFigures(&s, recs, dur, o)

@@ -39,6 +39,7 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	pm.SetSLO("t", "p", 800*time.Millisecond, 50*time.Millisecond, 10*time.Second)
 	pm.SetTargetInfo("t", manager.TargetInfo{ServerVersion: "v", Model: "m", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "vllm:8000"})
 	pm.SetTargetLabels("t", map[string]string{"canary": "c", "role": "baseline"})
+	pm.SetTargetCosts(map[string]float64{"t": 1})
 	pm.SetGoodputObjective("t", "p", config.DefaultGoodputObjective)
 	pm.SetProbeRate("t", "p", 1)
 	pm.SetLastArrival("t", "p", time.Now())
