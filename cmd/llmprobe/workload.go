@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ type workloadFlags struct {
 	file, format, datasetFormat    string
 	target, model, api, apiKeyFile string
 	from, out                      string
-	count                          int
+	count, blockSize               int
 	seed                           uint64
 }
 
@@ -32,10 +33,13 @@ func init() {
 	register(func(app *kingpin.Application) (string, action) {
 		f := &workloadFlags{}
 		st := workloadCommand(app).Command("stats", "Print p10/p50/p90/p99/max of input and output tokens, arrival rate and "+
-			"burstiness (timed files) and prefix share of a dataset file (JSONL or ShareGPT).")
-		st.Arg("file", "Dataset file.").Required().StringVar(&f.file)
+			"burstiness (timed files) and prefix share of a dataset file (JSONL or ShareGPT) or a trace (Mooncake or offsets JSONL).")
+		st.Arg("file", "Dataset or trace file.").Required().StringVar(&f.file)
 		st.Flag("format", "Output format: text or json (the stats file `workload synth --from` reads).").Default("text").StringVar(&f.format)
-		st.Flag("dataset-format", "Format of the file: auto, jsonl or sharegpt.").Default("auto").StringVar(&f.datasetFormat)
+		st.Flag("dataset-format", "Format of the file: auto (a JSONL file whose first entry has input_length or input_tokens "+
+			"and no prompt is a trace), jsonl, sharegpt or trace.").Default("auto").StringVar(&f.datasetFormat)
+		st.Flag("trace-block-size", "Tokens one hash id of a trace stands for (Mooncake's traces: 512).").
+			Default(strconv.Itoa(workload.DefaultTraceBlockSize)).IntVar(&f.blockSize)
 		st.Flag("target", "Count tokens with this server's tokenizer (its /tokenize, else a calibration from usage.prompt_tokens); "+
 			"without it the offline estimate (4 characters per token) is used.").StringVar(&f.target)
 		st.Flag("model", "Model of --target (default: the first /v1/models lists).").StringVar(&f.model)
@@ -67,6 +71,9 @@ func runWorkloadStats(e *env, f *workloadFlags) int {
 	if f.format != "text" && f.format != "json" {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --format: must be text or json, got %q\n", f.format)
 		return 2
+	}
+	if f.datasetFormat == "trace" || f.datasetFormat == "auto" && sniffTrace(f.file) {
+		return runTraceStats(e, f)
 	}
 	ds, err := workload.LoadDataset(f.file, workload.DatasetOptions{Format: f.datasetFormat})
 	if err != nil {
@@ -103,6 +110,57 @@ func runWorkloadStats(e *env, f *workloadFlags) int {
 		return 0
 	}
 	writeWorkloadStats(e.stdout, st, info)
+	return 0
+}
+
+// sniffTrace reports whether the file's first non-empty line is a trace
+// entry (workload.IsTraceLine). It reads at most the first MiB; any error
+// leaves the file to the dataset loader, whose errors name it.
+func sniffTrace(path string) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return workload.IsTraceLine(line)
+		}
+	}
+	return false
+}
+
+// runTraceStats is `workload stats` of a trace: its own lengths (no
+// tokenizer), offsets and hash-id prefixes.
+func runTraceStats(e *env, f *workloadFlags) int {
+	if f.target != "" {
+		fmt.Fprintln(e.stderr, "llmprobe: error: --target: does not apply to a trace (its lengths are token counts already)")
+		return 2
+	}
+	if f.blockSize < 1 {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --trace-block-size: must be >= 1, got %d\n", f.blockSize)
+		return 2
+	}
+	tr, err := workload.LoadTrace(f.file, workload.TraceOptions{BlockSize: f.blockSize})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	st := workload.TraceStats(tr)
+	if f.format == "json" {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return 0
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "trace: %s (%s, %s)\n", tr.Path, tr.Format, tr.SHA256)
+	fmt.Fprintf(w, "entries: %d", len(tr.Entries))
+	if tr.Reordered > 0 {
+		fmt.Fprintf(w, ", %d sorted into offset order", tr.Reordered)
+	}
+	fmt.Fprintf(w, "\ntokens: as the trace records them (no tokenizer); hash ids: %d, %d tokens each\n\n", tr.HashIDs, tr.BlockSize)
+	writeStatsTable(w, st)
 	return 0
 }
 
@@ -144,6 +202,12 @@ func writeWorkloadStats(w io.Writer, st workload.Stats, info workload.DatasetInf
 		fmt.Fprintf(w, ", %d pruned (%s)", info.Pruned[k], k)
 	}
 	fmt.Fprintf(w, "\ntokens counted with: %s\n\n", how)
+	writeStatsTable(w, st)
+}
+
+// writeStatsTable writes the length table, the prefix share and the
+// arrivals of st.
+func writeStatsTable(w io.Writer, st workload.Stats) {
 	fmt.Fprintf(w, "%-14s %8s %8s %8s %8s %8s %8s %10s\n", "", "n", "min", "p10", "p50", "p90", "p99", "max")
 	row := func(name string, d workload.LengthDist) {
 		if d.N == 0 {

@@ -51,3 +51,37 @@ func TestWorkloadStatsAndSynth(t *testing.T) {
 		t.Fatalf("missing file: exit %d, %q", code, stderr.String())
 	}
 }
+
+// TestWorkloadStatsOfTraces: both trace formats are recognised from their
+// first line and summarised from their own lengths, offsets and hash ids;
+// a trace with --target, or a broken one, is refused naming the problem.
+func TestWorkloadStatsOfTraces(t *testing.T) {
+	dir := filepath.Join("..", "..", "prober", "workload", "testdata", "trace")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"workload", "stats", filepath.Join(dir, "mooncake.jsonl")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"(mooncake, sha256:", "entries: 6", "512 tokens each", "input tokens          6", "prefix share: 0.608", "arrivals: 4.545 req/s"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("mooncake stats lack %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"workload", "stats", "--format", "json", filepath.Join(dir, "offsets.jsonl")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var st workload.Stats
+	if err := json.Unmarshal(stdout.Bytes(), &st); err != nil || st.Count == 0 || !st.Timed || st.Tokenizer != workload.MethodTrace || st.RatePerS <= 0 {
+		t.Fatalf("offsets json stats %+v, %v", st, err)
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"workload", "stats", "--target", "http://127.0.0.1:1", filepath.Join(dir, "offsets.jsonl")}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "--target: does not apply to a trace") {
+		t.Errorf("--target with a trace: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"workload", "stats", filepath.Join(dir, "invalid-input-zero.jsonl")}, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "invalid-input-zero.jsonl:") {
+		t.Errorf("broken trace: exit %d, %q", code, stderr.String())
+	}
+}
