@@ -632,6 +632,7 @@ func (c *Config) resolve(dir string) error {
 		var tp problems
 		tp.add("", t.resolve(*g))
 		tp.add("", t.readSchemaFiles(dir))
+		tp.add("", t.readSweepFiles(dir))
 		if maxRateOK {
 			tp.add("", t.validateRates(g.MaxRate))
 		}
@@ -652,6 +653,7 @@ func (c *Config) resolve(dir string) error {
 		}
 		if len(tp) == 0 {
 			tp.add("", t.loadDatasets(dir))
+			tp.add("", t.loadSweepDatasets())
 		}
 		for _, fe := range tp {
 			all.add(fmt.Sprintf("targets[%d]", i), fe)
@@ -905,6 +907,10 @@ func (p ProbeConfig) Validate() error {
 	}
 	if p.MaxConcurrency < 1 && (!rateBad || p.set.has("max_concurrency", p.MaxConcurrency != 0)) {
 		l.add("max_concurrency", fmt.Errorf("must be >= 1, got %d", p.MaxConcurrency))
+	}
+	if p.Workload.Trace != nil {
+		l.add("workload.trace", errProbeTrace)
+		return l.err()
 	}
 	if p.Workload.Dataset != nil {
 		l.add("", validateDatasetWorkload(p.Workload))

@@ -211,6 +211,8 @@ func TestInvalid(t *testing.T) {
 		{"sweep-over-max-rate", `:8: targets[0].sweeps[0].rates: rate 200 req/s is over the target's max_sweep_rate (50 req/s)`},
 		{"sweep-rates-shape", `:7: targets[0].sweeps[0].rates: must be "auto" or a list of rates in req/s such as [1, 2, 4]`},
 		{"sweep-unknown-key", `:7: targets[0].sweeps[0].rate: unknown key (rate belongs in a probe)`},
+		{"probe-trace", `:8: targets[0].probes[0].workload.trace: a probe cannot replay a trace: a probe runs without end and a trace replay is a timed experiment with one; schedule it as a sweep (targets[].sweeps[] with workload.trace)`},
+		{"sweep-trace-line", `:8: targets[0].sweeps[0].workload.trace: ../../prober/workload/testdata/trace/invalid-input-zero.jsonl:2: input_length: must be >= 1, got 0`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -170,6 +170,10 @@ type SweepSpec struct {
 	// (default sweep.DefaultMaxSendLag): a step above it is flagged
 	// client-saturated.
 	MaxSendLag Duration `yaml:"max_send_lag,omitempty" json:"max_send_lag,omitempty"`
+
+	// trace is Workload.Trace's file as loaded with the config
+	// (readSweepFiles); nil for a spec that did not come from a config file.
+	trace *workload.Trace
 }
 
 // Retention bounds the run directories kept of one target and sweep name
@@ -231,6 +235,8 @@ var sweepKeys = map[string]string{
 	"Workload.OutputTokens":            "output_len",
 	"Workload.OutputTokens.RangeRatio": "range_ratio",
 	"Workload.PrefixTokens":            "prefix_len",
+	"Trace":                            "workload.trace",
+	"TraceSpeeds":                      "workload.trace.speeds",
 }
 
 // SpecKey returns the SweepSpec key (YAML and JSON) that a sweep.Config
@@ -309,12 +315,22 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		return c, errf("name", "%w", err)
 	}
 	random := s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0
+	isTrace := s.Workload != nil && s.Workload.Trace != nil
 	switch {
+	case isTrace: // sweepfiles.go
+		var tt traceTarget
+		if err := s.traceConfig(&tt); err != nil {
+			return c, err
+		}
+		c.Workload, c.WorkloadSource, c.Trace, c.TraceSpeeds = tt.workload, "config", tt.trace, tt.speeds
+		if c.Duration = time.Duration(s.Duration); c.Duration == 0 {
+			c.MinPrompts = 0 // the whole trace
+		}
 	case s.Workload != nil && random:
 		return c, errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
 	case s.Workload != nil:
 		c.Workload, c.WorkloadSource = *s.Workload, "config"
-		if c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "" {
+		if c.Workload.Dataset == nil && (c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "") {
 			return c, errf("workload", "needs input_tokens and output_tokens")
 		}
 	default:
@@ -333,6 +349,7 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		c.Workload, c.WorkloadSource = w, "flags"
 	}
 	switch {
+	case isTrace: // its speeds, checked by traceConfig
 	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
 		return c, errf("concurrency", "give rates or concurrency, not both")
 	case len(s.Concurrency) > 0:
@@ -353,6 +370,11 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		c.Rates, c.RatesText = s.Rates.Values, s.Rates.String()
 	default:
 		return c, errf("rates", `required: "auto", a list of rates, or concurrency levels`)
+	}
+	if isTrace {
+		if err := checkTraceRate(c.Trace, s.NumPrompts, s.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
+			return c, err
+		}
 	}
 	if max := t.MaxSweepRate; max > 0 {
 		for _, r := range c.Rates {

@@ -93,14 +93,25 @@ func (c Config) validateLoRA() error {
 
 // isLoRA reports whether name is one of the adapters.
 func (s *Simulator) isLoRA(name string) bool {
-	return slices.ContainsFunc(s.lora, func(m LoRAModule) bool { return m.Name == name })
+	return slices.ContainsFunc(*s.lora.Load(), func(m LoRAModule) bool { return m.Name == name })
+}
+
+// SetLoRA replaces the served LoRA adapters (Config.LoRAModules at start)
+// while the Simulator runs, as vLLM's runtime adapter loading
+// (/v1/load_lora_adapter) changes them: /v1/models lists the new ones and
+// requests naming a removed one get vLLM's 404 from the next request on.
+// Safe for concurrent use. Adapter names are not checked: give unique
+// names other than the served model.
+func (s *Simulator) SetLoRA(mods []LoRAModule) {
+	c := slices.Clone(mods)
+	s.lora.Store(&c)
 }
 
 // loraCards are the /v1/models cards of the adapters, as vLLM lists them
 // (root: the path, parent: the base model, no max_model_len).
 func (s *Simulator) loraCards() []any {
 	var cards []any
-	for _, m := range s.lora {
+	for _, m := range *s.lora.Load() {
 		cards = append(cards, map[string]any{
 			"id": m.Name, "object": "model", "created": s.created, "owned_by": "vllm",
 			"root": m.Path, "parent": s.cfg.Model, "max_model_len": nil,
@@ -431,4 +442,19 @@ func logprobsOf(g *genRequest, seq *sequence, from, to int, offset int) any {
 		tops = append(tops, top)
 	}
 	return map[string]any{"text_offset": offsets, "token_logprobs": tokenLPs, "tokens": tokens, "top_logprobs": tops}
+}
+
+// traceFeatures names the features g asked for, for its TraceRecord.
+func (g *genRequest) traceFeatures() []string {
+	var out []string
+	if g.logprobs {
+		out = append(out, "logprobs")
+	}
+	if g.structured != nil {
+		out = append(out, "response_format")
+	}
+	if !g.stream {
+		out = append(out, "no_stream")
+	}
+	return out
 }

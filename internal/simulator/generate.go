@@ -381,6 +381,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 	}
 	c.tr.Stream = g.stream
 	c.tr.PromptTokens = len(g.prompt)
+	c.tr.Model, c.tr.Features = g.model, g.traceFeatures() // features.go
 	fp := s.drawFaults(reqNo)
 	c.tr.Faults = fp.names
 	c.dripped, c.drip = fp.drip, fp.dripEvery

@@ -62,7 +62,7 @@ type Simulator struct {
 	quitMu   sync.Once
 	closeMu  sync.Once
 	closeErr error
-	lora     []LoRAModule // cfg.LoRA()
+	lora     atomic.Pointer[[]LoRAModule] // cfg.LoRA(), then SetLoRA's (features.go)
 }
 
 // New validates cfg, opens the trace file (if any) and starts the engine
@@ -87,7 +87,6 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 		idSeed:  uint64(cfg.Seed),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
-		lora:    cfg.LoRA(),
 	}
 	if !cfg.DeterministicIDs {
 		s.idSeed = hash2(s.idSeed, uint64(start.UnixNano()))
@@ -101,6 +100,8 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 	}
 	f := cfg.Faults
 	s.faults.Store(&f)
+	lora := cfg.LoRA()
+	s.lora.Store(&lora)
 	s.m = newMetrics(s.reg, cfg)
 	s.eng = newEngine(cfg, s.m)
 	if cfg.Light.Enabled {

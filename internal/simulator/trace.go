@@ -36,6 +36,11 @@ type TraceRecord struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Faults names the injected faults (the --fault.<name> suffixes).
 	Faults []string `json:"faults,omitempty"`
+	// Model is the model the request named (the served one or a LoRA
+	// adapter); Features the request features it asked for, in this order:
+	// "logprobs", "response_format" (json_schema or json_object), "no_stream".
+	Model    string   `json:"model,omitempty"`
+	Features []string `json:"features,omitempty"`
 }
 
 // traceWriter appends TraceRecords as JSON lines. Safe for concurrent use;

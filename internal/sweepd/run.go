@@ -360,6 +360,14 @@ func CommandLine(c sweep.Config) []string {
 		add("stall-timeout", c.StallTimeout.String())
 	}
 	switch {
+	case c.Trace != nil:
+		parts := make([]string, len(c.TraceSpeeds))
+		for i, v := range c.TraceSpeeds {
+			parts[i] = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		add("trace", c.Trace.Path)
+		add("trace-speed", strings.Join(parts, ","))
+		add("trace-block-size", strconv.Itoa(c.Trace.BlockSize))
 	case len(c.Concurrency) > 0:
 		parts := make([]string, len(c.Concurrency))
 		for i, n := range c.Concurrency {
@@ -381,10 +389,15 @@ func CommandLine(c sweep.Config) []string {
 	}
 	if c.NumPrompts > 0 {
 		add("num-prompts", strconv.Itoa(c.NumPrompts))
-	} else {
+	} else if c.Duration > 0 || c.Trace == nil {
 		add("duration", c.Duration.String())
 	}
-	if c.WorkloadSource == "flags" {
+	switch {
+	case c.Trace != nil:
+		if c.Workload.Request != nil {
+			add("workload", "<the sweep's request features: see the manifest>")
+		}
+	case c.WorkloadSource == "flags":
 		add("input-len", strconv.Itoa(c.Workload.InputTokens.Value))
 		add("output-len", strconv.Itoa(c.Workload.OutputTokens.Value))
 		if rr := c.Workload.InputTokens.RangeRatio; rr > 0 {
@@ -393,7 +406,7 @@ func CommandLine(c sweep.Config) []string {
 		if c.Workload.PrefixTokens > 0 {
 			add("prefix-len", strconv.Itoa(c.Workload.PrefixTokens))
 		}
-	} else {
+	default:
 		add("workload", "<the sweep's workload: see the manifest>")
 	}
 	add("warmups", strconv.Itoa(c.Warmups))

@@ -246,7 +246,14 @@ func New(o Options) *Service {
 // Errors: ErrUnknownTarget (wrapped), a *config.SpecError naming the spec
 // key at fault (over max_sweep_rate included), a *BusyError when the target
 // has a sweep running, ErrTooMany at the global cap, ErrStopped.
+//
+// A spec naming a file (workload.dataset, workload.trace, a schema_file) is
+// refused with a *config.SpecError: the API reads no file named by a
+// request body (config.SweepSpec.CheckNoFiles).
 func (s *Service) Start(target string, spec config.SweepSpec) (Status, error) {
+	if err := spec.CheckNoFiles(); err != nil {
+		return Status{}, config.AsSpecError(err)
+	}
 	r, err := s.start(target, spec, OriginAPI)
 	if err != nil {
 		return Status{}, err

@@ -217,6 +217,13 @@ func TestSweepAPIRefusals(t *testing.T) {
 		{"trailing data", jsonType, `{"target": "sim", "rates": [1]} {}`, 400, "data after the JSON object"},
 		{"empty", jsonType, ``, 400, "the body is empty"},
 		{"content type", "text/plain", `{}`, 415, "the body must be JSON"},
+		{"dataset file", jsonType, `{"target": "sim", "rates": [1], "workload": {"dataset": {"path": "/etc/passwd"}}}`, 400,
+			"workload.dataset: the sweep API reads no file named in a request body: a dataset is accepted only in a scheduled sweep of the config file"},
+		{"trace file", jsonType, `{"target": "sim", "workload": {"trace": {"path": "/etc/passwd", "speeds": [1]}}}`, 400,
+			"workload.trace: the sweep API reads no file named in a request body: a trace is accepted only in a scheduled sweep"},
+		{"schema file", jsonType, `{"target": "sim", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": 8}, "output_tokens": {"dist": "fixed", "value": 4}, ` +
+			`"request": {"features": [{"kind": "json_schema", "share": 1, "schema_file": "/etc/passwd"}]}}}`, 400,
+			"workload.request.features[0].schema_file: the sweep API reads no file named in a request body: a schema file is accepted only in a scheduled sweep of the config file (targets[].sweeps[]); give the schema inline (schema)"},
 		{"too large", jsonType, `{"target": "sim", "name": "` + strings.Repeat("x", MaxSweepBodyBytes) + `"}`, 413, "the body is larger than 1048576 bytes"},
 	}
 	for _, tt := range tests {

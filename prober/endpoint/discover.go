@@ -161,8 +161,9 @@ func (e *Endpoint) Discover(ctx context.Context) (Info, error) {
 		info.Engine = engine.Unknown
 		return info, &Error{Class: prober.ClassInvalidResponse, Msg: "GET /v1/models: no model listed", Err: ErrNoModel}
 	case len(info.Models) > 0:
-		err = &Error{Class: prober.ClassInvalidResponse, Err: ErrModelNotListed,
-			Msg: e.Redact(fmt.Sprintf("GET /v1/models: model %s not listed (it serves: %s)", e.o.Model, shorten(strings.Join(info.Models, ", "))))}
+		if nl := e.NotListed(e.o.Model, info.Models); nl != nil { // listed.go
+			err = nl
+		}
 	}
 	fillEngine(ownedBy)
 	return info, err

@@ -243,12 +243,17 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 			"prompt_tokens", item.PromptTokens, "output_tokens", item.OutputTokens, "max_model_len", limit)
 		return
 	}
+	draw := p.features.Draw(p.cfg.Seed, item.Index)
+	if nl := t.adapterNotListed(draw); nl != nil { // lora.go
+		p.failUnlisted(ctx, rec, draw, nl)
+		return
+	}
 	if p.sessions != nil {
 		p.runSession(ctx, rec, c, sz.Tokenizer, item, limit)
 		return
 	}
 	req := endpoint.NewRequest(t.cfg.API, rec.RequestID, item, p.cfg.Workload.IgnoreEOSOrDefault())
-	endpoint.WithFeatures(&req, p.features.Draw(p.cfg.Seed, item.Index))
+	endpoint.WithFeatures(&req, draw)
 	c.Do(ctx, req, rec)
 	p.finish(rec)
 }

@@ -156,6 +156,10 @@ func TestConfigValidate(t *testing.T) {
 			c.Workload.InputTokens = workload.LengthSpec{Dist: "zipf"}
 		}, wantErr: `Workload: w.yml: input_tokens: unknown dist "zipf"`},
 		{name: "out", mutate: func(c *Config) { c.OutDir = "" }, wantErr: "OutDir: must not be empty"},
+		{name: "a workload file's trace", mutate: func(c *Config) {
+			c.WorkloadSource = "w.yml"
+			c.Workload = workload.Spec{Trace: &workload.TraceSpec{Path: "t.jsonl"}}
+		}, wantErr: "Workload: trace: give the trace with --trace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

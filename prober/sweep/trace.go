@@ -59,6 +59,11 @@ func ParseTraceSpeeds(s string) ([]float64, error) {
 // validateTrace checks the trace settings (nothing without a trace, except
 // that speeds need one).
 func (c *Config) validateTrace() error {
+	if c.Workload.Trace != nil {
+		// A workload's trace: is the daemon's config (internal/config
+		// loads it into Trace); the sweep reads no file from the workload.
+		return fieldErr("Workload", "trace: give the trace with --trace (workload.trace is a daemon config's scheduled-sweep key)")
+	}
 	if c.Trace == nil {
 		if len(c.TraceSpeeds) > 0 {
 			return fieldErr("TraceSpeeds", "needs --trace")

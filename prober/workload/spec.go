@@ -157,6 +157,10 @@ type Spec struct {
 	// must then be left out, and OutputTokens, when given, replaces every
 	// entry's output length (DatasetSpec).
 	Dataset *DatasetSpec `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	// Trace, when set, replays a trace file (TraceSpec): a daemon's
+	// scheduled sweep only. InputTokens, OutputTokens, PrefixTokens,
+	// Dataset and MultiTurn must then be left out; Request applies.
+	Trace *TraceSpec `yaml:"trace,omitempty" json:"trace,omitempty"`
 }
 
 // DefaultSpec is the workload used when none is given: 64 input tokens, 16
@@ -170,6 +174,15 @@ func (s Spec) IgnoreEOSOrDefault() bool { return s.IgnoreEOS == nil || *s.Ignore
 
 // Validate checks every field; errors name the field.
 func (s Spec) Validate() error {
+	if s.Trace != nil {
+		if err := s.validateTrace(); err != nil {
+			return err
+		}
+		if err := s.Request.Validate(); err != nil {
+			return under("request", err)
+		}
+		return nil
+	}
 	if s.Dataset != nil {
 		if s.MultiTurn != nil {
 			return errors.New("multi_turn: does not apply with dataset (a dataset's messages entries are sent as they are; multi-turn sessions draw their turns)")

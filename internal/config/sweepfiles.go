@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// The files a scheduled sweep's workload names — workload.trace,
+// workload.dataset and the schema_file of a json_schema feature — are read
+// at load, relative to the config file's directory, so that a bad file
+// fails the load (file:line: targets[i].sweeps[j].workload.trace: FILE:LINE:
+// field: why) and a changed file changes the schedule's digest (the SHA-256
+// of a trace and of a dataset are in the spec). The sweep API reads none of
+// them: a request body naming files on the daemon's host would be a
+// file-read oracle (CheckNoFiles).
+
+// errProbeTrace is the problem of a probe's workload.trace.
+var errProbeTrace = errors.New("a probe cannot replay a trace: a probe runs without end and a trace replay is a timed " +
+	"experiment with one; schedule it as a sweep (targets[].sweeps[] with workload.trace)")
+
+// resolvePath returns path relative to dir (the config file's directory)
+// unless it is absolute or dir is empty.
+func resolvePath(dir, path string) string {
+	if !filepath.IsAbs(path) && dir != "" {
+		return filepath.Join(dir, path)
+	}
+	return path
+}
+
+// cloneWorkload copies w deep enough that reading its schema files or
+// setting a file's digest leaves the spec it came from unchanged.
+func cloneWorkload(w *workload.Spec) *workload.Spec {
+	c := *w
+	if w.Request != nil {
+		r := *w.Request
+		r.Features = append([]workload.RequestFeature(nil), w.Request.Features...)
+		c.Request = &r
+	}
+	if w.Dataset != nil {
+		d := *w.Dataset
+		c.Dataset = &d
+	}
+	if w.Trace != nil {
+		tr := *w.Trace
+		c.Trace = &tr
+	}
+	return &c
+}
+
+// readSweepFiles reads, for every sweep of the target, the schema files of
+// its request features and its trace (kept for SweepConfig), and resolves
+// its dataset's path; relative paths are relative to dir. Called before
+// Validate, which builds each sweep's sweep.Config.
+func (t *TargetConfig) readSweepFiles(dir string) error {
+	var l problems
+	for j := range t.Sweeps {
+		s := &t.Sweeps[j]
+		if s.Workload == nil {
+			continue
+		}
+		at := fmt.Sprintf("sweeps[%d].workload", j)
+		w := cloneWorkload(s.Workload)
+		s.Workload = w
+		if w.Dataset != nil && w.Dataset.Path != "" {
+			w.Dataset.Path = resolvePath(dir, w.Dataset.Path)
+		}
+		if err := w.Request.ReadSchemaFiles(dir); err != nil {
+			l.add(at+".request", workloadProblem(err))
+		}
+		if w.Trace == nil || w.Trace.Validate() != nil { // Validate reports a bad spec
+			continue
+		}
+		path := resolvePath(dir, w.Trace.Path)
+		tr, err := workload.LoadTrace(path, w.Trace.Options())
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), "trace: ")
+			l.add(at+".trace", errors.New(strings.TrimPrefix(msg, "trace ")))
+			continue
+		}
+		w.Trace.Path, w.Trace.SHA256 = path, tr.SHA256
+		s.trace = tr
+	}
+	return l.err()
+}
+
+// loadSweepDatasets reads and checks the dataset of every sweep of the
+// target that has one (its path resolved by readSweepFiles) and records
+// its SHA-256 in the spec. The entries are not kept: the sweep reads the
+// file again when it runs.
+func (t *TargetConfig) loadSweepDatasets() error {
+	var l problems
+	for j := range t.Sweeps {
+		w := t.Sweeps[j].Workload
+		if w == nil || w.Dataset == nil {
+			continue
+		}
+		field := fmt.Sprintf("sweeps[%d].workload.dataset", j)
+		ds, err := workload.LoadDataset(w.Dataset.Path, workload.DatasetOptions{Format: w.Dataset.Format})
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), "dataset: ")
+			l.add(field, errors.New(strings.TrimPrefix(msg, "dataset ")))
+			continue
+		}
+		if ds.HasMessages && t.API != APIChat {
+			l.add(field, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", w.Dataset.Path, APIChat))
+			continue
+		}
+		w.Dataset.SHA256 = ds.SHA256
+		if _, err := workload.NewDatasetSource(ds, *w, 1); err != nil {
+			l.add(field, err)
+		}
+	}
+	return l.err()
+}
+
+// traceConfig fills the trace replay of a spec whose workload has a trace:
+// the trace loaded with the config (an error when it was not: only a
+// config file's scheduled sweeps load one), the speeds, the workload of
+// the warmups and request features. Rates and concurrency are refused:
+// the trace has its own timing.
+func (s SweepSpec) traceConfig(c *traceTarget) error {
+	ts := s.Workload.Trace
+	if err := s.Workload.Validate(); err != nil {
+		return underKey("workload", err)
+	}
+	if s.trace == nil {
+		return errf("workload.trace", "not loaded: a trace is read when the config file is loaded (a scheduled sweep's workload)")
+	}
+	if !s.Rates.IsZero() || len(s.Concurrency) > 0 {
+		key := "rates"
+		if len(s.Concurrency) > 0 {
+			key = "concurrency"
+		}
+		return errf(key, "a trace replay has its own timing: give workload.trace.speeds, not rates or concurrency")
+	}
+	if s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0 {
+		return errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
+	}
+	c.trace, c.speeds = s.trace, ts.SpeedsOrDefault()
+	w := workload.DefaultSpec() // the warmups' plain prompts, as sweep --trace
+	w.IgnoreEOS, w.Request = s.Workload.IgnoreEOS, s.Workload.Request
+	c.workload = w
+	return nil
+}
+
+// traceTarget receives what traceConfig fills.
+type traceTarget struct {
+	trace    *workload.Trace
+	speeds   []float64
+	workload workload.Spec
+}
+
+// underKey prefixes a "key: why" error of a spec's own Validate with
+// prefix, as a *fieldError ("workload.trace.speeds", why).
+func underKey(prefix string, err error) error {
+	if key, why, ok := strings.Cut(err.Error(), ": "); ok && !strings.Contains(key, " ") {
+		return &fieldError{path: prefix + "." + key, err: errors.New(why)}
+	}
+	return &fieldError{path: prefix, err: err}
+}
+
+// checkTraceRate refuses a replay speed whose mean rate is over the
+// target's max_sweep_rate (0: no cap).
+func checkTraceRate(tr *workload.Trace, numPrompts int, d Duration, speeds []float64, maxRate float64) error {
+	if maxRate <= 0 {
+		return nil
+	}
+	for _, sp := range speeds {
+		n := tr.Cut(numPrompts, time.Duration(d), sp)
+		if r := tr.MeanRate(n, sp); r > maxRate {
+			return errf("workload.trace.speeds", "speed %v replays %.4g req/s on average, over the target's max_sweep_rate (%v req/s)", sp, r, maxRate)
+		}
+	}
+	return nil
+}
+
+// CheckNoFiles refuses a spec whose workload names a file — a dataset, a
+// trace or a json_schema feature's schema_file — with an error naming the
+// key (AsSpecError makes it a *SpecError): the sweep API calls it on every request body, since the daemon
+// must not read files named by a client (a file-read oracle). A config
+// file's scheduled sweeps read them at load instead. Inline schemas pass.
+func (s SweepSpec) CheckNoFiles() error {
+	w := s.Workload
+	if w == nil {
+		return nil
+	}
+	const why = "the sweep API reads no file named in a request body: %s is accepted only in a scheduled sweep of the config file (targets[].sweeps[])%s"
+	switch {
+	case w.Dataset != nil:
+		return errf("workload.dataset", why, "a dataset", "")
+	case w.Trace != nil:
+		return errf("workload.trace", why, "a trace", "")
+	}
+	if w.Request != nil {
+		for i, f := range w.Request.Features {
+			if f.SchemaFile != "" {
+				return errf(fmt.Sprintf("workload.request.features[%d].schema_file", i), why, "a schema file", "; give the schema inline (schema)")
+			}
+		}
+	}
+	return nil
+}
