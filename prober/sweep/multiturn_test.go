@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
@@ -81,7 +82,9 @@ func TestSweepMultiTurnSessions(t *testing.T) {
 	if h := st.Server.PrefixCacheHits; !h.Known || h.Value <= 0 {
 		t.Errorf("prefix-cache hits %+v, want the resent context hit", h)
 	}
-	if !st.Validity.Valid {
+	// The resent context must not be flagged (unintended-prefix-cache);
+	// client-saturated depends on the load beside the test.
+	if flags := slices.DeleteFunc(slices.Clone(st.Validity.Flags), func(f string) bool { return f == FlagClientSaturated }); len(flags) > 0 {
 		t.Errorf("step invalid: %v %v", st.Validity.Flags, st.Validity.Reasons)
 	}
 	b, err := json.Marshal(res)
