@@ -152,6 +152,11 @@ func writeShareGPT(tb testing.TB, dir string, n int) string {
 //	go test ./prober/sweep/ -run '^$' -bench PrepareShareGPT90k -benchtime 1x
 func BenchmarkPrepareShareGPT90k(b *testing.B) {
 	path := writeShareGPT(b, b.TempDir(), 90_000)
+	start := time.Now()
+	if _, err := workload.LoadDataset(path, workload.DatasetOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	load := time.Since(start).Seconds()
 	base, _ := simtest.Start(b, simtest.Fast())
 	for _, maxEntries := range []int{0, workload.DefaultDatasetMaxEntries} {
 		b.Run(fmt.Sprintf("max_entries=%d", maxEntries), func(b *testing.B) {
@@ -169,6 +174,8 @@ func BenchmarkPrepareShareGPT90k(b *testing.B) {
 				b.ReportMetric(time.Since(start).Seconds(), "prepare_s")
 				b.ReportMetric(float64(countTokenize(rec)), "tokenize_calls")
 				b.ReportMetric(float64(p.r.datasetInfo.Used), "used")
+				b.ReportMetric(float64(p.r.datasetInfo.TokenizeCalls), "measure_calls")
+				b.ReportMetric(load, "load_s")
 				p.Close()
 			}
 		})
