@@ -40,6 +40,10 @@ const (
 	ShareGPTMaxTotalLen  = 2048
 )
 
+// ErrAllPruned is wrapped by Measure's error when ShareGPT pruning left
+// no entry: a fault of the file, not of the server.
+var ErrAllPruned = errors.New("vLLM's ShareGPT length rules pruned every entry")
+
 // measureConcurrency is how many tokenizer calls Measure has in flight.
 const measureConcurrency = 8
 
@@ -476,7 +480,7 @@ func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 		}
 	}
 	if len(m.pool) == 0 {
-		return fmt.Errorf("dataset %s: vLLM's ShareGPT length rules pruned every entry of the %d measured (%v)", ds.Path, n, info.Pruned)
+		return fmt.Errorf("dataset %s: %w of the %d measured (%v)", ds.Path, ErrAllPruned, n, info.Pruned)
 	}
 	info.Used = len(m.pool)
 	info.InputTokens = NewLengthDist(inF)

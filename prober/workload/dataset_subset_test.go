@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -171,4 +173,28 @@ func TestDatasetSpecMaxEntries(t *testing.T) {
 			t.Errorf("max_entries %d: %v", bad, err)
 		}
 	}
+}
+
+// TestDatasetSpecMaxEntriesYAML: max_entries is a key of workload.dataset
+// (the daemon's probes and --workload files); absent is the default, 0 is
+// every entry.
+func TestDatasetSpecMaxEntriesYAML(t *testing.T) {
+	f := func(src string, want int) {
+		t.Helper()
+		var s workload.Spec
+		dec := yaml.NewDecoder(strings.NewReader(src))
+		dec.KnownFields(true)
+		if err := dec.Decode(&s); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got := s.Dataset.MaxEntriesOrDefault(); got != want {
+			t.Errorf("%s: max entries %d, want %d", src, got, want)
+		}
+	}
+	f("dataset: {path: d.jsonl}\n", workload.DefaultDatasetMaxEntries)
+	f("dataset: {path: d.jsonl, max_entries: 0}\n", 0)
+	f("dataset: {path: d.jsonl, max_entries: 500}\n", 500)
 }
