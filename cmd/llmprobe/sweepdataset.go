@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,9 @@ func applyDataset(f *sweepFlags, c *sweep.Config) error {
 	}
 	if len(conflict) > 0 {
 		return &flagError{flag: "dataset", err: errors.New("the dataset's prompts set the input lengths: drop " + strings.Join(conflict, ", "))}
+	}
+	if d.maxEntries < 0 || d.maxEntries > workload.MaxDatasetEntries {
+		return &flagError{flag: "dataset-max-entries", err: fmt.Errorf("must be 0 (every entry) to %d, got %d", workload.MaxDatasetEntries, d.maxEntries)}
 	}
 	spec := workload.Spec{Dataset: &workload.DatasetSpec{Path: d.path, Format: d.format, Sampling: d.sampling, MaxEntries: &d.maxEntries}}
 	if f.outputSet {
