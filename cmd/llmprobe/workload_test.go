@@ -102,7 +102,9 @@ func TestWorkloadStatsHTTPConfig(t *testing.T) {
 		"http_headers: {X-Gateway-Key: {secrets: [gw-secret-stats]}}\n")
 	data := filepath.Join("testdata", "sharegpt.json")
 	var stdout, stderr bytes.Buffer
-	args := func(more ...string) []string { return append([]string{"workload", "stats", data, "--target", url}, more...) }
+	args := func(more ...string) []string {
+		return append([]string{"workload", "stats", data, "--target", url}, more...)
+	}
 	if code := run(context.Background(), args("--http.config.file", httpCfg), &stdout, &stderr); code != 0 ||
 		!strings.Contains(stdout.String(), "the server's tokenizer (POST /tokenize)") {
 		t.Fatalf("exit %d:\n%s%s", code, stdout.String(), stderr.String())
