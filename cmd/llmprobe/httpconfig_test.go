@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -97,4 +99,70 @@ func TestSweepHTTPConfigSecretsNeverLeave(t *testing.T) {
 		t.Errorf("errors-redacted.jsonl lacks the echoing 401s (the token was not sent?):\n%s", b)
 	}
 	noSecretInTree(t, dirs[0], secretKey)
+}
+
+// TestSweepHTTPConfigFingerprint sweeps the echoing server through an HTTP
+// config with basic auth (its header echoed back into every surface the
+// server controls) and two headers: the manifest's fingerprint records the
+// auth kind and the header names, and neither the password, the encoded
+// credentials, the username nor a header value is in any file of the run.
+func TestSweepHTTPConfigFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	const user, pw, hdr, plain = "user-zq-71", "pw-zq-72", "hdr-secret-zq-73", "plain-zq-74"
+	if err := os.WriteFile(filepath.Join(dir, "pw"), []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	httpCfg := filepath.Join(dir, "http.yml")
+	body := "basic_auth: {username: " + user + ", password_file: pw}\n" +
+		"http_headers:\n  X-Gateway-Key: {secrets: [" + hdr + "]}\n  x-team: {values: [" + plain + "]}\n"
+	if err := os.WriteFile(httpCfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := secretEcho(t)
+	resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"model":"llmprobe-sim","prompt":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	out := filepath.Join(dir, "runs")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
+		"--num-prompts", "6", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "fp",
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-fp"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	var m struct {
+		Fingerprint struct {
+			Target struct {
+				HTTPConfig *struct {
+					Scheme, Auth string
+					Headers      []string
+				} `json:"http_config"`
+			} `json:"target"`
+		} `json:"fingerprint"`
+	}
+	mb, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ManifestFile))
+	if err := json.Unmarshal(mb, &m); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.Fingerprint.Target.HTTPConfig; h == nil || h.Scheme != "http" || h.Auth != "basic" ||
+		strings.Join(h.Headers, ",") != "X-Gateway-Key,X-Team" {
+		t.Fatalf("manifest http_config %+v", h)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
+		t.Errorf("errors-redacted.jsonl lacks the echoing 401s (the credentials were not sent?):\n%s", b)
+	}
+	encoded := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
+	for _, s := range []string{pw, encoded, hdr, plain, user} {
+		noSecret(t, "stdout", stdout.String(), s)
+		noSecretInTree(t, dirs[0], s)
+	}
+	for _, s := range []string{pw, encoded, hdr} {
+		noSecret(t, "the log", stderr.String(), s)
+	}
 }

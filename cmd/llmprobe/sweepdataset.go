@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -13,6 +15,7 @@ import (
 // datasetFlags are sweep's --dataset flags (docs/workload.md "Datasets").
 type datasetFlags struct {
 	path, format, sampling string
+	maxEntries             int
 }
 
 func addDatasetFlags(cmd *kingpin.CmdClause, f *datasetFlags) {
@@ -25,6 +28,10 @@ func addDatasetFlags(cmd *kingpin.CmdClause, f *datasetFlags) {
 	cmd.Flag("dataset-sampling", "How each step picks --dataset entries, from the step's seed: random (with replacement), "+
 		"shuffle (without replacement; more requests than entries is an error), cycle (shuffle, going round again) "+
 		"or sequential (file order).").Default(workload.SamplingRandom).StringVar(&f.sampling)
+	cmd.Flag("dataset-max-entries", "Measure and sample from at most this many --dataset entries (0: all): a subset chosen "+
+		"once from --seed before any is counted (random, shuffle) or the first N in file order (sequential, cycle), "+
+		"the same for every step; ShareGPT's pruning applies to the subset.").
+		Default(strconv.Itoa(workload.DefaultDatasetMaxEntries)).IntVar(&f.maxEntries)
 }
 
 // applyDataset sets the workload of --dataset in c, refusing the length
@@ -50,7 +57,10 @@ func applyDataset(f *sweepFlags, c *sweep.Config) error {
 	if len(conflict) > 0 {
 		return &flagError{flag: "dataset", err: errors.New("the dataset's prompts set the input lengths: drop " + strings.Join(conflict, ", "))}
 	}
-	spec := workload.Spec{Dataset: &workload.DatasetSpec{Path: d.path, Format: d.format, Sampling: d.sampling}}
+	if d.maxEntries < 0 || d.maxEntries > workload.MaxDatasetEntries {
+		return &flagError{flag: "dataset-max-entries", err: fmt.Errorf("must be 0 (every entry) to %d, got %d", workload.MaxDatasetEntries, d.maxEntries)}
+	}
+	spec := workload.Spec{Dataset: &workload.DatasetSpec{Path: d.path, Format: d.format, Sampling: d.sampling, MaxEntries: &d.maxEntries}}
 	if f.outputSet {
 		spec.OutputTokens = workload.Fixed(f.outputLen)
 	}

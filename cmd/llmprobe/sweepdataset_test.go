@@ -136,6 +136,11 @@ func TestSweepDatasetRefused(t *testing.T) {
 		{"shuffle too small", []string{"--dataset", msgs, "--api", "chat", "--dataset-sampling", "shuffle"},
 			"llmprobe: error: --dataset: sampling shuffle (without replacement): a step sends up to 4 requests (2 warmups included) but the dataset has 1 usable entries"},
 		{"bad sampling", []string{"--dataset", msgs, "--api", "chat", "--dataset-sampling", "often"}, "llmprobe: error: --dataset: dataset: sampling: must be one of"},
+		{"shuffle beyond the subset", []string{"--dataset", filepath.Join("testdata", "sharegpt.json"), "--dataset-sampling", "shuffle",
+			"--dataset-max-entries", "3"},
+			"llmprobe: error: --dataset: sampling shuffle (without replacement): a step sends up to 4 requests (2 warmups included) but the dataset has "},
+		{"bad max entries", []string{"--dataset", msgs, "--api", "chat", "--dataset-max-entries=-1"},
+			"llmprobe: error: --dataset-max-entries: must be 0 (every entry) to 200000, got -1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -24,6 +24,7 @@ import (
 type workloadFlags struct {
 	file, format, datasetFormat    string
 	target, model, api, apiKeyFile string
+	httpConfigFile                 string
 	from, out                      string
 	count, blockSize               int
 	seed                           uint64
@@ -46,6 +47,7 @@ func init() {
 		st.Flag("api", "API whose prompt counting to use with --target: completions or chat (the chat template counted).").
 			Default("completions").StringVar(&f.api)
 		st.Flag("api-key-file", "File holding --target's API key.").StringVar(&f.apiKeyFile)
+		addHTTPConfigFlag(st, &f.httpConfigFile)
 		return st.FullCommand(), func(e *env) int { return runWorkloadStats(e, f) }
 	})
 	register(func(app *kingpin.Application) (string, action) {
@@ -72,36 +74,36 @@ func runWorkloadStats(e *env, f *workloadFlags) int {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --format: must be text or json, got %q\n", f.format)
 		return 2
 	}
+	if f.target == "" && (f.httpConfigFile != "" || f.apiKeyFile != "") {
+		fmt.Fprintln(e.stderr, "llmprobe: error: --http.config.file and --api-key-file apply to --target's requests: give --target")
+		return 2
+	}
 	if f.datasetFormat == "trace" || f.datasetFormat == "auto" && sniffTrace(f.file) {
 		return runTraceStats(e, f)
 	}
 	ds, err := workload.LoadDataset(f.file, workload.DatasetOptions{Format: f.datasetFormat})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
-		return 1
+		return badWorkloadFile(e, f.file, err)
 	}
 	var tok workload.Tokenizer = workload.EstimateTokenizer{}
-	var key config.Secret
+	var secrets []string
 	if f.target != "" {
-		if f.apiKeyFile != "" {
-			b, err := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
-			if err != nil {
-				fmt.Fprintf(e.stderr, "llmprobe: error: --api-key-file: %v\n", err)
-				return 2
-			}
-			key = config.Secret(strings.TrimSpace(string(b)))
+		var code int
+		var closeTarget func()
+		if tok, secrets, closeTarget, code = statsTokenizer(e, f); code != 0 {
+			return code
 		}
-		if tok, err = targetTokenizer(e, f, key); err != nil {
-			fmt.Fprintf(e.stderr, "llmprobe: error: --target: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), string(key))))
-			return 1
-		}
+		defer closeTarget()
 	} else if ds.HasMessages {
 		// Without a server, a conversation is counted as its joined text.
 		fmt.Fprintln(e.stderr, "llmprobe: note: messages entries are counted as their contents joined; give --target --api chat for the template")
 	}
 	st, info, err := workload.DatasetStats(e.ctx, ds, tok)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), string(key))))
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), secrets...)))
+		if errors.Is(err, workload.ErrAllPruned) {
+			return 2
+		}
 		return 1
 	}
 	if f.format == "json" {
@@ -144,8 +146,7 @@ func runTraceStats(e *env, f *workloadFlags) int {
 	}
 	tr, err := workload.LoadTrace(f.file, workload.TraceOptions{BlockSize: f.blockSize})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
-		return 1
+		return badWorkloadFile(e, f.file, err)
 	}
 	st := workload.TraceStats(tr)
 	if f.format == "json" {
@@ -165,23 +166,25 @@ func runTraceStats(e *env, f *workloadFlags) int {
 }
 
 // targetTokenizer sets up --target's prompt sizing through the one request
-// path (discovery, then endpoint.PromptSizing).
-func targetTokenizer(e *env, f *workloadFlags, key config.Secret) (workload.Tokenizer, error) {
-	ep, err := endpoint.New(endpoint.Options{BaseURL: f.target, API: f.api, Model: f.model, APIKey: key, Logger: e.logger,
-		Timeout: time.Minute})
+// path (discovery, then endpoint.PromptSizing). The returned func closes
+// the endpoint's idle connections: call it once the tokenizer is done.
+func targetTokenizer(e *env, f *workloadFlags, key config.Secret, h config.HTTPClientConfig) (workload.Tokenizer, func(), error) {
+	ep, err := endpoint.New(endpoint.Options{BaseURL: f.target, API: f.api, Model: f.model, APIKey: key, HTTPConfig: h,
+		Logger: e.logger, Timeout: time.Minute})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer ep.CloseIdleConnections()
 	info, err := ep.Discover(e.ctx)
 	if err != nil {
-		return nil, err
+		ep.CloseIdleConnections()
+		return nil, nil, err
 	}
 	sz, err := ep.PromptSizing(e.ctx, info.Model)
 	if err != nil {
-		return nil, err
+		ep.CloseIdleConnections()
+		return nil, nil, err
 	}
-	return sz.Tokenizer, nil
+	return sz.Tokenizer, ep.CloseIdleConnections, nil
 }
 
 func writeWorkloadStats(w io.Writer, st workload.Stats, info workload.DatasetInfo) {

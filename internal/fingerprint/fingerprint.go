@@ -101,6 +101,10 @@ type Target struct {
 	// given (--cost-per-hour, the target's cost_per_hour); 0 (left out):
 	// no price.
 	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
+	// HTTPConfig summarises the target's HTTP client configuration
+	// without its secrets (SummarizeHTTP); nil (left out) in a fingerprint
+	// written before it was recorded.
+	HTTPConfig *HTTPConfig `json:"http_config,omitempty"`
 }
 
 // Workload identifies the request distribution: its canonical JSON form and
@@ -124,8 +128,10 @@ type Workload struct {
 // Dataset identifies a workload's dataset file: never its text.
 type Dataset struct {
 	// Path is the file as given, Format "jsonl" or "sharegpt", SHA256 the
-	// hex SHA-256 of its bytes; Entries its usable entries and Used those
-	// left after ShareGPT's length pruning.
+	// hex SHA-256 of its bytes; Entries its usable entries, Sampled (at the
+	// end) those measured (the subset of at most MaxEntries chosen from the
+	// seed; 0: every entry) and Used those of the subset left after
+	// ShareGPT's length pruning.
 	Path    string `json:"path"`
 	Format  string `json:"format"`
 	Entries int    `json:"entries"`
@@ -135,6 +141,9 @@ type Dataset struct {
 	// were counted (server-tokenize or calibrated).
 	Sampling  string `json:"sampling"`
 	Tokenizer string `json:"tokenizer"`
+	// Sampled and MaxEntries: see Path.
+	Sampled    int `json:"sampled"`
+	MaxEntries int `json:"max_entries"`
 }
 
 // Load holds the arrival process and the sweep's settings as the user gave

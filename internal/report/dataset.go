@@ -25,6 +25,10 @@ func writeDatasetNote(b *bytes.Buffer, res *sweep.Result) {
 	}
 	fmt.Fprintf(b, " The dataset row is %s (%s, sha256 %s, %s sampling): its %d usable entries counted with %s",
 		ds.Path, ds.Format, shortSHA(ds.SHA256), ds.Sampling, ds.Used, how)
+	if ds.Sampled > 0 && ds.Sampled < ds.Entries {
+		fmt.Fprintf(b, ", of a subset of %d of the file's %d entries chosen before measuring (max_entries %d)",
+			ds.Sampled, ds.Entries, ds.MaxEntries)
+	}
 	if ds.OutputFromWorkload {
 		b.WriteString("; the output length is the workload's (--output-len), not the entries'")
 	}
@@ -33,7 +37,7 @@ func writeDatasetNote(b *bytes.Buffer, res *sweep.Result) {
 		for _, k := range slices.Sorted(maps.Keys(ds.Pruned)) {
 			parts = append(parts, fmt.Sprintf("%s %d", k, ds.Pruned[k]))
 		}
-		fmt.Fprintf(b, "; vLLM's ShareGPT length rules pruned %s", strings.Join(parts, ", "))
+		fmt.Fprintf(b, "; vLLM's ShareGPT length rules pruned %s of those measured", strings.Join(parts, ", "))
 	}
 	b.WriteString(". The step rows are what the server reported for the requests sent.")
 }

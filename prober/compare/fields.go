@@ -18,6 +18,7 @@ const notRecorded = fingerprint.NotRecorded
 // Fingerprint fields compared between the sides (--vary names them).
 const (
 	FieldEndpoint       = "endpoint"
+	FieldHTTPConfig     = "http_config"
 	FieldModel          = "model"
 	FieldModelRoot      = "model_root"
 	FieldMaxModelLen    = "max_model_len"
@@ -40,7 +41,7 @@ const (
 
 // FieldNames lists every fingerprint field in report order.
 var FieldNames = []string{
-	FieldEndpoint, FieldModel, FieldModelRoot, FieldMaxModelLen, FieldServerVersion, FieldEngineConfig, FieldAPI,
+	FieldEndpoint, FieldHTTPConfig, FieldModel, FieldModelRoot, FieldMaxModelLen, FieldServerVersion, FieldEngineConfig, FieldAPI,
 	FieldTokenizer, FieldWorkload, FieldSeed, FieldMode, FieldRate, FieldArrival, FieldMaxConcurrency, FieldRequests,
 	FieldWarmups, FieldSLO, FieldClient, FieldTool,
 }
@@ -82,6 +83,9 @@ func FieldsOf(fp fingerprint.Fingerprint) map[string]string {
 	}
 	t := fp.Target
 	set(FieldEndpoint, t.URL)
+	if t.HTTPConfig != nil {
+		set(FieldHTTPConfig, t.HTTPConfig.String())
+	}
 	set(FieldModel, t.Model)
 	set(FieldModelRoot, t.Root)
 	if t.MaxModelLen.Recorded {

@@ -30,7 +30,9 @@ func (r *runner) loadDataset() error {
 	if ds.HasMessages && c.API != "chat" {
 		return fieldErr("API", "the dataset %s has messages entries (chat conversations): they need --api chat", ds.Path)
 	}
-	withSum := *spec
+	// The workload's hash holds the file's SHA-256 and the subset's size in
+	// canonical form (the same entries measured: the same hash).
+	withSum := spec.ForEntries(len(ds.Entries))
 	withSum.SHA256 = ds.SHA256
 	c.Workload.Dataset = &withSum // the caller's spec stays as it was
 	src, err := workload.NewDatasetSource(ds, c.Workload, uint64(c.shardSeed()))
@@ -55,7 +57,7 @@ func (r *runner) measureDataset(ctx context.Context) error {
 	}
 	r.datasetInfo = &info
 	level.Info(r.logger).Log("msg", "dataset measured", "path", info.Path, "format", info.Format, "entries", info.Entries,
-		"used", info.Used, "method", info.Method, "tokenize_calls", info.TokenizeCalls,
+		"sampled", info.Sampled, "used", info.Used, "method", info.Method, "tokenize_calls", info.TokenizeCalls,
 		"input_p50", info.InputTokens.P50, "input_max", info.InputTokens.Max, "output_p50", info.OutputTokens.P50, "output_max", info.OutputTokens.Max)
 	if maxLen, src := r.maxModelLen(); maxLen > 0 {
 		if need := int(info.InputTokens.Max + info.OutputTokens.Max); need > maxLen {
@@ -72,8 +74,8 @@ func (r *runner) measureDataset(ctx context.Context) error {
 				"(--num-prompts, or fixed --rates with --duration); use cycle or random")
 		case n+r.cfg.Warmups > info.Used:
 			return fieldErr("Workload.Dataset", "sampling shuffle (without replacement): a step sends up to %d requests "+
-				"(%d warmups included) but the dataset has %d usable entries; use cycle to go round again, random, or fewer requests",
-				n+r.cfg.Warmups, r.cfg.Warmups, info.Used)
+				"(%d warmups included) but the dataset has %d usable entries%s; use cycle to go round again, random, or fewer requests",
+				n+r.cfg.Warmups, r.cfg.Warmups, info.Used, subsetText(info))
 		}
 	}
 	return nil
@@ -106,5 +108,28 @@ func (r *runner) datasetFingerprint() *fingerprint.Dataset {
 	}
 	d := r.datasetInfo
 	return &fingerprint.Dataset{Path: d.Path, Format: d.Format, Entries: d.Entries, Used: d.Used, SHA256: d.SHA256,
-		Sampling: d.Sampling, Tokenizer: d.Method}
+		Sampling: d.Sampling, Tokenizer: d.Method, Sampled: d.Sampled, MaxEntries: d.MaxEntries}
+}
+
+// subsetText explains the usable entries of a dataset whose subset is
+// smaller than the file (the shuffle refusal): "" when every entry was
+// measured.
+func subsetText(d workload.DatasetInfo) string {
+	pruned := 0
+	for _, n := range d.Pruned {
+		pruned += n
+	}
+	s := ""
+	if d.Sampled < d.Entries {
+		s = fmt.Sprintf(" (a subset of %d of the file's %d entries, --dataset-max-entries %d: raise it, or 0 for every entry",
+			d.Sampled, d.Entries, d.MaxEntries)
+		if pruned > 0 {
+			s += fmt.Sprintf("; %d of the subset pruned", pruned)
+		}
+		return s + ")"
+	}
+	if pruned > 0 {
+		s = fmt.Sprintf(" (%d of %d pruned)", pruned, d.Sampled)
+	}
+	return s
 }

@@ -40,6 +40,10 @@ const (
 	ShareGPTMaxTotalLen  = 2048
 )
 
+// ErrAllPruned is wrapped by Measure's error when ShareGPT pruning left
+// no entry: a fault of the file, not of the server.
+var ErrAllPruned = errors.New("vLLM's ShareGPT length rules pruned every entry")
+
 // measureConcurrency is how many tokenizer calls Measure has in flight.
 const measureConcurrency = 8
 
@@ -57,6 +61,10 @@ type DatasetSpec struct {
 	// the workload's hash and a probe's restart key. It is never read from
 	// YAML.
 	SHA256 string `yaml:"-" json:"sha256,omitempty"`
+	// MaxEntries is the most entries measured and sampled from: a subset
+	// chosen before anything is measured (see SubsetSize and subset); nil
+	// means DefaultDatasetMaxEntries, 0 every entry.
+	MaxEntries *int `yaml:"max_entries,omitempty" json:"max_entries,omitempty"`
 }
 
 // SamplingOrDefault returns Sampling, defaulting to SamplingRandom.
@@ -80,7 +88,7 @@ func (d DatasetSpec) Validate() error {
 	if d.Sampling != "" && !slices.Contains(DatasetSamplings, d.Sampling) {
 		return fmt.Errorf("sampling: must be one of %v, got %q", DatasetSamplings, d.Sampling)
 	}
-	return nil
+	return d.validateMaxEntries()
 }
 
 // validateDataset checks a Spec with a Dataset.
@@ -137,7 +145,7 @@ func NewLengthDist(xs []float64) LengthDist {
 type DatasetInfo struct {
 	// Path, Format and SHA256 identify the file; Entries is its number of
 	// usable entries and Skipped the ShareGPT entries left out by rules 1
-	// and 2.
+	// and 2. Sampled (at the end) is how many of the Entries were measured.
 	Path    string `json:"path"`
 	Format  string `json:"format"`
 	SHA256  string `json:"sha256"`
@@ -146,7 +154,8 @@ type DatasetInfo struct {
 	// Pruned counts the ShareGPT entries pruned by vLLM's length rules,
 	// by rule: "prompt_too_short" (3), "output_too_short" (4),
 	// "prompt_too_long" (5), "combined_too_long" (6); an entry counts under
-	// its first failed rule. Used is the number of entries sampled from.
+	// its first failed rule. Pruned counts within the Sampled entries; Used
+	// is the number of entries sampled from (Sampled less Pruned).
 	Pruned map[string]int `json:"pruned,omitempty"`
 	Used   int            `json:"used"`
 	// Sampling is the sampling mode; Method the tokenizer's sizing method
@@ -163,6 +172,11 @@ type DatasetInfo struct {
 	InputTokens        LengthDist `json:"input_tokens"`
 	OutputTokens       LengthDist `json:"output_tokens"`
 	OutputFromWorkload bool       `json:"output_from_workload,omitempty"`
+	// Sampled is the number of entries measured: the subset of
+	// MaxEntries (DatasetSpec.MaxEntries, 0: every entry) chosen from the
+	// seed before measuring, or Entries when the file is no larger.
+	Sampled    int `json:"sampled"`
+	MaxEntries int `json:"max_entries"`
 }
 
 // MessageCounter is a Tokenizer that can also count a whole chat
@@ -206,6 +220,8 @@ type DatasetSource struct {
 	sampling string
 	seed     uint64
 	out      *LengthSampler // the workload's output_tokens, or nil
+	maxN     int            // DatasetSpec.MaxEntriesOrDefault
+	sub      []int          // the measured subset (indices into ds.Entries); nil: all
 
 	next atomic.Int64
 
@@ -241,7 +257,8 @@ func NewDatasetSource(ds *Dataset, spec Spec, seed uint64) (*DatasetSource, erro
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	s := &DatasetSource{ds: ds, sampling: spec.Dataset.SamplingOrDefault(), seed: seed}
+	s := &DatasetSource{ds: ds, sampling: spec.Dataset.SamplingOrDefault(), seed: seed, maxN: spec.Dataset.MaxEntriesOrDefault()}
+	s.sub = subset(len(ds.Entries), spec.Dataset.SubsetSize(len(ds.Entries)), s.sampling, seed)
 	if spec.OutputTokens.Dist != "" {
 		out, err := NewLengthSampler(spec.OutputTokens)
 		if err != nil {
@@ -261,8 +278,9 @@ func (s *DatasetSource) Dataset() *Dataset { return s.ds }
 // Sampling returns the sampling mode.
 func (s *DatasetSource) Sampling() string { return s.sampling }
 
-// Measure measures every entry with tok (once per tokenizer: later calls
-// return the same result) and returns the dataset's description. Errors
+// Measure measures every entry of the subset (DatasetSpec.MaxEntries) with
+// tok (once per tokenizer: later calls return the same result) and returns
+// the dataset's description. Errors
 // come from tok or ctx, or say that ShareGPT pruning left no entry.
 func (s *DatasetSource) Measure(ctx context.Context, tok Tokenizer) (DatasetInfo, error) {
 	m, err := s.measured(ctx, tok)
@@ -376,8 +394,9 @@ func (c *textCounter) count(ctx context.Context, text string, msgs []Message) (i
 	return call.n, call.err
 }
 
-// measure counts every entry's prompt (and ShareGPT reply) with m.tok, at
-// most measureConcurrency calls at once, then prunes and summarises.
+// measure counts every entry's prompt (and ShareGPT reply) of the subset
+// with m.tok, at most measureConcurrency calls at once, then prunes and
+// summarises.
 func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 	ds := s.ds
 	tc := &textCounter{tok: m.tok, cache: map[string]*countCall{}}
@@ -389,7 +408,8 @@ func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 		}
 		overhead = max(0, n-1)
 	}
-	ins, outs := make([]int, len(ds.Entries)), make([]int, len(ds.Entries))
+	n := s.size()
+	ins, outs := make([]int, n), make([]int, n)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -399,7 +419,7 @@ func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				e := &ds.Entries[i]
+				e := s.entry(i)
 				n, err := tc.count(ctx, e.Text(), e.Messages)
 				if err != nil {
 					cancel(fmt.Errorf("%s: counting the prompt's tokens: %w", e.Where, err))
@@ -417,7 +437,7 @@ func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 			}
 		}()
 	}
-	for i := range ds.Entries {
+	for i := range n {
 		select {
 		case work <- i:
 			continue
@@ -431,14 +451,15 @@ func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 		return fmt.Errorf("dataset: %w", err)
 	}
 	info := DatasetInfo{Path: ds.Path, Format: ds.Format, SHA256: ds.SHA256, Entries: len(ds.Entries), Skipped: ds.Skipped,
-		Sampling: s.sampling, Method: Method(m.tok), TokenizeCalls: tc.calls.Load(), OutputFromWorkload: s.out != nil}
+		Sampling: s.sampling, Method: Method(m.tok), TokenizeCalls: tc.calls.Load(), OutputFromWorkload: s.out != nil,
+		Sampled: n, MaxEntries: s.maxN}
 	outHi := 0
 	if s.out != nil {
 		_, outHi = s.out.Range()
 	}
 	var inF, outF []float64
-	for i := range ds.Entries {
-		e := &ds.Entries[i]
+	for i := range n {
+		e := s.entry(i)
 		in, out := ins[i], e.OutputTokens
 		if e.Reply != "" {
 			out = outs[i]
@@ -459,7 +480,7 @@ func (s *DatasetSource) measure(ctx context.Context, m *measurement) error {
 		}
 	}
 	if len(m.pool) == 0 {
-		return fmt.Errorf("dataset %s: vLLM's ShareGPT length rules pruned every entry (%v)", ds.Path, info.Pruned)
+		return fmt.Errorf("dataset %s: %w of the %d measured (%v)", ds.Path, ErrAllPruned, n, info.Pruned)
 	}
 	info.Used = len(m.pool)
 	info.InputTokens = NewLengthDist(inF)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/workload"
+)
+
+// `workload stats` exit codes, as analyze's: bad input (flags, a file that
+// is not a dataset or trace, a secret file) is one line and exit 2; a
+// server that fails (--target's discovery or tokenizer) exit 1.
+
+// badWorkloadFile reports a file that could not be read as a dataset or a
+// trace: one line naming the file, exit 2.
+func badWorkloadFile(e *env, file string, err error) int {
+	msg := oneLine(err.Error())
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Path + ": " + pe.Err.Error()
+	}
+	for _, p := range []string{"dataset: ", "trace: ", "dataset ", "trace "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	msg = strings.TrimSuffix(msg, "; give format") // the flag's name, below
+	if strings.Contains(msg, "cannot tell the format") {
+		msg += "; give --dataset-format"
+	}
+	if !strings.Contains(msg, file) {
+		msg = file + ": " + msg
+	}
+	fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", msg)
+	return 2
+}
+
+// statsTokenizer reads --api-key-file and --http.config.file (bad files:
+// exit 2, naming the flag) and sets up --target's prompt sizing (a failure:
+// exit 1, with the secrets of both redacted). It returns the tokenizer, the
+// secrets to redact from later errors and the func that closes the
+// target's connections, or a non-zero exit code.
+func statsTokenizer(e *env, f *workloadFlags) (workload.Tokenizer, []string, func(), int) {
+	var key config.Secret
+	if f.apiKeyFile != "" {
+		b, err := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
+		if err != nil {
+			fmt.Fprintf(e.stderr, "llmprobe: error: --api-key-file: %v\n", err)
+			return nil, nil, nil, 2
+		}
+		key = config.Secret(strings.TrimSpace(string(b)))
+	}
+	h, err := loadHTTPConfigFlag("http.config.file", f.httpConfigFile, f.apiKeyFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
+		return nil, nil, nil, 2
+	}
+	hs, err := client.HTTPSecrets(h)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --http.config.file: %s\n", oneLine(err.Error()))
+		return nil, nil, nil, 2
+	}
+	secrets := fingerprint.SortSecrets(append([]string{string(key)}, client.SecretValues(hs)...))
+	tok, closeTarget, err := targetTokenizer(e, f, key, h)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "llmprobe: error: --target: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), secrets...)))
+		return nil, nil, nil, 1
+	}
+	return tok, secrets, closeTarget, 0
+}
