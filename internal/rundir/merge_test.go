@@ -135,8 +135,11 @@ func TestShardedSweepMerge(t *testing.T) {
 		got.RequestThroughput != want.RequestThroughput || got.AchievedRate != want.AchievedRate || got.GoodputRatio != want.GoodputRatio {
 		t.Errorf("merged stats differ from the union's:\n got %+v\nwant %+v", got, want)
 	}
-	if math.Abs(got.AchievedRate-rate)/rate > 0.02 {
-		t.Errorf("achieved total rate %.2f req/s, want %v within 2 %%", got.AchievedRate, rate)
+	// The shards together send the whole rate. The bound is loose: on a
+	// busy machine late sends stretch a 2-second window (the exact checks
+	// are the merged-equals-union ones above).
+	if math.Abs(got.AchievedRate-rate)/rate > 0.10 {
+		t.Errorf("achieved total rate %.2f req/s, want %v within 10 %%", got.AchievedRate, rate)
 	}
 	if got.RequestedRate != rate {
 		t.Errorf("merged requested rate %v, want %v", got.RequestedRate, rate)
