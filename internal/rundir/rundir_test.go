@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -308,6 +308,12 @@ func readFile(t *testing.T, dir, name string) string {
 func TestRunAutoKnee(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 20 s of load")
+	}
+	if testutil.RaceEnabled {
+		// The race detector slows client and simulator alike, and the
+		// capacity the search must find moves with the machine's load;
+		// the search itself is raced in prober/sweep's tests.
+		t.Skip("a capacity measured from timing: not under the race detector")
 	}
 	sc := simulator.DefaultConfig()
 	sc.MaxNumSeqs = 4
@@ -675,13 +681,8 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 func TestRunRefusesBeforeLoad(t *testing.T) {
-	// A port with nothing listening.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String()
-	l.Close()
+	// A port where connections are refused (held for the whole test).
+	dead := "http://" + testutil.RefusedAddr(t)
 
 	url, h := startWrapped(t, simtest.Fast(), nil)
 	notDir := filepath.Join(t.TempDir(), "file")

@@ -2,9 +2,11 @@ package testutil
 
 import (
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestFreeAddrIsBindable(t *testing.T) {
@@ -40,4 +42,22 @@ func TestEventually(t *testing.T) {
 		}
 	}()
 	Eventually(t, "three increments", func() bool { return n.Load() == 3 })
+}
+
+func TestRefusedAddr(t *testing.T) {
+	addr := RefusedAddr(t)
+	for range 3 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err == nil {
+			c.Close()
+			t.Fatalf("dial %s succeeded, want refused", addr)
+		}
+		if !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("dial %s: %v, want connection refused", addr, err)
+		}
+	}
+	if l, err := net.Listen("tcp", addr); err == nil {
+		l.Close()
+		t.Fatalf("another listener could take %s", addr)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 )
 
@@ -450,13 +451,7 @@ func sleepHeaders(d time.Duration) http.HandlerFunc {
 
 func closedPortURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return "http://" + addr
+	return "http://" + testutil.RefusedAddr(t)
 }
 
 func TestErrorClasses(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
@@ -157,15 +158,7 @@ func TestDiscoverModelListShapes(t *testing.T) {
 }
 
 func TestDiscoverFailuresAreClassifiedAndRedacted(t *testing.T) {
-	closed := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return "http://" + addr
-	}
+	closed := func() string { return "http://" + testutil.RefusedAddr(t) }
 	f := func(name string, h http.HandlerFunc, want prober.ErrorClass, wantMsg string) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {

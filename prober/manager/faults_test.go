@@ -27,6 +27,7 @@ import (
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	ltestutil "github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/manager"
@@ -551,13 +552,7 @@ func faultScenarios() []faultScenario {
 		{
 			name: "connection refused",
 			setup: func(e *faultEnv) string {
-				l, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					e.t.Fatal(err)
-				}
-				addr := l.Addr().String()
-				l.Close()
-				return "http://" + addr
+				return "http://" + testutil.RefusedAddr(e.t)
 			},
 			want: classes(prober.ClassConnect), reload: true, check: wantMsg("refused"),
 		},
