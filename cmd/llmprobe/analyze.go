@@ -316,7 +316,7 @@ func writeCheckMarkdown(w io.Writer, c *compare.Check) {
 	}
 	costCol, costSep := "", ""
 	if c.CostPerHour > 0 {
-		costCol, costSep = fmt.Sprintf(" cost per million good output tokens (at %s USD/h) |", num3(c.CostPerHour)), "---|"
+		costCol, costSep = fmt.Sprintf(" cost per million good output tokens (at %s USD/h) |", compare.Num(c.CostPerHour)), "---|"
 	}
 	fmt.Fprintln(w, "| step | requests | failed | error rate | goodput ratio | SLO checks |"+costCol)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|"+costSep)
@@ -356,18 +356,5 @@ func costText(price float64, st compare.StepCheck) string {
 		return "not-recorded: " + st.CostNote
 	}
 	return fmt.Sprintf("%s USD per million good output tokens (%s USD/h at %s good output tokens/s; %s)",
-		num3(*st.CostPerMillion), num3(price), num3(*st.GoodOutputThroughput), st.CostNote)
-}
-
-// num3 formats a figure with at least 3 significant digits.
-func num3(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f", v)
-	case a >= 1:
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
+		compare.Num(*st.CostPerMillion), compare.Num(price), compare.Num(*st.GoodOutputThroughput), st.CostNote)
 }

@@ -161,7 +161,7 @@ func priceText(p float64) string {
 	if !(p > 0) {
 		return "not-recorded"
 	}
-	return num3(p)
+	return compare.Num(p)
 }
 
 func figNum(v float64, unit string) string {

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -70,15 +71,7 @@ func newFigure(rounds [][]float64, durations []float64, p float64) *figure {
 			all = append(all, iv{x, r, i})
 		}
 	}
-	slices.SortFunc(all, func(a, b iv) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, func(a, b iv) int { return cmp.Compare(a.v, b.v) })
 	f.sorted = make([]float64, len(all))
 	f.pos = make([][]int, len(f.rounds))
 	for r, xs := range f.rounds {

@@ -172,12 +172,12 @@ func goodputRatio(st *Step, s slo.SLO) (*float64, string) {
 	r := *st.Goodput / st.Throughput
 	switch {
 	case st.GoodputSLOKnown && st.GoodputSLO == s:
-		return &r, fmt.Sprintf("request_goodput %s / request_throughput %s", num(*st.Goodput), num(st.Throughput))
+		return &r, fmt.Sprintf("request_goodput %s / request_throughput %s", Num(*st.Goodput), Num(st.Throughput))
 	case st.GoodputSLOKnown:
 		return nil, fmt.Sprintf("not recorded under this SLO: the input's request_goodput counts the SLO %s, and it has no per-request samples to recount", st.GoodputSLO)
 	}
 	return &r, fmt.Sprintf("request_goodput %s / request_throughput %s, under the run's own --goodput (the file does not record which)",
-		num(*st.Goodput), num(st.Throughput))
+		Num(*st.Goodput), Num(st.Throughput))
 }
 
 // checkOne compares the step's p99 of t's metric with t.
@@ -199,7 +199,7 @@ func checkOne(st *Step, t slo.Threshold) SLOResult {
 			for p := range ps {
 				hi = math.Max(hi, p)
 			}
-			r.Detail += fmt.Sprintf(" (the highest recorded is p%s = %s ms, which does not decide a p99 SLO)", stats.PercentileKey(hi), num(ps[hi]))
+			r.Detail += fmt.Sprintf(" (the highest recorded is p%s = %s ms, which does not decide a p99 SLO)", stats.PercentileKey(hi), Num(ps[hi]))
 		}
 		return r
 	}

@@ -38,7 +38,7 @@ func stepCost(st *Step, s slo.SLO, price float64) (cost, goodTokensPerS *float64
 			}
 		}
 		g = float64(sum) / st.Duration
-		note = fmt.Sprintf("%d good output tokens over %s s (per-request samples)", sum, num(st.Duration))
+		note = fmt.Sprintf("%d good output tokens over %s s (per-request samples)", sum, Num(st.Duration))
 	case st.GoodOutputThroughput != nil && st.GoodputSLOKnown && st.GoodputSLO == s:
 		g = *st.GoodOutputThroughput
 		note = "good_output_throughput as the run recorded it"
@@ -49,14 +49,14 @@ func stepCost(st *Step, s slo.SLO, price float64) (cost, goodTokensPerS *float64
 		g = *st.OutputThroughput * *st.Goodput / st.Throughput
 		note = fmt.Sprintf("approximated: output_throughput %s × request_goodput %s / request_throughput %s "+
 			"(good requests assumed to have the mean output length; no per-request output tokens recorded)",
-			num(*st.OutputThroughput), num(*st.Goodput), num(st.Throughput))
+			Num(*st.OutputThroughput), Num(*st.Goodput), Num(st.Throughput))
 		if !st.GoodputSLOKnown {
 			note += ", under the run's own --goodput (the file does not record which)"
 		}
 	case st.OutputThroughput != nil:
 		g = *st.OutputThroughput
 		note = fmt.Sprintf("a lower bound: output_throughput %s counts every successful request's tokens, "+
-			"SLO misses included (the file records no goodput under this SLO and no per-request samples)", num(g))
+			"SLO misses included (the file records no goodput under this SLO and no per-request samples)", Num(g))
 	default:
 		return nil, nil, "the input has neither output_throughput nor per-request output tokens"
 	}

@@ -181,7 +181,7 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 		worse, worseLo = -f.Change, -hi
 	}
 	interval := fmt.Sprintf("%s → %s %s, %+.1f %% (%.0f %% interval %+.1f %% … %+.1f %%)",
-		num(f.Baseline), num(f.Candidate), f.Unit, 100*f.Change, 100*o.Conf, 100*lo, 100*hi)
+		Num(f.Baseline), Num(f.Candidate), f.Unit, 100*f.Change, 100*o.Conf, 100*lo, 100*hi)
 	significant := lo > 0 || hi < 0
 	switch {
 	case worseLo > 0 && worse > t.Max:
@@ -218,8 +218,9 @@ func finiteOr0(v float64) float64 {
 	return v
 }
 
-// num formats a figure with 3 significant digits at least.
-func num(v float64) string {
+// Num formats a figure with 3 significant digits at least (the figures of
+// compare and analyze).
+func Num(v float64) string {
 	switch a := math.Abs(v); {
 	case a >= 100:
 		return fmt.Sprintf("%.0f", v)

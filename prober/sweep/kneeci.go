@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -189,15 +190,7 @@ func newStepBoot(st *Step, s slo.SLO) *stepBoot {
 				all = append(all, iv{v, i})
 			}
 		}
-		slices.SortFunc(all, func(a, b iv) int {
-			switch {
-			case a.v < b.v:
-				return -1
-			case a.v > b.v:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(all, func(a, b iv) int { return cmp.Compare(a.v, b.v) })
 		m.sorted = make([]float64, len(all))
 		for j, e := range all {
 			m.sorted[j], m.pos[e.i] = e.v, int32(j)
