@@ -18,7 +18,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"time"
 
@@ -251,7 +250,7 @@ func parse(raw []byte, format expfmt.Format) (map[string]*dto.MetricFamily, erro
 		return nil, fmt.Errorf("unsupported format %q", format)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(&yieldReader{r: bytes.NewReader(raw), yield: runtime.Gosched})
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("parse text exposition: %w", err)
 	}
