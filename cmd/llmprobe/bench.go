@@ -47,7 +47,7 @@ func init() {
 		cmd.Flag("light.gap", "Simulator stream: time between token events (default 5ms).").DurationVar(&gap)
 		cmd.Flag("light.tokens", "Simulator stream: tokens per request (default 64).").IntVar(&tokens)
 		cmd.Flag("no-pin", "Do not pin llmprobe and the simulator to CPUs of their own with taskset.").BoolVar(&noPin)
-		cmd.Flag("realtime", "Run llmprobe and the simulator under chrt -f 1 (SCHED_FIFO; needs root or CAP_SYS_NICE), "+
+		cmd.Flag("realtime", "Run llmprobe and the simulator under chrt -f 1 (SCHED_FIFO; needs root or CAP_SYS_NICE and the pinning; GOMAXPROCS=1), "+
 			"so that other load on the machine cannot delay them: the read-delay tails are then llmprobe's own. "+
 			"Not what a prober gets by default; the placement line says so.").BoolVar(&realtime)
 		cmd.Flag("dir", "Work directory for the run directories, logs and trace (default: a temporary directory, removed "+

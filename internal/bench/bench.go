@@ -297,7 +297,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	busy0, total0, ticksOK := cpuTicks()
 	self0, _ := selfCPU()
 	pl := placement(o.Pin, m.Cores)
-	pl.Realtime, pl.RealtimeNote = realtime(o.Realtime)
+	pl.Realtime, pl.RealtimeNote = realtime(o.Realtime, pl)
 	b := &bench{o: o, hc: &http.Client{Timeout: 5 * time.Second}, started: time.Now(), rep: &Report{
 		Start: time.Now().UTC(), Quick: o.Quick, Machine: m, Placement: pl,
 		Server: ServerShape{TTFTMS: ms(o.TTFT), GapMS: ms(o.Gap), Tokens: o.Tokens, InputTokens: o.InputTokens},
@@ -377,7 +377,7 @@ func (b *bench) startSimulator(ctx context.Context) error {
 	b.sim, err = start("simulator", b.rep.Placement.argv(b.rep.Placement.ServerCPU, b.o.Exe,
 		"simulate", "--light", "--light.ttft="+b.o.TTFT.String(), "--light.gap="+b.o.Gap.String(),
 		"--light.tokens="+strconv.Itoa(b.o.Tokens), "--trace-file="+tracePath, "--web.listen-address="+addr,
-		"--log.level=warn"), filepath.Join(b.o.Dir, "simulator.log"), b.o.Env)
+		"--log.level=warn"), filepath.Join(b.o.Dir, "simulator.log"), b.rep.Placement.env(b.o.Env))
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func (b *bench) daemon(ctx context.Context) error {
 		return err
 	}
 	c, err := start("serve", b.rep.Placement.argv(b.rep.Placement.ProberCPU, b.o.Exe,
-		"serve", "--config.file="+path, "--web.listen-address="+addr, "--log.level=warn"), filepath.Join(b.o.Dir, "serve.log"), b.o.Env)
+		"serve", "--config.file="+path, "--web.listen-address="+addr, "--log.level=warn"), filepath.Join(b.o.Dir, "serve.log"), b.rep.Placement.env(b.o.Env))
 	if err != nil {
 		return err
 	}

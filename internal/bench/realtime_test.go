@@ -27,7 +27,17 @@ func TestPlacementArgv(t *testing.T) {
 			t.Errorf("%+v String = %q, want it to contain %q", tc.p, s, tc.str)
 		}
 	}
-	if ok, note := realtime(false); ok || note != "" {
+	if ok, note := realtime(false, Placement{Pinned: true}); ok || note != "" {
 		t.Errorf("realtime(false) = %v, %q", ok, note)
+	}
+	if ok, note := realtime(true, Placement{Note: "--no-pin"}); ok || !strings.Contains(note, "pinned") {
+		t.Errorf("realtime(true) unpinned = %v, %q, want a note that it needs pinning", ok, note)
+	}
+	env := []string{"A=1"}
+	if got := (Placement{Pinned: true, Realtime: true}).env(env); !slices.Equal(got, []string{"A=1", "GOMAXPROCS=1"}) || len(env) != 1 {
+		t.Errorf("real-time env = %q (given %q)", got, env)
+	}
+	if got := (Placement{Pinned: true}).env(env); !slices.Equal(got, env) {
+		t.Errorf("env = %q, want %q", got, env)
 	}
 }
