@@ -20,7 +20,7 @@ func init() {
 			"write times, open-loop capacity and CPU per streamed token, arrival fidelity, and the daemon's footprint; "+
 			"prints one table (about 9 minutes, --quick about 2). See docs/performance.md.")
 		var (
-			quick, noPin           bool
+			quick, noPin, realtime bool
 			sections, conc, rates  string
 			arrivalRates, jsonPath string
 			dir                    string
@@ -47,6 +47,9 @@ func init() {
 		cmd.Flag("light.gap", "Simulator stream: time between token events (default 5ms).").DurationVar(&gap)
 		cmd.Flag("light.tokens", "Simulator stream: tokens per request (default 64).").IntVar(&tokens)
 		cmd.Flag("no-pin", "Do not pin llmprobe and the simulator to CPUs of their own with taskset.").BoolVar(&noPin)
+		cmd.Flag("realtime", "Run llmprobe and the simulator under chrt -f 1 (SCHED_FIFO; needs root or CAP_SYS_NICE and the pinning; GOMAXPROCS=1), "+
+			"so that other load on the machine cannot delay them: the read-delay tails are then llmprobe's own. "+
+			"Not what a prober gets by default; the placement line says so.").BoolVar(&realtime)
 		cmd.Flag("dir", "Work directory for the run directories, logs and trace (default: a temporary directory, removed "+
 			"afterwards unless --keep).").StringVar(&dir)
 		cmd.Flag("keep", "Keep the work directory.").BoolVar(&keep)
@@ -57,6 +60,7 @@ func init() {
 				o = bench.QuickOptions()
 			}
 			o.Pin = !noPin
+			o.Realtime = realtime
 			o.Progress = e.stderr
 			o.Env = benchEnv
 			o.Sections = splitList(sections)

@@ -82,6 +82,11 @@ type Options struct {
 	// Pin places the prober and the simulator on CPUs of their own with
 	// taskset when available.
 	Pin bool
+	// Realtime runs the prober and the simulator under `chrt -f 1`
+	// (SCHED_FIFO; needs the privilege to) so that other load on the
+	// machine cannot delay them: the read-delay tails are then llmprobe's
+	// and the runtime's own (--realtime).
+	Realtime bool
 
 	// The light simulator's stream: first token after TTFT, one event per
 	// Gap, Tokens tokens per request (one per event); prompts of
@@ -291,8 +296,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	m := machine()
 	busy0, total0, ticksOK := cpuTicks()
 	self0, _ := selfCPU()
+	pl := placement(o.Pin, m.Cores)
+	pl.Realtime, pl.RealtimeNote = realtime(o.Realtime, pl)
 	b := &bench{o: o, hc: &http.Client{Timeout: 5 * time.Second}, started: time.Now(), rep: &Report{
-		Start: time.Now().UTC(), Quick: o.Quick, Machine: m, Placement: placement(o.Pin, m.Cores),
+		Start: time.Now().UTC(), Quick: o.Quick, Machine: m, Placement: pl,
 		Server: ServerShape{TTFTMS: ms(o.TTFT), GapMS: ms(o.Gap), Tokens: o.Tokens, InputTokens: o.InputTokens},
 	}}
 	defer b.hc.CloseIdleConnections()
@@ -367,10 +374,10 @@ func (b *bench) startSimulator(ctx context.Context) error {
 		return err
 	}
 	tracePath := filepath.Join(b.o.Dir, "trace.jsonl")
-	b.sim, err = start("simulator", b.o.Exe, b.rep.Placement.ServerCPU, filepath.Join(b.o.Dir, "simulator.log"), b.o.Env,
+	b.sim, err = start("simulator", b.rep.Placement.argv(b.rep.Placement.ServerCPU, b.o.Exe,
 		"simulate", "--light", "--light.ttft="+b.o.TTFT.String(), "--light.gap="+b.o.Gap.String(),
 		"--light.tokens="+strconv.Itoa(b.o.Tokens), "--trace-file="+tracePath, "--web.listen-address="+addr,
-		"--log.level=warn")
+		"--log.level=warn"), filepath.Join(b.o.Dir, "simulator.log"), b.rep.Placement.env(b.o.Env))
 	if err != nil {
 		return err
 	}

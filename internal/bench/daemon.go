@@ -38,8 +38,8 @@ func (b *bench) daemon(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := start("serve", b.o.Exe, b.rep.Placement.ProberCPU, filepath.Join(b.o.Dir, "serve.log"), b.o.Env,
-		"serve", "--config.file="+path, "--web.listen-address="+addr, "--log.level=warn")
+	c, err := start("serve", b.rep.Placement.argv(b.rep.Placement.ProberCPU, b.o.Exe,
+		"serve", "--config.file="+path, "--web.listen-address="+addr, "--log.level=warn"), filepath.Join(b.o.Dir, "serve.log"), b.rep.Placement.env(b.o.Env))
 	if err != nil {
 		return err
 	}

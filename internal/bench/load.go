@@ -29,7 +29,7 @@ func (b *bench) sweepRun(ctx context.Context, name string, extra ...string) (*ru
 	if err != nil {
 		return nil, simulator.LightStats{}, err
 	}
-	c, err := start("sweep "+name, b.o.Exe, b.rep.Placement.ProberCPU, out+".log", b.o.Env, args...)
+	c, err := start("sweep "+name, b.rep.Placement.argv(b.rep.Placement.ProberCPU, b.o.Exe, args...), out+".log", b.rep.Placement.env(b.o.Env))
 	if err != nil {
 		return nil, simulator.LightStats{}, err
 	}

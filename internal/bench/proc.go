@@ -106,13 +106,26 @@ type Placement struct {
 	ServerCPU string `json:"server_cpu,omitempty"`
 	// Note says why the processes were not pinned.
 	Note string `json:"note,omitempty"`
+	// Realtime is true when the processes ran under `chrt -f 1`
+	// (SCHED_FIFO, --realtime): other processes on the machine then wait
+	// for them, not they for the others; RealtimeNote says why it was
+	// asked for and not done.
+	Realtime     bool   `json:"realtime,omitempty"`
+	RealtimeNote string `json:"realtime_note,omitempty"`
 }
 
 func (p Placement) String() string {
+	s := fmt.Sprintf("taskset -c %s: llmprobe (sweep, serve); taskset -c %s: simulator", p.ProberCPU, p.ServerCPU)
 	if !p.Pinned {
-		return "not pinned (" + p.Note + "): the scheduler placed llmprobe and the simulator"
+		s = "not pinned (" + p.Note + "): the scheduler placed llmprobe and the simulator"
 	}
-	return fmt.Sprintf("taskset -c %s: llmprobe (sweep, serve); taskset -c %s: simulator", p.ProberCPU, p.ServerCPU)
+	switch {
+	case p.Realtime:
+		s += "; both under chrt -f " + realtimePriority + " (SCHED_FIFO, --realtime)"
+	case p.RealtimeNote != "":
+		s += "; not real-time (" + p.RealtimeNote + ")"
+	}
+	return s
 }
 
 func placement(pin bool, cores int) Placement {
@@ -139,13 +152,8 @@ type child struct {
 	err  error
 }
 
-// start runs exe with args (under taskset -c cpu when cpu is not empty),
-// stdout and stderr to logPath.
-func start(name, exe, cpu, logPath string, env []string, args ...string) (*child, error) {
-	argv := append([]string{exe}, args...)
-	if cpu != "" {
-		argv = append([]string{"taskset", "-c", cpu}, argv...)
-	}
+// start runs argv (Placement.argv), stdout and stderr to logPath.
+func start(name string, argv []string, logPath string, env []string) (*child, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -166,7 +174,7 @@ func start(name, exe, cpu, logPath string, env []string, args ...string) (*child
 	return c, nil
 }
 
-// pid is the process id (taskset execs the command: same process).
+// pid is the process id (taskset and chrt exec the command: same process).
 func (c *child) pid() int { return c.cmd.Process.Pid }
 
 // wait waits for the process to end or ctx; on ctx it stops the process.

@@ -198,40 +198,8 @@ func (s *Simulator) generateLight(w http.ResponseWriter, r *http.Request, kind a
 	c.tr.Status = http.StatusOK
 	c.tr.HeadersNS = time.Now().UnixNano()
 	c.tr.EventsNS = make([]int64, 0, n+1)
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	due := start.Add(s.cfg.Light.TTFT)
-	for i := range n {
-		if d := time.Until(due); d > 0 {
-			t.Reset(d)
-			select {
-			case <-t.C:
-			case <-c.ctx.Done():
-				c.tr.FinishReason = finishAbort
-				return
-			case <-s.done:
-				return
-			}
-		}
-		ev := ls.token[kind]
-		if i == n-1 {
-			ev = ls.last[kind]
-		}
-		if i == 0 && kind == kindChat {
-			if err := c.write(ls.role[kind]); err != nil {
-				c.tr.FinishReason = finishAbort
-				return
-			}
-			c.tr.EventsNS = append(c.tr.EventsNS, time.Now().UnixNano())
-		}
-		if err := c.write(ev); err != nil {
-			c.tr.FinishReason = finishAbort
-			return
-		}
-		c.tr.EventsNS = append(c.tr.EventsNS, time.Now().UnixNano())
-		c.tr.CompletionTokens = i + 1
-		ls.events.Add(1)
-		due = due.Add(s.cfg.Light.Gap)
+	if !s.streamLight(c, kind, start, n) {
+		return
 	}
 	c.tr.FinishReason = finishLength
 	tail := make([]byte, 0, 256)
