@@ -127,6 +127,16 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		engineAddrs[e] = addr
 	}
 
+	// The two sides of a continuous canary: servers of their own, as real
+	// sides are (the server-correlation join wants one target per server).
+	canaryAddrs := map[string]string{}
+	for _, role := range []string{"baseline", "candidate"} {
+		addr := testutil.FreeAddr(t)
+		p := start(t, dir, "simulate-canary-"+role, bin, "simulate", "--web.listen-address", addr)
+		waitHTTP(t, p, "http://"+addr+"/health")
+		canaryAddrs[role] = addr
+	}
+
 	// 2. llmprobe serve probing it.
 	cfgPath := filepath.Join(dir, "llmprobe.yml")
 	writeFile(t, cfgPath, fmt.Sprintf(`targets:
@@ -155,7 +165,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
         input_len: 32
         output_len: 4
         max_send_lag: 250ms
-`, simAddr)+engineTargets(engineAddrs))
+`, simAddr)+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
 	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr,
 		"--sweeps.dir", filepath.Join(dir, "sweeps"))
 	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
@@ -271,6 +281,7 @@ scrape_configs:
 			{name: "server request rate", query: `target:llmprobe_server_requests:rate5m{target="sim"}`, check: positive},
 			{name: "capacity headroom", query: `target:llmprobe_capacity_headroom:ratio{target="sim"}`, check: finite},
 			{name: "sweep interval", query: `llmprobe_sweep_interval_seconds{target="sim",sweep="quick"}`, check: equals(60)},
+			{name: "canary TTFT p99 ratio", query: `canary:llmprobe_time_to_first_token_seconds_p99:ratio_5m{canary="e2e"}`, check: positive},
 		} {
 			ok := t.Run(tc.name, func(t *testing.T) {
 				v := api.waitValue(t, tc.query, valuesTimeout, tc.check)
@@ -395,6 +406,30 @@ func engineTargets(addrs map[string]string) string {
           input_tokens: {dist: fixed, value: 64}
           output_tokens: {dist: fixed, value: 16}
 `, e, addrs[e])
+	}
+	return b.String()
+}
+
+// canaryTargets returns the two sides of a continuous canary (targets[].labels
+// canary and role) on the simulator, so the canary rules and the dashboard's
+// Canary row have data.
+func canaryTargets(addrs map[string]string) string {
+	var b strings.Builder
+	for _, role := range []string{"baseline", "candidate"} {
+		fmt.Fprintf(&b, `  - name: canary-%[2]s
+    base_url: http://%[1]s
+    api: completions
+    slo: {ttft: 800ms, tpot: 100ms}
+    labels: {canary: e2e, role: %[2]s}
+    probes:
+      - name: small
+        rate: 2
+        arrival: poisson
+        max_concurrency: 4
+        workload:
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 16}
+`, addrs[role], role)
 	}
 	return b.String()
 }
