@@ -44,31 +44,13 @@ func BootstrapCI(xs []float64, p, conf float64, iters int, seed uint64) (CI, err
 	rng := newBootstrapRand(seed)
 	counts := make([]int, n)
 	est := make([]float64, iters)
-	prev, gamma := virtualIndex(n, p)
-	next := min(prev+1, n-1)
 	for it := range est {
 		clear(counts)
 		for range n {
 			counts[rng.IntN(n)]++
 		}
-		// The resample sorted is s[j] repeated counts[j] times; find the
-		// values at ranks prev and next.
-		a, b := math.NaN(), math.NaN()
-		rank := 0
-		for j, c := range counts {
-			if c == 0 {
-				continue
-			}
-			rank += c
-			if math.IsNaN(a) && rank > prev {
-				a = s[j]
-			}
-			if rank > next {
-				b = s[j]
-				break
-			}
-		}
-		est[it] = lerp(a, b, gamma)
+		// The resample sorted is s[j] repeated counts[j] times.
+		est[it] = PercentileOfCounts(s, counts, n, p)
 	}
 	slices.Sort(est)
 	alpha := (1 - conf) / 2
