@@ -192,7 +192,7 @@ func TestFeaturesHostile(t *testing.T) {
 	}{
 		{name: "schema violated in a stream", ct: "text/event-stream", check: true,
 			body:      chunk(`{"qty": `) + chunk(`"many", "note": "`+secret+`"}`) + "data: [DONE]\n\n",
-			wantClass: prober.ClassInvalidResponse, wantMsg: "response_format: does not match the schema: at '/qty'"},
+			wantClass: prober.ClassInvalidResponse, wantMsg: "response_format: does not match the schema: validating /properties/qty: type:"},
 		{name: "not JSON in a stream", ct: "text/event-stream", check: true,
 			body:      chunk(`Sure! Here is your JSON: {"qty": 1}`) + "data: [DONE]\n\n",
 			wantClass: prober.ClassInvalidResponse, wantMsg: "response_format: not JSON"},
@@ -200,7 +200,7 @@ func TestFeaturesHostile(t *testing.T) {
 			body: chunk(`{"qty"`) + chunk(`: 3}`) + "data: [DONE]\n\n", wantClass: prober.ClassNone},
 		{name: "schema violated without stream", ct: "application/json", check: true, noStream: true,
 			body:      `{"choices":[{"text":"{\"qty\": 1.5}","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`,
-			wantClass: prober.ClassInvalidResponse, wantMsg: "at '/qty'"},
+			wantClass: prober.ClassInvalidResponse, wantMsg: "validating /properties/qty: type: 1.5 has type \"number\", want \"integer\""},
 		{name: "bad JSON", ct: "application/json", noStream: true, body: `{"choices":[`,
 			wantClass: prober.ClassInvalidResponse, wantMsg: "response body"},
 		{name: "no choices", ct: "application/json", noStream: true, body: `{"choices":[],"usage":{"completion_tokens":1}}`,
