@@ -286,10 +286,45 @@ func (burst) Next() time.Duration { return 0 }
 // timer (which can wake up to ~1 ms late).
 const preciseWindow = 2 * time.Millisecond
 
+// A waiter waits until an absolute time on the monotonic clock for one
+// scheduler loop (not safe for concurrent use); until reports false when
+// ctx ended first, and returns at once when at has passed.
+type waiter interface {
+	until(ctx context.Context, at time.Time) bool
+	close()
+}
+
+// timerWaiter waits with a Go timer; with precise set (Linux), the last
+// preciseWindow is slept with clock_nanosleep, which ctx cannot interrupt
+// (so a cancel may wait up to that long). It is the fallback where no
+// timerfd can be opened.
+type timerWaiter struct {
+	t       *time.Timer
+	precise bool
+}
+
+func newTimerWaiter(precise bool) *timerWaiter {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &timerWaiter{t: t, precise: precise}
+}
+
+func (w *timerWaiter) until(ctx context.Context, at time.Time) bool {
+	return sleepUntil(ctx, w.t, at, w.precise)
+}
+
+func (w *timerWaiter) close() { w.t.Stop() }
+
+// goTimerUntil waits until at with a fresh Go timer.
+func goTimerUntil(ctx context.Context, at time.Time) bool {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return sleepUntil(ctx, t, at, false)
+}
+
 // sleepUntil waits on t (stopped, drained) until at; it reports false when
-// ctx ended first. When at has passed it returns at once. With precise set
-// (Linux), the last preciseWindow is slept with clock_nanosleep, which ctx
-// cannot interrupt (so a cancel may wait up to that long).
+// ctx ended first. When at has passed it returns at once. With precise set,
+// the last preciseWindow is slept with clock_nanosleep.
 func sleepUntil(ctx context.Context, t *time.Timer, at time.Time, precise bool) bool {
 	d := time.Until(at)
 	if d <= 0 {
@@ -314,9 +349,8 @@ func sleepUntil(ctx context.Context, t *time.Timer, at time.Time, precise bool) 
 }
 
 func (s *Scheduler) runOpen(ctx context.Context, start time.Time, proc arrival.Process) {
-	precise := preciseSleepSupported
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	w := newWaiter()
+	defer w.close()
 	// blockedUntil is when the loop last finished waiting for a slot (Wait
 	// policy). An arrival due before it queued behind earlier arrivals, so
 	// its whole lateness is queue wait.
@@ -327,7 +361,7 @@ func (s *Scheduler) runOpen(ctx context.Context, start time.Time, proc arrival.P
 			return
 		}
 		at := start.Add(off)
-		if !sleepUntil(ctx, timer, at, precise) {
+		if !w.until(ctx, at) {
 			return
 		}
 		s.arrivals.Add(1)

@@ -9,3 +9,9 @@ import "time"
 var preciseSleepSupported = false
 
 func preciseSleep(time.Time) {}
+
+// timerfdSupported is false off Linux.
+var timerfdSupported = false
+
+// newWaiter returns the Go timer.
+func newWaiter() waiter { return newTimerWaiter(false) }
