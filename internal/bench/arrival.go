@@ -41,6 +41,9 @@ func (b *bench) arrivals(ctx context.Context) error {
 			a, err = b.sentArrival(ctx, s.kind, s.burstiness, s.rate)
 		} else {
 			a, err = drawnArrival(s.kind, s.burstiness, s.rate, b.o.ArrivalCount, uint64(i+1))
+			if err == nil {
+				a.Seeds, err = seedSweep(s.kind, s.burstiness, s.rate, b.o.ArrivalCount, ArrivalSeeds)
+			}
 		}
 		if err != nil {
 			return err
@@ -64,6 +67,25 @@ func drawnArrival(kind string, burstiness, rate float64, n int, seed uint64) (Ar
 	}
 	a := Arrival{Kind: kind, Burstiness: burstiness, Rate: rate, N: n}
 	return a, fillDrawn(&a, offsets)
+}
+
+// seedSweep draws the process with seeds 1..seeds and counts the draws
+// within the z and KS bounds.
+func seedSweep(kind string, burstiness, rate float64, n, seeds int) (*SeedSweep, error) {
+	sw := &SeedSweep{Seeds: seeds}
+	for seed := 1; seed <= seeds; seed++ {
+		a, err := drawnArrival(kind, burstiness, rate, n, uint64(seed))
+		if err != nil {
+			return nil, err
+		}
+		if math.Abs(a.Z) < TargetZ {
+			sw.ZWithin++
+		}
+		if a.KSP > TargetKSP {
+			sw.KSPassed++
+		}
+	}
+	return sw, nil
 }
 
 // fillDrawn sets the drawn-schedule figures of a from its offsets.

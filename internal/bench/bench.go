@@ -59,6 +59,8 @@ const (
 	TargetRate            = 2000 // req/s open loop
 	TargetRateDeviation   = 0.5  // % achieved vs drawn
 	TargetZ               = 2.0  // |z| of the drawn rate
+	TargetSeedShare       = 0.9  // share of the seeds of a drawn-only law that pass z and KS
+	ArrivalSeeds          = 100  // seeds a drawn-only law is drawn with
 	TargetKSP             = 0.05 // KS p-value above
 	TargetDaemonRSS       = 30.0 // MB
 	TargetDaemonCPU       = 1.0  // % of a core
@@ -220,6 +222,21 @@ type Arrival struct {
 	SentCV  float64 `json:"sent_cv,omitempty"`
 	// SendLagP99 is the sends' lag p99 in ms.
 	SendLagP99 float64 `json:"send_lag_p99_ms,omitempty"`
+	// Seeds judges a law that was drawn only: over many seeds, not the
+	// one above.
+	Seeds *SeedSweep `json:"seed_sweep,omitempty"`
+}
+
+// SeedSweep is how many of Seeds draws of a process (N arrivals each, seeds
+// 1..Seeds) had |z| < TargetZ and a KS p-value above TargetKSP. One draw of
+// a random process misses a 5 % test one time in twenty by construction,
+// so a law drawn only is judged over many: a sound one passes each test in
+// about 95 of 100, and fewer than TargetSeedShare of them (90 %) happens
+// about once in a hundred sweeps.
+type SeedSweep struct {
+	Seeds    int `json:"seeds"`
+	ZWithin  int `json:"z_within"`
+	KSPassed int `json:"ks_passed"`
 }
 
 // Daemon is the daemon-footprint section.

@@ -129,3 +129,38 @@ func TestProcReaders(t *testing.T) {
 		t.Errorf("machine %+v", m)
 	}
 }
+
+// TestSeedSweep: a sound process passes the z and KS tests in about 95 of
+// 100 seeds, and the table judges a drawn-only law by that share; a
+// process drawn at the wrong rate fails nearly every seed.
+func TestSeedSweep(t *testing.T) {
+	for _, b := range []float64{0.5, 4} {
+		sw, err := seedSweep("gamma", b, 50, 10000, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Binomial(100, 0.05) misses: more than 15 has probability < 1e-4.
+		if sw.Seeds != 100 || sw.ZWithin < 85 || sw.KSPassed < 85 {
+			t.Errorf("gamma(%g): %+v", b, sw)
+		}
+	}
+	var out strings.Builder
+	r := &Report{Arrival: []Arrival{
+		{Kind: "gamma", Burstiness: 4, Rate: 50, N: 10000, Z: 2.4, KSP: 0.009, Seeds: &SeedSweep{Seeds: 100, ZWithin: 96, KSPassed: 95}},
+		{Kind: "gamma", Burstiness: 0.5, Rate: 50, N: 10000, Z: 0.1, KSP: 0.5, Seeds: &SeedSweep{Seeds: 100, ZWithin: 80, KSPassed: 95}},
+	}}
+	if err := WriteTable(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	var rows []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "| arrival") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 2 || !strings.Contains(rows[0], "over 100 seeds: z within ±2 in 96, KS p > 0.05 in 95") ||
+		!strings.HasSuffix(rows[0], "| yes |") || !strings.HasSuffix(rows[1], "| no  |") {
+		t.Errorf("rows:\n%s", strings.Join(rows, "\n"))
+	}
+}

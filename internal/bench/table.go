@@ -90,6 +90,12 @@ func WriteTable(w io.Writer, r *Report) error {
 		res := fmt.Sprintf("drawn %.2f req/s (z %+.2f), KS p %.3f, CV %.3f (want %.3f)", a.DrawnRate, a.Z, a.KSP, a.CV, a.WantCV)
 		target := fmt.Sprintf("z within ±%g, KS p > %g", TargetZ, TargetKSP)
 		ok := math.Abs(a.Z) < TargetZ && a.KSP > TargetKSP
+		if sw := a.Seeds; sw != nil && !a.Sent {
+			res += fmt.Sprintf("; over %d seeds: z within ±%g in %d, KS p > %g in %d", sw.Seeds, TargetZ, sw.ZWithin, TargetKSP, sw.KSPassed)
+			need := int(math.Ceil(TargetSeedShare * float64(sw.Seeds)))
+			target = fmt.Sprintf("over %d seeds, z within ±%g and KS p > %g each in ≥ %d", sw.Seeds, TargetZ, TargetKSP, need)
+			ok = sw.ZWithin >= need && sw.KSPassed >= need
+		}
 		if a.Sent {
 			res += fmt.Sprintf("; achieved %.2f req/s (%+.3f %% vs drawn), sent gaps KS p %.3f, CV %.3f, send lag p99 %.3f ms",
 				a.AchievedRate, a.AchievedDev, a.SentKSP, a.SentCV, a.SendLagP99)
