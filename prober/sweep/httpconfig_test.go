@@ -71,6 +71,11 @@ func TestSweepMetricsRedirectNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !res.Complete || res.Steps[0].Stats.Completed != 10 {
+		for _, r := range sink.recs {
+			if r.Record.Error != "" {
+				t.Logf("failed request %s: %s: %s", r.Record.RequestID, r.Record.Error, r.Record.ErrorMessage)
+			}
+		}
 		t.Fatalf("complete %v, steps %+v", res.Complete, res.Steps)
 	}
 	if got := elsewhere.Requests(); len(got) != 0 {

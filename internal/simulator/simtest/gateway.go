@@ -1,6 +1,8 @@
 package simtest
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -85,6 +87,20 @@ func RedirectFront(t testing.TB, upstream string, redirect ...string) (string, *
 		if slices.Contains(redirect, r.URL.Path) {
 			http.Redirect(w, r, e.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 			return
+		}
+		// Read the request body before proxying: the transport reads it
+		// once more after Content-Length bytes (to see its end) and may
+		// do so after the streamed response's first flush, when the
+		// server has made the body unavailable; the failed read closes
+		// the upstream connection mid-stream (seen under load as a
+		// request ending in "unexpected EOF").
+		if r.Body != nil {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		proxy.ServeHTTP(w, r)
 	}))
