@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -176,7 +177,15 @@ func TestMetricsMove(t *testing.T) {
 			t.Fatalf("prompt tokens %d", out.Usage.PromptTokens)
 		}
 	}
+	// The engine retires a request just after its last write: wait until
+	// it is idle (the gauges at 0) before reading what moved.
+	idleGauges := []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"}
 	after := scrape(t, base)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); after = scrape(t, base) {
+		if !slices.ContainsFunc(idleGauges, func(g string) bool { return value(t, after, g) != 0 }) {
+			break
+		}
+	}
 	delta := func(name string, labels ...string) float64 {
 		old := 0.0
 		if mf, ok := before[name]; ok && slices.ContainsFunc(mf.GetMetric(), func(m *dto.Metric) bool { return hasLabels(m, labels...) }) {
@@ -241,7 +250,7 @@ func TestMetricsMove(t *testing.T) {
 	if inf, pd := sum("vllm:request_inference_time_seconds"), sum("vllm:request_prefill_time_seconds")+sum("vllm:request_decode_time_seconds"); math.Abs(inf-pd) > 1e-9 {
 		t.Errorf("inference time sum %v, prefill + decode %v", inf, pd)
 	}
-	for _, g := range []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"} {
+	for _, g := range idleGauges {
 		if v := value(t, after, g); v != 0 {
 			t.Errorf("%s = %v when idle", g, v)
 		}
