@@ -317,9 +317,7 @@ func (w *timerWaiter) close() { w.t.Stop() }
 
 // goTimerUntil waits until at with a fresh Go timer.
 func goTimerUntil(ctx context.Context, at time.Time) bool {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return sleepUntil(ctx, t, at, false)
+	return newTimerWaiter(false).until(ctx, at)
 }
 
 // sleepUntil waits on t (stopped, drained) until at; it reports false when
@@ -400,9 +398,7 @@ func (s *Scheduler) runOpen(ctx context.Context, start time.Time, proc arrival.P
 }
 
 func (s *Scheduler) runClosed(ctx context.Context, start time.Time) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	if !sleepUntil(ctx, timer, start, false) {
+	if !goTimerUntil(ctx, start) {
 		return
 	}
 	var next atomic.Int64
