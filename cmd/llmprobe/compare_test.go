@@ -59,8 +59,14 @@ func TestCompareSimulators(t *testing.T) {
 		code      int
 		want      []string
 	}{
-		{name: "identical", code: 0, want: []string{"verdict: pass", "every rule holds"},
-			extra: []string{"--decision", "ship chat-v2 if TPOT p99 holds", "--rollback-if", "goodput drops 5 %"}},
+		// Identical servers pass. The figure is the TPOT median: the p99
+		// of 100 samples of a 4 ms decode is, under -race beside other
+		// packages' tests, the machine's worst scheduling stalls (a CI run
+		// saw +17 %, interval +1 … +31 %, between two identical
+		// simulators). "slower decode" checks that a TPOT p99 regression
+		// fails.
+		{name: "identical", code: 0, want: []string{"verdict: pass", "every rule holds", "tpot_p50"},
+			extra: []string{"--max-regression", "tpot_p50=10%,goodput=5%", "--decision", "ship chat-v2 if TPOT p99 holds", "--rollback-if", "goodput drops 5 %"}},
 		{name: "slower decode", candidate: func(c *simulator.Config) { c.StepBase = 12 * time.Millisecond }, code: 1,
 			want: []string{"verdict: fail", "tpot_p99 @ rate=50: regressed:", "beyond the 10 % limit"}},
 		{name: "other model", candidate: func(c *simulator.Config) { c.Model = "other-model" },
