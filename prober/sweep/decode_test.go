@@ -85,11 +85,14 @@ func TestDecodeResultRoundTrip(t *testing.T) {
 		{name: "a burst beside a rate, no SLO", cfg: func(c *Config) {
 			c.Rates, c.RatesText, c.NumPrompts = []float64{20, math.Inf(1)}, "20,inf", 10
 		}},
-		// 10 requests are too few for the SLO p99: the search reruns the
-		// level longer, and the steps carry its verdicts.
+		// 20 requests are too few for the SLO p99: the search reruns the
+		// level longer, and the steps carry its verdicts. The keep-up
+		// bar is 50 %: under -race beside busy loops the in-process
+		// simulator at 100 req/s kept up 84 % (TTFT p99 69 ms), and the
+		// too-short rerun, not the server's speed, is this case's subject.
 		{name: "an adaptive search with a too-short first level", cfg: func(c *Config) {
-			c.Rates, c.RatesText, c.Auto, c.NumPrompts = nil, "auto", true, 10
-			c.Search = SearchOptions{Start: 100, MaxSteps: 2}
+			c.Rates, c.RatesText, c.Auto, c.NumPrompts = nil, "auto", true, 20
+			c.Search = SearchOptions{Start: 50, MaxSteps: 2, Ratio: 0.5}
 			c.SLO = slo.SLO{TTFT: 5 * time.Second}
 			// The verdicts are this case's subject, not the client's
 			// lateness: a busy test machine must not flag the steps.
@@ -100,7 +103,7 @@ func TestDecodeResultRoundTrip(t *testing.T) {
 				for _, st := range res.Steps {
 					t.Logf("step %d: %d requests, search %+v", st.Index, st.Stats.Requests, st.Search)
 				}
-				t.Errorf("want a too-short step of 10 requests, then a passing one of at least %d", MinSLOSamples)
+				t.Errorf("want a too-short step of 20 requests, then a passing one of at least %d", MinSLOSamples)
 			}
 		}},
 	}
