@@ -168,7 +168,14 @@ func TestDiscoverFailuresAreClassifiedAndRedacted(t *testing.T) {
 				defer srv.Close()
 				base = srv.URL
 			}
-			e := newEndpoint(t, Options{BaseURL: base, APIKey: testKey, DiscoveryTimeout: 300 * time.Millisecond})
+			// Only the hanging server needs a short timeout; the others
+			// get a long one (the large body took over 300 ms to stream
+			// under -race on a busy machine).
+			timeout := time.Minute
+			if want == prober.ClassTimeout {
+				timeout = 300 * time.Millisecond
+			}
+			e := newEndpoint(t, Options{BaseURL: base, APIKey: testKey, DiscoveryTimeout: timeout})
 			info, err := e.Discover(context.Background())
 			if err == nil {
 				t.Fatalf("no error; info %+v", info)
