@@ -26,18 +26,27 @@ func preciseSleep(at time.Time) {
 	if d <= 0 {
 		return
 	}
-	var now unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+	deadline, err := monotonicIn(d)
+	if err != nil {
 		time.Sleep(d)
 		return
 	}
-	deadline := unix.NsecToTimespec(now.Nano() + int64(d))
 	for {
 		err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &deadline, nil)
 		if !errors.Is(err, unix.EINTR) {
 			return
 		}
 	}
+}
+
+// monotonicIn is the CLOCK_MONOTONIC reading d from now, an absolute
+// deadline for clock_nanosleep and timerfd_settime.
+func monotonicIn(d time.Duration) (unix.Timespec, error) {
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+		return now, err
+	}
+	return unix.NsecToTimespec(now.Nano() + int64(d)), nil
 }
 
 // timerfdSupported reports whether newWaiter uses a timerfd; a variable so
@@ -77,11 +86,11 @@ func (w *fdWaiter) until(ctx context.Context, at time.Time) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	var now unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+	deadline, err := monotonicIn(d)
+	if err != nil {
 		return goTimerUntil(ctx, at)
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(now.Nano() + int64(d))}
+	spec := unix.ItimerSpec{Value: deadline}
 	if err := unix.TimerfdSettime(w.fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
 		return goTimerUntil(ctx, at)
 	}
