@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // composeDir is deploy/compose, seen from this package's directory.

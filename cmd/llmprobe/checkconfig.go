@@ -5,7 +5,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 func init() {

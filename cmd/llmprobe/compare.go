@@ -17,10 +17,10 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/compare"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 

@@ -5,8 +5,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/prober/compare"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // compareCostFlags are compare's per-side prices: each side's

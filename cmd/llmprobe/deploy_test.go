@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llmprobe/llmprobe/deploy"
-	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // deployDir is the repository's deploy/, seen from this package.

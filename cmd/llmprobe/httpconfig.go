@@ -6,7 +6,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/config"
 
-	lpconfig "github.com/llmprobe/llmprobe/internal/config"
+	lpconfig "github.com/llmprobe/llmprobe/prober/config"
 )
 
 // addHTTPConfigFlag adds --http.config.file, the flag of that name in

@@ -5,9 +5,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 func init() {

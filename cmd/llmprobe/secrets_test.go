@@ -18,10 +18,10 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	ltestutil "github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // secretKey is the API key of TestSecretsNeverLeave: recognisable in any

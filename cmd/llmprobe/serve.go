@@ -27,12 +27,12 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
-	"github.com/llmprobe/llmprobe/internal/config"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/logging"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	lweb "github.com/llmprobe/llmprobe/internal/web"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )

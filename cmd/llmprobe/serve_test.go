@@ -264,7 +264,7 @@ func TestServePush(t *testing.T) {
 func TestCheckConfigCommand(t *testing.T) {
 	t.Setenv("VLLM_B_API_KEY", "sk-test")
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"check-config", "../../deploy/examples/llmprobe.yml", "../../internal/config/testdata/multi-problem.yml"}, &out, &errb); code != 1 {
+	if code := run(context.Background(), []string{"check-config", "../../deploy/examples/llmprobe.yml", "../../prober/config/testdata/multi-problem.yml"}, &out, &errb); code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
 	if !strings.Contains(out.String(), "llmprobe.yml: OK") {

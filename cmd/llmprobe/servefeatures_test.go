@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // startSimulate runs `llmprobe simulate args...` on a free loopback port

@@ -19,13 +19,13 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
-	lpconfig "github.com/llmprobe/llmprobe/internal/config"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
+	lpconfig "github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )

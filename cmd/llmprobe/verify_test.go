@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // verifyTestRun writes a finished run directory with two files.

@@ -15,8 +15,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/config"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 

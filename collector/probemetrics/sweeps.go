@@ -3,9 +3,8 @@ package probemetrics
 import (
 	"time"
 
+	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/llmprobe/llmprobe/internal/sweepd"
 )
 
 // Sweep metric family names (docs/sweep-api.md lists them).
@@ -33,7 +32,7 @@ func SweepNames() []string {
 }
 
 // Sweeps holds the capacity metrics of the daemon's sweeps and is the
-// prometheus.Collector that exports them; it implements sweepd.Observer.
+// prometheus.Collector that exports them; it implements capacity.Observer.
 // Labels: target and sweep (the sweep's name); llmprobe_sweep_running has
 // target only. The knee, max goodput, last success and duration gauges hold
 // the last successful sweep's figures (read back from disk at start), so a
@@ -47,7 +46,7 @@ type Sweeps struct {
 	runs                                                 *prometheus.CounterVec
 }
 
-var _ sweepd.Observer = (*Sweeps)(nil)
+var _ capacity.Observer = (*Sweeps)(nil)
 
 // NewSweeps creates the sweep metrics and registers them with reg (nil:
 // unregistered). It panics if registration fails.
@@ -111,12 +110,12 @@ func (s *Sweeps) Collect(ch chan<- prometheus.Metric) {
 // InitSweep creates the runs_total series of a target's sweep at 0 for
 // every result.
 func (s *Sweeps) InitSweep(target, sweep string) {
-	for _, r := range sweepd.Results {
+	for _, r := range capacity.Results {
 		s.runs.WithLabelValues(target, sweep, r)
 	}
 }
 
-// SweepRunning implements sweepd.Observer. The service calls it with false
+// SweepRunning implements capacity.Observer. The service calls it with false
 // for every target it learns of, so that llmprobe_sweep_running{target} is
 // 0 before the target's first sweep.
 func (s *Sweeps) SweepRunning(target string, running bool) {
@@ -127,8 +126,8 @@ func (s *Sweeps) SweepRunning(target string, running bool) {
 	s.running.WithLabelValues(target).Set(v)
 }
 
-// SweepFinished implements sweepd.Observer.
-func (s *Sweeps) SweepFinished(target, sweep, result string, _ time.Duration, last *sweepd.Last) {
+// SweepFinished implements capacity.Observer.
+func (s *Sweeps) SweepFinished(target, sweep, result string, _ time.Duration, last *capacity.Last) {
 	s.InitSweep(target, sweep)
 	s.runs.WithLabelValues(target, sweep, result).Inc()
 	if last != nil {
@@ -136,13 +135,13 @@ func (s *Sweeps) SweepFinished(target, sweep, result string, _ time.Duration, la
 	}
 }
 
-// SweepRestored implements sweepd.Observer.
-func (s *Sweeps) SweepRestored(target, sweep string, last sweepd.Last) {
+// SweepRestored implements capacity.Observer.
+func (s *Sweeps) SweepRestored(target, sweep string, last capacity.Last) {
 	s.InitSweep(target, sweep)
 	s.set(target, sweep, last)
 }
 
-func (s *Sweeps) set(target, sweep string, l sweepd.Last) {
+func (s *Sweeps) set(target, sweep string, l capacity.Last) {
 	if l.KneeUnit == "" || l.KneeUnit == "req/s" {
 		// A closed loop's knee is a concurrency, not a rate.
 		s.knee.WithLabelValues(target, sweep).Set(l.Knee)
@@ -170,7 +169,7 @@ func (s *Sweeps) set(target, sweep string, l sweepd.Last) {
 	}
 }
 
-// SweepScheduled implements sweepd.Observer.
+// SweepScheduled implements capacity.Observer.
 func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
 	if interval <= 0 {
 		s.interval.DeleteLabelValues(target, sweep)
@@ -180,7 +179,7 @@ func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
 	s.interval.WithLabelValues(target, sweep).Set(interval.Seconds())
 }
 
-// TargetRemoved implements sweepd.Observer: every series of target goes.
+// TargetRemoved implements capacity.Observer: every series of target goes.
 func (s *Sweeps) TargetRemoved(target string) {
 	l := prometheus.Labels{"target": target}
 	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval,

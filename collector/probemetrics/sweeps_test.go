@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/llmprobe/llmprobe/internal/sweepd"
 )
 
 func TestSweepMetrics(t *testing.T) {
@@ -20,15 +19,15 @@ func TestSweepMetrics(t *testing.T) {
 	s.SweepScheduled("sim", "nightly", 24*time.Hour)
 	s.SweepScheduled("sim", "gone", time.Hour)
 	s.SweepScheduled("sim", "gone", 0)
-	s.SweepRestored("sim", "nightly", sweepd.Last{Knee: 16, KneeFound: true, MaxGoodput: 15.5, KneeUnit: "req/s",
-		Finished: end, Duration: 90 * time.Second, Steps: []sweepd.StepPoint{
+	s.SweepRestored("sim", "nightly", capacity.Last{Knee: 16, KneeFound: true, MaxGoodput: 15.5, KneeUnit: "req/s",
+		Finished: end, Duration: 90 * time.Second, Steps: []capacity.StepPoint{
 			{Label: "rate=8", Goodput: 8, Throughput: 8, TTFTP99: 0.1, TPOTP99: 0.01, Valid: true},
 			{Label: "rate=16", Goodput: 15.5, Throughput: 16, TTFTP99: 0.5, TPOTP99: 0.04, Valid: true}}})
 	// A failed sweep counts, and keeps the knee.
 	s.SweepRunning("sim", true)
-	s.SweepFinished("sim", "nightly", sweepd.ResultFailed, time.Minute, nil)
+	s.SweepFinished("sim", "nightly", capacity.ResultFailed, time.Minute, nil)
 	// A closed loop's knee is not a rate: only max goodput moves.
-	s.SweepFinished("sim", "closed", sweepd.ResultSuccess, time.Minute, &sweepd.Last{Knee: 8, KneeUnit: "concurrency",
+	s.SweepFinished("sim", "closed", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 8, KneeUnit: "concurrency",
 		MaxGoodput: 7, Finished: end, Duration: time.Minute})
 	const want = `
 # HELP llmprobe_sweep_knee_requests_per_second Capacity knee of the last successful sweep: the highest request rate at which goodput kept up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed).

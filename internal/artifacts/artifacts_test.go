@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 var testNow = time.Date(2026, 5, 6, 7, 8, 9, 0, time.FixedZone("CEST", 2*3600))

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // SchemaVersion is the version of manifest.json this package writes; Verify

@@ -36,7 +36,7 @@ type ErrorLine struct {
 // measured: records.jsonl (a RecordLine per request), errors-redacted.jsonl
 // (an ErrorLine per failed request), and the /metrics snapshot files
 // metrics-before.txt (phases before-warmup and before), metrics-during.txt
-// (phase during, then the scrapes of collector/scrape's recording format)
+// (phase during, then the scrapes of prober/scrape's recording format)
 // and metrics-after.txt. It writes what it is given: redacting is the
 // caller's job. Its methods are safe for concurrent use; lines written by
 // concurrent calls land whole, in the order the calls took the file.
@@ -118,7 +118,7 @@ func (s *Sink) WriteSnapshot(meta Snapshot, body []byte) error {
 	return errors.Join(s.records.Flush(), s.errs.Flush(), s.during.Flush(), a.WriteSnapshot(meta, body), a.Flush())
 }
 
-// WriteScrape appends one during-step scrape entry (collector/scrape's
+// WriteScrape appends one during-step scrape entry (prober/scrape's
 // recording format) to metrics-during.txt.
 func (s *Sink) WriteScrape(entry []byte) error {
 	_, err := s.during.Write(entry)

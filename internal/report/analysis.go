@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 

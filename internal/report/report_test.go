@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/stats"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )

@@ -20,8 +20,8 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 

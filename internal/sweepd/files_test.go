@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -75,7 +76,7 @@ func TestScheduledTraceAndDatasetSweeps(t *testing.T) {
 	s.Apply(cfg)
 	testutil.EventuallyWithin(t, 2*time.Minute, "both scheduled sweeps to finish", func() bool { return len(rec.calls()) == 2 })
 	for _, c := range rec.calls() {
-		if c.result != ResultSuccess || c.last == nil {
+		if c.result != capacity.ResultSuccess || c.last == nil {
 			t.Fatalf("%s/%s: %+v", c.target, c.sweep, c)
 		}
 		switch c.sweep {

@@ -15,9 +15,10 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -178,23 +179,23 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 		HTTPClient: s.opts.HTTPClient, Now: s.opts.Now,
 	})
 	took := s.opts.Now().Sub(start)
-	state, result := StatusDone, ResultSuccess
+	state, result := StatusDone, capacity.ResultSuccess
 	msg := ""
 	switch {
 	case err == nil && out != nil && out.Complete && !measured(out.Result):
 		// Complete, but no step could be measured (every one invalid: errors,
 		// a busy server): nothing to replace the last good knee with.
-		state, result = StatusFailed, ResultFailed
+		state, result = StatusFailed, capacity.ResultFailed
 		msg = "no valid step: " + invalidWhy(out.Result)
 	case err == nil && out != nil && out.Complete:
 	case ctx.Err() != nil:
-		state, result = StatusCanceled, ResultCanceled
+		state, result = StatusCanceled, capacity.ResultCanceled
 		msg = context.Cause(ctx).Error()
 		if errors.Is(context.Cause(ctx), context.Canceled) {
 			msg = "the daemon is shutting down"
 		}
 	default:
-		state, result = StatusFailed, ResultFailed
+		state, result = StatusFailed, capacity.ResultFailed
 		switch {
 		case err != nil:
 			msg = err.Error()
@@ -202,15 +203,15 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 			msg = out.Result.InterruptedReason
 		}
 	}
-	var last *Last
+	var last *capacity.Last
 	r.mu.Lock()
 	r.step = nil
 	if out != nil {
 		r.dir = out.Dir
 		if res := out.Result; res != nil {
 			r.result = summarize(res)
-			if result == ResultSuccess {
-				last = &Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput,
+			if result == capacity.ResultSuccess {
+				last = &capacity.Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput,
 					KneeUnit: res.KneeUnit, Finished: res.Fingerprint.End, Duration: took, Dir: out.Dir, Steps: curve(res)}
 				if last.Finished.IsZero() {
 					last.Finished = s.opts.Now()
@@ -265,7 +266,7 @@ func invalidWhy(res *sweep.Result) string {
 	return st.Label + " was flagged " + strings.Join(st.Validity.Flags, ", ")
 }
 
-func knee(l *Last) string {
+func knee(l *capacity.Last) string {
 	if l == nil {
 		return "none"
 	}
@@ -273,10 +274,10 @@ func knee(l *Last) string {
 }
 
 // setLast records a success. s.mu is held.
-func (s *Service) setLast(target, name string, l Last) {
+func (s *Service) setLast(target, name string, l capacity.Last) {
 	m := s.last[target]
 	if m == nil {
-		m = map[string]Last{}
+		m = map[string]capacity.Last{}
 		s.last[target] = m
 	}
 	m[name] = l

@@ -10,8 +10,9 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // storedRun is a finished run directory of a target found on disk.
@@ -79,7 +80,7 @@ func (s *Service) restore(target string) {
 			continue // a failed sweep: no knee to restore
 		}
 		seen[sr.name] = true
-		l := Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput, KneeUnit: res.KneeUnit,
+		l := capacity.Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput, KneeUnit: res.KneeUnit,
 			Finished: res.Fingerprint.End, Dir: sr.dir, Steps: curve(res)}
 		if !res.Fingerprint.Start.IsZero() && res.Fingerprint.End.After(res.Fingerprint.Start) {
 			l.Duration = res.Fingerprint.End.Sub(res.Fingerprint.Start)

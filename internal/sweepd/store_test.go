@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // copyRun copies run directory src to a sibling whose stamp is at, with the

@@ -10,7 +10,7 @@
 // A sweep is the sweep engine called as a library: internal/rundir.Run with
 // a sweep.Config built from the target's config and the spec
 // (config.SweepSpec.SweepConfig), its progress followed through a
-// sweep.Observer. What finished sweeps measured goes to an Observer
+// sweep.Observer. What finished sweeps measured goes to a capacity.Observer
 // (collector/probemetrics in the daemon); the package imports no consumer.
 //
 // A Service is safe for concurrent use.
@@ -34,7 +34,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -52,17 +53,6 @@ const (
 	OriginAPI      = "api"
 	OriginSchedule = "schedule"
 )
-
-// Results of a finished sweep as Observer.SweepFinished reports them (the
-// result label of llmprobe_sweep_runs_total).
-const (
-	ResultSuccess  = "success"
-	ResultFailed   = "failed"
-	ResultCanceled = "canceled"
-)
-
-// Results lists every result in a stable order.
-var Results = []string{ResultSuccess, ResultFailed, ResultCanceled}
 
 // Defaults of Options.
 const (
@@ -92,79 +82,19 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("target %s already has a sweep running: %s", e.Target, e.ID)
 }
 
-// Last is what a target's sweep of one name last measured successfully.
-type Last struct {
-	// Knee is the knee level in req/s (sweep.Knee.Estimate: a lower bound
-	// when KneeFound is false, 0 when no level passed); MaxGoodput the highest
-	// goodput of a valid level, in req/s.
-	Knee       float64
-	KneeFound  bool
-	MaxGoodput float64
-	// KneeUnit is "req/s" or "concurrency".
-	KneeUnit string
-	// Finished is when the sweep ended; Duration how long it ran.
-	Finished time.Time
-	Duration time.Duration
-	// Dir is the run directory.
-	Dir string
-	// Steps is the goodput curve: every step of the sweep, in run order.
-	Steps []StepPoint
-}
-
-// StepPoint is one step of a sweep's goodput curve.
-type StepPoint struct {
-	// Label names the step ("rate=4", "rate=4/round=2"; "/attempt=N" added
-	// for a rerun of an invalid level).
-	Label string
-	// Goodput and Throughput are in req/s, the p99s in seconds.
-	Goodput, Throughput, TTFTP99, TPOTP99 float64
-	// Valid is the step's validity.
-	Valid bool
-}
-
 // curve returns the goodput curve of res.
-func curve(res *sweep.Result) []StepPoint {
-	out := make([]StepPoint, 0, len(res.Steps))
+func curve(res *sweep.Result) []capacity.StepPoint {
+	out := make([]capacity.StepPoint, 0, len(res.Steps))
 	for _, st := range res.Steps {
 		label := st.Label
 		if st.Attempt > 1 {
 			label += "/attempt=" + strconv.Itoa(st.Attempt)
 		}
-		out = append(out, StepPoint{Label: label, Goodput: finite(st.Stats.RequestGoodput), Throughput: finite(st.Stats.RequestThroughput),
+		out = append(out, capacity.StepPoint{Label: label, Goodput: finite(st.Stats.RequestGoodput), Throughput: finite(st.Stats.RequestThroughput),
 			TTFTP99: finite(st.Stats.TTFT.P99) / 1e3, TPOTP99: finite(st.Stats.TPOT.P99) / 1e3, Valid: st.Validity.Valid})
 	}
 	return out
 }
-
-// Observer receives what the daemon's sweeps do; collector/probemetrics
-// implements it. Methods may be called from several goroutines.
-type Observer interface {
-	// SweepRunning is called with true when a sweep of target starts and
-	// false when it ended, and with false when Apply learns of a target.
-	SweepRunning(target string, running bool)
-	// SweepFinished is called when a sweep named sweep of target ended,
-	// with its result (ResultSuccess, ...), how long it ran and, for a
-	// success only, what it measured (nil otherwise: a failed sweep never
-	// replaces the last good knee).
-	SweepFinished(target, sweep, result string, took time.Duration, last *Last)
-	// SweepRestored is called at start with the last successful result of
-	// each sweep name found under the sweeps directory.
-	SweepRestored(target, sweep string, last Last)
-	// SweepScheduled is called when a scheduled sweep's schedule starts,
-	// with its interval (for cron, the gap between its next two runs), and
-	// with 0 when a reload removed it.
-	SweepScheduled(target, sweep string, interval time.Duration)
-	// TargetRemoved is called when a reload removed target.
-	TargetRemoved(target string)
-}
-
-type nopObserver struct{}
-
-func (nopObserver) SweepRunning(string, bool)                                  {}
-func (nopObserver) SweepFinished(string, string, string, time.Duration, *Last) {}
-func (nopObserver) SweepRestored(string, string, Last)                         {}
-func (nopObserver) SweepScheduled(string, string, time.Duration)               {}
-func (nopObserver) TargetRemoved(string)                                       {}
 
 // Options configures a Service.
 type Options struct {
@@ -180,7 +110,7 @@ type Options struct {
 	// DefaultKeepFinished; their directories stay on disk by retention).
 	KeepFinished int
 	// Observer receives results (nil: none).
-	Observer Observer
+	Observer capacity.Observer
 	// Embedded reports whether a target is the in-process simulator, and
 	// its capacity for a workload (0: unknown); nil: none is.
 	Embedded func(target string, w workload.Spec) (embedded bool, capacity float64)
@@ -196,7 +126,7 @@ type Options struct {
 type Service struct {
 	opts   Options
 	logger log.Logger
-	obs    Observer
+	obs    capacity.Observer
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -208,7 +138,7 @@ type Service struct {
 	runs      map[string]*run
 	order     []*run          // newest last
 	running   map[string]*run // by target
-	last      map[string]map[string]Last
+	last      map[string]map[string]capacity.Last
 	schedules map[string]*scheduled // by target + "/" + sweep name
 	restored  map[string]bool       // targets whose directories were read back
 }
@@ -230,7 +160,7 @@ func New(o Options) *Service {
 	if o.Jitter == nil {
 		o.Jitter = uniformJitter
 	}
-	var obs Observer = nopObserver{}
+	var obs capacity.Observer = capacity.NopObserver{}
 	if o.Observer != nil {
 		obs = o.Observer
 	}
@@ -238,7 +168,7 @@ func New(o Options) *Service {
 	return &Service{
 		opts: o, logger: o.Logger, obs: obs, ctx: ctx, cancel: cancel,
 		targets: map[string]config.TargetConfig{}, runs: map[string]*run{}, running: map[string]*run{},
-		last: map[string]map[string]Last{}, schedules: map[string]*scheduled{}, restored: map[string]bool{},
+		last: map[string]map[string]capacity.Last{}, schedules: map[string]*scheduled{}, restored: map[string]bool{},
 	}
 }
 
@@ -410,7 +340,7 @@ func (s *Service) File(id, name string) (*os.File, error) {
 
 // LastOf returns the newest successful result of any sweep of target, and
 // the sweep's name; ok is false when there is none.
-func (s *Service) LastOf(target string) (name string, last Last, ok bool) {
+func (s *Service) LastOf(target string) (name string, last capacity.Last, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for n, l := range s.last[target] {

@@ -16,10 +16,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -41,17 +42,17 @@ type recorder struct {
 	mu       sync.Mutex
 	running  map[string]bool
 	finished []finishCall
-	restored map[string]Last
+	restored map[string]capacity.Last
 	removed  []string
 }
 
 type finishCall struct {
 	target, sweep, result string
-	last                  *Last
+	last                  *capacity.Last
 }
 
 func newRecorder() *recorder {
-	return &recorder{running: map[string]bool{}, restored: map[string]Last{}}
+	return &recorder{running: map[string]bool{}, restored: map[string]capacity.Last{}}
 }
 
 func (r *recorder) SweepRunning(target string, running bool) {
@@ -60,13 +61,13 @@ func (r *recorder) SweepRunning(target string, running bool) {
 	r.running[target] = running
 }
 
-func (r *recorder) SweepFinished(target, sweep, result string, _ time.Duration, last *Last) {
+func (r *recorder) SweepFinished(target, sweep, result string, _ time.Duration, last *capacity.Last) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.finished = append(r.finished, finishCall{target, sweep, result, last})
 }
 
-func (r *recorder) SweepRestored(target, sweep string, last Last) {
+func (r *recorder) SweepRestored(target, sweep string, last capacity.Last) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.restored[target+"/"+sweep] = last
@@ -104,7 +105,7 @@ func targetsConfig(t *testing.T, extra string, targets ...string) *config.Config
 	return c
 }
 
-func newService(t *testing.T, dir string, obs Observer) *Service {
+func newService(t *testing.T, dir string, obs capacity.Observer) *Service {
 	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	s := New(Options{
@@ -217,7 +218,7 @@ func TestLifecycle(t *testing.T) {
 	os.Remove(filepath.Join(dir, "sim", done.RunDir, "link.txt"))
 	// The observer saw it, and LastOf has it.
 	calls := rec.calls()
-	if len(calls) != 1 || calls[0].result != ResultSuccess || calls[0].last == nil || calls[0].last.Knee != done.Result.Knee {
+	if len(calls) != 1 || calls[0].result != capacity.ResultSuccess || calls[0].last == nil || calls[0].last.Knee != done.Result.Knee {
 		t.Errorf("observer: %+v", calls)
 	}
 	if name, l, ok := s.LastOf("sim"); !ok || name != config.DefaultSweepName || l.Knee != done.Result.Knee {
@@ -272,7 +273,7 @@ func TestCancel(t *testing.T) {
 	if probs, err := artifacts.Verify(got.dir); err != nil || len(probs) > 0 {
 		t.Errorf("verify: %v %v", probs, err)
 	}
-	if c := rec.calls(); len(c) != 1 || c[0].result != ResultCanceled || c[0].last != nil {
+	if c := rec.calls(); len(c) != 1 || c[0].result != capacity.ResultCanceled || c[0].last != nil {
 		t.Errorf("observer: %+v", c)
 	}
 	if _, _, ok := s.LastOf("sim"); ok {
@@ -303,7 +304,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
 	s.Apply(cfg)
 	testutil.EventuallyWithin(t, 2*time.Minute, "the scheduled sweep to finish", func() bool { return len(rec.calls()) == 1 })
 	c := rec.calls()[0]
-	if c.sweep != "nightly" || c.result != ResultSuccess || c.last == nil || c.last.Knee <= 0 {
+	if c.sweep != "nightly" || c.result != capacity.ResultSuccess || c.last == nil || c.last.Knee <= 0 {
 		t.Fatalf("scheduled sweep: %+v", c)
 	}
 	if l := s.List(); len(l) != 1 || l[0].Origin != OriginSchedule {
@@ -334,7 +335,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
 	if end.Status != StatusFailed || end.Error != "no valid step: rate=20 was flagged errors" {
 		t.Errorf("with faults: status %s error %q", end.Status, end.Error)
 	}
-	if c := rec2.calls(); len(c) != 1 || c[0].result != ResultFailed || c[0].last != nil {
+	if c := rec2.calls(); len(c) != 1 || c[0].result != capacity.ResultFailed || c[0].last != nil {
 		t.Errorf("observer: %+v", c)
 	}
 	_, l, ok := s2.LastOf("sim")

@@ -15,8 +15,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
+	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // MaxSweepBodyBytes caps the body of POST /api/v1/sweeps; a larger one is
@@ -31,7 +32,7 @@ type SweepService interface {
 	Cancel(id string) (sweepd.Status, error)
 	File(id, name string) (*os.File, error)
 	// LastOf and Running feed the landing page.
-	LastOf(target string) (name string, last sweepd.Last, ok bool)
+	LastOf(target string) (name string, last capacity.Last, ok bool)
 	Running(target string) (id string, ok bool)
 }
 

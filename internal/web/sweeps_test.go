@@ -19,11 +19,11 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 

@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/common/config"
 	"go.uber.org/goleak"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 func TestMain(m *testing.M) {

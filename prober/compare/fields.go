@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // httpField is the http_config field FieldsOf extracts from a fingerprint

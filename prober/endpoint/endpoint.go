@@ -44,10 +44,10 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/common/config"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 

@@ -11,10 +11,10 @@ import (
 
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // Ways an engine became known (Info.EngineSource).

@@ -24,7 +24,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 

@@ -3,7 +3,7 @@ package engine
 import (
 	"maps"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // Quantity is a scalar figure an engine may expose on /metrics.

@@ -24,7 +24,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/internal/config"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // ErrReload is the cancel cause of requests of probes removed or changed by

@@ -15,14 +15,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
-	"github.com/llmprobe/llmprobe/collector/scrape"
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	ltestutil "github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // TestDaemonMultiTurnProbe: a multi-turn probe runs 3-turn sessions at its

@@ -11,9 +11,9 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/internal/config"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 	"github.com/llmprobe/llmprobe/prober/slo"

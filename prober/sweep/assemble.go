@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // result assembles result.json from the steps run.

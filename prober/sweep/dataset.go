@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 

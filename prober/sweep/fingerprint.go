@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // fingerprintStart fills the fingerprint's fixed parts.

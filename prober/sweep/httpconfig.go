@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // metricsTimeout bounds each /metrics read of the sweep's own client.

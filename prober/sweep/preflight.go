@@ -9,10 +9,10 @@ import (
 
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 

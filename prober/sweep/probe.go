@@ -10,10 +10,10 @@ import (
 
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/schedule"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // The throughput probe that starts an adaptive search (--rates auto without

@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/stats"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )

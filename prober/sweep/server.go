@@ -6,9 +6,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/llmprobe/llmprobe/collector/scrape"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // Figure is a number that may be unknown: it encodes as a JSON number when

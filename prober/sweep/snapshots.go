@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/llmprobe/llmprobe/collector/scrape"
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // The idle proof before each step and the /metrics snapshots around it.

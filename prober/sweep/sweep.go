@@ -11,11 +11,11 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -120,7 +120,7 @@ type RecordSink interface {
 	// Snapshot receives a /metrics snapshot of a step.
 	Snapshot(Snapshot) error
 	// Scrape receives one during-step scrape of step, an entry of
-	// collector/scrape's recording format (scrape.WriteScrape), after that
+	// prober/scrape's recording format (scrape.WriteScrape), after that
 	// step's PhaseDuring Snapshot. entry is valid only during the call.
 	Scrape(step int, entry []byte) error
 }

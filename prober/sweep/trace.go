@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 )
 
@@ -60,7 +60,7 @@ func ParseTraceSpeeds(s string) ([]float64, error) {
 // that speeds need one).
 func (c *Config) validateTrace() error {
 	if c.Workload.Trace != nil {
-		// A workload's trace: is the daemon's config (internal/config
+		// A workload's trace: is the daemon's config (prober/config
 		// loads it into Trace); the sweep reads no file from the workload.
 		return fieldErr("Workload", "trace: give the trace with --trace (workload.trace is a daemon config's scheduled-sweep key)")
 	}

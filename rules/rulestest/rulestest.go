@@ -17,8 +17,8 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
-	"github.com/llmprobe/llmprobe/internal/config"
-	"github.com/llmprobe/llmprobe/internal/sweepd"
+	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/rules"
 )
@@ -46,8 +46,8 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)
-	sw.SweepRestored("t", "s", sweepd.Last{Knee: 1, KneeFound: true, MaxGoodput: 1, KneeUnit: "req/s", Finished: time.Now(),
-		Duration: time.Minute, Steps: []sweepd.StepPoint{{Label: "rate=1", Goodput: 1, Throughput: 1, Valid: true}}})
+	sw.SweepRestored("t", "s", capacity.Last{Knee: 1, KneeFound: true, MaxGoodput: 1, KneeUnit: "req/s", Finished: time.Now(),
+		Duration: time.Minute, Steps: []capacity.StepPoint{{Label: "rate=1", Goodput: 1, Throughput: 1, Valid: true}}})
 	config.NewSafeConfig(reg)
 	for _, c := range []prometheus.Collector{
 		versioncollector.NewCollector("llmprobe"),

@@ -26,8 +26,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/llmprobe/llmprobe/internal/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // Defaults of Fetch.

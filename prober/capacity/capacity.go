@@ -1,0 +1,84 @@
+// Package capacity holds what the daemon's capacity sweeps report to their
+// consumers: the last successful result of a target's sweep (Last: the
+// knee, the highest goodput, the goodput curve), the result values of a
+// finished sweep, and the Observer that receives them. internal/sweepd
+// produces these; collector/probemetrics exports them as the
+// llmprobe_sweep_* gauges and counters. A leaf package: it imports nothing
+// of llmprobe, so the metrics package does not depend on the sweep daemon,
+// its run directories or its reports.
+package capacity
+
+import "time"
+
+// Results of a finished sweep as Observer.SweepFinished reports them (the
+// result label of llmprobe_sweep_runs_total).
+const (
+	ResultSuccess  = "success"
+	ResultFailed   = "failed"
+	ResultCanceled = "canceled"
+)
+
+// Results lists every result in a stable order.
+var Results = []string{ResultSuccess, ResultFailed, ResultCanceled}
+
+// Last is what a target's sweep of one name last measured successfully.
+type Last struct {
+	// Knee is the knee level in req/s (sweep.Knee.Estimate: a lower bound
+	// when KneeFound is false, 0 when no level passed); MaxGoodput the highest
+	// goodput of a valid level, in req/s.
+	Knee       float64
+	KneeFound  bool
+	MaxGoodput float64
+	// KneeUnit is "req/s" or "concurrency".
+	KneeUnit string
+	// Finished is when the sweep ended; Duration how long it ran.
+	Finished time.Time
+	Duration time.Duration
+	// Dir is the run directory.
+	Dir string
+	// Steps is the goodput curve: every step of the sweep, in run order.
+	Steps []StepPoint
+}
+
+// StepPoint is one step of a sweep's goodput curve.
+type StepPoint struct {
+	// Label names the step ("rate=4", "rate=4/round=2"; "/attempt=N" added
+	// for a rerun of an invalid level).
+	Label string
+	// Goodput and Throughput are in req/s, the p99s in seconds.
+	Goodput, Throughput, TTFTP99, TPOTP99 float64
+	// Valid is the step's validity.
+	Valid bool
+}
+
+// Observer receives what the daemon's sweeps do; collector/probemetrics
+// implements it. Methods may be called from several goroutines.
+type Observer interface {
+	// SweepRunning is called with true when a sweep of target starts and
+	// false when it ended, and with false when Apply learns of a target.
+	SweepRunning(target string, running bool)
+	// SweepFinished is called when a sweep named sweep of target ended,
+	// with its result (ResultSuccess, ...), how long it ran and, for a
+	// success only, what it measured (nil otherwise: a failed sweep never
+	// replaces the last good knee).
+	SweepFinished(target, sweep, result string, took time.Duration, last *Last)
+	// SweepRestored is called at start with the last successful result of
+	// each sweep name found under the sweeps directory.
+	SweepRestored(target, sweep string, last Last)
+	// SweepScheduled is called when a scheduled sweep's schedule starts,
+	// with its interval (for cron, the gap between its next two runs), and
+	// with 0 when a reload removed it.
+	SweepScheduled(target, sweep string, interval time.Duration)
+	// TargetRemoved is called when a reload removed target.
+	TargetRemoved(target string)
+}
+
+// NopObserver is an Observer that does nothing; embed it to implement
+// only some methods.
+type NopObserver struct{}
+
+func (NopObserver) SweepRunning(string, bool)                                  {}
+func (NopObserver) SweepFinished(string, string, string, time.Duration, *Last) {}
+func (NopObserver) SweepRestored(string, string, Last)                         {}
+func (NopObserver) SweepScheduled(string, string, time.Duration)               {}
+func (NopObserver) TargetRemoved(string)                                       {}
