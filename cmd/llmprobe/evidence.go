@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,11 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
@@ -134,44 +130,16 @@ func loadRunDir(dir string) (*compare.Evidence, error) {
 	return compare.FromSweep(dir, res, reqs), nil
 }
 
-// recordLine is what the comparison reads of a records.jsonl line (the ITL
-// gaps and the rest are skipped).
-type recordLine struct {
-	Step             int               `json:"step"`
-	TTFT             time.Duration     `json:"ttft_ns"`
-	E2E              time.Duration     `json:"e2e_ns"`
-	CompletionTokens int               `json:"completion_tokens"`
-	FinishReason     string            `json:"finish_reason"`
-	Error            prober.ErrorClass `json:"error"`
-}
-
 // readRecords reads records.jsonl into per-request samples by step index
 // (nil and an fs.ErrNotExist error when the file is missing).
 func readRecords(path string) (map[int][]compare.Request, error) {
-	f, err := os.Open(path)
+	out := map[int][]compare.Request{}
+	err := artifacts.ReadRecords(path, func(l artifacts.RecordLine, _ []byte) error {
+		out[l.Step] = append(out[l.Step], compare.RequestOf(l.Record))
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	out := map[int][]compare.Request{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var l recordLine
-		if err := json.Unmarshal(line, &l); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
-		}
-		rec := prober.Record{TTFT: l.TTFT, E2E: l.E2E, CompletionTokens: l.CompletionTokens, FinishReason: l.FinishReason, Error: l.Error}
-		out[l.Step] = append(out[l.Step], compare.RequestOf(&rec))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
 }
