@@ -34,7 +34,7 @@ func init() {
 			"--save-detailed, either goodput key spelling) and directories of them. For each input: error rate, "+
 			"goodput ratio and each SLO's p99 PASS/FAIL. Given two inputs (baseline first), the comparison with "+
 			"compare's validity rules on what the files record: missing evidence makes it inconclusive. Exit codes: "+
-			"0 pass, 1 fail, 3 inconclusive, 2 bad input. See docs/analyze.md.")
+			"0 pass, 1 fail, 3 inconclusive, 2 bad input. See docs/compare.md (llmprobe analyze).")
 		cmd.Arg("path", "Run directories or result files (two: baseline, then candidate).").Required().StringsVar(&f.paths)
 		cmd.Flag("goodput", "SLO thresholds in ms, vllm bench serve's syntax (--goodput ttft:800 tpot:50). "+
 			"Default: the input's own (result.json's goodput_ms, a foreign file's slo_ms).").StringsVar(&f.goodput)
