@@ -205,8 +205,7 @@ func runServe(e *env, f *serveFlags) int {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --shard: %v\n", err)
 		return 2
 	}
-	mgr := manager.New(manager.Options{Logger: logger, Observer: pm, Shard: shard,
-		OnRecord: func(ev *manager.RecordEvent) { window.Observe(ev.Record, ev.Verdict) }})
+	mgr := manager.New(manager.Options{Logger: logger, Observers: []manager.Observer{pm, window}, Shard: shard})
 	defer mgr.Stop()
 	registerShardGauges(reg, mgr)
 	if shard.Count > 0 {
@@ -244,11 +243,6 @@ func runServe(e *env, f *serveFlags) int {
 		owned := *c
 		owned.Targets = slices.DeleteFunc(slices.Clone(c.Targets), func(t config.TargetConfig) bool { return !shard.Owns(t.Name) })
 		sweeps.Apply(&owned)
-		objectives := make(map[string]float64, len(c.Targets))
-		for _, t := range c.Targets {
-			objectives[t.Name] = t.GoodputObjective
-		}
-		window.SetObjectives(objectives)
 		pm.SetTargetCosts(targetCosts(c))
 		return nil
 	}
