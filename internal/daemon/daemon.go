@@ -113,6 +113,11 @@ type daemon struct {
 // bad setting.
 func Run(ctx context.Context, o Options) error {
 	logger := o.Logger
+	// Whatever ends Run ends the reload loop and the push too.
+	ctx, cancel := context.WithCancel(ctx)
+	var loops sync.WaitGroup
+	defer loops.Wait()
+	defer cancel()
 	if err := validateWebConfig(*o.Web.WebConfigFile); err != nil {
 		level.Error(logger).Log("msg", "invalid --web.config.file", "file", *o.Web.WebConfigFile, "err", err)
 		return err
@@ -133,7 +138,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	level.Info(logger).Log("msg", "probes scheduled", "targets", len(cfg.Targets))
-	go d.reloadOnHup(ctx)
+	loops.Go(func() { d.reloadOnHup(ctx) })
 	if o.Push.URL != "" {
 		stopPush, err := startPush(ctx, o.Push, d.gatherers, logger)
 		if err != nil {
