@@ -42,6 +42,7 @@ var ErrUsage = errors.New("invalid setting")
 // Options are the daemon's settings, checked by the caller (cmd/llmprobe)
 // except where a field says otherwise.
 type Options struct {
+	// Logger gets every log line (nil: none).
 	Logger log.Logger
 	// ConfigFile is loaded at the start and reloaded on every Hup and POST
 	// /-/reload; an invalid file at a reload keeps the old configuration.
@@ -58,7 +59,7 @@ type Options struct {
 	// Shard is this replica's share of the targets (zero: all of them).
 	Shard manager.Shard
 	// Web is exporter-toolkit's listen address and web config file
-	// (validated by Run before anything starts).
+	// (validated by Run before anything starts); required.
 	Web *toolkit.FlagConfig
 	// Push, when Push.URL is set, pushes every metric on an interval.
 	Push Push
@@ -112,6 +113,9 @@ type daemon struct {
 // failure is logged before Run returns it; an error wrapping ErrUsage is a
 // bad setting.
 func Run(ctx context.Context, o Options) error {
+	if o.Logger == nil {
+		o.Logger = log.NewNopLogger()
+	}
 	logger := o.Logger
 	// Whatever ends Run ends the reload loop and the push too.
 	ctx, cancel := context.WithCancel(ctx)

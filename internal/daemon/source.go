@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-kit/log/level"
 
@@ -33,6 +34,11 @@ func (d *daemon) source(ctx context.Context) (stop func(), err error) {
 		level.Info(d.logger).Log("msg", "probing one target from flags", "target", d.o.Config.Targets[0].Name, "base_url", d.o.ConfigFrom)
 		d.fixed(d.o.Config, apply)
 		return func() {}, nil
+	}
+	if d.o.Simulator.Start == nil {
+		err := errors.New("no config source: give a config file, a config or the simulator")
+		level.Error(d.logger).Log("msg", "cannot start the built-in simulator", "err", err)
+		return nil, err
 	}
 	stop, baseURL, err := d.o.Simulator.Start(d.logger)
 	if err != nil {
