@@ -2,8 +2,6 @@ package main
 
 import (
 	"github.com/alecthomas/kingpin/v2"
-
-	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // compareCostFlags are compare's per-side prices: each side's
@@ -41,14 +39,4 @@ func (f *compareCostFlags) price(side string, shared float64) float64 {
 		return f.candidate
 	}
 	return f.baseline
-}
-
-// targetCosts is every target's cost_per_hour, for
-// llmprobe_target_cost_per_hour.
-func targetCosts(c *config.Config) map[string]float64 {
-	out := make(map[string]float64, len(c.Targets))
-	for _, t := range c.Targets {
-		out[t.Name] = t.CostPerHour
-	}
-	return out
 }
