@@ -8,43 +8,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/alecthomas/kingpin/v2"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// requestFlags are the sweep flags of the request features' simple part
-// (workload.Request); the features list comes through --workload.
-type requestFlags struct {
-	temperature, topP       float64
-	temperatureSet, topPSet bool
-	samplingSeed            int64
-	samplingSeedSet         bool
-	stop                    []string
-	minTokens               int
-	extraBody               string
-}
-
-func addRequestFlags(cmd *kingpin.CmdClause, f *requestFlags) {
-	cmd.Flag("temperature", "Sampling temperature sent with every request (workload request.temperature; default: the server's).").
-		IsSetByUser(&f.temperatureSet).Float64Var(&f.temperature)
-	cmd.Flag("top-p", "Nucleus sampling top_p sent with every request, in (0, 1].").
-		IsSetByUser(&f.topPSet).Float64Var(&f.topP)
-	cmd.Flag("sampling-seed", "The server's sampling seed sent as \"seed\" with every request (not --seed, the workload's).").
-		IsSetByUser(&f.samplingSeedSet).Int64Var(&f.samplingSeed)
-	cmd.Flag("stop", "A stop string sent with every request (repeatable).").StringsVar(&f.stop)
-	cmd.Flag("min-tokens", "min_tokens sent with every request (vLLM; 0: none).").Default("0").IntVar(&f.minTokens)
-	cmd.Flag("extra-body", "A JSON object merged into every request body (e.g. '{\"repetition_penalty\":1.1}'); "+
-		"keys llmprobe sets are refused. Features (no_stream, logprobs, json_schema, lora) come through --workload.").
-		StringVar(&f.extraBody)
-}
-
 // applyRequestFlags reads the schema files of the workload's request
 // features (relative to the workload file), applies the request flags over
 // the file's request section and validates it, so that every problem names
 // its flag, or the workload file with its line, before anything is sent.
-func applyRequestFlags(f *requestFlags, w *workload.Spec, workloadFile string) error {
+func applyRequestFlags(f *sweepFlags, w *workload.Spec, workloadFile string) error {
 	if w.Request != nil && workloadFile != "" {
 		if err := w.Request.ReadSchemaFiles(filepath.Dir(workloadFile)); err != nil {
 			return workloadFileError(workloadFile, err)
@@ -61,24 +34,27 @@ func applyRequestFlags(f *requestFlags, w *workload.Spec, workloadFile string) e
 		r = &c
 	}
 	set := false
-	if f.temperatureSet {
-		r.Temperature, set = &f.temperature, true
+	if f.isSet("temperature") {
+		v := f.flt("temperature")
+		r.Temperature, set = &v, true
 	}
-	if f.topPSet {
-		r.TopP, set = &f.topP, true
+	if f.isSet("top-p") {
+		v := f.flt("top-p")
+		r.TopP, set = &v, true
 	}
-	if f.samplingSeedSet {
-		r.Seed, set = &f.samplingSeed, true
+	if f.isSet("sampling-seed") {
+		v := f.i64("sampling-seed")
+		r.Seed, set = &v, true
 	}
-	if len(f.stop) > 0 {
-		r.Stop, set = f.stop, true
+	if stop := f.strs("stop"); len(stop) > 0 {
+		r.Stop, set = stop, true
 	}
-	if f.minTokens != 0 {
-		r.MinTokens, set = f.minTokens, true
+	if n := f.num("min-tokens"); n != 0 {
+		r.MinTokens, set = n, true
 	}
-	if f.extraBody != "" {
+	if body := f.str("extra-body"); body != "" {
 		var m map[string]any
-		if err := json.Unmarshal([]byte(f.extraBody), &m); err != nil || m == nil {
+		if err := json.Unmarshal([]byte(body), &m); err != nil || m == nil {
 			if err == nil {
 				err = errors.New("null")
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -221,95 +222,136 @@ func (r Retention) Keep() int {
 // @every 6h).
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// sweepKeys maps the sweep.Config fields that a *sweep.FieldError names to
-// the SweepSpec keys that set them (inputFlags: the random workload's keys).
-var sweepKeys = map[string]string{
-	"Rates": "rates", "Search.Start": "rates", "Search.MaxSteps": "rates", "Search.Tolerance": "rates",
-	"Concurrency": "concurrency", "MaxConcurrency": "max_concurrency",
-	"Arrival": "arrival", "Burstiness": "burstiness",
-	"NumPrompts": "num_prompts", "Duration": "duration", "MinPrompts": "num_prompts",
-	"Rounds": "rounds", "Warmups": "warmups", "SLO": "goodput", "Validity.MaxSendLag": "max_send_lag",
-	"Workload":                         "workload",
-	"Workload.InputTokens":             "input_len",
-	"Workload.InputTokens.RangeRatio":  "range_ratio",
-	"Workload.OutputTokens":            "output_len",
-	"Workload.OutputTokens.RangeRatio": "range_ratio",
-	"Workload.PrefixTokens":            "prefix_len",
-	"Trace":                            "workload.trace",
-	"TraceSpeeds":                      "workload.trace.speeds",
+// specAliases spell the sweep.Config fields that no spec key sets but a
+// spec key decides (the search's options come with rates: auto; a step's
+// least requests with its duration; a trace with the workload's).
+var specAliases = map[string]string{
+	"Search.Start": "rates", "Search.MaxSteps": "rates", "Search.Tolerance": "rates", "MinPrompts": "num_prompts",
+	"Trace": "workload.trace", "TraceSpeeds": "workload.trace.speeds",
 }
 
 // SpecKey returns the SweepSpec key (YAML and JSON) that a sweep.Config
-// field path names, "" when no key sets it (a target setting or a
-// default).
-func SpecKey(field string) string { return sweepKeys[field] }
+// field path names (the settings table's key), "" when no key sets it (a
+// target setting or a default).
+func SpecKey(field string) string {
+	if k := sweep.KeySpelling(field); k != "" {
+		return k
+	}
+	return specAliases[field]
+}
+
+// daemonDefaults are the settings a daemon sweep takes at the settings
+// table's default: the spec has no key for them.
+var daemonDefaults = []string{"MetricsInterval", "IdleTimeout", "Search.MaxSteps", "Search.Tolerance",
+	"Validity.MaxClientCPU", "Validity.MaxErrorRate"}
+
+// specSpecial are the spec keys SweepConfig sets itself: the load, the
+// workload, the SLO and the keys whose zero means something else.
+var specSpecial = map[string]bool{
+	"name": true, "rates": true, "concurrency": true, "workload": true, "input_len": true, "output_len": true,
+	"range_ratio": true, "prefix_len": true, "goodput": true, "warmups": true, "duration": true,
+}
+
+// specValue returns the value of the spec's field of a key (by its yaml
+// tag); ok is false when the field is zero.
+func (s SweepSpec) specValue(key string) (v any, ok bool) {
+	rv, rt := reflect.ValueOf(s), reflect.TypeFor[SweepSpec]()
+	for i := 0; i < rt.NumField(); i++ {
+		tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("yaml"), ",")
+		if tag != key {
+			continue
+		}
+		f := rv.Field(i)
+		if f.IsZero() {
+			return nil, false
+		}
+		if d, isDur := f.Interface().(Duration); isDur {
+			return time.Duration(d), true
+		}
+		return f.Interface(), true
+	}
+	return nil, false
+}
+
+// applySettings sets the table's spec settings of c from the spec, each
+// left out at the table's default (the CLI's), through sweep.Setting.Apply
+// (the table's bounds), and the settings the spec has no key for at their
+// defaults.
+func (s SweepSpec) applySettings(c *sweep.Config) error {
+	for _, st := range sweep.Settings() {
+		if st.Surfaces&sweep.SurfaceSpec == 0 || specSpecial[st.Key] {
+			continue
+		}
+		v, ok := s.specValue(st.Key)
+		if !ok {
+			if v = st.DefaultValue(); v == nil {
+				continue
+			}
+		}
+		if err := st.Apply(c, v); err != nil {
+			return err
+		}
+	}
+	for _, f := range daemonDefaults {
+		st := sweep.LookupField(f)
+		if err := st.Apply(c, st.DefaultValue()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultOf is the table's default of a field.
+func defaultOf[T any](field string) T { return sweep.LookupField(field).DefaultValue().(T) }
 
 // SweepConfig builds the sweep.Config of spec against target t: base URL,
 // metrics URL, model, API, API key and timeouts from t, the load and
-// workload from the spec with the sweep CLI's defaults, and t's
-// max_sweep_rate enforced (an open-loop rate above it, a closed loop, or
-// rates auto searching above it are refused; auto is capped at it). OutDir
-// is left empty for the caller. An error is a *FieldError whose Path is the
-// spec key at fault (Err: the reason), or the *sweep.FieldError of a field
-// no key sets.
+// workload from the spec with the settings table's defaults (the sweep
+// CLI's), and t's max_sweep_rate enforced (an open-loop rate above it, a
+// closed loop, or rates auto searching above it are refused; auto is
+// capped at it). OutDir is left empty for the caller. An error is a
+// *FieldError whose Path is the spec key at fault (Err: the reason, other
+// settings named by their keys), or the *sweep.FieldError of a field no
+// key sets.
 func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 	name := s.Name
 	if name == "" {
 		name = DefaultSweepName
 	}
 	c := sweep.Config{
-		Target:          t.BaseURL,
-		MetricsURL:      t.MetricsURL(),
-		Model:           t.Model,
-		API:             t.API,
-		APIKey:          t.APIKey(),
-		HTTPConfig:      t.HTTPConfig,
-		Timeout:         t.Timeout,
-		TTFTTimeout:     t.TTFTTimeout,
-		StallTimeout:    t.StallTimeout,
-		MaxConcurrency:  s.MaxConcurrency,
-		Arrival:         s.Arrival,
-		Burstiness:      s.Burstiness,
-		NumPrompts:      s.NumPrompts,
-		Duration:        time.Duration(s.Duration),
-		Warmups:         s.Warmups,
-		Rounds:          s.Rounds,
-		Seed:            s.Seed,
-		SLO:             s.Goodput,
-		MetricsInterval: sweep.DefaultMetricsInterval,
-		IdleTimeout:     sweep.DefaultIdleTimeout,
-		Search:          sweep.SearchOptions{MaxSteps: sweep.DefaultAutoMaxSteps, Tolerance: sweep.DefaultAutoTolerance},
-		Validity: sweep.ValidityOptions{MaxSendLag: sweep.DefaultMaxSendLag, MaxClientCPU: sweep.DefaultMaxClientCPU,
-			MaxErrorRate: sweep.DefaultMaxErrorRate},
-		Name:     name,
-		Metadata: map[string]string{"target": t.Name, "sweep": name},
+		Target:       t.BaseURL,
+		MetricsURL:   t.MetricsURL(),
+		Model:        t.Model,
+		API:          t.API,
+		APIKey:       t.APIKey(),
+		HTTPConfig:   t.HTTPConfig,
+		Timeout:      t.Timeout,
+		TTFTTimeout:  t.TTFTTimeout,
+		StallTimeout: t.StallTimeout,
+		Duration:     time.Duration(s.Duration),
+		SLO:          s.Goodput,
+		Name:         name,
+		Metadata:     map[string]string{"target": t.Name, "sweep": name},
 	}
-	if c.Arrival == "" {
-		c.Arrival = ArrivalPoisson
+	if err := s.applySettings(&c); err != nil {
+		return c, specError(err)
 	}
-	if c.Burstiness == 0 {
-		c.Burstiness = 1
-	}
-	switch {
-	case s.Warmups == 0:
-		c.Warmups = sweep.DefaultWarmups
-	case s.Warmups == -1:
+	switch s.Warmups {
+	case 0:
+		c.Warmups = defaultOf[int]("Warmups")
+	case -1:
 		c.Warmups = 0
-	}
-	if c.Rounds == 0 {
-		c.Rounds = sweep.DefaultRounds
+	default:
+		c.Warmups = s.Warmups
 	}
 	if c.NumPrompts == 0 && c.Duration == 0 {
-		c.Duration = sweep.DefaultDuration
+		c.Duration = defaultOf[time.Duration]("Duration")
 	}
 	if c.Duration > 0 {
-		c.MinPrompts = sweep.DefaultMinPrompts
+		c.MinPrompts = defaultOf[int]("MinPrompts")
 	}
 	if c.SLO.IsZero() {
 		c.SLO = t.SLO
-	}
-	if s.MaxSendLag != 0 {
-		c.Validity.MaxSendLag = time.Duration(s.MaxSendLag)
 	}
 	if err := validateName(name); err != nil {
 		return c, errf("name", "%w", err)
@@ -334,13 +376,12 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 			return c, errf("workload", "needs input_tokens and output_tokens")
 		}
 	default:
-		def := workload.DefaultSpec()
 		in, out := s.InputLen, s.OutputLen
 		if in == 0 {
-			in = def.InputTokens.Value
+			in = defaultOf[int]("Workload.InputTokens")
 		}
 		if out == 0 {
-			out = def.OutputTokens.Value
+			out = defaultOf[int]("Workload.OutputTokens")
 		}
 		w, err := sweep.FlagWorkload(in, out, s.RangeRatio, s.PrefixLen)
 		if err != nil {
@@ -400,12 +441,13 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 }
 
 // specError maps a *sweep.FieldError to the spec key that sets the field
-// (a *fieldError with that path); other errors pass through.
+// (a *fieldError with that path), the settings its reason refers to
+// spelled as keys; other errors pass through.
 func specError(err error) error {
 	var fe *sweep.FieldError
 	if errors.As(err, &fe) {
 		if k := SpecKey(fe.Field); k != "" {
-			return &fieldError{path: k, err: fe.Err}
+			return &fieldError{path: k, err: errors.New(fe.Reason(SpecKey))}
 		}
 	}
 	return err
