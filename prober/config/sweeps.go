@@ -453,6 +453,22 @@ func specError(err error) error {
 	return err
 }
 
+// SpecErrorText is err's message with a *sweep.FieldError in it spelled
+// as a spec's keys ("input_len: input_len 9000 + output_len 16 = ..."): the
+// daemon's text of an error a sweep met after its spec was accepted (the
+// preflight's max_model_len check).
+func SpecErrorText(err error) string {
+	var fe *sweep.FieldError
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	name := fe.Field
+	if k := SpecKey(fe.Field); k != "" {
+		name = k
+	}
+	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(SpecKey), 1)
+}
+
 // SpecError is the error of a sweep spec that names its key: Key is the
 // spec key at fault ("rates", "goodput", ...; "" when no key is to blame)
 // and Err the reason.

@@ -70,8 +70,10 @@ type Setting struct {
 	// Default is the default as a flag takes it ("10ms"); "" for none.
 	// CompareDefault, when set, is compare's own (its --rounds counts
 	// both sides).
-	Default, CompareDefault string
-	Bound                   Bound
+	// SpecDefault, when set, is the default of a sweep the daemon runs
+	// (an API sweep's name).
+	Default, CompareDefault, SpecDefault string
+	Bound                                Bound
 	// Unit is the unit of a number ("req/s", "USD per hour").
 	Unit string
 	// Doc is the flag's help, one line; CompareDoc compare's own.
@@ -283,7 +285,7 @@ func (s *Setting) Apply(c *Config, v any) error {
 	if !rv.Type().ConvertibleTo(f.Type()) {
 		return fmt.Errorf("sweep: setting %s takes %s, not %T", s.Field, f.Type(), v)
 	}
-	if rv.IsZero() && s.zeroIsDefault() {
+	if rv.IsZero() && s.ZeroIsDefault() {
 		f.Set(rv.Convert(f.Type()))
 		return nil
 	}
@@ -309,11 +311,11 @@ func (s *Setting) Apply(c *Config, v any) error {
 	return nil
 }
 
-// zeroIsDefault reports whether a zero value is the setting's own default
+// ZeroIsDefault reports whether a zero value is the setting's own default
 // (--num-prompts 0: none, the step is bounded by --duration): a surface
 // given it explicitly passes; a zero that is not the default (--max-step-bytes
 // 0) is checked against the bound.
-func (s *Setting) zeroIsDefault() bool {
+func (s *Setting) ZeroIsDefault() bool {
 	return s.Bound.ZeroDefault && (s.Default == "" || s.Default == "0" || s.Default == "0s")
 }
 

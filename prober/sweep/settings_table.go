@@ -185,7 +185,7 @@ var settingsTable = []Setting{
 		Doc: "Directory under which the run directory <UTC stamp>-<name>/ is created."},
 	{Field: "Name", Flag: "name", Key: "name", Kind: KindString, Default: "sweep", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc:            "Run name, the suffix of the run directory.",
-		CompareDefault: "compare"},
+		CompareDefault: "compare", SpecDefault: "api"},
 	{Field: "Metadata", Flag: "metadata", Kind: KindStrings, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "KEY=VALUE written into result.json and the fingerprint (repeatable), as vLLM's --metadata."},
 	{Flag: "no-progress", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,

@@ -110,7 +110,7 @@ func TestSettingsTable(t *testing.T) {
 				continue
 			}
 			v, ok := defaultNumber(t, s, d)
-			if ok && !(v == 0 && s.zeroIsDefault()) && s.Bound.check(v) != "" {
+			if ok && !(v == 0 && s.ZeroIsDefault()) && s.Bound.check(v) != "" {
 				t.Errorf("%s: default %q is outside its bound: %s", name, d, s.Bound.check(v))
 			}
 		}
