@@ -15,7 +15,6 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/common/config"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
@@ -77,15 +76,11 @@ func applyWorkload(f *sweepFlags, c *sweep.Config) error {
 		if f.isSet("input-len") || f.isSet("output-len") || f.isSet("range-ratio") {
 			return &flagError{flag: "workload", err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
 		}
-		b, err := readCapped(file, maxWorkloadFileBytes, "a workload file")
+		w, err := lpconfig.LoadWorkloadFile(file)
 		if err != nil {
 			return &flagError{flag: "workload", err: err}
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&c.Workload); err != nil && !errors.Is(err, io.EOF) {
-			return &flagError{flag: "workload", err: fmt.Errorf("%s: %w", file, err)}
-		}
+		c.Workload = w
 		if n := f.num("prefix-len"); n != 0 {
 			c.Workload.PrefixTokens = n
 		}
@@ -97,7 +92,7 @@ func applyWorkload(f *sweepFlags, c *sweep.Config) error {
 		}
 		c.Workload, c.WorkloadSource = w, "flags"
 	}
-	return applyRequestFlags(f, &c.Workload, file)
+	return applyRequestFlags(f, &c.Workload)
 }
 
 // applyLoad sets --rates (default auto) or --concurrency.
@@ -143,10 +138,6 @@ func applyCredentials(f *sweepFlags, c *sweep.Config) error {
 	c.HTTPConfig, err = loadHTTPConfigFlag("http.config.file", f.str("http.config.file"), keyFile)
 	return err
 }
-
-// maxWorkloadFileBytes caps what sweep reads from --workload, as
-// config.MaxConfigFileBytes caps a configuration file.
-const maxWorkloadFileBytes = lpconfig.MaxConfigFileBytes
 
 // maxAPIKeyFileBytes caps what sweep reads from --api-key-file, as the
 // configuration's api_key_file is capped.

@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"maps"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -81,24 +81,15 @@ func addSweepFlags(cmd *kingpin.CmdClause, f *sweepFlags, surface sweep.Surface)
 		StringsVar(&f.goodputArgs)
 }
 
-// newValue allocates the storage of a setting's kind.
-func newValue(k sweep.Kind) any {
-	switch k {
-	case sweep.KindBool:
-		return new(bool)
-	case sweep.KindInt:
-		return new(int)
-	case sweep.KindInt64:
-		return new(int64)
-	case sweep.KindFloat:
-		return new(float64)
-	case sweep.KindDuration:
-		return new(time.Duration)
-	case sweep.KindStrings:
-		return new([]string)
-	}
-	return new(string)
+// kindTypes are the storage types of the settings' kinds.
+var kindTypes = map[sweep.Kind]reflect.Type{
+	sweep.KindBool: reflect.TypeFor[bool](), sweep.KindInt: reflect.TypeFor[int](), sweep.KindInt64: reflect.TypeFor[int64](),
+	sweep.KindFloat: reflect.TypeFor[float64](), sweep.KindDuration: reflect.TypeFor[time.Duration](),
+	sweep.KindStrings: reflect.TypeFor[[]string](), sweep.KindString: reflect.TypeFor[string](),
 }
+
+// newValue allocates the storage of a setting's kind.
+func newValue(k sweep.Kind) any { return reflect.New(kindTypes[k]).Interface() }
 
 // bindValue binds a flag to its storage with kingpin's parser of its type.
 func bindValue(fc *kingpin.FlagClause, p any) {
@@ -129,75 +120,28 @@ func (f *sweepFlags) value(flag string) any {
 			return nil
 		}
 	}
-	switch p := p.(type) {
-	case *bool:
-		return *p
-	case *int:
-		return *p
-	case *int64:
-		return *p
-	case *float64:
-		return *p
-	case *time.Duration:
-		return *p
-	case *[]string:
-		return *p
-	case *string:
-		return *p
-	}
-	return nil
+	return reflect.ValueOf(p).Elem().Interface()
 }
 
 func (f *sweepFlags) str(flag string) string        { s, _ := f.value(flag).(string); return s }
 func (f *sweepFlags) num(flag string) int           { n, _ := f.value(flag).(int); return n }
+func (f *sweepFlags) flt(flag string) float64       { x, _ := f.value(flag).(float64); return x }
+func (f *sweepFlags) dur(flag string) time.Duration { d, _ := f.value(flag).(time.Duration); return d }
 func (f *sweepFlags) strs(flag string) []string     { s, _ := f.value(flag).([]string); return s }
 func (f *sweepFlags) isSet(flag string) bool        { p := f.given[flag]; return p != nil && *p }
 func (f *sweepFlags) set(flag string, v string)     { *f.vals[flag].(*string) = v }
-func (f *sweepFlags) flt(flag string) float64       { x, _ := f.value(flag).(float64); return x }
-func (f *sweepFlags) i64(flag string) int64         { x, _ := f.value(flag).(int64); return x }
-func (f *sweepFlags) isTrue(flag string) bool       { b, _ := f.value(flag).(bool); return b }
-func (f *sweepFlags) dur(flag string) time.Duration { d, _ := f.value(flag).(time.Duration); return d }
 
 // clone copies f, values and all, so that one side of a compare can
 // change its copy.
 func (f *sweepFlags) clone() *sweepFlags {
 	c := *f
-	c.vals, c.given = make(map[string]any, len(f.vals)), maps.Clone(f.given)
+	c.vals = make(map[string]any, len(f.vals))
 	for k, p := range f.vals {
-		switch p := p.(type) {
-		case *string:
-			v := *p
-			c.vals[k] = &v
-		case *[]string:
-			v := append([]string(nil), *p...)
-			c.vals[k] = &v
-		default:
-			c.vals[k] = clonePtr(p)
-		}
+		v := reflect.New(reflect.TypeOf(p).Elem())
+		v.Elem().Set(reflect.ValueOf(p).Elem())
+		c.vals[k] = v.Interface()
 	}
 	return &c
-}
-
-// clonePtr copies the value behind a pointer of a scalar kind.
-func clonePtr(p any) any {
-	switch p := p.(type) {
-	case *bool:
-		v := *p
-		return &v
-	case *int:
-		v := *p
-		return &v
-	case *int64:
-		v := *p
-		return &v
-	case *float64:
-		v := *p
-		return &v
-	case *time.Duration:
-		v := *p
-		return &v
-	}
-	return p
 }
 
 // special are the settings buildSweepConfig sets itself (files to read,

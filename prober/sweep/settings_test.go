@@ -252,3 +252,52 @@ func TestSettingsMatchDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsMatchAPIDocs fails when docs/sweep-api.md's body key table
+// lacks a spec key of the table, lists one the table lacks, or cites a
+// flag that is not the flag of one of its row's keys.
+func TestSettingsMatchAPIDocs(t *testing.T) {
+	b, err := os.ReadFile("../../docs/sweep-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyCell := regexp.MustCompile("`([a-z_]+)`")
+	documented := map[string]bool{}
+	inKeys := false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "| key | type |"):
+			inKeys = true
+		case !strings.HasPrefix(line, "|"):
+			inKeys = false
+		case inKeys && !strings.HasPrefix(line, "|---"):
+			cells := strings.Split(line, "|")
+			var flags []string
+			for _, m := range keyCell.FindAllStringSubmatch(cells[1], -1) {
+				if m[1] == "target" {
+					continue // the request's, not the spec's
+				}
+				documented[m[1]] = true
+				for _, s := range Settings() {
+					if s.Key == m[1] && s.Surfaces&SurfaceSpec != 0 {
+						flags = append(flags, s.Flag)
+					}
+				}
+			}
+			for _, m := range docFlag.FindAllStringSubmatch(cells[3], -1) {
+				if !slices.Contains(flags, m[1]) {
+					t.Errorf("docs/sweep-api.md cites --%s in the row of %s, whose settings' flags are %v", m[1], strings.TrimSpace(cells[1]), flags)
+				}
+			}
+		}
+	}
+	for _, s := range Settings() {
+		if s.Surfaces&SurfaceSpec != 0 && !documented[s.Key] {
+			t.Errorf("spec key %s (%s) is missing from docs/sweep-api.md's key table", s.Key, s.Field)
+		}
+		delete(documented, s.Key)
+	}
+	for k := range documented {
+		t.Errorf("docs/sweep-api.md documents key %s, which the settings table lacks", k)
+	}
+}
