@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -222,88 +221,6 @@ func (r Retention) Keep() int {
 // @every 6h).
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// specAliases spell the sweep.Config fields that no spec key sets but a
-// spec key decides (the search's options come with rates: auto; a step's
-// least requests with its duration; a trace with the workload's).
-var specAliases = map[string]string{
-	"Search.Start": "rates", "Search.MaxSteps": "rates", "Search.Tolerance": "rates", "MinPrompts": "num_prompts",
-	"Trace": "workload.trace", "TraceSpeeds": "workload.trace.speeds",
-}
-
-// SpecKey returns the SweepSpec key (YAML and JSON) that a sweep.Config
-// field path names (the settings table's key), "" when no key sets it (a
-// target setting or a default).
-func SpecKey(field string) string {
-	if k := sweep.KeySpelling(field); k != "" {
-		return k
-	}
-	return specAliases[field]
-}
-
-// daemonDefaults are the settings a daemon sweep takes at the settings
-// table's default: the spec has no key for them.
-var daemonDefaults = []string{"MetricsInterval", "IdleTimeout", "Search.MaxSteps", "Search.Tolerance",
-	"Validity.MaxClientCPU", "Validity.MaxErrorRate"}
-
-// specSpecial are the spec keys SweepConfig sets itself: the load, the
-// workload, the SLO and the keys whose zero means something else.
-var specSpecial = map[string]bool{
-	"name": true, "rates": true, "concurrency": true, "workload": true, "input_len": true, "output_len": true,
-	"range_ratio": true, "prefix_len": true, "goodput": true, "warmups": true, "duration": true,
-}
-
-// specValue returns the value of the spec's field of a key (by its yaml
-// tag); ok is false when the field is zero.
-func (s SweepSpec) specValue(key string) (v any, ok bool) {
-	rv, rt := reflect.ValueOf(s), reflect.TypeFor[SweepSpec]()
-	for i := 0; i < rt.NumField(); i++ {
-		tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("yaml"), ",")
-		if tag != key {
-			continue
-		}
-		f := rv.Field(i)
-		if f.IsZero() {
-			return nil, false
-		}
-		if d, isDur := f.Interface().(Duration); isDur {
-			return time.Duration(d), true
-		}
-		return f.Interface(), true
-	}
-	return nil, false
-}
-
-// applySettings sets the table's spec settings of c from the spec, each
-// left out at the table's default (the CLI's), through sweep.Setting.Apply
-// (the table's bounds), and the settings the spec has no key for at their
-// defaults.
-func (s SweepSpec) applySettings(c *sweep.Config) error {
-	for _, st := range sweep.Settings() {
-		if st.Surfaces&sweep.SurfaceSpec == 0 || specSpecial[st.Key] {
-			continue
-		}
-		v, ok := s.specValue(st.Key)
-		if !ok {
-			if v = st.DefaultValue(); v == nil {
-				continue
-			}
-		}
-		if err := st.Apply(c, v); err != nil {
-			return err
-		}
-	}
-	for _, f := range daemonDefaults {
-		st := sweep.LookupField(f)
-		if err := st.Apply(c, st.DefaultValue()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// defaultOf is the table's default of a field.
-func defaultOf[T any](field string) T { return sweep.LookupField(field).DefaultValue().(T) }
-
 // SweepConfig builds the sweep.Config of spec against target t: base URL,
 // metrics URL, model, API, API key and timeouts from t, the load and
 // workload from the spec with the settings table's defaults (the sweep
@@ -356,24 +273,46 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 	if err := validateName(name); err != nil {
 		return c, errf("name", "%w", err)
 	}
+	if err := s.workloadConfig(&c); err != nil {
+		return c, err
+	}
+	if err := s.loadConfig(&c, t); err != nil {
+		return c, err
+	}
+	c.OutDir = "-" // checked by the caller, which sets it
+	if err := c.Validate(); err != nil {
+		c.OutDir = ""
+		return c, specError(err)
+	}
+	c.OutDir = ""
+	return c, nil
+}
+
+// isTrace reports whether the spec replays a trace (workload.trace).
+func (s SweepSpec) isTrace() bool { return s.Workload != nil && s.Workload.Trace != nil }
+
+// workloadConfig sets c's workload: a trace's, the spec's workload, or
+// vllm bench serve's random one of input_len, output_len, range_ratio and
+// prefix_len (the settings table's defaults).
+func (s SweepSpec) workloadConfig(c *sweep.Config) error {
 	random := s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0
-	isTrace := s.Workload != nil && s.Workload.Trace != nil
+	isTrace := s.isTrace()
 	switch {
 	case isTrace: // sweepfiles.go
 		var tt traceTarget
 		if err := s.traceConfig(&tt); err != nil {
-			return c, err
+			return err
 		}
 		c.Workload, c.WorkloadSource, c.Trace, c.TraceSpeeds = tt.workload, "config", tt.trace, tt.speeds
 		if c.Duration = time.Duration(s.Duration); c.Duration == 0 {
 			c.MinPrompts = 0 // the whole trace
 		}
 	case s.Workload != nil && random:
-		return c, errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
+		return errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
 	case s.Workload != nil:
 		c.Workload, c.WorkloadSource = *s.Workload, "config"
 		if c.Workload.Dataset == nil && (c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "") {
-			return c, errf("workload", "needs input_tokens and output_tokens")
+			return errf("workload", "needs input_tokens and output_tokens")
 		}
 	default:
 		in, out := s.InputLen, s.OutputLen
@@ -385,14 +324,21 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		}
 		w, err := sweep.FlagWorkload(in, out, s.RangeRatio, s.PrefixLen)
 		if err != nil {
-			return c, specError(err)
+			return specError(err)
 		}
 		c.Workload, c.WorkloadSource = w, "flags"
 	}
+	return nil
+}
+
+// loadConfig sets c's load (rates, auto or concurrency; a trace's speeds
+// were set with its workload) within t's max_sweep_rate.
+func (s SweepSpec) loadConfig(c *sweep.Config, t TargetConfig) error {
+	isTrace := s.isTrace()
 	switch {
 	case isTrace: // its speeds, checked by traceConfig
 	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
-		return c, errf("concurrency", "give rates or concurrency, not both")
+		return errf("concurrency", "give rates or concurrency, not both")
 	case len(s.Concurrency) > 0:
 		c.Concurrency = s.Concurrency
 	case s.Rates.Auto:
@@ -401,72 +347,37 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		seen := map[float64]bool{}
 		for _, r := range s.Rates.Values {
 			if !(r > 0) || math.IsInf(r, 0) {
-				return c, errf("rates", "rate must be > 0 and finite, got %v", r)
+				return errf("rates", "rate must be > 0 and finite, got %v", r)
 			}
 			if seen[r] {
-				return c, errf("rates", "rate %v given twice", r)
+				return errf("rates", "rate %v given twice", r)
 			}
 			seen[r] = true
 		}
 		c.Rates, c.RatesText = s.Rates.Values, s.Rates.String()
 	default:
-		return c, errf("rates", `required: "auto", a list of rates, or concurrency levels`)
+		return errf("rates", `required: "auto", a list of rates, or concurrency levels`)
 	}
 	if isTrace {
 		if err := checkTraceRate(c.Trace, s.NumPrompts, s.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if max := t.MaxSweepRate; max > 0 {
 		for _, r := range c.Rates {
 			if r > max {
-				return c, errf("rates", "rate %v req/s is over the target's max_sweep_rate (%v req/s)", r, max)
+				return errf("rates", "rate %v req/s is over the target's max_sweep_rate (%v req/s)", r, max)
 			}
 		}
 		if len(c.Concurrency) > 0 {
-			return c, errf("concurrency", "the target has a max_sweep_rate (%v req/s), which a closed loop cannot keep: use rates", max)
+			return errf("concurrency", "the target has a max_sweep_rate (%v req/s), which a closed loop cannot keep: use rates", max)
 		}
 		if c.Auto {
 			c.Search.Start = math.Min(sweep.DefaultAutoStart, max)
 			c.Search.MaxRate = max
 		}
 	}
-	c.OutDir = "-" // checked by the caller, which sets it
-	if err := c.Validate(); err != nil {
-		c.OutDir = ""
-		return c, specError(err)
-	}
-	c.OutDir = ""
-	return c, nil
-}
-
-// specError maps a *sweep.FieldError to the spec key that sets the field
-// (a *fieldError with that path), the settings its reason refers to
-// spelled as keys; other errors pass through.
-func specError(err error) error {
-	var fe *sweep.FieldError
-	if errors.As(err, &fe) {
-		if k := SpecKey(fe.Field); k != "" {
-			return &fieldError{path: k, err: errors.New(fe.Reason(SpecKey))}
-		}
-	}
-	return err
-}
-
-// SpecErrorText is err's message with a *sweep.FieldError in it spelled
-// as a spec's keys ("input_len: input_len 9000 + output_len 16 = ..."): the
-// daemon's text of an error a sweep met after its spec was accepted (the
-// preflight's max_model_len check).
-func SpecErrorText(err error) string {
-	var fe *sweep.FieldError
-	if !errors.As(err, &fe) {
-		return err.Error()
-	}
-	name := fe.Field
-	if k := SpecKey(fe.Field); k != "" {
-		name = k
-	}
-	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(SpecKey), 1)
+	return nil
 }
 
 // SpecError is the error of a sweep spec that names its key: Key is the
