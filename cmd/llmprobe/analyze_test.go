@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmprobe/llmprobe/internal/report"
 )
 
 const compareTestdata = "../../prober/compare/testdata/"
@@ -61,7 +63,7 @@ func TestAnalyzeVLLM(t *testing.T) {
 	})
 	t.Run("old goodput key", func(t *testing.T) {
 		code, out, _ := runAnalyzeArgs(t, "--format", "json", "--goodput", "ttft:500", compareTestdata+"vllm-serve-old-goodput-key.json")
-		var doc analysisOutput
+		var doc report.AnalyzeOutput
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Fatalf("%v:\n%s", err, out)
 		}

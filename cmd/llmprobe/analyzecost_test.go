@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/llmprobe/llmprobe/internal/report"
 )
 
 // TestAnalyzeCost computes the cost per million good output tokens from
@@ -43,7 +45,7 @@ func TestAnalyzeCost(t *testing.T) {
 	}
 	want := 2.5 / (float64(good) / f.Duration * 3600) * 1e6
 	code, out, _ = runAnalyzeArgs(t, "--format", "json", "--cost-per-hour", "2.5", "--goodput", "ttft:100", compareTestdata+"vllm-serve-detailed.json")
-	var doc analysisOutput
+	var doc report.AnalyzeOutput
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("exit %d: %v\n%s", code, err, out)
 	}

@@ -5,18 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/compare"
@@ -24,20 +17,13 @@ import (
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// The sides of a comparison.
+// The sides of a comparison and the orders of its rounds (--order).
 const (
-	sideBaseline  = "baseline"
-	sideCandidate = "candidate"
+	sideBaseline  = compare.SideBaseline
+	sideCandidate = compare.SideCandidate
+	orderABBA     = compare.OrderABBA
+	orderRandom   = compare.OrderRandom
 )
-
-// Orders of the rounds (--order).
-const (
-	orderABBA   = "abba"
-	orderRandom = "random"
-)
-
-// compareResultSchema is the version of a compare run's result.json.
-const compareResultSchema = 1
 
 // compareFlags holds the raw flag values of `llmprobe compare`: the sweep's
 // workload, load and SLO flags, and each side's target.
@@ -94,24 +80,6 @@ func init() {
 		addCompareCostFlags(cmd, &f.cost)
 		return cmd.FullCommand(), func(e *env) int { return runCompare(e, f) }
 	})
-}
-
-// roundOrder returns the side of each of n rounds.
-func roundOrder(order string, n int, seed int64) []string {
-	out := make([]string, 0, n)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x6f72646572)) // "order"
-	for pair := 0; pair < n/2; pair++ {
-		ab := pair%2 == 0
-		if order == orderRandom {
-			ab = rng.IntN(2) == 0
-		}
-		if ab {
-			out = append(out, sideBaseline, sideCandidate)
-		} else {
-			out = append(out, sideCandidate, sideBaseline)
-		}
-	}
-	return out
 }
 
 // compareConfigs builds both sides' sweep configs from the flags.
@@ -186,85 +154,6 @@ func compareHelp() string {
 	return b.String()
 }
 
-// compareRound is one round of a compare run, as its result.json lists it.
-type compareRound struct {
-	Round int    `json:"round"`
-	Side  string `json:"side"`
-	Seed  int64  `json:"seed"`
-	// Dir is the round's sweep run directory, relative to the compare run
-	// directory.
-	Dir      string    `json:"dir"`
-	Complete bool      `json:"complete"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-}
-
-// compareSide identifies one side in result.json.
-type compareSide struct {
-	Target string `json:"target"`
-	Model  string `json:"model"`
-	// CostPerHour is the side's price in USD per hour (0: none).
-	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
-}
-
-// side returns the identification of the named side.
-func (cr *compareResult) side(name string) *compareSide {
-	if name == sideCandidate {
-		return &cr.Candidate
-	}
-	return &cr.Baseline
-}
-
-// compareResult is a compare run directory's result.json.
-type compareResult struct {
-	Schema         int                `json:"llmprobe_compare_schema"`
-	Verdict        string             `json:"verdict"`
-	ExitCode       int                `json:"exit_code"`
-	Complete       bool               `json:"complete"`
-	Decision       string             `json:"decision,omitempty"`
-	RollbackIf     string             `json:"rollback_if,omitempty"`
-	Baseline       compareSide        `json:"baseline"`
-	Candidate      compareSide        `json:"candidate"`
-	Order          string             `json:"order"`
-	Seed           int64              `json:"seed"`
-	MaxRegression  string             `json:"max_regression"`
-	Vary           []string           `json:"vary"`
-	SLO            map[string]float64 `json:"goodput_ms"`
-	BootstrapIters int                `json:"bootstrap_iters"`
-	Rounds         []compareRound     `json:"rounds"`
-	Result         *compare.Verdict   `json:"result"`
-}
-
-// options are the comparison settings the run used, unless analyze's
-// command line args gives its own.
-func (cr *compareResult) options(o compare.Options, args []string) compare.Options {
-	if !flagGiven(args, "max-regression") {
-		if th, err := compare.ParseThresholds(cr.MaxRegression); err == nil {
-			o.Thresholds = th
-		}
-	}
-	if !flagGiven(args, "vary") && cr.Vary != nil {
-		o.Vary = cr.Vary
-	}
-	if !flagGiven(args, "goodput") && len(cr.SLO) > 0 {
-		var pairs []string
-		for k, v := range cr.SLO {
-			pairs = append(pairs, fmt.Sprintf("%s:%v", k, v))
-		}
-		slices.Sort(pairs)
-		if s, err := sweep.ParseGoodput(pairs); err == nil {
-			o.SLO = s
-		}
-	}
-	if cr.BootstrapIters > 0 {
-		o.Iters = cr.BootstrapIters
-	}
-	if !flagGiven(args, "bootstrap-seed") {
-		o.Seed = uint64(cr.Seed)
-	}
-	return o
-}
-
 func runCompare(e *env, f *compareFlags) int {
 	cfgs, err := compareConfigs(f)
 	if err != nil {
@@ -285,14 +174,14 @@ func runCompare(e *env, f *compareFlags) int {
 	if err != nil {
 		return fail("--max-regression: %v", err)
 	}
-	if base.SLO.IsZero() && slices.ContainsFunc(th, func(t compare.Threshold) bool { return t.Metric == compare.FigureGoodput }) {
+	if base.SLO.IsZero() && compare.HasFigure(th, compare.FigureGoodput) {
 		if f.maxRegressionSet {
 			return fail("--max-regression: goodput needs an SLO: give --goodput (e.g. --goodput ttft:800 tpot:50)")
 		}
-		th = dropGoodput(th)
+		th = compare.DropGoodput(th)
 		level.Warn(e.logger).Log("msg", "no --goodput: goodput is not compared")
 	}
-	if costThreshold(th) && !(base.CostPerHour > 0 && cand.CostPerHour > 0) {
+	if compare.HasFigure(th, compare.FigureCost) && !(base.CostPerHour > 0 && cand.CostPerHour > 0) {
 		return fail("--max-regression: cost needs the price per hour of both sides: give --cost-per-hour " +
 			"(or --baseline-cost-per-hour and --candidate-cost-per-hour)")
 	}
@@ -300,215 +189,42 @@ func runCompare(e *env, f *compareFlags) int {
 	if err != nil {
 		return fail("--vary: %v", err)
 	}
-	args := append([]string{"llmprobe"}, e.args...)
-
-	// Both targets must answer before any load is sent.
-	for _, side := range []string{sideBaseline, sideCandidate} {
-		p, err := sweep.Prepare(e.ctx, cfgs[side], sweep.Options{Logger: log.With(e.logger, "side", side), Args: args})
-		if err != nil {
-			return fail("%s: %s", side, sweepErrorText(err))
-		}
-		p.Close()
+	p := &compare.Procedure{Baseline: base, Candidate: cand, Order: f.order, Rounds: f.sw.rounds, Seed: f.sw.seed,
+		Thresholds: th, MaxRegression: f.maxRegression, Vary: vary, Iters: f.bootstrapIters,
+		Decision: base.Metadata[report.MetaDecision], RollbackIf: base.Metadata[report.MetaRollbackIf],
+		Logger: e.logger, Args: append([]string{"llmprobe"}, e.args...), Observer: compareProgress(e, f.sw.noProgress)}
+	out, err := rundir.RunCompare(e.ctx, p, rundir.CompareOptions{Help: compareHelp(), SaveDetailed: f.sw.saveDetailed,
+		Started: func(dir string) { fmt.Fprintf(e.stderr, "llmprobe: compare run directory %s\n", dir) }})
+	var od *rundir.OutDirError
+	switch {
+	case errors.As(err, &od):
+		return fail("--out: %v", od.Err)
+	case out == nil:
+		return fail("%s", sweepErrorText(err))
 	}
-	now := time.Now()
-	run, err := artifacts.Create(f.sw.out, f.sw.name, now)
+	report.WriteVerdictText(e.stdout, out.Result.Result, out.Result.SLO)
+	fmt.Fprintf(e.stdout, "\nrun directory: %s\n", out.Dir)
 	if err != nil {
-		return fail("--out: %v", err)
-	}
-	cr := &compareResult{
-		Schema: compareResultSchema, Decision: base.Metadata[report.MetaDecision], RollbackIf: base.Metadata[report.MetaRollbackIf],
-		Baseline:  compareSide{Target: fingerprint.RedactText(base.Target), Model: base.Model, CostPerHour: base.CostPerHour},
-		Candidate: compareSide{Target: fingerprint.RedactText(cand.Target), Model: cand.Model, CostPerHour: cand.CostPerHour},
-		Order:     f.order, Seed: f.sw.seed, MaxRegression: f.maxRegression, Vary: vary, SLO: sloMS(base.SLO),
-		BootstrapIters: f.bootstrapIters, Rounds: []compareRound{},
-	}
-	fp := fingerprint.New(args, now)
-	cmdText := fingerprint.ShellJoin(fingerprint.Redact(args)) + "\n"
-	if err := errors.Join(run.WriteFile(artifacts.CommandFile, []byte(cmdText)), run.WriteFile(artifacts.HelpFile, []byte(compareHelp()))); err != nil {
-		_ = run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: "failed: " + err.Error()}, false)
-		return fail("%v", err)
-	}
-	fmt.Fprintf(e.stderr, "llmprobe: compare run directory %s\n", run.Dir())
-
-	sides := map[string]*compare.Evidence{}
-	order := roundOrder(f.order, f.sw.rounds, f.sw.seed)
-	complete, stopReason := true, ""
-	obs := newCompareObserver(e.logger)
-	if !f.sw.noProgress {
-		obs.stderr = e.stderr
-	}
-	for i, side := range order {
-		round := i + 1
-		cfg := cfgs[side]
-		cfg.OutDir = run.Dir()
-		cfg.Name = fmt.Sprintf("r%d-%s", round, side)
-		cfg.Seed = f.sw.seed + int64(i/2)
-		obs.round, obs.rounds, obs.side = round, len(order), side
-		level.Info(e.logger).Log("msg", "compare round starting", "round", round, "of", len(order), "side", side, "seed", cfg.Seed)
-		out, err := rundir.Run(e.ctx, cfg, rundir.Options{Logger: log.With(e.logger, "round", round, "side", side), Args: args, Observer: obs,
-			SaveDetailed: f.sw.saveDetailed})
-		if out != nil && out.Result != nil {
-			rel, rerr := filepath.Rel(run.Dir(), out.Dir)
-			if rerr != nil {
-				rel = out.Dir
-			}
-			r := compareRound{Round: round, Side: side, Seed: cfg.Seed, Dir: filepath.ToSlash(rel), Complete: out.Complete,
-				Start: out.Result.Fingerprint.Start, End: out.Result.Fingerprint.End}
-			cr.Rounds = append(cr.Rounds, r)
-			fp.Steps = append(fp.Steps, fingerprint.StepWindow{Index: i, Label: cfg.Name, Start: r.Start, End: r.End, Requests: requestsOf(out.Result)})
-			if i == 0 {
-				fp.Workload, fp.Load = out.Result.Fingerprint.Workload, out.Result.Fingerprint.Load
-				fp.Load.Rounds, fp.Load.Seed = len(order), f.sw.seed
-			}
-			if s := cr.side(side); s.Model == "" {
-				s.Model = out.Result.ModelID
-			}
-			ev, lerr := loadRunDir(out.Dir)
-			if lerr != nil {
-				err = errors.Join(err, lerr)
-			} else {
-				for j := range ev.Steps {
-					ev.Steps[j].Order = round
-				}
-				ev.Name = side
-				if sides[side] == nil {
-					sides[side] = ev
-				} else {
-					sides[side].Merge(ev)
-				}
-			}
-		}
-		switch {
-		case e.ctx.Err() != nil:
-			complete, stopReason = false, fmt.Sprintf("interrupted during round %d (%s)", round, side)
-		case err != nil:
-			complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", round, side, fingerprint.RedactSecrets(sweepErrorText(err), secrets...))
-		case out == nil || !out.Complete:
-			complete, stopReason = false, fmt.Sprintf("round %d (%s) did not complete", round, side)
-		}
-		if !complete {
-			level.Error(e.logger).Log("msg", "compare stopped", "reason", stopReason)
-			break
-		}
-	}
-
-	var v *compare.Verdict
-	if sides[sideBaseline] != nil && sides[sideCandidate] != nil {
-		v = compare.Compare(sides[sideBaseline], sides[sideCandidate], compare.Options{
-			Thresholds: th, Vary: vary, SLO: base.SLO, Iters: f.bootstrapIters, Seed: uint64(f.sw.seed),
-		})
-	} else {
-		v = &compare.Verdict{Outcome: compare.OutcomeInconclusive, Rules: []compare.Rule{}, Figures: []compare.Figure{},
-			Reasons: []string{"no round of one side was measured"}, Missing: []string{}}
-	}
-	if !complete {
-		v.Outcome = compare.OutcomeInconclusive
-		v.Reasons = append([]string{stopReason}, v.Reasons...)
-		v.Missing = append([]string{"every round of the comparison, complete"}, v.Missing...)
-	}
-	cr.Verdict, cr.ExitCode, cr.Complete, cr.Result = v.Outcome, v.ExitCode(), complete, v
-	fp.End = time.Now().UTC()
-	fp.Metadata = compareMetadata(f, cr, base.Metadata)
-
-	var md bytes.Buffer
-	fmt.Fprintf(&md, "# llmprobe compare: %s\n\n", v.Outcome)
-	fmt.Fprintf(&md, "Baseline `%s` (model %s), candidate `%s` (model %s); %d rounds in %s order, seed %d.\n\n",
-		cr.Baseline.Target, orNR(cr.Baseline.Model), cr.Candidate.Target, orNR(cr.Candidate.Model), f.sw.rounds, f.order, f.sw.seed)
-	writeVerdictMarkdown(&md, v, verdictReport{decision: cr.Decision, rollbackIf: cr.RollbackIf, sloMS: cr.SLO,
-		prices: [2]float64{cr.Baseline.CostPerHour, cr.Candidate.CostPerHour},
-		rounds: func(w io.Writer) {
-			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
-			for _, r := range cr.Rounds {
-				fmt.Fprintf(w, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
-			}
-			fmt.Fprintln(w)
-		}})
-	werr := errors.Join(run.WriteJSON(artifacts.ResultFile, cr), run.WriteFile(artifacts.AnalysisFile, md.Bytes()))
-	reason := stopReason
-	if werr != nil && reason == "" {
-		reason = "failed: " + werr.Error()
-	}
-	if err := run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: reason}, complete && werr == nil); err != nil {
-		werr = errors.Join(werr, err)
-	}
-
-	writeVerdictText(e.stdout, v, cr.SLO)
-	fmt.Fprintf(e.stdout, "\nrun directory: %s\n", run.Dir())
-	if werr != nil {
-		level.Error(e.logger).Log("msg", "cannot write the compare run directory", "err", werr)
+		level.Error(e.logger).Log("msg", "cannot write the compare run directory", "err", err)
 		return compare.ExitInconclusive
 	}
 	if e.ctx.Err() != nil {
 		return 130
 	}
-	return v.ExitCode()
+	return out.Result.ExitCode
 }
 
-func orNR(s string) string { return fingerprint.OrNotRecorded(s) }
-
-func requestsOf(res *sweep.Result) int {
-	n := 0
-	for _, s := range res.Steps {
-		n += s.Stats.Requests
-	}
-	return n
-}
-
-// compareMetadata records the comparison's settings in the manifest.
-func compareMetadata(f *compareFlags, cr *compareResult, user map[string]string) map[string]string {
-	m := map[string]string{}
-	for k, v := range user {
-		m[k] = v
-	}
-	m["compare.baseline"] = cr.Baseline.Target
-	m["compare.candidate"] = cr.Candidate.Target
-	m["compare.baseline_model"] = orNR(cr.Baseline.Model)
-	m["compare.candidate_model"] = orNR(cr.Candidate.Model)
-	m["compare.order"] = f.order
-	m["compare.rounds"] = fmt.Sprint(f.sw.rounds)
-	m["compare.vary"] = strings.Join(cr.Vary, ",")
-	m["compare.max_regression"] = f.maxRegression
-	for _, s := range []struct {
-		key   string
-		price float64
-	}{{"compare.baseline_cost_per_hour_usd", cr.Baseline.CostPerHour}, {"compare.candidate_cost_per_hour_usd", cr.Candidate.CostPerHour}} {
-		if s.price > 0 {
-			m[s.key] = strconv.FormatFloat(s.price, 'g', -1, 64)
+// compareProgress draws a progress bar per step on stderr, naming its
+// round and side (none with --no-progress).
+func compareProgress(e *env, off bool) func(compare.Round, int) sweep.Observer {
+	return func(r compare.Round, n int) sweep.Observer {
+		if off {
+			return nil
 		}
+		return &stepProgress{stderr: e.stderr, label: func(st *sweep.Step) string {
+			return fmt.Sprintf("round %d/%d %s %s", r.Round, n, r.Side, st.Label)
+		}}
 	}
-	return m
-}
-
-// compareObserver prints a progress bar per step (stderr; nil: none) and a
-// line per finished step naming its round and side.
-type compareObserver struct {
-	stepProgress
-	logger log.Logger
-
-	round, rounds int
-	side          string
-}
-
-// newCompareObserver returns a compareObserver whose progress bars name the
-// round and side.
-func newCompareObserver(logger log.Logger) *compareObserver {
-	o := &compareObserver{logger: logger}
-	o.label = func(st *sweep.Step) string {
-		return fmt.Sprintf("round %d/%d %s %s", o.round, o.rounds, o.side, st.Label)
-	}
-	return o
-}
-
-// StepDone implements sweep.Observer.
-func (o *compareObserver) StepDone(st *sweep.Step) {
-	o.stepProgress.StepDone(st)
-	valid := "valid"
-	if !st.Validity.Valid {
-		valid = "invalid: " + strings.Join(st.Validity.Flags, ", ")
-	}
-	level.Info(o.logger).Log("msg", "compare step done", "round", o.round, "side", o.side, "step", st.Label,
-		"requests", st.Stats.Requests, "failed", st.Stats.Failed, "ttft_p99_ms", ms(st.Stats.TTFT.P99),
-		"tpot_p99_ms", ms(st.Stats.TPOT.P99), "validity", valid)
 }
 
 // addDecision records --decision and --rollback-if as metadata (redacted

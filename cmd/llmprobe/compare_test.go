@@ -15,6 +15,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
 // compareSim is a fast simulator: 4 ms engine steps.
@@ -169,7 +170,7 @@ func checkCompareDir(t *testing.T, dir string, code int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cr compareResult
+	var cr compare.Result
 	if err := json.Unmarshal(b, &cr); err != nil {
 		t.Fatal(err)
 	}
@@ -234,27 +235,5 @@ func TestCompareBadFlags(t *testing.T) {
 				t.Errorf("out dir holds %d entries", len(entries))
 			}
 		})
-	}
-}
-
-func TestRoundOrder(t *testing.T) {
-	if got := strings.Join(roundOrder(orderABBA, 8, 0), " "); got != "baseline candidate candidate baseline baseline candidate candidate baseline" {
-		t.Errorf("abba: %s", got)
-	}
-	r := roundOrder(orderRandom, 20, 7)
-	nb := 0
-	for i := 0; i < len(r); i += 2 {
-		if r[i] == r[i+1] {
-			t.Fatalf("pair %d runs one side twice: %v", i/2, r)
-		}
-		if r[i] == sideBaseline {
-			nb++
-		}
-	}
-	if nb == 0 || nb == 10 {
-		t.Errorf("random order never swaps a pair: %v", r)
-	}
-	if strings.Join(r, " ") != strings.Join(roundOrder(orderRandom, 20, 7), " ") {
-		t.Error("random order is not reproducible from its seed")
 	}
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"slices"
-
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/config"
 )
 
@@ -44,34 +41,6 @@ func (f *compareCostFlags) price(side string, shared float64) float64 {
 		return f.candidate
 	}
 	return f.baseline
-}
-
-// costThreshold reports whether the compared figures include the cost.
-func costThreshold(ths []compare.Threshold) bool {
-	return slices.ContainsFunc(ths, func(t compare.Threshold) bool { return t.Metric == compare.FigureCost })
-}
-
-// setPrice gives every evidence of the input the price (analyze's
-// --cost-per-hour); 0 keeps the price each recorded.
-func (in *input) setPrice(price float64) {
-	if !(price > 0) {
-		return
-	}
-	for _, ev := range []*compare.Evidence{in.ev, pairSide(in.pair, sideBaseline), pairSide(in.pair, sideCandidate)} {
-		if ev != nil {
-			ev.CostPerHour = price
-		}
-	}
-}
-
-func pairSide(p *comparePair, side string) *compare.Evidence {
-	switch {
-	case p == nil:
-		return nil
-	case side == sideCandidate:
-		return p.candidate
-	}
-	return p.baseline
 }
 
 // targetCosts is every target's cost_per_hour, for

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -78,7 +76,7 @@ func runWorkloadStats(e *env, f *workloadFlags) int {
 		fmt.Fprintln(e.stderr, "llmprobe: error: --http.config.file and --api-key-file apply to --target's requests: give --target")
 		return 2
 	}
-	if f.datasetFormat == "trace" || f.datasetFormat == "auto" && sniffTrace(f.file) {
+	if f.datasetFormat == "trace" || f.datasetFormat == "auto" && workload.SniffTrace(f.file) {
 		return runTraceStats(e, f)
 	}
 	ds, err := workload.LoadDataset(f.file, workload.DatasetOptions{Format: f.datasetFormat})
@@ -106,31 +104,7 @@ func runWorkloadStats(e *env, f *workloadFlags) int {
 		}
 		return 1
 	}
-	if f.format == "json" {
-		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintf(e.stdout, "%s\n", b)
-		return 0
-	}
-	writeWorkloadStats(e.stdout, st, info)
-	return 0
-}
-
-// sniffTrace reports whether the file's first non-empty line is a trace
-// entry (workload.IsTraceLine). It reads at most the first MiB; any error
-// leaves the file to the dataset loader, whose errors name it.
-func sniffTrace(path string) bool {
-	fh, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer fh.Close()
-	b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			return workload.IsTraceLine(line)
-		}
-	}
-	return false
+	return printStats(e.stdout, f.format, st, func(w io.Writer) { report.WriteDatasetStats(w, st, info) })
 }
 
 // runTraceStats is `workload stats` of a trace: its own lengths (no
@@ -149,19 +123,17 @@ func runTraceStats(e *env, f *workloadFlags) int {
 		return badWorkloadFile(e, f.file, err)
 	}
 	st := workload.TraceStats(tr)
-	if f.format == "json" {
+	return printStats(e.stdout, f.format, st, func(w io.Writer) { report.WriteTraceStats(w, tr, st) })
+}
+
+// printStats prints st as JSON (--format json) or as text.
+func printStats(w io.Writer, format string, st workload.Stats, text func(io.Writer)) int {
+	if format == "json" {
 		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintf(e.stdout, "%s\n", b)
+		fmt.Fprintf(w, "%s\n", b)
 		return 0
 	}
-	w := e.stdout
-	fmt.Fprintf(w, "trace: %s (%s, %s)\n", tr.Path, tr.Format, tr.SHA256)
-	fmt.Fprintf(w, "entries: %d", len(tr.Entries))
-	if tr.Reordered > 0 {
-		fmt.Fprintf(w, ", %d sorted into offset order", tr.Reordered)
-	}
-	fmt.Fprintf(w, "\ntokens: as the trace records them (no tokenizer); hash ids: %d, %d tokens each\n\n", tr.HashIDs, tr.BlockSize)
-	writeStatsTable(w, st)
+	text(w)
 	return 0
 }
 
@@ -187,58 +159,14 @@ func targetTokenizer(e *env, f *workloadFlags, key config.Secret, h config.HTTPC
 	return sz.Tokenizer, ep.CloseIdleConnections, nil
 }
 
-func writeWorkloadStats(w io.Writer, st workload.Stats, info workload.DatasetInfo) {
-	how := map[string]string{
-		workload.MethodServerTokenize: "the server's tokenizer (POST /tokenize)",
-		workload.MethodCalibrated:     "an estimate calibrated from the server's usage.prompt_tokens (no usable /tokenize)",
-		workload.MethodEstimate:       "the offline estimate: 4 characters per token, rounded up (give --target for the server's tokenizer)",
-	}[st.Tokenizer]
-	if how == "" {
-		how = st.Tokenizer
-	}
-	fmt.Fprintf(w, "dataset: %s (%s, sha256 %s)\n", info.Path, info.Format, info.SHA256)
-	fmt.Fprintf(w, "entries: %d used of %d", info.Used, info.Entries)
-	if info.Skipped > 0 {
-		fmt.Fprintf(w, ", %d left out (no human turn and reply)", info.Skipped)
-	}
-	for _, k := range slices.Sorted(maps.Keys(info.Pruned)) {
-		fmt.Fprintf(w, ", %d pruned (%s)", info.Pruned[k], k)
-	}
-	fmt.Fprintf(w, "\ntokens counted with: %s\n\n", how)
-	writeStatsTable(w, st)
-}
-
-// writeStatsTable writes the length table, the prefix share and the
-// arrivals of st.
-func writeStatsTable(w io.Writer, st workload.Stats) {
-	fmt.Fprintf(w, "%-14s %8s %8s %8s %8s %8s %8s %10s\n", "", "n", "min", "p10", "p50", "p90", "p99", "max")
-	row := func(name string, d workload.LengthDist) {
-		if d.N == 0 {
-			fmt.Fprintf(w, "%-14s %8s\n", name, "-")
-			return
-		}
-		fmt.Fprintf(w, "%-14s %8d %8.0f %8.1f %8.1f %8.1f %8.1f %10.0f\n", name, d.N, d.Min, d.P10, d.P50, d.P90, d.P99, d.Max)
-	}
-	row("input tokens", st.InputTokens)
-	row("output tokens", st.OutputTokens)
-	fmt.Fprintf(w, "\nprefix share: %.3f of prompt tokens are a prefix shared with an earlier request\n", st.PrefixShare)
-	if st.Timed {
-		fmt.Fprintf(w, "arrivals: %.4g req/s over %.4g s, burstiness (CV² of gaps) %.3g (1 = Poisson)\n", st.RatePerS, st.DurationS, st.GapCV2)
-	} else {
-		fmt.Fprintln(w, "arrivals: not timed (no offset_ms)")
-	}
-}
-
 func runWorkloadSynth(e *env, f *workloadFlags) int {
 	b, err := readCapped(f.from, 1<<20, "a stats file")
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %v\n", err)
 		return 2
 	}
-	var st workload.Stats
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
+	st, err := workload.DecodeStats(b)
+	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %s: %v\n", f.from, err)
 		return 2
 	}
@@ -246,20 +174,18 @@ func runWorkloadSynth(e *env, f *workloadFlags) int {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --count: must be >= 1, got %d\n", f.count)
 		return 2
 	}
-	w := e.stdout
-	var out *os.File
+	w, closeOut := e.stdout, func() error { return nil }
 	if f.out != "" {
-		if out, err = os.Create(f.out); err != nil {
+		out, err := os.Create(f.out)
+		if err != nil {
 			fmt.Fprintf(e.stderr, "llmprobe: error: --out: %v\n", err)
 			return 1
 		}
-		w = out
+		w, closeOut = out, out.Close
 	}
 	n, err := workload.Synthesize(w, st, workload.SynthOptions{Count: f.count, Seed: f.seed})
-	if out != nil {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
+	if cerr := closeOut(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %s: %v\n", f.from, err)

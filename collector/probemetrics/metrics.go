@@ -10,9 +10,10 @@
 // units, buckets and semantics.
 //
 // The package only observes; it never decides. The caller evaluates the SLO
-// and passes the verdict to Observe. Metrics implements manager.Observer:
-// cmd/llmprobe hands it to the probe manager, which does not import this
-// package.
+// and passes the verdict to Observe. Metrics implements manager.Observer and
+// every optional observer interface of the manager (skips, arrivals, probe
+// and target starts and stops): cmd/llmprobe hands it to the probe manager,
+// which does not import this package.
 package probemetrics
 
 import (
@@ -30,8 +31,14 @@ import (
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
-// Metrics is what the probe manager reports to.
-var _ manager.Observer = (*Metrics)(nil)
+// Metrics is what the probe manager reports to: every event it has.
+var (
+	_ manager.Observer        = (*Metrics)(nil)
+	_ manager.SkipObserver    = (*Metrics)(nil)
+	_ manager.ArrivalObserver = (*Metrics)(nil)
+	_ manager.ProbeObserver   = (*Metrics)(nil)
+	_ manager.TargetObserver  = (*Metrics)(nil)
+)
 
 // Metric family names exported by this package. Histogram families expose
 // the series <name>_bucket, <name>_sum and <name>_count (plus native buckets

@@ -757,13 +757,13 @@ func TestNotSentIsCountedButHasNoSendLag(t *testing.T) {
 	}
 }
 
-// TestObserverEventsAreTheSetters checks that the manager.Observer events
-// export what the setters they stand for export.
+// TestObserverEventsAreTheSetters checks that the events of the manager's
+// observer interfaces export what the setters they stand for export.
 func TestObserverEventsAreTheSetters(t *testing.T) {
 	start := time.Unix(1700000000, 0)
 	s := slo.SLO{TTFT: 800 * ms, E2EL: 5 * time.Second}
 	byEvents, bySetters := prometheus.NewPedanticRegistry(), prometheus.NewPedanticRegistry()
-	e := New(byEvents)
+	var e manager.ProbeObserver = New(byEvents)
 	e.ProbeStarted("t", "p", manager.ProbeSettings{Rate: 2, SLO: s, GoodputObjective: 0.99, Start: start})
 	e.SLOChanged("t", "p", slo.SLO{TPOT: 50 * ms}, 0.995)
 	m := New(bySetters)

@@ -4,8 +4,9 @@
 // atomically (temp file, fsync, rename), streaming appenders for the files
 // that grow while the run goes on (records.jsonl, errors-redacted.jsonl, the
 // metrics snapshots), the manifest.json written last with the SHA-256 and
-// size of every other file, and Verify, which re-checks a directory against
-// its manifest. docs/artifacts.md describes the layout for people.
+// size of every other file, Verify, which re-checks a directory against
+// its manifest, and ReadRecords, the one reader of records.jsonl.
+// docs/artifacts.md describes the layout for people.
 //
 // Nothing here sends load or reads a target; the sweep decides what goes into
 // the files and this package makes sure they land whole and can be checked.

@@ -1,9 +1,6 @@
 package rundir
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -125,33 +121,15 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 // mergeRecords reads one shard's records.jsonl into m and appends each
 // line to recs.
 func mergeRecords(path string, m *sweep.Merger, recs *artifacts.Appender) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("merge: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		l := artifacts.RecordLine{Record: &prober.Record{}}
-		if err := json.Unmarshal(line, &l); err != nil {
-			return fmt.Errorf("merge: %s line %d: %w", path, n, err)
-		}
+	err := artifacts.ReadRecords(path, func(l artifacts.RecordLine, raw []byte) error {
 		if err := m.Add(l.Step, l.Record); err != nil {
-			return fmt.Errorf("merge: %s line %d: %w", path, n, err)
-		}
-		if _, err := recs.Write(append(line, '\n')); err != nil {
 			return err
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("merge: %s: %w", path, err)
+		_, err := recs.Write(append(raw, '\n'))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,13 @@
 // the fingerprint and whether the sweep completed. The CLI's `llmprobe
 // sweep` calls Run; so can a daemon goroutine, with its own context,
 // logger and output directory.
+//
+// It composes the other run directories too: RunCompare runs an A/B
+// comparison (prober/compare.Procedure) into a compare run directory whose
+// rounds are Run's sweep run directories, Merge joins the shards of a
+// sharded sweep, and LoadInput, LoadEvidence and Analyze read run
+// directories and result files back for `llmprobe analyze` (result.json
+// through report.Load, records.jsonl through artifacts.ReadRecords).
 package rundir
 
 import (

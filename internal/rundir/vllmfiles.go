@@ -1,12 +1,10 @@
 package rundir
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -214,20 +212,20 @@ func orderedObject(raw []byte) ([]string, []json.RawMessage, error) {
 }
 
 // detailRecord is what the --save-detailed arrays need of a records.jsonl
-// line.
+// line (artifacts.ReadRecords).
 type detailRecord struct {
-	Step             int             `json:"step"`
-	Scheduled        time.Time       `json:"scheduled"`
-	WallStart        time.Time       `json:"wall_start"`
-	QueueWait        time.Duration   `json:"queue_wait_ns"`
-	TTFT             time.Duration   `json:"ttft_ns"`
-	ITL              []time.Duration `json:"itl_ns"`
-	E2E              time.Duration   `json:"e2e_ns"`
-	InputTokens      int             `json:"input_tokens"`
-	PromptTokens     int             `json:"prompt_tokens"`
-	CompletionTokens int             `json:"completion_tokens"`
-	Error            string          `json:"error"`
-	ErrorMessage     string          `json:"error_message"`
+	Step             int
+	Scheduled        time.Time
+	WallStart        time.Time
+	QueueWait        time.Duration
+	TTFT             time.Duration
+	ITL              []time.Duration
+	E2E              time.Duration
+	InputTokens      int
+	PromptTokens     int
+	CompletionTokens int
+	Error            string
+	ErrorMessage     string
 }
 
 func (r detailRecord) ok() bool { return r.Error == "" }
@@ -267,23 +265,16 @@ func (r detailRecord) errorText() string {
 
 // readDetail reads records.jsonl by step index.
 func readDetail(p string) (map[int][]detailRecord, error) {
-	f, err := os.Open(p)
+	out := map[int][]detailRecord{}
+	err := artifacts.ReadRecords(p, func(l artifacts.RecordLine, _ []byte) error {
+		r := l.Record
+		out[l.Step] = append(out[l.Step], detailRecord{Step: l.Step, Scheduled: r.Scheduled, WallStart: r.WallStart,
+			QueueWait: r.QueueWait, TTFT: r.TTFT, ITL: r.ITL, E2E: r.E2E, InputTokens: r.InputTokens, PromptTokens: r.PromptTokens,
+			CompletionTokens: r.CompletionTokens, Error: string(r.Error), ErrorMessage: r.ErrorMessage})
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	out := map[int][]detailRecord{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r detailRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", p, n, err)
-		}
-		out[r.Step] = append(out[r.Step], r)
-	}
-	return out, sc.Err()
+	return out, nil
 }

@@ -48,7 +48,7 @@ func TestLandingPageInChromium(t *testing.T) {
 		t.Fatalf("sweep: %+v %v", st, err)
 	}
 	win := NewWindow()
-	win.SetObjectives(map[string]float64{"sim": 0.95})
+	win.ProbeStarted("sim", "p", manager.ProbeSettings{GoodputObjective: 0.95})
 	feed(win, "sim", 100)
 	mux := NewHandler(Options{Gatherer: prometheus.NewRegistry(), Status: fixedStatus{{Name: "sim", BaseURL: "http://sim", API: "completions",
 		Probes: []manager.ProbeStatus{{Name: "default", Rate: 1}}}},

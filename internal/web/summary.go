@@ -1,12 +1,15 @@
 package web
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
 // SummaryWindow is how far back the landing page's per-target summary
@@ -19,9 +22,12 @@ const maxWindowSamples = 32 << 10
 
 // Window keeps the daemon's finished requests of the last SummaryWindow per
 // target, for the landing page's summary: TTFT and TPOT p50/p99, the
-// goodput ratio against the objective and the SLO state. Feed it from the
-// probe manager (Observe, e.g. through manager.Options.OnRecord). Safe for
-// concurrent use; it keeps neither prompts nor request ids.
+// goodput ratio against the objective and the SLO state. It is one of the
+// probe manager's observers (manager.Options.Observers): finished requests
+// come through Observe, each target's goodput objective through the probe
+// events (ProbeStarted, SLOChanged), and DeleteTarget forgets a target a
+// reload removed. Safe for concurrent use; it keeps neither prompts nor
+// request ids.
 type Window struct {
 	now func() time.Time
 
@@ -47,17 +53,48 @@ func NewWindow() *Window {
 	return &Window{now: time.Now, targets: map[string]*ring{}, objectives: map[string]float64{}}
 }
 
-// SetObjectives replaces the goodput objective of each target (the config's
-// goodput_objective); targets missing from m are forgotten.
-func (w *Window) SetObjectives(m map[string]float64) {
+// The Window is a manager observer of finished requests and of the probe
+// and target events that carry a target's objective or remove it.
+var (
+	_ manager.Observer       = (*Window)(nil)
+	_ manager.ProbeObserver  = (*Window)(nil)
+	_ manager.TargetObserver = (*Window)(nil)
+)
+
+// ProbeStarted takes the goodput objective of the probe's target (the
+// config's goodput_objective; every probe of a target has the target's).
+func (w *Window) ProbeStarted(target, _ string, s manager.ProbeSettings) {
+	w.setObjective(target, s.GoodputObjective)
+}
+
+// SLOChanged takes the target's new goodput objective.
+func (w *Window) SLOChanged(target, _ string, _ slo.SLO, goodputObjective float64) {
+	w.setObjective(target, goodputObjective)
+}
+
+func (w *Window) setObjective(target string, objective float64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.objectives = m
-	for t := range w.targets {
-		if _, ok := m[t]; !ok {
-			delete(w.targets, t)
-		}
-	}
+	w.objectives[target] = objective
+}
+
+// DeleteProbe does nothing: the summary is per target, and a target's
+// other probes go on.
+func (w *Window) DeleteProbe(string, string) {}
+
+// SetTargetLabels does nothing: the summary has no labels.
+func (w *Window) SetTargetLabels(string, map[string]string) {}
+
+// SetTargetInfo does nothing: the summary shows no target info.
+func (w *Window) SetTargetInfo(string, manager.TargetInfo) {}
+
+// DeleteTarget forgets a target a reload removed: its requests and its
+// objective.
+func (w *Window) DeleteTarget(target string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.targets, target)
+	delete(w.objectives, target)
 }
 
 // Observe adds one finished request. Requests llmprobe canceled itself
@@ -134,15 +171,15 @@ func (w *Window) Summary(target string) TargetSummary {
 	return ts
 }
 
-// quantiles returns the p50 and p99 of xs (nearest rank; 0, 0 when empty).
+// quantiles returns the p50 and p99 of xs (stats.PercentileSorted, the
+// linear percentiles of the sweep and compare reports; 0, 0 when empty).
+// It sorts xs.
 func quantiles(xs []time.Duration) (p50, p99 time.Duration) {
-	if len(xs) == 0 {
-		return 0, 0
-	}
 	slices.Sort(xs)
-	at := func(q float64) time.Duration {
-		i := int(q*float64(len(xs))+0.999999) - 1
-		return xs[max(0, min(i, len(xs)-1))]
+	ns := make([]float64, len(xs))
+	for i, x := range xs {
+		ns[i] = float64(x)
 	}
-	return at(0.50), at(0.99)
+	at := func(p float64) time.Duration { return time.Duration(math.Round(stats.PercentileSorted(ns, p))) }
+	return at(50), at(99)
 }

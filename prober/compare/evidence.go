@@ -1,17 +1,22 @@
-// Package compare owns the verdict of an A/B comparison of two LLM serving
+// Package compare owns the A/B comparison of two LLM serving
 // configurations (DESIGN.md §9 points 8-10) and the offline checks of one
-// result file: the evidence model both `llmprobe compare` and `llmprobe
+// result file: the procedure (Procedure: the rounds A/B/B/A, each a sweep of
+// one side through prober/sweep, and its Result, a compare run's
+// result.json), the evidence model both `llmprobe compare` and `llmprobe
 // analyze` fill (Evidence: steps, rounds, per-request samples, fingerprint
 // fields, what was not recorded), the decoders of the files it is read from
 // (llmprobe's sweep results, vllm bench serve's --save-result files, and
 // foreign files such as the methodology's teaching example), the validity
-// rules (Compare: fingerprints, success counts, output-token distributions,
-// finish reasons, error classes, client saturation, idle proof, samples per
-// percentile, rounds), the difference between the sides with a two-level
+// rules (one table, rules.go: fingerprints, success counts, output-token
+// distributions, finish reasons, error classes, client saturation, idle
+// proof, samples per percentile, rounds), the difference between the sides with a two-level
 // bootstrap interval, and the single-input SLO checks (Check).
 //
-// Everything here is pure: no network, no files, no clock. Inputs are
-// decoded values; outputs are plain structs that the CLI renders. A rule is
+// Everything but Procedure is pure: no network, no files, no clock. Inputs
+// are decoded values; outputs are plain structs that internal/report
+// renders. Procedure reaches the servers only through the sweep engine and
+// writes no file: its rounds run in memory unless a RoundRunner writes them
+// (internal/rundir.RunCompare writes the compare run directory). A rule is
 // "ok", "failed" or "not-recorded"; evidence that is missing never turns into
 // a confident answer: it makes the verdict "inconclusive" and says what to
 // add.

@@ -111,3 +111,26 @@ func parseFigure(name string) (Threshold, error) {
 	}
 	return Threshold{}, fmt.Errorf("unknown figure %q (ttft_pNN, tpot_pNN, e2el_pNN, goodput, throughput or cost)", name)
 }
+
+// HasFigure reports whether ths compares the figure metric (FigureGoodput,
+// FigureCost, ...).
+func HasFigure(ths []Threshold, metric string) bool {
+	for _, t := range ths {
+		if t.Metric == metric {
+			return true
+		}
+	}
+	return false
+}
+
+// DropGoodput returns ths without the goodput figure (without an SLO there
+// is no good request to count).
+func DropGoodput(ths []Threshold) []Threshold {
+	var out []Threshold
+	for _, t := range ths {
+		if t.Metric != FigureGoodput {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -179,16 +179,7 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 	levels, only := pairLevels(baseline, candidate)
 
 	v.Fields = DiffFields(baseline.Fields, candidate.Fields, o.Vary)
-	v.Rules = append(v.Rules, fingerprintRule(v.Fields, o.Vary))
-	v.Rules = append(v.Rules, successRule(levels, only))
-	v.Rules = append(v.Rules, tokensRule(levels))
-	v.Rules = append(v.Rules, finishRule(levels))
-	v.Rules = append(v.Rules, errorsRule(levels))
-	v.Rules = append(v.Rules, clientRule(levels))
-	v.Rules = append(v.Rules, idleRule(levels))
-	v.Rules = append(v.Rules, roundsRule(levels))
-	v.Rules = append(v.Rules, samplesRule(levels, o.Thresholds))
-	v.Rules = append(v.Rules, spreadRule(levels))
+	v.Rules = applyRules(&ruleEvidence{levels: levels, only: only, fields: v.Fields, vary: o.Vary, ths: o.Thresholds})
 
 	for i, l := range levels {
 		for j, t := range o.Thresholds {

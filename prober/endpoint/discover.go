@@ -185,16 +185,14 @@ func unreachable(err error) bool {
 
 // version reads GET /version ({"version": "..."}); "" on any failure.
 func (e *Endpoint) version(ctx context.Context) string {
-	var v struct {
-		Version any `json:"version"`
-	}
-	if err := e.getJSON(ctx, "/version", &v); err != nil {
+	body, err := e.getBody(ctx, engine.VersionPath)
+	if err != nil {
 		return ""
 	}
-	s, _ := v.Version.(string)
+	f, _ := engine.ParseVersion(body)
 	// The version goes into a metric label, logs and the landing page:
 	// a server that echoes the key there must not publish it.
-	return e.Redact(strings.TrimSpace(s))
+	return e.Redact(f.Version)
 }
 
 // echoesKey reports whether s holds the endpoint's API key or another of

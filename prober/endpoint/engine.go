@@ -137,29 +137,27 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 			info.EngineConfig[k] = e.Redact(v)
 		}
 	}
-	switch eng.Name() {
-	case engine.VLLM, engine.Unknown:
-		info.ServerVersion = e.version(ctx)
-		if eng.Name() == engine.VLLM {
-			if snap == nil {
-				snap, _ = e.Metrics(ctx)
-			}
-			addConfig(eng.ConfigLabels(snap))
-		}
-		return
-	}
 	if ie, ok := eng.Info(); ok {
 		if body, err := e.getBody(ctx, ie.Path); err == nil {
 			if f, ok := ie.Parse(body); ok {
+				// The version goes into a metric label, logs and the
+				// landing page: a server that echoes the key there must
+				// not publish it.
 				info.ServerVersion = e.Redact(f.Version)
 				setContext(f)
 				addConfig(f.Config)
 			}
 		}
 	}
-	if eng.Name() == engine.Ollama && info.Model != "" {
-		if body, err := e.postBody(ctx, engine.OllamaShowPath, map[string]string{"model": info.Model}); err == nil {
-			if f, ok := engine.ParseOllamaShow(body); ok {
+	if eng.HasConfigLabels() {
+		if snap == nil {
+			snap, _ = e.Metrics(ctx)
+		}
+		addConfig(eng.ConfigLabels(snap))
+	}
+	if mi, ok := eng.ModelInfo(); ok && info.Model != "" {
+		if body, err := e.postBody(ctx, mi.Path, map[string]string{"model": info.Model}); err == nil {
+			if f, ok := mi.Parse(body); ok {
 				setContext(f)
 				addConfig(f.Config)
 			}

@@ -83,6 +83,9 @@ type Engine struct {
 	// tokenize is the shape of POST /tokenize for completions and for
 	// chat (TokenizeNone: the engine has no usable one).
 	tokenize, tokenizeChat workload.TokenizeShape
+	// noMetrics says why the engine has no /metrics at all ("": it has
+	// one, or it is the generic adapter).
+	noMetrics string
 }
 
 // Name returns the engine's name (Unknown for the generic adapter).

@@ -35,9 +35,11 @@ type InfoEndpoint struct {
 	Parse func(body []byte) (f Fingerprint, ok bool)
 }
 
-// Info returns the engine's info endpoint; ok is false for vLLM (whose
-// version is read from GET /version and configuration from /metrics), the
-// generic adapter and Ollama (see OllamaVersionPath and OllamaShowPath).
+// Info returns the engine's info endpoint: vLLM's and the generic
+// adapter's GET /version (the version only; vLLM's configuration comes from
+// /metrics, see ConfigLabels), llama.cpp's /props, TGI's /info, SGLang's
+// /get_server_info, Ollama's /api/version (its model's details come from
+// ModelInfo). ok is false for no engine today; callers still check it.
 func (e *Engine) Info() (InfoEndpoint, bool) {
 	switch e.name {
 	case LlamaCpp:
@@ -49,7 +51,52 @@ func (e *Engine) Info() (InfoEndpoint, bool) {
 	case Ollama:
 		return InfoEndpoint{Path: OllamaVersionPath, Parse: ParseOllamaVersion}, true
 	}
-	return InfoEndpoint{}, false
+	return InfoEndpoint{Path: VersionPath, Parse: ParseVersion}, true
+}
+
+// ModelInfoEndpoint is an engine's per-model info endpoint: a POST of
+// {"model": id} whose answer Parse reads (context length, model settings).
+type ModelInfoEndpoint struct {
+	Path  string
+	Parse func(body []byte) (f Fingerprint, ok bool)
+}
+
+// ModelInfo returns the engine's per-model info endpoint (Ollama's POST
+// /api/show); ok is false for the engines without one.
+func (e *Engine) ModelInfo() (ModelInfoEndpoint, bool) {
+	if e.name == Ollama {
+		return ModelInfoEndpoint{Path: OllamaShowPath, Parse: ParseOllamaShow}, true
+	}
+	return ModelInfoEndpoint{}, false
+}
+
+// HasConfigLabels reports whether the engine's /metrics carries its
+// configuration (vLLM's vllm:cache_config_info), read with ConfigLabels.
+func (e *Engine) HasConfigLabels() bool { return e.name == VLLM }
+
+// NoMetricsReason says why the engine serves no Prometheus /metrics at
+// all ("Ollama serves no Prometheus /metrics"); "" for the engines that
+// serve one and for the generic adapter, whose /metrics is still tried.
+func (e *Engine) NoMetricsReason() string { return e.noMetrics }
+
+// VersionPath is vLLM's version endpoint: GET /version answers
+// {"version": "0.11.0"}.
+const VersionPath = "/version"
+
+// ParseVersion reads a {"version": "..."} answer (vLLM's GET /version; the
+// generic adapter tries it too); ok is false when version is not a string.
+func ParseVersion(body []byte) (Fingerprint, bool) {
+	var v struct {
+		Version any `json:"version"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return Fingerprint{}, false
+	}
+	s, ok := v.Version.(string)
+	if !ok {
+		return Fingerprint{}, false
+	}
+	return Fingerprint{Version: strings.TrimSpace(s)}, true
 }
 
 // Ollama's endpoints (docs.ollama.com/api): GET /api/version answers

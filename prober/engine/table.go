@@ -91,5 +91,6 @@ var engines = map[Name]*Engine{
 	Ollama: {
 		name: Ollama, title: "Ollama",
 		tokenize: workload.TokenizeNone, tokenizeChat: workload.TokenizeNone,
+		noMetrics: "Ollama serves no Prometheus /metrics",
 	},
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
 // BenchmarkDaemonSendLag1000 runs the daemon's whole request path (open-loop
@@ -33,18 +34,17 @@ func BenchmarkDaemonSendLag1000(b *testing.B) {
 		var lags []time.Duration
 		var failed int
 		m := manager.New(manager.Options{
-			Observer: probemetrics.New(prometheus.NewRegistry()),
-			OnRecord: func(e *manager.RecordEvent) {
+			Observers: []manager.Observer{probemetrics.New(prometheus.NewRegistry()), manager.ObserverFunc(func(r *prober.Record, _ slo.Verdict) {
 				mu.Lock()
 				defer mu.Unlock()
-				if e.Record.Error == prober.ClassCanceled {
+				if r.Error == prober.ClassCanceled {
 					return
 				}
-				lags = append(lags, e.Record.SendLag)
-				if !e.Record.OK() {
+				lags = append(lags, r.SendLag)
+				if !r.OK() {
 					failed++
 				}
-			},
+			})},
 		})
 		cfg := parseB(b, fmt.Sprintf(`
 global:

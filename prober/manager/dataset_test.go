@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 // TestDaemonProbeWithDataset runs a probe over a JSONL dataset against the
@@ -40,7 +39,7 @@ func TestDaemonProbeWithDataset(t *testing.T) {
 	if err := m.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 20*time.Second, "9 successful records", func(evs []manager.RecordEvent) bool {
+	evs := col.waitFor(t, 20*time.Second, "9 successful records", func(evs []event) bool {
 		ok := 0
 		for _, e := range evs {
 			if e.Record.OK() {

@@ -42,7 +42,7 @@ targets:
 `, base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 20 })
+	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []event) bool { return len(evs) >= 20 })
 	for _, e := range evs {
 		r := e.Record
 		if !r.OK() && r.Error != prober.ClassCanceled {

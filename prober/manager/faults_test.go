@@ -197,9 +197,8 @@ func runFaultScenario(t *testing.T, sc faultScenario) {
 	reg := prometheus.NewRegistry()
 	col := newCollector()
 	m := manager.New(manager.Options{
-		Logger:   log.NewLogfmtLogger(logs), // every level, debug included
-		Observer: probemetrics.New(reg),
-		OnRecord: col.add,
+		Logger:    log.NewLogfmtLogger(logs), // every level, debug included
+		Observers: []manager.Observer{probemetrics.New(reg), col},
 	})
 	stopped := false
 	stop := func() {
@@ -220,7 +219,7 @@ func runFaultScenario(t *testing.T, sc faultScenario) {
 	if n == 0 {
 		n = 3
 	}
-	evs := col.waitFor(t, 15*time.Second, fmt.Sprintf("%d records of the faulty target", n), func(evs []manager.RecordEvent) bool {
+	evs := col.waitFor(t, 15*time.Second, fmt.Sprintf("%d records of the faulty target", n), func(evs []event) bool {
 		return len(ofTarget(evs, "fault")) >= n
 	})
 	faultRecs := ofTarget(evs, "fault")
@@ -254,7 +253,7 @@ func runFaultScenario(t *testing.T, sc faultScenario) {
 			t.Fatalf("reload: %v", err)
 		}
 	}
-	col.waitFor(t, 15*time.Second, "a success of each target sent after the fault", func(evs []manager.RecordEvent) bool {
+	col.waitFor(t, 15*time.Second, "a success of each target sent after the fault", func(evs []event) bool {
 		ok := map[string]bool{}
 		for _, e := range evs {
 			if e.Record.OK() && e.Record.Sent.After(healAt) {
@@ -307,7 +306,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	return e
 }
 
-func ofTarget(evs []manager.RecordEvent, target string) []*prober.Record {
+func ofTarget(evs []event, target string) []*prober.Record {
 	var out []*prober.Record
 	for _, e := range evs {
 		if e.Record.Target == target {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/config"
-	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -64,7 +63,7 @@ targets:
 	if err := m.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, 30*time.Second, "60 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 60 })
+	col.waitFor(t, 30*time.Second, "60 records", func(evs []event) bool { return len(evs) >= 60 })
 	m.Stop()
 	evs := col.snapshot()
 	seen := map[string]int{}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 // tlsGateway starts a TLS simulator that requires X-Gateway-Key: want and
@@ -44,7 +43,7 @@ func TestDaemonTLSAndRequiredHeader(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, yml)); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 5 })
+	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
 	for _, e := range evs {
 		if !e.Record.OK() {
 			t.Errorf("record %s: %s %q", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
@@ -72,7 +71,7 @@ func TestDaemonEchoedHeaderSecret(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, yml)); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 5 })
+	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
 	echoed := false
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassHTTP4xx {
@@ -105,7 +104,7 @@ func TestDaemonRedirectNotFollowed(t *testing.T) {
 		"targets: [{name: r, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", front))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 5 })
+	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassInvalidResponse || !strings.Contains(e.Record.ErrorMessage, "redirect to "+elsewhere.URL) {
 			t.Errorf("record: %s %q, want invalid_response naming the redirect", e.Record.Error, e.Record.ErrorMessage)

@@ -17,7 +17,6 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -77,7 +76,7 @@ targets:
 	defer m.Stop()
 	isLoRA := func(r *prober.Record) bool { return slices.Contains(r.Features, workload.FeatureLoRA) }
 	const msg = "GET /v1/models: model late-lora not listed (it serves: llmprobe-sim, sql-lora)"
-	evs := col.waitFor(t, 30*time.Second, "10 unlisted-adapter and 10 plain records", func(evs []manager.RecordEvent) bool {
+	evs := col.waitFor(t, 30*time.Second, "10 unlisted-adapter and 10 plain records", func(evs []event) bool {
 		n, plain := 0, 0
 		for _, e := range evs {
 			if isLoRA(e.Record) {
@@ -115,7 +114,7 @@ targets:
 		t.Fatal("rediscovery failed")
 	}
 	from := len(col.snapshot())
-	col.waitFor(t, 30*time.Second, "10 sent adapter requests", func(evs []manager.RecordEvent) bool {
+	col.waitFor(t, 30*time.Second, "10 sent adapter requests", func(evs []event) bool {
 		n := 0
 		for _, e := range evs[from:] {
 			r := e.Record

@@ -3,8 +3,8 @@
 // open-loop arrival schedule whose arrivals each send one streaming request
 // (through prober/endpoint: discovery, prompt sizing, request building and
 // clients), evaluate the target's SLO and hand the Record and its verdict to
-// an Observer (collector/probemetrics in the daemon; the manager imports no
-// consumer). The landing page reads Status. Config
+// its Observers (collector/probemetrics and the landing page's window in the
+// daemon; the manager imports no consumer). The landing page reads Status. Config
 // reloads are applied as a diff: unchanged probes keep running, changed and
 // removed ones are canceled (their in-flight requests end as "canceled").
 //
@@ -37,16 +37,14 @@ var (
 // Options configures a Manager.
 type Options struct {
 	Logger log.Logger
-	// Observer receives what the probes do (metrics); nil observes
-	// nothing.
-	Observer Observer
+	// Observers receive what the probes do, each event in the order
+	// given (observer.go): every finished request, and the events of the
+	// optional interfaces an observer implements. None: nothing observes.
+	Observers []Observer
 	// Recent is how many recent results each probe keeps for the landing
 	// page (default 20); failures are kept in a separate ring of the same
 	// size, so they survive a run of successes.
 	Recent int
-	// OnRecord, when set, is called with every finished record (tests,
-	// artifacts). It must not retain or mutate the record.
-	OnRecord func(r *RecordEvent)
 	// Shard, when set, makes this manager probe only the targets it owns
 	// (Shard.Owns): Apply drops the others (ShardTargets counts them).
 	Shard Shard
@@ -56,7 +54,7 @@ type Options struct {
 type Manager struct {
 	opts    Options
 	logger  log.Logger
-	obs     Observer
+	obs     *observers
 	runID   string
 	seq     atomic.Uint64 // request ids: unique within the process
 	mu      sync.Mutex
@@ -77,16 +75,12 @@ func New(o Options) *Manager {
 	if o.Recent <= 0 {
 		o.Recent = 20
 	}
-	var obs Observer = nopObserver{}
-	if o.Observer != nil {
-		obs = o.Observer
-	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return &Manager{
 		opts:    o,
 		logger:  o.Logger,
-		obs:     obs,
+		obs:     newObservers(o.Observers),
 		runID:   hex.EncodeToString(b[:]),
 		targets: map[string]*targetRunner{},
 		notes:   map[string]string{},

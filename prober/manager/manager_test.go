@@ -23,23 +23,31 @@ import (
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/scrape"
+	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// collector gathers the records the manager hands out.
+// event is one finished request as the collector saw it.
+type event struct {
+	Record  *prober.Record
+	Verdict slo.Verdict
+}
+
+// collector gathers the records the manager hands out: it is an observer
+// of finished requests only (manager.Observer).
 type collector struct {
 	mu   sync.Mutex
-	evs  []manager.RecordEvent
+	evs  []event
 	cond chan struct{}
 }
 
 func newCollector() *collector { return &collector{cond: make(chan struct{}, 1)} }
 
-func (c *collector) add(e *manager.RecordEvent) {
+func (c *collector) Observe(r *prober.Record, v slo.Verdict) {
 	c.mu.Lock()
-	cp := *e.Record
-	c.evs = append(c.evs, manager.RecordEvent{Record: &cp, Verdict: e.Verdict})
+	cp := *r
+	c.evs = append(c.evs, event{Record: &cp, Verdict: v})
 	c.mu.Unlock()
 	select {
 	case c.cond <- struct{}{}:
@@ -47,14 +55,14 @@ func (c *collector) add(e *manager.RecordEvent) {
 	}
 }
 
-func (c *collector) snapshot() []manager.RecordEvent {
+func (c *collector) snapshot() []event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]manager.RecordEvent(nil), c.evs...)
+	return append([]event(nil), c.evs...)
 }
 
 // waitFor waits until pred holds for the collected records.
-func (c *collector) waitFor(t *testing.T, d time.Duration, what string, pred func([]manager.RecordEvent) bool) []manager.RecordEvent {
+func (c *collector) waitFor(t *testing.T, d time.Duration, what string, pred func([]event) bool) []event {
 	t.Helper()
 	deadline := time.After(d)
 	for {
@@ -93,7 +101,7 @@ func fastSim() simulator.Config {
 }
 
 func newManager(reg prometheus.Registerer, c *collector) *manager.Manager {
-	return manager.New(manager.Options{Observer: probemetrics.New(reg), OnRecord: c.add})
+	return manager.New(manager.Options{Observers: []manager.Observer{probemetrics.New(reg), c}})
 }
 
 // counter scrapes reg over real HTTP through the daemon's /metrics handler
@@ -149,7 +157,7 @@ targets:
 	if !m.Ready() {
 		t.Fatal("not ready after Apply")
 	}
-	col.waitFor(t, 20*time.Second, "30 records of each probe", func(evs []manager.RecordEvent) bool {
+	col.waitFor(t, 20*time.Second, "30 records of each probe", func(evs []event) bool {
 		n := map[string]int{}
 		for _, e := range evs {
 			n[e.Record.Probe]++
@@ -242,7 +250,7 @@ targets:
 	if err := m.Apply(context.Background(), parse(t, yml(10))); err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, 10*time.Second, "both probes running", func(evs []manager.RecordEvent) bool {
+	col.waitFor(t, 10*time.Second, "both probes running", func(evs []event) bool {
 		seen := map[string]bool{}
 		for _, e := range evs {
 			seen[e.Record.Probe] = e.Record.OK() || seen[e.Record.Probe]
@@ -262,7 +270,7 @@ targets:
 	if err := m.Apply(context.Background(), parse(t, yml(11))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "canceled records of the changed probe", func(evs []manager.RecordEvent) bool {
+	evs := col.waitFor(t, 10*time.Second, "canceled records of the changed probe", func(evs []event) bool {
 		for _, e := range evs {
 			if e.Record.Probe == "changing" && e.Record.Error == prober.ClassCanceled {
 				return true
@@ -309,7 +317,7 @@ func TestDownEndpointGivesClassifiedFailuresAndKeepsProbing(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: down, base_url: http://%s, probes: [{name: p, rate: 20}]}]", addr))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "10 failed records", func(evs []manager.RecordEvent) bool { return len(evs) >= 10 })
+	evs := col.waitFor(t, 10*time.Second, "10 failed records", func(evs []event) bool { return len(evs) >= 10 })
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassConnect {
 			t.Errorf("record %s: class %q (%s), want connect", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
@@ -334,7 +342,7 @@ func TestSecretNeverInStatusOrErrors(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 5 })
+	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassHTTP5xx {
 			t.Errorf("class %q, want http_5xx", e.Record.Error)

@@ -13,7 +13,7 @@ import (
 
 // runSession runs a multi-turn probe's session (workload.MultiTurn) from
 // the arrival that fire prepared: rec is turn 1's Record, item its message.
-// Each turn is finished like a single request (metrics, rings, OnRecord);
+// Each turn is finished like a single request (observers, rings);
 // the arrival's slot is held for the whole session, so the probe's
 // max_concurrency counts sessions in flight. How the session ended is
 // logged at debug level.

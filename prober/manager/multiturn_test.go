@@ -12,7 +12,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
@@ -43,7 +42,7 @@ targets:
 	if err := m.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	complete := func(evs []manager.RecordEvent) int {
+	complete := func(evs []event) int {
 		n := 0
 		for _, e := range evs {
 			if e.Record.Turn == 3 && e.Record.OK() {
@@ -52,7 +51,7 @@ targets:
 		}
 		return n
 	}
-	col.waitFor(t, 20*time.Second, "4 complete sessions", func(evs []manager.RecordEvent) bool { return complete(evs) >= 4 })
+	col.waitFor(t, 20*time.Second, "4 complete sessions", func(evs []event) bool { return complete(evs) >= 4 })
 	m.Stop()
 
 	type span struct {

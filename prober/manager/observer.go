@@ -7,42 +7,86 @@ import (
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
-// Observer receives what the manager's probes do; collector/probemetrics
-// implements it with the daemon's metrics, and cmd/llmprobe wires the two.
-// The manager never learns who observes. Methods are called from many
-// goroutines at once (every in-flight request has its own) and must be
-// quick: they are on the request path.
+// Observer receives every finished request of the manager's probes: the one
+// method an observer must have. collector/probemetrics (the daemon's
+// metrics) and internal/web's Window (the landing page's summary) are the
+// daemon's observers, cmd/llmprobe wires them; the manager never learns who
+// observes.
+//
+// An observer that also wants the other events implements the optional
+// interfaces below (SkipObserver, ArrivalObserver, ProbeObserver,
+// TargetObserver), which the manager finds with a type assertion once, in
+// New, as net/http finds an http.Flusher.
+//
+// Every method of an observer is called from many goroutines at once (every
+// in-flight request has its own) and must be quick: it is on the request
+// path.
 type Observer interface {
-	// ProbeStarted is called when a probe starts (anew after a reload
-	// changed it), before its first arrival.
-	ProbeStarted(target, probe string, s ProbeSettings)
-	// SLOChanged is called when a reload changes the SLO or the goodput
-	// objective of a running probe in place.
-	SLOChanged(target, probe string, s slo.SLO, goodputObjective float64)
+	// Observe is called with every finished request (sent or failed before
+	// sending) and its SLO verdict. It must not retain or mutate r.
+	Observe(r *prober.Record, v slo.Verdict)
+}
+
+// SkipObserver is implemented by observers that count the arrivals that
+// were not sent.
+type SkipObserver interface {
+	// Skipped is called for an arrival that was not sent, with the reason.
+	Skipped(target, probe string, reason SkipReason)
+}
+
+// ArrivalObserver is implemented by observers that follow the schedule: the
+// arrivals as they come and the requests in flight.
+type ArrivalObserver interface {
 	// SetLastArrival is called at every scheduled arrival, sent or skipped,
 	// with its scheduled time.
 	SetLastArrival(target, probe string, at time.Time)
 	// InFlight is called with +1 when an arrival starts its request (its
 	// discovery and prompt sizing included) and -1 when it is done.
 	InFlight(target, probe string, delta int)
-	// Observe is called with every finished request (sent or failed before
-	// sending) and its SLO verdict. It must not retain or mutate r.
-	Observe(r *prober.Record, v slo.Verdict)
-	// Skipped is called for an arrival that was not sent, with the reason.
-	Skipped(target, probe string, reason SkipReason)
-	// SetTargetInfo is called when discovery learns (or relearns) what a
-	// target serves; empty strings are unknown values.
-	SetTargetInfo(target string, info TargetInfo)
+}
+
+// ProbeObserver is implemented by observers that follow the starts, SLO
+// changes and stops of probes.
+type ProbeObserver interface {
+	// ProbeStarted is called when a probe starts (anew after a reload
+	// changed it), before its first arrival.
+	ProbeStarted(target, probe string, s ProbeSettings)
+	// SLOChanged is called when a reload changes the SLO or the goodput
+	// objective of a running probe in place.
+	SLOChanged(target, probe string, s slo.SLO, goodputObjective float64)
+	// DeleteProbe is called when a reload removes a probe, after its
+	// in-flight requests were observed.
+	DeleteProbe(target, probe string)
+}
+
+// TargetObserver is implemented by observers that follow the starts and
+// stops of targets and what discovery learns about them.
+type TargetObserver interface {
 	// SetTargetLabels is called when a target starts (anew after a reload
 	// changed it) with its static labels from the configuration (none:
 	// nil). It must not retain or mutate labels.
 	SetTargetLabels(target string, labels map[string]string)
-	// DeleteProbe is called when a reload removes a probe, after its
-	// in-flight requests were observed.
-	DeleteProbe(target, probe string)
+	// SetTargetInfo is called when discovery learns (or relearns) what a
+	// target serves; empty strings are unknown values.
+	SetTargetInfo(target string, info TargetInfo)
 	// DeleteTarget is called when a reload removes a target.
 	DeleteTarget(target string)
 }
+
+// NopObserver observes nothing. The optional interfaces are opt-in, so an
+// observer needs nothing to embed: NopObserver stands where an Observer is
+// required and none is wanted.
+type NopObserver struct{}
+
+// Observe implements Observer.
+func (NopObserver) Observe(*prober.Record, slo.Verdict) {}
+
+// ObserverFunc adapts a function to an Observer (of finished requests only),
+// as http.HandlerFunc adapts one to a Handler.
+type ObserverFunc func(r *prober.Record, v slo.Verdict)
+
+// Observe calls f(r, v).
+func (f ObserverFunc) Observe(r *prober.Record, v slo.Verdict) { f(r, v) }
 
 // ProbeSettings are the settings of a starting probe that observers export.
 type ProbeSettings struct {
@@ -92,16 +136,96 @@ const (
 // SkipReasons lists every skip reason in a stable order.
 var SkipReasons = []SkipReason{SkipMaxConcurrency, SkipTooLong}
 
-// nopObserver observes nothing (Options.Observer nil).
-type nopObserver struct{}
+// observers is the fan-out of Options.Observers: each event goes to the
+// observers that implement its interface, in the order given. The
+// interfaces are asserted once, in newObservers, not per event.
+type observers struct {
+	all      []Observer
+	skips    []SkipObserver
+	arrivals []ArrivalObserver
+	probes   []ProbeObserver
+	targets  []TargetObserver
+}
 
-func (nopObserver) ProbeStarted(string, string, ProbeSettings)  {}
-func (nopObserver) SLOChanged(string, string, slo.SLO, float64) {}
-func (nopObserver) SetLastArrival(string, string, time.Time)    {}
-func (nopObserver) InFlight(string, string, int)                {}
-func (nopObserver) Observe(*prober.Record, slo.Verdict)         {}
-func (nopObserver) Skipped(string, string, SkipReason)          {}
-func (nopObserver) SetTargetInfo(string, TargetInfo)            {}
-func (nopObserver) SetTargetLabels(string, map[string]string)   {}
-func (nopObserver) DeleteProbe(string, string)                  {}
-func (nopObserver) DeleteTarget(string)                         {}
+func newObservers(os []Observer) *observers {
+	o := &observers{}
+	for _, x := range os {
+		if x == nil {
+			continue
+		}
+		o.all = append(o.all, x)
+		if s, ok := x.(SkipObserver); ok {
+			o.skips = append(o.skips, s)
+		}
+		if a, ok := x.(ArrivalObserver); ok {
+			o.arrivals = append(o.arrivals, a)
+		}
+		if p, ok := x.(ProbeObserver); ok {
+			o.probes = append(o.probes, p)
+		}
+		if t, ok := x.(TargetObserver); ok {
+			o.targets = append(o.targets, t)
+		}
+	}
+	return o
+}
+
+func (o *observers) Observe(r *prober.Record, v slo.Verdict) {
+	for _, x := range o.all {
+		x.Observe(r, v)
+	}
+}
+
+func (o *observers) Skipped(target, probe string, reason SkipReason) {
+	for _, x := range o.skips {
+		x.Skipped(target, probe, reason)
+	}
+}
+
+func (o *observers) SetLastArrival(target, probe string, at time.Time) {
+	for _, x := range o.arrivals {
+		x.SetLastArrival(target, probe, at)
+	}
+}
+
+func (o *observers) InFlight(target, probe string, delta int) {
+	for _, x := range o.arrivals {
+		x.InFlight(target, probe, delta)
+	}
+}
+
+func (o *observers) ProbeStarted(target, probe string, s ProbeSettings) {
+	for _, x := range o.probes {
+		x.ProbeStarted(target, probe, s)
+	}
+}
+
+func (o *observers) SLOChanged(target, probe string, s slo.SLO, goodputObjective float64) {
+	for _, x := range o.probes {
+		x.SLOChanged(target, probe, s, goodputObjective)
+	}
+}
+
+func (o *observers) DeleteProbe(target, probe string) {
+	for _, x := range o.probes {
+		x.DeleteProbe(target, probe)
+	}
+}
+
+func (o *observers) SetTargetLabels(target string, labels map[string]string) {
+	for _, x := range o.targets {
+		x.SetTargetLabels(target, labels)
+	}
+}
+
+func (o *observers) SetTargetInfo(target string, info TargetInfo) {
+	for _, x := range o.targets {
+		x.SetTargetInfo(target, info)
+	}
+}
+
+func (o *observers) DeleteTarget(target string) {
+	for _, x := range o.targets {
+		x.DeleteTarget(target)
+	}
+}

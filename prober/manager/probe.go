@@ -16,15 +16,8 @@ import (
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/schedule"
-	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
-
-// RecordEvent is handed to Options.OnRecord for every finished request.
-type RecordEvent struct {
-	Record  *prober.Record
-	Verdict slo.Verdict
-}
 
 // preparedItem is a workload item built with tokenizer tok.
 type preparedItem struct {
@@ -273,7 +266,6 @@ func (p *probeRunner) fail(ctx context.Context, rec *prober.Record, class prober
 
 func (p *probeRunner) finish(rec *prober.Record) {
 	v := p.t.slo.Load().SLO.Verdict(rec)
-	p.t.m.obs.Observe(rec, v)
 	p.sent.Add(1)
 	if v.Good {
 		p.good.Add(1)
@@ -297,9 +289,8 @@ func (p *probeRunner) finish(rec *prober.Record) {
 		p.failures = pushFront(p.failures, res, n)
 	}
 	p.ringMu.Unlock()
-	if f := p.t.m.opts.OnRecord; f != nil {
-		f(&RecordEvent{Record: rec, Verdict: v})
-	}
+	// Last, so that an observer that has seen a record finds it in Status.
+	p.t.m.obs.Observe(rec, v)
 }
 
 func pushFront(s []Result, r Result, n int) []Result {

@@ -124,7 +124,7 @@ func TestTokenizeFallbackRedactionAndClasses(t *testing.T) {
 			if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
 				t.Fatal(err)
 			}
-			evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 5 })
+			evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
 			for _, e := range evs[:5] {
 				r := e.Record
 				if r.Error != tc.wantClass {
@@ -155,7 +155,7 @@ func TestRequestIDsAreUniqueAcrossProbes(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: a, rate: 30}, {name: b, rate: 30}]}]", base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "40 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 40 })
+	evs := col.waitFor(t, 10*time.Second, "40 records", func(evs []event) bool { return len(evs) >= 40 })
 	seen := map[string]string{}
 	for _, e := range evs {
 		if p, dup := seen[e.Record.RequestID]; dup {
@@ -178,7 +178,7 @@ func TestReplacedTargetDropsSeriesOfRemovedProbes(t *testing.T) {
 		}
 	}
 	apply(fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: keep, rate: 20}, {name: gone, rate: 20}]}]", base))
-	col.waitFor(t, 10*time.Second, "records of both", func(evs []manager.RecordEvent) bool {
+	col.waitFor(t, 10*time.Second, "records of both", func(evs []event) bool {
 		n := map[string]int{}
 		for _, e := range evs {
 			n[e.Record.Probe]++
@@ -215,7 +215,7 @@ func TestSLOChangeIsAppliedInPlace(t *testing.T) {
 	if err := m.Apply(context.Background(), parse(t, yml("800ms"))); err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, 10*time.Second, "a record", func(evs []manager.RecordEvent) bool { return len(evs) > 0 })
+	col.waitFor(t, 10*time.Second, "a record", func(evs []event) bool { return len(evs) > 0 })
 	pr := m.RunningProbe("s", "p")
 	if err := m.Apply(context.Background(), parse(t, yml("1ms"))); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestSLOChangeIsAppliedInPlace(t *testing.T) {
 		t.Errorf("ttft threshold %v after reload, want 0.001", got)
 	}
 	n := len(col.snapshot())
-	evs := col.waitFor(t, 10*time.Second, "records after the change", func(evs []manager.RecordEvent) bool { return len(evs) > n+5 })
+	evs := col.waitFor(t, 10*time.Second, "records after the change", func(evs []event) bool { return len(evs) > n+5 })
 	for _, e := range evs[n+2:] {
 		if e.Verdict.Good {
 			t.Errorf("request %s good under a 1ms TTFT SLO (ttft %v)", e.Record.RequestID, e.Record.TTFT)
@@ -262,7 +262,7 @@ targets:
 `, srv.URL))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 20 })
+	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []event) bool { return len(evs) >= 20 })
 	for _, e := range evs {
 		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
 			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
@@ -279,7 +279,7 @@ targets:
 func TestInputTokensIncludeTheSharedPrefix(t *testing.T) {
 	base := simWith(t, nil)
 	col := newCollector()
-	m := manager.New(manager.Options{OnRecord: col.add}) // no observer: nothing observes
+	m := manager.New(manager.Options{Observers: []manager.Observer{col}}) // the collector only: no metrics
 	defer m.Stop()
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
 targets:
@@ -295,7 +295,7 @@ targets:
 `, base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 successful records", func(evs []manager.RecordEvent) bool {
+	evs := col.waitFor(t, 10*time.Second, "5 successful records", func(evs []event) bool {
 		n := 0
 		for _, e := range evs {
 			if e.Record.OK() {
@@ -348,7 +348,7 @@ targets:
 `, srv.URL))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []manager.RecordEvent) bool { return len(evs) >= 20 })
+	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []event) bool { return len(evs) >= 20 })
 	for _, e := range evs {
 		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
 			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)

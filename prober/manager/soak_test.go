@@ -27,6 +27,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
 // The soak (docs/reliability.md): the daemon (a Manager with the real probe
@@ -157,17 +158,16 @@ func TestSoak(t *testing.T) {
 		current = "none"
 	)
 	m := manager.New(manager.Options{
-		Logger:   level.NewFilter(log.NewLogfmtLogger(io.Discard), level.AllowDebug()),
-		Observer: probemetrics.New(reg),
-		OnRecord: func(e *manager.RecordEvent) {
+		Logger: level.NewFilter(log.NewLogfmtLogger(io.Discard), level.AllowDebug()),
+		Observers: []manager.Observer{probemetrics.New(reg), manager.ObserverFunc(func(r *prober.Record, _ slo.Verdict) {
 			mu.Lock()
-			classes[e.Record.Error]++
+			classes[r.Error]++
 			total++
-			if e.Record.OK() {
+			if r.OK() {
 				okSince[current]++
 			}
 			mu.Unlock()
-		},
+		})},
 	})
 	defer m.Stop()
 	metrics := httptest.NewServer(web.NewHandler(web.Options{Gatherer: reg}))

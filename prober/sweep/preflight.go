@@ -80,9 +80,9 @@ func (r *runner) preflight(ctx context.Context) error {
 	if r.metricsURL == "" {
 		r.metricsURL = ep.BaseURL() + "/metrics"
 	}
-	if r.eng.Name() == engine.Ollama && c.MetricsURL == "" {
-		r.metricsReason = "Ollama serves no Prometheus /metrics"
-		level.Info(r.logger).Log("msg", "the server is Ollama, which has no /metrics: snapshots, idle proofs and server-side figures will be not-recorded")
+	if reason := r.eng.NoMetricsReason(); reason != "" && c.MetricsURL == "" {
+		r.metricsReason = reason
+		level.Info(r.logger).Log("msg", "the server has no /metrics: snapshots, idle proofs and server-side figures will be not-recorded", "engine", r.eng.Name(), "reason", reason)
 		return nil
 	}
 	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)

@@ -3,9 +3,12 @@ package workload_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +117,46 @@ func TestSynthRefusesBadStats(t *testing.T) {
 		if _, err := workload.Synthesize(&bytes.Buffer{}, st, workload.SynthOptions{Count: 2}); err == nil {
 			t.Errorf("%+v: no error", st)
 		}
+	}
+}
+
+// TestDecodeStats checks that the JSON of Stats reads back, and that an
+// unknown key (a file that is not a stats file) is an error.
+func TestDecodeStats(t *testing.T) {
+	want := workload.Stats{Count: 3, InputTokens: workload.LengthDist{N: 3, Min: 1, P50: 2, Max: 3}, Timed: true, RatePerS: 2}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := workload.DecodeStats(b); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodeStats = %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := workload.DecodeStats([]byte(`{"count": 3, "prompt": "x"}`)); err == nil || !strings.Contains(err.Error(), `unknown field "prompt"`) {
+		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestSniffTrace checks that the first non-empty line decides: a trace
+// entry is a trace, a dataset entry, an unreadable file or an empty one is
+// not.
+func TestSniffTrace(t *testing.T) {
+	dir := t.TempDir()
+	f := func(name, content string, want bool) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := workload.SniffTrace(p); got != want {
+			t.Errorf("%s: SniffTrace = %v, want %v", name, got, want)
+		}
+	}
+	f("mooncake.jsonl", "\n  \n"+`{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]}`+"\n", true)
+	f("offsets.jsonl", `{"offset_ms": 0, "input_tokens": 10}`+"\n"+`{"prompt": "x"}`+"\n", true)
+	f("dataset.jsonl", `{"prompt": "x", "input_tokens": 3}`+"\n", false)
+	f("empty.jsonl", "", false)
+	f("broken.jsonl", "{not json\n", false)
+	if workload.SniffTrace(filepath.Join(dir, "missing.jsonl")) {
+		t.Error("a missing file sniffed as a trace")
 	}
 }

@@ -1,6 +1,11 @@
 package workload
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+)
 
 // TraceStats summarises a trace for `llmprobe workload stats`: its lengths
 // as written, its arrival offsets at speed 1 (every trace is timed), and
@@ -38,4 +43,23 @@ func IsTraceLine(line []byte) bool {
 	_, il := keys["input_length"]
 	_, it := keys["input_tokens"]
 	return (il || it) && !prompt && !msgs
+}
+
+// SniffTrace reports whether the first non-empty line of the file at path
+// is a trace entry (IsTraceLine). It reads at most the first MiB; any error
+// (a missing file too) reports false, leaving the file to the dataset
+// loader, whose errors name it.
+func SniffTrace(path string) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return IsTraceLine(line)
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,17 @@ type SynthOptions struct {
 	Count int
 	// Seed seeds every draw.
 	Seed uint64
+}
+
+// DecodeStats reads Stats as `llmprobe workload stats --format json`
+// writes them (the file `workload synth --from` reads); an unknown key is
+// an error.
+func DecodeStats(b []byte) (Stats, error) {
+	var st Stats
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&st)
+	return st, err
 }
 
 // Synthesize writes a JSONL dataset to w that matches st: input and output

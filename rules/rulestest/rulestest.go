@@ -20,6 +20,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/rules"
 )
 
@@ -35,14 +36,15 @@ const SourceLLMProbe = "llmprobe"
 func LLMProbeRegistry() (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	pm := probemetrics.New(reg)
-	pm.Init("t", "p")
-	pm.SetSLO("t", "p", 800*time.Millisecond, 50*time.Millisecond, 10*time.Second)
-	pm.SetTargetInfo("t", manager.TargetInfo{ServerVersion: "v", Model: "m", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "vllm:8000"})
-	pm.SetTargetLabels("t", map[string]string{"canary": "c", "role": "baseline"})
+	// The events the probe manager's observers get when a target and its
+	// probe start and discovery answers.
+	var probes manager.ProbeObserver = pm
+	var targets manager.TargetObserver = pm
+	targets.SetTargetLabels("t", map[string]string{"canary": "c", "role": "baseline"})
+	probes.ProbeStarted("t", "p", manager.ProbeSettings{Rate: 1, GoodputObjective: config.DefaultGoodputObjective, Start: time.Now(),
+		SLO: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond, E2EL: 10 * time.Second}})
+	targets.SetTargetInfo("t", manager.TargetInfo{ServerVersion: "v", Model: "m", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "vllm:8000"})
 	pm.SetTargetCosts(map[string]float64{"t": 1})
-	pm.SetGoodputObjective("t", "p", config.DefaultGoodputObjective)
-	pm.SetProbeRate("t", "p", 1)
-	pm.SetLastArrival("t", "p", time.Now())
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)

@@ -1,4 +1,4 @@
-package main
+package buildinfo
 
 import (
 	"runtime/debug"
@@ -12,20 +12,20 @@ func TestFillVersion(t *testing.T) {
 	defer func() { version.Version, version.Revision, version.BuildDate = saved[0], saved[1], saved[2] }()
 
 	version.Version, version.Revision, version.BuildDate = "", "", ""
-	fillVersion(func() (*debug.BuildInfo, bool) {
+	Fill(func() (*debug.BuildInfo, bool) {
 		return &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "0123456789012345678901234567890123456789"},
 			{Key: "vcs.time", Value: "2026-11-29T09:00:00Z"},
 			{Key: "vcs.modified", Value: "true"},
 		}}, true
 	})
-	if version.Version != devVersion || version.Revision != "0123456789012345678901234567890123456789-dirty" || version.BuildDate != "2026-11-29T09:00:00Z" {
+	if version.Version != DevVersion || version.Revision != "0123456789012345678901234567890123456789-dirty" || version.BuildDate != "2026-11-29T09:00:00Z" {
 		t.Errorf("got %q %q %q", version.Version, version.Revision, version.BuildDate)
 	}
 
 	// Values stamped with -ldflags win.
 	version.Version, version.Revision = "1.2.3", "abc"
-	fillVersion(func() (*debug.BuildInfo, bool) {
+	Fill(func() (*debug.BuildInfo, bool) {
 		return &debug.BuildInfo{Main: debug.Module{Version: "v9.9.9"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "zzz"}}}, true
 	})
 	if version.Version != "1.2.3" || version.Revision != "abc" {
@@ -33,8 +33,8 @@ func TestFillVersion(t *testing.T) {
 	}
 
 	version.Version = ""
-	fillVersion(func() (*debug.BuildInfo, bool) { return nil, false })
-	if version.Version != devVersion {
+	Fill(func() (*debug.BuildInfo, bool) { return nil, false })
+	if version.Version != DevVersion {
 		t.Errorf("no build info: %q", version.Version)
 	}
 }

@@ -1,13 +1,33 @@
-package main
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
+
+// WriteCompareAnalysis renders a compare run directory's analysis.md: a
+// heading with the verdict, the sides and the rounds planned (rounds, in
+// cr.Order, from cr.Seed), then the verdict's sections
+// (WriteVerdictMarkdown) with the table of the rounds run, each linked to
+// its own analysis.md.
+func WriteCompareAnalysis(w io.Writer, cr *compare.Result, rounds int) {
+	v := cr.Result
+	fmt.Fprintf(w, "# llmprobe compare: %s\n\n", v.Outcome)
+	fmt.Fprintf(w, "Baseline `%s` (model %s), candidate `%s` (model %s); %d rounds in %s order, seed %d.\n\n",
+		cr.Baseline.Target, orNR(cr.Baseline.Model), cr.Candidate.Target, orNR(cr.Candidate.Model), rounds, cr.Order, cr.Seed)
+	WriteVerdictMarkdown(w, v, VerdictReport{Decision: cr.Decision, RollbackIf: cr.RollbackIf, SLOMS: cr.SLO,
+		Prices: [2]float64{cr.Baseline.CostPerHour, cr.Candidate.CostPerHour},
+		Rounds: func(w io.Writer) {
+			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
+			for _, r := range cr.Rounds {
+				fmt.Fprintf(w, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
+			}
+			fmt.Fprintln(w)
+		}})
+}
 
 // verdictSLO is the SLO written beside a verdict: "under SLO ttft:800
 // tpot:50 (ms, p99 per request)", or that none was given.
@@ -15,12 +35,12 @@ func verdictSLO(sloMS map[string]float64) string {
 	if len(sloMS) == 0 {
 		return "with no SLO (--goodput): goodput not compared"
 	}
-	return "under SLO " + sloText(sloMS) + " (ms, p99 per request)"
+	return "under SLO " + sloMSText(sloMS) + " (ms, p99 per request)"
 }
 
-// writeVerdictText prints a comparison's verdict with its SLO, its
+// WriteVerdictText prints a comparison's verdict with its SLO, its
 // reasons, the rule table, the figures and the evidence still missing.
-func writeVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64) {
+func WriteVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64) {
 	fmt.Fprintf(w, "verdict: %s %s\n", v.Outcome, verdictSLO(sloMS))
 	for _, r := range v.Reasons {
 		fmt.Fprintf(w, "  %s\n", r)
@@ -41,65 +61,68 @@ func writeVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64)
 	}
 }
 
-// verdictReport is what a comparison's analysis.md says beside the
+// VerdictReport is what a comparison's analysis.md says beside the
 // verdict: the question, the SLO, the prices and (for a compare run) the
 // rounds.
-type verdictReport struct {
-	decision, rollbackIf string
-	sloMS                map[string]float64
-	// prices are the baseline's and candidate's USD per hour (0: none).
-	prices [2]float64
-	// rounds writes the compare run's rounds table (nil: none, analyze).
-	rounds func(io.Writer)
+type VerdictReport struct {
+	// Decision and RollbackIf are the question and the rollback condition
+	// ("": not recorded).
+	Decision, RollbackIf string
+	// SLOMS is the comparison's SLO in ms by vLLM key (compare.SLOMS).
+	SLOMS map[string]float64
+	// Prices are the baseline's and candidate's USD per hour (0: none).
+	Prices [2]float64
+	// Rounds writes the compare run's rounds table (nil: none, analyze).
+	Rounds func(io.Writer)
 }
 
-// writeVerdictMarkdown renders the verdict in the sections of
-// docs/templates/experiment-report.md (report.Sections): decision and SLO
+// WriteVerdictMarkdown renders the verdict in the sections of
+// docs/templates/experiment-report.md (Sections): decision and SLO
 // with the answer, the fingerprint, the workload distributions, the
 // figures (and rounds), the validity checks, the conclusion limited to
 // this environment and workload, the rollback condition and the evidence
 // still missing.
-func writeVerdictMarkdown(w io.Writer, v *compare.Verdict, q verdictReport) {
+func WriteVerdictMarkdown(w io.Writer, v *compare.Verdict, q VerdictReport) {
 	h := func(name string) { fmt.Fprintf(w, "## %s\n\n", name) }
-	h(report.SectionDecision)
-	if q.decision != "" {
-		fmt.Fprintf(w, "- Question: %s\n", q.decision)
+	h(SectionDecision)
+	if q.Decision != "" {
+		fmt.Fprintf(w, "- Question: %s\n", q.Decision)
 	} else {
 		fmt.Fprintln(w, "- Question: not-recorded (give --decision \"...\")")
 	}
-	if len(q.sloMS) > 0 {
-		fmt.Fprintf(w, "- SLO: `%s` (ms, p99 per request)\n", sloText(q.sloMS))
+	if len(q.SLOMS) > 0 {
+		fmt.Fprintf(w, "- SLO: `%s` (ms, p99 per request)\n", sloMSText(q.SLOMS))
 	} else {
 		fmt.Fprintln(w, "- SLO: none given (--goodput); goodput is not compared")
 	}
-	if q.prices[0] > 0 || q.prices[1] > 0 {
+	if q.Prices[0] > 0 || q.Prices[1] > 0 {
 		fmt.Fprintf(w, "- Price: baseline %s, candidate %s USD per hour (the cost figure is per million good output tokens)\n",
-			priceText(q.prices[0]), priceText(q.prices[1]))
+			priceText(q.Prices[0]), priceText(q.Prices[1]))
 	}
-	fmt.Fprintf(w, "- Answer: **%s** %s (see Conclusion)\n\n", v.Outcome, verdictSLO(q.sloMS))
+	fmt.Fprintf(w, "- Answer: **%s** %s (see Conclusion)\n\n", v.Outcome, verdictSLO(q.SLOMS))
 
-	h(report.SectionFingerprint)
+	h(SectionFingerprint)
 	fmt.Fprintln(w, "| field | baseline | candidate | status |\n|---|---|---|---|")
 	for _, f := range v.Fields {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", f.Field, mdCell(f.Baseline), mdCell(f.Candidate), f.Status)
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", f.Field, cell(f.Baseline), cell(f.Candidate), f.Status)
 	}
 	fmt.Fprintln(w)
 
-	h(report.SectionWorkload)
+	h(SectionWorkload)
 	for _, f := range v.Fields {
 		if f.Field == compare.FieldWorkload {
-			fmt.Fprintf(w, "Workload: baseline %s, candidate %s (%s).\n\n", mdCell(f.Baseline), mdCell(f.Candidate), f.Status)
+			fmt.Fprintf(w, "Workload: baseline %s, candidate %s (%s).\n\n", cell(f.Baseline), cell(f.Candidate), f.Status)
 		}
 	}
 	for _, r := range v.Rules {
 		if r.Name == compare.RuleOutputTokens || r.Name == compare.RuleFinish {
-			fmt.Fprintf(w, "- %s (%s): %s\n", r.Name, r.Status, mdCell(r.Detail))
+			fmt.Fprintf(w, "- %s (%s): %s\n", r.Name, r.Status, cell(r.Detail))
 		}
 	}
 	fmt.Fprintln(w, "\nEach round's analysis.md has the full input, requested and actual output token distributions.")
 	fmt.Fprintln(w)
 
-	h(report.SectionResults)
+	h(SectionResults)
 	fmt.Fprintln(w, "### Figures\n\nEach figure pools a side's rounds; the interval is a two-level bootstrap of the "+
 		"relative change (rounds drawn with replacement, then requests within each drawn round), so it carries the "+
 		"spread between rounds of a side as well as the sampling noise. A figure regresses when the change is worse "+
@@ -113,42 +136,42 @@ func writeVerdictMarkdown(w io.Writer, v *compare.Verdict, q verdictReport) {
 	for _, f := range v.Figures {
 		if f.Status == compare.StatusNotRecorded && f.NBaseline == 0 {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | — | — | %.0f %% | %s / %s | %s: %s |\n", f.Name, f.Level, figNum(f.Baseline, f.Unit),
-				figNum(f.Candidate, f.Unit), 100*f.Limit, roundsText(f.BaselineRounds), roundsText(f.CandidateRounds), f.Status, mdCell(f.Detail))
+				figNum(f.Candidate, f.Unit), 100*f.Limit, roundValues(f.BaselineRounds), roundValues(f.CandidateRounds), f.Status, cell(f.Detail))
 			continue
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %+.1f %% | %+.1f %% … %+.1f %% | %.0f %% | %s / %s | %s |\n", f.Name, f.Level,
 			figNum(f.Baseline, f.Unit), figNum(f.Candidate, f.Unit), 100*f.Change, 100*f.CILo, 100*f.CIHi, 100*f.Limit,
-			roundsText(f.BaselineRounds), roundsText(f.CandidateRounds), f.Status)
+			roundValues(f.BaselineRounds), roundValues(f.CandidateRounds), f.Status)
 	}
 	fmt.Fprintln(w)
-	if q.rounds != nil {
-		q.rounds(w)
+	if q.Rounds != nil {
+		q.Rounds(w)
 	}
 
-	h(report.SectionValidity)
+	h(SectionValidity)
 	fmt.Fprintln(w, "| rule | status | detail |\n|---|---|---|")
 	for _, r := range v.Rules {
-		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Name, r.Status, mdCell(r.Detail))
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Name, r.Status, cell(r.Detail))
 	}
 	fmt.Fprintln(w)
 
-	h(report.SectionConclusion)
-	fmt.Fprintf(w, "**%s** %s.\n\n", v.Outcome, verdictSLO(q.sloMS))
+	h(SectionConclusion)
+	fmt.Fprintf(w, "**%s** %s.\n\n", v.Outcome, verdictSLO(q.SLOMS))
 	for _, r := range v.Reasons {
 		fmt.Fprintf(w, "- %s\n", r)
 	}
-	fmt.Fprintln(w, "\n"+report.ScopeSentence)
+	fmt.Fprintln(w, "\n"+ScopeSentence)
 	fmt.Fprintln(w)
 
-	h(report.SectionRollback)
-	if q.rollbackIf != "" {
-		fmt.Fprintf(w, "Roll back if: %s\n\n", q.rollbackIf)
+	h(SectionRollback)
+	if q.RollbackIf != "" {
+		fmt.Fprintf(w, "Roll back if: %s\n\n", q.RollbackIf)
 	} else {
 		fmt.Fprintln(w, "not-recorded (give --rollback-if \"...\").")
 		fmt.Fprintln(w)
 	}
 
-	h(report.SectionMissing)
+	h(SectionMissing)
 	if len(v.Missing) == 0 {
 		fmt.Fprintln(w, "None for this verdict.")
 	}
@@ -166,12 +189,12 @@ func priceText(p float64) string {
 
 func figNum(v float64, unit string) string {
 	if unit == "ms" {
-		return ms(v) + " ms"
+		return msText(v) + " ms"
 	}
 	return fmt.Sprintf("%.3g %s", v, unit)
 }
 
-func roundsText(xs []float64) string {
+func roundValues(xs []float64) string {
 	if len(xs) == 0 {
 		return "—"
 	}

@@ -1,0 +1,198 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
+	"go.uber.org/goleak"
+
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// options are a daemon's options on a free address, logging to logs.
+func options(t *testing.T, logs io.Writer) (Options, string) {
+	t.Helper()
+	addr := testutil.FreeAddr(t)
+	systemd, webConfig := false, ""
+	return Options{
+		Logger:              log.NewLogfmtLogger(logs),
+		Web:                 &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig},
+		ShutdownTimeout:     10 * time.Second,
+		EnableLifecycle:     true,
+		SweepsDir:           t.TempDir(),
+		SweepsMaxConcurrent: 1,
+	}, "http://" + addr
+}
+
+// start runs the daemon until the test ends; stop cancels it and returns
+// Run's error.
+func start(t *testing.T, o Options) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o) }()
+	var err error
+	stopped := false
+	stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			err = <-done
+		}
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// get returns the body of url once it contains want (every 50 ms, up to
+// 20 s).
+func get(t *testing.T, url, want string, logs *testutil.SyncBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var body string
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if body = string(b); strings.Contains(body, want) {
+				return body
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s never had %q; last body:\n%.3000s\nlog:\n%s", url, want, body, logs.String())
+	return ""
+}
+
+// TestRunFromFile runs the daemon from a config file against the
+// simulator: the landing page's summary (the window observer) counts its
+// requests with the file's goodput objective, SIGHUP reloads a changed
+// objective in place, an invalid file keeps the old config, and cancelling
+// the context shuts down cleanly.
+func TestRunFromFile(t *testing.T) {
+	base, _ := simtest.Start(t, simulator.DefaultConfig())
+	logs := &testutil.SyncBuffer{}
+	o, url := options(t, logs)
+	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
+	write := func(yml string) {
+		t.Helper()
+		if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := func(objective float64) string {
+		return fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    goodput_objective: %v\n    probes:\n      - name: p\n        rate: 20\n", base, objective)
+	}
+	write(config(0.9))
+	hup := make(chan os.Signal, 1)
+	o.Hup = hup
+	stop := start(t, o)
+	get(t, url+"/", `<td class="objective">90.0 %</td><td class="slo-state good">met</td>`, logs)
+
+	write(config(0.95))
+	hup <- syscall.SIGHUP
+	get(t, url+"/", `<td class="objective">95.0 %</td>`, logs)
+
+	write("targets: [{name: sim, base_url: x}]\n")
+	resp, err := http.Post(url+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("reload of an invalid file: %d, want 500", resp.StatusCode)
+	}
+	get(t, url+"/metrics", "llmprobe_config_last_reload_successful 0", logs)
+	get(t, url+"/", `<td class="objective">95.0 %</td>`, logs)
+
+	if err := stop(); err != nil {
+		t.Errorf("Run after cancel: %v", err)
+	}
+	for _, want := range []string{"msg=\"config reloaded\"", "msg=\"error reloading config, keeping the old one\"", "msg=stopped"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+// TestRunFixedConfig runs the daemon on a config built from flags: it is
+// never reloaded (SIGHUP is ignored with a warning, /-/reload answers 409).
+func TestRunFixedConfig(t *testing.T) {
+	base, _ := simtest.Start(t, simulator.DefaultConfig())
+	logs := &testutil.SyncBuffer{}
+	o, url := options(t, logs)
+	cfg, err := Target{URL: base, Name: "flags", API: "completions", SLO: []string{"ttft:800"}}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Config, o.ConfigFrom = cfg, base
+	hup := make(chan os.Signal, 1)
+	o.Hup = hup
+	start(t, o)
+	get(t, url+"/metrics", `llmprobe_requests_total{outcome="success",probe="default",target="flags"}`, logs)
+	hup <- syscall.SIGHUP
+	get(t, url+"/-/healthy", "Healthy", logs)
+	resp, err := http.Post(url+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("reload without a config file: %d, want 409", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "SIGHUP ignored") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no SIGHUP warning; log:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunErrors checks the failures Run reports: a bad push URL is a bad
+// setting (ErrUsage), a bad web config file and a failing simulator are
+// not; each is logged.
+func TestRunErrors(t *testing.T) {
+	base, _ := simtest.Start(t, simulator.DefaultConfig())
+	f := func(name string, edit func(o *Options), usage bool, logged string) {
+		t.Helper()
+		logs := &testutil.SyncBuffer{}
+		o, _ := options(t, logs)
+		cfg, err := Target{URL: base, API: "completions"}.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Config = cfg
+		edit(&o)
+		err = Run(context.Background(), o)
+		if err == nil || errors.Is(err, ErrUsage) != usage {
+			t.Errorf("%s: Run = %v, want an error (usage %v)", name, err, usage)
+		}
+		if !strings.Contains(logs.String(), logged) {
+			t.Errorf("%s: log lacks %q:\n%s", name, logged, logs.String())
+		}
+	}
+	f("push url", func(o *Options) { o.Push = Push{URL: "ftp://x", Interval: time.Second, Method: "POST"} }, true, `msg="invalid --push.url"`)
+	missing := filepath.Join(t.TempDir(), "missing.yml")
+	f("web config", func(o *Options) { o.Web.WebConfigFile = &missing }, false, `msg="invalid --web.config.file"`)
+	f("simulator", func(o *Options) {
+		o.Config = nil
+		o.Simulator.Start = func(log.Logger) (func(), string, error) { return nil, "", errors.New("no port") }
+	}, false, `msg="cannot start the built-in simulator" err="no port"`)
+}

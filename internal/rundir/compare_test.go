@@ -1,0 +1,91 @@
+package rundir
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/compare"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// testProcedure compares base and cand in two rounds (one per side) of the
+// first level of testConfig, writing under out.
+func testProcedure(t *testing.T, base, cand, out string) *compare.Procedure {
+	t.Helper()
+	side := func(target string) sweep.Config {
+		cfg := testConfig(t, target)
+		cfg.Rates, cfg.RatesText, cfg.OutDir, cfg.Name = cfg.Rates[:1], "20", out, "cmp"
+		return cfg
+	}
+	th, err := compare.ParseThresholds("tpot_p50=50%,throughput=20%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(t)
+	return &compare.Procedure{Baseline: side(base), Candidate: side(cand), Order: compare.OrderABBA, Rounds: 2, Seed: 3,
+		Thresholds: th, MaxRegression: "tpot_p50=50%,throughput=20%", Vary: []string{compare.FieldEndpoint}, Iters: 200,
+		Decision: "ship it?", Logger: o.Logger, Args: []string{"llmprobe", "compare"}}
+}
+
+// TestRunCompare writes a compare run directory that verifies, whose
+// result.json lists both rounds (each a sweep run directory) and whose
+// manifest holds the settings; Analyze re-derives the same verdict from it.
+// A target that cannot be prepared creates nothing; an out dir that cannot
+// be created is an *OutDirError.
+func TestRunCompare(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	cand, _ := simtest.Start(t, simtest.Fast())
+	out := t.TempDir()
+	res, err := RunCompare(context.Background(), testProcedure(t, base, cand, out), CompareOptions{Help: "usage: llmprobe compare\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := artifacts.Verify(res.Dir); err != nil || len(probs) != 0 {
+		t.Errorf("verify: %v %v", err, probs)
+	}
+	cr := res.Result
+	if !cr.Complete || len(cr.Rounds) != 2 || cr.Rounds[0].Side != compare.SideBaseline || cr.Rounds[1].Side != compare.SideCandidate ||
+		cr.Decision != "ship it?" || cr.Result == nil {
+		t.Fatalf("result %+v", cr)
+	}
+	for _, r := range cr.Rounds {
+		if _, err := os.Stat(filepath.Join(res.Dir, r.Dir, artifacts.RecordsFile)); err != nil || r.Seed != 3 {
+			t.Errorf("round %d: seed %d, %v", r.Round, r.Seed, err)
+		}
+	}
+	m, err := artifacts.ReadManifest(res.Dir)
+	if err != nil || len(m.Fingerprint.Steps) != 2 || m.Fingerprint.Metadata["compare.rounds"] != "2" ||
+		m.Fingerprint.Metadata["compare.max_regression"] != "tpot_p50=50%,throughput=20%" {
+		t.Errorf("manifest %+v (%v)", m.Fingerprint, err)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Comparison == nil || a.Comparison.Outcome != cr.Verdict || a.ExitCode() != cr.ExitCode || a.Decision != "ship it?" {
+		t.Errorf("analyze: %+v, want the verdict %s", a.Comparison, cr.Verdict)
+	}
+
+	empty := t.TempDir()
+	if res, err := RunCompare(context.Background(), testProcedure(t, "http://127.0.0.1:1", cand, empty), CompareOptions{}); res != nil ||
+		err == nil || !strings.HasPrefix(err.Error(), "baseline: ") {
+		t.Errorf("unreachable baseline: %v, %v", res, err)
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("unreachable baseline: the out dir holds %d entries", len(entries))
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var od *OutDirError
+	if res, err := RunCompare(context.Background(), testProcedure(t, base, cand, file), CompareOptions{}); res != nil || !errors.As(err, &od) {
+		t.Errorf("out dir a file: %v, %v", res, err)
+	}
+}

@@ -1,0 +1,284 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"github.com/go-kit/log"
+	kitlevel "github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// The sides of a comparison (Round.Side).
+const (
+	SideBaseline  = "baseline"
+	SideCandidate = "candidate"
+)
+
+// Orders of the rounds (Procedure.Order).
+const (
+	// OrderABBA runs each pair of rounds A/B, then B/A: A B B A A B B A ...
+	OrderABBA = "abba"
+	// OrderRandom runs each pair A/B or B/A, drawn from the seed.
+	OrderRandom = "random"
+)
+
+// RoundOrder returns the side of each of n rounds (n even) in order: pairs
+// of one baseline and one candidate round, each pair A/B or B/A by order
+// (OrderRandom draws it from seed, reproducibly).
+func RoundOrder(order string, n int, seed int64) []string {
+	out := make([]string, 0, n)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6f72646572)) // "order"
+	for pair := 0; pair < n/2; pair++ {
+		ab := pair%2 == 0
+		if order == OrderRandom {
+			ab = rng.IntN(2) == 0
+		}
+		if ab {
+			out = append(out, SideBaseline, SideCandidate)
+		} else {
+			out = append(out, SideCandidate, SideBaseline)
+		}
+	}
+	return out
+}
+
+// Procedure is an A/B comparison (DESIGN.md §9 points 8-10): the same
+// workload and load run on a baseline and a candidate in Rounds rounds, in
+// Order, each round one sweep of one side (sweep.Prepare + Run with Rounds
+// 1) from an idle server with its warmups; then Compare on the rounds of
+// each side pooled. Pair k of rounds (rounds 2k+1 and 2k+2) runs with seed
+// Seed+k on both sides: the two rounds of a pair see the same prompts and
+// arrival times. The zero value is not usable: give both configs, Order,
+// Rounds and the thresholds.
+type Procedure struct {
+	// Baseline and Candidate are the sides' sweep configs (validated by
+	// sweep.Prepare). Their Rounds, Name and Seed are set per round; the
+	// baseline's SLO is the comparison's.
+	Baseline, Candidate sweep.Config
+	// Order is OrderABBA or OrderRandom; Rounds counts both sides'
+	// rounds (even, >= 2); Seed is the first pair's seed.
+	Order  string
+	Rounds int
+	Seed   int64
+	// Thresholds are the compared figures (ParseThresholds) and
+	// MaxRegression their text as given; Vary the fingerprint fields
+	// allowed to differ (DefaultVary when nil); Iters the bootstrap's
+	// resamples (DefaultIters when 0).
+	Thresholds    []Threshold
+	MaxRegression string
+	Vary          []string
+	Iters         int
+	// Decision and RollbackIf are the question the comparison serves
+	// (Result.Decision, Result.RollbackIf; "": none).
+	Decision, RollbackIf string
+	// Logger receives the rounds' progress (nil: none); Args is the command
+	// line (sweep.Options.Args).
+	Logger log.Logger
+	Args   []string
+	// Observer, when set, returns the observer of a round's sweep
+	// (progress bars; nil: none). Each finished step is also logged with
+	// its round and side.
+	Observer func(r Round, rounds int) sweep.Observer
+	// RunRound runs one round (nil: the sweep in memory, no files: see
+	// RoundRunner). internal/rundir runs each round into a sweep run
+	// directory.
+	RunRound RoundRunner
+}
+
+// RoundRun is one round as the Procedure hands it to a RoundRunner.
+type RoundRun struct {
+	// Index counts the rounds from 0; Round has its number (from 1), side
+	// and seed.
+	Index int
+	Round Round
+	// Config is the side's sweep config for this round: Rounds 1, Seed the
+	// pair's, Name "r<N>-<side>".
+	Config sweep.Config
+	// Logger and Observer are the round's (never nil).
+	Logger   log.Logger
+	Observer sweep.Observer
+}
+
+// RoundOutcome is what a RoundRunner measured.
+type RoundOutcome struct {
+	// Result is the round's sweep result (nil: it failed before its first
+	// step); Complete is false when the sweep did not complete.
+	Result   *sweep.Result
+	Complete bool
+	// Evidence is the round's evidence (FromSweep with its per-request
+	// samples; nil: not read).
+	Evidence *Evidence
+	// Dir is where the round was written ("": nowhere; Round.Dir).
+	Dir string
+}
+
+// RoundRunner runs the sweep of one round. Like sweep.Run, it returns what
+// it measured with the error of a failure during the sweep; an Outcome
+// without Result (or nil) when nothing was measured.
+type RoundRunner func(ctx context.Context, r *RoundRun) (*RoundOutcome, error)
+
+// Preflight prepares both sides' sweeps (sweep.Prepare) and closes them:
+// both targets must answer, list the model and accept the workload before
+// any load is sent. The error names the side ("baseline: ...").
+func (p *Procedure) Preflight(ctx context.Context) error {
+	for _, side := range []string{SideBaseline, SideCandidate} {
+		sp, err := sweep.Prepare(ctx, *p.config(side), sweep.Options{Logger: log.With(p.logger(), "side", side), Args: p.Args})
+		if err != nil {
+			return fmt.Errorf("%s: %w", side, err)
+		}
+		sp.Close()
+	}
+	return nil
+}
+
+// Run runs the rounds in order and compares the sides. It stops at the
+// first round that fails, is interrupted (ctx) or does not complete: the
+// verdict is then inconclusive, naming that round. The Result lists every
+// round that measured something. Run does not call Preflight.
+func (p *Procedure) Run(ctx context.Context) *Result {
+	logger := p.logger()
+	run := p.RunRound
+	if run == nil {
+		run = p.sweepRound
+	}
+	cr := p.newResult()
+	sides := map[string]*Evidence{}
+	order := RoundOrder(p.Order, p.Rounds, p.Seed)
+	secrets := append(p.Baseline.Secrets(), p.Candidate.Secrets()...)
+	complete, stopReason := true, ""
+	for i, side := range order {
+		rr := p.round(i, side, len(order))
+		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed)
+		out, err := run(ctx, rr)
+		if out != nil && out.Result != nil {
+			r := rr.Round
+			r.Dir, r.Complete, r.Start, r.End = out.Dir, out.Complete, out.Result.Fingerprint.Start, out.Result.Fingerprint.End
+			cr.Rounds = append(cr.Rounds, r)
+			if s := cr.Side(side); s.Model == "" {
+				s.Model = out.Result.ModelID
+			}
+			if ev := out.Evidence; ev != nil {
+				for j := range ev.Steps {
+					ev.Steps[j].Order = r.Round
+				}
+				ev.Name = side
+				if sides[side] == nil {
+					sides[side] = ev
+				} else {
+					sides[side].Merge(ev)
+				}
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			complete, stopReason = false, fmt.Sprintf("interrupted during round %d (%s)", i+1, side)
+		case err != nil:
+			complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", i+1, side, fingerprint.RedactSecrets(err.Error(), secrets...))
+		case out == nil || !out.Complete:
+			complete, stopReason = false, fmt.Sprintf("round %d (%s) did not complete", i+1, side)
+		}
+		if !complete {
+			kitlevel.Error(logger).Log("msg", "compare stopped", "reason", stopReason)
+			break
+		}
+	}
+	cr.finish(p.verdict(sides), complete, stopReason)
+	return cr
+}
+
+// verdict compares the sides' pooled evidence (inconclusive when a side
+// has none).
+func (p *Procedure) verdict(sides map[string]*Evidence) *Verdict {
+	if sides[SideBaseline] == nil || sides[SideCandidate] == nil {
+		return &Verdict{Outcome: OutcomeInconclusive, Rules: []Rule{}, Figures: []Figure{},
+			Reasons: []string{"no round of one side was measured"}, Missing: []string{}}
+	}
+	return Compare(sides[SideBaseline], sides[SideCandidate], Options{
+		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed),
+	})
+}
+
+func (p *Procedure) logger() log.Logger {
+	if p.Logger == nil {
+		return log.NewNopLogger()
+	}
+	return p.Logger
+}
+
+func (p *Procedure) config(side string) *sweep.Config {
+	if side == SideCandidate {
+		return &p.Candidate
+	}
+	return &p.Baseline
+}
+
+// round plans round i (from 0) of n, on side.
+func (p *Procedure) round(i int, side string, n int) *RoundRun {
+	cfg := *p.config(side)
+	cfg.Rounds = 1
+	cfg.Name = fmt.Sprintf("r%d-%s", i+1, side)
+	cfg.Seed = p.Seed + int64(i/2)
+	r := Round{Round: i + 1, Side: side, Seed: cfg.Seed}
+	logger := log.With(p.logger(), "round", r.Round, "side", side)
+	var obs sweep.Observer
+	if p.Observer != nil {
+		obs = p.Observer(r, n)
+	}
+	if obs == nil {
+		obs = sweep.NopObserver{}
+	}
+	return &RoundRun{Index: i, Round: r, Config: cfg, Logger: logger, Observer: stepLogger{Observer: obs, logger: logger}}
+}
+
+// sweepRound is the default RoundRunner: the round's sweep run in memory,
+// its per-request samples kept for the evidence.
+func (p *Procedure) sweepRound(ctx context.Context, r *RoundRun) (*RoundOutcome, error) {
+	sp, err := sweep.Prepare(ctx, r.Config, sweep.Options{Logger: r.Logger, Args: p.Args})
+	if err != nil {
+		return nil, err
+	}
+	sink := &requestSink{reqs: map[int][]Request{}}
+	res, err := sp.Run(ctx, sink, r.Observer)
+	if res == nil {
+		return nil, err
+	}
+	return &RoundOutcome{Result: res, Complete: res.Complete, Evidence: FromSweep(r.Config.Name, res, sink.reqs)}, err
+}
+
+// requestSink keeps each measured request's sample by step index.
+type requestSink struct {
+	sweep.DiscardSink
+	mu   sync.Mutex
+	reqs map[int][]Request
+}
+
+// Record implements sweep.RecordSink.
+func (s *requestSink) Record(r sweep.StepRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs[r.Step] = append(s.reqs[r.Step], RequestOf(r.Record))
+	return nil
+}
+
+// stepLogger logs each finished step of a round, then hands it on.
+type stepLogger struct {
+	sweep.Observer
+	logger log.Logger
+}
+
+// StepDone implements sweep.Observer.
+func (o stepLogger) StepDone(st *sweep.Step) {
+	o.Observer.StepDone(st)
+	valid := "valid"
+	if !st.Validity.Valid {
+		valid = "invalid: " + strings.Join(st.Validity.Flags, ", ")
+	}
+	kitlevel.Info(o.logger).Log("msg", "compare step done", "step", st.Label, "requests", st.Stats.Requests,
+		"failed", st.Stats.Failed, "ttft_p99_ms", Num(st.Stats.TTFT.P99), "tpot_p99_ms", Num(st.Stats.TPOT.P99), "validity", valid)
+}
