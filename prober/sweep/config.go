@@ -83,8 +83,11 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// Config is a whole sweep. Build it with the Parse* helpers from flags (or
-// by hand in tests), then Validate. A Config is a plain value.
+// Config is a whole sweep. Build it from a surface's values with the
+// settings table (Settings, Setting.Apply; the Parse* helpers for lists),
+// or by hand in tests, then Validate. Every field has an entry in the
+// table (settings_table.go), a user setting or one marked Internal. A
+// Config is a plain value.
 type Config struct {
 	// Target is the base URL of the OpenAI-compatible server (no /v1).
 	Target string
@@ -248,7 +251,9 @@ func (c *Config) HasBurst() bool {
 	return slices.ContainsFunc(c.Rates, func(r float64) bool { return math.IsInf(r, 1) })
 }
 
-// Validate checks every field; an error is a *FieldError naming the field.
+// Validate checks every field, the numbers against the settings table's
+// bounds, and the rules between fields; it is the only validation of a
+// sweep's settings. An error is a *FieldError naming the field.
 func (c *Config) Validate() error {
 	if c.Target != "" && !strings.HasPrefix(c.Target, "http://") && !strings.HasPrefix(c.Target, "https://") {
 		return fieldErr("Target", "must be an http:// or https:// URL, got %q", c.Target)
