@@ -52,8 +52,7 @@ func init() {
 			"each compared figure. Prints pass (exit 0), fail (exit 1, naming each regression) or inconclusive (exit 3, "+
 			"listing the evidence still missing); bad input exits 2. Writes a run directory with every round's sweep "+
 			"run directory, result.json, analysis.md and manifest.json. See docs/compare.md.")
-		addSweepFlags(cmd, &f.sw)
-		adjustSweepFlags(cmd)
+		addSweepFlags(cmd, &f.sw, sweep.SurfaceCompare)
 		cmd.Flag("baseline", "Base URL of the baseline server, without /v1.").Required().StringVar(&f.baseline)
 		cmd.Flag("candidate", "Base URL of the candidate server, without /v1.").Required().StringVar(&f.candidate)
 		cmd.Flag("baseline-model", "Model id requested from the baseline (default --model, else its first /v1/models entry).").
@@ -83,39 +82,15 @@ func init() {
 	})
 }
 
-// adjustSweepFlags fits the sweep's flags, added to compare, to compare:
-// the single-target flags are hidden (each side has its own), --rounds
-// counts the rounds of both sides, the adaptive search is not offered.
-func adjustSweepFlags(cmd *kingpin.CmdClause) {
-	flag := func(name string) *kingpin.FlagClause {
-		if fl := cmd.GetFlag(name); fl != nil {
-			return fl
-		}
-		return cmd.Flag(name, "").Hidden() // a flag the sweep no longer has
-	}
-	for _, n := range []string{"target", "metrics-url", "auto-start", "auto-max-steps", "auto-tolerance"} {
-		flag(n).Hidden()
-	}
-	flag("model").Help("Model id requested from both sides (--baseline-model and --candidate-model override it). " +
-		"Default: each side's first /v1/models entry.")
-	flag("api-key-file").Help("File holding the API key of both sides (--baseline-api-key-file and " +
-		"--candidate-api-key-file override it).")
-	flag("rounds").Default("4").Help("Rounds in all, both sides together (even, >= 2), in --order: 4 is one " +
-		"A/B/B/A block. Each pair of rounds uses its own seed (--seed + pair), the same on both sides.")
-	flag("rates").Help("Open-loop request rates in req/s: one rate or a short ladder (e.g. 4 or 2,4,8), each round " +
-		"running every level. auto is not offered: the knee search would not give both sides the same levels.")
-	flag("name").Default("compare")
-}
-
 // compareConfigs builds both sides' sweep configs from the flags.
 func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
-	if !f.sw.ratesSet && !f.sw.concurrencySet {
+	if !f.sw.isSet("rates") && !f.sw.isSet("concurrency") {
 		return nil, &flagError{flag: "rates", err: errors.New("give one rate or a short ladder (e.g. --rates 4 or 2,4,8), or --concurrency")}
 	}
-	if f.sw.target != "" {
+	if f.sw.str("target") != "" {
 		return nil, &flagError{flag: "target", err: errors.New("compare has no single target: give --baseline and --candidate")}
 	}
-	if f.sw.metricsURL != "" {
+	if f.sw.str("metrics-url") != "" {
 		return nil, &flagError{flag: "metrics-url", err: errors.New("give --baseline-metrics-url and --candidate-metrics-url")}
 	}
 	if f.sw.rounds < 2 || f.sw.rounds%2 != 0 {
@@ -134,26 +109,24 @@ func compareConfigs(f *compareFlags) (map[string]sweep.Config, error) {
 		{sideBaseline, f.baseline, f.baselineModel, f.baselineKeyFile, f.baselineMetrics, f.baselineHTTP},
 		{sideCandidate, f.candidate, f.candidateModel, f.candidateKeyFile, f.candidateMetrics, f.candidateHTTP},
 	} {
-		sf := f.sw
-		sf.target, sf.metricsURL, sf.rounds = side.url, side.metrics, 1
+		sf := f.sw.clone()
+		sf.set("target", side.url)
+		sf.set("metrics-url", side.metrics)
+		sf.rounds = 1
 		sf.costPerHour = f.cost.price(side.name, f.sw.costPerHour)
-		if side.model != "" {
-			sf.model = side.model
+		for flag, v := range map[string]string{"model": side.model, "api-key-file": side.key, "http.config.file": side.http} {
+			if v != "" {
+				sf.set(flag, v)
+			}
 		}
-		if side.key != "" {
-			sf.apiKeyFile = side.key
-		}
-		if side.http != "" {
-			sf.httpConfigFile = side.http
-		}
-		if sf.target == "" {
+		if side.url == "" {
 			return nil, &flagError{flag: side.name, err: errors.New("must not be empty")}
 		}
-		cfg, err := buildSweepConfig(&sf)
+		cfg, err := buildSweepConfig(sf)
 		if err != nil {
 			var fe *flagError
-			if errors.As(err, &fe) && fe.flag == "target" {
-				return nil, &flagError{flag: side.name, err: fe.err}
+			if tf, ok := errors.AsType[*sweep.FieldError](err); ok && tf.Field == "Target" {
+				return nil, &flagError{flag: side.name, err: tf.Err}
 			}
 			if errors.As(err, &fe) && fe.flag == "http.config.file" && side.http != "" {
 				return nil, &flagError{flag: side.name + "-http-config-file", err: fe.err}

@@ -7,15 +7,14 @@ import (
 	"github.com/prometheus/common/config"
 
 	lpconfig "github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // addHTTPConfigFlag adds --http.config.file, the flag of that name in
-// promtool and the exporters.
+// promtool and the exporters, with the sweep setting's help (`workload
+// stats` takes it too).
 func addHTTPConfigFlag(cmd *kingpin.CmdClause, p *string) {
-	cmd.Flag("http.config.file", "YAML file with the target's HTTP client configuration (prometheus/common's, as "+
-		"a target's http_config: tls_config, authorization or bearer_token_file, basic_auth, oauth2, proxy_url, "+
-		"http_headers). Every request goes through it, /metrics included; its secrets never reach logs or "+
-		"artifacts. Redirects are never followed. See docs/configuration.md.").StringVar(p)
+	cmd.Flag("http.config.file", sweep.LookupFlag("http.config.file").Doc).StringVar(p)
 }
 
 // loadHTTPConfigFlag reads the HTTP config file named by --flag (empty:

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
@@ -23,18 +22,6 @@ type sweepExtraFlags struct {
 	pushExtraLabels []string
 	pushMethod      string
 	pushTimeout     time.Duration
-}
-
-func addSweepExtraFlags(cmd *kingpin.CmdClause, f *sweepExtraFlags) {
-	cmd.Flag("server-log", "The server's log file (a local setup): the lines it gains during each step are copied into "+
-		"server.log in the run directory (without it the manifest says not-recorded).").StringVar(&f.serverLog)
-	cmd.Flag("push.url", "Push the run's summary metrics (knee, max goodput, per-step goodput and p99s, labelled "+
-		"run=<--name>) in Prometheus text format to this URL when the sweep ends, through the same push code as "+
-		"serve --push.url (VictoriaMetrics /api/v1/import/prometheus, vmagent, a Pushgateway /metrics/job/<job>).").
-		StringVar(&f.pushURL)
-	cmd.Flag("push.extra-label", "Extra label added to every pushed series, as name=value. Repeatable.").StringsVar(&f.pushExtraLabels)
-	cmd.Flag("push.method", "HTTP method of the push (PUT replaces a Pushgateway group as a whole).").Default("POST").StringVar(&f.pushMethod)
-	cmd.Flag("push.timeout", "Time limit of the push.").Default("30s").DurationVar(&f.pushTimeout)
 }
 
 // checkSweepExtraFlags validates the push flags before any load is sent.

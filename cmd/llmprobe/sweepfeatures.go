@@ -4,55 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strconv"
+	"reflect"
 	"strings"
 
-	"github.com/alecthomas/kingpin/v2"
-	"go.yaml.in/yaml/v3"
-
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// requestFlags are the sweep flags of the request features' simple part
-// (workload.Request); the features list comes through --workload.
-type requestFlags struct {
-	temperature, topP       float64
-	temperatureSet, topPSet bool
-	samplingSeed            int64
-	samplingSeedSet         bool
-	stop                    []string
-	minTokens               int
-	extraBody               string
-}
-
-func addRequestFlags(cmd *kingpin.CmdClause, f *requestFlags) {
-	cmd.Flag("temperature", "Sampling temperature sent with every request (workload request.temperature; default: the server's).").
-		IsSetByUser(&f.temperatureSet).Float64Var(&f.temperature)
-	cmd.Flag("top-p", "Nucleus sampling top_p sent with every request, in (0, 1].").
-		IsSetByUser(&f.topPSet).Float64Var(&f.topP)
-	cmd.Flag("sampling-seed", "The server's sampling seed sent as \"seed\" with every request (not --seed, the workload's).").
-		IsSetByUser(&f.samplingSeedSet).Int64Var(&f.samplingSeed)
-	cmd.Flag("stop", "A stop string sent with every request (repeatable).").StringsVar(&f.stop)
-	cmd.Flag("min-tokens", "min_tokens sent with every request (vLLM; 0: none).").Default("0").IntVar(&f.minTokens)
-	cmd.Flag("extra-body", "A JSON object merged into every request body (e.g. '{\"repetition_penalty\":1.1}'); "+
-		"keys llmprobe sets are refused. Features (no_stream, logprobs, json_schema, lora) come through --workload.").
-		StringVar(&f.extraBody)
-}
-
-// applyRequestFlags reads the schema files of the workload's request
-// features (relative to the workload file), applies the request flags over
-// the file's request section and validates it, so that every problem names
-// its flag, or the workload file with its line, before anything is sent.
-func applyRequestFlags(f *requestFlags, w *workload.Spec, workloadFile string) error {
-	if w.Request != nil && workloadFile != "" {
-		if err := w.Request.ReadSchemaFiles(filepath.Dir(workloadFile)); err != nil {
-			return workloadFileError(workloadFile, err)
-		}
-		if err := w.Request.Validate(); err != nil {
-			return workloadFileError(workloadFile, err)
-		}
-	}
+// applyRequestFlags applies the request flags over the workload's request
+// section (a --workload file's, read and checked by
+// config.LoadWorkloadFile) and validates it, so that every problem names
+// its flag before anything is sent.
+func applyRequestFlags(f *sweepFlags, w *workload.Spec) error {
 	r := w.Request
 	if r == nil {
 		r = &workload.Request{}
@@ -60,102 +23,56 @@ func applyRequestFlags(f *requestFlags, w *workload.Spec, workloadFile string) e
 		c := *r
 		r = &c
 	}
-	set := false
-	if f.temperatureSet {
-		r.Temperature, set = &f.temperature, true
-	}
-	if f.topPSet {
-		r.TopP, set = &f.topP, true
-	}
-	if f.samplingSeedSet {
-		r.Seed, set = &f.samplingSeed, true
-	}
-	if len(f.stop) > 0 {
-		r.Stop, set = f.stop, true
-	}
-	if f.minTokens != 0 {
-		r.MinTokens, set = f.minTokens, true
-	}
-	if f.extraBody != "" {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(f.extraBody), &m); err != nil || m == nil {
-			if err == nil {
-				err = errors.New("null")
-			}
-			return &flagError{flag: "extra-body", err: fmt.Errorf("must be a JSON object: %w", err)}
+	// The table's Workload.Request.* settings: a pointer field is set when
+	// its flag is given (an explicit 0 temperature), another one when its
+	// value is not zero; a map (extra_body) from the flag's JSON.
+	set, flags := false, map[string]string{}
+	rv, rt := reflect.ValueOf(r).Elem(), reflect.TypeFor[workload.Request]()
+	for _, s := range sweep.Settings() {
+		name, ok := strings.CutPrefix(s.Field, "Workload.Request.")
+		if !ok {
+			continue
 		}
-		r.ExtraBody, set = m, true
+		sf, _ := rt.FieldByName(name)
+		key, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		flags[key] = s.Flag
+		fv, v := rv.FieldByName(name), reflect.ValueOf(f.value(s.Flag))
+		if fv.Kind() == reflect.Map && !v.IsZero() {
+			m := reflect.New(fv.Type())
+			if err := json.Unmarshal([]byte(v.String()), m.Interface()); err != nil || m.Elem().IsNil() {
+				if err == nil {
+					err = errors.New("null")
+				}
+				return &flagError{flag: s.Flag, err: fmt.Errorf("must be a JSON object: %w", err)}
+			}
+			v = m.Elem()
+		}
+		switch {
+		case fv.Kind() == reflect.Pointer && f.isSet(s.Flag):
+			p := reflect.New(fv.Type().Elem())
+			p.Elem().Set(v)
+			fv.Set(p)
+		case fv.Kind() != reflect.Pointer && !v.IsZero():
+			fv.Set(v)
+		default:
+			continue
+		}
+		set = true
 	}
 	if !set {
 		return nil
 	}
 	if err := r.Validate(); err != nil {
-		fe, _ := errors.AsType[*workload.FieldError](err)
 		flag := "workload"
-		if fe != nil {
-			field, _, _ := strings.Cut(fe.Field, ".")
-			field, _, _ = strings.Cut(field, "[")
-			if fl, ok := map[string]string{"temperature": "temperature", "top_p": "top-p", "seed": "sampling-seed",
-				"stop": "stop", "min_tokens": "min-tokens", "extra_body": "extra-body"}[field]; ok {
-				return &flagError{flag: fl, err: err}
+		if fe, ok := errors.AsType[*workload.FieldError](err); ok {
+			key, _, _ := strings.Cut(fe.Field, ".")
+			key, _, _ = strings.Cut(key, "[")
+			if fl, ok := flags[key]; ok {
+				flag = fl
 			}
 		}
 		return &flagError{flag: flag, err: err}
 	}
 	w.Request = r
 	return nil
-}
-
-// workloadFileError names the workload file, the line of the field at
-// fault (when the file's YAML holds it) and the field.
-func workloadFileError(file string, err error) error {
-	fe, ok := errors.AsType[*workload.FieldError](err)
-	if !ok {
-		return &flagError{flag: "workload", err: fmt.Errorf("%s: request: %w", file, err)}
-	}
-	path := "request." + fe.Field
-	if b, rerr := readCapped(file, maxWorkloadFileBytes, "a workload file"); rerr == nil {
-		var doc yaml.Node
-		if yaml.Unmarshal(b, &doc) == nil {
-			if line := yamlLine(&doc, path); line > 0 {
-				return &flagError{flag: "workload", err: fmt.Errorf("%s:%d: %s: %w", file, line, path, fe.Err)}
-			}
-		}
-	}
-	return &flagError{flag: "workload", err: fmt.Errorf("%s: %s: %w", file, path, fe.Err)}
-}
-
-// yamlLine returns the line of the node at path ("a.b[2].c") in a YAML
-// document, or of the deepest node on the path that exists; 0 when none.
-func yamlLine(n *yaml.Node, path string) int {
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := 0
-	for part := range strings.SplitSeq(path, ".") {
-		key, rest, _ := strings.Cut(part, "[")
-		if n.Kind != yaml.MappingNode {
-			return line
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				next, line = n.Content[i+1], n.Content[i].Line
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-		for rest != "" {
-			idx, more, _ := strings.Cut(rest, "]")
-			rest = strings.TrimPrefix(more, "[")
-			i, err := strconv.Atoi(idx)
-			if err != nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
-				return line
-			}
-			n, line = n.Content[i], n.Content[i].Line
-		}
-	}
-	return line
 }

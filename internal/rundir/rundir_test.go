@@ -706,7 +706,7 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 		{name: "unreachable target", setup: func(c *sweep.Config) { c.Target = dead }, wantErr: sweep.ErrUnreachable, wantMsg: "connection refused"},
 		{name: "longer than max_model_len", setup: func(c *sweep.Config) {
 			c.Workload = workload.Spec{InputTokens: workload.Fixed(8000), OutputTokens: workload.Fixed(100), PrefixTokens: 100}
-		}, wantFlag: true, wantMsg: "Workload.InputTokens: --prefix-len 100 + --input-len 8000 + --output-len 100 = 8200 tokens per request, more than the model's max_model_len 8192 (from GET /v1/models)"},
+		}, wantFlag: true, wantMsg: "Workload.InputTokens: Workload.PrefixTokens 100 + Workload.InputTokens 8000 + Workload.OutputTokens 100 = 8200 tokens per request, more than the model's max_model_len 8192 (from GET /v1/models)"},
 		{name: "longer than /tokenize's max_model_len", models: bareModels, setup: func(c *sweep.Config) {
 			c.Workload = workload.Spec{InputTokens: workload.Fixed(9000), OutputTokens: workload.Fixed(1)}
 		}, wantFlag: true, wantMsg: "max_model_len 8192 (from POST /tokenize)"},

@@ -198,7 +198,7 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 		state, result = StatusFailed, capacity.ResultFailed
 		switch {
 		case err != nil:
-			msg = err.Error()
+			msg = config.SpecErrorText(err)
 		case out != nil && out.Result != nil:
 			msg = out.Result.InterruptedReason
 		}

@@ -221,174 +221,63 @@ func (r Retention) Keep() int {
 // @every 6h).
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// sweepKeys maps the sweep.Config fields that a *sweep.FieldError names to
-// the SweepSpec keys that set them (inputFlags: the random workload's keys).
-var sweepKeys = map[string]string{
-	"Rates": "rates", "Search.Start": "rates", "Search.MaxSteps": "rates", "Search.Tolerance": "rates",
-	"Concurrency": "concurrency", "MaxConcurrency": "max_concurrency",
-	"Arrival": "arrival", "Burstiness": "burstiness",
-	"NumPrompts": "num_prompts", "Duration": "duration", "MinPrompts": "num_prompts",
-	"Rounds": "rounds", "Warmups": "warmups", "SLO": "goodput", "Validity.MaxSendLag": "max_send_lag",
-	"Workload":                         "workload",
-	"Workload.InputTokens":             "input_len",
-	"Workload.InputTokens.RangeRatio":  "range_ratio",
-	"Workload.OutputTokens":            "output_len",
-	"Workload.OutputTokens.RangeRatio": "range_ratio",
-	"Workload.PrefixTokens":            "prefix_len",
-	"Trace":                            "workload.trace",
-	"TraceSpeeds":                      "workload.trace.speeds",
-}
-
-// SpecKey returns the SweepSpec key (YAML and JSON) that a sweep.Config
-// field path names, "" when no key sets it (a target setting or a
-// default).
-func SpecKey(field string) string { return sweepKeys[field] }
-
 // SweepConfig builds the sweep.Config of spec against target t: base URL,
 // metrics URL, model, API, API key and timeouts from t, the load and
-// workload from the spec with the sweep CLI's defaults, and t's
-// max_sweep_rate enforced (an open-loop rate above it, a closed loop, or
-// rates auto searching above it are refused; auto is capped at it). OutDir
-// is left empty for the caller. An error is a *FieldError whose Path is the
-// spec key at fault (Err: the reason), or the *sweep.FieldError of a field
-// no key sets.
+// workload from the spec with the settings table's defaults (the sweep
+// CLI's), and t's max_sweep_rate enforced (an open-loop rate above it, a
+// closed loop, or rates auto searching above it are refused; auto is
+// capped at it). OutDir is left empty for the caller. An error is a
+// *FieldError whose Path is the spec key at fault (Err: the reason, other
+// settings named by their keys), or the *sweep.FieldError of a field no
+// key sets.
 func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 	name := s.Name
 	if name == "" {
 		name = DefaultSweepName
 	}
 	c := sweep.Config{
-		Target:          t.BaseURL,
-		MetricsURL:      t.MetricsURL(),
-		Model:           t.Model,
-		API:             t.API,
-		APIKey:          t.APIKey(),
-		HTTPConfig:      t.HTTPConfig,
-		Timeout:         t.Timeout,
-		TTFTTimeout:     t.TTFTTimeout,
-		StallTimeout:    t.StallTimeout,
-		MaxConcurrency:  s.MaxConcurrency,
-		Arrival:         s.Arrival,
-		Burstiness:      s.Burstiness,
-		NumPrompts:      s.NumPrompts,
-		Duration:        time.Duration(s.Duration),
-		Warmups:         s.Warmups,
-		Rounds:          s.Rounds,
-		Seed:            s.Seed,
-		SLO:             s.Goodput,
-		MetricsInterval: sweep.DefaultMetricsInterval,
-		IdleTimeout:     sweep.DefaultIdleTimeout,
-		Search:          sweep.SearchOptions{MaxSteps: sweep.DefaultAutoMaxSteps, Tolerance: sweep.DefaultAutoTolerance},
-		Validity: sweep.ValidityOptions{MaxSendLag: sweep.DefaultMaxSendLag, MaxClientCPU: sweep.DefaultMaxClientCPU,
-			MaxErrorRate: sweep.DefaultMaxErrorRate},
-		Name:     name,
-		Metadata: map[string]string{"target": t.Name, "sweep": name},
+		Target:       t.BaseURL,
+		MetricsURL:   t.MetricsURL(),
+		Model:        t.Model,
+		API:          t.API,
+		APIKey:       t.APIKey(),
+		HTTPConfig:   t.HTTPConfig,
+		Timeout:      t.Timeout,
+		TTFTTimeout:  t.TTFTTimeout,
+		StallTimeout: t.StallTimeout,
+		Duration:     time.Duration(s.Duration),
+		SLO:          s.Goodput,
+		Name:         name,
+		Metadata:     map[string]string{"target": t.Name, "sweep": name},
 	}
-	if c.Arrival == "" {
-		c.Arrival = ArrivalPoisson
+	if err := s.applySettings(&c); err != nil {
+		return c, specError(err)
 	}
-	if c.Burstiness == 0 {
-		c.Burstiness = 1
-	}
-	switch {
-	case s.Warmups == 0:
-		c.Warmups = sweep.DefaultWarmups
-	case s.Warmups == -1:
+	switch s.Warmups {
+	case 0:
+		c.Warmups = defaultOf[int]("Warmups")
+	case -1:
 		c.Warmups = 0
-	}
-	if c.Rounds == 0 {
-		c.Rounds = sweep.DefaultRounds
+	default:
+		c.Warmups = s.Warmups
 	}
 	if c.NumPrompts == 0 && c.Duration == 0 {
-		c.Duration = sweep.DefaultDuration
+		c.Duration = defaultOf[time.Duration]("Duration")
 	}
 	if c.Duration > 0 {
-		c.MinPrompts = sweep.DefaultMinPrompts
+		c.MinPrompts = defaultOf[int]("MinPrompts")
 	}
 	if c.SLO.IsZero() {
 		c.SLO = t.SLO
 	}
-	if s.MaxSendLag != 0 {
-		c.Validity.MaxSendLag = time.Duration(s.MaxSendLag)
-	}
 	if err := validateName(name); err != nil {
 		return c, errf("name", "%w", err)
 	}
-	random := s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0
-	isTrace := s.Workload != nil && s.Workload.Trace != nil
-	switch {
-	case isTrace: // sweepfiles.go
-		var tt traceTarget
-		if err := s.traceConfig(&tt); err != nil {
-			return c, err
-		}
-		c.Workload, c.WorkloadSource, c.Trace, c.TraceSpeeds = tt.workload, "config", tt.trace, tt.speeds
-		if c.Duration = time.Duration(s.Duration); c.Duration == 0 {
-			c.MinPrompts = 0 // the whole trace
-		}
-	case s.Workload != nil && random:
-		return c, errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
-	case s.Workload != nil:
-		c.Workload, c.WorkloadSource = *s.Workload, "config"
-		if c.Workload.Dataset == nil && (c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "") {
-			return c, errf("workload", "needs input_tokens and output_tokens")
-		}
-	default:
-		def := workload.DefaultSpec()
-		in, out := s.InputLen, s.OutputLen
-		if in == 0 {
-			in = def.InputTokens.Value
-		}
-		if out == 0 {
-			out = def.OutputTokens.Value
-		}
-		w, err := sweep.FlagWorkload(in, out, s.RangeRatio, s.PrefixLen)
-		if err != nil {
-			return c, specError(err)
-		}
-		c.Workload, c.WorkloadSource = w, "flags"
+	if err := s.workloadConfig(&c); err != nil {
+		return c, err
 	}
-	switch {
-	case isTrace: // its speeds, checked by traceConfig
-	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
-		return c, errf("concurrency", "give rates or concurrency, not both")
-	case len(s.Concurrency) > 0:
-		c.Concurrency = s.Concurrency
-	case s.Rates.Auto:
-		c.Auto, c.RatesText = true, "auto"
-	case len(s.Rates.Values) > 0:
-		seen := map[float64]bool{}
-		for _, r := range s.Rates.Values {
-			if !(r > 0) || math.IsInf(r, 0) {
-				return c, errf("rates", "rate must be > 0 and finite, got %v", r)
-			}
-			if seen[r] {
-				return c, errf("rates", "rate %v given twice", r)
-			}
-			seen[r] = true
-		}
-		c.Rates, c.RatesText = s.Rates.Values, s.Rates.String()
-	default:
-		return c, errf("rates", `required: "auto", a list of rates, or concurrency levels`)
-	}
-	if isTrace {
-		if err := checkTraceRate(c.Trace, s.NumPrompts, s.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
-			return c, err
-		}
-	}
-	if max := t.MaxSweepRate; max > 0 {
-		for _, r := range c.Rates {
-			if r > max {
-				return c, errf("rates", "rate %v req/s is over the target's max_sweep_rate (%v req/s)", r, max)
-			}
-		}
-		if len(c.Concurrency) > 0 {
-			return c, errf("concurrency", "the target has a max_sweep_rate (%v req/s), which a closed loop cannot keep: use rates", max)
-		}
-		if c.Auto {
-			c.Search.Start = math.Min(sweep.DefaultAutoStart, max)
-			c.Search.MaxRate = max
-		}
+	if err := s.loadConfig(&c, t); err != nil {
+		return c, err
 	}
 	c.OutDir = "-" // checked by the caller, which sets it
 	if err := c.Validate(); err != nil {
@@ -399,16 +288,96 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 	return c, nil
 }
 
-// specError maps a *sweep.FieldError to the spec key that sets the field
-// (a *fieldError with that path); other errors pass through.
-func specError(err error) error {
-	var fe *sweep.FieldError
-	if errors.As(err, &fe) {
-		if k := SpecKey(fe.Field); k != "" {
-			return &fieldError{path: k, err: fe.Err}
+// isTrace reports whether the spec replays a trace (workload.trace).
+func (s SweepSpec) isTrace() bool { return s.Workload != nil && s.Workload.Trace != nil }
+
+// workloadConfig sets c's workload: a trace's, the spec's workload, or
+// vllm bench serve's random one of input_len, output_len, range_ratio and
+// prefix_len (the settings table's defaults).
+func (s SweepSpec) workloadConfig(c *sweep.Config) error {
+	random := s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0
+	isTrace := s.isTrace()
+	switch {
+	case isTrace: // sweepfiles.go
+		var tt traceTarget
+		if err := s.traceConfig(&tt); err != nil {
+			return err
+		}
+		c.Workload, c.WorkloadSource, c.Trace, c.TraceSpeeds = tt.workload, "config", tt.trace, tt.speeds
+		if c.Duration = time.Duration(s.Duration); c.Duration == 0 {
+			c.MinPrompts = 0 // the whole trace
+		}
+	case s.Workload != nil && random:
+		return errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
+	case s.Workload != nil:
+		c.Workload, c.WorkloadSource = *s.Workload, "config"
+		if c.Workload.Dataset == nil && (c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "") {
+			return errf("workload", "needs input_tokens and output_tokens")
+		}
+	default:
+		in, out := s.InputLen, s.OutputLen
+		if in == 0 {
+			in = defaultOf[int]("Workload.InputTokens")
+		}
+		if out == 0 {
+			out = defaultOf[int]("Workload.OutputTokens")
+		}
+		w, err := sweep.FlagWorkload(in, out, s.RangeRatio, s.PrefixLen)
+		if err != nil {
+			return specError(err)
+		}
+		c.Workload, c.WorkloadSource = w, "flags"
+	}
+	return nil
+}
+
+// loadConfig sets c's load (rates, auto or concurrency; a trace's speeds
+// were set with its workload) within t's max_sweep_rate.
+func (s SweepSpec) loadConfig(c *sweep.Config, t TargetConfig) error {
+	isTrace := s.isTrace()
+	switch {
+	case isTrace: // its speeds, checked by traceConfig
+	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
+		return errf("concurrency", "give rates or concurrency, not both")
+	case len(s.Concurrency) > 0:
+		c.Concurrency = s.Concurrency
+	case s.Rates.Auto:
+		c.Auto, c.RatesText = true, "auto"
+	case len(s.Rates.Values) > 0:
+		seen := map[float64]bool{}
+		for _, r := range s.Rates.Values {
+			if !(r > 0) || math.IsInf(r, 0) {
+				return errf("rates", "rate must be > 0 and finite, got %v", r)
+			}
+			if seen[r] {
+				return errf("rates", "rate %v given twice", r)
+			}
+			seen[r] = true
+		}
+		c.Rates, c.RatesText = s.Rates.Values, s.Rates.String()
+	default:
+		return errf("rates", `required: "auto", a list of rates, or concurrency levels`)
+	}
+	if isTrace {
+		if err := checkTraceRate(c.Trace, s.NumPrompts, s.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
+			return err
 		}
 	}
-	return err
+	if max := t.MaxSweepRate; max > 0 {
+		for _, r := range c.Rates {
+			if r > max {
+				return errf("rates", "rate %v req/s is over the target's max_sweep_rate (%v req/s)", r, max)
+			}
+		}
+		if len(c.Concurrency) > 0 {
+			return errf("concurrency", "the target has a max_sweep_rate (%v req/s), which a closed loop cannot keep: use rates", max)
+		}
+		if c.Auto {
+			c.Search.Start = math.Min(sweep.DefaultAutoStart, max)
+			c.Search.MaxRate = max
+		}
+	}
+	return nil
 }
 
 // SpecError is the error of a sweep spec that names its key: Key is the

@@ -57,18 +57,24 @@ const (
 
 // FieldError is a configuration error that names the Config field at
 // fault, as a Go field path ("Rates", "Workload.InputTokens",
-// "Validity.MaxSendLag"). A caller with its own names for the fields (the
-// CLI's flags, an API's JSON keys) maps Field to them; Err is the reason
-// alone. The reasons of Config.Validate, the Parse* helpers and the
-// max_model_len check quote the CLI's flag names where they name another
-// setting (e.g. "needs --prefix-len > 0").
+// "Validity.MaxSendLag": a Field of the settings table). A surface with
+// its own names for the fields (the CLI's flags, the YAML and JSON keys)
+// maps Field to them and renders the reason with Reason. Err is the
+// reason alone; where it names another setting it holds that setting's
+// field path in braces ("needs {Workload.PrefixTokens} > 0"), which
+// Reason spells as the surface does ("needs --prefix-len > 0").
 type FieldError struct {
 	Field string
 	Err   error
 }
 
-// Error formats the error as "Field: reason".
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+// Error formats the error as "Field: reason", the references in the
+// reason as field paths ("needs Workload.PrefixTokens > 0").
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason(nil) }
+
+// Reason is the reason with its references to other settings spelled by
+// spell (FlagSpelling, KeySpelling; nil: their field paths).
+func (e *FieldError) Reason(spell Spelling) string { return render(e.Err.Error(), spell) }
 
 // Unwrap returns the reason.
 func (e *FieldError) Unwrap() error { return e.Err }
@@ -77,8 +83,11 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// Config is a whole sweep. Build it with the Parse* helpers from flags (or
-// by hand in tests), then Validate. A Config is a plain value.
+// Config is a whole sweep. Build it from a surface's values with the
+// settings table (Settings, Setting.Apply; the Parse* helpers for lists),
+// or by hand in tests, then Validate. Every field has an entry in the
+// table (settings_table.go), a user setting or one marked Internal. A
+// Config is a plain value.
 type Config struct {
 	// Target is the base URL of the OpenAI-compatible server (no /v1).
 	Target string
@@ -242,8 +251,13 @@ func (c *Config) HasBurst() bool {
 	return slices.ContainsFunc(c.Rates, func(r float64) bool { return math.IsInf(r, 1) })
 }
 
-// Validate checks every field; an error is a *FieldError naming the field.
+// Validate checks every field, the numbers against the settings table's
+// bounds, and the rules between fields; it is the only validation of a
+// sweep's settings. An error is a *FieldError naming the field.
 func (c *Config) Validate() error {
+	if c.Target != "" && !strings.HasPrefix(c.Target, "http://") && !strings.HasPrefix(c.Target, "https://") {
+		return fieldErr("Target", "must be an http:// or https:// URL, got %q", c.Target)
+	}
 	if c.API != "completions" && c.API != "chat" {
 		return fieldErr("API", "must be completions or chat, got %q", c.API)
 	}
@@ -263,7 +277,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.FreshPrefix && c.Workload.PrefixTokens == 0 {
-		return fieldErr("FreshPrefix", "needs --prefix-len > 0")
+		return fieldErr("FreshPrefix", "needs {Workload.PrefixTokens} > 0")
 	}
 	if err := c.validateTrace(); err != nil {
 		return err
@@ -282,93 +296,55 @@ func (c *Config) Validate() error {
 		n++
 	}
 	if n != 1 {
-		return fieldErr("Rates", "give exactly one of --rates LIST, --rates auto or --concurrency LIST")
+		return fieldErr("Rates", "give exactly one of {Rates} LIST, {Rates} auto or {Concurrency} LIST")
 	}
 	for _, r := range c.Rates {
-		if !(r > 0) {
-			return fieldErr("Rates", "rate must be > 0, got %v", r)
+		if err := checkRate(r, r); err != nil {
+			return err
 		}
 	}
 	for _, x := range c.Concurrency {
-		if x < 1 {
-			return fieldErr("Concurrency", "must be >= 1, got %d", x)
+		if err := checkBound("Concurrency", float64(x), x); err != nil {
+			return err
 		}
 	}
-	if c.MaxStepBytes < 0 {
-		return fieldErr("MaxStepBytes", "must be >= 0 (0: the default %d), got %d", int64(DefaultMaxStepBytes), c.MaxStepBytes)
-	}
-	if c.MaxConcurrency < 0 {
-		return fieldErr("MaxConcurrency", "must be >= 0, got %d", c.MaxConcurrency)
+	if err := c.validateBounds(); err != nil {
+		return err
 	}
 	if len(c.Concurrency) > 0 && c.MaxConcurrency > 0 {
-		return fieldErr("MaxConcurrency", "applies to --rates only; --concurrency already bounds the requests in flight")
+		return fieldErr("MaxConcurrency", "applies to {Rates} only; {Concurrency} already bounds the requests in flight")
 	}
 	if err := arrival.Validate(c.Arrival, 1, c.Burstiness); err != nil {
-		if !(c.Burstiness > 0) || math.IsInf(c.Burstiness, 0) {
-			return fieldErr("Burstiness", "must be > 0 and finite, got %v", c.Burstiness)
-		}
 		return fieldErr("Arrival", "%w", err)
 	}
 	switch {
-	case c.NumPrompts < 0:
-		return fieldErr("NumPrompts", "must be >= 1, got %d", c.NumPrompts)
-	case c.Duration < 0:
-		return fieldErr("Duration", "must be > 0, got %s", c.Duration)
 	case c.NumPrompts > 0 && c.Duration > 0:
-		return fieldErr("NumPrompts", "give --num-prompts or --duration per step, not both")
+		return fieldErr("NumPrompts", "give {NumPrompts} or {Duration} per step, not both")
 	case c.NumPrompts == 0 && c.Duration == 0 && c.Trace == nil:
-		return fieldErr("Duration", "give --num-prompts or --duration per step")
-	case c.MinPrompts < 0:
-		return fieldErr("MinPrompts", "must be >= 0, got %d", c.MinPrompts)
-	case c.NumPrompts > MaxStepRequests:
-		return fieldErr("NumPrompts", "must be at most %d requests per step, got %d", MaxStepRequests, c.NumPrompts)
-	case c.MinPrompts > MaxStepRequests:
-		return fieldErr("MinPrompts", "must be at most %d requests per step, got %d", MaxStepRequests, c.MinPrompts)
-	case c.Warmups > MaxStepRequests:
-		return fieldErr("Warmups", "must be at most %d requests per step, got %d", MaxStepRequests, c.Warmups)
+		return fieldErr("Duration", "give {NumPrompts} or {Duration} per step")
 	}
 	if c.HasBurst() && c.NumPrompts == 0 {
-		return fieldErr("NumPrompts", "--rates inf sends a step's requests at once: give --num-prompts")
-	}
-	switch {
-	case c.Warmups < 0:
-		return fieldErr("Warmups", "must be >= 0, got %d", c.Warmups)
-	case c.Rounds < 1:
-		return fieldErr("Rounds", "must be >= 1, got %d", c.Rounds)
-	case c.MetricsInterval <= 0:
-		return fieldErr("MetricsInterval", "must be > 0, got %s", c.MetricsInterval)
-	case c.IdleTimeout < 0:
-		return fieldErr("IdleTimeout", "must be >= 0, got %s", c.IdleTimeout)
-	case c.Timeout <= 0:
-		return fieldErr("Timeout", "must be > 0, got %s", c.Timeout)
-	case c.TTFTTimeout < 0:
-		return fieldErr("TTFTTimeout", "must be >= 0, got %s", c.TTFTTimeout)
-	case c.StallTimeout < 0:
-		return fieldErr("StallTimeout", "must be >= 0, got %s", c.StallTimeout)
-	case c.Validity.MaxSendLag < 0:
-		return fieldErr("Validity.MaxSendLag", "must be > 0, got %s", c.Validity.MaxSendLag)
-	case c.Validity.MaxErrorRate < 0 || c.Validity.MaxErrorRate > 1:
-		return fieldErr("Validity.MaxErrorRate", "must be in [0, 1], got %v", c.Validity.MaxErrorRate)
-	case c.Search.Start < 0 || math.IsInf(c.Search.Start, 0) || math.IsNaN(c.Search.Start):
-		return fieldErr("Search.Start", "must be > 0, got %v", c.Search.Start)
-	case c.Search.MaxSteps < 0:
-		return fieldErr("Search.MaxSteps", "must be >= 1, got %d", c.Search.MaxSteps)
-	case c.Search.Tolerance < 0 || c.Search.Tolerance >= 1:
-		return fieldErr("Search.Tolerance", "must be in (0, 1), got %v", c.Search.Tolerance)
+		return fieldErr("NumPrompts", "{Rates} inf sends a step's requests at once: give {NumPrompts}")
 	}
 	for _, p := range c.Percentiles {
-		if !(p >= 0 && p <= 100) {
-			return fieldErr("Percentiles", "must be in [0, 100], got %v", p)
+		if err := checkBound("Percentiles", p, p); err != nil {
+			return err
 		}
 	}
 	if err := c.SLO.Validate(); err != nil {
 		return fieldErr("SLO", "%w", err)
 	}
-	if err := validateCostPerHour(c.CostPerHour); err != nil {
-		return err
-	}
 	if c.OutDir == "" {
 		return fieldErr("OutDir", "must not be empty")
+	}
+	return nil
+}
+
+// checkRate checks one rate of Rates against the table's bound (the
+// reason "rate must be > 0, got X").
+func checkRate(r float64, got any) error {
+	if p := LookupField("Rates").Bound.check(r); p != "" {
+		return fieldErr("Rates", "rate %s, got %v", p, got)
 	}
 	return nil
 }
@@ -401,15 +377,15 @@ func workloadFieldError(err error) error {
 // uniform lengths in [floor(v*(1-r)), ceil(v*(1+r))] (fixed when r is 0),
 // output at least 1, ignore_eos on.
 func FlagWorkload(inputLen, outputLen int, rangeRatio float64, prefixLen int) (workload.Spec, error) {
-	switch {
-	case inputLen < 1:
-		return workload.Spec{}, fieldErr("Workload.InputTokens", "must be >= 1, got %d", inputLen)
-	case outputLen < 1:
-		return workload.Spec{}, fieldErr("Workload.OutputTokens", "must be >= 1, got %d", outputLen)
-	case !(rangeRatio >= 0 && rangeRatio < 1):
-		return workload.Spec{}, fieldErr("Workload.InputTokens.RangeRatio", "must be in [0, 1), got %v", rangeRatio)
-	case prefixLen < 0:
-		return workload.Spec{}, fieldErr("Workload.PrefixTokens", "must be >= 0, got %d", prefixLen)
+	for _, err := range []error{
+		checkBound("Workload.InputTokens", float64(inputLen), inputLen),
+		checkBound("Workload.OutputTokens", float64(outputLen), outputLen),
+		checkBound("Workload.InputTokens.RangeRatio", rangeRatio, rangeRatio),
+		checkBound("Workload.PrefixTokens", float64(prefixLen), prefixLen),
+	} {
+		if err != nil {
+			return workload.Spec{}, err
+		}
 	}
 	length := func(v int) workload.LengthSpec {
 		if rangeRatio == 0 {
@@ -443,8 +419,8 @@ func ParseRates(s string) (rates []float64, auto bool, err error) {
 				return nil, false, fieldErr("Rates", "%q is not a rate (a number of req/s, inf or auto)", f)
 			}
 		}
-		if !(r > 0) {
-			return nil, false, fieldErr("Rates", "rate must be > 0, got %s", f)
+		if err := checkRate(r, f); err != nil {
+			return nil, false, err
 		}
 		if seen[r] {
 			return nil, false, fieldErr("Rates", "rate %s given twice", f)
@@ -466,8 +442,8 @@ func ParseConcurrency(s string) ([]int, error) {
 		if err != nil {
 			return nil, fieldErr("Concurrency", "%q is not an integer", f)
 		}
-		if n < 1 {
-			return nil, fieldErr("Concurrency", "must be >= 1, got %d", n)
+		if err := checkBound("Concurrency", float64(n), n); err != nil {
+			return nil, err
 		}
 		if seen[n] {
 			return nil, fieldErr("Concurrency", "level %d given twice", n)
@@ -488,7 +464,7 @@ func ParsePercentiles(s string) ([]float64, error) {
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		p, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(p >= 0 && p <= 100) {
+		if err != nil || checkBound("Percentiles", p, p) != nil {
 			return nil, fieldErr("Percentiles", "%q is not a percentile in [0, 100]", f)
 		}
 		if p == 50 || p == 90 || p == 99 || slices.Contains(out, p) {

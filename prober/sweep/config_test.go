@@ -37,7 +37,7 @@ func TestParseRates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, auto, err := ParseRates(tt.in)
 			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFieldError(err) {
+				if err == nil || !strings.HasPrefix(cliText(err), tt.wantErr) || !IsFieldError(err) {
 					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
 				}
 				return
@@ -79,7 +79,7 @@ func TestParseLists(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.parse()
 			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				if err == nil || !strings.HasPrefix(cliText(err), tt.wantErr) {
 					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
 				}
 				return
@@ -167,7 +167,7 @@ func TestConfigValidate(t *testing.T) {
 			tt.mutate(&c)
 			err := c.Validate()
 			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !IsFieldError(err) {
+				if err == nil || !strings.HasPrefix(cliText(err), tt.wantErr) || !IsFieldError(err) {
 					t.Fatalf("err = %v, want prefix %q", err, tt.wantErr)
 				}
 				return

@@ -12,10 +12,7 @@ const MaxCostPerHour = 1e6
 // validateCostPerHour checks a price: 0 (none) or > 0, finite and at most
 // MaxCostPerHour.
 func validateCostPerHour(v float64) error {
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > MaxCostPerHour {
-		return fieldErr("CostPerHour", "must be >= 0 and at most %g USD per hour (0: no price), got %v", MaxCostPerHour, v)
-	}
-	return nil
+	return checkBound("CostPerHour", v, v)
 }
 
 // CheckCostPerHour checks a price given outside a Config (analyze's

@@ -28,7 +28,7 @@ func (r *runner) loadDataset() error {
 		return &FieldError{Field: "Workload.Dataset", Err: err}
 	}
 	if ds.HasMessages && c.API != "chat" {
-		return fieldErr("API", "the dataset %s has messages entries (chat conversations): they need --api chat", ds.Path)
+		return fieldErr("API", "the dataset %s has messages entries (chat conversations): they need {API} chat", ds.Path)
 	}
 	// The workload's hash holds the file's SHA-256 and the subset's size in
 	// canonical form (the same entries measured: the same hash).
@@ -62,7 +62,7 @@ func (r *runner) measureDataset(ctx context.Context) error {
 	if maxLen, src := r.maxModelLen(); maxLen > 0 {
 		if need := int(info.InputTokens.Max + info.OutputTokens.Max); need > maxLen {
 			return fieldErr("Workload.Dataset", "%s: the longest prompt (%d tokens) and the longest output (%d tokens) need %d, "+
-				"more than the model's max_model_len %d (from %s): drop the long entries or lower --output-len",
+				"more than the model's max_model_len %d (from %s): drop the long entries or lower {Workload.OutputTokens}",
 				info.Path, int(info.InputTokens.Max), int(info.OutputTokens.Max), need, maxLen, src)
 		}
 	}
@@ -71,7 +71,7 @@ func (r *runner) measureDataset(ctx context.Context) error {
 		switch {
 		case !known:
 			return fieldErr("Workload.Dataset", "sampling shuffle (without replacement) needs a step size known in advance "+
-				"(--num-prompts, or fixed --rates with --duration); use cycle or random")
+				"({NumPrompts}, or fixed {Rates} with {Duration}); use cycle or random")
 		case n+r.cfg.Warmups > info.Used:
 			return fieldErr("Workload.Dataset", "sampling shuffle (without replacement): a step sends up to %d requests "+
 				"(%d warmups included) but the dataset has %d usable entries%s; use cycle to go round again, random, or fewer requests",
@@ -121,7 +121,7 @@ func subsetText(d workload.DatasetInfo) string {
 	}
 	s := ""
 	if d.Sampled < d.Entries {
-		s = fmt.Sprintf(" (a subset of %d of the file's %d entries, --dataset-max-entries %d: raise it, or 0 for every entry",
+		s = fmt.Sprintf(" (a subset of %d of the file's %d entries, {Workload.Dataset.MaxEntries} %d: raise it, or 0 for every entry",
 			d.Sampled, d.Entries, d.MaxEntries)
 		if pruned > 0 {
 			s += fmt.Sprintf("; %d of the subset pruned", pruned)

@@ -109,7 +109,7 @@ func TestSweepDatasetSubset(t *testing.T) {
 	big.NumPrompts = 45
 	big.OutDir = t.TempDir()
 	_, err = Prepare(context.Background(), big, Options{Logger: testLogger(t)})
-	if err == nil || !strings.Contains(err.Error(), "a step sends up to 46 requests (1 warmups included) but the dataset has 40 usable entries "+
+	if err == nil || !strings.Contains(cliText(err), "a step sends up to 46 requests (1 warmups included) but the dataset has 40 usable entries "+
 		"(a subset of 40 of the file's 300 entries, --dataset-max-entries 40: raise it, or 0 for every entry)") {
 		t.Fatalf("shuffle beyond the subset: %v", err)
 	}

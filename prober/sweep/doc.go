@@ -10,7 +10,12 @@
 // call that.
 //
 // Files by concern: sweep.go (the API: Prepare, Run, RecordSink,
-// Observer), config.go (Config, validation, flag-value parsers),
+// Observer), settings.go and settings_table.go (the settings table: every
+// Config field once, with its flag, YAML / API key, default, bound, unit
+// and doc; the sweep and compare flags, the scheduled-sweep YAML and the
+// sweep API body are built from it, and a FieldError's reason refers to
+// other settings by field path for each surface to spell), config.go
+// (Config, validation, flag-value parsers),
 // preflight.go (target, model, max_model_len, /metrics), fingerprint.go
 // (the experiment fingerprint), prompts.go (prompt sizing and the bounded
 // prompt window), levels.go (the ladder and the search over levels),

@@ -232,7 +232,7 @@ func (c *Config) validateMultiTurn() error {
 		return nil
 	}
 	if c.API != "chat" {
-		return fieldErr("API", "the workload's multi_turn sessions need --api chat (a conversation is a list of chat messages), got %q", c.API)
+		return fieldErr("API", "the workload's multi_turn sessions need {API} chat (a conversation is a list of chat messages), got %q", c.API)
 	}
 	if c.NumPrompts > 0 {
 		if hi := maxTurns(mt); c.NumPrompts*hi > MaxStepRequests {

@@ -106,7 +106,7 @@ func TestSweepMultiTurnValidation(t *testing.T) {
 		cfg := multiTurnConfig(t, "http://127.0.0.1:1")
 		edit(&cfg)
 		var fe *FieldError
-		if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != field || !bytes.Contains([]byte(fe.Err.Error()), []byte(msg)) {
+		if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != field || !bytes.Contains([]byte(fe.Reason(FlagSpelling)), []byte(msg)) {
 			t.Fatalf("Validate = %v, want %s: ...%s...", err, field, msg)
 		}
 	}

@@ -159,12 +159,12 @@ func checkFits(c Config, maxLen int64, source string) error {
 		return fieldErr("Workload", "the longest request of %s needs %d tokens (prefix %d + input up to %d + output up to %d), "+
 			"more than the model's max_model_len %d (from %s)", c.WorkloadSource, need, w.PrefixTokens, inHi, outHi, maxLen, source)
 	}
-	parts := fmt.Sprintf("--input-len %d + --output-len %d", inHi, outHi)
+	parts := fmt.Sprintf("{Workload.InputTokens} %d + {Workload.OutputTokens} %d", inHi, outHi)
 	if w.PrefixTokens > 0 {
-		parts = fmt.Sprintf("--prefix-len %d + ", w.PrefixTokens) + parts
+		parts = fmt.Sprintf("{Workload.PrefixTokens} %d + ", w.PrefixTokens) + parts
 	}
 	if w.InputTokens.Dist == workload.DistUniform {
-		parts += " at --range-ratio's upper end"
+		parts += " at {Workload.InputTokens.RangeRatio}'s upper end"
 	}
 	return fieldErr("Workload.InputTokens", "%s = %d tokens per request, more than the model's max_model_len %d (from %s): lower them",
 		parts, need, maxLen, source)

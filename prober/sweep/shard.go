@@ -55,35 +55,32 @@ func (c Config) shardPrompts() int {
 
 // validateShard checks the shard and start-alignment fields.
 func (c Config) validateShard() error {
-	if c.ShardCount < 0 || c.ShardCount > 1024 {
-		return fieldErr("ShardCount", "must be in 0..1024, got %d", c.ShardCount)
+	if err := checkBound("ShardCount", float64(c.ShardCount), c.ShardCount); err != nil {
+		return err
 	}
 	if c.ShardCount <= 1 {
 		if c.ShardIndex != 0 {
-			return fieldErr("ShardIndex", "needs --shard-count > 1")
+			return fieldErr("ShardIndex", "needs {ShardCount} > 1")
 		}
 	} else {
 		if c.ShardIndex < 0 || c.ShardIndex >= c.ShardCount {
-			return fieldErr("ShardIndex", "must be in 0..%d (--shard-count %d), got %d", c.ShardCount-1, c.ShardCount, c.ShardIndex)
+			return fieldErr("ShardIndex", "must be in 0..%d ({ShardCount} %d), got %d", c.ShardCount-1, c.ShardCount, c.ShardIndex)
 		}
 		if c.Auto || len(c.Concurrency) > 0 {
-			return fieldErr("ShardCount", "a sharded sweep needs --rates LIST (a knee search or closed loops cannot be split)")
+			return fieldErr("ShardCount", "a sharded sweep needs {Rates} LIST (a knee search or closed loops cannot be split)")
 		}
 		if c.burstSteps() {
 			return fieldErr("ShardCount", "a sharded sweep needs finite rates (inf cannot be split)")
 		}
 		if c.NumPrompts > 0 && c.NumPrompts < c.ShardCount {
-			return fieldErr("NumPrompts", "must be >= --shard-count (%d) to give every shard a request", c.ShardCount)
+			return fieldErr("NumPrompts", "must be >= {ShardCount} (%d) to give every shard a request", c.ShardCount)
 		}
 	}
-	if c.StepInterval < 0 {
-		return fieldErr("StepInterval", "must be >= 0, got %v", c.StepInterval)
-	}
 	if c.StepInterval > 0 && c.StartAt.IsZero() {
-		return fieldErr("StepInterval", "needs --start-at")
+		return fieldErr("StepInterval", "needs {StartAt}")
 	}
 	if !c.StartAt.IsZero() && c.StepInterval == 0 && len(c.Rates)*max(c.Rounds, 1) > 1 {
-		return fieldErr("StepInterval", "several steps with --start-at need --step-interval (the wall-clock period between step starts)")
+		return fieldErr("StepInterval", "several steps with {StartAt} need {StepInterval} (the wall-clock period between step starts)")
 	}
 	return nil
 }

@@ -240,7 +240,7 @@ func TestPrepareNamesFields(t *testing.T) {
 			mutate(&cfg)
 			p, err := Prepare(context.Background(), cfg, Options{})
 			var fe *FieldError
-			if p != nil || !errors.As(err, &fe) || fe.Field != field || !strings.Contains(err.Error(), msg) {
+			if p != nil || !errors.As(err, &fe) || fe.Field != field || !strings.Contains(cliText(err), msg) {
 				t.Fatalf("Prepare = %v, %v; want a *FieldError for %s containing %q", p, err, field, msg)
 			}
 		})

@@ -45,8 +45,8 @@ func ParseTraceSpeeds(s string) ([]float64, error) {
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fieldErr("TraceSpeeds", "%q is not a speed (a number > 0; 2 replays twice as fast)", f)
 		}
-		if !(v > 0) || v > MaxTraceSpeed {
-			return nil, fieldErr("TraceSpeeds", "speed must be in (0, %g], got %s", float64(MaxTraceSpeed), f)
+		if p := LookupField("TraceSpeeds").Bound.check(v); p != "" {
+			return nil, fieldErr("TraceSpeeds", "speed %s, got %s", p, f)
 		}
 		if slices.Contains(out, v) {
 			return nil, fieldErr("TraceSpeeds", "speed %s given twice", f)
@@ -62,11 +62,11 @@ func (c *Config) validateTrace() error {
 	if c.Workload.Trace != nil {
 		// A workload's trace: is the daemon's config (prober/config
 		// loads it into Trace); the sweep reads no file from the workload.
-		return fieldErr("Workload", "trace: give the trace with --trace (workload.trace is a daemon config's scheduled-sweep key)")
+		return fieldErr("Workload", "trace: give the trace with {Trace} (workload.trace is a daemon config's scheduled-sweep key)")
 	}
 	if c.Trace == nil {
 		if len(c.TraceSpeeds) > 0 {
-			return fieldErr("TraceSpeeds", "needs --trace")
+			return fieldErr("TraceSpeeds", "needs {Trace}")
 		}
 		return nil
 	}
@@ -74,18 +74,18 @@ func (c *Config) validateTrace() error {
 	case len(c.Trace.Entries) == 0:
 		return fieldErr("Trace", "%s has no entries", c.Trace.Path)
 	case len(c.Rates) > 0 || c.Auto || len(c.Concurrency) > 0:
-		return fieldErr("Trace", "replays the trace's own timing: give --trace-speed, not --rates or --concurrency")
+		return fieldErr("Trace", "replays the trace's own timing: give {TraceSpeeds}, not {Rates} or {Concurrency}")
 	case c.Sharded():
-		return fieldErr("Trace", "a trace replay is not sharded (--shard-count): each shard would send the whole trace")
+		return fieldErr("Trace", "a trace replay is not sharded ({ShardCount}): each shard would send the whole trace")
 	case c.Unscaled:
-		return fieldErr("Trace", "--unscaled-arrivals does not apply to a trace replay (it has no arrival process)")
+		return fieldErr("Trace", "{Unscaled} does not apply to a trace replay (it has no arrival process)")
 	case len(c.TraceSpeeds) == 0:
 		return fieldErr("TraceSpeeds", "give at least one speed (1: the trace's own timing)")
 	}
 	rates := map[float64]float64{}
 	for _, sp := range c.TraceSpeeds {
-		if !(sp > 0) || sp > MaxTraceSpeed || math.IsInf(sp, 0) {
-			return fieldErr("TraceSpeeds", "speed must be in (0, %g], got %v", float64(MaxTraceSpeed), sp)
+		if p := LookupField("TraceSpeeds").Bound.check(sp); p != "" {
+			return fieldErr("TraceSpeeds", "speed %s, got %v", p, sp)
 		}
 		n := c.traceCount(sp)
 		if c.Trace.Entries[n-1].Offset <= 0 {

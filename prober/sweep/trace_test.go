@@ -173,7 +173,7 @@ func TestTraceConfig(t *testing.T) {
 			return
 		}
 		fe, ok := err.(*FieldError)
-		if !ok || fe.Field != field || fe.Err.Error() != reason {
+		if !ok || fe.Field != field || fe.Reason(FlagSpelling) != reason {
 			t.Errorf("%s: got %v, want %s: %s", name, err, field, reason)
 		}
 	}

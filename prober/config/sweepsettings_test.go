@@ -1,0 +1,185 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// fieldAt returns the value of a sweep.Config field path (a length spec
+// as its value).
+func fieldAt(t *testing.T, c *sweep.Config, path string) any {
+	t.Helper()
+	v := reflect.ValueOf(c).Elem()
+	for part := range strings.SplitSeq(path, ".") {
+		v = v.FieldByName(part)
+		if !v.IsValid() {
+			t.Fatalf("sweep.Config has no %s", path)
+		}
+	}
+	if v.Type().Name() == "LengthSpec" {
+		v = v.FieldByName("Value")
+	}
+	return v.Interface()
+}
+
+// specTarget is a target to build sweep configs against.
+func specTarget() TargetConfig {
+	return TargetConfig{Name: "t", BaseURL: "http://127.0.0.1:1", API: APICompletions, Timeout: time.Minute}
+}
+
+// TestSweepSpecDefaultsAreTheTable fails when a sweep the daemon runs
+// (a scheduled sweep's YAML, the sweep API's body) takes another default
+// than the settings table, the sweep CLI's, for a setting it leaves out.
+func TestSweepSpecDefaultsAreTheTable(t *testing.T) {
+	c, err := SweepSpec{Rates: Rates{Auto: true}}.SweepConfig(specTarget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range sweep.Settings() {
+		spec := s.Surfaces&sweep.SurfaceSpec != 0
+		if (!spec && !contains(daemonDefaults, s.Field)) || s.Default == "" || s.Kind == sweep.KindString && s.Field != "Arrival" {
+			continue
+		}
+		n++
+		if got, want := fieldAt(t, &c, s.Field), s.DefaultValue(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s (key %q): a spec without it gives %v, the table's default is %v", s.Field, s.Key, got, want)
+		}
+	}
+	if n < 12 {
+		t.Errorf("only %d defaults compared", n)
+	}
+	if name := sweep.LookupField("Name").SpecDefault; c.Name != name || DefaultSweepName != name {
+		t.Errorf("name %q, DefaultSweepName %q, the table's %q", c.Name, DefaultSweepName, name)
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSweepSpecTakesTheTableBounds fails when a spec key refuses a value
+// the settings table's bound allows, or takes one it refuses (the CLI's
+// side is cmd/llmprobe's TestSweepFlagsTakeTheTableBounds).
+func TestSweepSpecTakesTheTableBounds(t *testing.T) {
+	set := func(spec *SweepSpec, key string, v float64) {
+		rv := reflect.ValueOf(spec).Elem()
+		for i := 0; i < rv.NumField(); i++ {
+			if tag, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ","); tag == key {
+				f := rv.Field(i)
+				switch f.Kind() {
+				case reflect.Float64:
+					f.SetFloat(v)
+				default:
+					f.SetInt(int64(v))
+				}
+				return
+			}
+		}
+		t.Fatalf("SweepSpec has no key %q", key)
+	}
+	n := 0
+	for _, s := range sweep.Settings() {
+		b := s.Bound
+		if s.Surfaces&sweep.SurfaceSpec == 0 || s.Kind == sweep.KindString || (b == sweep.Bound{}) || s.Key == "warmups" {
+			continue // warmups: -1 is the spec's "none"
+		}
+		step := 1.0
+		if s.Kind == sweep.KindFloat {
+			step = 1e-3
+		}
+		var outside, inside []float64
+		if b.HasMin {
+			if b.MinOpen {
+				outside, inside = append(outside, b.Min), append(inside, b.Min+step)
+			} else {
+				outside, inside = append(outside, b.Min-step), append(inside, b.Min)
+			}
+		}
+		if b.HasMax {
+			if b.MaxOpen {
+				outside, inside = append(outside, b.Max), append(inside, b.Max-step)
+			} else {
+				outside, inside = append(outside, b.Max+step), append(inside, b.Max)
+			}
+		}
+		for _, v := range outside {
+			if v == 0 {
+				continue // 0 leaves the key out: the default
+			}
+			n++
+			spec := SweepSpec{Rates: Rates{Values: []float64{1, 2}}}
+			set(&spec, s.Key, v)
+			if _, err := spec.SweepConfig(specTarget()); AsSpecError(err) == nil || AsSpecError(err).Key != s.Key {
+				t.Errorf("%s: %v (outside the table's bound): got %v, want an error naming %s", s.Key, v, err, s.Key)
+			}
+		}
+		for _, v := range inside {
+			n++
+			spec := SweepSpec{Rates: Rates{Values: []float64{1, 2}}}
+			set(&spec, s.Key, v)
+			if _, err := spec.SweepConfig(specTarget()); AsSpecError(err) != nil && AsSpecError(err).Key == s.Key {
+				t.Errorf("%s: %v (inside the table's bound) refused: %v", s.Key, v, err)
+			}
+		}
+	}
+	if n < 12 {
+		t.Errorf("only %d bound cases", n)
+	}
+}
+
+// TestSweepSpecKeysAreTheTable fails when a SweepSpec key (YAML or JSON)
+// has no entry in the settings table, or a table key no SweepSpec field.
+func TestSweepSpecKeysAreTheTable(t *testing.T) {
+	rt := reflect.TypeFor[SweepSpec]()
+	keys := map[string]bool{}
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		y, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		j, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if y != j {
+			t.Errorf("SweepSpec.%s: yaml key %q, json key %q", f.Name, y, j)
+		}
+		keys[y] = true
+		var s *sweep.Setting
+		for _, st := range sweep.Settings() {
+			if st.Key == y && st.Surfaces&sweep.SurfaceSpec != 0 {
+				s = &st
+			}
+		}
+		if s == nil {
+			t.Errorf("SweepSpec key %q has no spec setting in the settings table", y)
+		}
+	}
+	for _, s := range sweep.Settings() {
+		if s.Surfaces&sweep.SurfaceSpec != 0 && !keys[s.Key] {
+			t.Errorf("the settings table's key %q (%s) is no SweepSpec field", s.Key, s.Field)
+		}
+	}
+}
+
+// TestSpecErrorText checks that a sweep's error after its spec was
+// accepted names the spec's keys, not the CLI's flags.
+func TestSpecErrorText(t *testing.T) {
+	fe := &sweep.FieldError{Field: "Workload.InputTokens", Err: errors.New("{Workload.InputTokens} 9000 + {Workload.OutputTokens} 16 = 9016 tokens")}
+	if got, want := SpecErrorText(fmt.Errorf("prepare: %w", fe)), "prepare: input_len: input_len 9000 + output_len 16 = 9016 tokens"; got != want {
+		t.Errorf("SpecErrorText = %q, want %q", got, want)
+	}
+	if got := SpecErrorText(errors.New("plain")); got != "plain" {
+		t.Errorf("SpecErrorText = %q", got)
+	}
+}
