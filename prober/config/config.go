@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -40,11 +41,22 @@ const (
 // own /metrics.
 const MetricsURLNone = "none"
 
-// MaxDefaultConcurrency caps the default max_concurrency (4 × ceil(rate)):
-// enough for 4 s of latency at 64 req/s. Above it requests in flight hold
-// sockets, goroutines and buffers in the prober and batch slots in the
-// target; a probe that needs more sets max_concurrency itself.
-const MaxDefaultConcurrency = 256
+// The default max_concurrency of a probe is DefaultConcurrencyPerRate ×
+// ceil(rate), clamped to [MinDefaultConcurrency, MaxDefaultConcurrency]:
+// four times the rate absorbs 4 s of latency before arrivals are skipped.
+// MaxDefaultConcurrency is enough for 4 s of latency at 64 req/s; above it
+// requests in flight hold sockets, goroutines and buffers in the prober
+// and batch slots in the target, so a probe that needs more sets
+// max_concurrency itself.
+const (
+	DefaultConcurrencyPerRate = 4
+	MinDefaultConcurrency     = 4
+	MaxDefaultConcurrency     = 256
+)
+
+// DefaultMaxBodyBytes is the default max_body_bytes of a target: the
+// client's own cap on a response body.
+const DefaultMaxBodyBytes = ByteSize(client.DefaultMaxBodyBytes)
 
 // DefaultMaxRate is the default global max_rate: the highest rate a probe
 // may set, in requests per second.
@@ -57,10 +69,18 @@ const MaxConfigFileBytes = 4 << 20
 // maxKeyFileBytes caps what is read from an api_key_file.
 const maxKeyFileBytes = 64 << 10
 
+const (
+	// namePattern is what target, probe and sweep names must match: they
+	// are label values and directory names.
+	namePattern = `[a-zA-Z0-9_.:-]+`
+	// envPattern is what api_key_env must match: the name of an
+	// environment variable.
+	envPattern = `[A-Za-z_][A-Za-z0-9_]*`
+)
+
 var (
-	// nameRE is what target and probe names must match: they are label values.
-	nameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:-]+$`)
-	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	nameRE = regexp.MustCompile(`^` + namePattern + `$`)
+	envRE  = regexp.MustCompile(`^` + envPattern + `$`)
 )
 
 // DefaultGoodputObjective is the default goodput objective: 99 % of
@@ -80,18 +100,19 @@ var DefaultGlobalConfig = GlobalConfig{
 }
 
 // DefaultTargetConfig holds a target's defaults: the completions API and a
-// 64MiB response body cap. Timeouts and SLO are inherited from global.
+// response body cap of DefaultMaxBodyBytes (64MiB). Timeouts and SLO are
+// inherited from global.
 var DefaultTargetConfig = TargetConfig{
 	API:          APICompletions,
-	MaxBodyBytes: 64 << 20,
+	MaxBodyBytes: DefaultMaxBodyBytes,
 }
 
 // DefaultProbeConfig holds the defaults of a probe written in a file: Poisson
 // arrivals, burstiness 1 and workload.DefaultSpec() (64 input tokens, 16
 // output tokens, ignore_eos). Rate has no default: a written probe must set
-// it. The default max_concurrency (4 × ceil(rate), between 4 and
-// MaxDefaultConcurrency) and seed (derived from the target and probe names)
-// are computed at load.
+// it. The default max_concurrency (DefaultConcurrencyPerRate × ceil(rate),
+// between MinDefaultConcurrency and MaxDefaultConcurrency) and seed
+// (derived from the target and probe names) are computed at load.
 var DefaultProbeConfig = ProbeConfig{
 	Arrival:    ArrivalPoisson,
 	Burstiness: 1,
@@ -237,8 +258,9 @@ type ProbeConfig struct {
 	// other than 1 needs ArrivalGamma.
 	Burstiness float64 `yaml:"burstiness"`
 	// MaxConcurrency caps the requests in flight; an arrival that finds the
-	// cap full is skipped and counted. Default 4 × ceil(Rate), at least 4
-	// and at most MaxDefaultConcurrency.
+	// cap full is skipped and counted. Default DefaultConcurrencyPerRate ×
+	// ceil(Rate), at least MinDefaultConcurrency and at most
+	// MaxDefaultConcurrency.
 	MaxConcurrency int `yaml:"max_concurrency"`
 	// Workload is the request distribution; workload.DefaultSpec() when left
 	// out, and each of its length keys defaults to DefaultSpec's when left out.

@@ -154,7 +154,7 @@ func (p *ProbeConfig) resolve(target string) error {
 		p.Burstiness = DefaultProbeConfig.Burstiness
 	}
 	if !p.set.has("max_concurrency", p.MaxConcurrency != 0) && p.Rate > 0 && !math.IsInf(p.Rate, 0) {
-		p.MaxConcurrency = int(max(4, min(4*math.Ceil(p.Rate), MaxDefaultConcurrency)))
+		p.MaxConcurrency = int(max(MinDefaultConcurrency, min(DefaultConcurrencyPerRate*math.Ceil(p.Rate), MaxDefaultConcurrency)))
 	}
 	def := DefaultProbeConfig.Workload
 	w, ws := &p.Workload, p.workloadSet

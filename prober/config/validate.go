@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,7 +80,7 @@ func (t TargetConfig) Validate() error {
 		l.add("api_key_file", errors.New("set either api_key_file or api_key_env, not both"))
 	} else if t.APIKeyEnv != "" && !envRE.MatchString(t.APIKeyEnv) {
 		// Never echo the value: it may be a key pasted in the wrong place.
-		l.add("api_key_env", errors.New("must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself"))
+		l.add("api_key_env", fmt.Errorf("must be the name of an environment variable (%s), not the key itself", envPattern))
 	}
 	if t.RawMetricsURL != "" && t.RawMetricsURL != MetricsURLNone {
 		l.add("metrics_url", validateURL(t.RawMetricsURL, true))
@@ -140,8 +141,9 @@ func (p ProbeConfig) Validate() error {
 	if !burstBad && (p.Burstiness < arrival.MinBurstiness || p.Burstiness > arrival.MaxBurstiness) {
 		// Below the minimum nearly every gap is 0: runs of millions of
 		// arrivals at once.
-		burstBad = l.add("burstiness", fmt.Errorf("must be between %v and %v (gaps with a coefficient of variation of 10 to 0.03), got %v",
-			arrival.MinBurstiness, float64(arrival.MaxBurstiness), p.Burstiness))
+		burstBad = l.add("burstiness", fmt.Errorf("must be between %v and %v (gaps with a coefficient of variation of %s to %s), got %v",
+			arrival.MinBurstiness, float64(arrival.MaxBurstiness),
+			gapCV(arrival.MinBurstiness), gapCV(arrival.MaxBurstiness), p.Burstiness))
 	}
 	if !rateBad && arrivalOK && !burstBad {
 		// Whatever else the arrival process refuses, refused here, at load,
@@ -172,12 +174,20 @@ func (p ProbeConfig) Validate() error {
 	return l.err()
 }
 
+// gapCV is the coefficient of variation of the gaps of gamma arrivals of
+// shape burstiness, 1/√burstiness, to one significant digit.
+func gapCV(burstiness float64) string {
+	cv := 1 / math.Sqrt(burstiness)
+	unit := math.Pow10(int(math.Floor(math.Log10(cv))))
+	return strconv.FormatFloat(math.Round(cv/unit)*unit, 'f', -1, 64)
+}
+
 func validateName(s string) error {
 	if s == "" {
 		return errors.New("required")
 	}
 	if !nameRE.MatchString(s) {
-		return fmt.Errorf("must match [a-zA-Z0-9_.:-]+, got %q", s)
+		return fmt.Errorf("must match %s, got %q", namePattern, s)
 	}
 	return nil
 }
