@@ -487,7 +487,9 @@ func TestRunBurstAndMaxConcurrency(t *testing.T) {
 				if s.Stats.QueueTime.Max <= 0 || s.Stats.AchievedRate >= s.Stats.ScheduledRate {
 					t.Errorf("queue max %.2f ms, achieved %.1f vs scheduled %.1f req/s", s.Stats.QueueTime.Max, s.Stats.AchievedRate, s.Stats.ScheduledRate)
 				}
-				if !s.Validity.Valid {
+				// A late client on a busy machine is flagged; the wait for
+				// the one slot never is (clientSaturated recounts without it).
+				if !s.Validity.Valid && !clientSaturated(t, res, s) {
 					t.Errorf("queue wait counted as client lag: %v", s.Validity.Reasons)
 				}
 				st := readResult(t, res.Dir)["steps"].([]any)[0].(map[string]any)

@@ -146,7 +146,9 @@ func checkResultKeys(t *testing.T, res *Result, keys []string) {
 }
 
 // TestKneeOverRounds states the knee of a two-round ladder from the knee
-// rule run on each round alone.
+// rule run on each round alone. A machine too busy for the client to keep
+// a level's rate (a step flagged client-saturated, with its evidence) may
+// leave no knee, and then no interval.
 func TestKneeOverRounds(t *testing.T) {
 	sc := simtest.Fast()
 	sc.MaxNumSeqs = 1
@@ -158,11 +160,22 @@ func TestKneeOverRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), DiscardSink{}, NopObserver{})
+	sink := &recordingSink{good: map[int]int{}}
+	res, err := p.Run(context.Background(), sink, NopObserver{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ki := res.Knee.Interval
+	saturated := false
+	for _, st := range res.Steps {
+		saturated = clientSaturated(t, st, cfg.Validity, sink.recs[st.Index]) || saturated
+	}
+	if saturated && !res.Knee.Found {
+		if ki != nil {
+			t.Errorf("knee %+v not found, but an interval %+v", res.Knee, ki)
+		}
+		return
+	}
 	if !res.Knee.Found || ki == nil || ki.Method != KneeFromRounds || len(ki.PerRound) != 2 || !ki.Contains(res.Knee.Level) {
 		t.Fatalf("knee %+v interval %+v, want a range over 2 rounds containing the knee", res.Knee, ki)
 	}
