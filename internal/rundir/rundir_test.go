@@ -257,7 +257,9 @@ func TestRunLadderArtifacts(t *testing.T) {
 		t.Errorf("server deltas: %v", srv)
 	}
 	v := s0["validity"].(map[string]any)
-	if v["valid"] != true || v["idle"].(map[string]any)["status"] != sweep.IdleProven {
+	// A late client on a busy machine is flagged client-saturated, with
+	// its evidence: the right answer there.
+	if v["valid"] != true && !clientSaturated(t, out, out.Result.Steps[0]) || v["idle"].(map[string]any)["status"] != sweep.IdleProven {
 		t.Errorf("validity: %v", v)
 	}
 	for _, phase := range []string{"before-warmup", "before"} {
@@ -946,17 +948,30 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 	if steps[0].Validity.Valid || steps[0].Attempt != 1 || !slices.Contains(steps[0].Validity.Flags, sweep.FlagNotIdle) {
 		t.Errorf("step 0: valid %v attempt %d flags %v", steps[0].Validity.Valid, steps[0].Attempt, steps[0].Validity.Flags)
 	}
-	if !steps[1].Validity.Valid || steps[1].Attempt != 2 || steps[1].Level != 40 || steps[1].Label != "rate=40/attempt=2" {
+	// A late client on a busy machine can make the rerun invalid too
+	// (client-saturated, with its evidence): the level then has no valid
+	// round and bounds no knee.
+	rerunSaturated := clientSaturated(t, out, steps[1])
+	if !steps[1].Validity.Valid && !rerunSaturated || steps[1].Attempt != 2 || steps[1].Level != 40 || steps[1].Label != "rate=40/attempt=2" {
 		t.Errorf("step 1: valid %v attempt %d level %v label %q", steps[1].Validity.Valid, steps[1].Attempt, steps[1].Level, steps[1].Label)
 	}
-	if len(out.Result.Levels) != 1 || out.Result.Levels[0].ValidRounds != 1 || !out.Result.Levels[0].Passes {
-		t.Errorf("levels %+v", out.Result.Levels)
-	}
-	if out.Result.SearchEnd != sweep.SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
-		t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
-	}
-	if k := out.Result.Knee; k.Low != 40 || k.Found || k.Level != 0 {
-		t.Errorf("knee %+v", k)
+	if rerunSaturated {
+		if l := out.Result.Levels; len(l) != 1 || l[0].ValidRounds != 0 || l[0].Passes {
+			t.Errorf("levels %+v, want one level without a valid round", l)
+		}
+		if k := out.Result.Knee; k.Low != 0 || k.Found {
+			t.Errorf("knee %+v, want none bounded", k)
+		}
+	} else {
+		if len(out.Result.Levels) != 1 || out.Result.Levels[0].ValidRounds != 1 || !out.Result.Levels[0].Passes {
+			t.Errorf("levels %+v", out.Result.Levels)
+		}
+		if out.Result.SearchEnd != sweep.SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
+			t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
+		}
+		if k := out.Result.Knee; k.Low != 40 || k.Found || k.Level != 0 {
+			t.Errorf("knee %+v", k)
+		}
 	}
 	m := verifyClean(t, out.Dir)
 	if s := m.Fingerprint.Load.Search; s == nil || s.Start != "40" || s.MaxSteps != 2 || s.Retries != sweep.DefaultSearchRetries {
