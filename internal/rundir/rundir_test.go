@@ -337,6 +337,18 @@ func TestRunAutoKnee(t *testing.T) {
 	for _, s := range res.Result.Steps {
 		t.Logf("  %s: offered %.2f ratio %.3f ttft p99 %.1f ms valid %v", s.Label, s.Stats.OfferedRate, s.Stats.GoodputRatio, s.Stats.TTFT.P99, s.Validity.Valid)
 	}
+	if !k.Found && res.Result.SearchEnd == sweep.SearchInvalid {
+		// A machine too busy for the client: the search stops at a level
+		// it could not measure. Right when each invalid attempt there was
+		// client-saturated, with its evidence.
+		last := res.Result.Steps[len(res.Result.Steps)-1]
+		for _, s := range res.Result.Steps {
+			if s.Level == last.Level && !s.Validity.Valid && !clientSaturated(t, res, s) {
+				t.Errorf("search stopped at %s: step %s invalid: %v", k.Stop, s.Label, s.Validity.Reasons)
+			}
+		}
+		return
+	}
 	if !k.Found {
 		t.Fatalf("knee not found: %s", k.Reason)
 	}
@@ -963,14 +975,30 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 			t.Errorf("knee %+v, want none bounded", k)
 		}
 	} else {
-		if len(out.Result.Levels) != 1 || out.Result.Levels[0].ValidRounds != 1 || !out.Result.Levels[0].Passes {
-			t.Errorf("levels %+v", out.Result.Levels)
+		l := out.Result.Levels
+		if len(l) != 1 || l[0].ValidRounds != 1 {
+			t.Fatalf("levels %+v", l)
 		}
 		if out.Result.SearchEnd != sweep.SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
 			t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
 		}
-		if k := out.Result.Knee; k.Low != 40 || k.Found || k.Level != 0 {
-			t.Errorf("knee %+v", k)
+		// The rerun counts for the knee: it bounds it from below when it
+		// passes. The simulator shares this process: on a machine too busy
+		// for it to serve 40 req/s the level fails on keep-up (what was
+		// measured) and bounds the knee from above.
+		k := out.Result.Knee
+		switch {
+		case l[0].Passes:
+			if k.Low != 40 || k.Found || k.Level != 0 {
+				t.Errorf("knee %+v", k)
+			}
+		case l[0].GoodputRatio.Mean >= sweep.DefaultGoodputRatio:
+			t.Errorf("level %+v fails though it kept up", l[0])
+		default:
+			t.Logf("level %s kept up %.3f of its rate on this machine, and fails", l[0].Label, l[0].GoodputRatio.Mean)
+			if k.Low != 0 || k.Upper != 40 || k.Found {
+				t.Errorf("knee %+v, want below the failing 40", k)
+			}
 		}
 	}
 	m := verifyClean(t, out.Dir)
