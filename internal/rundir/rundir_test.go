@@ -352,7 +352,18 @@ func TestRunAutoKnee(t *testing.T) {
 	if !k.Found {
 		t.Fatalf("knee not found: %s", k.Reason)
 	}
-	if math.Abs(k.Level-capacity) > 0.1*capacity {
+	// The simulator shares this process: on a busy machine it can serve
+	// less than its model's capacity. A knee below it is then right when
+	// the first failing level, valid, offered less than that capacity and
+	// did not keep up: what was measured.
+	starved := false
+	for _, s := range res.Result.Steps {
+		if s.Level == k.Upper && s.Validity.Valid && k.Upper < capacity && s.Stats.GoodputRatio < sweep.DefaultGoodputRatio {
+			starved = true
+			t.Logf("step %s: kept up %.3f below the model's capacity: the server could not serve it on this machine", s.Label, s.Stats.GoodputRatio)
+		}
+	}
+	if d := k.Level - capacity; d > 0.1*capacity || d < -0.1*capacity && !starved {
 		t.Errorf("knee %.2f req/s, want within 10%% of the capacity %.2f", k.Level, capacity)
 	}
 	// An invalid step (a late client on a busy machine) is rerun: that
