@@ -137,8 +137,10 @@ func TestShardedSweepMerge(t *testing.T) {
 	}
 	// The shards together send the whole rate. The bound is loose: on a
 	// busy machine late sends stretch a 2-second window (the exact checks
-	// are the merged-equals-union ones above).
-	if math.Abs(got.AchievedRate-rate)/rate > 0.10 {
+	// are the merged-equals-union ones above); on one too busy for the
+	// clients to keep the rate at all, the merged step is flagged
+	// client-saturated with its evidence, the right answer there.
+	if math.Abs(got.AchievedRate-rate)/rate > 0.10 && !clientSaturated(t, out, st) {
 		t.Errorf("achieved total rate %.2f req/s, want %v within 10 %%", got.AchievedRate, rate)
 	}
 	if got.RequestedRate != rate {

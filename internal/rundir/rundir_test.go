@@ -257,7 +257,9 @@ func TestRunLadderArtifacts(t *testing.T) {
 		t.Errorf("server deltas: %v", srv)
 	}
 	v := s0["validity"].(map[string]any)
-	if v["valid"] != true || v["idle"].(map[string]any)["status"] != sweep.IdleProven {
+	// A late client on a busy machine is flagged client-saturated, with
+	// its evidence: the right answer there.
+	if v["valid"] != true && !clientSaturated(t, out, out.Result.Steps[0]) || v["idle"].(map[string]any)["status"] != sweep.IdleProven {
 		t.Errorf("validity: %v", v)
 	}
 	for _, phase := range []string{"before-warmup", "before"} {
@@ -335,10 +337,33 @@ func TestRunAutoKnee(t *testing.T) {
 	for _, s := range res.Result.Steps {
 		t.Logf("  %s: offered %.2f ratio %.3f ttft p99 %.1f ms valid %v", s.Label, s.Stats.OfferedRate, s.Stats.GoodputRatio, s.Stats.TTFT.P99, s.Validity.Valid)
 	}
+	if !k.Found && res.Result.SearchEnd == sweep.SearchInvalid {
+		// A machine too busy for the client: the search stops at a level
+		// it could not measure. Right when each invalid attempt there was
+		// client-saturated, with its evidence.
+		last := res.Result.Steps[len(res.Result.Steps)-1]
+		for _, s := range res.Result.Steps {
+			if s.Level == last.Level && !s.Validity.Valid && !clientSaturated(t, res, s) {
+				t.Errorf("search stopped at %s: step %s invalid: %v", k.Stop, s.Label, s.Validity.Reasons)
+			}
+		}
+		return
+	}
 	if !k.Found {
 		t.Fatalf("knee not found: %s", k.Reason)
 	}
-	if math.Abs(k.Level-capacity) > 0.1*capacity {
+	// The simulator shares this process: on a busy machine it can serve
+	// less than its model's capacity. A knee below it is then right when
+	// the first failing level, valid, offered less than that capacity and
+	// did not keep up: what was measured.
+	starved := false
+	for _, s := range res.Result.Steps {
+		if s.Level == k.Upper && s.Validity.Valid && k.Upper < capacity && s.Stats.GoodputRatio < sweep.DefaultGoodputRatio {
+			starved = true
+			t.Logf("step %s: kept up %.3f below the model's capacity: the server could not serve it on this machine", s.Label, s.Stats.GoodputRatio)
+		}
+	}
+	if d := k.Level - capacity; d > 0.1*capacity || d < -0.1*capacity && !starved {
 		t.Errorf("knee %.2f req/s, want within 10%% of the capacity %.2f", k.Level, capacity)
 	}
 	// An invalid step (a late client on a busy machine) is rerun: that
@@ -487,7 +512,9 @@ func TestRunBurstAndMaxConcurrency(t *testing.T) {
 				if s.Stats.QueueTime.Max <= 0 || s.Stats.AchievedRate >= s.Stats.ScheduledRate {
 					t.Errorf("queue max %.2f ms, achieved %.1f vs scheduled %.1f req/s", s.Stats.QueueTime.Max, s.Stats.AchievedRate, s.Stats.ScheduledRate)
 				}
-				if !s.Validity.Valid {
+				// A late client on a busy machine is flagged; the wait for
+				// the one slot never is (clientSaturated recounts without it).
+				if !s.Validity.Valid && !clientSaturated(t, res, s) {
 					t.Errorf("queue wait counted as client lag: %v", s.Validity.Reasons)
 				}
 				st := readResult(t, res.Dir)["steps"].([]any)[0].(map[string]any)
@@ -944,17 +971,46 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 	if steps[0].Validity.Valid || steps[0].Attempt != 1 || !slices.Contains(steps[0].Validity.Flags, sweep.FlagNotIdle) {
 		t.Errorf("step 0: valid %v attempt %d flags %v", steps[0].Validity.Valid, steps[0].Attempt, steps[0].Validity.Flags)
 	}
-	if !steps[1].Validity.Valid || steps[1].Attempt != 2 || steps[1].Level != 40 || steps[1].Label != "rate=40/attempt=2" {
+	// A late client on a busy machine can make the rerun invalid too
+	// (client-saturated, with its evidence): the level then has no valid
+	// round and bounds no knee.
+	rerunSaturated := clientSaturated(t, out, steps[1])
+	if !steps[1].Validity.Valid && !rerunSaturated || steps[1].Attempt != 2 || steps[1].Level != 40 || steps[1].Label != "rate=40/attempt=2" {
 		t.Errorf("step 1: valid %v attempt %d level %v label %q", steps[1].Validity.Valid, steps[1].Attempt, steps[1].Level, steps[1].Label)
 	}
-	if len(out.Result.Levels) != 1 || out.Result.Levels[0].ValidRounds != 1 || !out.Result.Levels[0].Passes {
-		t.Errorf("levels %+v", out.Result.Levels)
-	}
-	if out.Result.SearchEnd != sweep.SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
-		t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
-	}
-	if k := out.Result.Knee; k.Low != 40 || k.Found || k.Level != 0 {
-		t.Errorf("knee %+v", k)
+	if rerunSaturated {
+		if l := out.Result.Levels; len(l) != 1 || l[0].ValidRounds != 0 || l[0].Passes {
+			t.Errorf("levels %+v, want one level without a valid round", l)
+		}
+		if k := out.Result.Knee; k.Low != 0 || k.Found {
+			t.Errorf("knee %+v, want none bounded", k)
+		}
+	} else {
+		l := out.Result.Levels
+		if len(l) != 1 || l[0].ValidRounds != 1 {
+			t.Fatalf("levels %+v", l)
+		}
+		if out.Result.SearchEnd != sweep.SearchMaxSteps || !strings.Contains(strings.Join(out.Result.Notes, " "), "2 steps ran") {
+			t.Errorf("search end %q notes %v", out.Result.SearchEnd, out.Result.Notes)
+		}
+		// The rerun counts for the knee: it bounds it from below when it
+		// passes. The simulator shares this process: on a machine too busy
+		// for it to serve 40 req/s the level fails on keep-up (what was
+		// measured) and bounds the knee from above.
+		k := out.Result.Knee
+		switch {
+		case l[0].Passes:
+			if k.Low != 40 || k.Found || k.Level != 0 {
+				t.Errorf("knee %+v", k)
+			}
+		case l[0].GoodputRatio.Mean >= sweep.DefaultGoodputRatio:
+			t.Errorf("level %+v fails though it kept up", l[0])
+		default:
+			t.Logf("level %s kept up %.3f of its rate on this machine, and fails", l[0].Label, l[0].GoodputRatio.Mean)
+			if k.Low != 0 || k.Upper != 40 || k.Found {
+				t.Errorf("knee %+v, want below the failing 40", k)
+			}
+		}
 	}
 	m := verifyClean(t, out.Dir)
 	if s := m.Fingerprint.Load.Search; s == nil || s.Start != "40" || s.MaxSteps != 2 || s.Retries != sweep.DefaultSearchRetries {

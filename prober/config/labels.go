@@ -30,9 +30,11 @@ var ReservedTargetLabels = []string{
 	"model", "engine", "server_version", "server_instance", "max_model_len",
 }
 
-// labelNameRE is a legacy Prometheus label name (letters, digits and _, not
-// starting with a digit).
-var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+// labelNamePattern is a legacy Prometheus label name (letters, digits and
+// _, not starting with a digit).
+const labelNamePattern = `[a-zA-Z_][a-zA-Z0-9_]*`
+
+var labelNameRE = regexp.MustCompile(`^` + labelNamePattern + `$`)
 
 // validateLabels checks a target's static labels: at most MaxTargetLabels,
 // names valid Prometheus label names and not reserved, values non-empty,
@@ -52,7 +54,7 @@ func validateLabels(l *problems, labels map[string]string) {
 		v, path := labels[k], "labels."+k
 		switch {
 		case !labelNameRE.MatchString(k):
-			l.add(path, fmt.Errorf("label name must match [a-zA-Z_][a-zA-Z0-9_]*, got %q", k))
+			l.add(path, fmt.Errorf("label name must match %s, got %q", labelNamePattern, k))
 		case strings.HasPrefix(k, "__"):
 			l.add(path, fmt.Errorf("label name %q is reserved (names starting with __)", k))
 		case slices.Contains(ReservedTargetLabels, k):

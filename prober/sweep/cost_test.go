@@ -4,29 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// recordingSink keeps every record's step, success, goodness under an SLO
-// and output tokens.
+// recordingSink keeps every record by step, and the output tokens of each
+// step's requests that succeeded and met an SLO.
 type recordingSink struct {
 	DiscardSink
 	slo slo.SLO
 
 	mu   sync.Mutex
 	good map[int]int // step -> output tokens of its good requests
+	recs map[int][]prober.Record
 }
 
 func (s *recordingSink) Record(r StepRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.recs == nil {
+		s.recs = map[int][]prober.Record{}
+	}
+	s.recs[r.Step] = append(s.recs[r.Step], *r.Record)
 	if good, _ := s.slo.Evaluate(r.Record); good && r.Record.OK() {
 		out := r.Record.CompletionTokens
 		if out <= 0 {
@@ -43,7 +50,10 @@ func (s *recordingSink) Record(r StepRecord) error {
 // output tokens of its records that met the SLO, its cost per million good
 // output tokens is price / (good tokens / duration × 3600) × 1e6 from the
 // step's own figures, the knee's cost is the knee step's, and the knee is
-// stated with a bootstrap interval that contains it.
+// stated with a bootstrap interval that contains it. On a machine too busy
+// for the client to keep 20 or 400 req/s, a step flagged client-saturated
+// (with its evidence) is the right answer: that level is then neither the
+// knee nor its bracket, and no knee is found.
 func TestCostAndKneeInterval(t *testing.T) {
 	sc := simtest.Fast()
 	sc.MaxNumSeqs = 1
@@ -85,6 +95,21 @@ func TestCostAndKneeInterval(t *testing.T) {
 			t.Errorf("step %s: cost per million good output tokens %v (%v), want %v", st.Label, got, ok, want)
 		}
 	}
+	resultKeys := []string{`"cost_per_hour_usd":3.6`, `"cost_per_million_good_output_tokens":`, `"good_output_tokens":`}
+	var saturated []float64
+	for _, st := range res.Steps {
+		if clientSaturated(t, st, cfg.Validity, sink.recs[st.Index]) {
+			saturated = append(saturated, st.Level)
+		}
+	}
+	if len(saturated) > 0 {
+		k := res.Knee
+		if k.Found || slices.Contains(saturated, k.Low) || slices.Contains(saturated, k.Upper) || k.Interval != nil {
+			t.Errorf("knee %+v with level(s) %v invalid: want no knee, and neither bracket at an invalid level", k, saturated)
+		}
+		checkResultKeys(t, res, resultKeys)
+		return
+	}
 	if !res.Knee.Found || res.Knee.Level != 20 {
 		for _, st := range res.Steps {
 			t.Logf("%s: keep-up %.3f, SLO held %v, valid %v %v", st.Label, st.Stats.GoodputRatio, st.Stats.SLOHeld, st.Validity.Valid, st.Validity.Reasons)
@@ -103,11 +128,17 @@ func TestCostAndKneeInterval(t *testing.T) {
 	if txt := ki.Text("req/s"); !strings.Contains(txt, "95 % interval 20") || !strings.Contains(txt, "levels 20, 400 resampled 1000 times") {
 		t.Errorf("interval text %q", txt)
 	}
+	checkResultKeys(t, res, append(resultKeys, `"interval":{"method":"bootstrap"`))
+}
+
+// checkResultKeys fails unless the JSON of res holds every key.
+func checkResultKeys(t *testing.T, res *Result, keys []string) {
+	t.Helper()
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"cost_per_hour_usd":3.6`, `"cost_per_million_good_output_tokens":`, `"interval":{"method":"bootstrap"`, `"good_output_tokens":`} {
+	for _, key := range keys {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("result.json has no %s", key)
 		}
@@ -115,7 +146,9 @@ func TestCostAndKneeInterval(t *testing.T) {
 }
 
 // TestKneeOverRounds states the knee of a two-round ladder from the knee
-// rule run on each round alone.
+// rule run on each round alone. A machine too busy for the client to keep
+// a level's rate (a step flagged client-saturated, with its evidence) may
+// leave no knee, and then no interval.
 func TestKneeOverRounds(t *testing.T) {
 	sc := simtest.Fast()
 	sc.MaxNumSeqs = 1
@@ -127,11 +160,22 @@ func TestKneeOverRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), DiscardSink{}, NopObserver{})
+	sink := &recordingSink{good: map[int]int{}}
+	res, err := p.Run(context.Background(), sink, NopObserver{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ki := res.Knee.Interval
+	saturated := false
+	for _, st := range res.Steps {
+		saturated = clientSaturated(t, st, cfg.Validity, sink.recs[st.Index]) || saturated
+	}
+	if saturated && !res.Knee.Found {
+		if ki != nil {
+			t.Errorf("knee %+v not found, but an interval %+v", res.Knee, ki)
+		}
+		return
+	}
 	if !res.Knee.Found || ki == nil || ki.Method != KneeFromRounds || len(ki.PerRound) != 2 || !ki.Contains(res.Knee.Level) {
 		t.Fatalf("knee %+v interval %+v, want a range over 2 rounds containing the knee", res.Knee, ki)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -41,6 +42,10 @@ func traceConfig(t testing.TB, target string, tr *workload.Trace, speeds ...floa
 // every entry is sent, at the trace's offsets divided by the speed (the
 // scheduled times exactly, the actual ones within a loose bound), so speed
 // 2 halves the span; the shared hash ids reach the server's prefix cache.
+// On a machine too busy for the client to keep the trace's times, a step
+// flagged client-saturated (with its evidence) is the right answer: its
+// sends are then not held to the timing bounds; reordered sends are held
+// to what the records show.
 func TestTraceReplay(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	const n = 40
@@ -59,6 +64,7 @@ func TestTraceReplay(t *testing.T) {
 		t.Fatalf("complete %v, %d steps", res.Complete, len(res.Steps))
 	}
 	span := tr.Span().Seconds() // 1.95 s
+	anySaturated := false
 	for k, st := range res.Steps {
 		speed := float64(k + 1)
 		if want := fmt.Sprintf("trace-speed=%d", k+1); st.Label != want || st.Mode != ModeOpen {
@@ -80,7 +86,20 @@ func TestTraceReplay(t *testing.T) {
 		if d := tt.ScheduledSpanS - span/speed; d > 1e-6 || d < -1e-6 {
 			t.Errorf("step %d: scheduled span %v, want %v", k, tt.ScheduledSpanS, span/speed)
 		}
-		if tt.OffsetErrorMS.P50 < 0 || tt.OffsetErrorMS.Max > 1000 || tt.OffsetErrorMS.P99 > tt.OffsetErrorMS.Max {
+		recs := map[int64]StepRecord{}
+		var stepRecs []prober.Record
+		for _, r := range sink.recs {
+			if r.Step == k {
+				recs[r.Index] = r
+				stepRecs = append(stepRecs, *r.Record)
+			}
+		}
+		if len(recs) != n {
+			t.Fatalf("step %d: %d records", k, len(recs))
+		}
+		saturated := clientSaturated(t, st, cfg.Validity, stepRecs)
+		anySaturated = anySaturated || saturated
+		if tt.OffsetErrorMS.P50 < 0 || tt.OffsetErrorMS.P99 > tt.OffsetErrorMS.Max || !saturated && tt.OffsetErrorMS.Max > 1000 {
 			t.Errorf("step %d: offset error %+v", k, tt.OffsetErrorMS)
 		}
 		traced, achieved := 0, 0
@@ -103,32 +122,38 @@ func TestTraceReplay(t *testing.T) {
 			t.Errorf("step %d: a trace's shared prefixes were flagged: %v", k, st.Validity.Reasons)
 		}
 		// Per request: the intended send is exactly the trace's offset /
-		// speed; the actual one is not earlier, nor far later.
-		recs := map[int64]StepRecord{}
-		for _, r := range sink.recs {
-			if r.Step == k {
-				recs[r.Index] = r
-			}
-		}
-		if len(recs) != n {
-			t.Fatalf("step %d: %d records", k, len(recs))
-		}
+		// speed; the actual one is not earlier, nor (unless the client
+		// said it could not keep up) far later.
 		origin := recs[0].Record.Scheduled
+		var maxLag time.Duration
+		var reordered int
+		var lastSent time.Time
 		for i := range int64(n) {
 			rec := recs[i].Record
+			maxLag = max(maxLag, rec.Sent.Sub(rec.Scheduled))
+			if i > 0 && rec.Sent.Before(lastSent) {
+				reordered++ // the trace's offsets are all distinct
+			}
+			if rec.Sent.After(lastSent) {
+				lastSent = rec.Sent
+			}
 			want := time.Duration(float64(tr.Entries[i].Offset) / speed)
 			if got := rec.Scheduled.Sub(origin); got != want {
 				t.Errorf("step %d request %d: scheduled at %v, want %v", k, i, got, want)
 			}
-			if lag := rec.Sent.Sub(rec.Scheduled); lag < 0 || lag > time.Second {
+			if lag := rec.Sent.Sub(rec.Scheduled); lag < 0 || !saturated && lag > time.Second {
 				t.Errorf("step %d request %d: sent %v after its time", k, i, lag)
 			}
 			if rec.OutputTokensRequested != 4 || rec.PromptTokens != 64 {
 				t.Errorf("step %d request %d: %d prompt tokens, max_tokens %d", k, i, rec.PromptTokens, rec.OutputTokensRequested)
 			}
 		}
-		if tt.ReorderedSends > 2 {
-			t.Errorf("step %d: %d requests sent before one scheduled 50 ms / speed earlier", k, tt.ReorderedSends)
+		// A request is sent before an earlier one only when that one was
+		// later than the trace's gap (50 ms / speed): none without such a
+		// late send, else as many as the records show.
+		if gap := time.Duration(float64(50*time.Millisecond) / speed); tt.ReorderedSends != reordered || maxLag < gap && reordered != 0 {
+			t.Errorf("step %d: %d requests sent before one scheduled earlier, the records show %d (largest send lag %v, trace gap %v)",
+				k, tt.ReorderedSends, reordered, maxLag, gap)
 		}
 		// Equal leading hash ids, equal leading text (one block: 16 words
 		// past the tokenizer's overhead).
@@ -138,7 +163,7 @@ func TestTraceReplay(t *testing.T) {
 		}
 	}
 	s0, s1 := res.Steps[0].Trace.AchievedSpanS, res.Steps[1].Trace.AchievedSpanS
-	if r := s1 / s0; r < 0.4 || r > 0.6 {
+	if r := s1 / s0; !anySaturated && (r < 0.4 || r > 0.6) {
 		t.Errorf("--trace-speed 2 sent over %v s, speed 1 over %v s: ratio %v, want about 0.5", s1, s0, r)
 	}
 	if ft := res.Fingerprint.Workload.Trace; ft == nil || ft.SHA256 != tr.SHA256 || ft.Entries != n || !slices.Equal(ft.Speeds, []float64{1, 2}) {
