@@ -207,7 +207,7 @@ func TestDecodeResultErrors(t *testing.T) {
 		{"not JSON", `{`, "decode result"},
 		{"no schema", `{"date": "x"}`, "no llmprobe_result_schema"},
 		{"a newer schema", `{"llmprobe_result_schema": 3}`, "newer than this llmprobe reads (2)"},
-		{"a rate that is no number", `{"llmprobe_result_schema": 1, "steps": [{"request_rate": "fast"}]}`, `step 0: rate "fast"`},
+		{"a rate that is no number", `{"llmprobe_result_schema": 1, "steps": [{"request_rate": "fast"}]}`, `step 0: request_rate: rate "fast"`},
 		{"metadata that is no string", `{"llmprobe_result_schema": 1, "gpu": 4}`, "metadata gpu"},
 		{"a key of the wrong type", `{"llmprobe_result_schema": 1, "complete": "yes"}`, "complete"},
 	}
