@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/stats"
@@ -67,10 +68,11 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := out.topKeys(&schema).read(top); err != nil {
 		return fmt.Errorf("decode result: %w", err)
 	}
-	// Every other top-level key is a --metadata pair.
+	// Every other top-level key is a --metadata pair, but for the latency
+	// keys ParseMetadata reserves too (p75_ttft_ms, ...): a step holds them.
 	known := resultKeys()
 	for k, raw := range top {
-		if known[k] {
+		if known[k] || percentileKey.MatchString(k) {
 			continue
 		}
 		var v string
@@ -109,7 +111,8 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 // resultKeys returns every key result.json writes at the top level and in a
 // step (optional ones included), for rejecting --metadata keys that would
 // collide with them and for telling the metadata pairs apart when reading.
-func resultKeys() map[string]bool {
+// The map is shared: read it only.
+var resultKeys = sync.OnceValue(func() map[string]bool {
 	keys := map[string]bool{}
 	var schema int
 	r := &Result{}
@@ -119,7 +122,7 @@ func resultKeys() map[string]bool {
 		}
 	}
 	return keys
-}
+})
 
 // stepList is result.json's "steps" of a Result.
 type stepList struct{ r *Result }
@@ -170,6 +173,14 @@ func (r *Result) decodeStep(raw []byte, index percentileIndex) (*Step, error) {
 	index.prefill(m, &s.Stats)
 	if err := r.stepKeys(s).read(m); err != nil {
 		return nil, err
+	}
+	if err := m.require(vllmStepKeys); err != nil {
+		return nil, err
+	}
+	if v := &s.Validity; len(v.Reasons) != len(v.Flags) {
+		// Reasons[i] explains Flags[i] (the knee's notes, the reports and
+		// compare's rules read them so).
+		return nil, fmt.Errorf("validity: %d flags but %d reasons", len(v.Flags), len(v.Reasons))
 	}
 	st := &s.Stats
 	if s.Mode == ModeClosed {
@@ -253,11 +264,42 @@ func (l *levelList) UnmarshalJSON(b []byte) error {
 	}
 	*l = nil
 	for i, raw := range raws {
+		var m fields
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("level %d: %w", i, err)
+		}
 		var lv Level
-		if err := levelKeys(&lv).UnmarshalJSON(raw); err != nil {
+		o := levelKeys(&lv)
+		if err := o.read(m); err != nil {
+			return fmt.Errorf("level %d: %w", i, err)
+		}
+		// Every level llmprobe wrote has all its keys.
+		if err := m.require(o.keys()); err != nil {
 			return fmt.Errorf("level %d: %w", i, err)
 		}
 		*l = append(*l, lv)
+	}
+	return nil
+}
+
+// vllmStepKeys are vllm bench serve's own keys of a step, which every
+// step llmprobe wrote holds (llmprobe's extras grew over time), less the
+// two that are derived in some steps (request_rate of a closed loop,
+// request_goodput without an SLO). Requiring them keeps what a step costs
+// to read in proportion to its size: a Step is some kilobytes in memory,
+// an object like {} two bytes.
+var vllmStepKeys = slices.Concat([]string{"label", "num_prompts", "max_concurrency", "duration", "completed",
+	"failed", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
+	"total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests"},
+	latencyKeys(latencyMetrics[0], &Latency{}).keys(), latencyKeys(latencyMetrics[1], &Latency{}).keys(),
+	latencyKeys(latencyMetrics[2], &Latency{}).keys(), latencyKeys(latencyMetrics[3], &Latency{}).keys())
+
+// require fails when f lacks one of keys.
+func (f fields) require(keys []string) error {
+	for _, k := range keys {
+		if _, ok := f[k]; !ok {
+			return fmt.Errorf("no %s key", k)
+		}
 	}
 	return nil
 }

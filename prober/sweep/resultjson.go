@@ -83,6 +83,15 @@ func (o object) read(m fields) error {
 	return nil
 }
 
+// keys returns the keys of o.
+func (o object) keys() []string {
+	ks := make([]string, len(o))
+	for i, f := range o {
+		ks[i] = f.key
+	}
+	return ks
+}
+
 // fields is a JSON object by key.
 type fields map[string]json.RawMessage
 
