@@ -18,6 +18,11 @@ import (
 // every step) says so in its derived text and is not read back. The nested
 // values (server, validity, a Latency object, ...) are their own types' json
 // tags both ways; the Result, Step, Stats, Level and Knee types carry none.
+//
+// A new key is one row in its table (and a line in docs/sweep.md); a key
+// that must not be read back says what it is derived from.
+// TestResultKeysReadBack fails on a key written but not read back, a
+// derived key that cannot be derived, and a key read but never written.
 
 // field is one key of a result.json object.
 type field struct {
