@@ -68,24 +68,9 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := out.topKeys(&schema).read(top); err != nil {
 		return fmt.Errorf("decode result: %w", err)
 	}
-	// Every other top-level key is a --metadata pair, but for the latency
-	// keys ParseMetadata reserves too (p75_ttft_ms, ...): a step holds them.
-	known := resultKeys()
-	for k, raw := range top {
-		if known[k] || percentileKey.MatchString(k) {
-			continue
-		}
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("decode result: metadata %s: %w", k, err)
-		}
-		if out.Metadata == nil {
-			out.Metadata = map[string]string{}
-		}
-		out.Metadata[k] = v
-		out.MetadataOrder = append(out.MetadataOrder, k)
+	if err := out.readMetadata(top); err != nil {
+		return fmt.Errorf("decode result: %w", err)
 	}
-	slices.Sort(out.MetadataOrder)
 	if schema < 2 {
 		// Schema 1 wrote knee.level (the highest passing level) found or
 		// not, and no bracket.
@@ -105,6 +90,29 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		}
 	}
 	*r = out
+	return nil
+}
+
+// readMetadata reads the --metadata pairs: every top-level key that is not
+// in the tables, but for the latency keys ParseMetadata reserves too
+// (p75_ttft_ms, ...: a step holds them).
+func (r *Result) readMetadata(top fields) error {
+	known := resultKeys()
+	for k, raw := range top {
+		if known[k] || percentileKey.MatchString(k) {
+			continue
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("metadata %s: %w", k, err)
+		}
+		if r.Metadata == nil {
+			r.Metadata = map[string]string{}
+		}
+		r.Metadata[k] = v
+		r.MetadataOrder = append(r.MetadataOrder, k)
+	}
+	slices.Sort(r.MetadataOrder)
 	return nil
 }
 
