@@ -165,9 +165,9 @@ func compareDir(t *testing.T, out string) string {
 // each a sweep run directory, and analysis.md opens with the decision.
 func checkCompareDir(t *testing.T, dir string, code int) {
 	t.Helper()
-	probs, err := artifacts.Verify(dir)
-	if err != nil || len(probs) != 0 {
-		t.Errorf("verify %s: %v %v", dir, err, probs)
+	v, err := artifacts.Verify(dir, artifacts.VerifyOptions{})
+	if err != nil || len(v.Problems) != 0 {
+		t.Errorf("verify %s: %v %v", dir, err, v.Problems)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, artifacts.ResultFile))
 	if err != nil {

@@ -112,8 +112,8 @@ func TestSweepCommand(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("run dirs %v", dirs)
 	}
-	if probs, err := artifacts.Verify(dirs[0]); err != nil || len(probs) != 0 {
-		t.Fatalf("verify: %v %v", probs, err)
+	if v, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Fatalf("verify: %v %v", v.Problems, err)
 	}
 	help, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.HelpFile))
 	if !strings.Contains(string(help), "usage: llmprobe sweep") || !strings.Contains(string(help), "--goodput") {
@@ -269,8 +269,8 @@ func TestSweepSIGTERM(t *testing.T) {
 	if m.Complete || !strings.Contains(m.InterruptedReason, "interrupted during step 0") {
 		t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
 	}
-	if probs, err := artifacts.Verify(dirs[0]); err != nil || len(probs) != 0 {
-		t.Errorf("verify: %v %v", probs, err)
+	if v, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Errorf("verify: %v %v", v.Problems, err)
 	}
 }
 
@@ -308,12 +308,12 @@ func TestSweepSIGKILLKeepsFinishedSteps(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("verify --partial exit %d:\n%s%s", code, stdout.String(), errOut.String())
 	}
-	sum, _, err := artifacts.VerifyPartial(dirs[0])
+	sum, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Manifest || sum.Records < 20 {
-		t.Errorf("after SIGKILL: manifest %v, %d records on disk; want no manifest and the first step's 20", sum.Manifest, sum.Records)
+	if sum.Manifest != nil || sum.Records < 20 {
+		t.Errorf("after SIGKILL: manifest %v, %d records on disk; want no manifest and the first step's 20", sum.Manifest != nil, sum.Records)
 	}
 }
 

@@ -41,8 +41,8 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 		t.Fatalf("run dirs %v", dirs)
 	}
 	dir := dirs[0]
-	if probs, err := artifacts.Verify(dir); err != nil || len(probs) != 0 {
-		t.Fatalf("verify: %v %v", probs, err)
+	if v, err := artifacts.Verify(dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Fatalf("verify: %v %v", v.Problems, err)
 	}
 	var res struct {
 		Dataset struct {

@@ -390,8 +390,8 @@ func TestFinish(t *testing.T) {
 			if err := r.Finish(Manifest{}, true); !errors.Is(err, ErrFinished) {
 				t.Errorf("second Finish = %v, want ErrFinished", err)
 			}
-			if problems, err := Verify(r.Dir()); err != nil || len(problems) != 0 {
-				t.Errorf("Verify = %v, %v; want no problems", problems, err)
+			if v, err := Verify(r.Dir(), VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+				t.Errorf("Verify = %v, %v; want no problems", v.Problems, err)
 			}
 		})
 	}
@@ -476,10 +476,11 @@ func TestVerify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := finishedRun(t, true, "")
 			tc.tamper(t, r.Dir())
-			got, err := Verify(r.Dir())
+			v, err := Verify(r.Dir(), VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := v.Problems
 			if len(got) != len(tc.want) {
 				t.Fatalf("Verify = %v, want %v", got, tc.want)
 			}
@@ -513,7 +514,7 @@ func TestVerifyUnreadableManifest(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := Verify(dir)
+			_, err := Verify(dir, VerifyOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("Verify error = %v, want one containing %q", err, tc.wantErr)
 			}
@@ -570,8 +571,8 @@ func TestAppenderCloseRenamesAfterWriteError(t *testing.T) {
 	if err := r.Finish(Manifest{}, false); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := Verify(r.Dir()); err != nil || len(p) != 0 {
-		t.Errorf("Verify = %v, %v", p, err)
+	if v, err := Verify(r.Dir(), VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Errorf("Verify = %v, %v", v.Problems, err)
 	}
 }
 
@@ -656,12 +657,12 @@ func TestVerifyPartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As after SIGKILL: no Close, no manifest.
-	sum, problems, err := VerifyPartial(run.Dir())
+	v, err := Verify(run.Dir(), VerifyOptions{Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Manifest || sum.Records != 3 || len(problems) != 0 {
-		t.Fatalf("summary %+v, problems %v; want 3 records, no manifest, no problems", sum, problems)
+	if v.Manifest != nil || v.Records != 3 || len(v.Problems) != 0 {
+		t.Fatalf("verification %+v; want 3 records, no manifest, no problems", v)
 	}
 	// A record cut in the middle is found.
 	f, err := os.OpenFile(filepath.Join(run.Dir(), RecordsFile+PartialSuffix), os.O_WRONLY|os.O_APPEND, 0)
@@ -670,12 +671,12 @@ func TestVerifyPartial(t *testing.T) {
 	}
 	f.WriteString(`{"i":3,"tru`)
 	f.Close()
-	sum, problems, err = VerifyPartial(run.Dir())
+	v, err = Verify(run.Dir(), VerifyOptions{Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Records != 3 || len(problems) != 1 || problems[0].Kind != Truncated {
-		t.Fatalf("summary %+v, problems %v; want one truncated problem", sum, problems)
+	if v.Records != 3 || len(v.Problems) != 1 || v.Problems[0].Kind != Truncated {
+		t.Fatalf("verification %+v; want one truncated problem", v)
 	}
 	recs.Close()
 	snaps.Close()

@@ -231,17 +231,10 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s: %s (%s)", p.Kind, p.Path, p.Detail)
 }
 
-// Verify re-hashes every file listed in dir/manifest.json and reports files
-// that are missing, changed or not regular, and files present but not
-// listed, sorted by path. No problems means every byte is as the manifest
-// says. The error is non-nil only when the manifest cannot be read (see
-// ReadManifest). Verify checks the files against the manifest, not the
-// manifest itself: to pin a run, keep the manifest's own SHA-256 elsewhere.
-func Verify(dir string) ([]Problem, error) {
-	m, err := ReadManifest(dir)
-	if err != nil {
-		return nil, err
-	}
+// checkManifest re-hashes every file listed in m and reports files that
+// are missing, changed or not regular, and files present in dir but not
+// listed (Verify's check of a directory with a manifest).
+func checkManifest(dir string, m *Manifest) []Problem {
 	problems := []Problem{}
 	listed := map[string]bool{}
 	for _, f := range m.Files {
@@ -278,7 +271,7 @@ func Verify(dir string) ([]Problem, error) {
 				Detail: fmt.Sprintf("sha256 %s, %d bytes; manifest says %s, %d bytes", sum, n, f.SHA256, f.Bytes)})
 		}
 	}
-	err = walk(dir, func(rel string, d fs.DirEntry) error {
+	err := walk(dir, func(rel string, d fs.DirEntry) error {
 		if listed[rel] {
 			return nil
 		}
@@ -292,6 +285,5 @@ func Verify(dir string) ([]Problem, error) {
 	if err != nil {
 		problems = append(problems, Problem{Path: ".", Kind: Invalid, Detail: fmt.Sprintf("list directory: %v", err)})
 	}
-	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Path < problems[j].Path })
-	return problems, nil
+	return problems
 }

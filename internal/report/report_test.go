@@ -582,8 +582,8 @@ func TestWriteFiles(t *testing.T) {
 	if got, want := strings.Join(names, ","), "analysis.md,goodput.svg,latency.svg"; got != want {
 		t.Errorf("files = %s, want %s", got, want)
 	}
-	if p, err := artifacts.Verify(r.Dir()); err != nil || len(p) != 0 {
-		t.Errorf("Verify = %v, %v", p, err)
+	if v, err := artifacts.Verify(r.Dir(), artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Errorf("Verify = %v, %v", v.Problems, err)
 	}
 }
 

@@ -86,8 +86,8 @@ func TestShardedSweepMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if probs, err := artifacts.Verify(out.Dir); err != nil || len(probs) > 0 {
-		t.Fatalf("merged run does not verify: %v %v", err, probs)
+	if v, err := artifacts.Verify(out.Dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) > 0 {
+		t.Fatalf("merged run does not verify: %v %v", err, v.Problems)
 	}
 	merged, err := report.Load(out.Dir)
 	if err != nil {

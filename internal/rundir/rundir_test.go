@@ -152,12 +152,12 @@ func readResult(t *testing.T, dir string) map[string]any {
 
 func verifyClean(t *testing.T, dir string) artifacts.Manifest {
 	t.Helper()
-	probs, err := artifacts.Verify(dir)
+	v, err := artifacts.Verify(dir, artifacts.VerifyOptions{})
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if len(probs) != 0 {
-		t.Fatalf("verify problems: %v", probs)
+	if len(v.Problems) != 0 {
+		t.Fatalf("verify problems: %v", v.Problems)
 	}
 	m, err := artifacts.ReadManifest(dir)
 	if err != nil {
@@ -280,9 +280,9 @@ func TestRunLadderArtifacts(t *testing.T) {
 	if err := os.WriteFile(p, bytes.Replace(b, []byte(`"completed": 20`), []byte(`"completed": 21`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	probs, err := artifacts.Verify(out.Dir)
-	if err != nil || len(probs) != 1 || probs[0].Kind != artifacts.Changed {
-		t.Errorf("tampered result.json: problems %v err %v, want one changed", probs, err)
+	ver, err := artifacts.Verify(out.Dir, artifacts.VerifyOptions{})
+	if err != nil || len(ver.Problems) != 1 || ver.Problems[0].Kind != artifacts.Changed {
+		t.Errorf("tampered result.json: problems %v err %v, want one changed", ver.Problems, err)
 	}
 }
 

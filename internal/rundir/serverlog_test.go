@@ -69,8 +69,8 @@ func TestServerLog(t *testing.T) {
 	if err != nil || m.ServerLog != ServerLogFile {
 		t.Errorf("manifest server_log %q, %v", m.ServerLog, err)
 	}
-	if probs, err := artifacts.Verify(out.Dir); err != nil || len(probs) > 0 {
-		t.Errorf("verify: %v %v", probs, err)
+	if v, err := artifacts.Verify(out.Dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) > 0 {
+		t.Errorf("verify: %v %v", v.Problems, err)
 	}
 
 	// Without --server-log: no file, and the manifest says not-recorded.

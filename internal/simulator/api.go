@@ -7,12 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/llmprobe/llmprobe/prober/jsonkind"
 )
 
 // maxBodyBytes caps request bodies.
@@ -226,31 +227,11 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return badRequest(te.Field, "%s: expected %s, got a JSON %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
+			return badRequest(te.Field, "%s: expected %s, got a JSON %s", te.Field, jsonkind.Describe(te.Type), te.Value)
 		}
 		return badRequest("", "invalid JSON body: %v", err)
 	}
 	return nil
-}
-
-// jsonKind names a Go kind as the JSON type a client must send.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	}
-	return "another type"
 }
 
 // checkModel answers vLLM's 404 for a model other than the served one; an

@@ -270,8 +270,8 @@ func TestCancel(t *testing.T) {
 	if err != nil || m.Complete {
 		t.Errorf("manifest complete=%v err=%v", m.Complete, err)
 	}
-	if probs, err := artifacts.Verify(got.dir); err != nil || len(probs) > 0 {
-		t.Errorf("verify: %v %v", probs, err)
+	if v, err := artifacts.Verify(got.dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) > 0 {
+		t.Errorf("verify: %v %v", v.Problems, err)
 	}
 	if c := rec.calls(); len(c) != 1 || c[0].result != capacity.ResultCanceled || c[0].last != nil {
 		t.Errorf("observer: %+v", c)

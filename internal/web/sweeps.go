@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/jsonkind"
 )
 
 // MaxSweepBodyBytes caps the body of POST /api/v1/sweeps; a larger one is
@@ -292,38 +292,6 @@ func collectFields(v reflect.Value, out map[string]reflect.Value) {
 	}
 }
 
-var (
-	durationType        = reflect.TypeFor[config.Duration]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-// describeType words a Go type as the JSON value it takes.
-func describeType(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t == durationType:
-		return `a duration string such as "30s"`
-	case reflect.PointerTo(t).Implements(textUnmarshalerType):
-		return "a string"
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	}
-	return "an object"
-}
-
 // fieldDecodeError words a decoding error of key.
 func fieldDecodeError(key string, err error) error {
 	var te *json.UnmarshalTypeError
@@ -332,7 +300,7 @@ func fieldDecodeError(key string, err error) error {
 		if te.Field != "" {
 			at += "." + te.Field
 		}
-		return fmt.Errorf("%s: want %s, got %s", at, describeType(te.Type), te.Value)
+		return fmt.Errorf("%s: want %s, got %s", at, jsonkind.Describe(te.Type), te.Value)
 	}
 	return fmt.Errorf("%s: %s", key, strings.TrimPrefix(err.Error(), "json: "))
 }

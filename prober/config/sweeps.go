@@ -43,6 +43,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// DescribeJSON words the value a Duration takes (jsonkind.Describer).
+func (Duration) DescribeJSON() string { return `a duration string such as "30s"` }
+
 // MarshalText writes the duration as time.Duration.String does.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 

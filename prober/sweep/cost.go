@@ -83,10 +83,11 @@ func (r *Result) KneeCost() (float64, bool) {
 	return CostPerMillion(r.CostPerHour, g)
 }
 
-// costJSON writes a cost, or null when it is not finite (no good token).
+// costJSON writes a cost, or null when there is none (no good token) or it
+// is not finite (a price and a throughput at the ends of float64).
 func costJSON(c float64, ok bool) any {
 	if !ok {
 		return nil
 	}
-	return c
+	return finite(c)
 }

@@ -7,13 +7,21 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
+// MarshalJSON renders result.json (the tables of resultjson.go).
+func (r *Result) MarshalJSON() ([]byte, error) {
+	schema := ResultSchemaVersion
+	return json.Marshal(r.topKeys(&schema))
+}
+
 // DecodeResult reads a result.json written by Result.MarshalJSON back into
-// a Result (see Result.UnmarshalJSON for what it cannot restore).
+// a Result (see Result.UnmarshalJSON for what it cannot restore). The file
+// is untrusted input: what it allocates is in proportion to its size.
 func DecodeResult(r io.Reader) (*Result, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -26,19 +34,21 @@ func DecodeResult(r io.Reader) (*Result, error) {
 	return res, nil
 }
 
-// UnmarshalJSON reads result.json as MarshalJSON writes it: encoding the
-// decoded Result again gives the same bytes. It fails on a document without
-// llmprobe_result_schema or with a newer schema than ResultSchemaVersion.
+// UnmarshalJSON reads result.json through the tables MarshalJSON writes it
+// with: encoding the decoded Result again gives the same bytes. It fails on
+// a document without llmprobe_result_schema or with a newer schema than
+// ResultSchemaVersion.
 //
 // What result.json does not hold stays zero: the Go-only fields (Name,
 // InterruptedReason, MaxConcurrency, Rounds, Fingerprint: the manifest
 // holds them), the Min and Max of the TTFT, TPOT, ITL and E2EL summaries
 // and the Conf and Iters of their p99 intervals, and the per-request send
-// lags Judge uses and samples the knee's bootstrap draws. Derived figures are derived again: Level.Outcome from the
-// level's steps, a step's Level from its request_rate (its concurrency in
-// closed loop), RequestGoodput from good_completed / duration when
-// result.json has none (no SLO set), and a p99 interval bound written as
-// null (not finite) is NaN.
+// lags Judge uses and samples the knee's bootstrap draws. Derived figures
+// are derived again: Level.Outcome from the level's steps, a closed-loop
+// step's Level from its concurrency, RequestGoodput from good_completed /
+// duration when result.json has none (no SLO set), a percentile's Reliable
+// from its metric's sample count; a p99 interval bound written as null (not
+// finite) is NaN.
 func (r *Result) UnmarshalJSON(b []byte) error {
 	var top fields
 	if err := json.Unmarshal(b, &top); err != nil {
@@ -46,7 +56,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}
 	var schema int
 	if err := top.get("llmprobe_result_schema", &schema); err != nil {
-		return err
+		return fmt.Errorf("decode result: %w", err)
 	}
 	switch {
 	case schema == 0:
@@ -55,96 +65,264 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("decode result: llmprobe_result_schema %d is newer than this llmprobe reads (%d)", schema, ResultSchemaVersion)
 	}
 	var out Result
-	var knee kneeJSON
-	var levels []levelJSON
-	var steps []json.RawMessage
-	for _, f := range []struct {
-		key string
-		v   any
-	}{
-		{"complete", &out.Complete}, {"date", &out.Date}, {"backend", &out.Backend}, {"model_id", &out.ModelID},
-		{"tokenizer_id", &out.TokenizerID}, {"mode", &out.Mode}, {"rates", &out.Rates}, {"arrival", &out.Arrival},
-		{"burstiness", &out.Burstiness}, {"goodput_ms", &out.SLO}, {"percentiles", &out.Percentiles}, {"cost_per_hour_usd", &out.CostPerHour},
-		{"knee", &knee}, {"throughput_probe", &out.Probe}, {"dataset", &out.Dataset}, {"notes", &out.Notes}, {"levels", &levels}, {"steps", &steps},
-	} {
-		if err := top.get(f.key, f.v); err != nil {
-			return err
-		}
+	if err := out.topKeys(&schema).read(top); err != nil {
+		return fmt.Errorf("decode result: %w", err)
 	}
-	// Every other top-level key is a --metadata pair.
-	known := resultKeys()
-	known["throughput_probe"] = true
-	for k, raw := range top {
-		if known[k] {
-			continue
-		}
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("decode result: metadata %s: %w", k, err)
-		}
-		if out.Metadata == nil {
-			out.Metadata = map[string]string{}
-		}
-		out.Metadata[k] = v
-		out.MetadataOrder = append(out.MetadataOrder, k)
+	if err := out.readMetadata(top); err != nil {
+		return fmt.Errorf("decode result: %w", err)
 	}
-	slices.Sort(out.MetadataOrder)
-
-	out.Knee = Knee{Found: knee.Found, Level: knee.Level, Low: knee.Low, Upper: float64(knee.Upper), MaxGoodput: knee.MaxGoodput,
-		MaxGoodputLevel: float64(knee.MaxGoodputLevel), NonMonotonic: knee.NonMonotonic, Reason: knee.Reason, Stop: knee.Stop, Interval: knee.Interval}
 	if schema < 2 {
 		// Schema 1 wrote knee.level (the highest passing level) found or
 		// not, and no bracket.
-		out.Knee.Low = knee.Level
-		if !knee.Found {
+		out.Knee.Low = out.Knee.Level
+		if !out.Knee.Found {
 			out.Knee.Level = 0
 		}
 	}
-	out.KneeUnit, out.SearchEnd, out.ReferenceCapacity = knee.Unit, knee.SearchEnd, knee.ReferenceCapacity
-
-	for i, raw := range steps {
-		st, err := decodeStep(raw, out.Percentiles)
-		if err != nil {
-			return fmt.Errorf("decode result: step %d: %w", i, err)
-		}
-		out.Steps = append(out.Steps, st)
+	rounds := map[float64][]*Step{}
+	for _, st := range out.Steps {
+		rounds[st.Level] = append(rounds[st.Level], st)
 	}
-	for _, lj := range levels {
-		l := lj.Level
-		l.Level = float64(lj.LevelValue)
-		var rounds []*Step
-		for _, st := range out.Steps {
-			if st.Level == l.Level {
-				rounds = append(rounds, st)
-			}
+	for i := range out.Levels {
+		l := &out.Levels[i]
+		if rs := rounds[l.Level]; len(rs) > 0 {
+			l.Outcome = aggregate(l.Label, l.Level, rs[0].Mode, rs, DefaultGoodputRatio).Outcome
 		}
-		if len(rounds) > 0 {
-			l.Outcome = aggregate(l.Label, l.Level, rounds[0].Mode, rounds, DefaultGoodputRatio).Outcome
-		}
-		out.Levels = append(out.Levels, l)
 	}
 	*r = out
 	return nil
 }
 
-// fields is a JSON object by key.
-type fields map[string]json.RawMessage
-
-// get decodes key into v; a missing key leaves v as it is.
-func (f fields) get(key string, v any) error {
-	raw, ok := f[key]
-	if !ok {
-		return nil
+// readMetadata reads the --metadata pairs: every top-level key that is not
+// in the tables, but for the latency keys ParseMetadata reserves too
+// (p75_ttft_ms, ...: a step holds them).
+func (r *Result) readMetadata(top fields) error {
+	known := resultKeys()
+	for k, raw := range top {
+		if known[k] || percentileKey.MatchString(k) {
+			continue
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("metadata %s: %w", k, err)
+		}
+		if r.Metadata == nil {
+			r.Metadata = map[string]string{}
+		}
+		r.Metadata[k] = v
+		r.MetadataOrder = append(r.MetadataOrder, k)
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("decode result: %s: %w", key, err)
+	slices.Sort(r.MetadataOrder)
+	return nil
+}
+
+// resultKeys returns every key result.json writes at the top level and in a
+// step (optional ones included), for rejecting --metadata keys that would
+// collide with them and for telling the metadata pairs apart when reading.
+// The map is shared: read it only.
+var resultKeys = sync.OnceValue(func() map[string]bool {
+	keys := map[string]bool{}
+	var schema int
+	r := &Result{}
+	for _, o := range []object{r.topKeys(&schema), r.stepKeys(&Step{Mode: ModeOpen}), r.stepKeys(&Step{Mode: ModeClosed})} {
+		for _, f := range o {
+			keys[f.key] = true
+		}
+	}
+	return keys
+})
+
+// stepList is result.json's "steps" of a Result.
+type stepList struct{ r *Result }
+
+// MarshalJSON implements json.Marshaler.
+func (l *stepList) MarshalJSON() ([]byte, error) {
+	steps := make([]object, 0, len(l.r.Steps))
+	for _, s := range l.r.Steps {
+		steps = append(steps, l.r.stepKeys(s))
+	}
+	return json.Marshal(steps)
+}
+
+// UnmarshalJSON implements json.Unmarshaler; the Result's goodput_ms and
+// percentiles are read.
+func (l *stepList) UnmarshalJSON(b []byte) error {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return err
+	}
+	index, err := newPercentileIndex(l.r.Percentiles)
+	if err != nil {
+		return err
+	}
+	l.r.Steps = nil
+	for i, raw := range raws {
+		st, err := l.r.decodeStep(raw, index)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", i, err)
+		}
+		l.r.Steps = append(l.r.Steps, st)
 	}
 	return nil
 }
 
-// rate is a rate as jsonRate writes it: a number or the string "inf";
-// null is 0.
+// decodeStep reads one step: first what its table depends on (its mode and
+// which extra percentile keys it holds), then the table, then what is
+// derived.
+func (r *Result) decodeStep(raw []byte, index percentileIndex) (*Step, error) {
+	var m fields
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	s := &Step{}
+	if err := m.get("mode", &s.Mode); err != nil {
+		return nil, err
+	}
+	index.prefill(m, &s.Stats)
+	if err := r.stepKeys(s).read(m); err != nil {
+		return nil, err
+	}
+	if err := m.require(vllmStepKeys); err != nil {
+		return nil, err
+	}
+	if v := &s.Validity; len(v.Reasons) != len(v.Flags) {
+		// Reasons[i] explains Flags[i] (the knee's notes, the reports and
+		// compare's rules read them so).
+		return nil, fmt.Errorf("validity: %d flags but %d reasons", len(v.Flags), len(v.Reasons))
+	}
+	st := &s.Stats
+	if s.Mode == ModeClosed {
+		s.Level = float64(s.Concurrency)
+	}
+	if len(r.SLO) == 0 && st.Duration > 0 {
+		// Written as null without SLOs: every success is good.
+		if g := float64(st.Good) / st.Duration; !math.IsInf(g, 0) {
+			st.RequestGoodput = g
+		}
+	}
+	for _, l := range st.latencies() {
+		for i := range l.Percentiles {
+			l.Percentiles[i].Reliable = stats.Reliable(l.N, l.Percentiles[i].P)
+		}
+	}
+	return s, nil
+}
+
+// percentileIndex maps the extra percentile keys of a step
+// (p<P>_<metric>_ms) to their metric (in latencyMetrics) and percentile
+// (in the result's percentiles).
+type percentileIndex struct {
+	ps   []float64
+	keys map[string][2]int
+}
+
+func newPercentileIndex(ps []float64) (percentileIndex, error) {
+	x := percentileIndex{ps: ps, keys: map[string][2]int{}}
+	for i, p := range ps {
+		for m, name := range latencyMetrics {
+			k := "p" + stats.PercentileKey(p) + "_" + name + "_ms"
+			if _, dup := x.keys[k]; dup {
+				// llmprobe writes each percentile once (ParsePercentiles);
+				// a repeated one would be read into every step again and
+				// again.
+				return x, fmt.Errorf("percentile %v given twice", p)
+			}
+			x.keys[k] = [2]int{m, i}
+		}
+	}
+	return x, nil
+}
+
+// prefill gives the latencies of s the extra percentiles whose keys m
+// holds, in the result's order, for the step's table to read their values
+// into. It looks at m's keys, not at every percentile: the work is in
+// proportion to the step's size.
+func (x percentileIndex) prefill(m fields, s *Stats) {
+	var present [len(latencyMetrics)][]int
+	for k := range m {
+		if e, ok := x.keys[k]; ok {
+			present[e[0]] = append(present[e[0]], e[1])
+		}
+	}
+	for mi, l := range s.latencies() {
+		slices.Sort(present[mi])
+		for _, i := range present[mi] {
+			l.Percentiles = append(l.Percentiles, stats.Quantile{P: x.ps[i]})
+		}
+	}
+}
+
+// levelList is result.json's "levels".
+type levelList []Level
+
+// MarshalJSON implements json.Marshaler.
+func (l levelList) MarshalJSON() ([]byte, error) {
+	levels := make([]object, 0, len(l))
+	for i := range l {
+		levels = append(levels, levelKeys(&l[i]))
+	}
+	return json.Marshal(levels)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *levelList) UnmarshalJSON(b []byte) error {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return err
+	}
+	*l = nil
+	for i, raw := range raws {
+		var m fields
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("level %d: %w", i, err)
+		}
+		var lv Level
+		o := levelKeys(&lv)
+		if err := o.read(m); err != nil {
+			return fmt.Errorf("level %d: %w", i, err)
+		}
+		// Every level llmprobe wrote has all its keys.
+		if err := m.require(o.keys()); err != nil {
+			return fmt.Errorf("level %d: %w", i, err)
+		}
+		*l = append(*l, lv)
+	}
+	return nil
+}
+
+// vllmStepKeys are vllm bench serve's own keys of a step, which every
+// step llmprobe wrote holds (llmprobe's extras grew over time), less the
+// two that are derived in some steps (request_rate of a closed loop,
+// request_goodput without an SLO). Requiring them keeps what a step costs
+// to read in proportion to its size: a Step is some kilobytes in memory,
+// an object like {} two bytes.
+var vllmStepKeys = slices.Concat([]string{"label", "num_prompts", "max_concurrency", "duration", "completed",
+	"failed", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
+	"total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests"},
+	latencyKeys(latencyMetrics[0], &Latency{}).keys(), latencyKeys(latencyMetrics[1], &Latency{}).keys(),
+	latencyKeys(latencyMetrics[2], &Latency{}).keys(), latencyKeys(latencyMetrics[3], &Latency{}).keys())
+
+// require fails when f lacks one of keys.
+func (f fields) require(keys []string) error {
+	for _, k := range keys {
+		if _, ok := f[k]; !ok {
+			return fmt.Errorf("no %s key", k)
+		}
+	}
+	return nil
+}
+
+// rate is a rate as vLLM writes it: a number, or the string "inf" for a
+// burst; null reads as 0.
 type rate float64
+
+// MarshalJSON implements json.Marshaler.
+func (x rate) MarshalJSON() ([]byte, error) {
+	if math.IsInf(float64(x), 1) {
+		return []byte(`"inf"`), nil
+	}
+	return json.Marshal(float64(x))
+}
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (x *rate) UnmarshalJSON(b []byte) error {
@@ -167,193 +345,114 @@ func (x *rate) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// kneeJSON is result.json's "knee" object.
-type kneeJSON struct {
-	Found             bool          `json:"found"`
-	Unit              string        `json:"unit"`
-	Level             float64       `json:"level"`
-	Low               float64       `json:"bracket_low"`
-	Upper             rate          `json:"upper"`
-	MaxGoodput        float64       `json:"max_goodput"`
-	MaxGoodputLevel   rate          `json:"max_goodput_level"`
-	NonMonotonic      bool          `json:"non_monotonic"`
-	Reason            string        `json:"reason"`
-	SearchEnd         string        `json:"search_end"`
-	Stop              string        `json:"search_stop"`
-	ReferenceCapacity float64       `json:"reference_capacity"`
-	Interval          *KneeInterval `json:"interval"`
+// nullZero is a count written as null when 0 (vLLM's max_concurrency
+// without a cap).
+type nullZero int
+
+// MarshalJSON implements json.Marshaler.
+func (x nullZero) MarshalJSON() ([]byte, error) {
+	if x == 0 {
+		return []byte("null"), nil
+	}
+	return json.Marshal(int(x))
 }
 
-// levelJSON is one of result.json's "levels": Level's own keys and the
-// level, written as a rate.
-type levelJSON struct {
-	Level
-	LevelValue rate `json:"level"`
+// UnmarshalJSON implements json.Unmarshaler.
+func (x *nullZero) UnmarshalJSON(b []byte) error {
+	var v *int
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*x = 0
+	if v != nil {
+		*x = nullZero(*v)
+	}
+	return nil
 }
 
-// stepJSON holds the keys of a result.json step that map one to one onto
-// Step and Stats; decodeStep reads the per-metric latency keys.
-type stepJSON struct {
-	Label                  string                 `json:"label"`
-	NumPrompts             int                    `json:"num_prompts"`
-	RequestRate            rate                   `json:"request_rate"`
-	MaxConcurrency         *int                   `json:"max_concurrency"`
-	Duration               float64                `json:"duration"`
-	Completed              int                    `json:"completed"`
-	Failed                 int                    `json:"failed"`
-	TotalInputTokens       int                    `json:"total_input_tokens"`
-	TotalOutputTokens      int                    `json:"total_output_tokens"`
-	RequestThroughput      float64                `json:"request_throughput"`
-	RequestGoodput         *float64               `json:"request_goodput"`
-	OutputThroughput       float64                `json:"output_throughput"`
-	TotalTokenThroughput   float64                `json:"total_token_throughput"`
-	Latencies              []float64              `json:"latencies"`
-	QueueTimes             []float64              `json:"queue_times"`
-	MaxOutputTokensPerS    float64                `json:"max_output_tokens_per_s"`
-	MaxConcurrentRequests  int                    `json:"max_concurrent_requests"`
-	Index                  int                    `json:"step"`
-	Round                  int                    `json:"round"`
-	Attempt                int                    `json:"attempt"`
-	Mode                   string                 `json:"mode"`
-	Start                  time.Time              `json:"start"`
-	End                    time.Time              `json:"end"`
-	Interrupted            bool                   `json:"interrupted"`
-	RequestedRate          rate                   `json:"requested_request_rate"`
-	ScheduledRate          float64                `json:"scheduled_request_rate"`
-	AchievedRate           float64                `json:"achieved_request_rate"`
-	OfferedRate            float64                `json:"offered_request_rate"`
-	ArrivalWindow          float64                `json:"arrival_window_s"`
-	DrainCorrectedDuration float64                `json:"drain_corrected_duration_s"`
-	GoodputRatio           float64                `json:"goodput_ratio"`
-	KneeGoodput            float64                `json:"knee_goodput"`
-	KneeThroughput         float64                `json:"knee_throughput"`
-	Good                   int                    `json:"good_completed"`
-	GoodOutputTokens       int                    `json:"good_output_tokens"`
-	GoodOutputThroughput   float64                `json:"good_output_throughput"`
-	ErrorRate              float64                `json:"error_rate"`
-	FailedByClass          map[string]int         `json:"failed_by_class"`
-	FinishReasons          map[string]int         `json:"finish_reasons"`
-	TokenDistributions     map[string]TokenDist   `json:"token_distributions"`
-	TTFTText               Latency                `json:"ttft_text_ms"`
-	SendLag                Latency                `json:"send_lag_ms"`
-	QueueTime              Latency                `json:"client_queue_time_ms"`
-	E2ELFromScheduled      Latency                `json:"e2el_from_scheduled_ms"`
-	P99Reliability         map[string]reliability `json:"p99_reliability"`
-	SLOChecks              []SLOCheck             `json:"slo_checks"`
-	SLOHeld                bool                   `json:"slo_held"`
-	Warmups                int                    `json:"warmups"`
-	WarmupFailed           int                    `json:"warmup_failed"`
-	PrefixGeneration       uint64                 `json:"prefix_generation"`
-	DistinctPrompts        int64                  `json:"distinct_prompts"`
-	Server                 ServerStats            `json:"server"`
-	Validity               Validity               `json:"validity"`
-	Search                 *StepVerdict           `json:"search"`
-	MultiTurn              *MultiTurnStats        `json:"multi_turn"`
-	Trace                  *TraceTiming           `json:"trace"`
+// atLeastOne is a count from 1 (a step's attempt): 0, unset, is written 1.
+type atLeastOne int
+
+// MarshalJSON implements json.Marshaler.
+func (x atLeastOne) MarshalJSON() ([]byte, error) { return json.Marshal(max(int(x), 1)) }
+
+// nonNilFloats and nonNilStrings write nil as [].
+type (
+	nonNilFloats  []float64
+	nonNilStrings []string
+)
+
+// MarshalJSON implements json.Marshaler.
+func (x nonNilFloats) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]float64(x))
 }
 
-// reliability is one metric of a step's "p99_reliability".
-type reliability struct {
-	N        int        `json:"n"`
-	Reliable bool       `json:"reliable"`
-	CI95     []*float64 `json:"ci95_ms"`
+// MarshalJSON implements json.Marshaler.
+func (x nonNilStrings) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]string(x))
 }
 
-// decodeStep reads one step object; percentiles are the result's extra
-// percentiles (their keys, p<P>_<metric>_ms, are in every step).
-func decodeStep(raw []byte, percentiles []float64) (*Step, error) {
-	var f fields
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, err
+// utcTime is a time written in UTC; it is read in UTC too, and a time
+// whose UTC year is outside [0, 9999] (which JSON cannot write) is an
+// error.
+type utcTime time.Time
+
+// MarshalJSON implements json.Marshaler.
+func (t utcTime) MarshalJSON() ([]byte, error) { return time.Time(t).UTC().MarshalJSON() }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *utcTime) UnmarshalJSON(b []byte) error {
+	var v time.Time
+	if err := v.UnmarshalJSON(b); err != nil {
+		return err
 	}
-	var j stepJSON
-	if err := json.Unmarshal(raw, &j); err != nil {
-		return nil, err
+	v = v.UTC()
+	if y := v.Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("time %s: year outside [0, 9999]", b)
 	}
-	st := &Step{
-		Index: j.Index, Label: j.Label, Level: float64(j.RequestRate), Round: j.Round, Attempt: j.Attempt, Mode: j.Mode,
-		Start: j.Start, End: j.End, Warmups: j.Warmups, WarmupFailed: j.WarmupFailed, PrefixGeneration: j.PrefixGeneration,
-		DistinctPrompts: j.DistinctPrompts, Server: j.Server, Validity: j.Validity, Interrupted: j.Interrupted, Search: j.Search,
-		MultiTurn: j.MultiTurn,
-		Trace:     j.Trace,
-	}
-	mc := 0
-	if j.MaxConcurrency != nil {
-		mc = *j.MaxConcurrency
-	}
-	if j.Mode == ModeClosed {
-		st.Concurrency, st.Level = mc, float64(mc)
-	} else {
-		st.MaxConcurrency = mc
-	}
-	s := &st.Stats
-	*s = Stats{
-		Duration: j.Duration, Requests: j.NumPrompts, Completed: j.Completed, Failed: j.Failed,
-		FailedByClass: j.FailedByClass, ErrorRate: j.ErrorRate, Good: j.Good,
-		GoodOutputTokens: j.GoodOutputTokens, GoodOutputThroughput: j.GoodOutputThroughput,
-		TotalInputTokens: j.TotalInputTokens, TotalOutputTokens: j.TotalOutputTokens,
-		RequestThroughput: j.RequestThroughput, OutputThroughput: j.OutputThroughput, TotalTokenThroughput: j.TotalTokenThroughput,
-		MaxOutputTokensPerS: j.MaxOutputTokensPerS, MaxConcurrentRequests: j.MaxConcurrentRequests,
-		TTFTText: j.TTFTText, SendLag: j.SendLag, QueueTime: j.QueueTime, E2ELFromScheduled: j.E2ELFromScheduled,
-		RequestedRate: float64(j.RequestedRate), ScheduledRate: j.ScheduledRate, AchievedRate: j.AchievedRate,
-		ArrivalWindow: j.ArrivalWindow, OfferedRate: j.OfferedRate, DrainCorrectedDuration: j.DrainCorrectedDuration,
-		GoodputRatio: j.GoodputRatio, KneeGoodput: j.KneeGoodput, KneeThroughput: j.KneeThroughput,
-		InputTokens: j.TokenDistributions["input"], RequestedOutputTokens: j.TokenDistributions["requested_output"],
-		OutputTokens: j.TokenDistributions["output"], FinishReasons: j.FinishReasons,
-		SLOChecks: j.SLOChecks, SLOHeld: j.SLOHeld, Latencies: j.Latencies, QueueTimes: j.QueueTimes,
-	}
-	switch {
-	case j.RequestGoodput != nil:
-		s.RequestGoodput = *j.RequestGoodput
-	case s.Duration > 0:
-		// Written as null without SLOs: every success is good.
-		s.RequestGoodput = float64(s.Good) / s.Duration
-	}
-	for _, m := range []struct {
-		name string
-		dst  *Latency
-	}{{"ttft", &s.TTFT}, {"tpot", &s.TPOT}, {"itl", &s.ITL}, {"e2el", &s.E2EL}} {
-		l, err := flatLatency(f, m.name, j.P99Reliability[m.name], percentiles)
-		if err != nil {
-			return nil, err
-		}
-		*m.dst = l
-	}
-	return st, nil
+	*t = utcTime(v)
+	return nil
 }
 
-// flatLatency reads a latency metric from vllm bench serve's flat keys
-// (mean_<name>_ms, ..., p<P>_<name>_ms) and its p99_reliability entry.
-func flatLatency(f fields, name string, rel reliability, percentiles []float64) (Latency, error) {
-	l := Latency{P99Reliable: rel.Reliable}
-	l.N = rel.N
-	for _, k := range []struct {
-		key string
-		dst *float64
-	}{{"mean", &l.Mean}, {"median", &l.Median}, {"std", &l.Std}, {"p50", &l.P50}, {"p90", &l.P90}, {"p99", &l.P99}} {
-		if err := f.get(k.key+"_"+name+"_ms", k.dst); err != nil {
-			return l, err
-		}
+// ci95 is a p99 interval as p99_reliability writes it: [lo, hi], a bound
+// that is not finite as null (read back as NaN).
+type ci95 struct{ ci **stats.CI }
+
+// MarshalJSON implements json.Marshaler.
+func (c ci95) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{finite((*c.ci).Lo), finite((*c.ci).Hi)})
+}
+
+// UnmarshalJSON implements json.Unmarshaler; anything but two bounds
+// leaves no interval.
+func (c ci95) UnmarshalJSON(b []byte) error {
+	var bounds []*float64
+	if err := json.Unmarshal(b, &bounds); err != nil {
+		return err
 	}
-	for _, p := range percentiles {
-		key := "p" + stats.PercentileKey(p) + "_" + name + "_ms"
-		if _, ok := f[key]; !ok {
-			continue
-		}
-		q := stats.Quantile{P: p, Reliable: stats.Reliable(rel.N, p)}
-		if err := f.get(key, &q.Value); err != nil {
-			return l, err
-		}
-		l.Percentiles = append(l.Percentiles, q)
+	if len(bounds) != 2 {
+		return nil
 	}
-	if len(rel.CI95) == 2 {
-		bound := func(v *float64) float64 {
-			if v == nil {
-				return math.NaN()
-			}
-			return *v
+	bound := func(v *float64) float64 {
+		if v == nil {
+			return math.NaN()
 		}
-		l.P99CI = &stats.CI{Lo: bound(rel.CI95[0]), Hi: bound(rel.CI95[1])}
+		return *v
 	}
-	return l, nil
+	*c.ci = &stats.CI{Lo: bound(bounds[0]), Hi: bound(bounds[1])}
+	return nil
+}
+
+// finite replaces NaN and infinities (not valid JSON) with nil.
+func finite(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
 }

@@ -153,24 +153,8 @@ func TestDecodeResultRoundTrip(t *testing.T) {
 // throughput probe, search end and stop, a reference capacity, a p99
 // interval bound that is not finite (null) and a rate inf level.
 func TestDecodeResultHandBuilt(t *testing.T) {
-	lat := Latency{Summary: stats.Summary{N: 3, Mean: 2, Median: 2, Std: 1, P50: 2, P90: 3, P99: 3}, P99CI: &stats.CI{Lo: math.NaN(), Hi: 4}}
-	st := &Step{Index: 0, Label: "rate=inf", Level: math.Inf(1), Round: 1, Attempt: 1, Mode: ModeBurst,
-		Start: time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC), End: time.Date(2026, 5, 6, 7, 1, 0, 0, time.UTC),
-		Stats: Stats{Duration: 2, Requests: 3, Completed: 3, Good: 3, RequestGoodput: 1.5, RequestedRate: math.Inf(1),
-			FailedByClass: map[string]int{}, FinishReasons: map[string]int{"length": 3}, TTFT: lat, TPOT: lat, ITL: lat, E2EL: lat,
-			Latencies: []float64{1, 2, 3}, QueueTimes: []float64{0, 0, 0}},
-		Server:   ServerStats{Status: ServerRecorded, PromptTokens: Figure{Value: 96, Known: true}},
-		Validity: Validity{Valid: true, Flags: []string{}, Reasons: []string{}, Idle: IdleProof{Status: IdleNotRecorded, Reason: "no metrics"}},
-	}
-	res := &Result{Date: "20260506-070000", Backend: "openai", ModelID: "m", TokenizerID: "m", Mode: ModeBurst, Rates: "inf",
-		Arrival: "poisson", Burstiness: 1, SLO: map[string]float64{"ttft": 100}, Steps: []*Step{st},
-		Levels:   []Level{{Label: "rate=inf", Level: math.Inf(1), Rounds: 1, ValidRounds: 1}},
-		Knee:     Knee{Reason: "no valid step", MaxGoodputLevel: math.Inf(1), Stop: "stopped"},
-		KneeUnit: "req/s", Complete: true, Notes: []string{"a note"}, SearchEnd: SearchMaxSteps, ReferenceCapacity: 8.5,
-		Probe: &ThroughputProbe{EstimateReqPerS: 7.9, StartRate: 7.9, Note: "n", Levels: []ProbeLevel{
-			{Concurrency: 32, Completed: 90, ThroughputReqPerS: 7.5, MeanE2ELMS: 4000, MaxWaiting: Figure{Value: 0, Known: true},
-				Start: time.Date(2026, 5, 6, 6, 59, 0, 0, time.UTC), End: time.Date(2026, 5, 6, 6, 59, 3, 0, time.UTC)}}},
-	}
+	res := handBuiltResult()
+	st := res.Steps[0]
 	b := encodeResult(t, res)
 	got, err := DecodeResult(bytes.NewReader(b))
 	if err != nil {
@@ -207,9 +191,16 @@ func TestDecodeResultErrors(t *testing.T) {
 		{"not JSON", `{`, "decode result"},
 		{"no schema", `{"date": "x"}`, "no llmprobe_result_schema"},
 		{"a newer schema", `{"llmprobe_result_schema": 3}`, "newer than this llmprobe reads (2)"},
-		{"a rate that is no number", `{"llmprobe_result_schema": 1, "steps": [{"request_rate": "fast"}]}`, `step 0: rate "fast"`},
+		{"a rate that is no number", `{"llmprobe_result_schema": 1, "steps": [{"request_rate": "fast"}]}`, `step 0: request_rate: rate "fast"`},
 		{"metadata that is no string", `{"llmprobe_result_schema": 1, "gpu": 4}`, "metadata gpu"},
 		{"a key of the wrong type", `{"llmprobe_result_schema": 1, "complete": "yes"}`, "complete"},
+		{"a step without its vLLM keys", `{"llmprobe_result_schema": 2, "steps": [{}]}`, "step 0: no label key"},
+		{"a level without its keys", `{"llmprobe_result_schema": 2, "levels": [{"label": "rate=1"}]}`, "level 0: no level key"},
+		{"a flag without its reason", `{"llmprobe_result_schema": 2, "steps": [{` + vllmStep + `, "validity": {"flags": ["not-idle"]}}]}`,
+			"step 0: validity: 1 flags but 0 reasons"},
+		{"a percentile twice", `{"llmprobe_result_schema": 2, "percentiles": [75, 75], "steps": []}`, "percentile 75 given twice"},
+		{"a time JSON cannot write", `{"llmprobe_result_schema": 2, "steps": [{` + vllmStep + `, "start": "0000-01-01T00:00:00+01:00"}]}`,
+			"step 0: start: time"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,6 +208,73 @@ func TestDecodeResultErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.errHas) || res != nil {
 				t.Errorf("DecodeResult = %v, %v; want an error with %q", res, err, tc.errHas)
 			}
+		})
+	}
+}
+
+// handBuiltResult is what a sweep rarely writes: a throughput probe, search
+// end and stop, a reference capacity, a p99 interval bound that is not
+// finite and a rate inf level.
+func handBuiltResult() *Result {
+	lat := Latency{Summary: stats.Summary{N: 3, Mean: 2, Median: 2, Std: 1, P50: 2, P90: 3, P99: 3}, P99CI: &stats.CI{Lo: math.NaN(), Hi: 4}}
+	st := &Step{Index: 0, Label: "rate=inf", Level: math.Inf(1), Round: 1, Attempt: 1, Mode: ModeBurst,
+		Start: time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC), End: time.Date(2026, 5, 6, 7, 1, 0, 0, time.UTC),
+		Stats: Stats{Duration: 2, Requests: 3, Completed: 3, Good: 3, RequestGoodput: 1.5, RequestedRate: math.Inf(1),
+			FailedByClass: map[string]int{}, FinishReasons: map[string]int{"length": 3}, TTFT: lat, TPOT: lat, ITL: lat, E2EL: lat,
+			Latencies: []float64{1, 2, 3}, QueueTimes: []float64{0, 0, 0}},
+		Server:   ServerStats{Status: ServerRecorded, PromptTokens: Figure{Value: 96, Known: true}},
+		Validity: Validity{Valid: true, Flags: []string{}, Reasons: []string{}, Idle: IdleProof{Status: IdleNotRecorded, Reason: "no metrics"}},
+	}
+	res := &Result{Date: "20260506-070000", Backend: "openai", ModelID: "m", TokenizerID: "m", Mode: ModeBurst, Rates: "inf",
+		Arrival: "poisson", Burstiness: 1, SLO: map[string]float64{"ttft": 100}, Steps: []*Step{st},
+		Levels:   []Level{{Label: "rate=inf", Level: math.Inf(1), Rounds: 1, ValidRounds: 1}},
+		Knee:     Knee{Reason: "no valid step", MaxGoodputLevel: math.Inf(1), Stop: "stopped"},
+		KneeUnit: "req/s", Complete: true, Notes: []string{"a note"}, SearchEnd: SearchMaxSteps, ReferenceCapacity: 8.5,
+		Probe: &ThroughputProbe{EstimateReqPerS: 7.9, StartRate: 7.9, Note: "n", Levels: []ProbeLevel{
+			{Concurrency: 32, Completed: 90, ThroughputReqPerS: 7.5, MeanE2ELMS: 4000, MaxWaiting: Figure{Value: 0, Known: true},
+				Start: time.Date(2026, 5, 6, 6, 59, 0, 0, time.UTC), End: time.Date(2026, 5, 6, 6, 59, 3, 0, time.UTC)}}},
+	}
+	return res
+}
+
+// TestDecodeResultEdges reads documents at the edges of what result.json
+// holds (FuzzDecodeResult's kind of input): each reads back to a Result
+// that encodes, decodes and encodes again to the same bytes.
+func TestDecodeResultEdges(t *testing.T) {
+	tests := []struct {
+		name, in string
+		check    func(t *testing.T, res *Result)
+	}{
+		{name: "a cost that is not finite is null",
+			in: `{"llmprobe_result_schema":2,"cost_per_hour_usd":1e308,"steps":[{` + vllmStep + `,"good_output_throughput":1e-300}]}`,
+			check: func(t *testing.T, res *Result) {
+				if b, _ := json.Marshal(res); !strings.Contains(string(b), `"cost_per_million_good_output_tokens":null`) {
+					t.Errorf("cost not null in %s", b)
+				}
+			}},
+		{name: "a latency key at the top level is no metadata",
+			in: `{"llmprobe_result_schema":2,"percentiles":[75],"p75_ttft_ms":"x","gpu":"h200","steps":[{` + vllmStep + `}]}`,
+			check: func(t *testing.T, res *Result) {
+				if !reflect.DeepEqual(res.MetadataOrder, []string{"gpu"}) {
+					t.Errorf("metadata %v, want only gpu", res.MetadataOrder)
+				}
+			}},
+		{name: "a goodput derived from a duration near 0 stays finite",
+			in: `{"llmprobe_result_schema":2,"steps":[{` + vllmStep + `,"good_completed":5,"duration":1e-320}]}`,
+			check: func(t *testing.T, res *Result) {
+				if g := res.Steps[0].Stats.RequestGoodput; math.IsInf(g, 0) {
+					t.Errorf("request goodput %v", g)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := DecodeResult(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, res)
+			checkDecodeResult(t, []byte(tc.in))
 		})
 	}
 }

@@ -28,8 +28,10 @@
 // client-saturated, not-idle, errors, interrupted), knee.go (LadderKnee and
 // Search, written against plain StepOutcomes so they can be tested with a
 // synthetic system; Search reruns an invalid level and stops on one that
-// stays invalid), assemble.go (the Result and its notes) and result.go
-// (result.json). Error text that reaches a sink or the Result loses
+// stays invalid), assemble.go (the Result and its notes), result.go
+// (the Result's types), resultjson.go (result.json's keys: one table per
+// object, used to write and to read) and decode.go (MarshalJSON,
+// DecodeResult and the value codecs). Error text that reaches a sink or the Result loses
 // credentials and echoed prompt text.
 //
 // docs/sweep.md describes the flags, the statistics, the validity rules,

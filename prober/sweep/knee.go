@@ -146,43 +146,44 @@ func (o StepOutcome) Passes(ratio float64) bool {
 	return v == VerdictPass
 }
 
-// Knee is the knee found in a set of step outcomes.
+// Knee is the knee found in a set of step outcomes (result.json: "knee",
+// kneeKeys in resultjson.go).
 type Knee struct {
 	// Found is true when the knee is bracketed: a level passed (twice in an
 	// adaptive search: its confirmation too) and the next valid level above
 	// it failed. Level is then the knee: the highest passing level, Low.
-	Found bool `json:"found"`
+	Found bool
 	// Level is the knee when Found, else 0 (result.json writes no
 	// knee.level then).
-	Level float64 `json:"level,omitempty"`
+	Level float64
 	// Low is the highest passing level below the first failing one
 	// (result.json knee.bracket_low; 0 when none passed). Without Found it
 	// is a lower bound of the knee (every level passed, or the search
 	// stopped before it confirmed Low).
-	Low float64 `json:"bracket_low,omitempty"`
+	Low float64
 	// Upper is the lowest failing valid level above Low (result.json
 	// knee.bracket_high and, as before, knee.upper; 0 when none failed).
-	Upper float64 `json:"upper,omitempty"`
+	Upper float64
 	// MaxGoodput is the highest goodput (StepOutcome.MeasuredGoodput, vLLM's
 	// request_goodput, when set) of any valid level, in req/s, and
 	// MaxGoodputLevel the level that reached it; both 0 without a valid
 	// level.
-	MaxGoodput      float64 `json:"max_goodput"`
-	MaxGoodputLevel float64 `json:"max_goodput_level"`
+	MaxGoodput      float64
+	MaxGoodputLevel float64
 	// NonMonotonic is true when a valid level above the first failing one
 	// passed again, or a level passed once and failed its confirmation
 	// (noise, or a system that recovers); the knee is still the level below
 	// the first failure.
-	NonMonotonic bool `json:"non_monotonic,omitempty"`
+	NonMonotonic bool
 	// Reason says in words how the knee was decided.
-	Reason string `json:"reason"`
+	Reason string
 	// Stop says why an adaptive search ended early (SearchResult.Stop):
 	// a level that stayed invalid, the step budget; empty otherwise.
-	Stop string `json:"stop,omitempty"`
+	Stop string
 	// Interval is the knee's uncertainty (nil when no knee was found or it
 	// could not be computed): over the rounds, or from a bootstrap of the
 	// requests of the steps around the knee (kneeci.go).
-	Interval *KneeInterval `json:"interval,omitempty"`
+	Interval *KneeInterval
 }
 
 // Estimate is the knee when Found, else its lower bound Low (0 when no

@@ -74,75 +74,76 @@ type SLOCheck struct {
 
 // Stats are the client-side statistics of one step, computed from its
 // Records as vllm bench serve computes them (vllm-reference.md §1.2), plus
-// llmprobe's extras. Rates are per second of Duration.
+// llmprobe's extras. Rates are per second of Duration. result.json writes
+// them among a step's keys (stepKeys in resultjson.go).
 type Stats struct {
 	// Duration is the benchmark duration in seconds.
-	Duration float64 `json:"duration"`
+	Duration float64
 	// Requests is completed + failed.
-	Requests  int `json:"requests"`
-	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
+	Requests  int
+	Completed int
+	Failed    int
 	// FailedByClass counts failed requests by error class.
-	FailedByClass map[string]int `json:"failed_by_class"`
+	FailedByClass map[string]int
 	// ErrorRate is Failed / Requests (0 without requests).
-	ErrorRate float64 `json:"error_rate"`
+	ErrorRate float64
 	// Good counts successful requests meeting every SLO (all successful
 	// ones without SLOs).
-	Good int `json:"good"`
+	Good int
 	// TotalInputTokens sums the prompt tokens of successful requests (the
 	// server's usage.prompt_tokens, else the workload's length);
 	// TotalOutputTokens their output tokens.
-	TotalInputTokens  int `json:"total_input_tokens"`
-	TotalOutputTokens int `json:"total_output_tokens"`
+	TotalInputTokens  int
+	TotalOutputTokens int
 
-	RequestThroughput    float64 `json:"request_throughput"`
-	RequestGoodput       float64 `json:"request_goodput"`
-	OutputThroughput     float64 `json:"output_throughput"`
-	TotalTokenThroughput float64 `json:"total_token_throughput"`
+	RequestThroughput    float64
+	RequestGoodput       float64
+	OutputThroughput     float64
+	TotalTokenThroughput float64
 	// MaxOutputTokensPerS is the most token events in any one-second bucket
 	// from the first send (vLLM counts events, not tokens).
-	MaxOutputTokensPerS float64 `json:"max_output_tokens_per_s"`
+	MaxOutputTokensPerS float64
 	// MaxConcurrentRequests is the most successful requests in flight at
 	// once ([sent, sent+E2E) intervals).
-	MaxConcurrentRequests int `json:"max_concurrent_requests"`
+	MaxConcurrentRequests int
 
 	// Latency metrics in ms, over successful requests. TPOT only over
 	// requests with more than one output token; ITL pools every gap.
-	TTFT Latency `json:"ttft_ms"`
-	TPOT Latency `json:"tpot_ms"`
-	ITL  Latency `json:"itl_ms"`
-	E2EL Latency `json:"e2el_ms"`
+	TTFT Latency
+	TPOT Latency
+	ITL  Latency
+	E2EL Latency
 	// TTFTText is TTFT to the first event with non-empty text.
-	TTFTText Latency `json:"ttft_text_ms"`
+	TTFTText Latency
 	// SendLag is the client's own lateness (actual - intended send, minus
 	// any concurrency-slot wait), over every request.
-	SendLag Latency `json:"send_lag_ms"`
+	SendLag Latency
 	// QueueTime is the wait for a concurrency slot (vLLM's
 	// client_queue_time), over every request.
-	QueueTime Latency `json:"client_queue_time_ms"`
+	QueueTime Latency
 	// E2ELFromScheduled is E2E measured from the intended send time (so it
 	// includes send lag and queue time), over successful requests.
-	E2ELFromScheduled Latency `json:"e2el_from_scheduled_ms"`
+	E2ELFromScheduled Latency
 
 	// RequestedRate is the requested arrival rate (+Inf for a burst, 0 for
 	// closed loop); ScheduledRate the rate of the drawn intended send times
 	// and AchievedRate the rate of the actual sends, both (n-1)/span.
-	RequestedRate float64 `json:"-"`
-	ScheduledRate float64 `json:"scheduled_rate"`
-	AchievedRate  float64 `json:"achieved_rate"`
+	RequestedRate float64
+	ScheduledRate float64
+	AchievedRate  float64
 
 	// ArrivalWindow is the open loop's arrival window in seconds (the
 	// --duration, or schedule start to the latest intended send) and
 	// OfferedRate = Requests / ArrivalWindow: the rate the drawn arrivals
 	// actually offered (a finite random sample differs from the requested
 	// rate). Both 0 for closed loop and bursts.
-	ArrivalWindow float64 `json:"arrival_window_s"`
-	OfferedRate   float64 `json:"offered_rate"`
+	ArrivalWindow float64
+	OfferedRate   float64
 	// DrainCorrectedDuration is Duration minus the shortest successful
 	// E2E: the time the server needed beyond one unloaded request. A step
 	// that keeps up finishes about one request latency after its last
 	// arrival; an overloaded one pays its whole backlog.
-	DrainCorrectedDuration float64 `json:"drain_corrected_duration_s"`
+	DrainCorrectedDuration float64
 	// GoodputRatio is the knee's keep-up figure. Open loop: (Good /
 	// Requests) * ArrivalWindow / DrainCorrectedDuration, i.e. goodput per
 	// offered request over the arrival window; closed loop: Good /
@@ -150,31 +151,31 @@ type Stats struct {
 	// loop) or RequestGoodput (closed loop, bursts), and KneeThroughput the
 	// same with Completed: the step's goodput and throughput at the rate
 	// it was asked for, free of arrival-sample noise and drain time.
-	GoodputRatio   float64 `json:"goodput_ratio"`
-	KneeGoodput    float64 `json:"knee_goodput"`
-	KneeThroughput float64 `json:"knee_throughput"`
+	GoodputRatio   float64
+	KneeGoodput    float64
+	KneeThroughput float64
 
 	// InputTokens is the prompt length distribution (server-reported when
 	// known), RequestedOutputTokens the max_tokens asked, OutputTokens the
 	// actual output of successful requests.
-	InputTokens           TokenDist `json:"input_tokens"`
-	RequestedOutputTokens TokenDist `json:"requested_output_tokens"`
-	OutputTokens          TokenDist `json:"output_tokens"`
+	InputTokens           TokenDist
+	RequestedOutputTokens TokenDist
+	OutputTokens          TokenDist
 	// FinishReasons counts successful requests by finish reason ("unknown"
 	// when the server sent none).
-	FinishReasons map[string]int `json:"finish_reasons"`
+	FinishReasons map[string]int
 
 	// SLOChecks compares each set SLO's p99 with its threshold; SLOHeld is
 	// true when all hold (and without SLOs).
-	SLOChecks []SLOCheck `json:"slo_checks,omitempty"`
-	SLOHeld   bool       `json:"slo_held"`
+	SLOChecks []SLOCheck
+	SLOHeld   bool
 
 	// Latencies and QueueTimes are vllm bench serve's per-request arrays
 	// in arrival order, in seconds: E2E (0 for a failed request, as vLLM
 	// writes it) and the client queue time (the wait for a concurrency
 	// slot; 0 for a failed request).
-	Latencies  []float64 `json:"-"`
-	QueueTimes []float64 `json:"-"`
+	Latencies  []float64
+	QueueTimes []float64
 
 	// sendLagsMS is every request's send lag, for Judge.
 	sendLagsMS []float64
@@ -184,8 +185,8 @@ type Stats struct {
 	// GoodOutputThroughput is it per second of Duration: the tokens that
 	// count towards the cost per million good output tokens (CostPerMillion),
 	// so that SLO misses cost more.
-	GoodOutputTokens     int     `json:"good_output_tokens"`
-	GoodOutputThroughput float64 `json:"good_output_throughput"`
+	GoodOutputTokens     int
+	GoodOutputThroughput float64
 	// kneeSamples are the requests in arrival order as the knee's bootstrap
 	// resamples them (nil for a step of more than MaxKneeSamples requests,
 	// and in a result read back from result.json).

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/jsonkind"
 )
 
 // Trace formats (Trace.Format).
@@ -319,23 +321,13 @@ func (t *Trace) parseEntry(b []byte, line int) (TraceEntry, error) {
 func jsonLineError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Errorf("%s: want %s, got a JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		return fmt.Errorf("%s: want %s, got a JSON %s", te.Field, jsonkind.Describe(te.Type), te.Value)
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		msg = "incomplete JSON object"
 	}
 	return fmt.Errorf("not a trace entry: %s", msg)
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "float64", "int64":
-		return "a number"
-	case "slice":
-		return "a list of numbers"
-	}
-	return k
 }
 
 // blockKey is a hash id at a block position.

@@ -112,7 +112,7 @@ func TestLoadTraceInvalid(t *testing.T) {
 	f("invalid-missing-output.jsonl", "2: output_tokens: required")
 	f("invalid-negative.jsonl", "2: timestamp: must be >= 0 milliseconds, got -3")
 	f("invalid-hash-ids.jsonl", "2: hash_ids: 3 blocks of 512 tokens, more than input_length 600 needs (2); is the block size right?")
-	f("invalid-type.jsonl", "3: input_tokens: want a number, got a JSON string")
+	f("invalid-type.jsonl", "3: input_tokens: want an integer, got a JSON string")
 	f("invalid-unknown-key.jsonl", `1: not a trace entry: unknown field "prompt"`)
 	f("invalid-no-span.jsonl", "every entry is at the same time: a replay needs a span (all at once is a burst: --rates inf)")
 	f("invalid-too-long.jsonl", "2: input_tokens: must be <= 1048576 (the largest length llmprobe draws), got 2000000")
