@@ -46,8 +46,8 @@ func TestRunCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if probs, err := artifacts.Verify(res.Dir); err != nil || len(probs) != 0 {
-		t.Errorf("verify: %v %v", err, probs)
+	if v, err := artifacts.Verify(res.Dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Errorf("verify: %v %v", err, v.Problems)
 	}
 	cr := res.Result
 	if !cr.Complete || len(cr.Rounds) != 2 || cr.Rounds[0].Side != compare.SideBaseline || cr.Rounds[1].Side != compare.SideCandidate ||
