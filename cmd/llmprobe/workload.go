@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -160,7 +161,7 @@ func targetTokenizer(e *env, f *workloadFlags, key config.Secret, h config.HTTPC
 }
 
 func runWorkloadSynth(e *env, f *workloadFlags) int {
-	b, err := readCapped(f.from, 1<<20, "a stats file")
+	b, err := rundir.ReadCapped(f.from, 1<<20, "a stats file")
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %v\n", err)
 		return 2

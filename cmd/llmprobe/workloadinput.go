@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -47,14 +48,14 @@ func badWorkloadFile(e *env, file string, err error) int {
 func statsTokenizer(e *env, f *workloadFlags) (workload.Tokenizer, []string, func(), int) {
 	var key config.Secret
 	if f.apiKeyFile != "" {
-		b, err := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
+		b, err := rundir.ReadCapped(f.apiKeyFile, rundir.MaxAPIKeyFileBytes, "an API key file")
 		if err != nil {
 			fmt.Fprintf(e.stderr, "llmprobe: error: --api-key-file: %v\n", err)
 			return nil, nil, nil, 2
 		}
 		key = config.Secret(strings.TrimSpace(string(b)))
 	}
-	h, err := loadHTTPConfigFlag("http.config.file", f.httpConfigFile, f.apiKeyFile)
+	h, err := rundir.LoadHTTPConfigFlag("http.config.file", f.httpConfigFile, f.apiKeyFile)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
 		return nil, nil, nil, 2
