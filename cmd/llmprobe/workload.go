@@ -7,14 +7,11 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/common/config"
 
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
-	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -136,28 +133,6 @@ func printStats(w io.Writer, format string, st workload.Stats, text func(io.Writ
 	}
 	text(w)
 	return 0
-}
-
-// targetTokenizer sets up --target's prompt sizing through the one request
-// path (discovery, then endpoint.PromptSizing). The returned func closes
-// the endpoint's idle connections: call it once the tokenizer is done.
-func targetTokenizer(e *env, f *workloadFlags, key config.Secret, h config.HTTPClientConfig) (workload.Tokenizer, func(), error) {
-	ep, err := endpoint.New(endpoint.Options{BaseURL: f.target, API: f.api, Model: f.model, APIKey: key, HTTPConfig: h,
-		Logger: e.logger, Timeout: time.Minute})
-	if err != nil {
-		return nil, nil, err
-	}
-	info, err := ep.Discover(e.ctx)
-	if err != nil {
-		ep.CloseIdleConnections()
-		return nil, nil, err
-	}
-	sz, err := ep.PromptSizing(e.ctx, info.Model)
-	if err != nil {
-		ep.CloseIdleConnections()
-		return nil, nil, err
-	}
-	return sz.Tokenizer, ep.CloseIdleConnections, nil
 }
 
 func runWorkloadSynth(e *env, f *workloadFlags) int {

@@ -102,11 +102,11 @@ func applyDecision(f *SweepFlags, c *sweep.Config) error {
 func applyCredentials(f *SweepFlags, c *sweep.Config) error {
 	keyFile := f.str("api-key-file")
 	if keyFile != "" {
-		b, err := ReadCapped(keyFile, MaxAPIKeyFileBytes, "an API key file")
+		key, err := ReadAPIKeyFile(keyFile)
 		if err != nil {
 			return &FlagError{Flag: "api-key-file", Err: fmt.Errorf("read: %w", err)}
 		}
-		c.APIKey = config.Secret(strings.TrimSpace(string(b)))
+		c.APIKey = key
 	}
 	var err error
 	c.HTTPConfig, err = LoadHTTPConfigFlag("http.config.file", f.str("http.config.file"), keyFile)
@@ -116,6 +116,16 @@ func applyCredentials(f *SweepFlags, c *sweep.Config) error {
 // MaxAPIKeyFileBytes caps what sweep reads from --api-key-file, as the
 // configuration's api_key_file is capped.
 const MaxAPIKeyFileBytes = 64 << 10
+
+// ReadAPIKeyFile reads the API key in the file at path (at most
+// MaxAPIKeyFileBytes), without the whitespace around it.
+func ReadAPIKeyFile(path string) (config.Secret, error) {
+	b, err := ReadCapped(path, MaxAPIKeyFileBytes, "an API key file")
+	if err != nil {
+		return "", err
+	}
+	return config.Secret(strings.TrimSpace(string(b))), nil
+}
 
 // ReadCapped reads the file at path, at most limit bytes (config.ReadFile):
 // a larger or endless file (/dev/zero) is an error naming the file and the
