@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,9 +29,8 @@ func checkSweepPush(p *rundir.PushFlags) error {
 	return nil
 }
 
-// pushSweep pushes res's summary metrics (probemetrics.ResultCollector,
-// labelled run=name) once to p.URL and logs how it went; false when the
-// push failed.
+// pushSweep pushes res's summary metrics once (pushResult) and logs how it
+// went; false when the push failed.
 func pushSweep(e *env, p *rundir.PushFlags, name string, res *sweep.Result) bool {
 	url := fingerprint.RedactText(p.URL)
 	if err := pushResult(context.WithoutCancel(e.ctx), p, name, res); err != nil {
@@ -44,16 +41,12 @@ func pushSweep(e *env, p *rundir.PushFlags, name string, res *sweep.Result) bool
 	return true
 }
 
-// pushResult pushes res's summary metrics once to p.URL.
+// pushResult pushes res's summary metrics (probemetrics.ResultCollector,
+// labelled run=name) once to p.URL.
 func pushResult(ctx context.Context, p *rundir.PushFlags, name string, res *sweep.Result) error {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(probemetrics.NewResultCollector(name, res)); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
-	defer cancel()
-	return metrics.PushMetricsExt(ctx, p.URL, func(w io.Writer) { daemon.WriteText(w, reg) }, &metrics.PushOptions{
-		ExtraLabels: strings.Join(daemon.QuotePushLabels(p.ExtraLabels), ","),
-		Method:      p.Method,
-	})
+	return daemon.PushOnce(ctx, daemon.Push{URL: p.URL, ExtraLabels: p.ExtraLabels, Method: p.Method}, p.Timeout, reg)
 }
