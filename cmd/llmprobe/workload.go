@@ -13,6 +13,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -55,6 +56,13 @@ func init() {
 		sy.Flag("out", "Output file (default: stdout).").StringVar(&f.out)
 		return sy.FullCommand(), func(e *env) int { return runWorkloadSynth(e, f) }
 	})
+}
+
+// addHTTPConfigFlag adds --http.config.file, the flag of that name in
+// promtool and the exporters, with the sweep setting's help (`workload
+// stats` takes it too).
+func addHTTPConfigFlag(cmd *kingpin.CmdClause, p *string) {
+	cmd.Flag("http.config.file", sweep.LookupFlag("http.config.file").Doc).StringVar(p)
 }
 
 // workloadCommand returns app's `workload` command, adding it once.
