@@ -2,6 +2,9 @@ package rundir
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,5 +96,42 @@ func TestSweepFlagsTakeTheTableBounds(t *testing.T) {
 	}
 	if n < 40 {
 		t.Errorf("only %d bound cases: the table lost its bounds?", n)
+	}
+}
+
+// TestSweepFlagsRequest: the request flags fill the workload's request
+// section (a given 0 temperature is set, a pointer; --extra-body's JSON a
+// map), over a --workload file's; without any there is no section.
+func TestSweepFlagsRequest(t *testing.T) {
+	config := func(args ...string) sweep.Config {
+		t.Helper()
+		app := kingpin.New("t", "")
+		f := &SweepFlags{}
+		AddSweepFlags(app.Command("sweep", ""), f, sweep.SurfaceSweep)
+		if _, err := app.Parse(append([]string{"sweep", "--rates", "1"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if r := config().Workload.Request; r != nil {
+		t.Errorf("no request flag: request %+v, want none", r)
+	}
+	r := config("--temperature", "0", "--stop", "x", "--min-tokens", "2", "--extra-body", `{"a":1}`).Workload.Request
+	if r == nil || r.Temperature == nil || *r.Temperature != 0 || r.TopP != nil || !slices.Equal(r.Stop, []string{"x"}) ||
+		r.MinTokens != 2 || r.ExtraBody["a"] != 1.0 {
+		t.Fatalf("request %+v", r)
+	}
+	wl := filepath.Join(t.TempDir(), "wl.yml")
+	if err := os.WriteFile(wl, []byte("input_tokens: {dist: fixed, value: 8}\noutput_tokens: {dist: fixed, value: 2}\n"+
+		"request:\n  top_p: 0.5\n  stop: [y]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = config("--workload", wl, "--stop", "x").Workload.Request
+	if r == nil || r.TopP == nil || *r.TopP != 0.5 || !slices.Equal(r.Stop, []string{"x"}) {
+		t.Errorf("over the file's request: %+v, want top_p 0.5 and the flag's stop", r)
 	}
 }

@@ -23,9 +23,7 @@ func applyRequestFlags(f *SweepFlags, w *workload.Spec) error {
 		c := *r
 		r = &c
 	}
-	// The table's Workload.Request.* settings: a pointer field is set when
-	// its flag is given (an explicit 0 temperature), another one when its
-	// value is not zero; a map (extra_body) from the flag's JSON.
+	// The table's Workload.Request.* settings, and the flag of each YAML key.
 	set, flags := false, map[string]string{}
 	rv, rt := reflect.ValueOf(r).Elem(), reflect.TypeFor[workload.Request]()
 	for _, s := range sweep.Settings() {
@@ -36,28 +34,11 @@ func applyRequestFlags(f *SweepFlags, w *workload.Spec) error {
 		sf, _ := rt.FieldByName(name)
 		key, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
 		flags[key] = s.Flag
-		fv, v := rv.FieldByName(name), reflect.ValueOf(f.value(s.Flag))
-		if fv.Kind() == reflect.Map && !v.IsZero() {
-			m := reflect.New(fv.Type())
-			if err := json.Unmarshal([]byte(v.String()), m.Interface()); err != nil || m.Elem().IsNil() {
-				if err == nil {
-					err = errors.New("null")
-				}
-				return &FlagError{Flag: s.Flag, Err: fmt.Errorf("must be a JSON object: %w", err)}
-			}
-			v = m.Elem()
+		changed, err := f.setRequestField(s.Flag, rv.FieldByName(name))
+		if err != nil {
+			return err
 		}
-		switch {
-		case fv.Kind() == reflect.Pointer && f.isSet(s.Flag):
-			p := reflect.New(fv.Type().Elem())
-			p.Elem().Set(v)
-			fv.Set(p)
-		case fv.Kind() != reflect.Pointer && !v.IsZero():
-			fv.Set(v)
-		default:
-			continue
-		}
-		set = true
+		set = set || changed
 	}
 	if !set {
 		return nil
@@ -75,6 +56,35 @@ func applyRequestFlags(f *SweepFlags, w *workload.Spec) error {
 	}
 	w.Request = r
 	return nil
+}
+
+// setRequestField sets a request field from its flag: a pointer field
+// when the flag is given (an explicit 0 temperature), another one when the
+// value is not zero; a map (extra_body) from the flag's JSON. It reports
+// whether it set the field.
+func (f *SweepFlags) setRequestField(flag string, fv reflect.Value) (bool, error) {
+	v := reflect.ValueOf(f.value(flag))
+	if fv.Kind() == reflect.Map && !v.IsZero() {
+		m := reflect.New(fv.Type())
+		if err := json.Unmarshal([]byte(v.String()), m.Interface()); err != nil || m.Elem().IsNil() {
+			if err == nil {
+				err = errors.New("null")
+			}
+			return false, &FlagError{Flag: flag, Err: fmt.Errorf("must be a JSON object: %w", err)}
+		}
+		v = m.Elem()
+	}
+	switch {
+	case fv.Kind() == reflect.Pointer && f.isSet(flag):
+		p := reflect.New(fv.Type().Elem())
+		p.Elem().Set(v)
+		fv.Set(p)
+	case fv.Kind() != reflect.Pointer && !v.IsZero():
+		fv.Set(v)
+	default:
+		return false, nil
+	}
+	return true, nil
 }
 
 // applyDataset sets the workload of --dataset in c, refusing the length
