@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log/level"
@@ -32,15 +30,6 @@ func init() {
 	})
 }
 
-// compareHelp renders `llmprobe compare --help` of this build (help.txt).
-func compareHelp() string {
-	var b bytes.Buffer
-	app, _, _ := newApp(&b, io.Discard)
-	app.Terminate(func(int) {})
-	_, _ = app.Parse([]string{"compare", "--help"})
-	return b.String()
-}
-
 // runCompare runs the comparison (rundir.CompareFlags.Procedure,
 // rundir.RunCompare) and prints its verdict: exit 0 pass, 1 fail, 3
 // inconclusive, 2 bad input, 130 interrupted.
@@ -58,7 +47,7 @@ func runCompare(e *env, f *rundir.CompareFlags) int {
 		return fail(rundir.FlagErrorText(err))
 	}
 	p.Logger, p.Args, p.Observer = e.logger, append([]string{"llmprobe"}, e.args...), compareProgress(e, f.Sweep.NoProgress)
-	out, err := rundir.RunCompare(e.ctx, p, rundir.CompareOptions{Help: compareHelp(), SaveDetailed: f.Sweep.SaveDetailed,
+	out, err := rundir.RunCompare(e.ctx, p, rundir.CompareOptions{Help: commandHelp("compare"), SaveDetailed: f.Sweep.SaveDetailed,
 		Started: func(dir string) { fmt.Fprintf(e.stderr, "llmprobe: compare run directory %s\n", dir) }})
 	var od *rundir.OutDirError
 	switch {

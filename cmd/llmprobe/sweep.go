@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -39,15 +37,6 @@ func oneLine(s string) string {
 	return strings.Join(lines, "; ")
 }
 
-// sweepHelp renders `llmprobe sweep --help` of this build (help.txt).
-func sweepHelp() string {
-	var b bytes.Buffer
-	app, _, _ := newApp(&b, io.Discard)
-	app.Terminate(func(int) {})
-	_, _ = app.Parse([]string{"sweep", "--help"})
-	return b.String()
-}
-
 // runSweep runs the sweep (rundir.Run; without --target against the
 // built-in simulator) and pushes its summary with --push.url: exit 0 when
 // complete, 130 when interrupted, 2 for a flag refused, 1 otherwise.
@@ -76,7 +65,7 @@ func runSweep(e *env, f *rundir.SweepFlags) int {
 	res, err := rundir.Run(e.ctx, cfg, rundir.Options{
 		Logger:       e.logger,
 		Args:         append([]string{"llmprobe"}, e.args...),
-		Help:         sweepHelp(),
+		Help:         commandHelp("sweep"),
 		Observer:     obs,
 		ServerLog:    f.ServerLog,
 		SaveDetailed: f.SaveDetailed,
