@@ -180,7 +180,7 @@ func checkCompareDir(t *testing.T, dir string, code int) {
 	if cr.ExitCode != code || !cr.Complete || len(cr.Rounds) != 4 {
 		t.Fatalf("result.json: exit %d complete %v rounds %d", cr.ExitCode, cr.Complete, len(cr.Rounds))
 	}
-	for i, want := range []string{sideBaseline, sideCandidate, sideCandidate, sideBaseline} {
+	for i, want := range []string{compare.SideBaseline, compare.SideCandidate, compare.SideCandidate, compare.SideBaseline} {
 		r := cr.Rounds[i]
 		if r.Side != want || r.Seed != int64(i/2) {
 			t.Errorf("round %d: side %s seed %d, want %s seed %d", i+1, r.Side, r.Seed, want, i/2)

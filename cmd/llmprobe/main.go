@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -66,6 +67,16 @@ func newApp(stdout, stderr io.Writer) (*kingpin.Application, *logging.Config, ma
 		actions[name] = a
 	}
 	return app, lc, actions
+}
+
+// commandHelp renders `llmprobe <name> --help` of this build (the run
+// directory's help.txt).
+func commandHelp(name string) string {
+	var b bytes.Buffer
+	app, _, _ := newApp(&b, io.Discard)
+	app.Terminate(func(int) {})
+	_, _ = app.Parse([]string{name, "--help"})
+	return b.String()
 }
 
 // run parses args and runs the command until it ends or ctx is canceled (the

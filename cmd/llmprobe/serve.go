@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/llmprobe/llmprobe/internal/daemon"
+	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/engine"
@@ -163,14 +164,7 @@ func (f *serveFlags) options(fromFile bool) (daemon.Options, error) {
 		o.Config, err = f.target.Config()
 	case !fromFile:
 		o.ConfigFile = ""
-		o.Simulator = daemon.Simulator{Start: startEmbeddedSimulator, Capacity: embeddedCapacity}
+		o.Simulator = daemon.Simulator{Start: simulator.StartEmbedded, Capacity: simulator.EmbeddedCapacity}
 	}
 	return o, err
 }
-
-// The push helpers the sweep's --push.url shares with the daemon.
-var (
-	writeText          = daemon.WriteText
-	validatePushLabels = daemon.ValidatePushLabels
-	quotePushLabels    = daemon.QuotePushLabels
-)

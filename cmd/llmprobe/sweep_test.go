@@ -21,7 +21,6 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/sweep"
-	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 func TestSweepBadFlags(t *testing.T) {
@@ -314,25 +313,5 @@ func TestSweepSIGKILLKeepsFinishedSteps(t *testing.T) {
 	}
 	if sum.Manifest != nil || sum.Records < 20 {
 		t.Errorf("after SIGKILL: manifest %v, %d records on disk; want no manifest and the first step's 20", sum.Manifest != nil, sum.Records)
-	}
-}
-
-func TestEmbeddedCapacity(t *testing.T) {
-	tests := []struct {
-		name string
-		spec workload.Spec
-		want float64
-	}{
-		{"fixed lengths: the simulator's formula", workload.DefaultSpec(), simulator.DefaultConfig().Capacity(64, 16)},
-		{"a prefix: unknown", workload.Spec{InputTokens: workload.Fixed(64), OutputTokens: workload.Fixed(16), PrefixTokens: 32}, 0},
-		{"a distribution: unknown", workload.Spec{InputTokens: workload.LengthSpec{Dist: workload.DistUniform, Value: 64, RangeRatio: 0.5},
-			OutputTokens: workload.Fixed(16)}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := embeddedCapacity(tt.spec); got != tt.want || (tt.want != 0 && got < 100) {
-				t.Errorf("embeddedCapacity = %v, want %v", got, tt.want)
-			}
-		})
 	}
 }

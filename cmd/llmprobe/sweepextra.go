@@ -3,52 +3,50 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
-	"github.com/VictoriaMetrics/metrics"
+	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/daemon"
+	"github.com/llmprobe/llmprobe/internal/rundir"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// sweepExtraFlags are the sweep flags for evidence and results leaving the
-// run directory: --server-log and --push.*.
-type sweepExtraFlags struct {
-	serverLog       string
-	pushURL         string
-	pushExtraLabels []string
-	pushMethod      string
-	pushTimeout     time.Duration
-}
-
-// checkSweepExtraFlags validates the push flags before any load is sent.
-func checkSweepExtraFlags(f *sweepExtraFlags) error {
-	if f.pushMethod != "POST" && f.pushMethod != "PUT" {
-		return &flagError{flag: "push.method", err: fmt.Errorf("must be POST or PUT, got %q", f.pushMethod)}
+// checkSweepPush validates the sweep's push flags before any load is sent.
+func checkSweepPush(p *rundir.PushFlags) error {
+	if p.Method != "POST" && p.Method != "PUT" {
+		return &rundir.FlagError{Flag: "push.method", Err: fmt.Errorf("must be POST or PUT, got %q", p.Method)}
 	}
-	if err := validatePushLabels(f.pushExtraLabels); err != nil {
-		return &flagError{flag: "push.extra-label", err: err}
+	if err := daemon.ValidatePushLabels(p.ExtraLabels); err != nil {
+		return &rundir.FlagError{Flag: "push.extra-label", Err: err}
 	}
-	if f.pushURL != "" && !strings.HasPrefix(f.pushURL, "http://") && !strings.HasPrefix(f.pushURL, "https://") {
-		return &flagError{flag: "push.url", err: fmt.Errorf("must be an http:// or https:// URL")}
+	if p.URL != "" && !strings.HasPrefix(p.URL, "http://") && !strings.HasPrefix(p.URL, "https://") {
+		return &rundir.FlagError{Flag: "push.url", Err: fmt.Errorf("must be an http:// or https:// URL")}
 	}
 	return nil
 }
 
+// pushSweep pushes res's summary metrics once (pushResult) and logs how it
+// went; false when the push failed.
+func pushSweep(e *env, p *rundir.PushFlags, name string, res *sweep.Result) bool {
+	url := fingerprint.RedactText(p.URL)
+	if err := pushResult(context.WithoutCancel(e.ctx), p, name, res); err != nil {
+		level.Error(e.logger).Log("msg", "push failed", "url", url, "err", err)
+		return false
+	}
+	level.Info(e.logger).Log("msg", "pushed the run's summary metrics", "url", url)
+	return true
+}
+
 // pushResult pushes res's summary metrics (probemetrics.ResultCollector,
-// labelled run=name) once to f.pushURL.
-func pushResult(ctx context.Context, f *sweepExtraFlags, name string, res *sweep.Result) error {
+// labelled run=name) once to p.URL.
+func pushResult(ctx context.Context, p *rundir.PushFlags, name string, res *sweep.Result) error {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(probemetrics.NewResultCollector(name, res)); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.pushTimeout)
-	defer cancel()
-	return metrics.PushMetricsExt(ctx, f.pushURL, func(w io.Writer) { writeText(w, reg) }, &metrics.PushOptions{
-		ExtraLabels: strings.Join(quotePushLabels(f.pushExtraLabels), ","),
-		Method:      f.pushMethod,
-	})
+	return daemon.PushOnce(ctx, daemon.Push{URL: p.URL, ExtraLabels: p.ExtraLabels, Method: p.Method}, p.Timeout, reg)
 }

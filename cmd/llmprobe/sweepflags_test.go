@@ -1,13 +1,9 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -70,89 +66,5 @@ func TestSweepFlagsAreTheTable(t *testing.T) {
 				t.Errorf("%s lacks --%s of the settings table", c.cmd, s.Flag)
 			}
 		}
-	}
-}
-
-// boundCases returns, for a setting's bound, values just outside it (each
-// must be refused) and at its edges inside (none may be refused for this
-// setting), as flag text of its kind.
-func boundCases(s sweep.Setting) (outside, inside []string) {
-	b := s.Bound
-	format := func(v float64) string {
-		switch s.Kind {
-		case sweep.KindInt, sweep.KindInt64:
-			return strconv.FormatInt(int64(v), 10)
-		case sweep.KindDuration:
-			return time.Duration(v).String()
-		}
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	step := 1.0
-	if s.Kind == sweep.KindFloat {
-		step = 1e-3
-	}
-	if b.HasMin {
-		if b.MinOpen {
-			outside, inside = append(outside, format(b.Min)), append(inside, format(b.Min+step))
-		} else {
-			outside, inside = append(outside, format(b.Min-step)), append(inside, format(b.Min))
-		}
-	}
-	if b.HasMax {
-		if b.MaxOpen {
-			outside, inside = append(outside, format(b.Max)), append(inside, format(b.Max-step))
-		} else {
-			outside, inside = append(outside, format(b.Max+step)), append(inside, format(b.Max))
-		}
-	}
-	return outside, inside
-}
-
-// TestSweepFlagsTakeTheTableBounds fails when the CLI refuses a value the
-// settings table's bound allows, or takes one it refuses: every bound is
-// the table's, checked by sweep.Setting.Apply and Config.Validate.
-func TestSweepFlagsTakeTheTableBounds(t *testing.T) {
-	build := func(args ...string) error {
-		app := kingpin.New("t", "")
-		f := &sweepFlags{}
-		addSweepFlags(app.Command("sweep", ""), f, sweep.SurfaceSweep)
-		if _, err := app.Parse(append([]string{"sweep", "--out", t.TempDir()}, args...)); err != nil {
-			t.Fatal(err)
-		}
-		_, err := buildSweepConfig(f)
-		return err
-	}
-	names := func(err error, s sweep.Setting) bool {
-		var fe *flagError
-		return flagOf(err) == s.Flag || (errors.As(err, &fe) && fe.flag == s.Flag)
-	}
-	n := 0
-	for _, s := range sweep.Settings() {
-		if s.Flag == "" || s.Internal || s.Surfaces&sweep.SurfaceSweep == 0 || s.Kind == sweep.KindString || (s.Bound == sweep.Bound{}) {
-			continue
-		}
-		outside, inside := boundCases(s)
-		ctx := []string{"--rates", "1,2"}
-		if strings.HasPrefix(s.Field, "Workload.Dataset.") {
-			ctx = append(ctx, "--dataset", "d.jsonl") // the flag applies with a dataset
-		}
-		for _, v := range outside {
-			if v == "0" && s.ZeroIsDefault() {
-				continue // 0 is the default: none (--num-prompts 0: the step is bounded by --duration)
-			}
-			n++
-			if err := build(append([]string{"--" + s.Flag + "=" + v}, ctx...)...); !names(err, s) {
-				t.Errorf("--%s=%s (outside the table's bound): got %v, want an error naming --%s", s.Flag, v, err, s.Flag)
-			}
-		}
-		for _, v := range inside {
-			n++
-			if err := build(append([]string{"--" + s.Flag + "=" + v}, ctx...)...); names(err, s) {
-				t.Errorf("--%s=%s (inside the table's bound) refused: %v", s.Flag, v, err)
-			}
-		}
-	}
-	if n < 40 {
-		t.Errorf("only %d bound cases: the table lost its bounds?", n)
 	}
 }

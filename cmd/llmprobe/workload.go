@@ -7,14 +7,13 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/common/config"
 
 	"github.com/llmprobe/llmprobe/internal/report"
-	"github.com/llmprobe/llmprobe/prober/endpoint"
+	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -57,6 +56,13 @@ func init() {
 		sy.Flag("out", "Output file (default: stdout).").StringVar(&f.out)
 		return sy.FullCommand(), func(e *env) int { return runWorkloadSynth(e, f) }
 	})
+}
+
+// addHTTPConfigFlag adds --http.config.file, the flag of that name in
+// promtool and the exporters, with the sweep setting's help (`workload
+// stats` takes it too).
+func addHTTPConfigFlag(cmd *kingpin.CmdClause, p *string) {
+	cmd.Flag("http.config.file", sweep.LookupFlag("http.config.file").Doc).StringVar(p)
 }
 
 // workloadCommand returns app's `workload` command, adding it once.
@@ -137,30 +143,8 @@ func printStats(w io.Writer, format string, st workload.Stats, text func(io.Writ
 	return 0
 }
 
-// targetTokenizer sets up --target's prompt sizing through the one request
-// path (discovery, then endpoint.PromptSizing). The returned func closes
-// the endpoint's idle connections: call it once the tokenizer is done.
-func targetTokenizer(e *env, f *workloadFlags, key config.Secret, h config.HTTPClientConfig) (workload.Tokenizer, func(), error) {
-	ep, err := endpoint.New(endpoint.Options{BaseURL: f.target, API: f.api, Model: f.model, APIKey: key, HTTPConfig: h,
-		Logger: e.logger, Timeout: time.Minute})
-	if err != nil {
-		return nil, nil, err
-	}
-	info, err := ep.Discover(e.ctx)
-	if err != nil {
-		ep.CloseIdleConnections()
-		return nil, nil, err
-	}
-	sz, err := ep.PromptSizing(e.ctx, info.Model)
-	if err != nil {
-		ep.CloseIdleConnections()
-		return nil, nil, err
-	}
-	return sz.Tokenizer, ep.CloseIdleConnections, nil
-}
-
 func runWorkloadSynth(e *env, f *workloadFlags) int {
-	b, err := readCapped(f.from, 1<<20, "a stats file")
+	b, err := rundir.ReadCapped(f.from, 1<<20, "a stats file")
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --from: %v\n", err)
 		return 2

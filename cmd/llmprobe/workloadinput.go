@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -47,14 +50,13 @@ func badWorkloadFile(e *env, file string, err error) int {
 func statsTokenizer(e *env, f *workloadFlags) (workload.Tokenizer, []string, func(), int) {
 	var key config.Secret
 	if f.apiKeyFile != "" {
-		b, err := readCapped(f.apiKeyFile, maxAPIKeyFileBytes, "an API key file")
-		if err != nil {
+		var err error
+		if key, err = rundir.ReadAPIKeyFile(f.apiKeyFile); err != nil {
 			fmt.Fprintf(e.stderr, "llmprobe: error: --api-key-file: %v\n", err)
 			return nil, nil, nil, 2
 		}
-		key = config.Secret(strings.TrimSpace(string(b)))
 	}
-	h, err := loadHTTPConfigFlag("http.config.file", f.httpConfigFile, f.apiKeyFile)
+	h, err := rundir.LoadHTTPConfigFlag("http.config.file", f.httpConfigFile, f.apiKeyFile)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
 		return nil, nil, nil, 2
@@ -65,10 +67,11 @@ func statsTokenizer(e *env, f *workloadFlags) (workload.Tokenizer, []string, fun
 		return nil, nil, nil, 2
 	}
 	secrets := fingerprint.SortSecrets(append([]string{string(key)}, client.SecretValues(hs)...))
-	tok, closeTarget, err := targetTokenizer(e, f, key, h)
+	sz, closeTarget, err := endpoint.DiscoverSizing(e.ctx, endpoint.Options{BaseURL: f.target, API: f.api, Model: f.model,
+		APIKey: key, HTTPConfig: h, Logger: e.logger, Timeout: time.Minute})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --target: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), secrets...)))
 		return nil, nil, nil, 1
 	}
-	return tok, secrets, closeTarget, 0
+	return sz.Tokenizer, secrets, closeTarget, 0
 }

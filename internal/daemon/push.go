@@ -51,6 +51,18 @@ func startPush(ctx context.Context, p Push, g prometheus.Gatherer, logger log.Lo
 	return func() { cancel(); wg.Wait() }, nil
 }
 
+// PushOnce pushes the metrics of g once to p.URL (p.Interval unused),
+// waiting at most timeout: `llmprobe sweep --push.url` pushes a run's
+// summary so.
+func PushOnce(ctx context.Context, p Push, timeout time.Duration, g prometheus.Gatherer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return metrics.PushMetricsExt(ctx, p.URL, func(w io.Writer) { WriteText(w, g) }, &metrics.PushOptions{
+		ExtraLabels: strings.Join(QuotePushLabels(p.ExtraLabels), ","),
+		Method:      p.Method,
+	})
+}
+
 // WriteText writes what g gathers in the Prometheus text format (nothing
 // when gathering failed outright).
 func WriteText(w io.Writer, g prometheus.Gatherer) {

@@ -14,6 +14,13 @@
 // sharded sweep, and LoadInput, LoadEvidence and Analyze read run
 // directories and result files back for `llmprobe analyze` (result.json
 // through report.Load, records.jsonl through artifacts.ReadRecords).
+//
+// It also holds the command lines of those runs: SweepFlags (the flags of
+// `llmprobe sweep`, generated from prober/sweep's settings table by
+// AddSweepFlags, and their Config, validated by sweep.Config.Validate
+// alone) and CompareFlags (compare's copy of them with each side's own
+// flags, and their compare.Procedure). Their errors name the flag at fault
+// (FlagError, FlagErrorText).
 package rundir
 
 import (

@@ -183,3 +183,25 @@ func (e *Endpoint) calibrate(ctx context.Context, model string) (*workload.Calib
 	}
 	return cal, nil
 }
+
+// DiscoverSizing makes an endpoint of o, discovers its model (Discover, o.Model
+// when given) and sets up that model's prompt sizing (PromptSizing): one call
+// for a tool that only counts prompt tokens as a server does (`llmprobe
+// workload stats --target`). closeIdle closes the endpoint's idle
+// connections: call it once the sizing's tokenizer is done. On an error the
+// connections are closed already.
+func DiscoverSizing(ctx context.Context, o Options) (s *Sizing, closeIdle func(), err error) {
+	ep, err := New(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := ep.Discover(ctx)
+	if err == nil {
+		s, err = ep.PromptSizing(ctx, info.Model)
+	}
+	if err != nil {
+		ep.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return s, ep.CloseIdleConnections, nil
+}

@@ -1,0 +1,219 @@
+package rundir
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/compare"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// CompareFlags holds the raw flag values of `llmprobe compare`: the sweep's
+// workload, load and SLO flags (Sweep), and each side's target; Procedure
+// turns them into a compare.Procedure.
+type CompareFlags struct {
+	Sweep                             SweepFlags
+	baseline, candidate               string
+	baselineModel, candidateModel     string
+	baselineKeyFile, candidateKeyFile string
+	baselineMetrics, candidateMetrics string
+	baselineHTTP, candidateHTTP       string // --baseline-http-config-file, --candidate-http-config-file
+	order, maxRegression, vary        string
+	maxRegressionSet                  bool
+	bootstrapIters                    int
+	cost                              compareCostFlags // --baseline-cost-per-hour, --candidate-cost-per-hour
+}
+
+// AddCompareFlags adds compare's flags to cmd: the sweep settings the
+// compare surface takes (AddSweepFlags), then each side's target, the
+// order of the rounds, the thresholds, the fingerprint fields allowed to
+// differ, the bootstrap and each side's price.
+func AddCompareFlags(cmd *kingpin.CmdClause, f *CompareFlags) {
+	AddSweepFlags(cmd, &f.Sweep, sweep.SurfaceCompare)
+	cmd.Flag("baseline", "Base URL of the baseline server, without /v1.").Required().StringVar(&f.baseline)
+	cmd.Flag("candidate", "Base URL of the candidate server, without /v1.").Required().StringVar(&f.candidate)
+	cmd.Flag("baseline-model", "Model id requested from the baseline (default --model, else its first /v1/models entry).").
+		StringVar(&f.baselineModel)
+	cmd.Flag("candidate-model", "Model id requested from the candidate (default --model, else its first /v1/models entry).").
+		StringVar(&f.candidateModel)
+	cmd.Flag("baseline-api-key-file", "File holding the baseline's API key (default --api-key-file).").StringVar(&f.baselineKeyFile)
+	cmd.Flag("candidate-api-key-file", "File holding the candidate's API key (default --api-key-file).").StringVar(&f.candidateKeyFile)
+	cmd.Flag("baseline-http-config-file", "The baseline's HTTP client configuration file (TLS, credentials, "+
+		"headers; default --http.config.file).").StringVar(&f.baselineHTTP)
+	cmd.Flag("candidate-http-config-file", "The candidate's HTTP client configuration file (default "+
+		"--http.config.file).").StringVar(&f.candidateHTTP)
+	cmd.Flag("baseline-metrics-url", "The baseline's /metrics (default --baseline + /metrics).").StringVar(&f.baselineMetrics)
+	cmd.Flag("candidate-metrics-url", "The candidate's /metrics (default --candidate + /metrics).").StringVar(&f.candidateMetrics)
+	cmd.Flag("order", "Order of the rounds: abba (A/B/B/A/A/B/B/A...) or random (each pair A/B or B/A by --seed).").
+		Default(compare.OrderABBA).StringVar(&f.order)
+	cmd.Flag("max-regression", "Compared figures and the largest regression allowed: latency percentiles "+
+		"(ttft_pNN, tpot_pNN, e2el_pNN: an increase), goodput or throughput (a drop) and cost (the cost per million "+
+		"good output tokens: an increase; needs both sides' price). goodput needs --goodput; without it the default drops goodput.").Default(compare.DefaultThresholds).
+		IsSetByUser(&f.maxRegressionSet).StringVar(&f.maxRegression)
+	cmd.Flag("vary", "Fingerprint fields allowed to differ between the sides ("+strings.Join(compare.FieldNames, ", ")+").").
+		Default(strings.Join(compare.DefaultVary, ",")).StringVar(&f.vary)
+	cmd.Flag("bootstrap-iters", "Resamples of the bootstrap interval on each difference.").
+		Default(fmt.Sprint(compare.DefaultIters)).IntVar(&f.bootstrapIters)
+	f.cost.add(cmd)
+}
+
+// Procedure checks the flags and builds the comparison: both sides' sweep
+// configs, the thresholds (goodput dropped, with a warning on logger, when
+// there is no SLO and --max-regression was not given), the fields allowed
+// to vary. Args, Observer and Logger are left to the caller. An error
+// names its flag (FlagErrorText spells it); once both sides' configs are
+// built, p holds them even on an error, so that their Secrets can redact
+// its text.
+func (f *CompareFlags) Procedure(logger log.Logger) (p *compare.Procedure, err error) {
+	cfgs, err := f.sides()
+	if err != nil {
+		return nil, err
+	}
+	base, cand := cfgs[compare.SideBaseline], cfgs[compare.SideCandidate]
+	p = &compare.Procedure{Baseline: base, Candidate: cand, Order: f.order, Rounds: f.Sweep.rounds, Seed: f.Sweep.seed,
+		MaxRegression: f.maxRegression, Iters: f.bootstrapIters,
+		Decision: base.Metadata[report.MetaDecision], RollbackIf: base.Metadata[report.MetaRollbackIf]}
+	if p.Thresholds, err = compare.ParseThresholds(f.maxRegression); err != nil {
+		return p, fmt.Errorf("--max-regression: %v", err)
+	}
+	if base.SLO.IsZero() && compare.HasFigure(p.Thresholds, compare.FigureGoodput) {
+		if f.maxRegressionSet {
+			return p, errors.New("--max-regression: goodput needs an SLO: give --goodput (e.g. --goodput ttft:800 tpot:50)")
+		}
+		p.Thresholds = compare.DropGoodput(p.Thresholds)
+		level.Warn(logger).Log("msg", "no --goodput: goodput is not compared")
+	}
+	if compare.HasFigure(p.Thresholds, compare.FigureCost) && !(base.CostPerHour > 0 && cand.CostPerHour > 0) {
+		return p, errors.New("--max-regression: cost needs the price per hour of both sides: give --cost-per-hour " +
+			"(or --baseline-cost-per-hour and --candidate-cost-per-hour)")
+	}
+	if p.Vary, err = compare.ParseVary(f.vary); err != nil {
+		return p, fmt.Errorf("--vary: %v", err)
+	}
+	return p, nil
+}
+
+// check checks the flags that compare takes otherwise than
+// sweep, before either side's config is built.
+func (f *CompareFlags) check() error {
+	sw := &f.Sweep
+	switch {
+	case !sw.isSet("rates") && !sw.isSet("concurrency"):
+		return &FlagError{Flag: "rates", Err: errors.New("give one rate or a short ladder (e.g. --rates 4 or 2,4,8), or --concurrency")}
+	case sw.str("target") != "":
+		return &FlagError{Flag: "target", Err: errors.New("compare has no single target: give --baseline and --candidate")}
+	case sw.str("metrics-url") != "":
+		return &FlagError{Flag: "metrics-url", Err: errors.New("give --baseline-metrics-url and --candidate-metrics-url")}
+	case sw.rounds < 2 || sw.rounds%2 != 0:
+		return &FlagError{Flag: "rounds", Err: fmt.Errorf("must be even and >= 2 (both sides alike), got %d", sw.rounds)}
+	case f.order != compare.OrderABBA && f.order != compare.OrderRandom:
+		return &FlagError{Flag: "order", Err: fmt.Errorf("must be abba or random, got %q", f.order)}
+	case f.bootstrapIters < 100:
+		return &FlagError{Flag: "bootstrap-iters", Err: fmt.Errorf("must be >= 100, got %d", f.bootstrapIters)}
+	}
+	return nil
+}
+
+// compareSide is one side's own flags.
+type compareSide struct {
+	name, url, model, key, metrics, http string
+}
+
+// sides builds both sides' sweep configs from the flags.
+func (f *CompareFlags) sides() (map[string]sweep.Config, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	out := map[string]sweep.Config{}
+	for _, side := range []compareSide{
+		{compare.SideBaseline, f.baseline, f.baselineModel, f.baselineKeyFile, f.baselineMetrics, f.baselineHTTP},
+		{compare.SideCandidate, f.candidate, f.candidateModel, f.candidateKeyFile, f.candidateMetrics, f.candidateHTTP},
+	} {
+		cfg, err := f.side(side)
+		if err != nil {
+			return nil, err
+		}
+		out[side.name] = cfg
+	}
+	return out, nil
+}
+
+// side builds one side's sweep config: the shared flags with the side's
+// own over them; an error about a side's own setting names its flag.
+func (f *CompareFlags) side(side compareSide) (sweep.Config, error) {
+	sf := f.Sweep.clone()
+	sf.set("target", side.url)
+	sf.set("metrics-url", side.metrics)
+	sf.rounds = 1
+	sf.costPerHour = f.cost.price(side.name, f.Sweep.costPerHour)
+	for flag, v := range map[string]string{"model": side.model, "api-key-file": side.key, "http.config.file": side.http} {
+		if v != "" {
+			sf.set(flag, v)
+		}
+	}
+	if side.url == "" {
+		return sweep.Config{}, &FlagError{Flag: side.name, Err: errors.New("must not be empty")}
+	}
+	cfg, err := sf.Config()
+	if err != nil {
+		var fe *FlagError
+		if tf, ok := errors.AsType[*sweep.FieldError](err); ok && tf.Field == "Target" {
+			return cfg, &FlagError{Flag: side.name, Err: tf.Err}
+		}
+		if errors.As(err, &fe) && fe.Flag == "http.config.file" && side.http != "" {
+			return cfg, &FlagError{Flag: side.name + "-http-config-file", Err: fe.Err}
+		}
+		var ce *sweep.FieldError
+		if errors.As(err, &ce) && ce.Field == "CostPerHour" && f.cost.set(side.name) {
+			return cfg, &FlagError{Flag: side.name + "-cost-per-hour", Err: ce.Err}
+		}
+		return cfg, err
+	}
+	if cfg.Auto {
+		return cfg, &FlagError{Flag: "rates", Err: errors.New("auto is not offered by compare: give one rate or a short ladder")}
+	}
+	return cfg, nil
+}
+
+// compareCostFlags are compare's per-side prices: each side's
+// --<side>-cost-per-hour, defaulting to the shared --cost-per-hour (a
+// sweep flag).
+type compareCostFlags struct {
+	baseline, candidate       float64
+	baselineSet, candidateSet bool
+}
+
+// add adds --baseline-cost-per-hour and --candidate-cost-per-hour to
+// compare.
+func (f *compareCostFlags) add(cmd *kingpin.CmdClause) {
+	cmd.Flag("baseline-cost-per-hour", "Price of the baseline's serving in USD per hour (default --cost-per-hour).").
+		IsSetByUser(&f.baselineSet).Float64Var(&f.baseline)
+	cmd.Flag("candidate-cost-per-hour", "Price of the candidate's serving in USD per hour (default --cost-per-hour). "+
+		"With both prices, --max-regression cost=5% judges the cost per million good output tokens (an increase is a regression).").
+		IsSetByUser(&f.candidateSet).Float64Var(&f.candidate)
+}
+
+// set reports whether the side's own price flag was given.
+func (f *compareCostFlags) set(side string) bool {
+	if side == compare.SideCandidate {
+		return f.candidateSet
+	}
+	return f.baselineSet
+}
+
+// price returns the side's price: its own flag when given, else shared.
+func (f *compareCostFlags) price(side string, shared float64) float64 {
+	switch {
+	case !f.set(side):
+		return shared
+	case side == compare.SideCandidate:
+		return f.candidate
+	}
+	return f.baseline
+}

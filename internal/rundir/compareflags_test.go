@@ -1,0 +1,111 @@
+package rundir
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+
+	"github.com/llmprobe/llmprobe/prober/compare"
+)
+
+// compareProcedure parses compare's flags from args (the baseline given,
+// and the candidate unless args give it) and returns CompareFlags.Procedure's
+// answer.
+func compareProcedure(t *testing.T, args ...string) (*compare.Procedure, error) {
+	t.Helper()
+	app := kingpin.New("t", "")
+	f := &CompareFlags{}
+	AddCompareFlags(app.Command("compare", ""), f)
+	base := []string{"compare", "--out", t.TempDir(), "--baseline", "http://a:8000"}
+	if !slices.Contains(args, "--candidate") {
+		base = append(base, "--candidate", "http://b:8000")
+	}
+	if _, err := app.Parse(append(base, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return f.Procedure(log.NewNopLogger())
+}
+
+// TestCompareFlagsRefused: each of compare's own checks, and a side's own
+// setting, refuses with an error naming its flag (spelled by
+// FlagErrorText); once both sides are built, the Procedure comes back
+// with the error so that its secrets can redact it.
+func TestCompareFlagsRefused(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, []byte("sk-compare-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		want     string
+		withProc bool
+	}{
+		{"metrics-url", []string{"--rates", "1", "--metrics-url", "http://a:8000/metrics"}, "--metrics-url: give --baseline-metrics-url", false},
+		{"bootstrap-iters", []string{"--rates", "1", "--bootstrap-iters", "99"}, "--bootstrap-iters: must be >= 100, got 99", false},
+		{"empty candidate", []string{"--rates", "1", "--candidate", ""}, "--candidate: must not be empty", false},
+		{"bad candidate url", []string{"--rates", "1", "--candidate", "b:8000"}, "--candidate: must be an http:// or https:// URL", false},
+		{"side price", []string{"--rates", "1", "--baseline-cost-per-hour=-1"}, "--baseline-cost-per-hour: ", false},
+		{"shared price", []string{"--rates", "1", "--cost-per-hour=-1"}, "--cost-per-hour: ", false},
+		{"side http config", []string{"--rates", "1", "--candidate-http-config-file", filepath.Join(t.TempDir(), "none.yml")},
+			"--candidate-http-config-file: ", false},
+		{"cost without prices", []string{"--rates", "1", "--api-key-file", key, "--max-regression", "cost=5%"},
+			"--max-regression: cost needs the price per hour of both sides", true},
+		{"one price", []string{"--rates", "1", "--baseline-cost-per-hour", "2", "--max-regression", "cost=5%"},
+			"--max-regression: cost needs the price per hour of both sides", true},
+		{"bad thresholds", []string{"--rates", "1", "--max-regression", "colour=5%"}, "--max-regression: ", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := compareProcedure(t, tt.args...)
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if got := FlagErrorText(err); !strings.HasPrefix(got, tt.want) {
+				t.Errorf("error %q, want it to start with %q", got, tt.want)
+			}
+			if (p != nil) != tt.withProc {
+				t.Errorf("procedure %v with the error, want one: %v", p != nil, tt.withProc)
+			}
+			if p != nil && tt.name == "cost without prices" && !strings.Contains(strings.Join(append(p.Baseline.Secrets(), p.Candidate.Secrets()...), " "), "sk-compare-secret") {
+				t.Errorf("the procedure's sides lack the API key to redact")
+			}
+		})
+	}
+}
+
+// TestCompareFlagsProcedure: each side gets the shared flags with its own
+// over them (model, price), a round of its own; goodput is dropped from the
+// default thresholds without an SLO, and kept with one.
+func TestCompareFlagsProcedure(t *testing.T) {
+	p, err := compareProcedure(t, "--rates", "2,4", "--model", "m", "--candidate-model", "m2", "--cost-per-hour", "3",
+		"--candidate-cost-per-hour", "4", "--rounds", "4", "--order", "random", "--seed", "7", "--bootstrap-iters", "200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, c := p.Baseline, p.Candidate
+	if b.Target != "http://a:8000" || c.Target != "http://b:8000" || b.Model != "m" || c.Model != "m2" {
+		t.Errorf("targets %q %q, models %q %q", b.Target, c.Target, b.Model, c.Model)
+	}
+	if b.CostPerHour != 3 || c.CostPerHour != 4 {
+		t.Errorf("prices %v %v, want 3 (shared) and 4 (the candidate's own)", b.CostPerHour, c.CostPerHour)
+	}
+	if p.Rounds != 4 || p.Order != compare.OrderRandom || p.Seed != 7 || p.Iters != 200 || p.MaxRegression != compare.DefaultThresholds {
+		t.Errorf("rounds %d order %q seed %d iters %d max-regression %q", p.Rounds, p.Order, p.Seed, p.Iters, p.MaxRegression)
+	}
+	if compare.HasFigure(p.Thresholds, compare.FigureGoodput) {
+		t.Errorf("no SLO: goodput still compared (%v)", p.Thresholds)
+	}
+	p, err = compareProcedure(t, "--rates", "2", "--goodput", "ttft:800")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !compare.HasFigure(p.Thresholds, compare.FigureGoodput) {
+		t.Errorf("with --goodput: goodput not compared (%v)", p.Thresholds)
+	}
+}
