@@ -291,11 +291,17 @@ func invalidAbove(os []StepOutcome, level float64) bool {
 	return false
 }
 
-func attemptsText(n int) string {
-	if n == 1 {
+// attemptsText says in how many of a level's attempts it was invalid: "its
+// only attempt", "all 3 attempts", or "2 of its 4 attempts" when some
+// attempts were valid but too short and lengthened.
+func attemptsText(invalid, attempts int) string {
+	switch {
+	case attempts == 1:
 		return "its only attempt"
+	case invalid == attempts:
+		return "all " + strconv.Itoa(attempts) + " attempts"
 	}
-	return "all " + strconv.Itoa(n) + " attempts"
+	return strconv.Itoa(invalid) + " of its " + strconv.Itoa(attempts) + " attempts"
 }
 
 // pct100 formats a fraction as a percentage ("10 %").

@@ -597,3 +597,20 @@ func TestKneeJSON(t *testing.T) {
 		t.Errorf("schema 1 knee read back as %+v", back.Knee)
 	}
 }
+
+// TestAttemptsText: the stop reason counts the invalid attempts, not every
+// attempt (a too-short attempt that was lengthened was valid).
+func TestAttemptsText(t *testing.T) {
+	for _, c := range []struct {
+		invalid, attempts int
+		want              string
+	}{
+		{1, 1, "its only attempt"},
+		{3, 3, "all 3 attempts"},
+		{3, 4, "3 of its 4 attempts"},
+	} {
+		if got := attemptsText(c.invalid, c.attempts); got != c.want {
+			t.Errorf("attemptsText(%d, %d) = %q, want %q", c.invalid, c.attempts, got, c.want)
+		}
+	}
+}

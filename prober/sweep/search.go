@@ -221,6 +221,7 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 		n = max(n, s.length[rate])
 	}
 	retries, lengthen := s.o.Retries, s.o.Lengthen
+	invalid := 0
 	for attempt := 1; ; attempt++ {
 		out, err = s.probe(rate, n)
 		if err != nil {
@@ -245,9 +246,10 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 		last := &s.res.Steps[len(s.res.Steps)-1]
 		switch v {
 		case VerdictInvalid:
+			invalid++
 			if retries == 0 {
 				s.stop(SearchInvalid, fmt.Sprintf("rate %s req/s was invalid in %s (%s); the search stopped there instead of narrowing on a level it could not measure",
-					fmtLevel(rate), attemptsText(attempt), why))
+					fmtLevel(rate), attemptsText(invalid, attempt), why))
 				return out, false, false, nil
 			}
 			retries--
