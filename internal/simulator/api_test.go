@@ -124,8 +124,14 @@ func TestStreamingShape(t *testing.T) {
 			if tokens != maxTokens || finish != "length" {
 				t.Errorf("got %d tokens, finish %q; want %d, length", tokens, finish, maxTokens)
 			}
-			if wantEvents := maxTokens + map[bool]int{true: 1}[tt.chat]; contentEvents > wantEvents || contentEvents < 2 {
-				t.Errorf("%d content events, want 2..%d", contentEvents, wantEvents)
+			// The tokens the engine produced while the handler was not
+			// scheduled go out in one event, as vLLM coalesces them, so a
+			// starved machine may send all 7 in one: at least one content
+			// event (two in chat: the role, then the text), at most one per
+			// token.
+			minEvents := 1 + map[bool]int{true: 1}[tt.chat]
+			if wantEvents := maxTokens + map[bool]int{true: 1}[tt.chat]; contentEvents > wantEvents || contentEvents < minEvents {
+				t.Errorf("%d content events, want %d..%d", contentEvents, minEvents, wantEvents)
 			}
 			if tt.usage {
 				if final == nil {
