@@ -33,7 +33,9 @@ func TestSweepBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"rate zero", []string{"--rates", "0"}, "llmprobe: error: --rates: rate must be > 0, got 0\n"},
+		{"rate zero", []string{"--rates", "0"}, "llmprobe: error: --rates: rate must be >= 0.01, got 0\n"},
+		{"rate tiny", []string{"--rates", "1e-300"}, "llmprobe: error: --rates: rate must be >= 0.01, got 1e-300\n"},
+		{"concurrency huge", []string{"--concurrency", "100000000"}, "llmprobe: error: --concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 100000000\n"},
 		{"negative input length", []string{"--input-len=-5"}, "llmprobe: error: --input-len: must be >= 1, got -5\n"},
 		{"negative prefix", []string{"--prefix-len=-1"}, "llmprobe: error: --prefix-len: must be >= 0, got -1\n"},
 		{"bad goodput key", []string{"--goodput", "ttft:800", "foo:3"}, `llmprobe: error: --goodput: invalid goodput key "foo": must be one of ttft, tpot, e2el` + "\n"},

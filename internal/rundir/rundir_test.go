@@ -748,7 +748,7 @@ func TestRunRefusesBeforeLoad(t *testing.T) {
 		}, wantFlag: true, wantMsg: "max_model_len 8192 (from POST /tokenize)"},
 		{name: "unknown model", setup: func(c *sweep.Config) { c.Model = "gpt-9" }, wantMsg: `model "gpt-9" is not served`},
 		{name: "out dir is a file", setup: func(c *sweep.Config) { c.OutDir = filepath.Join(notDir, "runs") }, wantErr: artifacts.ErrUnwritable},
-		{name: "invalid config", setup: func(c *sweep.Config) { c.Rates = []float64{0} }, wantMsg: "Rates: rate must be > 0", wantFlag: true},
+		{name: "invalid config", setup: func(c *sweep.Config) { c.Rates = []float64{0} }, wantMsg: "Rates: rate must be >= 0.01", wantFlag: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

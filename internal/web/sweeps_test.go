@@ -310,3 +310,35 @@ func TestSweepAPIWebConfig(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestSweepAPILoadBounds: the sweep API refuses, with 400 naming the key,
+// a closed loop no process can hold and a rate that would be sent as a
+// burst (issue 22 D1: `"concurrency":[100000000]` on a target without
+// max_sweep_rate was accepted and took the daemon down; D3: 1e-300).
+func TestSweepAPILoadBounds(t *testing.T) {
+	url, _ := simtest.Start(t, fastSim())
+	cfg, err := config.Parse([]byte("targets:\n  - name: open\n    base_url: "+url+"\n"), "t.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sweepd.New(sweepd.Options{Dir: t.TempDir(),
+		Embedded: func(string, workload.Spec) (bool, float64) { return true, 0 }})
+	t.Cleanup(svc.Stop)
+	svc.Apply(cfg)
+	srv := httptest.NewServer(NewHandler(Options{Gatherer: prometheus.NewRegistry(), EnableSweeps: true, Sweeps: svc}))
+	defer srv.Close()
+	for body, want := range map[string]string{
+		`{"target": "open", "concurrency": [100000000]}`:              "concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 100000000",
+		`{"target": "open", "rates": [1], "max_concurrency": 100000}`: "max_concurrency: must be at most 10000 requests in flight",
+		`{"target": "open", "rates": [1e-300]}`:                       "rates: rate must be >= 0.01, got 1e-300",
+	} {
+		r := call(t, srv.Client(), "POST", srv.URL+"/api/v1/sweeps", jsonType, []byte(body))
+		msg, _ := r.json(t)["error"].(string)
+		if r.code != 400 || !strings.Contains(msg, want) {
+			t.Errorf("%s: %d %q, want 400 containing %q", body, r.code, msg, want)
+		}
+	}
+	if l := svc.List(); len(l) != 0 {
+		t.Errorf("a refused body started %d sweeps", len(l))
+	}
+}

@@ -174,3 +174,21 @@ func TestSweepSpecJSON(t *testing.T) {
 		t.Errorf("marshal: %s %v", b, err)
 	}
 }
+
+// TestSweepLoadBounds: a scheduled sweep's levels are bounded at load from
+// the settings table (issue 22 D1, D3: check-config accepted concurrency
+// [1000000000], which took a daemon down; a rate of 1e-300 was sent as a
+// burst).
+func TestSweepLoadBounds(t *testing.T) {
+	f := func(load, want string) {
+		t.Helper()
+		yml := "targets:\n  - name: sim\n    base_url: http://127.0.0.1:8000\n    sweeps:\n      - name: s\n        every: 1h\n        num_prompts: 10\n        " + load + "\n"
+		_, err := Parse([]byte(yml), "f.yml")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to contain %q", load, err, want)
+		}
+	}
+	f("concurrency: [1000000000]", "concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 1000000000")
+	f("max_concurrency: 20000\n        rates: [1]", "max_concurrency: must be at most 10000 requests in flight")
+	f("rates: [1e-300]", "rate must be >= 0.01, got 1e-300")
+}

@@ -26,8 +26,11 @@ func TestParseRates(t *testing.T) {
 		{name: "fractional", in: "0.5,1.5", want: []float64{0.5, 1.5}},
 		{name: "auto", in: "AUTO", wantAuto: true},
 		{name: "burst", in: "inf", want: []float64{math.Inf(1)}},
-		{name: "zero", in: "1,0", wantErr: "Rates: rate must be > 0, got 0"},
-		{name: "negative", in: "-2", wantErr: "Rates: rate must be > 0, got -2"},
+		{name: "zero", in: "1,0", wantErr: "Rates: rate must be >= 0.01, got 0"},
+		{name: "negative", in: "-2", wantErr: "Rates: rate must be >= 0.01, got -2"},
+		// Issue 22 D3: sent as a burst, then a file name too long.
+		{name: "tiny", in: "1e-300", wantErr: "Rates: rate must be >= 0.01, got 1e-300"},
+		{name: "lowest", in: "0.01", want: []float64{0.01}},
 		{name: "not a number", in: "fast", wantErr: `Rates: "fast" is not a rate`},
 		{name: "nan", in: "NaN", wantErr: `Rates: "NaN" is not a rate`},
 		{name: "duplicate", in: "2,2", wantErr: "Rates: rate 2 given twice"},

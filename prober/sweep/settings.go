@@ -55,6 +55,10 @@ type Bound struct {
 	// Text replaces the generated "must be ..." phrase; MaxText replaces
 	// it for a value above Max only.
 	Text, MaxText string
+	// MaxLen bounds the number of elements of a list setting (levels,
+	// speeds, percentiles); 0: no bound. Min and Max then bound each
+	// element.
+	MaxLen int
 }
 
 // Setting describes one sweep setting: its Config field, type, default,
@@ -240,8 +244,15 @@ func (c *Config) validateBounds() error {
 			x = float64(v.Int())
 		case reflect.Float64:
 			x, got = v.Float(), v.Float()
+		case reflect.Slice:
+			// A list: its elements are checked where it is parsed and
+			// in Validate, its length here.
+			if s.Bound.MaxLen > 0 && v.Len() > s.Bound.MaxLen {
+				return fieldErr(s.Field, "must have at most %d values, got %d", s.Bound.MaxLen, v.Len())
+			}
+			continue
 		default:
-			continue // a list: its elements are checked where it is
+			continue
 		}
 		if x == 0 && s.Bound.ZeroDefault {
 			continue

@@ -11,6 +11,27 @@ import (
 // MaxShards bounds Config.ShardCount.
 const MaxShards = 1024
 
+// Bounds of the load a sweep may ask of one process.
+const (
+	// MaxInFlight bounds Concurrency levels and MaxConcurrency: every
+	// request in flight holds a socket (an ephemeral port: about 28,000 per
+	// destination with Linux's defaults), a goroutine and its buffers, so a
+	// level of 1e8 took a daemon to 1.35 GB and 30,000 sockets before it
+	// died. Beyond it, shard the sweep (docs/scaling.md).
+	MaxInFlight = 10_000
+	// MinRate is the lowest open-loop rate of a step, in req/s: one request
+	// per 100 s, so a step of the default --min-prompts lasts at most about
+	// 17 minutes (a rate of 1e-6 made an 11-day step; 1e-300 was sent as
+	// a burst).
+	MinRate = 0.01
+	// MaxLevels bounds the levels of a sweep (--rates, --concurrency) and
+	// the speeds of a trace replay.
+	MaxLevels = 256
+)
+
+// inFlightText is the bound text of a level above MaxInFlight.
+var inFlightText = "must be at most " + strconv.Itoa(MaxInFlight) + " requests in flight (shard the sweep for more)"
+
 // stepRequestsText is the bound of a step's request counts (NumPrompts,
 // MinPrompts, Warmups) beyond MaxStepRequests.
 var stepRequestsText = "must be at most " + strconv.Itoa(MaxStepRequests) + " requests per step"
@@ -99,16 +120,16 @@ var settingsTable = []Setting{
 	{Field: "Workload.Request.ExtraBody", Flag: "extra-body", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "A JSON object merged into every request body (e.g. '{\"repetition_penalty\":1.1}'); " +
 			"keys llmprobe sets are refused. Features (no_stream, logprobs, json_schema, lora) come through --workload."},
-	{Field: "Rates", Flag: "rates", Key: "rates", Kind: KindString, Bound: Bound{HasMin: true, MinOpen: true}, Unit: "req/s", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "Rates", Flag: "rates", Key: "rates", Kind: KindString, Bound: Bound{Min: MinRate, HasMin: true, MaxLen: MaxLevels}, Unit: "req/s", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Open-loop request rates in req/s, one step each: a list such as 1,2,4,8; auto (adaptive " +
 			"knee search: doubling, then bisection to within --auto-tolerance); or inf (every request of the step at " +
 			"once: a burst, not an open loop). Default auto, unless --concurrency is given.",
 		CompareDoc: "Open-loop request rates in req/s: one rate or a short ladder (e.g. 4 or 2,4,8), each round " +
 			"running every level. auto is not offered: the knee search would not give both sides the same levels."},
-	{Field: "Concurrency", Flag: "concurrency", Key: "concurrency", Kind: KindString, Bound: Bound{Min: 1, HasMin: true}, Unit: "requests", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "Concurrency", Flag: "concurrency", Key: "concurrency", Kind: KindString, Bound: Bound{Min: 1, HasMin: true, Max: MaxInFlight, HasMax: true, MaxText: inFlightText, MaxLen: MaxLevels}, Unit: "requests", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Closed loop instead of rates: a list of concurrency levels (e.g. 1,2,4,8), each step " +
 			"keeping exactly N requests in flight."},
-	{Field: "MaxConcurrency", Flag: "max-concurrency", Key: "max_concurrency", Kind: KindInt, Default: "0", Bound: Bound{HasMin: true}, Unit: "requests", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "MaxConcurrency", Flag: "max-concurrency", Key: "max_concurrency", Kind: KindInt, Default: "0", Bound: Bound{HasMin: true, Max: MaxInFlight, HasMax: true, MaxText: inFlightText}, Unit: "requests", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "With --rates: cap the requests in flight; arrivals wait for a free slot, the wait " +
 			"is reported as client queue time and the achieved rate beside the requested one (0: no cap)."},
 	{Field: "MaxStepBytes", Flag: "max-step-bytes", Kind: KindString, Default: "1GiB", Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Unit: "bytes", Surfaces: SurfaceSweep | SurfaceCompare,
@@ -221,7 +242,7 @@ var settingsTable = []Setting{
 			"\"output_length\", \"hash_ids\"} or {\"offset_ms\", \"input_tokens\", \"output_tokens\"}, sent open loop on its own " +
 			"timing divided by --trace-speed, prompts of its lengths, hash_ids as shared prompt prefixes. --num-prompts " +
 			"(the first N entries) or --duration (the entries due within it) cut it. See docs/workload.md."},
-	{Field: "TraceSpeeds", Flag: "trace-speed", Kind: KindString, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Max: MaxTraceSpeed, HasMax: true, Finite: true}, Surfaces: SurfaceSweep,
+	{Field: "TraceSpeeds", Flag: "trace-speed", Kind: KindString, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Max: MaxTraceSpeed, HasMax: true, Finite: true, MaxLen: MaxLevels}, Surfaces: SurfaceSweep,
 		Doc: "With --trace: replay speeds, one step each (1: the trace's own timing, 2: twice as fast; " +
 			"a list such as 1,2,4 is a ladder)."},
 	{Flag: "trace-block-size", Kind: KindInt, Default: "512", Unit: "tokens", Surfaces: SurfaceSweep,

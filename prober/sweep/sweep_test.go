@@ -245,7 +245,17 @@ func TestPrepareNamesFields(t *testing.T) {
 			}
 		})
 	}
-	f("rate", func(c *Config) { c.Rates = []float64{-1} }, "Rates", "rate must be > 0")
+	f("rate", func(c *Config) { c.Rates = []float64{-1} }, "Rates", "rate must be >= 0.01")
+	// Issue 22 D1: a closed loop of 1e8 took the daemon down.
+	f("concurrency", func(c *Config) { c.Rates, c.Concurrency = nil, []int{100_000_000} }, "Concurrency",
+		"must be at most 10000 requests in flight (shard the sweep for more), got 100000000")
+	f("max concurrency", func(c *Config) { c.MaxConcurrency = MaxInFlight + 1 }, "MaxConcurrency", "must be at most 10000 requests in flight")
+	f("levels", func(c *Config) {
+		c.Rates = make([]float64, MaxLevels+1)
+		for i := range c.Rates {
+			c.Rates[i] = float64(i + 1)
+		}
+	}, "Rates", "must have at most 256 values, got 257")
 	f("longer than max_model_len", func(c *Config) {
 		c.Workload = workload.Spec{InputTokens: workload.Fixed(8000), OutputTokens: workload.Fixed(300)}
 	}, "Workload.InputTokens", "--input-len 8000 + --output-len 300 = 8300 tokens per request, more than the model's max_model_len 8192")
