@@ -21,6 +21,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -61,6 +62,16 @@ const DefaultMaxBodyBytes = ByteSize(client.DefaultMaxBodyBytes)
 // DefaultMaxRate is the default global max_rate: the highest rate a probe
 // may set, in requests per second.
 const DefaultMaxRate = 100
+
+// MinProbeRate is the lowest rate of a probe, in requests per second: one
+// request per 1000 s on average. A lower rate (1e-300 was accepted) never
+// fires, so the probe would export nothing while looking configured.
+const MinProbeRate = 0.001
+
+// MaxProbeConcurrency bounds a probe's max_concurrency: every request in
+// flight holds a socket, a goroutine and its buffers (as the sweeps'
+// sweep.MaxInFlight).
+const MaxProbeConcurrency = sweep.MaxInFlight
 
 // MaxConfigFileBytes caps what Load reads from a configuration file: a
 // larger (or endless, such as /dev/zero) file is an error naming the cap.

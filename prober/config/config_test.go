@@ -269,6 +269,11 @@ func TestParseErrors(t *testing.T) {
 		{"objective NaN", "targets:\n  - name: a\n    base_url: http://x\n    goodput_objective: .nan\n", "f.yml:4: targets[0].goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got NaN"},
 		{"objective zero", "global:\n  goodput_objective: 0\ntargets:\n  - name: a\n    base_url: http://x\n", "f.yml:2: global.goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 0"},
 		{"objective in a probe", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1, goodput_objective: 0.9}\n", "f.yml:5: targets[0].probes[0].goodput_objective: unknown key (goodput_objective belongs in global or a target)"},
+		// Issue 22 D3: accepted, and the probe never fired.
+		{"rate tiny", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1e-300}\n",
+			"f.yml:5: targets[0].probes[0].rate: must be >= 0.001 (one request per 1000 s; a lower rate never fires), got 1e-300"},
+		{"max_concurrency huge", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1, max_concurrency: 100000000}\n",
+			"f.yml:5: targets[0].probes[0].max_concurrency: must be <= 10000 (requests in flight: a socket and a goroutine each), got 100000000"},
 		{"rate NaN", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: .nan}\n", "f.yml:5: targets[0].probes[0].rate: must be > 0, got NaN"},
 		{"merged probe", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - &p {name: p, rate: 1}\n      - <<: *p\n        max_concurrency: -1\n",
 			"f.yml:6: targets[0].probes[1].name: duplicate probe name \"p\" (also probes[0])\nf.yml:7: targets[0].probes[1].max_concurrency: must be >= 1, got -1"},

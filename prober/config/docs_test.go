@@ -73,6 +73,8 @@ func TestDocsStateTheBounds(t *testing.T) {
 		{"targets[].probes default probe max_concurrency", row(target, "probes"), fmt.Sprintf("max concurrency %d", MinDefaultConcurrency)},
 		{"probes[].name pattern", row(probe, "name"), "`" + namePattern + "`"},
 		{"probes[].rate bound", row(probe, "rate"), fmt.Sprintf("(default %v;", float64(DefaultMaxRate))},
+		{"probes[].rate lower bound", row(probe, "rate"), fmt.Sprintf("`>= %v` (one request per %v s", MinProbeRate, 1/MinProbeRate)},
+		{"probes[].max_concurrency bound", row(probe, "max_concurrency"), fmt.Sprintf("`<= %d`", MaxProbeConcurrency)},
 		{"probes[].arrival default", row(probe, "arrival"), "| `" + p.Arrival + "` |"},
 		{"probes[].burstiness default", row(probe, "burstiness"), fmt.Sprintf("| `%v` |", p.Burstiness)},
 		{"probes[].burstiness bounds", row(probe, "burstiness"), fmt.Sprintf("Between `%v` and `%v`", arrival.MinBurstiness, float64(arrival.MaxBurstiness))},

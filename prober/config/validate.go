@@ -126,7 +126,7 @@ func (t TargetConfig) Validate() error {
 func (p ProbeConfig) Validate() error {
 	var l problems
 	l.add("name", validateName(p.Name))
-	rateBad := l.add("rate", validatePositive(p.Rate))
+	rateBad := l.add("rate", validateProbeRate(p.Rate))
 	arrivalOK := true
 	switch p.Arrival {
 	case ArrivalPoisson, ArrivalGamma, ArrivalConstant:
@@ -152,6 +152,9 @@ func (p ProbeConfig) Validate() error {
 	}
 	if p.MaxConcurrency < 1 && (!rateBad || p.set.has("max_concurrency", p.MaxConcurrency != 0)) {
 		l.add("max_concurrency", fmt.Errorf("must be >= 1, got %d", p.MaxConcurrency))
+	}
+	if p.MaxConcurrency > MaxProbeConcurrency {
+		l.add("max_concurrency", fmt.Errorf("must be <= %d (requests in flight: a socket and a goroutine each), got %d", MaxProbeConcurrency, p.MaxConcurrency))
 	}
 	if p.Workload.Trace != nil {
 		l.add("workload.trace", errProbeTrace)
@@ -188,6 +191,18 @@ func validateName(s string) error {
 	}
 	if !nameRE.MatchString(s) {
 		return fmt.Errorf("must match %s, got %q", namePattern, s)
+	}
+	return nil
+}
+
+// validateProbeRate checks a probe's rate: > 0, finite, and at least
+// MinProbeRate.
+func validateProbeRate(v float64) error {
+	if err := validatePositive(v); err != nil {
+		return err
+	}
+	if v < MinProbeRate {
+		return fmt.Errorf("must be >= %v (one request per %v s; a lower rate never fires), got %v", MinProbeRate, 1/MinProbeRate, v)
 	}
 	return nil
 }
