@@ -313,8 +313,10 @@ func TestSweepAPIWebConfig(t *testing.T) {
 
 // TestSweepAPILoadBounds: the sweep API refuses, with 400 naming the key,
 // a closed loop no process can hold and a rate that would be sent as a
-// burst (issue 22 D1: `"concurrency":[100000000]` on a target without
-// max_sweep_rate was accepted and took the daemon down; D3: 1e-300).
+// burst, and a JSON schema that recurses on the same value (issue 22 D1:
+// `"concurrency":[100000000]` on a target without max_sweep_rate was
+// accepted and took the daemon down; D3: 1e-300; D2: {"$ref": "#"}
+// overflowed the stack at the first reply).
 func TestSweepAPILoadBounds(t *testing.T) {
 	url, _ := simtest.Start(t, fastSim())
 	cfg, err := config.Parse([]byte("targets:\n  - name: open\n    base_url: "+url+"\n"), "t.yml")
@@ -331,6 +333,7 @@ func TestSweepAPILoadBounds(t *testing.T) {
 		`{"target": "open", "concurrency": [100000000]}`:              "concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 100000000",
 		`{"target": "open", "rates": [1], "max_concurrency": 100000}`: "max_concurrency: must be at most 10000 requests in flight",
 		`{"target": "open", "rates": [1e-300]}`:                       "rates: rate must be >= 0.01, got 1e-300",
+		`{"target": "open", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": 8}, "output_tokens": {"dist": "fixed", "value": 4}, "request": {"features": [{"kind": "json_schema", "share": 1, "schema": {"$ref": "#"}}]}}}`: "leads back to the root on the same value",
 	} {
 		r := call(t, srv.Client(), "POST", srv.URL+"/api/v1/sweeps", jsonType, []byte(body))
 		msg, _ := r.json(t)["error"].(string)

@@ -192,3 +192,15 @@ func TestSweepLoadBounds(t *testing.T) {
 	f("max_concurrency: 20000\n        rates: [1]", "max_concurrency: must be at most 10000 requests in flight")
 	f("rates: [1e-300]", "rate must be >= 0.01, got 1e-300")
 }
+
+// TestProbeSchemaRecursion: a probe's inline JSON schema that recurses on
+// the same value is a load error (issue 22 D2: accepted, and the first
+// reply validated against it overflowed the stack and killed the daemon).
+func TestProbeSchemaRecursion(t *testing.T) {
+	yml := "targets:\n  - name: sim\n    base_url: http://127.0.0.1:8000\n    probes:\n      - name: p\n        rate: 1\n" +
+		"        workload: {request: {features: [{kind: json_schema, share: 1, schema: {$ref: \"#\"}}]}}\n"
+	_, err := Parse([]byte(yml), "f.yml")
+	if err == nil || !strings.Contains(err.Error(), "leads back to the root on the same value") {
+		t.Errorf("error %v, want the schema's recursion named", err)
+	}
+}

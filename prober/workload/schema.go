@@ -88,7 +88,9 @@ func refuseRemote(uri *url.URL) (*jsonschema.Schema, error) {
 // CompileSchema compiles a JSON schema (its JSON text) with
 // google/jsonschema-go after checking it against the meta-schema of the
 // draft its $schema names: 2020-12 (also when it names none) or draft-07.
-// References to other documents are refused.
+// References to other documents are refused, and so are a schema nested
+// deeper than MaxSchemaDepth and a $ref cycle that stays on the same value
+// (checkSchemaRecursion: validating against it would never end).
 func CompileSchema(text []byte) (*Schema, error) {
 	doc, err := decodeOne(text)
 	if err != nil {
@@ -97,6 +99,9 @@ func CompileSchema(text []byte) (*Schema, error) {
 	obj, ok := doc.(map[string]any)
 	if !ok {
 		return nil, errors.New("must be a JSON object")
+	}
+	if err := checkSchemaRecursion(doc); err != nil {
+		return nil, err
 	}
 	draft := draft2020
 	if v, ok := obj["$schema"]; ok {
