@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/daemon"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
+	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/manager"
@@ -69,6 +70,9 @@ func init() {
 			StringVar(&f.shard)
 		cmd.Flag("shutdown-timeout", "How long to wait for in-flight probes and the web server on shutdown.").Default("10s").DurationVar(&f.ShutdownTimeout)
 		f.Web = kingpinflag.AddFlags(cmd, ":9741")
+		cmd.Flag("web.max-requests", "Most HTTP requests served at once (as Prometheus' --web.max-connections); over it a request is answered "+
+			"503 at once, so a flood of unread scrapes cannot exhaust memory. 0: no limit.").
+			Default(fmt.Sprint(web.DefaultMaxRequests)).IntVar(&f.MaxRequests)
 		cmd.Flag("web.enable-lifecycle", "Enable POST /-/reload (as Prometheus' flag); without it only SIGHUP reloads the config.").
 			BoolVar(&f.EnableLifecycle)
 		cmd.Flag("web.enable-pprof", "Serve Go profiling under /debug/pprof/ (memory and goroutine dumps: protect it with --web.config.file basic auth).").
@@ -146,6 +150,8 @@ func (f *serveFlags) options(fromFile bool) (daemon.Options, error) {
 		return o, fmt.Errorf("--push.method must be POST or PUT, got %q", o.Push.Method)
 	case o.SweepsMaxConcurrent < 1:
 		return o, fmt.Errorf("--sweeps.max-concurrent must be >= 1, got %d", o.SweepsMaxConcurrent)
+	case o.MaxRequests < 0:
+		return o, fmt.Errorf("--web.max-requests must be >= 0 (0: no limit), got %d", o.MaxRequests)
 	}
 	if err = daemon.ValidatePushLabels(o.Push.ExtraLabels); err != nil {
 		return o, fmt.Errorf("--push.extra-label: %w", err)

@@ -208,6 +208,7 @@ func TestCLIErrors(t *testing.T) {
 		{"help", []string{"--help"}, 0, ""},
 		{"serve help", []string{"serve", "--help"}, 0, ""},
 		{"bad shard", []string{"serve", "--shard", "5/5"}, 2, "--shard"},
+		{"negative max requests", []string{"serve", "--web.max-requests=-1"}, 2, "--web.max-requests must be >= 0 (0: no limit), got -1"},
 		{"bad push label", []string{"serve", "--push.url", "http://127.0.0.1:1/x", "--push.extra-label", "9bad=x"}, 2, "push.extra-label"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

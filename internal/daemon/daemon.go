@@ -68,6 +68,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// The HTTP surfaces that are off by default (docs/security.md).
 	EnableLifecycle, EnablePprof, EnableSweeps bool
+	// MaxRequests caps the HTTP requests served at once (over it: 503 at
+	// once); 0: no cap. `serve --web.max-requests`, default
+	// web.DefaultMaxRequests.
+	MaxRequests int
 	// SweepsDir holds the daemon's sweep run directories; at most
 	// SweepsMaxConcurrent sweeps run at once.
 	SweepsDir           string
@@ -251,7 +255,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		Sweeps:          d.sweeps,
 		Window:          d.window,
 	})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: web.LimitRequests(handler, o.MaxRequests, nil), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- toolkit.ListenAndServe(srv, o.Web, logging.Slog(d.logger)) }()
 	select {
