@@ -69,8 +69,9 @@ type Options struct {
 	// The HTTP surfaces that are off by default (docs/security.md).
 	EnableLifecycle, EnablePprof, EnableSweeps bool
 	// MaxRequests caps the HTTP requests served at once (over it: 503 at
-	// once); 0: no cap. `serve --web.max-requests`, default
-	// web.DefaultMaxRequests.
+	// once) and the connections each listener accepts at once (over it:
+	// the kernel's accept queue); 0: no cap. `serve --web.max-requests`,
+	// default web.DefaultMaxRequests.
 	MaxRequests int
 	// SweepsDir holds the daemon's sweep run directories; at most
 	// SweepsMaxConcurrent sweeps run at once.
@@ -257,7 +258,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	})
 	srv := &http.Server{Handler: web.LimitRequests(handler, o.MaxRequests, nil), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- toolkit.ListenAndServe(srv, o.Web, logging.Slog(d.logger)) }()
+	go func() { errc <- listenAndServe(srv, o.Web, o.MaxRequests, logging.Slog(d.logger)) }()
 	select {
 	case err := <-errc:
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
