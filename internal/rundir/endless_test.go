@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // loadInputErr runs LoadInput(path), failing the test if it has not
@@ -52,5 +53,27 @@ func TestLoadInputRefusesEndlessFiles(t *testing.T) {
 		if err := loadInputErr(t, p); err == nil || !strings.Contains(err.Error(), fifo+": not a regular file (a FIFO)") {
 			t.Errorf("LoadInput(%s) with a FIFO = %v", p, err)
 		}
+	}
+}
+
+// TestServerLogFIFO is issue 22 D6 for --server-log: a log that is a FIFO
+// blocked the step's end forever (its open waits for a writer); the step's
+// section now says the file is not a regular file.
+func TestServerLogFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "vllm.log")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip("no FIFOs:", err)
+	}
+	l := newServerLog(p, nil)
+	st := &sweep.Step{Index: 0, Label: "c1"}
+	done := make(chan struct{})
+	go func() { defer close(done); l.StepStarted(st, 1); l.StepDone(st) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server log's copy still blocked after 20 s")
+	}
+	if want := p + ": not a regular file (a FIFO)"; !strings.Contains(l.buf.String(), want) {
+		t.Errorf("server log:\n%s\nwant %q", l.buf.String(), want)
 	}
 }
