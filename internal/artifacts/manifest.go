@@ -13,6 +13,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/llmprobe/llmprobe/prober/capfile"
+
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
@@ -165,7 +167,7 @@ func hashDir(dir string) ([]File, error) {
 }
 
 func hashFile(p string) (string, int64, error) {
-	f, err := os.Open(p)
+	f, err := capfile.OpenRegular(p)
 	if err != nil {
 		return "", 0, err
 	}
@@ -178,12 +180,19 @@ func hashFile(p string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
+// MaxFileBytes caps what llmprobe reads whole from a run directory
+// (manifest.json, result.json, a metrics snapshot): 64 MiB is hundreds of
+// times a large sweep's result, and bounds the memory a tampered or
+// endless file (a symlink to /dev/zero) can take. records.jsonl is
+// streamed, a line at a time.
+const MaxFileBytes = 64 << 20
+
 // ReadManifest reads and decodes dir/manifest.json. It fails when the file
 // is missing or unreadable, is not valid JSON, has no schema_version, or has
 // a schema_version newer than SchemaVersion.
 func ReadManifest(dir string) (Manifest, error) {
 	var m Manifest
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	b, err := capfile.ReadRegular(filepath.Join(dir, ManifestFile), MaxFileBytes)
 	if err != nil {
 		return m, fmt.Errorf("read manifest: %w", err)
 	}

@@ -5,7 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 
 	"github.com/llmprobe/llmprobe/prober"
 )
@@ -22,12 +23,13 @@ const maxRecordLine = 256 << 20
 // reader of records.jsonl: compare's evidence, the vLLM-form
 // --save-detailed arrays and the merge of shards read through it.
 //
-// A file that cannot be opened returns os.Open's error (wrapping
+// A file that is not a regular file is a *capfile.NotRegularError; one
+// that cannot be opened returns os.Open's error (wrapping
 // fs.ErrNotExist when it is missing); a line that does not decode, or an
 // error of fn, is returned as "PATH line N: ERR" (wrapping fn's error), and
 // reading stops there.
 func ReadRecords(path string, fn func(line RecordLine, raw []byte) error) error {
-	f, err := os.Open(path)
+	f, err := capfile.OpenRegular(path)
 	if err != nil {
 		return err
 	}

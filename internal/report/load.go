@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -21,12 +23,11 @@ import (
 // artifacts.Create sanitized it, with any "-2" it added for a clash. Load
 // does not verify the files' hashes (artifacts.Verify does).
 func Load(dir string) (*sweep.Result, error) {
-	f, err := os.Open(filepath.Join(dir, artifacts.ResultFile))
+	b, err := capfile.ReadRegular(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load run: %w", err)
 	}
-	defer f.Close()
-	res, err := sweep.DecodeResult(f)
+	res, err := sweep.DecodeResult(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("load run: %s: %w", filepath.Join(dir, artifacts.ResultFile), err)
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmprobe/llmprobe/prober/capfile"
+
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/compare"
@@ -84,7 +86,7 @@ func LoadInput(path string) (*Input, error) {
 
 // decodeFile reads one result file (compare.Decode); the error names it.
 func decodeFile(path string) (*compare.Evidence, error) {
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -95,6 +97,17 @@ func decodeFile(path string) (*compare.Evidence, error) {
 	return ev, nil
 }
 
+// readInput reads a result file named on the command line, at most
+// artifacts.MaxFileBytes: a FIFO or socket is refused before it is opened.
+func readInput(path string) ([]byte, error) {
+	f, err := capfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return capfile.ReadAll(f, path, artifacts.MaxFileBytes)
+}
+
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -103,7 +116,7 @@ func exists(p string) bool {
 // loadDir reads an llmprobe run directory: a sweep's, or a compare run's
 // (its result.json says llmprobe_compare_schema).
 func loadDir(dir, name string) (*Input, error) {
-	b, err := os.ReadFile(filepath.Join(dir, artifacts.ResultFile))
+	b, err := capfile.ReadRegular(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

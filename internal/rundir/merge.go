@@ -3,10 +3,12 @@ package rundir
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
@@ -88,7 +90,7 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 		return fail(err)
 	}
 	for _, f := range []string{artifacts.MetricsBeforeFile, artifacts.MetricsDuringFile, artifacts.MetricsAfterFile} {
-		b, err := os.ReadFile(filepath.Join(dirs[0], f))
+		b, err := capfile.ReadRegular(filepath.Join(dirs[0], f), artifacts.MaxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -134,15 +136,17 @@ func mergeRecords(path string, m *sweep.Merger, recs *artifacts.Appender) error 
 	return nil
 }
 
-// copyInto appends the file at path to a (nothing when it is missing).
+// copyInto appends the file at path to a (nothing when it is missing),
+// streamed: a file that is not a regular file is refused.
 func copyInto(path string, a *artifacts.Appender) error {
-	b, err := os.ReadFile(path)
+	f, err := capfile.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
-	_, err = a.Write(b)
+	defer f.Close()
+	_, err = io.Copy(a, f)
 	return err
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/llmprobe/llmprobe/prober/capfile"
+
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -69,7 +71,7 @@ func (l *serverLog) copyStep(st *sweep.Step) {
 	if l.start < 0 || l.full {
 		return
 	}
-	f, err := os.Open(l.path)
+	f, err := capfile.OpenRegular(l.path) // a FIFO would block the step
 	if err != nil {
 		fmt.Fprintf(&l.buf, "### step %d %s: %v\n", st.Index, st.Label, err)
 		return

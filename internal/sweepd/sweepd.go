@@ -327,6 +327,11 @@ func (s *Service) File(id, name string) (*os.File, error) {
 		return nil, fmt.Errorf("%w: run directory: %v", ErrNotFound, err)
 	}
 	defer root.Close()
+	// Checked before the open too: opening a FIFO blocks until a writer
+	// appears (issue 22 D6: GET …/files/fifo hung and leaked a goroutine).
+	if fi, err := root.Stat(name); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)
+	}
 	f, err := root.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)

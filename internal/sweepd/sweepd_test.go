@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,6 +217,28 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 	os.Remove(filepath.Join(dir, "sim", done.RunDir, "link.txt"))
+	// A FIFO in the run directory is not found, at once (issue 22 D6: its
+	// open blocked GET …/files/fifo forever).
+	fifo := filepath.Join(dir, "sim", done.RunDir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+		errc := make(chan error, 1)
+		go func() {
+			f, err := s.File(st.ID, "fifo")
+			if f != nil {
+				f.Close()
+			}
+			errc <- err
+		}()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("File(fifo) = %v, want ErrNotFound", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("File(fifo) still blocked after 20 s")
+		}
+		os.Remove(fifo)
+	}
 	// The observer saw it, and LastOf has it.
 	calls := rec.calls()
 	if len(calls) != 1 || calls[0].result != capacity.ResultSuccess || calls[0].last == nil || calls[0].last.Knee != done.Result.Knee {

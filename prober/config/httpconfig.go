@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmprobe/llmprobe/prober/capfile"
+
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
@@ -257,7 +259,10 @@ func LoadHTTPConfigFile(path string) (config.HTTPClientConfig, error) {
 	if err != nil {
 		var pe *os.PathError
 		var te *TooLargeError
+		var ne *capfile.NotRegularError
 		switch {
+		case errors.As(err, &ne):
+			err = errors.New(ne.Reason())
 		case errors.As(err, &te):
 			err = fmt.Errorf("the file is larger than %v, the cap on an HTTP config file", ByteSize(te.Limit))
 		case errors.As(err, &pe):

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/llmprobe/llmprobe/prober/capfile"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -34,7 +36,10 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		var pe *os.PathError
 		var te *TooLargeError
+		var ne *capfile.NotRegularError
 		switch {
+		case errors.As(err, &ne):
+			err = errors.New(ne.Reason())
 		case errors.As(err, &te):
 			err = fmt.Errorf("the file is larger than %v, the cap on a configuration file", ByteSize(te.Limit))
 		case errors.As(err, &pe):
@@ -58,11 +63,13 @@ func (e *TooLargeError) Error() string {
 
 // ReadFile reads the file at path, at most limit bytes: a larger file, or
 // an endless one such as /dev/zero or a FIFO fed forever, is a
-// *TooLargeError once limit+1 bytes are read. Other errors are os.Open's
-// and Read's (*os.PathError). Use it for every file llmprobe reads whose
-// size a user controls.
+// *TooLargeError once limit+1 bytes are read. A FIFO or socket is refused
+// before it is opened (a *capfile.NotRegularError: opening a FIFO blocks
+// until a writer appears). Other errors are os.Open's and Read's
+// (*os.PathError). Use it for every file llmprobe reads whose size a user
+// controls.
 func ReadFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := capfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 )
 
 // Dataset file formats (DatasetSpec.Format).
@@ -128,7 +129,7 @@ func LoadDataset(path string, o DatasetOptions) (*Dataset, error) {
 	if o.MaxEntries > 0 && o.MaxEntries < maxEntries {
 		maxEntries = o.MaxEntries
 	}
-	f, err := os.Open(path)
+	f, err := capfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}

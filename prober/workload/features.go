@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 )
 
 // Request feature kinds (RequestFeature.Kind).
@@ -187,7 +188,7 @@ func (r *Request) ReadSchemaFiles(dir string) error {
 // readBounded reads at most limit bytes of the file at path; a larger (or
 // endless) file is an error naming it.
 func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
+	fh, err := capfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

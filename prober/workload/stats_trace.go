@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 )
 
 // TraceStats summarises a trace for `llmprobe workload stats`: its lengths
@@ -50,7 +51,7 @@ func IsTraceLine(line []byte) bool {
 // (a missing file too) reports false, leaving the file to the dataset
 // loader, whose errors name it.
 func SniffTrace(path string) bool {
-	fh, err := os.Open(path)
+	fh, err := capfile.Open(path)
 	if err != nil {
 		return false
 	}

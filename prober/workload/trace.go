@@ -10,11 +10,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 
 	"github.com/llmprobe/llmprobe/prober/jsonkind"
 )
@@ -117,7 +118,7 @@ type Trace struct {
 // file and, for a bad entry, its line and field ("t.jsonl:3: input_length:
 // must be >= 1, got 0"); nothing is sent before a trace loads.
 func LoadTrace(path string, o TraceOptions) (*Trace, error) {
-	f, err := os.Open(path)
+	f, err := capfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
