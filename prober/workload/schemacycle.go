@@ -2,7 +2,9 @@ package workload
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,7 +51,11 @@ func checkSchemaRecursion(doc any) error {
 	if err := g.collect(doc, "", 0); err != nil {
 		return err
 	}
-	for ptr, obj := range g.nodes {
+	// In a fixed order (the root first, keys sorted), so that the cycle an
+	// error names is the same on every run.
+	ptrs := slices.Sorted(maps.Keys(g.nodes))
+	for _, ptr := range ptrs {
+		obj := g.nodes[ptr]
 		for _, kw := range refKeywords {
 			ref, ok := obj[kw].(string)
 			if !ok {
@@ -59,15 +65,16 @@ func checkSchemaRecursion(doc any) error {
 				g.edges[ptr] = append(g.edges[ptr], edge{to: to, via: kw + " " + strconv.Quote(ref)})
 			}
 		}
-		for kw, v := range obj {
+		for _, kw := range slices.Sorted(maps.Keys(obj)) {
+			v := obj[kw]
 			if !sameInstance[kw] {
 				continue
 			}
 			switch x := v.(type) {
 			case map[string]any:
 				if kw == "dependentSchemas" || kw == "dependencies" {
-					for k, sub := range x {
-						if _, ok := sub.(map[string]any); ok {
+					for _, k := range slices.Sorted(maps.Keys(x)) {
+						if _, ok := x[k].(map[string]any); ok {
 							g.edges[ptr] = append(g.edges[ptr], edge{to: ptr + "/" + escapePointer(kw) + "/" + escapePointer(k), via: kw})
 						}
 					}
@@ -105,7 +112,7 @@ func checkSchemaRecursion(doc any) error {
 		state[p] = done
 		return nil
 	}
-	for p := range g.nodes {
+	for _, p := range ptrs {
 		if state[p] == unseen {
 			if err := visit(p); err != nil {
 				return err

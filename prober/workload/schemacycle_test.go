@@ -18,7 +18,7 @@ func TestSchemaRecursion(t *testing.T) {
 		}
 	}
 	refused(`{"$ref": "#"}`, `invalid schema: $ref "#" at the root leads back to the root on the same value`)
-	refused(`{"allOf": [{"$ref": "#"}]}`, "leads back to the root on the same value")
+	refused(`{"allOf": [{"$ref": "#"}]}`, `invalid schema: $ref "#" at /allOf/0 leads back to the root on the same value`)
 	refused(`{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}`, "on the same value")
 	refused(`{"$defs": {"a": {"$anchor": "x", "not": {"$ref": "#x"}}}, "$ref": "#x"}`, "on the same value")
 	refused(`{"definitions": {"a": {"$ref": "#/definitions/a"}}, "$schema": "http://json-schema.org/draft-07/schema#", "properties": {"p": {"$ref": "#/definitions/a"}}}`,
