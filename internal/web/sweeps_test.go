@@ -40,8 +40,15 @@ func fastSim() simulator.Config {
 // service whose target "sim" is a simulator (max_sweep_rate 100).
 func sweepHandler(t *testing.T) (http.Handler, *sweepd.Service) {
 	t.Helper()
+	return sweepHandlerFor(t, "sim", "    max_sweep_rate: 100\n")
+}
+
+// sweepHandlerFor serves the sweep API over one target named name, probing
+// a fast simulator, with extra lines of target config.
+func sweepHandlerFor(t *testing.T, name, extra string) (http.Handler, *sweepd.Service) {
+	t.Helper()
 	url, _ := simtest.Start(t, fastSim())
-	cfg, err := config.Parse([]byte("targets:\n  - name: sim\n    base_url: "+url+"\n    max_sweep_rate: 100\n"), "t.yml")
+	cfg, err := config.Parse([]byte("targets:\n  - name: "+name+"\n    base_url: "+url+"\n"+extra), "t.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,16 +325,8 @@ func TestSweepAPIWebConfig(t *testing.T) {
 // accepted and took the daemon down; D3: 1e-300; D2: {"$ref": "#"}
 // overflowed the stack at the first reply).
 func TestSweepAPILoadBounds(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
-	cfg, err := config.Parse([]byte("targets:\n  - name: open\n    base_url: "+url+"\n"), "t.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sweepd.New(sweepd.Options{Dir: t.TempDir(),
-		Embedded: func(string, workload.Spec) (bool, float64) { return true, 0 }})
-	t.Cleanup(svc.Stop)
-	svc.Apply(cfg)
-	srv := httptest.NewServer(NewHandler(Options{Gatherer: prometheus.NewRegistry(), EnableSweeps: true, Sweeps: svc}))
+	h, svc := sweepHandlerFor(t, "open", "")
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	for body, want := range map[string]string{
 		`{"target": "open", "concurrency": [100000000]}`:              "concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 100000000",

@@ -15,8 +15,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/llmprobe/llmprobe/prober/capfile"
-
 	"github.com/prometheus/common/config"
 	"go.yaml.in/yaml/v3"
 
@@ -257,18 +255,7 @@ func LoadHTTPConfigFile(path string) (config.HTTPClientConfig, error) {
 	var zero config.HTTPClientConfig
 	data, err := ReadFile(path, MaxHTTPConfigFileBytes)
 	if err != nil {
-		var pe *os.PathError
-		var te *TooLargeError
-		var ne *capfile.NotRegularError
-		switch {
-		case errors.As(err, &ne):
-			err = errors.New(ne.Reason())
-		case errors.As(err, &te):
-			err = fmt.Errorf("the file is larger than %v, the cap on an HTTP config file", ByteSize(te.Limit))
-		case errors.As(err, &pe):
-			err = pe.Err
-		}
-		return zero, &Error{File: path, Err: err}
+		return zero, readError(path, err, "an HTTP config file")
 	}
 	idx := newNodeIndex(data)
 	var doc yaml.Node

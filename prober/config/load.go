@@ -34,20 +34,27 @@ import (
 func Load(path string) (*Config, error) {
 	data, err := ReadFile(path, MaxConfigFileBytes)
 	if err != nil {
-		var pe *os.PathError
-		var te *TooLargeError
-		var ne *capfile.NotRegularError
-		switch {
-		case errors.As(err, &ne):
-			err = errors.New(ne.Reason())
-		case errors.As(err, &te):
-			err = fmt.Errorf("the file is larger than %v, the cap on a configuration file", ByteSize(te.Limit))
-		case errors.As(err, &pe):
-			err = pe.Err
-		}
-		return nil, &Error{File: path, Err: err}
+		return nil, readError(path, err, "a configuration file")
 	}
 	return Parse(data, path)
+}
+
+// readError is the *Error of a failed ReadFile of path, a file of the kind
+// what ("a configuration file"): the reason a file is not regular, the cap
+// it is over, or the open error without the path (Error names the file).
+func readError(path string, err error, what string) error {
+	var pe *os.PathError
+	var te *TooLargeError
+	var ne *capfile.NotRegularError
+	switch {
+	case errors.As(err, &ne):
+		err = errors.New(ne.Reason())
+	case errors.As(err, &te):
+		err = fmt.Errorf("the file is larger than %v, the cap on %s", ByteSize(te.Limit), what)
+	case errors.As(err, &pe):
+		err = pe.Err
+	}
+	return &Error{File: path, Err: err}
 }
 
 // TooLargeError is the error of ReadFile for a file over its cap.
