@@ -218,7 +218,8 @@ func jsonError(w http.ResponseWriter, code int, msg string, extra map[string]any
 // unknown field (known: ...)"), a value of the wrong type ("num_prompts:
 // want int, got string"), a value its type refuses ("rates: must be ...").
 // Nested objects are strict too. Trailing data after the object is an
-// error. Keys match the json tags exactly (case-sensitive), embedded
+// error, and so is a key given twice in one object, at any depth
+// ("rates: given twice ..."). Keys match the json tags exactly (case-sensitive), embedded
 // structs' fields included.
 func DecodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -241,6 +242,9 @@ func DecodeStrict(body []byte, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the JSON object")
+	}
+	if err := duplicateKey(body); err != nil {
+		return err
 	}
 	fields := map[string]reflect.Value{}
 	collectFields(reflect.ValueOf(v).Elem(), fields)

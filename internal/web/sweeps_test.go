@@ -234,6 +234,10 @@ func TestSweepAPIRefusals(t *testing.T) {
 		{"schema file", jsonType, `{"target": "sim", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": 8}, "output_tokens": {"dist": "fixed", "value": 4}, ` +
 			`"request": {"features": [{"kind": "json_schema", "share": 1, "schema_file": "/etc/passwd"}]}}}`, 400,
 			"workload.request.features[0].schema_file: the sweep API reads no file named in a request body: a schema file is accepted only in a scheduled sweep of the config file (targets[].sweeps[]); give the schema inline (schema)"},
+		// issue 22 risks: the last of duplicate keys won, so the rate a
+		// reviewer read (1) was not the rate sent (500 would be refused).
+		{"duplicate key", jsonType, `{"target": "sim", "rates": [1], "rates": [500]}`, 400, "rates: given twice: give each key once"},
+		{"nested duplicate key", jsonType, `{"target": "sim", "rates": [1], "goodput": {"ttft": "800ms", "ttft": "80s"}}`, 400, "goodput.ttft: given twice"},
 		{"too large", jsonType, `{"target": "sim", "name": "` + strings.Repeat("x", MaxSweepBodyBytes) + `"}`, 413, "the body is larger than 1048576 bytes"},
 	}
 	for _, tt := range tests {
