@@ -348,3 +348,34 @@ func TestSweepAPILoadBounds(t *testing.T) {
 		t.Errorf("a refused body started %d sweeps", len(l))
 	}
 }
+
+// TestSweepAPIStepBudget: a body whose rate x duration makes a step of more
+// than sweep.MaxStepRequests requests is refused with 400 naming the JSON
+// keys (issue 22 D8: it was accepted with 201 and failed at its first step
+// naming the CLI flag --duration).
+func TestSweepAPIStepBudget(t *testing.T) {
+	h, svc := sweepHandler(t)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for body, want := range map[string]string{
+		`{"target": "sim", "rates": [1, 100], "duration": "24h"}`: "duration: duration 24h0m0s at rates 100 req/s makes 8640000 requests per step, more than 2000000: shorten duration or lower rates",
+		`{"target": "sim", "rates": "auto", "duration": "24h"}`:   "duration: duration 24h0m0s at rates 100 req/s makes 8640000 requests per step",
+	} {
+		r := call(t, srv.Client(), "POST", srv.URL+"/api/v1/sweeps", jsonType, []byte(body))
+		msg, _ := r.json(t)["error"].(string)
+		if r.code != http.StatusBadRequest || !strings.Contains(msg, want) || strings.Contains(msg, "--") {
+			t.Errorf("%s: %d %q, want 400 containing %q (keys, no flags)", body, r.code, msg, want)
+		}
+	}
+	if l := svc.List(); len(l) != 0 {
+		t.Errorf("a refused body started %d sweeps", len(l))
+	}
+	// Under the budget the same target starts (2000000 requests exactly).
+	r := call(t, srv.Client(), "POST", srv.URL+"/api/v1/sweeps", jsonType, []byte(`{"target": "sim", "rates": [100], "duration": "20000s"}`))
+	if r.code != http.StatusCreated {
+		t.Fatalf("at the budget: %d %s", r.code, r.body)
+	}
+	if _, err := svc.Cancel(r.json(t)["id"].(string)); err != nil {
+		t.Fatal(err)
+	}
+}
