@@ -93,7 +93,8 @@ func NewHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "Ready")
 	})
-	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+	reloads := newRouteLimit("/-/reload", MaxReloads, MaxNoBodyBytes, false)
+	mux.HandleFunc("/-/reload", reloads.wrap(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "This endpoint requires a POST or PUT request.", http.StatusMethodNotAllowed)
@@ -116,7 +117,7 @@ func NewHandler(o Options) http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "Config reloaded")
-	})
+	}))
 	addSweepRoutes(mux, o)
 	if o.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
