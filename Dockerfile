@@ -1,11 +1,15 @@
 # syntax=docker/dockerfile:1
 # llmprobe: a static binary on distroless, non-root. Build from the repository
-# root (deploy/README.md):
+# root with `make docker` (IMAGE=llmprobe:dev), which passes the version
+# arguments below, or by hand (deploy/README.md):
 #   docker build -t llmprobe:dev \
 #     --build-arg VERSION=$(git describe --tags --always --dirty) \
 #     --build-arg REVISION=$(git rev-parse HEAD) \
 #     --build-arg BRANCH=$(git rev-parse --abbrev-ref HEAD) \
 #     --build-arg BUILD_DATE=$(date -u +%Y%m%d-%H:%M:%S) .
+# The build context has no .git (.dockerignore), so the Go build cannot stamp
+# the revision from version control (-buildvcs=false says so): without
+# REVISION the image reports revision=unknown, and the build warns.
 # With no arguments the container probes the built-in vLLM simulator (and logs
 # so); `docker run llmprobe:dev --target http://vllm:8000` probes a server and
 # `--config.file=/etc/llmprobe/llmprobe.yml` a mounted configuration. No
@@ -22,7 +26,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -buildvcs=false \
+RUN if [ "$REVISION" = unknown ]; then \
+      echo "warning: no --build-arg REVISION (make docker passes it): the image reports revision=unknown" >&2; fi; \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -buildvcs=false \
       -ldflags "-s -w \
         -X github.com/prometheus/common/version.Version=${VERSION} \
         -X github.com/prometheus/common/version.Revision=${REVISION} \

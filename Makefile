@@ -5,18 +5,30 @@ PKG       := github.com/llmprobe/llmprobe
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+BUILD_DATE := $(shell date -u +%Y%m%d-%H:%M:%S)
+IMAGE     ?= llmprobe:dev
 LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.Revision=$(REVISION) \
              -X github.com/prometheus/common/version.Branch=$(BRANCH) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
-             -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+             -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-quick bench-go test-rules e2e clean browser
+.PHONY: all build docker test test-race test-short lint vet fmt bench bench-quick bench-go test-rules e2e clean browser
 
 all: lint test build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/llmprobe
+
+# The container image, stamped with the same version, revision, branch and
+# date as `make build` (the build context leaves .git out, so the image's Go
+# build cannot read them itself: without these arguments it says unknown).
+docker:
+	docker build -t $(IMAGE) \
+	  --build-arg VERSION=$(VERSION) \
+	  --build-arg REVISION=$(REVISION) \
+	  --build-arg BRANCH=$(BRANCH) \
+	  --build-arg BUILD_DATE=$(BUILD_DATE) .
 
 test:
 	$(GO) test ./...

@@ -192,3 +192,56 @@ func TestDockerfileDefaultCommand(t *testing.T) {
 		t.Errorf("serve exited %d; log:\n%s", code, logs)
 	}
 }
+
+// TestDockerfileVersionArgs: every version variable the Dockerfile's go
+// build stamps comes from a build argument of its stage, and `make docker`
+// passes each of those arguments from the Makefile's own values, so the
+// image reports the revision `make build` does (issue 21 Deliver 6: the
+// image said revision=unknown; its build context has no .git to read it
+// from).
+func TestDockerfileVersionArgs(t *testing.T) {
+	stages := loadStages(t)
+	build, final := stages[0], stages[1]
+	declared := map[string]bool{}
+	for _, in := range build.all("ARG") {
+		name, _, _ := strings.Cut(in.Args, "=")
+		declared[name] = true
+	}
+	var goBuild string
+	for _, in := range build.all("RUN") {
+		if strings.Contains(in.Args, "go build") {
+			goBuild = in.Args
+		}
+	}
+	stamped := regexp.MustCompile(`-X\s+github\.com/prometheus/common/version\.\w+=\$\{(\w+)\}`).FindAllStringSubmatch(goBuild, -1)
+	if len(stamped) == 0 {
+		t.Fatalf("go build %q stamps no version variable from a build argument", goBuild)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := regexp.MustCompile(`(?ms)^docker:\n((?:\t[^\n]*\n)+)`).FindSubmatch(makefile)
+	if target == nil {
+		t.Fatal("the Makefile has no docker target")
+	}
+	recipe := string(target[1])
+	for _, m := range stamped {
+		if !declared[m[1]] {
+			t.Errorf("go build uses ${%s}, which the build stage does not declare (ARG)", m[1])
+		}
+		if !strings.Contains(recipe, "--build-arg "+m[1]+"=$("+m[1]+")") {
+			t.Errorf("make docker does not pass --build-arg %s=$(%s):\n%s", m[1], m[1], recipe)
+		}
+	}
+	if !strings.Contains(goBuild, "Revision=${REVISION}") {
+		t.Errorf("go build does not stamp the revision from REVISION: %q", goBuild)
+	}
+	var labels string
+	for _, in := range final.all("LABEL") {
+		labels += " " + in.Args
+	}
+	if !strings.Contains(labels, `org.opencontainers.image.revision="${REVISION}"`) {
+		t.Errorf("the revision label is not the REVISION argument: %s", labels)
+	}
+}

@@ -97,13 +97,18 @@ func TestRunFromFile(t *testing.T) {
 		}
 	}
 	config := func(objective float64) string {
-		return fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    goodput_objective: %v\n    probes:\n      - name: p\n        rate: 20\n", base, objective)
+		return fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    goodput_objective: %v\n    labels: {canary: chat, role: baseline}\n"+
+			"    probes:\n      - name: p\n        rate: 20\n", base, objective)
 	}
 	write(config(0.9))
 	hup := make(chan os.Signal, 1)
 	o.Hup = hup
 	stop := start(t, o)
 	get(t, url+"/", `<td class="objective">90.0 %</td><td class="slo-state good">met</td>`, logs)
+	// The manager's target events reach the landing page: the engine
+	// discovery found, the canary labels (issue 21 Deliver 6, issue 22 V10).
+	get(t, url+"/", `<td class="engine">vllm</td>`, logs)
+	get(t, url+"/", `data-canary="chat"`, logs)
 
 	write(config(0.95))
 	hup <- syscall.SIGHUP

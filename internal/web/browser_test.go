@@ -56,21 +56,10 @@ func TestLandingPageInChromium(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
-	defer ccancel()
-	cmd := exec.CommandContext(cctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", srv.URL+"/")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	doc, err := html.Parse(bytes.NewReader(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := find(doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-target") == "sim" })
+	out, doc := dumpDOM(t, bin, srv.URL+"/")
+	row := find(doc, func(n *html.Node) bool {
+		return n.Data == "tr" && attr(n, "data-target") == "sim" && ancestorID(n) == "summary"
+	})
 	if row == nil {
 		t.Fatalf("no summary row for sim in the DOM:\n%s", out)
 	}
@@ -104,38 +93,66 @@ func TestLandingPageInChromium(t *testing.T) {
 	}
 }
 
-func find(n *html.Node, match func(*html.Node) bool) *html.Node {
-	if n.Type == html.ElementNode && match(n) {
-		return n
+// dumpDOM loads url in headless Chromium and returns the DOM it built,
+// serialized and parsed.
+func dumpDOM(t *testing.T, bin, url string) ([]byte, *html.Node) {
+	t.Helper()
+	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+	defer ccancel()
+	cmd := exec.CommandContext(cctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
 	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if f := find(c, match); f != nil {
-			return f
-		}
+	doc, err := html.Parse(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return out, doc
 }
 
-func attr(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
+// TestLandingOnCallInChromium renders the on-call fixture's landing page
+// (landing_test.go) in headless Chromium: the alerts, the engine, the sweep
+// mark, the canary pair and the anchors as a browser builds them, and a
+// link to a target's anchor lands on its section.
+func TestLandingOnCallInChromium(t *testing.T) {
+	bin := chromium(t)
+	w, fs, ts, _ := onCallFixture(t)
+	srv := httptest.NewServer(NewHandler(Options{Gatherer: prometheus.NewRegistry(), Status: ts, Window: w, Sweeps: fs, EnableSweeps: true}))
+	defer srv.Close()
+	out, doc := dumpDOM(t, bin, srv.URL+"/#target-down")
+	alerts := find(doc, func(n *html.Node) bool { return n.Data == "table" && attr(n, "id") == "alerts" })
+	if alerts == nil {
+		t.Fatalf("no alerts table in the DOM:\n%s", out)
+	}
+	if a := find(alerts, func(n *html.Node) bool {
+		return attr(n, "data-alert") == AlertTargetFailing && attr(n, "data-target") == "down"
+	}); a == nil || !strings.Contains(words(a), "critical") {
+		t.Errorf("no critical TargetFailing row for down in the DOM")
+	}
+	for target, engine := range map[string]string{"base": "vllm", "cand": "sglang"} {
+		h := find(doc, func(n *html.Node) bool { return n.Data == "h2" && attr(n, "id") == "target-"+target })
+		if h == nil {
+			t.Fatalf("no section for %s", target)
+		}
+		p := h.NextSibling
+		for p != nil && p.Type != html.ElementNode {
+			p = p.NextSibling
+		}
+		if p == nil || !strings.Contains(words(p), "engine "+engine) {
+			t.Errorf("%s's section does not name its engine %s", target, engine)
 		}
 	}
-	return ""
-}
-
-func text(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
+	if c := find(doc, func(n *html.Node) bool { return attr(n, "data-canary") == "chat-v2" }); c == nil || !strings.Contains(words(c), "TPOT mean 4.0 ms 8.0 ms 2.00×") {
+		t.Errorf("the canary pair is not side by side in the DOM")
 	}
-	walk(n)
-	return strings.TrimSpace(b.String())
+	if m := find(doc, func(n *html.Node) bool { return attr(n, "class") == "sweeping" }); m == nil {
+		t.Errorf("no sweep mark in the DOM")
+	}
+	if strings.Contains(string(out), "≥ 0 req/s") || !strings.Contains(string(out), "undecided") {
+		t.Errorf("an undecided knee is not shown as undecided")
+	}
 }

@@ -75,6 +75,13 @@ func FuzzSweepBody(f *testing.F) {
 				t.Fatalf("accepted rate %v (max_sweep_rate %v) from %q", r, target.MaxSweepRate, body)
 			}
 		}
+		if c.NumPrompts == 0 && c.Trace == nil {
+			for _, r := range c.Rates {
+				if math.Round(r*c.Duration.Seconds()) > sweep.MaxStepRequests {
+					t.Fatalf("accepted rate %v over duration %v: a step over %d requests, from %q", r, c.Duration, sweep.MaxStepRequests, body)
+				}
+			}
+		}
 		if len(c.Concurrency) > 0 {
 			t.Fatalf("accepted a closed loop against a target with max_sweep_rate: %q", body)
 		}

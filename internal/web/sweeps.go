@@ -11,7 +11,9 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/llmprobe/llmprobe/internal/sweepd"
@@ -57,29 +59,30 @@ func addSweepRoutes(mux *http.ServeMux, o Options) {
 		return
 	}
 	svc := o.Sweeps
-	mux.HandleFunc("POST /api/v1/sweeps", func(w http.ResponseWriter, r *http.Request) { postSweep(svc, w, r) })
-	mux.HandleFunc("GET /api/v1/sweeps", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"sweeps": svc.List()})
-	})
-	mux.HandleFunc("GET /api/v1/sweeps/{id}", func(w http.ResponseWriter, r *http.Request) {
+	starts := newRouteLimit("POST /api/v1/sweeps", MaxSweepStarts, MaxSweepBodyBytes, true)
+	reads := newRouteLimit("GET and DELETE /api/v1/sweeps", MaxSweepReads, MaxNoBodyBytes, true)
+	files := newRouteLimit("GET /api/v1/sweeps/{id}/files", MaxSweepFileReads, MaxNoBodyBytes, true)
+	mux.HandleFunc("POST /api/v1/sweeps", starts.wrap(func(w http.ResponseWriter, r *http.Request) { postSweep(svc, w, r) }))
+	mux.HandleFunc("GET /api/v1/sweeps", reads.wrap(func(w http.ResponseWriter, r *http.Request) { listSweeps(svc, w, r) }))
+	mux.HandleFunc("GET /api/v1/sweeps/{id}", reads.wrap(func(w http.ResponseWriter, r *http.Request) {
 		st, err := svc.Get(r.PathValue("id"))
 		if err != nil {
 			serviceError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, st)
-	})
-	mux.HandleFunc("DELETE /api/v1/sweeps/{id}", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("DELETE /api/v1/sweeps/{id}", reads.wrap(func(w http.ResponseWriter, r *http.Request) {
 		st, err := svc.Cancel(r.PathValue("id"))
 		if err != nil {
 			serviceError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, st)
-	})
-	mux.HandleFunc("GET /api/v1/sweeps/{id}/files/{name}", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET /api/v1/sweeps/{id}/files/{name}", files.wrap(func(w http.ResponseWriter, r *http.Request) {
 		serveSweepFile(svc, w, r)
-	})
+	}))
 	// Other methods on these paths, and other paths under the API (the
 	// landing page's "/" would answer them otherwise).
 	mux.HandleFunc("/api/v1/sweeps", func(w http.ResponseWriter, _ *http.Request) {
@@ -99,6 +102,29 @@ func addSweepRoutes(mux *http.ServeMux, o Options) {
 		}
 		jsonError(w, http.StatusMethodNotAllowed, "method not allowed", nil)
 	})
+}
+
+// listSweeps answers GET /api/v1/sweeps: the newest runs first, at most
+// ?limit= of them (1 to MaxListSweeps, default MaxListSweeps), optionally
+// only those of ?target=; "total" counts the runs that matched and
+// "truncated" says some were left out.
+func listSweeps(svc SweepService, w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := MaxListSweeps
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListSweeps {
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("limit: must be an integer in [1, %d], got %q", MaxListSweeps, v), nil)
+			return
+		}
+		limit = n
+	}
+	all := svc.List()
+	if t := q.Get("target"); t != "" {
+		all = slices.DeleteFunc(all, func(s sweepd.Status) bool { return s.Target != t })
+	}
+	out := all[:min(len(all), limit)]
+	writeJSON(w, http.StatusOK, map[string]any{"sweeps": out, "total": len(all), "truncated": len(out) < len(all)})
 }
 
 func postSweep(svc SweepService, w http.ResponseWriter, r *http.Request) {
@@ -218,7 +244,8 @@ func jsonError(w http.ResponseWriter, code int, msg string, extra map[string]any
 // unknown field (known: ...)"), a value of the wrong type ("num_prompts:
 // want int, got string"), a value its type refuses ("rates: must be ...").
 // Nested objects are strict too. Trailing data after the object is an
-// error. Keys match the json tags exactly (case-sensitive), embedded
+// error, and so is a key given twice in one object, at any depth
+// ("rates: given twice ..."). Keys match the json tags exactly (case-sensitive), embedded
 // structs' fields included.
 func DecodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -241,6 +268,9 @@ func DecodeStrict(body []byte, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the JSON object")
+	}
+	if err := duplicateKey(body); err != nil {
+		return err
 	}
 	fields := map[string]reflect.Value{}
 	collectFields(reflect.ValueOf(v).Elem(), fields)

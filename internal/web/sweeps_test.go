@@ -234,6 +234,10 @@ func TestSweepAPIRefusals(t *testing.T) {
 		{"schema file", jsonType, `{"target": "sim", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": 8}, "output_tokens": {"dist": "fixed", "value": 4}, ` +
 			`"request": {"features": [{"kind": "json_schema", "share": 1, "schema_file": "/etc/passwd"}]}}}`, 400,
 			"workload.request.features[0].schema_file: the sweep API reads no file named in a request body: a schema file is accepted only in a scheduled sweep of the config file (targets[].sweeps[]); give the schema inline (schema)"},
+		// issue 22 risks: the last of duplicate keys won, so the rate a
+		// reviewer read (1) was not the rate sent (500 would be refused).
+		{"duplicate key", jsonType, `{"target": "sim", "rates": [1], "rates": [500]}`, 400, "rates: given twice: give each key once"},
+		{"nested duplicate key", jsonType, `{"target": "sim", "rates": [1], "goodput": {"ttft": "800ms", "ttft": "80s"}}`, 400, "goodput.ttft: given twice"},
 		{"too large", jsonType, `{"target": "sim", "name": "` + strings.Repeat("x", MaxSweepBodyBytes) + `"}`, 413, "the body is larger than 1048576 bytes"},
 	}
 	for _, tt := range tests {
@@ -342,5 +346,36 @@ func TestSweepAPILoadBounds(t *testing.T) {
 	}
 	if l := svc.List(); len(l) != 0 {
 		t.Errorf("a refused body started %d sweeps", len(l))
+	}
+}
+
+// TestSweepAPIStepBudget: a body whose rate x duration makes a step of more
+// than sweep.MaxStepRequests requests is refused with 400 naming the JSON
+// keys (issue 22 D8: it was accepted with 201 and failed at its first step
+// naming the CLI flag --duration).
+func TestSweepAPIStepBudget(t *testing.T) {
+	h, svc := sweepHandler(t)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for body, want := range map[string]string{
+		`{"target": "sim", "rates": [1, 100], "duration": "24h"}`: "duration: duration 24h0m0s at rates 100 req/s makes 8640000 requests per step, more than 2000000: shorten duration or lower rates",
+		`{"target": "sim", "rates": "auto", "duration": "24h"}`:   "duration: duration 24h0m0s at rates 100 req/s makes 8640000 requests per step",
+	} {
+		r := call(t, srv.Client(), "POST", srv.URL+"/api/v1/sweeps", jsonType, []byte(body))
+		msg, _ := r.json(t)["error"].(string)
+		if r.code != http.StatusBadRequest || !strings.Contains(msg, want) || strings.Contains(msg, "--") {
+			t.Errorf("%s: %d %q, want 400 containing %q (keys, no flags)", body, r.code, msg, want)
+		}
+	}
+	if l := svc.List(); len(l) != 0 {
+		t.Errorf("a refused body started %d sweeps", len(l))
+	}
+	// Under the budget the same target starts (2000000 requests exactly).
+	r := call(t, srv.Client(), "POST", srv.URL+"/api/v1/sweeps", jsonType, []byte(`{"target": "sim", "rates": [100], "duration": "20000s"}`))
+	if r.code != http.StatusCreated {
+		t.Fatalf("at the budget: %d %s", r.code, r.body)
+	}
+	if _, err := svc.Cancel(r.json(t)["id"].(string)); err != nil {
+		t.Fatal(err)
 	}
 }

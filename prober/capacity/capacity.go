@@ -26,8 +26,11 @@ type Last struct {
 	// Knee is the knee level in req/s (sweep.Knee.Estimate: a lower bound
 	// when KneeFound is false, 0 when no level passed); MaxGoodput the highest
 	// goodput of a valid level, in req/s.
-	Knee       float64
-	KneeFound  bool
+	Knee      float64
+	KneeFound bool
+	// Decided: the sweep decided a knee; false when too few samples to
+	// decide.
+	Decided    bool
 	MaxGoodput float64
 	// KneeUnit is "req/s" or "concurrency".
 	KneeUnit string

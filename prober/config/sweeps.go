@@ -288,6 +288,9 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		return c, specError(err)
 	}
 	c.OutDir = ""
+	if err := checkStepBudget(c); err != nil {
+		return c, specError(err)
+	}
 	return c, nil
 }
 

@@ -1,0 +1,133 @@
+package web
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/rules"
+)
+
+// TestSLOStateBurnSlow: 10 % bad at a 0.99 objective is a burn of 10: the
+// slow-burn condition (> 6 over 6h and 30m) holds once the daemon has 4h30m
+// of history, the fast one (> 14.4) never; the budget of the window is
+// overspent 9 times over. Hours later with no traffic nothing holds and the
+// ring's stale minutes count for nothing.
+func TestSLOStateBurnSlow(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clock := start
+	w := NewWindow()
+	w.now = func() time.Time { return clock }
+	w.ProbeStarted("t", "p", manager.ProbeSettings{GoodputObjective: 0.99})
+	names := func() []string {
+		a, _ := w.State("t", false)
+		var out []string
+		for _, x := range a {
+			out = append(out, x.Name)
+		}
+		return out
+	}
+	i := 0
+	feedUntil := func(end time.Time) {
+		for ; clock.Before(end); clock = clock.Add(10 * time.Second) {
+			i++
+			r := &prober.Record{Target: "t", TTFT: time.Millisecond, E2E: 2 * time.Millisecond, CompletionTokens: 2}
+			if i%10 == 0 {
+				r.Error = prober.ClassConnect
+			}
+			w.Observe(r, slo.Verdict{Good: r.OK()})
+		}
+	}
+	feedUntil(start.Add(4 * time.Hour))
+	if n := names(); len(n) != 0 {
+		t.Errorf("after 4h (short of the 4h30m history): %v", n)
+	}
+	feedUntil(start.Add(5 * time.Hour))
+	if n := names(); len(n) != 1 || n[0] != AlertBurnSlow {
+		t.Errorf("after 5h: %v, want only %s", n, AlertBurnSlow)
+	}
+	_, b := w.State("t", false)
+	if g := b[0]; g.SLO != "goodput" || math.Abs(g.Burn1h-10) > 0.5 || math.Abs(g.Remaining+9) > 0.01 || g.Window != 5*time.Hour {
+		t.Errorf("goodput budget %+v, want burn about 10 (to the minute), remaining -9 over 5h", g)
+	}
+	if a, _ := w.State("t", true); len(a) != 0 {
+		t.Errorf("while swept: %v (the burn conditions are muted)", a)
+	}
+	clock = clock.Add(7 * time.Hour)
+	if n := names(); len(n) != 0 {
+		t.Errorf("7h later without traffic: %v", n)
+	}
+	if _, b := w.State("t", false); b[0].Total != 0 || !math.IsNaN(b[0].Remaining) {
+		t.Errorf("7h later: %+v, want nothing counted", b[0])
+	}
+}
+
+// TestSLOStateFailing: max_concurrency skips alone make a target failing
+// (the rules' denominator), too_long skips do not (the config's fault); an
+// objective of 1 leaves no budget: one bad request is an infinite burn.
+func TestSLOStateFailing(t *testing.T) {
+	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	w := NewWindow()
+	w.now = func() time.Time { return clock }
+	w.Skipped("cap", "p", manager.SkipMaxConcurrency)
+	w.Skipped("long", "p", manager.SkipTooLong)
+	if a, _ := w.State("cap", false); len(a) != 1 || a[0].Name != AlertTargetFailing {
+		t.Errorf("max_concurrency skips: %v", a)
+	}
+	if a, _ := w.State("long", false); len(a) != 0 {
+		t.Errorf("too_long skips: %v", a)
+	}
+	w.ProbeStarted("strict", "p", manager.ProbeSettings{GoodputObjective: 1})
+	w.Observe(&prober.Record{Target: "strict"}, slo.Verdict{Good: true})
+	w.Observe(&prober.Record{Target: "strict", Error: prober.ClassTimeout}, slo.Verdict{})
+	_, b := w.State("strict", false)
+	if !math.IsInf(b[0].Burn5m, 1) || !math.IsInf(b[0].Remaining, -1) || budgetPct(b[0].Remaining) != "exhausted" || burnText(b[0].Burn5m) != "∞" {
+		t.Errorf("objective 1: %+v", b[0])
+	}
+}
+
+// TestSLOStateMatchesRules: the daemon's thresholds and history guards are
+// those of the shipped alerts it is named after.
+func TestSLOStateMatchesRules(t *testing.T) {
+	files, err := rules.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs := map[string]string{}
+	for _, f := range files {
+		for _, g := range f.Groups {
+			for _, r := range g.Rules {
+				if r.Alert != "" {
+					exprs[r.Alert] = r.Expr
+				}
+			}
+		}
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	for alert, want := range map[string][]string{
+		AlertBurnFast:      {"ratio_rate1h > " + f(BurnFastThreshold), "ratio_rate5m > " + f(BurnFastThreshold), "offset 45m", "llmprobe_sweep_running"},
+		AlertBurnSlow:      {"ratio_rate6h > " + f(BurnSlowThreshold), "ratio_rate30m > " + f(BurnSlowThreshold), "offset 4h30m", "llmprobe_sweep_running"},
+		AlertTTFTAboveSLO:  {`{slo="ttft"} < ` + f(LatencyAttainment), "llmprobe_sweep_running"},
+		AlertTPOTAboveSLO:  {`{slo="tpot"} < ` + f(LatencyAttainment), "llmprobe_sweep_running"},
+		AlertTargetFailing: {"target:llmprobe_target_failing:rate5m"},
+	} {
+		e, ok := exprs[alert]
+		if !ok {
+			t.Errorf("no shipped alert %s", alert)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(e, w) {
+				t.Errorf("%s's expression lacks %q: the daemon's view would differ from it:\n%s", alert, w, e)
+			}
+		}
+	}
+	if burnFastHistory != 45*time.Minute || burnSlowHistory != 270*time.Minute || BudgetWindow != 6*time.Hour {
+		t.Error("history guards or window changed without the rules")
+	}
+}
