@@ -108,7 +108,7 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 		s.light = newLightState(cfg.Model, s.created)
 	}
 	s.tls = tc
-	s.handler = s.gateway(s.routes())
+	s.handler = s.closeAfterStream(s.gateway(s.routes()))
 	return s, nil
 }
 
@@ -155,6 +155,7 @@ func (s *Simulator) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 30 * time.Second,
+		ConnContext:       connContext, // connclose.go
 		ErrorLog:          stdlog.New(log.NewStdlibAdapter(level.Debug(s.logger)), "", 0),
 	}
 	if s.tls != nil {
