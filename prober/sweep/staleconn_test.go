@@ -2,7 +2,9 @@ package sweep
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
@@ -50,4 +52,65 @@ func TestClosedLoopOnStaleConnections(t *testing.T) {
 		}
 		t.Logf("step %s: %d requests, %d resent", st.Label, st.Stats.Requests, retried[i])
 	}
+}
+
+// TestProbeClassifiesFailures is the throughput probe's half of issue 22
+// V8: it read the failures of a server that closes kept-alive connections
+// as "the server refuses more load" and recorded no class. Against that
+// server (on-reuse) the resends leave no failure, only counted resends;
+// connection failures that survive (resets at random) stop the probe
+// without calling the server saturated; 429s are load. Each level's
+// failures are counted by class, and the note names them.
+func TestProbeClassifiesFailures(t *testing.T) {
+	conc, dur := probeConcurrency, probeLevelDuration
+	probeConcurrency, probeLevelDuration = []int{8, 32}, 300*time.Millisecond
+	t.Cleanup(func() { probeConcurrency, probeLevelDuration = conc, dur })
+	f := func(name string, closeMode string, faults simulator.Faults, check func(t *testing.T, p *ThroughputProbe)) {
+		t.Run(name, func(t *testing.T) {
+			sc := simtest.Fast()
+			sc.CloseAfterStream = closeMode
+			url, sim := simtest.Start(t, sc)
+			cfg := testConfig(t, url)
+			cfg.Rates, cfg.RatesText, cfg.Auto = nil, "auto", true
+			p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Close)
+			sim.SetFaults(faults)
+			if p.r.prompts, err = newPromptSource(p.r); err != nil {
+				t.Fatal(err)
+			}
+			pr := p.r.runProbe(context.Background())
+			if len(pr.Levels) == 0 {
+				t.Fatalf("no level: %+v", pr)
+			}
+			t.Logf("levels %+v; note: %s", pr.Levels, pr.Note)
+			check(t, pr)
+		})
+	}
+	f("stale connections", simulator.CloseOnReuse, simulator.DefaultFaults(), func(t *testing.T, p *ThroughputProbe) {
+		lv := p.Levels[0]
+		if lv.Failed != 0 || lv.FailedByClass != nil || lv.Retried == 0 || strings.Contains(p.Note, "refuses") {
+			t.Errorf("level %+v, note %q: want no failure, resends counted", lv, p.Note)
+		}
+	})
+	resets := simulator.DefaultFaults()
+	resets.ConnectionReset = 0.5
+	f("connection resets", "", resets, func(t *testing.T, p *ThroughputProbe) {
+		lv := p.Levels[0]
+		if len(p.Levels) != 1 || p.Saturated || lv.FailedByClass["connect"] != lv.Failed || lv.Failed == 0 ||
+			!strings.Contains(p.Note, "(connect ") || !strings.Contains(p.Note, "do not say the server is full") {
+			t.Errorf("probe %+v, level %+v: want a stop without saturation naming connect", p, lv)
+		}
+	})
+	limited := simulator.DefaultFaults()
+	limited.HTTP429 = 0.5
+	f("rate limited", "", limited, func(t *testing.T, p *ThroughputProbe) {
+		lv := p.Levels[0]
+		if len(p.Levels) != 1 || !p.Saturated || lv.FailedByClass["http_429"] == 0 ||
+			!strings.Contains(p.Note, "http_429 ") || !strings.Contains(p.Note, "refuses more load") {
+			t.Errorf("probe %+v, level %+v: want saturation naming http_429", p, lv)
+		}
+	})
 }
