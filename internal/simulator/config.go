@@ -16,8 +16,8 @@ import (
 // validates too). A Config is a plain value; copying it is safe.
 type Config struct {
 	// Engine is the persona (`--engine`): EngineVLLM (the default; empty
-	// means it too), EngineSGLang, EngineTGI, EngineLlamaCpp or
-	// EngineOllama. It changes the metric names, the info and tokenizer
+	// means it too), EngineSGLang, EngineTGI, EngineLlamaCpp, EngineOllama
+	// or EngineGeneric. It changes the metric names, the info and tokenizer
 	// endpoints and the stream's quirks, not the engine model.
 	Engine string
 
