@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ import (
 // which every reuse of such a connection fails), closed loops of
 // concurrency 4, 8 and 32 lost 13-23 % of their requests and every step was
 // invalid. Each request put on a stale connection must be resent once on a
-// new one: no request fails, every step is valid, and the resends are in
-// the records. Every step reuses connections (the warmup's and its own), so
+// new one: no request fails, no step is invalid for errors, and the resends
+// are in the records. Every step reuses connections (the warmup's and its own), so
 // without the resend each step would have failures.
 func TestClosedLoopOnStaleConnections(t *testing.T) {
 	sc := simtest.Fast()
@@ -46,9 +47,13 @@ func TestClosedLoopOnStaleConnections(t *testing.T) {
 		}
 	}
 	for i, st := range res.Steps {
-		if st.Stats.Failed != 0 || st.Stats.Requests != cfg.NumPrompts || !st.Validity.Valid || retried[i] == 0 {
-			t.Errorf("step %s: %d of %d requests failed %v, valid %v %v, %d resent; want none failed, valid, some resent",
-				st.Label, st.Stats.Failed, st.Stats.Requests, st.Stats.FailedByClass, st.Validity.Valid, st.Validity.Reasons, retried[i])
+		// The step is not invalid for errors (a starved test machine may
+		// still flag its send lag: that is the client, not this).
+		if st.Stats.Failed != 0 || st.Stats.Requests != cfg.NumPrompts || slices.Contains(st.Validity.Flags, FlagErrors) ||
+			retried[i] == 0 {
+			t.Errorf("step %s: %d of %d requests failed %v, validity %v %v, %d resent; want none failed, no %s flag, some resent",
+				st.Label, st.Stats.Failed, st.Stats.Requests, st.Stats.FailedByClass, st.Validity.Flags, st.Validity.Reasons,
+				retried[i], FlagErrors)
 		}
 		t.Logf("step %s: %d requests, %d resent", st.Label, st.Stats.Requests, retried[i])
 	}
