@@ -55,6 +55,27 @@ func ClassForStatus(code int) ErrorClass {
 	return ClassInvalidResponse
 }
 
+// RetryReason says why a request was sent a second time (Record.Retry).
+// It is used as a Prometheus label value, so the set is closed.
+type RetryReason string
+
+// The retry reasons: the request was first sent on a kept-alive connection
+// the client reused, and that connection failed before any byte of a
+// response arrived — the server had closed it (RetryConnClosed: EOF, "server
+// closed idle connection"), reset it (RetryConnReset: ECONNRESET, EPIPE) or
+// it failed otherwise (RetryConnError). Such a request is resent once, on a
+// new connection (docs/measurement.md, "Resending on a stale connection").
+const (
+	RetryNone       RetryReason = ""
+	RetryConnClosed RetryReason = "reused_conn_closed"
+	RetryConnReset  RetryReason = "reused_conn_reset"
+	RetryConnError  RetryReason = "reused_conn_error"
+)
+
+// RetryReasons lists every retry reason in a stable order (for
+// pre-declaring label values and for docs).
+var RetryReasons = []RetryReason{RetryConnClosed, RetryConnReset, RetryConnError}
+
 // OutcomeSuccess is the outcome label value of a successful request; failed
 // requests use their ErrorClass as outcome.
 const OutcomeSuccess = "success"
@@ -121,6 +142,13 @@ type Record struct {
 	// model or the prompt sizing could not be learned from the server);
 	// Sent is then the time of the failure and SendLag is not meaningful.
 	NotSent bool `json:"not_sent,omitempty"`
+
+	// Retry is why the request was resent (RetryReasons), empty when it was
+	// sent once. A resent request is measured by its resend alone: Sent,
+	// SendLag, TTFT and every other time are the resend's (SendLag then
+	// includes the failed first attempt), and the first attempt leaves no
+	// other trace.
+	Retry RetryReason `json:"retry,omitempty"`
 
 	// WallStart is the wall-clock time of Sent, for artifacts and traces.
 	WallStart time.Time `json:"wall_start"`

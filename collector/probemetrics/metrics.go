@@ -95,7 +95,7 @@ func Names() []string {
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
-		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost,
+		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries,
 	}
 }
 
@@ -130,6 +130,7 @@ type Metrics struct {
 	skipped       *prometheus.CounterVec
 	promptTokens  *prometheus.CounterVec
 	genTokens     *prometheus.CounterVec
+	retries       *prometheus.CounterVec // retries.go
 
 	inFlight     *prometheus.GaugeVec
 	sloThreshold *prometheus.GaugeVec
@@ -163,6 +164,7 @@ type probeMetrics struct {
 	prompt   prometheus.Counter
 	gen      prometheus.Counter
 	inFlight prometheus.Gauge
+	retries  []prometheus.Counter // indexed like RetryReasons
 }
 
 // exemplarObserver is what client_golang's histogram children implement.
@@ -229,9 +231,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			"(the probe's start time until its first arrival).", "target", "probe"),
 		objective: gauge(NameObjective, "Configured goodput objective: the share of requests that must be good.",
 			"target", "probe"),
-		probes: map[probeKey]*probeMetrics{},
-		info:   map[string]prometheus.Labels{},
-		labels: map[string]map[string]string{},
+		retries: newRetries(),
+		probes:  map[probeKey]*probeMetrics{},
+		info:    map[string]prometheus.Labels{},
+		labels:  map[string]map[string]string{},
 	}
 	if reg != nil {
 		reg.MustRegister(m, targetLabels{m}, targetCost{m})
@@ -242,7 +245,7 @@ func New(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
-		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
+		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}
@@ -304,6 +307,7 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 		prompt:   m.promptTokens.WithLabelValues(target, probe),
 		gen:      m.genTokens.WithLabelValues(target, probe),
 		inFlight: m.inFlight.WithLabelValues(target, probe),
+		retries:  m.retryCounters(target, probe),
 	}
 	for i, o := range outcomes {
 		pm.requests[i] = m.requests.WithLabelValues(target, probe, o)
@@ -349,6 +353,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	} else {
 		m.requests.WithLabelValues(r.Target, r.Probe, r.Outcome()).Inc()
 	}
+	m.observeRetry(pm, r)
 	if r.PromptTokens > 0 {
 		pm.prompt.Add(float64(r.PromptTokens))
 	}
@@ -583,7 +588,7 @@ type partialDeleter interface {
 func (m *Metrics) probeVecs() []partialDeleter {
 	return []partialDeleter{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
-		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens,
+		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}

@@ -65,9 +65,11 @@ func fixture() []observation {
 			violated: []string{slo.NameTTFT},
 		},
 		{ // One token: no ITL, no TPOT, no text (no content TTFT). Negative send lag counts as 0.
+			// Resent after its reused connection was closed (one retry).
 			rec: prober.Record{
 				Target: "sim", Probe: "small", RequestID: "req-3", SendLag: -50 * time.Microsecond,
 				TTFT: 50 * ms, E2E: 50 * ms, PromptTokens: 64, CompletionTokens: 1, Events: 1, HTTPStatus: 200,
+				Retry: prober.RetryConnClosed,
 			},
 			good: true,
 		},
@@ -90,6 +92,9 @@ func fixture() []observation {
 		if c == prober.ClassStream {
 			r.TTFT, r.TTFTText, r.E2E, r.ITL = 100*ms, 100*ms, 300*ms, []time.Duration{200 * ms}
 			r.PromptTokens, r.CompletionTokens, r.HTTPStatus = 64, 2, 200
+		}
+		if c == prober.ClassConnect {
+			r.Retry = prober.RetryConnReset // its resend failed too
 		}
 		obs = append(obs, observation{rec: r, violated: nil})
 	}
@@ -182,6 +187,9 @@ func TestHandComputed(t *testing.T) {
 		{name: "arrival rate", c: m.arrivalRate.WithLabelValues("sim", "large"), want: 0.05},
 		{name: "last arrival", c: m.lastArrival.WithLabelValues("sim", "small"), want: 1700000000.25},
 		{name: "objective", c: m.objective.WithLabelValues("sim", "large"), want: 0.995},
+		{name: "retries closed", c: m.retries.WithLabelValues("sim", "small", string(prober.RetryConnClosed)), want: 1},
+		{name: "retries reset", c: m.retries.WithLabelValues("sim", "small", string(prober.RetryConnReset)), want: 1},
+		{name: "retries large are zero", c: m.retries.WithLabelValues("sim", "large", string(prober.RetryConnError)), want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

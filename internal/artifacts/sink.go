@@ -229,6 +229,10 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	if r.NotSent {
 		b = append(b, `,"not_sent":true`...)
 	}
+	if r.Retry != "" {
+		b = append(b, `,"retry":`...)
+		b = appendJSONString(b, string(r.Retry))
+	}
 	b = append(b, `,"wall_start":`...)
 	b = appendJSONTime(b, r.WallStart)
 	if r.SessionID != "" {

@@ -48,7 +48,7 @@ func TestRunPersonas(t *testing.T) {
 			contextSource: "/props default_generation_settings.n_ctx", version: simulator.VersionLlamaCpp,
 			missing: []string{"preemptions", "prefix_cache_queries", "prefix_cache_hits", "prefix_cache_hit_rate",
 				"warmup_prefix_cache_hit_rate", "ttft", "itl", "tpot", "e2el", "queue_time", "client_minus_server_ttft_mean_ms"}},
-		{engine: simulator.EngineOllama, title: "Ollama", source: "/api/version", contextSource: "/api/show parameters num_ctx",
+		{engine: simulator.EngineOllama, title: "Ollama", source: "/api/tags", contextSource: "/api/show parameters num_ctx",
 			version: simulator.VersionOllama},
 	}
 	for _, tt := range tests {

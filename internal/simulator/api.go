@@ -81,12 +81,13 @@ func (s *Simulator) routes() http.Handler {
 		handle(http.MethodGet, "/api/version", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"version": VersionOllama})
 		})
+		handle(http.MethodGet, "/api/tags", s.handleOllamaTags)
 		handle(http.MethodPost, "/api/show", s.handleOllamaShow)
 	default:
 		handle(http.MethodPost, "/tokenize", s.handleTokenize)
 		handle(http.MethodPost, "/detokenize", s.handleDetokenize)
 		handle(http.MethodGet, "/version", func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]string{"version": Version})
+			writeJSON(w, http.StatusOK, map[string]string{"version": s.cfg.version()})
 		})
 	}
 	if s.light != nil {
@@ -94,6 +95,8 @@ func (s *Simulator) routes() http.Handler {
 	}
 	if s.cfg.Engine != EngineOllama {
 		handle(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	}
+	if s.cfg.Engine != EngineOllama && s.cfg.Engine != EngineGeneric {
 		// vLLM mounts prometheus_client's ASGI app on /metrics (and below): any
 		// method gets the exposition, and it is not counted.
 		metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
@@ -103,6 +106,9 @@ func (s *Simulator) routes() http.Handler {
 	notFound := s.instrument(untemplatedHandler, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	}))
+	if s.cfg.Engine == EngineGeneric {
+		notFound = s.versionEverywhere(notFound) // generic.go
+	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Starlette's redirect_slashes: a route path plus a trailing slash
 		// gets a 307 to the route (whatever the method).

@@ -16,8 +16,8 @@ import (
 // validates too). A Config is a plain value; copying it is safe.
 type Config struct {
 	// Engine is the persona (`--engine`): EngineVLLM (the default; empty
-	// means it too), EngineSGLang, EngineTGI, EngineLlamaCpp or
-	// EngineOllama. It changes the metric names, the info and tokenizer
+	// means it too), EngineSGLang, EngineTGI, EngineLlamaCpp, EngineOllama
+	// or EngineGeneric. It changes the metric names, the info and tokenizer
 	// endpoints and the stream's quirks, not the engine model.
 	Engine string
 
@@ -99,6 +99,11 @@ type Config struct {
 	// flag is repeatable; none by default). A string keeps Config
 	// comparable; LoRA parses it.
 	LoRAModules string
+	// CloseAfterStream is how the connection of a streamed response ends
+	// (`--close-after-stream`): CloseOff (the default; "" too),
+	// CloseImmediate (as llama.cpp's llama-server), CloseOnReuse or
+	// CloseAnnounced (connclose.go).
+	CloseAfterStream string
 }
 
 // Faults configures fault injection. Each probability is drawn independently
@@ -212,6 +217,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateGateway(); err != nil {
+		return err
+	}
+	if err := c.validateCloseAfterStream(); err != nil {
 		return err
 	}
 	return c.Faults.Validate()
@@ -371,6 +379,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addLightFlags(cmd, &c.Light)
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
+	addCloseFlags(cmd, c)
 
 	f := &c.Faults
 	prob := func(name, help string, p *float64) {

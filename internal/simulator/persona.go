@@ -15,10 +15,13 @@ const (
 	EngineTGI      = "tgi"
 	EngineLlamaCpp = "llamacpp"
 	EngineOllama   = "ollama"
+	// EngineGeneric is an OpenAI-compatible server of no engine llmprobe
+	// knows (generic.go).
+	EngineGeneric = "generic"
 )
 
 // Engines lists the personas.
-var Engines = []string{EngineVLLM, EngineSGLang, EngineTGI, EngineLlamaCpp, EngineOllama}
+var Engines = []string{EngineVLLM, EngineSGLang, EngineTGI, EngineLlamaCpp, EngineOllama, EngineGeneric}
 
 // Versions the personas report (the releases whose API they mimic, tagged
 // as the simulator).
@@ -27,6 +30,7 @@ const (
 	VersionTGI      = "3.3.6+llmprobe.sim"
 	VersionLlamaCpp = "b6500-llmprobe.sim"
 	VersionOllama   = "0.12.6+llmprobe.sim"
+	VersionGeneric  = "1.4.2+llmprobe.sim"
 )
 
 // version returns the server version of the persona.
@@ -40,6 +44,8 @@ func (c Config) version() string {
 		return VersionLlamaCpp
 	case EngineOllama:
 		return VersionOllama
+	case EngineGeneric:
+		return VersionGeneric
 	}
 	return Version
 }
@@ -78,9 +84,9 @@ func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "unexported"}, []string{"handler", "method", "status"}),
 		success:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "unexported"}, []string{"finished_reason"}),
 	}
-	if cfg.Engine == EngineOllama {
+	if cfg.Engine == EngineOllama || cfg.Engine == EngineGeneric {
 		m.engineSteps, m.engineStepSeconds, m.engineLag = dummyCounter(), dummyCounter(), dummyCounter()
-		return m // Ollama has no /metrics
+		return m // Ollama and the generic server have no /metrics
 	}
 	var labels prometheus.Labels
 	if cfg.Engine == EngineSGLang {

@@ -28,6 +28,8 @@ func (s *Simulator) handlePersonaModels(w http.ResponseWriter, _ *http.Request) 
 			"n_embd": 4096, "n_params": 8030261248, "size": 4920733696}
 	case EngineOllama:
 		card["owned_by"] = "library"
+	case EngineGeneric:
+		card["owned_by"] = "system"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{card}})
 }
@@ -210,6 +212,17 @@ func (s *Simulator) handleProps(w http.ResponseWriter, _ *http.Request) {
 		"endpoint_slots": true, "endpoint_props": false, "endpoint_metrics": true,
 		"chat_template": "{{ messages }}", "bos_token": "", "eos_token": "", "build_info": VersionLlamaCpp,
 	})
+}
+
+// handleOllamaTags answers Ollama's GET /api/tags: the served model as a
+// pulled one, with its digest and details.
+func (s *Simulator) handleOllamaTags(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"models": []any{map[string]any{
+		"name": s.cfg.Model, "model": s.cfg.Model, "modified_at": "2025-10-01T00:00:00Z", "size": 4920753328,
+		"digest": "365c0bd3c000a25d28ddbf732fe1c6add414de7275464c4e4d1c3b5fcb5d8ad1",
+		"details": map[string]any{"parent_model": "", "format": "gguf", "family": "llama", "families": []string{"llama"},
+			"parameter_size": "8.0B", "quantization_level": "Q4_K_M"},
+	}}})
 }
 
 // handleOllamaShow answers Ollama's POST /api/show {"model"}: parameters

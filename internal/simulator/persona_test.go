@@ -169,7 +169,7 @@ func TestPersonaEndpoints(t *testing.T) {
 	f(simulator.EngineSGLang, []string{"/get_server_info", "/metrics", "/health"}, []string{"/version", "/props", "/info"})
 	f(simulator.EngineTGI, []string{"/info", "/metrics"}, []string{"/version", "/props", "/get_server_info"})
 	f(simulator.EngineLlamaCpp, []string{"/props", "/metrics"}, []string{"/version", "/info", "/get_server_info"})
-	f(simulator.EngineOllama, []string{"/api/version"}, []string{"/version", "/metrics", "/props", "/info"})
+	f(simulator.EngineOllama, []string{"/api/version", "/api/tags"}, []string{"/version", "/metrics", "/props", "/info"})
 }
 
 func drain(resp *http.Response) {

@@ -108,7 +108,7 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 		s.light = newLightState(cfg.Model, s.created)
 	}
 	s.tls = tc
-	s.handler = s.gateway(s.routes())
+	s.handler = s.closeAfterStream(s.gateway(s.routes()))
 	return s, nil
 }
 
@@ -155,6 +155,7 @@ func (s *Simulator) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 30 * time.Second,
+		ConnContext:       connContext, // connclose.go
 		ErrorLog:          stdlog.New(log.NewStdlibAdapter(level.Debug(s.logger)), "", 0),
 	}
 	if s.tls != nil {
@@ -217,7 +218,8 @@ func (s *Simulator) LogStartup(addr string) {
 		EngineSGLang:   "/v1/models /v1/completions /v1/chat/completions /tokenize /get_server_info /get_model_info /health /metrics",
 		EngineTGI:      "/v1/models /v1/completions /v1/chat/completions /tokenize /chat_tokenize /info /health /metrics",
 		EngineLlamaCpp: "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /apply-template /props /health /metrics",
-		EngineOllama:   "/v1/models /v1/completions /v1/chat/completions /api/version /api/show",
+		EngineOllama:   "/v1/models /v1/completions /v1/chat/completions /api/version /api/tags /api/show",
+		EngineGeneric:  "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /version /health (every other GET: the version)",
 	}[c.Engine]
 	if endpoints == "" {
 		endpoints = "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /version /health /metrics"

@@ -83,6 +83,15 @@ type Options struct {
 	// own tuned HTTP/1.1 transport (keep-alive, up to 1024 idle
 	// connections per host, no compression, no proxy from environment).
 	HTTPClient *http.Client
+	// ResendHTTPClient carries the one resend of a request whose first
+	// attempt failed on a reused connection before any response byte
+	// (resend.go): each resend is sent with Connection: close, so this
+	// client's pool never keeps a connection. It must not share
+	// HTTPClient's pool (a stale connection of that pool is what failed).
+	// Nil: a transport of the Client's own when HTTPClient is nil too,
+	// else HTTPClient itself (best effort: its pool may hand the resend
+	// another stale connection).
+	ResendHTTPClient *http.Client
 	// Trace collects connect and TLS handshake times through httptrace.
 	Trace bool
 	// ExtraBody is merged into every request payload (temperature, top_p,
@@ -167,8 +176,11 @@ type Client struct {
 	auth    []string // the Authorization header value, nil without a key
 	extra   []byte   // `,"key":value` pairs, sorted by key
 	hc      *http.Client
+	resend  *http.Client // nil: resends go through hc
 	parsers sync.Pool
 	secrets []string // APIKey and Options.Secrets, longest first
+	// noResend turns resending off (tests that show what it prevents).
+	noResend bool
 }
 
 // New validates o and returns a Client.
@@ -233,9 +245,12 @@ func New(o Options) (*Client, error) {
 		c.extra = append(append(append(append(c.extra, ','), kb...), ':'), vb...)
 	}
 	c.secrets = fingerprint.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
-	c.hc = o.HTTPClient
+	c.hc, c.resend = o.HTTPClient, o.ResendHTTPClient
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}
+		if c.resend == nil {
+			c.resend = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}
+		}
 	}
 	maxBody := c.o.MaxBodyBytes
 	c.parsers.New = func() any { return sse.NewParser(nil, sse.Options{MaxBodyBytes: maxBody}) }
@@ -282,8 +297,13 @@ func NewTransport() *http.Transport {
 }
 
 // CloseIdleConnections closes the idle connections of the Client's HTTP
-// client (call it when the Client is dropped, e.g. on config reload).
-func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+// clients (call it when the Client is dropped, e.g. on config reload).
+func (c *Client) CloseIdleConnections() {
+	c.hc.CloseIdleConnections()
+	if c.resend != nil {
+		c.resend.CloseIdleConnections()
+	}
+}
 
 // URL is the endpoint URL requests are sent to.
 func (c *Client) URL() string { return c.url }
@@ -350,29 +370,39 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	if err != nil {
 		return prober.ClassInvalidResponse, "encode request: " + err.Error(), false
 	}
+	class, msg, fromServer, retry := c.attempt(parent, req, rec, body, false)
+	if retry == prober.RetryNone {
+		return class, msg, fromServer
+	}
+	// The first attempt died on a stale kept-alive connection before any
+	// response byte (resend.go): the server never saw it, or never
+	// answered it; resend it once, on a new connection, and measure the
+	// resend alone.
+	rec.Retry = retry
+	class, msg, fromServer, _ = c.attempt(parent, req, rec, body, true)
+	return class, msg, fromServer
+}
+
+// attempt sends body once and measures it into rec. resend marks the
+// second attempt of a request: it goes through the resend client on a new
+// connection that is closed after it. retry is the reason to resend when
+// this first attempt failed on a reused connection before any response
+// byte (RetryNone otherwise, and always for a resend).
+func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Record, body []byte, resend bool) (
+	class prober.ErrorClass, msg string, fromServer bool, retry prober.RetryReason) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	var tr *phaseTrace
-	if c.o.Trace {
-		tr = &phaseTrace{}
-		ctx = tr.with(ctx)
-	}
+	tr := &phaseTrace{phases: c.o.Trace}
+	ctx = tr.with(ctx)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return prober.ClassInvalidResponse, "build request: " + err.Error(), false
+		return prober.ClassInvalidResponse, "build request: " + err.Error(), false, prober.RetryNone
 	}
-	h := hreq.Header
-	h["Content-Type"] = headerJSON
-	h["Accept"] = headerEventStream
-	if req.NoStream {
-		h["Accept"] = headerJSON
-	}
-	h["User-Agent"] = headerUserAgent
-	if c.auth != nil {
-		h["Authorization"] = c.auth
-	}
-	if req.ID != "" {
-		h["X-Request-Id"] = []string{req.ID}
+	c.setHeaders(hreq.Header, req)
+	hc := c.hc
+	if resend {
+		hc = c.resendClient()
+		hreq.Close = true // the resend pool never keeps a connection: each resend dials
 	}
 
 	m := measurer{
@@ -405,24 +435,51 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 		defer m.stall.stop()
 	}
 
-	resp, err := c.hc.Do(hreq)
+	resp, err := hc.Do(hreq)
 	if err != nil {
 		if class, msg, ok := ctxClass(ctx, parent, &m); ok {
-			return class, msg, false
+			return class, msg, false, prober.RetryNone
 		}
-		return prober.ClassConnect, err.Error(), false
+		if !resend && !c.noResend {
+			retry = resendReason(tr, err)
+		}
+		return prober.ClassConnect, err.Error(), false, retry
 	}
 	defer resp.Body.Close()
 	rec.HTTPStatus = resp.StatusCode
 	rec.HeadersTime = time.Since(t0)
-	if tr != nil {
+	if c.o.Trace {
 		rec.ConnectTime, rec.TLSTime = tr.times()
 	}
+	class, msg, fromServer = c.read(ctx, parent, req, resp, &m, timeout, cancel)
+	return class, msg, fromServer, prober.RetryNone
+}
+
+// setHeaders sets the request headers of req.
+func (c *Client) setHeaders(h http.Header, req *Request) {
+	h["Content-Type"] = headerJSON
+	h["Accept"] = headerEventStream
+	if req.NoStream {
+		h["Accept"] = headerJSON
+	}
+	h["User-Agent"] = headerUserAgent
+	if c.auth != nil {
+		h["Authorization"] = c.auth
+	}
+	if req.ID != "" {
+		h["X-Request-Id"] = []string{req.ID}
+	}
+}
+
+// read checks and measures the response of one attempt. timeout is the
+// request's timeout timer (nil when off); it bounds the drain after [DONE].
+func (c *Client) read(ctx, parent context.Context, req *Request, resp *http.Response, m *measurer,
+	timeout *time.Timer, cancel context.CancelCauseFunc) (prober.ErrorClass, string, bool) {
 	if resp.StatusCode != http.StatusOK {
 		return statusError(resp)
 	}
 	if req.NoStream {
-		return c.readResponse(ctx, parent, resp, &m)
+		return c.readResponse(ctx, parent, resp, m)
 	}
 	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
 		return prober.ClassInvalidResponse, fmt.Sprintf("content type %q, want text/event-stream", trimTo(ct, 64)), false
@@ -464,7 +521,7 @@ func (c *Client) do(parent context.Context, req *Request, rec *prober.Record) (p
 	if class == prober.ClassStream || class == prober.ClassInvalidResponse {
 		// A read error may be the consequence of a timer or the caller
 		// cancelling: that is the real reason.
-		if c2, msg2, ok := ctxClass(ctx, parent, &m); ok && m.readErr {
+		if c2, msg2, ok := ctxClass(ctx, parent, m); ok && m.readErr {
 			return c2, msg2, false
 		}
 	}

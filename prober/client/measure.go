@@ -258,10 +258,15 @@ func (w *watchdog) stop() {
 	}
 }
 
-// phaseTrace collects connection phase times. Its callbacks may run on the
-// transport's dialing goroutines, hence the mutex.
+// phaseTrace follows one attempt's connection through httptrace: whether
+// the transport reused a kept-alive connection and whether a response byte
+// arrived (for the resend rule, resend.go), and, with phases, the connect
+// and TLS handshake times. Its callbacks may run on the transport's
+// goroutines, hence the atomics and the mutex.
 type phaseTrace struct {
 	ct                 httptrace.ClientTrace
+	phases             bool // Options.Trace: record connect and TLS times
+	reused, firstByte  atomic.Bool
 	mu                 sync.Mutex
 	connStart, connEnd time.Time
 	tlsStart, tlsEnd   time.Time
@@ -269,10 +274,16 @@ type phaseTrace struct {
 
 func (t *phaseTrace) with(ctx context.Context) context.Context {
 	t.ct = httptrace.ClientTrace{
-		ConnectStart:      func(string, string) { t.set(&t.connStart, true) },
-		ConnectDone:       func(string, string, error) { t.set(&t.connEnd, false) },
-		TLSHandshakeStart: func() { t.set(&t.tlsStart, true) },
-		TLSHandshakeDone:  func(tls.ConnectionState, error) { t.set(&t.tlsEnd, false) },
+		// A transport that retries by itself (a write that failed before
+		// any byte) reports a connection per try: the last one counts.
+		GotConn:              func(ci httptrace.GotConnInfo) { t.reused.Store(ci.Reused) },
+		GotFirstResponseByte: func() { t.firstByte.Store(true) },
+	}
+	if t.phases {
+		t.ct.ConnectStart = func(string, string) { t.set(&t.connStart, true) }
+		t.ct.ConnectDone = func(string, string, error) { t.set(&t.connEnd, false) }
+		t.ct.TLSHandshakeStart = func() { t.set(&t.tlsStart, true) }
+		t.ct.TLSHandshakeDone = func(tls.ConnectionState, error) { t.set(&t.tlsEnd, false) }
 	}
 	return httptrace.WithClientTrace(ctx, &t.ct)
 }

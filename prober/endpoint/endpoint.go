@@ -146,7 +146,8 @@ type Endpoint struct {
 	o       Options
 	base    string
 	hc      *http.Client
-	secrets []string // the API key and the HTTP config's secrets, longest first
+	resend  *http.Client // resends on stale connections (client.Options.ResendHTTPClient)
+	secrets []string     // the API key and the HTTP config's secrets, longest first
 	logger  log.Logger
 	now     func() time.Time // tests replace it
 
@@ -208,10 +209,20 @@ func New(o Options) (*Endpoint, error) {
 		return nil, fmt.Errorf("http_config: %w", err)
 	}
 	hc.CheckRedirect = client.NoRedirects
+	// The one resend of a request whose reused connection was stale goes
+	// on a pool of its own (client.Options.ResendHTTPClient): a clone of
+	// a given plain transport, else a client built from HTTPConfig.
+	var resend *http.Client
+	if t, ok := hc.Transport.(*http.Transport); ok {
+		resend = &http.Client{Transport: t.Clone(), CheckRedirect: client.NoRedirects}
+	} else if resend, err = client.NewHTTPClient(o.HTTPConfig, "llmprobe-resend"); err != nil {
+		return nil, fmt.Errorf("http_config: %w", err)
+	}
 	e := &Endpoint{
 		o:        o,
 		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
 		hc:       hc,
+		resend:   resend,
 		secrets:  fingerprint.SortSecrets(append([]string{string(o.APIKey)}, client.SecretValues(httpSecrets)...)),
 		logger:   o.Logger,
 		now:      time.Now,
@@ -253,17 +264,18 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		return e.client, nil
 	}
 	c, err := client.New(client.Options{
-		BaseURL:      e.base,
-		API:          e.o.API,
-		Model:        model,
-		APIKey:       e.o.APIKey,
-		Timeout:      e.o.Timeout,
-		TTFTTimeout:  e.o.TTFTTimeout,
-		StallTimeout: e.o.StallTimeout,
-		MaxBodyBytes: e.o.MaxBodyBytes,
-		HTTPClient:   e.hc,
-		Trace:        true,
-		Secrets:      e.secrets,
+		BaseURL:          e.base,
+		API:              e.o.API,
+		Model:            model,
+		APIKey:           e.o.APIKey,
+		Timeout:          e.o.Timeout,
+		TTFTTimeout:      e.o.TTFTTimeout,
+		StallTimeout:     e.o.StallTimeout,
+		MaxBodyBytes:     e.o.MaxBodyBytes,
+		HTTPClient:       e.hc,
+		ResendHTTPClient: e.resend,
+		Trace:            true,
+		Secrets:          e.secrets,
 	})
 	if err != nil {
 		return nil, err
@@ -274,7 +286,10 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 
 // CloseIdleConnections closes the idle connections of the endpoint's pool
 // (call it when the endpoint is dropped).
-func (e *Endpoint) CloseIdleConnections() { e.hc.CloseIdleConnections() }
+func (e *Endpoint) CloseIdleConnections() {
+	e.hc.CloseIdleConnections()
+	e.resend.CloseIdleConnections()
+}
 
 // NewRequest builds the client request of one workload item for api
 // (client.APIChat: the item's Messages, or one user message holding the

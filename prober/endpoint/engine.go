@@ -65,8 +65,9 @@ func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
 
 // detect finds the engine of an endpoint without a configured one: from the
 // names on /metrics (snap, fetched when nil), else the owned_by of its
-// /v1/models entry, else the first engine whose info endpoint answers in
-// its shape (engine.DetectionOrder). A known result is kept for the
+// /v1/models entry, else the first engine whose detection probe answers in
+// its shape (engine.DetectionOrder, Engine.Detection: evidence only that
+// engine gives). A known result is kept for the
 // endpoint's life; Unknown is tried again next time. It returns the engine,
 // how it was found ("" when not), and the /metrics snapshot if one was read.
 func (e *Endpoint) detect(ctx context.Context, snap *scrape.Snapshot, ownedBy string) (*engine.Engine, string, *scrape.Snapshot) {
@@ -90,7 +91,7 @@ func (e *Endpoint) detect(ctx context.Context, snap *scrape.Snapshot, ownedBy st
 	} else {
 		for _, n := range engine.DetectionOrder {
 			cand := engine.Get(n)
-			ie, ok := cand.Info()
+			ie, ok := cand.Detection()
 			if !ok {
 				continue
 			}

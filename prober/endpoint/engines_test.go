@@ -2,7 +2,6 @@ package endpoint
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
@@ -85,7 +84,7 @@ func TestDiscoverAndSizePersonas(t *testing.T) {
 	f(simulator.EngineSGLang, want{engine.SGLang, EngineFromMetrics, simulator.VersionSGLang, "/v1/models max_model_len", "max_running_requests", tokenize, calibrated})
 	f(simulator.EngineTGI, want{engine.TGI, EngineFromMetrics, simulator.VersionTGI, "/info max_total_tokens", "max_input_tokens", tokenize, tokenize})
 	f(simulator.EngineLlamaCpp, want{engine.LlamaCpp, EngineFromMetrics, simulator.VersionLlamaCpp, "/props default_generation_settings.n_ctx", "total_slots", tokenize, tokenize})
-	f(simulator.EngineOllama, want{engine.Ollama, "/api/version", simulator.VersionOllama, "/api/show parameters num_ctx", "context_length_trained", calibrated, calibrated})
+	f(simulator.EngineOllama, want{engine.Ollama, "/api/tags", simulator.VersionOllama, "/api/show parameters num_ctx", "context_length_trained", calibrated, calibrated})
 }
 
 // TestConfiguredEngineSkipsDetection: a configured engine is used as is
@@ -137,13 +136,15 @@ func TestVLLMShapeAgainstLlamaCppIsNotACount(t *testing.T) {
 		t.Fatalf("llama.cpp's shape counted %d, %v; want 4", n, err)
 	}
 	// An endpoint told it is vLLM (detection skipped) still refuses the
-	// zero count and calibrates.
+	// zero count, and then tries the other shapes (issue 22 V4): llama.cpp's
+	// counts right.
 	e := newEndpoint(t, Options{BaseURL: base, Engine: engine.VLLM})
 	sz, err := e.PromptSizing(context.Background(), sc.Model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sz.Method() != workload.MethodCalibrated || !strings.Contains(sz.Fallback, "vllm shape") {
-		t.Errorf("sizing %s, fallback %q", sz.Method(), sz.Fallback)
+	if n, err := sz.Tokenizer.Count(context.Background(), "a few words here"); sz.Method() != workload.MethodServerTokenize ||
+		err != nil || n != 4 {
+		t.Errorf("sizing %s (fallback %q) counted %d, %v; want the server's tokenizer in llama.cpp's shape: 4", sz.Method(), sz.Fallback, n, err)
 	}
 }

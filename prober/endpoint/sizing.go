@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -60,9 +62,12 @@ func (s *Sizing) MaxModelLen() int {
 //     SGLang's {"prompt"} -> {"count"}, llama.cpp's {"content"} ->
 //     {"tokens"}, TGI's {"inputs"} -> [...]) answers a positive count for
 //     a probe text: the server's tokenizer;
-//   - the engine has none (Ollama; SGLang for chat), or it answers 404 or
-//     405 (workload.ErrTokenizeUnsupported), another 4xx, a 200 in another
-//     shape or a count of 0: calibration from the usage.prompt_tokens of two
+//   - it answers another 4xx, a 200 in another shape or a count of 0, or
+//     the engine has none at all (Ollama): the other shapes, vLLM's first
+//     (tokenizeShapes; a completions /tokenize answering 404 or 405 ends
+//     the search, as every shape uses it);
+//   - none works, or the engine's tokenizer takes no chat messages
+//     (SGLang, chat API): calibration from the usage.prompt_tokens of two
 //     requests (never from counted tokens: a server that reports no usage is
 //     an error);
 //   - 401, 403, 429, a 5xx, a redirect or a transport failure: a classified
@@ -107,44 +112,28 @@ func (e *Endpoint) PromptSizing(ctx context.Context, model string) (*Sizing, err
 func (e *Endpoint) setUpSizing(ctx context.Context, model string) (*Sizing, *Error) {
 	chat := e.o.API == client.APIChat
 	eng, _, _ := e.detect(ctx, nil, "")
-	shape := eng.TokenizeShape(chat)
-	var why string
-	if shape == workload.TokenizeNone {
-		why = fmt.Sprintf("%s has no tokenizer endpoint for the %s API", eng, e.o.API)
-	} else {
-		hdr := http.Header{}
-		client.Authorize(hdr, e.o.APIKey)
-		st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
-			BaseURL: e.base, Model: model, Chat: chat, Shape: shape,
-			Client: &http.Client{Transport: e.hc.Transport, Timeout: e.o.TokenizeTimeout, CheckRedirect: client.NoRedirects},
-			Header: hdr,
-		})
-		if err != nil {
-			return nil, &Error{Class: prober.ClassInvalidResponse, Msg: err.Error()}
+	var whys []string
+	shapes := tokenizeShapes(eng, chat)
+	if len(shapes) == 0 {
+		whys = append(whys, fmt.Sprintf("%s has no tokenizer endpoint for the %s API", eng, e.o.API))
+	} else if eng.TokenizeShape(chat) == workload.TokenizeNone {
+		whys = append(whys, fmt.Sprintf("%s has no tokenizer endpoint", eng))
+	}
+	for _, shape := range shapes {
+		st, why, next, serr := e.tryTokenizer(ctx, model, chat, shape)
+		if serr != nil {
+			return nil, serr
 		}
-		_, err = st.Count(ctx, "hello")
-		var se *workload.StatusError
-		switch {
-		case err == nil:
+		if st != nil {
 			level.Info(e.logger).Log("msg", "prompts are sized with the server's tokenizer", "model", model, "shape", shape)
 			return &Sizing{Tokenizer: st, server: st}, nil
-		case errors.Is(err, workload.ErrTokenizeUnsupported):
-			why = "the server has no tokenizer endpoint (" + shorten(err.Error()) + ")"
-		case errors.As(err, &se):
-			if se.Code < 400 || se.Code >= 500 || se.Code == http.StatusUnauthorized ||
-				se.Code == http.StatusForbidden || se.Code == http.StatusTooManyRequests {
-				return nil, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + shorten(se.Error())}
-			}
-			why = fmt.Sprintf("the server's /tokenize does not take the %s shape (%s)", shape, shorten(se.Error()))
-		default:
-			var ue interface{ Timeout() bool }
-			if errors.As(err, &ue) || ctx.Err() != nil { // transport failure (*url.Error, net.Error)
-				return nil, e.transportError(ctx, "POST /tokenize", err)
-			}
-			why = fmt.Sprintf("the server's /tokenize answer is not in the %s shape (%s)", shape, shorten(err.Error()))
+		}
+		whys = append(whys, why)
+		if !next {
+			break
 		}
 	}
-	why = e.Redact(why)
+	why := e.Redact(strings.Join(whys, "; "))
 	level.Info(e.logger).Log("msg", "sizing prompts by calibration from usage.prompt_tokens", "model", model, "reason", why)
 	cal, cerr := e.calibrate(ctx, model)
 	if cerr != nil {
@@ -153,6 +142,74 @@ func (e *Endpoint) setUpSizing(ctx context.Context, model string) (*Sizing, *Err
 	level.Info(e.logger).Log("msg", "prompts are sized by calibration from usage.prompt_tokens", "model", model,
 		"tokens_per_word", fmt.Sprintf("%.3f", cal.PerWord), "intercept", fmt.Sprintf("%.1f", cal.Intercept))
 	return &Sizing{Tokenizer: cal, Fallback: why}, nil
+}
+
+// fallbackShapes are the tokenizer shapes tried after the engine's own
+// fails, the generic adapter's (vLLM's) first.
+var fallbackShapes = []workload.TokenizeShape{workload.TokenizeVLLM, workload.TokenizeLlamaCpp, workload.TokenizeTGI}
+
+// tokenizeShapes lists the tokenizer shapes to try for eng and the API: the
+// engine's own, then the others (fallbackShapes), as a detection may be
+// wrong and a configured engine may be behind a server that tokenizes in
+// another shape. An engine whose tokenizer takes no chat messages (SGLang)
+// gets none for chat: its /tokenize would count the messages' text without
+// the chat template.
+func tokenizeShapes(eng *engine.Engine, chat bool) []workload.TokenizeShape {
+	own := eng.TokenizeShape(chat)
+	if own == workload.TokenizeNone && eng.TokenizeShape(!chat) != workload.TokenizeNone {
+		return nil
+	}
+	var shapes []workload.TokenizeShape
+	if own != workload.TokenizeNone {
+		shapes = append(shapes, own)
+	}
+	for _, sh := range fallbackShapes {
+		if sh != own {
+			shapes = append(shapes, sh)
+		}
+	}
+	return shapes
+}
+
+// tryTokenizer sizes a probe text with the server's tokenizer in shape. It
+// returns the tokenizer when that works; else why not and whether another
+// shape is worth trying (not when a completions /tokenize does not exist); or
+// an *Error that ends the set-up (401, 403, 429, a 5xx, a redirect, a
+// transport failure: calibration would fail the same way or hide it).
+func (e *Endpoint) tryTokenizer(ctx context.Context, model string, chat bool, shape workload.TokenizeShape) (
+	st *workload.ServerTokenizer, why string, next bool, serr *Error) {
+	hdr := http.Header{}
+	client.Authorize(hdr, e.o.APIKey)
+	st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
+		BaseURL: e.base, Model: model, Chat: chat, Shape: shape,
+		Client: &http.Client{Transport: e.hc.Transport, Timeout: e.o.TokenizeTimeout, CheckRedirect: client.NoRedirects},
+		Header: hdr,
+	})
+	if err != nil {
+		return nil, "", false, &Error{Class: prober.ClassInvalidResponse, Msg: err.Error()}
+	}
+	_, err = st.Count(ctx, "hello")
+	var se *workload.StatusError
+	switch {
+	case err == nil:
+		return st, "", false, nil
+	case errors.Is(err, workload.ErrTokenizeUnsupported):
+		// Every shape sizes a completions prompt with POST /tokenize; a
+		// chat one goes elsewhere in some (TGI's /chat_tokenize,
+		// llama.cpp's /apply-template first).
+		return nil, fmt.Sprintf("the server has no tokenizer endpoint for the %s shape (%s)", shape, shorten(err.Error())), chat, nil
+	case errors.As(err, &se):
+		if se.Code < 400 || se.Code >= 500 || se.Code == http.StatusUnauthorized ||
+			se.Code == http.StatusForbidden || se.Code == http.StatusTooManyRequests {
+			return nil, "", false, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + shorten(se.Error())}
+		}
+		return nil, fmt.Sprintf("the server's /tokenize does not take the %s shape (%s)", shape, shorten(se.Error())), true, nil
+	}
+	var ue interface{ Timeout() bool }
+	if errors.As(err, &ue) || ctx.Err() != nil { // transport failure (*url.Error, net.Error)
+		return nil, "", false, e.transportError(ctx, "POST /tokenize", err)
+	}
+	return nil, fmt.Sprintf("the server's /tokenize answer is not in the %s shape (%s)", shape, shorten(err.Error())), true, nil
 }
 
 // calibrate sends one request per CalibrationWords length (max_tokens 1)

@@ -54,6 +54,26 @@ func (e *Engine) Info() (InfoEndpoint, bool) {
 	return InfoEndpoint{Path: VersionPath, Parse: ParseVersion}, true
 }
 
+// Detection returns the engine's detection probe: a GET whose answer, in
+// the shape Parse accepts, only this engine gives. llama.cpp, TGI and
+// SGLang are recognised by their info endpoints (/props with
+// default_generation_settings, /info with model_id and max_total_tokens,
+// /get_server_info with version and model_path); Ollama by GET /api/tags
+// listing models with their digests (ParseOllamaTags), never by
+// /api/version: {"version": "..."} is what vLLM's /version answers too, and
+// a server with a catch-all route answers it on any path (issue 22 V4).
+// ok is false for the engines found otherwise (vLLM: its /metrics names
+// and owned_by) and the generic adapter.
+func (e *Engine) Detection() (InfoEndpoint, bool) {
+	switch e.name {
+	case LlamaCpp, TGI, SGLang:
+		return e.Info()
+	case Ollama:
+		return InfoEndpoint{Path: OllamaTagsPath, Parse: ParseOllamaTags}, true
+	}
+	return InfoEndpoint{}, false
+}
+
 // ModelInfoEndpoint is an engine's per-model info endpoint: a POST of
 // {"model": id} whose answer Parse reads (context length, model settings).
 type ModelInfoEndpoint struct {
@@ -100,14 +120,17 @@ func ParseVersion(body []byte) (Fingerprint, bool) {
 }
 
 // Ollama's endpoints (docs.ollama.com/api): GET /api/version answers
-// {"version"}; POST /api/show {"model"} answers the model's details.
+// {"version"}; GET /api/tags lists the local models ({"models": [{"name",
+// "model", "digest", "size", "details", ...}]}); POST /api/show {"model"}
+// answers the model's details.
 const (
 	OllamaVersionPath = "/api/version"
+	OllamaTagsPath    = "/api/tags"
 	OllamaShowPath    = "/api/show"
 )
 
-// DetectionOrder lists the engines whose info endpoint is probed, in
-// order, when /metrics and /v1/models did not say.
+// DetectionOrder lists the engines whose detection probe (Detection) is
+// tried, in order, when /metrics and /v1/models did not say.
 var DetectionOrder = []Name{LlamaCpp, TGI, SGLang, Ollama}
 
 // FromOwner returns the engine named by the owned_by field of a
@@ -216,6 +239,29 @@ func ParseOllamaVersion(body []byte) (Fingerprint, bool) {
 		return Fingerprint{}, false
 	}
 	return Fingerprint{Version: strings.TrimSpace(v.Version)}, true
+}
+
+// ParseOllamaTags reads Ollama's GET /api/tags as detection evidence: ok
+// only for {"models": [...]} listing at least one model, each with a
+// non-empty name (or model) and digest, as Ollama lists what it has
+// pulled. The Fingerprint is empty (the version comes from /api/version).
+func ParseOllamaTags(body []byte) (Fingerprint, bool) {
+	var v struct {
+		Models []struct {
+			Name   string `json:"name"`
+			Model  string `json:"model"`
+			Digest string `json:"digest"`
+		} `json:"models"`
+	}
+	if json.Unmarshal(body, &v) != nil || len(v.Models) == 0 {
+		return Fingerprint{}, false
+	}
+	for _, m := range v.Models {
+		if strings.TrimSpace(m.Name+m.Model) == "" || strings.TrimSpace(m.Digest) == "" {
+			return Fingerprint{}, false
+		}
+	}
+	return Fingerprint{}, true
 }
 
 // ParseOllamaShow reads Ollama's POST /api/show answer: the num_ctx of its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,8 +32,13 @@ const (
 	ProbeSearchFactor = math.Sqrt2
 )
 
-// probeConcurrency are the probe's concurrency levels, tried in order.
-var probeConcurrency = []int{32, 128, 512, 2048}
+// probeConcurrency are the probe's concurrency levels, tried in order, and
+// probeLevelDuration how long each keeps sending (ProbeDuration; tests
+// shorten both).
+var (
+	probeConcurrency   = []int{32, 128, 512, 2048}
+	probeLevelDuration = ProbeDuration
+)
 
 // ThroughputProbe is what the closed-loop probe before an adaptive search
 // measured and where it started the search. It is written into result.json
@@ -64,10 +70,15 @@ type ProbeLevel struct {
 	End         time.Time `json:"end"`
 	// Requests sent, Completed (successful) and Failed; DurationS from the
 	// first send to the end of the last request.
-	Requests  int     `json:"requests"`
-	Completed int     `json:"completed"`
-	Failed    int     `json:"failed"`
-	DurationS float64 `json:"duration_s"`
+	Requests  int `json:"requests"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// FailedByClass counts the failed requests by error class (absent
+	// when none failed); Retried counts the requests resent once after a
+	// stale connection (Record.Retry), whatever their outcome.
+	FailedByClass map[string]int `json:"failed_by_class,omitempty"`
+	Retried       int            `json:"retried,omitempty"`
+	DurationS     float64        `json:"duration_s"`
 	// ThroughputReqPerS is Completed / DurationS (vLLM's
 	// request_throughput of a closed loop), MeanE2ELMS the mean latency.
 	ThroughputReqPerS float64 `json:"request_throughput"`
@@ -91,7 +102,7 @@ func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
 		return p
 	}
 	level.Info(r.logger).Log("msg", "throughput probe: closed loops of growing concurrency to estimate the capacity",
-		"concurrency", fmt.Sprint(probeConcurrency), "each", ProbeDuration)
+		"concurrency", fmt.Sprint(probeConcurrency), "each", probeLevelDuration)
 	prev := 0.0
 	for _, n := range probeConcurrency {
 		lv := r.probeLevel(ctx, n, items.measured)
@@ -107,9 +118,8 @@ func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
 			break
 		}
 		p.EstimateReqPerS = math.Max(p.EstimateReqPerS, lv.ThroughputReqPerS)
-		if float64(lv.Failed) > DefaultMaxErrorRate*float64(lv.Requests) {
-			p.Note = fmt.Sprintf("%d of %d requests failed at concurrency %d: the server refuses more load", lv.Failed, lv.Requests, n)
-			p.Saturated = true
+		if note, saturated, stop := failureVerdict(lv); stop {
+			p.Note, p.Saturated = note, saturated
 			break
 		}
 		if lv.MaxWaiting.Known && lv.MaxWaiting.Value > 0 {
@@ -146,7 +156,7 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	var recs []prober.Record
 	t0 := time.Now()
 	lv.Start = t0.UTC()
-	sched, err := schedule.New(schedule.Config{Start: t0, Mode: schedule.Closed, Workers: n, Duration: ProbeDuration},
+	sched, err := schedule.New(schedule.Config{Start: t0, Mode: schedule.Closed, Workers: n, Duration: probeLevelDuration},
 		func(ctx context.Context, scheduled time.Time, _ time.Duration) {
 			i, _ := schedule.Index(ctx)
 			it, err := items.get(ctx, int(i))
@@ -178,12 +188,19 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	lv.DurationS = dur.Seconds()
 	var e2e float64
 	for i := range recs {
+		if recs[i].Retry != prober.RetryNone {
+			lv.Retried++
+		}
 		if recs[i].OK() {
 			lv.Completed++
 			e2e += ms(recs[i].E2E)
-		} else {
-			lv.Failed++
+			continue
 		}
+		lv.Failed++
+		if lv.FailedByClass == nil {
+			lv.FailedByClass = map[string]int{}
+		}
+		lv.FailedByClass[string(recs[i].Error)]++
 	}
 	if lv.Completed > 0 {
 		lv.MeanE2ELMS = e2e / float64(lv.Completed)
@@ -192,6 +209,51 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 		lv.ThroughputReqPerS = float64(lv.Completed) / lv.DurationS
 	}
 	return lv
+}
+
+// loadClasses are the failure classes that say a server refuses more
+// load: it rate-limits (429), fails under load (5xx) or does not answer in
+// time (timeouts, stalls). A failed connection, a cut or malformed stream,
+// a 4xx or a response of the wrong shape says something about the
+// connection or the server's answers, not that its capacity is reached: a
+// server that closes kept-alive connections (issue 22 V8) fails requests at
+// any load.
+var loadClasses = []prober.ErrorClass{prober.ClassHTTP429, prober.ClassHTTP5xx, prober.ClassTimeout,
+	prober.ClassTTFTTimeout, prober.ClassStall}
+
+// failureVerdict reads a probe level's failures: stop when more than
+// DefaultMaxErrorRate of its requests failed, saturated only when the
+// failures in loadClasses alone are that many; the note names the classes
+// seen.
+func failureVerdict(lv ProbeLevel) (note string, saturated, stop bool) {
+	limit := DefaultMaxErrorRate * float64(lv.Requests)
+	if float64(lv.Failed) <= limit {
+		return "", false, false
+	}
+	load := 0
+	for _, c := range loadClasses {
+		load += lv.FailedByClass[string(c)]
+	}
+	classes := classCounts(lv.FailedByClass)
+	if float64(load) > limit {
+		return fmt.Sprintf("%d of %d requests failed at concurrency %d (%s): the server refuses more load",
+			lv.Failed, lv.Requests, lv.Concurrency, classes), true, true
+	}
+	return fmt.Sprintf("%d of %d requests failed at concurrency %d (%s): failures that do not say the server is full "+
+		"(the connection or its answers, not its capacity), so the probe stopped without calling it saturated; "+
+		"the estimate is a lower bound", lv.Failed, lv.Requests, lv.Concurrency, classes), false, true
+}
+
+// classCounts formats failures by class, "connect 12, http_429 3", in the
+// order of prober.ErrorClasses.
+func classCounts(by map[string]int) string {
+	var parts []string
+	for _, c := range prober.ErrorClasses {
+		if n := by[string(c)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // waitingName names the engine's waiting-requests gauge (the first the
