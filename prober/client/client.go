@@ -94,6 +94,10 @@ type Options struct {
 	// (those of the target's http_config, HTTPSecrets): like the key they
 	// never appear in Record.ErrorMessage, even when a server echoes them.
 	Secrets []string
+	// Redactor, when set, also removes the secrets it knows (those the
+	// HTTP client registered as it sent them: OAuth2 access tokens,
+	// rotated files) from Record.ErrorMessage.
+	Redactor *fingerprint.Redactor
 }
 
 // Message is one chat message.
@@ -169,6 +173,7 @@ type Client struct {
 	hc      *http.Client
 	parsers sync.Pool
 	secrets []string // APIKey and Options.Secrets, longest first
+	red     *fingerprint.Redactor
 }
 
 // New validates o and returns a Client.
@@ -233,6 +238,7 @@ func New(o Options) (*Client, error) {
 		c.extra = append(append(append(append(c.extra, ','), kb...), ':'), vb...)
 	}
 	c.secrets = fingerprint.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
+	c.red = o.Redactor
 	c.hc = o.HTTPClient
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}

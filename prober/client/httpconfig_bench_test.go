@@ -31,8 +31,8 @@ func BenchmarkTransport(b *testing.B) {
 		hc   func() *http.Client
 	}{
 		{"NewTransport", func() *http.Client { return &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects} }},
-		{"NewHTTPClient", func() *http.Client { c, _ := NewHTTPClient(config.HTTPClientConfig{}, "bench"); return c }},
-		{"NewHTTPClient+auth+header", func() *http.Client { c, _ := NewHTTPClient(withAuth, "bench"); return c }},
+		{"NewHTTPClient", func() *http.Client { c, _ := NewHTTPClient(config.HTTPClientConfig{}, "bench", nil); return c }},
+		{"NewHTTPClient+auth+header", func() *http.Client { c, _ := NewHTTPClient(withAuth, "bench", nil); return c }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			hc := tc.hc()

@@ -129,19 +129,19 @@ func (e *Endpoint) setUpSizing(ctx context.Context, model string) (*Sizing, *Err
 			level.Info(e.logger).Log("msg", "prompts are sized with the server's tokenizer", "model", model, "shape", shape)
 			return &Sizing{Tokenizer: st, server: st}, nil
 		case errors.Is(err, workload.ErrTokenizeUnsupported):
-			why = "the server has no tokenizer endpoint (" + shorten(err.Error()) + ")"
+			why = "the server has no tokenizer endpoint (" + e.short(err.Error()) + ")"
 		case errors.As(err, &se):
 			if se.Code < 400 || se.Code >= 500 || se.Code == http.StatusUnauthorized ||
 				se.Code == http.StatusForbidden || se.Code == http.StatusTooManyRequests {
-				return nil, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + shorten(se.Error())}
+				return nil, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + e.short(se.Error())}
 			}
-			why = fmt.Sprintf("the server's /tokenize does not take the %s shape (%s)", shape, shorten(se.Error()))
+			why = fmt.Sprintf("the server's /tokenize does not take the %s shape (%s)", shape, e.short(se.Error()))
 		default:
 			var ue interface{ Timeout() bool }
 			if errors.As(err, &ue) || ctx.Err() != nil { // transport failure (*url.Error, net.Error)
 				return nil, e.transportError(ctx, "POST /tokenize", err)
 			}
-			why = fmt.Sprintf("the server's /tokenize answer is not in the %s shape (%s)", shape, shorten(err.Error()))
+			why = fmt.Sprintf("the server's /tokenize answer is not in the %s shape (%s)", shape, e.short(err.Error()))
 		}
 	}
 	why = e.Redact(why)
