@@ -111,6 +111,11 @@ func newSecretsTransport(next http.RoundTripper, cfg config.HTTPClientConfig, re
 			}
 		}
 	}
+	for _, vs := range cfg.ProxyConnectHeader {
+		for _, v := range vs {
+			red.Add(string(v)) // sent with the CONNECT request, which the hook does not see
+		}
+	}
 	t.trace = &httptrace.ClientTrace{WroteHeaderField: t.wroteHeaderField}
 	return t
 }
