@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"io/fs"
@@ -37,6 +38,9 @@ const (
 	kindCmpCredV2  = "compare-cred-v2-bb93e4"
 	kindSweepCred  = "sweep-cred-0c55ab21" // the CLI sweep's --http.config.file
 	kindSweepProxy = "sweep-proxy-pass-e3"
+	kindTunnelPass = "tunnel-pass-77ce02"    // proxy_url of an https target (CONNECT)
+	kindTunnelHdr  = "connect-header-4410fa" // proxy_connect_header
+	kindTunnelCred = "tunnel-cred-19bd3e"
 )
 
 // TestEverySecretKindNeverLeaves is issue 22 D9/D10, Deliver 3: every kind
@@ -63,6 +67,9 @@ func TestEverySecretKindNeverLeaves(t *testing.T) {
 	srv.rotate(credFile, kindCredV1, kindCredV2)
 	proxy, _ := url.Parse(srv.URL)
 	proxy.User = url.UserPassword(kindProxyUser, kindProxyPass)
+	tunnelProxy, _ := url.Parse(srv.URL)
+	tunnelProxy.User = url.UserPassword(kindProxyUser, kindTunnelPass)
+	caFile := writeFile(t, dir, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.TLS.Certificate().Raw})))
 	cfg := writeFile(t, dir, "llmprobe.yml", fmt.Sprintf(`global: {timeout: 5s, ttft_timeout: 2s, stall_timeout: 1s}
 targets:
   - name: rotated
@@ -85,14 +92,23 @@ targets:
     base_url: %[1]s
     api_key_file: %[9]s
     probes: [{name: p, rate: 4, workload: {input_tokens: {dist: fixed, value: 8}, output_tokens: {dist: fixed, value: 2}}}]
-`, srv.URL, credFile, proxy.String(), kindHeader, kindBasicUser, pwFile, kindOAuthID, kindOAuthSec, keyFile))
+  - name: tunnel
+    base_url: %[10]s
+    http_config:
+      tls_config: {ca_file: %[11]s}
+      authorization: {credentials: %[12]s}
+      proxy_url: %[13]s
+      proxy_connect_header: {X-Proxy-Token: [%[14]s]}
+    probes: [{name: p, rate: 4, workload: {input_tokens: {dist: fixed, value: 8}, output_tokens: {dist: fixed, value: 2}}}]
+`, srv.URL, credFile, proxy.String(), kindHeader, kindBasicUser, pwFile, kindOAuthID, kindOAuthSec, keyFile,
+		srv.TLS.URL, caFile, kindTunnelCred, tunnelProxy.String(), kindTunnelHdr))
 	sweepsDir := filepath.Join(dir, "sweeps")
 	web, logs, stop := startServe(t, "--config.file", cfg, "--log.level", "debug", "--web.enable-sweeps", "--sweeps.dir", sweepsDir)
 	surfaces := map[string]string{}
 
 	// The probes meet every echo; the credentials file is rotated (by the
 	// server, once it has seen v1 a few times) and v2 is sent and echoed.
-	for _, target := range []string{"rotated", "basic", "oauth", "key"} {
+	for _, target := range []string{"rotated", "basic", "oauth", "key", "tunnel"} {
 		for _, outcome := range []string{"http_4xx", "stream", "success"} {
 			ltestutil.EventuallyWithin(t, time.Minute, target+" requests with outcome "+outcome, func() bool {
 				_, body := get(t, web+"/metrics")
@@ -108,7 +124,7 @@ targets:
 	ltestutil.EventuallyWithin(t, time.Minute, "the rotated credential in use", func() bool { return srv.seenTimes(kindCredV2) >= rotateAfter })
 
 	// Daemon sweeps of every target, through the API.
-	for _, target := range []string{"rotated", "basic", "oauth", "key"} {
+	for _, target := range []string{"rotated", "basic", "oauth", "key", "tunnel"} {
 		sweepThroughAPI(t, web, target, surfaces)
 	}
 	for _, path := range []string{"/metrics", "/", "/config", "/-/healthy", "/-/ready", "/api/v1/sweeps"} {
@@ -188,9 +204,11 @@ func kindSecrets(t *testing.T, srv *secretServer) []string {
 	basic := kindBasicUser + ":" + kindBasicPass
 	proxyPair := kindProxyUser + ":" + kindProxyPass
 	sweepProxyPair := kindProxyUser + ":" + kindSweepProxy
+	tunnelPair := kindProxyUser + ":" + kindTunnelPass
 	b64 := base64.StdEncoding.EncodeToString
 	for _, s := range []string{secretKey, kindCredV1, kindCredV2, kindHeader, b64([]byte(basic)), basic, kindBasicPass,
-		b64([]byte(proxyPair)), proxyPair, kindProxyPass, kindCmpCredV1, kindCmpCredV2, kindSweepCred, sweepProxyPair} {
+		b64([]byte(proxyPair)), proxyPair, kindProxyPass, kindCmpCredV1, kindCmpCredV2, kindSweepCred, sweepProxyPair,
+		tunnelPair, b64([]byte(tunnelPair)), kindTunnelHdr, kindTunnelCred} {
 		if srv.seenTimes(s) == 0 {
 			t.Errorf("the server never received %q: the check of that kind proves nothing", s)
 		}
@@ -205,7 +223,8 @@ func kindSecrets(t *testing.T, srv *secretServer) []string {
 		}
 	}
 	out := append([]string{secretKey, kindCredV1, kindCredV2, kindHeader, basic, kindBasicPass, proxyPair, kindProxyPass,
-		kindOAuthSec, kindCmpCredV1, kindCmpCredV2, kindSweepCred, kindSweepProxy, sweepProxyPair}, tokens...)
+		kindOAuthSec, kindCmpCredV1, kindCmpCredV2, kindSweepCred, kindSweepProxy, sweepProxyPair,
+		tunnelPair, kindTunnelPass, kindTunnelHdr, kindTunnelCred}, tokens...)
 	for _, s := range out[:len(out):len(out)] {
 		out = append(out, b64([]byte(s)))
 	}

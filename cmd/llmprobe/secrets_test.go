@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,6 +59,13 @@ type secretServer struct {
 	rotations map[string]rotation
 	tokenize  atomic.Uint64
 	gen       atomic.Uint64
+	// TLS is the https twin, reached through CONNECT (tunnel); connect
+	// holds the credentials of the last CONNECT, conns the tunnels'
+	// connections, tunnels their pipes.
+	TLS     *httptest.Server
+	connect []string
+	conns   []net.Conn
+	tunnels sync.WaitGroup
 	// logFile, when set, gets a line per request naming its credentials:
 	// the server's log that `sweep --server-log` copies.
 	logFile string
@@ -78,6 +86,10 @@ func newSecretServer(t *testing.T) *secretServer {
 	s := &secretServer{seen: map[string]int{}, rotations: map[string]rotation{}}
 	simH := sim.Handler()
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			s.tunnel(w, r)
+			return
+		}
 		if r.URL.Path == "/token" {
 			s.mu.Lock()
 			tok := fmt.Sprintf("oauth-access-%d-%d", time.Now().UnixNano()%1e9, len(s.tokens))
@@ -88,6 +100,9 @@ func newSecretServer(t *testing.T) *secretServer {
 			return
 		}
 		creds := s.credentials(r)
+		if r.TLS != nil { // reached through a tunnel: the CONNECT's credentials too
+			creds = append(creds, s.connectCreds()...)
+		}
 		all := strings.Join(creds, " ")
 		first := ""
 		if len(creds) > 0 {
@@ -96,8 +111,67 @@ func newSecretServer(t *testing.T) *secretServer {
 		w.Header().Set("X-Echo", all)
 		s.serve(w, r, simH, all, first, creds)
 	}))
-	t.Cleanup(func() { s.Close(); sim.Close() })
+	// The TLS twin: the target of an https base_url reached through this
+	// server as a CONNECT proxy (tunnel); it echoes the credentials of the
+	// CONNECT requests too.
+	s.TLS = httptest.NewTLSServer(s.Config.Handler)
+	t.Cleanup(func() {
+		s.Close()
+		s.TLS.Close()
+		s.mu.Lock()
+		for _, c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.tunnels.Wait()
+		sim.Close()
+	})
 	return s
+}
+
+// tunnel answers a CONNECT to the TLS twin: it counts the request's
+// credentials (Proxy-Authorization from the proxy_url userinfo, the
+// proxy_connect_header values), keeps them for the twin to echo, and pipes
+// the connection through.
+func (s *secretServer) tunnel(w http.ResponseWriter, r *http.Request) {
+	creds := s.credentials(r)
+	for _, v := range r.Header.Values("X-Proxy-Token") {
+		creds = append(creds, v)
+		s.mu.Lock()
+		s.seen[v]++
+		s.mu.Unlock()
+	}
+	up, err := net.Dial("tcp", s.TLS.Listener.Addr().String())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	down, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	s.mu.Lock()
+	s.connect = creds
+	s.conns = append(s.conns, up, down)
+	s.mu.Unlock()
+	_, _ = io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n")
+	s.tunnels.Add(2)
+	pipe := func(dst, src net.Conn) {
+		defer s.tunnels.Done()
+		_, _ = io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+	}
+	go pipe(up, down)
+	go pipe(down, up)
+}
+
+// connectCreds returns the credentials of the last CONNECT request.
+func (s *secretServer) connectCreds() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.connect)
 }
 
 // credentials returns the credentials r carries, in every form the
