@@ -86,9 +86,9 @@ type secretsTransport struct {
 	next    http.RoundTripper
 	red     *fingerprint.Redactor
 	proxy   func(*http.Request) (*url.URL, error)
-	headers map[string]bool // canonical names of http_headers with secrets or files
-	trace   *httptrace.ClientTrace
-	files   []string // secret files to re-read (fileRecheck)
+	headers map[string]bool        // canonical names of http_headers with secrets or files
+	hook    func(string, []string) // wroteHeaderField, bound once
+	files   []string               // secret files to re-read (fileRecheck)
 	checked atomic.Int64
 }
 
@@ -116,7 +116,7 @@ func newSecretsTransport(next http.RoundTripper, cfg config.HTTPClientConfig, re
 			red.Add(string(v)) // sent with the CONNECT request, which the hook does not see
 		}
 	}
-	t.trace = &httptrace.ClientTrace{WroteHeaderField: t.wroteHeaderField}
+	t.hook = t.wroteHeaderField
 	return t
 }
 
@@ -138,7 +138,9 @@ func (t *secretsTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			}
 		}
 	}
-	ctx := httptrace.WithClientTrace(req.Context(), t.trace)
+	// A new ClientTrace per request: WithClientTrace composes an existing
+	// trace into the one it is given, which must not be shared.
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaderField: t.hook})
 	return t.next.RoundTrip(req.WithContext(ctx))
 }
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -117,5 +119,33 @@ func TestHTTPClientRegistersSentSecrets(t *testing.T) {
 			t.Fatalf("the proxy saw Proxy-Authorization %q, want %q", pa, want)
 		}
 		known(red, "proxy-user:proxy-pass-secret", want[len("Basic "):], "proxy-pass-secret")
+	})
+	t.Run("concurrent, under the caller's trace", func(t *testing.T) {
+		// The caller's own httptrace hooks still fire, and concurrent
+		// requests share no trace (go test -race).
+		hc, red := build(config.HTTPClientConfig{Authorization: &config.Authorization{Type: "Bearer", Credentials: "concurrent-cred-1"}})
+		var firstBytes atomic.Int64
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+					GotFirstResponseByte: func() { firstBytes.Add(1) },
+				})
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			}()
+		}
+		wg.Wait()
+		if n := firstBytes.Load(); n != 8 {
+			t.Errorf("the caller's trace saw %d first bytes, want 8", n)
+		}
+		known(red, "concurrent-cred-1")
 	})
 }
