@@ -61,6 +61,31 @@ func TestEverySecretKindNeverLeaves(t *testing.T) {
 	}
 	dir := t.TempDir()
 	srv := newSecretServer(t)
+	surfaces := map[string]string{}
+	sweepsDir := kindsDaemon(t, srv, dir, surfaces)
+	runOut := kindsSweep(t, srv, dir, surfaces)
+	cmpOut := kindsCompare(t, srv, dir, surfaces)
+
+	secrets := kindSecrets(t, srv)
+	for where, s := range surfaces {
+		for _, sec := range secrets {
+			noSecret(t, where, s, sec)
+		}
+	}
+	for _, tree := range []string{sweepsDir, runOut, cmpOut} {
+		for _, sec := range secrets {
+			noSecretInTree(t, tree, sec)
+		}
+	}
+}
+
+// kindsDaemon runs the daemon of TestEverySecretKindNeverLeaves: five
+// targets, one per kind of credential, probed until every echo reached
+// them and the rotated file's new content was sent, then a sweep of each
+// through the API. It keeps the daemon's log and pages in surfaces and
+// returns --sweeps.dir.
+func kindsDaemon(t *testing.T, srv *secretServer, dir string, surfaces map[string]string) string {
+	t.Helper()
 	keyFile := writeFile(t, dir, "key", secretKey+"\n")
 	credFile := writeFile(t, dir, "cred", kindCredV1+"\n")
 	pwFile := writeFile(t, dir, "pw", kindBasicPass+"\n")
@@ -70,7 +95,46 @@ func TestEverySecretKindNeverLeaves(t *testing.T) {
 	tunnelProxy, _ := url.Parse(srv.URL)
 	tunnelProxy.User = url.UserPassword(kindProxyUser, kindTunnelPass)
 	caFile := writeFile(t, dir, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.TLS.Certificate().Raw})))
-	cfg := writeFile(t, dir, "llmprobe.yml", fmt.Sprintf(`global: {timeout: 5s, ttft_timeout: 2s, stall_timeout: 1s}
+	cfg := writeFile(t, dir, "llmprobe.yml", fmt.Sprintf(kindsConfig, srv.URL, credFile, proxy.String(), kindHeader, kindBasicUser, pwFile,
+		kindOAuthID, kindOAuthSec, keyFile, srv.TLS.URL, caFile, kindTunnelCred, tunnelProxy.String(), kindTunnelHdr))
+	sweepsDir := filepath.Join(dir, "sweeps")
+	web, logs, stop := startServe(t, "--config.file", cfg, "--log.level", "debug", "--web.enable-sweeps", "--sweeps.dir", sweepsDir)
+	targets := []string{"rotated", "basic", "oauth", "key", "tunnel"}
+	// The probes meet every echo; the credentials file is rotated (by the
+	// server, once it has seen v1 a few times) and v2 is sent and echoed.
+	for _, target := range targets {
+		for _, outcome := range []string{"http_4xx", "stream", "success"} {
+			ltestutil.EventuallyWithin(t, time.Minute, target+" requests with outcome "+outcome, func() bool {
+				_, body := get(t, web+"/metrics")
+				snap, err := scrape.NewSnapshot(time.Now(), []byte(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, _ := snap.Sum("llmprobe_requests_total", map[string]string{"target": target, "outcome": outcome})
+				return n > 0
+			})
+		}
+	}
+	ltestutil.EventuallyWithin(t, time.Minute, "the rotated credential in use", func() bool { return srv.seenTimes(kindCredV2) >= rotateAfter })
+	for _, target := range targets {
+		sweepThroughAPI(t, web, target, surfaces)
+	}
+	for _, path := range []string{"/metrics", "/", "/config", "/-/healthy", "/-/ready", "/api/v1/sweeps"} {
+		code, body := get(t, web+path)
+		if code != http.StatusOK {
+			t.Errorf("GET %s: %d", path, code)
+		}
+		surfaces["GET "+path] = body
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("serve exited %d", code)
+	}
+	surfaces["daemon log"] = logs.String()
+	return sweepsDir
+}
+
+// kindsConfig is the daemon config of kindsDaemon.
+const kindsConfig = `global: {timeout: 5s, ttft_timeout: 2s, stall_timeout: 1s}
 targets:
   - name: rotated
     base_url: %[1]s
@@ -100,59 +164,25 @@ targets:
       proxy_url: %[13]s
       proxy_connect_header: {X-Proxy-Token: [%[14]s]}
     probes: [{name: p, rate: 4, workload: {input_tokens: {dist: fixed, value: 8}, output_tokens: {dist: fixed, value: 2}}}]
-`, srv.URL, credFile, proxy.String(), kindHeader, kindBasicUser, pwFile, kindOAuthID, kindOAuthSec, keyFile,
-		srv.TLS.URL, caFile, kindTunnelCred, tunnelProxy.String(), kindTunnelHdr))
-	sweepsDir := filepath.Join(dir, "sweeps")
-	web, logs, stop := startServe(t, "--config.file", cfg, "--log.level", "debug", "--web.enable-sweeps", "--sweeps.dir", sweepsDir)
-	surfaces := map[string]string{}
+`
 
-	// The probes meet every echo; the credentials file is rotated (by the
-	// server, once it has seen v1 a few times) and v2 is sent and echoed.
-	for _, target := range []string{"rotated", "basic", "oauth", "key", "tunnel"} {
-		for _, outcome := range []string{"http_4xx", "stream", "success"} {
-			ltestutil.EventuallyWithin(t, time.Minute, target+" requests with outcome "+outcome, func() bool {
-				_, body := get(t, web+"/metrics")
-				snap, err := scrape.NewSnapshot(time.Now(), []byte(body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				n, _ := snap.Sum("llmprobe_requests_total", map[string]string{"target": target, "outcome": outcome})
-				return n > 0
-			})
-		}
-	}
-	ltestutil.EventuallyWithin(t, time.Minute, "the rotated credential in use", func() bool { return srv.seenTimes(kindCredV2) >= rotateAfter })
-
-	// Daemon sweeps of every target, through the API.
-	for _, target := range []string{"rotated", "basic", "oauth", "key", "tunnel"} {
-		sweepThroughAPI(t, web, target, surfaces)
-	}
-	for _, path := range []string{"/metrics", "/", "/config", "/-/healthy", "/-/ready", "/api/v1/sweeps"} {
-		code, body := get(t, web+path)
-		if code != http.StatusOK {
-			t.Errorf("GET %s: %d", path, code)
-		}
-		surfaces["GET "+path] = body
-	}
-	if code := stop(); code != 0 {
-		t.Errorf("serve exited %d", code)
-	}
-	surfaces["daemon log"] = logs.String()
-
-	// A CLI sweep through --http.config.file (bearer file and proxy), with
-	// the server's log copied.
+// kindsSweep runs a CLI sweep through --http.config.file (a bearer file
+// and a proxy with userinfo) with the server's log copied (--server-log);
+// it keeps stdout and the log in surfaces and returns --out.
+func kindsSweep(t *testing.T, srv *secretServer, dir string, surfaces map[string]string) string {
+	t.Helper()
 	serverLog := filepath.Join(dir, "server.log")
 	srv.mu.Lock()
 	srv.logFile = serverLog
 	srv.mu.Unlock()
-	sweepProxy, _ := url.Parse(srv.URL)
-	sweepProxy.User = url.UserPassword(kindProxyUser, kindSweepProxy)
+	proxy, _ := url.Parse(srv.URL)
+	proxy.User = url.UserPassword(kindProxyUser, kindSweepProxy)
 	writeFile(t, dir, "sweep-token", kindSweepCred+"\n")
-	sweepHTTP := writeFile(t, dir, "sweep-http.yml", "authorization: {credentials_file: sweep-token}\nproxy_url: "+sweepProxy.String()+"\n")
-	runOut := filepath.Join(dir, "runs")
+	httpCfg := writeFile(t, dir, "sweep-http.yml", "authorization: {credentials_file: sweep-token}\nproxy_url: "+proxy.String()+"\n")
+	out := filepath.Join(dir, "runs")
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", srv.URL, "--http.config.file", sweepHTTP, "--rates", "10",
-		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", runOut, "--name", "kinds",
+	code := run(context.Background(), []string{"sweep", "--target", srv.URL, "--http.config.file", httpCfg, "--rates", "10",
+		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "kinds",
 		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-error-rate", "1", "--server-log", serverLog}, &stdout, &stderr)
 	if code != 0 {
 		t.Errorf("sweep: exit code %d; stderr:\n%s", code, stderr.String())
@@ -161,38 +191,35 @@ targets:
 	if b, _ := os.ReadFile(serverLog); !bytes.Contains(b, []byte(kindSweepCred)) {
 		t.Errorf("the server's log does not hold the sweep's credential: the server.log check would find nothing")
 	}
+	if files := treeFiles(t, out); !strings.Contains(files, "server.log") || !strings.Contains(files, "metrics-during.txt") {
+		t.Errorf("the CLI sweep's run directory lacks server.log or metrics-during.txt: %s", files)
+	}
+	return out
+}
 
-	// A compare: the baseline through OAuth2 (fresh tokens per round), the
-	// candidate through a credentials file rotated during the compare.
-	cmpCred := writeFile(t, dir, "cmp-cred", kindCmpCredV1+"\n")
-	srv.rotate(cmpCred, kindCmpCredV1, kindCmpCredV2)
+// kindsCompare runs a compare: the baseline through OAuth2 (fresh tokens
+// per round), the candidate through a credentials file rotated during the
+// compare and a header secret. It keeps stdout and the log in surfaces
+// and returns --out.
+func kindsCompare(t *testing.T, srv *secretServer, dir string, surfaces map[string]string) string {
+	t.Helper()
+	cred := writeFile(t, dir, "cmp-cred", kindCmpCredV1+"\n")
+	srv.rotate(cred, kindCmpCredV1, kindCmpCredV2)
 	baseHTTP := writeFile(t, dir, "base-http.yml", fmt.Sprintf("oauth2: {client_id: %s, client_secret: %s, token_url: %s/token}\n", kindOAuthID, kindOAuthSec, srv.URL))
 	candHTTP := writeFile(t, dir, "cand-http.yml", "authorization: {credentials_file: cmp-cred}\nhttp_headers: {X-Gateway-Key: {secrets: ["+kindHeader+"]}}\n")
-	cmpOut := filepath.Join(dir, "compare")
-	stdout.Reset()
-	stderr.Reset()
-	_ = run(context.Background(), compareArgs(cmpOut, "--baseline", srv.URL, "--candidate", srv.URL,
+	out := filepath.Join(dir, "compare")
+	var stdout, stderr bytes.Buffer
+	_ = run(context.Background(), compareArgs(out, "--baseline", srv.URL, "--candidate", srv.URL,
 		"--baseline-http-config-file", baseHTTP, "--candidate-http-config-file", candHTTP,
 		"--rates", "10", "--num-prompts", "12", "--max-error-rate", "1", "--log.level", "debug"), &stdout, &stderr)
 	surfaces["compare stdout"], surfaces["compare log"] = stdout.String(), stderr.String()
 	if srv.seenTimes(kindCmpCredV2) == 0 {
 		t.Errorf("the compare never sent the rotated credential (v1 seen %d times); log:\n%s", srv.seenTimes(kindCmpCredV1), stderr.String())
 	}
-
-	secrets := kindSecrets(t, srv)
-	for where, s := range surfaces {
-		for _, sec := range secrets {
-			noSecret(t, where, s, sec)
-		}
+	if files := treeFiles(t, out); !strings.Contains(files, "result.json") || !strings.Contains(files, "records.jsonl") {
+		t.Errorf("the compare directory lacks result.json or a round's records: %s", files)
 	}
-	for _, tree := range []string{sweepsDir, runOut, cmpOut} {
-		for _, sec := range secrets {
-			noSecretInTree(t, tree, sec)
-		}
-	}
-	if files := treeFiles(t, runOut); !strings.Contains(files, "server.log") || !strings.Contains(files, "metrics-during.txt") {
-		t.Errorf("the CLI sweep's run directory lacks server.log or metrics-during.txt: %s", files)
-	}
+	return out
 }
 
 // kindSecrets returns every secret of TestEverySecretKindNeverLeaves with
