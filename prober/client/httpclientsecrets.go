@@ -66,8 +66,9 @@ func addProxyUser(red *fingerprint.Redactor, u *url.URL) {
 
 // fileRecheck is how often the transport re-reads a secret file whose
 // content does not pass through a header it writes (the OAuth2 client
-// secret, sent to the token endpoint by a client of its own).
-const fileRecheck = time.Second
+// secret, sent to the token endpoint by a client of its own). A variable
+// for tests.
+var fileRecheck = time.Second
 
 // secretsTransport is the outermost RoundTripper of NewHTTPClient: it
 // registers with red every credential the request carries as it is

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/config"
 
@@ -140,6 +141,23 @@ func TestHTTPClientRegistersSentSecrets(t *testing.T) {
 		}
 		mustKnow(t, red, "proxy-user:proxy-pass-secret", want[len("Basic "):], "proxy-pass-secret")
 	})
+}
+
+// TestHTTPClientOAuth2SecretFileRotated: the OAuth2 client secret goes to
+// the token endpoint by oauth2's own client, past the header hook; its file
+// is re-read while requests go out (every fileRecheck), so a rotated
+// secret is known without a rebuild.
+func TestHTTPClientOAuth2SecretFileRotated(t *testing.T) {
+	defer func(d time.Duration) { fileRecheck = d }(fileRecheck)
+	fileRecheck = 0
+	srv := newSentSecretsServer(t)
+	secFile := writeSecret(t, filepath.Join(t.TempDir(), "client-secret"), "client-secret-v1")
+	hc, red := redactingClient(t, config.HTTPClientConfig{OAuth2: &config.OAuth2{ClientID: "id", ClientSecretFile: secFile, TokenURL: srv.URL + "/token"}})
+	sendGet(t, hc, srv.URL)
+	mustKnow(t, red, "client-secret-v1")
+	writeSecret(t, secFile, "client-secret-v2")
+	sendGet(t, hc, srv.URL)
+	mustKnow(t, red, "client-secret-v1", "client-secret-v2")
 }
 
 // TestHTTPClientSecretsUnderCallerTrace: the caller's own httptrace hooks
