@@ -15,8 +15,11 @@
 //     (NewRequest), which fixes what Record.InputTokens means;
 //   - the streaming client for a model (Client), built from the endpoint's
 //     options over one shared connection pool;
-//   - redaction of the API key, the secrets of the HTTP config and
-//     credential-shaped text from every message (Redact).
+//   - redaction of the API key, the secrets of the HTTP config, every
+//     credential its client sent (an OAuth2 access token, a rotated file:
+//     the client registers them with the endpoint's fingerprint.Redactor
+//     as it sends them) and credential-shaped text from every message
+//     (Redact).
 //
 // Every request of an endpoint goes through one HTTP client, built from
 // its prometheus/common HTTPClientConfig (client.NewHTTPClient: TLS,
