@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,57 +32,247 @@ import (
 // output.
 const secretKey = "sk-llmprobe-canary-4b1d9e0c7a"
 
-// secretEcho serves the simulator but puts the Authorization header it
-// receives into every surface a server controls: a response header on
-// every answer, /v1/models (root, owned_by), /version, the target's
-// /metrics label values, the first /tokenize answer (a 400 echoing it), and
-// on the generation path in turn a 401 echoing it, a stream whose error
-// event echoes it, and the simulator's good answer.
-func secretEcho(t *testing.T) string {
+// secretEcho serves the simulator behind newSecretServer: the URL of an
+// echoing server.
+func secretEcho(t *testing.T) string { return newSecretServer(t).URL }
+
+// secretServer serves the simulator but puts every credential it receives
+// into every surface a server controls. The credentials are the values of
+// Authorization, Proxy-Authorization (it is also the proxy of the targets
+// that set proxy_url: a proxied request arrives here with its absolute
+// URL) and X-Gateway-Key, each whole, without its scheme ("Bearer ",
+// "Basic "), and for Basic the decoded user:password and the password. It
+// echoes them in a response header on every answer, /v1/models (root,
+// owned_by), /version, the target's /metrics label values, the first
+// /tokenize answer (a 400 echoing them), and on the generation path in turn
+// a 401 echoing them, a stream whose error event echoes them, and the
+// simulator's good answer. /token is an OAuth2 token endpoint handing out
+// a fresh access token per fetch (valid for 1 s: oauth2 refreshes a token
+// 10 s before its expires_in). Rotations, when set, replace a credential
+// file's content once the server has seen the old value a few times (the
+// file rotated while the run goes on).
+type secretServer struct {
+	*httptest.Server
+	mu        sync.Mutex
+	seen      map[string]int // credential value -> requests that carried it
+	tokens    []string       // OAuth2 access tokens handed out
+	rotations map[string]rotation
+	tokenize  atomic.Uint64
+	gen       atomic.Uint64
+	// TLS is the https twin, reached through CONNECT (tunnel); connect
+	// holds the credentials of the last CONNECT, conns the tunnels'
+	// connections, tunnels their pipes.
+	TLS     *httptest.Server
+	connect []string
+	conns   []net.Conn
+	tunnels sync.WaitGroup
+	// logFile, when set, gets a line per request naming its credentials:
+	// the server's log that `sweep --server-log` copies.
+	logFile string
+}
+
+// rotation writes next into file once the server has seen its old value
+// rotateAfter times.
+type rotation struct{ file, next string }
+
+const rotateAfter = 5
+
+func newSecretServer(t *testing.T) *secretServer {
 	t.Helper()
 	sim, err := simulator.New(simulator.DefaultConfig(), log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &secretServer{seen: map[string]int{}, rotations: map[string]rotation{}}
 	simH := sim.Handler()
-	var gen, tokenize atomic.Uint64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := r.Header.Get("Authorization")
-		key := strings.TrimPrefix(auth, "Bearer ")
-		w.Header().Set("X-Echo", auth)
-		switch r.URL.Path {
-		case "/v1/models":
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			s.tunnel(w, r)
+			return
+		}
+		if r.URL.Path == "/token" {
+			s.mu.Lock()
+			tok := fmt.Sprintf("oauth-access-%d-%d", time.Now().UnixNano()%1e9, len(s.tokens))
+			s.tokens = append(s.tokens, tok)
+			s.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"object":"list","data":[{"id":"llmprobe-sim","object":"model","root":%q,"owned_by":%q,"max_model_len":8192}]}`, auth, key)
-		case "/version":
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"version":%q}`, "0.9-"+key)
-		case "/metrics":
-			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-			fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=%q,auth=%q} 0\n", key, auth)
-		case "/tokenize":
-			if tokenize.Add(1) == 1 {
-				http.Error(w, `{"error":{"message":"tokenizer refuses key `+key+`","code":400}}`, http.StatusBadRequest)
-				return
+			fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":11}`, tok)
+			return
+		}
+		creds := s.credentials(r)
+		if r.TLS != nil { // reached through a tunnel: the CONNECT's credentials too
+			creds = append(creds, s.connectCreds()...)
+		}
+		all := strings.Join(creds, " ")
+		first := ""
+		if len(creds) > 0 {
+			first = creds[0]
+		}
+		w.Header().Set("X-Echo", all)
+		s.serve(w, r, simH, all, first, creds)
+	}))
+	// The TLS twin: the target of an https base_url reached through this
+	// server as a CONNECT proxy (tunnel); it echoes the credentials of the
+	// CONNECT requests too.
+	s.TLS = httptest.NewTLSServer(s.Config.Handler)
+	t.Cleanup(func() {
+		s.Close()
+		s.TLS.Close()
+		s.mu.Lock()
+		for _, c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.tunnels.Wait()
+		sim.Close()
+	})
+	return s
+}
+
+// tunnel answers a CONNECT to the TLS twin: it counts the request's
+// credentials (Proxy-Authorization from the proxy_url userinfo, the
+// proxy_connect_header values), keeps them for the twin to echo, and pipes
+// the connection through.
+func (s *secretServer) tunnel(w http.ResponseWriter, r *http.Request) {
+	creds := s.credentials(r)
+	for _, v := range r.Header.Values("X-Proxy-Token") {
+		creds = append(creds, v)
+		s.mu.Lock()
+		s.seen[v]++
+		s.mu.Unlock()
+	}
+	up, err := net.Dial("tcp", s.TLS.Listener.Addr().String())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	down, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	s.mu.Lock()
+	s.connect = creds
+	s.conns = append(s.conns, up, down)
+	s.mu.Unlock()
+	_, _ = io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n")
+	s.tunnels.Add(2)
+	pipe := func(dst, src net.Conn) {
+		defer s.tunnels.Done()
+		_, _ = io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+	}
+	go pipe(up, down)
+	go pipe(down, up)
+}
+
+// connectCreds returns the credentials of the last CONNECT request.
+func (s *secretServer) connectCreds() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.connect)
+}
+
+// credentials returns the credentials r carries, in every form the
+// server echoes, and counts them (rotating files whose old value was seen
+// rotateAfter times).
+func (s *secretServer) credentials(r *http.Request) []string {
+	var out []string
+	for _, h := range []string{"Authorization", "Proxy-Authorization", "X-Gateway-Key"} {
+		for _, v := range r.Header.Values(h) {
+			out = append(out, v)
+			scheme, cred, ok := strings.Cut(v, " ")
+			if !ok {
+				continue
 			}
-			simH.ServeHTTP(w, r)
-		case "/v1/completions", "/v1/chat/completions":
-			switch gen.Add(1) % 3 {
-			case 0:
-				http.Error(w, `{"error":{"message":"invalid api key: `+auth+`","code":401}}`, http.StatusUnauthorized)
-			case 1:
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "text/event-stream")
-				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\" a\"}]}\n\nevent: error\ndata: {\"error\":{\"message\":\"revoked %s (%s)\"}}\n\n", key, auth)
-			default:
-				simH.ServeHTTP(w, r)
+			out = append(out, cred)
+			if strings.EqualFold(scheme, "basic") {
+				if dec, err := base64.StdEncoding.DecodeString(cred); err == nil {
+					out = append(out, string(dec))
+					if _, pw, ok := strings.Cut(string(dec), ":"); ok {
+						out = append(out, pw)
+					}
+				}
 			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logFile != "" {
+		if f, err := os.OpenFile(s.logFile, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+			fmt.Fprintf(f, "INFO %s %s creds=%s\n", r.Method, r.URL.Path, strings.Join(out, " "))
+			f.Close()
+		}
+	}
+	for _, c := range out {
+		s.seen[c]++
+		if rot, ok := s.rotations[c]; ok && s.seen[c] >= rotateAfter {
+			delete(s.rotations, c)
+			_ = os.WriteFile(rot.file, []byte(rot.next+"\n"), 0o600)
+		}
+	}
+	return out
+}
+
+// serve answers r on the echoing surfaces.
+func (s *secretServer) serve(w http.ResponseWriter, r *http.Request, simH http.Handler, all, first string, creds []string) {
+	switch r.URL.Path {
+	case "/v1/models":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":"llmprobe-sim","object":"model","root":%q,"owned_by":%q,"max_model_len":8192}]}`, all, first)
+	case "/version":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"version":%q}`, "0.9-"+all)
+	case "/metrics":
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\n")
+		for i, c := range creds {
+			fmt.Fprintf(w, "vllm:num_requests_running{model_name=%q,auth=\"%d\"} 0\n", c, i)
+		}
+		fmt.Fprintf(w, "vllm:num_requests_running{model_name=\"all\",auth=%q} 0\n", all)
+	case "/tokenize":
+		if s.tokenize.Add(1) == 1 {
+			http.Error(w, `{"error":{"message":"tokenizer refuses key `+all+`","code":400}}`, http.StatusBadRequest)
+			return
+		}
+		simH.ServeHTTP(w, r)
+	case "/v1/completions", "/v1/chat/completions":
+		switch s.gen.Add(1) % 3 {
+		case 0:
+			http.Error(w, `{"error":{"message":"invalid api key: `+all+`","code":401}}`, http.StatusUnauthorized)
+		case 1:
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\" a\"}]}\n\nevent: error\ndata: {\"error\":{\"message\":\"revoked %s\"}}\n\n", strings.ReplaceAll(all, `"`, ``))
 		default:
 			simH.ServeHTTP(w, r)
 		}
-	}))
-	t.Cleanup(func() { srv.Close(); sim.Close() })
-	return srv.URL
+	default:
+		simH.ServeHTTP(w, r)
+	}
+}
+
+// rotate makes the server replace file's content old by next once it has
+// seen old rotateAfter times.
+func (s *secretServer) rotate(file, old, next string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rotations[old] = rotation{file: file, next: next}
+}
+
+// seenTimes returns how many requests carried credential v.
+func (s *secretServer) seenTimes(v string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[v]
+}
+
+// handedOut returns the OAuth2 access tokens handed out so far.
+func (s *secretServer) handedOut() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tokens)
 }
 
 // TestSecretsNeverLeave runs `llmprobe serve` with a recognisable API key

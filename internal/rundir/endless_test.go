@@ -64,7 +64,7 @@ func TestServerLogFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Skip("no FIFOs:", err)
 	}
-	l := newServerLog(p, nil)
+	l := newServerLog(p, nil, nil)
 	st := &sweep.Step{Index: 0, Label: "c1"}
 	done := make(chan struct{})
 	go func() { defer close(done); l.StepStarted(st, 1); l.StepDone(st) }()

@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
 	obs := o.Observer
 	var slog *serverLog
 	if o.ServerLog != "" {
-		slog = newServerLog(o.ServerLog, obs)
+		slog = newServerLog(o.ServerLog, obs, p.Redactor())
 		obs = slog
 	}
 	res, runErr := p.Run(ctx, &fileSink{s: sink, limit: cfg.StepByteCap(), step: -1}, obs)

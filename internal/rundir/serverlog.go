@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/llmprobe/llmprobe/prober/capfile"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/prober"
@@ -29,6 +30,7 @@ const MaxServerLogBytes = 64 << 20
 type serverLog struct {
 	sweep.Observer
 	path string
+	red  *fingerprint.Redactor // the sweep's secrets, removed from the copy
 
 	mu    sync.Mutex
 	start int64
@@ -36,11 +38,11 @@ type serverLog struct {
 	full  bool
 }
 
-func newServerLog(path string, inner sweep.Observer) *serverLog {
+func newServerLog(path string, inner sweep.Observer, red *fingerprint.Redactor) *serverLog {
 	if inner == nil {
 		inner = sweep.NopObserver{}
 	}
-	return &serverLog{Observer: inner, path: path}
+	return &serverLog{Observer: inner, path: path, red: red}
 }
 
 // StepStarted implements sweep.Observer.
@@ -101,9 +103,10 @@ func (l *serverLog) copyStep(st *sweep.Step) {
 	}
 }
 
-// write writes server.log into run.
+// write writes server.log into run, without the sweep's secrets (a server
+// that logs request headers must not put them into the run directory).
 func (l *serverLog) write(run *artifacts.Run) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return run.WriteFile(ServerLogFile, l.buf.Bytes())
+	return run.WriteFile(ServerLogFile, l.red.RedactBytes(l.buf.Bytes()))
 }

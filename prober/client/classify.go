@@ -107,6 +107,7 @@ func (c *Client) clean(msg string, req *Request, fromServer bool) string {
 	if redacted {
 		msg = strings.ReplaceAll(msg, "Bearer <secret>", "<secret>")
 	}
+	msg = c.red.RedactLiterals(msg)
 	if fromServer {
 		msg = fingerprint.ScrubPrompt(msg, req.Prompt)
 		for _, m := range req.Messages {

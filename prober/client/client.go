@@ -103,6 +103,10 @@ type Options struct {
 	// (those of the target's http_config, HTTPSecrets): like the key they
 	// never appear in Record.ErrorMessage, even when a server echoes them.
 	Secrets []string
+	// Redactor, when set, also removes the secrets it knows (those the
+	// HTTP client registered as it sent them: OAuth2 access tokens,
+	// rotated files) from Record.ErrorMessage.
+	Redactor *fingerprint.Redactor
 }
 
 // Message is one chat message.
@@ -181,6 +185,7 @@ type Client struct {
 	secrets []string // APIKey and Options.Secrets, longest first
 	// noResend turns resending off (tests that show what it prevents).
 	noResend bool
+	red      *fingerprint.Redactor
 }
 
 // New validates o and returns a Client.
@@ -245,6 +250,7 @@ func New(o Options) (*Client, error) {
 		c.extra = append(append(append(append(c.extra, ','), kb...), ':'), vb...)
 	}
 	c.secrets = fingerprint.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
+	c.red = o.Redactor
 	c.hc, c.resend = o.HTTPClient, o.ResendHTTPClient
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // MaxSecretFileBytes caps what HTTPSecrets reads from one secret file of an
@@ -38,9 +40,15 @@ const MaxSecretFileBytes = 64 << 10
 // so a redirect is answered as it is (a failure naming its Location) and
 // no credential ever goes to another address.
 //
+// Every credential the client sends is registered with red as it is sent
+// (secretsTransport: the Authorization and Proxy-Authorization values, the
+// http_headers secrets, the proxy's userinfo), so that red removes them
+// from whatever may echo them; red is usually NewRedactor's for the same
+// cfg, and may be nil (nothing is registered).
+//
 // A zero cfg gives a plain client with no credentials. The client is safe
 // for concurrent use; CloseIdleConnections releases its pool.
-func NewHTTPClient(cfg config.HTTPClientConfig, name string) (*http.Client, error) {
+func NewHTTPClient(cfg config.HTTPClientConfig, name string, red *fingerprint.Redactor) (*http.Client, error) {
 	cfg.FollowRedirects = false
 	cfg.EnableHTTP2 = false
 	if err := cfg.Validate(); err != nil {
@@ -54,6 +62,9 @@ func NewHTTPClient(cfg config.HTTPClientConfig, name string) (*http.Client, erro
 	)
 	if err != nil {
 		return nil, err
+	}
+	if red != nil {
+		rt = newSecretsTransport(rt, cfg, red)
 	}
 	return &http.Client{Transport: rt, CheckRedirect: NoRedirects}, nil
 }

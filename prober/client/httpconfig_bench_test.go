@@ -11,6 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
 // BenchmarkTransport is one whole request of 64 token events over loopback
@@ -31,8 +32,14 @@ func BenchmarkTransport(b *testing.B) {
 		hc   func() *http.Client
 	}{
 		{"NewTransport", func() *http.Client { return &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects} }},
-		{"NewHTTPClient", func() *http.Client { c, _ := NewHTTPClient(config.HTTPClientConfig{}, "bench"); return c }},
-		{"NewHTTPClient+auth+header", func() *http.Client { c, _ := NewHTTPClient(withAuth, "bench"); return c }},
+		{"NewHTTPClient", func() *http.Client { c, _ := NewHTTPClient(config.HTTPClientConfig{}, "bench", nil); return c }},
+		{"NewHTTPClient+auth+header", func() *http.Client { c, _ := NewHTTPClient(withAuth, "bench", nil); return c }},
+		// With the Redactor every target's client has: the hook that
+		// registers each credential header as it is written.
+		{"NewHTTPClient+auth+header+redactor", func() *http.Client {
+			c, _ := NewHTTPClient(withAuth, "bench", fingerprint.NewRedactor())
+			return c
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			hc := tc.hc()

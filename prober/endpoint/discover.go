@@ -197,14 +197,7 @@ func (e *Endpoint) version(ctx context.Context) string {
 
 // echoesKey reports whether s holds the endpoint's API key or another of
 // its secrets.
-func (e *Endpoint) echoesKey(s string) bool {
-	for _, sec := range e.secrets {
-		if strings.Contains(s, sec) {
-			return true
-		}
-	}
-	return false
-}
+func (e *Endpoint) echoesKey(s string) bool { return e.red.Holds(s) }
 
 // getJSON GETs path (relative to the base URL) and decodes a 200 answer
 // into v. Errors are *Error, redacted.
@@ -224,30 +217,30 @@ func (e *Endpoint) getJSON(ctx context.Context, path string, v any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("GET " + path + ": " + statusText(resp))}
+		return &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("GET " + path + ": " + e.statusText(resp))}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBodyBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return &Error{Class: prober.ClassCanceled, Msg: "GET " + path + ": canceled", Err: ctx.Err()}
 		}
-		return &Error{Class: prober.ClassStream, Msg: e.Redact("reading GET " + path + ": " + shorten(unwrapURL(err).Error()))}
+		return &Error{Class: prober.ClassStream, Msg: e.Redact("reading GET " + path + ": " + e.short(unwrapURL(err).Error()))}
 	}
 	if len(body) > MaxInfoBodyBytes {
 		return &Error{Class: prober.ClassInvalidResponse, Msg: fmt.Sprintf("GET %s: response larger than %d bytes", path, MaxInfoBodyBytes)}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact("GET " + path + ": bad JSON: " + shorten(err.Error()))}
+		return &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact("GET " + path + ": bad JSON: " + e.short(err.Error()))}
 	}
 	return nil
 }
 
 // statusText describes a non-200 answer: "HTTP 503 Service Unavailable",
 // and for a redirect where it points.
-func statusText(resp *http.Response) string {
+func (e *Endpoint) statusText(resp *http.Response) string {
 	s := "HTTP " + resp.Status
 	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		s += " (redirect to " + shorten(loc) + "; redirects are not followed: fix base_url)"
+		s += " (redirect to " + e.short(loc) + "; redirects are not followed: fix base_url)"
 	}
 	return s
 }
@@ -266,7 +259,7 @@ func (e *Endpoint) transportError(ctx context.Context, what string, err error) *
 	case errors.As(err, &he):
 		class = prober.ClassForStatus(he.StatusCode())
 	}
-	return &Error{Class: class, Msg: e.Redact(what + ": " + shorten(unwrapURL(err).Error()))}
+	return &Error{Class: class, Msg: e.Redact(what + ": " + e.short(unwrapURL(err).Error()))}
 }
 
 // unwrapURL drops the *url.Error wrapper, which repeats the whole URL.
@@ -279,6 +272,10 @@ func unwrapURL(err error) error {
 }
 
 // shorten bounds s to 200 bytes at a rune boundary.
+// short redacts s (Redact) and then bounds it to 200 bytes: a secret cut
+// in two by the bound would no longer be found whole.
+func (e *Endpoint) short(s string) string { return shorten(e.Redact(s)) }
+
 func shorten(s string) string {
 	const n = 200
 	if len(s) <= n {

@@ -15,8 +15,11 @@
 //     (NewRequest), which fixes what Record.InputTokens means;
 //   - the streaming client for a model (Client), built from the endpoint's
 //     options over one shared connection pool;
-//   - redaction of the API key, the secrets of the HTTP config and
-//     credential-shaped text from every message (Redact).
+//   - redaction of the API key, the secrets of the HTTP config, every
+//     credential its client sent (an OAuth2 access token, a rotated file:
+//     the client registers them with the endpoint's fingerprint.Redactor
+//     as it sends them) and credential-shaped text from every message
+//     (Redact).
 //
 // Every request of an endpoint goes through one HTTP client, built from
 // its prometheus/common HTTPClientConfig (client.NewHTTPClient: TLS,
@@ -35,7 +38,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,10 +132,16 @@ type Options struct {
 	// HTTPConfig is the target's HTTP client configuration (TLS,
 	// credentials, proxy, headers; prometheus/common's, as in a Prometheus
 	// scrape config). New builds the endpoint's client from it when
-	// HTTPClient is nil, and reads its secrets once (client.HTTPSecrets) to
-	// redact them from every message: a secret file rotated later is
-	// redacted once the endpoint is built again (a reload that changes it).
+	// HTTPClient is nil.
 	HTTPConfig config.HTTPClientConfig
+	// Redactor is the registry of the secrets the endpoint's requests
+	// send, which Redact removes. Nil: New builds one for APIKey and
+	// HTTPConfig (client.NewRedactor) and the client it builds registers
+	// every credential it sends (an OAuth2 access token as fetched, a
+	// rotated file as read at send time). A caller that passes HTTPClient
+	// passes the Redactor that client registers with (sweeps do); without
+	// one only the secrets of the config are known.
+	Redactor *fingerprint.Redactor
 }
 
 // NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
@@ -143,13 +151,13 @@ const NoMetrics = "none"
 // Endpoint is one serving endpoint as every consumer reaches it. Create it
 // with New.
 type Endpoint struct {
-	o       Options
-	base    string
-	hc      *http.Client
-	resend  *http.Client // resends on stale connections (client.Options.ResendHTTPClient)
-	secrets []string     // the API key and the HTTP config's secrets, longest first
-	logger  log.Logger
-	now     func() time.Time // tests replace it
+	o      Options
+	base   string
+	hc     *http.Client
+	resend *http.Client          // resends on stale connections (client.Options.ResendHTTPClient)
+	red    *fingerprint.Redactor // the API key, the HTTP config's secrets, what the client sent
+	logger log.Logger
+	now    func() time.Time // tests replace it
 
 	clientMu  sync.Mutex
 	client    *client.Client
@@ -197,16 +205,22 @@ func New(o Options) (*Endpoint, error) {
 		var n atomic.Uint64
 		o.NewRequestID = func() string { return fmt.Sprint(prefix, n.Add(1)) }
 	}
-	httpSecrets, err := client.HTTPSecrets(o.HTTPConfig)
-	if err != nil {
-		return nil, fmt.Errorf("http_config: %w", err)
+	red := o.Redactor
+	if red == nil {
+		var err error
+		if red, err = client.NewRedactor(o.APIKey, o.HTTPConfig); err != nil {
+			return nil, fmt.Errorf("http_config: %w", err)
+		}
 	}
 	var hc *http.Client
 	if o.HTTPClient != nil {
 		c := *o.HTTPClient
 		hc = &c
-	} else if hc, err = client.NewHTTPClient(o.HTTPConfig, "llmprobe"); err != nil {
-		return nil, fmt.Errorf("http_config: %w", err)
+	} else {
+		var err error
+		if hc, err = client.NewHTTPClient(o.HTTPConfig, "llmprobe", red); err != nil {
+			return nil, fmt.Errorf("http_config: %w", err)
+		}
 	}
 	hc.CheckRedirect = client.NoRedirects
 	// The one resend of a request whose reused connection was stale goes
@@ -215,15 +229,18 @@ func New(o Options) (*Endpoint, error) {
 	var resend *http.Client
 	if t, ok := hc.Transport.(*http.Transport); ok {
 		resend = &http.Client{Transport: t.Clone(), CheckRedirect: client.NoRedirects}
-	} else if resend, err = client.NewHTTPClient(o.HTTPConfig, "llmprobe-resend"); err != nil {
-		return nil, fmt.Errorf("http_config: %w", err)
+	} else {
+		var err error
+		if resend, err = client.NewHTTPClient(o.HTTPConfig, "llmprobe-resend", red); err != nil {
+			return nil, fmt.Errorf("http_config: %w", err)
+		}
 	}
 	e := &Endpoint{
 		o:        o,
 		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
 		hc:       hc,
 		resend:   resend,
-		secrets:  fingerprint.SortSecrets(append([]string{string(o.APIKey)}, client.SecretValues(httpSecrets)...)),
+		red:      red,
 		logger:   o.Logger,
 		now:      time.Now,
 		sizings:  map[string]*Sizing{},
@@ -241,17 +258,20 @@ func (e *Endpoint) BaseURL() string { return e.base }
 // API is the endpoint's API (client.APICompletions or client.APIChat).
 func (e *Endpoint) API() string { return e.o.API }
 
-// Redact removes the API key, every secret of the HTTP config (as read
-// when the endpoint was built) and anything else credential-shaped
-// (fingerprint.RedactSecrets) from a message that may echo request data.
-func (e *Endpoint) Redact(msg string) string {
-	return fingerprint.RedactSecrets(msg, e.secrets...)
-}
+// Redact removes the API key, every secret of the HTTP config, every
+// credential the endpoint's client has sent (Options.Redactor) and
+// anything else credential-shaped (fingerprint.RedactText) from a message
+// that may echo request data.
+func (e *Endpoint) Redact(msg string) string { return e.red.Redact(msg) }
 
-// Secrets returns the literal secrets the endpoint sends (the API key and
-// those of the HTTP config), longest first, for callers that redact text
-// the endpoint did not produce (a /metrics body written to an artifact).
-func (e *Endpoint) Secrets() []string { return slices.Clone(e.secrets) }
+// Secrets returns the literal secrets the endpoint knows now (the API key,
+// those of the HTTP config and those its client sent), longest first.
+func (e *Endpoint) Secrets() []string { return e.red.Secrets() }
+
+// Redactor returns the endpoint's registry of secrets, for callers that
+// redact text the endpoint did not produce (a /metrics body written to an
+// artifact).
+func (e *Endpoint) Redactor() *fingerprint.Redactor { return e.red }
 
 // Client returns the streaming client for model (empty: the server's
 // default), built from the endpoint's options. The latest client is kept
@@ -275,7 +295,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		HTTPClient:       e.hc,
 		ResendHTTPClient: e.resend,
 		Trace:            true,
-		Secrets:          e.secrets,
+		Redactor:         e.red,
 	})
 	if err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
 	}
 	snap, err := scrape.Fetch(ctx, hc, u, opts...)
 	if err != nil {
-		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact(shorten(err.Error()))}
+		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact(e.short(err.Error()))}
 	}
 	return snap, nil
 }
@@ -198,7 +198,7 @@ func (e *Endpoint) postBody(ctx context.Context, path string, body any) ([]byte,
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("POST " + path + ": " + statusText(resp))}
+		return nil, &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("POST " + path + ": " + e.statusText(resp))}
 	}
 	out, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBodyBytes+1))
 	if err != nil || len(out) > MaxInfoBodyBytes {

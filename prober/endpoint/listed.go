@@ -20,5 +20,5 @@ func (e *Endpoint) NotListed(model string, models []string) *Error {
 		return nil
 	}
 	return &Error{Class: prober.ClassInvalidResponse, Err: ErrModelNotListed,
-		Msg: e.Redact(fmt.Sprintf("GET /v1/models: model %s not listed (it serves: %s)", model, shorten(strings.Join(models, ", "))))}
+		Msg: e.Redact(fmt.Sprintf("GET /v1/models: model %s not listed (it serves: %s)", model, e.short(strings.Join(models, ", "))))}
 }

@@ -197,19 +197,19 @@ func (e *Endpoint) tryTokenizer(ctx context.Context, model string, chat bool, sh
 		// Every shape sizes a completions prompt with POST /tokenize; a
 		// chat one goes elsewhere in some (TGI's /chat_tokenize,
 		// llama.cpp's /apply-template first).
-		return nil, fmt.Sprintf("the server has no tokenizer endpoint for the %s shape (%s)", shape, shorten(err.Error())), chat, nil
+		return nil, fmt.Sprintf("the server has no tokenizer endpoint for the %s shape (%s)", shape, e.short(err.Error())), chat, nil
 	case errors.As(err, &se):
 		if se.Code < 400 || se.Code >= 500 || se.Code == http.StatusUnauthorized ||
 			se.Code == http.StatusForbidden || se.Code == http.StatusTooManyRequests {
-			return nil, "", false, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + shorten(se.Error())}
+			return nil, "", false, &Error{Class: prober.ClassForStatus(se.Code), Msg: "POST /tokenize: " + e.short(se.Error())}
 		}
-		return nil, fmt.Sprintf("the server's /tokenize does not take the %s shape (%s)", shape, shorten(se.Error())), true, nil
+		return nil, fmt.Sprintf("the server's /tokenize does not take the %s shape (%s)", shape, e.short(se.Error())), true, nil
 	}
 	var ue interface{ Timeout() bool }
 	if errors.As(err, &ue) || ctx.Err() != nil { // transport failure (*url.Error, net.Error)
 		return nil, "", false, e.transportError(ctx, "POST /tokenize", err)
 	}
-	return nil, fmt.Sprintf("the server's /tokenize answer is not in the %s shape (%s)", shape, shorten(err.Error())), true, nil
+	return nil, fmt.Sprintf("the server's /tokenize answer is not in the %s shape (%s)", shape, e.short(err.Error())), true, nil
 }
 
 // calibrate sends one request per CalibrationWords length (max_tokens 1)

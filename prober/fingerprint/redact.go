@@ -118,26 +118,27 @@ func RedactMetadata(m map[string]string) map[string]string {
 // given literal secrets (an API key read from a file, the bearer token,
 // password or header values of an http_config, which may have any shape),
 // the longest first so that a secret holding another is removed whole;
-// empty secrets are ignored.
+// secrets shorter than MinSecretLen are ignored (a Redactor does the same
+// for the secrets it learns while it runs).
 func RedactSecrets(s string, secrets ...string) string {
 	if len(secrets) > 1 {
 		secrets = SortSecrets(secrets)
 	}
 	for _, sec := range secrets {
-		if sec != "" {
+		if len(sec) >= MinSecretLen {
 			s = strings.ReplaceAll(s, sec, Redacted)
 		}
 	}
 	return RedactText(s)
 }
 
-// SortSecrets returns the non-empty secrets of a list without duplicates,
-// the longest first (the order in which to replace them); the list is not
-// modified.
+// SortSecrets returns the secrets of a list of at least MinSecretLen
+// bytes, without duplicates, the longest first (the order in which to
+// replace them); the list is not modified.
 func SortSecrets(secrets []string) []string {
 	out := make([]string, 0, len(secrets))
 	for _, s := range secrets {
-		if s != "" && !slices.Contains(out, s) {
+		if len(s) >= MinSecretLen && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

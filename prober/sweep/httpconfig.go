@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/client"
@@ -19,22 +18,20 @@ const metricsTimeout = 10 * time.Second
 // config's secrets once, for redaction. It returns the closers of what it
 // built; an error is a *FieldError of HTTPConfig.
 func (r *runner) httpClients() ([]func(), error) {
-	secrets, err := client.HTTPSecrets(r.cfg.HTTPConfig)
+	red, err := client.NewRedactor(r.cfg.APIKey, r.cfg.HTTPConfig)
 	if err != nil {
 		return nil, fieldErr("HTTPConfig", "%w", err)
 	}
-	r.secrets = fingerprint.SortSecrets(append([]string{string(r.cfg.APIKey)}, client.SecretValues(secrets)...))
-	if r.loadClient, err = client.NewHTTPClient(r.cfg.HTTPConfig, "llmprobe-sweep"); err != nil {
+	r.red = red
+	if r.loadClient, err = client.NewHTTPClient(r.cfg.HTTPConfig, "llmprobe-sweep", red); err != nil {
 		return nil, fieldErr("HTTPConfig", "%w", err)
 	}
 	closers := []func(){r.loadClient.CloseIdleConnections}
 	if r.http != nil {
-		c := *r.http
-		c.CheckRedirect = client.NoRedirects
-		r.http = &c
+		r.http = client.WithRedactor(r.http, r.cfg.HTTPConfig, red)
 		return closers, nil
 	}
-	if r.http, err = client.NewHTTPClient(r.cfg.HTTPConfig, "llmprobe-sweep-metrics"); err != nil {
+	if r.http, err = client.NewHTTPClient(r.cfg.HTTPConfig, "llmprobe-sweep-metrics", red); err != nil {
 		return closers, fieldErr("HTTPConfig", "%w", err)
 	}
 	r.http.Timeout = metricsTimeout
@@ -42,24 +39,22 @@ func (r *runner) httpClients() ([]func(), error) {
 }
 
 // redact removes credentials from text that may quote a server (an error
-// message, a reason): fingerprint.RedactText plus the literal API key and
-// the secrets of the HTTP config.
-func (r *runner) redact(s string) string {
-	return fingerprint.RedactSecrets(s, r.secrets...)
-}
+// message, a reason): the secrets of the sweep's Redactor (the API key,
+// those of the HTTP config, every credential its clients sent) and
+// whatever fingerprint.RedactText removes.
+func (r *runner) redact(s string) string { return r.red.Redact(s) }
 
-// redactBody removes the API key and the HTTP config's secrets from a
-// /metrics body before it reaches an artifact: a server that echoes
-// request headers into a label value (or a proxy that does) must not put
-// them into metrics-*.txt.
-func (r *runner) redactBody(b []byte) []byte {
-	for _, sec := range r.secrets {
-		if bytes.Contains(b, []byte(sec)) {
-			b = bytes.ReplaceAll(b, []byte(sec), []byte(fingerprint.Redacted))
-		}
-	}
-	return b
-}
+// redactBody removes the secrets of the sweep's Redactor from a /metrics
+// body before it reaches an artifact: a server that echoes request headers
+// into a label value (or a proxy that does) must not put them into
+// metrics-*.txt. Only the literal secrets go (the exposition stays
+// parseable).
+func (r *runner) redactBody(b []byte) []byte { return r.red.RedactBytes(b) }
+
+// Redactor returns the sweep's registry of secrets (nil before Prepare
+// built the clients), for callers that write what the sweep did not
+// produce (a copy of the server's log).
+func (p *Prepared) Redactor() *fingerprint.Redactor { return p.r.red }
 
 // Secrets returns the literal secrets the sweep sends: the API key and
 // those of HTTPConfig (client.HTTPSecrets, files read now; an unreadable

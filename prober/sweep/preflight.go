@@ -40,6 +40,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		StallTimeout: c.StallTimeout,
 		HTTPClient:   r.loadClient,
 		HTTPConfig:   c.HTTPConfig,
+		Redactor:     r.red,
 		Logger:       r.logger,
 		MetricsURL:   c.MetricsURL,
 		Engine:       eng,

@@ -197,8 +197,8 @@ type runner struct {
 	close  func() // closes the transports runner created
 
 	client        *client.Client
-	loadClient    *http.Client // carries the endpoint's requests (client.NewHTTPClient)
-	secrets       []string     // the API key and the HTTP config's secrets (redact)
+	loadClient    *http.Client          // carries the endpoint's requests (client.NewHTTPClient)
+	red           *fingerprint.Redactor // the secrets the sweep sends (redact)
 	model         string
 	metricsURL    string
 	metricsOK     bool           // /metrics was readable at preflight
