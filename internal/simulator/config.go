@@ -99,6 +99,10 @@ type Config struct {
 	// flag is repeatable; none by default). A string keeps Config
 	// comparable; LoRA parses it.
 	LoRAModules string
+
+	// Background is a constant production load served beside the HTTP
+	// clients (`--background.rate`, off by default; background.go).
+	Background Background
 }
 
 // Faults configures fault injection. Each probability is drawn independently
@@ -163,6 +167,7 @@ func DefaultConfig() Config {
 		EOSProbability:      0.005,
 		Faults:              DefaultFaults(),
 		Light:               DefaultLight(),
+		Background:          DefaultBackground(),
 	}
 }
 
@@ -212,6 +217,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateGateway(); err != nil {
+		return err
+	}
+	if err := c.Background.validate(c); err != nil {
 		return err
 	}
 	return c.Faults.Validate()
@@ -371,6 +379,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addLightFlags(cmd, &c.Light)
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
+	addBackgroundFlags(cmd, &c.Background)
 
 	f := &c.Faults
 	prob := func(name, help string, p *float64) {

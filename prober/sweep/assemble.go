@@ -90,7 +90,7 @@ func (r *runner) result(complete bool) *Result {
 	if c.Background() {
 		res.SweepMode = SweepBackground
 		res.Background = backgroundKnee(&c, res.Steps, res.Knee)
-		res.Notes = append(res.Notes, backgroundNote(res.Background))
+		res.Notes = append(res.Notes, backgroundNote(res.Background, res.Steps))
 	}
 	if len(c.Concurrency) == 0 {
 		res.Notes = append(res.Notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+

@@ -395,15 +395,36 @@ func backgroundKnee(c *Config, steps []*Step, k Knee) *BackgroundKnee {
 // invalid or too short): the knee's figures then say nothing of capacity.
 func (k Knee) Decided() bool { return k.Low > 0 || k.Upper > 0 }
 
-// backgroundNote is the result note of a background sweep.
-func backgroundNote(bk *BackgroundKnee) string {
-	if bk == nil {
-		return ""
+// backgroundNote is the result note of a background sweep: the knee in
+// total requests/s with the production share, and each step's total.
+func backgroundNote(bk *BackgroundKnee, steps []*Step) string {
+	return backgroundKneeText(bk) + " Steps (the sweep's rate + production = total offered, req/s): " + backgroundStepsText(steps) + "."
+}
+
+// backgroundStepsText lists each step's own, production and total rates.
+func backgroundStepsText(steps []*Step) string {
+	var parts []string
+	for _, s := range steps {
+		b := s.Background
+		switch {
+		case b == nil:
+		case b.Reason != "":
+			parts = append(parts, s.Label+" production not measured")
+		default:
+			parts = append(parts, fmt.Sprintf("%s %.4g + %.4g = %.4g", s.Label, b.OwnRate, b.ProductionRate, b.TotalOfferedRate))
+		}
 	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func backgroundKneeText(bk *BackgroundKnee) string {
 	if !bk.Decided || bk.KneeTotal == 0 {
 		return fmt.Sprintf("background sweep: steps ran beside the server's production traffic without waiting for an idle server; "+
 			"each step's production rate was read from the server's request counter (its arrivals less the sweep's own) and had to "+
-			"stay within ±%s; no total knee was decided.", pct100(bk.Band))
+			"stay within ±%s; no total knee was decided (%s).", pct100(bk.Band), map[bool]string{true: "no level passed", false: "no level could be decided"}[bk.Decided])
 	}
 	return fmt.Sprintf("background sweep: steps ran beside the server's production traffic without waiting for an idle server; "+
 		"the knee is %.4g req/s of total load (the sweep's %.4g plus production %.4g, a %s production share), each step's production "+
