@@ -1,11 +1,13 @@
 package sweepd
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // countingRecorder is a recorder that also counts the sweeps' successful
@@ -57,5 +59,26 @@ func TestLastHeadroomInputs(t *testing.T) {
 	r, ok := back.restored["sim/"+done.Name]
 	if !ok || !r.Decided || r.ProbeLoad != 2 || r.Knee != l.Knee {
 		t.Errorf("restored %+v (ok %v), want the knee %v with probe load 2", r, ok, l.Knee)
+	}
+}
+
+// TestCommandLineBackground: a background sweep's command.txt reruns it in
+// the same mode and band; an isolated one names neither.
+func TestCommandLineBackground(t *testing.T) {
+	cfg, err := small().SweepConfig(targetsConfig(t, "", "sim", "http://127.0.0.1:1").Targets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := strings.Join(CommandLine(cfg), " "); strings.Contains(line, "--sweep-mode") || strings.Contains(line, "--background-band") {
+		t.Errorf("isolated: %s", line)
+	}
+	spec := small()
+	spec.SweepMode, spec.BackgroundBand = sweep.SweepBackground, 0.4
+	cfg, err = spec.SweepConfig(targetsConfig(t, "", "sim", "http://127.0.0.1:1").Targets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := strings.Join(CommandLine(cfg), " "); !strings.Contains(line, "--sweep-mode background --background-band 0.4") {
+		t.Errorf("background: %s", line)
 	}
 }

@@ -424,6 +424,12 @@ func CommandLine(c sweep.Config) []string {
 	if c.Validity.MaxSendLag > 0 {
 		add("max-send-lag", c.Validity.MaxSendLag.String())
 	}
+	if c.Background() {
+		add("sweep-mode", c.SweepMode)
+		if c.BackgroundBand > 0 {
+			add("background-band", strconv.FormatFloat(c.BackgroundBand, 'f', -1, 64))
+		}
+	}
 	if g := c.SLO.GoodputArgs(); g != "" {
 		a = append(a, "--goodput")
 		a = append(a, strings.Fields(g)...)
