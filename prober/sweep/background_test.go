@@ -21,11 +21,13 @@ import (
 // idle, and the knee, in total requests/s, lands within 10 % of the
 // simulator's capacity formula with the production share within 10 % of
 // 8 / capacity. The ladder's totals (the sweep's rate plus 8) run from
-// 0.85 to 1.3 x the capacity; without an SLO a level keeps up while its
-// keep-up (about capacity / total at overload) is at least 0.9.
+// 0.8 to 1.25 x the capacity; without an SLO a level keeps up while its
+// keep-up (about capacity / total at overload) and its served throughput
+// (completed over the step, drain included: 3 s steps keep a drain of about
+// 0.2 s well inside the 10 % it may cost) are at least 0.9 of its rate.
 func TestBackgroundKnee(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about 15 s of load")
+		t.Skip("about 20 s of load")
 	}
 	if testutil.RaceEnabled {
 		t.Skip("a capacity measured from timing: not under the race detector")
@@ -40,14 +42,14 @@ func TestBackgroundKnee(t *testing.T) {
 	cfg.Workload = workload.Spec{InputTokens: workload.Fixed(in), OutputTokens: workload.Fixed(out)}
 	var rates []float64
 	var texts []string
-	for _, f := range []float64{0.85, 0.95, 1.05, 1.2, 1.3} {
+	for _, f := range []float64{0.8, 0.92, 1.0, 1.1, 1.25} {
 		r := math.Round((f*capacity-prod)*10) / 10
 		rates = append(rates, r)
 		texts = append(texts, fmtLevel(r))
 	}
 	cfg.Rates, cfg.RatesText = rates, strings.Join(texts, ",")
 	cfg.Arrival = "constant"
-	cfg.NumPrompts, cfg.Duration, cfg.MinPrompts = 0, 2*time.Second, 3
+	cfg.NumPrompts, cfg.Duration, cfg.MinPrompts = 0, 3*time.Second, 3
 	cfg.SweepMode = SweepBackground
 	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
 	if err != nil {
@@ -79,11 +81,22 @@ func TestBackgroundKnee(t *testing.T) {
 	if bk == nil || !bk.Decided || res.SweepMode != SweepBackground {
 		t.Fatalf("background knee %+v, mode %q", bk, res.SweepMode)
 	}
-	if d := bk.KneeTotal - capacity; math.Abs(d) > 0.1*capacity {
+	// The simulator shares this process: on a busy machine it serves less
+	// than its model's capacity. A knee below it is then right when the
+	// first failing level's total, measured on valid steps, was below that
+	// capacity: what was measured (as TestRunAutoKnee allows).
+	starved := bk.KneeTotal < 0.9*capacity && bk.UpperTotal > 0 && bk.UpperTotal < capacity
+	if starved {
+		t.Logf("the first failing level offered %.2f req/s in all, below the model's capacity: the server could not serve it on this machine", bk.UpperTotal)
+	}
+	if d := bk.KneeTotal - capacity; d > 0.1*capacity || d < -0.1*capacity && !starved {
 		t.Errorf("total knee %.2f req/s, want within 10 %% of the capacity %.2f", bk.KneeTotal, capacity)
 	}
-	if want := prod / capacity; math.Abs(bk.ProductionShare-want) > 0.1*want {
+	if want := prod / capacity; math.Abs(bk.ProductionShare-want) > 0.1*want && !starved {
 		t.Errorf("production share %.3f, want %.3f within 10 %%", bk.ProductionShare, want)
+	}
+	if math.Abs(bk.ProductionShare-bk.ProductionAtKnee/bk.KneeTotal) > 1e-9 {
+		t.Errorf("production share %v is not %v / %v", bk.ProductionShare, bk.ProductionAtKnee, bk.KneeTotal)
 	}
 	if math.Abs(bk.KneeTotal-(res.Knee.Estimate()+bk.ProductionAtKnee)) > 1e-9 {
 		t.Errorf("total knee %v is not the knee %v + production %v", bk.KneeTotal, res.Knee.Estimate(), bk.ProductionAtKnee)
