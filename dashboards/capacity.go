@@ -70,8 +70,9 @@ func capacity() *Dashboard {
 			stat("Max goodput", "Highest goodput of a valid step of the last successful sweep.", "reqps", 6,
 				steps("blue"),
 				instant(fmt.Sprintf(`llmprobe_sweep_max_goodput_requests_per_second{%s}`, ssel), ts)),
-			stat("Headroom", "Share of the last knee that the production request rate (vllm:request_success_total, "+
-				"5m) leaves free; the alert LLMProbeCapacityHeadroomLow fires below 15 %.", "percentunit", 6,
+			stat("Headroom", "Share of the last decided knee that production (the server's request rate less llmprobe's "+
+				"own probes and sweeps, 5m) leaves free; none during a sweep and 6 minutes after it; the alert "+
+				"LLMProbeCapacityHeadroomLow fires below 15 %.", "percentunit", 6,
 				steps("red", 0.15, "orange", 0.3, "green"),
 				instant(fmt.Sprintf(`target:llmprobe_capacity_headroom:ratio{%s}`, ssel), "{{target}}")),
 			stat("Last successful sweep", "Time since the last successful sweep ended.", "s", 6,
@@ -85,9 +86,9 @@ func capacity() *Dashboard {
 				q(fmt.Sprintf(`llmprobe_sweep_max_goodput_requests_per_second{%s}`, ssel), "max goodput "+ts),
 				q(fmt.Sprintf(`target_sweep:llmprobe_sweep_knee_requests_per_second:max_7d{%s}`, ssel), "7d max "+ts),
 			).minZero().dashed("C", "red"),
-			timeseries("Production against the knee", "Request rate the server reports (all of its traffic, "+
-				"vllm:request_success_total) and the target's last knee (dashed).", "reqps", 12,
-				q(fmt.Sprintf(`target:llmprobe_server_requests:rate5m{%s}`, ssel), "production {{target}}"),
+			timeseries("Production against the knee", "Production request rate (the server's own count, every engine's "+
+				"request counter, less llmprobe's own requests) and the target's last decided knee (dashed).", "reqps", 12,
+				q(fmt.Sprintf(`target:llmprobe_production_requests:rate5m{%s}`, ssel), "production {{target}}"),
 				q(fmt.Sprintf(`target:llmprobe_sweep_knee_requests_per_second:last{%s}`, ssel), "knee {{target}}"),
 			).minZero().dashed("B", "red"),
 			timeseries("Sweeps by result", "Sweeps that ended per hour, by result (success, failed, canceled).", "short", 12,

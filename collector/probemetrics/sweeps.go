@@ -22,13 +22,20 @@ const (
 	NameSweepStepTTFTP99 = "llmprobe_sweep_step_ttft_p99_seconds"
 	NameSweepStepTPOTP99 = "llmprobe_sweep_step_tpot_p99_seconds"
 	NameSweepStepValid   = "llmprobe_sweep_step_valid"
+	// The headroom's inputs (docs/metrics.md#capacity-and-headroom).
+	NameSweepKneeDecided    = "llmprobe_sweep_knee_decided"
+	NameSweepKneeServer     = "llmprobe_sweep_knee_server_requests_per_second"
+	NameSweepKneeProbeLoad  = "llmprobe_sweep_knee_probe_load_requests_per_second"
+	NameSweepKneeProduction = "llmprobe_sweep_knee_production_requests_per_second"
+	NameSweepRequests       = "llmprobe_sweep_requests_total"
 )
 
 // SweepNames returns the sweep metric family names in a stable order.
 func SweepNames() []string {
 	return []string{NameSweepKnee, NameSweepKneeFound, NameSweepMaxGoodput, NameSweepLastSuccess,
 		NameSweepDuration, NameSweepRuns, NameSweepRunning, NameSweepInterval,
-		NameSweepStepGoodput, NameSweepStepRate, NameSweepStepTTFTP99, NameSweepStepTPOTP99, NameSweepStepValid}
+		NameSweepStepGoodput, NameSweepStepRate, NameSweepStepTTFTP99, NameSweepStepTPOTP99, NameSweepStepValid,
+		NameSweepKneeDecided, NameSweepKneeServer, NameSweepKneeProbeLoad, NameSweepKneeProduction, NameSweepRequests}
 }
 
 // Sweeps holds the capacity metrics of the daemon's sweeps and is the
@@ -37,16 +44,27 @@ func SweepNames() []string {
 // target only. The knee, max goodput, last success and duration gauges hold
 // the last successful sweep's figures (read back from disk at start), so a
 // failed or canceled sweep never replaces them; it only counts in
-// llmprobe_sweep_runs_total{result}. Create it with NewSweeps; safe for
-// concurrent use.
+// llmprobe_sweep_runs_total{result}. A knee the sweep did not decide
+// (capacity.Last.Decided false: too few samples to decide any level) is no
+// figure of capacity: llmprobe_sweep_knee_decided is 0 and the knee and
+// server-knee series are absent, so no rule reads it as one. Create it with
+// NewSweeps; safe for concurrent use.
 type Sweeps struct {
 	knee, found, maxGoodput, lastSuccess, duration, running, interval *prometheus.GaugeVec
 	// The goodput curve of the last successful sweep, by step label.
 	stepGoodput, stepRate, stepTTFT, stepTPOT, stepValid *prometheus.GaugeVec
 	runs                                                 *prometheus.CounterVec
+	// The headroom's inputs: whether the knee was decided, the server's
+	// total rate at it, the probe load and production it was measured
+	// under, and the sweeps' own successful requests.
+	decided, serverKnee, probeLoad, production *prometheus.GaugeVec
+	requests                                   *prometheus.CounterVec
 }
 
-var _ capacity.Observer = (*Sweeps)(nil)
+var (
+	_ capacity.Observer        = (*Sweeps)(nil)
+	_ capacity.RequestObserver = (*Sweeps)(nil)
+)
 
 // NewSweeps creates the sweep metrics and registers them with reg (nil:
 // unregistered). It panics if registration fails.
@@ -56,7 +74,8 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 	}
 	s := &Sweeps{
 		knee: g(NameSweepKnee, "Capacity knee of the last successful sweep: the highest request rate at which goodput kept "+
-			"up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed).",
+			"up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed; a background "+
+			"sweep's in total requests/s). Absent when llmprobe_sweep_knee_decided is 0.",
 			"target", "sweep"),
 		found: g(NameSweepKneeFound, "1 when the last successful sweep bracketed its knee (a higher rate failed), "+
 			"0 when every rate passed and the knee is only a lower bound.", "target", "sweep"),
@@ -81,6 +100,19 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameSweepRuns,
 			Help: "Sweeps that ended, by result: success, failed (an error, or no valid step) or canceled."},
 			[]string{"target", "sweep", "result"}),
+		decided: g(NameSweepKneeDecided, "1 when the last successful sweep decided its knee (a level passed, or failed on enough "+
+			"samples with none passing: a knee of 0), 0 when too few samples decided any level: the knee series are then absent.",
+			"target", "sweep"),
+		serverKnee: g(NameSweepKneeServer, "The server's total request rate at the knee of the last successful sweep: the knee plus "+
+			"the probe load it was measured under (a background sweep's knee already counts every request); headroom is it minus "+
+			"the server's current rate. Absent when the knee was not decided.", "target", "sweep"),
+		probeLoad: g(NameSweepKneeProbeLoad, "Request rate of the target's own probes while the last successful sweep ran "+
+			"(the sum of their configured rates): the load its knee was measured under, req/s.", "target", "sweep"),
+		production: g(NameSweepKneeProduction, "Production (non-sweep) request rate at the knee of the last successful sweep, "+
+			"the probes included: a background sweep's, from the server's request counter; 0 for an isolated sweep.", "target", "sweep"),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameSweepRequests,
+			Help: "Successful requests the daemon's sweeps sent to the target (measured requests; not warmups), for the " +
+				"headroom rules to subtract from the server's rate."}, []string{"target"}),
 	}
 	if reg != nil {
 		reg.MustRegister(s)
@@ -90,7 +122,8 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 
 func (s *Sweeps) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.runs, s.running, s.interval,
-		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid}
+		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid,
+		s.decided, s.serverKnee, s.probeLoad, s.production, s.requests}
 }
 
 // Describe implements prometheus.Collector.
@@ -124,6 +157,12 @@ func (s *Sweeps) SweepRunning(target string, running bool) {
 		v = 1
 	}
 	s.running.WithLabelValues(target).Set(v)
+	s.requests.WithLabelValues(target) // 0 before the target's first sweep, so rate() has a start
+}
+
+// SweepRequestsDone implements capacity.RequestObserver.
+func (s *Sweeps) SweepRequestsDone(target string, n int) {
+	s.requests.WithLabelValues(target).Add(float64(n))
 }
 
 // SweepFinished implements capacity.Observer.
@@ -142,10 +181,25 @@ func (s *Sweeps) SweepRestored(target, sweep string, last capacity.Last) {
 }
 
 func (s *Sweeps) set(target, sweep string, l capacity.Last) {
-	if l.KneeUnit == "" || l.KneeUnit == "req/s" {
-		// A closed loop's knee is a concurrency, not a rate.
+	// A bracketed knee is decided whatever the Last says (one restored
+	// from a result written before Decided was recorded).
+	l.Decided = l.Decided || l.KneeFound
+	rate := l.KneeUnit == "" || l.KneeUnit == "req/s" // a closed loop's knee is a concurrency, not a rate
+	switch {
+	case rate && l.Decided:
 		s.knee.WithLabelValues(target, sweep).Set(l.Knee)
+		s.serverKnee.WithLabelValues(target, sweep).Set(l.ServerKnee())
+	default:
+		s.knee.DeleteLabelValues(target, sweep)
+		s.serverKnee.DeleteLabelValues(target, sweep)
 	}
+	decided := 0.0
+	if l.Decided {
+		decided = 1
+	}
+	s.decided.WithLabelValues(target, sweep).Set(decided)
+	s.probeLoad.WithLabelValues(target, sweep).Set(l.ProbeLoad)
+	s.production.WithLabelValues(target, sweep).Set(l.Production)
 	found := 0.0
 	if l.KneeFound {
 		found = 1
@@ -183,8 +237,9 @@ func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
 func (s *Sweeps) TargetRemoved(target string) {
 	l := prometheus.Labels{"target": target}
 	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval,
-		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid} {
+		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid, s.decided, s.serverKnee, s.probeLoad, s.production} {
 		v.DeletePartialMatch(l)
 	}
 	s.runs.DeletePartialMatch(l)
+	s.requests.DeletePartialMatch(l)
 }

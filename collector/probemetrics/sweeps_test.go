@@ -30,7 +30,7 @@ func TestSweepMetrics(t *testing.T) {
 	s.SweepFinished("sim", "closed", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 8, KneeUnit: "concurrency",
 		MaxGoodput: 7, Finished: end, Duration: time.Minute})
 	const want = `
-# HELP llmprobe_sweep_knee_requests_per_second Capacity knee of the last successful sweep: the highest request rate at which goodput kept up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed).
+# HELP llmprobe_sweep_knee_requests_per_second Capacity knee of the last successful sweep: the highest request rate at which goodput kept up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed; a background sweep's in total requests/s). Absent when llmprobe_sweep_knee_decided is 0.
 # TYPE llmprobe_sweep_knee_requests_per_second gauge
 llmprobe_sweep_knee_requests_per_second{sweep="nightly",target="sim"} 16
 # HELP llmprobe_sweep_knee_bracketed 1 when the last successful sweep bracketed its knee (a higher rate failed), 0 when every rate passed and the knee is only a lower bound.
@@ -102,5 +102,55 @@ func TestSweepDocs(t *testing.T) {
 		if !strings.Contains(string(b), "`"+n+"`") {
 			t.Errorf("docs/sweep-api.md does not list %s", n)
 		}
+	}
+}
+
+// TestSweepHeadroomMetrics: a decided knee exports the server's total rate
+// at it (the knee plus the probe load of an isolated sweep, a background
+// sweep's total alone); a knee of 0 decided is exported as 0; an
+// undecided one removes the knee series and says decided 0; the sweeps'
+// successful requests count per target from 0.
+func TestSweepHeadroomMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	s := NewSweeps(reg)
+	end := time.Unix(1700000000, 0)
+	s.SweepRunning("a", false)
+	s.SweepRequestsDone("a", 3)
+	s.SweepFinished("a", "iso", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 10, Decided: true, ProbeLoad: 1,
+		KneeUnit: "req/s", Finished: end, Mode: capacity.ModeIsolated})
+	s.SweepFinished("a", "bg", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 24, Decided: true, ProbeLoad: 1,
+		Production: 8, KneeUnit: "req/s", Finished: end, Mode: capacity.ModeBackground})
+	s.SweepFinished("a", "zero", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 0, Decided: true, ProbeLoad: 1,
+		KneeUnit: "req/s", Finished: end})
+	// An undecided sweep after a decided one of the same name: the knee goes.
+	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 5, Decided: true, KneeUnit: "req/s", Finished: end})
+	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 0, KneeUnit: "req/s", Finished: end})
+	const want = `
+# HELP llmprobe_sweep_knee_decided 1 when the last successful sweep decided its knee (a level passed, or failed on enough samples with none passing: a knee of 0), 0 when too few samples decided any level: the knee series are then absent.
+# TYPE llmprobe_sweep_knee_decided gauge
+llmprobe_sweep_knee_decided{sweep="bg",target="a"} 1
+llmprobe_sweep_knee_decided{sweep="iso",target="a"} 1
+llmprobe_sweep_knee_decided{sweep="short",target="a"} 0
+llmprobe_sweep_knee_decided{sweep="zero",target="a"} 1
+# HELP llmprobe_sweep_knee_server_requests_per_second The server's total request rate at the knee of the last successful sweep: the knee plus the probe load it was measured under (a background sweep's knee already counts every request); headroom is it minus the server's current rate. Absent when the knee was not decided.
+# TYPE llmprobe_sweep_knee_server_requests_per_second gauge
+llmprobe_sweep_knee_server_requests_per_second{sweep="bg",target="a"} 24
+llmprobe_sweep_knee_server_requests_per_second{sweep="iso",target="a"} 11
+llmprobe_sweep_knee_server_requests_per_second{sweep="zero",target="a"} 1
+# HELP llmprobe_sweep_requests_total Successful requests the daemon's sweeps sent to the target (measured requests; not warmups), for the headroom rules to subtract from the server's rate.
+# TYPE llmprobe_sweep_requests_total counter
+llmprobe_sweep_requests_total{target="a"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameSweepKneeDecided, NameSweepKneeServer, NameSweepRequests); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(s.knee.WithLabelValues("a", "zero")); got != 0 {
+		t.Errorf("knee of 0 decided: %v", got)
+	}
+	if n := testutil.CollectAndCount(s.knee); n != 3 {
+		t.Errorf("%d knee series, want 3 (the undecided one absent)", n)
+	}
+	if got := testutil.ToFloat64(s.production.WithLabelValues("a", "bg")); got != 8 {
+		t.Errorf("production at the background knee: %v", got)
 	}
 }

@@ -116,6 +116,10 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 	}
 	k := res.Knee
 	lines := []string{"knee: " + kneeLine(res)}
+	if b := res.Background; b != nil && b.Decided && b.KneeTotal > 0 {
+		lines = append(lines, fmt.Sprintf("total knee (background sweep): %s req/s of server load, production %s req/s of it (%s)",
+			num(b.KneeTotal), num(b.ProductionAtKnee), pct(b.ProductionShare)))
+	}
 	if t := res.Knee.Interval.Text(kneeUnit(res)); t != "" {
 		lines = append(lines, "knee uncertainty: "+t)
 	}

@@ -104,6 +104,10 @@ type Config struct {
 	// CloseImmediate (as llama.cpp's llama-server), CloseOnReuse or
 	// CloseAnnounced (connclose.go).
 	CloseAfterStream string
+
+	// Background is a constant production load served beside the HTTP
+	// clients (`--background.rate`, off by default; background.go).
+	Background Background
 }
 
 // Faults configures fault injection. Each probability is drawn independently
@@ -168,6 +172,7 @@ func DefaultConfig() Config {
 		EOSProbability:      0.005,
 		Faults:              DefaultFaults(),
 		Light:               DefaultLight(),
+		Background:          DefaultBackground(),
 	}
 }
 
@@ -220,6 +225,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.validateCloseAfterStream(); err != nil {
+		return err
+	}
+	if err := c.Background.validate(c); err != nil {
 		return err
 	}
 	return c.Faults.Validate()
@@ -380,6 +388,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
 	addCloseFlags(cmd, c)
+	addBackgroundFlags(cmd, &c.Background)
 
 	f := &c.Faults
 	prob := func(name, help string, p *float64) {

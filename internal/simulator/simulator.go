@@ -109,6 +109,7 @@ func New(cfg Config, logger log.Logger) (*Simulator, error) {
 	}
 	s.tls = tc
 	s.handler = s.closeAfterStream(s.gateway(s.routes()))
+	s.startBackground()
 	return s, nil
 }
 

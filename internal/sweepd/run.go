@@ -175,7 +175,7 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 	logger := log.With(s.logger, "sweep_id", r.id, "target", r.target, "sweep", r.name)
 	start := s.opts.Now()
 	out, err := rundir.Run(ctx, cfg, rundir.Options{
-		Logger: logger, Args: CommandLine(cfg), Observer: &progress{r: r},
+		Logger: logger, Args: CommandLine(cfg), Observer: &progress{r: r, obs: s.obs},
 		HTTPClient: s.opts.HTTPClient, Now: s.opts.Now,
 	})
 	took := s.opts.Now().Sub(start)
@@ -211,8 +211,9 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 		if res := out.Result; res != nil {
 			r.result = summarize(res)
 			if result == capacity.ResultSuccess {
-				last = &capacity.Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput,
-					KneeUnit: res.KneeUnit, Finished: res.Fingerprint.End, Duration: took, Dir: out.Dir, Steps: curve(res)}
+				l := lastOf(res)
+				l.Duration, l.Dir = took, out.Dir
+				last = &l
 				if last.Finished.IsZero() {
 					last.Finished = s.opts.Now()
 				}
@@ -302,10 +303,12 @@ func summarize(res *sweep.Result) *ResultSummary {
 	}
 }
 
-// progress follows a sweep for its run's status.
+// progress follows a sweep for its run's status, and counts its successful
+// requests for the observer (capacity.RequestObserver).
 type progress struct {
 	sweep.NopObserver
-	r *run
+	r   *run
+	obs capacity.Observer
 }
 
 // StepStarted implements sweep.Observer.
@@ -317,7 +320,12 @@ func (p *progress) StepStarted(st *sweep.Step, planned int) {
 }
 
 // RequestDone implements sweep.Observer.
-func (p *progress) RequestDone(*sweep.Step, *prober.Record) { p.r.stepDone.Add(1) }
+func (p *progress) RequestDone(_ *sweep.Step, rec *prober.Record) {
+	p.r.stepDone.Add(1)
+	if ro, ok := p.obs.(capacity.RequestObserver); ok && rec.OK() {
+		ro.SweepRequestsDone(p.r.target, 1)
+	}
+}
 
 // StepDone implements sweep.Observer.
 func (p *progress) StepDone(st *sweep.Step) {
@@ -415,6 +423,12 @@ func CommandLine(c sweep.Config) []string {
 	add("seed", strconv.FormatInt(c.Seed, 10))
 	if c.Validity.MaxSendLag > 0 {
 		add("max-send-lag", c.Validity.MaxSendLag.String())
+	}
+	if c.Background() {
+		add("sweep-mode", c.SweepMode)
+		if c.BackgroundBand > 0 {
+			add("background-band", strconv.FormatFloat(c.BackgroundBand, 'f', -1, 64))
+		}
 	}
 	if g := c.SLO.GoodputArgs(); g != "" {
 		a = append(a, "--goodput")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
-	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/config"
 )
 
@@ -80,8 +79,8 @@ func (s *Service) restore(target string) {
 			continue // a failed sweep: no knee to restore
 		}
 		seen[sr.name] = true
-		l := capacity.Last{Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, MaxGoodput: res.Knee.MaxGoodput, KneeUnit: res.KneeUnit,
-			Finished: res.Fingerprint.End, Dir: sr.dir, Steps: curve(res)}
+		l := lastOf(res)
+		l.Dir = sr.dir
 		if !res.Fingerprint.Start.IsZero() && res.Fingerprint.End.After(res.Fingerprint.Start) {
 			l.Duration = res.Fingerprint.End.Sub(res.Fingerprint.Start)
 		}

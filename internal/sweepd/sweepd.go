@@ -212,6 +212,9 @@ func (s *Service) start(target string, spec config.SweepSpec, origin string) (*r
 		return nil, fmt.Errorf("%w: %d of --sweeps.max-concurrent=%d", ErrTooMany, len(s.running), s.opts.MaxConcurrent)
 	}
 	cfg.OutDir = s.targetDir(target)
+	// The load the knee is measured under: the target's own probes keep
+	// running beside the sweep (capacity.Last.ProbeLoad).
+	cfg.Metadata[MetaProbeLoad] = strconv.FormatFloat(probeLoad(t), 'g', -1, 64)
 	cfg.CostPerHour = t.CostPerHour // targets[].cost_per_hour: the cost per million good output tokens
 	if s.opts.Embedded != nil {
 		cfg.Embedded, cfg.ReferenceCapacity = s.opts.Embedded(target, cfg.Workload)

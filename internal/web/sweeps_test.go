@@ -207,7 +207,7 @@ func TestSweepAPIRefusals(t *testing.T) {
 		code  int
 		want  string
 	}{
-		{"unknown field", jsonType, `{"target": "sim", "rates": [1], "rate": 3}`, 400, "rate: unknown field (known: arrival, burstiness, concurrency,"},
+		{"unknown field", jsonType, `{"target": "sim", "rates": [1], "rate": 3}`, 400, "rate: unknown field (known: arrival, background_band, burstiness, concurrency,"},
 		{"wrong type", jsonType, `{"target": "sim", "rates": [1], "num_prompts": "20"}`, 400, "num_prompts: want an integer, got string"},
 		{"nested wrong type", jsonType, `{"target": "sim", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": "x"}, "output_tokens": {"dist": "fixed", "value": 4}}}`, 400, "workload.input_tokens.value: want an integer, got string"},
 		{"nested unknown field", jsonType, `{"target": "sim", "rates": [1], "workload": {"input": 3}}`, 400, `workload: unknown field "input"`},

@@ -26,12 +26,26 @@ type Last struct {
 	// Knee is the knee level in req/s (sweep.Knee.Estimate: a lower bound
 	// when KneeFound is false, 0 when no level passed); MaxGoodput the highest
 	// goodput of a valid level, in req/s.
-	Knee      float64
-	KneeFound bool
-	// Decided: the sweep decided a knee; false when too few samples to
-	// decide.
-	Decided    bool
+	Knee       float64
+	KneeFound  bool
 	MaxGoodput float64
+	// Decided is true when the sweep decided a knee: a level passed (the
+	// knee is at least Knee), or the knee is bracketed with enough
+	// evidence (Knee 0 with a failing level above it: no level passed).
+	// False when too few samples decided any level: Knee is then no
+	// figure of capacity (0 says nothing) and llmprobe_sweep_knee_decided
+	// is 0.
+	Decided bool
+	// ProbeLoad is the request rate, in req/s, of the daemon's own probes of
+	// the target while the sweep ran (the sum of their configured rates): the
+	// load the knee was measured under, beside the sweep's own.
+	ProbeLoad float64
+	// Mode is the sweep's mode: "isolated" (the default; "" in results of
+	// before the modes) or "background" (the knee counts the server's
+	// production traffic: Knee is its total, Production the production
+	// rate at the knee, the daemon's probes included).
+	Mode       string
+	Production float64
 	// KneeUnit is "req/s" or "concurrency".
 	KneeUnit string
 	// Finished is when the sweep ended; Duration how long it ran.
@@ -74,6 +88,35 @@ type Observer interface {
 	SweepScheduled(target, sweep string, interval time.Duration)
 	// TargetRemoved is called when a reload removed target.
 	TargetRemoved(target string)
+}
+
+// ServerKnee is the server's total request rate at the knee: the knee plus
+// the daemon's probe load it was measured under (an isolated sweep's knee
+// is its own rate alone), or a background sweep's knee, which already
+// counts every request the server served. Headroom is ServerKnee minus the
+// server's current rate (docs/metrics.md). 0 when not Decided.
+func (l Last) ServerKnee() float64 {
+	if !l.Decided {
+		return 0
+	}
+	if l.Mode == ModeBackground {
+		return l.Knee
+	}
+	return l.Knee + l.ProbeLoad
+}
+
+// Modes of a sweep (Last.Mode): sweep.ModeIsolated and
+// sweep.ModeBackground's values.
+const (
+	ModeIsolated   = "isolated"
+	ModeBackground = "background"
+)
+
+// RequestObserver is an Observer that is also told of every successful
+// request the daemon's sweeps send (llmprobe_sweep_requests_total), so the
+// headroom rules can subtract them from the server's rate.
+type RequestObserver interface {
+	SweepRequestsDone(target string, n int)
 }
 
 // NopObserver is an Observer that does nothing; embed it to implement

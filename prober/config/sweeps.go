@@ -173,6 +173,11 @@ type SweepSpec struct {
 	// (default sweep.DefaultMaxSendLag): a step above it is flagged
 	// client-saturated.
 	MaxSendLag Duration `yaml:"max_send_lag,omitempty" json:"max_send_lag,omitempty"`
+	// SweepMode is isolated (default) or background, and BackgroundBand
+	// the background mode's band of the production rate (default
+	// sweep.DefaultBackgroundBand); docs/sweep.md#background-sweeps.
+	SweepMode      string  `yaml:"sweep_mode,omitempty" json:"sweep_mode,omitempty"`
+	BackgroundBand float64 `yaml:"background_band,omitempty" json:"background_band,omitempty"`
 
 	// trace is Workload.Trace's file as loaded with the config
 	// (readSweepFiles); nil for a spec that did not come from a config file.

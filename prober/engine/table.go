@@ -74,6 +74,9 @@ var engines = map[Name]*Engine{
 		tokenize: workload.TokenizeTGI, tokenizeChat: workload.TokenizeTGI,
 	},
 	// llama.cpp's llama-server with --metrics (tools/server/server.cpp).
+	// It counts no finished requests (llamacpp:n_decode_total counts
+	// decode calls, not requests), so a background sweep of it is refused
+	// and the headroom rules have no rate for it.
 	LlamaCpp: {
 		name: LlamaCpp, title: "llama.cpp", prefix: "llamacpp:",
 		quantities: map[Quantity][]source{

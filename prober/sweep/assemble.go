@@ -87,6 +87,11 @@ func (r *runner) result(complete bool) *Result {
 	}
 	res.CostPerHour = c.CostPerHour
 	res.Knee.Interval = r.kneeInterval(res)
+	if c.Background() {
+		res.SweepMode = SweepBackground
+		res.Background = backgroundKnee(&c, res.Steps, res.Knee)
+		res.Notes = append(res.Notes, backgroundNote(res.Background, res.Steps))
+	}
 	if len(c.Concurrency) == 0 {
 		res.Notes = append(res.Notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+
 			"drain included, so it never exceeds what the server served. keep-up % is the knee's criterion (result.json goodput_ratio, "+

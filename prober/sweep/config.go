@@ -181,6 +181,14 @@ type Config struct {
 	MetricsInterval time.Duration
 	IdleTimeout     time.Duration
 
+	// SweepMode is SweepIsolated (the default; "" means it too: every step
+	// starts from an idle server) or SweepBackground (steps run beside the
+	// server's production traffic and the knee is of its total load,
+	// background.go); BackgroundBand is the background mode's band of the
+	// production rate within a step (0: DefaultBackgroundBand).
+	SweepMode      string
+	BackgroundBand float64
+
 	// Validity thresholds.
 	Validity ValidityOptions
 	// Search tunes --rates auto.
@@ -280,6 +288,9 @@ func (c *Config) Validate() error {
 		return fieldErr("FreshPrefix", "needs {Workload.PrefixTokens} > 0")
 	}
 	if err := c.validateTrace(); err != nil {
+		return err
+	}
+	if err := c.validateBackground(); err != nil {
 		return err
 	}
 	n := 0

@@ -84,7 +84,7 @@ func (r *runner) preflight(ctx context.Context) error {
 	if reason := r.eng.NoMetricsReason(); reason != "" && c.MetricsURL == "" {
 		r.metricsReason = reason
 		level.Info(r.logger).Log("msg", "the server has no /metrics: snapshots, idle proofs and server-side figures will be not-recorded", "engine", r.eng.Name(), "reason", reason)
-		return nil
+		return r.checkBackground(nil)
 	}
 	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
 	switch {
@@ -100,7 +100,7 @@ func (r *runner) preflight(ctx context.Context) error {
 			level.Warn(r.logger).Log("msg", r.idleReason+": idle proofs will be not-recorded", "engine", r.eng.Name())
 		}
 	}
-	return nil
+	return r.checkBackground(snap)
 }
 
 // noIdleGauges says why the server's /metrics gives no idle proof, naming

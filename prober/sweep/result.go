@@ -68,6 +68,10 @@ type Step struct {
 	// Trace compares a trace replay's achieved send times with the
 	// trace's (nil unless --trace): result.json's "trace".
 	Trace *TraceTiming
+	// Background is what a background sweep's step measured of the
+	// server's production traffic (nil for an isolated sweep):
+	// result.json's "background".
+	Background *StepBackground
 }
 
 // StepVerdict is the adaptive search's verdict on one run of a level.
@@ -240,6 +244,11 @@ type Result struct {
 	// CostPerHour is Config.CostPerHour, the price in USD per hour
 	// (result.json cost_per_hour_usd; 0: no price, not written).
 	CostPerHour float64
+	// SweepMode is Config.SweepMode (result.json sweep_mode; "" for an
+	// isolated sweep: not written) and Background a background sweep's
+	// knee in total requests/s (result.json background; nil otherwise).
+	SweepMode  string
+	Background *BackgroundKnee
 
 	// The fields below are not written to result.json (the manifest and
 	// the command line hold them); reports read them.

@@ -144,7 +144,9 @@ func (r *Result) topKeys(schema *int) object {
 		field{key: "percentiles", v: &r.Percentiles},
 		optional("dataset", &r.Dataset, r.Dataset != nil),
 		optional("cost_per_hour_usd", &r.CostPerHour, r.CostPerHour > 0),
+		optional("sweep_mode", &r.SweepMode, r.SweepMode != ""),
 		field{key: "knee", v: &knee},
+		optional("background", &r.Background, r.Background != nil),
 		optional("throughput_probe", &r.Probe, r.Probe != nil),
 		field{key: "notes", v: (*nonNilStrings)(&r.Notes)},
 		field{key: "levels", v: (*levelList)(&r.Levels)},
@@ -340,6 +342,7 @@ func (r *Result) stepKeys(s *Step) object {
 		optional("search", &s.Search, s.Search != nil),
 		optional("multi_turn", &s.MultiTurn, s.MultiTurn != nil),
 		optional("trace", &s.Trace, s.Trace != nil),
+		optional("background", &s.Background, s.Background != nil),
 	)
 }
 

@@ -185,6 +185,13 @@ var settingsTable = []Setting{
 			"is client-saturated (not checked against the in-process simulator, which shares the process)."},
 	{Field: "Validity.MaxErrorRate", Flag: "max-error-rate", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxErrorRate, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Validity: a step whose failed/requests ratio exceeds this is flagged errors."},
+	{Field: "SweepMode", Flag: "sweep-mode", Key: "sweep_mode", Kind: KindString, Default: SweepIsolated, Surfaces: SurfaceSweep | SurfaceSpec,
+		Doc: "isolated (every step starts from an idle server) or background (steps run beside the server's production " +
+			"traffic without waiting for idle; its request counter gives the production rate of each step, and the knee is " +
+			"reported in total requests/s with the production share beside it). See docs/sweep.md#background-sweeps."},
+	{Field: "BackgroundBand", Flag: "background-band", Key: "background_band", Kind: KindFloat, Default: strconv.FormatFloat(DefaultBackgroundBand, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: MaxBackgroundBand, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceSpec,
+		Doc: "--sweep-mode background: a step is flagged production-unsteady when the production rate of either half of it " +
+			"differs from the whole step's by more than this fraction (of at least 1 req/s), in (0, 1]."},
 	{Field: "Search.Start", Flag: "auto-start", Kind: KindString, Default: "probe", Bound: Bound{HasMin: true, MinOpen: true, Finite: true, ZeroDefault: true}, Unit: "req/s", Surfaces: SurfaceSweep,
 		Doc: "--rates auto: the first rate tried, in req/s, or probe: a short closed-loop throughput probe " +
 			"(concurrency 32, 128, 512, 2048 until the throughput stops growing) estimates the capacity and the search starts there.",

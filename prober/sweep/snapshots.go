@@ -43,6 +43,9 @@ func (r *runner) snapshot(ctx context.Context, st *Step, phase string) *scrape.S
 func (r *runner) waitIdle(ctx context.Context, logger log.Logger) IdleProof {
 	p := IdleProof{Status: IdleNotRecorded}
 	switch {
+	case r.cfg.Background():
+		p.Reason = backgroundIdleReason
+		return p
 	case !r.metricsOK:
 		p.Reason = "the server's /metrics could not be read: " + r.metricsReason
 		return p

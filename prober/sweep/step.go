@@ -79,6 +79,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		st.WarmupFailed = r.warmup(ctx, st, items.warmups)
 	}
 	idle := r.waitIdle(ctx, logger)
+	r.bg.reset()
 	before := r.snapshot(ctx, st, PhaseBefore)
 
 	var maxima map[string]float64
@@ -86,7 +87,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	if r.metricsOK {
 		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), Source: fingerprint.RedactText(r.metricsURL)})
 		rec := scrape.NewRecorder(r.http, r.metricsURL, c.MetricsInterval, scrapeWriter{r, idx},
-			append(r.scrapeOpts(), scrape.WithGauges(r.eng.RecorderGauges))...)
+			append(r.scrapeOpts(), scrape.WithGauges(r.gauges()))...)
 		stop := rec.Start(ctx)
 		stopRec = func() error {
 			err := stop()
@@ -165,6 +166,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		level.Warn(logger).Log("msg", "step stopped at the byte cap: the sweep ends after it", "max_step_bytes", r.cfg.StepByteCap())
 	}
 	r.checkPrefixReuse(st, gen, gen.ShortNonceItems-short0)
+	r.measureBackground(st, before, after)
 	st.Stats.sendLagsMS = nil // only Judge needs them; the Result keeps every step
 	r.steps = append(r.steps, st)
 	r.fp.Steps = append(r.fp.Steps, fingerprint.StepWindow{Index: idx, Label: label, Start: st.Start, End: st.End, Requests: st.Stats.Requests})

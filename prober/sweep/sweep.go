@@ -240,6 +240,9 @@ type runner struct {
 	dataset     *workload.DatasetSource
 	datasetInfo *workload.DatasetInfo
 	trace       *traceRun // --trace: the replay (trace.go)
+	// bg collects a background sweep's readings of the server's production
+	// traffic (background.go; nil for an isolated sweep).
+	bg *bgState
 }
 
 // Prepared is a sweep that passed its preflight and may now run. Create it
@@ -433,6 +436,7 @@ func (r *runner) deliver(st *Step, acc *StatsAccumulator, i int64, rec *prober.R
 		r.sinkErr = err
 	}
 	r.sinkMu.Unlock()
+	r.bg.own(rec)
 	r.obs.RequestDone(st, rec)
 }
 
