@@ -21,9 +21,17 @@ func WriteCompareAnalysis(w io.Writer, cr *compare.Result, rounds int) {
 	WriteVerdictMarkdown(w, v, VerdictReport{Decision: cr.Decision, RollbackIf: cr.RollbackIf, SLOMS: cr.SLO,
 		Prices: [2]float64{cr.Baseline.CostPerHour, cr.Candidate.CostPerHour},
 		Rounds: func(w io.Writer) {
-			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
+			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete | counted |\n|---:|---|---:|---|---|---|")
 			for _, r := range cr.Rounds {
-				fmt.Fprintf(w, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
+				round := fmt.Sprint(r.Round)
+				if r.Attempt > 1 {
+					round += " (rerun)"
+				}
+				counted := "yes"
+				if r.Discarded != "" {
+					counted = "no: " + cell(r.Discarded)
+				}
+				fmt.Fprintf(w, "| %s | %s | %d | [%s](%s/analysis.md) | %v | %s |\n", round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete, counted)
 			}
 			fmt.Fprintln(w)
 		}})
@@ -126,7 +134,9 @@ func WriteVerdictMarkdown(w io.Writer, v *compare.Verdict, q VerdictReport) {
 	fmt.Fprintln(w, "### Figures\n\nEach figure pools a side's rounds; the interval is a two-level bootstrap of the "+
 		"relative change (rounds drawn with replacement, then requests within each drawn round), so it carries the "+
 		"spread between rounds of a side as well as the sampling noise. A figure regresses when the change is worse "+
-		"than its limit and the interval excludes no change; an interval that holds 0 is no significant difference. "+
+		"than its limit and the interval excludes no change; it is ok only when the whole interval lies below its limit, "+
+		"and undecided otherwise (the evidence rules out neither: the verdict is then inconclusive and says about how "+
+		"many requests per side would decide). "+
 		"Goodput and throughput are per second of each round's drain-corrected duration; the cost is the price per "+
 		"hour over the good output tokens per hour of the same duration, in USD per million (from the same bootstrap "+
 		"as goodput), and an increase is a regression.")
