@@ -57,16 +57,16 @@ type Result struct {
 	Baseline   Side   `json:"baseline"`
 	Candidate  Side   `json:"candidate"`
 	// The settings: Procedure's.
-	Order         string             `json:"order"`
-	Seed          int64              `json:"seed"`
-	MaxRegression string             `json:"max_regression"`
+	Order         string `json:"order"`
+	Seed          int64  `json:"seed"`
+	MaxRegression string `json:"max_regression"`
 	// Compared is the thresholds compared (FormatThresholds): MaxRegression
 	// without goodput when there was no SLO. A result.json without it
 	// (older llmprobe) compared MaxRegression's, goodput dropped when
 	// goodput_ms is empty.
-	Compared string `json:"compared,omitempty"`
-	Vary          []string           `json:"vary"`
-	SLO           map[string]float64 `json:"goodput_ms"`
+	Compared string             `json:"compared,omitempty"`
+	Vary     []string           `json:"vary"`
+	SLO      map[string]float64 `json:"goodput_ms"`
 	// BootstrapIters is Procedure.Iters.
 	BootstrapIters int `json:"bootstrap_iters"`
 	// Rounds lists every round that measured something, in order.
