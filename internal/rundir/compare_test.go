@@ -2,11 +2,13 @@ package rundir
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
@@ -87,5 +89,47 @@ func TestRunCompare(t *testing.T) {
 	var od *OutDirError
 	if res, err := RunCompare(context.Background(), testProcedure(t, base, cand, file), CompareOptions{}); res != nil || !errors.As(err, &od) {
 		t.Errorf("out dir a file: %v, %v", res, err)
+	}
+}
+
+// TestAnalyzeCompareDirNoSLO: analyze of a compare run directory gives
+// exactly compare's verdict when the comparison had no SLO (issue 22 V2:
+// result.json's max_regression holds the default goodput=5% that compare
+// dropped without an SLO, and analyze re-applied it: inconclusive where
+// compare said fail). The candidate decodes five times slower, so compare
+// fails it on the TPOT p99.
+func TestAnalyzeCompareDirNoSLO(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	slow := simtest.Fast()
+	slow.StepBase = 5 * time.Millisecond
+	cand, _ := simtest.Start(t, slow)
+	p := testProcedure(t, base, cand, t.TempDir())
+	th, err := compare.ParseThresholds(compare.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As compare's flags build it without --goodput and --max-regression.
+	p.Thresholds, p.MaxRegression, p.Rounds = compare.DropGoodput(th), compare.DefaultThresholds, 4
+	for _, cfg := range []*sweep.Config{&p.Baseline, &p.Candidate} {
+		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 50
+	}
+	res, err := RunCompare(context.Background(), p, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Result.Verdict != compare.OutcomeFail {
+		t.Fatalf("compare: %s, want fail: %v", res.Result.Verdict, res.Result.Result.Reasons)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(res.Result.Result)
+	got, _ := json.Marshal(a.Comparison)
+	if string(got) != string(want) {
+		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
+	}
+	if a.ExitCode() != compare.ExitFail {
+		t.Errorf("analyze exit code %d, want %d", a.ExitCode(), compare.ExitFail)
 	}
 }

@@ -25,6 +25,8 @@ type sideSpec struct {
 	fields     map[string]string
 	validity   func(*sweep.Validity)
 	failed     map[string]int
+	// noise is the requests' relative spread (0: 5 %).
+	noise float64
 }
 
 func buildSide(s sideSpec) *Evidence {
@@ -45,6 +47,9 @@ func buildSide(s sideSpec) *Evidence {
 	if s.out == 0 {
 		s.out = 16
 	}
+	if s.noise == 0 {
+		s.noise = 0.05
+	}
 	for r := 1; r <= s.rounds; r++ {
 		st := Step{Label: "rate=4", Round: r, Duration: float64(s.n) / 4, FinishReasons: map[string]int{"length": s.n},
 			ErrorClasses: map[string]int{}}
@@ -54,8 +59,8 @@ func buildSide(s sideSpec) *Evidence {
 		}
 		st.Validity = &v
 		for i := 0; i < s.n; i++ {
-			ttft := s.ttft * (1 + 0.05*rng.NormFloat64())
-			tpot := s.tpot * (1 + 0.05*rng.NormFloat64())
+			ttft := s.ttft * (1 + s.noise*rng.NormFloat64())
+			tpot := s.tpot * (1 + s.noise*rng.NormFloat64())
 			st.Requests = append(st.Requests, Request{OK: true, TTFT: ttft, TPOT: tpot, E2EL: ttft + tpot*float64(s.out-1),
 				OutputTokens: s.out, FinishReason: "length"})
 		}
@@ -155,6 +160,64 @@ func TestCompare(t *testing.T) {
 	longer.out = 32
 	f("output tokens differ", base, longer, nil, OutcomeInconclusive, "the distributions differ")
 	f("goodput without SLO", base, base, func(o *Options) { o.SLO = slo.SLO{} }, OutcomeInconclusive, "an SLO (--goodput)")
+	// Identical but noisy sides: the TPOT p99's interval reaches past the
+	// 10 % limit, which rules out neither a pass nor a fail (V1).
+	noisy := base
+	noisy.noise, noisy.n = 0.3, 100
+	f("wide interval", noisy, noisy, nil, OutcomeInconclusive, "tpot_p99 @ rate=4 undecided:", "past the 10 % limit",
+		"requests per side, all rounds together, to decide tpot_p99 @ rate=4")
+}
+
+// TestEvidenceToDecide: the requests per side that would bring an
+// interval's upper end under the limit (or its lower end over 0), from its
+// width narrowing as 1/sqrt(n).
+func TestEvidenceToDecide(t *testing.T) {
+	for _, tc := range []struct {
+		d    decision
+		n    int
+		need int
+		how  string
+	}{
+		// No change, interval -10 … +20 % against 10 %: half the upper
+		// half-width, four times the requests.
+		{decision{worse: 0, lo: -0.1, hi: 0.2, limit: 0.1}, 400, 1600, "would decide it (pass"},
+		// +15 % beyond 10 %, interval -5 … +35 %: the lower half-width
+		// 0.20 must shrink to 0.15.
+		{decision{worse: 0.15, lo: -0.05, hi: 0.35, limit: 0.1}, 400, 712, "would decide it (fail"},
+		{decision{worse: 0.0999, lo: 0, hi: 0.3, limit: 0.1}, 400, 0, "too close to the limit"},
+		{decision{worse: 0, lo: -0.1, hi: 0.1, limit: 0}, 400, 0, "sits on the limit"},
+	} {
+		need, how := evidenceToDecide(tc.d, tc.n)
+		if need != tc.need || !strings.Contains(how, tc.how) {
+			t.Errorf("%+v: %d (%s), want %d (%s)", tc.d, need, how, tc.need, tc.how)
+		}
+	}
+}
+
+// TestResultOptions: analyze of a compare directory takes the thresholds
+// compare compared: result.json's compared, or for a result.json written
+// before it, max_regression without goodput when there was no SLO (V2).
+func TestResultOptions(t *testing.T) {
+	th, err := ParseThresholds("ttft_p99=10%,tpot_p90=7%,goodput=5%,cost=0.125")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := FormatThresholds(th)
+	if back, err := ParseThresholds(text); err != nil || !slices.Equal(back, th) {
+		t.Errorf("FormatThresholds %q reads back as %+v (%v), want %+v", text, back, err, th)
+	}
+	old := &Result{MaxRegression: DefaultThresholds, SLO: map[string]float64{}}
+	if got := FormatThresholds(old.Options(Options{}, Given{}).Thresholds); got != "ttft_p99=10%,tpot_p99=10%" {
+		t.Errorf("older result.json without an SLO compares %s", got)
+	}
+	old.SLO = map[string]float64{"ttft": 800}
+	if got := FormatThresholds(old.Options(Options{}, Given{}).Thresholds); got != "ttft_p99=10%,tpot_p99=10%,goodput=5%" {
+		t.Errorf("older result.json with an SLO compares %s", got)
+	}
+	cur := &Result{MaxRegression: DefaultThresholds, Compared: "tpot_p99=10%", SLO: map[string]float64{"ttft": 800}}
+	if got := FormatThresholds(cur.Options(Options{}, Given{}).Thresholds); got != "tpot_p99=10%" {
+		t.Errorf("result.json with compared gives %s", got)
+	}
 }
 
 func TestCompareSummariesOnly(t *testing.T) {

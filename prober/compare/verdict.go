@@ -234,7 +234,7 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 		}
 		v.Reasons = append(v.Reasons, undecided...)
 		if need, names := evidenceNeeded(v.Figures); need > 0 {
-			addMissing(v, fmt.Sprintf("about %d requests per side in all to decide %s (raise --num-prompts or, "+
+			addMissing(v, fmt.Sprintf("about %d requests per side, all rounds together, to decide %s (raise --num-prompts or, "+
 				"surer, --rounds: the spread between rounds narrows only with more rounds)", need, names))
 		} else if len(undecided) > 0 {
 			addMissing(v, "a figure whose change sits at its limit: more of the same evidence does not decide it "+
