@@ -85,6 +85,19 @@ func newFigure(rounds [][]float64, durations []float64, p float64) *figure {
 	return f
 }
 
+// without is f without round i (the same percentile, price and
+// durations of the others).
+func (f *figure) without(i int) *figure {
+	rounds := append(slices.Clone(f.rounds[:i]), f.rounds[i+1:]...)
+	var durs []float64
+	if f.p == 0 {
+		durs = append(slices.Clone(f.durations[:i]), f.durations[i+1:]...)
+	}
+	g := newFigure(rounds, durs, f.p)
+	g.price = f.price
+	return g
+}
+
 // n is the number of samples (requests for a rate).
 func (f *figure) n() int {
 	n := 0

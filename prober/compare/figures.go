@@ -175,7 +175,7 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 		return f
 	}
 	f.CILo, f.CIHi = lo, hi
-	judge(&f, t)
+	judge(&f, t, leaveOneOut(fb, fc, t))
 	return f
 }
 

@@ -236,9 +236,10 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 		if need, names := evidenceNeeded(v.Figures); need > 0 {
 			addMissing(v, fmt.Sprintf("about %d requests per side, all rounds together, to decide %s (raise --num-prompts or, "+
 				"surer, --rounds: the spread between rounds narrows only with more rounds)", need, names))
-		} else if len(undecided) > 0 {
-			addMissing(v, "a figure whose change sits at its limit: more of the same evidence does not decide it "+
-				"(decide on the interval shown, or change the limit)")
+		}
+		if undecidedWithout(v.Figures) {
+			addMissing(v, "more rounds per side (--rounds): an undecided figure's change rests on one round, or sits so close "+
+				"to its limit that more requests alone do not decide it")
 		}
 	case len(regressed) > 0:
 		v.Outcome = OutcomeFail
@@ -286,6 +287,17 @@ func evidenceNeeded(figs []Figure) (need int, names string) {
 		}
 	}
 	return need, strings.Join(ns, ", ")
+}
+
+// undecidedWithout reports whether an undecided figure has no estimate of
+// the requests that would decide it.
+func undecidedWithout(figs []Figure) bool {
+	for _, f := range figs {
+		if f.Status == StatusUndecided && f.NeedPerSide == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func addMissing(v *Verdict, next string) {
