@@ -133,3 +133,42 @@ func TestAnalyzeCompareDirNoSLO(t *testing.T) {
 		t.Errorf("analyze exit code %d, want %d", a.ExitCode(), compare.ExitFail)
 	}
 }
+
+// TestRunCompareRerunsFlaggedRound: a round whose client is flagged
+// (here every candidate round: a send-lag limit of 1 ns) is rerun once
+// into a directory of its own; the first attempt is listed, discarded, and
+// its files are kept; the rerun, flagged again, makes the verdict
+// inconclusive through the client rule. analyze of the directory skips the
+// discarded round and gives exactly compare's verdict.
+func TestRunCompareRerunsFlaggedRound(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	cand, _ := simtest.Start(t, simtest.Fast())
+	p := testProcedure(t, base, cand, t.TempDir())
+	p.Candidate.Validity.MaxSendLag = time.Nanosecond
+	res, err := RunCompare(context.Background(), p, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := res.Result
+	if len(cr.Rounds) != 3 || cr.Rounds[1].Discarded == "" || cr.Rounds[2].Attempt != 2 || !strings.HasSuffix(cr.Rounds[2].Dir, "-r2-candidate-rerun") {
+		t.Fatalf("rounds %+v", cr.Rounds)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, cr.Rounds[1].Dir, artifacts.RecordsFile)); err != nil {
+		t.Errorf("the discarded round's records: %v", err)
+	}
+	if cr.Verdict != compare.OutcomeInconclusive || !strings.Contains(strings.Join(cr.Result.Reasons, "\n"), "still flagged after the reruns allowed") {
+		t.Errorf("verdict %s: %v", cr.Verdict, cr.Result.Reasons)
+	}
+	if v, err := artifacts.Verify(res.Dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Errorf("verify: %v %v", err, v.Problems)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(cr.Result)
+	got, _ := json.Marshal(a.Comparison)
+	if string(got) != string(want) {
+		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
+	}
+}
