@@ -432,3 +432,36 @@ func TestRegressionOnOneRound(t *testing.T) {
 		t.Errorf("both rounds slower: %s %v", v.Outcome, v.Reasons)
 	}
 }
+
+// TestJudgeV1: the figures of issue 22 V1. A 50 %-slower candidate whose
+// TPOT p99 came out +20.7 % with an interval of −0.6 … +188.7 % passed
+// ("no significant difference"); an interval reaching far past the limit
+// is undecided. A change whose whole interval lies under the limit passes;
+// one beyond it, excluding 0, fails.
+func TestJudgeV1(t *testing.T) {
+	th := Threshold{Metric: MetricTPOT, P: 99, Max: 0.1}
+	for _, tc := range []struct {
+		change, lo, hi float64
+		want           Status
+	}{
+		{0.207, -0.006, 1.887, StatusUndecided},
+		{0.02, -0.05, 0.099, StatusOK},
+		{0.02, -0.05, 0.10, StatusUndecided},
+		{0.25, 0.02, 0.5, StatusFailed},
+		{0.08, 0.02, 0.5, StatusUndecided}, // a significant regression that may be within the limit or not
+		{-0.3, -0.5, -0.1, StatusOK},
+	} {
+		f := Figure{Baseline: 10, Candidate: 10 * (1 + tc.change), Change: tc.change, CILo: tc.lo, CIHi: tc.hi, Conf: 0.95, Unit: "ms",
+			NBaseline: 400, NCandidate: 400}
+		judge(&f, th, roundOut{})
+		if f.Status != tc.want {
+			t.Errorf("%+v: %s (%s), want %s", tc, f.Status, f.Detail, tc.want)
+		}
+	}
+	// A rate (goodput) regresses downwards: a drop whose interval reaches
+	// −20 % against a 5 % limit is undecided.
+	f := Figure{Baseline: 10, Candidate: 9.9, Change: -0.01, CILo: -0.2, CIHi: 0.02, Conf: 0.95, Unit: "req/s", NBaseline: 400, NCandidate: 400}
+	if judge(&f, Threshold{Metric: FigureGoodput, Max: 0.05}, roundOut{}); f.Status != StatusUndecided {
+		t.Errorf("goodput drop: %s (%s)", f.Status, f.Detail)
+	}
+}
