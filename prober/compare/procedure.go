@@ -143,8 +143,8 @@ func (p *Procedure) Preflight(ctx context.Context) error {
 // verdict is then inconclusive, naming that round. A round that completes
 // with a client-side validity flag (ClientFlags: the client host could not
 // keep its schedule, so its latencies measure the client too) is run once
-// more at once, with the same seed (MaxRoundReruns, at most MaxReruns in
-// all); the first attempt stays listed, Discarded, and only the rerun's
+// more at once, with the same seed (MaxRoundReruns per round, at most half
+// the rounds in all); the first attempt stays listed, Discarded, and only the rerun's
 // evidence counts. A rerun still flagged makes the verdict inconclusive
 // (the client rule), naming the round. The Result lists every round that
 // measured something. Run does not call Preflight.
@@ -197,12 +197,13 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 const discardedClient = "client flagged, rerun: "
 
 // MaxRoundReruns is how many times a round whose client was flagged is run
-// again (ClientFlags), and MaxReruns(rounds) the most reruns of a
-// comparison of that many rounds: half its rounds, at least one, so that a
-// client host that stays overloaded costs at most half as much again and
-// then makes the verdict inconclusive.
+// again (ClientFlags).
 const MaxRoundReruns = 1
 
+// maxReruns is the most reruns of a comparison of that many rounds: half
+// its rounds, at least one, so that a client host that stays overloaded
+// costs at most half as much again and then makes the verdict
+// inconclusive.
 func maxReruns(rounds int) int { return max(1, rounds/2) * MaxRoundReruns }
 
 // ClientFlags are the sweep's validity flags that blame the client host
