@@ -125,11 +125,14 @@ func TestVerdictErrorRates(t *testing.T) {
 	if testing.Short() {
 		n = 60
 	}
-	// The last row shows the limit of 2 rounds per side: a spread between
+	// The last rows show the limit of 2 rounds per side: a spread between
 	// rounds of 10 % (a round's own effect, which the validity flags do
-	// not see) is measured from 2 values per side.
+	// not see) is measured from 2 values per side; the same requests in 4
+	// rounds per side measure it.
 	spread := defaultShape
 	spread.roundSigma = 0.1
+	spread4 := spread
+	spread4.rounds, spread4.n = 4, 100
 	scenarios := []struct {
 		scenario
 		n     int
@@ -141,6 +144,7 @@ func TestVerdictErrorRates(t *testing.T) {
 		{scenario{"+20 % TPOT only", 1, 1.2}, n / 2, defaultShape},
 		{scenario{"+20 % TTFT only", 1.2, 1}, n / 2, defaultShape},
 		{scenario{"identical sides, 10 % between rounds", 1, 1}, n / 2, spread},
+		{scenario{"identical sides, 10 % between rounds, 4 rounds of 100 per side", 1, 1}, n / 2, spread4},
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "| candidate | comparisons | pass | fail | inconclusive |\n|---|---:|---:|---:|---:|\n")
