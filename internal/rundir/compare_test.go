@@ -176,3 +176,44 @@ func TestRunCompareRerunsFlaggedRound(t *testing.T) {
 		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
 	}
 }
+
+// cancelAt cancels a comparison when round `at` starts its sweep.
+type cancelAt struct {
+	sweep.NopObserver
+	cancel context.CancelFunc
+}
+
+func (c cancelAt) SweepStarted(sweep.SweepInfo) { c.cancel() }
+
+// TestAnalyzeInterruptedCompare: a comparison interrupted in its third
+// round is inconclusive, naming the round; analyze of its directory, which
+// re-derives the verdict from the rounds it lists, says the same rather
+// than judging the rounds that ran.
+func TestAnalyzeInterruptedCompare(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	cand, _ := simtest.Start(t, simtest.Fast())
+	p := testProcedure(t, base, cand, t.TempDir())
+	p.Rounds = 4
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.Observer = func(r compare.Round, _ int) sweep.Observer {
+		if r.Round == 3 {
+			return cancelAt{cancel: cancel}
+		}
+		return nil
+	}
+	res, _ := RunCompare(ctx, p, CompareOptions{})
+	if res == nil || res.Result.Complete || res.Result.Verdict != compare.OutcomeInconclusive ||
+		!strings.HasPrefix(res.Result.Result.Reasons[0], "interrupted during round 3") {
+		t.Fatalf("compare: %+v", res)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(res.Result.Result)
+	got, _ := json.Marshal(a.Comparison)
+	if string(got) != string(want) {
+		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
+	}
+}

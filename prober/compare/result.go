@@ -157,11 +157,32 @@ func (p *Procedure) newResult() *Result {
 // naming why it stopped.
 func (r *Result) finish(v *Verdict, complete bool, stopReason string) {
 	if !complete {
-		v.Outcome = OutcomeInconclusive
-		v.Reasons = append([]string{stopReason}, v.Reasons...)
-		v.Missing = append([]string{"every round of the comparison, complete"}, v.Missing...)
+		markIncomplete(v, stopReason)
 	}
 	r.Verdict, r.ExitCode, r.Complete, r.Result = v.Outcome, v.ExitCode(), complete, v
+}
+
+// markIncomplete makes v the verdict of a comparison that stopped early:
+// inconclusive, naming why, whatever its rounds say.
+func markIncomplete(v *Verdict, stopReason string) {
+	v.Outcome = OutcomeInconclusive
+	v.Reasons = append([]string{stopReason}, v.Reasons...)
+	v.Missing = append([]string{"every round of the comparison, complete"}, v.Missing...)
+}
+
+// Reapply does to v, a verdict re-derived from the stored comparison's
+// rounds (llmprobe analyze), what finishing the comparison did to its own:
+// a comparison that did not complete is inconclusive, naming why it
+// stopped (the first of its stored reasons).
+func (r *Result) Reapply(v *Verdict) {
+	if r.Complete {
+		return
+	}
+	reason := "the comparison did not complete"
+	if r.Result != nil && len(r.Result.Reasons) > 0 {
+		reason = r.Result.Reasons[0]
+	}
+	markIncomplete(v, reason)
 }
 
 // SLOMS is s in milliseconds by vLLM key (ttft, tpot, e2el), as
