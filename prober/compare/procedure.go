@@ -208,8 +208,15 @@ func maxReruns(rounds int) int { return max(1, rounds/2) * MaxRoundReruns }
 
 // ClientFlags are the sweep's validity flags that blame the client host
 // rather than the server (prober/sweep validity.go: send lag, client CPU):
-// a round flagged so is rerun (Procedure.Run).
+// a round flagged so is rerun (Procedure.Run). A flag named "client-..."
+// counts as one too (IsClientFlag), so that a client check the sweep adds
+// later is guarded alike.
 var ClientFlags = []string{sweep.FlagClientSaturated}
+
+// IsClientFlag reports whether a validity flag blames the client host.
+func IsClientFlag(flag string) bool {
+	return slices.Contains(ClientFlags, flag) || strings.HasPrefix(flag, "client-")
+}
 
 // clientFlagged names the client-side flags of out's steps with their
 // reasons ("": none, or nothing measured).
@@ -220,7 +227,7 @@ func clientFlagged(out *RoundOutcome) string {
 	var parts []string
 	for _, st := range out.Result.Steps {
 		for i, f := range st.Validity.Flags {
-			if slices.Contains(ClientFlags, f) && i < len(st.Validity.Reasons) {
+			if IsClientFlag(f) && i < len(st.Validity.Reasons) {
 				parts = append(parts, st.Label+": "+f+" ("+st.Validity.Reasons[i]+")")
 			}
 		}

@@ -249,7 +249,7 @@ func checkClient(e *ruleEvidence) finding {
 			return nil, []string{stepName(side, s)}
 		}
 		for i, fl := range s.Validity.Flags {
-			if slices.Contains(ClientFlags, fl) && i < len(s.Validity.Reasons) {
+			if IsClientFlag(fl) && i < len(s.Validity.Reasons) {
 				bad = append(bad, stepName(side, s)+" ("+s.Validity.Reasons[i]+")")
 			}
 		}
