@@ -127,6 +127,9 @@ func WriteCheckText(w io.Writer, c *compare.Check) {
 			label += fmt.Sprintf(" round %d", st.Round)
 		}
 		fmt.Fprintf(w, "  %s: %d requests, %d completed, %d failed\n", label, st.Completed+st.Failed, st.Completed, st.Failed)
+		for _, p := range st.Problems {
+			fmt.Fprintf(w, "    not trusted    %s\n", p)
+		}
 		fmt.Fprintf(w, "    error rate     %s\n", pctOrNR(st.ErrorRate))
 		fmt.Fprintf(w, "    goodput ratio  %s (%s)\n", pctOrNR(st.GoodputRatio), st.GoodputNote)
 		if c.CostPerHour > 0 {
@@ -177,6 +180,9 @@ func WriteCheckMarkdown(w io.Writer, c *compare.Check) {
 		cost := ""
 		if c.CostPerHour > 0 {
 			cost = " " + cell(stepCostText(c.CostPerHour, st)) + " |"
+		}
+		for _, p := range st.Problems {
+			checks = append(checks, "not trusted: "+p)
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |%s\n", label, st.Completed+st.Failed, st.Failed, pctOrNR(st.ErrorRate),
 			pctOrNR(st.GoodputRatio), cell(strings.Join(checks, "; ")), cost)

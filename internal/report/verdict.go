@@ -21,9 +21,17 @@ func WriteCompareAnalysis(w io.Writer, cr *compare.Result, rounds int) {
 	WriteVerdictMarkdown(w, v, VerdictReport{Decision: cr.Decision, RollbackIf: cr.RollbackIf, SLOMS: cr.SLO,
 		Prices: [2]float64{cr.Baseline.CostPerHour, cr.Candidate.CostPerHour},
 		Rounds: func(w io.Writer) {
-			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete |\n|---:|---|---:|---|---|")
+			fmt.Fprintln(w, "### Rounds\n\n| round | side | seed | run directory | complete | counted |\n|---:|---|---:|---|---|---|")
 			for _, r := range cr.Rounds {
-				fmt.Fprintf(w, "| %d | %s | %d | [%s](%s/analysis.md) | %v |\n", r.Round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete)
+				round := fmt.Sprint(r.Round)
+				if r.Attempt > 1 {
+					round += " (rerun)"
+				}
+				counted := "yes"
+				if r.Discarded != "" {
+					counted = "no: " + cell(r.Discarded)
+				}
+				fmt.Fprintf(w, "| %s | %s | %d | [%s](%s/analysis.md) | %v | %s |\n", round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete, counted)
 			}
 			fmt.Fprintln(w)
 		}})
@@ -123,30 +131,7 @@ func WriteVerdictMarkdown(w io.Writer, v *compare.Verdict, q VerdictReport) {
 	fmt.Fprintln(w)
 
 	h(SectionResults)
-	fmt.Fprintln(w, "### Figures\n\nEach figure pools a side's rounds; the interval is a two-level bootstrap of the "+
-		"relative change (rounds drawn with replacement, then requests within each drawn round), so it carries the "+
-		"spread between rounds of a side as well as the sampling noise. A figure regresses when the change is worse "+
-		"than its limit and the interval excludes no change; an interval that holds 0 is no significant difference. "+
-		"Goodput and throughput are per second of each round's drain-corrected duration; the cost is the price per "+
-		"hour over the good output tokens per hour of the same duration, in USD per million (from the same bootstrap "+
-		"as goodput), and an increase is a regression.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| figure | level | baseline | candidate | change | interval | limit | rounds (baseline / candidate) | status |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---:|---|---|")
-	for _, f := range v.Figures {
-		if f.Status == compare.StatusNotRecorded && f.NBaseline == 0 {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | — | — | %.0f %% | %s / %s | %s: %s |\n", f.Name, f.Level, figNum(f.Baseline, f.Unit),
-				figNum(f.Candidate, f.Unit), 100*f.Limit, roundValues(f.BaselineRounds), roundValues(f.CandidateRounds), f.Status, cell(f.Detail))
-			continue
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %+.1f %% | %+.1f %% … %+.1f %% | %.0f %% | %s / %s | %s |\n", f.Name, f.Level,
-			figNum(f.Baseline, f.Unit), figNum(f.Candidate, f.Unit), 100*f.Change, 100*f.CILo, 100*f.CIHi, 100*f.Limit,
-			roundValues(f.BaselineRounds), roundValues(f.CandidateRounds), f.Status)
-	}
-	fmt.Fprintln(w)
-	if q.Rounds != nil {
-		q.Rounds(w)
-	}
+	writeFigures(w, v, q)
 
 	h(SectionValidity)
 	fmt.Fprintln(w, "| rule | status | detail |\n|---|---|---|")
@@ -177,6 +162,37 @@ func WriteVerdictMarkdown(w io.Writer, v *compare.Verdict, q VerdictReport) {
 	}
 	for _, m := range v.Missing {
 		fmt.Fprintf(w, "- %s\n", m)
+	}
+}
+
+// writeFigures writes the Results section's body: the figures table with
+// its explanation, then the rounds table (for a compare run).
+func writeFigures(w io.Writer, v *compare.Verdict, q VerdictReport) {
+	fmt.Fprintln(w, "### Figures\n\nEach figure pools a side's rounds; the interval is a two-level bootstrap of the "+
+		"relative change (rounds drawn with replacement, then requests within each drawn round), so it carries the "+
+		"spread between rounds of a side as well as the sampling noise. A figure regresses when the change is worse "+
+		"than its limit and the interval excludes no change; it is ok only when the whole interval lies below its limit, "+
+		"and undecided otherwise (the evidence rules out neither: the verdict is then inconclusive and says about how "+
+		"many requests per side would decide). "+
+		"Goodput and throughput are per second of each round's drain-corrected duration; the cost is the price per "+
+		"hour over the good output tokens per hour of the same duration, in USD per million (from the same bootstrap "+
+		"as goodput), and an increase is a regression.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| figure | level | baseline | candidate | change | interval | limit | rounds (baseline / candidate) | status |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---:|---|---|")
+	for _, f := range v.Figures {
+		if f.Status == compare.StatusNotRecorded && f.NBaseline == 0 {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | — | — | %.0f %% | %s / %s | %s: %s |\n", f.Name, f.Level, figNum(f.Baseline, f.Unit),
+				figNum(f.Candidate, f.Unit), 100*f.Limit, roundValues(f.BaselineRounds), roundValues(f.CandidateRounds), f.Status, cell(f.Detail))
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %+.1f %% | %+.1f %% … %+.1f %% | %.0f %% | %s / %s | %s |\n", f.Name, f.Level,
+			figNum(f.Baseline, f.Unit), figNum(f.Candidate, f.Unit), 100*f.Change, 100*f.CILo, 100*f.CIHi, 100*f.Limit,
+			roundValues(f.BaselineRounds), roundValues(f.CandidateRounds), f.Status)
+	}
+	fmt.Fprintln(w)
+	if q.Rounds != nil {
+		q.Rounds(w)
 	}
 }
 

@@ -79,6 +79,9 @@ func Analyze(paths []string, o AnalyzeOptions) (*report.AnalyzeOutput, error) {
 			out.Decision, out.RollbackIf = pair.Stored.Decision, pair.Stored.RollbackIf
 		}
 		out.Comparison = compare.Compare(pair.Baseline, pair.Candidate, co)
+		if pair.Stored != nil {
+			pair.Stored.Reapply(out.Comparison) // an interrupted compare stays inconclusive
+		}
 		out.Prices = [2]float64{pair.Baseline.CostPerHour, pair.Candidate.CostPerHour}
 		out.SLO = compare.SLOMS(co.SLO)
 	}

@@ -88,7 +88,7 @@ func RunCompare(ctx context.Context, p *compare.Procedure, o CompareOptions) (*C
 	rounds.RunRound = func(ctx context.Context, r *compare.RoundRun) (*compare.RoundOutcome, error) {
 		out, err := runRound(ctx, run.Dir(), r, Options{Logger: r.Logger, Args: p.Args, Observer: r.Observer, SaveDetailed: o.SaveDetailed})
 		if out != nil && out.Result != nil {
-			fp.Steps = append(fp.Steps, fingerprint.StepWindow{Index: r.Index, Label: r.Config.Name,
+			fp.Steps = append(fp.Steps, fingerprint.StepWindow{Index: len(fp.Steps), Label: r.Config.Name,
 				Start: out.Result.Fingerprint.Start, End: out.Result.Fingerprint.End, Requests: requestsOf(out.Result)})
 			if r.Index == 0 {
 				fp.Workload, fp.Load = out.Result.Fingerprint.Workload, out.Result.Fingerprint.Load

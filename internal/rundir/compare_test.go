@@ -2,11 +2,13 @@ package rundir
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
@@ -87,5 +89,131 @@ func TestRunCompare(t *testing.T) {
 	var od *OutDirError
 	if res, err := RunCompare(context.Background(), testProcedure(t, base, cand, file), CompareOptions{}); res != nil || !errors.As(err, &od) {
 		t.Errorf("out dir a file: %v, %v", res, err)
+	}
+}
+
+// TestAnalyzeCompareDirNoSLO: analyze of a compare run directory gives
+// exactly compare's verdict when the comparison had no SLO (issue 22 V2:
+// result.json's max_regression holds the default goodput=5% that compare
+// dropped without an SLO, and analyze re-applied it: inconclusive where
+// compare said fail). The candidate decodes five times slower, so compare
+// fails it on the TPOT p99.
+func TestAnalyzeCompareDirNoSLO(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	slow := simtest.Fast()
+	slow.StepBase = 5 * time.Millisecond
+	cand, _ := simtest.Start(t, slow)
+	p := testProcedure(t, base, cand, t.TempDir())
+	th, err := compare.ParseThresholds(compare.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As compare's flags build it without --goodput and --max-regression.
+	p.Thresholds, p.MaxRegression, p.Rounds = compare.DropGoodput(th), compare.DefaultThresholds, 4
+	for _, cfg := range []*sweep.Config{&p.Baseline, &p.Candidate} {
+		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 50
+		// This test is about the verdict analyze re-derives, not the
+		// client: a busy test machine must not flag a round (the process's
+		// CPU includes both simulators).
+		cfg.Validity.MaxSendLag, cfg.Validity.MaxClientCPU = time.Second, 64
+	}
+	res, err := RunCompare(context.Background(), p, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Result.Verdict != compare.OutcomeFail {
+		t.Fatalf("compare: %s, want fail: %v", res.Result.Verdict, res.Result.Result.Reasons)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(res.Result.Result)
+	got, _ := json.Marshal(a.Comparison)
+	if string(got) != string(want) {
+		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
+	}
+	if a.ExitCode() != compare.ExitFail {
+		t.Errorf("analyze exit code %d, want %d", a.ExitCode(), compare.ExitFail)
+	}
+}
+
+// TestRunCompareRerunsFlaggedRound: a round whose client is flagged
+// (here every candidate round: a send-lag limit of 1 ns) is rerun once
+// into a directory of its own; the first attempt is listed, discarded, and
+// its files are kept; the rerun, flagged again, makes the verdict
+// inconclusive through the client rule. analyze of the directory skips the
+// discarded round and gives exactly compare's verdict.
+func TestRunCompareRerunsFlaggedRound(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	cand, _ := simtest.Start(t, simtest.Fast())
+	p := testProcedure(t, base, cand, t.TempDir())
+	p.Candidate.Validity.MaxSendLag = time.Nanosecond
+	res, err := RunCompare(context.Background(), p, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := res.Result
+	if len(cr.Rounds) != 3 || cr.Rounds[1].Discarded == "" || cr.Rounds[2].Attempt != 2 || !strings.HasSuffix(cr.Rounds[2].Dir, "-r2-candidate-rerun") {
+		t.Fatalf("rounds %+v", cr.Rounds)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, cr.Rounds[1].Dir, artifacts.RecordsFile)); err != nil {
+		t.Errorf("the discarded round's records: %v", err)
+	}
+	if cr.Verdict != compare.OutcomeInconclusive || !strings.Contains(strings.Join(cr.Result.Reasons, "\n"), "still flagged after the reruns allowed") {
+		t.Errorf("verdict %s: %v", cr.Verdict, cr.Result.Reasons)
+	}
+	if v, err := artifacts.Verify(res.Dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Errorf("verify: %v %v", err, v.Problems)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(cr.Result)
+	got, _ := json.Marshal(a.Comparison)
+	if string(got) != string(want) {
+		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
+	}
+}
+
+// cancelAt cancels a comparison when round `at` starts its sweep.
+type cancelAt struct {
+	sweep.NopObserver
+	cancel context.CancelFunc
+}
+
+func (c cancelAt) SweepStarted(sweep.SweepInfo) { c.cancel() }
+
+// TestAnalyzeInterruptedCompare: a comparison interrupted in its third
+// round is inconclusive, naming the round; analyze of its directory, which
+// re-derives the verdict from the rounds it lists, says the same rather
+// than judging the rounds that ran.
+func TestAnalyzeInterruptedCompare(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	cand, _ := simtest.Start(t, simtest.Fast())
+	p := testProcedure(t, base, cand, t.TempDir())
+	p.Rounds = 4
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.Observer = func(r compare.Round, _ int) sweep.Observer {
+		if r.Round == 3 {
+			return cancelAt{cancel: cancel}
+		}
+		return nil
+	}
+	res, _ := RunCompare(ctx, p, CompareOptions{})
+	if res == nil || res.Result.Complete || res.Result.Verdict != compare.OutcomeInconclusive ||
+		!strings.HasPrefix(res.Result.Result.Reasons[0], "interrupted during round 3") {
+		t.Fatalf("compare: %+v", res)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(res.Result.Result)
+	got, _ := json.Marshal(a.Comparison)
+	if string(got) != string(want) {
+		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
 	}
 }

@@ -161,7 +161,8 @@ func LoadEvidence(dir string) (*compare.Evidence, error) {
 }
 
 // loadCompare reads both sides of a compare run directory from the round
-// directories its result.json (b) lists.
+// directories its result.json (b) lists, but for the rounds it discarded
+// (rerun because their client was flagged), as compare pooled them.
 func loadCompare(dir string, b []byte) (*ComparePair, error) {
 	var cr compare.Result
 	if err := json.Unmarshal(b, &cr); err != nil {
@@ -171,6 +172,9 @@ func loadCompare(dir string, b []byte) (*ComparePair, error) {
 	for _, r := range cr.Rounds {
 		if r.Dir == "" || strings.Contains(r.Dir, "..") || filepath.IsAbs(r.Dir) {
 			return nil, fmt.Errorf("compare result.json: round %d: bad dir %q", r.Round, r.Dir)
+		}
+		if r.Discarded != "" {
+			continue
 		}
 		ev, err := LoadEvidence(filepath.Join(dir, filepath.FromSlash(r.Dir)))
 		if err != nil {

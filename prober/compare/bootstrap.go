@@ -30,6 +30,7 @@ type figure struct {
 
 	sorted []float64 // every value, sorted (percentiles)
 	pos    [][]int   // per round: the positions of its values in sorted
+	same   []int8    // per rate round: 1 when its values are all equal, -1 not, 0 not known yet
 
 	// price, when > 0, makes a rate of good output tokens a cost: the
 	// figure is then price / (rate × 3600) × 1e6 (USD per million good
@@ -84,6 +85,19 @@ func newFigure(rounds [][]float64, durations []float64, p float64) *figure {
 	return f
 }
 
+// without is f without round i (the same percentile, price and
+// durations of the others).
+func (f *figure) without(i int) *figure {
+	rounds := append(slices.Clone(f.rounds[:i]), f.rounds[i+1:]...)
+	var durs []float64
+	if f.p == 0 {
+		durs = append(slices.Clone(f.durations[:i]), f.durations[i+1:]...)
+	}
+	g := newFigure(rounds, durs, f.p)
+	g.price = f.price
+	return g
+}
+
 // n is the number of samples (requests for a rate).
 func (f *figure) n() int {
 	n := 0
@@ -128,6 +142,28 @@ func (f *figure) perRound() []float64 {
 	return out
 }
 
+// constant reports whether every value of rate round r is the same (every
+// request good, say), and that value: its resamples need no draw.
+func (f *figure) constant(r int) (float64, bool) {
+	if f.same == nil {
+		f.same = make([]int8, len(f.rounds))
+	}
+	xs := f.rounds[r]
+	switch {
+	case len(xs) == 0:
+		return 0, true
+	case f.same[r] == 0:
+		f.same[r] = 1
+		for _, x := range xs[1:] {
+			if x != xs[0] {
+				f.same[r] = -1
+				break
+			}
+		}
+	}
+	return xs[0], f.same[r] == 1
+}
+
 // resample draws one two-level bootstrap replicate: as many rounds as the
 // side has, drawn with replacement, then each drawn round's samples drawn
 // with replacement, and the figure of the pooled draw. Drawing the rounds
@@ -144,8 +180,13 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 		for range R {
 			r := rng.IntN(R)
 			xs := f.rounds[r]
-			for range xs {
-				sum += xs[rng.IntN(len(xs))]
+			if c, ok := f.constant(r); ok {
+				// Every draw of the round is the same value.
+				sum += c * float64(len(xs))
+			} else {
+				for range xs {
+					sum += xs[rng.IntN(len(xs))]
+				}
 			}
 			dur += f.durations[r]
 		}
@@ -167,9 +208,47 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 }
 
 // percentileOfCounts is numpy's linear percentile p of the sample holding
-// sorted[j] counts[j] times (m values in all): stats.PercentileOfCounts.
+// sorted[j] counts[j] times (m values in all): stats.PercentileOfCounts,
+// which walks the counts from the bottom; a percentile above the median
+// is found walking from the top instead, which for a p99 visits a few
+// values rather than all of them.
 func percentileOfCounts(sorted []float64, counts []int, m int, p float64) float64 {
-	return stats.PercentileOfCounts(sorted, counts, m, p)
+	if p <= 50 || m == 0 || p > 100 {
+		return stats.PercentileOfCounts(sorted, counts, m, p)
+	}
+	// numpy's linear rule (stats' virtualIndex and lerp, step by step so
+	// that the result is the same to the bit): the value at fractional
+	// rank h = (m-1) p/100 (from 0), between ranks lo and lo+1.
+	h := float64(m-1) * (p / 100)
+	fl := math.Floor(h)
+	lo, gamma := int(fl), h-fl
+	if lo >= m-1 {
+		lo, gamma = m-1, 0
+	}
+	hi := min(lo+1, m-1)
+	a, b := math.NaN(), math.NaN()
+	above := 0 // values at ranks above the current position
+	for j := len(counts) - 1; j >= 0; j-- {
+		c := counts[j]
+		if c == 0 {
+			continue
+		}
+		// sorted[j] holds ranks m-above-c ... m-above-1.
+		first := m - above - c
+		if math.IsNaN(b) && hi >= first {
+			b = sorted[j]
+		}
+		if lo >= first {
+			a = sorted[j]
+			break
+		}
+		above += c
+	}
+	d := b - a
+	if gamma >= 0.5 {
+		return b - d*(1-gamma)
+	}
+	return a + d*gamma
 }
 
 // diffCI is the bootstrap interval at level conf of the relative

@@ -27,7 +27,8 @@ type Check struct {
 	// Steps in the input's order.
 	Steps []StepCheck `json:"steps"`
 	// Outcome is OutcomeFail when an SLO check failed, OutcomeInconclusive
-	// when one could not be made, OutcomePass otherwise (also without SLO).
+	// when one could not be made or a step's figures are not trusted
+	// (StepCheck.Problems), OutcomePass otherwise (also without SLO).
 	Outcome string `json:"outcome"`
 	// CostPerHour is the price the costs were computed at (USD per hour; 0:
 	// none given, no cost).
@@ -49,6 +50,10 @@ type StepCheck struct {
 	GoodputNote  string   `json:"goodput_note"`
 	// SLO has one entry per SLO threshold.
 	SLO []SLOResult `json:"slo"`
+	// Problems say why the step's figures are not trusted (its summary
+	// contradicts its own per-request samples: Step.Contradictions); a step
+	// with a problem makes the outcome inconclusive.
+	Problems []string `json:"problems,omitempty"`
 	// CostPerMillion is the cost in USD per million good output tokens
 	// (nil: no price, or not computable), GoodOutputThroughput the good
 	// output tokens per second it rests on, and CostNote how they were
@@ -102,6 +107,10 @@ func CheckSLO(ev *Evidence, s slo.SLO) *Check {
 		}
 		sc.GoodputRatio, sc.GoodputNote = goodputRatio(st, s)
 		sc.CostPerMillion, sc.GoodOutputThroughput, sc.CostNote = stepCost(st, s, ev.CostPerHour)
+		if len(st.Contradictions) > 0 {
+			sc.Problems = append(sc.Problems, contradictionText(st))
+			unknown = true
+		}
 		for _, t := range s.Thresholds() {
 			r := checkOne(st, t)
 			switch r.Status {
@@ -115,10 +124,10 @@ func CheckSLO(ev *Evidence, s slo.SLO) *Check {
 		c.Steps = append(c.Steps, sc)
 	}
 	switch {
-	case failed:
-		c.Outcome = OutcomeFail
 	case unknown:
 		c.Outcome = OutcomeInconclusive
+	case failed:
+		c.Outcome = OutcomeFail
 	}
 	return c
 }
@@ -183,7 +192,7 @@ func goodputRatio(st *Step, s slo.SLO) (*float64, string) {
 // checkOne compares the step's p99 of t's metric with t.
 func checkOne(st *Step, t slo.Threshold) SLOResult {
 	r := SLOResult{Metric: t.Name, P: SLOCheckPercentile, ThresholdMS: float64(t.Value) / 1e6}
-	if v, ok := st.Percentiles[t.Name][SLOCheckPercentile]; ok {
+	if v, ok := st.Percentiles[t.Name][SLOCheckPercentile]; ok && len(st.Contradictions) == 0 {
 		r.ValueMS, r.Source = v, "recorded"
 		r.N = st.Completed
 		if rs, ok := latencySamples([]*Step{st}, t.Name); ok {

@@ -4,11 +4,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/stats"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -23,6 +25,8 @@ type sideSpec struct {
 	fields     map[string]string
 	validity   func(*sweep.Validity)
 	failed     map[string]int
+	// noise is the requests' relative spread (0: 5 %).
+	noise float64
 }
 
 func buildSide(s sideSpec) *Evidence {
@@ -43,6 +47,9 @@ func buildSide(s sideSpec) *Evidence {
 	if s.out == 0 {
 		s.out = 16
 	}
+	if s.noise == 0 {
+		s.noise = 0.05
+	}
 	for r := 1; r <= s.rounds; r++ {
 		st := Step{Label: "rate=4", Round: r, Duration: float64(s.n) / 4, FinishReasons: map[string]int{"length": s.n},
 			ErrorClasses: map[string]int{}}
@@ -52,8 +59,8 @@ func buildSide(s sideSpec) *Evidence {
 		}
 		st.Validity = &v
 		for i := 0; i < s.n; i++ {
-			ttft := s.ttft * (1 + 0.05*rng.NormFloat64())
-			tpot := s.tpot * (1 + 0.05*rng.NormFloat64())
+			ttft := s.ttft * (1 + s.noise*rng.NormFloat64())
+			tpot := s.tpot * (1 + s.noise*rng.NormFloat64())
 			st.Requests = append(st.Requests, Request{OK: true, TTFT: ttft, TPOT: tpot, E2EL: ttft + tpot*float64(s.out-1),
 				OutputTokens: s.out, FinishReason: "length"})
 		}
@@ -153,6 +160,64 @@ func TestCompare(t *testing.T) {
 	longer.out = 32
 	f("output tokens differ", base, longer, nil, OutcomeInconclusive, "the distributions differ")
 	f("goodput without SLO", base, base, func(o *Options) { o.SLO = slo.SLO{} }, OutcomeInconclusive, "an SLO (--goodput)")
+	// Identical but noisy sides: the TPOT p99's interval reaches past the
+	// 10 % limit, which rules out neither a pass nor a fail (V1).
+	noisy := base
+	noisy.noise, noisy.n = 0.3, 100
+	f("wide interval", noisy, noisy, nil, OutcomeInconclusive, "tpot_p99 @ rate=4 undecided:", "past the 10 % limit",
+		"requests per side, all rounds together, to decide tpot_p99 @ rate=4")
+}
+
+// TestEvidenceToDecide: the requests per side that would bring an
+// interval's upper end under the limit (or its lower end over 0), from its
+// width narrowing as 1/sqrt(n).
+func TestEvidenceToDecide(t *testing.T) {
+	for _, tc := range []struct {
+		d    decision
+		n    int
+		need int
+		how  string
+	}{
+		// No change, interval -10 … +20 % against 10 %: half the upper
+		// half-width, four times the requests.
+		{decision{worse: 0, lo: -0.1, hi: 0.2, limit: 0.1}, 400, 1600, "would decide it (pass"},
+		// +15 % beyond 10 %, interval -5 … +35 %: the lower half-width
+		// 0.20 must shrink to 0.15.
+		{decision{worse: 0.15, lo: -0.05, hi: 0.35, limit: 0.1}, 400, 712, "would decide it (fail"},
+		{decision{worse: 0.0999, lo: 0, hi: 0.3, limit: 0.1}, 400, 0, "too close to the limit"},
+		{decision{worse: 0, lo: -0.1, hi: 0.1, limit: 0}, 400, 0, "sits on the limit"},
+	} {
+		need, how := evidenceToDecide(tc.d, tc.n)
+		if need != tc.need || !strings.Contains(how, tc.how) {
+			t.Errorf("%+v: %d (%s), want %d (%s)", tc.d, need, how, tc.need, tc.how)
+		}
+	}
+}
+
+// TestResultOptions: analyze of a compare directory takes the thresholds
+// compare compared: result.json's compared, or for a result.json written
+// before it, max_regression without goodput when there was no SLO (V2).
+func TestResultOptions(t *testing.T) {
+	th, err := ParseThresholds("ttft_p99=10%,tpot_p90=7%,goodput=5%,cost=0.125")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := FormatThresholds(th)
+	if back, err := ParseThresholds(text); err != nil || !slices.Equal(back, th) {
+		t.Errorf("FormatThresholds %q reads back as %+v (%v), want %+v", text, back, err, th)
+	}
+	old := &Result{MaxRegression: DefaultThresholds, SLO: map[string]float64{}}
+	if got := FormatThresholds(old.Options(Options{}, Given{}).Thresholds); got != "ttft_p99=10%,tpot_p99=10%" {
+		t.Errorf("older result.json without an SLO compares %s", got)
+	}
+	old.SLO = map[string]float64{"ttft": 800}
+	if got := FormatThresholds(old.Options(Options{}, Given{}).Thresholds); got != "ttft_p99=10%,tpot_p99=10%,goodput=5%" {
+		t.Errorf("older result.json with an SLO compares %s", got)
+	}
+	cur := &Result{MaxRegression: DefaultThresholds, Compared: "tpot_p99=10%", SLO: map[string]float64{"ttft": 800}}
+	if got := FormatThresholds(cur.Options(Options{}, Given{}).Thresholds); got != "tpot_p99=10%" {
+		t.Errorf("result.json with compared gives %s", got)
+	}
 }
 
 func TestCompareSummariesOnly(t *testing.T) {
@@ -289,6 +354,27 @@ func TestPercentileOfCounts(t *testing.T) {
 			t.Errorf("p%v = %v, want %v", p, got, want)
 		}
 	}
+	// Walking from the top gives stats.PercentileOfCounts' value to the
+	// bit, on replicates with gaps, repeats and ties.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 500 {
+		n := 1 + rng.IntN(300)
+		sorted := make([]float64, n)
+		for i := range sorted {
+			sorted[i] = math.Floor(100 * rng.Float64())
+		}
+		slices.Sort(sorted)
+		counts, m := make([]int, n), 0
+		for range n {
+			counts[rng.IntN(n)]++
+			m++
+		}
+		for _, p := range []float64{50.5, 75, 90, 99, 99.9, 100, 100 * rng.Float64()} {
+			if got, want := percentileOfCounts(sorted, counts, m, p), stats.PercentileOfCounts(sorted, counts, m, p); got != want {
+				t.Fatalf("trial %d: p%v = %v, want %v", trial, p, got, want)
+			}
+		}
+	}
 }
 
 func TestDiffFields(t *testing.T) {
@@ -314,4 +400,68 @@ func readTestdata(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRegressionOnOneRound: a candidate 25 % slower in one round of two
+// and 4 % in the other (something its validity flags did not see) does not
+// fail, although the interval excludes no change: without that round the
+// change is within the limit, so the figure is undecided and the verdict
+// asks for more rounds.
+func TestRegressionOnOneRound(t *testing.T) {
+	b := buildSide(sideSpec{rounds: 2, n: 150, ttft: 100, tpot: 20})
+	c := buildSide(sideSpec{rounds: 2, n: 150, ttft: 100, tpot: 20, seed: 7})
+	for i := range c.Steps[0].Requests {
+		c.Steps[0].Requests[i].TPOT *= 1.25
+	}
+	for i := range c.Steps[1].Requests {
+		c.Steps[1].Requests[i].TPOT *= 1.04
+	}
+	v := Compare(b, c, Options{Thresholds: []Threshold{{Metric: MetricTPOT, P: 99, Max: 0.1}}, SLO: defaultSLO, Iters: 500})
+	f := v.Figures[0]
+	if v.Outcome != OutcomeInconclusive || f.Status != StatusUndecided || !strings.Contains(f.Detail, "but not without candidate round 1") {
+		t.Fatalf("outcome %s, figure %s: %s", v.Outcome, f.Status, f.Detail)
+	}
+	if m := strings.Join(v.Missing, "\n"); !strings.Contains(m, "more rounds per side (--rounds)") {
+		t.Errorf("missing: %s", m)
+	}
+	// Both rounds slower: a regression.
+	for i := range c.Steps[1].Requests {
+		c.Steps[1].Requests[i].TPOT *= 1.2
+	}
+	if v := Compare(b, c, Options{Thresholds: []Threshold{{Metric: MetricTPOT, P: 99, Max: 0.1}}, SLO: defaultSLO, Iters: 500}); v.Outcome != OutcomeFail {
+		t.Errorf("both rounds slower: %s %v", v.Outcome, v.Reasons)
+	}
+}
+
+// TestJudgeV1: the figures of issue 22 V1. A 50 %-slower candidate whose
+// TPOT p99 came out +20.7 % with an interval of −0.6 … +188.7 % passed
+// ("no significant difference"); an interval reaching far past the limit
+// is undecided. A change whose whole interval lies under the limit passes;
+// one beyond it, excluding 0, fails.
+func TestJudgeV1(t *testing.T) {
+	th := Threshold{Metric: MetricTPOT, P: 99, Max: 0.1}
+	for _, tc := range []struct {
+		change, lo, hi float64
+		want           Status
+	}{
+		{0.207, -0.006, 1.887, StatusUndecided},
+		{0.02, -0.05, 0.099, StatusOK},
+		{0.02, -0.05, 0.10, StatusUndecided},
+		{0.25, 0.02, 0.5, StatusFailed},
+		{0.08, 0.02, 0.5, StatusUndecided}, // a significant regression that may be within the limit or not
+		{-0.3, -0.5, -0.1, StatusOK},
+	} {
+		f := Figure{Baseline: 10, Candidate: 10 * (1 + tc.change), Change: tc.change, CILo: tc.lo, CIHi: tc.hi, Conf: 0.95, Unit: "ms",
+			NBaseline: 400, NCandidate: 400}
+		judge(&f, th, roundOut{})
+		if f.Status != tc.want {
+			t.Errorf("%+v: %s (%s), want %s", tc, f.Status, f.Detail, tc.want)
+		}
+	}
+	// A rate (goodput) regresses downwards: a drop whose interval reaches
+	// −20 % against a 5 % limit is undecided.
+	f := Figure{Baseline: 10, Candidate: 9.9, Change: -0.01, CILo: -0.2, CIHi: 0.02, Conf: 0.95, Unit: "req/s", NBaseline: 400, NCandidate: 400}
+	if judge(&f, Threshold{Metric: FigureGoodput, Max: 0.05}, roundOut{}); f.Status != StatusUndecided {
+		t.Errorf("goodput drop: %s (%s)", f.Status, f.Detail)
+	}
 }

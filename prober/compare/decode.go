@@ -321,62 +321,6 @@ func decodePercentiles(st *Step, o map[string]json.RawMessage) error {
 	return nil
 }
 
-// decodeDetailed reads the per-request arrays of --save-detailed.
-func decodeDetailed(ev *Evidence, st *Step, o map[string]json.RawMessage) error {
-	var ttfts, lats []float64
-	var outs []int
-	var errs []string
-	hasT, err := get(o, "ttfts", &ttfts)
-	if err != nil {
-		return err
-	}
-	hasL, err := get(o, "latencies", &lats)
-	if err != nil {
-		return err
-	}
-	hasO, err := get(o, "output_lens", &outs)
-	if err != nil {
-		return err
-	}
-	hasE, err := get(o, "errors", &errs)
-	if err != nil {
-		return err
-	}
-	if !hasT || !hasL || !hasO || len(ttfts) != len(lats) || len(outs) != len(lats) || (hasE && len(errs) != len(lats)) {
-		m := "per-request samples (vllm bench serve --save-detailed)"
-		if !slices.Contains(ev.Missing, m) {
-			ev.Missing = append(ev.Missing, m)
-		}
-		if hasE {
-			st.ErrorClasses = errorCounts(errs)
-		}
-		return nil
-	}
-	st.Requests = make([]Request, len(lats))
-	for i := range lats {
-		ok := ttfts[i] > 0 && outs[i] > 0
-		if hasE {
-			ok = errs[i] == ""
-		}
-		r := Request{OK: ok, TPOT: -1, OutputTokens: -1}
-		if ok {
-			r.TTFT, r.E2EL, r.OutputTokens = 1000*ttfts[i], 1000*lats[i], outs[i]
-			if outs[i] > 1 {
-				r.TPOT = 1000 * (lats[i] - ttfts[i]) / float64(outs[i]-1)
-			}
-		} else if hasE {
-			r.ErrorClass = errorClass(errs[i])
-		} else {
-			r.ErrorClass = "unknown"
-		}
-		st.Requests[i] = r
-	}
-	if hasE {
-		st.ErrorClasses = errorCounts(errs)
-	}
-	return nil
-}
-
 // errorClass reduces a vllm bench serve error text (an HTTP reason or a
 // traceback) to its first line, at most 80 bytes: the class compared
 // between sides.

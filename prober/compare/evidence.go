@@ -117,6 +117,11 @@ type Step struct {
 	// Requests are the per-request samples in arrival order (nil: not
 	// recorded).
 	Requests []Request
+	// Contradictions name the recorded summary percentiles that disagree
+	// with the step's own per-request samples (a vllm bench serve file:
+	// decodeDetailed; nil: none found). Such a step's summary is not
+	// trusted: its checks use the samples and are inconclusive.
+	Contradictions []string
 	// OutputThroughput is output_throughput, output tokens per second of
 	// Duration (nil: not recorded); GoodOutputThroughput the output tokens
 	// of good requests per second, as llmprobe records it under GoodputSLO

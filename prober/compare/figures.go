@@ -175,28 +175,7 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 		return f
 	}
 	f.CILo, f.CIHi = lo, hi
-	// worse > 0 is a regression: a latency up, a rate down.
-	worse, worseLo := f.Change, lo
-	if !t.HigherWorse() {
-		worse, worseLo = -f.Change, -hi
-	}
-	interval := fmt.Sprintf("%s → %s %s, %+.1f %% (%.0f %% interval %+.1f %% … %+.1f %%)",
-		Num(f.Baseline), Num(f.Candidate), f.Unit, 100*f.Change, 100*o.Conf, 100*lo, 100*hi)
-	significant := lo > 0 || hi < 0
-	switch {
-	case worseLo > 0 && worse > t.Max:
-		f.Status = StatusFailed
-		f.Detail = fmt.Sprintf("regressed: %s, beyond the %.0f %% limit", interval, 100*t.Max)
-	case !significant:
-		f.Status = StatusOK
-		f.Detail = "no significant difference: " + interval
-	case worse > 0:
-		f.Status = StatusOK
-		f.Detail = fmt.Sprintf("worse within the %.0f %% limit: %s", 100*t.Max, interval)
-	default:
-		f.Status = StatusOK
-		f.Detail = "improved: " + interval
-	}
+	judge(&f, t, leaveOneOut(fb, fc, t))
 	return f
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 
@@ -139,8 +140,14 @@ func (p *Procedure) Preflight(ctx context.Context) error {
 
 // Run runs the rounds in order and compares the sides. It stops at the
 // first round that fails, is interrupted (ctx) or does not complete: the
-// verdict is then inconclusive, naming that round. The Result lists every
-// round that measured something. Run does not call Preflight.
+// verdict is then inconclusive, naming that round. A round that completes
+// with a client-side validity flag (ClientFlags: the client host could not
+// keep its schedule, so its latencies measure the client too) is run once
+// more at once, with the same seed (MaxRoundReruns per round, at most half
+// the rounds in all); the first attempt stays listed, Discarded, and only the rerun's
+// evidence counts. A rerun still flagged makes the verdict inconclusive
+// (the client rule), naming the round. The Result lists every round that
+// measured something. Run does not call Preflight.
 func (p *Procedure) Run(ctx context.Context) *Result {
 	logger := p.logger()
 	run := p.RunRound
@@ -152,28 +159,22 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	order := RoundOrder(p.Order, p.Rounds, p.Seed)
 	secrets := append(p.Baseline.Secrets(), p.Candidate.Secrets()...)
 	complete, stopReason := true, ""
+	var reruns []string
 	for i, side := range order {
 		rr := p.round(i, side, len(order))
 		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed)
 		out, err := run(ctx, rr)
+		if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && len(reruns) < maxReruns(p.Rounds) {
+			reason := fmt.Sprintf("round %d (%s) rerun: %s", i+1, side, flagged)
+			kitlevel.Warn(logger).Log("msg", "compare round rerun: the client was flagged", "round", i+1, "side", side, "reason", flagged)
+			cr.addRound(rr.Round, out, discardedClient+flagged)
+			reruns = append(reruns, reason)
+			rr = p.rerun(rr, len(order))
+			out, err = run(ctx, rr)
+		}
 		if out != nil && out.Result != nil {
-			r := rr.Round
-			r.Dir, r.Complete, r.Start, r.End = out.Dir, out.Complete, out.Result.Fingerprint.Start, out.Result.Fingerprint.End
-			cr.Rounds = append(cr.Rounds, r)
-			if s := cr.Side(side); s.Model == "" {
-				s.Model = out.Result.ModelID
-			}
-			if ev := out.Evidence; ev != nil {
-				for j := range ev.Steps {
-					ev.Steps[j].Order = r.Round
-				}
-				ev.Name = side
-				if sides[side] == nil {
-					sides[side] = ev
-				} else {
-					sides[side].Merge(ev)
-				}
-			}
+			cr.addRound(rr.Round, out, "")
+			addEvidence(sides, side, rr.Round.Round, out.Evidence)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -188,19 +189,97 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 			break
 		}
 	}
-	cr.finish(p.verdict(sides), complete, stopReason)
+	cr.finish(p.verdict(sides, reruns), complete, stopReason)
 	return cr
+}
+
+// discardedClient opens Round.Discarded of a round rerun for its client.
+const discardedClient = "client flagged, rerun: "
+
+// MaxRoundReruns is how many times a round whose client was flagged is run
+// again (ClientFlags).
+const MaxRoundReruns = 1
+
+// maxReruns is the most reruns of a comparison of that many rounds: half
+// its rounds, at least one, so that a client host that stays overloaded
+// costs at most half as much again and then makes the verdict
+// inconclusive.
+func maxReruns(rounds int) int { return max(1, rounds/2) * MaxRoundReruns }
+
+// ClientFlags are the sweep's validity flags that blame the client host
+// rather than the server (prober/sweep validity.go: send lag, client CPU):
+// a round flagged so is rerun (Procedure.Run). A flag named "client-..."
+// counts as one too (IsClientFlag), so that a client check the sweep adds
+// later is guarded alike.
+var ClientFlags = []string{sweep.FlagClientSaturated}
+
+// IsClientFlag reports whether a validity flag blames the client host.
+func IsClientFlag(flag string) bool {
+	return slices.Contains(ClientFlags, flag) || strings.HasPrefix(flag, "client-")
+}
+
+// clientFlagged names the client-side flags of out's steps with their
+// reasons ("": none, or nothing measured).
+func clientFlagged(out *RoundOutcome) string {
+	if out == nil || out.Result == nil {
+		return ""
+	}
+	var parts []string
+	for _, st := range out.Result.Steps {
+		for i, f := range st.Validity.Flags {
+			if IsClientFlag(f) && i < len(st.Validity.Reasons) {
+				parts = append(parts, st.Label+": "+f+" ("+st.Validity.Reasons[i]+")")
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rerun is the second attempt of round rr: the same round, side and seed,
+// named "<name>-rerun" (its own run directory).
+func (p *Procedure) rerun(rr *RoundRun, n int) *RoundRun {
+	again := p.round(rr.Index, rr.Round.Side, n)
+	again.Config.Name += "-rerun"
+	again.Round.Attempt = 2
+	return again
+}
+
+// addRound lists one round that measured something; discarded, when set,
+// says why its evidence does not count (Round.Discarded).
+func (r *Result) addRound(round Round, out *RoundOutcome, discarded string) {
+	round.Dir, round.Complete, round.Start, round.End = out.Dir, out.Complete, out.Result.Fingerprint.Start, out.Result.Fingerprint.End
+	round.Discarded = discarded
+	r.Rounds = append(r.Rounds, round)
+	if s := r.Side(round.Side); s.Model == "" {
+		s.Model = out.Result.ModelID
+	}
+}
+
+// addEvidence pools a round's evidence into its side's (nil: not read).
+func addEvidence(sides map[string]*Evidence, side string, round int, ev *Evidence) {
+	if ev == nil {
+		return
+	}
+	for j := range ev.Steps {
+		ev.Steps[j].Order = round
+	}
+	ev.Name = side
+	if sides[side] == nil {
+		sides[side] = ev
+	} else {
+		sides[side].Merge(ev)
+	}
 }
 
 // verdict compares the sides' pooled evidence (inconclusive when a side
 // has none).
-func (p *Procedure) verdict(sides map[string]*Evidence) *Verdict {
+func (p *Procedure) verdict(sides map[string]*Evidence, reruns []string) *Verdict {
 	if sides[SideBaseline] == nil || sides[SideCandidate] == nil {
 		return &Verdict{Outcome: OutcomeInconclusive, Rules: []Rule{}, Figures: []Figure{},
 			Reasons: []string{"no round of one side was measured"}, Missing: []string{}}
 	}
 	return Compare(sides[SideBaseline], sides[SideCandidate], Options{
-		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed),
+		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed), Reruns: reruns,
 	})
 }
 

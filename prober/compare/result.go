@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
@@ -25,6 +26,11 @@ type Round struct {
 	Complete bool      `json:"complete"`
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
+	// Attempt is 2 for the rerun of a round whose client was flagged
+	// (omitted for a first attempt); Discarded, when set, says why this
+	// attempt's evidence does not count (it was rerun: Procedure.Run).
+	Attempt   int    `json:"attempt,omitempty"`
+	Discarded string `json:"discarded,omitempty"`
 }
 
 // Side identifies one side in result.json.
@@ -51,11 +57,16 @@ type Result struct {
 	Baseline   Side   `json:"baseline"`
 	Candidate  Side   `json:"candidate"`
 	// The settings: Procedure's.
-	Order         string             `json:"order"`
-	Seed          int64              `json:"seed"`
-	MaxRegression string             `json:"max_regression"`
-	Vary          []string           `json:"vary"`
-	SLO           map[string]float64 `json:"goodput_ms"`
+	Order         string `json:"order"`
+	Seed          int64  `json:"seed"`
+	MaxRegression string `json:"max_regression"`
+	// Compared is the thresholds compared (FormatThresholds): MaxRegression
+	// without goodput when there was no SLO. A result.json without it
+	// (older llmprobe) compared MaxRegression's, goodput dropped when
+	// goodput_ms is empty.
+	Compared string             `json:"compared,omitempty"`
+	Vary     []string           `json:"vary"`
+	SLO      map[string]float64 `json:"goodput_ms"`
 	// BootstrapIters is Procedure.Iters.
 	BootstrapIters int `json:"bootstrap_iters"`
 	// Rounds lists every round that measured something, in order.
@@ -84,7 +95,14 @@ type Given struct {
 // directory re-derives the same verdict).
 func (r *Result) Options(o Options, given Given) Options {
 	if !given.Thresholds {
-		if th, err := ParseThresholds(r.MaxRegression); err == nil {
+		if r.Compared != "" {
+			if th, err := ParseThresholds(r.Compared); err == nil {
+				o.Thresholds = th
+			}
+		} else if th, err := ParseThresholds(r.MaxRegression); err == nil {
+			if len(r.SLO) == 0 {
+				th = DropGoodput(th) // as compare did: no SLO, no goodput
+			}
 			o.Thresholds = th
 		}
 	}
@@ -107,7 +125,20 @@ func (r *Result) Options(o Options, given Given) Options {
 	if !given.Seed {
 		o.Seed = uint64(r.Seed)
 	}
+	o.Reruns = r.Reruns()
 	return o
+}
+
+// Reruns names the rounds rerun because their client was flagged, as
+// Procedure.Run hands them to Compare (Options.Reruns).
+func (r *Result) Reruns() []string {
+	var out []string
+	for _, rd := range r.Rounds {
+		if rd.Discarded != "" {
+			out = append(out, fmt.Sprintf("round %d (%s) rerun: %s", rd.Round, rd.Side, strings.TrimPrefix(rd.Discarded, discardedClient)))
+		}
+	}
+	return out
 }
 
 // newResult is the Result of p before its first round.
@@ -116,7 +147,8 @@ func (p *Procedure) newResult() *Result {
 		Schema: ResultSchema, Decision: p.Decision, RollbackIf: p.RollbackIf,
 		Baseline:  Side{Target: fingerprint.RedactText(p.Baseline.Target), Model: p.Baseline.Model, CostPerHour: p.Baseline.CostPerHour},
 		Candidate: Side{Target: fingerprint.RedactText(p.Candidate.Target), Model: p.Candidate.Model, CostPerHour: p.Candidate.CostPerHour},
-		Order:     p.Order, Seed: p.Seed, MaxRegression: p.MaxRegression, Vary: p.Vary, SLO: SLOMS(p.Baseline.SLO),
+		Order:     p.Order, Seed: p.Seed, MaxRegression: p.MaxRegression, Compared: FormatThresholds(p.Thresholds),
+		Vary: p.Vary, SLO: SLOMS(p.Baseline.SLO),
 		BootstrapIters: p.Iters, Rounds: []Round{},
 	}
 }
@@ -125,11 +157,32 @@ func (p *Procedure) newResult() *Result {
 // naming why it stopped.
 func (r *Result) finish(v *Verdict, complete bool, stopReason string) {
 	if !complete {
-		v.Outcome = OutcomeInconclusive
-		v.Reasons = append([]string{stopReason}, v.Reasons...)
-		v.Missing = append([]string{"every round of the comparison, complete"}, v.Missing...)
+		markIncomplete(v, stopReason)
 	}
 	r.Verdict, r.ExitCode, r.Complete, r.Result = v.Outcome, v.ExitCode(), complete, v
+}
+
+// markIncomplete makes v the verdict of a comparison that stopped early:
+// inconclusive, naming why, whatever its rounds say.
+func markIncomplete(v *Verdict, stopReason string) {
+	v.Outcome = OutcomeInconclusive
+	v.Reasons = append([]string{stopReason}, v.Reasons...)
+	v.Missing = append([]string{"every round of the comparison, complete"}, v.Missing...)
+}
+
+// Reapply does to v, a verdict re-derived from the stored comparison's
+// rounds (llmprobe analyze), what finishing the comparison did to its own:
+// a comparison that did not complete is inconclusive, naming why it
+// stopped (the first of its stored reasons).
+func (r *Result) Reapply(v *Verdict) {
+	if r.Complete {
+		return
+	}
+	reason := "the comparison did not complete"
+	if r.Result != nil && len(r.Result.Reasons) > 0 {
+		reason = r.Result.Reasons[0]
+	}
+	markIncomplete(v, reason)
 }
 
 // SLOMS is s in milliseconds by vLLM key (ttft, tpot, e2el), as

@@ -20,6 +20,7 @@ type ruleEvidence struct {
 	fields []FieldDiff
 	vary   []string
 	ths    []Threshold
+	reruns []string
 }
 
 // finding is what a rule's check found; next, when set, is the evidence to
@@ -64,6 +65,8 @@ var validityRules = []validityRule{
 		notRecorded: "an idle proof before every round (the server's /metrics with vllm:num_requests_running and _waiting)"},
 	{name: RuleRounds, needs: "validity", check: checkRounds, failed: "complete rounds with an error rate under the limit"},
 	{name: RuleSamples, needs: "records.jsonl", check: checkSamples},
+	{name: RuleSummaries, needs: "vllm bench serve --save-detailed", check: checkSummaries,
+		failed: "a result file whose summary percentiles agree with its own per-request arrays (rerun vllm bench serve, or find what edited the file)"},
 	{name: RuleSpread, check: checkSpread, notRecorded: "at least 2 rounds per side, interleaved (--rounds 4: A/B/B/A)"},
 }
 
@@ -241,16 +244,25 @@ func checkErrors(e *ruleEvidence) finding {
 }
 
 func checkClient(e *ruleEvidence) finding {
-	return perStep(e.levels, func(side string, s *Step) (bad, unknown []string) {
+	f := perStep(e.levels, func(side string, s *Step) (bad, unknown []string) {
 		if s.Validity == nil {
 			return nil, []string{stepName(side, s)}
 		}
-		if i := slices.Index(s.Validity.Flags, sweep.FlagClientSaturated); i >= 0 {
-			return []string{stepName(side, s) + " (" + s.Validity.Reasons[i] + ")"}, nil
+		for i, fl := range s.Validity.Flags {
+			if IsClientFlag(fl) && i < len(s.Validity.Reasons) {
+				bad = append(bad, stepName(side, s)+" ("+s.Validity.Reasons[i]+")")
+			}
 		}
-		return nil, nil
+		return bad, nil
 	}, func(bad []string) string { return "client saturated in " + strings.Join(bad, "; ") },
 		"client send lag not recorded for ", "send lag within the limit in all %d %s")
+	if len(e.reruns) > 0 {
+		f.detail += "; " + strings.Join(e.reruns, "; ")
+		if f.status == StatusFailed {
+			f.detail += fmt.Sprintf(" (still flagged after the reruns allowed: %d per round, %d in all)", MaxRoundReruns, len(e.reruns))
+		}
+	}
+	return f
 }
 
 func checkIdle(e *ruleEvidence) finding {
@@ -318,6 +330,19 @@ func checkSamples(e *ruleEvidence) finding {
 			next: fmt.Sprintf("%d more requests per side (raise --num-prompts or --rounds)", more)}
 	}
 	return finding{status: StatusOK, detail: "samples per side: " + orNone(fine)}
+}
+
+func checkSummaries(e *ruleEvidence) finding {
+	var bad []string
+	eachStep(e.levels, func(side string, s *Step) {
+		if len(s.Contradictions) > 0 {
+			bad = append(bad, stepName(side, s)+": "+strings.Join(s.Contradictions, "; "))
+		}
+	})
+	if len(bad) > 0 {
+		return finding{status: StatusFailed, detail: "the file's summary contradicts its own per-request arrays in " + strings.Join(bad, "; ")}
+	}
+	return finding{status: StatusOK, detail: "no recorded percentile contradicts the per-request samples"}
 }
 
 func checkSpread(e *ruleEvidence) finding {

@@ -123,6 +123,22 @@ func HasFigure(ths []Threshold, metric string) bool {
 	return false
 }
 
+// FormatThresholds writes ths as --max-regression reads it
+// (ParseThresholds gives ths back exactly): NAME=LIMIT pairs, the limit a
+// percentage when that reads back to the same fraction, else the fraction.
+func FormatThresholds(ths []Threshold) string {
+	parts := make([]string, 0, len(ths))
+	for _, t := range ths {
+		pct := strconv.FormatFloat(100*t.Max, 'g', -1, 64)
+		lim := pct + "%"
+		if v, err := strconv.ParseFloat(pct, 64); err != nil || v/100 != t.Max {
+			lim = strconv.FormatFloat(t.Max, 'g', -1, 64)
+		}
+		parts = append(parts, t.Name()+"="+lim)
+	}
+	return strings.Join(parts, ",")
+}
+
 // DropGoodput returns ths without the goodput figure (without an SLO there
 // is no good request to count).
 func DropGoodput(ths []Threshold) []Threshold {

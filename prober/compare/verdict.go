@@ -1,7 +1,9 @@
 package compare
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
@@ -14,6 +16,10 @@ const (
 	StatusOK          Status = "ok"
 	StatusFailed      Status = "failed"
 	StatusNotRecorded Status = "not-recorded"
+	// StatusUndecided is a figure's whose interval reaches its limit
+	// without showing a regression beyond it: the evidence decides
+	// neither way (Figure.NeedPerSide estimates what would).
+	StatusUndecided Status = "undecided"
 )
 
 // Outcomes of a comparison (Verdict.Outcome) and of a single-input check.
@@ -58,6 +64,7 @@ const (
 	RuleIdle         = "idle proof"
 	RuleRounds       = "rounds valid"
 	RuleSamples      = "samples per percentile"
+	RuleSummaries    = "summaries match samples"
 	RuleSpread       = "spread between rounds"
 )
 
@@ -76,8 +83,10 @@ type Figure struct {
 	// Name is the threshold's name ("tpot_p99"), Level the level label.
 	Name  string `json:"figure"`
 	Level string `json:"level"`
-	// Status: ok (no significant regression beyond the limit), failed (a
-	// regression beyond the limit), not-recorded (it could not be
+	// Status: ok (the whole interval lies below the limit), failed (a
+	// regression beyond the limit: the interval excludes no change and the
+	// change is beyond the limit), undecided (the interval reaches the
+	// limit without such a regression), not-recorded (it could not be
 	// computed).
 	Status Status `json:"status"`
 	// Unit is "ms" or "req/s".
@@ -99,6 +108,10 @@ type Figure struct {
 	// NBaseline and NCandidate are the samples (requests) behind it.
 	NBaseline  int `json:"n_baseline"`
 	NCandidate int `json:"n_candidate"`
+	// NeedPerSide, for an undecided figure, estimates the requests per
+	// side that would decide it (0: none, or no amount of the same
+	// evidence would: evidenceToDecide).
+	NeedPerSide int `json:"need_per_side,omitempty"`
 	// Detail says it in words.
 	Detail string `json:"detail"`
 }
@@ -146,6 +159,10 @@ type Options struct {
 	Iters int
 	Conf  float64
 	Seed  uint64
+	// Reruns names the rounds rerun because their client was flagged
+	// ("round 2 (candidate) rerun: ..."; Procedure.Run), for the client
+	// rule's detail.
+	Reruns []string
 
 	// prices are the baseline's and the candidate's CostPerHour (Compare
 	// sets them from the evidence).
@@ -160,10 +177,13 @@ type level struct {
 
 // Compare applies every validity rule to the evidence of baseline and
 // candidate and compares each threshold's figure at every level both sides
-// ran. The verdict is inconclusive when a rule failed or is not recorded
-// (listing what to add), fail when a figure regressed beyond its limit with
-// an interval that excludes no change, and pass otherwise ("no significant
-// difference" passes).
+// ran. The verdict is inconclusive when a rule failed or is not recorded,
+// or a figure is not recorded (listing what to add); else fail when a
+// figure regressed beyond its limit with an interval that excludes no
+// change; else inconclusive when a figure's interval reaches its limit
+// (undecided: the evidence cannot rule out a regression beyond it; Missing
+// estimates the requests per side that would decide); pass only when
+// every figure's whole interval lies below its limit.
 func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 	if o.Vary == nil {
 		o.Vary = DefaultVary
@@ -179,7 +199,7 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 	levels, only := pairLevels(baseline, candidate)
 
 	v.Fields = DiffFields(baseline.Fields, candidate.Fields, o.Vary)
-	v.Rules = applyRules(&ruleEvidence{levels: levels, only: only, fields: v.Fields, vary: o.Vary, ths: o.Thresholds})
+	v.Rules = applyRules(&ruleEvidence{levels: levels, only: only, fields: v.Fields, vary: o.Vary, ths: o.Thresholds, reruns: o.Reruns})
 
 	for i, l := range levels {
 		for j, t := range o.Thresholds {
@@ -194,16 +214,51 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 		}
 		inconclusive = true
 		v.Reasons = append(v.Reasons, r.Name+" "+string(r.Status)+": "+r.Detail)
-		if r.Next != "" && !slices.Contains(v.Missing, r.Next) {
-			v.Missing = append(v.Missing, r.Next)
-		}
+		addMissing(v, r.Next)
 	}
-	var regressed []string
+	if len(levels) == 0 {
+		inconclusive = true
+		v.Reasons = append(v.Reasons, "no level was measured on both sides")
+	}
+	regressed, undecided, notRecorded := figureReasons(v, o)
+	if len(notRecorded) > 0 {
+		inconclusive = true
+		v.Reasons = append(v.Reasons, notRecorded...)
+	}
+	switch {
+	case inconclusive || len(regressed) == 0 && len(undecided) > 0:
+		v.Outcome = OutcomeInconclusive
+		// Regressions seen on invalid evidence are still worth reading.
+		for _, r := range regressed {
+			v.Reasons = append(v.Reasons, "regression on evidence that is not valid: "+r)
+		}
+		v.Reasons = append(v.Reasons, undecided...)
+		if need, names := evidenceNeeded(v.Figures); need > 0 {
+			addMissing(v, fmt.Sprintf("about %d requests per side, all rounds together, to decide %s (raise --num-prompts or, "+
+				"surer, --rounds: the spread between rounds narrows only with more rounds)", need, names))
+		}
+		if undecidedWithout(v.Figures) {
+			addMissing(v, "more rounds per side (--rounds): an undecided figure's change rests on one round, or sits so close "+
+				"to its limit that more requests alone do not decide it")
+		}
+	case len(regressed) > 0:
+		v.Outcome = OutcomeFail
+		v.Reasons = append(v.Reasons, regressed...)
+	default:
+		v.Outcome = OutcomePass
+		v.Reasons = append(v.Reasons, "every rule holds and every figure's interval lies below its limit")
+	}
+	return v
+}
+
+// figureReasons adds the evidence to add for each figure that is not
+// recorded and returns the regressions, the undecided figures and those
+// not recorded, in words.
+func figureReasons(v *Verdict, o Options) (regressed, undecided, notRecorded []string) {
 	for _, f := range v.Figures {
 		switch f.Status {
 		case StatusNotRecorded:
-			inconclusive = true
-			v.Reasons = append(v.Reasons, f.Name+" @ "+f.Level+" not-recorded: "+f.Detail)
+			notRecorded = append(notRecorded, f.Name+" @ "+f.Level+" not-recorded: "+f.Detail)
 			next := "per-request samples of both sides (llmprobe records.jsonl, or vllm bench serve --save-detailed)"
 			switch {
 			case f.Name == FigureGoodput && o.SLO.IsZero():
@@ -211,32 +266,44 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 			case f.Name == FigureCost && !(o.prices[0] > 0 && o.prices[1] > 0):
 				next = "the price per hour of both sides (--cost-per-hour, or --baseline-cost-per-hour and --candidate-cost-per-hour)"
 			}
-			if !slices.Contains(v.Missing, next) {
-				v.Missing = append(v.Missing, next)
-			}
+			addMissing(v, next)
+		case StatusUndecided:
+			undecided = append(undecided, f.Name+" @ "+f.Level+" "+f.Detail)
 		case StatusFailed:
 			regressed = append(regressed, f.Name+" @ "+f.Level+": "+f.Detail)
 		}
 	}
-	if len(levels) == 0 {
-		inconclusive = true
-		v.Reasons = append(v.Reasons, "no level was measured on both sides")
-	}
-	switch {
-	case inconclusive:
-		v.Outcome = OutcomeInconclusive
-		// Regressions seen on invalid evidence are still worth reading.
-		for _, r := range regressed {
-			v.Reasons = append(v.Reasons, "regression on evidence that is not valid: "+r)
+	return regressed, undecided, notRecorded
+}
+
+// evidenceNeeded is the largest estimate of the undecided figures (0 when
+// none has one) and their names.
+func evidenceNeeded(figs []Figure) (need int, names string) {
+	var ns []string
+	for _, f := range figs {
+		if f.Status == StatusUndecided && f.NeedPerSide > 0 {
+			need = max(need, f.NeedPerSide)
+			ns = append(ns, f.Name+" @ "+f.Level)
 		}
-	case len(regressed) > 0:
-		v.Outcome = OutcomeFail
-		v.Reasons = append(v.Reasons, regressed...)
-	default:
-		v.Outcome = OutcomePass
-		v.Reasons = append(v.Reasons, "every rule holds and no figure regressed beyond its limit")
 	}
-	return v
+	return need, strings.Join(ns, ", ")
+}
+
+// undecidedWithout reports whether an undecided figure has no estimate of
+// the requests that would decide it.
+func undecidedWithout(figs []Figure) bool {
+	for _, f := range figs {
+		if f.Status == StatusUndecided && f.NeedPerSide == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func addMissing(v *Verdict, next string) {
+	if next != "" && !slices.Contains(v.Missing, next) {
+		v.Missing = append(v.Missing, next)
+	}
 }
 
 // pairLevels groups both sides' steps by level label, in the baseline's
