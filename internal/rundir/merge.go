@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/capfile"
@@ -33,10 +34,17 @@ type MergeOptions struct {
 // the statistics recomputed from the records (sweep.Merger), validity and
 // knee recomputed, shard 0's /metrics snapshots (each shard read the whole
 // server), result.json, the reports and a manifest whose fingerprint has no
-// shard. Fingerprints must match in all but the shard fields.
+// shard. Fingerprints must match in all but the shard fields. Every shard
+// must verify against its own manifest (artifacts.Verify) and no
+// request_id may appear twice: a tampered or duplicated shard is refused
+// before anything is written, so a merge never gives an edited shard a
+// fresh manifest.
 func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 	shards := make([]*sweep.Result, len(dirs))
 	for i, d := range dirs {
+		if err := verifyShard(i, d); err != nil {
+			return nil, err
+		}
 		r, err := report.Load(d)
 		if err != nil {
 			return nil, fmt.Errorf("merge: %w", err)
@@ -78,8 +86,9 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 	if err != nil {
 		return fail(errors.Join(err, recs.Close()))
 	}
-	for _, d := range dirs {
-		if err := mergeRecords(filepath.Join(d, artifacts.RecordsFile), m, recs); err != nil {
+	ids := map[string]int{}
+	for i, d := range dirs {
+		if err := mergeRecords(i, d, m, recs, ids); err != nil {
 			return fail(errors.Join(err, recs.Close(), errs.Close()))
 		}
 		if err := copyInto(filepath.Join(d, artifacts.ErrorsFile), errs); err != nil {
@@ -120,10 +129,40 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 	return out, errors.Join(ferrs...)
 }
 
-// mergeRecords reads one shard's records.jsonl into m and appends each
-// line to recs.
-func mergeRecords(path string, m *sweep.Merger, recs *artifacts.Appender) error {
+// verifyShard checks shard i's run directory against its manifest: a
+// directory without one (a killed run) or with a file missing, changed or
+// not listed is refused, the error naming the shard and every finding.
+func verifyShard(i int, dir string) error {
+	v, err := artifacts.Verify(dir, artifacts.VerifyOptions{})
+	if err != nil {
+		return fmt.Errorf("merge: shard %d (%s) cannot be verified: %w", i, dir, err)
+	}
+	if len(v.Problems) == 0 {
+		return nil
+	}
+	ps := make([]string, len(v.Problems))
+	for k, p := range v.Problems {
+		ps[k] = p.String()
+	}
+	return fmt.Errorf("merge: shard %d (%s) does not match its manifest, refusing to merge it: %s",
+		i, dir, strings.Join(ps, "; "))
+}
+
+// mergeRecords reads shard i's records.jsonl (in dir) into m and appends
+// each line to recs; ids maps each request_id seen so far to its shard, and
+// a request_id seen before is refused.
+func mergeRecords(i int, dir string, m *sweep.Merger, recs *artifacts.Appender, ids map[string]int) error {
+	path := filepath.Join(dir, artifacts.RecordsFile)
+	line := 0
 	err := artifacts.ReadRecords(path, func(l artifacts.RecordLine, raw []byte) error {
+		line++
+		if id := l.Record.RequestID; id != "" {
+			if k, dup := ids[id]; dup {
+				return fmt.Errorf("shard %d (%s) line %d: request_id %q appears twice (first in shard %d): the shards overlap",
+					i, path, line, id, k)
+			}
+			ids[id] = i
+		}
 		if err := m.Add(l.Step, l.Record); err != nil {
 			return err
 		}
