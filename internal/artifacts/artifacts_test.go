@@ -455,6 +455,18 @@ func TestVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []Problem{{Path: AnalysisFile, Kind: Invalid, Detail: "not a regular file"}}},
+		{"file replaced by a hard link", func(t *testing.T, dir string) {
+			// issue 22 risk: a hard link would read a file from elsewhere
+			// under the run's name.
+			p := filepath.Join(dir, AnalysisFile)
+			outside := filepath.Join(t.TempDir(), "elsewhere")
+			if err := os.Rename(p, outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(outside, p); err != nil {
+				t.Skip("no hard links:", err)
+			}
+		}, []Problem{{Path: AnalysisFile, Kind: Invalid, Detail: "the file has 2 hard links"}}},
 		{"manifest path escapes the directory", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(m map[string]any) {
 				files := m["files"].([]any)

@@ -129,7 +129,7 @@ func loadDir(dir, name string) (*Input, error) {
 	if err := verifyDir(dir); err != nil {
 		return nil, fmt.Errorf("%s: refusing to analyze it: %w", name, err)
 	}
-	b, err := capfile.ReadRegular(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
+	b, err := capfile.ReadOwned(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

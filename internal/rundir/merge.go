@@ -98,7 +98,7 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 		return fail(err)
 	}
 	for _, f := range []string{artifacts.MetricsBeforeFile, artifacts.MetricsDuringFile, artifacts.MetricsAfterFile} {
-		b, err := capfile.ReadRegular(filepath.Join(dirs[0], f), artifacts.MaxFileBytes)
+		b, err := capfile.ReadOwned(filepath.Join(dirs[0], f), artifacts.MaxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -168,7 +168,7 @@ func mergeRecords(i int, dir string, m *sweep.Merger, recs *artifacts.Appender, 
 // copyInto appends the file at path to a (nothing when it is missing),
 // streamed: a file that is not a regular file is refused.
 func copyInto(path string, a *artifacts.Appender) error {
-	f, err := capfile.OpenRegular(path)
+	f, err := capfile.OpenOwned(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
