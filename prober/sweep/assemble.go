@@ -93,6 +93,11 @@ func (r *runner) result(complete bool) *Result {
 			"capped at 100 % for display): the fraction of the step's requests that were good, times its arrival window over the time "+
 			"the server needed to finish them less one unloaded request latency; a level keeps up at 90 % or more.")
 	}
+	if c.Sharded() {
+		res.Notes = append(res.Notes, fmt.Sprintf("shard %d of %d: this shard sent each level at rate/%d, and its knee judges that share "+
+			"(its goodput and served throughput against rate/%d) while the server carried every shard's load; the sweep's knee, over "+
+			"every shard's records, is `llmprobe merge`'s.", c.ShardIndex, c.ShardCount, c.ShardCount, c.ShardCount))
+	}
 	if c.HasBurst() {
 		res.Notes = append(res.Notes, "rate inf is a burst, not an open loop: every request of the step was sent at once, so its latencies include queueing behind the whole burst; it is not used for the knee.")
 	}
