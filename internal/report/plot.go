@@ -47,8 +47,19 @@ var (
 )
 
 // legendRoom scales the y axis above the highest value so that the legend
-// (top left) sits above the data.
+// (top left) sits above the data; fitLegend raises it where the legend's
+// entries need more.
 const legendRoom = 1.45
+
+// legendPadding is the space between legend rows, in font sizes.
+const legendPadding = 0.4
+
+// panel is one plot of a two-panel SVG and the highest value it draws,
+// which fitLegend keeps below the legend.
+type panel struct {
+	*plot.Plot
+	top float64
+}
 
 // newPlot returns a plot with the common layout: title, grid, legend at the
 // top left.
@@ -61,6 +72,9 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.XOffs = vg.Points(6)
+	// Rows a line apart: without padding each row's text touched the
+	// next (issue 22 V6).
+	p.Legend.Padding = legendPadding * p.Legend.TextStyle.Font.Size
 	p.Add(plotter.NewGrid())
 	p.X.Tick.Marker = niceTicks{}
 	p.Y.Tick.Marker = niceTicks{}
@@ -295,7 +309,9 @@ func xRange(series ...plotter.XYs) (lo, hi float64) {
 	}
 	span := hi - min
 	if span <= 0 {
-		span = hi / 10
+		// One level: centred on an axis from 0 (issue 22 V6: it sat on
+		// the right edge).
+		return 0, 2 * hi
 	}
 	step := math.Pow(10, math.Floor(math.Log10(span)))
 	lo = math.Max(0, math.Floor((min-span*0.1)/step)*step)
@@ -341,7 +357,7 @@ func GoodputSVG(res *sweep.Result) ([]byte, error) {
 	return savePanels(top, bottom)
 }
 
-func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
+func goodputPlot(res *sweep.Result) (*panel, error) {
 	p := newPlot(GoodputTitleRate, "offered rate (req/s)", "requests/s")
 	if closed(res) {
 		p.Title.Text = GoodputTitleConcurrency
@@ -362,7 +378,7 @@ func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
 		return st.Stats.RequestThroughput
 	})
 	if len(good)+len(thr)+len(bad) == 0 {
-		return p, noData(p)
+		return &panel{Plot: p}, noData(p)
 	}
 	xmax := maxX(good, thr, bad)
 	top := maxY(good, thr, bad)
@@ -390,10 +406,10 @@ func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = xRange(good, thr, bad)
 	p.Y.Min = 0
 	p.Y.Max = top * legendRoom
-	return p, nil
+	return &panel{Plot: p, top: top}, nil
 }
 
-func keepUpPlot(res *sweep.Result) (*plot.Plot, error) {
+func keepUpPlot(res *sweep.Result) (*panel, error) {
 	p := newPlot(KeepUpTitle, "offered rate (req/s)", "keep-up (%)")
 	if closed(res) {
 		p.X.Label.Text = "concurrency"
@@ -402,7 +418,7 @@ func keepUpPlot(res *sweep.Result) (*plot.Plot, error) {
 	kept := levelSeries(res, isValid, get)
 	bad := points(res, isInvalid, get)
 	if len(kept)+len(bad) == 0 {
-		return p, noData(p)
+		return &panel{Plot: p}, noData(p)
 	}
 	xmax := maxX(kept, bad)
 	r := 100 * ratio
@@ -424,7 +440,7 @@ func keepUpPlot(res *sweep.Result) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = x0, x1
 	p.Y.Min, p.Y.Max = lo, 100+(100-lo)*0.3
 	p.Y.Tick.Marker = percentTicks{}
-	return p, nil
+	return &panel{Plot: p, top: 100}, nil
 }
 
 // minY returns the smallest Y of the series (+Inf when none).
@@ -441,7 +457,7 @@ func minY(series ...plotter.XYs) float64 {
 // latencyPlot draws one metric's p50/p90/p99 against the level with its SLO
 // threshold (thr > 0) and the knee, on a log scale when the values span
 // more than two decades.
-func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.Latency, thr float64) (*plot.Plot, error) {
+func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.Latency, thr float64) (*panel, error) {
 	p := newPlot(title, "offered rate (req/s)", "ms")
 	if closed(res) {
 		p.X.Label.Text = "concurrency"
@@ -465,7 +481,7 @@ func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.La
 	bad := points(res, func(st *sweep.Step) bool { return !st.InKnee() && has(st) }, func(st *sweep.Step) float64 { return get(st).P99 })
 	all = append(all, bad)
 	if maxX(all...) == 0 {
-		return p, noData(p)
+		return &panel{Plot: p}, noData(p)
 	}
 	top := maxY(all...)
 	if thr > 0 {
@@ -513,7 +529,7 @@ func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.La
 		p.Y.Min = 0
 		p.Y.Max = top * legendRoom
 	}
-	return p, nil
+	return &panel{Plot: p, top: top}, nil
 }
 
 // minPositive returns the smallest Y > 0 of the series (+Inf when none).
@@ -563,21 +579,74 @@ func LatencySVG(res *sweep.Result) ([]byte, error) {
 }
 
 // savePanels draws two plots one above the other into an SVG.
-func savePanels(top, bottom *plot.Plot) ([]byte, error) {
-	w, h := 8*vg.Inch, 9*vg.Inch
-	c := vgsvg.New(w, h)
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadX: vg.Points(6), PadY: vg.Points(18)}
-	plots := [][]*plot.Plot{{top}, {bottom}}
-	canvases := plot.Align(plots, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
+func savePanels(top, bottom *panel) ([]byte, error) {
+	c := vgsvg.New(panelsWidth, panelsHeight)
+	canvases := layoutPanels(top, bottom, draw.New(c))
+	top.Draw(canvases[0])
+	bottom.Draw(canvases[1])
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("write svg: %w", err)
 	}
 	return buf.Bytes(), nil
 }
+
+// The size of a two-panel SVG.
+const (
+	panelsWidth  = 8 * vg.Inch
+	panelsHeight = 9 * vg.Inch
+)
+
+// layoutPanels aligns the two plots on dc, one above the other, raises
+// each one's y axis so that its data stays below its legend (fitLegend),
+// and returns their canvases.
+func layoutPanels(top, bottom *panel, dc draw.Canvas) [2]draw.Canvas {
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadX: vg.Points(6), PadY: vg.Points(18)}
+	plots := [][]*plot.Plot{{top.Plot}, {bottom.Plot}}
+	cs := plot.Align(plots, tiles, dc)
+	fitLegend(top, cs[0][0])
+	fitLegend(bottom, cs[1][0])
+	cs = plot.Align(plots, tiles, dc) // the y tick labels may have widened
+	return [2]draw.Canvas{cs[0][0], cs[1][0]}
+}
+
+// legendGap is the room kept between the legend and the highest data.
+const legendGap = vg.Length(4)
+
+// legendClear is the fraction of p's data height below its legend (at the
+// top of the data area, which the legend's canvas reaches at least to):
+// where the data may go without running under the legend.
+func legendClear(p *plot.Plot, c draw.Canvas) float64 {
+	h := p.Legend.Rectangle(c).Size().Y
+	if h == 0 {
+		return 1
+	}
+	return 1 - float64(h+legendGap)/float64(p.DataCanvas(c).Size().Y)
+}
+
+// fitLegend raises pn's y axis maximum when its highest data would reach
+// into the legend (issue 22 V6: the legend overlapped the lines): the data
+// then takes legendClear of the height, at least minDataShare.
+func fitLegend(pn *panel, c draw.Canvas) {
+	p := pn.Plot
+	if !(pn.top > p.Y.Min) {
+		return
+	}
+	free := math.Max(legendClear(p, c), minDataShare)
+	if p.Y.Norm(pn.top) <= free {
+		return
+	}
+	if _, ok := p.Y.Scale.(plot.LogScale); ok && p.Y.Min > 0 {
+		lo := math.Log10(p.Y.Min)
+		p.Y.Max = math.Pow(10, lo+(math.Log10(pn.top)-lo)/free)
+		return
+	}
+	p.Y.Max = p.Y.Min + (pn.top-p.Y.Min)/free
+}
+
+// minDataShare is the least of a panel's height its data keeps, however
+// many legend entries it has.
+const minDataShare = 0.4
 
 func savePlot(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	wt, err := p.WriterTo(w, h, "svg")

@@ -95,11 +95,11 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		if queued(res) {
 			cells = append(cells, p50(x.QueueTime), p99(x.QueueTime))
 		}
-		cells = append(cells, num(x.TTFT.P50), p99(x.TTFT))
+		cells = append(cells, p50(x.TTFT), p99(x.TTFT))
 		if content {
 			cells = append(cells, p50(x.TTFTText), p99(x.TTFTText))
 		}
-		cells = append(cells, num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, mark)
+		cells = append(cells, p50(x.TPOT), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, mark)
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {

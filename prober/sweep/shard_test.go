@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
 func TestShardValidation(t *testing.T) {
@@ -99,5 +101,32 @@ func TestShardKneeJudgesShare(t *testing.T) {
 	full.Stats.RequestedRate, full.Stats.RequestThroughput = 10, 0.999*10/shards
 	if l := aggregate(full.Label, 10, ModeOpen, []*Step{full}, DefaultGoodputRatio); l.Passes || l.Outcome.Offered != 10 {
 		t.Errorf("unsharded step serving a quarter of its rate: passes %v, offered %v", l.Passes, l.Outcome.Offered)
+	}
+}
+
+// TestStepDoneFields is issue 22 V6's step log: without an SLO it printed
+// goodput=1.72 where the table prints a dash, and a step without successes
+// logged p99s of 0.
+func TestStepDoneFields(t *testing.T) {
+	st := &Step{Validity: Validity{Valid: true}}
+	st.Stats.Completed, st.Stats.RequestThroughput, st.Stats.RequestGoodput = 10, 1.72, 1.72
+	st.Stats.TTFT = Latency{Summary: stats.Summary{N: 10, P99: 12.5}}
+	field := func(kv []any, key string) any {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == key {
+				return kv[i+1]
+			}
+		}
+		return nil
+	}
+	kv := stepDoneFields(st, false)
+	if g := field(kv, "goodput"); g != "-" {
+		t.Errorf("no SLO: goodput=%v, want -", g)
+	}
+	if g := field(stepDoneFields(st, true), "goodput"); g != "1.72" {
+		t.Errorf("with an SLO: goodput=%v, want 1.72", g)
+	}
+	if p, q := field(kv, "ttft_p99_ms"), field(kv, "tpot_p99_ms"); p != "12.5" || q != "-" {
+		t.Errorf("ttft_p99_ms=%v tpot_p99_ms=%v, want 12.5 and - (no samples)", p, q)
 	}
 }
