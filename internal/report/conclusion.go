@@ -137,13 +137,7 @@ func verdict(res *sweep.Result) []string {
 			invalid++
 		}
 	}
-	rule := fmt.Sprintf("keep-up of at least %s", pct(ratio))
-	if closed(res) {
-		rule = fmt.Sprintf("at least %s of the completed requests good", pct(ratio))
-	}
-	if sloSet(res) {
-		rule += " and every SLO p99 within its threshold (" + sloText(res) + ")"
-	}
+	rule := passRule(res)
 	k := res.Knee
 	short := tooShortAbove(res, k.Low)
 	if k.Upper > 0 { // only those below the first failure can hold the knee
@@ -166,44 +160,8 @@ func verdict(res *sweep.Result) []string {
 			v += " " + boundText(res.Steps[up])
 		}
 		out = append(out, v)
-	case k.Low > 0 && k.Upper > 0:
-		out = append(out, fmt.Sprintf("**No knee stated** (%s): %s. The knee is somewhere in that bracket; "+
-			"run the sweep again with a larger step budget or longer steps to state it.", bracketText(k), k.Reason))
-	case k.Low > 0 && len(short) > 0:
-		out = append(out, fmt.Sprintf("**No knee found.** Every level that could be decided kept up, up to %s; the higher %s, "+
-			"so the knee is at least %s but was not located. %s", levelText(res, k.Low), shortPhrase(res, short), levelText(res, k.Low), longerSteps))
-	case k.Low > 0:
-		if inv := invalidAbove(res, k.Low); len(inv) > 0 {
-			out = append(out, fmt.Sprintf("**No knee found.** Every valid level kept up, up to %s; the higher %s, "+
-				"which says nothing about the server, so the knee is at least %s but was not located.",
-				levelText(res, k.Low), invalidPhrase(res, inv), levelText(res, k.Low)))
-		} else {
-			out = append(out, fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
-				"The knee is above that; run higher levels to find it.", levelText(res, k.Low)))
-		}
-	case invalid == len(res.Steps):
-		out = append(out, "**No knee can be decided: every step is invalid** (see Validity checks). Fix the cause and run again.")
-	case k.Upper == 0 && len(short) > 0:
-		out = append(out, fmt.Sprintf("**No knee found: no level could be decided.** The %s, though they kept up (keep-up %s). %s",
-			shortPhrase(res, short), keepUpList(res, short), longerSteps))
 	default:
-		v := "**No knee found: no level tried kept up**"
-		if len(short) > 0 {
-			v = "**No knee found: no level that could be decided kept up**"
-		}
-		if k.Upper > 0 {
-			v += fmt.Sprintf(", not even %s", levelText(res, k.Upper))
-			if i := firstAt(res, k.Upper); i >= 0 {
-				if why := whyFails(res.Steps[i]); len(why) > 0 {
-					v += " (" + strings.Join(why, "; ") + ")"
-				}
-			}
-		}
-		if len(short) > 0 {
-			out = append(out, v+fmt.Sprintf(". The lower %s, though they kept up (keep-up %s): the knee may lie there. %s", shortPhrase(res, short), keepUpList(res, short), longerSteps))
-		} else {
-			out = append(out, v+". The knee is below the lowest level; run lower levels or check the SLO.")
-		}
+		out = append(out, noKneeText(res, short, invalid))
 	}
 	if k.Stop != "" {
 		out = append(out, "The adaptive search stopped early: "+k.Stop+".")
@@ -340,4 +298,62 @@ func firstAt(res *sweep.Result, v float64) int {
 		}
 	}
 	return fallback
+}
+
+// passRule says what a level needs to pass, in words.
+func passRule(res *sweep.Result) string {
+	rule := fmt.Sprintf("keep-up of at least %s", pct(ratio))
+	if closed(res) {
+		rule = fmt.Sprintf("at least %s of the completed requests good", pct(ratio))
+	}
+	if sloSet(res) {
+		rule += " and every SLO p99 within its threshold (" + sloText(res) + ")"
+	}
+	return rule
+}
+
+// noKneeText is the verdict's paragraph when no knee was found: a bracket
+// not stated, levels too short to decide, every level passing, every step
+// invalid, or no level keeping up. short are the levels too short to
+// decide that could hold the knee; invalid counts the invalid steps.
+func noKneeText(res *sweep.Result, short []float64, invalid int) string {
+	k := res.Knee
+	switch {
+	case k.Low > 0 && k.Upper > 0:
+		return fmt.Sprintf("**No knee stated** (%s): %s. The knee is somewhere in that bracket; "+
+			"run the sweep again with a larger step budget or longer steps to state it.", bracketText(k), k.Reason)
+	case k.Low > 0 && len(short) > 0:
+		return fmt.Sprintf("**No knee found.** Every level that could be decided kept up, up to %s; the higher %s, "+
+			"so the knee is at least %s but was not located. %s", levelText(res, k.Low), shortPhrase(res, short), levelText(res, k.Low), longerSteps)
+	case k.Low > 0:
+		if inv := invalidAbove(res, k.Low); len(inv) > 0 {
+			return fmt.Sprintf("**No knee found.** Every valid level kept up, up to %s; the higher %s, "+
+				"which says nothing about the server, so the knee is at least %s but was not located.",
+				levelText(res, k.Low), invalidPhrase(res, inv), levelText(res, k.Low))
+		}
+		return fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
+			"The knee is above that; run higher levels to find it.", levelText(res, k.Low))
+	case invalid == len(res.Steps):
+		return "**No knee can be decided: every step is invalid** (see Validity checks). Fix the cause and run again."
+	case k.Upper == 0 && len(short) > 0:
+		return fmt.Sprintf("**No knee found: no level could be decided.** The %s, though they kept up (keep-up %s). %s",
+			shortPhrase(res, short), keepUpList(res, short), longerSteps)
+	}
+	v := "**No knee found: no level tried kept up**"
+	if len(short) > 0 {
+		v = "**No knee found: no level that could be decided kept up**"
+	}
+	if k.Upper > 0 {
+		v += fmt.Sprintf(", not even %s", levelText(res, k.Upper))
+		if i := firstAt(res, k.Upper); i >= 0 {
+			if why := whyFails(res.Steps[i]); len(why) > 0 {
+				v += " (" + strings.Join(why, "; ") + ")"
+			}
+		}
+	}
+	if len(short) > 0 {
+		return v + fmt.Sprintf(". The lower %s, though they kept up (keep-up %s): the knee may lie there. %s",
+			shortPhrase(res, short), keepUpList(res, short), longerSteps)
+	}
+	return v + ". The knee is below the lowest level; run lower levels or check the SLO."
 }

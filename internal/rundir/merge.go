@@ -39,18 +39,7 @@ type MergeOptions struct {
 // before anything is written, so a merge never gives an edited shard a
 // fresh manifest.
 func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
-	shards := make([]*sweep.Result, len(dirs))
-	for i, d := range dirs {
-		if err := verifyShard(i, d); err != nil {
-			return nil, err
-		}
-		r, err := report.Load(d)
-		if err != nil {
-			return nil, fmt.Errorf("merge: %w", err)
-		}
-		shards[i] = r
-	}
-	m, err := sweep.NewMerger(shards)
+	shards, m, err := loadShards(dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +115,27 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 		ferrs = append(ferrs, err)
 	}
 	return out, errors.Join(ferrs...)
+}
+
+// loadShards verifies and reads every shard's run directory and makes
+// their Merger.
+func loadShards(dirs []string) ([]*sweep.Result, *sweep.Merger, error) {
+	shards := make([]*sweep.Result, len(dirs))
+	for i, d := range dirs {
+		if err := verifyShard(i, d); err != nil {
+			return nil, nil, err
+		}
+		r, err := report.Load(d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge: %w", err)
+		}
+		shards[i] = r
+	}
+	m, err := sweep.NewMerger(shards)
+	if err != nil {
+		return nil, nil, err
+	}
+	return shards, m, nil
 }
 
 // verifyShard checks shard i's run directory against its manifest: a
