@@ -126,12 +126,12 @@ func exists(p string) bool {
 // covers its rounds): an edited result.json or records.jsonl is refused,
 // not analyzed.
 func loadDir(dir, name string) (*Input, error) {
-	if err := verifyDir(dir); err != nil {
-		return nil, fmt.Errorf("%s: refusing to analyze it: %w", name, err)
-	}
 	b, err := capfile.ReadOwned(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := verifyDir(dir); err != nil {
+		return nil, fmt.Errorf("%s: refusing to analyze it: %w", name, err)
 	}
 	var probe struct {
 		Compare *int `json:"llmprobe_compare_schema"`
