@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -96,6 +98,9 @@ func runAnalyze(e *env, f *analyzeFlags) int {
 			fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(err.Error()))
 		}
 		return compare.ExitBadInput
+	}
+	for _, p := range slices.Sorted(maps.Keys(out.Unverified)) {
+		fmt.Fprintf(e.stderr, "llmprobe: warning: %s: %s\n", p, out.Unverified[p])
 	}
 	if err := report.WriteAnalyze(e.stdout, f.format, out); err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: %v\n", err)

@@ -88,7 +88,10 @@ func (c *ResultCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
-	if res.Mode != sweep.ModeClosed {
+	// A shard where no level passed has no knee to publish: 0 would read as
+	// a knee of 0 (issue 22 V5); the merged run's is the sweep's.
+	shardNoKnee := res.Fingerprint.Load.Shard != nil && res.Knee.Estimate() == 0
+	if res.Mode != sweep.ModeClosed && !shardNoKnee {
 		put(NameRunKnee, res.Knee.Estimate(), c.run)
 	}
 	put(NameRunKneeBracketed, b(res.Knee.Found), c.run)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,7 @@ type Appender struct {
 
 	mu       sync.Mutex
 	f        *os.File
+	w        io.Writer // f, or a test's failing writer
 	bw       *bufio.Writer
 	err      error
 	closed   bool
@@ -46,6 +48,12 @@ type Appender struct {
 	stopOnce sync.Once
 	done     chan struct{} // closed when the flusher has ended
 	written  int64         // bytes accepted by Write (buffered or not)
+	// good is the file's size at the last record boundary known to be on
+	// the file (after a flush or a direct write that succeeded), and ends
+	// the end offsets of the records buffered since: after a write error
+	// (a full disk) Close truncates the file to the last whole record.
+	good int64
+	ends []int64
 }
 
 // Append opens an appender for name. It fails when name (or name.partial)
@@ -75,7 +83,7 @@ func (r *Run) Append(name string) (*Appender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", name, err)
 	}
-	a := &Appender{run: r, name: name, final: final, partial: partial, f: f, bw: bufio.NewWriterSize(f, 64<<10),
+	a := &Appender{run: r, name: name, final: final, partial: partial, f: f, w: f, bw: bufio.NewWriterSize(f, appendBuffer),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	r.open[name] = a
 	go a.flusher()
@@ -101,10 +109,15 @@ func (a *Appender) flusher() {
 	}
 }
 
+// appendBuffer is the size of an Appender's buffer.
+const appendBuffer = 64 << 10
+
 // flushLocked writes the buffer out; the caller holds a.mu.
 func (a *Appender) flushLocked() {
 	if err := a.bw.Flush(); err != nil {
 		a.err = fmt.Errorf("flush %s: %w", a.name, err)
+	} else {
+		a.good, a.ends = a.written, a.ends[:0]
 	}
 	a.dirty = false
 }
@@ -135,8 +148,9 @@ func (a *Appender) writeLocked(p []byte) (int, error) {
 	}
 	var n int
 	var err error
-	if len(p) > a.bw.Available() {
-		n, err = a.f.Write(p)
+	direct := len(p) > a.bw.Available()
+	if direct {
+		n, err = a.w.Write(p)
 	} else {
 		n, err = a.bw.Write(p)
 		a.dirty = true
@@ -145,6 +159,11 @@ func (a *Appender) writeLocked(p []byte) (int, error) {
 	if err != nil {
 		a.err = fmt.Errorf("write %s: %w", a.name, err)
 		return n, a.err
+	}
+	if direct {
+		a.good = a.written // the buffer was empty: the file ends on this record
+	} else {
+		a.ends = append(a.ends, a.written)
 	}
 	return n, nil
 }
@@ -186,7 +205,9 @@ func (a *Appender) Flush() error {
 // Close flushes, fsyncs and closes the file and renames name.partial to
 // name, then syncs the directory. It renames even when an earlier write or
 // the flush failed (an interrupted run keeps what it wrote) and returns the
-// first error. Close is idempotent: later calls return the first result.
+// first error; a write that failed part way (a full disk) leaves no half
+// record: the file is first truncated to its last whole record, and the
+// error says so. Close is idempotent: later calls return the first result.
 func (a *Appender) Close() error {
 	a.stopOnce.Do(func() { close(a.stop); <-a.done })
 	a.mu.Lock()
@@ -199,8 +220,17 @@ func (a *Appender) Close() error {
 	if a.err != nil {
 		errs = append(errs, a.err)
 	}
-	if err := a.bw.Flush(); err != nil && a.err == nil {
-		errs = append(errs, fmt.Errorf("flush %s: %w", a.name, err))
+	if a.err == nil {
+		if err := a.bw.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("flush %s: %w", a.name, err))
+		} else {
+			a.good, a.ends = a.written, a.ends[:0]
+		}
+	}
+	if len(errs) > 0 {
+		if err := a.truncateLocked(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := a.f.Sync(); err != nil {
 		errs = append(errs, fmt.Errorf("sync %s: %w", a.name, err))
@@ -218,6 +248,31 @@ func (a *Appender) Close() error {
 	a.run.mu.Unlock()
 	a.cerr = errors.Join(errs...)
 	return a.cerr
+}
+
+// truncateLocked cuts the file after a write error to its last whole
+// record: the largest record end on the file (a.good, or a buffered
+// record's end that a partial flush wrote out). The error reports the cut;
+// nil when the file already ends on a record. The caller holds a.mu.
+func (a *Appender) truncateLocked() error {
+	fi, err := a.f.Stat()
+	if err != nil {
+		return fmt.Errorf("truncate %s to its last whole record: %w", a.name, err)
+	}
+	size, keep := fi.Size(), a.good
+	for _, e := range a.ends {
+		if e <= size {
+			keep = e
+		}
+	}
+	if size <= keep {
+		return nil
+	}
+	if err := a.f.Truncate(keep); err != nil {
+		return fmt.Errorf("truncate %s to its last whole record: %w", a.name, err)
+	}
+	return fmt.Errorf("%s ended mid-record after the write error (%d bytes): truncated to its last whole record (%d bytes)",
+		a.name, size, keep)
 }
 
 // SnapshotMarker starts every section of a metrics snapshot file

@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -455,6 +457,18 @@ func TestVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []Problem{{Path: AnalysisFile, Kind: Invalid, Detail: "not a regular file"}}},
+		{"file replaced by a hard link", func(t *testing.T, dir string) {
+			// issue 22 risk: a hard link would read a file from elsewhere
+			// under the run's name.
+			p := filepath.Join(dir, AnalysisFile)
+			outside := filepath.Join(t.TempDir(), "elsewhere")
+			if err := os.Rename(p, outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(outside, p); err != nil {
+				t.Skip("no hard links:", err)
+			}
+		}, []Problem{{Path: AnalysisFile, Kind: Invalid, Detail: "the file has 2 hard links"}}},
 		{"manifest path escapes the directory", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(m map[string]any) {
 				files := m["files"].([]any)
@@ -680,4 +694,86 @@ func TestVerifyPartial(t *testing.T) {
 	}
 	recs.Close()
 	snaps.Close()
+}
+
+// fullDisk writes to f until budget bytes are spent, then fails with
+// ENOSPC after a partial write, as a full disk does.
+type fullDisk struct {
+	f      *os.File
+	budget int
+}
+
+func (d *fullDisk) Write(p []byte) (int, error) {
+	if len(p) <= d.budget {
+		d.budget -= len(p)
+		return d.f.Write(p)
+	}
+	n, _ := d.f.Write(p[:d.budget])
+	d.budget = 0
+	return n, syscall.ENOSPC
+}
+
+// TestAppenderFullDiskTruncates is issue 22's risk "on disk full the
+// .partial files are renamed with a half record": a write that fails part
+// way, buffered (a flush) or direct (a record larger than the buffer),
+// leaves the renamed file ending on its last whole record, Close's error
+// saying so, and the file verifies in Partial mode.
+func TestAppenderFullDiskTruncates(t *testing.T) {
+	line := func(i, size int) string {
+		return fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", size)) + "\n"
+	}
+	for _, tc := range []struct {
+		name   string
+		big    bool // the failing record is larger than the buffer
+		budget int
+	}{{"flush", false, 3*len(line(0, 100)) + 40}, {"direct write", true, 2*len(line(0, 100)) + 1000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun(t)
+			a, err := r.Append(RecordsFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.mu.Lock()
+			a.w = &fullDisk{f: a.f, budget: tc.budget}
+			a.bw = bufio.NewWriterSize(a.w, appendBuffer)
+			a.mu.Unlock()
+			var want string
+			for i := range 2 {
+				l := line(i, 100)
+				if _, err := a.Write([]byte(l)); err != nil {
+					t.Fatal(err)
+				}
+				want += l
+			}
+			if err := a.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.big {
+				l := line(2, 100)
+				if _, err := a.Write([]byte(l)); err != nil {
+					t.Fatal(err)
+				}
+				want += l // reaches the disk whole in the partial flush
+			}
+			size := 100
+			if tc.big {
+				size = appendBuffer
+			}
+			_, werr := a.Write([]byte(line(3, size)))
+			if err := a.Flush(); werr == nil && err == nil {
+				t.Fatal("no write error on a full disk")
+			}
+			err = a.Close()
+			if err == nil || !strings.Contains(err.Error(), "ended mid-record") || !strings.Contains(err.Error(), fmt.Sprintf("truncated to its last whole record (%d bytes)", len(want))) {
+				t.Errorf("Close = %v", err)
+			}
+			b, rerr := os.ReadFile(filepath.Join(r.Dir(), RecordsFile))
+			if rerr != nil || string(b) != want {
+				t.Errorf("file after Close = %d bytes (%v), want the %d bytes of the whole records", len(b), rerr, len(want))
+			}
+			if v, err := Verify(r.Dir(), VerifyOptions{Partial: true}); err != nil || len(v.Problems) != 0 {
+				t.Errorf("Verify partial = %v, %v", v.Problems, err)
+			}
+		})
+	}
 }

@@ -167,7 +167,7 @@ func hashDir(dir string) ([]File, error) {
 }
 
 func hashFile(p string) (string, int64, error) {
-	f, err := capfile.OpenRegular(p)
+	f, err := capfile.OpenOwned(p)
 	if err != nil {
 		return "", 0, err
 	}
@@ -192,7 +192,7 @@ const MaxFileBytes = 64 << 20
 // a schema_version newer than SchemaVersion.
 func ReadManifest(dir string) (Manifest, error) {
 	var m Manifest
-	b, err := capfile.ReadRegular(filepath.Join(dir, ManifestFile), MaxFileBytes)
+	b, err := capfile.ReadOwned(filepath.Join(dir, ManifestFile), MaxFileBytes)
 	if err != nil {
 		return m, fmt.Errorf("read manifest: %w", err)
 	}
@@ -268,6 +268,10 @@ func checkManifest(dir string, m *Manifest) []Problem {
 			continue
 		case !fi.Mode().IsRegular():
 			problems = append(problems, Problem{Path: f.Path, Kind: Invalid, Detail: "not a regular file"})
+			continue
+		case capfile.Links(fi) > 1:
+			le := capfile.LinkedError{Path: f.Path, Links: capfile.Links(fi)}
+			problems = append(problems, Problem{Path: f.Path, Kind: Invalid, Detail: le.Reason()})
 			continue
 		}
 		sum, n, err := hashFile(p)

@@ -29,7 +29,7 @@ const maxRecordLine = 256 << 20
 // error of fn, is returned as "PATH line N: ERR" (wrapping fn's error), and
 // reading stops there.
 func ReadRecords(path string, fn func(line RecordLine, raw []byte) error) error {
-	f, err := capfile.OpenRegular(path)
+	f, err := capfile.OpenOwned(path)
 	if err != nil {
 		return err
 	}

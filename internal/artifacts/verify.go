@@ -120,7 +120,7 @@ func (v *Verification) checkStreams(dir string) {
 // checkJSONLines counts the whole JSON-object lines of a JSON Lines file
 // and reports a line that does not parse or a last line without its newline.
 func checkJSONLines(path, rel string) (int, []Problem) {
-	f, err := capfile.OpenRegular(path)
+	f, err := capfile.OpenOwned(path)
 	if err != nil {
 		return 0, []Problem{{Path: rel, Kind: Invalid, Detail: err.Error()}}
 	}
@@ -151,7 +151,7 @@ func checkJSONLines(path, rel string) (int, []Problem) {
 // checkSnapshots reports a snapshot file that does not parse into sections
 // or ends without a newline.
 func checkSnapshots(path, rel string) []Problem {
-	b, err := capfile.ReadRegular(path, MaxFileBytes)
+	b, err := capfile.ReadOwned(path, MaxFileBytes)
 	if err != nil {
 		return []Problem{{Path: rel, Kind: Invalid, Detail: err.Error()}}
 	}

@@ -19,6 +19,10 @@ type AnalyzeOutput struct {
 	SLO        map[string]float64 `json:"comparison_slo_ms,omitempty"`
 	Decision   string             `json:"decision,omitempty"`
 	RollbackIf string             `json:"rollback_if,omitempty"`
+	// Unverified maps each input read without a manifest to check it
+	// against to why (an llmprobe run directory loads only when it
+	// verifies).
+	Unverified map[string]string `json:"unverified,omitempty"`
 	// Prices are the compared sides' USD per hour (markdown only).
 	Prices [2]float64 `json:"-"`
 }

@@ -137,14 +137,12 @@ func verdict(res *sweep.Result) []string {
 			invalid++
 		}
 	}
-	rule := fmt.Sprintf("keep-up of at least %s", pct(ratio))
-	if closed(res) {
-		rule = fmt.Sprintf("at least %s of the completed requests good", pct(ratio))
-	}
-	if sloSet(res) {
-		rule += " and every SLO p99 within its threshold (" + sloText(res) + ")"
-	}
+	rule := passRule(res)
 	k := res.Knee
+	short := tooShortAbove(res, k.Low)
+	if k.Upper > 0 { // only those below the first failure can hold the knee
+		short = slices.DeleteFunc(short, func(l float64) bool { return l > k.Upper })
+	}
 	switch {
 	case k.Found:
 		v := fmt.Sprintf("**Capacity knee: %s** (%s). Under this workload the endpoint keeps up to %s: %s.",
@@ -162,31 +160,8 @@ func verdict(res *sweep.Result) []string {
 			v += " " + boundText(res.Steps[up])
 		}
 		out = append(out, v)
-	case k.Low > 0 && k.Upper > 0:
-		out = append(out, fmt.Sprintf("**No knee stated** (%s): %s. The knee is somewhere in that bracket; "+
-			"run the sweep again with a larger step budget or longer steps to state it.", bracketText(k), k.Reason))
-	case k.Low > 0:
-		if inv := invalidAbove(res, k.Low); len(inv) > 0 {
-			out = append(out, fmt.Sprintf("**No knee found.** Every valid level kept up, up to %s; the higher %s, "+
-				"which says nothing about the server, so the knee is at least %s but was not located.",
-				levelText(res, k.Low), invalidPhrase(res, inv), levelText(res, k.Low)))
-		} else {
-			out = append(out, fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
-				"The knee is above that; run higher levels to find it.", levelText(res, k.Low)))
-		}
-	case invalid == len(res.Steps):
-		out = append(out, "**No knee can be decided: every step is invalid** (see Validity checks). Fix the cause and run again.")
 	default:
-		v := "**No knee found: no level tried kept up**"
-		if k.Upper > 0 {
-			v += fmt.Sprintf(", not even %s", levelText(res, k.Upper))
-			if i := firstAt(res, k.Upper); i >= 0 {
-				if why := whyFails(res.Steps[i]); len(why) > 0 {
-					v += " (" + strings.Join(why, "; ") + ")"
-				}
-			}
-		}
-		out = append(out, v+". The knee is below the lowest level; run lower levels or check the SLO.")
+		out = append(out, noKneeText(res, short, invalid))
 	}
 	if k.Stop != "" {
 		out = append(out, "The adaptive search stopped early: "+k.Stop+".")
@@ -217,6 +192,70 @@ func verdict(res *sweep.Result) []string {
 		out = append(out, "Knee rule: "+k.Reason+".")
 	}
 	return out
+}
+
+// longerSteps is the advice for levels too short to decide.
+const longerSteps = "Run longer steps (more --num-prompts, or --duration) so that each SLO p99 rests on at least 100 samples."
+
+// tooShortAbove returns the levels above min (every level when min is 0)
+// that were too short to decide: valid, not failing on keep-up, but with an
+// SLO p99 on fewer samples than it needs (sweep.VerdictTooShort). For an
+// adaptive search, a level whose every valid run was too short. Sorted.
+func tooShortAbove(res *sweep.Result, min float64) []float64 {
+	var out []float64
+	if res.SearchEnd != "" {
+		decided := map[float64]bool{}
+		short := map[float64]bool{}
+		for _, st := range res.Steps {
+			switch {
+			case !st.InKnee() || st.Search == nil:
+			case st.Search.Verdict == sweep.VerdictTooShort:
+				short[st.Level] = true
+			default:
+				decided[st.Level] = true
+			}
+		}
+		for l := range short {
+			if !decided[l] && l > min {
+				out = append(out, l)
+			}
+		}
+	} else {
+		for _, l := range res.Levels {
+			if l.Level > min && l.Outcome.Decide(ratio) == sweep.VerdictTooShort {
+				out = append(out, l.Level)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// shortPhrase is "level L was too short to decide" or "levels L1, L2 were
+// too short to decide", with why.
+func shortPhrase(res *sweep.Result, levels []float64) string {
+	parts := make([]string, len(levels))
+	for i, l := range levels {
+		parts[i] = levelText(res, l)
+	}
+	if len(levels) == 1 {
+		return "level " + parts[0] + " was too short to decide (an SLO p99 on fewer than 100 samples)"
+	}
+	return "levels " + strings.Join(parts, ", ") + " were too short to decide (SLO p99s on fewer than 100 samples)"
+}
+
+// keepUpList lists the keep-up of each level (the mean over its rounds).
+func keepUpList(res *sweep.Result, levels []float64) string {
+	parts := make([]string, 0, len(levels))
+	for _, l := range levels {
+		for _, lv := range res.Levels {
+			if lv.Level == l {
+				parts = append(parts, pct(math.Min(lv.GoodputRatio.Mean, 1)))
+				break
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // boundText says what limits the knee, from the first failing step: an SLO
@@ -259,4 +298,62 @@ func firstAt(res *sweep.Result, v float64) int {
 		}
 	}
 	return fallback
+}
+
+// passRule says what a level needs to pass, in words.
+func passRule(res *sweep.Result) string {
+	rule := fmt.Sprintf("keep-up of at least %s", pct(ratio))
+	if closed(res) {
+		rule = fmt.Sprintf("at least %s of the completed requests good", pct(ratio))
+	}
+	if sloSet(res) {
+		rule += " and every SLO p99 within its threshold (" + sloText(res) + ")"
+	}
+	return rule
+}
+
+// noKneeText is the verdict's paragraph when no knee was found: a bracket
+// not stated, levels too short to decide, every level passing, every step
+// invalid, or no level keeping up. short are the levels too short to
+// decide that could hold the knee; invalid counts the invalid steps.
+func noKneeText(res *sweep.Result, short []float64, invalid int) string {
+	k := res.Knee
+	switch {
+	case k.Low > 0 && k.Upper > 0:
+		return fmt.Sprintf("**No knee stated** (%s): %s. The knee is somewhere in that bracket; "+
+			"run the sweep again with a larger step budget or longer steps to state it.", bracketText(k), k.Reason)
+	case k.Low > 0 && len(short) > 0:
+		return fmt.Sprintf("**No knee found.** Every level that could be decided kept up, up to %s; the higher %s, "+
+			"so the knee is at least %s but was not located. %s", levelText(res, k.Low), shortPhrase(res, short), levelText(res, k.Low), longerSteps)
+	case k.Low > 0:
+		if inv := invalidAbove(res, k.Low); len(inv) > 0 {
+			return fmt.Sprintf("**No knee found.** Every valid level kept up, up to %s; the higher %s, "+
+				"which says nothing about the server, so the knee is at least %s but was not located.",
+				levelText(res, k.Low), invalidPhrase(res, inv), levelText(res, k.Low))
+		}
+		return fmt.Sprintf("**No knee found: the endpoint kept up at every level tried, up to %s.** "+
+			"The knee is above that; run higher levels to find it.", levelText(res, k.Low))
+	case invalid == len(res.Steps):
+		return "**No knee can be decided: every step is invalid** (see Validity checks). Fix the cause and run again."
+	case k.Upper == 0 && len(short) > 0:
+		return fmt.Sprintf("**No knee found: no level could be decided.** The %s, though they kept up (keep-up %s). %s",
+			shortPhrase(res, short), keepUpList(res, short), longerSteps)
+	}
+	v := "**No knee found: no level tried kept up**"
+	if len(short) > 0 {
+		v = "**No knee found: no level that could be decided kept up**"
+	}
+	if k.Upper > 0 {
+		v += fmt.Sprintf(", not even %s", levelText(res, k.Upper))
+		if i := firstAt(res, k.Upper); i >= 0 {
+			if why := whyFails(res.Steps[i]); len(why) > 0 {
+				v += " (" + strings.Join(why, "; ") + ")"
+			}
+		}
+	}
+	if len(short) > 0 {
+		return v + fmt.Sprintf(". The lower %s, though they kept up (keep-up %s): the knee may lie there. %s",
+			shortPhrase(res, short), keepUpList(res, short), longerSteps)
+	}
+	return v + ". The knee is below the lowest level; run lower levels or check the SLO."
 }

@@ -23,7 +23,7 @@ import (
 // artifacts.Create sanitized it, with any "-2" it added for a clash. Load
 // does not verify the files' hashes (artifacts.Verify does).
 func Load(dir string) (*sweep.Result, error) {
-	b, err := capfile.ReadRegular(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
+	b, err := capfile.ReadOwned(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load run: %w", err)
 	}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -12,7 +11,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -47,8 +45,19 @@ var (
 )
 
 // legendRoom scales the y axis above the highest value so that the legend
-// (top left) sits above the data.
+// (top left) sits above the data; fitLegend raises it where the legend's
+// entries need more.
 const legendRoom = 1.45
+
+// legendPadding is the space between legend rows, in font sizes.
+const legendPadding = 0.4
+
+// panel is one plot of a two-panel SVG and the highest value it draws,
+// which fitLegend keeps below the legend.
+type panel struct {
+	*plot.Plot
+	top float64
+}
 
 // newPlot returns a plot with the common layout: title, grid, legend at the
 // top left.
@@ -61,6 +70,9 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.XOffs = vg.Points(6)
+	// Rows a line apart: without padding each row's text touched the
+	// next (issue 22 V6).
+	p.Legend.Padding = legendPadding * p.Legend.TextStyle.Font.Size
 	p.Add(plotter.NewGrid())
 	p.X.Tick.Marker = niceTicks{}
 	p.Y.Tick.Marker = niceTicks{}
@@ -295,7 +307,9 @@ func xRange(series ...plotter.XYs) (lo, hi float64) {
 	}
 	span := hi - min
 	if span <= 0 {
-		span = hi / 10
+		// One level: centred on an axis from 0 (issue 22 V6: it sat on
+		// the right edge).
+		return 0, 2 * hi
 	}
 	step := math.Pow(10, math.Floor(math.Log10(span)))
 	lo = math.Max(0, math.Floor((min-span*0.1)/step)*step)
@@ -341,7 +355,7 @@ func GoodputSVG(res *sweep.Result) ([]byte, error) {
 	return savePanels(top, bottom)
 }
 
-func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
+func goodputPlot(res *sweep.Result) (*panel, error) {
 	p := newPlot(GoodputTitleRate, "offered rate (req/s)", "requests/s")
 	if closed(res) {
 		p.Title.Text = GoodputTitleConcurrency
@@ -362,7 +376,7 @@ func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
 		return st.Stats.RequestThroughput
 	})
 	if len(good)+len(thr)+len(bad) == 0 {
-		return p, noData(p)
+		return &panel{Plot: p}, noData(p)
 	}
 	xmax := maxX(good, thr, bad)
 	top := maxY(good, thr, bad)
@@ -390,10 +404,10 @@ func goodputPlot(res *sweep.Result) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = xRange(good, thr, bad)
 	p.Y.Min = 0
 	p.Y.Max = top * legendRoom
-	return p, nil
+	return &panel{Plot: p, top: top}, nil
 }
 
-func keepUpPlot(res *sweep.Result) (*plot.Plot, error) {
+func keepUpPlot(res *sweep.Result) (*panel, error) {
 	p := newPlot(KeepUpTitle, "offered rate (req/s)", "keep-up (%)")
 	if closed(res) {
 		p.X.Label.Text = "concurrency"
@@ -402,7 +416,7 @@ func keepUpPlot(res *sweep.Result) (*plot.Plot, error) {
 	kept := levelSeries(res, isValid, get)
 	bad := points(res, isInvalid, get)
 	if len(kept)+len(bad) == 0 {
-		return p, noData(p)
+		return &panel{Plot: p}, noData(p)
 	}
 	xmax := maxX(kept, bad)
 	r := 100 * ratio
@@ -424,7 +438,7 @@ func keepUpPlot(res *sweep.Result) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = x0, x1
 	p.Y.Min, p.Y.Max = lo, 100+(100-lo)*0.3
 	p.Y.Tick.Marker = percentTicks{}
-	return p, nil
+	return &panel{Plot: p, top: 100}, nil
 }
 
 // minY returns the smallest Y of the series (+Inf when none).
@@ -441,7 +455,7 @@ func minY(series ...plotter.XYs) float64 {
 // latencyPlot draws one metric's p50/p90/p99 against the level with its SLO
 // threshold (thr > 0) and the knee, on a log scale when the values span
 // more than two decades.
-func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.Latency, thr float64) (*plot.Plot, error) {
+func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.Latency, thr float64) (*panel, error) {
 	p := newPlot(title, "offered rate (req/s)", "ms")
 	if closed(res) {
 		p.X.Label.Text = "concurrency"
@@ -465,7 +479,7 @@ func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.La
 	bad := points(res, func(st *sweep.Step) bool { return !st.InKnee() && has(st) }, func(st *sweep.Step) float64 { return get(st).P99 })
 	all = append(all, bad)
 	if maxX(all...) == 0 {
-		return p, noData(p)
+		return &panel{Plot: p}, noData(p)
 	}
 	top := maxY(all...)
 	if thr > 0 {
@@ -513,7 +527,7 @@ func latencyPlot(res *sweep.Result, title string, get func(*sweep.Step) sweep.La
 		p.Y.Min = 0
 		p.Y.Max = top * legendRoom
 	}
-	return p, nil
+	return &panel{Plot: p, top: top}, nil
 }
 
 // minPositive returns the smallest Y > 0 of the series (+Inf when none).
@@ -560,33 +574,4 @@ func LatencySVG(res *sweep.Result) ([]byte, error) {
 		return nil, err
 	}
 	return savePanels(ttft, tpot)
-}
-
-// savePanels draws two plots one above the other into an SVG.
-func savePanels(top, bottom *plot.Plot) ([]byte, error) {
-	w, h := 8*vg.Inch, 9*vg.Inch
-	c := vgsvg.New(w, h)
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadX: vg.Points(6), PadY: vg.Points(18)}
-	plots := [][]*plot.Plot{{top}, {bottom}}
-	canvases := plot.Align(plots, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("write svg: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-func savePlot(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	wt, err := p.WriterTo(w, h, "svg")
-	if err != nil {
-		return nil, fmt.Errorf("render svg: %w", err)
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("write svg: %w", err)
-	}
-	return buf.Bytes(), nil
 }

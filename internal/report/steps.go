@@ -62,7 +62,7 @@ func writeSteps(b *bytes.Buffer, res *sweep.Result) {
 		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %s | %s |%s %s | %s |%s %s | %s | %s | %s | %s | %s |\n",
 			stepName(st), num(st.Level), num(x.AchievedRate), x.Completed, x.Failed,
 			num(x.RequestThroughput), goodputText(res, x.RequestGoodput), keepUp(st), num(x.OutputThroughput), q,
-			num(x.TTFT.P50), p99(x.TTFT), c, num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, strings.Join(notes, ", "))
+			p50(x.TTFT), p99(x.TTFT), c, p50(x.TPOT), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, strings.Join(notes, ", "))
 	}
 	b.WriteString("\nLatencies in ms. A p99 marked * rests on fewer than 100 samples (see Latency detail for its confidence interval). " +
 		"Goodput is vllm bench serve's request_goodput (good requests per second of the step, drain included); keep-up is the knee's " +

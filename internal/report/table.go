@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -41,6 +42,8 @@ func kneeLine(res *sweep.Result) string {
 		return fmt.Sprintf("%s, %s", levelText(res, k.Level), bracketText(k))
 	case k.Low > 0 && k.Upper > 0:
 		return fmt.Sprintf("not found; %s (%s)", bracketText(k), k.Reason)
+	case k.Low > 0 && k.Upper == 0 && len(tooShortAbove(res, k.Low)) > 0:
+		return fmt.Sprintf("not found; at least %s (%s)", levelText(res, k.Low), shortPhrase(res, tooShortAbove(res, k.Low)))
 	case k.Low > 0:
 		if inv := invalidAbove(res, k.Low); len(inv) > 0 {
 			return fmt.Sprintf("not found; at least %s (every valid level passed; %s invalid)", levelText(res, k.Low), levelList(res, inv))
@@ -48,6 +51,13 @@ func kneeLine(res *sweep.Result) string {
 		return fmt.Sprintf("not found, above %s (every level tried passed)", levelText(res, k.Low))
 	case !hasValid(res):
 		return "not found (no valid level)"
+	}
+	short := tooShortAbove(res, 0)
+	switch {
+	case len(short) > 0 && k.Upper == 0:
+		return fmt.Sprintf("not found (%s; run longer steps)", shortPhrase(res, short))
+	case len(short) > 0 && short[0] < k.Upper:
+		return fmt.Sprintf("not found; below %s (the lower %s)", levelText(res, k.Upper), shortPhrase(res, slices.DeleteFunc(short, func(l float64) bool { return l > k.Upper })))
 	}
 	return "not found (no valid level passed)"
 }
@@ -95,11 +105,11 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		if queued(res) {
 			cells = append(cells, p50(x.QueueTime), p99(x.QueueTime))
 		}
-		cells = append(cells, num(x.TTFT.P50), p99(x.TTFT))
+		cells = append(cells, p50(x.TTFT), p99(x.TTFT))
 		if content {
 			cells = append(cells, p50(x.TTFTText), p99(x.TTFTText))
 		}
-		cells = append(cells, num(x.TPOT.P50), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, mark)
+		cells = append(cells, p50(x.TPOT), p99(x.TPOT), p99(x.E2EL), p99(x.E2ELFromScheduled), valid, mark)
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {

@@ -30,7 +30,9 @@ type AnalyzeOptions struct {
 // Analyze reads every path (LoadInput) and analyzes them offline: each
 // input's SLO check (compare.CheckSLO) and, for two inputs (baseline first)
 // or one compare run directory, the comparison (compare.Compare) with the
-// settings of o. The output's ExitCode is analyze's. Inputs that cannot be
+// settings of o. An llmprobe run directory must verify against its manifest
+// (an edited result.json is an error, not a verdict); an input without one
+// is analyzed and listed in the output's Unverified. The output's ExitCode is analyze's. Inputs that cannot be
 // read return a nil output and an error joining one error per input, each
 // one line naming its path; so does a compare run directory given with
 // another input.
@@ -50,6 +52,14 @@ func Analyze(paths []string, o AnalyzeOptions) (*report.AnalyzeOutput, error) {
 		return nil, errors.Join(errs...)
 	}
 	out := &report.AnalyzeOutput{Inputs: []*compare.Check{}}
+	for _, in := range ins {
+		if in.Unverified != "" {
+			if out.Unverified == nil {
+				out.Unverified = map[string]string{}
+			}
+			out.Unverified[in.Path] = in.Unverified
+		}
+	}
 	var pair *ComparePair
 	switch {
 	case len(ins) == 1 && ins[0].Pair != nil:

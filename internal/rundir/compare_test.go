@@ -1,11 +1,13 @@
 package rundir
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +217,51 @@ func TestAnalyzeInterruptedCompare(t *testing.T) {
 	got, _ := json.Marshal(a.Comparison)
 	if string(got) != string(want) {
 		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
+	}
+}
+
+// TestAnalyzeRefusesEditedResult is issue 22's risk "analyze trusts an
+// edited result.json": a run directory whose result.json was edited (9.2e18
+// requests) is refused, naming the file, instead of analyzed; the same
+// result.json without a manifest beside it is analyzed and marked
+// unverified.
+func TestAnalyzeRefusesEditedResult(t *testing.T) {
+	url, _ := simtest.Start(t, simtest.Fast())
+	cfg := testConfig(t, url)
+	cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Warmups = []float64{40}, "40", 4, 0
+	out, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Analyze([]string{out.Dir}, AnalyzeOptions{})
+	if err != nil || len(a.Unverified) != 0 {
+		t.Fatalf("analyze of an intact run: %+v, %v", a, err)
+	}
+	p := filepath.Join(out.Dir, artifacts.ResultFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := regexp.MustCompile(`"completed": ?\d+`).ReplaceAll(b, []byte(`"completed": 9200000000000000000`))
+	if bytes.Equal(edited, b) {
+		t.Fatal("result.json has no completed figure to edit")
+	}
+	if err := os.WriteFile(p, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{out.Dir, p} {
+		a, err := Analyze([]string{in}, AnalyzeOptions{})
+		if a != nil || err == nil || !strings.Contains(err.Error(), "does not match its manifest.json") ||
+			!strings.Contains(err.Error(), "changed: "+artifacts.ResultFile) || !strings.HasPrefix(err.Error(), in+": ") {
+			t.Errorf("analyze %s of an edited result.json: %+v, %v", in, a, err)
+		}
+	}
+	alone := filepath.Join(t.TempDir(), artifacts.ResultFile)
+	if err := os.WriteFile(alone, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err = Analyze([]string{alone}, AnalyzeOptions{})
+	if err != nil || !strings.Contains(a.Unverified[alone], "no manifest.json") {
+		t.Errorf("analyze of a result.json without a manifest: %+v, %v", a, err)
 	}
 }

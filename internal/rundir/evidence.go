@@ -27,7 +27,14 @@ type Input struct {
 	// Pair is set for a compare run directory: its sides and its stored
 	// result.
 	Pair *ComparePair
+	// Unverified says why the input's figures could not be checked against
+	// a manifest (a result file or directory without manifest.json); empty
+	// for an llmprobe run directory, which loads only when it verifies.
+	Unverified string
 }
+
+// noManifest is Input.Unverified for an input without manifest.json.
+const noManifest = "no manifest.json: its figures are not verified"
 
 // ComparePair is what a compare run directory holds: both sides' evidence,
 // every round of a side pooled, and its result.json (nil for two inputs
@@ -55,7 +62,7 @@ func LoadInput(path string) (*Input, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Input{Path: path, Evidence: ev}, nil
+		return &Input{Path: path, Evidence: ev, Unverified: noManifest}, nil
 	}
 	if exists(filepath.Join(path, artifacts.ManifestFile)) {
 		return loadDir(path, path)
@@ -81,7 +88,7 @@ func LoadInput(path string) (*Input, error) {
 		}
 		ev.Merge(e)
 	}
-	return &Input{Path: path, Evidence: ev}, nil
+	return &Input{Path: path, Evidence: ev, Unverified: noManifest}, nil
 }
 
 // decodeFile reads one result file (compare.Decode); the error names it.
@@ -114,11 +121,17 @@ func exists(p string) bool {
 }
 
 // loadDir reads an llmprobe run directory: a sweep's, or a compare run's
-// (its result.json says llmprobe_compare_schema).
+// (its result.json says llmprobe_compare_schema). The directory must first
+// verify against its manifest (artifacts.Verify; a compare run's manifest
+// covers its rounds): an edited result.json or records.jsonl is refused,
+// not analyzed.
 func loadDir(dir, name string) (*Input, error) {
-	b, err := capfile.ReadRegular(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
+	b, err := capfile.ReadOwned(filepath.Join(dir, artifacts.ResultFile), artifacts.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := verifyDir(dir); err != nil {
+		return nil, fmt.Errorf("%s: refusing to analyze it: %w", name, err)
 	}
 	var probe struct {
 		Compare *int `json:"llmprobe_compare_schema"`
@@ -136,6 +149,24 @@ func loadDir(dir, name string) (*Input, error) {
 	}
 	ev.Name = name
 	return &Input{Path: name, Evidence: ev}, nil
+}
+
+// verifyDir checks the run directory dir against its manifest; the error
+// lists every finding.
+func verifyDir(dir string) error {
+	v, err := artifacts.Verify(dir, artifacts.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	if len(v.Problems) == 0 {
+		return nil
+	}
+	ps := make([]string, len(v.Problems))
+	for k, p := range v.Problems {
+		ps[k] = p.String()
+	}
+	return fmt.Errorf("the run directory does not match its manifest.json (llmprobe verify lists the same): %s",
+		strings.Join(ps, "; "))
 }
 
 // LoadEvidence reads a sweep run directory (report.Load) and the

@@ -33,17 +33,13 @@ type MergeOptions struct {
 // the statistics recomputed from the records (sweep.Merger), validity and
 // knee recomputed, shard 0's /metrics snapshots (each shard read the whole
 // server), result.json, the reports and a manifest whose fingerprint has no
-// shard. Fingerprints must match in all but the shard fields.
+// shard. Fingerprints must match in all but the shard fields. Every shard
+// must verify against its own manifest (artifacts.Verify) and no
+// request_id may appear twice: a tampered or duplicated shard is refused
+// before anything is written, so a merge never gives an edited shard a
+// fresh manifest.
 func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
-	shards := make([]*sweep.Result, len(dirs))
-	for i, d := range dirs {
-		r, err := report.Load(d)
-		if err != nil {
-			return nil, fmt.Errorf("merge: %w", err)
-		}
-		shards[i] = r
-	}
-	m, err := sweep.NewMerger(shards)
+	shards, m, err := loadShards(dirs)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +74,9 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 	if err != nil {
 		return fail(errors.Join(err, recs.Close()))
 	}
-	for _, d := range dirs {
-		if err := mergeRecords(filepath.Join(d, artifacts.RecordsFile), m, recs); err != nil {
+	ids := map[string]int{}
+	for i, d := range dirs {
+		if err := mergeRecords(i, d, m, recs, ids); err != nil {
 			return fail(errors.Join(err, recs.Close(), errs.Close()))
 		}
 		if err := copyInto(filepath.Join(d, artifacts.ErrorsFile), errs); err != nil {
@@ -90,7 +87,7 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 		return fail(err)
 	}
 	for _, f := range []string{artifacts.MetricsBeforeFile, artifacts.MetricsDuringFile, artifacts.MetricsAfterFile} {
-		b, err := capfile.ReadRegular(filepath.Join(dirs[0], f), artifacts.MaxFileBytes)
+		b, err := capfile.ReadOwned(filepath.Join(dirs[0], f), artifacts.MaxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -120,10 +117,52 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 	return out, errors.Join(ferrs...)
 }
 
-// mergeRecords reads one shard's records.jsonl into m and appends each
-// line to recs.
-func mergeRecords(path string, m *sweep.Merger, recs *artifacts.Appender) error {
+// loadShards verifies and reads every shard's run directory and makes
+// their Merger.
+func loadShards(dirs []string) ([]*sweep.Result, *sweep.Merger, error) {
+	shards := make([]*sweep.Result, len(dirs))
+	for i, d := range dirs {
+		if err := verifyShard(i, d); err != nil {
+			return nil, nil, err
+		}
+		r, err := report.Load(d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge: %w", err)
+		}
+		shards[i] = r
+	}
+	m, err := sweep.NewMerger(shards)
+	if err != nil {
+		return nil, nil, err
+	}
+	return shards, m, nil
+}
+
+// verifyShard checks shard i's run directory against its manifest: a
+// directory without one (a killed run) or with a file missing, changed or
+// not listed is refused, the error naming the shard and every finding.
+func verifyShard(i int, dir string) error {
+	if err := verifyDir(dir); err != nil {
+		return fmt.Errorf("merge: shard %d (%s), refusing to merge it: %w", i, dir, err)
+	}
+	return nil
+}
+
+// mergeRecords reads shard i's records.jsonl (in dir) into m and appends
+// each line to recs; ids maps each request_id seen so far to its shard, and
+// a request_id seen before is refused.
+func mergeRecords(i int, dir string, m *sweep.Merger, recs *artifacts.Appender, ids map[string]int) error {
+	path := filepath.Join(dir, artifacts.RecordsFile)
+	line := 0
 	err := artifacts.ReadRecords(path, func(l artifacts.RecordLine, raw []byte) error {
+		line++
+		if id := l.Record.RequestID; id != "" {
+			if k, dup := ids[id]; dup {
+				return fmt.Errorf("shard %d (%s) line %d: request_id %q appears twice (first in shard %d): the shards overlap",
+					i, path, line, id, k)
+			}
+			ids[id] = i
+		}
 		if err := m.Add(l.Step, l.Record); err != nil {
 			return err
 		}
@@ -139,7 +178,7 @@ func mergeRecords(path string, m *sweep.Merger, recs *artifacts.Appender) error 
 // copyInto appends the file at path to a (nothing when it is missing),
 // streamed: a file that is not a regular file is refused.
 func copyInto(path string, a *artifacts.Appender) error {
-	f, err := capfile.OpenRegular(path)
+	f, err := capfile.OpenOwned(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

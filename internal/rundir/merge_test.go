@@ -3,6 +3,8 @@ package rundir
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
@@ -172,5 +174,98 @@ func TestMergeRejectsMismatch(t *testing.T) {
 	}
 	if _, err := Merge(dirs[:1], MergeOptions{OutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "2 shards") {
 		t.Fatalf("merge of one of two shards: err %v", err)
+	}
+}
+
+// twoShards runs a 2-shard sweep (4 requests at 40 req/s, one shard after
+// the other) and returns the shards' run directories.
+func twoShards(t *testing.T) []string {
+	t.Helper()
+	url, _ := simtest.Start(t, simtest.Fast())
+	var dirs []string
+	for k := range 2 {
+		cfg := testConfig(t, url)
+		cfg.Rates, cfg.RatesText = []float64{40}, "40"
+		cfg.NumPrompts, cfg.Warmups, cfg.Seed = 4, 0, 3
+		cfg.ShardIndex, cfg.ShardCount = k, 2
+		out, err := Run(context.Background(), cfg, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, out.Dir)
+	}
+	return dirs
+}
+
+// appendShardRecords appends the records of shard from to shard to's
+// records.jsonl (the tampering of issue 22 D5) and, with rehash, also
+// updates shard to's manifest entry so that the shard verifies again.
+func appendShardRecords(t *testing.T, from, to string, rehash bool) {
+	t.Helper()
+	extra, err := os.ReadFile(filepath.Join(from, artifacts.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(to, artifacts.RecordsFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, extra...)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !rehash {
+		return
+	}
+	m, err := artifacts.ReadManifest(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	for i := range m.Files {
+		if m.Files[i].Path == artifacts.RecordsFile {
+			m.Files[i].SHA256, m.Files[i].Bytes = hex.EncodeToString(sum[:]), int64(len(b))
+		}
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, artifacts.ManifestFile), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMergeRefusesTamperedShard is issue 22 D5: a shard whose records.jsonl
+// no longer matches its manifest merged with exit 0 into a run with
+// duplicate request_ids and a fresh manifest that passed verify. Merge now
+// refuses it before writing anything, naming the shard and the file; a
+// shard re-hashed to match (so it verifies) is still refused for its
+// duplicate request_ids.
+func TestMergeRefusesTamperedShard(t *testing.T) {
+	dirs := twoShards(t)
+	appendShardRecords(t, dirs[0], dirs[1], false)
+	outDir := t.TempDir()
+	out, err := Merge(dirs, MergeOptions{OutDir: outDir})
+	if err == nil || out != nil {
+		t.Fatalf("merge of a tampered shard: out %+v, err %v", out, err)
+	}
+	for _, want := range []string{"shard 1", dirs[1], "does not match its manifest", "changed: " + artifacts.RecordsFile} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
+		t.Errorf("a refused merge wrote %d entries", len(ents))
+	}
+
+	appendShardRecords(t, dirs[0], dirs[1], true)
+	if v, err := artifacts.Verify(dirs[1], artifacts.VerifyOptions{}); err != nil || len(v.Problems) > 0 {
+		t.Fatalf("re-hashed shard does not verify: %v %v", err, v.Problems)
+	}
+	_, err = Merge(dirs, MergeOptions{OutDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "appears twice (first in shard 0)") || !strings.Contains(err.Error(), "shard 1") {
+		t.Fatalf("merge of overlapping shards: err %v", err)
 	}
 }

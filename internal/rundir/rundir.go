@@ -161,6 +161,10 @@ func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result, detaile
 	}
 	if err := sink.Close(); err != nil {
 		errs = append(errs, err)
+		if res.Complete { // the records are not all there (a full disk): say so
+			res.Complete, res.InterruptedReason = false, "writing the records failed: "+err.Error()
+			m.InterruptedReason = res.InterruptedReason
+		}
 	}
 	if err := run.WriteJSON(artifacts.ResultFile, res); err != nil {
 		errs = append(errs, err)

@@ -35,6 +35,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/prober/capacity"
+	"github.com/llmprobe/llmprobe/prober/capfile"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -339,8 +340,8 @@ func (s *Service) File(id, name string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || capfile.CheckOwned(name, fi) != nil {
+		f.Close() // a hard link would serve a file from elsewhere (issue 22 risk)
 		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)
 	}
 	return f, nil

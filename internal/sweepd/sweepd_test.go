@@ -217,6 +217,17 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 	os.Remove(filepath.Join(dir, "sim", done.RunDir, "link.txt"))
+	// A hard link in the run directory is not served (issue 22 risk).
+	hard := filepath.Join(dir, "sim", done.RunDir, "hard.txt")
+	if err := os.Link(filepath.Join(dir, "secret.txt"), hard); err == nil {
+		if f, err := s.File(st.ID, "hard.txt"); !errors.Is(err, ErrNotFound) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("File(hard link) = %v, want ErrNotFound", err)
+		}
+		os.Remove(hard)
+	}
 	// A FIFO in the run directory is not found, at once (issue 22 D6: its
 	// open blocked GET …/files/fifo forever).
 	fifo := filepath.Join(dir, "sim", done.RunDir, "fifo")

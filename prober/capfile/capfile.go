@@ -56,6 +56,32 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("%s: the file is larger than %d bytes", e.Path, e.Limit)
 }
 
+// LinkedError is the error of OpenOwned and ReadOwned for a regular file
+// with more than one hard link.
+type LinkedError struct {
+	Path  string
+	Links uint64
+}
+
+// Error names the file and its links.
+func (e *LinkedError) Error() string { return e.Path + ": " + e.Reason() }
+
+// Reason is the error without the file's name.
+func (e *LinkedError) Reason() string {
+	return fmt.Sprintf("the file has %d hard links; llmprobe writes its run directories' files with one, "+
+		"so a second name could expose a file from elsewhere", e.Links)
+}
+
+// CheckOwned returns a *LinkedError when fi (the file at path) has more than
+// one hard link, else nil: the check of OpenOwned, for a caller that opens
+// the file itself (through an os.Root).
+func CheckOwned(path string, fi fs.FileInfo) error {
+	if n := Links(fi); n > 1 {
+		return &LinkedError{Path: path, Links: n}
+	}
+	return nil
+}
+
 // Open opens path for reading unless it is a named FIFO, a socket or
 // another file whose open or read could block forever: a FIFO's open waits
 // for a writer. A character device (such as /dev/zero) is opened, as an
@@ -72,6 +98,37 @@ func Open(path string) (*os.File, error) {
 // files of a run directory, which llmprobe wrote itself.
 func OpenRegular(path string) (*os.File, error) {
 	return open(path, true)
+}
+
+// OpenOwned is OpenRegular for the files of a run directory read back or
+// served: a regular file with more than one hard link is refused too (a
+// *LinkedError), as a hard link placed in a run directory would otherwise
+// read or serve a file from elsewhere under the run's name. The check is
+// made on the opened file.
+func OpenOwned(path string) (*os.File, error) {
+	f, err := open(path, true)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = CheckOwned(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadOwned is ReadRegular through OpenOwned.
+func ReadOwned(path string, limit int64) ([]byte, error) {
+	f, err := OpenOwned(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAll(f, path, limit)
 }
 
 // refused reports whether a file of mode m is refused: by OpenRegular

@@ -116,3 +116,37 @@ func TestAnonymousPipe(t *testing.T) {
 		t.Error("OpenRegular(pipe) succeeded")
 	}
 }
+
+// TestOwnedRefusesHardLink: a regular file with a second hard link is
+// refused by OpenOwned and ReadOwned (a *LinkedError naming it and its
+// links) and read by OpenRegular; once the second name is gone it reads.
+func TestOwnedRefusesHardLink(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "result.json")
+	if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadOwned(p, 10); err != nil || string(b) != "{}" {
+		t.Fatalf("ReadOwned(one link) = %q, %v", b, err)
+	}
+	other := filepath.Join(dir, "elsewhere")
+	if err := os.Link(p, other); err != nil {
+		t.Skip("no hard links:", err)
+	}
+	var le *LinkedError
+	if _, err := ReadOwned(p, 10); !errors.As(err, &le) || le.Links != 2 || !strings.HasPrefix(err.Error(), p+": the file has 2 hard links") {
+		t.Errorf("ReadOwned(two links) = %v", err)
+	}
+	if f, err := OpenOwned(p); f != nil || !errors.As(err, &le) {
+		t.Errorf("OpenOwned(two links) = %v, %v", f, err)
+	}
+	if b, err := ReadRegular(p, 10); err != nil || string(b) != "{}" {
+		t.Errorf("ReadRegular(two links) = %q, %v", b, err)
+	}
+	if err := os.Remove(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadOwned(p, 10); err != nil {
+		t.Errorf("ReadOwned after the second name is removed: %v", err)
+	}
+}

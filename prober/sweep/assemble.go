@@ -92,33 +92,7 @@ func (r *runner) result(complete bool) *Result {
 		res.Background = backgroundKnee(&c, res.Steps, res.Knee)
 		res.Notes = append(res.Notes, backgroundNote(res.Background, res.Steps))
 	}
-	if len(c.Concurrency) == 0 {
-		res.Notes = append(res.Notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+
-			"drain included, so it never exceeds what the server served. keep-up % is the knee's criterion (result.json goodput_ratio, "+
-			"capped at 100 % for display): the fraction of the step's requests that were good, times its arrival window over the time "+
-			"the server needed to finish them less one unloaded request latency; a level keeps up at 90 % or more.")
-	}
-	if c.HasBurst() {
-		res.Notes = append(res.Notes, "rate inf is a burst, not an open loop: every request of the step was sent at once, so its latencies include queueing behind the whole burst; it is not used for the knee.")
-	}
-	if c.Embedded {
-		res.Notes = append(res.Notes, "target: the built-in vLLM simulator, started in-process (no --target); the client CPU check is skipped because the simulator shares the process.")
-	}
-	if !r.metricsOK {
-		res.Notes = append(res.Notes, "the server's /metrics could not be read ("+r.metricsReason+"): snapshots, idle proofs and server-side figures are not-recorded.")
-	} else if !r.idleKnown {
-		res.Notes = append(res.Notes, r.idleReason+": idle proofs are not-recorded.")
-	}
-	res.Notes = append(append(res.Notes, r.engineNotes()...), r.stepNotes...)
-	if r.probe != nil {
-		res.Notes = append(res.Notes, r.probeNote())
-	}
-	if r.search != nil && complete {
-		switch r.search.End {
-		case SearchMaxSteps, SearchInvalid:
-			res.Notes = append(res.Notes, "the adaptive search stopped early: "+r.search.Stop+".")
-		}
-	}
+	res.Notes = append(res.Notes, r.resultNotes(complete)...)
 	return res
 }
 
@@ -156,4 +130,46 @@ func probeLevelsText(ls []ProbeLevel) string {
 		parts = append(parts, strconv.Itoa(l.Concurrency))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// resultNotes are the result's notes for the reader: what goodput and
+// keep-up are, a shard's knee, a burst, the embedded simulator, what
+// /metrics gave, the engine's and the steps' notes, the probe and an early
+// end of the search.
+func (r *runner) resultNotes(complete bool) []string {
+	c := r.cfg
+	var notes []string
+	if len(c.Concurrency) == 0 {
+		notes = append(notes, "goodput is vllm bench serve's request_goodput: good requests per second of the step's duration, "+
+			"drain included, so it never exceeds what the server served. keep-up % is the knee's criterion (result.json goodput_ratio, "+
+			"capped at 100 % for display): the fraction of the step's requests that were good, times its arrival window over the time "+
+			"the server needed to finish them less one unloaded request latency; a level keeps up at 90 % or more.")
+	}
+	if c.Sharded() {
+		notes = append(notes, fmt.Sprintf("shard %d of %d: this shard sent each level at rate/%d, and its knee judges that share "+
+			"(its goodput and served throughput against rate/%d) while the server carried every shard's load; the sweep's knee, over "+
+			"every shard's records, is `llmprobe merge`'s.", c.ShardIndex, c.ShardCount, c.ShardCount, c.ShardCount))
+	}
+	if c.HasBurst() {
+		notes = append(notes, "rate inf is a burst, not an open loop: every request of the step was sent at once, so its latencies include queueing behind the whole burst; it is not used for the knee.")
+	}
+	if c.Embedded {
+		notes = append(notes, "target: the built-in vLLM simulator, started in-process (no --target); the client CPU check is skipped because the simulator shares the process.")
+	}
+	if !r.metricsOK {
+		notes = append(notes, "the server's /metrics could not be read ("+r.metricsReason+"): snapshots, idle proofs and server-side figures are not-recorded.")
+	} else if !r.idleKnown {
+		notes = append(notes, r.idleReason+": idle proofs are not-recorded.")
+	}
+	notes = append(append(notes, r.engineNotes()...), r.stepNotes...)
+	if r.probe != nil {
+		notes = append(notes, r.probeNote())
+	}
+	if r.search != nil && complete {
+		switch r.search.End {
+		case SearchMaxSteps, SearchInvalid:
+			notes = append(notes, "the adaptive search stopped early: "+r.search.Stop+".")
+		}
+	}
+	return notes
 }

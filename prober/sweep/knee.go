@@ -138,6 +138,13 @@ func (o StepOutcome) judge(ratio float64) (verdict, why string) {
 	return VerdictPass, ""
 }
 
+// Decide returns the level's verdict under ratio: VerdictInvalid,
+// VerdictFail, VerdictTooShort or VerdictPass (see judge).
+func (o StepOutcome) Decide(ratio float64) string {
+	v, _ := o.judge(ratio)
+	return v
+}
+
 // Passes reports whether the level keeps up: it is valid, its goodput is at
 // least ratio times the offered rate, its SLO p99s hold on enough samples
 // (MinSLOSamples) and it served at least ratio times the offered rate.
@@ -165,9 +172,9 @@ type Knee struct {
 	// knee.bracket_high and, as before, knee.upper; 0 when none failed).
 	Upper float64
 	// MaxGoodput is the highest goodput (StepOutcome.MeasuredGoodput, vLLM's
-	// request_goodput, when set) of any valid level, in req/s, and
-	// MaxGoodputLevel the level that reached it; both 0 without a valid
-	// level.
+	// request_goodput, when set) of any valid level that was decided (a
+	// level too short to decide is left out: issue 22 V9), in req/s, and
+	// MaxGoodputLevel the level that reached it; both 0 without one.
 	MaxGoodput      float64
 	MaxGoodputLevel float64
 	// NonMonotonic is true when a valid level above the first failing one
@@ -222,10 +229,10 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 			continue
 		}
 		valid++
-		if g := o.reportedGoodput(); g > k.MaxGoodput || k.MaxGoodputLevel == 0 {
+		v, _ := o.judge(ratio)
+		if g := o.reportedGoodput(); v != VerdictTooShort && (g > k.MaxGoodput || k.MaxGoodputLevel == 0) {
 			k.MaxGoodput, k.MaxGoodputLevel = g, o.Level
 		}
-		v, _ := o.judge(ratio)
 		if v == VerdictTooShort {
 			if !failed && !slices.Contains(short, o.Level) {
 				short = append(short, o.Level)

@@ -168,11 +168,15 @@ func aggregate(label string, level float64, mode string, rounds []*Step, ratio f
 	l.TTFTP99MS, l.TPOTP99MS = spreadOf(ttft), spreadOf(tpot)
 	l.KneeGoodput, l.GoodputRatio = spreadOf(kgood), spreadOf(ratios)
 	// The knee compares the goodput ratio with the required ratio: Offered
-	// is the level scaled so that Goodput/Offered is the mean ratio.
+	// is the level scaled so that Goodput/Offered is the mean ratio. A
+	// shard of a sharded sweep sent its share of the level (Stats
+	// RequestedRate = level / shard count): it is judged on that share,
+	// as its served throughput is its share's (issue 22 V5).
+	offered := level * shareOf(use, level)
 	l.Outcome = StepOutcome{
 		Level:           level,
-		Offered:         level,
-		Goodput:         l.GoodputRatio.Mean * level,
+		Offered:         offered,
+		Goodput:         l.GoodputRatio.Mean * offered,
 		Throughput:      spreadOf(ktp).Mean,
 		Served:          l.Throughput.Mean,
 		Requests:        requests,
@@ -200,6 +204,19 @@ func aggregate(label string, level float64, mode string, rounds []*Step, ratio f
 	}
 	l.Passes = l.Outcome.Passes(ratio)
 	return l
+}
+
+// shareOf is the share of level the rounds were sent at: their requested
+// rate over the level when that is below it (a shard's rate / shard count),
+// else 1 (an unsharded or merged sweep, a closed loop, a burst).
+func shareOf(rounds []*Step, level float64) float64 {
+	if len(rounds) == 0 || !(level > 0) || math.IsInf(level, 1) {
+		return 1
+	}
+	if r := rounds[0].Stats.RequestedRate; r > 0 && r < level {
+		return r / level
+	}
+	return 1
 }
 
 // Result is result.json: the sweep's settings, every step, the levels and

@@ -448,11 +448,14 @@ func (s *searcher) knee() Knee {
 		k.Low = s.confirmed
 	}
 	verdicts := map[float64]string{}
+	valid := false
 	for _, o := range s.res.Steps {
 		if !o.Valid {
 			continue
 		}
-		if g := o.reportedGoodput(); g > k.MaxGoodput || k.MaxGoodputLevel == 0 {
+		valid = true
+		// A run too short to decide is no figure to quote (issue 22 V9).
+		if g := o.reportedGoodput(); o.Verdict != VerdictTooShort && (g > k.MaxGoodput || k.MaxGoodputLevel == 0) {
 			k.MaxGoodput, k.MaxGoodputLevel = g, o.Level
 		}
 		switch o.Verdict {
@@ -465,7 +468,6 @@ func (s *searcher) knee() Knee {
 			verdicts[o.Level] = o.Verdict
 		}
 	}
-	valid := k.MaxGoodputLevel != 0
 	unconfirmed := ""
 	if k.NonMonotonic {
 		unconfirmed = "; a level that had passed failed its confirmation"

@@ -207,8 +207,9 @@ var settingsTable = []Setting{
 		Doc: "Period of the /metrics scrapes during a step (metrics-during.txt, max running, " +
 			"waiting and KV usage)."},
 	{Field: "IdleTimeout", Flag: "idle-timeout", Kind: KindDuration, Default: DefaultIdleTimeout.String(), Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Before each step, wait up to this long for vllm:num_requests_running + " +
-			"vllm:num_requests_waiting to read 0; a step that never saw it is flagged not-idle."},
+		Doc: "Before each step, wait up to this long for the server's running + waiting request gauges " +
+			"(vLLM's vllm:num_requests_running and _waiting, or the detected engine's: docs/engines.md) " +
+			"to read 0; a step that never saw it is flagged not-idle."},
 	{Field: "OutDir", Flag: "out", Kind: KindString, Default: "runs", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Directory under which the run directory <UTC stamp>-<name>/ is created."},
 	{Field: "Name", Flag: "name", Key: "name", Kind: KindString, Default: "sweep", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,

@@ -177,15 +177,33 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	if capErr != nil {
 		return st, fmt.Errorf("step %s: %w", label, capErr)
 	}
+	level.Info(logger).Log(stepDoneFields(st, !c.SLO.IsZero())...)
+	return st, nil
+}
+
+// stepDoneFields are the "step done" log line's fields. As in the table,
+// goodput is "-" without an SLO (it would only repeat the throughput of the
+// successful requests) and a p99 without samples is "-", not 0 (issue 22
+// V6).
+func stepDoneFields(st *Step, sloSet bool) []any {
+	goodput := "-"
+	if sloSet {
+		goodput = fmt.Sprintf("%.3g", st.Stats.RequestGoodput)
+	}
+	p99 := func(x Latency) string {
+		if x.N == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.4g", x.P99)
+	}
 	kv := []any{"msg", "step done", "completed", st.Stats.Completed, "failed", st.Stats.Failed,
-		"req_per_s", fmt.Sprintf("%.3g", st.Stats.RequestThroughput), "goodput", fmt.Sprintf("%.3g", st.Stats.RequestGoodput),
-		"ttft_p99_ms", fmt.Sprintf("%.4g", st.Stats.TTFT.P99), "tpot_p99_ms", fmt.Sprintf("%.4g", st.Stats.TPOT.P99),
+		"req_per_s", fmt.Sprintf("%.3g", st.Stats.RequestThroughput), "goodput", goodput,
+		"ttft_p99_ms", p99(st.Stats.TTFT), "tpot_p99_ms", p99(st.Stats.TPOT),
 		"valid", st.Validity.Valid}
 	if !st.Validity.Valid {
 		kv = append(kv, "flags", strings.Join(st.Validity.Flags, ","))
 	}
-	level.Info(logger).Log(kv...)
-	return st, nil
+	return kv
 }
 
 func countText(n int) string {

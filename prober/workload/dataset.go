@@ -119,7 +119,8 @@ type DatasetOptions struct {
 // LoadDataset reads and checks a dataset file. Every problem is an error
 // naming the file and line (JSONL) or entry index (ShareGPT) and the field,
 // so a bad file fails before any load is sent. The file's size is checked
-// before it is read.
+// before it is read, and a JSONL file is read line by line (a line over
+// MaxDatasetLineBytes fails once that much of it is read).
 func LoadDataset(path string, o DatasetOptions) (*Dataset, error) {
 	maxBytes := int64(MaxDatasetBytes)
 	if o.MaxBytes > 0 && o.MaxBytes < maxBytes {
@@ -144,29 +145,53 @@ func LoadDataset(path string, o DatasetOptions) (*Dataset, error) {
 	if fi.Size() > maxBytes {
 		return nil, fmt.Errorf("dataset %s: %d bytes, more than the %d a dataset may have", path, fi.Size(), maxBytes)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	h := sha256.New()
+	cr := &countingReader{r: io.LimitReader(f, maxBytes+1)}
+	br := bufio.NewReaderSize(io.TeeReader(cr, h), 64<<10)
+	ds, err := readDataset(path, br, o.Format, maxEntries)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil { // hash every byte
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	if cr.n > maxBytes {
+		return nil, fmt.Errorf("dataset %s: more than the %d bytes a dataset may have", path, maxBytes)
+	}
+	ds.SHA256, ds.Bytes = hex.EncodeToString(h.Sum(nil)), cr.n
+	return ds, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// readDataset parses the file path from br, streamed: a JSONL file line by
+// line (a line over MaxDatasetLineBytes is refused once that much of it is
+// read, not after the whole file), a ShareGPT file (one JSON array) read
+// whole, within the file's cap.
+func readDataset(path string, br *bufio.Reader, format string, maxEntries int) (*Dataset, error) {
+	ds := &Dataset{Path: path}
+	lines, first, err := skipBlank(br)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
-	if int64(len(b)) > maxBytes {
-		return nil, fmt.Errorf("dataset %s: more than the %d bytes a dataset may have", path, maxBytes)
-	}
-	return parseDataset(path, b, o.Format, maxEntries)
-}
-
-// parseDataset parses b, the bytes of the file path.
-func parseDataset(path string, b []byte, format string, maxEntries int) (*Dataset, error) {
-	sum := sha256.Sum256(b)
-	ds := &Dataset{Path: path, SHA256: hex.EncodeToString(sum[:]), Bytes: int64(len(b))}
 	switch format {
 	case "", "auto":
-		trimmed := bytes.TrimLeft(b, " \t\r\n\ufeff")
-		switch {
-		case len(trimmed) == 0:
+		switch first {
+		case 0:
 			return nil, fmt.Errorf("dataset %s: empty file", path)
-		case trimmed[0] == '[':
+		case '[':
 			format = FormatShareGPT
-		case trimmed[0] == '{':
+		case '{':
 			format = FormatJSONL
 		default:
 			return nil, fmt.Errorf("dataset %s: cannot tell the format: the file starts with neither '{' (JSONL) nor '[' (ShareGPT JSON); give format", path)
@@ -176,11 +201,13 @@ func parseDataset(path string, b []byte, format string, maxEntries int) (*Datase
 		return nil, fmt.Errorf("dataset %s: format: must be %s, %s or auto, got %q", path, FormatJSONL, FormatShareGPT, format)
 	}
 	ds.Format = format
-	var err error
 	if format == FormatJSONL {
-		err = ds.parseJSONL(b, maxEntries)
+		err = ds.parseJSONL(br, lines, maxEntries)
 	} else {
-		err = ds.parseShareGPT(b, maxEntries)
+		var b []byte
+		if b, err = io.ReadAll(br); err == nil {
+			err = ds.parseShareGPT(b, maxEntries)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -192,6 +219,34 @@ func parseDataset(path string, b []byte, format string, maxEntries int) (*Datase
 		return nil, fmt.Errorf("dataset %s: no entries", path)
 	}
 	return ds, nil
+}
+
+// skipBlank consumes the blanks (space, tab, CR, LF, a byte order mark) at
+// the start of br and returns the number of whole lines they took and the
+// first other byte, left unread (0 at the end of the file).
+func skipBlank(br *bufio.Reader) (lines int, first byte, err error) {
+	bom := []byte("\ufeff")
+	for {
+		if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
+			br.Discard(len(bom))
+			continue
+		}
+		b, err := br.Peek(1)
+		if err == io.EOF {
+			return lines, 0, nil
+		}
+		if err != nil {
+			return lines, 0, err
+		}
+		switch b[0] {
+		case '\n':
+			lines++
+		case ' ', '\t', '\r':
+		default:
+			return lines, b[0], nil
+		}
+		br.Discard(1)
+	}
 }
 
 // jsonlEntry is one line of a JSONL dataset. Unknown fields are allowed
@@ -228,16 +283,15 @@ func number(field string, raw json.RawMessage) (json.Number, error) {
 	}
 }
 
-func (ds *Dataset) parseJSONL(b []byte, maxEntries int) error {
-	sc := bufio.NewScanner(bytes.NewReader(b))
+// parseJSONL reads JSONL entries from r, whose first line is line skipped
+// + 1 of the file.
+func (ds *Dataset) parseJSONL(r io.Reader, skipped, maxEntries int) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxDatasetLineBytes)
-	line, timed := 0, 0
+	line, timed := skipped, 0
 	for sc.Scan() {
 		line++
 		raw := bytes.TrimSpace(sc.Bytes())
-		if line == 1 {
-			raw = bytes.TrimPrefix(raw, []byte("\ufeff"))
-		}
 		if len(raw) == 0 {
 			continue
 		}
