@@ -51,10 +51,10 @@ func TestPromptCacheLlamaCpp(t *testing.T) {
 		cfg.PromptCache = promptCache
 		base, _ := simtest.Start(t, cfg)
 		prompts := []string{
-			tagWords("a", 0, 100),                          // new
-			tagWords("a", 0, 100),                          // repeated: 99 cached
+			tagWords("a", 0, 100),                             // new
+			tagWords("a", 0, 100),                             // repeated: 99 cached
 			tagWords("a", 0, 37) + " " + tagWords("b", 0, 50), // shares 37 tokens
-			tagWords("c", 0, 60),                           // new
+			tagWords("c", 0, 60),                              // new
 		}
 		evaluated, cachedTotal := 0, 0
 		for i, p := range prompts {
