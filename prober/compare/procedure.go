@@ -53,8 +53,12 @@ func RoundOrder(order string, n int, seed int64) []string {
 // Order, each round one sweep of one side (sweep.Prepare + Run with Rounds
 // 1) from an idle server with its warmups; then Compare on the rounds of
 // each side pooled. Pair k of rounds (rounds 2k+1 and 2k+2) runs with seed
-// Seed+k on both sides: the two rounds of a pair see the same prompts and
-// arrival times. The zero value is not usable: give both configs, Order,
+// Seed+k on both sides: the two rounds of a pair see the same prompt
+// lengths and arrival times. Every round gets a prompt nonce of its own
+// (RoundPromptNonce of the Baseline's PromptNonce, drawn by Run when 0), so
+// that no round meets the prompts of another in the servers' prefix or
+// prompt caches (a server compared with itself would else answer the
+// second side of a pair from its cache). The zero value is not usable: give both configs, Order,
 // Rounds and the thresholds.
 type Procedure struct {
 	// Baseline and Candidate are the sides' sweep configs (validated by
@@ -147,6 +151,10 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	if run == nil {
 		run = p.sweepRound
 	}
+	if p.Baseline.PromptNonce == 0 { // one nonce for the comparison; each round derives its own
+		p.Baseline.PromptNonce = sweep.NewPromptNonce()
+	}
+	p.Candidate.PromptNonce = p.Baseline.PromptNonce
 	cr := p.newResult()
 	sides := map[string]*Evidence{}
 	order := RoundOrder(p.Order, p.Rounds, p.Seed)
@@ -224,7 +232,8 @@ func (p *Procedure) round(i int, side string, n int) *RoundRun {
 	cfg.Rounds = 1
 	cfg.Name = fmt.Sprintf("r%d-%s", i+1, side)
 	cfg.Seed = p.Seed + int64(i/2)
-	r := Round{Round: i + 1, Side: side, Seed: cfg.Seed}
+	cfg.PromptNonce = RoundPromptNonce(p.Baseline.PromptNonce, i)
+	r := Round{Round: i + 1, Side: side, Seed: cfg.Seed, PromptNonce: cfg.PromptNonce}
 	logger := log.With(p.logger(), "round", r.Round, "side", side)
 	var obs sweep.Observer
 	if p.Observer != nil {
@@ -234,6 +243,20 @@ func (p *Procedure) round(i int, side string, n int) *RoundRun {
 		obs = sweep.NopObserver{}
 	}
 	return &RoundRun{Index: i, Round: r, Config: cfg, Logger: logger, Observer: stepLogger{Observer: obs, logger: logger}}
+}
+
+// RoundPromptNonce is the prompt nonce of round i (from 0) of a
+// comparison whose nonce is base: distinct for every round and base, in
+// [1, 2^63-1] (a SplitMix64 finaliser of both).
+func RoundPromptNonce(base int64, i int) int64 {
+	x := uint64(base) ^ (uint64(i)+1)*0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x = (x ^ (x >> 31)) >> 1
+	if x == 0 {
+		x = 1
+	}
+	return int64(x)
 }
 
 // sweepRound is the default RoundRunner: the round's sweep run in memory,

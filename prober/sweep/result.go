@@ -240,6 +240,10 @@ type Result struct {
 	// CostPerHour is Config.CostPerHour, the price in USD per hour
 	// (result.json cost_per_hour_usd; 0: no price, not written).
 	CostPerHour float64
+	// PromptNonce is the nonce the prompt texts were drawn with
+	// (Config.PromptNonce, or the one Prepare drew; result.json
+	// prompt_nonce; 0 for a dataset, whose texts are the file's).
+	PromptNonce int64
 
 	// The fields below are not written to result.json (the manifest and
 	// the command line hold them); reports read them.

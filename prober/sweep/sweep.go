@@ -263,6 +263,9 @@ func Prepare(ctx context.Context, cfg Config, opts Options) (*Prepared, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.PromptNonce == 0 {
+		cfg.PromptNonce = NewPromptNonce()
+	}
 	r := &runner{cfg: cfg, opts: opts, logger: opts.Logger, http: opts.HTTPClient}
 	if r.logger == nil {
 		r.logger = log.NewNopLogger()
