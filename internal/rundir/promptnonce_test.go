@@ -2,12 +2,14 @@ package rundir
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -101,5 +103,83 @@ func TestRunTwiceOnCachingServer(t *testing.T) {
 				t.Errorf("repeated prompts hit %v tokens, the first run %v", h, h0)
 			}
 		})
+	}
+}
+
+// TestCompareSelfWithPromptCache: a server with llama.cpp's prompt cache
+// (a cached prompt prefills in one step, a new one takes 20 ms more)
+// compared with itself twice in a row: every round sends prompts no other
+// round (of either comparison) sent, so no round's requests are served from
+// the cache and the verdict is no regression. The same comparison with the
+// first one's prompt nonce given back repeats its prompts round by round:
+// the cache then serves nearly every prompt token.
+func TestCompareSelfWithPromptCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three comparisons of four rounds")
+	}
+	sc := simtest.Fast()
+	sc.Engine, sc.EnablePrefixCaching, sc.PromptCache = simulator.EngineLlamaCpp, false, true
+	sc.StepPerPrefillToken = 100 * time.Microsecond
+	url, _ := simtest.Start(t, sc)
+	run := func(nonce int64) (*CompareOutcome, []float64) {
+		t.Helper()
+		p := testProcedure(t, url, url, t.TempDir())
+		for _, c := range []*sweep.Config{&p.Baseline, &p.Candidate} {
+			c.Workload = workload.Spec{InputTokens: workload.Fixed(200), OutputTokens: workload.Fixed(4)}
+			c.PromptNonce = nonce
+		}
+		p.Rounds = 4
+		th, err := compare.ParseThresholds("ttft_p50=50%")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Thresholds, p.MaxRegression = th, "ttft_p50=50%"
+		out, err := RunCompare(context.Background(), p, CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Result.Complete || len(out.Result.Rounds) != 4 {
+			t.Fatalf("compare incomplete: %+v", out.Result)
+		}
+		var cached []float64 // per round: the share of prompt tokens the cache served
+		seen := map[int64]bool{}
+		for _, r := range out.Result.Rounds {
+			if r.PromptNonce == 0 || seen[r.PromptNonce] {
+				t.Fatalf("round %d: prompt nonce %d (seen %v)", r.Round, r.PromptNonce, seen)
+			}
+			seen[r.PromptNonce] = true
+			st := readResult(t, filepath.Join(out.Dir, r.Dir))["steps"].([]any)[0].(map[string]any)
+			c, _ := st["usage_cached_tokens"].(float64)
+			in, _ := st["total_input_tokens"].(float64)
+			if in == 0 {
+				t.Fatalf("round %d: no input tokens in result.json", r.Round)
+			}
+			cached = append(cached, c/in)
+		}
+		return out, cached
+	}
+	first, c1 := run(0)
+	second, c2 := run(0)
+	for i, out := range []*CompareOutcome{first, second} {
+		cached := [][]float64{c1, c2}[i]
+		for r, c := range cached {
+			if c > 0.02 {
+				t.Errorf("comparison %d round %d: %.0f%% of the prompt tokens came from the cache", i+1, r+1, 100*c)
+			}
+		}
+		t.Logf("comparison %d: verdict %s, cached shares per round %.3f", i+1, out.Result.Verdict, cached)
+		if v := out.Result.Verdict; v == compare.OutcomeFail {
+			t.Errorf("comparison %d of a server with itself: verdict %s: %v", i+1, v, out.Result.Result.Reasons)
+		}
+	}
+	if first.Result.PromptNonce == second.Result.PromptNonce || first.Result.PromptNonce == 0 {
+		t.Errorf("both comparisons used the prompt nonce %d", first.Result.PromptNonce)
+	}
+	third, again := run(first.Result.PromptNonce)
+	t.Logf("comparison 3 (nonce given back): verdict %s, cached shares per round %.3f", third.Result.Verdict, again)
+	for r, c := range again {
+		if c < 0.9 {
+			t.Errorf("repeating the first comparison's prompts: round %d had only %.0f%% of its prompt tokens cached", r+1, 100*c)
+		}
 	}
 }
