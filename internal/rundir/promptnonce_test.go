@@ -2,11 +2,14 @@ package rundir
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/compare"
@@ -89,6 +92,10 @@ func TestRunTwiceOnCachingServer(t *testing.T) {
 					t.Fatalf("run %d: result.json prompt_nonce %v, Result %d", i+1, n, res.PromptNonce)
 				}
 				nonces[n] = true
+				if a := readFile(t, out.Dir, artifacts.AnalysisFile); !strings.Contains(a, "### Cache hits") ||
+					!strings.Contains(a, fmt.Sprintf("--prompt-nonce %d", res.PromptNonce)) {
+					t.Errorf("run %d: analysis.md has no cache-hit table with the nonce", i+1)
+				}
 			}
 			if len(nonces) != 2 {
 				t.Fatalf("both runs drew the prompt nonce %v", nonces)
