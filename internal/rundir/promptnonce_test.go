@@ -182,6 +182,9 @@ func TestCompareSelfWithPromptCache(t *testing.T) {
 	if first.Result.PromptNonce == second.Result.PromptNonce || first.Result.PromptNonce == 0 {
 		t.Errorf("both comparisons used the prompt nonce %d", first.Result.PromptNonce)
 	}
+	if m, err := artifacts.ReadManifest(first.Dir); err != nil || m.Fingerprint.Metadata["compare.prompt_nonce"] != fmt.Sprint(first.Result.PromptNonce) {
+		t.Errorf("manifest compare.prompt_nonce %q (%v), want %d", m.Fingerprint.Metadata["compare.prompt_nonce"], err, first.Result.PromptNonce)
+	}
 	third, again := run(first.Result.PromptNonce)
 	t.Logf("comparison 3 (nonce given back): verdict %s, cached shares per round %.3f", third.Result.Verdict, again)
 	for r, c := range again {
