@@ -92,6 +92,13 @@ func TestRunTwiceOnCachingServer(t *testing.T) {
 					t.Fatalf("run %d: result.json prompt_nonce %v, Result %d", i+1, n, res.PromptNonce)
 				}
 				nonces[n] = true
+				if persona == simulator.EngineLlamaCpp {
+					for _, r := range readRecords(t, out.Dir) {
+						if !r.CachedTokensReported {
+							t.Fatalf("run %d: records.jsonl line without cached_tokens_reported: %+v", i+1, r.Record)
+						}
+					}
+				}
 				if a := readFile(t, out.Dir, artifacts.AnalysisFile); !strings.Contains(a, "### Cache hits") ||
 					!strings.Contains(a, fmt.Sprintf("--prompt-nonce %d", res.PromptNonce)) {
 					t.Errorf("run %d: analysis.md has no cache-hit table with the nonce", i+1)
