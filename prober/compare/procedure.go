@@ -58,8 +58,8 @@ func RoundOrder(order string, n int, seed int64) []string {
 // (RoundPromptNonce of the Baseline's PromptNonce, drawn by Run when 0), so
 // that no round meets the prompts of another in the servers' prefix or
 // prompt caches (a server compared with itself would else answer the
-// second side of a pair from its cache). The zero value is not usable: give both configs, Order,
-// Rounds and the thresholds.
+// second side of a pair from its cache). The zero value is not usable:
+// give both configs, Order, Rounds and the thresholds.
 type Procedure struct {
 	// Baseline and Candidate are the sides' sweep configs (validated by
 	// sweep.Prepare). Their Rounds, Name and Seed are set per round; the
@@ -162,7 +162,8 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	complete, stopReason := true, ""
 	for i, side := range order {
 		rr := p.round(i, side, len(order))
-		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed)
+		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed,
+			"prompt_nonce", rr.Round.PromptNonce)
 		out, err := run(ctx, rr)
 		if out != nil && out.Result != nil {
 			r := rr.Round
@@ -246,8 +247,10 @@ func (p *Procedure) round(i int, side string, n int) *RoundRun {
 }
 
 // RoundPromptNonce is the prompt nonce of round i (from 0) of a
-// comparison whose nonce is base: distinct for every round and base, in
-// [1, 2^63-1] (a SplitMix64 finaliser of both).
+// comparison whose nonce is base, in [1, 2^63-1]: a SplitMix64 finaliser
+// of both (a bijection before its last bit is dropped), so the rounds of a
+// comparison, and of comparisons with other nonces, differ but for a 2^-63
+// chance.
 func RoundPromptNonce(base int64, i int) int64 {
 	x := uint64(base) ^ (uint64(i)+1)*0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9

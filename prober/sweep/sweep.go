@@ -304,6 +304,15 @@ func Prepare(ctx context.Context, cfg Config, opts Options) (*Prepared, error) {
 // Start returns the sweep's start time (Options.Now when Prepare began).
 func (p *Prepared) Start() time.Time { return p.r.start }
 
+// PromptNonce returns the sweep's prompt nonce: Config.PromptNonce, or the
+// one Prepare drew (Result.PromptNonce); 0 for a dataset, sent as it is.
+func (p *Prepared) PromptNonce() int64 {
+	if p.r.dataset != nil {
+		return 0
+	}
+	return p.r.cfg.PromptNonce
+}
+
 // Model returns the model the sweep requests (Config.Model, or the first
 // one /v1/models lists).
 func (p *Prepared) Model() string { return p.r.model }
