@@ -416,9 +416,7 @@ func CommandLine(c sweep.Config) []string {
 	add("warmups", strconv.Itoa(c.Warmups))
 	add("rounds", strconv.Itoa(c.Rounds))
 	add("seed", strconv.FormatInt(c.Seed, 10))
-	if c.PromptNonce != 0 {
-		add("prompt-nonce", strconv.FormatInt(c.PromptNonce, 10))
-	}
+	add("prompt-nonce", strconv.FormatInt(c.PromptNonce, 10)) // 0: a fresh one (execute draws it first)
 	if c.Validity.MaxSendLag > 0 {
 		add("max-send-lag", c.Validity.MaxSendLag.String())
 	}
