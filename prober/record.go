@@ -128,6 +128,14 @@ type Record struct {
 	PromptTokens     int  `json:"prompt_tokens"`
 	CompletionTokens int  `json:"completion_tokens"`
 	TokensCounted    bool `json:"tokens_counted,omitempty"`
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens, the
+	// prompt tokens the server reports it served from its prefix or
+	// prompt cache; CachedTokensReported is true when the usage carried
+	// it (vLLM with --enable-prompt-tokens-details, SGLang with
+	// --enable-cache-report, llama.cpp always), so that 0 is a reported
+	// zero, not a missing figure.
+	CachedTokens         int  `json:"cached_tokens,omitempty"`
+	CachedTokensReported bool `json:"cached_tokens_reported,omitempty"`
 	// Events is the number of token-bearing SSE events received.
 	Events int `json:"events"`
 

@@ -109,6 +109,7 @@ var EngineMetrics = map[string]map[string]dto.MetricType{
 		"llamacpp:prompt_tokens_seconds":          dto.MetricType_GAUGE,
 		"llamacpp:predicted_tokens_seconds":       dto.MetricType_GAUGE,
 		"llamacpp:prompt_tokens_total":            dto.MetricType_COUNTER,
+		"llamacpp:prompt_tokens_cached_total":     dto.MetricType_COUNTER,
 		"llamacpp:prompt_seconds_total":           dto.MetricType_COUNTER,
 		"llamacpp:tokens_predicted_total":         dto.MetricType_COUNTER,
 		"llamacpp:tokens_predicted_seconds_total": dto.MetricType_COUNTER,

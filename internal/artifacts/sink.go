@@ -212,6 +212,12 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	if r.TokensCounted {
 		b = append(b, `,"tokens_counted":true`...)
 	}
+	if r.CachedTokens != 0 {
+		b = appendInt(b, `,"cached_tokens":`, int64(r.CachedTokens))
+	}
+	if r.CachedTokensReported {
+		b = append(b, `,"cached_tokens_reported":true`...)
+	}
 	b = appendInt(b, `,"events":`, int64(r.Events))
 	if r.FinishReason != "" {
 		b = append(b, `,"finish_reason":`...)

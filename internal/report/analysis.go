@@ -42,6 +42,7 @@ func Analysis(res *sweep.Result) []byte {
 	writeLatency(&b, res)
 	writeErrors(&b, res)
 	writeServer(&b, res)
+	writeCacheHits(&b, res)
 	writeValidity(&b, res)
 	writeConclusion(&b, res)
 	writeRollback(&b, res)

@@ -168,6 +168,9 @@ func compareMetadata(p *compare.Procedure, cr *compare.Result) map[string]string
 	m["compare.rounds"] = fmt.Sprint(p.Rounds)
 	m["compare.vary"] = strings.Join(cr.Vary, ",")
 	m["compare.max_regression"] = p.MaxRegression
+	if cr.PromptNonce != 0 {
+		m["compare.prompt_nonce"] = strconv.FormatInt(cr.PromptNonce, 10)
+	}
 	for _, s := range []struct {
 		key   string
 		price float64

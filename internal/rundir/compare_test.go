@@ -159,6 +159,9 @@ func TestRunCompareRerunsFlaggedRound(t *testing.T) {
 	if len(cr.Rounds) != 3 || cr.Rounds[1].Discarded == "" || cr.Rounds[2].Attempt != 2 || !strings.HasSuffix(cr.Rounds[2].Dir, "-r2-candidate-rerun") {
 		t.Fatalf("rounds %+v", cr.Rounds)
 	}
+	if cr.Rounds[2].PromptNonce == cr.Rounds[1].PromptNonce || cr.Rounds[2].PromptNonce == 0 {
+		t.Errorf("the rerun's prompt nonce %d: want one of its own (the discarded attempt's was %d)", cr.Rounds[2].PromptNonce, cr.Rounds[1].PromptNonce)
+	}
 	if _, err := os.Stat(filepath.Join(res.Dir, cr.Rounds[1].Dir, artifacts.RecordsFile)); err != nil {
 		t.Errorf("the discarded round's records: %v", err)
 	}

@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
 		return nil, fmt.Errorf("out dir: %w", err)
 	}
 	out := &Outcome{Dir: run.Dir()}
-	level.Info(logger).Log("msg", "sweep starting", "target", fingerprint.RedactText(cfg.Target), "model", p.Model(),
+	level.Info(logger).Log("msg", "sweep starting", "target", fingerprint.RedactText(cfg.Target), "model", p.Model(), "prompt_nonce", p.PromptNonce(),
 		"mode", cfg.Mode(), "dir", run.Dir())
 	sink, err := openFiles(run, o)
 	if err != nil {

@@ -43,6 +43,14 @@ type Config struct {
 	// EnablePrefixCaching turns on prefix caching by chained hashes of full
 	// prompt blocks (`--enable-prefix-caching`). Default true, as vLLM V1.
 	EnablePrefixCaching bool
+	// PromptCache adds a prompt cache as llama.cpp's llama-server keeps
+	// one (`--prompt-cache`, promptcache.go): a prompt's longest common
+	// prefix with a cached prompt, token by token, is not computed again,
+	// beside (and whatever) the prefix cache's full blocks. Default off.
+	// PromptCacheTokens is its capacity (`--prompt-cache-tokens`, default
+	// DefaultPromptCacheTokens, at most MaxPromptCacheTokens).
+	PromptCache       bool
+	PromptCacheTokens int
 
 	// StepBase is the fixed cost of one engine step (`--step-base`). Default 10ms.
 	StepBase time.Duration
@@ -166,6 +174,7 @@ func DefaultConfig() Config {
 		BlockSize:           16,
 		NumGPUBlocks:        24576,
 		EnablePrefixCaching: true,
+		PromptCacheTokens:   DefaultPromptCacheTokens,
 		StepBase:            10 * time.Millisecond,
 		StepPerPrefillToken: 20 * time.Microsecond,
 		StepPerSeq:          100 * time.Microsecond,
@@ -214,6 +223,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
 	}
 	if err := c.validateLoRA(); err != nil {
+		return err
+	}
+	if err := c.validatePromptCache(); err != nil {
 		return err
 	}
 	if c.Light.Enabled {
@@ -371,6 +383,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	intFlag("num-gpu-blocks", "KV cache capacity in blocks; sequences are preempted (recompute) when it runs out.", &c.NumGPUBlocks)
 	cmd.Flag("enable-prefix-caching", "Reuse KV blocks of identical prompt prefixes (full blocks, chained hashes).").
 		Default(strconv.FormatBool(c.EnablePrefixCaching)).BoolVar(&c.EnablePrefixCaching)
+	addPromptCacheFlags(cmd, c, intFlag)
 	durationFlag("step-base", "Fixed duration of one engine step.", &c.StepBase)
 	durationFlag("step-per-prefill-token", "Added step duration per prompt token computed in the step.", &c.StepPerPrefillToken)
 	durationFlag("step-per-seq", "Added step duration per sequence scheduled in the step.", &c.StepPerSeq)

@@ -47,6 +47,7 @@ type sequence struct {
 	outputs     int
 	blocks      []*kvBlock
 	registered  int // prompt blocks whose hash was offered to the cache
+	cached      int // prompt tokens found cached at admission (guarded by mu: the usage reports it)
 	scheduledAt time.Time
 	firstAt     time.Time
 	lastAt      time.Time
@@ -95,6 +96,7 @@ type engine struct {
 	cfg Config
 	m   *metrics
 	kv  *kvCache
+	pc  *promptCache // nil unless Config.PromptCache
 
 	mu      sync.Mutex
 	inbox   []*sequence
@@ -109,7 +111,12 @@ type engine struct {
 }
 
 func newEngine(cfg Config, m *metrics) *engine {
+	var pc *promptCache
+	if cfg.PromptCache {
+		pc = newPromptCache(cfg.PromptCacheTokens)
+	}
 	e := &engine{
+		pc:   pc,
 		cfg:  cfg,
 		m:    m,
 		kv:   newKVCache(cfg.NumGPUBlocks, cfg.BlockSize, cfg.EnablePrefixCaching),
@@ -295,14 +302,18 @@ func (e *engine) schedule() (plan []planned, prefillTokens int) {
 		s := e.waiting[0]
 		hits := e.kv.lookup(s)
 		cached := len(hits) * e.kv.blockSize
+		if e.pc != nil {
+			cached = max(cached, e.pc.lookup(s.prompt))
+		}
 		n := min(s.numTokens()-cached, budget)
 		if !e.kv.admit(s, hits, cached+n) {
 			break
 		}
-		if e.kv.prefix {
+		if e.kv.prefix || e.pc != nil {
 			e.m.prefixQueries.Add(float64(s.numTokens()))
 			e.m.prefixHits.Add(float64(cached))
 		}
+		s.setCached(cached)
 		s.numComputed = cached
 		s.registered = len(hits)
 		e.waiting[0] = nil
@@ -401,6 +412,9 @@ func (e *engine) finish(s *sequence, reason string, now time.Time) {
 	s.state = stateDone
 	e.m.success.WithLabelValues(reason).Inc()
 	if reason != finishAbort {
+		if e.pc != nil {
+			e.pc.insert(s.prompt)
+		}
 		e.m.finished.Inc()
 		n := s.outputs
 		e.m.e2e.Observe(now.Sub(s.arrival).Seconds())

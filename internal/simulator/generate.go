@@ -317,6 +317,9 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 	// vLLM answers with model_dump(): every field, unset ones as null.
 	use := usage{PromptTokens: len(g.prompt), CompletionTokens: produced, TotalTokens: len(g.prompt) + produced,
 		PromptTokensDetails: jsonNull}
+	if s.cfg.Engine == EngineLlamaCpp {
+		use.PromptTokensDetails = cachedDetails(seq.cachedPrompt())
+	}
 	var resp any
 	if g.kind == kindChat {
 		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: g.model,
@@ -374,6 +377,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		return
 	}
 	w := s.newWire(g, id, time.Now().Unix())
+	w.seq = seq
 	abort := func() {
 		s.eng.abort(seq)
 		c.tr.FinishReason = finishAbort

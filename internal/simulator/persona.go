@@ -142,7 +142,11 @@ func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		m.paramsMaxTokens = histogram("tgi_request_max_new_tokens", "Maximum new tokens per request", buckets125(cfg.MaxModelLen))
 	case EngineLlamaCpp:
 		// tools/server/server.cpp, handle_metrics (llama-server --metrics).
-		m.prefillComputed = counter("llamacpp:prompt_tokens_total", "Number of prompt tokens processed.")
+		m.prefillComputed = counter("llamacpp:prompt_tokens_total", "Number of prompt tokens processed, excluding cached tokens")
+		// tools/server/server-task.cpp of releases with the RAM prompt
+		// cache: the prompt tokens reused (the prefix cache's blocks, or
+		// --prompt-cache's common prefix).
+		m.prefixHits = counter("llamacpp:prompt_tokens_cached_total", "Number of prompt tokens reused from the cache")
 		m.prefill = counterObserver{counter("llamacpp:prompt_seconds_total", "Prompt process time")}
 		m.generationTokens = counter("llamacpp:tokens_predicted_total", "Number of generation tokens processed.")
 		m.decode = counterObserver{counter("llamacpp:tokens_predicted_seconds_total", "Predict process time")}

@@ -23,6 +23,7 @@ import (
 type wire struct {
 	engine  string
 	g       *genRequest
+	seq     *sequence // the prompt tokens found cached (llama.cpp's usage; nil: 0)
 	id      string
 	created int64
 	model   string
@@ -147,11 +148,19 @@ func (w *wire) finish(reason string, completion int) []byte {
 	extra := map[string]any{}
 	if w.usageOnFinish() {
 		p := len(w.g.prompt)
-		use = &usage{PromptTokens: p, CompletionTokens: completion, TotalTokens: p + completion}
+		cached := 0
+		if w.seq != nil {
+			cached = w.seq.cachedPrompt()
+		}
+		use = &usage{PromptTokens: p, CompletionTokens: completion, TotalTokens: p + completion,
+			PromptTokensDetails: cachedDetails(cached)}
 		now := time.Now()
 		promptMS := float64(w.first.Sub(w.start).Microseconds()) / 1000
 		predictedMS := float64(now.Sub(w.first).Microseconds()) / 1000
-		t := map[string]any{"prompt_n": p, "prompt_ms": promptMS, "predicted_n": completion, "predicted_ms": predictedMS}
+		// llama.cpp's timings: prompt_n counts the tokens evaluated,
+		// cache_n the ones reused.
+		p -= cached
+		t := map[string]any{"cache_n": cached, "prompt_n": p, "prompt_ms": promptMS, "predicted_n": completion, "predicted_ms": predictedMS}
 		if p > 0 && promptMS > 0 {
 			t["prompt_per_token_ms"], t["prompt_per_second"] = promptMS/float64(p), 1000*float64(p)/promptMS
 		}

@@ -174,6 +174,9 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 	defer s.wg.Done()
 	logger := log.With(s.logger, "sweep_id", r.id, "target", r.target, "sweep", r.name)
 	start := s.opts.Now()
+	if cfg.PromptNonce == 0 { // drawn here, so that the manifest's command line repeats the run
+		cfg.PromptNonce = sweep.NewPromptNonce()
+	}
 	out, err := rundir.Run(ctx, cfg, rundir.Options{
 		Logger: logger, Args: CommandLine(cfg), Observer: &progress{r: r, obs: s.obs},
 		HTTPClient: s.opts.HTTPClient, Now: s.opts.Now,
@@ -421,6 +424,7 @@ func CommandLine(c sweep.Config) []string {
 	add("warmups", strconv.Itoa(c.Warmups))
 	add("rounds", strconv.Itoa(c.Rounds))
 	add("seed", strconv.FormatInt(c.Seed, 10))
+	add("prompt-nonce", strconv.FormatInt(c.PromptNonce, 10)) // 0: a fresh one (execute draws it first)
 	if c.Validity.MaxSendLag > 0 {
 		add("max-send-lag", c.Validity.MaxSendLag.String())
 	}

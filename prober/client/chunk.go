@@ -18,7 +18,9 @@ import (
 //     "content" a string or null and "role" anything (set when not null);
 //     its "logprobs" is anything, skipped, and marks the chunk when not null.
 //   - "usage": null or an object whose "prompt_tokens" and
-//     "completion_tokens" are integers or null.
+//     "completion_tokens" are integers or null, and whose
+//     "prompt_tokens_details", when an object, has "cached_tokens" an
+//     integer or null (any other value of it is validated and skipped).
 //   - "error" not null, or "object" equal to "error", marks an error event;
 //     its message is "error" itself when a string, "error.message" when
 //     "error" is an object, or the top-level "message" for the old form.
@@ -36,8 +38,10 @@ type chunk struct {
 	hasUsage         bool
 	hasPrompt        bool
 	hasCompletion    bool
+	hasCached        bool // usage.prompt_tokens_details.cached_tokens an integer
 	promptTokens     int
 	completionTokens int
+	cachedTokens     int
 
 	isError       bool
 	errMsg        []byte
@@ -88,6 +92,8 @@ type topState struct {
 	finishEsc              bool
 	promptSet, complSet    bool
 	promptTok, complTokens int
+	cachedSet              bool
+	cachedTok              int
 }
 
 // decodeChunk parses data into c, which it overwrites.
@@ -115,6 +121,7 @@ func decodeChunk(data []byte, c *chunk) error {
 	if c.hasUsage {
 		c.hasPrompt, c.promptTokens = st.promptSet, st.promptTok
 		c.hasCompletion, c.completionTokens = st.complSet, st.complTokens
+		c.hasCached, c.cachedTokens = st.cachedSet, st.cachedTok
 	}
 	switch {
 	case st.errSet:
@@ -401,7 +408,7 @@ func (d *decoder) delta(st *topState) error {
 
 func (d *decoder) usage(c *chunk, st *topState) error {
 	c.hasUsage = false
-	st.promptSet, st.complSet = false, false
+	st.promptSet, st.complSet, st.cachedSet = false, false, false
 	if d.null() {
 		return nil
 	}
@@ -426,8 +433,42 @@ func (d *decoder) usage(c *chunk, st *topState) error {
 			var ok bool
 			st.complTokens, ok, err = d.optInt("completion_tokens")
 			st.complSet = ok
+		case "prompt_tokens_details":
+			err = d.promptDetails(st)
 		default:
 			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// promptDetails reads usage.prompt_tokens_details: its cached_tokens when
+// it is an object (the last of duplicate keys wins), else the value is
+// skipped and the cached tokens are not known.
+func (d *decoder) promptDetails(st *topState) error {
+	st.cachedSet = false
+	if d.peek() != '{' {
+		return d.skip(3)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		if string(k) == "cached_tokens" {
+			var ok bool
+			st.cachedTok, ok, err = d.optInt("cached_tokens")
+			st.cachedSet = ok
+		} else {
+			err = d.skip(4)
 		}
 		if err != nil {
 			return err

@@ -18,6 +18,8 @@ type refChunk struct {
 	HasUsage                 bool
 	HasPrompt, HasCompletion bool
 	Prompt, Completion       int
+	HasCached                bool
+	Cached                   int
 	IsError                  bool
 	ErrMsg                   string
 }
@@ -27,6 +29,7 @@ func viewChunk(c *chunk) refChunk {
 		Choices: c.choices, HasText: c.hasText, HasRole: c.hasRole, HasFinish: c.hasFinish,
 		HasUsage: c.hasUsage, HasPrompt: c.hasPrompt, HasCompletion: c.hasCompletion,
 		Prompt: c.promptTokens, Completion: c.completionTokens, IsError: c.isError,
+		HasCached: c.hasCached, Cached: c.cachedTokens,
 	}
 	if c.hasFinish {
 		r.Finish = rawString(c.finish, c.finishEscaped)
@@ -135,6 +138,16 @@ func refDecode(data []byte) (refChunk, error) {
 		if r.Completion, r.HasCompletion, err = optInt(raw, ok); err != nil {
 			return r, err
 		}
+		if raw, ok := u["prompt_tokens_details"]; ok && !isNull(raw) && first(raw) == '{' {
+			var pd map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &pd); err != nil {
+				return r, err
+			}
+			raw, ok := pd["cached_tokens"]
+			if r.Cached, r.HasCached, err = optInt(raw, ok); err != nil {
+				return r, err
+			}
+		}
 	}
 	if raw, ok := top["error"]; ok && !isNull(raw) {
 		r.IsError = true
@@ -194,6 +207,16 @@ func TestDecodeChunk(t *testing.T) {
 			name: "usage chunk",
 			data: `{"id":"cmpl-1","choices":[],"usage":{"prompt_tokens":128,"total_tokens":384,"completion_tokens":256,"prompt_tokens_details":null}}`,
 			want: refChunk{HasUsage: true, HasPrompt: true, Prompt: 128, HasCompletion: true, Completion: 256},
+		},
+		{
+			name: "usage with cached tokens (llama.cpp, vLLM --enable-prompt-tokens-details)",
+			data: `{"choices":[],"usage":{"prompt_tokens":128,"completion_tokens":2,"prompt_tokens_details":{"audio":null,"cached_tokens":96}}}`,
+			want: refChunk{HasUsage: true, HasPrompt: true, Prompt: 128, HasCompletion: true, Completion: 2, HasCached: true, Cached: 96},
+		},
+		{
+			name: "prompt_tokens_details not an object",
+			data: `{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens_details":[1,{"cached_tokens":3}]}}`,
+			want: refChunk{HasUsage: true, HasPrompt: true, Prompt: 1},
 		},
 		{
 			name: "continuous usage on a token chunk",
@@ -300,6 +323,7 @@ func FuzzDecodeChunk(f *testing.F) {
 		`{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null}],"usage":null}`,
 		`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
 		`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`{"choices":[],"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":8,"x":[{}]},"prompt_tokens_details":{"cached_tokens":null}}}`,
 		`{"error":{"message":"x","code":500}}`,
 		`{"object":"error","message":"m"}`,
 		`{"a":[1,-2.5e+3,true,false,null,"\u00e9\n",{}]}`,

@@ -120,6 +120,9 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 			if c.hasPrompt {
 				rec.PromptTokens = c.promptTokens
 			}
+			if c.hasCached {
+				rec.CachedTokens, rec.CachedTokensReported = c.cachedTokens, true
+			}
 		}
 	}
 }

@@ -30,8 +30,9 @@ type response struct {
 		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     *int `json:"prompt_tokens"`
-		CompletionTokens *int `json:"completion_tokens"`
+		PromptTokens        *int            `json:"prompt_tokens"`
+		CompletionTokens    *int            `json:"completion_tokens"`
+		PromptTokensDetails json.RawMessage `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -94,6 +95,13 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		}
 		if u.CompletionTokens != nil {
 			rec.CompletionTokens = *u.CompletionTokens
+		}
+		var details struct {
+			CachedTokens *int `json:"cached_tokens"`
+		}
+		// prompt_tokens_details is null, or an object (anything else: not known).
+		if len(u.PromptTokensDetails) > 0 && json.Unmarshal(u.PromptTokensDetails, &details) == nil && details.CachedTokens != nil {
+			rec.CachedTokens, rec.CachedTokensReported = *details.CachedTokens, true
 		}
 	}
 	return prober.ClassNone, "", false

@@ -54,9 +54,13 @@ func RoundOrder(order string, n int, seed int64) []string {
 // Order, each round one sweep of one side (sweep.Prepare + Run with Rounds
 // 1) from an idle server with its warmups; then Compare on the rounds of
 // each side pooled. Pair k of rounds (rounds 2k+1 and 2k+2) runs with seed
-// Seed+k on both sides: the two rounds of a pair see the same prompts and
-// arrival times. The zero value is not usable: give both configs, Order,
-// Rounds and the thresholds.
+// Seed+k on both sides: the two rounds of a pair see the same prompt
+// lengths and arrival times. Every round gets a prompt nonce of its own
+// (RoundPromptNonce of the Baseline's PromptNonce, drawn by Run when 0), so
+// that no round meets the prompts of another in the servers' prefix or
+// prompt caches (a server compared with itself would else answer the
+// second side of a pair from its cache). The zero value is not usable:
+// give both configs, Order, Rounds and the thresholds.
 type Procedure struct {
 	// Baseline and Candidate are the sides' sweep configs (validated by
 	// sweep.Prepare). Their Rounds, Name and Seed are set per round; the
@@ -154,6 +158,10 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	if run == nil {
 		run = p.sweepRound
 	}
+	if p.Baseline.PromptNonce == 0 { // one nonce for the comparison; each round derives its own
+		p.Baseline.PromptNonce = sweep.NewPromptNonce()
+	}
+	p.Candidate.PromptNonce = p.Baseline.PromptNonce
 	cr := p.newResult()
 	sides := map[string]*Evidence{}
 	order := RoundOrder(p.Order, p.Rounds, p.Seed)
@@ -162,7 +170,8 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	var reruns []string
 	for i, side := range order {
 		rr := p.round(i, side, len(order))
-		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed)
+		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed,
+			"prompt_nonce", rr.Round.PromptNonce)
 		out, err := run(ctx, rr)
 		if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && len(reruns) < maxReruns(p.Rounds) {
 			reason := fmt.Sprintf("round %d (%s) rerun: %s", i+1, side, flagged)
@@ -236,11 +245,15 @@ func clientFlagged(out *RoundOutcome) string {
 }
 
 // rerun is the second attempt of round rr: the same round, side and seed,
-// named "<name>-rerun" (its own run directory).
+// named "<name>-rerun" (its own run directory), with prompt texts of its
+// own (a nonce derived from the round's and the attempt), so the server's
+// prompt cache does not answer the discarded attempt's prompts.
 func (p *Procedure) rerun(rr *RoundRun, n int) *RoundRun {
 	again := p.round(rr.Index, rr.Round.Side, n)
 	again.Config.Name += "-rerun"
 	again.Round.Attempt = 2
+	again.Config.PromptNonce = RoundPromptNonce(again.Config.PromptNonce, again.Round.Attempt)
+	again.Round.PromptNonce = again.Config.PromptNonce
 	return again
 }
 
@@ -303,7 +316,8 @@ func (p *Procedure) round(i int, side string, n int) *RoundRun {
 	cfg.Rounds = 1
 	cfg.Name = fmt.Sprintf("r%d-%s", i+1, side)
 	cfg.Seed = p.Seed + int64(i/2)
-	r := Round{Round: i + 1, Side: side, Seed: cfg.Seed}
+	cfg.PromptNonce = RoundPromptNonce(p.Baseline.PromptNonce, i)
+	r := Round{Round: i + 1, Side: side, Seed: cfg.Seed, PromptNonce: cfg.PromptNonce}
 	logger := log.With(p.logger(), "round", r.Round, "side", side)
 	var obs sweep.Observer
 	if p.Observer != nil {
@@ -313,6 +327,22 @@ func (p *Procedure) round(i int, side string, n int) *RoundRun {
 		obs = sweep.NopObserver{}
 	}
 	return &RoundRun{Index: i, Round: r, Config: cfg, Logger: logger, Observer: stepLogger{Observer: obs, logger: logger}}
+}
+
+// RoundPromptNonce is the prompt nonce of round i (from 0) of a
+// comparison whose nonce is base, in [1, 2^63-1]: a SplitMix64 finaliser
+// of both (a bijection before its last bit is dropped), so the rounds of a
+// comparison, and of comparisons with other nonces, differ but for a 2^-63
+// chance.
+func RoundPromptNonce(base int64, i int) int64 {
+	x := uint64(base) ^ (uint64(i)+1)*0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x = (x ^ (x >> 31)) >> 1
+	if x == 0 {
+		x = 1
+	}
+	return int64(x)
 }
 
 // sweepRound is the default RoundRunner: the round's sweep run in memory,

@@ -20,6 +20,10 @@ type Round struct {
 	Round int    `json:"round"`
 	Side  string `json:"side"`
 	Seed  int64  `json:"seed"`
+	// PromptNonce is the round's prompt nonce (every round has its own,
+	// derived from Result.PromptNonce: the rounds of a pair share the
+	// lengths and arrivals, never the texts).
+	PromptNonce int64 `json:"prompt_nonce,omitempty"`
 	// Dir is the round's sweep run directory, relative to the compare run
 	// directory ("" when the round was not written to one).
 	Dir      string    `json:"dir"`
@@ -59,6 +63,7 @@ type Result struct {
 	// The settings: Procedure's.
 	Order         string `json:"order"`
 	Seed          int64  `json:"seed"`
+	PromptNonce   int64  `json:"prompt_nonce,omitempty"`
 	MaxRegression string `json:"max_regression"`
 	// Compared is the thresholds compared (FormatThresholds): MaxRegression
 	// without goodput when there was no SLO. A result.json without it
@@ -147,7 +152,7 @@ func (p *Procedure) newResult() *Result {
 		Schema: ResultSchema, Decision: p.Decision, RollbackIf: p.RollbackIf,
 		Baseline:  Side{Target: fingerprint.RedactText(p.Baseline.Target), Model: p.Baseline.Model, CostPerHour: p.Baseline.CostPerHour},
 		Candidate: Side{Target: fingerprint.RedactText(p.Candidate.Target), Model: p.Candidate.Model, CostPerHour: p.Candidate.CostPerHour},
-		Order:     p.Order, Seed: p.Seed, MaxRegression: p.MaxRegression, Compared: FormatThresholds(p.Thresholds),
+		Order:     p.Order, Seed: p.Seed, PromptNonce: p.Baseline.PromptNonce, MaxRegression: p.MaxRegression, Compared: FormatThresholds(p.Thresholds),
 		Vary: p.Vary, SLO: SLOMS(p.Baseline.SLO),
 		BootstrapIters: p.Iters, Rounds: []Round{},
 	}

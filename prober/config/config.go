@@ -11,6 +11,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -67,6 +68,11 @@ const DefaultMaxRate = 100
 // request per 1000 s on average. A lower rate (1e-300 was accepted) never
 // fires, so the probe would export nothing while looking configured.
 const MinProbeRate = 0.001
+
+// MaxPromptNonce bounds a probe's prompt_nonce: the nonces of sweeps and
+// probes share the range [1, 2^63-1] (sweep.Config.PromptNonce is an
+// int64), so a sweep's nonce can be given to a probe and back.
+const MaxPromptNonce = math.MaxInt64
 
 // MaxProbeConcurrency bounds a probe's max_concurrency: every request in
 // flight holds a socket, a goroutine and its buffers (as the sweeps'
@@ -280,6 +286,13 @@ type ProbeConfig struct {
 	// derived from the names (see DeriveSeed); after load it holds the seed
 	// in use.
 	Seed uint64 `yaml:"seed"`
+	// PromptNonce is mixed into the prompt texts (not the lengths or the
+	// arrivals, which Seed decides; workload.Generator.SetPromptNonce).
+	// 0 (or left out): the probe draws a fresh one each time it starts
+	// (daemon start, a reload that restarts it), so its prompts never
+	// repeat those of an earlier start a server's prompt cache still holds;
+	// a value (1 to MaxPromptNonce) repeats the prompts on purpose.
+	PromptNonce uint64 `yaml:"prompt_nonce"`
 
 	set         keySet
 	workloadSet keySet

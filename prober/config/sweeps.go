@@ -169,6 +169,9 @@ type SweepSpec struct {
 	Rounds  int   `yaml:"rounds,omitempty" json:"rounds,omitempty"`
 	Warmups int   `yaml:"warmups,omitempty" json:"warmups,omitempty"`
 	Seed    int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// PromptNonce is mixed into the prompt texts (sweep.Config.PromptNonce;
+	// 0, the default: a fresh one per run).
+	PromptNonce int64 `yaml:"prompt_nonce,omitempty" json:"prompt_nonce,omitempty"`
 	// MaxSendLag is the validity threshold of the client's send-lag p99
 	// (default sweep.DefaultMaxSendLag): a step above it is flagged
 	// client-saturated.

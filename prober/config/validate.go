@@ -156,6 +156,9 @@ func (p ProbeConfig) Validate() error {
 	if p.MaxConcurrency > MaxProbeConcurrency {
 		l.add("max_concurrency", fmt.Errorf("must be <= %d (requests in flight: a socket and a goroutine each), got %d", MaxProbeConcurrency, p.MaxConcurrency))
 	}
+	if p.PromptNonce > MaxPromptNonce {
+		l.add("prompt_nonce", fmt.Errorf("must be <= %d (0: a fresh nonce each start), got %d", uint64(MaxPromptNonce), p.PromptNonce))
+	}
 	if p.Workload.Trace != nil {
 		l.add("workload.trace", errProbeTrace)
 		return l.err()

@@ -119,7 +119,46 @@ func TestAdapterReadsPersonaMetrics(t *testing.T) {
 	f(simulator.EngineTGI, engine.TGI, []engine.Latency{engine.TPOT, engine.E2E, engine.QueueTime},
 		map[engine.Quantity]float64{engine.PromptTokens: 40, engine.GenerationTokens: 100, engine.FinishedRequests: 1})
 	f(simulator.EngineLlamaCpp, engine.LlamaCpp, nil,
-		map[engine.Quantity]float64{engine.PromptTokens: 40, engine.GenerationTokens: 100})
+		map[engine.Quantity]float64{engine.PromptTokens: 40, engine.GenerationTokens: 100,
+			engine.PrefixCacheQueries: 40, engine.PrefixCacheHits: 0})
+}
+
+// TestLlamaCppPromptCacheCounters: llama.cpp's tokens looked up in its
+// prompt cache are the evaluated ones plus the cached ones; a build without
+// llamacpp:prompt_tokens_cached_total has neither figure.
+func TestLlamaCppPromptCacheCounters(t *testing.T) {
+	mk := func(evaluated, cached float64, withCached bool) *scrape.Snapshot {
+		t.Helper()
+		text := "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n" +
+			"# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total " + ftoa(evaluated) + "\n"
+		if withCached {
+			text += "# TYPE llamacpp:prompt_tokens_cached_total counter\nllamacpp:prompt_tokens_cached_total " + ftoa(cached) + "\n"
+		}
+		s, err := scrape.NewSnapshot(time.Now(), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before, after := mk(100, 50, true), mk(130, 250, true)
+	eng, ok := engine.FromMetrics(after)
+	if !ok || eng.Name() != engine.LlamaCpp {
+		t.Fatalf("detected %s", eng.Name())
+	}
+	q, h := eng.Delta(before, after, engine.PrefixCacheQueries), eng.Delta(before, after, engine.PrefixCacheHits)
+	if !q.Known || q.Value != 230 || !h.Known || h.Value != 200 {
+		t.Errorf("prefix cache deltas %+v %+v, want 230 looked up (30 evaluated + 200 cached), 200 hits", q, h)
+	}
+	if v := eng.Read(after, engine.PrefixCacheQueries); !v.Known || v.Value != 380 {
+		t.Errorf("prefix cache queries read %+v, want 380", v)
+	}
+	old0, old1 := mk(100, 0, false), mk(130, 0, false)
+	if q, h := eng.Delta(old0, old1, engine.PrefixCacheQueries), eng.Delta(old0, old1, engine.PrefixCacheHits); q.Known || h.Known {
+		t.Errorf("a build without the cached counter: %+v %+v, want unknown", q, h)
+	}
+	if got := eng.Source(engine.PrefixCacheQueries); len(got) != 1 || got[0] != "llamacpp:prompt_tokens_total + llamacpp:prompt_tokens_cached_total" {
+		t.Errorf("Source = %v", got)
+	}
 }
 
 // TestOllamaHasNoMetrics: the Ollama persona answers /metrics with 404 and

@@ -77,12 +77,16 @@ type source struct {
 	name  string
 	kind  kind
 	match map[string]string
+	// plus, when set, is a second counter added to name's value; the
+	// source is present only when both are (llama.cpp's prompt tokens
+	// looked up in its cache: the evaluated ones plus the cached ones).
+	plus string
 }
 
 // find returns the first source of q present in s.
 func (e *Engine) find(s *scrape.Snapshot, q Quantity) (source, bool) {
 	for _, src := range e.quantities[q] {
-		if s.Has(src.name) {
+		if s.Has(src.name) && (src.plus == "" || s.Has(src.plus)) {
 			return src, true
 		}
 	}
@@ -106,6 +110,10 @@ func (e *Engine) Read(s *scrape.Snapshot, q Quantity) Value {
 	} else {
 		v, ok = s.Sum(src.name, src.match)
 	}
+	if ok && src.plus != "" {
+		w, okPlus := s.Sum(src.plus, src.match)
+		v, ok = v+w, okPlus
+	}
 	return Value{Value: v, Known: ok}
 }
 
@@ -122,6 +130,10 @@ func (e *Engine) Delta(before, after *scrape.Snapshot, q Quantity) Value {
 		return Value{}
 	}
 	v, ok := scrape.CounterDelta(before, after, src.name, src.match)
+	if ok && src.plus != "" {
+		w, okPlus := scrape.CounterDelta(before, after, src.plus, src.match)
+		v, ok = v+w, okPlus
+	}
 	return Value{Value: v, Known: ok}
 }
 
@@ -130,7 +142,11 @@ func (e *Engine) Delta(before, after *scrape.Snapshot, q Quantity) Value {
 func (e *Engine) Source(q Quantity) []string {
 	var out []string
 	for _, src := range e.quantities[q] {
-		out = append(out, src.name)
+		name := src.name
+		if src.plus != "" {
+			name += " + " + src.plus
+		}
+		out = append(out, name)
 	}
 	return out
 }

@@ -73,7 +73,12 @@ var engines = map[Name]*Engine{
 		},
 		tokenize: workload.TokenizeTGI, tokenizeChat: workload.TokenizeTGI,
 	},
-	// llama.cpp's llama-server with --metrics (tools/server/server.cpp).
+	// llama.cpp's llama-server with --metrics (tools/server/server.cpp;
+	// server-task.cpp's server_task_result_metrics::to_metrics in newer
+	// releases). llamacpp:prompt_tokens_total counts the prompt tokens
+	// evaluated, excluding cached ones; releases with the RAM prompt cache
+	// add llamacpp:prompt_tokens_cached_total ("prompt tokens reused from
+	// the cache"), so the tokens looked up are the sum of the two.
 	// It counts no finished requests (llamacpp:n_decode_total counts
 	// decode calls, not requests), so a background sweep of it is refused
 	// and the headroom rules have no rate for it.
@@ -87,6 +92,9 @@ var engines = map[Name]*Engine{
 			GenerationTokens: {{name: "llamacpp:tokens_predicted_total", kind: counter}},
 			PrefillSeconds:   {{name: "llamacpp:prompt_seconds_total", kind: counter}},
 			DecodeSeconds:    {{name: "llamacpp:tokens_predicted_seconds_total", kind: counter}},
+			PrefixCacheQueries: {{name: "llamacpp:prompt_tokens_total", kind: counter,
+				plus: "llamacpp:prompt_tokens_cached_total"}},
+			PrefixCacheHits: {{name: "llamacpp:prompt_tokens_cached_total", kind: counter}},
 		},
 		tokenize: workload.TokenizeLlamaCpp, tokenizeChat: workload.TokenizeLlamaCpp,
 	},

@@ -14,14 +14,20 @@ type itemSource interface {
 	Next(ctx context.Context, tok workload.Tokenizer) (workload.Item, error)
 }
 
-// newItemSource builds the probe's item source. A dataset is the one the
+// newItemSource builds the probe's item source, its prompt texts drawn with
+// nonce (a dataset's are the file's). A dataset is the one the
 // config loaded (read once per load; a config built in code has it read
 // here); its entries are measured with the target's prompt sizing on the
 // first arrival.
-func newItemSource(pc config.ProbeConfig) (itemSource, error) {
+func newItemSource(pc config.ProbeConfig, nonce uint64) (itemSource, error) {
 	d := pc.Workload.Dataset
 	if d == nil {
-		return workload.NewGenerator(pc.Workload, pc.Seed)
+		g, err := workload.NewGenerator(pc.Workload, pc.Seed)
+		if err != nil {
+			return nil, err
+		}
+		g.SetPromptNonce(nonce)
+		return g, nil
 	}
 	ds := pc.Dataset()
 	if ds == nil {

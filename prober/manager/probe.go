@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,7 +63,8 @@ type probeRunner struct {
 // newProbeRunner builds the probe's generators. The config was validated at
 // load (arrival parameters included).
 func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeRunner, error) {
-	gen, err := newItemSource(pc)
+	nonce := probeNonce(pc)
+	gen, err := newItemSource(pc, nonce)
 	if err != nil {
 		return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
 	}
@@ -84,8 +86,23 @@ func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeR
 		if p.sessions, err = workload.NewSessions(pc.Workload, pc.Seed); err != nil {
 			return nil, fmt.Errorf("probe %q: workload: %w", pc.Name, err)
 		}
+		p.sessions.SetPromptNonce(nonce)
+	}
+	if pc.Workload.Dataset == nil {
+		level.Info(p.logger).Log("msg", "probe prompt texts", "seed", pc.Seed, "prompt_nonce", nonce,
+			"fixed", pc.PromptNonce != 0)
 	}
 	return p, nil
+}
+
+// probeNonce is the prompt nonce of a probe starting now: its config's
+// prompt_nonce, else a fresh one (so that a restarted daemon does not send
+// the prompts its previous start left in the server's prompt cache).
+func probeNonce(pc config.ProbeConfig) uint64 {
+	if pc.PromptNonce != 0 {
+		return pc.PromptNonce
+	}
+	return rand.Uint64N(config.MaxPromptNonce) + 1
 }
 
 func (p *probeRunner) start(parent context.Context) {

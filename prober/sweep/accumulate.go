@@ -32,6 +32,9 @@ type StatsAccumulator struct {
 	failedByClass map[string]int
 	finish        map[string]int
 	good          int
+	// cached sums usage.prompt_tokens_details.cached_tokens over the
+	// successful requests that reported it (cachedN of them).
+	cached, cachedN int
 	// Online extremes (order-independent): the scheduled and actual send
 	// spans, the derived duration's bounds, the shortest successful E2E
 	// and the latest intended send after o.Start.
@@ -132,6 +135,10 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		if good {
 			a.good++
 		}
+		if r.CachedTokensReported {
+			a.cached += r.CachedTokens
+			a.cachedN++
+		}
 		s.itlOff, s.itlN = a.itl.len(), int32(len(r.ITL))
 		for _, g := range r.ITL {
 			a.itl.append(g)
@@ -180,6 +187,7 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		RequestedRate: o.RequestedRate,
 		Requests:      a.n,
 		Good:          a.good,
+		CachedTokens:  a.cached, CachedTokensReports: a.cachedN,
 	}
 	if a.spent {
 		panic("sweep: StatsAccumulator.Stats called twice")

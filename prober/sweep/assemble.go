@@ -70,6 +70,9 @@ func (r *runner) result(complete bool) *Result {
 	res.Knee = LadderKnee(outcomes, DefaultGoodputRatio)
 	res.Probe = r.probe
 	res.Dataset = r.datasetInfo
+	if r.dataset == nil {
+		res.PromptNonce = r.cfg.PromptNonce
+	}
 	if c.Mode() != ModeClosed {
 		res.ReferenceCapacity = c.ReferenceCapacity
 		res.MaxConcurrency = c.MaxConcurrency

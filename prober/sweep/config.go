@@ -163,6 +163,14 @@ type Config struct {
 	Percentiles []float64
 	// Seed seeds arrivals and workload draws.
 	Seed int64
+	// PromptNonce is mixed into the prompt texts (not the lengths nor the
+	// arrivals, which Seed alone decides), so that a run sends prompts no
+	// earlier run sent and a server's prefix or prompt cache cannot answer
+	// them (docs/sweep.md "Prompt nonce and cache hits"). 0 (the default):
+	// Prepare draws a fresh one (NewPromptNonce); a value repeats the
+	// prompt texts of the run that used it (Result.PromptNonce). A dataset
+	// is sent as it is.
+	PromptNonce int64
 
 	// ShardIndex and ShardCount make this sweep one shard of ShardCount
 	// (0 or 1: not sharded; see Sharded): it sends each level at

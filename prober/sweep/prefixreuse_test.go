@@ -47,6 +47,11 @@ func TestCheckPrefixReuse(t *testing.T) {
 		{"within the margin (5 % of the queries)", func() PrefixReuse { return base(20*64 + 90) }, false, "", ""},
 		{"one more block per request: repeated prompts", func() PrefixReuse { return base(20 * 80) }, true,
 			"hit 1600 of 1920 prompt tokens (80.0 per request), more than the shared prefix explains (at most 64 per request", ""},
+		{"from the usage's cached tokens, token by token (llama.cpp)", func() PrefixReuse {
+			r := base(20 * 90)
+			r.BlockSize, r.FromUsage = 0, true
+			return r
+		}, true, "the server's responses reported cached (usage.prompt_tokens_details.cached_tokens) 1800 of 1920 prompt tokens", ""},
 		{"preemptions explain the extra reuse", func() PrefixReuse {
 			r := base(20 * 80)
 			r.Preemptions = known(4)

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -29,7 +30,14 @@ type promptSource struct {
 	fromStart bool
 	// trace builds the measured prompts of a trace replay (nil: src).
 	trace *workload.TracePrompts
+	// nonce is the run's prompt nonce (Config.PromptNonce): mixed into
+	// the texts, never into lengths or arrivals.
+	nonce uint64
 }
+
+// NewPromptNonce draws a fresh prompt nonce (Config.PromptNonce), in
+// [1, 2^63-1], from the process's random source.
+func NewPromptNonce() int64 { return rand.Int64N(math.MaxInt64) + 1 }
 
 // itemSource yields a workload's items by index: the Generator or a
 // dataset's DatasetSource.
@@ -59,11 +67,14 @@ func newPromptSource(r *runner) (*promptSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &promptSource{src: gen, gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix}
+	nonce := uint64(c.PromptNonce)
+	gen.SetPromptNonce(nonce)
+	ps := &promptSource{src: gen, gen: gen, tok: r.sizing.Tokenizer, fresh: c.FreshPrefix, nonce: nonce}
 	if c.Workload.MultiTurn != nil {
 		if ps.sessions, err = workload.NewSessions(c.Workload, uint64(c.shardSeed())); err != nil {
 			return nil, err
 		}
+		ps.sessions.SetPromptNonce(nonce)
 	}
 	if c.Trace != nil {
 		ps.trace = workload.NewTracePrompts(c.Trace, 0)
@@ -127,7 +138,8 @@ func (ps *promptSource) items(ctx context.Context, seed uint64, n, warmups int, 
 	}
 	at := itemFunc(func(ctx context.Context, i int) (promptItem, error) { return ps.src.At(ctx, ps.tok, base+int64(i)) })
 	if ps.trace != nil { // a trace replay: item i is the trace's entry i
-		at = func(ctx context.Context, i int) (promptItem, error) { return ps.trace.At(ctx, ps.tok, seed, i) }
+		textSeed := workload.MixNonce(seed, ps.nonce) // the trace decides the lengths; the seed, the texts
+		at = func(ctx context.Context, i int) (promptItem, error) { return ps.trace.At(ctx, ps.tok, textSeed, i) }
 	}
 	out := stepItems{measured: &itemList{at: at}}
 	for i := range warmups {

@@ -266,6 +266,10 @@ type Result struct {
 	// knee in total requests/s (result.json background; nil otherwise).
 	SweepMode  string
 	Background *BackgroundKnee
+	// PromptNonce is the nonce the prompt texts were drawn with
+	// (Config.PromptNonce, or the one Prepare drew; result.json
+	// prompt_nonce; 0 for a dataset, whose texts are the file's).
+	PromptNonce int64
 
 	// The fields below are not written to result.json (the manifest and
 	// the command line hold them); reports read them.

@@ -162,6 +162,12 @@ var settingsTable = []Setting{
 			"A/B/B/A block. Each pair of rounds uses its own seed (--seed + pair), the same on both sides."},
 	{Field: "Seed", Flag: "seed", Key: "seed", Kind: KindInt64, Default: "0", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Seed of the arrival times and workload draws (each step derives its own)."},
+	{Field: "PromptNonce", Flag: "prompt-nonce", Key: "prompt_nonce", Kind: KindInt64, Default: "0", Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+		Doc: "Nonce mixed into the prompt texts (not their lengths nor the arrivals, which --seed decides), so that no " +
+			"earlier run's prompts meet the server's prefix or prompt cache. 0: a fresh one per run, recorded in result.json " +
+			"(prompt_nonce); give a run's nonce back to repeat its prompts exactly (and see the cache hits they cause).",
+		CompareDoc: "Nonce of the prompt texts: every round of both sides gets its own, derived from it (the two rounds of a " +
+			"pair share lengths and arrivals, not texts). 0: a fresh one, recorded in the compare run's result.json (prompt_nonce, and each round's); give it back to repeat a comparison's prompts."},
 	{Field: "ShardIndex", Flag: "shard-index", Kind: KindInt, Default: "0", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "This process's shard, 0..--shard-count-1 (a Kubernetes Indexed Job's $(JOB_COMPLETION_INDEX)): " +
 			"it sends each rate divided by --shard-count with a seed of its own; `llmprobe merge` combines the shards' run directories."},

@@ -95,6 +95,12 @@ type Stats struct {
 	// TotalOutputTokens their output tokens.
 	TotalInputTokens  int
 	TotalOutputTokens int
+	// CachedTokens sums the prompt tokens the server reported it served
+	// from its cache (usage.prompt_tokens_details.cached_tokens) over the
+	// CachedTokensReports successful requests whose usage carried it
+	// (result.json usage_cached_tokens; 0 and 0 when none did).
+	CachedTokens        int
+	CachedTokensReports int
 
 	RequestThroughput    float64
 	RequestGoodput       float64

@@ -286,8 +286,14 @@ func (r *runner) checkPrefixReuse(st *Step, gen workload.Info, short int64) {
 		return
 	}
 	sv := st.Server
+	requests, queries, hits, usage := st.Stats.Requests, sv.PrefixCacheQueries, sv.PrefixCacheHits, false
+	if x := &st.Stats; (!hits.Known || !queries.Known) && x.CachedTokensReports > 0 && x.CachedTokensReports == x.Completed {
+		// No counters, but every response's usage said what was cached.
+		requests, usage = x.CachedTokensReports, true
+		queries, hits = knownFigure(float64(x.TotalInputTokens), true), knownFigure(float64(x.CachedTokens), true)
+	}
 	flag, reason, note := CheckPrefixReuse(PrefixReuse{
-		Requests: st.Stats.Requests, Queries: sv.PrefixCacheQueries, Hits: sv.PrefixCacheHits, Preemptions: sv.Preemptions,
+		Requests: requests, Queries: queries, Hits: hits, Preemptions: sv.Preemptions, FromUsage: usage,
 		PrefixTokens: max(r.cfg.Workload.PrefixTokens, gen.PrefixTokens), OverheadTokens: gen.OverheadTokens,
 		MaxPromptTokens: int(st.Stats.InputTokens.Max), BlockSize: r.cacheBlockSize(),
 		Prompts: gen.DistinctPrompts + int64(len(endpoint.CalibrationWords)), NonceAlphabet: gen.NonceAlphabet,

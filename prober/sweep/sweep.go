@@ -266,6 +266,9 @@ func Prepare(ctx context.Context, cfg Config, opts Options) (*Prepared, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.PromptNonce == 0 {
+		cfg.PromptNonce = NewPromptNonce()
+	}
 	r := &runner{cfg: cfg, opts: opts, logger: opts.Logger, http: opts.HTTPClient}
 	if r.logger == nil {
 		r.logger = log.NewNopLogger()
@@ -303,6 +306,15 @@ func Prepare(ctx context.Context, cfg Config, opts Options) (*Prepared, error) {
 
 // Start returns the sweep's start time (Options.Now when Prepare began).
 func (p *Prepared) Start() time.Time { return p.r.start }
+
+// PromptNonce returns the sweep's prompt nonce: Config.PromptNonce, or the
+// one Prepare drew (Result.PromptNonce); 0 for a dataset, sent as it is.
+func (p *Prepared) PromptNonce() int64 {
+	if p.r.dataset != nil {
+		return 0
+	}
+	return p.r.cfg.PromptNonce
+}
 
 // Model returns the model the sweep requests (Config.Model, or the first
 // one /v1/models lists).

@@ -24,9 +24,10 @@ const (
 	// step stopped sending (ErrStepCapReached).
 	FlagByteCap = "byte-cap"
 	// FlagUnintendedPrefixCache: the server's own prefix-cache hit
-	// counters show more reuse than the configured shared prefix explains
-	// (CheckPrefixReuse): prompts met a cache they were not meant to, so
-	// TTFT measured cached prefills.
+	// counters (vLLM, SGLang, llama.cpp), or without them the cached
+	// tokens every response's usage reported, show more reuse than the
+	// configured shared prefix explains (CheckPrefixReuse): prompts met a
+	// cache they were not meant to, so TTFT measured cached prefills.
 	FlagUnintendedPrefixCache = "unintended-prefix-cache"
 )
 
@@ -245,6 +246,10 @@ type PrefixReuse struct {
 	// resent (MultiTurnStats.ContextTokensResent): reuse by design,
 	// allowed on top of the shared prefix.
 	ContextTokens int64
+	// FromUsage is true when Queries and Hits are the requests' usage
+	// (prompt_tokens and prompt_tokens_details.cached_tokens summed)
+	// because the server exposes no cache counters.
+	FromUsage bool
 }
 
 // PrefixReuseMargin is the unexplained prefix-cache reuse tolerated before a
@@ -301,9 +306,13 @@ func CheckPrefixReuse(r PrefixReuse) (flag bool, reason, note string) {
 	if r.Hits.Value-allowed <= margin {
 		return false, "", ""
 	}
-	hit := fmt.Sprintf("the server's prefix cache hit %.0f of %.0f prompt tokens (%.1f per request), more than the shared "+
+	what := "the server's prefix cache hit"
+	if r.FromUsage {
+		what = "the server's responses reported cached (usage.prompt_tokens_details.cached_tokens)"
+	}
+	hit := fmt.Sprintf("%s %.0f of %.0f prompt tokens (%.1f per request), more than the shared "+
 		"prefix explains (at most %d per request: prefix %d + overhead %d tokens + nonce words, %s)",
-		r.Hits.Value, r.Queries.Value, r.Hits.Value/float64(r.Requests), per, r.PrefixTokens, r.OverheadTokens, blockText(r.BlockSize))
+		what, r.Hits.Value, r.Queries.Value, r.Hits.Value/float64(r.Requests), per, r.PrefixTokens, r.OverheadTokens, blockText(r.BlockSize))
 	switch {
 	case r.ShortNonceItems > 0:
 		return false, "", hit + fmt.Sprintf("; %d requests had an input too short for a full nonce, so their prompts could "+
@@ -312,8 +321,8 @@ func CheckPrefixReuse(r PrefixReuse) (flag bool, reason, note string) {
 		return false, "", hit + "; the nonce words could not be tested with the server's tokenizer (they may be several " +
 			"tokens each): not flagged unintended-prefix-cache, but TTFT may have measured cached prefills"
 	}
-	return true, hit + ": prompts met a cache they were not meant to (an earlier run with the same seed, another client, " +
-		"or repeated prompts), so TTFT measured cached prefills", ""
+	return true, hit + ": prompts met a cache they were not meant to (an earlier run with the same --prompt-nonce, " +
+		"another client, or repeated prompts), so TTFT measured cached prefills", ""
 }
 
 // blockText says how the expected reuse was rounded to the cache block.

@@ -15,6 +15,7 @@ type cacheState struct {
 	g     *Generator
 	tok   Tokenizer
 	gen   uint64
+	seed  uint64 // of the texts: MixNonce(the generator's seed, its nonce)
 	calls atomic.Int64
 
 	done         chan struct{} // closed when overhead, prefix and alphabet are built
@@ -116,7 +117,7 @@ func (st *cacheState) buildPrefix(ctx context.Context) error {
 	if want == 0 {
 		return nil
 	}
-	r := newRand(derive(st.g.seed, tagPrefix, st.gen))
+	r := newRand(derive(st.seed, tagPrefix, st.gen))
 	var words []string
 	text := func(k int) string {
 		for len(words) < k {
@@ -339,7 +340,7 @@ func (st *cacheState) build(ctx context.Context, e *entry) error {
 	}
 	e.text, e.count, e.width, e.nonceAt, e.nonceEnd, e.words = p.text, p.count, p.width, p.nonceAt, p.nonceEnd, p.words
 	e.stable = e.width == 0 || st.alpha.tested
-	check := newRand(derive(st.g.seed, tagNonceCheck, uint64(e.target)))
+	check := newRand(derive(st.seed, tagNonceCheck, uint64(e.target)))
 	for range 2 {
 		if !e.stable || e.width == 0 {
 			break

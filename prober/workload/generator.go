@@ -110,7 +110,8 @@ type Info struct {
 }
 
 // Generator yields the items of a workload deterministically: item i is a
-// function of the seed, i, the spec, the prefix generation and the
+// function of the seed, i, the spec, the prefix generation, the prompt
+// nonce (SetPromptNonce: the texts only, never the lengths) and the
 // tokenizer's counts, whatever the order or concurrency of the calls.
 //
 // A prompt is the shared prefix, then the item's nonce, then body words.
@@ -149,6 +150,7 @@ type Generator struct {
 
 	mu    sync.Mutex
 	gen   uint64
+	nonce uint64 // SetPromptNonce; 0: none
 	state *cacheState
 
 	distinct   atomic.Int64 // DistinctPrompts
@@ -191,6 +193,43 @@ func (g *Generator) Spec() Spec { return g.spec }
 
 // Seed returns the seed.
 func (g *Generator) Seed() uint64 { return g.seed }
+
+// SetPromptNonce mixes a run's prompt nonce into the prompt texts: the
+// shared prefix, the body words and the items' nonces are drawn from the
+// seed and n together, while the lengths (and so the token counts) stay a
+// function of the seed alone. Two runs with the same seed and different
+// nonces send prompts of the same lengths that share no text beyond what
+// the tokenizer adds (and a chance common first word); the same seed and
+// nonce send the same prompts again. 0 (the default) is no nonce: texts
+// are a function of the seed, as lengths are. Cached prompts are dropped;
+// it is safe to call concurrently with At (items built before and after it
+// differ).
+func (g *Generator) SetPromptNonce(n uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.nonce != n {
+		g.nonce = n
+		g.state = nil
+	}
+}
+
+// PromptNonce returns the nonce SetPromptNonce set (0: none).
+func (g *Generator) PromptNonce() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nonce
+}
+
+// MixNonce returns the seed of the prompt texts of a run with seed seed
+// and prompt nonce nonce: seed itself when nonce is 0, else a seed derived
+// from both (what SetPromptNonce uses; a trace replay's block texts take
+// it in place of the step seed).
+func MixNonce(seed, nonce uint64) uint64 {
+	if nonce == 0 {
+		return seed
+	}
+	return derive(seed, tagRunNonce, nonce)
+}
 
 // SetCacheBudget sets the prompt cache's budget in bytes (accounted as
 // Info.CacheBytes describes); bytes <= 0 restores DefaultCacheBudget. A
@@ -329,8 +368,9 @@ func (g *Generator) ready(ctx context.Context, tok Tokenizer) (*cacheState, erro
 		st := g.state
 		build := false
 		if st == nil || !sameTokenizer(st.tok, tok) {
-			st = &cacheState{g: g, tok: tok, gen: g.gen, done: make(chan struct{}),
-				body: newSlot(derive(g.seed, tagBody, 0)), entries: map[int]*entry{}}
+			seed := MixNonce(g.seed, g.nonce)
+			st = &cacheState{g: g, tok: tok, gen: g.gen, seed: seed, done: make(chan struct{}),
+				body: newSlot(derive(seed, tagBody, 0)), entries: map[int]*entry{}}
 			g.state = st
 			build = true
 		}
@@ -400,6 +440,7 @@ const (
 	tagCalibration
 	tagTurns
 	tagFollowUp
+	tagRunNonce
 )
 
 // streamWord is the fixed second word of every workload PCG state.

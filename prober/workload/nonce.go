@@ -97,7 +97,7 @@ func (st *cacheState) buildAlphabet(ctx context.Context) error {
 		a.maxLen = max(a.maxLen, len(w))
 	}
 	for r := range a.keys {
-		a.keys[r] = derive(st.g.seed, tagPrompt, uint64(r))
+		a.keys[r] = derive(st.seed, tagPrompt, uint64(r))
 	}
 	st.alpha = a
 	return nil

@@ -162,6 +162,11 @@ func NewSessions(spec Spec, seed uint64) (*Sessions, error) {
 	return &Sessions{mt: *spec.MultiTurn, turns: turns, later: later, seed: seed}, nil
 }
 
+// SetPromptNonce mixes a run's prompt nonce into the later turns' texts
+// (Generator.SetPromptNonce); the number of turns and the lengths stay a
+// function of the seed.
+func (s *Sessions) SetPromptNonce(n uint64) { s.later.SetPromptNonce(n) }
+
 // MultiTurn returns the multi-turn settings.
 func (s *Sessions) MultiTurn() MultiTurn { return s.mt }
 
