@@ -109,6 +109,8 @@ var boundRows = []boundRow{
 	{"internal/web", "MaxNoBodyBytes", "the body of an API request that takes none (more: 413)", "API"},
 	{"internal/web", "MaxListSweeps", "`GET /api/v1/sweeps?limit=`: sweeps listed in one answer", "API"},
 	{"prober/fingerprint", "MaxRecentSecrets", "secrets learned from sent requests that a target's redactor keeps besides the config's (the oldest dropped first)", "targets"},
+	{"prober/sweep", "MaxRounds", "`--rounds` / `rounds`: a sweep's repeats of each level, compare's rounds in all", "flags, YAML, API"},
+	{"prober/sweep", "MaxAutoSteps", "`--auto-max-steps`: the steps of an adaptive search", "flags"},
 	{"prober/sweep", "MaxBackgroundBand", "`--background-band` / `background_band`: how far a background sweep's production may move during a step", "flags, YAML, API"},
 }
 
@@ -127,6 +129,7 @@ var notUserBounds = map[string]string{
 	"MaxLogprobs":           "the built-in simulator's",
 	"MaxEvidenceFactor":     "the verdict's wording: past it compare says more of the same evidence would not decide",
 	"MaxRoundReruns":        "compare reruns a client-flagged round at most once; not an input",
+	"MaxPromptNonce":        "an int64's range: `prompt_nonce` takes any non-negative int64, a nonce, not an amount",
 	"MinSecretLen":          "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
 }
 

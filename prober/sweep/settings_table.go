@@ -27,6 +27,12 @@ const (
 	// MaxLevels bounds the levels of a sweep (--rates, --concurrency) and
 	// the speeds of a trace replay.
 	MaxLevels = 256
+	// MaxRounds bounds --rounds (a sweep's repeats of each level; compare's
+	// rounds in all): levels × rounds steps each keep their statistics and
+	// up to MaxKneeSamples per-request samples until the run ends.
+	MaxRounds = 100
+	// MaxAutoSteps bounds --auto-max-steps, the steps of an adaptive search.
+	MaxAutoSteps = MaxLevels
 )
 
 // inFlightText is the bound text of a level above MaxInFlight.
@@ -155,7 +161,7 @@ var settingsTable = []Setting{
 			"step runs past --duration until this many have been sent, so every step has a sample."},
 	{Field: "Warmups", Flag: "warmups", Key: "warmups", Kind: KindInt, Default: strconv.Itoa(DefaultWarmups), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Unmeasured warmup requests sent before each step (they warm connections and the prefix cache)."},
-	{Field: "Rounds", Flag: "rounds", Key: "rounds", Kind: KindInt, Default: strconv.Itoa(DefaultRounds), Bound: Bound{Min: 1, HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "Rounds", Flag: "rounds", Key: "rounds", Kind: KindInt, Default: strconv.Itoa(DefaultRounds), Bound: Bound{Min: 1, Max: MaxRounds, HasMin: true, HasMax: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc:            "Repeat each step this many times and report the spread; the knee uses every valid round.",
 		CompareDefault: "4",
 		CompareDoc: "Rounds in all, both sides together (even, >= 2), in --order: 4 is one " +
@@ -202,7 +208,7 @@ var settingsTable = []Setting{
 		Doc: "--rates auto: the first rate tried, in req/s, or probe: a short closed-loop throughput probe " +
 			"(concurrency 32, 128, 512, 2048 until the throughput stops growing) estimates the capacity and the search starts there.",
 		CompareHidden: true},
-	{Field: "Search.MaxSteps", Flag: "auto-max-steps", Kind: KindInt, Default: strconv.Itoa(DefaultAutoMaxSteps), Bound: Bound{Min: 1, HasMin: true, ZeroDefault: true}, Unit: "steps", Surfaces: SurfaceSweep,
+	{Field: "Search.MaxSteps", Flag: "auto-max-steps", Kind: KindInt, Default: strconv.Itoa(DefaultAutoMaxSteps), Bound: Bound{Min: 1, Max: MaxAutoSteps, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "steps", Surfaces: SurfaceSweep,
 		Doc:           "--rates auto: the most steps run, reruns of invalid levels included.",
 		CompareHidden: true},
 	{Field: "Search.Tolerance", Flag: "auto-tolerance", Kind: KindFloat, Default: strconv.FormatFloat(DefaultAutoTolerance, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, MaxOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep,
