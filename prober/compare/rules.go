@@ -62,7 +62,7 @@ var validityRules = []validityRule{
 		notRecorded: "proof that the client kept up (llmprobe records each round's send lag and CPU)"},
 	{name: RuleIdle, needs: "validity", check: checkIdle,
 		failed:      "rounds that start from an idle server (a longer --idle-timeout, or no other load on it)",
-		notRecorded: "an idle proof before every round (the server's /metrics with vllm:num_requests_running and _waiting)"},
+		notRecorded: "an idle proof before every round (the server's /metrics with its running and waiting gauges: vllm:num_requests_running and _waiting, or the engine's own, docs/engines.md)"},
 	{name: RuleRounds, needs: "validity", check: checkRounds, failed: "complete rounds with an error rate under the limit"},
 	{name: RuleSamples, needs: "records.jsonl", check: checkSamples},
 	{name: RuleSummaries, needs: "vllm bench serve --save-detailed", check: checkSummaries,
