@@ -317,7 +317,11 @@ func TestShardedDemoGivesEveryShardTargets(t *testing.T) {
 			}
 			n++
 			if s.Spec.Replicas == nil || int(*s.Spec.Replicas) != count {
-				t.Errorf("%s: StatefulSet %s: --shard=.../%d but %v replicas", d, s.Name, count, s.Spec.Replicas)
+				replicas := "no"
+				if s.Spec.Replicas != nil {
+					replicas = strconv.Itoa(int(*s.Spec.Replicas))
+				}
+				t.Errorf("%s: StatefulSet %s: --shard=.../%d but %s replicas", d, s.Name, count, replicas)
 			}
 			cfg := statefulSetConfig(t, objs, s)
 			owned := make([][]string, count)
