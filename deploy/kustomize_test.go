@@ -469,14 +469,14 @@ var keyFile = regexp.MustCompile(`(?m)^\s*api_key_file:\s*(\S+)`)
 
 // TestConfigsPassCheckConfig loads the llmprobe.yml of every kustomization
 // as `llmprobe check-config` does. API key files must lie in a Secret volume
-// of the Deployment; the test stands a file in for each.
+// of a workload; the test stands a file in for each.
 func TestConfigsPassCheckConfig(t *testing.T) {
 	for d, objs := range workloads(t) {
 		var secretMounts []string
-		for _, dep := range Of[appsv1.Deployment](objs) {
-			for _, c := range dep.Spec.Template.Spec.Containers {
+		for _, w := range podsOf(objs) {
+			for _, c := range w.Spec.Containers {
 				for _, m := range c.VolumeMounts {
-					for _, v := range dep.Spec.Template.Spec.Volumes {
+					for _, v := range w.Spec.Volumes {
 						if v.Name == m.Name && v.Secret != nil {
 							secretMounts = append(secretMounts, strings.TrimSuffix(m.MountPath, "/")+"/")
 						}
