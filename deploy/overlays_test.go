@@ -2,9 +2,11 @@ package deploy
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -361,4 +363,83 @@ func statefulSetConfig(t *testing.T, objs []Object, s *appsv1.StatefulSet) *conf
 	}
 	t.Fatalf("StatefulSet %s mounts no ConfigMap with llmprobe.yml", s.Name)
 	return nil
+}
+
+// callee is a URL an overlay's pods call, and the namespace they call from.
+type callee struct{ URL, Namespace string }
+
+// targetURLs returns the URLs an overlay's pods call: the base_url of every
+// target of its llmprobe.yml and every --target= of a container's args.
+func targetURLs(t *testing.T, d string, objs []Object) []callee {
+	t.Helper()
+	var urls []callee
+	for _, cm := range Of[corev1.ConfigMap](objs) {
+		data, ok := cm.Data["llmprobe.yml"]
+		if !ok {
+			continue
+		}
+		var cfg struct {
+			Targets []struct {
+				BaseURL string `json:"base_url"`
+			} `json:"targets"`
+		}
+		if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+			t.Fatalf("%s: ConfigMap %s: %v", d, cm.Name, err)
+		}
+		for _, tc := range cfg.Targets {
+			urls = append(urls, callee{tc.BaseURL, cm.Namespace})
+		}
+	}
+	for _, w := range podsOf(objs) {
+		for _, c := range w.Spec.Containers {
+			for _, a := range c.Args {
+				if u, ok := strings.CutPrefix(a, "--target="); ok {
+					urls = append(urls, callee{u, w.Namespace})
+				}
+			}
+		}
+	}
+	return urls
+}
+
+// TestTargetServicesExist checks that every target an overlay's pods call
+// in their own namespace (a bare Service name, or <svc>.<namespace>.svc...)
+// is a Service of the overlay with that port: the sweep Job's
+// http://vllm-simulator:8000 resolves only beside the simulator. A target
+// in another namespace (overlays/vllm's vllm.vllm.svc) is the overlay's
+// documented parameter.
+func TestTargetServicesExist(t *testing.T) {
+	n := 0
+	for d, objs := range buildAll(t) {
+		if !strings.HasPrefix(d, "overlays/") {
+			continue
+		}
+		for _, c := range targetURLs(t, d, objs) {
+			raw, ns := c.URL, c.Namespace
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Errorf("%s: target %q: %v", d, raw, err)
+				continue
+			}
+			parts := strings.Split(u.Hostname(), ".")
+			if len(parts) > 1 && (parts[1] != ns || len(parts) < 3 || parts[2] != "svc") {
+				continue // another namespace or outside the cluster
+			}
+			n++
+			port, _ := strconv.Atoi(u.Port())
+			found := false
+			for _, svc := range Of[corev1.Service](objs) {
+				if svc.Name == parts[0] && svc.Namespace == ns && slices.ContainsFunc(svc.Spec.Ports,
+					func(p corev1.ServicePort) bool { return int(p.Port) == port }) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: target %s: no Service %s with port %d in the caller's namespace %q", d, raw, parts[0], port, ns)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no in-namespace target checked")
+	}
 }
