@@ -41,6 +41,7 @@ var Kinds = map[string]reflect.Type{
 	"v1/ConfigMap":                            reflect.TypeFor[corev1.ConfigMap](),
 	"v1/PersistentVolumeClaim":                reflect.TypeFor[corev1.PersistentVolumeClaim](),
 	"batch/v1/Job":                            reflect.TypeFor[batchv1.Job](),
+	"batch/v1/CronJob":                        reflect.TypeFor[batchv1.CronJob](),
 	"v1/Namespace":                            reflect.TypeFor[corev1.Namespace](),
 	"v1/Secret":                               reflect.TypeFor[corev1.Secret](),
 	"v1/Service":                              reflect.TypeFor[corev1.Service](),

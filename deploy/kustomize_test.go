@@ -162,14 +162,14 @@ func TestBaseHasEveryObject(t *testing.T) {
 			t.Errorf("base has no %s; it has %v", want, kinds)
 		}
 	}
-	var dashboards *corev1.ConfigMap
+	n := 0
 	for _, cm := range Of[corev1.ConfigMap](objs) {
-		if cm.Name == "llmprobe-dashboards" {
-			dashboards = cm
+		if strings.HasPrefix(cm.Name, "llmprobe-dashboard-") && cm.Labels["grafana_dashboard"] == "1" {
+			n++
 		}
 	}
-	if dashboards == nil || dashboards.Labels["grafana_dashboard"] != "1" {
-		t.Fatalf("base has no dashboards ConfigMap labelled grafana_dashboard: \"1\" for Grafana's sidecar")
+	if n == 0 {
+		t.Fatalf("base has no dashboard ConfigMap llmprobe-dashboard-* labelled grafana_dashboard: \"1\" for Grafana's sidecar")
 	}
 }
 
@@ -179,65 +179,82 @@ func llmprobeContainer(c corev1.Container) bool {
 	return name == "llmprobe" || strings.HasSuffix(name, "/llmprobe")
 }
 
+// TestWorkloadsAreLockedDown checks the pod of every workload kind
+// (Deployment, StatefulSet, Job, CronJob): non-root, RuntimeDefault seccomp,
+// no service account token, read-only root, no privilege, all capabilities
+// dropped, requests and a memory limit but no CPU limit, and HTTP probes on
+// named ports for the long-running kinds.
 func TestWorkloadsAreLockedDown(t *testing.T) {
 	for d, objs := range workloads(t) {
-		deps := Of[appsv1.Deployment](objs)
-		if len(deps) == 0 {
-			t.Errorf("%s: no Deployment", d)
+		pods := podsOf(objs)
+		if len(pods) == 0 {
+			t.Errorf("%s: no workload", d)
 		}
-		for _, dep := range deps {
-			where := d + ": Deployment " + dep.Name
-			pod := dep.Spec.Template.Spec
-			sc := pod.SecurityContext
-			if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
-				t.Errorf("%s: pod must run as a non-root numeric user: %+v", where, sc)
+		for _, w := range pods {
+			checkPodLockedDown(t, d+": "+w.Kind+" "+w.Name, w)
+		}
+	}
+}
+
+func checkPodLockedDown(t *testing.T, where string, w workload) {
+	t.Helper()
+	pod := w.Spec
+	sc := pod.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+		t.Errorf("%s: pod must run as a non-root numeric user: %+v", where, sc)
+	}
+	if sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: seccompProfile must be RuntimeDefault", where)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("%s: automountServiceAccountToken must be false (llmprobe never calls the API server)", where)
+	}
+	if len(pod.Containers) == 0 {
+		t.Errorf("%s: no containers", where)
+	}
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+		where := where + " container " + c.Name
+		if !llmprobeContainer(c) {
+			t.Errorf("%s: image %q is not llmprobe's", where, c.Image)
+		}
+		checkContainerLockedDown(t, where, c)
+		if !w.LongRunning() {
+			continue
+		}
+		for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+			if p == nil || p.HTTPGet == nil {
+				t.Errorf("%s: no HTTP %s probe", where, name)
+				continue
 			}
-			if sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-				t.Errorf("%s: seccompProfile must be RuntimeDefault", where)
-			}
-			if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-				t.Errorf("%s: automountServiceAccountToken must be false (llmprobe never calls the API server)", where)
-			}
-			if len(pod.Containers) == 0 {
-				t.Errorf("%s: no containers", where)
-			}
-			for _, c := range pod.Containers {
-				where := where + " container " + c.Name
-				if !llmprobeContainer(c) {
-					t.Errorf("%s: image %q is not llmprobe's", where, c.Image)
-				}
-				csc := c.SecurityContext
-				switch {
-				case csc == nil:
-					t.Errorf("%s: no securityContext", where)
-					continue
-				case csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation:
-					t.Errorf("%s: allowPrivilegeEscalation must be false", where)
-				case csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem:
-					t.Errorf("%s: readOnlyRootFilesystem must be true", where)
-				case csc.Privileged != nil && *csc.Privileged:
-					t.Errorf("%s: privileged", where)
-				case csc.Capabilities == nil || !slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(csc.Capabilities.Add) > 0:
-					t.Errorf("%s: capabilities must drop ALL and add none: %+v", where, csc.Capabilities)
-				}
-				r := c.Resources
-				if r.Requests.Cpu().IsZero() || r.Requests.Memory().IsZero() || r.Limits.Memory().IsZero() {
-					t.Errorf("%s: want CPU and memory requests and a memory limit: %+v", where, r)
-				}
-				if !r.Limits.Cpu().IsZero() {
-					t.Errorf("%s: no CPU limit: CFS throttling would add pauses to the measured latencies", where)
-				}
-				for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-					if p == nil || p.HTTPGet == nil {
-						t.Errorf("%s: no HTTP %s probe", where, name)
-						continue
-					}
-					if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == p.HTTPGet.Port.String() }) {
-						t.Errorf("%s: %s probe port %q is not a named container port", where, name, p.HTTPGet.Port.String())
-					}
-				}
+			if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == p.HTTPGet.Port.String() }) {
+				t.Errorf("%s: %s probe port %q is not a named container port", where, name, p.HTTPGet.Port.String())
 			}
 		}
+	}
+}
+
+func checkContainerLockedDown(t *testing.T, where string, c corev1.Container) {
+	t.Helper()
+	csc := c.SecurityContext
+	switch {
+	case csc == nil:
+		t.Errorf("%s: no securityContext", where)
+		return
+	case csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation:
+		t.Errorf("%s: allowPrivilegeEscalation must be false", where)
+	case csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem:
+		t.Errorf("%s: readOnlyRootFilesystem must be true", where)
+	case csc.Privileged != nil && *csc.Privileged:
+		t.Errorf("%s: privileged", where)
+	case csc.Capabilities == nil || !slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(csc.Capabilities.Add) > 0:
+		t.Errorf("%s: capabilities must drop ALL and add none: %+v", where, csc.Capabilities)
+	}
+	r := c.Resources
+	if r.Requests.Cpu().IsZero() || r.Requests.Memory().IsZero() || r.Limits.Memory().IsZero() {
+		t.Errorf("%s: want CPU and memory requests and a memory limit: %+v", where, r)
+	}
+	if !r.Limits.Cpu().IsZero() {
+		t.Errorf("%s: no CPU limit: CFS throttling would add pauses to the measured latencies", where)
 	}
 }
 
@@ -452,14 +469,14 @@ var keyFile = regexp.MustCompile(`(?m)^\s*api_key_file:\s*(\S+)`)
 
 // TestConfigsPassCheckConfig loads the llmprobe.yml of every kustomization
 // as `llmprobe check-config` does. API key files must lie in a Secret volume
-// of the Deployment; the test stands a file in for each.
+// of a workload; the test stands a file in for each.
 func TestConfigsPassCheckConfig(t *testing.T) {
 	for d, objs := range workloads(t) {
 		var secretMounts []string
-		for _, dep := range Of[appsv1.Deployment](objs) {
-			for _, c := range dep.Spec.Template.Spec.Containers {
+		for _, w := range podsOf(objs) {
+			for _, c := range w.Spec.Containers {
 				for _, m := range c.VolumeMounts {
-					for _, v := range dep.Spec.Template.Spec.Volumes {
+					for _, v := range w.Spec.Volumes {
 						if v.Name == m.Name && v.Secret != nil {
 							secretMounts = append(secretMounts, strings.TrimSuffix(m.MountPath, "/")+"/")
 						}
@@ -585,33 +602,39 @@ func TestPrometheusRuleReadsKnownMetrics(t *testing.T) {
 	}
 }
 
-// TestDashboardsConfigMapIsTheDashboards checks that the dashboards
-// ConfigMap holds exactly dashboards/*.json, byte for byte.
+// TestDashboardsConfigMapIsTheDashboards checks that the dashboard
+// ConfigMaps hold exactly dashboards/*.json, byte for byte, one dashboard
+// each (one ConfigMap for all would outgrow kubectl apply's annotation
+// limit, TestObjectsFitTheLastAppliedAnnotation), each labelled for
+// Grafana's sidecar.
 func TestDashboardsConfigMapIsTheDashboards(t *testing.T) {
 	paths, err := filepath.Glob("../dashboards/*.json")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no dashboards: %v", err)
 	}
 	for d, objs := range buildAll(t) {
-		var cm *corev1.ConfigMap
+		got := map[string]string{}
 		for _, c := range Of[corev1.ConfigMap](objs) {
-			if c.Name == "llmprobe-dashboards" {
-				cm = c
+			if !strings.HasPrefix(c.Name, "llmprobe-dashboard-") {
+				continue
+			}
+			if len(c.Data) != 1 || c.Labels["grafana_dashboard"] != "1" {
+				t.Errorf("%s: ConfigMap %s: %d keys, labels %v; want one dashboard labelled grafana_dashboard: \"1\"", d, c.Name, len(c.Data), c.Labels)
+			}
+			for k, v := range c.Data {
+				got[k] = v
 			}
 		}
-		if cm == nil {
-			t.Fatalf("%s: no ConfigMap llmprobe-dashboards", d)
-		}
-		if len(cm.Data) != len(paths) {
-			t.Errorf("%s: %d dashboards in the ConfigMap, want %d: %s", d, len(cm.Data), len(paths), regenerate)
+		if len(got) != len(paths) {
+			t.Errorf("%s: %d dashboards in the ConfigMaps, want %d: %s", d, len(got), len(paths), regenerate)
 		}
 		for _, p := range paths {
 			want, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cm.Data[filepath.Base(p)] != string(want) {
-				t.Errorf("%s: dashboard %s in the ConfigMap differs from %s: %s", d, filepath.Base(p), p, regenerate)
+			if got[filepath.Base(p)] != string(want) {
+				t.Errorf("%s: dashboard %s in the ConfigMaps differs from %s: %s", d, filepath.Base(p), p, regenerate)
 			}
 		}
 	}

@@ -39,7 +39,8 @@ func oneLine(s string) string {
 
 // runSweep runs the sweep (rundir.Run; without --target against the
 // built-in simulator) and pushes its summary with --push.url: exit 0 when
-// complete, 130 when interrupted, 2 for a flag refused, 1 otherwise.
+// complete, 130 when interrupted, 2 for a flag refused, 1 otherwise (and
+// for a failed push with --push.required; without it a warning).
 func runSweep(e *env, f *rundir.SweepFlags) int {
 	cfg, code := sweepConfig(e, f)
 	if code != 0 {
@@ -70,7 +71,8 @@ func runSweep(e *env, f *rundir.SweepFlags) int {
 		ServerLog:    f.ServerLog,
 		SaveDetailed: f.SaveDetailed,
 	})
-	if res != nil && res.Result != nil && f.Push.URL != "" && !pushSweep(e, &f.Push, cfg.Name, res.Result) && err == nil && res.Complete {
+	if res != nil && res.Result != nil && f.Push.URL != "" && !pushSweep(e, &f.Push, cfg.Name, res.Result) &&
+		f.Push.Required && err == nil && res.Complete {
 		return 1
 	}
 	return sweepExit(e, cfg, res, err)

@@ -30,11 +30,17 @@ func checkSweepPush(p *rundir.PushFlags) error {
 }
 
 // pushSweep pushes res's summary metrics once (pushResult) and logs how it
-// went; false when the push failed.
+// went: a failure is an error with --push.required, a warning without;
+// false when the push failed.
 func pushSweep(e *env, p *rundir.PushFlags, name string, res *sweep.Result) bool {
 	url := fingerprint.RedactText(p.URL)
 	if err := pushResult(context.WithoutCancel(e.ctx), p, name, res); err != nil {
-		level.Error(e.logger).Log("msg", "push failed", "url", url, "err", err)
+		if p.Required {
+			level.Error(e.logger).Log("msg", "push failed (--push.required)", "url", url, "err", err)
+		} else {
+			level.Warn(e.logger).Log("msg", "push failed; the sweep's results are in its run directory (add --push.required to exit 1)",
+				"url", url, "err", err)
+		}
 		return false
 	}
 	level.Info(e.logger).Log("msg", "pushed the run's summary metrics", "url", url)

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -123,5 +124,53 @@ func TestSweepPushFlags(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("%s: exit %d, stderr %s", tt.args, code, stderr.String())
 		}
+	}
+}
+
+// TestSweepPushFailure checks that a push no receiver answers is a logged
+// warning (exit 0: a Kubernetes Job's pod succeeds, its results are in the
+// run directory) unless --push.required makes it exit 1.
+func TestSweepPushFailure(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.StepBase = time.Millisecond
+	url, _ := simtest.Start(t, cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := "http://" + l.Addr().String() + "/api/v1/import/prometheus"
+	l.Close()
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		code  int
+		level string
+	}{
+		{name: "warning", code: 0, level: "level=warn"},
+		{name: "required", extra: []string{"--push.required"}, code: 1, level: "level=error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			out := t.TempDir()
+			args := append([]string{"sweep", "--target", url, "--rates", "20", "--num-prompts", "5", "--warmups", "1",
+				"--input-len", "16", "--output-len", "4", "--out", out, "--name", "push", "--max-send-lag", "250ms",
+				"--no-progress", "--log.level", "warn", "--push.url", unreachable, "--push.timeout", "5s"}, tc.extra...)
+			code := run(context.Background(), args, &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			line := ""
+			for _, l := range strings.Split(stderr.String(), "\n") {
+				if strings.Contains(l, "push failed") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tc.level) || !strings.Contains(line, l.Addr().String()) {
+				t.Fatalf("want a %s line naming the push URL; stderr:\n%s", tc.level, stderr.String())
+			}
+			if dirs, _ := filepath.Glob(filepath.Join(out, "*-push", "result.json")); len(dirs) != 1 {
+				t.Fatalf("the run directory's result.json: %v", dirs)
+			}
+		})
 	}
 }

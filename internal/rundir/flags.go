@@ -32,13 +32,16 @@ type SweepFlags struct {
 	Push PushFlags
 }
 
-// PushFlags are the sweep's --push.url, --push.extra-label, --push.method
-// and --push.timeout.
+// PushFlags are the sweep's --push.url, --push.extra-label, --push.method,
+// --push.timeout and --push.required.
 type PushFlags struct {
 	URL         string
 	ExtraLabels []string
 	Method      string
 	Timeout     time.Duration
+	// Required makes a failed push exit 1; without it the failure is a
+	// warning.
+	Required bool
 }
 
 // fields are the flags bound to a field of f.
@@ -47,7 +50,7 @@ func (f *SweepFlags) fields() map[string]any {
 		"out": &f.out, "name": &f.name, "seed": &f.seed, "rounds": &f.rounds, "no-progress": &f.NoProgress,
 		"save-detailed": &f.SaveDetailed, "cost-per-hour": &f.costPerHour, "server-log": &f.ServerLog,
 		"push.url": &f.Push.URL, "push.extra-label": &f.Push.ExtraLabels, "push.method": &f.Push.Method,
-		"push.timeout": &f.Push.Timeout,
+		"push.timeout": &f.Push.Timeout, "push.required": &f.Push.Required,
 	}
 }
 

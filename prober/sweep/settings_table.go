@@ -257,6 +257,10 @@ var settingsTable = []Setting{
 		Doc: "HTTP method of the push (PUT replaces a Pushgateway group as a whole)."},
 	{Flag: "push.timeout", Kind: KindDuration, Default: "30s", Surfaces: SurfaceSweep,
 		Doc: "Time limit of the push."},
+	{Flag: "push.required", Kind: KindBool, Surfaces: SurfaceSweep,
+		Doc: "Exit 1 when the --push.url push fails. Without it a failed push is a logged warning and the " +
+			"exit code is the sweep's own (the run directory holds every result): a Kubernetes Job's pod " +
+			"succeeds although no push receiver answers."},
 	{Field: "Trace", Flag: "trace", Kind: KindString, Surfaces: SurfaceSweep,
 		Doc: "Replay a trace instead of --rates: JSONL of Mooncake entries {\"timestamp\" (ms), \"input_length\", " +
 			"\"output_length\", \"hash_ids\"} or {\"offset_ms\", \"input_tokens\", \"output_tokens\"}, sent open loop on its own " +
