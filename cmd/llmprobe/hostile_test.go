@@ -570,3 +570,35 @@ func synthChild(timing string) func(*testing.T, *hostileDaemon) reply {
 		return child(t, "workload", "synth", "--from", p, "--count", "5", "--out", filepath.Join(d.dir, "synth.jsonl"))
 	}
 }
+
+// TestHostileCasesDocumented holds docs/reliability.md's "Hostile inputs
+// replayed" table to hostileCases(): the same rows in the same order (the
+// first column, backquotes left out).
+func TestHostileCasesDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "reliability.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "## Hostile inputs replayed")
+	if i < 0 {
+		t.Fatal(`docs/reliability.md has no "## Hostile inputs replayed" section`)
+	}
+	doc = doc[i:]
+	if j := strings.Index(doc[1:], "\n## "); j >= 0 {
+		doc = doc[:j+1]
+	}
+	var rows []string
+	for _, line := range strings.Split(doc, "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 3 && strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| case ") {
+			rows = append(rows, strings.ReplaceAll(strings.TrimSpace(cells[1]), "`", ""))
+		}
+	}
+	var names []string
+	for _, c := range hostileCases() {
+		names = append(names, c.name)
+	}
+	if strings.Join(rows, "\n") != strings.Join(names, "\n") {
+		t.Errorf("the doc's rows:\n%s\n\nhostileCases():\n%s", strings.Join(rows, "\n"), strings.Join(names, "\n"))
+	}
+}
