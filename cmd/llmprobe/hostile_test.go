@@ -471,7 +471,8 @@ func toDevZero(_ *hostileDaemon, p string) error { return os.Symlink("/dev/zero"
 // unreadScrapes opens hostileConns connections, each sending GET /metrics
 // and never reading the answer (issue 22 D11: 10,000 of them took the
 // daemon to 1.5 GB). Once the daemon answers the first few it records the
-// RSS, closes them all and asks /-/healthy.
+// RSS, closes them all, waits for the daemon to close its ends and asks
+// /-/healthy.
 func unreadScrapes(t *testing.T, d *hostileDaemon) reply {
 	var conns []net.Conn
 	defer func() {
@@ -480,6 +481,7 @@ func unreadScrapes(t *testing.T, d *hostileDaemon) reply {
 		}
 	}()
 	addr := strings.TrimPrefix(d.base, "http://")
+	base := socketCount(d.pid)
 	for range hostileConns {
 		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
 		if err != nil {
@@ -503,8 +505,33 @@ func unreadScrapes(t *testing.T, d *hostileDaemon) reply {
 		c.Close()
 	}
 	conns = nil
-	code, body := d.get("/-/healthy")
-	return reply{code, body}
+	// The handlers of connections the kernel still queued run once the
+	// first ones close (until then one more request is a 503 over
+	// --web.max-requests, as it should be): wait for the daemon to close
+	// them (its sockets, where /proc tells).
+	if base >= 0 {
+		testutil.EventuallyWithin(t, 20*time.Second, "the daemon to close the held connections", func() bool {
+			return socketCount(d.pid) < base+32
+		})
+	}
+	return apiError(d.get("/-/healthy"))
+}
+
+// socketCount is how many sockets process pid has open (-1 where /proc
+// does not tell).
+func socketCount(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, e := range es {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
 }
 
 // child runs `llmprobe args...` as a child process (the test binary as
