@@ -71,6 +71,17 @@ var (
 	ErrNotFinished   = errors.New("the sweep is still running")
 )
 
+// noFileError is File's ErrNotFound when the sweep exists but its run
+// directory has no regular file of that name (the text said "no such
+// sweep" for a FIFO of a sweep that exists).
+type noFileError struct{ name string }
+
+func (e noFileError) Error() string {
+	return fmt.Sprintf("file %q: no such regular file in the sweep's run directory", e.name)
+}
+
+func (e noFileError) Is(target error) bool { return target == ErrNotFound }
+
 // BusyError is Start's error when the target already has a sweep running.
 type BusyError struct {
 	Target string
@@ -324,25 +335,25 @@ func (s *Service) File(id, name string) (*os.File, error) {
 	}
 	dir := r.status().dir
 	if dir == "" || name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
-		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)
+		return nil, noFileError{name}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: run directory: %v", ErrNotFound, err)
+		return nil, noFileError{name}
 	}
 	defer root.Close()
 	// Checked before the open too: opening a FIFO blocks until a writer
 	// appears (issue 22 D6: GET …/files/fifo hung and leaked a goroutine).
 	if fi, err := root.Stat(name); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)
+		return nil, noFileError{name}
 	}
 	f, err := root.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)
+		return nil, noFileError{name}
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || capfile.CheckOwned(name, fi) != nil {
 		f.Close() // a hard link would serve a file from elsewhere (issue 22 risk)
-		return nil, fmt.Errorf("%w: file %q", ErrNotFound, name)
+		return nil, noFileError{name}
 	}
 	return f, nil
 }
