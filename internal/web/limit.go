@@ -16,6 +16,11 @@ const DefaultMaxRequests = 512
 // responses are never read (10,000 concurrent GET /metrics took a daemon
 // from 70 MB to 1.5 GB) holds at most max handlers and their buffers.
 // refused, when not nil, is called for each refused request.
+//
+// GET /-/healthy and /-/ready are never refused: they write a few bytes
+// and hold nothing, and a liveness probe answered 503 during a scrape
+// storm would have the orchestrator restart a daemon that is only busy
+// (the replay of issue 22's D11 saw it right after the flood).
 func LimitRequests(h http.Handler, max int, refused func()) http.Handler {
 	if max <= 0 {
 		return h
@@ -23,6 +28,10 @@ func LimitRequests(h http.Handler, max int, refused func()) http.Handler {
 	slots := make(chan struct{}, max)
 	msg := "too many concurrent requests (--web.max-requests " + strconv.Itoa(max) + "): try again\n"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/-/healthy" || r.URL.Path == "/-/ready" {
+			h.ServeHTTP(w, r)
+			return
+		}
 		select {
 		case slots <- struct{}{}:
 		default:

@@ -43,6 +43,11 @@ func TestLimitRequests(t *testing.T) {
 	if refused.Load() != 1 {
 		t.Errorf("refused %d, want 1", refused.Load())
 	}
+	for _, path := range []string{"/-/healthy", "/-/ready"} {
+		if code, _ := get(path); code != http.StatusOK {
+			t.Errorf("%s over the limit: %d, want 200 (health checks are never refused)", path, code)
+		}
+	}
 	close(release)
 	if code := <-done; code != http.StatusOK {
 		t.Errorf("the held request: %d", code)
