@@ -131,7 +131,7 @@ func TestSweepConfig(t *testing.T) {
 		{"bad name", SweepSpec{Name: "a b", Rates: Rates{Auto: true}}, `name: must match [a-zA-Z0-9_.:-]+, got "a b"`},
 		{"both prompts and duration", SweepSpec{Rates: Rates{Auto: true}, NumPrompts: 5, Duration: Duration(time.Second)},
 			"num_prompts: give num_prompts or duration per step, not both"},
-		{"rounds", SweepSpec{Rates: Rates{Auto: true}, Rounds: -1}, "rounds: must be >= 1, got -1"},
+		{"rounds", SweepSpec{Rates: Rates{Auto: true}, Rounds: -1}, "rounds: must be in [1, 100], got -1"},
 		{"input", SweepSpec{Rates: Rates{Auto: true}, InputLen: -3}, "input_len: must be >= 1, got -3"},
 		{"workload and lengths", SweepSpec{Rates: Rates{Auto: true}, InputLen: 3, Workload: &workload.Spec{}},
 			"workload: give workload or input_len/output_len/range_ratio/prefix_len, not both"},

@@ -153,7 +153,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "burst needs a count", mutate: func(c *Config) { c.Rates, c.NumPrompts, c.Duration = []float64{math.Inf(1)}, 0, time.Second },
 			wantErr: "NumPrompts: --rates inf sends a step's requests at once"},
 		{name: "fresh prefix without prefix", mutate: func(c *Config) { c.FreshPrefix = true }, wantErr: "FreshPrefix: needs --prefix-len > 0"},
-		{name: "rounds", mutate: func(c *Config) { c.Rounds = 0 }, wantErr: "Rounds: must be >= 1, got 0"},
+		{name: "rounds", mutate: func(c *Config) { c.Rounds = 0 }, wantErr: "Rounds: must be in [1, 100], got 0"},
+		{name: "rounds over MaxRounds", mutate: func(c *Config) { c.Rounds = MaxRounds + 1 }, wantErr: "Rounds: must be in [1, 100], got 101"},
 		{name: "bad workload file", mutate: func(c *Config) {
 			c.WorkloadSource = "w.yml"
 			c.Workload.InputTokens = workload.LengthSpec{Dist: "zipf"}
