@@ -1,0 +1,90 @@
+package workload
+
+import (
+	"hash/fnv"
+	"strings"
+	"testing"
+)
+
+// startCost returns a tokenizer whose count is overhead tokens plus one a
+// word, plus one more when the text's first word is one of the words that
+// hash to 0 modulo oneIn ("the" excepted): a BPE vocabulary without the
+// word's space-less form, which costs a token more at the very start of
+// the text (a completion prompt's start, or a chat message's, right after
+// the template's role header: overhead 12 models that).
+func startCost(overhead int, oneIn uint32) func(string) int {
+	return func(s string) int {
+		ws := strings.Fields(s)
+		n := overhead + len(ws)
+		if len(ws) > 0 && startsDear(ws[0], oneIn) {
+			n++
+		}
+		return n
+	}
+}
+
+func startsDear(w string, oneIn uint32) bool {
+	h := fnv.New32a()
+	h.Write([]byte(w))
+	return w != "the" && h.Sum32()%oneIn == 0
+}
+
+// TestGeneratorStartWordCost: issue 22 V10, chat prompt sizing off by one
+// token in 6 of 140 prompts. Without a shared prefix the nonce's first word
+// starts the text; the alphabet was tested with one word a group there and
+// items swapped their nonce in without a recount, so an item whose first
+// nonce word costs more at the start was one token off. Every prompt as
+// sent must count what the item says, with and without a prefix, for
+// completion- and chat-shaped counts, without sizing items on their own.
+func TestGeneratorStartWordCost(t *testing.T) {
+	fixed := Spec{InputTokens: Fixed(64), OutputTokens: Fixed(4)}
+	spread := Spec{InputTokens: LengthSpec{Dist: DistUniform, Min: 16, Max: 128}, OutputTokens: Fixed(4)}
+	withPrefix := func(s Spec) Spec { s.PrefixTokens = 24; return s }
+	tests := []struct {
+		name     string
+		spec     Spec
+		overhead int
+		maxCalls int64 // tokenizer calls a run, bound (0: not checked)
+	}{
+		// One length: the build's few calls, and without a prefix the
+		// first digit's words tested one by one (firstCalls at most).
+		{"completions", fixed, 1, 12 + firstCalls},
+		{"chat", fixed, 12, 12 + firstCalls},
+		{"completions, lengths spread", spread, 1, 0},
+		{"chat, lengths spread", spread, 12, 0},
+		{"completions with prefix", withPrefix(fixed), 1, 12},
+		{"chat with prefix", withPrefix(spread), 12, 0},
+	}
+	const n = 140
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, oneIn := range []uint32{64, 16} {
+				count := startCost(tc.overhead, oneIn)
+				off, maxCalls := 0, int64(0)
+				for seed := uint64(1); seed <= 6; seed++ {
+					tok := &funcTok{count: count}
+					g := newGen(t, tc.spec, seed)
+					for _, it := range items(t, g, tok, n) {
+						if got := count(it.Prompt); got != it.PromptTokens || !it.Exact() {
+							off++
+							t.Errorf("1 in %d, seed %d, item %d: prompt counts %d tokens, item says %d, target %d",
+								oneIn, seed, it.Index, got, it.PromptTokens, it.PrefixTokens+it.InputTokens)
+						}
+					}
+					info := g.Info()
+					// Every length takes nonces without a recount, and the
+					// nonce keeps its capacity: 64 words a digit, 8 words.
+					if info.Resized != 0 || info.ResizedItems != 0 || !info.NonceTested ||
+						info.NonceAlphabet != maxAlphabet || info.NonceWords != 8 {
+						t.Errorf("1 in %d, seed %d: info %+v: want no item sized on its own, 8 nonce words of 64", oneIn, seed, info)
+					}
+					maxCalls = max(maxCalls, tok.calls.Load())
+				}
+				t.Logf("1 in %d: %d of %d prompts off; at most %d tokenizer calls a run", oneIn, off, 6*n, maxCalls)
+				if tc.maxCalls > 0 && maxCalls > tc.maxCalls {
+					t.Errorf("1 in %d: %d tokenizer calls a run, want at most %d", oneIn, maxCalls, tc.maxCalls)
+				}
+			}
+		})
+	}
+}
