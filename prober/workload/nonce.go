@@ -97,7 +97,7 @@ func (st *cacheState) buildAlphabet(ctx context.Context) error {
 	}
 	a := &alphabet{words: words, first: words, tested: len(words) >= 2}
 	if a.tested && st.prefixText == "" {
-		first, err := st.startWords(ctx)
+		first, _, err := startWords(ctx, st.count)
 		if err != nil {
 			return err
 		}
@@ -121,37 +121,34 @@ func (st *cacheState) buildAlphabet(ctx context.Context) error {
 }
 
 // startWords returns the first words of the list (at most maxAlphabet)
-// that count as nonceWord at the very start of the text: each is tested
-// there, followed by nonceWord, against two copies of nonceWord, with at
-// most firstCalls tokenizer calls. The group test of buildAlphabet puts
-// one word a group there, so a word that costs more at the start (a BPE
-// vocabulary without its space-less form, at a completion prompt's start
-// or right after a chat template's role header) would pass it and put
-// items one token off their count.
-func (st *cacheState) startWords(ctx context.Context) ([]string, error) {
-	pair := nonceWord + " " + nonceWord
-	want, err := st.count(ctx, pair)
-	if err != nil {
-		return nil, err
+// that count as nonceWord at the very start of the text, and the count of
+// two copies of nonceWord (pair): each word is tested there, followed by
+// nonceWord, against pair, with at most firstCalls calls of count. The
+// group test of buildAlphabet puts one word a group there, so a word that
+// costs more at the start (a BPE vocabulary without its space-less form,
+// at a completion prompt's start or right after a chat template's role
+// header) would pass it and put items one token off their count.
+func startWords(ctx context.Context, count func(context.Context, string) (int, error)) (words []string, pair int, err error) {
+	if pair, err = count(ctx, nonceWord+" "+nonceWord); err != nil {
+		return nil, 0, err
 	}
-	var out []string
 	calls := 1
 	for _, w := range wordList {
-		if calls >= firstCalls || len(out) == maxAlphabet {
+		if calls >= firstCalls || len(words) == maxAlphabet {
 			break
 		}
-		c := want
+		c := pair
 		if w != nonceWord { // nonceWord passes by definition
-			if c, err = st.count(ctx, w+" "+nonceWord); err != nil {
-				return nil, err
+			if c, err = count(ctx, w+" "+nonceWord); err != nil {
+				return nil, 0, err
 			}
 			calls++
 		}
-		if c == want {
-			out = append(out, w)
+		if c == pair {
+			words = append(words, w)
 		}
 	}
-	return out, nil
+	return words, pair, nil
 }
 
 // smallest returns the size of the smallest digit alphabet: the nonces'

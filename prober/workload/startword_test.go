@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"context"
+	"fmt"
 	"hash/fnv"
 	"strings"
 	"testing"
@@ -86,5 +88,49 @@ func TestGeneratorStartWordCost(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTracePromptsStartWordCost: a trace replay's prompts (cheap path:
+// blocks of one-token words) start with the first block's first word, or
+// the entry's own text without hash ids; a word that costs more at the
+// start must not put the prompt off its count.
+func TestTracePromptsStartWordCost(t *testing.T) {
+	var lines []string
+	for i := range 140 {
+		ids := fmt.Sprintf("[%d, %d]", i%5, i)
+		if i%4 == 0 {
+			ids = "[]"
+		}
+		lines = append(lines, fmt.Sprintf(`{"offset_ms": %d, "input_tokens": 64, "output_tokens": 1, "hash_ids": %s}`, i, ids))
+	}
+	tr, err := ParseTrace("t", strings.NewReader(strings.Join(lines, "\n")), TraceOptions{BlockSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, overhead := range []int{1, 12} {
+		for _, oneIn := range []uint32{64, 16} {
+			count := startCost(overhead, oneIn)
+			off := 0
+			for seed := uint64(1); seed <= 6; seed++ {
+				p := NewTracePrompts(tr, 0)
+				tok := &funcTok{count: count}
+				for i := range tr.Entries {
+					it, err := p.At(context.Background(), tok, seed, i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := count(it.Prompt); got != it.PromptTokens {
+						off++
+						t.Errorf("overhead %d, 1 in %d, seed %d, entry %d: prompt counts %d tokens, item says %d",
+							overhead, oneIn, seed, i, got, it.PromptTokens)
+					}
+				}
+				if info := p.Info(); info.Sized {
+					t.Errorf("overhead %d, 1 in %d, seed %d: info %+v: want the cheap path", overhead, oneIn, seed, info)
+				}
+			}
+			t.Logf("overhead %d, 1 in %d: %d of %d prompts off", overhead, oneIn, off, 6*len(tr.Entries))
+		}
 	}
 }
