@@ -55,7 +55,8 @@ type alphabet struct {
 // one token). Groups start at 64 words (two calls when the first 64
 // pass), halve on a failure and double on a pass; at most alphabetCalls
 // calls are spent. Without a prefix, the first digit's words are then
-// tested at the start of the text (startWords).
+// tested at the start of the text (startWords), where a group puts only
+// its first word.
 func (st *cacheState) buildAlphabet(ctx context.Context) error {
 	compose := func(words []string) string {
 		body := strings.Join(words, " ")
@@ -107,6 +108,14 @@ func (st *cacheState) buildAlphabet(ctx context.Context) error {
 		a.words = wordList[:maxAlphabet]
 		a.first = a.words
 	}
+	a.finish(st.seed)
+	st.alpha = a
+	return nil
+}
+
+// finish sets the full nonce's words, the longest word and the
+// permutation's keys of a, whose words and first are set.
+func (a *alphabet) finish(seed uint64) {
 	for a.capacity(a.full) < 1<<nonceBits {
 		a.full++
 	}
@@ -114,36 +123,35 @@ func (st *cacheState) buildAlphabet(ctx context.Context) error {
 		a.maxLen = max(a.maxLen, len(w))
 	}
 	for r := range a.keys {
-		a.keys[r] = derive(st.seed, tagPrompt, uint64(r))
+		a.keys[r] = derive(seed, tagPrompt, uint64(r))
 	}
-	st.alpha = a
-	return nil
 }
 
-// startWords returns the first words of the list (at most maxAlphabet)
-// that count as nonceWord at the very start of the text, and the count of
-// two copies of nonceWord (pair): each word is tested there, followed by
-// nonceWord, against pair, with at most firstCalls calls of count. The
-// group test of buildAlphabet puts one word a group there, so a word that
-// costs more at the start (a BPE vocabulary without its space-less form,
-// at a completion prompt's start or right after a chat template's role
-// header) would pass it and put items one token off their count.
+// startWords returns nonceWord and the first other words of the list (at
+// most maxAlphabet in all) that count as nonceWord at the very start of
+// the text, and the count of two copies of nonceWord (pair): each word is
+// tested there, followed by nonceWord, against pair, with at most
+// firstCalls calls of count. There (a completion prompt's start, or a chat
+// message's right after the template's role header) a BPE word without
+// its leading space may cost a token more than after another word, and
+// buildAlphabet's groups put only their first word there; a nonce whose
+// first word did put its item one token off the base prompt's count
+// (issue 22 V10).
 func startWords(ctx context.Context, count func(context.Context, string) (int, error)) (words []string, pair int, err error) {
 	if pair, err = count(ctx, nonceWord+" "+nonceWord); err != nil {
 		return nil, 0, err
 	}
-	calls := 1
-	for _, w := range wordList {
-		if calls >= firstCalls || len(words) == maxAlphabet {
-			break
+	words = []string{nonceWord} // passes by definition
+	for calls, i := 1, 0; calls < firstCalls && i < len(wordList) && len(words) < maxAlphabet; i++ {
+		w := wordList[i]
+		if w == nonceWord {
+			continue
 		}
-		c := pair
-		if w != nonceWord { // nonceWord passes by definition
-			if c, err = count(ctx, w+" "+nonceWord); err != nil {
-				return nil, 0, err
-			}
-			calls++
+		c, err := count(ctx, w+" "+nonceWord)
+		if err != nil {
+			return nil, 0, err
 		}
+		calls++
 		if c == pair {
 			words = append(words, w)
 		}

@@ -134,3 +134,57 @@ func TestTracePromptsStartWordCost(t *testing.T) {
 		}
 	}
 }
+
+// TestGeneratorEveryWordDearAtStart: when every word but "the" costs more
+// at the text's start, no group of the alphabet test passes (a group's
+// first word starts the text): the alphabet is untested and every item is
+// sized on its own, so counts stay exact.
+func TestGeneratorEveryWordDearAtStart(t *testing.T) {
+	count := startCost(1, 1)
+	tok := &funcTok{count: count}
+	g := newGen(t, Spec{InputTokens: Fixed(32), OutputTokens: Fixed(1)}, 3)
+	seen := map[string]bool{}
+	for _, it := range items(t, g, tok, 100) {
+		if got := count(it.Prompt); got != it.PromptTokens || !it.Exact() || seen[it.Prompt] {
+			t.Fatalf("item %d: counts %d, says %d, exact %v, repeated %v", it.Index, got, it.PromptTokens, it.Exact(), seen[it.Prompt])
+		}
+		seen[it.Prompt] = true
+	}
+	if info := g.Info(); info.NonceTested || info.ResizedItems != 100 {
+		t.Fatalf("info %+v: want an untested alphabet, every item sized on its own", info)
+	}
+}
+
+// TestAlphabetOneFirstWord: a first digit of one word (only "the" passed at
+// the start) leaves the other digits to carry the nonce, one word longer;
+// nonces stay distinct and all start with it.
+func TestAlphabetOneFirstWord(t *testing.T) {
+	a := &alphabet{words: wordList[:maxAlphabet], first: []string{nonceWord}, tested: true}
+	a.finish(5)
+	if a.full != 9 || a.smallest() != 1 || a.capacity(a.full) < 1<<nonceBits {
+		t.Fatalf("full %d words, smallest %d, capacity %d", a.full, a.smallest(), a.capacity(a.full))
+	}
+	seen := map[string]bool{}
+	for i := range uint64(5000) {
+		n := a.nonce(a.value(i, a.full), a.full)
+		if seen[n] || !strings.HasPrefix(n, nonceWord+" ") || len(strings.Fields(n)) != 9 {
+			t.Fatalf("index %d: nonce %q (repeated %v)", i, n, seen[n])
+		}
+		seen[n] = true
+	}
+	// Mixed radix: 16 first words and 64 others make 16 * 64^7 = 2^46
+	// values in 8 words, below 2^48, so a full nonce is 9 words; two words
+	// hold 1,024.
+	b := &alphabet{words: wordList[:maxAlphabet], first: wordList[:16], tested: true}
+	b.finish(5)
+	if b.full != 9 || b.capacity(2) != 16*64 || b.smallest() != 16 {
+		t.Fatalf("16 first words: full %d, capacity(2) %d, smallest %d", b.full, b.capacity(2), b.smallest())
+	}
+	short := map[string]bool{}
+	for i := range uint64(16 * 64) {
+		short[b.nonce(b.value(i, 2), 2)] = true
+	}
+	if len(short) != 16*64 {
+		t.Fatalf("%d distinct two-word nonces, want %d", len(short), 16*64)
+	}
+}
