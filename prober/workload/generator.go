@@ -75,9 +75,12 @@ type Info struct {
 	ResizedItems int64 `json:"resized_items"`
 	// NonceWords is the length in words of a full nonce, NonceAlphabet
 	// the number of words its digits are drawn from (words the tokenizer
-	// counts like "the"; 0 before the first item). NonceTested is false
-	// when fewer than two words passed that test: the nonce is then drawn
-	// from untested words and every length is resized.
+	// counts like "the"; 0 before the first item): without a shared
+	// prefix the first digit's words are those that count like "the" at
+	// the very start of the text too, and NonceAlphabet is the smaller of
+	// the two sets. NonceTested is false when fewer than two words passed
+	// that test: the nonce is then drawn from untested words and every
+	// length is resized.
 	NonceWords    int  `json:"nonce_words"`
 	NonceAlphabet int  `json:"nonce_alphabet"`
 	NonceTested   bool `json:"nonce_tested"`
@@ -120,7 +123,9 @@ type Info struct {
 // sized with the Tokenizer to exactly PrefixTokens + InputTokens tokens.
 // The nonce is item i's number under a seeded permutation, written as
 // NonceWords words from an alphabet of words that the tokenizer counts as
-// "the" (tested once per tokenizer and prefix), so items whose indices
+// "the" (tested once per tokenizer and prefix; without a prefix the
+// first word starts the text, where a word may cost a token more, so the
+// first digit's words are tested there, one by one), so items whose indices
 // differ by less than 2^48 never share more than the prefix and a common
 // start of their nonces, whatever the tokenizer. Base prompts, sized once
 // with a placeholder nonce, are cached per input length; an item swaps in
@@ -339,7 +344,7 @@ func (g *Generator) Info() Info {
 	case <-st.done:
 		if st.err == nil {
 			info.OverheadTokens, info.PrefixTokens = st.overhead, st.prefixTokens
-			info.NonceWords, info.NonceAlphabet, info.NonceTested = st.alpha.full, len(st.alpha.words), st.alpha.tested
+			info.NonceWords, info.NonceAlphabet, info.NonceTested = st.alpha.full, st.alpha.smallest(), st.alpha.tested
 		}
 	default:
 	}

@@ -9,9 +9,10 @@ import (
 
 // Nonces: every item's prompt begins, after the shared prefix, with its
 // nonce: the item's index under a seeded permutation, written in base B
-// with words of the alphabet (least significant digit first), so that no
-// two items of a run share more than the prefix and a common start of
-// their nonces.
+// with words of the alphabet (least significant digit first; without a
+// shared prefix the first digit's words are those tested at the text's
+// start, see startWords), so that no two items of a run share more than
+// the prefix and a common start of their nonces.
 const (
 	// maxAlphabet is the largest nonce alphabet: with 64 words a full
 	// nonce is eight words. The first 64 words of the list (the shortest,
@@ -20,6 +21,12 @@ const (
 	// alphabetCalls bounds the tokenizer calls spent testing the alphabet
 	// (about two when every candidate passes).
 	alphabetCalls = 48
+	// firstCalls: without a shared prefix the nonce's first word starts
+	// the text, where a word may cost a token more (a BPE vocabulary
+	// without its space-less form); the first digit is drawn from up to
+	// maxAlphabet words of the list tested there one by one, with at most
+	// firstCalls tokenizer calls (64 when every one passes).
+	firstCalls = 80
 	// nonceBits: a full nonce numbers at least 2^48 items, so items whose
 	// indices differ by less than that have distinct nonces (a sweep's
 	// indices stay below 2^42).
@@ -34,7 +41,8 @@ const (
 // alphabet is the nonce's digit words for one tokenizer and prefix.
 type alphabet struct {
 	words  []string // distinct, no spaces
-	full   int      // words of a full nonce: the smallest d with len(words)^d >= 2^48
+	first  []string // the first digit's: words, or (no prefix) words that passed at the text's start
+	full   int      // words of a full nonce: the smallest d with capacity(d) >= 2^48
 	tested bool     // false: untested words (no two passed), every length resized
 	maxLen int      // bytes of the longest word
 	keys   [3]uint64
@@ -46,7 +54,9 @@ type alphabet struct {
 // additive counts of at least one token a word, every word of it is then
 // one token). Groups start at 64 words (two calls when the first 64
 // pass), halve on a failure and double on a pass; at most alphabetCalls
-// calls are spent.
+// calls are spent. Without a prefix, the first digit's words are then
+// tested at the start of the text (startWords), where a group puts only
+// its first word.
 func (st *cacheState) buildAlphabet(ctx context.Context) error {
 	compose := func(words []string) string {
 		body := strings.Join(words, " ")
@@ -86,33 +96,87 @@ func (st *cacheState) buildAlphabet(ctx context.Context) error {
 			g /= 2
 		}
 	}
-	a := &alphabet{words: words, tested: len(words) >= 2}
+	a := &alphabet{words: words, first: words, tested: len(words) >= 2}
+	if a.tested && st.prefixText == "" {
+		first, _, err := startWords(ctx, st.count)
+		if err != nil {
+			return err
+		}
+		a.first, a.tested = first, len(first) > 0
+	}
 	if !a.tested {
 		a.words = wordList[:maxAlphabet]
+		a.first = a.words
 	}
-	for c := uint64(1); c < 1<<nonceBits; c *= uint64(len(a.words)) {
-		a.full++
-	}
-	for _, w := range a.words {
-		a.maxLen = max(a.maxLen, len(w))
-	}
-	for r := range a.keys {
-		a.keys[r] = derive(st.seed, tagPrompt, uint64(r))
-	}
+	a.finish(st.seed)
 	st.alpha = a
 	return nil
 }
+
+// finish sets the full nonce's words, the longest word and the
+// permutation's keys of a, whose words and first are set.
+func (a *alphabet) finish(seed uint64) {
+	for a.capacity(a.full) < 1<<nonceBits {
+		a.full++
+	}
+	for _, w := range append(a.words[:len(a.words):len(a.words)], a.first...) {
+		a.maxLen = max(a.maxLen, len(w))
+	}
+	for r := range a.keys {
+		a.keys[r] = derive(seed, tagPrompt, uint64(r))
+	}
+}
+
+// startWords returns nonceWord and the first other words of the list (at
+// most maxAlphabet in all) that count as nonceWord at the very start of
+// the text, and the count of two copies of nonceWord (pair): each word is
+// tested there, followed by nonceWord, against pair, with at most
+// firstCalls calls of count. There (a completion prompt's start, or a chat
+// message's right after the template's role header) a BPE word without
+// its leading space may cost a token more than after another word, and
+// buildAlphabet's groups put only their first word there; a nonce whose
+// first word did put its item one token off the base prompt's count
+// (issue 22 V10).
+func startWords(ctx context.Context, count func(context.Context, string) (int, error)) (words []string, pair int, err error) {
+	if pair, err = count(ctx, nonceWord+" "+nonceWord); err != nil {
+		return nil, 0, err
+	}
+	words = []string{nonceWord} // passes by definition
+	for calls, i := 1, 0; calls < firstCalls && i < len(wordList) && len(words) < maxAlphabet; i++ {
+		w := wordList[i]
+		if w == nonceWord {
+			continue
+		}
+		c, err := count(ctx, w+" "+nonceWord)
+		if err != nil {
+			return nil, 0, err
+		}
+		calls++
+		if c == pair {
+			words = append(words, w)
+		}
+	}
+	return words, pair, nil
+}
+
+// smallest returns the size of the smallest digit alphabet: the nonces'
+// overlap grows as with an alphabet of that size, at most.
+func (a *alphabet) smallest() int { return min(len(a.first), len(a.words)) }
 
 // placeholder returns the base prompts' nonce of w words.
 func (a *alphabet) placeholder(w int) string {
 	return strings.TrimSuffix(strings.Repeat(nonceWord+" ", w), " ")
 }
 
-// capacity returns the number of distinct nonces of w words (w <= a.full,
-// so at most 2^48 times the alphabet's size, below 2^63).
+// capacity returns the number of distinct nonces of w words: the first
+// digit's words times the alphabet's size to the w-1 (w <= a.full, so at
+// most 2^48 times the alphabet's size, below 2^63).
 func (a *alphabet) capacity(w int) uint64 {
-	c := uint64(1)
-	for range w {
+	if w == 0 {
+		return 1
+	}
+	c := uint64(len(a.first))
+	for range w - 1 {
 		c *= uint64(len(a.words))
 	}
 	return c
@@ -147,14 +211,18 @@ func (a *alphabet) permute(x, c uint64) uint64 {
 	}
 }
 
-// writeNonce writes the w words of the nonce of value v.
+// writeNonce writes the w words of the nonce of value v: the first digit
+// from a.first, the others from a.words.
 func (a *alphabet) writeNonce(b *strings.Builder, v uint64, w int) {
-	n := uint64(len(a.words))
 	for j := range w {
-		if j > 0 {
+		set := a.words
+		if j == 0 {
+			set = a.first
+		} else {
 			b.WriteByte(' ')
 		}
-		b.WriteString(a.words[v%n])
+		n := uint64(len(set))
+		b.WriteString(set[v%n])
 		v /= n
 	}
 }

@@ -22,6 +22,8 @@ import (
 // from words that the tokenizer counts as one token each (tested once per
 // tokenizer, as the nonce alphabet is), so a block of L tokens is L such
 // words, and the prompt's count is the overhead plus the sum of its blocks.
+// A prompt's first word starts the text, where a word may cost a token
+// more, so it is drawn from words tested there one by one (startWords).
 // The first prompt built is counted once to confirm it. When fewer than
 // minTraceWords words pass, or that check fails, every block is sized with
 // the tokenizer instead (a few Count calls each), and sized blocks are kept
@@ -119,6 +121,7 @@ type traceState struct {
 	err      error
 	overhead int
 	words    []string
+	first    []string    // the words that cost one token at the text's start too (startWords)
 	fast     atomic.Bool // the cheap path holds
 	checked  atomic.Bool // the first prompt was counted
 
@@ -258,7 +261,18 @@ func (st *traceState) build(ctx context.Context) error {
 			g /= 2
 		}
 	}
-	st.fast.Store(len(st.words) >= minTraceWords)
+	if len(st.words) < minTraceWords {
+		return nil
+	}
+	// A prompt's first word starts the text, where a word may cost more.
+	first, pair, err := startWords(ctx, st.count)
+	if err != nil {
+		return err
+	}
+	if pair == st.overhead+2 {
+		st.first = first
+	}
+	st.fast.Store(len(st.first) > 0)
 	return nil
 }
 
@@ -291,7 +305,7 @@ func (st *traceState) item(ctx context.Context, seed uint64, i int) (Item, error
 	}
 	if rest := body - len(e.HashIDs)*bs; rest > 0 {
 		// The input beyond the hash ids: text of this request's own.
-		text, c, err := st.text(ctx, derive(seed, tagTraceTail, uint64(i)), rest)
+		text, c, err := st.text(ctx, derive(seed, tagTraceTail, uint64(i)), rest, len(e.HashIDs) == 0)
 		if err != nil {
 			return Item{}, err
 		}
@@ -305,7 +319,7 @@ func (st *traceState) item(ctx context.Context, seed uint64, i int) (Item, error
 func (st *traceState) block(ctx context.Context, k blockID) (string, int, error) {
 	seed := derive(k.seed, tagTraceBlock, uint64(k.id), uint64(k.pos))
 	if st.fast.Load() {
-		return st.text(ctx, seed, k.tokens)
+		return st.text(ctx, seed, k.tokens, k.pos == 0)
 	}
 	st.mu.Lock()
 	if el, ok := st.cache[k]; ok {
@@ -315,7 +329,7 @@ func (st *traceState) block(ctx context.Context, k blockID) (string, int, error)
 		return sb.text, sb.count, nil
 	}
 	st.mu.Unlock()
-	text, c, err := st.text(ctx, seed, k.tokens)
+	text, c, err := st.text(ctx, seed, k.tokens, k.pos == 0)
 	if err != nil {
 		return "", 0, err
 	}
@@ -335,20 +349,23 @@ func (st *traceState) block(ctx context.Context, k blockID) (string, int, error)
 }
 
 // text returns text of n tokens (beyond the overhead) drawn from the
-// stream seed: n one-token words on the cheap path, else words of the list
-// sized with the tokenizer (the closest count found). A text of fewer
-// tokens from the same seed is a prefix of it (cheap path) or starts
-// like it.
-func (st *traceState) text(ctx context.Context, seed uint64, n int) (string, int, error) {
+// stream seed: n one-token words on the cheap path (the first from
+// st.first when the text starts the prompt), else words of the list sized
+// with the tokenizer (the closest count found). A text of fewer tokens
+// from the same seed is a prefix of it (cheap path) or starts like it.
+func (st *traceState) text(ctx context.Context, seed uint64, n int, start bool) (string, int, error) {
 	r := newRand(seed)
 	if st.fast.Load() {
 		var b strings.Builder
 		b.Grow(n * 4)
 		for j := range n {
+			set := st.words
 			if j > 0 {
 				b.WriteByte(' ')
+			} else if start {
+				set = st.first
 			}
-			b.WriteString(st.words[r.IntN(len(st.words))])
+			b.WriteString(set[r.IntN(len(set))])
 		}
 		return b.String(), n, nil
 	}
