@@ -297,6 +297,30 @@ func matchedAlerts(matchers []string, known map[string]map[string]bool) ([]strin
 	return out, nil
 }
 
+// externalLabels are the labels Prometheus adds to every alert it sends
+// (external_labels), which promtool tests do not show: an inhibition may
+// compare them (a label missing on both sides is equal in Alertmanager).
+var externalLabels = []string{"cluster"}
+
+// inhibitSources returns the alerts that are the source of some rule of
+// inhibitFile.
+func inhibitSources(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(inhibitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inhibits, err := checkInhibitRules(data, alertLabels(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for a := range inhibits {
+		out[a] = true
+	}
+	return out
+}
+
 // checkInhibitRules parses inhibition rules and checks them against the
 // alerts and their labels; it returns each rule's source and target alerts.
 func checkInhibitRules(data []byte, known map[string]map[string]bool) (map[string][]string, error) {
@@ -326,6 +350,9 @@ func checkInhibitRules(data []byte, known map[string]map[string]bool) (map[strin
 			errs = append(errs, fmt.Errorf("rule %d: no equal labels: a source would mute every target alert of every target", i))
 		}
 		for _, l := range r.Equal {
+			if slices.Contains(externalLabels, l) {
+				continue
+			}
 			for _, a := range slices.Concat(src, dst) {
 				if !known[a][l] {
 					errs = append(errs, fmt.Errorf("rule %d: equal label %s is not a label of %s", i, l, a))
@@ -372,9 +399,26 @@ func TestInhibitRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeGoodputBudgetBurnSlow"} {
-		if !slices.Contains(inhibits["LLMProbeTargetFailing"], want) {
-			t.Errorf("LLMProbeTargetFailing does not inhibit %s (inhibits %v)", want, inhibits["LLMProbeTargetFailing"])
+	// The chain of issue 21 D4: one page per incident.
+	consequences := []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeGoodputBudgetBurnSlow", "LLMProbeTTFTAboveSLO",
+		"LLMProbeTPOTAboveSLO", "LLMProbeProberSaturated", "LLMProbeCanaryRegression"}
+	for src, wants := range map[string][]string{
+		"LLMProbeTargetFailing":         consequences,
+		"LLMProbeTargetRecentlyFailed":  consequences,
+		"LLMProbeGoodputBudgetBurnFast": {"LLMProbeGoodputBudgetBurnSlow", "LLMProbeTTFTAboveSLO", "LLMProbeTPOTAboveSLO", "LLMProbeCanaryRegression"},
+		"LLMProbeGoodputBudgetBurnSlow": {"LLMProbeTTFTAboveSLO", "LLMProbeTPOTAboveSLO", "LLMProbeCanaryRegression"},
+	} {
+		for _, want := range wants {
+			if !slices.Contains(inhibits[src], want) {
+				t.Errorf("%s does not inhibit %s (inhibits %v)", src, want, inhibits[src])
+			}
+		}
+	}
+	// LLMProbeDown mutes every other alert, LLMProbeAbsent included: a new
+	// alert without it would page when llmprobe is down.
+	for _, r := range allRules(loadAll(t)) {
+		if r.Alert != "" && r.Alert != "LLMProbeDown" && !slices.Contains(inhibits["LLMProbeDown"], r.Alert) {
+			t.Errorf("LLMProbeDown does not inhibit %s", r.Alert)
 		}
 	}
 
@@ -461,4 +505,74 @@ func TestRunbookChecksTargetFirst(t *testing.T) {
 	if tf < 0 || ps < 0 || tf > ps {
 		t.Errorf("\"What to check first\" must name LLMProbeTargetFailing before LLMProbeProberSaturated (at %d and %d)", tf, ps)
 	}
+}
+
+// amExample is the part of deploy/alertmanager/alertmanager.yml this test
+// reads.
+type amExample struct {
+	Route struct {
+		Receiver string `yaml:"receiver"`
+		Routes   []struct {
+			Matchers []string `yaml:"matchers"`
+			Receiver string   `yaml:"receiver"`
+		} `yaml:"routes"`
+	} `yaml:"route"`
+	Receivers []map[string]any `yaml:"receivers"`
+	Inhibit   yaml.Node        `yaml:"inhibit_rules"`
+}
+
+// TestAlertmanagerExample checks deploy/alertmanager/alertmanager.yml: its
+// inhibit_rules are the list of inhibit-rules.yml, and the inhibitors
+// (severity none) go to a receiver without integrations.
+func TestAlertmanagerExample(t *testing.T) {
+	data, err := os.ReadFile("../deploy/alertmanager/alertmanager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex amExample
+	if err := yaml.Unmarshal(data, &ex); err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Inhibit yaml.Node `yaml:"inhibit_rules"`
+	}
+	wantData, err := os.ReadFile(inhibitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(wantData, &want); err != nil {
+		t.Fatal(err)
+	}
+	var got, exp any
+	if err := ex.Inhibit.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if err := want.Inhibit.Decode(&exp); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(exp) || got == nil {
+		t.Errorf("inhibit_rules of alertmanager.yml differ from %s:\n%v\nwant\n%v", inhibitFile, got, exp)
+	}
+	null := ""
+	for _, r := range ex.Route.Routes {
+		if slices.Contains(r.Matchers, "severity = none") {
+			null = r.Receiver
+		}
+	}
+	if null == "" || null == ex.Route.Receiver {
+		t.Fatalf("no route sends severity none to a receiver of its own (routes %v)", ex.Route.Routes)
+	}
+	for _, r := range ex.Receivers {
+		if r["name"] == null && len(r) != 1 {
+			t.Errorf("receiver %q of severity none has integrations: %v", null, r)
+		}
+	}
+	for a := range inhibitSources(t) {
+		for _, r := range allRules(loadAll(t)) {
+			if r.Alert == a && r.Labels["severity"] == "none" {
+				return
+			}
+		}
+	}
+	t.Error("no inhibitor of severity none")
 }
