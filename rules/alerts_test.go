@@ -108,10 +108,10 @@ func historyGuard(p parser.Parser, expr string) (longest time.Duration, covered 
 		return 0, nil, err
 	}
 	var errs []error
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+	parser.Inspect(e, func(n parser.Node, path []parser.Node) error {
 		switch n := n.(type) {
 		case *parser.VectorSelector:
-			if m := burnWindow.FindStringSubmatch(n.Name); m != nil {
+			if m := burnWindow.FindStringSubmatch(n.Name); m != nil && !unlessed(n, path) {
 				d, err := time.ParseDuration(m[1])
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", n.Name, err))
@@ -140,6 +140,26 @@ func historyGuard(p parser.Parser, expr string) (longest time.Duration, covered 
 	return longest, covered, errors.Join(errs...)
 }
 
+// unlessed reports whether n lies on the right of an `unless` in path (its
+// ancestors, outermost first): a burn rate read there only silences the
+// alert, it never makes it fire.
+func unlessed(n parser.Node, path []parser.Node) bool {
+	for i, a := range path {
+		b, ok := a.(*parser.BinaryExpr)
+		if !ok || b.Op != parser.LUNLESS {
+			continue
+		}
+		child := n
+		if i+1 < len(path) {
+			child = path[i+1]
+		}
+		if child == b.RHS {
+			return true
+		}
+	}
+	return false
+}
+
 // TestBurnAlertsNeedHistory checks that every alert on a burn rate requires
 // its probe's series to be at least 3/4 of its longest window old, so that
 // right after a start a 1h or 6h window (which then holds minutes) does not
@@ -154,12 +174,14 @@ func TestBurnAlertsNeedHistory(t *testing.T) {
 		{name: "guard too short", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate6h > 6 and on (target, probe) present_over_time(llmprobe_requests_total[15m] offset 45m)`},
 		{name: "guard too recent", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 and on (target, probe) present_over_time(llmprobe_requests_total[1h])`},
 		{name: "guarded", ok: true, expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 and on (target, probe) present_over_time(llmprobe_requests_total[15m] offset 45m)`},
+		{name: "silenced by a burn rate only", ok: true, expr: `x < 0.99 unless on (target, probe) target_probe:llmprobe_goodput_budget_burn:ratio_rate5m > 14.4`},
+		{name: "unless on the left", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 unless on (target) y`},
 	} {
 		longest, covered, err := historyGuard(p, tc.expr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := slices.Contains(covered, longest); got != tc.ok {
+		if got := longest == 0 || slices.Contains(covered, longest); got != tc.ok {
 			t.Errorf("%s: guarded = %v, want %v (longest %s, covered %v)", tc.name, got, tc.ok, longest, covered)
 		}
 	}
