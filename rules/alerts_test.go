@@ -598,3 +598,99 @@ func TestAlertmanagerExample(t *testing.T) {
 	}
 	t.Error("no inhibitor of severity none")
 }
+
+// orBranches splits an alert expression into the branches that can make it
+// fire: through parentheses, both sides of `or`, and the left of an
+// `unless` that does not read the history guard (a sweep exclusion).
+func orBranches(e parser.Expr) []parser.Expr {
+	switch n := e.(type) {
+	case *parser.ParenExpr:
+		return orBranches(n.Expr)
+	case *parser.BinaryExpr:
+		switch {
+		case n.Op == parser.LOR:
+			return append(orBranches(n.LHS), orBranches(n.RHS)...)
+		case n.Op == parser.LUNLESS && !strings.Contains(n.RHS.String(), "present_over_time"):
+			return orBranches(n.LHS)
+		}
+	}
+	return []parser.Expr{e}
+}
+
+// countGuard returns the smallest N of `target_probe:llmprobe_arrivals:increase15m >= N`
+// in e, and whether e has one.
+func countGuard(e parser.Expr) (float64, bool) {
+	n, ok := 0.0, false
+	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+		b, isBin := node.(*parser.BinaryExpr)
+		if !isBin || b.Op != parser.GTE {
+			return nil
+		}
+		vs, isVS := b.LHS.(*parser.VectorSelector)
+		num, isNum := b.RHS.(*parser.NumberLiteral)
+		if isVS && isNum && vs.Name == "target_probe:llmprobe_arrivals:increase15m" && (!ok || num.Val < n) {
+			n, ok = num.Val, true
+		}
+		return nil
+	})
+	return n, ok
+}
+
+// TestBurnBranchesAreGuarded checks every branch of each burn-rate alert:
+// one with a window of an hour or more has a history guard over it (as
+// TestBurnAlertsNeedHistory); one without (the fast burn's branch for new
+// probes) reads windows of 15 minutes at most, needs at least 100 arrivals
+// in 15 minutes, and is off once the probe has its 45 minutes of history,
+// so the two branches do not page for the same burn. Broken variants fail.
+func TestBurnBranchesAreGuarded(t *testing.T) {
+	p := rules.NewParser()
+	check := func(expr string) error {
+		e, err := p.ParseExpr(expr)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, b := range orBranches(e) {
+			longest, covered, err := historyGuard(p, b.String())
+			if err != nil {
+				return err
+			}
+			if longest == 0 || slices.Contains(covered, longest) {
+				continue
+			}
+			n, ok := countGuard(b)
+			switch {
+			case longest > 15*time.Minute:
+				errs = append(errs, fmt.Errorf("branch %s reads a %s burn rate without a history guard", b, longest))
+			case !ok || n < 100:
+				errs = append(errs, fmt.Errorf("branch %s has no guard of at least 100 arrivals in 15m", b))
+			case !strings.Contains(b.String(), "unless on (cluster, target, probe) group by (cluster, target, probe) (present_over_time(llmprobe_requests_total[15m] offset 45m))"):
+				errs = append(errs, fmt.Errorf("branch %s is not off once the probe has 45 minutes of history", b))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	const burn15 = `target_probe:llmprobe_goodput_budget_burn:ratio_rate15m > 14.4`
+	const hist = `unless on (cluster, target, probe) group by (cluster, target, probe) (present_over_time(llmprobe_requests_total[15m] offset 45m))`
+	for _, tc := range []struct{ name, expr, want string }{
+		{name: "no count", want: "no guard", expr: burn15 + ` ` + hist},
+		{name: "too few", want: "no guard", expr: burn15 + ` and on (cluster, target, probe) target_probe:llmprobe_arrivals:increase15m >= 10 ` + hist},
+		{name: "with history too", want: "not off", expr: burn15 + ` and on (cluster, target, probe) target_probe:llmprobe_arrivals:increase15m >= 100`},
+		{name: "long window", want: "without a history guard", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 or on (target) (` + burn15 + `)`},
+		{name: "guarded", expr: `(target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 and on (target, probe) present_over_time(llmprobe_requests_total[15m] offset 45m) or on (cluster, target, probe) ` +
+			burn15 + ` and on (cluster, target, probe) target_probe:llmprobe_arrivals:increase15m >= 100 ` + hist + `) unless on (cluster, target) max_over_time(llmprobe_sweep_running[15m]) == 1`},
+	} {
+		err := check(tc.expr)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	for _, r := range allRules(loadAll(t)) {
+		if r.Alert == "" {
+			continue
+		}
+		if err := check(r.Expr); err != nil {
+			t.Errorf("%s: %v", r.Alert, err)
+		}
+	}
+}
