@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# `make e2e`: the end-to-end test with a real Prometheus (internal/e2e, build
-# tag e2e). Installs Prometheus (Debian's package) when missing, then builds
-# llmprobe, starts the simulator, `llmprobe serve` and Prometheus on loopback
-# and checks recording rules and an alert through Prometheus' HTTP API.
+# `make e2e`: the end-to-end tests with a real Prometheus and a real
+# Alertmanager (internal/e2e, build tag e2e). Installs Prometheus and
+# Alertmanager (Debian's prometheus and prometheus-alertmanager packages)
+# when missing, then builds llmprobe, starts the simulator, `llmprobe serve`
+# and Prometheus on loopback and checks recording rules and an alert through
+# Prometheus' HTTP API; and replays the alerts the rules raise for five
+# injected incidents (evaluated by promtool over simulated series) into
+# Alertmanager with deploy/alertmanager/alertmanager.yml, counting one
+# notification per incident (about two minutes).
 #
 # Every process the test starts is stopped by PID: by the test's cleanups
 # when it ends normally or fails, and, when those do not run (go test's
@@ -16,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash .ci/install-prometheus.sh
+bash .ci/install-alertmanager.sh
 
 pidfile=$(mktemp "${TMPDIR:-/tmp}/llmprobe-e2e-pids.XXXXXX")
 export LLMPROBE_E2E_PIDFILE="$pidfile"

@@ -46,10 +46,19 @@ type (
 			GroupWait      string   `json:"group_wait"`
 			GroupInterval  string   `json:"group_interval"`
 			RepeatInterval string   `json:"repeat_interval"`
+			Routes         []struct {
+				Matchers []string `json:"matchers"`
+				Receiver string   `json:"receiver"`
+			} `json:"routes"`
 		} `json:"route"`
 		Receivers []struct {
 			Name string `json:"name"`
 		} `json:"receivers"`
+		InhibitRules []struct {
+			SourceMatchers []string `json:"source_matchers"`
+			TargetMatchers []string `json:"target_matchers"`
+			Equal          []string `json:"equal"`
+		} `json:"inhibit_rules"`
 	}
 	grafanaDatasources struct {
 		APIVersion  int `json:"apiVersion"`
@@ -240,6 +249,9 @@ func TestComposePrometheus(t *testing.T) {
 		return r.Name == am.Route.Receiver
 	}) {
 		t.Errorf("alertmanager.yml routes to %q, which is not a receiver", am.Route.Receiver)
+	}
+	if len(am.InhibitRules) == 0 {
+		t.Error("the demo's alertmanager.yml has no inhibition rules (deploy/alertmanager/alertmanager.yml has them)")
 	}
 }
 

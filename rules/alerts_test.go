@@ -108,10 +108,10 @@ func historyGuard(p parser.Parser, expr string) (longest time.Duration, covered 
 		return 0, nil, err
 	}
 	var errs []error
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+	parser.Inspect(e, func(n parser.Node, path []parser.Node) error {
 		switch n := n.(type) {
 		case *parser.VectorSelector:
-			if m := burnWindow.FindStringSubmatch(n.Name); m != nil {
+			if m := burnWindow.FindStringSubmatch(n.Name); m != nil && !unlessed(n, path) {
 				d, err := time.ParseDuration(m[1])
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", n.Name, err))
@@ -140,6 +140,26 @@ func historyGuard(p parser.Parser, expr string) (longest time.Duration, covered 
 	return longest, covered, errors.Join(errs...)
 }
 
+// unlessed reports whether n lies on the right of an `unless` in path (its
+// ancestors, outermost first): a burn rate read there only silences the
+// alert, it never makes it fire.
+func unlessed(n parser.Node, path []parser.Node) bool {
+	for i, a := range path {
+		b, ok := a.(*parser.BinaryExpr)
+		if !ok || b.Op != parser.LUNLESS {
+			continue
+		}
+		child := n
+		if i+1 < len(path) {
+			child = path[i+1]
+		}
+		if child == b.RHS {
+			return true
+		}
+	}
+	return false
+}
+
 // TestBurnAlertsNeedHistory checks that every alert on a burn rate requires
 // its probe's series to be at least 3/4 of its longest window old, so that
 // right after a start a 1h or 6h window (which then holds minutes) does not
@@ -154,12 +174,14 @@ func TestBurnAlertsNeedHistory(t *testing.T) {
 		{name: "guard too short", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate6h > 6 and on (target, probe) present_over_time(llmprobe_requests_total[15m] offset 45m)`},
 		{name: "guard too recent", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 and on (target, probe) present_over_time(llmprobe_requests_total[1h])`},
 		{name: "guarded", ok: true, expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 and on (target, probe) present_over_time(llmprobe_requests_total[15m] offset 45m)`},
+		{name: "silenced by a burn rate only", ok: true, expr: `x < 0.99 unless on (target, probe) target_probe:llmprobe_goodput_budget_burn:ratio_rate5m > 14.4`},
+		{name: "unless on the left", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 unless on (target) y`},
 	} {
 		longest, covered, err := historyGuard(p, tc.expr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := slices.Contains(covered, longest); got != tc.ok {
+		if got := longest == 0 || slices.Contains(covered, longest); got != tc.ok {
 			t.Errorf("%s: guarded = %v, want %v (longest %s, covered %v)", tc.name, got, tc.ok, longest, covered)
 		}
 	}
@@ -297,6 +319,30 @@ func matchedAlerts(matchers []string, known map[string]map[string]bool) ([]strin
 	return out, nil
 }
 
+// externalLabels are the labels Prometheus adds to every alert it sends
+// (external_labels), which promtool tests do not show: an inhibition may
+// compare them (a label missing on both sides is equal in Alertmanager).
+var externalLabels = []string{"cluster"}
+
+// inhibitSources returns the alerts that are the source of some rule of
+// inhibitFile.
+func inhibitSources(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(inhibitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inhibits, err := checkInhibitRules(data, alertLabels(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for a := range inhibits {
+		out[a] = true
+	}
+	return out
+}
+
 // checkInhibitRules parses inhibition rules and checks them against the
 // alerts and their labels; it returns each rule's source and target alerts.
 func checkInhibitRules(data []byte, known map[string]map[string]bool) (map[string][]string, error) {
@@ -326,6 +372,9 @@ func checkInhibitRules(data []byte, known map[string]map[string]bool) (map[strin
 			errs = append(errs, fmt.Errorf("rule %d: no equal labels: a source would mute every target alert of every target", i))
 		}
 		for _, l := range r.Equal {
+			if slices.Contains(externalLabels, l) {
+				continue
+			}
 			for _, a := range slices.Concat(src, dst) {
 				if !known[a][l] {
 					errs = append(errs, fmt.Errorf("rule %d: equal label %s is not a label of %s", i, l, a))
@@ -372,9 +421,26 @@ func TestInhibitRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeGoodputBudgetBurnSlow"} {
-		if !slices.Contains(inhibits["LLMProbeTargetFailing"], want) {
-			t.Errorf("LLMProbeTargetFailing does not inhibit %s (inhibits %v)", want, inhibits["LLMProbeTargetFailing"])
+	// The chain of issue 21 D4: one page per incident.
+	consequences := []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeGoodputBudgetBurnSlow", "LLMProbeTTFTAboveSLO",
+		"LLMProbeTPOTAboveSLO", "LLMProbeProberSaturated", "LLMProbeCanaryRegression"}
+	for src, wants := range map[string][]string{
+		"LLMProbeTargetFailing":         consequences,
+		"LLMProbeTargetRecentlyFailed":  consequences,
+		"LLMProbeGoodputBudgetBurnFast": {"LLMProbeGoodputBudgetBurnSlow", "LLMProbeTTFTAboveSLO", "LLMProbeTPOTAboveSLO", "LLMProbeCanaryRegression"},
+		"LLMProbeGoodputBudgetBurnSlow": {"LLMProbeTTFTAboveSLO", "LLMProbeTPOTAboveSLO", "LLMProbeCanaryRegression"},
+	} {
+		for _, want := range wants {
+			if !slices.Contains(inhibits[src], want) {
+				t.Errorf("%s does not inhibit %s (inhibits %v)", src, want, inhibits[src])
+			}
+		}
+	}
+	// LLMProbeDown mutes every other alert, LLMProbeAbsent included: a new
+	// alert without it would page when llmprobe is down.
+	for _, r := range allRules(loadAll(t)) {
+		if r.Alert != "" && r.Alert != "LLMProbeDown" && !slices.Contains(inhibits["LLMProbeDown"], r.Alert) {
+			t.Errorf("LLMProbeDown does not inhibit %s", r.Alert)
 		}
 	}
 
@@ -460,5 +526,171 @@ func TestRunbookChecksTargetFirst(t *testing.T) {
 	tf, ps := strings.Index(general, "LLMProbeTargetFailing"), strings.Index(general, "LLMProbeProberSaturated")
 	if tf < 0 || ps < 0 || tf > ps {
 		t.Errorf("\"What to check first\" must name LLMProbeTargetFailing before LLMProbeProberSaturated (at %d and %d)", tf, ps)
+	}
+}
+
+// amExample is the part of deploy/alertmanager/alertmanager.yml this test
+// reads.
+type amExample struct {
+	Route struct {
+		Receiver string `yaml:"receiver"`
+		Routes   []struct {
+			Matchers []string `yaml:"matchers"`
+			Receiver string   `yaml:"receiver"`
+		} `yaml:"routes"`
+	} `yaml:"route"`
+	Receivers []map[string]any `yaml:"receivers"`
+	Inhibit   yaml.Node        `yaml:"inhibit_rules"`
+}
+
+// TestAlertmanagerExample checks deploy/alertmanager/alertmanager.yml: its
+// inhibit_rules are the list of inhibit-rules.yml, and the inhibitors
+// (severity none) go to a receiver without integrations.
+func TestAlertmanagerExample(t *testing.T) {
+	data, err := os.ReadFile("../deploy/alertmanager/alertmanager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex amExample
+	if err := yaml.Unmarshal(data, &ex); err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Inhibit yaml.Node `yaml:"inhibit_rules"`
+	}
+	wantData, err := os.ReadFile(inhibitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(wantData, &want); err != nil {
+		t.Fatal(err)
+	}
+	var got, exp any
+	if err := ex.Inhibit.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if err := want.Inhibit.Decode(&exp); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(exp) || got == nil {
+		t.Errorf("inhibit_rules of alertmanager.yml differ from %s:\n%v\nwant\n%v", inhibitFile, got, exp)
+	}
+	null := ""
+	for _, r := range ex.Route.Routes {
+		if slices.Contains(r.Matchers, "severity = none") {
+			null = r.Receiver
+		}
+	}
+	if null == "" || null == ex.Route.Receiver {
+		t.Fatalf("no route sends severity none to a receiver of its own (routes %v)", ex.Route.Routes)
+	}
+	for _, r := range ex.Receivers {
+		if r["name"] == null && len(r) != 1 {
+			t.Errorf("receiver %q of severity none has integrations: %v", null, r)
+		}
+	}
+	for a := range inhibitSources(t) {
+		for _, r := range allRules(loadAll(t)) {
+			if r.Alert == a && r.Labels["severity"] == "none" {
+				return
+			}
+		}
+	}
+	t.Error("no inhibitor of severity none")
+}
+
+// orBranches splits an alert expression into the branches that can make it
+// fire: through parentheses, both sides of `or`, and the left of an
+// `unless` that does not read the history guard (a sweep exclusion).
+func orBranches(e parser.Expr) []parser.Expr {
+	switch n := e.(type) {
+	case *parser.ParenExpr:
+		return orBranches(n.Expr)
+	case *parser.BinaryExpr:
+		switch {
+		case n.Op == parser.LOR:
+			return append(orBranches(n.LHS), orBranches(n.RHS)...)
+		case n.Op == parser.LUNLESS && !strings.Contains(n.RHS.String(), "present_over_time"):
+			return orBranches(n.LHS)
+		}
+	}
+	return []parser.Expr{e}
+}
+
+// countGuard returns the smallest N of `target_probe:llmprobe_arrivals:increase15m >= N`
+// in e, and whether e has one.
+func countGuard(e parser.Expr) (float64, bool) {
+	n, ok := 0.0, false
+	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+		b, isBin := node.(*parser.BinaryExpr)
+		if !isBin || b.Op != parser.GTE {
+			return nil
+		}
+		vs, isVS := b.LHS.(*parser.VectorSelector)
+		num, isNum := b.RHS.(*parser.NumberLiteral)
+		if isVS && isNum && vs.Name == "target_probe:llmprobe_arrivals:increase15m" && (!ok || num.Val < n) {
+			n, ok = num.Val, true
+		}
+		return nil
+	})
+	return n, ok
+}
+
+// TestBurnBranchesAreGuarded checks every branch of each burn-rate alert:
+// one with a window of an hour or more has a history guard over it (as
+// TestBurnAlertsNeedHistory); one without (the fast burn's branch for new
+// probes) reads windows of 15 minutes at most, needs at least 100 arrivals
+// in 15 minutes, and is off once the probe has its 45 minutes of history,
+// so the two branches do not page for the same burn. Broken variants fail.
+func TestBurnBranchesAreGuarded(t *testing.T) {
+	p := rules.NewParser()
+	check := func(expr string) error {
+		e, err := p.ParseExpr(expr)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, b := range orBranches(e) {
+			longest, covered, err := historyGuard(p, b.String())
+			if err != nil {
+				return err
+			}
+			if longest == 0 || slices.Contains(covered, longest) {
+				continue
+			}
+			n, ok := countGuard(b)
+			switch {
+			case longest > 15*time.Minute:
+				errs = append(errs, fmt.Errorf("branch %s reads a %s burn rate without a history guard", b, longest))
+			case !ok || n < 100:
+				errs = append(errs, fmt.Errorf("branch %s has no guard of at least 100 arrivals in 15m", b))
+			case !strings.Contains(b.String(), "unless on (cluster, target, probe) group by (cluster, target, probe) (present_over_time(llmprobe_requests_total[15m] offset 45m))"):
+				errs = append(errs, fmt.Errorf("branch %s is not off once the probe has 45 minutes of history", b))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	const burn15 = `target_probe:llmprobe_goodput_budget_burn:ratio_rate15m > 14.4`
+	const hist = `unless on (cluster, target, probe) group by (cluster, target, probe) (present_over_time(llmprobe_requests_total[15m] offset 45m))`
+	for _, tc := range []struct{ name, expr, want string }{
+		{name: "no count", want: "no guard", expr: burn15 + ` ` + hist},
+		{name: "too few", want: "no guard", expr: burn15 + ` and on (cluster, target, probe) target_probe:llmprobe_arrivals:increase15m >= 10 ` + hist},
+		{name: "with history too", want: "not off", expr: burn15 + ` and on (cluster, target, probe) target_probe:llmprobe_arrivals:increase15m >= 100`},
+		{name: "long window", want: "without a history guard", expr: `target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 or on (target) (` + burn15 + `)`},
+		{name: "guarded", expr: `(target_probe:llmprobe_goodput_budget_burn:ratio_rate1h > 14.4 and on (target, probe) present_over_time(llmprobe_requests_total[15m] offset 45m) or on (cluster, target, probe) ` +
+			burn15 + ` and on (cluster, target, probe) target_probe:llmprobe_arrivals:increase15m >= 100 ` + hist + `) unless on (cluster, target) max_over_time(llmprobe_sweep_running[15m]) == 1`},
+	} {
+		err := check(tc.expr)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	for _, r := range allRules(loadAll(t)) {
+		if r.Alert == "" {
+			continue
+		}
+		if err := check(r.Expr); err != nil {
+			t.Errorf("%s: %v", r.Alert, err)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 package probemetrics
 
 // Classic bucket upper bounds. The first three are vLLM's default bucket
-// families (vllm/v1/metrics/buckets.py), so that an SLO threshold such as
+// families (vllm/v1/metrics/buckets.py); DecodeLatencyBuckets contains every
+// bound of vLLM's inter_token_latency family, so that an SLO threshold such as
 // le="0.5" means the same thing for llmprobe_time_to_first_token_seconds and
 // vllm:time_to_first_token_seconds and both can be queried with identical
 // PromQL. The slices are shared: do not modify them.
@@ -12,13 +13,26 @@ var (
 		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
 		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
 	}
-	// InterTokenLatencyBuckets is vLLM's inter_token_latency family, used for
-	// llmprobe_inter_token_latency_seconds and
-	// llmprobe_time_per_output_token_seconds (vLLM uses it for
-	// vllm:inter_token_latency_seconds and
-	// vllm:request_time_per_output_token_seconds).
+	// InterTokenLatencyBuckets is vLLM's inter_token_latency family, which
+	// vLLM uses for vllm:inter_token_latency_seconds and
+	// vllm:request_time_per_output_token_seconds.
 	InterTokenLatencyBuckets = []float64{
 		0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+	}
+	// DecodeLatencyBuckets is used for llmprobe_inter_token_latency_seconds
+	// and llmprobe_time_per_output_token_seconds: every bound of
+	// InterTokenLatencyBuckets (so le-based queries read the same on the
+	// client and the server histogram) plus 10 finer bounds between 2.5 ms
+	// and 60 ms, where fast decode lives. vLLM's 10-25 ms bucket holds a
+	// 10 ms and a 15 ms TPOT alike, so a +50 % regression left the p99
+	// unchanged; here no bucket below 100 ms is wider than a factor of 1.5
+	// above 5 ms (steps of 2.5 ms up to 20 ms, then 25, 30, 40, 50, 60, 75).
+	// 29 bounds: 10 series more per histogram, target and probe than
+	// vLLM's family (30 bucket series with +Inf, plus _sum and _count).
+	DecodeLatencyBuckets = []float64{
+		0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.0175, 0.02, 0.025,
+		0.03, 0.04, 0.05, 0.06, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
 		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
 	}
 	// RequestLatencyBuckets is vLLM's request_latency family, used for

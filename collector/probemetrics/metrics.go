@@ -201,9 +201,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		ttfc: hist(NameTTFC, "Time from sending a request to the first streamed event with non-empty text or content "+
 			"(chat's role-only chunk does not count), successful requests that streamed text only.", TTFTBuckets),
 		itl: hist(NameITL, "Gaps between consecutive token-bearing streamed events (one observation per gap), "+
-			"successful requests only.", InterTokenLatencyBuckets),
+			"successful requests only.", DecodeLatencyBuckets),
 		tpot: hist(NameTPOT, "Time per output token after the first, (e2e - ttft) / (output_tokens - 1), "+
-			"successful requests with more than one output token only.", InterTokenLatencyBuckets),
+			"successful requests with more than one output token only.", DecodeLatencyBuckets),
 		e2e: hist(NameE2E, "Time from sending a request to its last token-bearing streamed event, "+
 			"successful requests only.", RequestLatencyBuckets),
 		sendLag: hist(NameSendLag, "How late a request was sent compared with its scheduled arrival time "+

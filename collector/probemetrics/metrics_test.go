@@ -305,8 +305,10 @@ func TestBucketsMatchVLLM(t *testing.T) {
 		want []float64
 	}{
 		{name: NameTTFT, want: vllmTTFT},
-		{name: NameITL, want: vllmITL},
-		{name: NameTPOT, want: vllmITL},
+		// llmprobe's decode histograms are finer than vLLM's (issue 21 D3)
+		// and hold every vLLM bound, checked below.
+		{name: NameITL, want: DecodeLatencyBuckets},
+		{name: NameTPOT, want: DecodeLatencyBuckets},
 		{name: NameE2E, want: vllmRequest},
 		{name: NameSendLag, want: SendLagBuckets},
 	}
@@ -326,6 +328,17 @@ func TestBucketsMatchVLLM(t *testing.T) {
 				}
 			}
 		})
+	}
+	if !slices.Equal(InterTokenLatencyBuckets, vllmITL) {
+		t.Errorf("InterTokenLatencyBuckets %v, want vLLM's %v", InterTokenLatencyBuckets, vllmITL)
+	}
+	for _, b := range vllmITL {
+		if !slices.Contains(DecodeLatencyBuckets, b) {
+			t.Errorf("DecodeLatencyBuckets lacks vLLM's bound %g", b)
+		}
+	}
+	if !slices.IsSorted(DecodeLatencyBuckets) || len(DecodeLatencyBuckets) > 30 {
+		t.Errorf("DecodeLatencyBuckets must be sorted and at most 30 bounds: %v", DecodeLatencyBuckets)
 	}
 	if SendLagBuckets[0] != 0.0001 || !slices.Contains(SendLagBuckets, 0.01) {
 		t.Errorf("send lag buckets must start at 100µs and contain 10ms: %v", SendLagBuckets)

@@ -10,6 +10,17 @@
 // burn-rate alert fires once the simulator answers every request with HTTP
 // 500.
 //
+// TestAlertmanagerOnePagePerIncident (alertmanager_test.go) checks that one
+// incident pages once: it evaluates the unchanged rule files with promtool
+// over simulated series of five incidents (a hang, HTTP 5xx, a slow canary
+// candidate, llmprobe killed, a capacity drop; an hour of history each, 30s
+// steps), replays the alerts Prometheus would send into a real Alertmanager
+// (Debian's prometheus-alertmanager) running deploy/alertmanager/alertmanager.yml
+// with its inhibition rules and a webhook receiver, time compressed 100
+// times, and counts one notification per incident from the expected alert,
+// none resolved while llmprobe is down. It logs each incident's detection
+// time (docs/runbook.md quotes them).
+//
 // It stops every process it started by PID: its cleanups do on success and
 // on failure (every wait ends 30 s before go test's -timeout, and the first
 // failing step ends the test); the processes are also killed by the kernel
