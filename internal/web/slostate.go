@@ -33,6 +33,12 @@ const (
 	// long window would act like a short one.
 	burnFastHistory = 45 * time.Minute
 	burnSlowHistory = 4*time.Hour + 30*time.Minute
+	// burnEarlyArrivals is the early branch of LLMProbeGoodputBudgetBurnFast
+	// (a target observed for less than burnFastHistory): its 15m and 2m
+	// burn rates above BurnFastThreshold, at least this many arrivals in
+	// 15 minutes and some success in the last 2 minutes (a total outage is
+	// TargetFailing's).
+	burnEarlyArrivals = 100
 	// LatencyAttainment is the share of successful requests that must meet
 	// a latency threshold over 5 minutes (LLMProbeTTFTAboveSLO and
 	// LLMProbeTPOTAboveSLO fire below it): the threshold is a p99, so its
@@ -187,6 +193,8 @@ func evaluate(target string, m *minutes, now, seen time.Time, objective float64,
 	if !sweeping && b1h > BurnFastThreshold && b5 > BurnFastThreshold && history >= burnFastHistory {
 		st.Alerts = append(st.Alerts, Alert{Name: AlertBurnFast, Severity: "critical", Target: target, Value: b1h,
 			Text: "goodput budget burning " + burnText(b1h) + "× over 1h and " + burnText(b5) + "× over 5m (> 14.4)"})
+	} else if a, ok := burnEarly(target, m, now, objective); ok && !sweeping && history < burnFastHistory {
+		st.Alerts = append(st.Alerts, a)
 	}
 	if !sweeping && b6h > BurnSlowThreshold && b30 > BurnSlowThreshold && history >= burnSlowHistory {
 		st.Alerts = append(st.Alerts, Alert{Name: AlertBurnSlow, Severity: "critical", Target: target, Value: b6h,
@@ -222,6 +230,20 @@ func evaluate(target string, m *minutes, now, seen time.Time, objective float64,
 			Burn5m: lb(c5), Burn1h: lb(c1h)})
 	}
 	return st
+}
+
+// burnEarly is the early branch of LLMProbeGoodputBudgetBurnFast, for a
+// target observed for less than burnFastHistory: the 15m and 2m burn
+// rates above BurnFastThreshold with at least burnEarlyArrivals arrivals
+// in 15 minutes and a success in the last 2.
+func burnEarly(target string, m *minutes, now time.Time, objective float64) (Alert, bool) {
+	c15, c2 := m.since(now, 15*time.Minute), m.since(now, 2*time.Minute)
+	b15, b2 := c15.burn(objective), c2.burn(objective)
+	if b15 <= BurnFastThreshold || b2 <= BurnFastThreshold || c15.eligible()+c15.skipTooLong < burnEarlyArrivals || c2.success == 0 {
+		return Alert{}, false
+	}
+	return Alert{Name: AlertBurnFast, Severity: "critical", Target: target, Value: b15,
+		Text: "goodput budget burning " + burnText(b15) + "× over 15m and " + burnText(b2) + "× over 2m (> 14.4; a new target: less than 45m observed)"}, true
 }
 
 // remaining is 1 - bad / ((1 - objective) * total): the share of the

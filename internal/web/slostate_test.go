@@ -2,6 +2,7 @@ package web
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -129,5 +130,54 @@ func TestSLOStateMatchesRules(t *testing.T) {
 	}
 	if burnFastHistory != 45*time.Minute || burnSlowHistory != 270*time.Minute || BudgetWindow != 6*time.Hour {
 		t.Error("history guards or window changed without the rules")
+	}
+}
+
+// TestSLOStateBurnFastEarly: a target observed for less than 45 minutes
+// pages on the fast burn's early branch (15m and 2m burn rates over 14.4,
+// at least 100 arrivals in 15 minutes, a success in the last 2), as
+// LLMProbeGoodputBudgetBurnFast's second branch does; a total outage is
+// TargetFailing's alone.
+func TestSLOStateBurnFastEarly(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		failEach int // every failEach-th request fails (1: all)
+		want     []string
+	}{
+		{"half failing", 2, []string{AlertBurnFast}},
+		{"all failing", 1, []string{AlertTargetFailing}},
+	} {
+		clock := start
+		w := NewWindow()
+		w.now = func() time.Time { return clock }
+		w.ProbeStarted("t", "p", manager.ProbeSettings{GoodputObjective: 0.99})
+		names := func() []string {
+			a, _ := w.State("t", false)
+			var out []string
+			for _, x := range a {
+				out = append(out, x.Name)
+			}
+			return out
+		}
+		i := 0
+		feedUntil := func(end time.Time) {
+			for ; clock.Before(end); clock = clock.Add(2 * time.Second) {
+				i++
+				r := &prober.Record{Target: "t", TTFT: time.Millisecond, E2E: 2 * time.Millisecond, CompletionTokens: 2}
+				if i%tc.failEach == 0 {
+					r.Error = prober.ClassHTTP5xx
+				}
+				w.Observe(r, slo.Verdict{Good: r.OK()})
+			}
+		}
+		feedUntil(start.Add(150 * time.Second)) // 75 arrivals: fewer than 100
+		if n := names(); tc.failEach == 2 && len(n) != 0 {
+			t.Errorf("%s, 75 arrivals: %v, want none yet", tc.name, n)
+		}
+		feedUntil(start.Add(6 * time.Minute))
+		if n := names(); !slices.Equal(n, tc.want) {
+			t.Errorf("%s after 6m: %v, want %v", tc.name, n, tc.want)
+		}
 	}
 }
