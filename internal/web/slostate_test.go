@@ -25,14 +25,7 @@ func TestSLOStateBurnSlow(t *testing.T) {
 	w := NewWindow()
 	w.now = func() time.Time { return clock }
 	w.ProbeStarted("t", "p", manager.ProbeSettings{GoodputObjective: 0.99})
-	names := func() []string {
-		a, _ := w.State("t", false)
-		var out []string
-		for _, x := range a {
-			out = append(out, x.Name)
-		}
-		return out
-	}
+	names := func() []string { return alertNames(w, "t") }
 	i := 0
 	feedUntil := func(end time.Time) {
 		for ; clock.Before(end); clock = clock.Add(10 * time.Second) {
@@ -152,14 +145,7 @@ func TestSLOStateBurnFastEarly(t *testing.T) {
 		w := NewWindow()
 		w.now = func() time.Time { return clock }
 		w.ProbeStarted("t", "p", manager.ProbeSettings{GoodputObjective: 0.99})
-		names := func() []string {
-			a, _ := w.State("t", false)
-			var out []string
-			for _, x := range a {
-				out = append(out, x.Name)
-			}
-			return out
-		}
+		names := func() []string { return alertNames(w, "t") }
 		i := 0
 		feedUntil := func(end time.Time) {
 			for ; clock.Before(end); clock = clock.Add(2 * time.Second) {
@@ -180,4 +166,14 @@ func TestSLOStateBurnFastEarly(t *testing.T) {
 			t.Errorf("%s after 6m: %v, want %v", tc.name, n, tc.want)
 		}
 	}
+}
+
+// alertNames lists the names of target's alerts in w's view.
+func alertNames(w *Window, target string) []string {
+	a, _ := w.State(target, false)
+	var out []string
+	for _, x := range a {
+		out = append(out, x.Name)
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/scrape"
+	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
 // The background sweep mode (docs/sweep.md#background-sweeps): the knee of
@@ -366,14 +367,7 @@ func backgroundKnee(c *Config, steps []*Step, k Knee) *BackgroundKnee {
 				xs = append(xs, s.Background.ProductionRate)
 			}
 		}
-		if len(xs) == 0 {
-			return 0, false
-		}
-		sum := 0.0
-		for _, x := range xs {
-			sum += x
-		}
-		return sum / float64(len(xs)), true
+		return stats.Mean(xs), len(xs) > 0
 	}
 	if low := k.Estimate(); low > 0 {
 		if p, ok := prod(low); ok {
