@@ -381,6 +381,12 @@ func TestChartLints(t *testing.T) {
 			}
 		}
 	}
+	// helm template (no cluster) checks Chart.yaml's kubeVersion against
+	// its default Kubernetes version: a kubeVersion above it fails every
+	// `helm template` without --kube-version.
+	if kv := loadChart(t).Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, chartutil.DefaultCapabilities.KubeVersion.String()) {
+		t.Errorf("Chart.yaml kubeVersion %q refuses helm template's default Kubernetes %s", kv, chartutil.DefaultCapabilities.KubeVersion.Version)
+	}
 	// The linter does fail a broken chart.
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: x\n"), 0o644); err != nil {
