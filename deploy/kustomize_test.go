@@ -311,72 +311,79 @@ func containerPorts(objs []Object, workload string) []corev1.ContainerPort {
 // kustomization and names ports that exist.
 func TestSelectorsAndPortsMatch(t *testing.T) {
 	for d, objs := range workloads(t) {
-		pods := podTemplates(objs)
-		for _, dep := range Of[appsv1.Deployment](objs) {
-			if got := selected(t, d, dep.Spec.Selector, map[string]labels.Set{dep.Name: dep.Spec.Template.Labels}); len(got) != 1 {
-				t.Errorf("%s: Deployment %s: its selector does not match its pod template", d, dep.Name)
+		checkSelectorsAndPorts(t, d, objs)
+	}
+}
+
+// checkSelectorsAndPorts checks the selectors and ports of objs (see
+// TestSelectorsAndPortsMatch).
+func checkSelectorsAndPorts(t *testing.T, d string, objs []Object) {
+	t.Helper()
+	pods := podTemplates(objs)
+	for _, dep := range Of[appsv1.Deployment](objs) {
+		if got := selected(t, d, dep.Spec.Selector, map[string]labels.Set{dep.Name: dep.Spec.Template.Labels}); len(got) != 1 {
+			t.Errorf("%s: Deployment %s: its selector does not match its pod template", d, dep.Name)
+		}
+	}
+	svcWorkload := map[string]string{}
+	for _, svc := range Of[corev1.Service](objs) {
+		got := selected(t, d, &metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, pods)
+		if len(got) != 1 {
+			t.Errorf("%s: Service %s selects %v, want exactly one workload", d, svc.Name, got)
+			continue
+		}
+		svcWorkload[svc.Name] = got[0]
+		for _, p := range svc.Spec.Ports {
+			if !slices.ContainsFunc(containerPorts(objs, got[0]), func(cp corev1.ContainerPort) bool {
+				return cp.Name == p.TargetPort.String() || cp.ContainerPort == p.TargetPort.IntVal
+			}) {
+				t.Errorf("%s: Service %s port %s targets %q, not a port of %s", d, svc.Name, p.Name, p.TargetPort.String(), got[0])
 			}
 		}
-		svcWorkload := map[string]string{}
+	}
+	for _, sm := range Of[monitoringv1.ServiceMonitor](objs) {
+		sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var svcs []*corev1.Service
 		for _, svc := range Of[corev1.Service](objs) {
-			got := selected(t, d, &metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, pods)
-			if len(got) != 1 {
-				t.Errorf("%s: Service %s selects %v, want exactly one workload", d, svc.Name, got)
-				continue
+			if sel.Matches(labels.Set(svc.Labels)) {
+				svcs = append(svcs, svc)
 			}
-			svcWorkload[svc.Name] = got[0]
-			for _, p := range svc.Spec.Ports {
-				if !slices.ContainsFunc(containerPorts(objs, got[0]), func(cp corev1.ContainerPort) bool {
-					return cp.Name == p.TargetPort.String() || cp.ContainerPort == p.TargetPort.IntVal
+		}
+		if len(svcs) != 1 {
+			t.Errorf("%s: ServiceMonitor %s selects %d Services, want 1", d, sm.Name, len(svcs))
+			continue
+		}
+		for _, ep := range sm.Spec.Endpoints {
+			if !slices.ContainsFunc(svcs[0].Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
+				t.Errorf("%s: ServiceMonitor %s scrapes port %q, not a port of Service %s", d, sm.Name, ep.Port, svcs[0].Name)
+			}
+		}
+	}
+	for _, pdb := range Of[policyv1.PodDisruptionBudget](objs) {
+		if got := selected(t, d, pdb.Spec.Selector, pods); len(got) != 1 {
+			t.Errorf("%s: PodDisruptionBudget %s selects %v, want exactly one workload", d, pdb.Name, got)
+		}
+		// A budget that forbids every eviction of a single replica blocks
+		// node drains.
+		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() < 1 || pdb.Spec.MinAvailable != nil {
+			t.Errorf("%s: PodDisruptionBudget %s: want maxUnavailable >= 1 and no minAvailable", d, pdb.Name)
+		}
+	}
+	for _, np := range Of[networkingv1.NetworkPolicy](objs) {
+		got := selected(t, d, &np.Spec.PodSelector, pods)
+		if len(got) != 1 {
+			t.Errorf("%s: NetworkPolicy %s selects %v, want exactly one workload", d, np.Name, got)
+			continue
+		}
+		for _, rule := range np.Spec.Ingress {
+			for _, p := range rule.Ports {
+				if p.Port == nil || !slices.ContainsFunc(containerPorts(objs, got[0]), func(cp corev1.ContainerPort) bool {
+					return cp.Name == p.Port.String() || cp.ContainerPort == p.Port.IntVal
 				}) {
-					t.Errorf("%s: Service %s port %s targets %q, not a port of %s", d, svc.Name, p.Name, p.TargetPort.String(), got[0])
-				}
-			}
-		}
-		for _, sm := range Of[monitoringv1.ServiceMonitor](objs) {
-			sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var svcs []*corev1.Service
-			for _, svc := range Of[corev1.Service](objs) {
-				if sel.Matches(labels.Set(svc.Labels)) {
-					svcs = append(svcs, svc)
-				}
-			}
-			if len(svcs) != 1 {
-				t.Errorf("%s: ServiceMonitor %s selects %d Services, want 1", d, sm.Name, len(svcs))
-				continue
-			}
-			for _, ep := range sm.Spec.Endpoints {
-				if !slices.ContainsFunc(svcs[0].Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
-					t.Errorf("%s: ServiceMonitor %s scrapes port %q, not a port of Service %s", d, sm.Name, ep.Port, svcs[0].Name)
-				}
-			}
-		}
-		for _, pdb := range Of[policyv1.PodDisruptionBudget](objs) {
-			if got := selected(t, d, pdb.Spec.Selector, pods); len(got) != 1 {
-				t.Errorf("%s: PodDisruptionBudget %s selects %v, want exactly one workload", d, pdb.Name, got)
-			}
-			// A budget that forbids every eviction of a single replica blocks
-			// node drains.
-			if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() < 1 || pdb.Spec.MinAvailable != nil {
-				t.Errorf("%s: PodDisruptionBudget %s: want maxUnavailable >= 1 and no minAvailable", d, pdb.Name)
-			}
-		}
-		for _, np := range Of[networkingv1.NetworkPolicy](objs) {
-			got := selected(t, d, &np.Spec.PodSelector, pods)
-			if len(got) != 1 {
-				t.Errorf("%s: NetworkPolicy %s selects %v, want exactly one workload", d, np.Name, got)
-				continue
-			}
-			for _, rule := range np.Spec.Ingress {
-				for _, p := range rule.Ports {
-					if p.Port == nil || !slices.ContainsFunc(containerPorts(objs, got[0]), func(cp corev1.ContainerPort) bool {
-						return cp.Name == p.Port.String() || cp.ContainerPort == p.Port.IntVal
-					}) {
-						t.Errorf("%s: NetworkPolicy %s opens port %v, not a port of %s", d, np.Name, p.Port, got[0])
-					}
+					t.Errorf("%s: NetworkPolicy %s opens port %v, not a port of %s", d, np.Name, p.Port, got[0])
 				}
 			}
 		}
@@ -472,47 +479,54 @@ var keyFile = regexp.MustCompile(`(?m)^\s*api_key_file:\s*(\S+)`)
 // of a workload; the test stands a file in for each.
 func TestConfigsPassCheckConfig(t *testing.T) {
 	for d, objs := range workloads(t) {
-		var secretMounts []string
-		for _, w := range podsOf(objs) {
-			for _, c := range w.Spec.Containers {
-				for _, m := range c.VolumeMounts {
-					for _, v := range w.Spec.Volumes {
-						if v.Name == m.Name && v.Secret != nil {
-							secretMounts = append(secretMounts, strings.TrimSuffix(m.MountPath, "/")+"/")
-						}
+		checkConfigs(t, d, objs)
+	}
+}
+
+// checkConfigs loads the one llmprobe.yml of objs as check-config does
+// (see TestConfigsPassCheckConfig).
+func checkConfigs(t *testing.T, d string, objs []Object) {
+	t.Helper()
+	var secretMounts []string
+	for _, w := range podsOf(objs) {
+		for _, c := range w.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				for _, v := range w.Spec.Volumes {
+					if v.Name == m.Name && v.Secret != nil {
+						secretMounts = append(secretMounts, strings.TrimSuffix(m.MountPath, "/")+"/")
 					}
 				}
 			}
 		}
-		n := 0
-		for _, cm := range Of[corev1.ConfigMap](objs) {
-			data, ok := cm.Data["llmprobe.yml"]
-			if !ok {
+	}
+	n := 0
+	for _, cm := range Of[corev1.ConfigMap](objs) {
+		data, ok := cm.Data["llmprobe.yml"]
+		if !ok {
+			continue
+		}
+		n++
+		dir := t.TempDir()
+		for _, m := range keyFile.FindAllStringSubmatch(data, -1) {
+			i := slices.IndexFunc(secretMounts, func(p string) bool { return strings.HasPrefix(m[1], p) })
+			if i < 0 {
+				t.Errorf("%s: ConfigMap %s: api_key_file %s is not in a Secret volume (mounted at %v)", d, cm.Name, m[1], secretMounts)
 				continue
 			}
-			n++
-			dir := t.TempDir()
-			for _, m := range keyFile.FindAllStringSubmatch(data, -1) {
-				i := slices.IndexFunc(secretMounts, func(p string) bool { return strings.HasPrefix(m[1], p) })
-				if i < 0 {
-					t.Errorf("%s: ConfigMap %s: api_key_file %s is not in a Secret volume (mounted at %v)", d, cm.Name, m[1], secretMounts)
-					continue
-				}
-				p := filepath.Join(dir, strings.TrimPrefix(m[1], secretMounts[i]))
-				if err := os.WriteFile(p, []byte("test-key\n"), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, p := range secretMounts {
-				data = strings.ReplaceAll(data, p, dir+"/")
-			}
-			if _, err := config.Parse([]byte(data), d+"/llmprobe.yml"); err != nil {
-				t.Errorf("%s: ConfigMap %s: check-config: %v", d, cm.Name, err)
+			p := filepath.Join(dir, strings.TrimPrefix(m[1], secretMounts[i]))
+			if err := os.WriteFile(p, []byte("test-key\n"), 0o600); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if n != 1 {
-			t.Errorf("%s: %d ConfigMaps with llmprobe.yml, want 1", d, n)
+		for _, p := range secretMounts {
+			data = strings.ReplaceAll(data, p, dir+"/")
 		}
+		if _, err := config.Parse([]byte(data), d+"/llmprobe.yml"); err != nil {
+			t.Errorf("%s: ConfigMap %s: check-config: %v", d, cm.Name, err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%s: %d ConfigMaps with llmprobe.yml, want 1", d, n)
 	}
 }
 
@@ -531,35 +545,42 @@ func ruleFiles(t *testing.T) []rules.File {
 func TestPrometheusRuleIsTheRuleFiles(t *testing.T) {
 	files := ruleFiles(t)
 	for d, objs := range buildAll(t) {
-		prs := Of[monitoringv1.PrometheusRule](objs)
-		if len(prs) != 1 {
-			t.Fatalf("%s: %d PrometheusRules, want 1", d, len(prs))
-		}
-		var want []string
-		for _, f := range files {
-			for _, g := range f.Groups {
-				for _, r := range g.Rules {
-					want = append(want, ruleKey(g.Name, r.Record, r.Alert, r.Expr, r.For.String(), r.Labels, r.Annotations))
-				}
-			}
-		}
-		var got []string
-		for _, g := range prs[0].Spec.Groups {
+		checkPrometheusRule(t, d, objs, files)
+	}
+}
+
+// checkPrometheusRule checks that objs hold one PrometheusRule with exactly
+// the rules of files (see TestPrometheusRuleIsTheRuleFiles).
+func checkPrometheusRule(t *testing.T, d string, objs []Object, files []rules.File) {
+	t.Helper()
+	prs := Of[monitoringv1.PrometheusRule](objs)
+	if len(prs) != 1 {
+		t.Fatalf("%s: %d PrometheusRules, want 1", d, len(prs))
+	}
+	var want []string
+	for _, f := range files {
+		for _, g := range f.Groups {
 			for _, r := range g.Rules {
-				f := ""
-				if r.For != nil {
-					dur, err := model.ParseDuration(string(*r.For))
-					if err != nil {
-						t.Fatalf("%s: rule %s%s: for: %v", d, r.Record, r.Alert, err)
-					}
-					f = dur.String()
-				}
-				got = append(got, ruleKey(g.Name, r.Record, r.Alert, r.Expr.String(), f, r.Labels, r.Annotations))
+				want = append(want, ruleKey(g.Name, r.Record, r.Alert, r.Expr, r.For.String(), r.Labels, r.Annotations))
 			}
 		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: the PrometheusRule differs from rules/*.yml (%d rules, want %d): %s", d, len(got), len(want), regenerate)
+	}
+	var got []string
+	for _, g := range prs[0].Spec.Groups {
+		for _, r := range g.Rules {
+			f := ""
+			if r.For != nil {
+				dur, err := model.ParseDuration(string(*r.For))
+				if err != nil {
+					t.Fatalf("%s: rule %s%s: for: %v", d, r.Record, r.Alert, err)
+				}
+				f = dur.String()
+			}
+			got = append(got, ruleKey(g.Name, r.Record, r.Alert, r.Expr.String(), f, r.Labels, r.Annotations))
 		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: the PrometheusRule differs from rules/*.yml (%d rules, want %d): %s", d, len(got), len(want), regenerate)
 	}
 }
 
@@ -608,34 +629,42 @@ func TestPrometheusRuleReadsKnownMetrics(t *testing.T) {
 // limit, TestObjectsFitTheLastAppliedAnnotation), each labelled for
 // Grafana's sidecar.
 func TestDashboardsConfigMapIsTheDashboards(t *testing.T) {
+	for d, objs := range buildAll(t) {
+		checkDashboards(t, d, objs, "llmprobe-dashboard-")
+	}
+}
+
+// checkDashboards checks that the ConfigMaps of objs named prefix* hold
+// exactly dashboards/*.json, one each, labelled for Grafana's sidecar (see
+// TestDashboardsConfigMapIsTheDashboards).
+func checkDashboards(t *testing.T, d string, objs []Object, prefix string) {
+	t.Helper()
 	paths, err := filepath.Glob("../dashboards/*.json")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no dashboards: %v", err)
 	}
-	for d, objs := range buildAll(t) {
-		got := map[string]string{}
-		for _, c := range Of[corev1.ConfigMap](objs) {
-			if !strings.HasPrefix(c.Name, "llmprobe-dashboard-") {
-				continue
-			}
-			if len(c.Data) != 1 || c.Labels["grafana_dashboard"] != "1" {
-				t.Errorf("%s: ConfigMap %s: %d keys, labels %v; want one dashboard labelled grafana_dashboard: \"1\"", d, c.Name, len(c.Data), c.Labels)
-			}
-			for k, v := range c.Data {
-				got[k] = v
-			}
+	got := map[string]string{}
+	for _, c := range Of[corev1.ConfigMap](objs) {
+		if !strings.HasPrefix(c.Name, prefix) {
+			continue
 		}
-		if len(got) != len(paths) {
-			t.Errorf("%s: %d dashboards in the ConfigMaps, want %d: %s", d, len(got), len(paths), regenerate)
+		if len(c.Data) != 1 || c.Labels["grafana_dashboard"] != "1" {
+			t.Errorf("%s: ConfigMap %s: %d keys, labels %v; want one dashboard labelled grafana_dashboard: \"1\"", d, c.Name, len(c.Data), c.Labels)
 		}
-		for _, p := range paths {
-			want, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got[filepath.Base(p)] != string(want) {
-				t.Errorf("%s: dashboard %s in the ConfigMaps differs from %s: %s", d, filepath.Base(p), p, regenerate)
-			}
+		for k, v := range c.Data {
+			got[k] = v
+		}
+	}
+	if len(got) != len(paths) {
+		t.Errorf("%s: %d dashboards in the ConfigMaps, want %d: %s", d, len(got), len(paths), regenerate)
+	}
+	for _, p := range paths {
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[filepath.Base(p)] != string(want) {
+			t.Errorf("%s: dashboard %s in the ConfigMaps differs from %s: %s", d, filepath.Base(p), p, regenerate)
 		}
 	}
 }

@@ -90,17 +90,24 @@ func TestOverlaysSetTheirNamespace(t *testing.T) {
 			t.Errorf("%s: its kustomization.yaml sets no namespace", d)
 			continue
 		}
-		for _, o := range objs {
-			switch {
-			case clusterScoped[o.Kind] && o.Kind == "Namespace" && o.Name != ns:
-				t.Errorf("%s: creates Namespace %s, not its namespace %s", d, o.Name, ns)
-			case !clusterScoped[o.Kind] && o.Namespace != ns:
-				t.Errorf("%s: %s %s is in namespace %q, want the overlay's %q", d, o.Kind, o.Name, o.Namespace, ns)
-			}
-		}
+		checkNamespace(t, d, ns, objs)
 	}
 	if n == 0 {
 		t.Fatal("no overlay")
+	}
+}
+
+// checkNamespace checks that every namespaced object of objs is in ns and
+// that a Namespace object, if any, is ns.
+func checkNamespace(t *testing.T, d, ns string, objs []Object) {
+	t.Helper()
+	for _, o := range objs {
+		switch {
+		case clusterScoped[o.Kind] && o.Kind == "Namespace" && o.Name != ns:
+			t.Errorf("%s: creates Namespace %s, not its namespace %s", d, o.Name, ns)
+		case !clusterScoped[o.Kind] && o.Namespace != ns:
+			t.Errorf("%s: %s %s is in namespace %q, want the overlay's %q", d, o.Kind, o.Name, o.Namespace, ns)
+		}
 	}
 }
 
@@ -182,45 +189,58 @@ func podRefs(spec corev1.PodSpec) (required, optional []string) {
 func TestReferencesResolve(t *testing.T) {
 	checked := 0
 	for d, objs := range workloads(t) {
-		have := map[string]bool{}
-		for _, o := range objs {
-			have[o.Namespace+"/"+o.Kind+"/"+o.Name] = true
-		}
 		kust, err := os.ReadFile(filepath.Join(kubeRoot, d, "kustomization.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range podsOf(objs) {
-			where := d + ": " + w.Kind + " " + w.Name
-			required, _ := podRefs(w.Spec)
-			for _, ref := range required {
-				checked++
-				switch {
-				case have[w.Namespace+"/"+ref], ref == "ServiceAccount/default":
-				case external[ref] != "" && strings.Contains(string(kust), external[ref]):
-				default:
-					t.Errorf("%s requires %s, which is not in the output's namespace %q", where, ref, w.Namespace)
-				}
-			}
-			vols := map[string]bool{}
-			for _, v := range w.Spec.Volumes {
-				vols[v.Name] = true
-			}
-			for _, c := range w.Claims {
-				vols[c] = true
-			}
-			for _, c := range append(append([]corev1.Container(nil), w.Spec.InitContainers...), w.Spec.Containers...) {
-				for _, m := range c.VolumeMounts {
-					if !vols[m.Name] {
-						t.Errorf("%s: container %s mounts %s, which is no volume of the pod", where, c.Name, m.Name)
-					}
-				}
-			}
-		}
+		checked += checkReferences(t, d, objs, func(ref string) bool {
+			return external[ref] != "" && strings.Contains(string(kust), external[ref])
+		})
 	}
 	if checked == 0 {
 		t.Fatal("no reference checked")
 	}
+}
+
+// checkReferences checks that every object a pod of objs requires is in
+// objs, in the pod's namespace, or is the ServiceAccount default, or one
+// userMade allows (a Secret the user creates); and that every volume mount
+// names a volume. It returns how many references it checked.
+func checkReferences(t *testing.T, d string, objs []Object, userMade func(ref string) bool) int {
+	t.Helper()
+	checked := 0
+	have := map[string]bool{}
+	for _, o := range objs {
+		have[o.Namespace+"/"+o.Kind+"/"+o.Name] = true
+	}
+	for _, w := range podsOf(objs) {
+		where := d + ": " + w.Kind + " " + w.Name
+		required, _ := podRefs(w.Spec)
+		for _, ref := range required {
+			checked++
+			switch {
+			case have[w.Namespace+"/"+ref], ref == "ServiceAccount/default":
+			case userMade(ref):
+			default:
+				t.Errorf("%s requires %s, which is not in the output's namespace %q", where, ref, w.Namespace)
+			}
+		}
+		vols := map[string]bool{}
+		for _, v := range w.Spec.Volumes {
+			vols[v.Name] = true
+		}
+		for _, c := range w.Claims {
+			vols[c] = true
+		}
+		for _, c := range append(append([]corev1.Container(nil), w.Spec.InitContainers...), w.Spec.Containers...) {
+			for _, m := range c.VolumeMounts {
+				if !vols[m.Name] {
+					t.Errorf("%s: container %s mounts %s, which is no volume of the pod", where, c.Name, m.Name)
+				}
+			}
+		}
+	}
+	return checked
 }
 
 // imageRef splits an image reference into its name, tag and digest.
@@ -238,15 +258,7 @@ func imageRef(image string) (name, tag, digest string) {
 func TestImagesAreTagged(t *testing.T) {
 	n := 0
 	for d, objs := range workloads(t) {
-		for _, w := range podsOf(objs) {
-			for _, c := range append(append([]corev1.Container(nil), w.Spec.InitContainers...), w.Spec.Containers...) {
-				n++
-				if _, tag, digest := imageRef(c.Image); digest == "" && (tag == "" || tag == "latest") {
-					t.Errorf("%s: %s %s container %s: image %q has no tag other than latest (set images: in the kustomization)",
-						d, w.Kind, w.Name, c.Name, c.Image)
-				}
-			}
-		}
+		n += checkImagesTagged(t, d, objs)
 	}
 	if n == 0 {
 		t.Fatal("no image checked")
@@ -259,6 +271,23 @@ func TestImagesAreTagged(t *testing.T) {
 			t.Errorf("imageRef(%q) = tag %q digest %q, want %q %q", tc.image, tag, digest, tc.tag, tc.digest)
 		}
 	}
+}
+
+// checkImagesTagged checks every container image of objs for a tag other
+// than latest or a digest, and returns how many it checked.
+func checkImagesTagged(t *testing.T, d string, objs []Object) int {
+	t.Helper()
+	n := 0
+	for _, w := range podsOf(objs) {
+		for _, c := range append(append([]corev1.Container(nil), w.Spec.InitContainers...), w.Spec.Containers...) {
+			n++
+			if _, tag, digest := imageRef(c.Image); digest == "" && (tag == "" || tag == "latest") {
+				t.Errorf("%s: %s %s container %s: image %q has no tag other than latest (set images: in the kustomization)",
+					d, w.Kind, w.Name, c.Name, c.Image)
+			}
+		}
+	}
+	return n
 }
 
 // lastAppliedLimit is the most bytes an object's annotations may hold
@@ -278,21 +307,31 @@ const (
 func TestObjectsFitTheLastAppliedAnnotation(t *testing.T) {
 	largest, which := 0, ""
 	for d, objs := range buildAll(t) {
-		for _, o := range objs {
-			b, err := json.Marshal(o.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(b) > largest {
-				largest, which = len(b), d+": "+o.Kind+" "+o.Name
-			}
-			if len(b) > lastAppliedBudget {
-				t.Errorf("%s: %s %s is %d bytes of JSON, over %d (3/4 of the %d-byte last-applied annotation limit of kubectl apply): split it",
-					d, o.Kind, o.Name, len(b), lastAppliedBudget, lastAppliedLimit)
-			}
+		if n, w := checkLastApplied(t, d, objs); n > largest {
+			largest, which = n, w
 		}
 	}
 	t.Logf("largest object: %s, %d bytes (budget %d)", which, largest, lastAppliedBudget)
+}
+
+// checkLastApplied checks every object of objs against lastAppliedBudget
+// and returns the size of the largest and which it is.
+func checkLastApplied(t *testing.T, d string, objs []Object) (largest int, which string) {
+	t.Helper()
+	for _, o := range objs {
+		b, err := json.Marshal(o.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > largest {
+			largest, which = len(b), d+": "+o.Kind+" "+o.Name
+		}
+		if len(b) > lastAppliedBudget {
+			t.Errorf("%s: %s %s is %d bytes of JSON, over %d (3/4 of the %d-byte last-applied annotation limit of kubectl apply): split it",
+				d, o.Kind, o.Name, len(b), lastAppliedBudget, lastAppliedLimit)
+		}
+	}
+	return largest, which
 }
 
 // shardArg matches serve's --shard=$(POD_INDEX)/N.
@@ -305,43 +344,52 @@ var shardArg = regexp.MustCompile(`^--shard=\$\(POD_INDEX\)/(\d+)$`)
 func TestShardedDemoGivesEveryShardTargets(t *testing.T) {
 	n := 0
 	for d, objs := range workloads(t) {
-		for _, s := range Of[appsv1.StatefulSet](objs) {
-			count := 0
-			for _, c := range s.Spec.Template.Spec.Containers {
-				for _, a := range c.Args {
-					if m := shardArg.FindStringSubmatch(a); m != nil {
-						count, _ = strconv.Atoi(m[1])
-					}
-				}
-			}
-			if count == 0 {
-				continue
-			}
-			n++
-			if s.Spec.Replicas == nil || int(*s.Spec.Replicas) != count {
-				replicas := "no"
-				if s.Spec.Replicas != nil {
-					replicas = strconv.Itoa(int(*s.Spec.Replicas))
-				}
-				t.Errorf("%s: StatefulSet %s: --shard=.../%d but %s replicas", d, s.Name, count, replicas)
-			}
-			cfg := statefulSetConfig(t, objs, s)
-			owned := make([][]string, count)
-			for _, tc := range cfg.Targets {
-				i := manager.Owner(tc.Name, count)
-				owned[i] = append(owned[i], tc.Name)
-			}
-			for i, names := range owned {
-				if len(names) == 0 {
-					t.Errorf("%s: StatefulSet %s: shard %d/%d owns no target of its %d", d, s.Name, i, count, len(cfg.Targets))
-				}
-			}
-			t.Logf("%s: shards own %v", d, owned)
-		}
+		n += checkShards(t, d, objs)
 	}
 	if n == 0 {
 		t.Fatal("no sharded StatefulSet")
 	}
+}
+
+// checkShards checks every sharded StatefulSet of objs (see
+// TestShardedDemoGivesEveryShardTargets) and returns how many it checked.
+func checkShards(t *testing.T, d string, objs []Object) int {
+	t.Helper()
+	n := 0
+	for _, s := range Of[appsv1.StatefulSet](objs) {
+		count := 0
+		for _, c := range s.Spec.Template.Spec.Containers {
+			for _, a := range c.Args {
+				if m := shardArg.FindStringSubmatch(a); m != nil {
+					count, _ = strconv.Atoi(m[1])
+				}
+			}
+		}
+		if count == 0 {
+			continue
+		}
+		n++
+		if s.Spec.Replicas == nil || int(*s.Spec.Replicas) != count {
+			replicas := "no"
+			if s.Spec.Replicas != nil {
+				replicas = strconv.Itoa(int(*s.Spec.Replicas))
+			}
+			t.Errorf("%s: StatefulSet %s: --shard=.../%d but %s replicas", d, s.Name, count, replicas)
+		}
+		cfg := statefulSetConfig(t, objs, s)
+		owned := make([][]string, count)
+		for _, tc := range cfg.Targets {
+			i := manager.Owner(tc.Name, count)
+			owned[i] = append(owned[i], tc.Name)
+		}
+		for i, names := range owned {
+			if len(names) == 0 {
+				t.Errorf("%s: StatefulSet %s: shard %d/%d owns no target of its %d", d, s.Name, i, count, len(cfg.Targets))
+			}
+		}
+		t.Logf("%s: shards own %v", d, owned)
+	}
+	return n
 }
 
 // statefulSetConfig parses the llmprobe.yml of the ConfigMap s mounts.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,9 +24,9 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(dashboards.All())
-	if want := 2*n + 2; len(outs) != want {
-		t.Fatalf("want %d generated files (%d dashboards, their %d ConfigMaps, the PrometheusRule and the kustomization), got %d: %v",
-			want, n, n, len(outs), sortedPaths(outs))
+	if want := 3*n + 3; len(outs) != want {
+		t.Fatalf("want %d generated files (%d dashboards, their %d ConfigMaps and %d chart copies, the PrometheusRule, its chart spec and the kustomization), got %d: %v",
+			want, n, n, n, len(outs), sortedPaths(outs))
 	}
 	if o := orphans(root, outs); len(o) > 0 {
 		t.Errorf("no longer generated, still committed: %v: run `go run ./dashboards/gen` from the repository root", o)
@@ -187,11 +188,22 @@ func TestOrphansAreStale(t *testing.T) {
 	if got := run([]string{"-check", "-root", dir}); got != 1 {
 		t.Fatalf("-check with an orphan = %d, want 1", got)
 	}
+	// The chart renders every file of its dashboards directory: one the
+	// generator no longer writes (a renamed dashboard) is an orphan too.
+	chartOrphan := filepath.Join(dir, filepath.FromSlash(chartDashDir), "llmprobe-renamed.json")
+	if err := os.WriteFile(chartOrphan, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := orphans(dir, mustOutputs(t)); !slices.Contains(o, chartDashDir+"/llmprobe-renamed.json") {
+		t.Fatalf("orphans = %v, want the chart's renamed dashboard among them", o)
+	}
 	if got := run([]string{"-root", dir}); got != 0 {
 		t.Fatalf("rewrite: %d", got)
 	}
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Errorf("the orphan is still there: %v", err)
+	for _, p := range []string{orphan, chartOrphan} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("the orphan %s is still there: %v", p, err)
+		}
 	}
 	if _, err := os.Stat(own); err != nil {
 		t.Errorf("a hand-written file was removed: %v", err)
@@ -199,4 +211,13 @@ func TestOrphansAreStale(t *testing.T) {
 	if got := run([]string{"-check", "-root", dir}); got != 0 {
 		t.Fatalf("-check after the rewrite = %d, want 0", got)
 	}
+}
+
+func mustOutputs(t *testing.T) map[string][]byte {
+	t.Helper()
+	outs, err := outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outs
 }

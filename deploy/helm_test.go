@@ -1,0 +1,398 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// chartDir is deploy/helm/llmprobe, seen from this package's directory.
+const chartDir = "helm/llmprobe"
+
+// chartNamespace is the namespace the tests install the chart into.
+const chartNamespace = "monitoring"
+
+// loadChart loads the chart from chartDir as `helm template` does.
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// renderChart renders the chart as `helm template llmprobe deploy/helm/llmprobe
+// -n monitoring -f values.yaml` does, offline (no cluster, no lookup):
+// values are validated against values.schema.json first; every rendered
+// object is decoded strictly with Decode.
+func renderChart(t *testing.T, release string, values map[string]any) ([]Object, error) {
+	t.Helper()
+	ch := loadChart(t)
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
+		Name: release, Namespace: chartNamespace, Revision: 1, IsInstall: true,
+	}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var objs []Object
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".yaml") {
+			continue // NOTES.txt, helpers
+		}
+		docs := releaseutil.SplitManifests(files[name])
+		keys := make([]string, 0, len(docs))
+		for k := range docs {
+			keys = append(keys, k)
+		}
+		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+		for _, k := range keys {
+			if strings.TrimSpace(stripComments(docs[k])) == "" {
+				continue
+			}
+			o, err := Decode([]byte(docs[k]))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			objs = append(objs, o)
+		}
+	}
+	return objs, nil
+}
+
+// stripComments drops the YAML comment lines of a rendered document (a
+// disabled template renders only its comments).
+func stripComments(doc string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// exampleValues reads a values file of deploy/helm/examples.
+func exampleValues(t *testing.T, name string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("helm", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
+}
+
+// chartCase is one rendering of the chart the tests check.
+type chartCase struct {
+	name   string
+	values map[string]any
+	// secret is the Secret the user creates, if the values name one.
+	secret string
+}
+
+func chartCases(t *testing.T) []chartCase {
+	t.Helper()
+	return []chartCase{
+		{name: "default values"},
+		{name: "examples/sharded.yaml", values: exampleValues(t, "sharded.yaml")},
+		{name: "examples/existing-secret.yaml", values: exampleValues(t, "existing-secret.yaml"), secret: "llmprobe-api-keys"},
+		{name: "examples/created-secret.yaml", values: exampleValues(t, "created-secret.yaml")},
+	}
+}
+
+// TestChartRendersWithTheOverlaysInvariants renders the chart for its
+// default values and each example and applies the checks of the
+// kustomizations (overlays_test.go, kustomize_test.go) to each rendering.
+func TestChartRendersWithTheOverlaysInvariants(t *testing.T) {
+	files := ruleFiles(t)
+	for _, tc := range chartCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := renderChart(t, "llmprobe", tc.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := "chart " + tc.name
+			checkNamespace(t, d, chartNamespace, objs)
+			if n := checkReferences(t, d, objs, func(ref string) bool { return tc.secret != "" && ref == "Secret/"+tc.secret }); n == 0 {
+				t.Error("no reference checked")
+			}
+			if n := checkImagesTagged(t, d, objs); n == 0 {
+				t.Error("no image checked")
+			}
+			pods := podsOf(objs)
+			if len(pods) != 1 {
+				t.Fatalf("%d workloads, want 1", len(pods))
+			}
+			checkPodLockedDown(t, d+": "+pods[0].Kind+" "+pods[0].Name, pods[0])
+			checkSelectorsAndPorts(t, d, objs)
+			checkConfigs(t, d, objs)
+			checkPrometheusRule(t, d, objs, files)
+			checkDashboards(t, d, objs, "llmprobe-dashboard-")
+			checkShards(t, d, objs)
+			largest, which := checkLastApplied(t, d, objs)
+			t.Logf("%d objects; largest %s, %d bytes (budget %d)", len(objs), which, largest, lastAppliedBudget)
+		})
+	}
+}
+
+// TestChartIsTheBase checks what the chart's default rendering shares with
+// the kustomize base: the same kinds of objects, and the pod's security
+// context, probes, resources and args as the base Deployment's.
+func TestChartIsTheBase(t *testing.T) {
+	objs, err := renderChart(t, "llmprobe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := func(objs []Object) []string {
+		var out []string
+		for _, o := range objs {
+			if !slices.Contains(out, o.Kind) {
+				out = append(out, o.Kind)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	base := buildAll(t)["base"]
+	if got, want := kinds(objs), kinds(base); !slices.Equal(got, want) {
+		t.Errorf("chart renders kinds %v, the base %v", got, want)
+	}
+	deps, baseDeps := Of[appsv1.Deployment](objs), Of[appsv1.Deployment](base)
+	if len(deps) != 1 || len(baseDeps) != 1 {
+		t.Fatalf("%d Deployments in the chart, %d in the base; want 1 each", len(deps), len(baseDeps))
+	}
+	got, want := deps[0].Spec.Template.Spec, baseDeps[0].Spec.Template.Spec
+	same := func(what string, a, b any) {
+		t.Helper()
+		ja, _ := yaml.Marshal(a)
+		jb, _ := yaml.Marshal(b)
+		if string(ja) != string(jb) {
+			t.Errorf("%s differs from the base's:\nchart:\n%s\nbase:\n%s", what, ja, jb)
+		}
+	}
+	same("pod securityContext", got.SecurityContext, want.SecurityContext)
+	same("automountServiceAccountToken", got.AutomountServiceAccountToken, want.AutomountServiceAccountToken)
+	same("terminationGracePeriodSeconds", got.TerminationGracePeriodSeconds, want.TerminationGracePeriodSeconds)
+	gc, wc := got.Containers[0], want.Containers[0]
+	same("container securityContext", gc.SecurityContext, wc.SecurityContext)
+	same("resources", gc.Resources, wc.Resources)
+	same("livenessProbe", gc.LivenessProbe, wc.LivenessProbe)
+	same("readinessProbe", gc.ReadinessProbe, wc.ReadinessProbe)
+	same("ports", gc.Ports, wc.Ports)
+	same("args", gc.Args, wc.Args)
+	if gc.Image != wc.Image {
+		t.Errorf("image %q, the base's %q", gc.Image, wc.Image)
+	}
+}
+
+// TestChartSharded checks that shards: N renders a StatefulSet of N
+// replicas each running --shard=$(POD_INDEX)/N, and shards: 1 a
+// Deployment without --shard.
+func TestChartSharded(t *testing.T) {
+	objs, err := renderChart(t, "llmprobe", exampleValues(t, "sharded.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(Of[appsv1.Deployment](objs)); n != 0 {
+		t.Errorf("sharded: %d Deployments, want none", n)
+	}
+	if n := checkShards(t, "sharded", objs); n != 1 {
+		t.Fatalf("sharded: %d sharded StatefulSets, want 1", n)
+	}
+	sts := Of[appsv1.StatefulSet](objs)[0]
+	if sts.Spec.ServiceName == "" || !slices.ContainsFunc(Of[corev1.Service](objs), func(s *corev1.Service) bool { return s.Name == sts.Spec.ServiceName }) {
+		t.Errorf("StatefulSet serviceName %q is no Service of the chart", sts.Spec.ServiceName)
+	}
+	objs, err = renderChart(t, "llmprobe", map[string]any{"shards": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range Of[appsv1.Deployment](objs) {
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--shard") {
+				t.Errorf("shards: 1: Deployment runs %s", a)
+			}
+		}
+	}
+}
+
+// TestChartSecrets checks the three ways of API keys: none (no key
+// volume), an existing Secret (mounted, required, not created) and keys
+// from values (a Secret created and mounted).
+func TestChartSecrets(t *testing.T) {
+	keyVolume := func(objs []Object) *corev1.SecretVolumeSource {
+		for _, w := range podsOf(objs) {
+			for _, v := range w.Spec.Volumes {
+				if v.Name == "api-keys" {
+					return v.Secret
+				}
+			}
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name       string
+		values     map[string]any
+		wantSecret string // the mounted Secret; "" for no key volume
+		created    bool
+	}{
+		{name: "none"},
+		{name: "existing", values: exampleValues(t, "existing-secret.yaml"), wantSecret: "llmprobe-api-keys"},
+		{name: "created", values: exampleValues(t, "created-secret.yaml"), wantSecret: "llmprobe-api-keys", created: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := renderChart(t, "llmprobe", tc.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := keyVolume(objs)
+			switch {
+			case tc.wantSecret == "" && v != nil:
+				t.Fatalf("a key volume of Secret %s without apiKeys", v.SecretName)
+			case tc.wantSecret == "":
+				return
+			case v == nil:
+				t.Fatal("no key volume")
+			case v.SecretName != tc.wantSecret || (v.Optional != nil && *v.Optional):
+				t.Fatalf("key volume of Secret %s (optional %v), want the required %s", v.SecretName, v.Optional, tc.wantSecret)
+			}
+			secrets := Of[corev1.Secret](objs)
+			if created := len(secrets) == 1 && secrets[0].Name == tc.wantSecret; created != tc.created || len(secrets) > 1 {
+				t.Fatalf("%d Secrets rendered, want the chart to create %s: %v", len(secrets), tc.wantSecret, tc.created)
+			}
+		})
+	}
+}
+
+// TestChartToggles checks that serviceMonitor, prometheusRule, dashboards,
+// networkPolicy and podDisruptionBudget each turn their objects off, and
+// that a release name other than the chart's prefixes every name.
+func TestChartToggles(t *testing.T) {
+	count := func(objs []Object, kind, prefix string) int {
+		n := 0
+		for _, o := range objs {
+			if o.Kind == kind && strings.HasPrefix(o.Name, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct{ key, kind, prefix string }{
+		{"serviceMonitor", "ServiceMonitor", ""},
+		{"prometheusRule", "PrometheusRule", ""},
+		{"dashboards", "ConfigMap", "llmprobe-dashboard-"},
+		{"networkPolicy", "NetworkPolicy", ""},
+		{"podDisruptionBudget", "PodDisruptionBudget", ""},
+	} {
+		on, err := renderChart(t, "llmprobe", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, err := renderChart(t, "llmprobe", map[string]any{tc.key: map[string]any{"enabled": false}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if count(on, tc.kind, tc.prefix) == 0 || count(off, tc.kind, tc.prefix) != 0 {
+			t.Errorf("%s.enabled: %d %s by default, %d when false; want some, then none",
+				tc.key, count(on, tc.kind, tc.prefix), tc.kind, count(off, tc.kind, tc.prefix))
+		}
+	}
+	objs, err := renderChart(t, "prod", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Name, "prod-llmprobe") {
+			t.Errorf("release prod: %s %s is not named prod-llmprobe*", o.Kind, o.Name)
+		}
+	}
+	checkReferences(t, "release prod", objs, func(string) bool { return false })
+	checkSelectorsAndPorts(t, "release prod", objs)
+	checkDashboards(t, "release prod", objs, "prod-llmprobe-dashboard-")
+}
+
+// TestChartSchemaRefusesBadValues checks that values.schema.json refuses
+// what would break the pods or the invariants, before anything renders.
+func TestChartSchemaRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"latest tag", map[string]any{"image": map[string]any{"tag": "latest"}}, "/image/tag"},
+		{"zero shards", map[string]any{"shards": 0}, "/shards"},
+		{"too many shards", map[string]any{"shards": 1025}, "/shards"},
+		{"shards as a string", map[string]any{"shards": "3"}, "/shards"},
+		{"a CPU limit", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "1"}}}, "/resources/limits"},
+		{"a typo", map[string]any{"serviceMonitr": map[string]any{"enabled": false}}, "serviceMonitr"},
+		{"a target without base_url", map[string]any{"config": map[string]any{"targets": []any{map[string]any{"name": "x"}}}}, "base_url"},
+		{"an unknown config key", map[string]any{"config": map[string]any{"target": []any{}}}, "target"},
+		{"both Secret ways", map[string]any{"apiKeys": map[string]any{"existingSecret": "s", "keys": map[string]any{"k": "v"}}}, "/apiKeys"},
+		{"a PDB forbidding evictions", map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": 0}}, "/podDisruptionBudget/maxUnavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderChart(t, "llmprobe", tc.values)
+			if err == nil || !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("render error = %v, want a schema error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartLints runs helm lint (helm's lint package, as `helm lint
+// deploy/helm/llmprobe` does) for the default values and each example: no
+// warning and no error (INFO messages, "icon is recommended", are logged:
+// the project has no icon).
+func TestChartLints(t *testing.T) {
+	for _, tc := range chartCases(t) {
+		l := lint.All(chartDir, tc.values, chartNamespace, false)
+		for _, m := range l.Messages {
+			if m.Severity > support.InfoSev {
+				t.Errorf("%s: helm lint: %s", tc.name, m)
+			} else {
+				t.Logf("%s: helm lint: %s", tc.name, m)
+			}
+		}
+	}
+	// helm template (no cluster) checks Chart.yaml's kubeVersion against
+	// its default Kubernetes version: a kubeVersion above it fails every
+	// `helm template` without --kube-version.
+	if kv := loadChart(t).Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, chartutil.DefaultCapabilities.KubeVersion.String()) {
+		t.Errorf("Chart.yaml kubeVersion %q refuses helm template's default Kubernetes %s", kv, chartutil.DefaultCapabilities.KubeVersion.Version)
+	}
+	// The linter does fail a broken chart.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l := lint.All(dir, nil, chartNamespace, false); l.HighestSeverity < support.ErrorSev {
+		t.Errorf("helm lint of a chart without a version: highest severity %d, want an error", l.HighestSeverity)
+	}
+}
