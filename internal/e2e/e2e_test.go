@@ -33,8 +33,10 @@ import (
 // alerts' `for` durations are rewritten to forDuration in the copy of the
 // rules Prometheus loads (see rewriteFor), and the burn-rate alerts' history
 // guards lose their offset (see rewriteHistory), so the fast burn-rate alert
-// can fire within seconds of llmprobe's start instead of after 45 minutes.
-// Nothing else in the rules changes.
+// can fire within seconds of llmprobe's start instead of after 45 minutes,
+// and the sweep exclusion windows shrink to the sweep itself (see
+// rewriteSweepWindows): the test's target is swept every minute. Nothing
+// else in the rules changes.
 //
 // Every wait is also capped at deadlineMargin before go test's -timeout (see
 // until), and the checks stop at the first failure, so a failing run ends
@@ -637,8 +639,9 @@ func writeFile(t *testing.T, path, content string) {
 
 var forLine = regexp.MustCompile(`(?m)^(\s+for:\s*)\S+\s*$`)
 
-// rewriteFor sets every alert's `for` to forDuration. With rewriteHistory it
-// is the only change made to the rules for the end-to-end test.
+// rewriteFor sets every alert's `for` to forDuration. With rewriteHistory and
+// rewriteSweepWindows it is the only change made to the rules for the
+// end-to-end test.
 func rewriteFor(data []byte) []byte {
 	return forLine.ReplaceAll(data, []byte("${1}"+forDuration))
 }
@@ -655,9 +658,21 @@ func rewriteHistory(data []byte) []byte {
 	return historyGuard.ReplaceAll(data, []byte("${1})"))
 }
 
+// sweepWindow matches an alert's sweep exclusion window:
+// max_over_time(llmprobe_sweep_running[W]).
+var sweepWindow = regexp.MustCompile(`max_over_time\(llmprobe_sweep_running\[[0-9a-z]+\]\)`)
+
+// rewriteSweepWindows makes the alerts' sweep exclusions cover the sweep
+// itself, not the window after it: the test sweeps its target every minute,
+// so a 15-minute exclusion would mute the fast burn for the whole test. The
+// windows are covered by the promtool tests (rules/tests/sweep-periods.yml).
+func rewriteSweepWindows(data []byte) []byte {
+	return sweepWindow.ReplaceAll(data, []byte("llmprobe_sweep_running"))
+}
+
 // copyRules copies the rule files of src (not the promtool tests, nor the
-// opt-in files of src/optional) to dst with rewriteFor and rewriteHistory
-// applied.
+// opt-in files of src/optional) to dst with rewriteFor, rewriteHistory and
+// rewriteSweepWindows applied.
 func copyRules(t *testing.T, src, dst string) {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(src, "*.yml"))
@@ -679,7 +694,7 @@ func copyRules(t *testing.T, src, dst string) {
 		if g := historyGuard.FindAll(out, -1); bytes.Contains(data, []byte("present_over_time(")) && len(g) == 0 {
 			t.Fatalf("%s: no history guard to rewrite", p)
 		}
-		out = rewriteHistory(out)
+		out = rewriteSweepWindows(rewriteHistory(out))
 		if bytes.Contains(out, []byte(" offset ")) {
 			t.Fatalf("%s: an offset is left after rewriting the history guards", p)
 		}
