@@ -111,6 +111,10 @@ var boundRows = []boundRow{
 	{"prober/fingerprint", "MaxRecentSecrets", "secrets learned from sent requests that a target's redactor keeps besides the config's (the oldest dropped first)", "targets"},
 	{"prober/sweep", "MaxRounds", "`--rounds` / `rounds`: a sweep's repeats of each level, compare's rounds in all", "flags, YAML, API"},
 	{"prober/sweep", "MaxAutoSteps", "`--auto-max-steps`: the steps of an adaptive search", "flags"},
+	{"prober/sweep", "MaxTimeout", "`--timeout`, `--ttft-timeout`, `--stall-timeout`", "flags"},
+	{"prober/config", "MaxTimeout", "a target's or probe's `timeout` (its `ttft_timeout` and `stall_timeout` may not exceed it)", "YAML"},
+	{"prober/sweep", "MaxStepDuration", "`--duration` / `duration`: a step's arrival window", "flags, YAML, API"},
+	{"prober/sweep", "MaxWait", "`--idle-timeout`, `--step-interval`, `--metrics-interval`, `--max-send-lag` / `max_send_lag`", "flags, YAML, API"},
 	{"prober/sweep", "MaxBackgroundBand", "`--background-band` / `background_band`: how far a background sweep's production may move during a step", "flags, YAML, API"},
 }
 
@@ -311,7 +315,11 @@ func formatBound(name string, v constValue) string {
 			unit string
 		}{{24 * time.Hour, " days"}, {time.Hour, " h"}, {time.Minute, " min"}, {time.Second, " s"}, {time.Millisecond, " ms"}} {
 			if d >= u.d && d%u.d == 0 {
-				return strconv.FormatInt(int64(d/u.d), 10) + u.unit
+				n := int64(d / u.d)
+				if n == 1 && u.unit == " days" {
+					return "1 day"
+				}
+				return strconv.FormatInt(n, 10) + u.unit
 			}
 		}
 		return d.String()

@@ -79,6 +79,10 @@ const MaxPromptNonce = math.MaxInt64
 // sweep.MaxInFlight).
 const MaxProbeConcurrency = sweep.MaxInFlight
 
+// MaxTimeout bounds a target's or probe's timeout (and so its ttft_timeout
+// and stall_timeout, which may not exceed it): sweep.MaxTimeout, 24h.
+const MaxTimeout = sweep.MaxTimeout
+
 // MaxConfigFileBytes caps what Load reads from a configuration file: a
 // larger (or endless, such as /dev/zero) file is an error naming the cap.
 const MaxConfigFileBytes = 4 << 20

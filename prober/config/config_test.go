@@ -195,6 +195,7 @@ func TestInvalid(t *testing.T) {
 		{"url-query", `:3: targets[0].base_url: must not contain a query (?...)`},
 		{"url-v1", `:3: targets[0].base_url: must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)`},
 		{"zero-timeout", `:4: targets[0].timeout: must be > 0, got 0s`},
+		{"timeout-over-max", `:4: targets[0].timeout: must be at most 24h0m0s, got 25h0m0s`},
 		{"rate-over-max-rate", `:6: targets[0].probes[0].rate: must be <= global.max_rate (100), got 1e+09`},
 		{"max-rate-over-cap", `:2: global.max_rate: must be <= 1e+06 (the most arrivals per second a probe's arrival process yields), got 1e+07`},
 		{"max-rate-zero", `:2: global.max_rate: must be > 0, got 0`},

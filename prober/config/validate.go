@@ -255,6 +255,8 @@ func validateTimeouts(timeout, ttft, stall time.Duration) error {
 	var l problems
 	if timeout <= 0 {
 		l.add("timeout", fmt.Errorf("must be > 0, got %v", timeout))
+	} else if timeout > MaxTimeout {
+		l.add("timeout", fmt.Errorf("must be at most %v, got %v", MaxTimeout, timeout))
 	}
 	for _, f := range []struct {
 		name string

@@ -3,6 +3,7 @@ package sweep
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -33,6 +34,15 @@ const (
 	MaxRounds = 100
 	// MaxAutoSteps bounds --auto-max-steps, the steps of an adaptive search.
 	MaxAutoSteps = MaxLevels
+	// MaxTimeout bounds a request's timeouts (--timeout, --ttft-timeout,
+	// --stall-timeout, and a daemon probe's): a request held longer holds
+	// its connection and buffers for an answer no figure can use.
+	MaxTimeout = 24 * time.Hour
+	// MaxStepDuration bounds --duration, a step's arrival window.
+	MaxStepDuration = 24 * time.Hour
+	// MaxWait bounds a sweep's waits and intervals: --idle-timeout,
+	// --step-interval, --metrics-interval and --max-send-lag.
+	MaxWait = time.Hour
 )
 
 // inFlightText is the bound text of a level above MaxInFlight.
@@ -73,11 +83,11 @@ var settingsTable = []Setting{
 		Doc: "The server's engine, whose metric names the idle proofs, server-side figures and the throughput " +
 			"probe read: auto (detected from /metrics names, /v1/models owned_by or the engine's info endpoint), vllm, " +
 			"sglang, tgi, llamacpp or ollama. See docs/engines.md."},
-	{Field: "Timeout", Flag: "timeout", Kind: KindDuration, Default: DefaultTimeout.String(), Bound: Bound{HasMin: true, MinOpen: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Timeout", Flag: "timeout", Kind: KindDuration, Default: DefaultTimeout.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Total time limit of one request."},
-	{Field: "TTFTTimeout", Flag: "ttft-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "TTFTTimeout", Flag: "ttft-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Time limit to the first token event of a request (0: only --timeout)."},
-	{Field: "StallTimeout", Flag: "stall-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "StallTimeout", Flag: "stall-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Longest pause between events of a stream before the request fails as a stall (0: none)."},
 	{Field: "Workload.InputTokens", Flag: "input-len", Key: "input_len", Kind: KindInt, Default: strconv.Itoa(workload.DefaultSpec().InputTokens.Value), Bound: Bound{Min: 1, HasMin: true}, Unit: "tokens", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Prompt tokens per request (vllm bench serve's --random-input-len), sized with the " +
@@ -153,7 +163,7 @@ var settingsTable = []Setting{
 			"normalized schedule (N = rate x duration arrivals, the last at exactly N / rate)."},
 	{Field: "NumPrompts", Flag: "num-prompts", Key: "num_prompts", Kind: KindInt, Default: "0", Bound: Bound{Min: 1, HasMin: true, Max: MaxStepRequests, HasMax: true, ZeroDefault: true, MaxText: stepRequestsText}, Unit: "requests per step", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Requests per step (instead of --duration)."},
-	{Field: "Duration", Flag: "duration", Key: "duration", Kind: KindDuration, Default: DefaultDuration.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "Duration", Flag: "duration", Key: "duration", Kind: KindDuration, Default: DefaultDuration.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxStepDuration), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Length of each step's arrival window (instead of --num-prompts); the step then drains " +
 			"its requests in flight."},
 	{Field: "MinPrompts", Flag: "min-prompts", Kind: KindInt, Default: strconv.Itoa(DefaultMinPrompts), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests per step", Surfaces: SurfaceSweep | SurfaceCompare,
@@ -182,7 +192,7 @@ var settingsTable = []Setting{
 	{Field: "StartAt", Flag: "start-at", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Align the steps on the wall clock: the k-th step's load starts at this time + k x --step-interval " +
 			"(RFC 3339, or Unix seconds), so shards start each step together."},
-	{Field: "StepInterval", Flag: "step-interval", Kind: KindDuration, Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "StepInterval", Flag: "step-interval", Kind: KindDuration, Bound: Bound{HasMin: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "With --start-at: the wall-clock period between step starts (longer than a step with its idle wait and warmups)."},
 	{Field: "SLO", Flag: "goodput", Key: "goodput", Kind: KindStrings, Unit: "ms", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "SLO thresholds in milliseconds, vllm bench serve's syntax: --goodput ttft:800 tpot:50 " +
@@ -190,7 +200,7 @@ var settingsTable = []Setting{
 			"when it succeeded and every threshold holds; a step's SLOs hold when their p99s do."},
 	{Field: "Percentiles", Flag: "percentiles", Kind: KindString, Bound: Bound{HasMin: true, Max: 100, HasMax: true}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Extra latency percentiles reported beside p50, p90 and p99 (e.g. 75,99.9)."},
-	{Field: "Validity.MaxSendLag", Flag: "max-send-lag", Key: "max_send_lag", Kind: KindDuration, Default: DefaultMaxSendLag.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "Validity.MaxSendLag", Flag: "max-send-lag", Key: "max_send_lag", Kind: KindDuration, Default: DefaultMaxSendLag.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step whose client send-lag p99 exceeds this is client-saturated."},
 	{Field: "Validity.MaxClientCPU", Flag: "max-client-cpu", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxClientCPU, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Unit: "cores", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Validity: a step during which this process used more CPU than this many cores " +
@@ -215,10 +225,10 @@ var settingsTable = []Setting{
 		Doc: "--rates auto: stop when the highest passing and lowest failing rates are within " +
 			"this relative distance.",
 		CompareHidden: true},
-	{Field: "MetricsInterval", Flag: "metrics-interval", Kind: KindDuration, Default: DefaultMetricsInterval.String(), Bound: Bound{HasMin: true, MinOpen: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "MetricsInterval", Flag: "metrics-interval", Kind: KindDuration, Default: DefaultMetricsInterval.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Period of the /metrics scrapes during a step (metrics-during.txt, max running, " +
 			"waiting and KV usage)."},
-	{Field: "IdleTimeout", Flag: "idle-timeout", Kind: KindDuration, Default: DefaultIdleTimeout.String(), Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "IdleTimeout", Flag: "idle-timeout", Kind: KindDuration, Default: DefaultIdleTimeout.String(), Bound: Bound{HasMin: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Before each step, wait up to this long for the server's running + waiting request gauges " +
 			"(vLLM's vllm:num_requests_running and _waiting, or the detected engine's: docs/engines.md) " +
 			"to read 0; a step that never saw it is flagged not-idle."},
