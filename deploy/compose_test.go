@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -250,8 +251,48 @@ func TestComposePrometheus(t *testing.T) {
 	}) {
 		t.Errorf("alertmanager.yml routes to %q, which is not a receiver", am.Route.Receiver)
 	}
-	if len(am.InhibitRules) == 0 {
-		t.Error("the demo's alertmanager.yml has no inhibition rules (deploy/alertmanager/alertmanager.yml has them)")
+	checkComposeInhibitRules(t, s, am)
+}
+
+// checkComposeInhibitRules checks that the demo's Alertmanager loads the
+// shipped deploy/alertmanager/alertmanager.yml and that its inhibit_rules
+// are the list of deploy/alertmanager/inhibit-rules.yml (the demo shows one
+// page per incident, as the docs say).
+func checkComposeInhibitRules(t *testing.T, s composeStack, am alertmanagerConfig) {
+	t.Helper()
+	const shipped = "alertmanager"
+	if host := s.hostFile(t, "alertmanager", "/etc/alertmanager/alertmanager.yml"); filepath.Clean(host) != filepath.Join(shipped, "alertmanager.yml") {
+		t.Errorf("the demo's Alertmanager loads %s, want %s (the shipped configuration)", host, filepath.Join(shipped, "alertmanager.yml"))
+	}
+	var list struct {
+		InhibitRules []struct {
+			SourceMatchers []string `json:"source_matchers"`
+			TargetMatchers []string `json:"target_matchers"`
+			Equal          []string `json:"equal"`
+		} `json:"inhibit_rules"`
+	}
+	if err := LoadStrict(filepath.Join(shipped, "inhibit-rules.yml"), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.InhibitRules) == 0 {
+		t.Fatal("inhibit-rules.yml has no inhibition rules")
+	}
+	if len(am.InhibitRules) != len(list.InhibitRules) {
+		t.Fatalf("the demo's alertmanager.yml has %d inhibition rules, inhibit-rules.yml %d", len(am.InhibitRules), len(list.InhibitRules))
+	}
+	for i, r := range list.InhibitRules {
+		got := am.InhibitRules[i]
+		if !slices.Equal(got.SourceMatchers, r.SourceMatchers) || !slices.Equal(got.TargetMatchers, r.TargetMatchers) || !slices.Equal(got.Equal, r.Equal) {
+			t.Errorf("inhibition rule %d of the demo's alertmanager.yml is %+v, inhibit-rules.yml has %+v", i, got, r)
+		}
+	}
+	if !slices.ContainsFunc(am.Route.Routes, func(r struct {
+		Matchers []string `json:"matchers"`
+		Receiver string   `json:"receiver"`
+	}) bool {
+		return slices.Contains(r.Matchers, "severity = none")
+	}) {
+		t.Error(`the demo's alertmanager.yml does not route severity="none" (the inhibitors) apart`)
 	}
 }
 
@@ -320,5 +361,118 @@ func TestLoadStrictRejectsTypos(t *testing.T) {
 				t.Fatalf("LoadCompose() error = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// composeReadme is the demo's README, seen from this package.
+var composeReadme = filepath.Join(composeDir, "README.md")
+
+// readmeRuleList returns the rule files the compose README lists as loaded:
+// the bullets "- `rules/NAME`: ..." after the line starting "Prometheus loads
+// these rule files", up to the first line that is not one.
+func readmeRuleList(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(composeReadme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "\nPrometheus loads these rule files")
+	if !ok {
+		t.Fatalf("%s has no paragraph \"Prometheus loads these rule files\"", composeReadme)
+	}
+	lines := strings.Split(after, "\n")[1:]
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	var names []string
+	for _, l := range lines {
+		rest, ok := strings.CutPrefix(l, "- `rules/")
+		if !ok {
+			break
+		}
+		name, _, ok := strings.Cut(rest, "`")
+		if !ok {
+			t.Fatalf("%s: unterminated rule file name in %q", composeReadme, l)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// TestComposeReadmeRuleFiles checks that the compose README lists exactly
+// the rule files compose.yaml mounts into Prometheus (and prometheus.yml
+// loads), so that it cannot name fewer or more than the demo evaluates.
+func TestComposeReadmeRuleFiles(t *testing.T) {
+	s := loadStack(t)
+	var mounted []string
+	for target, m := range s.mounts["prometheus"] {
+		if !m.Bind() {
+			continue
+		}
+		if host := filepath.Clean(filepath.Join(composeDir, filepath.FromSlash(m.Source))); filepath.Dir(host) == filepath.Join("..", "rules") {
+			mounted = append(mounted, filepath.Base(host))
+			if !strings.HasPrefix(target, "/etc/prometheus/rules/") {
+				t.Errorf("rule file %s is mounted at %s, outside /etc/prometheus/rules/", host, target)
+			}
+		}
+	}
+	var pc promConfig
+	if err := LoadStrict(s.hostFile(t, "prometheus", "/etc/prometheus/prometheus.yml"), &pc); err != nil {
+		t.Fatal(err)
+	}
+	var loaded []string
+	for _, f := range pc.RuleFiles {
+		loaded = append(loaded, path.Base(f))
+	}
+	listed := readmeRuleList(t)
+	slices.Sort(mounted)
+	slices.Sort(loaded)
+	slices.Sort(listed)
+	if len(mounted) == 0 {
+		t.Fatal("compose.yaml mounts no rule file from rules/")
+	}
+	if !slices.Equal(listed, mounted) {
+		t.Errorf("%s lists the rule files %v; compose.yaml mounts %v", composeReadme, listed, mounted)
+	}
+	if !slices.Equal(loaded, mounted) {
+		t.Errorf("prometheus.yml loads %v; compose.yaml mounts %v", loaded, mounted)
+	}
+}
+
+// TestComposeReadmeFaultDemo checks the README's fault demo against what it
+// names: every --fault. flag is in docs/simulator.md's fault table (this
+// package may not import the simulator), and every alert it names is an
+// alert of the rule files the demo loads.
+func TestComposeReadmeFaultDemo(t *testing.T) {
+	data, err := os.ReadFile(composeReadme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	sim, err := os.ReadFile(filepath.Join("..", "docs", "simulator.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := regexp.MustCompile("--fault\\.([a-z0-9-]+)=").FindAllStringSubmatch(readme, -1)
+	if len(flags) == 0 {
+		t.Fatalf("%s injects no fault (--fault.NAME=P)", composeReadme)
+	}
+	for _, f := range flags {
+		if !strings.Contains(string(sim), "`"+f[1]+"`") {
+			t.Errorf("%s uses --fault.%s, which docs/simulator.md does not list", composeReadme, f[1])
+		}
+	}
+	var alerts strings.Builder
+	for _, f := range ruleFiles(t) {
+		alerts.Write(f.Data)
+	}
+	names := regexp.MustCompile("`(LLMProbe[A-Za-z]+)`").FindAllStringSubmatch(readme, -1)
+	if len(names) == 0 {
+		t.Fatalf("%s names no alert", composeReadme)
+	}
+	for _, n := range names {
+		if !strings.Contains(alerts.String(), "alert: "+n[1]+"\n") {
+			t.Errorf("%s names %s, which is no alert of rules/*.yml", composeReadme, n[1])
+		}
 	}
 }
