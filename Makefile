@@ -13,7 +13,7 @@ LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
              -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
 
-.PHONY: all build docker test test-race test-short lint vet fmt bench bench-quick bench-go test-rules e2e clean browser
+.PHONY: all build docker test test-race test-short lint vet fmt bench bench-quick bench-go test-rules mixin e2e clean browser
 
 all: lint test build
 
@@ -63,6 +63,14 @@ bench-go:
 
 test-rules:
 	bash .ci/test-rules.sh
+
+# The monitoring mixin's rules and alerts (mixin/), rendered as YAML with the
+# go-jsonnet CLI (a go.mod tool). MIXIN_CONFIG (jsonnet) overrides _config
+# knobs: make mixin MIXIN_CONFIG='{llmprobeSelector: "job=\"x\""}'.
+MIXIN_CONFIG ?= {}
+export MIXIN_CONFIG
+mixin:
+	@$(GO) tool jsonnet -S -J mixin --ext-code MIXIN_CONFIG -e "local m = (import 'mixin.libsonnet') + {_config+:: std.extVar('MIXIN_CONFIG')}; std.manifestYamlDoc(m.prometheusRules, quote_keys=false) + '\n---\n' + std.manifestYamlDoc(m.prometheusAlerts, quote_keys=false)"
 
 e2e:
 	bash .ci/e2e.sh

@@ -1,0 +1,168 @@
+// llmprobe monitoring mixin (monitoring-mixins layout).
+//
+// The rule files in ../rules and the generated dashboards in ../dashboards
+// are the source of truth: this mixin parses them and applies the _config
+// knobs below where the rules have them. With the default _config its output
+// equals rules/ and dashboards/ exactly (rules/mixin_test.go checks it). A
+// knob edit whose literal is no longer in the rule files is an evaluation
+// error, not a silent no-op. See mixin/README.md.
+// The rule files, parsed once per import (outside the object, so a _config
+// override does not parse them again); sorted by name, as rules.Load reads them.
+local files = [
+  std.parseYaml(importstr '../rules/llmprobe.alerts.yml'),
+  std.parseYaml(importstr '../rules/llmprobe.canary.yml'),
+  std.parseYaml(importstr '../rules/llmprobe.capacity.yml'),
+  std.parseYaml(importstr '../rules/llmprobe.rules.yml'),
+];
+local optional = std.parseYaml(importstr '../rules/optional/llmprobe.absent.yml');
+local groups = std.flattenArrays([f.groups for f in files]);
+
+{
+  _config+:: {
+    // Selector of llmprobe's scrape job(s), read by LLMProbeDown.
+    llmprobeSelector: 'job=~"llmprobe"',
+
+    // Goodput burn-rate thresholds (multiples of the error budget rate) of
+    // LLMProbeGoodputBudgetBurnFast (1h/5m and 15m/2m windows; also the burn
+    // above which LLMProbeTTFTAboveSLO and LLMProbeTPOTAboveSLO stay quiet)
+    // and LLMProbeGoodputBudgetBurnSlow (6h/30m windows).
+    fastBurnThreshold: 14.4,
+    slowBurnThreshold: 6,
+
+    // LLMProbeCanaryRegression: candidate/baseline ratios above which the
+    // candidate regressed, the goodput-ratio difference below which it did,
+    // and the successful requests each side needs in the 10-minute window.
+    canaryTPOTMeanRatio: 1.05,
+    canaryITLMeanRatio: 1.05,
+    canaryTTFTMeanRatio: 1.10,
+    canaryTTFTP99Ratio: 2,
+    canaryTPOTP99Ratio: 1.25,
+    canaryGoodputDiff: -0.05,
+    canaryMinRequests: 200,
+
+    // Capacity: LLMProbeCapacityRegression fires when the knee falls below
+    // this fraction of its 7-day maximum; LLMProbeCapacityHeadroomLow when
+    // production leaves less than this fraction of the knee.
+    capacityRegressionRatio: 0.8,
+    capacityHeadroomRatio: 0.15,
+
+    // keep_firing_for of every alert that has one (all but LLMProbeDown and
+    // LLMProbeAbsent): bridges the gap until LLMProbeDown mutes them.
+    keepFiringFor: '10m',
+
+    // Add the opt-in LLMProbeAbsent (rules/optional/llmprobe.absent.yml).
+    absentAlert: false,
+  },
+
+  local isAlertGroup(g) =
+    local n = std.length([r for r in g.rules if std.objectHas(r, 'alert')]);
+    if n == 0 then false
+    else if n == std.length(g.rules) then true
+    else error 'mixin: group %s mixes recording rules and alerts' % g.name,
+
+  // Replace the text from by to in s; from must be there (so a rule file
+  // edit that removes a knob's literal fails loudly).
+  // Numbers as a person writes them (std.toString(0.1) is 0.10000000000000001).
+  local fmt(x) = '%g' % x,
+
+  local replace(s, from, to) =
+    // (std.strReplace is a builtin; std.findSubstr is slow on long strings.)
+    if std.strReplace(s, from, '') == s
+    then error 'mixin: %s not found in %s' % [std.toString(from), std.toString(s)]
+    else std.strReplace(s, from, to),
+
+  // A numeric knob: pattern holds %s where the rule file writes the literal
+  // (e.g. '1.10'). s is kept byte for byte while the knob equals the
+  // literal's value, so the default output equals the files.
+  local num(s, pattern, literal, value) =
+    local from = pattern % literal;
+    local checked = replace(s, from, from);
+    if std.parseJson(literal) == value then checked
+    else std.strReplace(checked, from, pattern % fmt(value)),
+
+  local pct(s, pattern, literal, value) =
+    local from = pattern % literal;
+    local checked = replace(s, from, from);
+    if std.parseJson(literal) == value * 100 then checked
+    else std.strReplace(checked, from, pattern % fmt(value * 100)),
+
+  local canaryPhrase(c) =
+    'above %s for tpot_mean, %s for itl_mean, %s for ttft_mean, %s for tpot_p99, %s for ttft_p99; a goodput-ratio difference below %s for goodput' % [
+      fmt(c.canaryTPOTMeanRatio),
+      fmt(c.canaryITLMeanRatio),
+      fmt(c.canaryTTFTMeanRatio),
+      fmt(c.canaryTPOTP99Ratio),
+      fmt(c.canaryTTFTP99Ratio),
+      fmt(c.canaryGoodputDiff),
+    ],
+  local canaryDefault =
+    'above 1.05 for tpot_mean and itl_mean, 1.10 for ttft_mean, 1.25 for tpot_p99, 2 for ttft_p99; a goodput-ratio difference below -0.05 for goodput',
+
+  // Per-alert edits: function (config, rule) -> rule.
+  local withExpr(r, f) = r { expr: f(r.expr) },
+  local edits = {
+    LLMProbeGoodputBudgetBurnFast(c, r):
+      withExpr(r, function(e) num(e, '> %s', '14.4', c.fastBurnThreshold)),
+    LLMProbeGoodputBudgetBurnSlow(c, r):
+      withExpr(r, function(e) num(e, '> %s', '6', c.slowBurnThreshold)),
+    LLMProbeTTFTAboveSLO(c, r):
+      withExpr(r, function(e) num(e, 'ratio_rate5m > %s', '14.4', c.fastBurnThreshold)),
+    LLMProbeTPOTAboveSLO(c, r):
+      withExpr(r, function(e) num(e, 'ratio_rate5m > %s', '14.4', c.fastBurnThreshold)),
+    LLMProbeDown(c, r):
+      withExpr(r, function(e) replace(e, 'up{job=~"llmprobe"}', 'up{%s}' % c.llmprobeSelector)),
+    LLMProbeCanaryRegression(c, r):
+      // [metric label, literal in the file, knob]
+      local limits = [
+        ['tpot_mean', '1.05', c.canaryTPOTMeanRatio],
+        ['itl_mean', '1.05', c.canaryITLMeanRatio],
+        ['ttft_mean', '1.10', c.canaryTTFTMeanRatio],
+        ['ttft_p99', '2', c.canaryTTFTP99Ratio],
+        ['tpot_p99', '1.25', c.canaryTPOTP99Ratio],
+        ['goodput', '-0.05', c.canaryGoodputDiff],
+      ];
+      local expr = std.foldl(
+        function(e, l) num(e, '%s, "metric", "' + l[0] + '"', l[1], l[2]), limits, r.expr
+      );
+      local changed = std.any([std.parseJson(l[1]) != l[2] for l in limits]);
+      local desc = replace(r.annotations.description, canaryDefault, canaryDefault);
+      r {
+        expr: num(expr, 'min_increase10m >= %s', '200', c.canaryMinRequests),
+        annotations+: {
+          description: if changed then std.strReplace(desc, canaryDefault, canaryPhrase(c)) else desc,
+        },
+      },
+    LLMProbeCapacityRegression(c, r):
+      r {
+        expr: num(r.expr, '< %s', '0.8', c.capacityRegressionRatio),
+        annotations+: { summary: pct(r.annotations.summary, 'below %s %%', '80', c.capacityRegressionRatio) },
+      },
+    LLMProbeCapacityHeadroomLow(c, r):
+      r {
+        expr: num(r.expr, '< %s', '0.15', c.capacityHeadroomRatio),
+        annotations+: { summary: pct(r.annotations.summary, 'within %s %%', '15', c.capacityHeadroomRatio) },
+      },
+  },
+
+  local editAlert(c, r) =
+    local edited = if std.objectHas(edits, r.alert) then edits[r.alert](c, r) else r;
+    if std.objectHas(r, 'keep_firing_for') then edited { keep_firing_for: c.keepFiringFor } else edited,
+
+  local editGroup(c, g) = g { rules: [editAlert(c, r) for r in g.rules] },
+
+  prometheusRules+:: {
+    groups+: [g for g in groups if !isAlertGroup(g)],
+  },
+
+  prometheusAlerts+:: {
+    groups+: [editGroup($._config, g) for g in groups if isAlertGroup(g)] +
+             (if $._config.absentAlert then [editGroup($._config, g) for g in optional.groups] else []),
+  },
+
+  grafanaDashboards+:: {
+    'llmprobe-capacity.json': import '../dashboards/llmprobe-capacity.json',
+    'llmprobe-latency.json': import '../dashboards/llmprobe-latency.json',
+    'llmprobe-server-correlation.json': import '../dashboards/llmprobe-server-correlation.json',
+    'llmprobe-slo-overview.json': import '../dashboards/llmprobe-slo-overview.json',
+  },
+}

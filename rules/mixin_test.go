@@ -1,0 +1,245 @@
+package rules_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-jsonnet"
+	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"github.com/llmprobe/llmprobe/rules"
+)
+
+// mixinDir is the monitoring mixin, relative to this package.
+const mixinDir = "../mixin"
+
+// One VM for every evaluation: it caches the mixin's import, so the rule
+// files are parsed once. A VM is not safe for concurrent use.
+var (
+	mixinVM     *jsonnet.VM
+	mixinVMOnce sync.Once
+	mixinVMMu   sync.Mutex
+)
+
+// evalMixin evaluates mixin/mixin.libsonnet with go-jsonnet, merged with
+// override (a jsonnet object, "{}" for the defaults), and returns the JSON
+// of field (prometheusRules, prometheusAlerts or grafanaDashboards).
+func evalMixin(t *testing.T, override, field string) []byte {
+	t.Helper()
+	mixinVMOnce.Do(func() {
+		mixinVM = jsonnet.MakeVM()
+		mixinVM.Importer(&jsonnet.FileImporter{JPaths: []string{mixinDir}})
+	})
+	mixinVMMu.Lock()
+	defer mixinVMMu.Unlock()
+	out, err := mixinVM.EvaluateAnonymousSnippet("mixin_test.jsonnet",
+		"((import 'mixin.libsonnet') + "+override+")."+field)
+	if err != nil {
+		t.Fatalf("evaluate mixin (%s).%s: %v", override, field, err)
+	}
+	return []byte(out)
+}
+
+// mixinGroups parses the mixin's rules or alerts output with rules.Parse
+// (rulefmt and the PromQL parser: JSON is YAML).
+func mixinGroups(t *testing.T, override, field string) []rulefmt.RuleGroup {
+	t.Helper()
+	gs, err := rules.Parse(evalMixin(t, override, field))
+	if err != nil {
+		t.Fatalf("mixin %s does not parse as a rule file: %v", field, err)
+	}
+	return gs
+}
+
+// TestMixinEqualsRuleFiles: with the default _config the mixin's
+// prometheusRules and prometheusAlerts hold exactly the groups of the shared
+// rule files (names, rules, exprs, for, keep_firing_for, labels,
+// annotations), recording groups in one and alert groups in the other.
+func TestMixinEqualsRuleFiles(t *testing.T) {
+	recording := mixinGroups(t, "{}", "prometheusRules")
+	alerting := mixinGroups(t, "{}", "prometheusAlerts")
+	for _, g := range recording {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				t.Errorf("prometheusRules group %s holds alert %s", g.Name, r.Alert)
+			}
+		}
+	}
+	for _, g := range alerting {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				t.Errorf("prometheusAlerts group %s holds recording rule %s", g.Name, r.Record)
+			}
+		}
+	}
+	var want []rulefmt.RuleGroup
+	for _, f := range load(t) {
+		want = append(want, f.Groups...)
+	}
+	compareGroups(t, slices.Concat(recording, alerting), want)
+}
+
+// TestMixinAbsentAlertOptIn: LLMProbeAbsent is left out by default and, with
+// absentAlert, equals optional/llmprobe.absent.yml.
+func TestMixinAbsentAlertOptIn(t *testing.T) {
+	opt, err := rules.LoadOptional()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var absent []rulefmt.RuleGroup
+	for _, f := range opt {
+		absent = append(absent, f.Groups...)
+	}
+	on := mixinGroups(t, "{_config+:: {absentAlert: true}}", "prometheusAlerts")
+	var got []rulefmt.RuleGroup
+	for _, g := range on {
+		if g.Name == "llmprobe.absent" {
+			got = append(got, g)
+		}
+	}
+	compareGroups(t, got, absent)
+	for _, g := range mixinGroups(t, "{}", "prometheusAlerts") {
+		if g.Name == "llmprobe.absent" {
+			t.Error("LLMProbeAbsent is in the default prometheusAlerts")
+		}
+	}
+}
+
+func compareGroups(t *testing.T, got, want []rulefmt.RuleGroup) {
+	t.Helper()
+	byName := map[string]rulefmt.RuleGroup{}
+	for _, g := range got {
+		if _, dup := byName[g.Name]; dup {
+			t.Errorf("mixin has group %s twice", g.Name)
+		}
+		byName[g.Name] = g
+	}
+	if len(got) != len(want) {
+		t.Errorf("mixin has %d groups, the rule files %d", len(got), len(want))
+	}
+	for _, w := range want {
+		g, ok := byName[w.Name]
+		if !ok {
+			t.Errorf("mixin lacks group %s", w.Name)
+			continue
+		}
+		if len(g.Rules) != len(w.Rules) {
+			t.Errorf("group %s: mixin has %d rules, the file %d", w.Name, len(g.Rules), len(w.Rules))
+			continue
+		}
+		for i := range w.Rules {
+			if !reflect.DeepEqual(g.Rules[i], w.Rules[i]) {
+				t.Errorf("group %s rule %d (%s%s) differs:\nmixin: %#v\nfile:  %#v",
+					w.Name, i, w.Rules[i].Record, w.Rules[i].Alert, g.Rules[i], w.Rules[i])
+			}
+		}
+		g.Rules, w.Rules = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("group %s settings differ: mixin %#v, file %#v", w.Name, g, w)
+		}
+	}
+}
+
+// TestMixinDashboardsEqualFiles: grafanaDashboards holds every generated
+// dashboards/*.json under its file name, equal as JSON.
+func TestMixinDashboardsEqualFiles(t *testing.T) {
+	var got map[string]any
+	if err := json.Unmarshal(evalMixin(t, "{}", "grafanaDashboards"), &got); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := filepath.Glob("../dashboards/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no dashboards: %v", err)
+	}
+	if len(got) != len(paths) {
+		t.Errorf("mixin has %d dashboards, dashboards/ %d", len(got), len(paths))
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want any
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(p)
+		if !reflect.DeepEqual(got[name], want) {
+			t.Errorf("mixin dashboard %s differs from %s", name, p)
+		}
+	}
+}
+
+// alertByName finds an alert in groups.
+func alertByName(t *testing.T, groups []rulefmt.RuleGroup, name string) rulefmt.Rule {
+	t.Helper()
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Alert == name {
+				return r
+			}
+		}
+	}
+	t.Fatalf("no alert %s", name)
+	return rulefmt.Rule{}
+}
+
+// TestMixinKnobs: each _config knob changes the alerts it names, in the
+// expression (and the text that quotes it), and nothing else.
+func TestMixinKnobs(t *testing.T) {
+	def := mixinGroups(t, "{}", "prometheusAlerts")
+	for _, tc := range []struct {
+		knob   string
+		alerts []string
+		// want: a substring of the edited rule (expr, keep_firing_for or annotations).
+		want string
+	}{
+		{`llmprobeSelector: 'job="my-llmprobe"'`, []string{"LLMProbeDown"}, `up{job="my-llmprobe"} == 0`},
+		{`fastBurnThreshold: 10`, []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeTTFTAboveSLO", "LLMProbeTPOTAboveSLO"}, "ratio_rate5m > 10"},
+		{`slowBurnThreshold: 3`, []string{"LLMProbeGoodputBudgetBurnSlow"}, "ratio_rate30m > 3"},
+		{`canaryTPOTMeanRatio: 1.5`, []string{"LLMProbeCanaryRegression"}, `ratio_10m > 1.5, "metric", "tpot_mean"`},
+		{`canaryTTFTMeanRatio: 1.5`, []string{"LLMProbeCanaryRegression"}, "1.5 for ttft_mean"},
+		{`canaryITLMeanRatio: 1.5`, []string{"LLMProbeCanaryRegression"}, `ratio_10m > 1.5, "metric", "itl_mean"`},
+		{`canaryTTFTMeanRatio: 1.5`, []string{"LLMProbeCanaryRegression"}, `ratio_10m > 1.5, "metric", "ttft_mean"`},
+		{`canaryTTFTP99Ratio: 3`, []string{"LLMProbeCanaryRegression"}, `ratio_10m > 3, "metric", "ttft_p99"`},
+		{`canaryTPOTP99Ratio: 1.5`, []string{"LLMProbeCanaryRegression"}, `ratio_10m > 1.5, "metric", "tpot_p99"`},
+		{`canaryGoodputDiff: -0.1`, []string{"LLMProbeCanaryRegression"}, `< -0.1, "metric", "goodput"`},
+		{`canaryMinRequests: 50`, []string{"LLMProbeCanaryRegression"}, "min_increase10m >= 50"},
+		{`capacityRegressionRatio: 0.5`, []string{"LLMProbeCapacityRegression"}, "below 50 %"},
+		{`capacityHeadroomRatio: 0.25`, []string{"LLMProbeCapacityHeadroomLow"}, "< 0.25"},
+		{`capacityHeadroomRatio: 0.25`, []string{"LLMProbeCapacityHeadroomLow"}, "within 25 %"},
+		{`keepFiringFor: '30m'`, []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeCanaryRegression", "LLMProbeCapacityHeadroomLow"}, "30m"},
+	} {
+		t.Run(tc.knob, func(t *testing.T) {
+			got := mixinGroups(t, "{_config+:: {"+tc.knob+"}}", "prometheusAlerts")
+			changed := map[string]bool{}
+			for _, name := range tc.alerts {
+				changed[name] = true
+				r := alertByName(t, got, name)
+				text := r.Expr + " " + r.KeepFiringFor.String() + " " + r.Annotations["summary"] + " " + r.Annotations["description"]
+				if !strings.Contains(text, tc.want) {
+					t.Errorf("%s with %s lacks %q:\n%s", name, tc.knob, tc.want, text)
+				}
+				if reflect.DeepEqual(r, alertByName(t, def, name)) {
+					t.Errorf("%s does not change with %s", name, tc.knob)
+				}
+			}
+			if tc.knob[:4] == "keep" {
+				return // every alert with keep_firing_for changes
+			}
+			for _, g := range got {
+				for _, r := range g.Rules {
+					if !changed[r.Alert] && !reflect.DeepEqual(r, alertByName(t, def, r.Alert)) {
+						t.Errorf("%s changes with %s", r.Alert, tc.knob)
+					}
+				}
+			}
+		})
+	}
+}
