@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -126,15 +127,7 @@ func TestAnalyzeCompareDirNoSLO(t *testing.T) {
 	if res.Result.Verdict != compare.OutcomeFail {
 		t.Fatalf("compare: %s, want fail: %v", res.Result.Verdict, res.Result.Result.Reasons)
 	}
-	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := json.Marshal(res.Result.Result)
-	got, _ := json.Marshal(a.Comparison)
-	if string(got) != string(want) {
-		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
-	}
+	a := analyzeGivesCompareVerdict(t, res)
 	if a.ExitCode() != compare.ExitFail {
 		t.Errorf("analyze exit code %d, want %d", a.ExitCode(), compare.ExitFail)
 	}
@@ -171,15 +164,23 @@ func TestRunCompareRerunsFlaggedRound(t *testing.T) {
 	if v, err := artifacts.Verify(res.Dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
 		t.Errorf("verify: %v %v", err, v.Problems)
 	}
+	analyzeGivesCompareVerdict(t, res)
+}
+
+// analyzeGivesCompareVerdict runs analyze on res's directory and checks that
+// its verdict is exactly compare's (the same JSON); it returns analyze's output.
+func analyzeGivesCompareVerdict(t *testing.T, res *CompareOutcome) *report.AnalyzeOutput {
+	t.Helper()
 	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal(cr.Result)
+	want, _ := json.Marshal(res.Result.Result)
 	got, _ := json.Marshal(a.Comparison)
 	if string(got) != string(want) {
 		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
 	}
+	return a
 }
 
 // cancelAt cancels a comparison when round `at` starts its sweep.
@@ -212,15 +213,7 @@ func TestAnalyzeInterruptedCompare(t *testing.T) {
 		!strings.HasPrefix(res.Result.Result.Reasons[0], "interrupted during round 3") {
 		t.Fatalf("compare: %+v", res)
 	}
-	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := json.Marshal(res.Result.Result)
-	got, _ := json.Marshal(a.Comparison)
-	if string(got) != string(want) {
-		t.Errorf("analyze's verdict differs from compare's:\nanalyze %s\ncompare %s", got, want)
-	}
+	analyzeGivesCompareVerdict(t, res)
 }
 
 // TestAnalyzeRefusesEditedResult is issue 22's risk "analyze trusts an

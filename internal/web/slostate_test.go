@@ -21,22 +21,8 @@ import (
 // ring's stale minutes count for nothing.
 func TestSLOStateBurnSlow(t *testing.T) {
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	clock := start
-	w := NewWindow()
-	w.now = func() time.Time { return clock }
-	w.ProbeStarted("t", "p", manager.ProbeSettings{GoodputObjective: 0.99})
-	names := func() []string { return alertNames(w, "t") }
-	i := 0
-	feedUntil := func(end time.Time) {
-		for ; clock.Before(end); clock = clock.Add(10 * time.Second) {
-			i++
-			r := &prober.Record{Target: "t", TTFT: time.Millisecond, E2E: 2 * time.Millisecond, CompletionTokens: 2}
-			if i%10 == 0 {
-				r.Error = prober.ClassConnect
-			}
-			w.Observe(r, slo.Verdict{Good: r.OK()})
-		}
-	}
+	f := newSLOFeed(start, 10*time.Second, 10, prober.ClassConnect)
+	w, names, feedUntil := f.w, f.names, f.until
 	feedUntil(start.Add(4 * time.Hour))
 	if n := names(); len(n) != 0 {
 		t.Errorf("after 4h (short of the 4h30m history): %v", n)
@@ -52,7 +38,7 @@ func TestSLOStateBurnSlow(t *testing.T) {
 	if a, _ := w.State("t", true); len(a) != 0 {
 		t.Errorf("while swept: %v (the burn conditions are muted)", a)
 	}
-	clock = clock.Add(7 * time.Hour)
+	f.clock = f.clock.Add(7 * time.Hour)
 	if n := names(); len(n) != 0 {
 		t.Errorf("7h later without traffic: %v", n)
 	}
@@ -141,22 +127,8 @@ func TestSLOStateBurnFastEarly(t *testing.T) {
 		{"half failing", 2, []string{AlertBurnFast}},
 		{"all failing", 1, []string{AlertTargetFailing}},
 	} {
-		clock := start
-		w := NewWindow()
-		w.now = func() time.Time { return clock }
-		w.ProbeStarted("t", "p", manager.ProbeSettings{GoodputObjective: 0.99})
-		names := func() []string { return alertNames(w, "t") }
-		i := 0
-		feedUntil := func(end time.Time) {
-			for ; clock.Before(end); clock = clock.Add(2 * time.Second) {
-				i++
-				r := &prober.Record{Target: "t", TTFT: time.Millisecond, E2E: 2 * time.Millisecond, CompletionTokens: 2}
-				if i%tc.failEach == 0 {
-					r.Error = prober.ClassHTTP5xx
-				}
-				w.Observe(r, slo.Verdict{Good: r.OK()})
-			}
-		}
+		f := newSLOFeed(start, 2*time.Second, tc.failEach, prober.ClassHTTP5xx)
+		names, feedUntil := f.names, f.until
 		feedUntil(start.Add(150 * time.Second)) // 75 arrivals: fewer than 100
 		if n := names(); tc.failEach == 2 && len(n) != 0 {
 			t.Errorf("%s, 75 arrivals: %v, want none yet", tc.name, n)
@@ -167,6 +139,40 @@ func TestSLOStateBurnFastEarly(t *testing.T) {
 		}
 	}
 }
+
+// sloFeed feeds a Window with one probe of target "t" (goodput objective
+// 0.99) on a test clock: a request every `every`, every failEach-th failing
+// with class fail.
+type sloFeed struct {
+	w        *Window
+	clock    time.Time
+	every    time.Duration
+	failEach int
+	fail     prober.ErrorClass
+	i        int
+}
+
+func newSLOFeed(start time.Time, every time.Duration, failEach int, fail prober.ErrorClass) *sloFeed {
+	f := &sloFeed{w: NewWindow(), clock: start, every: every, failEach: failEach, fail: fail}
+	f.w.now = func() time.Time { return f.clock }
+	f.w.ProbeStarted("t", "p", manager.ProbeSettings{GoodputObjective: 0.99})
+	return f
+}
+
+// until feeds requests until the clock reaches end.
+func (f *sloFeed) until(end time.Time) {
+	for ; f.clock.Before(end); f.clock = f.clock.Add(f.every) {
+		f.i++
+		r := &prober.Record{Target: "t", TTFT: time.Millisecond, E2E: 2 * time.Millisecond, CompletionTokens: 2}
+		if f.i%f.failEach == 0 {
+			r.Error = f.fail
+		}
+		f.w.Observe(r, slo.Verdict{Good: r.OK()})
+	}
+}
+
+// names lists the names of t's alerts.
+func (f *sloFeed) names() []string { return alertNames(f.w, "t") }
 
 // alertNames lists the names of target's alerts in w's view.
 func alertNames(w *Window, target string) []string {
