@@ -12,6 +12,7 @@ local files = [
   std.parseYaml(importstr '../rules/llmprobe.alerts.yml'),
   std.parseYaml(importstr '../rules/llmprobe.canary.yml'),
   std.parseYaml(importstr '../rules/llmprobe.capacity.yml'),
+  std.parseYaml(importstr '../rules/llmprobe.replicas.yml'),
   std.parseYaml(importstr '../rules/llmprobe.rules.yml'),
 ];
 local optional = std.parseYaml(importstr '../rules/optional/llmprobe.absent.yml');
@@ -45,6 +46,14 @@ local groups = std.flattenArrays([f.groups for f in files]);
     // production leaves less than this fraction of the knee.
     capacityRegressionRatio: 0.8,
     capacityHeadroomRatio: 0.15,
+
+    // LLMProbeReplicaOutlier: a replica's TTFT or TPOT p99 above this
+    // multiple of its service's median, held for replicaOutlierFor; a
+    // replica counts (in the median and the alert) from this many successful
+    // requests in 10 minutes (the llmprobe.replicas recording rules).
+    replicaOutlierRatio: 2,
+    replicaOutlierFor: '15m',
+    replicaMinRequests: 200,
 
     // keep_firing_for of every alert that has one (all but LLMProbeDown and
     // LLMProbeAbsent): bridges the gap until LLMProbeDown mutes them.
@@ -137,6 +146,20 @@ local groups = std.flattenArrays([f.groups for f in files]);
         expr: num(r.expr, '< %s', '0.8', c.capacityRegressionRatio),
         annotations+: { summary: pct(r.annotations.summary, 'below %s %%', '80', c.capacityRegressionRatio) },
       },
+    LLMProbeReplicaOutlier(c, r):
+      r {
+        expr: num(r.expr, 'ratio_median_10m > %s', '2', c.replicaOutlierRatio),
+        'for': c.replicaOutlierFor,
+        annotations+: {
+          description: num(
+            num(
+              replace(r.annotations.description, 'held for 15m', 'held for %s' % c.replicaOutlierFor),
+              'more than %s times', '2', c.replicaOutlierRatio
+            ),
+            'at least %s successful', '200', c.replicaMinRequests
+          ),
+        },
+      },
     LLMProbeCapacityHeadroomLow(c, r):
       r {
         expr: num(r.expr, '< %s', '0.15', c.capacityHeadroomRatio),
@@ -150,8 +173,25 @@ local groups = std.flattenArrays([f.groups for f in files]);
 
   local editGroup(c, g) = g { rules: [editAlert(c, r) for r in g.rules] },
 
+  // Per-group edits of recording rules: function (config, rule) -> rule.
+  local recordingEdits = {
+    'llmprobe.replicas'(c, r):
+      if std.strReplace(r.expr, 'increase10m >= 200', '') == r.expr then r
+      else withExpr(r, function(e) num(e, 'increase10m >= %s', '200', c.replicaMinRequests)),
+  },
+
+  // (Each edited group must still hold the literal somewhere, or the edit
+  // would be a silent no-op.)
+  local editRecordingGroup(c, g) =
+    if !std.objectHas(recordingEdits, g.name) then g
+    else
+      local edited = g { rules: [recordingEdits[g.name](c, r) for r in g.rules] };
+      if std.length([r for r in g.rules if std.strReplace(r.expr, 'increase10m >= 200', '') != r.expr]) == 0
+      then error 'mixin: increase10m >= 200 not found in group %s' % g.name
+      else edited,
+
   prometheusRules+:: {
-    groups+: [g for g in groups if !isAlertGroup(g)],
+    groups+: [editRecordingGroup($._config, g) for g in groups if !isAlertGroup(g)],
   },
 
   prometheusAlerts+:: {

@@ -214,6 +214,10 @@ func TestMixinKnobs(t *testing.T) {
 		{`capacityRegressionRatio: 0.5`, []string{"LLMProbeCapacityRegression"}, "below 50 %"},
 		{`capacityHeadroomRatio: 0.25`, []string{"LLMProbeCapacityHeadroomLow"}, "< 0.25"},
 		{`capacityHeadroomRatio: 0.25`, []string{"LLMProbeCapacityHeadroomLow"}, "within 25 %"},
+		{`replicaOutlierRatio: 3`, []string{"LLMProbeReplicaOutlier"}, `ratio_median_10m > 3, "metric", "tpot_p99"`},
+		{`replicaOutlierRatio: 3`, []string{"LLMProbeReplicaOutlier"}, "more than 3 times"},
+		{`replicaOutlierFor: '30m'`, []string{"LLMProbeReplicaOutlier"}, "held for 30m"},
+		{`replicaMinRequests: 50`, []string{"LLMProbeReplicaOutlier"}, "at least 50 successful"},
 		{`keepFiringFor: '30m'`, []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeCanaryRegression", "LLMProbeCapacityHeadroomLow"}, "30m"},
 	} {
 		t.Run(tc.knob, func(t *testing.T) {
@@ -241,5 +245,41 @@ func TestMixinKnobs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMixinReplicaKnobs: replicaOutlierFor sets LLMProbeReplicaOutlier's
+// for, and replicaMinRequests the request count of every llmprobe.replicas
+// recording rule that has one, and nothing in the other recording groups.
+func TestMixinReplicaKnobs(t *testing.T) {
+	if r := alertByName(t, mixinGroups(t, "{_config+:: {replicaOutlierFor: '30m'}}", "prometheusAlerts"), "LLMProbeReplicaOutlier"); r.For.String() != "30m" {
+		t.Errorf("for %s, want 30m", r.For)
+	}
+	def := mixinGroups(t, "{}", "prometheusRules")
+	got := mixinGroups(t, "{_config+:: {replicaMinRequests: 50}}", "prometheusRules")
+	if len(got) != len(def) {
+		t.Fatalf("%d recording groups, want %d", len(got), len(def))
+	}
+	edited := 0
+	for i, g := range got {
+		for j, r := range g.Rules {
+			d := def[i].Rules[j]
+			switch {
+			case g.Name != "llmprobe.replicas":
+				if !reflect.DeepEqual(r, d) {
+					t.Errorf("%s changes with replicaMinRequests", r.Record)
+				}
+			case strings.Contains(d.Expr, "increase10m >= 200"):
+				edited++
+				if !strings.Contains(r.Expr, "increase10m >= 50") || strings.Contains(r.Expr, ">= 200") {
+					t.Errorf("%s with replicaMinRequests 50:\n%s", r.Record, r.Expr)
+				}
+			case !reflect.DeepEqual(r, d):
+				t.Errorf("%s changes with replicaMinRequests but has no request count", r.Record)
+			}
+		}
+	}
+	if edited < 5 {
+		t.Errorf("replicaMinRequests edited %d rules, want the count, both medians and both ratios", edited)
 	}
 }
