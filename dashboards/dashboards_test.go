@@ -403,6 +403,15 @@ func TestContent(t *testing.T) {
 			"llmprobe_requests_in_flight", "target_probe:llmprobe_request_send_lag_seconds:p99_5m", "ALERTS",
 			"llmprobe_requests_skipped_total", // error budget left counts skips at max_concurrency
 			"target_probe:llmprobe_requests_sent_late:ratio_rate10m", "target_probe:llmprobe_requests_sent:increase10m",
+			// The Replicas row: the worst replica, each replica against its service's median.
+			"service_probe:llmprobe_time_to_first_token_seconds_p99:worst_ratio_median_10m",
+			"service_probe:llmprobe_time_per_output_token_seconds_p99:worst_ratio_median_10m",
+			"service_target_probe:llmprobe_time_to_first_token_seconds:p99_10m",
+			"service_target_probe:llmprobe_time_per_output_token_seconds:p99_10m",
+			"service_probe:llmprobe_time_to_first_token_seconds_p99:median_10m",
+			"service_probe:llmprobe_time_per_output_token_seconds_p99:median_10m",
+			"service_target_probe:llmprobe_time_to_first_token_seconds_p99:ratio_median_10m",
+			"service_probe:llmprobe_replicas:count10m",
 		}},
 		{"llmprobe-latency.json", []string{
 			"llmprobe_time_to_first_token_seconds", "llmprobe_inter_token_latency_seconds",
