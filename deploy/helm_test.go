@@ -150,7 +150,7 @@ func TestChartRendersWithTheOverlaysInvariants(t *testing.T) {
 			if len(pods) != 1 {
 				t.Fatalf("%d workloads, want 1", len(pods))
 			}
-			checkPodLockedDown(t, d+": "+pods[0].Kind+" "+pods[0].Name, pods[0])
+			checkPodLockedDown(t, d+": "+pods[0].Kind+" "+pods[0].Name, pods[0], objs)
 			checkSelectorsAndPorts(t, d, objs)
 			checkConfigs(t, d, objs)
 			checkPrometheusRule(t, d, objs, files)
