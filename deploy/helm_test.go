@@ -3,11 +3,13 @@ package deploy
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -17,6 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -124,6 +127,7 @@ func chartCases(t *testing.T) []chartCase {
 		{name: "examples/sharded.yaml", values: exampleValues(t, "sharded.yaml")},
 		{name: "examples/existing-secret.yaml", values: exampleValues(t, "existing-secret.yaml"), secret: "llmprobe-api-keys"},
 		{name: "examples/created-secret.yaml", values: exampleValues(t, "created-secret.yaml")},
+		{name: "examples/per-replica.yaml", values: exampleValues(t, "per-replica.yaml")},
 	}
 }
 
@@ -394,5 +398,54 @@ func TestChartLints(t *testing.T) {
 	}
 	if l := lint.All(dir, nil, chartNamespace, false); l.HighestSeverity < support.ErrorSev {
 		t.Errorf("helm lint of a chart without a version: highest severity %d, want an error", l.HighestSeverity)
+	}
+}
+
+// TestChartDiscoveryRBAC checks rbac.discovery: off (the default), no Role,
+// RoleBinding or token; on (examples/per-replica.yaml), the read-only
+// discovery Role bound to the pod's ServiceAccount, the token mounted, the
+// ServiceMonitor with honorLabels, and the example's discovery entry the
+// one of deploy/examples/per-replica.yml (API key aside).
+func TestChartDiscoveryRBAC(t *testing.T) {
+	objs, err := renderChart(t, "llmprobe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(Of[rbacv1.Role](objs)) + len(Of[rbacv1.RoleBinding](objs)); n != 0 {
+		t.Errorf("default values render %d Roles and RoleBindings, want none", n)
+	}
+	values := exampleValues(t, "per-replica.yaml")
+	objs, err = renderChart(t, "llmprobe", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := podsOf(objs)
+	if len(pods) != 1 {
+		t.Fatalf("%d workloads, want 1", len(pods))
+	}
+	if tok := pods[0].Spec.AutomountServiceAccountToken; tok == nil || !*tok {
+		t.Error("rbac.discovery.create: the pod does not mount its token")
+	}
+	if err := checkDiscoveryRBAC(objs, chartNamespace, pods[0].Spec.ServiceAccountName); err != nil {
+		t.Error(err)
+	}
+	if n := checkRBACObjects(t, "chart per-replica", objs); n != 1 {
+		t.Errorf("%d RoleBindings, want 1", n)
+	}
+	for _, sm := range Of[monitoringv1.ServiceMonitor](objs) {
+		if len(sm.Spec.Endpoints) != 1 || !sm.Spec.Endpoints[0].HonorLabels {
+			t.Errorf("ServiceMonitor %s: want honorLabels: true, got %+v", sm.Name, sm.Spec.Endpoints)
+		}
+	}
+	cfg, err := yaml.Marshal(values["config"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("examples", "per-replica.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := loadDiscovery(t, "helm/examples/per-replica.yaml", cfg), loadDiscovery(t, "examples/per-replica.yml", example); !reflect.DeepEqual(got, want) {
+		t.Errorf("the discovery entries of helm/examples/per-replica.yaml and examples/per-replica.yml differ:\n%v\n%v", got, want)
 	}
 }

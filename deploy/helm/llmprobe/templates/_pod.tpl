@@ -20,7 +20,8 @@ metadata:
     {{- end }}
 spec:
   serviceAccountName: {{ include "llmprobe.serviceAccountName" . }}
-  automountServiceAccountToken: false
+  # No token unless Kubernetes discovery reads the API server (rbac.discovery).
+  automountServiceAccountToken: {{ .Values.rbac.discovery.create }}
   # Longer than --shutdown-timeout (10s): in-flight probes end cleanly.
   terminationGracePeriodSeconds: 30
   {{- with .Values.imagePullSecrets }}
