@@ -59,6 +59,12 @@ T0=$(date +%s)
 say() { printf '[%4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 fail() { say "FAIL: $*"; exit 1; }
 
+# unmount_work: unmounts whatever is still mounted under $WORK (a stopped
+# dockerd leaves its default network namespace's bind mount), deepest first.
+unmount_work() {
+  findmnt -rn -o TARGET | grep -F "$WORK/" | sort -r | while read -r m; do umount "$m"; done
+}
+
 cleanup() {
   local rc=$?
   set +e
@@ -74,8 +80,11 @@ cleanup() {
     if kill -0 "$DOCKERD_PID" 2>/dev/null; then
       say "dockerd did not stop within 30 s: KILL"; kill -KILL "$DOCKERD_PID"; sleep 1
     fi
+    # What the stopped engine left mounted under its own directories (its
+    # default network namespace's bind mount stays): unmounted, deepest first.
+    unmount_work
     # --clean: leave no data root behind either (CI).
-    if [ "$CLEAN" = 1 ]; then rm -rf "$WORK"; fi
+    if [ "$CLEAN" = 1 ]; then say "--clean: removing $WORK"; rm -rf "$WORK"; fi
   fi
   [ -n "${BUILD_DIR:-}" ] && rm -rf "$BUILD_DIR"
   if [ $rc = 0 ]; then say "image test OK"; else say "image test FAILED (exit $rc)"; fi
@@ -95,6 +104,12 @@ start_engine() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
   fi
   [ "$(id -u)" = 0 ] || fail "starting dockerd needs root"
+  local old
+  old=$(cat "$WORK/dockerd.pid" 2>/dev/null || true)
+  if [ -n "$old" ] && kill -0 "$old" 2>/dev/null; then
+    fail "a dockerd (PID $old) still runs on $WORK (an interrupted run?): stop it first (kill $old)"
+  fi
+  unmount_work
   if [ "$CLEAN" = 1 ] && [ -d "$WORK" ]; then
     say "--clean: removing $WORK"
     rm -rf "$WORK"
