@@ -62,7 +62,10 @@ fail() { say "FAIL: $*"; exit 1; }
 # unmount_work: unmounts whatever is still mounted under $WORK (a stopped
 # dockerd leaves its default network namespace's bind mount), deepest first.
 unmount_work() {
-  findmnt -rn -o TARGET | grep -F "$WORK/" | sort -r | while read -r m; do umount "$m"; done
+  local m
+  for m in $(findmnt -rn -o TARGET | grep -F "$WORK/" | sort -r || true); do
+    umount "$m" || say "could not unmount $m"
+  done
 }
 
 cleanup() {
