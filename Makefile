@@ -13,7 +13,7 @@ LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
              -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
 
-.PHONY: all build docker test test-race test-short lint vet fmt bench bench-quick bench-go test-rules mixin e2e clean browser
+.PHONY: all build docker image-test test test-race test-short lint vet fmt bench bench-quick bench-go test-rules mixin e2e clean browser
 
 all: lint test build
 
@@ -29,6 +29,14 @@ docker:
 	  --build-arg REVISION=$(REVISION) \
 	  --build-arg BRANCH=$(BRANCH) \
 	  --build-arg BUILD_DATE=$(BUILD_DATE) .
+
+# The Dockerfile built in a real container engine (classic builder and
+# BuildKit) and the image run read-only with all capabilities dropped
+# (deploy/test-image.sh; deploy/README.md). Needs root where no engine runs:
+# it installs and starts Debian's docker.io. IMAGE_TEST_FLAGS=--clean starts
+# from an empty engine data root, as CI does.
+image-test:
+	bash deploy/test-image.sh $(IMAGE_TEST_FLAGS)
 
 test:
 	$(GO) test ./...
