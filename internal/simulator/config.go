@@ -43,6 +43,12 @@ type Config struct {
 	// EnablePrefixCaching turns on prefix caching by chained hashes of full
 	// prompt blocks (`--enable-prefix-caching`). Default true, as vLLM V1.
 	EnablePrefixCaching bool
+	// EnablePromptTokensDetails puts usage.prompt_tokens_details.cached_tokens
+	// (the prompt tokens found in the prefix or prompt cache) on every
+	// usage, as vLLM's --enable-prompt-tokens-details does
+	// (`--enable-prompt-tokens-details`; llama.cpp's persona always does).
+	// Default false, as vLLM.
+	EnablePromptTokensDetails bool
 	// LegacyMetricNames serves the vLLM persona's metrics under the names
 	// vLLM V1 used before 0.9.2 (`--legacy-metric-names`):
 	// vllm:gpu_cache_usage_perc, vllm:gpu_prefix_cache_*, the per-step
@@ -391,6 +397,9 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	intFlag("num-gpu-blocks", "KV cache capacity in blocks; sequences are preempted (recompute) when it runs out.", &c.NumGPUBlocks)
 	cmd.Flag("enable-prefix-caching", "Reuse KV blocks of identical prompt prefixes (full blocks, chained hashes).").
 		Default(strconv.FormatBool(c.EnablePrefixCaching)).BoolVar(&c.EnablePrefixCaching)
+	cmd.Flag("enable-prompt-tokens-details", "Report usage.prompt_tokens_details.cached_tokens (prompt tokens found "+
+		"in the cache), as vLLM's flag of that name; llama.cpp's persona always does.").
+		Default(strconv.FormatBool(c.EnablePromptTokensDetails)).BoolVar(&c.EnablePromptTokensDetails)
 	cmd.Flag("legacy-metric-names", "Serve vLLM's metrics under the names of vLLM V1 before 0.9.2 "+
 		"(vllm:gpu_cache_usage_perc, vllm:gpu_prefix_cache_*, vllm:time_per_output_token_seconds as the ITL histogram) "+
 		"instead of the current ones (docs/engines.md).").
