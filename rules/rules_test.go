@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/rules"
 	"github.com/llmprobe/llmprobe/rules/rulestest"
 )
@@ -170,7 +172,72 @@ func TestMetricsExist(t *testing.T) {
 					t.Errorf("reads unknown metric %s", n)
 				}
 			}
+			e, err := rules.NewParser().ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range rulestest.OldNameOutsideFallback(e) {
+				t.Errorf("reads vLLM's older name %s without its current name before it (`new or old`)", s)
+			}
 		})
+	}
+}
+
+// TestOldNameOutsideFallback: an older vLLM name is accepted only on the
+// right of an `or` whose left reads its current name (suffix included).
+func TestOldNameOutsideFallback(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		bad  int
+	}{
+		{`max by (instance) (vllm:kv_cache_usage_perc)`, 0},
+		{`max by (instance) (vllm:gpu_cache_usage_perc)`, 1},
+		{`max by (instance) (vllm:kv_cache_usage_perc) or max by (instance) (vllm:gpu_cache_usage_perc)`, 0},
+		{`max by (instance) (vllm:gpu_cache_usage_perc) or max by (instance) (vllm:kv_cache_usage_perc)`, 1},
+		{`(histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m]))))
+		  or (histogram_quantile(0.99, sum by (le) (rate(vllm:time_per_output_token_seconds_bucket[5m]))))`, 0},
+		{`rate(vllm:inter_token_latency_seconds_sum[5m]) or rate(vllm:time_per_output_token_seconds_bucket[5m])`, 1},
+		{`rate(vllm:prefix_cache_hits_total[5m]) or rate(vllm:gpu_prefix_cache_queries_total[5m])`, 1},
+		{`(rate(vllm:prefix_cache_hits_total[5m]) or rate(vllm:gpu_prefix_cache_hits_total[5m])) * 2`, 0},
+	} {
+		e, err := rules.NewParser().ParseExpr(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rulestest.OldNameOutsideFallback(e); len(got) != tc.bad {
+			t.Errorf("%s: %v, want %d", tc.expr, got, tc.bad)
+		}
+	}
+}
+
+// TestRenamedAgreesWithAdapter: every pair of rules.VLLMRenamed is a
+// fallback of the vLLM adapter (prober/engine), the current name first, and
+// every fallback of the adapter is a pair: rules, dashboards and sweeps read
+// the same names.
+func TestRenamedAgreesWithAdapter(t *testing.T) {
+	eng := engine.Get(engine.VLLM)
+	adapter := map[string]string{}
+	pairs := func(names []string) {
+		for _, old := range names[min(1, len(names)):] {
+			adapter[old] = names[0]
+		}
+	}
+	for _, q := range engine.Quantities {
+		pairs(eng.Source(q))
+	}
+	for _, l := range engine.Latencies {
+		pairs(eng.LatencySource(l))
+	}
+	if !maps.Equal(adapter, rules.VLLMRenamed) {
+		t.Errorf("the vLLM adapter's fallbacks %v, rules.VLLMRenamed %v", adapter, rules.VLLMRenamed)
+	}
+	for old, cur := range rules.VLLMRenamed {
+		if _, ok := rules.VLLMMetrics[cur]; !ok {
+			t.Errorf("%s replaces %s but is not in rules.VLLMMetrics", cur, old)
+		}
+		if _, ok := rules.VLLMMetrics[old]; ok {
+			t.Errorf("older name %s is in rules.VLLMMetrics", old)
+		}
 	}
 }
 
@@ -201,7 +268,9 @@ func TestCatalogIsNotPermissive(t *testing.T) {
 		{name: "up", known: true, source: rules.SourcePrometheus},
 		{name: "llmprobe_requests_total_bucket", known: false},
 		{name: "llmprobe_ttft_seconds", known: false},
-		{name: "vllm:gpu_cache_usage_perc", known: false},
+		{name: "vllm:gpu_cache_usage_perc", known: true, source: rules.SourceVLLMOld},
+		{name: "vllm:time_per_output_token_seconds_bucket", known: true, source: rules.SourceVLLMOld},
+		{name: "vllm:gpu_cache_usage_perc_bucket", known: false},
 		{name: "vllm:num_preemptions_total_count", known: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -555,6 +624,13 @@ func TestDocQueries(t *testing.T) {
 				if _, ok := cat.Source(n); !ok {
 					t.Errorf("reads unknown metric %s", n)
 				}
+			}
+			e, err := rules.NewParser().ParseExpr(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range rulestest.OldNameOutsideFallback(e) {
+				t.Errorf("reads vLLM's older name %s without its current name before it (`new or old`)", s)
 			}
 		})
 	}

@@ -146,3 +146,64 @@ func readsRequests(vs *parser.VectorSelector) bool {
 	}
 	return named
 }
+
+// OldNameOutsideFallback returns the selectors of expr that read an older
+// vLLM name (rules.VLLMRenamed, with or without a _bucket, _sum or _count
+// suffix) anywhere but on the right of an `or` whose left reads the current
+// name with the same suffix: `new or old` fills a query from servers of
+// either version and lets the current name win; an older name alone goes
+// blank on every current vLLM.
+func OldNameOutsideFallback(expr parser.Expr) []string {
+	var out []string
+	parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		current, ok := currentName(vs.Name)
+		if !ok {
+			return nil
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			be, ok := path[i].(*parser.BinaryExpr)
+			if !ok || be.Op != parser.LOR {
+				continue
+			}
+			var child parser.Node = vs
+			if i+1 < len(path) {
+				child = path[i+1]
+			}
+			if child == parser.Node(be.RHS) && reads(be.LHS, current) {
+				return nil
+			}
+		}
+		out = append(out, vs.String())
+		return nil
+	})
+	return out
+}
+
+// currentName returns the current name of an older vLLM series name, its
+// suffix kept.
+func currentName(name string) (string, bool) {
+	for old, cur := range rules.VLLMRenamed {
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			if name == old+suffix {
+				return cur + suffix, true
+			}
+		}
+	}
+	return "", false
+}
+
+// reads reports whether expr has a selector of the metric name.
+func reads(expr parser.Expr, name string) bool {
+	found := false
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok && vs.Name == name {
+			found = true
+		}
+		return nil
+	})
+	return found
+}
