@@ -199,6 +199,8 @@ func TestOldNameOutsideFallback(t *testing.T) {
 		{`rate(vllm:inter_token_latency_seconds_sum[5m]) or rate(vllm:time_per_output_token_seconds_bucket[5m])`, 1},
 		{`rate(vllm:prefix_cache_hits_total[5m]) or rate(vllm:gpu_prefix_cache_queries_total[5m])`, 1},
 		{`(rate(vllm:prefix_cache_hits_total[5m]) or rate(vllm:gpu_prefix_cache_hits_total[5m])) * 2`, 0},
+		{`group by (job) ({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"})`, 0},
+		{`group by (job) ({__name__=~"vllm:gpu_cache_usage_perc|vllm:num_requests_running"})`, 1},
 	} {
 		e, err := rules.NewParser().ParseExpr(tc.expr)
 		if err != nil {
@@ -363,7 +365,7 @@ func TestRatiosLeaveOutCanceled(t *testing.T) {
 var (
 	recordName = regexp.MustCompile(`^([a-z_]+):([a-z0-9_]+):([a-z0-9_]+)$`)
 	alertName  = regexp.MustCompile(`^LLMProbe[A-Z][A-Za-z0-9]*$`)
-	levels     = []string{"canary", "canary_probe", "canary_role", "canary_role_probe", "target", "target_instance", "target_probe", "target_probe_outcome", "target_probe_slo", "target_sweep"}
+	levels     = []string{"canary", "canary_probe", "canary_role", "canary_role_probe", "job_metric", "target", "target_instance", "target_probe", "target_probe_outcome", "target_probe_slo", "target_sweep"}
 )
 
 func TestNamingAndAnnotations(t *testing.T) {

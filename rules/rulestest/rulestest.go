@@ -7,6 +7,8 @@ package rulestest
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -150,15 +152,29 @@ func readsRequests(vs *parser.VectorSelector) bool {
 // OldNameOutsideFallback returns the selectors of expr that read an older
 // vLLM name (rules.VLLMRenamed, with or without a _bucket, _sum or _count
 // suffix) anywhere but on the right of an `or` whose left reads the current
-// name with the same suffix: `new or old` fills a query from servers of
-// either version and lets the current name win; an older name alone goes
-// blank on every current vLLM.
+// name with the same suffix, or, in a selector by __name__ regexp, in a
+// list that does not name the current one too: `new or old` (and
+// {__name__=~"new|old"}) fills a query from servers of either version and
+// lets the current name win; an older name alone goes blank on every
+// current vLLM.
 func OldNameOutsideFallback(expr parser.Expr) []string {
 	var out []string
 	parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
 		if !ok {
 			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name != labels.MetricName || m.Type != labels.MatchRegexp {
+				continue
+			}
+			alts := strings.Split(m.Value, "|")
+			for _, a := range alts {
+				if cur, ok := currentName(a); ok && !slices.Contains(alts, cur) {
+					out = append(out, vs.String())
+					return nil
+				}
+			}
 		}
 		current, ok := currentName(vs.Name)
 		if !ok {
