@@ -12,7 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/prober/engine"
@@ -635,5 +638,59 @@ func TestDocQueries(t *testing.T) {
 				t.Errorf("reads vLLM's older name %s without its current name before it (`new or old`)", s)
 			}
 		})
+	}
+}
+
+// TestPresentRuleReadsBothNames: job_metric:vllm_metric:present reads each
+// figure vLLM renamed under both names in one __name__ list (a histogram by
+// its _count), so a rename llmprobe knows never looks like a disappearance
+// to LLMProbeServerMetricMissing; and each figure it watches is a
+// documented vLLM metric by its current name.
+func TestPresentRuleReadsBothNames(t *testing.T) {
+	var expr string
+	for _, r := range allRules(load(t)) {
+		if r.Record == "job_metric:vllm_metric:present" {
+			expr = r.Expr
+		}
+	}
+	if expr == "" {
+		t.Fatal("no job_metric:vllm_metric:present")
+	}
+	e, err := rules.NewParser().ParseExpr(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lists [][]string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			names := []string{vs.Name}
+			for _, m := range vs.LabelMatchers {
+				if m.Name == labels.MetricName && m.Type == labels.MatchRegexp {
+					names = strings.Split(m.Value, "|")
+				}
+			}
+			lists = append(lists, names)
+		}
+		return nil
+	})
+	for old, cur := range rules.VLLMRenamed {
+		suffix := ""
+		if rules.VLLMMetrics[cur] == dto.MetricType_HISTOGRAM {
+			suffix = "_count"
+		}
+		if !slices.ContainsFunc(lists, func(l []string) bool {
+			return slices.Contains(l, cur+suffix) && slices.Contains(l, old+suffix)
+		}) {
+			t.Errorf("the rule reads no list with both %s and %s", cur+suffix, old+suffix)
+		}
+	}
+	for _, l := range lists {
+		base, _ := strings.CutSuffix(l[0], "_count")
+		if _, ok := rules.VLLMMetrics[l[0]]; !ok && rules.VLLMMetrics[base] != dto.MetricType_HISTOGRAM {
+			t.Errorf("watches %s, not a current vLLM metric in rules.VLLMMetrics", l[0])
+		}
+	}
+	if len(lists) < 10 {
+		t.Errorf("watches %d figures: %v", len(lists), lists)
 	}
 }
