@@ -287,3 +287,46 @@ func TestMetricsMove(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptTokensDetails: with --enable-prompt-tokens-details a
+// non-streamed answer's usage reports the prompt tokens found in the prefix
+// cache (a 33-token prompt sent twice: its two full 16-token blocks the
+// second time; the last prompt token is always computed),
+// which vllm:prompt_tokens_cached_total counts too; without it vLLM writes
+// null.
+func TestPromptTokensDetails(t *testing.T) {
+	type details struct {
+		Usage struct {
+			PromptTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	for _, enabled := range []bool{false, true} {
+		cfg := fastConfig()
+		cfg.EnablePromptTokensDetails = enabled
+		base, _ := simtest.Start(t, cfg)
+		var cached []int
+		for range 2 {
+			var out details
+			postJSON(t, base+"/v1/completions", map[string]any{"prompt": words("p", 33), "max_tokens": 2, "ignore_eos": true}, 200, &out)
+			switch d := out.Usage.PromptTokensDetails; {
+			case !enabled && d != nil:
+				t.Fatalf("prompt_tokens_details %+v without --enable-prompt-tokens-details", *d)
+			case enabled && d == nil:
+				t.Fatal("no prompt_tokens_details with --enable-prompt-tokens-details")
+			case enabled:
+				cached = append(cached, d.CachedTokens)
+			}
+		}
+		if enabled && (cached[0] != 0 || cached[1] != 32) {
+			t.Errorf("cached tokens %v, want [0 32]", cached)
+		}
+		if enabled {
+			mfs := scrape(t, base)
+			if v := value(t, mfs, "vllm:prompt_tokens_cached_total"); v != 32 {
+				t.Errorf("vllm:prompt_tokens_cached_total %v, want 32", v)
+			}
+		}
+	}
+}
