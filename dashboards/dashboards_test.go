@@ -130,6 +130,9 @@ func (c *checker) expr(where, expr string) {
 	for _, s := range rulestest.CanceledInRatios(pe) {
 		c.t.Errorf("%s: %s counts requests canceled by llmprobe in a ratio", where, s)
 	}
+	for _, s := range rulestest.OldNameOutsideFallback(pe) {
+		c.t.Errorf("%s: reads vLLM's older name %s without its current name before it (`new or old`)", where, s)
+	}
 	var labelled, joined int
 	mapped, byModel := false, false
 	parser.Inspect(pe, func(n parser.Node, _ []parser.Node) error {
@@ -424,6 +427,10 @@ func TestContent(t *testing.T) {
 			"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
 			"vllm:num_preemptions_total", "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total",
 			"target_probe:llmprobe_time_to_first_token_seconds:p99_5m",
+			// vLLM's older names, as the fallback of the current ones
+			// (servers before 0.9.2, and before 0.11 for ITL).
+			"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total",
+			"vllm:time_per_output_token_seconds_bucket",
 			// What vLLM's own dashboards show beside them: server ITL, TPOT,
 			// E2E, queue time, finished reasons.
 			"vllm:inter_token_latency_seconds_bucket", "vllm:request_time_per_output_token_seconds_bucket",

@@ -249,7 +249,7 @@ func serverCorrelation() *Dashboard {
 				serverTarget("llama.cpp", "waiting", gauge("sum", "llamacpp:requests_deferred")),
 			).minZero()),
 			half(timeseries("Server: KV-cache usage", "KV-cache usage of the fullest engine (1 = full): vLLM "+
-				"vllm:kv_cache_usage_perc, SGLang sglang:token_usage, llama.cpp llamacpp:kv_cache_usage_ratio (older "+
+				"vllm:kv_cache_usage_perc (before 0.9.2 vllm:gpu_cache_usage_perc), SGLang sglang:token_usage, llama.cpp llamacpp:kv_cache_usage_ratio (older "+
 				"builds). Near 1, vLLM preempts requests and SGLang retracts them. TGI exports none."+attribution,
 				"percentunit", 12,
 				serverTarget("vLLM", "", gauge("max", "vllm:kv_cache_usage_perc")),
@@ -270,7 +270,8 @@ func serverCorrelation() *Dashboard {
 				serverTarget("llama.cpp", "generation", rate("llamacpp:tokens_predicted_total")),
 			).minZero()),
 			half(timeseries("Server: prefix-cache hit rate and preemptions", "Prompt tokens served from the prefix "+
-				"cache / prompt tokens looked up (vLLM vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total; "+
+				"cache / prompt tokens looked up (vLLM vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total, "+
+				"before 0.9.2 vllm:gpu_prefix_cache_*; "+
 				"SGLang sglang:cached_tokens_total / sglang:prompt_tokens_total), and vLLM's preemptions per second "+
 				"(vllm:num_preemptions_total, right axis: the KV cache ran out and work is recomputed). TGI and "+
 				"llama.cpp export no prefix-cache counter."+attribution, "percentunit", 12,
@@ -289,7 +290,8 @@ func serverCorrelation() *Dashboard {
 				q(`target:sglang_time_to_first_token_seconds:p99_5m{cluster=~"$cluster", target=~"$target"} `+byModel, "TTFT p99 SGLang {{target}}"),
 			).minZero()),
 			half(timeseries("ITL p99: client and server", "Inter-token latency p99: the probes' (one gap per SSE "+
-				"event) and the server's (one per engine step and request): vLLM vllm:inter_token_latency_seconds, "+
+				"event) and the server's (one per engine step and request): vLLM vllm:inter_token_latency_seconds "+
+				"(before 0.11 vllm:time_per_output_token_seconds), "+
 				"SGLang sglang:inter_token_latency_seconds. A client ITL well above the server's is network batching "+
 				"or a slow reader."+attribution, "s", 12,
 				client("llmprobe_inter_token_latency_seconds:p99_5m", "ITL p99"),

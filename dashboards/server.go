@@ -2,7 +2,10 @@ package dashboards
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+
+	"github.com/llmprobe/llmprobe/rules"
 )
 
 // serverMap is the recording rule that maps a server's scrape instance to
@@ -43,14 +46,48 @@ func serverExprBy(label string, f func(by, sel string) string) string {
 %[5]s`, f("cluster, target, "+label, `{target!="", cluster=~"$cluster", target=~"$target"}`), label, f("cluster, instance, "+label, ""), serverMap, byModel)
 }
 
-// gauge sums (or takes the max of) an engine's gauge per target.
+// names returns name and the older names vLLM served the same figure under
+// (rules.VLLMRenamed), current first.
+func names(name string) []string {
+	out := []string{name}
+	var old []string
+	for o, cur := range rules.VLLMRenamed {
+		if cur == name {
+			old = append(old, o)
+		}
+	}
+	sort.Strings(old)
+	return append(out, old...)
+}
+
+// or joins the expressions of a figure under its current and older names
+// with PromQL `or`, current first: each target or server instance gets the
+// figure from the current name where it exports it, else from the older one,
+// as vLLM's own dashboards moved. Every part must aggregate to the same
+// labels (the `or` matches on them).
+func or(parts []string) string {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	for i, p := range parts {
+		parts[i] = "(" + p + ")"
+	}
+	return "(" + strings.Join(parts, "\n  or ") + ")"
+}
+
+// gauge sums (or takes the max of) an engine's gauge per target (an older
+// vLLM name where the current one is missing).
 func gauge(agg, name string) string {
 	outer := "sum"
 	if agg == "max" {
 		outer = "max"
 	}
 	return serverExpr(outer, func(by, sel string) string {
-		return fmt.Sprintf("%s by (%s) (%s%s)", agg, by, name, sel)
+		var parts []string
+		for _, n := range names(name) {
+			parts = append(parts, fmt.Sprintf("%s by (%s) (%s%s)", agg, by, n, sel))
+		}
+		return or(parts)
 	})
 }
 
@@ -64,16 +101,28 @@ func rate(name string) string {
 // ratio is the ratio of two engine counters' rates, per target (a mean from
 // _sum and _count, a hit rate); no series while the denominator is 0.
 func ratio(num, den string) string {
+	nums, dens := names(num), names(den)
+	if len(nums) != len(dens) {
+		panic(fmt.Sprintf("ratio %s / %s: vLLM renamed one and not the other", num, den))
+	}
 	return serverExpr("max", func(by, sel string) string {
-		return fmt.Sprintf("sum by (%[1]s) (rate(%[2]s%[4]s[$__rate_interval]))\n  / (sum by (%[1]s) (rate(%[3]s%[4]s[$__rate_interval])) > 0)",
-			by, num, den, sel)
+		parts := make([]string, len(nums))
+		for i := range nums {
+			parts[i] = fmt.Sprintf("sum by (%[1]s) (rate(%[2]s%[4]s[$__rate_interval]))\n  / (sum by (%[1]s) (rate(%[3]s%[4]s[$__rate_interval])) > 0)",
+				by, nums[i], dens[i], sel)
+		}
+		return or(parts)
 	})
 }
 
 // quantile is the q quantile of an engine's classic histogram, per target.
 func quantile(q float64, histogram string) string {
 	return serverExpr("max", func(by, sel string) string {
-		return fmt.Sprintf("histogram_quantile(%g, sum by (%s, le) (rate(%s_bucket%s[$__rate_interval])))", q, by, histogram, sel)
+		var parts []string
+		for _, n := range names(histogram) {
+			parts = append(parts, fmt.Sprintf("histogram_quantile(%g, sum by (%s, le) (rate(%s_bucket%s[$__rate_interval])))", q, by, n, sel))
+		}
+		return or(parts)
 	})
 }
 

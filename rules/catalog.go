@@ -12,10 +12,10 @@ import (
 // https://github.com/vllm-project/vllm/blob/main/vllm/v1/metrics/loggers.py
 // (summarised in the project's vllm-reference.md, section 2). Counters are
 // listed with the _total suffix they are exposed with; histograms by their
-// base name. Names vLLM deprecated (vllm:gpu_cache_usage_perc,
-// vllm:time_per_output_token_seconds, vllm:gpu_prefix_cache_*) are left out
-// on purpose: new queries must not use them. The map is shared: do not
-// modify it.
+// base name. Names vLLM renamed (vllm:gpu_cache_usage_perc,
+// vllm:time_per_output_token_seconds, vllm:gpu_prefix_cache_*) are not here
+// but in VLLMRenamed: a query may read them only as the fallback of their
+// current name. The map is shared: do not modify it.
 var VLLMMetrics = map[string]dto.MetricType{
 	// Gauges.
 	"vllm:num_requests_running":           dto.MetricType_GAUGE,
@@ -63,6 +63,24 @@ var VLLMMetrics = map[string]dto.MetricType{
 	"vllm:request_max_num_generation_tokens":     dto.MetricType_HISTOGRAM,
 	"vllm:request_params_max_tokens":             dto.MetricType_HISTOGRAM,
 	"vllm:request_prefill_kv_computed_tokens":    dto.MetricType_HISTOGRAM,
+}
+
+// VLLMRenamed maps each older vLLM metric name that rules and dashboards may
+// read to the current name that replaced it, as vLLM's
+// vllm/v1/metrics/loggers.py deprecated, hid and removed them
+// (docs/engines.md, "vLLM's metric names by version"; prober/engine reads
+// the same pairs, current first). A query reads an older name only on the
+// right of an `or` whose left reads its current name (`new or old`, as
+// vLLM's own dashboards moved), so a server of either version fills the
+// panel and the current name wins where both exist;
+// rulestest.OldNameOutsideFallback holds queries to it. Counters are listed
+// with _total, histograms by their base name; each has its current name's
+// type. The map is shared: do not modify it.
+var VLLMRenamed = map[string]string{
+	"vllm:gpu_cache_usage_perc":           "vllm:kv_cache_usage_perc",         // deprecated 0.9.2, hidden 0.11, removed 0.12
+	"vllm:gpu_prefix_cache_queries_total": "vllm:prefix_cache_queries_total",  // same
+	"vllm:gpu_prefix_cache_hits_total":    "vllm:prefix_cache_hits_total",     // same
+	"vllm:time_per_output_token_seconds":  "vllm:inter_token_latency_seconds", // deprecated 0.11, hidden 0.12, removed 0.13
 }
 
 // EngineMetrics lists, per engine other than vLLM, the server metrics that
@@ -123,6 +141,7 @@ var EngineMetrics = map[string]map[string]dto.MetricType{
 // Sources of names in a Catalog.
 const (
 	SourceVLLM       = "vLLM (documented)"
+	SourceVLLMOld    = "vLLM (older name, only as the or-fallback of its current name)"
 	SourceEngine     = "serving engine (documented, docs/engines.md)"
 	SourceRecording  = "recording rule"
 	SourcePrometheus = "Prometheus (scrape and rule manager)"
@@ -162,10 +181,14 @@ func (c *Catalog) AddFamilies(source string, mfs []*dto.MetricFamily) {
 	}
 }
 
-// AddVLLM adds VLLMMetrics.
+// AddVLLM adds VLLMMetrics and the older names of VLLMRenamed (source
+// SourceVLLMOld, the type of the current name).
 func (c *Catalog) AddVLLM() {
 	for n, t := range VLLMMetrics {
 		c.Add(SourceVLLM, n, t)
+	}
+	for old, cur := range VLLMRenamed {
+		c.Add(SourceVLLMOld, old, VLLMMetrics[cur])
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,9 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/rules"
 	"github.com/llmprobe/llmprobe/rules/rulestest"
 )
@@ -170,7 +175,74 @@ func TestMetricsExist(t *testing.T) {
 					t.Errorf("reads unknown metric %s", n)
 				}
 			}
+			e, err := rules.NewParser().ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range rulestest.OldNameOutsideFallback(e) {
+				t.Errorf("reads vLLM's older name %s without its current name before it (`new or old`)", s)
+			}
 		})
+	}
+}
+
+// TestOldNameOutsideFallback: an older vLLM name is accepted only on the
+// right of an `or` whose left reads its current name (suffix included).
+func TestOldNameOutsideFallback(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		bad  int
+	}{
+		{`max by (instance) (vllm:kv_cache_usage_perc)`, 0},
+		{`max by (instance) (vllm:gpu_cache_usage_perc)`, 1},
+		{`max by (instance) (vllm:kv_cache_usage_perc) or max by (instance) (vllm:gpu_cache_usage_perc)`, 0},
+		{`max by (instance) (vllm:gpu_cache_usage_perc) or max by (instance) (vllm:kv_cache_usage_perc)`, 1},
+		{`(histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m]))))
+		  or (histogram_quantile(0.99, sum by (le) (rate(vllm:time_per_output_token_seconds_bucket[5m]))))`, 0},
+		{`rate(vllm:inter_token_latency_seconds_sum[5m]) or rate(vllm:time_per_output_token_seconds_bucket[5m])`, 1},
+		{`rate(vllm:prefix_cache_hits_total[5m]) or rate(vllm:gpu_prefix_cache_queries_total[5m])`, 1},
+		{`(rate(vllm:prefix_cache_hits_total[5m]) or rate(vllm:gpu_prefix_cache_hits_total[5m])) * 2`, 0},
+		{`group by (job) ({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"})`, 0},
+		{`group by (job) ({__name__=~"vllm:gpu_cache_usage_perc|vllm:num_requests_running"})`, 1},
+	} {
+		e, err := rules.NewParser().ParseExpr(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rulestest.OldNameOutsideFallback(e); len(got) != tc.bad {
+			t.Errorf("%s: %v, want %d", tc.expr, got, tc.bad)
+		}
+	}
+}
+
+// TestRenamedAgreesWithAdapter: every pair of rules.VLLMRenamed is a
+// fallback of the vLLM adapter (prober/engine), the current name first, and
+// every fallback of the adapter is a pair: rules, dashboards and sweeps read
+// the same names.
+func TestRenamedAgreesWithAdapter(t *testing.T) {
+	eng := engine.Get(engine.VLLM)
+	adapter := map[string]string{}
+	pairs := func(names []string) {
+		for _, old := range names[min(1, len(names)):] {
+			adapter[old] = names[0]
+		}
+	}
+	for _, q := range engine.Quantities {
+		pairs(eng.Source(q))
+	}
+	for _, l := range engine.Latencies {
+		pairs(eng.LatencySource(l))
+	}
+	if !maps.Equal(adapter, rules.VLLMRenamed) {
+		t.Errorf("the vLLM adapter's fallbacks %v, rules.VLLMRenamed %v", adapter, rules.VLLMRenamed)
+	}
+	for old, cur := range rules.VLLMRenamed {
+		if _, ok := rules.VLLMMetrics[cur]; !ok {
+			t.Errorf("%s replaces %s but is not in rules.VLLMMetrics", cur, old)
+		}
+		if _, ok := rules.VLLMMetrics[old]; ok {
+			t.Errorf("older name %s is in rules.VLLMMetrics", old)
+		}
 	}
 }
 
@@ -201,7 +273,9 @@ func TestCatalogIsNotPermissive(t *testing.T) {
 		{name: "up", known: true, source: rules.SourcePrometheus},
 		{name: "llmprobe_requests_total_bucket", known: false},
 		{name: "llmprobe_ttft_seconds", known: false},
-		{name: "vllm:gpu_cache_usage_perc", known: false},
+		{name: "vllm:gpu_cache_usage_perc", known: true, source: rules.SourceVLLMOld},
+		{name: "vllm:time_per_output_token_seconds_bucket", known: true, source: rules.SourceVLLMOld},
+		{name: "vllm:gpu_cache_usage_perc_bucket", known: false},
 		{name: "vllm:num_preemptions_total_count", known: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,7 +368,7 @@ func TestRatiosLeaveOutCanceled(t *testing.T) {
 var (
 	recordName = regexp.MustCompile(`^([a-z_]+):([a-z0-9_]+):([a-z0-9_]+)$`)
 	alertName  = regexp.MustCompile(`^LLMProbe[A-Z][A-Za-z0-9]*$`)
-	levels     = []string{"canary", "canary_probe", "canary_role", "canary_role_probe", "service_probe", "service_target_probe", "target", "target_instance", "target_probe", "target_probe_outcome", "target_probe_slo", "target_sweep"}
+	levels     = []string{"canary", "canary_probe", "canary_role", "canary_role_probe", "job_metric", "service_probe", "service_target_probe", "target", "target_instance", "target_probe", "target_probe_outcome", "target_probe_slo", "target_sweep"}
 )
 
 func TestNamingAndAnnotations(t *testing.T) {
@@ -556,6 +630,67 @@ func TestDocQueries(t *testing.T) {
 					t.Errorf("reads unknown metric %s", n)
 				}
 			}
+			e, err := rules.NewParser().ParseExpr(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range rulestest.OldNameOutsideFallback(e) {
+				t.Errorf("reads vLLM's older name %s without its current name before it (`new or old`)", s)
+			}
 		})
+	}
+}
+
+// TestPresentRuleReadsBothNames: job_metric:vllm_metric:present reads each
+// figure vLLM renamed under both names in one __name__ list (a histogram by
+// its _count), so a rename llmprobe knows never looks like a disappearance
+// to LLMProbeServerMetricMissing; and each figure it watches is a
+// documented vLLM metric by its current name.
+func TestPresentRuleReadsBothNames(t *testing.T) {
+	var expr string
+	for _, r := range allRules(load(t)) {
+		if r.Record == "job_metric:vllm_metric:present" {
+			expr = r.Expr
+		}
+	}
+	if expr == "" {
+		t.Fatal("no job_metric:vllm_metric:present")
+	}
+	e, err := rules.NewParser().ParseExpr(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lists [][]string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			names := []string{vs.Name}
+			for _, m := range vs.LabelMatchers {
+				if m.Name == labels.MetricName && m.Type == labels.MatchRegexp {
+					names = strings.Split(m.Value, "|")
+				}
+			}
+			lists = append(lists, names)
+		}
+		return nil
+	})
+	for old, cur := range rules.VLLMRenamed {
+		suffix := ""
+		if rules.VLLMMetrics[cur] == dto.MetricType_HISTOGRAM {
+			suffix = "_count"
+		}
+		if !slices.ContainsFunc(lists, func(l []string) bool {
+			return slices.Contains(l, cur+suffix) && slices.Contains(l, old+suffix)
+		}) {
+			t.Errorf("the rule reads no list with both %s and %s", cur+suffix, old+suffix)
+		}
+	}
+	for _, l := range lists {
+		base, _ := strings.CutSuffix(l[0], "_count")
+		if _, ok := rules.VLLMMetrics[l[0]]; !ok && rules.VLLMMetrics[base] != dto.MetricType_HISTOGRAM {
+			t.Errorf("watches %s, not a current vLLM metric in rules.VLLMMetrics", l[0])
+		}
+	}
+	if len(lists) < 10 {
+		t.Errorf("watches %d figures: %v", len(lists), lists)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -96,6 +97,7 @@ func Names() []string {
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
 		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries,
+		NamePromptCachedTokens, NamePromptCacheRequests,
 	}
 }
 
@@ -131,6 +133,8 @@ type Metrics struct {
 	promptTokens  *prometheus.CounterVec
 	genTokens     *prometheus.CounterVec
 	retries       *prometheus.CounterVec // retries.go
+	cachedTokens  *prometheus.CounterVec // cache.go
+	cacheRequests *prometheus.CounterVec // cache.go
 
 	inFlight     *prometheus.GaugeVec
 	sloThreshold *prometheus.GaugeVec
@@ -165,6 +169,9 @@ type probeMetrics struct {
 	gen      prometheus.Counter
 	inFlight prometheus.Gauge
 	retries  []prometheus.Counter // indexed like RetryReasons
+	// cache is nil until the probe's first response that reports cached
+	// prompt tokens (cache.go).
+	cache atomic.Pointer[cacheCounters]
 }
 
 // exemplarObserver is what client_golang's histogram children implement.
@@ -231,10 +238,12 @@ func New(reg prometheus.Registerer) *Metrics {
 			"(the probe's start time until its first arrival).", "target", "probe"),
 		objective: gauge(NameObjective, "Configured goodput objective: the share of requests that must be good.",
 			"target", "probe"),
-		retries: newRetries(),
-		probes:  map[probeKey]*probeMetrics{},
-		info:    map[string]prometheus.Labels{},
-		labels:  map[string]map[string]string{},
+		retries:       newRetries(),
+		cachedTokens:  newCachedTokens(),
+		cacheRequests: newCacheRequests(),
+		probes:        map[probeKey]*probeMetrics{},
+		info:          map[string]prometheus.Labels{},
+		labels:        map[string]map[string]string{},
 	}
 	if reg != nil {
 		reg.MustRegister(m, targetLabels{m}, targetCost{m})
@@ -246,6 +255,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
+		m.cachedTokens, m.cacheRequests,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}
@@ -354,6 +364,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 		m.requests.WithLabelValues(r.Target, r.Probe, r.Outcome()).Inc()
 	}
 	m.observeRetry(pm, r)
+	m.observeCache(pm, r)
 	if r.PromptTokens > 0 {
 		pm.prompt.Add(float64(r.PromptTokens))
 	}
@@ -589,6 +600,7 @@ func (m *Metrics) probeVecs() []partialDeleter {
 	return []partialDeleter{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
+		m.cachedTokens, m.cacheRequests,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}

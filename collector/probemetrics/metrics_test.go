@@ -49,18 +49,22 @@ func verdict(good bool, violated ...string) slo.Verdict {
 func fixture() []observation {
 	obs := []observation{
 		{ // 4 tokens: TTFT 120ms (text in the first event), gaps 20/30/25ms, E2E 195ms, TPOT 25ms.
+			// Its usage reported 48 of its 64 prompt tokens cached.
 			rec: prober.Record{
 				Target: "sim", Probe: "small", RequestID: "req-1", SendLag: 200 * time.Microsecond,
 				TTFT: 120 * ms, TTFTText: 120 * ms, ITL: []time.Duration{20 * ms, 30 * ms, 25 * ms}, E2E: 195 * ms,
 				PromptTokens: 64, CompletionTokens: 4, Events: 4, HTTPStatus: 200,
+				CachedTokens: 48, CachedTokensReported: true,
 			},
 			good: true,
 		},
-		{ // TTFT violation: TTFT 900ms, gaps 40/60ms, E2E 1s, TPOT 50ms.
+		{ // TTFT violation: TTFT 900ms, gaps 40/60ms, E2E 1s, TPOT 50ms. Its usage reported
+			// no cached prompt token.
 			rec: prober.Record{
 				Target: "sim", Probe: "small", RequestID: "req-2", SendLag: 3 * ms,
 				TTFT: 900 * ms, TTFTText: 900 * ms, ITL: []time.Duration{40 * ms, 60 * ms}, E2E: 1000 * ms,
 				PromptTokens: 64, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
+				CachedTokensReported: true,
 			},
 			violated: []string{slo.NameTTFT},
 		},
@@ -92,6 +96,7 @@ func fixture() []observation {
 		if c == prober.ClassStream {
 			r.TTFT, r.TTFTText, r.E2E, r.ITL = 100*ms, 100*ms, 300*ms, []time.Duration{200 * ms}
 			r.PromptTokens, r.CompletionTokens, r.HTTPStatus = 64, 2, 200
+			r.CachedTokens, r.CachedTokensReported = 64, true // a failed request's report does not count
 		}
 		if c == prober.ClassConnect {
 			r.Retry = prober.RetryConnReset // its resend failed too
@@ -190,6 +195,9 @@ func TestHandComputed(t *testing.T) {
 		{name: "retries closed", c: m.retries.WithLabelValues("sim", "small", string(prober.RetryConnClosed)), want: 1},
 		{name: "retries reset", c: m.retries.WithLabelValues("sim", "small", string(prober.RetryConnReset)), want: 1},
 		{name: "retries large are zero", c: m.retries.WithLabelValues("sim", "large", string(prober.RetryConnError)), want: 0},
+		{name: "cached tokens", c: m.cachedTokens.WithLabelValues("sim", "small"), want: 48},
+		{name: "cache hits", c: m.cacheRequests.WithLabelValues("sim", "small", CacheHit), want: 1},
+		{name: "cache misses", c: m.cacheRequests.WithLabelValues("sim", "small", CacheMiss), want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -845,5 +853,34 @@ llmprobe_target_labels{canary="chat-v3",role="baseline",target="a"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameTargetLabels); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCacheSeriesOnlyWhereReported: the per-request prefix-cache counters
+// exist for a probe whose responses reported cached tokens and not for one
+// whose responses never did (the fixture's "large" probe).
+func TestCacheSeriesOnlyWhereReported(t *testing.T) {
+	reg, _ := newFixtureRegistry(t)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]int{}
+	for _, mf := range mfs {
+		if mf.GetName() != NamePromptCachedTokens && mf.GetName() != NamePromptCacheRequests {
+			continue
+		}
+		series[mf.GetName()] = len(mf.GetMetric())
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "probe" && l.GetValue() != "small" {
+					t.Errorf("%s has a series for probe %q, whose responses never reported cached tokens", mf.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+	if series[NamePromptCacheRequests] != 2 || series[NamePromptCachedTokens] != 1 {
+		t.Errorf("series %v, want 2 of %s (hit and miss of probe small) and 1 of %s",
+			series, NamePromptCacheRequests, NamePromptCachedTokens)
 	}
 }

@@ -43,6 +43,18 @@ type Config struct {
 	// EnablePrefixCaching turns on prefix caching by chained hashes of full
 	// prompt blocks (`--enable-prefix-caching`). Default true, as vLLM V1.
 	EnablePrefixCaching bool
+	// EnablePromptTokensDetails puts usage.prompt_tokens_details.cached_tokens
+	// (the prompt tokens found in the prefix or prompt cache) on every
+	// usage, as vLLM's --enable-prompt-tokens-details does
+	// (`--enable-prompt-tokens-details`; llama.cpp's persona always does).
+	// Default false, as vLLM.
+	EnablePromptTokensDetails bool
+	// LegacyMetricNames serves the vLLM persona's metrics under the names
+	// vLLM V1 used before 0.9.2 (`--legacy-metric-names`):
+	// vllm:gpu_cache_usage_perc, vllm:gpu_prefix_cache_*, the per-step
+	// vllm:time_per_output_token_seconds, and none of the names added
+	// since (docs/simulator.md). Default false: the current names.
+	LegacyMetricNames bool
 	// PromptCache adds a prompt cache as llama.cpp's llama-server keeps
 	// one (`--prompt-cache`, promptcache.go): a prompt's longest common
 	// prefix with a cached prompt, token by token, is not computed again,
@@ -198,6 +210,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--engine must be one of %s, got %q", strings.Join(Engines, ", "), c.Engine)
 	case strings.TrimSpace(c.Model) == "":
 		return fmt.Errorf("--model must not be empty")
+	case c.LegacyMetricNames && c.Engine != "" && c.Engine != EngineVLLM:
+		return fmt.Errorf("--legacy-metric-names needs --engine %s (vLLM's names), got %q", EngineVLLM, c.Engine)
 	case c.MaxNumSeqs < 1:
 		return fmt.Errorf("--max-num-seqs must be >= 1, got %d", c.MaxNumSeqs)
 	case c.MaxNumBatchedTokens < 1:
@@ -383,6 +397,13 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	intFlag("num-gpu-blocks", "KV cache capacity in blocks; sequences are preempted (recompute) when it runs out.", &c.NumGPUBlocks)
 	cmd.Flag("enable-prefix-caching", "Reuse KV blocks of identical prompt prefixes (full blocks, chained hashes).").
 		Default(strconv.FormatBool(c.EnablePrefixCaching)).BoolVar(&c.EnablePrefixCaching)
+	cmd.Flag("enable-prompt-tokens-details", "Report usage.prompt_tokens_details.cached_tokens (prompt tokens found "+
+		"in the cache), as vLLM's flag of that name; llama.cpp's persona always does.").
+		Default(strconv.FormatBool(c.EnablePromptTokensDetails)).BoolVar(&c.EnablePromptTokensDetails)
+	cmd.Flag("legacy-metric-names", "Serve vLLM's metrics under the names of vLLM V1 before 0.9.2 "+
+		"(vllm:gpu_cache_usage_perc, vllm:gpu_prefix_cache_*, vllm:time_per_output_token_seconds as the ITL histogram) "+
+		"instead of the current ones (docs/engines.md).").
+		Default(strconv.FormatBool(c.LegacyMetricNames)).BoolVar(&c.LegacyMetricNames)
 	addPromptCacheFlags(cmd, c, intFlag)
 	durationFlag("step-base", "Fixed duration of one engine step.", &c.StepBase)
 	durationFlag("step-per-prefill-token", "Added step duration per prompt token computed in the step.", &c.StepPerPrefillToken)

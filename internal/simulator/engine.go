@@ -362,11 +362,13 @@ func (e *engine) finishStep(plan []planned, now time.Time) {
 			s.firstAt = now
 			e.m.ttft.Observe(now.Sub(s.arrival).Seconds())
 			e.m.promptTokens.Add(float64(len(s.prompt)))
+			cached := s.cachedPrompt()
+			e.m.promptCached.Add(float64(cached))
+			e.m.promptCacheHit.Add(float64(cached))
+			e.m.promptComputed.Add(float64(len(s.prompt) - cached))
 			iterPrompt += len(s.prompt)
 		} else {
-			itl := now.Sub(s.lastAt).Seconds()
-			e.m.itl.Observe(itl)
-			e.m.itlLegacy.Observe(itl)
+			e.m.itl.Observe(now.Sub(s.lastAt).Seconds())
 		}
 		s.lastAt = now
 		// As vLLM's check_stop: the drawn end (EOS or max_tokens), else the
@@ -465,5 +467,6 @@ func (e *engine) updateGauges() {
 	inbox := len(e.inbox)
 	e.mu.Unlock()
 	e.m.waiting.Set(float64(len(e.waiting) + inbox))
+	e.m.waitingCapacity.Set(float64(len(e.waiting) + inbox))
 	e.m.kvUsage.Set(e.kv.usage())
 }

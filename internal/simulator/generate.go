@@ -317,7 +317,7 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 	// vLLM answers with model_dump(): every field, unset ones as null.
 	use := usage{PromptTokens: len(g.prompt), CompletionTokens: produced, TotalTokens: len(g.prompt) + produced,
 		PromptTokensDetails: jsonNull}
-	if s.cfg.Engine == EngineLlamaCpp {
+	if s.cfg.Engine == EngineLlamaCpp || s.cfg.EnablePromptTokensDetails {
 		use.PromptTokensDetails = cachedDetails(seq.cachedPrompt())
 	}
 	var resp any

@@ -46,12 +46,21 @@ const (
 // own registry. Safe for concurrent use.
 type metrics struct {
 	running, waiting, kvUsage prometheus.Gauge
+	// waitingCapacity is
+	// vllm:num_requests_waiting_by_reason{reason="capacity"}: every
+	// waiting request (the simulator defers none: reason="deferred" stays 0).
+	waitingCapacity prometheus.Gauge
 
 	prefixQueries, prefixHits, preemptions prometheus.Counter
 	promptTokens, generationTokens         prometheus.Counter
-	success                                *prometheus.CounterVec // finished_reason
+	// promptComputed, promptCacheHit and promptCached are
+	// vllm:prompt_tokens_by_source_total{source="local_compute"|
+	// "local_cache_hit"} and vllm:prompt_tokens_cached_total, counted
+	// with promptTokens at a request's first token.
+	promptComputed, promptCacheHit, promptCached prometheus.Counter
+	success                                      *prometheus.CounterVec // finished_reason
 
-	ttft, itl, itlLegacy, tpot                  prometheus.Observer
+	ttft, itl, tpot                             prometheus.Observer
 	e2e, queue, inference, prefill, decode      prometheus.Observer
 	requestPrompt, requestGeneration, iteration prometheus.Observer
 	paramsMaxTokens, maxNumGeneration, paramsN  prometheus.Observer
@@ -96,28 +105,14 @@ func newVLLMMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		return h.With(labels)
 	}
 	m := &metrics{
-		running: gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
-		waiting: gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
-		kvUsage: gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
-
-		prefixQueries: counter("vllm:prefix_cache_queries_total",
-			"Prefix cache queries, in terms of number of queried tokens."),
-		prefixHits: counter("vllm:prefix_cache_hits_total",
-			"Prefix cache hits, in terms of number of cached tokens."),
+		running:          gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
+		waiting:          gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
 		preemptions:      counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
 		promptTokens:     counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
 		generationTokens: counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
 
 		ttft: histogram("vllm:time_to_first_token_seconds",
 			"Histogram of time to first token in seconds.", bucketsTTFT),
-		itl: histogram("vllm:inter_token_latency_seconds",
-			"Histogram of inter-token latency in seconds.", bucketsITL),
-		// Deprecated in vLLM 0.11 (hidden in 0.12): same observations as ITL.
-		itlLegacy: histogram("vllm:time_per_output_token_seconds",
-			"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.",
-			bucketsITL),
-		tpot: histogram("vllm:request_time_per_output_token_seconds",
-			"Histogram of time_per_output_token_seconds per request.", bucketsITL),
 		e2e: histogram("vllm:e2e_request_latency_seconds",
 			"Histogram of e2e request latency in seconds.", bucketsRequestLatency),
 		queue: histogram("vllm:request_queue_time_seconds",
@@ -146,6 +141,7 @@ func newVLLMMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		}, []string{"handler", "method", "status"}),
 	}
 	reg.MustRegister(m.httpRequests)
+	registerRenamed(reg, m, cfg, gauge, counter, histogram)
 
 	registerSelfMetrics(reg, m)
 
@@ -177,6 +173,58 @@ func newVLLMMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// registerRenamed registers the metrics whose names vLLM changed
+// (docs/engines.md, "vLLM's metric names by version"): with legacy, as vLLM
+// V1 before 0.9.2 named them (vllm:gpu_cache_usage_perc,
+// vllm:gpu_prefix_cache_*, the per-step vllm:time_per_output_token_seconds,
+// no per-request TPOT histogram, no waiting-by-reason gauge, no prompt-token
+// sources); otherwise as current vLLM does (vllm:kv_cache_usage_perc,
+// vllm:prefix_cache_*, vllm:inter_token_latency_seconds,
+// vllm:request_time_per_output_token_seconds,
+// vllm:num_requests_waiting_by_reason, vllm:prompt_tokens_by_source_total,
+// vllm:prompt_tokens_cached_total). The figures are the same either way.
+func registerRenamed(reg prometheus.Registerer, m *metrics, cfg Config,
+	gauge func(name, help string) prometheus.Gauge,
+	counter func(name, help string) prometheus.Counter,
+	histogram func(name, help string, buckets []float64) prometheus.Observer,
+) {
+	if cfg.LegacyMetricNames {
+		m.kvUsage = gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.")
+		m.prefixQueries = counter("vllm:gpu_prefix_cache_queries_total",
+			"GPU prefix cache queries, in terms of number of queried tokens.")
+		m.prefixHits = counter("vllm:gpu_prefix_cache_hits_total",
+			"GPU prefix cache hits, in terms of number of cached tokens.")
+		m.itl = histogram("vllm:time_per_output_token_seconds",
+			"Histogram of time per output token in seconds.", bucketsITL)
+		m.tpot = dummyObserver()
+		m.waitingCapacity = dummyGauge()
+		m.promptComputed, m.promptCacheHit, m.promptCached = dummyCounter(), dummyCounter(), dummyCounter()
+		return
+	}
+	m.kvUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
+	m.prefixQueries = counter("vllm:prefix_cache_queries_total",
+		"Prefix cache queries, in terms of number of queried tokens.")
+	m.prefixHits = counter("vllm:prefix_cache_hits_total",
+		"Prefix cache hits, in terms of number of cached tokens.")
+	m.itl = histogram("vllm:inter_token_latency_seconds",
+		"Histogram of inter-token latency in seconds.", bucketsITL)
+	m.tpot = histogram("vllm:request_time_per_output_token_seconds",
+		"Histogram of time_per_output_token_seconds per request.", bucketsITL)
+	byReason := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting_by_reason",
+		Help: "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; " +
+			"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). " +
+			"Sum of all reasons equals vllm:num_requests_waiting."}, []string{"model_name", "engine", "reason"})
+	bySource := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:prompt_tokens_by_source_total",
+		Help: "Number of prompt tokens by source."}, []string{"model_name", "engine", "source"})
+	reg.MustRegister(byReason, bySource)
+	m.waitingCapacity = byReason.WithLabelValues(cfg.Model, "0", "capacity")
+	byReason.WithLabelValues(cfg.Model, "0", "deferred")
+	m.promptComputed = bySource.WithLabelValues(cfg.Model, "0", "local_compute")
+	m.promptCacheHit = bySource.WithLabelValues(cfg.Model, "0", "local_cache_hit")
+	bySource.WithLabelValues(cfg.Model, "0", "external_kv_transfer")
+	m.promptCached = counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
 }
 
 // registerSelfMetrics registers the simulator's own llmprobe_simulator_

@@ -105,7 +105,6 @@ func TestMetricsExposition(t *testing.T) {
 		{"vllm:request_success_total", dto.MetricType_COUNTER, nil},
 		{"vllm:time_to_first_token_seconds", dto.MetricType_HISTOGRAM, ttftBuckets},
 		{"vllm:inter_token_latency_seconds", dto.MetricType_HISTOGRAM, itlBuckets},
-		{"vllm:time_per_output_token_seconds", dto.MetricType_HISTOGRAM, itlBuckets},
 		{"vllm:request_time_per_output_token_seconds", dto.MetricType_HISTOGRAM, itlBuckets},
 		{"vllm:e2e_request_latency_seconds", dto.MetricType_HISTOGRAM, latencyBuckets},
 		{"vllm:request_queue_time_seconds", dto.MetricType_HISTOGRAM, latencyBuckets},
@@ -119,6 +118,9 @@ func TestMetricsExposition(t *testing.T) {
 		{"vllm:request_params_n", dto.MetricType_HISTOGRAM, paramsNBuckets},
 		{"vllm:iteration_tokens_total", dto.MetricType_HISTOGRAM, iterationBuckets},
 		{"vllm:cache_config_info", dto.MetricType_GAUGE, nil},
+		{"vllm:num_requests_waiting_by_reason", dto.MetricType_GAUGE, nil},
+		{"vllm:prompt_tokens_by_source_total", dto.MetricType_COUNTER, nil},
+		{"vllm:prompt_tokens_cached_total", dto.MetricType_COUNTER, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,10 +160,41 @@ func TestMetricsExposition(t *testing.T) {
 	for _, reason := range []string{"stop", "length", "abort", "error"} {
 		value(t, mfs, "vllm:request_success_total", "finished_reason", reason)
 	}
-	// vLLM 0.11's deprecated twin of the ITL histogram and its help text.
-	if got, want := mfs["vllm:time_per_output_token_seconds"].GetHelp(),
-		"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead."; got != want {
-		t.Errorf("vllm:time_per_output_token_seconds help %q, want %q", got, want)
+	for _, reason := range []string{"capacity", "deferred"} {
+		value(t, mfs, "vllm:num_requests_waiting_by_reason", "reason", reason)
+	}
+	for _, source := range []string{"local_compute", "local_cache_hit", "external_kv_transfer"} {
+		value(t, mfs, "vllm:prompt_tokens_by_source_total", "source", source)
+	}
+	// Names current vLLM no longer serves (docs/engines.md).
+	for _, gone := range []string{"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total",
+		"vllm:gpu_prefix_cache_hits_total", "vllm:time_per_output_token_seconds"} {
+		if _, ok := mfs[gone]; ok {
+			t.Errorf("%s served without --legacy-metric-names", gone)
+		}
+	}
+}
+
+// TestLegacyMetricNames: with --legacy-metric-names the vLLM persona serves
+// the names of vLLM V1 before 0.9.2 and none of the newer ones.
+func TestLegacyMetricNames(t *testing.T) {
+	cfg := fastConfig()
+	cfg.LegacyMetricNames = true
+	base, _ := simtest.Start(t, cfg)
+	mfs := scrape(t, base)
+	for _, name := range []string{"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total",
+		"vllm:gpu_prefix_cache_hits_total", "vllm:time_per_output_token_seconds", "vllm:num_requests_waiting",
+		"vllm:time_to_first_token_seconds", "vllm:request_success_total"} {
+		if _, ok := mfs[name]; !ok {
+			t.Errorf("%s missing with --legacy-metric-names", name)
+		}
+	}
+	for _, name := range []string{"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total",
+		"vllm:prefix_cache_hits_total", "vllm:inter_token_latency_seconds", "vllm:request_time_per_output_token_seconds",
+		"vllm:num_requests_waiting_by_reason", "vllm:prompt_tokens_by_source_total", "vllm:prompt_tokens_cached_total"} {
+		if _, ok := mfs[name]; ok {
+			t.Errorf("%s served with --legacy-metric-names", name)
+		}
 	}
 }
 
@@ -204,7 +237,6 @@ func TestMetricsMove(t *testing.T) {
 		{"vllm:request_success_total", []string{"finished_reason", "stop"}, 0},
 		{"vllm:time_to_first_token_seconds", nil, n},
 		{"vllm:inter_token_latency_seconds", nil, n * (outLen - 1)},
-		{"vllm:time_per_output_token_seconds", nil, n * (outLen - 1)},
 		{"vllm:request_inference_time_seconds", nil, n},
 		{"vllm:request_params_max_tokens", nil, n},
 		{"vllm:request_max_num_generation_tokens", nil, n},
@@ -217,6 +249,9 @@ func TestMetricsMove(t *testing.T) {
 		{"vllm:request_prompt_tokens", nil, n},
 		{"vllm:request_generation_tokens", nil, n},
 		{"vllm:prefix_cache_queries_total", nil, n * promptLen},
+		{"vllm:prompt_tokens_cached_total", nil, delta("vllm:prefix_cache_hits_total")},
+		{"vllm:prompt_tokens_by_source_total", []string{"source", "local_cache_hit"}, delta("vllm:prefix_cache_hits_total")},
+		{"vllm:prompt_tokens_by_source_total", nil, n * promptLen},
 		{"http_requests_total", []string{"handler", "/v1/completions", "status", "2xx"}, n},
 	}
 	for _, tt := range tests {
@@ -241,18 +276,57 @@ func TestMetricsMove(t *testing.T) {
 			t.Errorf("%s sum %v, want %v", tt.name, h.GetSampleSum(), tt.want)
 		}
 	}
-	// ITL and its deprecated twin see the same observations; inference time
-	// (last token - first scheduled) = prefill + decode time.
+	// Inference time (last token - first scheduled) = prefill + decode time.
 	sum := func(name string) float64 { return after[name].GetMetric()[0].GetHistogram().GetSampleSum() }
-	if a, b := sum("vllm:inter_token_latency_seconds"), sum("vllm:time_per_output_token_seconds"); a != b {
-		t.Errorf("ITL sum %v, time_per_output_token sum %v", a, b)
-	}
 	if inf, pd := sum("vllm:request_inference_time_seconds"), sum("vllm:request_prefill_time_seconds")+sum("vllm:request_decode_time_seconds"); math.Abs(inf-pd) > 1e-9 {
 		t.Errorf("inference time sum %v, prefill + decode %v", inf, pd)
 	}
 	for _, g := range idleGauges {
 		if v := value(t, after, g); v != 0 {
 			t.Errorf("%s = %v when idle", g, v)
+		}
+	}
+}
+
+// TestPromptTokensDetails: with --enable-prompt-tokens-details a
+// non-streamed answer's usage reports the prompt tokens found in the prefix
+// cache (a 33-token prompt sent twice: its two full 16-token blocks the
+// second time; the last prompt token is always computed),
+// which vllm:prompt_tokens_cached_total counts too; without it vLLM writes
+// null.
+func TestPromptTokensDetails(t *testing.T) {
+	type details struct {
+		Usage struct {
+			PromptTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	for _, enabled := range []bool{false, true} {
+		cfg := fastConfig()
+		cfg.EnablePromptTokensDetails = enabled
+		base, _ := simtest.Start(t, cfg)
+		var cached []int
+		for range 2 {
+			var out details
+			postJSON(t, base+"/v1/completions", map[string]any{"prompt": words("p", 33), "max_tokens": 2, "ignore_eos": true}, 200, &out)
+			switch d := out.Usage.PromptTokensDetails; {
+			case !enabled && d != nil:
+				t.Fatalf("prompt_tokens_details %+v without --enable-prompt-tokens-details", *d)
+			case enabled && d == nil:
+				t.Fatal("no prompt_tokens_details with --enable-prompt-tokens-details")
+			case enabled:
+				cached = append(cached, d.CachedTokens)
+			}
+		}
+		if enabled && (cached[0] != 0 || cached[1] != 32) {
+			t.Errorf("cached tokens %v, want [0 32]", cached)
+		}
+		if enabled {
+			mfs := scrape(t, base)
+			if v := value(t, mfs, "vllm:prompt_tokens_cached_total"); v != 32 {
+				t.Errorf("vllm:prompt_tokens_cached_total %v, want 32", v)
+			}
 		}
 	}
 }

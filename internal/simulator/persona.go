@@ -73,10 +73,12 @@ func dummyObserver() prometheus.Observer {
 func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 	m := &metrics{
 		running: dummyGauge(), waiting: dummyGauge(), kvUsage: dummyGauge(),
+		waitingCapacity: dummyGauge(),
+		promptComputed:  dummyCounter(), promptCacheHit: dummyCounter(), promptCached: dummyCounter(),
 		prefixQueries: dummyCounter(), prefixHits: dummyCounter(), preemptions: dummyCounter(),
 		promptTokens: dummyCounter(), generationTokens: dummyCounter(),
 		finished: dummyCounter(), prefillComputed: dummyCounter(), engineCalls: dummyCounter(),
-		ttft: dummyObserver(), itl: dummyObserver(), itlLegacy: dummyObserver(), tpot: dummyObserver(),
+		ttft: dummyObserver(), itl: dummyObserver(), tpot: dummyObserver(),
 		e2e: dummyObserver(), queue: dummyObserver(), inference: dummyObserver(), prefill: dummyObserver(),
 		decode: dummyObserver(), requestPrompt: dummyObserver(), requestGeneration: dummyObserver(),
 		iteration: dummyObserver(), paramsMaxTokens: dummyObserver(), maxNumGeneration: dummyObserver(),

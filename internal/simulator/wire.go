@@ -21,9 +21,12 @@ import (
 //     and no role chunk, the finish_reason on a last chunk with empty text,
 //     then the usage chunk when include_usage.
 type wire struct {
-	engine  string
-	g       *genRequest
-	seq     *sequence // the prompt tokens found cached (llama.cpp's usage; nil: 0)
+	engine string
+	g      *genRequest
+	seq    *sequence // the prompt tokens found cached (llama.cpp's usage; nil: 0)
+	// details puts prompt_tokens_details.cached_tokens on the usage chunk
+	// (--enable-prompt-tokens-details).
+	details bool
 	id      string
 	created int64
 	model   string
@@ -37,7 +40,8 @@ type wire struct {
 }
 
 func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
-	w := &wire{engine: s.cfg.Engine, g: g, id: id, created: created, model: s.cfg.Model, start: time.Now()}
+	w := &wire{engine: s.cfg.Engine, g: g, id: id, created: created, model: s.cfg.Model, start: time.Now(),
+		details: s.cfg.EnablePromptTokensDetails}
 	if g.model != "" {
 		w.model = g.model // a LoRA adapter is echoed, as vLLM does
 	}
@@ -178,6 +182,13 @@ func (w *wire) finish(reason string, completion int) []byte {
 func (w *wire) usage(completion int) []byte {
 	p := len(w.g.prompt)
 	use := usage{PromptTokens: p, CompletionTokens: completion, TotalTokens: p + completion}
+	if w.details {
+		cached := 0
+		if w.seq != nil {
+			cached = w.seq.cachedPrompt()
+		}
+		use.PromptTokensDetails = cachedDetails(cached)
+	}
 	var b []byte
 	if w.g.kind == kindChat {
 		b, _ = json.Marshal(chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model,

@@ -258,3 +258,80 @@ func TestRecorderMaximaForAnyEngine(t *testing.T) {
 		t.Errorf("vLLM names kept: %v", m)
 	}
 }
+
+// TestVLLMNamesByVersion serves the vLLM persona with the current metric
+// names and with those before 0.9.2 (--legacy-metric-names) over real HTTP,
+// sends both the same requests (a prompt sent twice, so the second finds
+// its blocks in the prefix cache) and reads both through the adapter: every
+// figure is known under either set of names and they agree; only the
+// per-request TPOT histogram, which the old versions lack, is unknown there.
+func TestVLLMNamesByVersion(t *testing.T) {
+	read := func(legacy bool) (figures map[string]float64, tpotKnown bool) {
+		t.Helper()
+		sc := simulator.DefaultConfig()
+		sc.LegacyMetricNames = legacy
+		sc.StepBase, sc.StepPerSeq, sc.StepPerPrefillToken = time.Millisecond, 0, 0
+		base, _ := simtest.Start(t, sc)
+		before := fetch(t, base)
+		eng, ok := engine.FromMetrics(before)
+		if !ok || eng.Name() != engine.VLLM {
+			t.Fatalf("legacy=%v: detected %s", legacy, eng.Name())
+		}
+		c, err := client.New(client.Options{BaseURL: base, Model: sc.Model})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			rec := &prober.Record{}
+			c.Do(context.Background(), client.Request{ID: "r" + strconv.Itoa(i), Prompt: workload.CalibrationText(48),
+				MaxTokens: 8, IgnoreEOS: true}, rec)
+			if !rec.OK() {
+				t.Fatalf("legacy=%v: request %d failed: %s %s", legacy, i, rec.Error, rec.ErrorMessage)
+			}
+		}
+		var after *scrape.Snapshot
+		testutil.Eventually(t, "the engine to retire both requests", func() bool {
+			after = fetch(t, base)
+			v := eng.Delta(before, after, engine.FinishedRequests)
+			idle, known := eng.Idle(after)
+			return v.Known && v.Value == 2 && idle && known
+		})
+		figures = map[string]float64{}
+		for _, q := range []engine.Quantity{engine.PromptTokens, engine.PrefixCacheQueries, engine.PrefixCacheHits} {
+			v := eng.Delta(before, after, q)
+			if !v.Known {
+				t.Fatalf("legacy=%v: %s unknown (sources %v)", legacy, q, eng.Source(q))
+			}
+			figures[string(q)] = v.Value
+		}
+		for _, q := range []engine.Quantity{engine.KVCacheUsage, engine.Waiting} {
+			v := eng.Read(after, q)
+			if !v.Known {
+				t.Fatalf("legacy=%v: %s unknown (sources %v)", legacy, q, eng.Source(q))
+			}
+			figures[string(q)] = v.Value
+		}
+		for _, l := range []engine.Latency{engine.TTFT, engine.ITL, engine.E2E} {
+			h, ok := eng.HistogramDelta(before, after, l)
+			if !ok {
+				t.Fatalf("legacy=%v: %s histogram unknown (names %v)", legacy, l, eng.LatencySource(l))
+			}
+			figures[string(l)+" count"] = h.Count()
+		}
+		_, tpotKnown = eng.HistogramDelta(before, after, engine.TPOT)
+		return figures, tpotKnown
+	}
+	current, tpotCurrent := read(false)
+	legacy, tpotLegacy := read(true)
+	if current["prefix_cache_hits"] <= 0 || current["itl count"] != 2*7 {
+		t.Errorf("current names: %v, want prefix-cache hits > 0 and 14 ITL observations", current)
+	}
+	for k, v := range current {
+		if legacy[k] != v {
+			t.Errorf("%s: %v with the current names, %v with the legacy ones", k, v, legacy[k])
+		}
+	}
+	if !tpotCurrent || tpotLegacy {
+		t.Errorf("TPOT histogram known: current %v, legacy %v; want true, false", tpotCurrent, tpotLegacy)
+	}
+}

@@ -6,8 +6,13 @@ import "github.com/llmprobe/llmprobe/prober/workload"
 // cites the files). Where an engine renamed a metric the newer name comes
 // first.
 var engines = map[Name]*Engine{
-	// vLLM V1 (vllm/v1/metrics/loggers.py), with the V0 / pre-0.9 names
-	// after them (vllm/engine/metrics.py).
+	// vLLM V1 (vllm/v1/metrics/loggers.py), each renamed figure with its
+	// older name after the current one (docs/engines.md, "vLLM's metric
+	// names by version"): vllm:gpu_cache_usage_perc and
+	// vllm:gpu_prefix_cache_* until 0.11 (hidden) and V0, the per-step
+	// vllm:time_per_output_token_seconds until 0.12 (hidden) and V0.
+	// vllm:request_time_per_output_token_seconds (per-request TPOT) has no
+	// older name: the old time_per_output_token_seconds observed ITL.
 	VLLM: {
 		name: VLLM, title: "vLLM", prefix: "vllm:",
 		quantities: map[Quantity][]source{

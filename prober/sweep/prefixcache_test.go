@@ -100,3 +100,75 @@ func TestUnintendedPrefixCache(t *testing.T) {
 		}
 	})
 }
+
+// TestUnintendedPrefixCacheFromUsage: a server with no prefix-cache
+// counters on /metrics (the generic persona has no /metrics at all) whose
+// responses report usage.prompt_tokens_details.cached_tokens (vLLM's
+// --enable-prompt-tokens-details) is judged from the responses: distinct
+// prompts are not flagged, every prompt forced to the first one is, with the
+// reason naming the usage field.
+func TestUnintendedPrefixCacheFromUsage(t *testing.T) {
+	sim := simulator.DefaultConfig()
+	sim.Engine = simulator.EngineGeneric
+	sim.EnablePromptTokensDetails = true
+	sim.StepBase, sim.StepPerPrefillToken, sim.StepPerSeq = time.Millisecond, 0, 10*time.Microsecond
+	url, _ := simtest.Start(t, sim)
+	run := func(t *testing.T, repeat bool) *sweep.Step {
+		t.Helper()
+		cfg := sweep.Config{
+			Target: url, API: "completions", Timeout: 30 * time.Second,
+			Workload:       workload.Spec{InputTokens: workload.Fixed(64), OutputTokens: workload.Fixed(4), PrefixTokens: 32},
+			WorkloadSource: "flags", Rates: []float64{50}, RatesText: "50", Arrival: "poisson", Burstiness: 1,
+			NumPrompts: 20, Warmups: 1, Rounds: 1, MetricsInterval: 100 * time.Millisecond, IdleTimeout: 2 * time.Second,
+			OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 7,
+			Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
+		}
+		var opts sweep.Options
+		if repeat {
+			cfg.Seed = 8
+			var once sync.Once
+			var first string
+			sweep.WithPromptRewrite(&opts, func(it workload.Item) workload.Item {
+				once.Do(func() { first = it.Prompt })
+				it.Prompt = first
+				return it
+			})
+		}
+		p, err := sweep.Prepare(context.Background(), cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Run(context.Background(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := res.Steps[0]
+		if st.Server.PrefixCacheHits.Known {
+			t.Fatalf("server prefix-cache hits known without /metrics: %+v", st.Server.PrefixCacheHits)
+		}
+		if st.Stats.CachedTokensReports != st.Stats.Completed || st.Stats.Completed != 20 {
+			t.Fatalf("%d of %d responses reported cached tokens, want all 20", st.Stats.CachedTokensReports, st.Stats.Completed)
+		}
+		return st
+	}
+	t.Run("distinct prompts are not flagged", func(t *testing.T) {
+		st := run(t, false)
+		if slices.Contains(st.Validity.Flags, sweep.FlagUnintendedPrefixCache) {
+			t.Errorf("flags %v reasons %v", st.Validity.Flags, st.Validity.Reasons)
+		}
+		// The shared prefix (two 16-token blocks) is all the cache gives.
+		if st.Stats.CachedTokens != 20*32 {
+			t.Errorf("usage cached tokens %d, want %d", st.Stats.CachedTokens, 20*32)
+		}
+	})
+	t.Run("repeated prompts are flagged", func(t *testing.T) {
+		st := run(t, true)
+		i := slices.Index(st.Validity.Flags, sweep.FlagUnintendedPrefixCache)
+		if i < 0 {
+			t.Fatalf("not flagged: flags %v, usage cached %d", st.Validity.Flags, st.Stats.CachedTokens)
+		}
+		if r := st.Validity.Reasons[i]; !strings.Contains(r, "usage.prompt_tokens_details.cached_tokens") {
+			t.Errorf("reason %q does not name the usage field", r)
+		}
+	})
+}

@@ -7,6 +7,8 @@ package rulestest
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -17,6 +19,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
@@ -45,6 +48,9 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 		SLO: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond, E2EL: 10 * time.Second}})
 	targets.SetTargetInfo("t", manager.TargetInfo{ServerVersion: "v", Model: "m", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "vllm:8000"})
 	pm.SetTargetCosts(map[string]float64{"t": 1})
+	// A response that reported cached prompt tokens: the per-request
+	// prefix-cache counters exist from the first one on.
+	pm.Observe(&prober.Record{Target: "t", Probe: "p", HTTPStatus: 200, CachedTokens: 1, CachedTokensReported: true}, slo.Verdict{})
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)
@@ -141,4 +147,79 @@ func readsRequests(vs *parser.VectorSelector) bool {
 		}
 	}
 	return named
+}
+
+// OldNameOutsideFallback returns the selectors of expr that read an older
+// vLLM name (rules.VLLMRenamed, with or without a _bucket, _sum or _count
+// suffix) anywhere but on the right of an `or` whose left reads the current
+// name with the same suffix, or, in a selector by __name__ regexp, in a
+// list that does not name the current one too: `new or old` (and
+// {__name__=~"new|old"}) fills a query from servers of either version and
+// lets the current name win; an older name alone goes blank on every
+// current vLLM.
+func OldNameOutsideFallback(expr parser.Expr) []string {
+	var out []string
+	parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name != labels.MetricName || m.Type != labels.MatchRegexp {
+				continue
+			}
+			alts := strings.Split(m.Value, "|")
+			for _, a := range alts {
+				if cur, ok := currentName(a); ok && !slices.Contains(alts, cur) {
+					out = append(out, vs.String())
+					return nil
+				}
+			}
+		}
+		current, ok := currentName(vs.Name)
+		if !ok {
+			return nil
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			be, ok := path[i].(*parser.BinaryExpr)
+			if !ok || be.Op != parser.LOR {
+				continue
+			}
+			var child parser.Node = vs
+			if i+1 < len(path) {
+				child = path[i+1]
+			}
+			if child == parser.Node(be.RHS) && reads(be.LHS, current) {
+				return nil
+			}
+		}
+		out = append(out, vs.String())
+		return nil
+	})
+	return out
+}
+
+// currentName returns the current name of an older vLLM series name, its
+// suffix kept.
+func currentName(name string) (string, bool) {
+	for old, cur := range rules.VLLMRenamed {
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			if name == old+suffix {
+				return cur + suffix, true
+			}
+		}
+	}
+	return "", false
+}
+
+// reads reports whether expr has a selector of the metric name.
+func reads(expr parser.Expr, name string) bool {
+	found := false
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok && vs.Name == name {
+			found = true
+		}
+		return nil
+	})
+	return found
 }
