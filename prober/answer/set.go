@@ -14,6 +14,8 @@ package answer
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,6 +101,8 @@ type Set struct {
 	// Name is "builtin" or the file's path.
 	Name  string
 	Items []*Item
+	// SHA256 is the hex SHA-256 of the file Load read (empty for Parse).
+	SHA256 string
 }
 
 // itemJSON is an item as written in a JSONL line.
@@ -145,7 +149,13 @@ func Load(path string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("answer check set: %w", err)
 	}
-	return Parse(path, bytes.NewReader(b))
+	s, err := Parse(path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	s.SHA256 = hex.EncodeToString(sum[:])
+	return s, nil
 }
 
 // Parse reads a check set in JSONL: one JSON object per line (blank lines
