@@ -129,6 +129,7 @@ max by (cluster, target, probe) (target_probe:llmprobe_requests_sent:increase10m
 			).minZero().thresholdLines("line+area", steps("transparent", 0.05, "red")).rightAxis("send lag p99.*", "s"),
 		}},
 		canarySection(),
+		answerSection(), // answers.go
 	)
 }
 

@@ -96,6 +96,7 @@ func Names() []string {
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
 		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries,
+		NameAnswerChecks, NameAnswerLastPass,
 	}
 }
 
@@ -138,6 +139,7 @@ type Metrics struct {
 	arrivalRate  *prometheus.GaugeVec
 	lastArrival  *prometheus.GaugeVec
 	objective    *prometheus.GaugeVec
+	answers      answerVecs // answers.go
 
 	mu     sync.RWMutex
 	probes map[probeKey]*probeMetrics
@@ -232,6 +234,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		objective: gauge(NameObjective, "Configured goodput objective: the share of requests that must be good.",
 			"target", "probe"),
 		retries: newRetries(),
+		answers: newAnswerVecs(),
 		probes:  map[probeKey]*probeMetrics{},
 		info:    map[string]prometheus.Labels{},
 		labels:  map[string]map[string]string{},
@@ -248,6 +251,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
+		m.answers.checks, m.answers.lastPass,
 	}
 }
 
@@ -436,6 +440,7 @@ func (m *Metrics) ProbeStarted(target, probe string, s manager.ProbeSettings) {
 	m.SLOChanged(target, probe, s.SLO, s.GoodputObjective)
 	m.SetProbeRate(target, probe, s.Rate)
 	m.SetLastArrival(target, probe, s.Start)
+	m.initAnswerChecks(target, probe, s.AnswerChecks)
 }
 
 // SLOChanged exports new SLO thresholds and goodput objective of (target,
@@ -591,5 +596,6 @@ func (m *Metrics) probeVecs() []partialDeleter {
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
+		m.answers.checks, m.answers.lastPass,
 	}
 }
