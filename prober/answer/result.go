@@ -91,10 +91,10 @@ type Result struct {
 	// most MaxReasonBytes.
 	Outcome Outcome `json:"outcome"`
 	Reason  string  `json:"reason,omitempty"`
-	// Reply is the reply's text, at most MaxReplyBytes (valid UTF-8);
-	// ReplyTruncated says it was longer. ReplyHash is "sha256:" and the
-	// hex SHA-256 of the whole reply collected: equal hashes, equal
-	// replies.
+	// Reply is the reply's text (redacted), at most MaxReplyBytes (valid
+	// UTF-8); ReplyTruncated says it was longer. ReplyHash is "sha256:"
+	// and the hex SHA-256 of the whole reply collected, redacted: equal
+	// hashes, equal replies.
 	Reply          string `json:"reply"`
 	ReplyTruncated bool   `json:"reply_truncated,omitempty"`
 	ReplyHash      string `json:"reply_hash"`
@@ -112,23 +112,31 @@ type Result struct {
 
 // Evaluate judges the finished request rec of req (built by Item.Request
 // and sent by a client.Client) and returns its record. A failed request is
-// an Error with its class and message; otherwise the judge decides.
-func Evaluate(it *Item, req *client.Request, rec *prober.Record) Result {
+// an Error with its class and message; otherwise the judge decides, on the
+// reply as it came. redact (nil: none; give the target's Redactor's Redact)
+// is applied to the whole reply before it is hashed and bounded, and to the
+// reason, so that a server that echoes a secret leaks it into neither, nor
+// into its hash.
+func Evaluate(it *Item, req *client.Request, rec *prober.Record, redact func(string) string) Result {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
 	r := Result{Check: it.ID, Kind: it.Kind, RequestID: rec.RequestID, Time: rec.WallStart,
 		FinishReason: rec.FinishReason, CompletionTokens: rec.CompletionTokens}
 	var text []byte
 	if req.Collect != nil {
 		text = req.Collect.Bytes()
 	}
-	sum := sha256.Sum256(text)
+	shown := []byte(redact(string(text)))
+	sum := sha256.Sum256(shown)
 	r.ReplyHash = "sha256:" + hex.EncodeToString(sum[:])
-	r.Reply, r.ReplyTruncated = boundUTF8(text, MaxReplyBytes)
+	r.Reply, r.ReplyTruncated = boundUTF8(shown, MaxReplyBytes)
 	if lp := req.CollectLogprobs; lp != nil && len(lp.Tokens) > 0 {
 		r.Logprobs = lp.Tokens
 	}
 	if !rec.OK() {
 		r.Outcome = Error
-		r.Reason = trim(string(rec.Error)+": "+rec.ErrorMessage, MaxReasonBytes)
+		r.Reason = trim(redact(string(rec.Error)+": "+rec.ErrorMessage), MaxReasonBytes)
 		return r
 	}
 	v := Judge(it, Reply{Text: string(text), FinishReason: rec.FinishReason, CompletionTokens: rec.CompletionTokens})
@@ -136,7 +144,7 @@ func Evaluate(it *Item, req *client.Request, rec *prober.Record) Result {
 	if v.Pass {
 		r.Outcome = Pass
 	}
-	r.Reason = trim(v.Reason, MaxReasonBytes)
+	r.Reason = trim(redact(v.Reason), MaxReasonBytes)
 	return r
 }
 

@@ -32,7 +32,7 @@ func runBuiltin(t *testing.T, api string, f simulator.Faults, o RequestOptions) 
 		}
 		var rec prober.Record
 		c.Do(context.Background(), req, &rec)
-		out[it.ID] = Evaluate(it, &req, &rec)
+		out[it.ID] = Evaluate(it, &req, &rec, nil)
 	}
 	return out
 }

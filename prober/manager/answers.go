@@ -101,11 +101,9 @@ func (p *probeRunner) check(ctx context.Context, it *answer.Item) {
 	req, ok := p.sendCheck(ctx, it, rec)
 	if !ok {
 		res = answer.Result{Check: it.ID, Kind: it.Kind, Outcome: answer.Error, RequestID: rec.RequestID, Time: rec.WallStart,
-			Reason: string(rec.Error) + ": " + rec.ErrorMessage}
+			Reason: t.ep.Redact(string(rec.Error) + ": " + rec.ErrorMessage)}
 	} else {
-		c := t.ep
-		res = answer.Evaluate(it, req, rec)
-		res.Reply, res.Reason = c.Redact(res.Reply), c.Redact(res.Reason)
+		res = answer.Evaluate(it, req, rec, t.ep.Redact)
 	}
 	if rec.Error == prober.ClassCanceled || ctx.Err() != nil {
 		return
