@@ -100,3 +100,24 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsListBuiltin keeps docs/quality.md's table of the built-in set in
+// step with builtin.jsonl.
+func TestDocsListBuiltin(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/quality.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	s := Builtin()
+	total := 0
+	for _, it := range s.Items {
+		total += it.MaxTokens
+		if !strings.Contains(doc, "| `"+it.ID+"` | "+strings.ReplaceAll(it.Prompt, "|", `\|`)+" | "+strconv.Itoa(it.MaxTokens)+" | "+string(it.Kind)+": ") {
+			t.Errorf("docs/quality.md has no row for %s with its prompt, max_tokens and expectation", it.ID)
+		}
+	}
+	if want := strconv.Itoa(len(s.Items)) + " checks, " + strconv.Itoa(total) + " `max_tokens`"; !strings.Contains(doc, want) {
+		t.Errorf("docs/quality.md does not say %q", want)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,5 +73,34 @@ func TestAddAnswerChecks(t *testing.T) {
 	tg.Probes = tg.Probes[:1]
 	if err := tg.AddAnswerChecks(filepath.Join(t.TempDir(), "missing.jsonl")); err == nil || !strings.Contains(err.Error(), "missing.jsonl") || len(tg.Probes) != 1 {
 		t.Errorf("missing file: %v (probes %d)", err, len(tg.Probes))
+	}
+}
+
+// TestDocsStateAnswerChecksBounds holds docs/configuration.md's
+// answer_checks row to the constants.
+func TestDocsStateAnswerChecksBounds(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "| `answer_checks` |") {
+			row = l
+		}
+	}
+	for _, want := range []string{
+		"defaults to `" + dur(DefaultAnswerCheckEvery) + "`",
+		"between `" + dur(MinAnswerCheckEvery) + "` and `" + dur(MaxAnswerCheckEvery) + "`",
+		"`" + answer.BuiltinName + "`",
+		"at most 1 MiB and 256 checks",
+		"`" + AnswerProbeName + "`",
+	} {
+		if !strings.Contains(row, want) {
+			t.Errorf("docs/configuration.md's answer_checks row lacks %q:\n%s", want, row)
+		}
+	}
+	if answer.MaxSetBytes != 1<<20 || answer.MaxChecks != 256 {
+		t.Errorf("bounds changed: update the row")
 	}
 }
