@@ -46,7 +46,11 @@ func (p *probeRunner) startAnswers(ctx context.Context) {
 	set := a.CheckSet()
 	tname, pname := p.t.cfg.Name, p.cfg.Name
 	s := p.t.slo.Load()
-	rate := float64(len(set.Items)) / a.Every.Seconds()
+	// The exported rate is one run per every, not the checks' mean
+	// request rate: the checks come in a burst per run, and
+	// LLMProbeProbeNotRunning (silent for 20 mean intervals at this rate)
+	// must not fire in the pause between two runs.
+	rate := 1 / a.Every.Seconds()
 	ids := make([]string, len(set.Items))
 	for i, it := range set.Items {
 		ids[i] = it.ID

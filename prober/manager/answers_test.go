@@ -94,7 +94,7 @@ targets:
 	})
 	m.Stop()
 	res, recs, started := obs.snapshot()
-	if len(started) != 1 || strings.Join(started[0].AnswerChecks, ",") != "echo,add,wrong" || started[0].Rate != 3.0/600 {
+	if len(started) != 1 || strings.Join(started[0].AnswerChecks, ",") != "echo,add,wrong" || started[0].Rate != 1.0/600 {
 		t.Errorf("ProbeStarted %+v", started)
 	}
 	byID := map[string]answer.Result{}

@@ -102,7 +102,8 @@ func (f ObserverFunc) Observe(r *prober.Record, v slo.Verdict) { f(r, v) }
 
 // ProbeSettings are the settings of a starting probe that observers export.
 type ProbeSettings struct {
-	// Rate is the mean arrival rate in requests per second.
+	// Rate is the mean arrival rate in requests per second; for an
+	// answer-check probe, runs of its set per second (1/every).
 	Rate float64
 	// SLO and GoodputObjective are the target's, at the start.
 	SLO              slo.SLO
