@@ -156,3 +156,17 @@ func (t *TargetConfig) AddAnswerChecks(set string) error {
 	}
 	return nil
 }
+
+// MarshalYAML writes an answer-check probe as it is written: its name and
+// answer_checks (the workload keys it does not take are left out, so the
+// config view reloads as it reads); every other probe as it is.
+func (p ProbeConfig) MarshalYAML() (any, error) {
+	type plain ProbeConfig
+	if p.AnswerChecks == nil {
+		return plain(p), nil
+	}
+	return struct {
+		Name         string        `yaml:"name"`
+		AnswerChecks *AnswerChecks `yaml:"answer_checks"`
+	}{p.Name, p.AnswerChecks}, nil
+}

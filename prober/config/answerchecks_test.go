@@ -104,3 +104,26 @@ func TestDocsStateAnswerChecksBounds(t *testing.T) {
 		t.Errorf("bounds changed: update the row")
 	}
 }
+
+// TestAnswerChecksString: the config view writes an answer-check probe
+// without the workload keys it refuses, and reads back to the same probes.
+func TestAnswerChecksString(t *testing.T) {
+	c, err := Load("testdata/answers/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.String()
+	if !strings.Contains(s, "- name: answers\n          answer_checks:\n            set: builtin\n            every: 5m0s\n") ||
+		!strings.Contains(s, "- name: default\n          rate: 1\n") {
+		t.Errorf("config view:\n%s", s)
+	}
+	back, err := Parse([]byte(s), "view.yml")
+	if err != nil {
+		t.Fatalf("the view does not load again: %v", err)
+	}
+	for i, p := range back.Targets[0].Probes {
+		if p.RestartKey() != c.Targets[0].Probes[i].RestartKey() {
+			t.Errorf("probe %s differs after a round trip", p.Name)
+		}
+	}
+}
