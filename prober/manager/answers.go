@@ -155,6 +155,17 @@ func probeWorkloadString(pc config.ProbeConfig, w workload.Spec) string {
 	return workloadString(w)
 }
 
+// answerStatus gives an answer-check probe's status its checks' mean
+// request rate and says they come one run at a time.
+func answerStatus(st *ProbeStatus, pc config.ProbeConfig) {
+	a := pc.AnswerChecks
+	if a == nil || a.CheckSet() == nil || a.Every <= 0 {
+		return
+	}
+	st.Rate = float64(len(a.CheckSet().Items)) / a.Every.Seconds()
+	st.Arrival = "in runs"
+}
+
 // errNoSet is the start failure of an answer-check probe whose set was not
 // loaded (a config that did not go through Load or AddAnswerChecks).
 var errNoSet = errors.New("answer_checks: the check set was not loaded")

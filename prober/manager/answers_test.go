@@ -92,6 +92,13 @@ targets:
 		res, _, _ := obs.snapshot()
 		return len(res) == 3
 	})
+	for _, ts := range m.Status() {
+		for _, ps := range ts.Probes {
+			if ps.Rate != 3.0/600 || ps.Arrival != "in runs" || !strings.HasPrefix(ps.Workload, "answer checks ") || ps.Sent < 3 {
+				t.Errorf("status %+v", ps)
+			}
+		}
+	}
 	m.Stop()
 	res, recs, started := obs.snapshot()
 	if len(started) != 1 || strings.Join(started[0].AnswerChecks, ",") != "echo,add,wrong" || started[0].Rate != 1.0/600 {

@@ -330,9 +330,10 @@ func (p *probeRunner) status() ProbeStatus {
 	w := p.cfg.Workload
 	st := ProbeStatus{
 		Name: p.cfg.Name, Rate: p.cfg.Rate, Arrival: p.cfg.Arrival,
-		Workload: probeWorkloadString(p.cfg, w),
+		Workload: probeWorkloadString(p.cfg, w), // answers.go
 		Sent:     p.sent.Load(), Good: p.good.Load(), Failed: p.failed.Load(), Skipped: p.skipped.Load(),
 	}
+	answerStatus(&st, p.cfg) // answers.go
 	p.ringMu.Lock()
 	st.Recent = append([]Result(nil), p.recent...)
 	st.Failures = append([]Result(nil), p.failures...)
