@@ -130,6 +130,7 @@ max by (cluster, target, probe) (target_probe:llmprobe_requests_sent:increase10m
 		}},
 		canarySection(),
 		replicasSection(),
+		answerSection(), // answers.go
 	)
 }
 

@@ -10,6 +10,7 @@
 // override does not parse them again); sorted by name, as rules.Load reads them.
 local files = [
   std.parseYaml(importstr '../rules/llmprobe.alerts.yml'),
+  std.parseYaml(importstr '../rules/llmprobe.answers.yml'),
   std.parseYaml(importstr '../rules/llmprobe.canary.yml'),
   std.parseYaml(importstr '../rules/llmprobe.capacity.yml'),
   std.parseYaml(importstr '../rules/llmprobe.replicas.yml'),
@@ -54,6 +55,10 @@ local groups = std.flattenArrays([f.groups for f in files]);
     replicaOutlierRatio: 2,
     replicaOutlierFor: '15m',
     replicaMinRequests: 200,
+    // LLMProbeAnswerRegression: the pass ratio of judged answer checks
+    // (30 minutes) below which it fires, and the judged replies it needs.
+    answerPassRatio: 0.9,
+    answerMinChecks: 20,
 
     // keep_firing_for of every alert that has one (all but LLMProbeDown and
     // LLMProbeAbsent): bridges the gap until LLMProbeDown mutes them.
@@ -140,6 +145,11 @@ local groups = std.flattenArrays([f.groups for f in files]);
         annotations+: {
           description: if changed then std.strReplace(desc, canaryDefault, canaryPhrase(c)) else desc,
         },
+      },
+    LLMProbeAnswerRegression(c, r):
+      r {
+        expr: num(num(r.expr, 'ratio30m < %s', '0.9', c.answerPassRatio), 'increase30m >= %s', '20', c.answerMinChecks),
+        annotations+: { summary: pct(r.annotations.summary, 'less than %s %%', '90', c.answerPassRatio) },
       },
     LLMProbeCapacityRegression(c, r):
       r {

@@ -51,6 +51,8 @@ func init() {
 			"e2el:5000 (several pairs after one flag, or the flag repeated). Without it every successful request "+
 			"is good: goodput is the success rate and the latency SLO alerts cannot fire.").StringsVar(&t.SLO)
 		cmd.Arg("slo-pairs", "More --slo KEY:VALUE pairs (the `--slo ttft:800 tpot:50` form).").StringsVar(&t.SLOArgs)
+		cmd.Flag("answer-checks", "Also run answer checks against --target: builtin (the embedded set) or a JSONL check set file, "+
+			"every 5m, as the probe \"answers\" (docs/quality.md).").PlaceHolder("builtin|FILE").StringVar(&t.AnswerChecks)
 		cmd.Flag("model", "Model to request with --target (default: the first model of GET /v1/models).").StringVar(&t.Model)
 		cmd.Flag("api", "API to probe with --target: completions or chat.").Default("completions").StringVar(&t.API)
 		engines := []string{"auto"}

@@ -98,6 +98,7 @@ func Names() []string {
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
 		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries,
 		NamePromptCachedTokens, NamePromptCacheRequests,
+		NameAnswerChecks, NameAnswerLastPass,
 	}
 }
 
@@ -142,6 +143,7 @@ type Metrics struct {
 	arrivalRate  *prometheus.GaugeVec
 	lastArrival  *prometheus.GaugeVec
 	objective    *prometheus.GaugeVec
+	answers      answerVecs // answers.go
 
 	mu     sync.RWMutex
 	probes map[probeKey]*probeMetrics
@@ -244,6 +246,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		probes:        map[probeKey]*probeMetrics{},
 		info:          map[string]prometheus.Labels{},
 		labels:        map[string]map[string]string{},
+		answers:       newAnswerVecs(),
 	}
 	if reg != nil {
 		reg.MustRegister(m, targetLabels{m}, targetCost{m})
@@ -258,6 +261,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.cachedTokens, m.cacheRequests,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
+		m.answers.checks, m.answers.lastPass,
 	}
 }
 
@@ -447,6 +451,7 @@ func (m *Metrics) ProbeStarted(target, probe string, s manager.ProbeSettings) {
 	m.SLOChanged(target, probe, s.SLO, s.GoodputObjective)
 	m.SetProbeRate(target, probe, s.Rate)
 	m.SetLastArrival(target, probe, s.Start)
+	m.initAnswerChecks(target, probe, s.AnswerChecks)
 }
 
 // SLOChanged exports new SLO thresholds and goodput objective of (target,
@@ -603,5 +608,6 @@ func (m *Metrics) probeVecs() []partialDeleter {
 		m.cachedTokens, m.cacheRequests,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
+		m.answers.checks, m.answers.lastPass,
 	}
 }

@@ -130,6 +130,7 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	m.SetLastArrival("sim", "large", time.Unix(1700000000, 0))
 	m.SetGoodputObjective("sim", "small", 0.99)
 	m.SetGoodputObjective("sim", "large", 0.995)
+	answerFixture(m) // answers_test.go
 	return reg, m
 }
 

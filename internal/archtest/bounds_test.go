@@ -73,6 +73,20 @@ var boundRows = []boundRow{
 	{"prober/workload", "MinSynthRate", "a stats file's `rate_per_s` (lowest)", "files"},
 	{"prober/workload", "MaxSynthRate", "a stats file's `rate_per_s` (highest)", "files"},
 	{"prober/workload", "MaxSynthGapCV2", "a stats file's `gap_cv2`", "files"},
+	// Answer checks (docs/quality.md).
+	{"prober/answer", "MaxSetBytes", "an answer-check set file (`answer_checks.set`, `--answer-checks`)", "flags, YAML, files"},
+	{"prober/answer", "MaxChecks", "the checks of a set", "files"},
+	{"prober/answer", "MaxIDBytes", "a check's `id` (the check label)", "files"},
+	{"prober/answer", "MaxPromptBytes", "a check's `prompt`, or its `messages`' contents together", "files"},
+	{"prober/answer", "MaxMessages", "a check's `messages`", "files"},
+	{"prober/answer", "MaxCheckTokens", "a check's `max_tokens`", "files"},
+	{"prober/answer", "MaxExpectBytes", "an `exact`, `contains` or `stop` expectation", "files"},
+	{"prober/answer", "MaxRegexBytes", "a `regex` expectation", "files"},
+	{"prober/answer", "MaxDocBytes", "a check's `doc`", "files"},
+	{"prober/answer", "MaxReplyBytes", "the reply a check's result keeps and the landing page may show", "targets"},
+	{"prober/answer", "MaxReasonBytes", "why a check failed, as kept and shown", "targets"},
+	{"prober/config", "MinAnswerCheckEvery", "`answer_checks.every`, shortest", "YAML"},
+	{"prober/config", "MaxAnswerCheckEvery", "`answer_checks.every`, longest", "YAML"},
 	// Load.
 	{"prober/sweep", "MinRate", "an open-loop rate of a sweep step", "flags, YAML, API"},
 	{"prober/sweep", "MaxInFlight", "a sweep's concurrency levels and `max_concurrency`", "flags, YAML, API"},
@@ -135,6 +149,7 @@ var notUserBounds = map[string]string{
 	"MaxRoundReruns":        "compare reruns a client-flagged round at most once; not an input",
 	"MaxPromptNonce":        "an int64's range: `prompt_nonce` takes any non-negative int64, a nonce, not an amount",
 	"MinSecretLen":          "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
+	"MaxLogprobTokens":      "a library option's cap (client.Logprobs.Max); no flag or key sets it",
 }
 
 // constSource is one top-level constant read from the source: its

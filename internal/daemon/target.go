@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -20,6 +21,10 @@ type Target struct {
 	// flag, in one quoted value, or the flag repeated); SLOArgs are the
 	// pairs that followed the flag as arguments.
 	SLO, SLOArgs []string
+	// AnswerChecks is --answer-checks: "builtin" or a JSONL check set;
+	// when set the target gets a second probe, config.AnswerProbeName,
+	// running it every config.DefaultAnswerCheckEvery (docs/quality.md).
+	AnswerChecks string
 }
 
 // Config builds the config of t: the default probe of config.ForTarget
@@ -53,6 +58,11 @@ func (t Target) Config() (*config.Config, error) {
 	if n, err := engine.Parse(t.Engine); err == nil && n != engine.Auto {
 		tg.Engine = string(n)
 	}
+	if t.AnswerChecks != "" {
+		if err := tg.AddAnswerChecks(t.AnswerChecks); err != nil {
+			return nil, fmt.Errorf("--answer-checks: %w", err)
+		}
+	}
 	return cfg, nil
 }
 
@@ -81,6 +91,9 @@ func (t Target) CheckUnused() error {
 	}
 	if t.Name != "" {
 		set = append(set, "--target.name")
+	}
+	if t.AnswerChecks != "" && len(set) == 0 {
+		return errors.New("--answer-checks applies to --target only (a config file sets answer_checks: per probe, docs/quality.md)")
 	}
 	if len(set) > 0 {
 		return fmt.Errorf("%s applies to --target only (a config file sets slo: and name: per target)", strings.Join(set, " and "))

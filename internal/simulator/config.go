@@ -170,6 +170,22 @@ type Faults struct {
 	// without `data: [DONE]`, as llama.cpp and vLLM report an error met
 	// mid-generation (non-streaming: a 500).
 	ErrorEvent float64
+	// WrongAnswers answers a prompt of the built-in answer-check set
+	// wrongly (answers.go: yes and no swapped, the first number one higher,
+	// the first word reversed). Other prompts are unchanged.
+	WrongAnswers float64
+	// Truncate cuts such an answer to its first half, then ends it (EOS,
+	// finish_reason stop): replies cut short.
+	Truncate float64
+	// Nondeterministic flips the late, uncertain token of such an answer
+	// (its last, when it has two or more) to the other likely one, as
+	// batch variance flips a greedy choice; the top-2 margin reported there
+	// is FragileMargin.
+	Nondeterministic float64
+	// TemplateBroken leaks the chat template's role tokens into every
+	// answer (<|im_start|>assistant ... <|im_end|>), as a server with a
+	// broken chat template does.
+	TemplateBroken bool
 }
 
 // DefaultConfig returns the defaults of `llmprobe simulate`. The timing
@@ -294,7 +310,10 @@ func (f Faults) probabilities() []namedProbability {
 		{faultCut, f.CutStream},
 		{faultMalformed, f.MalformedEvent},
 		{faultSlowDrip, f.SlowDrip},
-		{faultErrorEvent, f.ErrorEvent}, // last: appending keeps the draws of the others
+		{faultErrorEvent, f.ErrorEvent},
+		{faultWrongAnswers, f.WrongAnswers},
+		{faultTruncate, f.Truncate},
+		{faultNondeterministic, f.Nondeterministic}, // last: appending keeps the draws of the others
 	}
 }
 
@@ -441,6 +460,11 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	durationFlag("fault.slow-drip-interval", "Pause between bytes of a slow drip.", &f.SlowDripInterval)
 	prob(faultHang, "Never produce a token (the request hangs) while /health answers 200.", &f.Hang)
 	prob(faultErrorEvent, "End the stream with an error event once half of the tokens were written.", &f.ErrorEvent)
+	prob(faultWrongAnswers, "Answer a prompt of the built-in answer-check set wrongly.", &f.WrongAnswers)
+	prob(faultTruncate, "Cut the answer to a built-in answer-check prompt to its first half.", &f.Truncate)
+	prob(faultNondeterministic, "Flip the late, low-margin token of a built-in answer-check answer (batch variance).", &f.Nondeterministic)
+	cmd.Flag("fault."+faultTemplateBroken, "Leak the chat template's role tokens into every answer to a built-in answer-check prompt.").
+		BoolVar(&f.TemplateBroken)
 }
 
 // flagValue is a kingpin value whose parse errors name the flag.
@@ -479,4 +503,9 @@ const (
 	faultSlowDrip    = "slow-drip"
 	faultHang        = "hang"
 	faultErrorEvent  = "error-event"
+
+	faultWrongAnswers     = "wrong-answers"
+	faultTruncate         = "truncate"
+	faultNondeterministic = "nondeterministic"
+	faultTemplateBroken   = "template-broken"
 )

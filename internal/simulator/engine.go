@@ -38,7 +38,10 @@ type sequence struct {
 	// structured is the JSON a response_format asks for (nil: none); the
 	// output text is spread over it (structuredText).
 	structured []byte
-	arrival    time.Time // set by submit
+	// answer is the answer to a recognised prompt (answers.go; nil: none):
+	// its pieces are the output tokens' text.
+	answer  *answer
+	arrival time.Time // set by submit
 
 	// Owned by the engine goroutine.
 	state       seqState

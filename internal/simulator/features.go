@@ -154,9 +154,12 @@ func (s *Simulator) parseFeatures(body *genRequestJSON, g *genRequest) *apiError
 	if len(f.Stop) > 0 && string(f.Stop) != "null" {
 		var one string
 		var many []string
-		if json.Unmarshal(f.Stop, &one) != nil && json.Unmarshal(f.Stop, &many) != nil {
+		if json.Unmarshal(f.Stop, &one) == nil {
+			many = []string{one}
+		} else if json.Unmarshal(f.Stop, &many) != nil {
 			return badRequest("stop", "stop must be a string or a list of strings")
 		}
+		g.stop = many
 	}
 	lp := f.Logprobs
 	if len(lp) > 0 && string(lp) != "null" {
@@ -386,10 +389,17 @@ func logprobsOf(g *genRequest, seq *sequence, from, to int, offset int) any {
 		return nil
 	}
 	lp := func(i, k int) float64 {
+		if seq.answer != nil {
+			return answerLogprob(seq.answer, i, k)
+		}
 		return -float64(k)*0.75 - 2*uniform(hash2(seq.textSeed^0x10b, uint64(i)<<8|uint64(k)))
 	}
 	alt := func(i, k int) string {
-		return " " + vocabWord(int(hash2(seq.textSeed^0xa17, uint64(i)<<8|uint64(k))%VocabSize))
+		w := " " + vocabWord(int(hash2(seq.textSeed^0xa17, uint64(i)<<8|uint64(k))%VocabSize))
+		if seq.answer != nil {
+			return answerAlt(seq.answer, i, k, w)
+		}
+		return w
 	}
 	if g.kind == kindChat {
 		type top struct {

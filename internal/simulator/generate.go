@@ -18,6 +18,7 @@ type faultPlan struct {
 	terminal                                    string // reset, 429, 500, 503, hang or ""
 	stallBefore, stallMid, cut, malformed, drip bool
 	errorEvent                                  bool
+	answer                                      answerPlan
 	stallFor, dripEvery                         time.Duration
 	names                                       []string
 }
@@ -51,8 +52,18 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 			fp.drip = true
 		case faultErrorEvent:
 			fp.errorEvent = true
+		case faultWrongAnswers:
+			fp.answer.wrong = true
+		case faultTruncate:
+			fp.answer.truncate = true
+		case faultNondeterministic:
+			fp.answer.flip = true
 		}
 		fp.names = append(fp.names, p.name)
+	}
+	if f.TemplateBroken {
+		fp.answer.template = true
+		fp.names = append(fp.names, faultTemplateBroken)
 	}
 	return fp
 }
@@ -89,6 +100,9 @@ func (s *Simulator) newSequence(g *genRequest) *sequence {
 func outputText(seq *sequence, from, to int) string {
 	if seq.structured != nil {
 		return structuredText(seq, from, to)
+	}
+	if seq.answer != nil {
+		return strings.Join(seq.answer.pieces[min(from, len(seq.answer.pieces)):min(to, len(seq.answer.pieces))], "")
 	}
 	var b strings.Builder
 	for i := from; i < to; i++ {
@@ -235,6 +249,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 		return
 	}
 	seq := s.newSequence(g)
+	answerSequence(seq, g, fp.answer)
 	id := "cmpl-" + rid
 	if kind == kindChat {
 		id = "chatcmpl-" + rid

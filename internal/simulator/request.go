@@ -49,6 +49,11 @@ type genRequest struct {
 	logprobs    bool
 	topLogprobs int
 	structured  []byte
+	// question is the text an answer is computed from (answers.go): a
+	// completions prompt string, or the last user message of a chat; stop
+	// are the request's stop sequences.
+	question string
+	stop     []string
 }
 
 // parseGen reads and validates a generation request as vLLM does.
@@ -82,6 +87,7 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 			return nil, e
 		}
 		g.prompt = p
+		_ = json.Unmarshal(body.Prompt, &g.question) // a string prompt; ids are no question
 		if maxTokens == nil {
 			sixteen := 16 // vLLM's (and OpenAI's) completions default
 			maxTokens = &sixteen
@@ -95,6 +101,11 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 			return nil, badRequest("messages", "%v", err)
 		}
 		g.prompt = tokenize(text)
+		for _, m := range *body.Messages {
+			if m.Role == "user" {
+				g.question, _ = m.contentText()
+			}
+		}
 		if body.MaxCompletionTokens != nil {
 			maxTokens = body.MaxCompletionTokens
 		}

@@ -44,6 +44,8 @@ type targetView struct {
 	// Engine is the engine discovery found ("" not yet); SweepID the
 	// sweep running on the target ("" none).
 	Engine, SweepID string
+	// Answers are the last results of the target's answer checks.
+	Answers []AnswerRow
 }
 
 // summaryRow is one target's line of the landing page's summary.
@@ -114,6 +116,7 @@ func buildLanding(o Options, now time.Time) landingData {
 		}
 		if o.Window != nil {
 			v.Engine, _, _ = o.Window.Meta(t.Name)
+			v.Answers = o.Window.Answers(t.Name)
 			alerts, budgets := o.Window.State(t.Name, v.SweepID != "")
 			d.Alerts = append(d.Alerts, alerts...)
 			for _, b := range budgets {

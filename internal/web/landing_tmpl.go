@@ -48,6 +48,10 @@ th{background:#f2f2f2}.bad{color:#b00}.good{color:#070}.muted{color:#777}.warn{c
 <p>{{$t.BaseURL}} · API {{$t.API}} · engine <span class="engine">{{if $t.Engine}}{{$t.Engine}}{{else}}<span class="muted">not detected yet</span>{{end}}</span> · model {{if $t.Model}}{{$t.Model}}{{else}}<span class="muted">not resolved yet</span>{{end}}
 {{if $t.ServerVersion}} · server {{$t.ServerVersion}}{{end}} · SLO {{if $t.SLO}}{{$t.SLO}}{{else}}none{{end}}
 {{if $t.Note}}<br><b>{{$t.Note}}</b>{{end}}</p>
+{{if $t.Answers}}<h3 id="target-{{$t.Name}}-answers">Answer checks <span class="muted">(the last result of each; docs/quality.md)</span></h3>
+<table class="answers" data-target="{{$t.Name}}"><tr><th>probe</th><th>check</th><th>expects</th><th>result</th><th>when</th><th>reply</th><th>why</th></tr>
+{{range $t.Answers}}<tr class="answer" data-check="{{.Check}}" data-result="{{.Outcome}}"><td>{{.Probe}}</td><td>{{.Check}}</td><td>{{.Kind}}</td><td class="result {{if eq .Outcome "pass"}}good{{else}}bad{{end}}">{{.Outcome}}</td><td>{{ago $.Now .Time}}</td><td class="reply"><code>{{printf "%q" .Reply}}</code>{{if .Cut}}…{{end}}</td><td class="reason">{{.Reason}}</td></tr>
+{{end}}</table>{{end}}
 {{range $p := $t.Probes}}
 <h3 id="target-{{$t.Name}}-probe-{{$p.Name}}">Probe {{$p.Name}}</h3>
 <p>{{$p.Rate}} req/s {{$p.Arrival}} · workload {{$p.Workload}} · sent {{$p.Sent}} · good {{$p.Good}} · failed {{$p.Failed}} · skipped {{$p.Skipped}}</p>

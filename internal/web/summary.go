@@ -37,6 +37,7 @@ type Window struct {
 
 	mu      sync.Mutex
 	targets map[string]*targetWindow
+	answers answerStore // answers.go
 }
 
 // targetWindow is what a Window keeps of one target.
@@ -116,9 +117,9 @@ func (w *Window) setSLO(target string, s slo.SLO, objective float64) {
 	tw.objective, tw.slo = objective, s
 }
 
-// DeleteProbe does nothing: the summary is per target, and a target's
-// other probes go on.
-func (w *Window) DeleteProbe(string, string) {}
+// DeleteProbe forgets the probe's answer checks; the summary is per
+// target, and a target's other probes go on.
+func (w *Window) DeleteProbe(target, probe string) { w.deleteAnswers(target, probe) }
 
 // SetTargetLabels keeps the target's canary and role labels (the canary
 // pairs of rules/llmprobe.canary.yml).
@@ -147,6 +148,7 @@ func (w *Window) SetTargetInfo(target string, info manager.TargetInfo) {
 // DeleteTarget forgets a target a reload removed: its requests, counts,
 // objective, labels and engine.
 func (w *Window) DeleteTarget(target string) {
+	w.deleteAnswers(target, "")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.targets, target)

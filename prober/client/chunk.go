@@ -33,7 +33,8 @@ type chunk struct {
 	hasFinish     bool // choices[0].finish_reason is a string
 	finish        []byte
 	finishEscaped bool
-	hasLogprobs   bool // choices[0].logprobs present and not null
+	hasLogprobs   bool   // choices[0].logprobs present and not null
+	logprobs      []byte // that value, raw JSON (aliases the event data)
 
 	hasUsage         bool
 	hasPrompt        bool
@@ -88,6 +89,7 @@ type topState struct {
 	textEsc                bool
 	finishSet, roleSet     bool
 	logprobsSet            bool
+	logprobs               []byte
 	finish                 []byte
 	finishEsc              bool
 	promptSet, complSet    bool
@@ -116,7 +118,7 @@ func decodeChunk(data []byte, c *chunk) error {
 		}
 		c.hasRole = st.roleSet
 		c.hasFinish, c.finish, c.finishEscaped = st.finishSet, st.finish, st.finishEsc
-		c.hasLogprobs = st.logprobsSet
+		c.hasLogprobs, c.logprobs = st.logprobsSet, st.logprobs
 	}
 	if c.hasUsage {
 		c.hasPrompt, c.promptTokens = st.promptSet, st.promptTok
@@ -350,7 +352,9 @@ func (d *decoder) choice(st *topState) error {
 			// than the token itself.
 			st.logprobsSet = !d.null()
 			if st.logprobsSet {
+				start := d.i
 				err = d.skip(4)
+				st.logprobs = d.b[start:d.i]
 			}
 		default:
 			err = d.skip(4)

@@ -166,6 +166,11 @@ type Request struct {
 	Check func(text []byte) error
 	// Features names the request features carried (Record.Features).
 	Features []string
+	// CollectLogprobs, when not nil (and Logprobs asks for them), receives
+	// the log-probabilities of the reply's first tokens (Logprobs.Max).
+	// Nil keeps the per-event path free of any logprobs decoding: the
+	// value is only skipped, as for every other request.
+	CollectLogprobs *Logprobs
 }
 
 // MaxCollect bounds the text Request.Collect receives (bytes).
@@ -419,6 +424,7 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 		stallTimeout: c.o.StallTimeout,
 		maxTokens:    req.MaxTokens,
 		collect:      req.Collect,
+		lps:          req.CollectLogprobs,
 	}
 	t0 := time.Now()
 	m.t0 = t0

@@ -27,6 +27,7 @@ type measurer struct {
 	timeout, ttftTimeout, stallTimeout time.Duration
 	maxTokens                          int
 	collect                            *bytes.Buffer // Request.Collect
+	lps                                *Logprobs     // Request.CollectLogprobs
 	ttftTimer                          *time.Timer   // nil when off
 	stall                              *watchdog     // nil when off
 
@@ -165,6 +166,9 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	}
 	if c.hasLogprobs {
 		rec.Logprobs = true
+		if m.lps != nil {
+			m.lps.add(c.logprobs)
+		}
 	}
 	if c.hasFinish && (c.finishEscaped || string(c.finish) != rec.FinishReason) {
 		rec.FinishReason = rawString(c.finish, c.finishEscaped)

@@ -297,6 +297,11 @@ type ProbeConfig struct {
 	// repeat those of an earlier start a server's prompt cache still holds;
 	// a value (1 to MaxPromptNonce) repeats the prompts on purpose.
 	PromptNonce uint64 `yaml:"prompt_nonce"`
+	// AnswerChecks, when set, makes this an answer-check probe: it sends
+	// its check set every AnswerChecks.Every (answerchecks.go) and takes
+	// none of the workload keys (rate, arrival, burstiness,
+	// max_concurrency, workload, prompt_nonce).
+	AnswerChecks *AnswerChecks `yaml:"answer_checks,omitempty"`
 
 	set         keySet
 	workloadSet keySet

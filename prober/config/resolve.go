@@ -67,6 +67,7 @@ func (c *Config) resolve(dir string) error {
 		}
 		if len(tp) == 0 {
 			tp.add("", t.loadDatasets(dir))
+			tp.add("", t.loadAnswerSets(dir))
 			tp.add("", t.loadSweepDatasets())
 		}
 		for _, fe := range tp {
@@ -144,7 +145,9 @@ func (t *TargetConfig) resolve(g GlobalConfig) error {
 // resolving the rest, so that the other fields can still be validated).
 func (p *ProbeConfig) resolve(target string) error {
 	var err error
-	if p.set != nil && !p.set["rate"] {
+	if p.AnswerChecks != nil {
+		p.AnswerChecks.resolve()
+	} else if p.set != nil && !p.set["rate"] {
 		err = errf("rate", "required: requests per second, > 0")
 	}
 	if p.Arrival == "" && !p.set.has("arrival", false) {

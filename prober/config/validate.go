@@ -124,6 +124,9 @@ func (t TargetConfig) Validate() error {
 // with errors.Join), at most one per field; the default max_concurrency of
 // an invalid rate is not reported.
 func (p ProbeConfig) Validate() error {
+	if p.AnswerChecks != nil {
+		return p.validateAnswerProbe() // answerchecks.go
+	}
 	var l problems
 	l.add("name", validateName(p.Name))
 	rateBad := l.add("rate", validateProbeRate(p.Rate))

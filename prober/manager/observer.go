@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
@@ -73,6 +74,17 @@ type TargetObserver interface {
 	DeleteTarget(target string)
 }
 
+// AnswerObserver is implemented by observers that follow answer checks
+// (probes with answer_checks): the judged result of each check.
+type AnswerObserver interface {
+	// AnswerChecked is called with the result of every check that was
+	// judged (pass or fail) or that could not be (error); a check canceled
+	// by a stop or reload is not reported. r's Reply and Reason went
+	// through the target's Redactor. It must not retain r's Logprobs
+	// slice beyond the call without copying it.
+	AnswerChecked(target, probe string, r answer.Result)
+}
+
 // NopObserver observes nothing. The optional interfaces are opt-in, so an
 // observer needs nothing to embed: NopObserver stands where an Observer is
 // required and none is wanted.
@@ -90,13 +102,17 @@ func (f ObserverFunc) Observe(r *prober.Record, v slo.Verdict) { f(r, v) }
 
 // ProbeSettings are the settings of a starting probe that observers export.
 type ProbeSettings struct {
-	// Rate is the mean arrival rate in requests per second.
+	// Rate is the mean arrival rate in requests per second; for an
+	// answer-check probe, runs of its set per second (1/every).
 	Rate float64
 	// SLO and GoodputObjective are the target's, at the start.
 	SLO              slo.SLO
 	GoodputObjective float64
 	// Start is when the probe started (its "last arrival" until the first).
 	Start time.Time
+	// AnswerChecks are the check ids of an answer-check probe, in its
+	// set's order (nil for other probes).
+	AnswerChecks []string
 }
 
 // TargetInfo is what discovery learned about a target, as observers export
@@ -145,6 +161,7 @@ type observers struct {
 	arrivals []ArrivalObserver
 	probes   []ProbeObserver
 	targets  []TargetObserver
+	answers  []AnswerObserver
 }
 
 func newObservers(os []Observer) *observers {
@@ -165,6 +182,9 @@ func newObservers(os []Observer) *observers {
 		}
 		if t, ok := x.(TargetObserver); ok {
 			o.targets = append(o.targets, t)
+		}
+		if a, ok := x.(AnswerObserver); ok {
+			o.answers = append(o.answers, a)
 		}
 	}
 	return o
@@ -221,6 +241,12 @@ func (o *observers) SetTargetLabels(target string, labels map[string]string) {
 func (o *observers) SetTargetInfo(target string, info TargetInfo) {
 	for _, x := range o.targets {
 		x.SetTargetInfo(target, info)
+	}
+}
+
+func (o *observers) AnswerChecked(target, probe string, r answer.Result) {
+	for _, x := range o.answers {
+		x.AnswerChecked(target, probe, r)
 	}
 }
 

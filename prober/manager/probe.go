@@ -63,6 +63,9 @@ type probeRunner struct {
 // newProbeRunner builds the probe's generators. The config was validated at
 // load (arrival parameters included).
 func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeRunner, error) {
+	if pc.AnswerChecks != nil {
+		return newAnswerRunner(t, pc, key) // answers.go
+	}
 	nonce := probeNonce(pc)
 	gen, err := newItemSource(pc, nonce)
 	if err != nil {
@@ -108,6 +111,10 @@ func probeNonce(pc config.ProbeConfig) uint64 {
 func (p *probeRunner) start(parent context.Context) {
 	ctx, cancel := context.WithCancelCause(parent)
 	p.cancel = cancel
+	if p.cfg.AnswerChecks != nil {
+		p.startAnswers(ctx) // answers.go
+		return
+	}
 	tname, pname := p.t.cfg.Name, p.cfg.Name
 	obs := p.t.m.obs
 	s := p.t.slo.Load()
@@ -323,9 +330,10 @@ func (p *probeRunner) status() ProbeStatus {
 	w := p.cfg.Workload
 	st := ProbeStatus{
 		Name: p.cfg.Name, Rate: p.cfg.Rate, Arrival: p.cfg.Arrival,
-		Workload: workloadString(w),
+		Workload: probeWorkloadString(p.cfg, w), // answers.go
 		Sent:     p.sent.Load(), Good: p.good.Load(), Failed: p.failed.Load(), Skipped: p.skipped.Load(),
 	}
+	answerStatus(&st, p.cfg) // answers.go
 	p.ringMu.Lock()
 	st.Recent = append([]Result(nil), p.recent...)
 	st.Failures = append([]Result(nil), p.failures...)

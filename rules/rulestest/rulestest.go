@@ -20,6 +20,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
@@ -46,6 +47,11 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	targets.SetTargetLabels("t", map[string]string{"canary": "c", "role": "baseline"})
 	probes.ProbeStarted("t", "p", manager.ProbeSettings{Rate: 1, GoodputObjective: config.DefaultGoodputObjective, Start: time.Now(),
 		SLO: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond, E2EL: 10 * time.Second}})
+	// An answer-check probe and one judged check (pass: the last-pass gauge).
+	probes.ProbeStarted("t", "a", manager.ProbeSettings{Rate: 0.1, GoodputObjective: config.DefaultGoodputObjective, Start: time.Now(),
+		AnswerChecks: []string{"c"}})
+	var answers manager.AnswerObserver = pm
+	answers.AnswerChecked("t", "a", answer.Result{Check: "c", Outcome: answer.Pass, Time: time.Now()})
 	targets.SetTargetInfo("t", manager.TargetInfo{ServerVersion: "v", Model: "m", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "vllm:8000"})
 	pm.SetTargetCosts(map[string]float64{"t": 1})
 	// A response that reported cached prompt tokens: the per-request
