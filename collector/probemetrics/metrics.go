@@ -95,7 +95,7 @@ func Names() []string {
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
-		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries,
+		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NameBackendRequests,
 	}
 }
 
@@ -131,6 +131,7 @@ type Metrics struct {
 	promptTokens  *prometheus.CounterVec
 	genTokens     *prometheus.CounterVec
 	retries       *prometheus.CounterVec // retries.go
+	backends      *prometheus.CounterVec // backend.go
 
 	inFlight     *prometheus.GaugeVec
 	sloThreshold *prometheus.GaugeVec
@@ -231,10 +232,11 @@ func New(reg prometheus.Registerer) *Metrics {
 			"(the probe's start time until its first arrival).", "target", "probe"),
 		objective: gauge(NameObjective, "Configured goodput objective: the share of requests that must be good.",
 			"target", "probe"),
-		retries: newRetries(),
-		probes:  map[probeKey]*probeMetrics{},
-		info:    map[string]prometheus.Labels{},
-		labels:  map[string]map[string]string{},
+		retries:  newRetries(),
+		backends: newBackendRequests(),
+		probes:   map[probeKey]*probeMetrics{},
+		info:     map[string]prometheus.Labels{},
+		labels:   map[string]map[string]string{},
 	}
 	if reg != nil {
 		reg.MustRegister(m, targetLabels{m}, targetCost{m})
@@ -245,7 +247,7 @@ func New(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
-		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
+		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries, m.backends,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}
@@ -354,6 +356,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 		m.requests.WithLabelValues(r.Target, r.Probe, r.Outcome()).Inc()
 	}
 	m.observeRetry(pm, r)
+	m.observeBackend(r)
 	if r.PromptTokens > 0 {
 		pm.prompt.Add(float64(r.PromptTokens))
 	}
@@ -588,7 +591,7 @@ type partialDeleter interface {
 func (m *Metrics) probeVecs() []partialDeleter {
 	return []partialDeleter{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
-		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
+		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries, m.backends,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}

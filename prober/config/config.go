@@ -157,6 +157,13 @@ var DefaultProbe = ProbeConfig{
 type Config struct {
 	Global  GlobalConfig   `yaml:"global"`
 	Targets []TargetConfig `yaml:"targets"`
+	// Modules and ProbeAllowedTargets configure GET /probe (modules.go):
+	// how to probe a target the scraper names, and which targets it may
+	// name (only the configured targets' base URLs when left out).
+	Modules             map[string]*ModuleConfig `yaml:"modules,omitempty"`
+	ProbeAllowedTargets []string                 `yaml:"probe_allowed_targets,omitempty"`
+
+	defaultModule *ModuleConfig // the built-in default module, unless Modules has one
 }
 
 // GlobalConfig holds the defaults every target inherits unless it sets them.
