@@ -58,6 +58,8 @@ type probeRunner struct {
 	// sessions draws the later turns of a multi-turn workload (nil:
 	// single requests); see multiturn.go.
 	sessions *workload.Sessions
+	// noPrefetch builds no prompts ahead (ProbeOnce: once.go).
+	noPrefetch bool
 }
 
 // newProbeRunner builds the probe's generators. The config was validated at
@@ -177,7 +179,7 @@ func (p *probeRunner) nextItem(ctx context.Context, tok workload.Tokenizer) (wor
 }
 
 func (p *probeRunner) refill(ctx context.Context, tok workload.Tokenizer) {
-	if len(p.ready) == cap(p.ready) || ctx.Err() != nil || !p.filling.CompareAndSwap(false, true) {
+	if p.noPrefetch || len(p.ready) == cap(p.ready) || ctx.Err() != nil || !p.filling.CompareAndSwap(false, true) {
 		return
 	}
 	p.fillWG.Add(1)
