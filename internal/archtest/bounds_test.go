@@ -108,6 +108,15 @@ var boundRows = []boundRow{
 	{"internal/web", "MaxReloads", "`/-/reload` requests served at once (more: 429)", "API"},
 	{"internal/web", "MaxNoBodyBytes", "the body of an API request that takes none (more: 413)", "API"},
 	{"internal/web", "MaxListSweeps", "`GET /api/v1/sweeps?limit=`: sweeps listed in one answer", "API"},
+	{"internal/web", "MaxProbes", "`GET /probe` requests served at once, any targets (more: 429; one per target and module)", "API"},
+	{"internal/web", "MaxProbeCount", "`GET /probe?count=`: requests one probe sends (more: 400)", "API"},
+	{"internal/web", "MaxProbeQueryBytes", "the query string of `GET /probe` (more: 400)", "API"},
+	{"prober/config", "MaxModules", "the `modules` of `GET /probe`", "YAML"},
+	{"prober/config", "MaxProbeAllowedTargets", "the entries of `probe_allowed_targets`", "YAML"},
+	{"prober/config", "MaxProbeTargetLen", "a `GET /probe` `target` and an entry of `probe_allowed_targets`", "YAML, API"},
+	{"prober/client", "MaxAttributionHeaders", "a target's or module's `attribution_headers`", "YAML"},
+	{"prober", "MaxHeaderValueLen", "a recorded response header value (an attribution header, the `x-request-id` echo): cut there", "targets"},
+	{"prober", "MaxAttributionValues", "the distinct values of one attribution header per target (later new ones are recorded as `other`)", "targets"},
 	{"prober/fingerprint", "MaxRecentSecrets", "secrets learned from sent requests that a target's redactor keeps besides the config's (the oldest dropped first)", "targets"},
 	{"prober/sweep", "MaxRounds", "`--rounds` / `rounds`: a sweep's repeats of each level, compare's rounds in all", "flags, YAML, API"},
 	{"prober/sweep", "MaxAutoSteps", "`--auto-max-steps`: the steps of an adaptive search", "flags"},
@@ -134,6 +143,7 @@ var notUserBounds = map[string]string{
 	"MaxEvidenceFactor":     "the verdict's wording: past it compare says more of the same evidence would not decide",
 	"MaxRoundReruns":        "compare reruns a client-flagged round at most once; not an input",
 	"MaxPromptNonce":        "an int64's range: `prompt_nonce` takes any non-negative int64, a nonce, not an amount",
+	"MaxOnceCount":          "the probe engine's cap behind internal/web.MaxProbeCount (the same value, documented there)",
 	"MinSecretLen":          "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
 }
 
