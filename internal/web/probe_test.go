@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -18,6 +19,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 // probeServer serves NewHandler with cfg behind ProbeConfig on a loopback
@@ -278,4 +280,16 @@ func TestProbeOneAtATime(t *testing.T) {
 		return !h.inflight[key]
 	})
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestLandingShowsBackend: the latest requests of a target with
+// attribution_headers name the backend that answered.
+func TestLandingShowsBackend(t *testing.T) {
+	ts := fixedStatus{{Name: "gw", BaseURL: "http://gw", API: "completions", Probes: []manager.ProbeStatus{{
+		Name: "p", Recent: []manager.Result{{RequestID: "r-1", Outcome: "success", Backend: "replica-7", Time: time.Now()}},
+	}}}}
+	code, body := do(t, NewHandler(Options{Gatherer: prometheus.NewRegistry(), Status: ts}), "GET", "/")
+	if code != http.StatusOK || !strings.Contains(body, `r-1<br><span class="muted">backend replica-7</span>`) {
+		t.Errorf("status %d; the latest request does not name its backend:\n%s", code, body)
+	}
 }
