@@ -86,8 +86,8 @@ func (a *Attribution) Headers() []string {
 }
 
 // record fills rec.Attribution and rec.Backend from the response headers
-// h; red (may be nil) removes secrets from the values.
-func (a *Attribution) record(h http.Header, rec *prober.Record, red *fingerprint.Redactor) {
+// h; red (may be nil) and secrets are removed from the values.
+func (a *Attribution) record(h http.Header, rec *prober.Record, red *fingerprint.Redactor, secrets []string) {
 	if a == nil {
 		return
 	}
@@ -99,7 +99,7 @@ func (a *Attribution) record(h http.Header, rec *prober.Record, red *fingerprint
 		if len(vs) == 0 {
 			continue
 		}
-		v := HeaderValue(strings.Join(vs, ","), red)
+		v := HeaderValue(strings.Join(vs, ","), red, secrets...)
 		if rec.Attribution == nil {
 			rec.Attribution = make(map[string]string, len(a.headers))
 		}
@@ -124,15 +124,12 @@ func fold(seen map[string]struct{}, v string, limit int) string {
 }
 
 // HeaderValue returns a response header value as llmprobe records it:
-// secrets the redactor knows (and credential-shaped text) removed, control
+// secrets the redactor knows, the given secrets and credential-shaped text
+// removed, control
 // characters and invalid UTF-8 replaced by "?", cut to
 // prober.MaxHeaderValueLen bytes at a UTF-8 boundary.
-func HeaderValue(v string, red *fingerprint.Redactor) string {
-	if red != nil {
-		v = red.Redact(v)
-	} else {
-		v = fingerprint.RedactText(v)
-	}
+func HeaderValue(v string, red *fingerprint.Redactor, secrets ...string) string {
+	v = red.Redact(fingerprint.RedactSecrets(v, secrets...)) // a nil red removes credential shapes only
 	v = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
 			return '?'
@@ -152,7 +149,11 @@ func HeaderValue(v string, red *fingerprint.Redactor) string {
 // recordEcho keeps the response's x-request-id in rec.RequestIDEcho.
 func (c *Client) recordEcho(h http.Header, rec *prober.Record) {
 	if vs := h["X-Request-Id"]; len(vs) > 0 {
-		rec.RequestIDEcho = HeaderValue(vs[0], c.red)
+		if vs[0] == rec.RequestID && len(vs[0]) <= prober.MaxHeaderValueLen {
+			rec.RequestIDEcho = vs[0] // the id llmprobe sent, echoed: nothing to clean
+		} else {
+			rec.RequestIDEcho = HeaderValue(vs[0], c.red, c.secrets...)
+		}
 	}
-	c.o.Attribution.record(h, rec, c.red)
+	c.o.Attribution.record(h, rec, c.red, c.secrets)
 }

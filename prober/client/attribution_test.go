@@ -107,10 +107,13 @@ func TestAttributionBounds(t *testing.T) {
 	if v := HeaderValue("a\x01b", nil); v != "a?b" {
 		t.Errorf("HeaderValue(control) = %q", v)
 	}
+	if v := HeaderValue("pod-1 sk-s3cr3t-key", nil, "sk-s3cr3t-key"); strings.Contains(v, "s3cr3t") {
+		t.Errorf("HeaderValue kept a secret: %q", v)
+	}
 	a, _ := NewAttribution([]string{"x-served-by"})
 	h := http.Header{"X-Served-By": {"pod-1"}}
 	var rec prober.Record
-	a.record(h, &rec, nil)
+	a.record(h, &rec, nil, nil)
 	if rec.Backend != "pod-1" {
 		t.Errorf("backend %q", rec.Backend)
 	}
