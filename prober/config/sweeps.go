@@ -247,21 +247,21 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		name = DefaultSweepName
 	}
 	c := sweep.Config{
-		Target:     t.BaseURL,
-		MetricsURL: t.MetricsURL(),
-		Model:      t.Model,
-		API:        t.API,
-		APIKey:     t.APIKey(),
-		HTTPConfig: t.HTTPConfig,
+		Target:       t.BaseURL,
+		MetricsURL:   t.MetricsURL(),
+		Model:        t.Model,
+		API:          t.API,
+		APIKey:       t.APIKey(),
+		HTTPConfig:   t.HTTPConfig,
+		Timeout:      t.Timeout,
+		TTFTTimeout:  t.TTFTTimeout,
+		StallTimeout: t.StallTimeout,
+		Duration:     time.Duration(s.Duration),
+		SLO:          s.Goodput,
+		Name:         name,
+		Metadata:     map[string]string{"target": t.Name, "sweep": name},
 		// The target's attribution_headers: its sweeps record them too.
 		AttributionHeaders: t.AttributionHeaders,
-		Timeout:            t.Timeout,
-		TTFTTimeout:        t.TTFTTimeout,
-		StallTimeout:       t.StallTimeout,
-		Duration:           time.Duration(s.Duration),
-		SLO:                s.Goodput,
-		Name:               name,
-		Metadata:           map[string]string{"target": t.Name, "sweep": name},
 	}
 	if err := s.applySettings(&c); err != nil {
 		return c, specError(err)

@@ -247,17 +247,17 @@ func New(o Options) (*Endpoint, error) {
 		return nil, fmt.Errorf("attribution_headers: %w", err)
 	}
 	e := &Endpoint{
-		attribution: attribution,
-		o:           o,
-		base:        strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
-		hc:          hc,
-		resend:      resend,
-		red:         red,
-		logger:      o.Logger,
-		now:         time.Now,
-		sizings:     map[string]*Sizing{},
-		failures:    map[string]*failure{},
+		o:        o,
+		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
+		hc:       hc,
+		resend:   resend,
+		red:      red,
+		logger:   o.Logger,
+		now:      time.Now,
+		sizings:  map[string]*Sizing{},
+		failures: map[string]*failure{},
 	}
+	e.attribution = attribution
 	if _, err := e.Client(o.Model); err != nil {
 		return nil, err
 	}

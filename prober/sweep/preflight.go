@@ -43,10 +43,10 @@ func (r *runner) preflight(ctx context.Context) error {
 		Redactor:     r.red,
 		Logger:       r.logger,
 		MetricsURL:   c.MetricsURL,
+		Engine:       eng,
+		NewRequestID: func() string { return fmt.Sprintf("llmprobe-%s-calibrate-%d", r.runID, calib.Add(1)) },
 		// Which backend answered (docs/discovery.md).
 		AttributionHeaders: c.AttributionHeaders,
-		Engine:             eng,
-		NewRequestID:       func() string { return fmt.Sprintf("llmprobe-%s-calibrate-%d", r.runID, calib.Add(1)) },
 	})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
