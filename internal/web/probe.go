@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,9 @@ func (h *probeHandler) serve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		http.Error(w, fmt.Sprintf("unknown module %q", trimQuoted(moduleName)), http.StatusBadRequest)
 		return
+	}
+	if !strings.Contains(target, "://") {
+		target = "http://" + target // host:port, as blackbox_exporter's http prober takes it
 	}
 	tc, err := module.Target(target)
 	if err != nil {

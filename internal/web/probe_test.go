@@ -122,6 +122,11 @@ func TestProbeSimulator(t *testing.T) {
 	if _, ok := mfs["probe_error_info"]; ok {
 		t.Errorf("probe_error_info present for a successful probe:\n%s", body)
 	}
+	// host:port alone is http://host:port, as blackbox_exporter takes it.
+	code, body = getProbe(t, base, url.Values{"target": {strings.TrimPrefix(sim, "http://")}})
+	if v, _ := gaugeValue(families(t, body), "probe_success", "", ""); code != http.StatusOK || v != 1 {
+		t.Errorf("target without a scheme: status %d probe_success %v:\n%s", code, v, body)
+	}
 }
 
 func TestProbeConnectRefused(t *testing.T) {
