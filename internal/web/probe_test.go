@@ -298,3 +298,20 @@ func TestLandingShowsBackend(t *testing.T) {
 		t.Errorf("status %d; the latest request does not name its backend:\n%s", code, body)
 	}
 }
+
+// TestProbeTooLongIsSkipped: a module whose prompt and output do not fit
+// the served model's max_model_len sends nothing and says so.
+func TestProbeTooLongIsSkipped(t *testing.T) {
+	cfg := simtest.Fast()
+	cfg.MaxModelLen = 256
+	sim, _ := simtest.Start(t, cfg)
+	base := probeServer(t, probeConfig(t, "  long: {workload: {input_tokens: {dist: fixed, value: 300}}}\n", sim))
+	code, body := getProbe(t, base, url.Values{"target": {sim}, "module": {"long"}})
+	mfs := families(t, body)
+	if v, ok := gaugeValue(mfs, "probe_error_info", "class", ClassSkipped); code != http.StatusOK || !ok || v != 1 {
+		t.Errorf("status %d, probe_error_info{class=%q} %v (present %v):\n%s", code, ClassSkipped, v, ok, body)
+	}
+	if v, _ := gaugeValue(mfs, "probe_success", "", ""); v != 0 {
+		t.Errorf("probe_success %v, want 0", v)
+	}
+}

@@ -70,6 +70,8 @@ func ProbeOnce(ctx context.Context, tc config.TargetConfig, o OnceOptions) ([]On
 	return col.results(), nil
 }
 
+var _ SkipObserver = (*onceCollector)(nil)
+
 // onceCollector keeps what ProbeOnce's requests end with.
 type onceCollector struct {
 	mu  sync.Mutex
