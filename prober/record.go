@@ -178,7 +178,43 @@ type Record struct {
 	// Logprobs is true when the response carried log probabilities (a
 	// choices[0].logprobs that is not null).
 	Logprobs bool `json:"logprobs,omitempty"`
+
+	// RequestIDEcho is the x-request-id header of the response (vLLM
+	// echoes the request's with --enable-request-id-headers; a gateway may
+	// answer its own), at most MaxHeaderValueLen bytes; empty when the
+	// response had none.
+	RequestIDEcho string `json:"request_id_echo,omitempty"`
+	// Attribution holds the response headers the target's
+	// attribution_headers name (lower-case name -> value), each value at
+	// most MaxHeaderValueLen bytes and folded into AttributionOther past
+	// the target's MaxAttributionValues distinct values of that header;
+	// nil when none is configured or none came back.
+	Attribution map[string]string `json:"attribution,omitempty"`
+	// Backend is the attributed backend: the value of the first
+	// attribution header (in configured order) the response carried,
+	// BackendNone when it carried none of them, empty when the target
+	// names no attribution header (docs/discovery.md, "Which backend
+	// answered").
+	Backend string `json:"backend,omitempty"`
 }
+
+// Bounds and values of the attribution of a request (Record.Attribution,
+// Record.Backend, Record.RequestIDEcho).
+const (
+	// MaxHeaderValueLen bounds a recorded response header value (bytes);
+	// a longer one is cut at a UTF-8 boundary.
+	MaxHeaderValueLen = 128
+	// MaxAttributionValues bounds the distinct values of one attribution
+	// header, and of Record.Backend, per target: later new values are
+	// recorded as AttributionOther, so that a gateway that answers a
+	// fresh value per request cannot grow a label without bound.
+	MaxAttributionValues = 64
+	// AttributionOther is the value recorded past MaxAttributionValues.
+	AttributionOther = "other"
+	// BackendNone is Record.Backend of a response that carried none of
+	// the attribution headers.
+	BackendNone = "none"
+)
 
 // OK reports whether the request succeeded.
 func (r *Record) OK() bool { return r.Error == ClassNone }

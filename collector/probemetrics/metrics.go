@@ -96,7 +96,7 @@ func Names() []string {
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
-		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries,
+		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NameBackendRequests,
 		NamePromptCachedTokens, NamePromptCacheRequests,
 		NameAnswerChecks, NameAnswerLastPass,
 	}
@@ -136,6 +136,7 @@ type Metrics struct {
 	retries       *prometheus.CounterVec // retries.go
 	cachedTokens  *prometheus.CounterVec // cache.go
 	cacheRequests *prometheus.CounterVec // cache.go
+	backends      *prometheus.CounterVec // backend.go
 
 	inFlight     *prometheus.GaugeVec
 	sloThreshold *prometheus.GaugeVec
@@ -247,6 +248,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		info:          map[string]prometheus.Labels{},
 		labels:        map[string]map[string]string{},
 		answers:       newAnswerVecs(),
+		backends:      newBackendRequests(),
 	}
 	if reg != nil {
 		reg.MustRegister(m, targetLabels{m}, targetCost{m})
@@ -258,7 +260,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
-		m.cachedTokens, m.cacheRequests,
+		m.cachedTokens, m.cacheRequests, m.backends,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,
@@ -369,6 +371,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	}
 	m.observeRetry(pm, r)
 	m.observeCache(pm, r)
+	m.observeBackend(r)
 	if r.PromptTokens > 0 {
 		pm.prompt.Add(float64(r.PromptTokens))
 	}
@@ -605,7 +608,7 @@ func (m *Metrics) probeVecs() []partialDeleter {
 	return []partialDeleter{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
-		m.cachedTokens, m.cacheRequests,
+		m.cachedTokens, m.cacheRequests, m.backends,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,

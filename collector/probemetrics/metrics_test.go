@@ -82,6 +82,7 @@ func fixture() []observation {
 				Target: "sim", Probe: "large", RequestID: "req-4", SendLag: 20 * ms,
 				TTFT: 400 * ms, TTFTText: 550 * ms, ITL: []time.Duration{100 * ms, 200 * ms}, E2E: 700 * ms,
 				PromptTokens: 1000, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
+				Backend: "pod-a", Attribution: map[string]string{"x-served-by": "pod-a"},
 			},
 			violated: []string{slo.NameTPOT, slo.NameE2EL},
 		},

@@ -46,6 +46,20 @@ func fillRecord(rng *rand.Rand, strs []string) *prober.Record {
 			}
 			f.Set(reflect.ValueOf(ss))
 			continue
+		case map[string]string:
+			n := rng.IntN(4)
+			if zero {
+				n = 0
+			}
+			var m map[string]string
+			if n > 0 || rng.IntN(2) == 0 {
+				m = make(map[string]string, n)
+			}
+			for range n {
+				m[strs[rng.IntN(len(strs))]] = strs[rng.IntN(len(strs))]
+			}
+			f.Set(reflect.ValueOf(m))
+			continue
 		case []time.Duration:
 			n := rng.IntN(70)
 			if zero {

@@ -60,6 +60,9 @@ func TestReadRecords(t *testing.T) {
 			if len(r.Features) == 0 {
 				r.Features = nil
 			}
+			if len(r.Attribution) == 0 {
+				r.Attribution = nil
+			}
 		}
 		if got[i].Step != want[i].Step || got[i].Round != want[i].Round || !reflect.DeepEqual(w, g) {
 			t.Errorf("record %d:\n got %+v\nwant %+v", i, g, w)

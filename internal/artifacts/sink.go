@@ -249,6 +249,7 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 		b = appendInt(b, `,"turn":`, int64(r.Turn))
 	}
 	b = appendFeatures(b, r)
+	b = appendAttribution(b, r)
 	if line.Prompt != "" {
 		b = append(b, `,"prompt":`...)
 		b = appendJSONString(b, line.Prompt)

@@ -255,6 +255,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		Shard:           shardText(d.mgr),
 		Sweeps:          d.sweeps,
 		Window:          d.window,
+		ProbeConfig:     d.safe.Get, // GET /probe: modules, probe_allowed_targets
 	})
 	srv := &http.Server{Handler: web.LimitRequests(handler, o.MaxRequests, nil), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -21,6 +21,12 @@
 // none resolved while llmprobe is down. It logs each incident's detection
 // time (docs/runbook.md quotes them).
 //
+// TestProbeEndpointEndToEnd (probe_test.go) has a real Prometheus scrape
+// llmprobe's GET /probe for a simulator listed in a file_sd file, through
+// the relabelling of deploy/examples/probe/prometheus.yml, and checks
+// probe_success, the status code, the output tokens, TTFT and the backend
+// the simulator names (--served-by) through the query API.
+//
 // It stops every process it started by PID: its cleanups do on success and
 // on failure (every wait ends 30 s before go test's -timeout, and the first
 // failing step ends the test); the processes are also killed by the kernel

@@ -114,6 +114,13 @@ type Config struct {
 	// APIKey is required as "Authorization: Bearer <key>" on the /v1
 	// routes, as vLLM's --api-key (401 {"error": "Unauthorized"}).
 	APIKey string
+	// ServedBy, when set, is answered as the x-served-by response header
+	// of every generation request, as a gateway names the replica that
+	// served it (`--served-by`, servedby.go); with ServedByReplicas > 1
+	// the value is ServedBy-<n>, n = request number mod ServedByReplicas
+	// (`--served-by-replicas`), as a gateway spreading requests.
+	ServedBy         string
+	ServedByReplicas int
 	// LoRAModules are the LoRA adapters served beside Model: name=path
 	// pairs separated by spaces, as vLLM's `--lora-modules` takes them (the
 	// flag is repeatable; none by default). A string keeps Config
@@ -267,6 +274,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.validateCloseAfterStream(); err != nil {
+		return err
+	}
+	if err := c.validateServedBy(); err != nil {
 		return err
 	}
 	if err := c.Background.validate(c); err != nil {
@@ -441,6 +451,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
 	addCloseFlags(cmd, c)
+	addServedByFlags(cmd, c)
 	addBackgroundFlags(cmd, &c.Background)
 
 	f := &c.Faults

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
@@ -61,6 +62,10 @@ type Options struct {
 	// Window feeds the landing page's per-target summary of the last
 	// SummaryWindow (nil: no summary).
 	Window *Window
+	// ProbeConfig returns the current configuration, whose modules and
+	// probe_allowed_targets GET /probe uses (probe.go); nil, or a nil
+	// result: /probe answers 503.
+	ProbeConfig func() *config.Config
 	// Shard says which share of the targets this replica probes, for the
 	// landing page (nil or "": not sharded).
 	Shard func() string
@@ -68,7 +73,8 @@ type Options struct {
 
 // NewHandler returns the mux with /, /metrics, /-/healthy, /-/ready,
 // /-/reload (POST or PUT, with EnableLifecycle), /config, /debug/pprof/
-// (with EnablePprof) and the sweep API /api/v1/sweeps (with EnableSweeps).
+// (with EnablePprof), the sweep API /api/v1/sweeps (with EnableSweeps) and
+// GET /probe (probe.go: the blackbox convention, with ProbeConfig).
 //
 // /-/reload answers 405 to other methods, 403 without EnableLifecycle, 409
 // when Reload returns ErrNothingToReload, 500 when the reload failed (an
@@ -115,6 +121,7 @@ func NewHandler(o Options) http.Handler {
 		fmt.Fprintln(w, "Config reloaded")
 	}))
 	addSweepRoutes(mux, o)
+	addProbeRoute(mux, o)
 	if o.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", cmdline)

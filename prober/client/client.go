@@ -107,6 +107,10 @@ type Options struct {
 	// HTTP client registered as it sent them: OAuth2 access tokens,
 	// rotated files) from Record.ErrorMessage.
 	Redactor *fingerprint.Redactor
+	// Attribution, when set, records the response headers that say which
+	// backend answered (attribution.go); nil records none. The response's
+	// x-request-id is always kept (Record.RequestIDEcho).
+	Attribution *Attribution
 }
 
 // Message is one chat message.
@@ -460,6 +464,7 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 	defer resp.Body.Close()
 	rec.HTTPStatus = resp.StatusCode
 	rec.HeadersTime = time.Since(t0)
+	c.recordEcho(resp.Header, rec) // attribution.go
 	if c.o.Trace {
 		rec.ConnectTime, rec.TLSTime = tr.times()
 	}

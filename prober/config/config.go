@@ -157,6 +157,13 @@ var DefaultProbe = ProbeConfig{
 type Config struct {
 	Global  GlobalConfig   `yaml:"global"`
 	Targets []TargetConfig `yaml:"targets"`
+	// Modules and ProbeAllowedTargets configure GET /probe (modules.go):
+	// how to probe a target the scraper names, and which targets it may
+	// name (only the configured targets' base URLs when left out).
+	Modules             map[string]*ModuleConfig `yaml:"modules,omitempty"`
+	ProbeAllowedTargets []string                 `yaml:"probe_allowed_targets,omitempty"`
+
+	defaultModule *ModuleConfig // the built-in default module, unless Modules has one
 }
 
 // GlobalConfig holds the defaults every target inherits unless it sets them.
@@ -253,6 +260,13 @@ type TargetConfig struct {
 	// files read once to be redacted; follow_redirects and enable_http2
 	// must not be true (httpconfig.go). Its secrets print as <secret>.
 	HTTPConfig config.HTTPClientConfig `yaml:"http_config,omitempty"`
+	// AttributionHeaders are the response headers that say which backend
+	// answered a request (x-served-by, x-gateway-destination-endpoint...),
+	// recorded per request (Record.Attribution, Record.Backend) and as the
+	// backend label of llmprobe_backend_requests_total: at most
+	// client.MaxAttributionHeaders header names, no duplicates
+	// (attribution.go; docs/discovery.md, "Which backend answered").
+	AttributionHeaders []string `yaml:"attribution_headers,omitempty"`
 
 	set keySet
 	// key is a pointer so that fmt's %v of a TargetConfig prints an address,

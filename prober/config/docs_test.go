@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -54,6 +55,7 @@ func TestDocsStateTheBounds(t *testing.T) {
 		return ""
 	}
 	const global, target, probe = "## `global`", "## `targets[]`", "## `targets[].probes[]`"
+	const modules = "## `modules` and `probe_allowed_targets` (`GET /probe`)"
 	g, tc, p := DefaultGlobalConfig, DefaultTargetConfig, DefaultProbeConfig
 	for _, c := range []struct {
 		where, text, want string
@@ -86,6 +88,12 @@ func TestDocsStateTheBounds(t *testing.T) {
 		{"load bounds: max_concurrency", section("### Bounds on the load a probe makes"),
 			fmt.Sprintf("`%d × ceil(rate)` clamped to [%d, %d]", DefaultConcurrencyPerRate, MinDefaultConcurrency, MaxDefaultConcurrency)},
 		{"names pattern", section("## Rules that apply everywhere"), "`" + namePattern + "`"},
+		{"targets[].attribution_headers bound", row(target, "attribution_headers"), fmt.Sprintf("at most %d header names", client.MaxAttributionHeaders)},
+		{"targets[].attribution_headers value length", row(target, "attribution_headers"), fmt.Sprintf("cut at %d bytes", prober.MaxHeaderValueLen)},
+		{"targets[].attribution_headers values", row(target, "attribution_headers"), fmt.Sprintf("past %d distinct values", prober.MaxAttributionValues)},
+		{"modules bound", row(modules, "modules"), fmt.Sprintf("at most %d modules", MaxModules)},
+		{"probe_allowed_targets bound", row(modules, "probe_allowed_targets"), fmt.Sprintf("at most %d (", MaxProbeAllowedTargets)},
+		{"probe_allowed_targets length", row(modules, "probe_allowed_targets"), fmt.Sprintf("at most %d bytes", MaxProbeTargetLen)},
 		{"config file cap", section("## Checking a file"), "**" + ByteSize(MaxConfigFileBytes).String() + "**"},
 		{"api_key_file cap", section("## Secrets"), "at most " + ByteSize(maxKeyFileBytes).String()},
 		{"http_config secret file cap", section("## HTTP options (`http_config`)"), "at most " + ByteSize(client.MaxSecretFileBytes).String()},

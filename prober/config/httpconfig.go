@@ -37,7 +37,7 @@ var errEnableHTTP2 = errors.New("llmprobe speaks HTTP/1.1 to targets (one stream
 	"measures): remove enable_http2")
 
 // httpConfigPathRE matches the field path of a target's http_config.
-var httpConfigPathRE = regexp.MustCompile(`^targets\[\d+\]\.http_config$`)
+var httpConfigPathRE = regexp.MustCompile(`^(targets\[\d+\]|modules\.[^.]+)\.http_config$`)
 
 // httpConfigProblems checks every targets[i].http_config mapping of a
 // document before the whole is decoded: prometheus/common validates an

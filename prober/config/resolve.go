@@ -37,7 +37,7 @@ func (c *Config) resolve(dir string) error {
 	var all problems
 	globalBad := all.add("global", g.Validate())
 	maxRateOK := validateMaxRate(g.MaxRate) == nil
-	if len(c.Targets) == 0 {
+	if len(c.Targets) == 0 && len(c.Modules) == 0 && len(c.ProbeAllowedTargets) == 0 {
 		all.add("targets", errors.New("at least one target is required"))
 	}
 	seen := make(map[string]int, len(c.Targets))
@@ -73,6 +73,9 @@ func (c *Config) resolve(dir string) error {
 		for _, fe := range tp {
 			all.add(fmt.Sprintf("targets[%d]", i), fe)
 		}
+	}
+	if !globalBad {
+		all.add("", c.resolveModules(dir))
 	}
 	return all.err()
 }

@@ -260,6 +260,8 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		SLO:          s.Goodput,
 		Name:         name,
 		Metadata:     map[string]string{"target": t.Name, "sweep": name},
+		// The target's attribution_headers: its sweeps record them too.
+		AttributionHeaders: t.AttributionHeaders,
 	}
 	if err := s.applySettings(&c); err != nil {
 		return c, specError(err)

@@ -86,6 +86,7 @@ func (t TargetConfig) Validate() error {
 		l.add("metrics_url", validateURL(t.RawMetricsURL, true))
 	}
 	l.add("", t.validateHTTPConfig())
+	l.add("attribution_headers", validateAttributionHeaders(t.AttributionHeaders))
 	l.add("", validateTimeouts(t.Timeout, t.TTFTTimeout, t.StallTimeout))
 	note := ""
 	if !t.set.has("slo", true) {

@@ -142,6 +142,11 @@ type Options struct {
 	// passes the Redactor that client registers with (sweeps do); without
 	// one only the secrets of the config are known.
 	Redactor *fingerprint.Redactor
+	// AttributionHeaders are the response headers that say which backend
+	// answered (the target's attribution_headers): every request of the
+	// endpoint records them (client.Attribution, one per endpoint, so the
+	// bound on distinct values is per target).
+	AttributionHeaders []string
 }
 
 // NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
@@ -158,6 +163,8 @@ type Endpoint struct {
 	red    *fingerprint.Redactor // the API key, the HTTP config's secrets, what the client sent
 	logger log.Logger
 	now    func() time.Time // tests replace it
+
+	attribution *client.Attribution // nil without AttributionHeaders
 
 	clientMu  sync.Mutex
 	client    *client.Client
@@ -235,6 +242,10 @@ func New(o Options) (*Endpoint, error) {
 			return nil, fmt.Errorf("http_config: %w", err)
 		}
 	}
+	attribution, err := client.NewAttribution(o.AttributionHeaders)
+	if err != nil {
+		return nil, fmt.Errorf("attribution_headers: %w", err)
+	}
 	e := &Endpoint{
 		o:        o,
 		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
@@ -246,6 +257,7 @@ func New(o Options) (*Endpoint, error) {
 		sizings:  map[string]*Sizing{},
 		failures: map[string]*failure{},
 	}
+	e.attribution = attribution
 	if _, err := e.Client(o.Model); err != nil {
 		return nil, err
 	}
@@ -296,6 +308,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		ResendHTTPClient: e.resend,
 		Trace:            true,
 		Redactor:         e.red,
+		Attribution:      e.attribution,
 	})
 	if err != nil {
 		return nil, err

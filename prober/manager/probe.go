@@ -58,6 +58,8 @@ type probeRunner struct {
 	// sessions draws the later turns of a multi-turn workload (nil:
 	// single requests); see multiturn.go.
 	sessions *workload.Sessions
+	// noPrefetch builds no prompts ahead (ProbeOnce: once.go).
+	noPrefetch bool
 }
 
 // newProbeRunner builds the probe's generators. The config was validated at
@@ -184,7 +186,7 @@ func (p *probeRunner) nextItem(ctx context.Context, tok workload.Tokenizer) (wor
 }
 
 func (p *probeRunner) refill(ctx context.Context, tok workload.Tokenizer) {
-	if len(p.ready) == cap(p.ready) || ctx.Err() != nil || !p.filling.CompareAndSwap(false, true) {
+	if p.noPrefetch || len(p.ready) == cap(p.ready) || ctx.Err() != nil || !p.filling.CompareAndSwap(false, true) {
 		return
 	}
 	p.fillWG.Add(1)
@@ -303,7 +305,7 @@ func (p *probeRunner) finish(rec *prober.Record) {
 	res := Result{
 		Time: rec.WallStart, RequestID: rec.RequestID, Outcome: rec.Outcome(), Good: v.Good,
 		HTTPStatus: rec.HTTPStatus, TTFT: rec.TTFT, E2E: rec.E2E, OutputTokens: rec.CompletionTokens,
-		SendLag: rec.SendLag, Message: rec.ErrorMessage,
+		SendLag: rec.SendLag, Message: rec.ErrorMessage, Backend: rec.Backend,
 	}
 	res.TPOT, _ = rec.TPOT()
 	n := p.t.m.opts.Recent

@@ -16,6 +16,9 @@ type Result struct {
 	OutputTokens int
 	SendLag      time.Duration
 	Message      string
+	// Backend is the request's attributed backend (Record.Backend; empty
+	// without attribution_headers).
+	Backend string
 }
 
 // ProbeStatus is the state of one probe.

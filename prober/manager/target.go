@@ -76,6 +76,8 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		NewRequestID: func() string { return m.requestID("calibrate-") },
 		Engine:       engine.Name(tc.Engine),
 		MetricsURL:   metricsURL(tc),
+		// Which backend answered (docs/discovery.md).
+		AttributionHeaders: tc.AttributionHeaders,
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/slo"
@@ -222,6 +223,11 @@ type Config struct {
 	// included, goes through a client built from it. Its secrets never
 	// appear in artifacts. Zero: a plain client.
 	HTTPConfig config.HTTPClientConfig
+	// AttributionHeaders are the response headers that say which backend
+	// answered (`--attribution-header`, a daemon target's
+	// attribution_headers): every request records them (Record.Attribution,
+	// Record.Backend in records.jsonl). At most client.MaxAttributionHeaders.
+	AttributionHeaders []string
 
 	// Trace, when set, replays a trace instead of drawing arrivals (sweep
 	// --trace, see trace.go): one step per TraceSpeeds value (and round),
@@ -288,6 +294,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateShard(); err != nil {
 		return err
+	}
+	if _, err := client.NewAttribution(c.AttributionHeaders); err != nil {
+		return fieldErr("AttributionHeaders", "%w", err)
 	}
 	if err := c.validateMultiTurn(); err != nil {
 		return err

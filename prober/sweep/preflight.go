@@ -45,6 +45,8 @@ func (r *runner) preflight(ctx context.Context) error {
 		MetricsURL:   c.MetricsURL,
 		Engine:       eng,
 		NewRequestID: func() string { return fmt.Sprintf("llmprobe-%s-calibrate-%d", r.runID, calib.Add(1)) },
+		// Which backend answered (docs/discovery.md).
+		AttributionHeaders: c.AttributionHeaders,
 	})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)

@@ -131,6 +131,9 @@ var settingsTable = []Setting{
 		Doc: "The server's sampling seed sent as \"seed\" with every request (not --seed, the workload's)."},
 	{Field: "Workload.Request.Stop", Flag: "stop", Kind: KindStrings, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "A stop string sent with every request (repeatable)."},
+	{Field: "AttributionHeaders", Flag: "attribution-header", Kind: KindStrings, Surfaces: SurfaceSweep | SurfaceCompare,
+		Doc: "A response header that names the backend that answered behind a gateway (repeatable, at most 8, e.g. " +
+			"x-served-by): recorded per request in records.jsonl (attribution, backend); docs/discovery.md."},
 	{Field: "Workload.Request.MinTokens", Flag: "min-tokens", Kind: KindInt, Default: "0", Unit: "tokens", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "min_tokens sent with every request (vLLM; 0: none)."},
 	{Field: "Workload.Request.ExtraBody", Flag: "extra-body", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,

@@ -57,6 +57,9 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	// A response that reported cached prompt tokens: the per-request
 	// prefix-cache counters exist from the first one on.
 	pm.Observe(&prober.Record{Target: "t", Probe: "p", HTTPStatus: 200, CachedTokens: 1, CachedTokensReported: true}, slo.Verdict{})
+	// A request of a target with attribution_headers: its backend counter
+	// exists only once one was observed.
+	pm.Observe(&prober.Record{Target: "t", Probe: "p", Backend: "b"}, slo.Verdict{})
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)

@@ -1,0 +1,110 @@
+//go:build e2e && unix
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmprobe/llmprobe/internal/testutil"
+)
+
+// TestProbeEndpointEndToEnd runs the blackbox convention for real
+// (issue 23 Deliver 4 and 5): a real Prometheus scrapes llmprobe's GET
+// /probe for the simulator listed in a file_sd file, through the
+// relabelling of the shipped deploy/examples/probe/prometheus.yml
+// (__param_target, instance, __address__ = llmprobe), against an
+// llmprobe.yml with no targets, only modules and probe_allowed_targets;
+// Prometheus' query API must give probe_success 1, the status code and the
+// backend the simulator names in x-served-by.
+func TestProbeEndpointEndToEnd(t *testing.T) {
+	if dl, ok := t.Deadline(); ok {
+		hardDeadline = dl.Add(-deadlineMargin)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("prometheus not found in PATH: run .ci/e2e.sh (it installs Debian's prometheus package)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "llmprobe")
+	buildEnd, capped := until(buildTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), buildEnd)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/llmprobe")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	cancel()
+	if err != nil {
+		t.Fatalf("go build ./cmd/llmprobe: %v%s\n%s", err, cappedNote(capped), out)
+	}
+
+	simAddr, serveAddr, promAddr := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
+	sim := start(t, dir, "simulate", bin, "simulate", "--web.listen-address", simAddr, "--served-by", "pod-e2e")
+	waitHTTP(t, sim, "http://"+simAddr+"/health")
+
+	simURL := "http://" + simAddr
+	cfgPath := filepath.Join(dir, "llmprobe.yml")
+	writeFile(t, cfgPath, fmt.Sprintf(`modules:
+  default:
+    timeout: 10s
+    attribution_headers: [x-served-by]
+    workload:
+      input_tokens: {dist: fixed, value: 32}
+      output_tokens: {dist: fixed, value: 8}
+probe_allowed_targets: [%q]
+`, simURL))
+	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr)
+	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
+
+	// The shipped scrape job, its file_sd path, llmprobe's address and its
+	// intervals set for the test; the relabelling is left as shipped.
+	sdDir := filepath.Join(dir, "sd")
+	if err := os.Mkdir(sdDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(sdDir, "endpoints.yml"), fmt.Sprintf("- targets: [%q]\n  labels: {pool: e2e}\n", simURL))
+	job, err := os.ReadFile(filepath.Join(root, "deploy", "examples", "probe", "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	promText := string(job)
+	for _, r := range [][2]string{
+		{"/etc/prometheus/llm-endpoints/*.yml", filepath.Join(sdDir, "*.yml")},
+		{"replacement: llmprobe:9741", "replacement: " + serveAddr},
+		{"scrape_interval: 30s", "scrape_interval: 1s"},
+		{"scrape_timeout: 25s", "scrape_timeout: 1s"},
+	} {
+		if !strings.Contains(promText, r[0]) {
+			t.Fatalf("deploy/examples/probe/prometheus.yml no longer holds %q", r[0])
+		}
+		promText = strings.ReplaceAll(promText, r[0], r[1])
+	}
+	promCfg := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, promCfg, "global:\n  evaluation_interval: 1s\n"+promText)
+	prom := start(t, dir, "prometheus", promBin,
+		"--config.file="+promCfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+promAddr)
+	waitHTTP(t, prom, "http://"+promAddr+"/-/ready")
+	api := &promAPI{base: "http://" + promAddr, proc: prom}
+
+	sel := fmt.Sprintf(`{job="llmprobe-probe",instance=%q,pool="e2e"}`, simURL)
+	api.waitValue(t, "up"+sel, valuesTimeout, equals(1))
+	api.waitValue(t, "probe_success"+sel, valuesTimeout, equals(1))
+	api.waitValue(t, "probe_http_status_code"+sel, valuesTimeout, equals(200))
+	api.waitValue(t, "probe_output_tokens"+sel, valuesTimeout, equals(8))
+	api.waitValue(t, "probe_ttft_seconds"+sel, valuesTimeout, positive)
+	api.waitValue(t, fmt.Sprintf(`probe_backend_info{job="llmprobe-probe",instance=%q,backend="pod-e2e"}`, simURL),
+		valuesTimeout, equals(1))
+	if res := api.query(t, "probe_error_info"+sel); len(res) != 0 {
+		t.Errorf("probe_error_info of a healthy target: %v", res)
+	}
+}
