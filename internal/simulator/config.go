@@ -80,6 +80,11 @@ type Config struct {
 	// generation request with the socket write times (`--trace-file`).
 	TraceFile string
 
+	// ReasoningTokens makes a reasoning model (`--reasoning-tokens`, vLLM
+	// persona only): the first ReasoningTokens output tokens of a chat or
+	// Responses request are its thinking (reasoning.go). Default 0.
+	ReasoningTokens int
+
 	// Faults is the initial fault injection; Simulator.SetFaults changes it
 	// at run time. All off by default.
 	Faults Faults
@@ -158,6 +163,9 @@ type Faults struct {
 	// without `data: [DONE]`, as llama.cpp and vLLM report an error met
 	// mid-generation (non-streaming: a 500).
 	ErrorEvent float64
+	// BrokenToolCall breaks the arguments of a tool call (a request with
+	// tools): their opening brace is left out, so they are not JSON.
+	BrokenToolCall float64
 }
 
 // DefaultConfig returns the defaults of `llmprobe simulate`. The timing
@@ -221,6 +229,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--step-per-seq must be >= 0, got %s", c.StepPerSeq)
 	case !isProbability(c.EOSProbability):
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
+	case c.ReasoningTokens < 0 || c.ReasoningTokens > MaxReasoningTokens:
+		return fmt.Errorf("--reasoning-tokens must be in [0, %d], got %d", MaxReasoningTokens, c.ReasoningTokens)
+	case c.ReasoningTokens > 0 && c.Engine != "" && c.Engine != EngineVLLM:
+		return fmt.Errorf("--reasoning-tokens is served by the vllm persona only, not --engine %s", c.Engine)
 	}
 	if err := c.validateLoRA(); err != nil {
 		return err
@@ -280,7 +292,8 @@ func (f Faults) probabilities() []namedProbability {
 		{faultCut, f.CutStream},
 		{faultMalformed, f.MalformedEvent},
 		{faultSlowDrip, f.SlowDrip},
-		{faultErrorEvent, f.ErrorEvent}, // last: appending keeps the draws of the others
+		{faultErrorEvent, f.ErrorEvent}, // appending keeps the draws of the others
+		{faultBrokenTool, f.BrokenToolCall},
 	}
 }
 
@@ -400,6 +413,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addLightFlags(cmd, &c.Light)
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
+	addReasoningFlags(cmd, c)
 	addCloseFlags(cmd, c)
 	addBackgroundFlags(cmd, &c.Background)
 
@@ -420,6 +434,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	durationFlag("fault.slow-drip-interval", "Pause between bytes of a slow drip.", &f.SlowDripInterval)
 	prob(faultHang, "Never produce a token (the request hangs) while /health answers 200.", &f.Hang)
 	prob(faultErrorEvent, "End the stream with an error event once half of the tokens were written.", &f.ErrorEvent)
+	prob(faultBrokenTool, "Break the JSON of a tool call's arguments (requests with tools).", &f.BrokenToolCall)
 }
 
 // flagValue is a kingpin value whose parse errors name the flag.
@@ -458,4 +473,5 @@ const (
 	faultSlowDrip    = "slow-drip"
 	faultHang        = "hang"
 	faultErrorEvent  = "error-event"
+	faultBrokenTool  = "broken-tool-call"
 )

@@ -38,7 +38,12 @@ type sequence struct {
 	// structured is the JSON a response_format asks for (nil: none); the
 	// output text is spread over it (structuredText).
 	structured []byte
-	arrival    time.Time // set by submit
+	// reasoning is the number of output tokens that are reasoning, before
+	// the answer (reasoning.go); tool is the tool the answer calls (nil:
+	// a text answer), whose arguments are structured.
+	reasoning int
+	tool      *simTool
+	arrival   time.Time // set by submit
 
 	// Owned by the engine goroutine.
 	state       seqState

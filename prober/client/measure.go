@@ -265,10 +265,11 @@ func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
 				rec.ReasoningTokens, m.reasonTok = e.reasonTokens, true
 			}
 		}
+		incomplete := e.kind == respIncomplete || string(e.status) == "incomplete"
 		switch {
-		case e.kind == respIncomplete && string(e.incReason) == "max_output_tokens":
+		case incomplete && string(e.incReason) == "max_output_tokens":
 			rec.FinishReason = "length"
-		case e.kind == respIncomplete:
+		case incomplete:
 			rec.FinishReason = "incomplete"
 			if len(e.incReason) > 0 {
 				rec.FinishReason += ": " + trimTo(string(e.incReason), 64)
