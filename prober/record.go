@@ -228,6 +228,25 @@ func (r *Record) TPOT() (time.Duration, bool) {
 // tokens of the answer after the thinking.
 func (r *Record) AnswerTokens() int { return max(r.CompletionTokens-r.ReasoningTokens, 0) }
 
+// AnswerTTFT is the answer TTFT (the SLO ttfa): t0 -> the first answer
+// delta, TTFTText, or FirstToolCall when the answer was a tool call (the
+// earlier of the two when both came); E2E when no answer came before the
+// stream ended (a response that only thought); 0 for a request that was
+// not streamed. Without reasoning it is the content TTFT.
+func (r *Record) AnswerTTFT() time.Duration {
+	switch {
+	case r.NoStream:
+		return 0
+	case r.TTFTText > 0 && r.FirstToolCall > 0:
+		return min(r.TTFTText, r.FirstToolCall)
+	case r.TTFTText > 0:
+		return r.TTFTText
+	case r.FirstToolCall > 0:
+		return r.FirstToolCall
+	}
+	return r.E2E
+}
+
 // Reasoned reports whether the response carried reasoning (a reasoning
 // delta or reasoning tokens in its usage).
 func (r *Record) Reasoned() bool { return r.TTFR > 0 || r.ReasoningTokens > 0 }

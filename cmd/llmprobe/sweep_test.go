@@ -38,7 +38,7 @@ func TestSweepBadFlags(t *testing.T) {
 		{"concurrency huge", []string{"--concurrency", "100000000"}, "llmprobe: error: --concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 100000000\n"},
 		{"negative input length", []string{"--input-len=-5"}, "llmprobe: error: --input-len: must be >= 1, got -5\n"},
 		{"negative prefix", []string{"--prefix-len=-1"}, "llmprobe: error: --prefix-len: must be >= 0, got -1\n"},
-		{"bad goodput key", []string{"--goodput", "ttft:800", "foo:3"}, `llmprobe: error: --goodput: invalid goodput key "foo": must be one of ttft, tpot, e2el` + "\n"},
+		{"bad goodput key", []string{"--goodput", "ttft:800", "foo:3"}, `llmprobe: error: --goodput: invalid goodput key "foo": must be one of ttft, tpot, e2el, ttfa` + "\n"},
 		{"goodput pair without the flag", []string{"ttft:800"}, `llmprobe: error: --goodput: unexpected argument "ttft:800" (KEY:VALUE pairs follow --goodput)` + "\n"},
 		{"rates and concurrency", []string{"--rates", "1", "--concurrency", "2"}, "llmprobe: error: --concurrency: give --rates or --concurrency, not both"},
 		{"burst without a count", []string{"--rates", "inf"}, "llmprobe: error: --num-prompts: --rates inf sends a step's requests at once: give --num-prompts\n"},

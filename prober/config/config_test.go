@@ -183,7 +183,7 @@ func TestInvalid(t *testing.T) {
 		{"rate-zero", `:6: targets[0].probes[0].rate: must be > 0, got 0`},
 		{"slo-inherited-over-timeout", `:4: targets[0].slo.e2el: must be <= timeout (20s), got 30s (inherited from global.slo)`},
 		{"slo-over-timeout", `:5: targets[0].slo.e2el: must be <= timeout (5s), got 10s`},
-		{"slo-unknown", `:6: targets[0].slo.itl: unknown slo key "itl" (one of ttft, tpot, e2el)`},
+		{"slo-unknown", `:6: targets[0].slo.itl: unknown slo key "itl" (one of ttft, tpot, e2el, ttfa)`},
 		// yaml reports syntax errors at the line before the enclosing block.
 		{"syntax", `:1: did not find expected '-' indicator`},
 		{"target-ttft-timeout", `:7: targets[0].ttft_timeout: must be <= timeout (5s), got 7s`},
