@@ -52,7 +52,7 @@ func init() {
 			"is good: goodput is the success rate and the latency SLO alerts cannot fire.").StringsVar(&t.SLO)
 		cmd.Arg("slo-pairs", "More --slo KEY:VALUE pairs (the `--slo ttft:800 tpot:50` form).").StringsVar(&t.SLOArgs)
 		cmd.Flag("model", "Model to request with --target (default: the first model of GET /v1/models).").StringVar(&t.Model)
-		cmd.Flag("api", "API to probe with --target: completions or chat.").Default("completions").StringVar(&t.API)
+		cmd.Flag("api", "API to probe with --target: completions, chat or responses.").Default("completions").StringVar(&t.API)
 		engines := []string{"auto"}
 		for _, n := range engine.Names {
 			engines = append(engines, string(n))
@@ -144,8 +144,8 @@ func (f *serveFlags) options(fromFile bool) (daemon.Options, error) {
 	o := f.Options
 	var err error
 	switch {
-	case f.target.API != "completions" && f.target.API != "chat":
-		return o, fmt.Errorf("--api must be completions or chat, got %q", f.target.API)
+	case f.target.API != "completions" && f.target.API != "chat" && f.target.API != "responses":
+		return o, fmt.Errorf("--api must be completions, chat or responses, got %q", f.target.API)
 	case o.Push.Method != "POST" && o.Push.Method != "PUT":
 		return o, fmt.Errorf("--push.method must be POST or PUT, got %q", o.Push.Method)
 	case o.SweepsMaxConcurrent < 1:
