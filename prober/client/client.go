@@ -176,14 +176,15 @@ type Request struct {
 	// have no such parameter and do not send it.
 	ReasoningEffort string
 	// Tools, when not empty, are offered to the model ("tools", in the
-	// API's shape) with ToolChoice ("tool_choice", raw JSON; nil: not
-	// sent). The tool calls of the response are then assembled from
+	// API's shape) with ToolChoice ("tool_choice": "auto", "required" and
+	// "none" as they are, another value as the named function in the
+	// API's shape; "": not sent). The tool calls of the response are then assembled from
 	// their deltas and checked: each must name one of Tools and carry a
 	// JSON object as arguments that CheckTool (when not nil) accepts; a
 	// malformed call fails the request as invalid_response naming why.
 	// Record.ToolCalls counts them.
 	Tools      []Tool
-	ToolChoice []byte
+	ToolChoice string
 	CheckTool  func(name string, args []byte) error
 }
 

@@ -94,7 +94,7 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 		}
 		p := chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
 			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
-			Logprobs: req.Logprobs, TopLogprobs: top, ReasoningEffort: req.ReasoningEffort, ToolChoice: req.ToolChoice}
+			Logprobs: req.Logprobs, TopLogprobs: top, ReasoningEffort: req.ReasoningEffort, ToolChoice: toolChoice(req.ToolChoice, false)}
 		for _, t := range req.Tools {
 			p.Tools = append(p.Tools, chatTool{Type: "function", Function: functionSpec(t)})
 		}
@@ -118,7 +118,7 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 // chat messages) as input.
 func (c *Client) responsesBody(req *Request, model string) responsesPayload {
 	p := responsesPayload{Model: model, MaxOutputTokens: req.MaxTokens, MinTokens: req.MinTokens,
-		IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, ToolChoice: req.ToolChoice}
+		IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, ToolChoice: toolChoice(req.ToolChoice, true)}
 	if req.Messages != nil {
 		p.Input = req.Messages
 	} else {
@@ -131,6 +131,25 @@ func (c *Client) responsesBody(req *Request, model string) responsesPayload {
 		p.Tools = append(p.Tools, responsesTool{Type: "function", functionSpec: functionSpec(t)})
 	}
 	return p
+}
+
+// toolChoice encodes a Request.ToolChoice: auto, required and none as
+// strings, a function's name as chat's {"type":"function","function":
+// {"name":...}} or the Responses API's {"type":"function","name":...}.
+func toolChoice(c string, responses bool) json.RawMessage {
+	var v any
+	switch {
+	case c == "":
+		return nil
+	case c == "auto" || c == "required" || c == "none":
+		v = c
+	case responses:
+		v = map[string]string{"type": "function", "name": c}
+	default:
+		v = map[string]any{"type": "function", "function": map[string]string{"name": c}}
+	}
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // model is the model a request names.

@@ -68,7 +68,7 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 		{
 			name: "chat tool call",
 			api:  APIChat,
-			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: []byte(`"auto"`)},
+			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
 			check: func(t *testing.T, rec prober.Record) {
 				if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
 					t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
@@ -119,7 +119,7 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 		{
 			name: "responses tool call",
 			api:  APIResponses,
-			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: []byte(`{"type":"function","name":"get_weather"}`)},
+			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: "get_weather"},
 			check: func(t *testing.T, rec prober.Record) {
 				if rec.ToolCalls != 1 || rec.FirstToolCall <= 0 || rec.FinishReason != "tool_calls" {
 					t.Errorf("tool calls %d, first %v, finish %q", rec.ToolCalls, rec.FirstToolCall, rec.FinishReason)
