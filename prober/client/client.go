@@ -371,7 +371,9 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 		}
 	}()
 	class, msg, fromServer := c.do(ctx, &req, rec)
-	if class == prober.ClassNone && req.Check != nil {
+	// A response that answered with a tool call has no text to check
+	// against a response_format: its calls were checked instead.
+	if class == prober.ClassNone && req.Check != nil && !(rec.ToolCalls > 0 && req.Collect.Len() == 0) {
 		if err := req.Check(req.Collect.Bytes()); err != nil {
 			class, msg, fromServer = prober.ClassInvalidResponse, "response_format: "+err.Error(), true
 		}

@@ -24,7 +24,13 @@ type response struct {
 	Choices []struct {
 		Text    *string `json:"text"`
 		Message *struct {
-			Content *string `json:"content"`
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason *string         `json:"finish_reason"`
 		Logprobs     json.RawMessage `json:"logprobs"`
@@ -43,8 +49,10 @@ type response struct {
 type responsesResponse struct {
 	Status *string `json:"status"`
 	Output []struct {
-		Type    string `json:"type"`
-		Content []struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`      // function_call
+		Arguments string `json:"arguments"` // function_call
+		Content   []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
@@ -93,7 +101,10 @@ func (m *measurer) measureResponses(body []byte, end time.Time) (prober.ErrorCla
 	if *r.Status != "completed" {
 		rec.FinishReason = trimTo(*r.Status, 64)
 	}
-	for _, o := range r.Output {
+	for i, o := range r.Output {
+		if o.Type == "function_call" && m.tools != nil {
+			m.tools.add(i, o.Name, o.Arguments)
+		}
 		for _, c := range o.Content {
 			if o.Type == "message" && c.Type == "output_text" && m.collect != nil && m.collect.Len() < MaxCollect {
 				m.collect.WriteString(c.Text[:min(len(c.Text), MaxCollect-m.collect.Len())])
@@ -109,6 +120,18 @@ func (m *measurer) measureResponses(body []byte, end time.Time) (prober.ErrorCla
 		}
 		rec.CachedTokens, rec.CachedTokensReported = detailInt(u.InputDetails, "cached_tokens")
 		rec.ReasoningTokens, _ = detailInt(u.OutputDetail, "reasoning_tokens")
+	}
+	return m.checkTools()
+}
+
+// checkTools counts and checks the tool calls of a non-streamed answer.
+func (m *measurer) checkTools() (prober.ErrorClass, string, bool) {
+	if m.tools == nil {
+		return prober.ClassNone, "", false
+	}
+	m.rec.ToolCalls = len(m.tools.calls)
+	if why := m.tools.check(m.toolList, m.checkTool); why != "" {
+		return prober.ClassInvalidResponse, why, true
 	}
 	return prober.ClassNone, "", false
 }
@@ -168,6 +191,11 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if m.collect != nil {
 		m.collect.WriteString(text[:min(len(text), MaxCollect)])
 	}
+	if ch.Message != nil && m.tools != nil {
+		for i, tc := range ch.Message.ToolCalls {
+			m.tools.add(i, tc.Function.Name, tc.Function.Arguments)
+		}
+	}
 	if u := r.Usage; u != nil {
 		if u.PromptTokens != nil {
 			rec.PromptTokens = *u.PromptTokens
@@ -184,7 +212,7 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		}
 		rec.ReasoningTokens, _ = detailInt(u.CompletionDetails, "reasoning_tokens")
 	}
-	return prober.ClassNone, "", false
+	return m.checkTools()
 }
 
 func isJSON(ct string) bool {
