@@ -68,7 +68,10 @@ func TestRunReasoningChat(t *testing.T) {
 				}
 				// TTFT is the role chunk or the first reasoning token; the
 				// answer comes the thinking time after the first reasoning token.
-				if rec.TTFR < rec.TTFT || rec.ThinkingTime <= 0 || rec.TTFTText != rec.TTFR+rec.ThinkingTime ||
+				// (A busy machine may deliver the last reasoning and the first
+				// answer tokens in one event: a thinking time of 0 is right then;
+				// the step's median above is positive.)
+				if rec.TTFR < rec.TTFT || rec.ThinkingTime < 0 || rec.TTFTText != rec.TTFR+rec.ThinkingTime ||
 					rec.TTFTText-rec.TTFT < rec.ThinkingTime {
 					t.Errorf("%s: TTFT %v, TTFR %v, thinking %v, answer TTFT %v", rec.RequestID, rec.TTFT, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
 				}

@@ -37,7 +37,9 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 				if rec.ReasoningTokens != reasoning || rec.ReasoningTokensCounted || rec.AnswerTokens() != maxTokens-reasoning {
 					t.Errorf("reasoning tokens %d (counted %v), answer tokens %d", rec.ReasoningTokens, rec.ReasoningTokensCounted, rec.AnswerTokens())
 				}
-				if rec.TTFR <= 0 || rec.TTFR < rec.TTFT || rec.TTFTText <= rec.TTFR || rec.ThinkingTime != rec.TTFTText-rec.TTFR {
+				// A busy machine may deliver the last reasoning and the first
+				// answer tokens in one event: thinking time 0 is then right.
+				if rec.TTFR <= 0 || rec.TTFR < rec.TTFT || rec.TTFTText < rec.TTFR || rec.ThinkingTime != rec.TTFTText-rec.TTFR {
 					t.Errorf("TTFT %v, TTFR %v, TTFTText %v, thinking %v", rec.TTFT, rec.TTFR, rec.TTFTText, rec.ThinkingTime)
 				}
 				if rec.FinishReason != "length" || rec.CompletionTokens != maxTokens {
@@ -73,7 +75,7 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 				if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
 					t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
 				}
-				if rec.FirstToolCall <= rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
+				if rec.TTFR <= 0 || rec.FirstToolCall < rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
 					t.Errorf("first tool call %v, TTFR %v, thinking %v, TTFTText %v", rec.FirstToolCall, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
 				}
 			},
@@ -96,7 +98,7 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 			req: Request{Tools: []Tool{weatherTool}, CheckTool: func(name string, args []byte) error {
 				return errors.New("do not match the schema: city too short")
 			}},
-			wantClass: prober.ClassInvalidResponse, wantMsg: "tool call 0 (get_weather): arguments do not match the schema",
+			wantClass: prober.ClassInvalidResponse, wantMsg: "tool call 0 (get_weather): arguments: do not match the schema",
 		},
 		{
 			name: "responses reasoning then answer",
@@ -105,7 +107,7 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 				if rec.ReasoningTokens != reasoning || rec.CompletionTokens != maxTokens || rec.TokensCounted || rec.PromptTokens <= 0 {
 					t.Errorf("reasoning %d, completion %d (counted %v), prompt %d", rec.ReasoningTokens, rec.CompletionTokens, rec.TokensCounted, rec.PromptTokens)
 				}
-				if rec.TTFR != rec.TTFT || rec.TTFTText <= rec.TTFR || rec.ThinkingTime != rec.TTFTText-rec.TTFR {
+				if rec.TTFR != rec.TTFT || rec.TTFTText < rec.TTFR || rec.ThinkingTime != rec.TTFTText-rec.TTFR {
 					t.Errorf("TTFT %v, TTFR %v, TTFTText %v, thinking %v", rec.TTFT, rec.TTFR, rec.TTFTText, rec.ThinkingTime)
 				}
 				if rec.Events < 2 || len(rec.ITL) != rec.Events-1 || rec.E2E != rec.TTFT+sum(rec.ITL) || rec.Done < rec.E2E {

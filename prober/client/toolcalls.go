@@ -145,7 +145,7 @@ func (t *toolCalls) check(tools []Tool, check func(name string, args []byte) err
 		}
 		if check != nil {
 			if err := check(c.name, c.args); err != nil {
-				return fmt.Sprintf("%s (%s): arguments %v", at, c.name, err)
+				return fmt.Sprintf("%s (%s): arguments: %v", at, c.name, err)
 			}
 		}
 	}
