@@ -60,11 +60,11 @@ type reqSample struct {
 	reasonTok, answerTok      int32
 	toolCalls                 int16
 	reasoned, counted         bool
-	itlOff              int
-	in, reqOut, out     int
-	itlN                int32
-	present, ok, good   bool
-	noStream            bool // no TTFT, TTFTText, ITL or TPOT (Record.NoStream)
+	itlOff                    int
+	in, reqOut, out           int
+	itlN                      int32
+	present, ok, good         bool
+	noStream                  bool // no TTFT, TTFTText, ITL or TPOT (Record.NoStream)
 }
 
 // NewStatsAccumulator returns an empty accumulator for a step whose
