@@ -17,6 +17,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
@@ -45,6 +46,10 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 		SLO: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond, E2EL: 10 * time.Second}})
 	targets.SetTargetInfo("t", manager.TargetInfo{ServerVersion: "v", Model: "m", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "vllm:8000"})
 	pm.SetTargetCosts(map[string]float64{"t": 1})
+	// The reasoning histograms appear with the first request that reasoned.
+	pm.Observe(&prober.Record{Target: "t", Probe: "p", TTFT: time.Millisecond, TTFR: time.Millisecond,
+		ThinkingTime: time.Millisecond, TTFTText: 2 * time.Millisecond, E2E: 3 * time.Millisecond, ReasoningTokens: 1,
+		CompletionTokens: 2}, slo.Verdict{Good: true})
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)
