@@ -191,7 +191,7 @@ type Record struct {
 	Turn      int    `json:"turn,omitempty"`
 	// Features names the request features the request carried
 	// (workload.request.features kinds: no_stream, logprobs, json_schema,
-	// lora), nil when none; a LoRA adapter is also Model.
+	// lora, tools), nil when none; a LoRA adapter is also Model.
 	Features []string `json:"features,omitempty"`
 	// NoStream marks a request sent with "stream": false: E2E is t0 to the
 	// end of the response body, and TTFT, TTFTText and ITL are not
