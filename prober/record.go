@@ -102,9 +102,22 @@ type Record struct {
 	QueueWait time.Duration `json:"queue_wait_ns,omitempty"`
 
 	// TTFT is t0 -> first SSE event with a non-empty choices array (vLLM's
-	// rule). TTFTText is t0 -> first event with non-empty text/content.
+	// rule; a reasoning delta is one). TTFTText is t0 -> first event with
+	// non-empty text/content: the answer TTFT (the SLO ttfa), which for a
+	// reasoning model comes after the thinking.
 	TTFT     time.Duration `json:"ttft_ns"`
 	TTFTText time.Duration `json:"ttft_text_ns"`
+	// TTFR is t0 -> the first reasoning delta (chat's reasoning_content
+	// or reasoning, the Responses API's reasoning text deltas), 0 when the
+	// response had none. ThinkingTime is the first reasoning delta -> the
+	// first answer delta (content or a tool call), or to the last
+	// reasoning delta when no answer came; 0 without reasoning.
+	TTFR         time.Duration `json:"ttfr_ns,omitempty"`
+	ThinkingTime time.Duration `json:"thinking_ns,omitempty"`
+	// FirstToolCall is t0 -> the first tool-call delta (chat's
+	// delta.tool_calls, the Responses API's function-call argument
+	// deltas), 0 when none came.
+	FirstToolCall time.Duration `json:"first_tool_call_ns,omitempty"`
 	// ITL holds the gaps between consecutive token-bearing events (one gap
 	// per event, never per token).
 	ITL []time.Duration `json:"itl_ns,omitempty"`
@@ -136,6 +149,16 @@ type Record struct {
 	// zero, not a missing figure.
 	CachedTokens         int  `json:"cached_tokens,omitempty"`
 	CachedTokensReported bool `json:"cached_tokens_reported,omitempty"`
+	// ReasoningTokens is usage.completion_tokens_details.reasoning_tokens
+	// (Responses API: usage.output_tokens_details.reasoning_tokens), part of
+	// CompletionTokens; without it, the number of reasoning deltas, and
+	// ReasoningTokensCounted is true (a delta of several tokens counts
+	// once). AnswerTokens is the rest.
+	ReasoningTokens        int  `json:"reasoning_tokens,omitempty"`
+	ReasoningTokensCounted bool `json:"reasoning_tokens_counted,omitempty"`
+	// ToolCalls is the number of tool calls the response made (assembled
+	// from their deltas; only counted for requests that sent tools).
+	ToolCalls int `json:"tool_calls,omitempty"`
 	// Events is the number of token-bearing SSE events received.
 	Events int `json:"events"`
 
@@ -168,7 +191,7 @@ type Record struct {
 	Turn      int    `json:"turn,omitempty"`
 	// Features names the request features the request carried
 	// (workload.request.features kinds: no_stream, logprobs, json_schema,
-	// lora), nil when none; a LoRA adapter is also Model.
+	// lora, tools), nil when none; a LoRA adapter is also Model.
 	Features []string `json:"features,omitempty"`
 	// NoStream marks a request sent with "stream": false: E2E is t0 to the
 	// end of the response body, and TTFT, TTFTText and ITL are not
@@ -236,6 +259,33 @@ func (r *Record) TPOT() (time.Duration, bool) {
 	}
 	return (r.E2E - r.TTFT) / time.Duration(r.CompletionTokens-1), true
 }
+
+// AnswerTokens is CompletionTokens - ReasoningTokens (never below 0): the
+// tokens of the answer after the thinking.
+func (r *Record) AnswerTokens() int { return max(r.CompletionTokens-r.ReasoningTokens, 0) }
+
+// AnswerTTFT is the answer TTFT (the SLO ttfa): t0 -> the first answer
+// delta, TTFTText, or FirstToolCall when the answer was a tool call (the
+// earlier of the two when both came); E2E when no answer came before the
+// stream ended (a response that only thought); 0 for a request that was
+// not streamed. Without reasoning it is the content TTFT.
+func (r *Record) AnswerTTFT() time.Duration {
+	switch {
+	case r.NoStream:
+		return 0
+	case r.TTFTText > 0 && r.FirstToolCall > 0:
+		return min(r.TTFTText, r.FirstToolCall)
+	case r.TTFTText > 0:
+		return r.TTFTText
+	case r.FirstToolCall > 0:
+		return r.FirstToolCall
+	}
+	return r.E2E
+}
+
+// Reasoned reports whether the response carried reasoning (a reasoning
+// delta or reasoning tokens in its usage).
+func (r *Record) Reasoned() bool { return r.TTFR > 0 || r.ReasoningTokens > 0 }
 
 // LatencyFromScheduled is E2E measured from the intended send time, which
 // includes the client's own lateness (coordinated omission correction).

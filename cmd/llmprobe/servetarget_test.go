@@ -49,9 +49,9 @@ func TestServeTargetFlagErrors(t *testing.T) {
 		want string
 	}{
 		{"bad pair", []string{"serve", "--target", "http://127.0.0.1:1", "--slo", "ttft=800"},
-			`llmprobe: error: --slo: invalid goodput "ttft=800": want KEY:VALUE with KEY one of ttft, tpot, e2el and VALUE in ms`},
+			`llmprobe: error: --slo: invalid goodput "ttft=800": want KEY:VALUE with KEY one of ttft, tpot, e2el, ttfa and VALUE in ms`},
 		{"unknown key", []string{"serve", "--target", "http://127.0.0.1:1", "--slo", "ttft:800", "itl:5"},
-			`llmprobe: error: --slo: invalid goodput key "itl": must be one of ttft, tpot, e2el`},
+			`llmprobe: error: --slo: invalid goodput key "itl": must be one of ttft, tpot, e2el, ttfa`},
 		{"above the timeout", []string{"serve", "--target", "http://127.0.0.1:1", "--slo", "e2el:600000"},
 			`llmprobe: error: --slo: e2el must be <= the request timeout (2m0s), got 10m0s`},
 		{"bad name", []string{"serve", "--target", "http://127.0.0.1:1", "--target.name", "a/b"},

@@ -64,6 +64,8 @@ const (
 	NameArrivalRate    = "llmprobe_probe_arrival_rate"
 	NameLastArrival    = "llmprobe_probe_last_arrival_timestamp_seconds"
 	NameObjective      = "llmprobe_goodput_objective_ratio"
+	NameReasoningTok   = "llmprobe_reasoning_tokens"
+	NameThinkingTime   = "llmprobe_thinking_time_seconds"
 	exemplarLabel      = "request_id"
 	exemplarValueLimit = prometheus.ExemplarMaxRunes - len(exemplarLabel)
 )
@@ -99,6 +101,7 @@ func Names() []string {
 		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NameBackendRequests,
 		NamePromptCachedTokens, NamePromptCacheRequests,
 		NameAnswerChecks, NameAnswerLastPass,
+		NameReasoningTok, NameThinkingTime,
 	}
 }
 
@@ -126,6 +129,9 @@ var outcomeIndex = func() map[prober.ErrorClass]int {
 // use.
 type Metrics struct {
 	ttft, ttfc, itl, tpot, e2e, sendLag *prometheus.HistogramVec
+	// reasoningTok and thinking observe the successful streamed requests
+	// that reasoned; their series appear with the first such request.
+	reasoningTok, thinking *prometheus.HistogramVec
 
 	requests      *prometheus.CounterVec
 	good          *prometheus.CounterVec
@@ -216,13 +222,19 @@ func New(reg prometheus.Registerer) *Metrics {
 			"successful requests with more than one output token only.", DecodeLatencyBuckets),
 		e2e: hist(NameE2E, "Time from sending a request to its last token-bearing streamed event, "+
 			"successful requests only.", RequestLatencyBuckets),
+		reasoningTok: hist(NameReasoningTok, "Reasoning tokens of a response (usage.completion_tokens_details."+
+			"reasoning_tokens, else counted reasoning deltas), successful streamed requests that reasoned only.",
+			ReasoningTokenBuckets),
+		thinking: hist(NameThinkingTime, "Time from a response's first reasoning token to its first answer token "+
+			"(content or a tool call; the last reasoning token when none came), successful streamed requests that "+
+			"reasoned only.", TTFTBuckets),
 		sendLag: hist(NameSendLag, "How late a request was sent compared with its scheduled arrival time "+
 			"(client saturation), every sent request (not those that failed before sending).", SendLagBuckets),
 		requests: counter(NameRequests, "Requests sent and finished, by outcome: success or the error class.",
 			"outcome"),
 		good: counter(NameGoodRequests, "Successful requests that met every configured SLO (goodput)."),
 		sloViolations: counter(NameSLOViolations, "Requests that violated a configured SLO, by SLO "+
-			"(ttft, tpot, e2el); a request can violate several.", "slo"),
+			"(ttft, tpot, e2el, ttfa); a request can violate several.", "slo"),
 		skipped: counter(NameSkipped, "Scheduled arrivals that were not sent, by reason.", "reason"),
 		promptTokens: counter(NamePromptTokens, "Prompt tokens reported by the server (usage.prompt_tokens) "+
 			"over finished requests of any outcome."),
@@ -258,7 +270,7 @@ func New(reg prometheus.Registerer) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
+		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.cachedTokens, m.cacheRequests, m.backends,
 		m.inFlight, m.sloThreshold, m.targetInfo,
@@ -387,6 +399,9 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 		if tpot, ok := r.TPOT(); ok {
 			observe(pm.tpot, tpot, ex)
 		}
+		if r.Reasoned() {
+			m.observeReasoning(r, ex)
+		}
 		maxi := -1
 		for i, gap := range r.ITL {
 			if maxi < 0 || gap > r.ITL[maxi] {
@@ -414,6 +429,21 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 				pm.slo[k].Inc()
 			}
 		}
+	}
+}
+
+// observeReasoning observes the reasoning tokens and thinking time of a
+// successful streamed request that reasoned (a label lookup per such
+// request: their series exist only where some request reasoned).
+func (m *Metrics) observeReasoning(r *prober.Record, ex prometheus.Labels) {
+	tok := m.reasoningTok.WithLabelValues(r.Target, r.Probe).(exemplarObserver)
+	if ex != nil {
+		tok.ObserveWithExemplar(float64(r.ReasoningTokens), ex)
+	} else {
+		tok.Observe(float64(r.ReasoningTokens))
+	}
+	if r.TTFR > 0 {
+		observe(m.thinking.WithLabelValues(r.Target, r.Probe).(exemplarObserver), r.ThinkingTime, ex)
 	}
 }
 
@@ -461,6 +491,7 @@ func (m *Metrics) ProbeStarted(target, probe string, s manager.ProbeSettings) {
 // probe) (SetSLO, SetGoodputObjective).
 func (m *Metrics) SLOChanged(target, probe string, s slo.SLO, goodputObjective float64) {
 	m.SetSLO(target, probe, s.TTFT, s.TPOT, s.E2EL)
+	m.setThreshold(target, probe, slo.NameTTFA, s.TTFA)
 	m.SetGoodputObjective(target, probe, goodputObjective)
 }
 
@@ -469,12 +500,17 @@ func (m *Metrics) SLOChanged(target, probe string, s slo.SLO, goodputObjective f
 // the SLO is not set: its series is deleted.
 func (m *Metrics) SetSLO(target, probe string, ttft, tpot, e2el time.Duration) {
 	for i, d := range []time.Duration{ttft, tpot, e2el} {
-		if d <= 0 {
-			m.sloThreshold.DeleteLabelValues(target, probe, SLONames[i])
-			continue
-		}
-		m.sloThreshold.WithLabelValues(target, probe, SLONames[i]).Set(d.Seconds())
+		m.setThreshold(target, probe, SLONames[i], d)
 	}
+}
+
+// setThreshold sets (d > 0) or deletes the threshold series of one SLO.
+func (m *Metrics) setThreshold(target, probe, name string, d time.Duration) {
+	if d <= 0 {
+		m.sloThreshold.DeleteLabelValues(target, probe, name)
+		return
+	}
+	m.sloThreshold.WithLabelValues(target, probe, name).Set(d.Seconds())
 }
 
 // SetProbeRate exports the configured mean arrival rate of (target, probe)
@@ -606,7 +642,7 @@ type partialDeleter interface {
 
 func (m *Metrics) probeVecs() []partialDeleter {
 	return []partialDeleter{
-		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
+		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.cachedTokens, m.cacheRequests, m.backends,
 		m.inFlight, m.sloThreshold,

@@ -86,6 +86,16 @@ func fixture() []observation {
 			},
 			violated: []string{slo.NameTPOT, slo.NameE2EL},
 		},
+		{ // A third probe: a reasoning model: the first reasoning token at 80ms, thinking 1.22s, the
+			// answer at 1.3s (an answer-TTFT violation), 64 reasoning tokens of 66.
+			rec: prober.Record{
+				Target: "sim", Probe: "reasoner", RequestID: "req-5", SendLag: 1 * ms,
+				TTFT: 80 * ms, TTFR: 80 * ms, ThinkingTime: 1220 * ms, TTFTText: 1300 * ms,
+				ITL: []time.Duration{1220 * ms, 100 * ms}, E2E: 1400 * ms, ReasoningTokens: 64,
+				PromptTokens: 100, CompletionTokens: 66, Events: 3, HTTPStatus: 200,
+			},
+			violated: []string{slo.NameTTFA},
+		},
 	}
 	// One failure per error class. Their timings must not reach the latency
 	// histograms; their tokens count.
@@ -200,6 +210,14 @@ func TestHandComputed(t *testing.T) {
 		{name: "cached tokens", c: m.cachedTokens.WithLabelValues("sim", "small"), want: 48},
 		{name: "cache hits", c: m.cacheRequests.WithLabelValues("sim", "small", CacheHit), want: 1},
 		{name: "cache misses", c: m.cacheRequests.WithLabelValues("sim", "small", CacheMiss), want: 1},
+		{name: "ttfa violations reasoner", c: m.sloViolations.WithLabelValues("sim", "reasoner", "ttfa"), want: 1},
+	}
+	// The reasoning histograms exist only for the probe whose request reasoned.
+	if n := testutil.CollectAndCount(m.reasoningTok); n != 1 {
+		t.Errorf("%d llmprobe_reasoning_tokens series, want 1 (probe reasoner)", n)
+	}
+	if n := testutil.CollectAndCount(m.thinking); n != 1 {
+		t.Errorf("%d llmprobe_thinking_time_seconds series, want 1 (probe reasoner)", n)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,6 +242,9 @@ func TestHandComputed(t *testing.T) {
 		{name: "itl one per gap", v: m.itl, probe: "small", wantCount: 5, wantSum: 0.020 + 0.030 + 0.025 + 0.040 + 0.060},
 		{name: "send lag every request", v: m.sendLag, probe: "small", wantCount: 3 + 10, wantSum: 0.0002 + 0.003 + 0 + 10*0.001},
 		{name: "tpot large", v: m.tpot, probe: "large", wantCount: 1, wantSum: 0.150},
+		{name: "reasoning tokens", v: m.reasoningTok, probe: "reasoner", wantCount: 1, wantSum: 64},
+		{name: "thinking time", v: m.thinking, probe: "reasoner", wantCount: 1, wantSum: 1.22},
+		{name: "content ttft reasoner: the answer", v: m.ttfc, probe: "reasoner", wantCount: 1, wantSum: 1.3},
 	}
 	for _, tt := range hists {
 		t.Run(tt.name, func(t *testing.T) {
@@ -668,7 +689,8 @@ func TestDelete(t *testing.T) {
 		}
 		// Observing again re-creates the full set of series.
 		m.Observe(&prober.Record{Target: "sim", Probe: "small", TTFT: ms, E2E: ms}, slo.Verdict{Good: true})
-		if n, _ := testutil.GatherAndCount(reg, NameRequests); n != 2*(1+len(prober.ErrorClasses)) {
+		// Three probes: small, large and reasoner (created by its Observe).
+		if n, _ := testutil.GatherAndCount(reg, NameRequests); n != 3*(1+len(prober.ErrorClasses)) {
 			t.Errorf("requests series after re-create: %d", n)
 		}
 	})

@@ -186,6 +186,14 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	}
 	b = appendInt(b, `,"ttft_ns":`, int64(r.TTFT))
 	b = appendInt(b, `,"ttft_text_ns":`, int64(r.TTFTText))
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{{`,"ttfr_ns":`, r.TTFR}, {`,"thinking_ns":`, r.ThinkingTime}, {`,"first_tool_call_ns":`, r.FirstToolCall}} {
+		if f.v != 0 {
+			b = appendInt(b, f.key, int64(f.v))
+		}
+	}
 	if len(r.ITL) > 0 {
 		b = append(b, `,"itl_ns":[`...)
 		for i, d := range r.ITL {
@@ -217,6 +225,15 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	}
 	if r.CachedTokensReported {
 		b = append(b, `,"cached_tokens_reported":true`...)
+	}
+	if r.ReasoningTokens != 0 {
+		b = appendInt(b, `,"reasoning_tokens":`, int64(r.ReasoningTokens))
+	}
+	if r.ReasoningTokensCounted {
+		b = append(b, `,"reasoning_tokens_counted":true`...)
+	}
+	if r.ToolCalls != 0 {
+		b = appendInt(b, `,"tool_calls":`, int64(r.ToolCalls))
 	}
 	b = appendInt(b, `,"events":`, int64(r.Events))
 	if r.FinishReason != "" {

@@ -43,6 +43,7 @@ func Analysis(res *sweep.Result) []byte {
 	writeErrors(&b, res)
 	writeServer(&b, res)
 	writeCacheHits(&b, res)
+	writeReasoning(&b, res)
 	writeValidity(&b, res)
 	writeConclusion(&b, res)
 	writeRollback(&b, res)
@@ -165,8 +166,12 @@ func writeNotRecorded(b *bytes.Buffer, res *sweep.Result) {
 
 // sloSet reports whether any SLO threshold is set.
 func sloSet(res *sweep.Result) bool {
-	ttft, tpot, e2el := res.SLOThresholds()
-	return ttft > 0 || tpot > 0 || e2el > 0
+	for _, v := range res.SLO {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // idleDetail says what an idle proof read, or why it read nothing.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -106,7 +107,7 @@ func sloText(res *sweep.Result) string {
 	for _, t := range []struct {
 		name string
 		v    float64
-	}{{"TTFT", ttft}, {"TPOT", tpot}, {"E2EL", e2el}} {
+	}{{"TTFT", ttft}, {"TPOT", tpot}, {"E2EL", e2el}, {"answer TTFT", res.SLO[slo.NameTTFA]}} {
 		if t.v > 0 {
 			parts = append(parts, fmt.Sprintf("%s <= %s ms", t.name, num(t.v)))
 		}

@@ -63,6 +63,11 @@ func (s *Simulator) routes() http.Handler {
 	handle(http.MethodPost, "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		s.generate(w, r, kindChat)
 	})
+	if s.light == nil && (s.cfg.Engine == "" || s.cfg.Engine == EngineVLLM) {
+		handle(http.MethodPost, "/v1/responses", func(w http.ResponseWriter, r *http.Request) {
+			s.generate(w, r, kindResponses)
+		})
+	}
 	switch s.cfg.Engine {
 	case EngineSGLang:
 		handle(http.MethodPost, "/tokenize", s.handleTokenizeSGLang)

@@ -92,6 +92,11 @@ type Config struct {
 	// generation request with the socket write times (`--trace-file`).
 	TraceFile string
 
+	// ReasoningTokens makes a reasoning model (`--reasoning-tokens`, vLLM
+	// persona only): the first ReasoningTokens output tokens of a chat or
+	// Responses request are its thinking (reasoning.go). Default 0.
+	ReasoningTokens int
+
 	// Faults is the initial fault injection; Simulator.SetFaults changes it
 	// at run time. All off by default.
 	Faults Faults
@@ -193,6 +198,9 @@ type Faults struct {
 	// answer (<|im_start|>assistant ... <|im_end|>), as a server with a
 	// broken chat template does.
 	TemplateBroken bool
+	// BrokenToolCall breaks the arguments of a tool call (a request with
+	// tools): their opening brace is left out, so they are not JSON.
+	BrokenToolCall float64
 }
 
 // DefaultConfig returns the defaults of `llmprobe simulate`. The timing
@@ -258,6 +266,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--step-per-seq must be >= 0, got %s", c.StepPerSeq)
 	case !isProbability(c.EOSProbability):
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
+	case c.ReasoningTokens < 0 || c.ReasoningTokens > MaxReasoningTokens:
+		return fmt.Errorf("--reasoning-tokens must be in [0, %d], got %d", MaxReasoningTokens, c.ReasoningTokens)
+	case c.ReasoningTokens > 0 && c.Engine != "" && c.Engine != EngineVLLM:
+		return fmt.Errorf("--reasoning-tokens is served by the vllm persona only, not --engine %s", c.Engine)
 	}
 	if err := c.validateLoRA(); err != nil {
 		return err
@@ -323,7 +335,8 @@ func (f Faults) probabilities() []namedProbability {
 		{faultErrorEvent, f.ErrorEvent},
 		{faultWrongAnswers, f.WrongAnswers},
 		{faultTruncate, f.Truncate},
-		{faultNondeterministic, f.Nondeterministic}, // last: appending keeps the draws of the others
+		{faultNondeterministic, f.Nondeterministic}, // appending keeps the draws of the others
+		{faultBrokenTool, f.BrokenToolCall},         // last: appending keeps the draws of the others
 	}
 }
 
@@ -450,6 +463,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addLightFlags(cmd, &c.Light)
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
+	addReasoningFlags(cmd, c)
 	addCloseFlags(cmd, c)
 	addServedByFlags(cmd, c)
 	addBackgroundFlags(cmd, &c.Background)
@@ -476,6 +490,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	prob(faultNondeterministic, "Flip the late, low-margin token of a built-in answer-check answer (batch variance).", &f.Nondeterministic)
 	cmd.Flag("fault."+faultTemplateBroken, "Leak the chat template's role tokens into every answer to a built-in answer-check prompt.").
 		BoolVar(&f.TemplateBroken)
+	prob(faultBrokenTool, "Break the JSON of a tool call's arguments (requests with tools).", &f.BrokenToolCall)
 }
 
 // flagValue is a kingpin value whose parse errors name the flag.
@@ -519,4 +534,5 @@ const (
 	faultTruncate         = "truncate"
 	faultNondeterministic = "nondeterministic"
 	faultTemplateBroken   = "template-broken"
+	faultBrokenTool       = "broken-tool-call"
 )

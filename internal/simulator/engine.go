@@ -40,8 +40,13 @@ type sequence struct {
 	structured []byte
 	// answer is the answer to a recognised prompt (answers.go; nil: none):
 	// its pieces are the output tokens' text.
-	answer  *answer
-	arrival time.Time // set by submit
+	answer *answer
+	// reasoning is the number of output tokens that are reasoning, before
+	// the answer (reasoning.go); tool is the tool the answer calls (nil:
+	// a text answer), whose arguments are structured.
+	reasoning int
+	tool      *simTool
+	arrival   time.Time // set by submit
 
 	// Owned by the engine goroutine.
 	state       seqState

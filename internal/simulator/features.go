@@ -347,7 +347,9 @@ func minimalJSON(schema any, depth int) any {
 // whitespace) when there are more tokens than bytes.
 func structuredText(seq *sequence, from, to int) string {
 	j := seq.structured
-	n := seq.finishLen
+	// The value is spread over the answer tokens, after the reasoning.
+	from, to = from-seq.reasoning, to-seq.reasoning
+	n := seq.finishLen - seq.reasoning
 	if seq.finishWhy == finishStop {
 		n-- // the EOS token has no text
 	}
@@ -366,7 +368,7 @@ func structuredText(seq *sequence, from, to int) string {
 		return b
 	}
 	var sb strings.Builder
-	for i := from; i < to && i < n; i++ {
+	for i := max(from, 0); i < to && i < n; i++ {
 		a := bound(i)
 		if a >= len(j) {
 			sb.WriteByte(' ')

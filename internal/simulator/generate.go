@@ -17,7 +17,7 @@ import (
 type faultPlan struct {
 	terminal                                    string // reset, 429, 500, 503, hang or ""
 	stallBefore, stallMid, cut, malformed, drip bool
-	errorEvent                                  bool
+	errorEvent, brokenTool                      bool
 	answer                                      answerPlan
 	stallFor, dripEvery                         time.Duration
 	names                                       []string
@@ -58,6 +58,8 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 			fp.answer.truncate = true
 		case faultNondeterministic:
 			fp.answer.flip = true
+		case faultBrokenTool:
+			fp.brokenTool = true
 		}
 		fp.names = append(fp.names, p.name)
 	}
@@ -83,13 +85,20 @@ func (s *Simulator) newSequence(g *genRequest) *sequence {
 		notify:     make(chan struct{}, 1),
 		textSeed:   hashTokens(hash2(uint64(s.cfg.Seed), 0x7e47), g.prompt),
 		structured: g.structured,
+		reasoning:  s.reasoningLen(g),
+		tool:       g.tool,
+	}
+	if g.tool != nil {
+		seq.structured = g.tool.args
 	}
 	if !g.ignoreEOS && s.cfg.EOSProbability > 0 {
 		// natural = min_tokens + eos <= max_tokens, compared without
 		// overflow (parseGen guarantees 0 <= min_tokens <= max_tokens).
 		eos := geometric(s.cfg.EOSProbability, uniform(hash2(seq.textSeed, 0xe05)))
-		if eos <= g.maxTokens-g.minTokens {
-			seq.finishLen, seq.finishWhy = g.minTokens+eos, finishStop
+		// A reasoning model stops only in its answer, after the thinking.
+		floor := max(g.minTokens, seq.reasoning)
+		if floor <= g.maxTokens && eos <= g.maxTokens-floor {
+			seq.finishLen, seq.finishWhy = floor+eos, finishStop
 		}
 	}
 	return seq
@@ -251,9 +260,20 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 	}
 	seq := s.newSequence(g)
 	answerSequence(seq, g, fp.answer)
+	if fp.brokenTool && seq.tool != nil {
+		seq.structured = seq.structured[1:]
+	}
 	id := "cmpl-" + rid
-	if kind == kindChat {
+	switch kind {
+	case kindChat:
 		id = "chatcmpl-" + rid
+	case kindResponses:
+		id = "resp_" + rid
+	}
+	switch {
+	case g.stream && kind == kindResponses:
+		s.streamResponses(c, g, seq, fp, id)
+		return
 	}
 	if g.stream {
 		s.stream(c, g, seq, fp, id)
@@ -328,18 +348,30 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 	if fp.stallMid && !c.sleep(fp.stallFor) {
 		return
 	}
+	reason = toolFinish(seq, reason)
+	if g.kind == kindResponses {
+		s.completeResponses(c, g, seq, produced, reason, id)
+		return
+	}
 	created := time.Now().Unix()
-	text := outputText(seq, 0, produced)
+	reasoning, text := parts(seq, 0, produced)
 	// vLLM answers with model_dump(): every field, unset ones as null.
 	use := usage{PromptTokens: len(g.prompt), CompletionTokens: produced, TotalTokens: len(g.prompt) + produced,
-		PromptTokensDetails: jsonNull}
+		PromptTokensDetails: jsonNull, CompletionTokensDetails: completionDetails(g, seq, produced)}
 	if s.cfg.Engine == EngineLlamaCpp || s.cfg.EnablePromptTokensDetails {
 		use.PromptTokensDetails = cachedDetails(seq.cachedPrompt())
 	}
 	var resp any
 	if g.kind == kindChat {
+		var calls []any
+		if seq.tool != nil {
+			calls = []any{map[string]any{"id": "chatcmpl-tool-" + id, "type": "function",
+				"function": map[string]any{"name": seq.tool.name, "arguments": text}}}
+			text = ""
+		}
 		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: g.model,
-			Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: reason,
+			Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: text, ToolCalls: append([]any{}, calls...),
+				ReasoningContent: nullIfEmpty(reasoning)}, FinishReason: reason,
 				Logprobs: logprobsOf(g, seq, 0, produced, 0)}},
 			Usage: use}
 	} else {
@@ -435,9 +467,12 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		}
 		var finish *string
 		if finished && !w.separateFinish() {
+			reason = toolFinish(seq, reason)
 			finish = &reason
 		}
-		text := outputText(seq, sent, produced)
+		reasoning, text := parts(seq, sent, produced)
+		w.reasoning = reasoning
+		w.toolStart = seq.tool != nil && sent <= seq.reasoning
 		w.lp = logprobsOf(g, seq, sent, produced, w.offset)
 		w.offset += len(text)
 		b := w.token(text, finish, produced, sent == 0)
@@ -481,7 +516,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 			}
 		}
 		if finished {
-			c.tr.FinishReason = reason
+			c.tr.FinishReason = toolFinish(seq, reason)
 			break
 		}
 	}

@@ -40,6 +40,9 @@ const (
 	finishLength = "length"
 	finishAbort  = "abort"
 	finishError  = "error"
+	// finishToolCalls ends a sequence that answered with a tool call
+	// (reasoning.go).
+	finishToolCalls = "tool_calls"
 )
 
 // metrics are the vLLM V1 engine metrics of one Simulator, registered on its

@@ -10,6 +10,7 @@ type apiKind int
 const (
 	kindCompletion apiKind = iota
 	kindChat
+	kindResponses // POST /v1/responses (reasoning.go, respapi.go)
 )
 
 type streamOptions struct {
@@ -31,6 +32,7 @@ type genRequestJSON struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	N                   *int            `json:"n"`
 	featureFields                       // logprobs, response_format, sampling (features.go)
+	reasoningFields                     // reasoning, tools, the Responses API's input (reasoning.go)
 }
 
 // genRequest is a validated generation request.
@@ -54,6 +56,10 @@ type genRequest struct {
 	// are the request's stop sequences.
 	question string
 	stop     []string
+	// thinks and tool: the request's reasoning and the tool it calls
+	// (reasoning.go).
+	thinks bool
+	tool   *simTool
 }
 
 // parseGen reads and validates a generation request as vLLM does.
@@ -67,6 +73,9 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 	}
 	g := &genRequest{kind: kind, ignoreEOS: body.IgnoreEOS, stream: body.Stream}
 	if e := s.parseFeatures(&body, g); e != nil {
+		return nil, e
+	}
+	if e := s.parseReasoning(&body, g); e != nil {
 		return nil, e
 	}
 	if body.StreamOptions != nil {
@@ -109,6 +118,12 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 		if body.MaxCompletionTokens != nil {
 			maxTokens = body.MaxCompletionTokens
 		}
+	case kindResponses:
+		p, e := parseInput(body.Input)
+		if e != nil {
+			return nil, e
+		}
+		g.prompt, maxTokens = p, body.MaxOutputTokens
 	}
 	if len(g.prompt) >= s.cfg.MaxModelLen {
 		return nil, badRequest("", "This model's maximum context length is %d tokens. However, your request has %d input tokens. "+
@@ -122,6 +137,9 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 	param := "max_tokens"
 	if kind == kindChat && body.MaxCompletionTokens != nil {
 		param = "max_completion_tokens"
+	}
+	if kind == kindResponses {
+		param = "max_output_tokens"
 	}
 	if g.maxTokens < 1 {
 		return nil, badRequest(param, "max_tokens must be at least 1, got %d.", g.maxTokens)

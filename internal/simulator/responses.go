@@ -17,6 +17,9 @@ type usage struct {
 	TotalTokens         int             `json:"total_tokens"`
 	CompletionTokens    int             `json:"completion_tokens"`
 	PromptTokensDetails json.RawMessage `json:"prompt_tokens_details,omitempty"`
+	// CompletionTokensDetails carries reasoning_tokens for a request that
+	// thought (reasoning.go); absent otherwise.
+	CompletionTokensDetails json.RawMessage `json:"completion_tokens_details,omitempty"`
 }
 
 // completionChoice is CompletionResponseChoice (non-streaming).
@@ -73,6 +76,24 @@ type completionChunk struct {
 type chatDelta struct {
 	Role    string `json:"role,omitempty"`
 	Content string `json:"content"`
+	// ReasoningContent and ToolCalls: a reasoning model's thinking and a
+	// tool call's fragments (reasoning.go).
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// toolCallDelta is DeltaToolCall: the first fragment of a call carries its
+// id, type and function name, the next ones only the arguments.
+type toolCallDelta struct {
+	ID       string            `json:"id,omitempty"`
+	Type     string            `json:"type,omitempty"`
+	Index    int               `json:"index"`
+	Function toolFunctionDelta `json:"function"`
+}
+
+type toolFunctionDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // chatChunkChoice is ChatCompletionResponseStreamChoice (exclude_unset).

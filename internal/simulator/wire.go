@@ -37,6 +37,10 @@ type wire struct {
 	// offset the text offset of its first token (features.go).
 	lp     any
 	offset int
+	// reasoning is the reasoning text of the next token chunk; toolStart
+	// marks the chunk that starts the tool call (reasoning.go).
+	reasoning string
+	toolStart bool
 }
 
 func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
@@ -115,7 +119,17 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 	if w.g.kind == kindChat {
 		c := chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model, Usage: use,
 			SystemFingerprint: w.fp}
-		ch := chatChunkChoice{Delta: chatDelta{Content: text}, FinishReason: finish, Logprobs: w.lp}
+		ch := chatChunkChoice{Delta: chatDelta{Content: text, ReasoningContent: w.reasoning}, FinishReason: finish, Logprobs: w.lp}
+		if w.seq != nil && w.seq.tool != nil {
+			ch.Delta.Content = ""
+			if text != "" || w.toolStart && completion > w.seq.reasoning {
+				d := toolCallDelta{Function: toolFunctionDelta{Arguments: text}}
+				if w.toolStart {
+					d.ID, d.Type, d.Function.Name = "chatcmpl-tool-"+w.id, "function", w.seq.tool.name
+				}
+				ch.Delta.ToolCalls = []toolCallDelta{d}
+			}
+		}
 		if vllm {
 			ch.TokenIDs = jsonNull
 			if finish != nil {
@@ -188,6 +202,9 @@ func (w *wire) usage(completion int) []byte {
 			cached = w.seq.cachedPrompt()
 		}
 		use.PromptTokensDetails = cachedDetails(cached)
+	}
+	if w.seq != nil {
+		use.CompletionTokensDetails = completionDetails(w.g, w.seq, completion)
 	}
 	var b []byte
 	if w.g.kind == kindChat {

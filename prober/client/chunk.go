@@ -17,10 +17,17 @@ import (
 //     are strings or null and whose "delta" is an object or null with
 //     "content" a string or null and "role" anything (set when not null);
 //     its "logprobs" is anything, skipped, and marks the chunk when not null.
+//     The delta's "reasoning_content" and "reasoning" (the two spellings of
+//     vLLM's reasoning parsers and other servers) mark a reasoning chunk
+//     when either is a non-empty string (any other value is validated and
+//     skipped); its "tool_calls", when a non-empty array, marks a tool-call
+//     chunk and is kept raw (any other value is validated and skipped).
 //   - "usage": null or an object whose "prompt_tokens" and
 //     "completion_tokens" are integers or null, and whose
 //     "prompt_tokens_details", when an object, has "cached_tokens" an
-//     integer or null (any other value of it is validated and skipped).
+//     integer or null, and "completion_tokens_details", when an object,
+//     "reasoning_tokens" an integer or null (any other value of either is
+//     validated and skipped).
 //   - "error" not null, or "object" equal to "error", marks an error event;
 //     its message is "error" itself when a string, "error.message" when
 //     "error" is an object, or the top-level "message" for the old form.
@@ -35,14 +42,18 @@ type chunk struct {
 	finishEscaped bool
 	hasLogprobs   bool   // choices[0].logprobs present and not null
 	logprobs      []byte // that value, raw JSON (aliases the event data)
+	hasReasoning  bool   // choices[0].delta.reasoning_content or .reasoning non-empty
+	toolCalls     []byte // choices[0].delta.tool_calls, raw, when a non-empty array (nil: none)
 
 	hasUsage         bool
 	hasPrompt        bool
 	hasCompletion    bool
 	hasCached        bool // usage.prompt_tokens_details.cached_tokens an integer
+	hasReasonTokens  bool // usage.completion_tokens_details.reasoning_tokens an integer
 	promptTokens     int
 	completionTokens int
 	cachedTokens     int
+	reasonTokens     int
 
 	isError       bool
 	errMsg        []byte
@@ -96,6 +107,10 @@ type topState struct {
 	promptTok, complTokens int
 	cachedSet              bool
 	cachedTok              int
+	reasonCSet, reasonSet  bool // delta.reasoning_content, delta.reasoning non-empty
+	toolCalls              []byte
+	reasonTokSet           bool
+	reasonTok              int
 }
 
 // decodeChunk parses data into c, which it overwrites.
@@ -119,11 +134,14 @@ func decodeChunk(data []byte, c *chunk) error {
 		c.hasRole = st.roleSet
 		c.hasFinish, c.finish, c.finishEscaped = st.finishSet, st.finish, st.finishEsc
 		c.hasLogprobs, c.logprobs = st.logprobsSet, st.logprobs
+		c.hasReasoning = st.reasonCSet || st.reasonSet
+		c.toolCalls = st.toolCalls
 	}
 	if c.hasUsage {
 		c.hasPrompt, c.promptTokens = st.promptSet, st.promptTok
 		c.hasCompletion, c.completionTokens = st.complSet, st.complTokens
 		c.hasCached, c.cachedTokens = st.cachedSet, st.cachedTok
+		c.hasReasonTokens, c.reasonTokens = st.reasonTokSet, st.reasonTok
 	}
 	switch {
 	case st.errSet:
@@ -272,6 +290,7 @@ func (d *decoder) top(c *chunk, st *topState) error {
 func (d *decoder) choices(c *chunk, st *topState) error {
 	c.choices = 0
 	st.textSet, st.contentSet, st.finishSet, st.roleSet, st.logprobsSet = false, false, false, false, false
+	st.reasonCSet, st.reasonSet, st.toolCalls = false, false, nil
 	if d.null() {
 		return nil
 	}
@@ -370,6 +389,7 @@ func (d *decoder) choice(st *topState) error {
 
 func (d *decoder) delta(st *topState) error {
 	st.contentSet, st.roleSet = false, false
+	st.reasonCSet, st.reasonSet, st.toolCalls = false, false, nil
 	if d.null() {
 		return nil
 	}
@@ -398,6 +418,20 @@ func (d *decoder) delta(st *topState) error {
 			if st.roleSet {
 				err = d.skip(5)
 			}
+		case "reasoning_content":
+			st.reasonCSet, err = d.nonEmptyString()
+		case "reasoning":
+			st.reasonSet, err = d.nonEmptyString()
+		case "tool_calls":
+			st.toolCalls = nil
+			start := d.i
+			if d.peek() == '[' {
+				if err = d.skip(5); err == nil && !isEmptyArray(d.b[start:d.i]) {
+					st.toolCalls = d.b[start:d.i]
+				}
+			} else {
+				err = d.skip(5)
+			}
 		default:
 			err = d.skip(5)
 		}
@@ -412,7 +446,7 @@ func (d *decoder) delta(st *topState) error {
 
 func (d *decoder) usage(c *chunk, st *topState) error {
 	c.hasUsage = false
-	st.promptSet, st.complSet, st.cachedSet = false, false, false
+	st.promptSet, st.complSet, st.cachedSet, st.reasonTokSet = false, false, false, false
 	if d.null() {
 		return nil
 	}
@@ -439,6 +473,8 @@ func (d *decoder) usage(c *chunk, st *topState) error {
 			st.complSet = ok
 		case "prompt_tokens_details":
 			err = d.promptDetails(st)
+		case "completion_tokens_details":
+			err = d.completionDetails(st)
 		default:
 			err = d.skip(3)
 		}
@@ -481,6 +517,62 @@ func (d *decoder) promptDetails(st *topState) error {
 			return err
 		}
 	}
+}
+
+// completionDetails reads usage.completion_tokens_details: its
+// reasoning_tokens when it is an object (the last of duplicate keys wins),
+// else the value is skipped and the reasoning tokens are not known.
+func (d *decoder) completionDetails(st *topState) error {
+	st.reasonTokSet = false
+	if d.peek() != '{' {
+		return d.skip(3)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		if string(k) == "reasoning_tokens" {
+			var ok bool
+			st.reasonTok, ok, err = d.optInt("reasoning_tokens")
+			st.reasonTokSet = ok
+		} else {
+			err = d.skip(4)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// nonEmptyString reads any value and reports whether it was a non-empty
+// string.
+func (d *decoder) nonEmptyString() (bool, error) {
+	if d.peek() != '"' {
+		return false, d.skip(5)
+	}
+	s, _, err := d.str()
+	return err == nil && len(s) > 0, err
+}
+
+// isEmptyArray reports whether raw, a valid JSON array, has no element.
+func isEmptyArray(raw []byte) bool {
+	for _, b := range raw[1:] {
+		switch b {
+		case ' ', '\t', '\n', '\r':
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // optInt reads an integer or null. Like encoding/json decoding into an int,

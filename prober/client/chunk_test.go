@@ -20,6 +20,10 @@ type refChunk struct {
 	Prompt, Completion       int
 	HasCached                bool
 	Cached                   int
+	HasReasoning             bool
+	ToolCalls                string // the raw tool_calls array, compacted
+	HasReasonTokens          bool
+	ReasonTokens             int
 	IsError                  bool
 	ErrMsg                   string
 }
@@ -30,6 +34,10 @@ func viewChunk(c *chunk) refChunk {
 		HasUsage: c.hasUsage, HasPrompt: c.hasPrompt, HasCompletion: c.hasCompletion,
 		Prompt: c.promptTokens, Completion: c.completionTokens, IsError: c.isError,
 		HasCached: c.hasCached, Cached: c.cachedTokens,
+		HasReasoning: c.hasReasoning, HasReasonTokens: c.hasReasonTokens, ReasonTokens: c.reasonTokens,
+	}
+	if c.toolCalls != nil {
+		r.ToolCalls = compact(c.toolCalls)
 	}
 	if c.hasFinish {
 		r.Finish = rawString(c.finish, c.finishEscaped)
@@ -38,6 +46,15 @@ func viewChunk(c *chunk) refChunk {
 		r.ErrMsg = rawString(c.errMsg, c.errMsgEscaped)
 	}
 	return r
+}
+
+// compact is raw JSON without insignificant space.
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "invalid: " + err.Error()
+	}
+	return b.String()
 }
 
 // refDecode is the oracle: the semantics documented on chunk, implemented
@@ -116,6 +133,18 @@ func refDecode(data []byte) (refChunk, error) {
 				}
 				raw, ok = delta["role"]
 				r.HasRole = ok && !isNull(raw)
+				for _, k := range []string{"reasoning_content", "reasoning"} {
+					var s string
+					if raw, ok := delta[k]; ok && first(raw) == '"' && json.Unmarshal(raw, &s) == nil && s != "" {
+						r.HasReasoning = true
+					}
+				}
+				if raw, ok := delta["tool_calls"]; ok && first(raw) == '[' {
+					var arr []json.RawMessage
+					if json.Unmarshal(raw, &arr) == nil && len(arr) > 0 {
+						r.ToolCalls = compact(raw)
+					}
+				}
 			}
 			r.HasText = text != "" || content != ""
 		}
@@ -145,6 +174,16 @@ func refDecode(data []byte) (refChunk, error) {
 			}
 			raw, ok := pd["cached_tokens"]
 			if r.Cached, r.HasCached, err = optInt(raw, ok); err != nil {
+				return r, err
+			}
+		}
+		if raw, ok := u["completion_tokens_details"]; ok && !isNull(raw) && first(raw) == '{' {
+			var cd map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &cd); err != nil {
+				return r, err
+			}
+			raw, ok := cd["reasoning_tokens"]
+			if r.ReasonTokens, r.HasReasonTokens, err = optInt(raw, ok); err != nil {
 				return r, err
 			}
 		}
@@ -266,6 +305,62 @@ func TestDecodeChunk(t *testing.T) {
 			data: `{"choices":[{"finish_reason":"st\u006fp"}]}`,
 			want: refChunk{Choices: 1, HasFinish: true, Finish: "stop"},
 		},
+		{
+			name: "reasoning_content delta (vLLM's reasoning parsers)",
+			data: `{"choices":[{"index":0,"delta":{"reasoning_content":"Let me think"},"logprobs":null,"finish_reason":null}]}`,
+			want: refChunk{Choices: 1, HasReasoning: true},
+		},
+		{
+			name: "reasoning delta (the newer spelling)",
+			data: `{"choices":[{"index":0,"delta":{"reasoning":"hmm","content":null}}]}`,
+			want: refChunk{Choices: 1, HasReasoning: true},
+		},
+		{
+			name: "both spellings, one empty",
+			data: `{"choices":[{"delta":{"reasoning":"","reasoning_content":"x"}}]}`,
+			want: refChunk{Choices: 1, HasReasoning: true},
+		},
+		{
+			name: "empty or non-string reasoning is no reasoning",
+			data: `{"choices":[{"delta":{"reasoning":"","reasoning_content":{"a":[1]},"content":"a"}}]}`,
+			want: refChunk{Choices: 1, HasText: true},
+		},
+		{
+			name: "reasoning and content on one delta",
+			data: `{"choices":[{"delta":{"reasoning_content":"\u0041","content":"B"}}]}`,
+			want: refChunk{Choices: 1, HasText: true, HasReasoning: true},
+		},
+		{
+			name: "tool_calls first fragment",
+			data: `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}`,
+			want: refChunk{Choices: 1, ToolCalls: `[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]`},
+		},
+		{
+			name: "tool_calls argument fragment",
+			data: `{"choices":[{"delta":{"tool_calls":[ {"index":0,"function":{"arguments":"{\"city\": \"Pa"}} ]}}]}`,
+			want: refChunk{Choices: 1, ToolCalls: `[{"index":0,"function":{"arguments":"{\"city\": \"Pa"}}]`},
+		},
+		{
+			name: "empty or null tool_calls is none",
+			data: `{"choices":[{"delta":{"tool_calls":[ ],"content":""}}]}`,
+			want: refChunk{Choices: 1},
+		},
+		{
+			name: "tool_calls finish",
+			data: `{"choices":[{"delta":{"tool_calls":null},"finish_reason":"tool_calls"}]}`,
+			want: refChunk{Choices: 1, HasFinish: true, Finish: "tool_calls"},
+		},
+		{
+			name: "usage with reasoning tokens",
+			data: `{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":96,"completion_tokens_details":{"reasoning_tokens":64,"accepted_prediction_tokens":null}}}`,
+			want: refChunk{HasUsage: true, HasPrompt: true, Prompt: 10, HasCompletion: true, Completion: 96, HasReasonTokens: true, ReasonTokens: 64},
+		},
+		{
+			name: "completion_tokens_details null",
+			data: `{"choices":[],"usage":{"completion_tokens":3,"completion_tokens_details":null}}`,
+			want: refChunk{HasUsage: true, HasCompletion: true, Completion: 3},
+		},
+		{name: "reasoning_tokens not an integer", data: `{"usage":{"completion_tokens_details":{"reasoning_tokens":"5"}}}`, wantErr: true},
 		{name: "not an object", data: `[1]`, wantErr: true},
 		{name: "empty", data: ``, wantErr: true},
 		{name: "truncated", data: `{"choices":[{"text":"a"`, wantErr: true},
@@ -327,6 +422,11 @@ func FuzzDecodeChunk(f *testing.F) {
 		`{"error":{"message":"x","code":500}}`,
 		`{"object":"error","message":"m"}`,
 		`{"a":[1,-2.5e+3,true,false,null,"\u00e9\n",{}]}`,
+		`{"choices":[{"delta":{"reasoning_content":"think","reasoning":null}}]}`,
+		`{"choices":[{"delta":{"reasoning":"a","content":"b"}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\""}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":7}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -1,5 +1,5 @@
 // Package client owns the streaming OpenAI-compatible client that sends one
-// probe request (/v1/completions or /v1/chat/completions, always streamed)
+// probe request (/v1/completions, /v1/chat/completions or /v1/responses)
 // and measures it into a prober.Record exactly as `vllm bench serve` does:
 // t0 just before the request is issued, TTFT at the first event with a
 // non-empty choices array, one ITL gap per token-bearing event, E2E at the
@@ -34,6 +34,9 @@ import (
 const (
 	APICompletions = "completions"
 	APIChat        = "chat"
+	// APIResponses is the Responses API (POST /v1/responses), measured
+	// from its event stream (respevent.go).
+	APIResponses = "responses"
 )
 
 // DefaultMaxBodyBytes is the default Options.MaxBodyBytes.
@@ -55,6 +58,7 @@ const (
 var reservedKeys = []string{
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens",
 	"min_tokens", "ignore_eos", "stream", "stream_options", "logprobs", "top_logprobs",
+	"input", "max_output_tokens", "tools", "tool_choice",
 }
 
 // Options configures a Client. BaseURL and, for chat, the API are the only
@@ -64,7 +68,8 @@ type Options struct {
 	// "/v1" is accepted). Requests go to BaseURL/v1/completions or
 	// BaseURL/v1/chat/completions.
 	BaseURL string
-	// API is "completions" (default when empty) or "chat".
+	// API is "completions" (default when empty), "chat" or "responses"
+	// (POST /v1/responses).
 	API string
 	// Model is sent as "model"; empty omits the field (the server's
 	// default model).
@@ -175,6 +180,21 @@ type Request struct {
 	// Nil keeps the per-event path free of any logprobs decoding: the
 	// value is only skipped, as for every other request.
 	CollectLogprobs *Logprobs
+	// ReasoningEffort, when not empty, is sent as "reasoning_effort"
+	// (chat) or "reasoning": {"effort": ...} (responses); completions
+	// have no such parameter and do not send it.
+	ReasoningEffort string
+	// Tools, when not empty, are offered to the model ("tools", in the
+	// API's shape) with ToolChoice ("tool_choice": "auto", "required" and
+	// "none" as they are, another value as the named function in the
+	// API's shape; "": not sent). The tool calls of the response are then assembled from
+	// their deltas and checked: each must name one of Tools and carry a
+	// JSON object as arguments that CheckTool (when not nil) accepts; a
+	// malformed call fails the request as invalid_response naming why.
+	// Record.ToolCalls counts them.
+	Tools      []Tool
+	ToolChoice string
+	CheckTool  func(name string, args []byte) error
 }
 
 // MaxCollect bounds the text Request.Collect receives (bytes).
@@ -183,15 +203,16 @@ const MaxCollect = 4 << 20
 // Client sends streaming requests to one endpoint and measures them. It is
 // safe for concurrent use; each Do call is independent.
 type Client struct {
-	o       Options
-	chat    bool
-	url     string
-	auth    []string // the Authorization header value, nil without a key
-	extra   []byte   // `,"key":value` pairs, sorted by key
-	hc      *http.Client
-	resend  *http.Client // nil: resends go through hc
-	parsers sync.Pool
-	secrets []string // APIKey and Options.Secrets, longest first
+	o         Options
+	chat      bool
+	responses bool
+	url       string
+	auth      []string // the Authorization header value, nil without a key
+	extra     []byte   // `,"key":value` pairs, sorted by key
+	hc        *http.Client
+	resend    *http.Client // nil: resends go through hc
+	parsers   sync.Pool
+	secrets   []string // APIKey and Options.Secrets, longest first
 	// noResend turns resending off (tests that show what it prevents).
 	noResend bool
 	red      *fingerprint.Redactor
@@ -205,8 +226,10 @@ func New(o Options) (*Client, error) {
 		c.o.API = APICompletions
 	case APIChat:
 		c.chat = true
+	case APIResponses:
+		c.responses = true
 	default:
-		return nil, fmt.Errorf("api must be %q or %q, got %q", APICompletions, APIChat, o.API)
+		return nil, fmt.Errorf("api must be %q, %q or %q, got %q", APICompletions, APIChat, APIResponses, o.API)
 	}
 	u, err := url.Parse(o.BaseURL)
 	if err != nil {
@@ -217,9 +240,12 @@ func New(o Options) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
 	u.RawPath = ""
-	if c.chat {
+	switch {
+	case c.chat:
 		u.Path += "/v1/chat/completions"
-	} else {
+	case c.responses:
+		u.Path += "/v1/responses"
+	default:
 		u.Path += "/v1/completions"
 	}
 	c.url = u.String()
@@ -354,7 +380,9 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 		}
 	}()
 	class, msg, fromServer := c.do(ctx, &req, rec)
-	if class == prober.ClassNone && req.Check != nil {
+	// A response that answered with a tool call has no text to check
+	// against a response_format: its calls were checked instead.
+	if class == prober.ClassNone && req.Check != nil && !(rec.ToolCalls > 0 && req.Collect.Len() == 0) {
 		if err := req.Check(req.Collect.Bytes()); err != nil {
 			class, msg, fromServer = prober.ClassInvalidResponse, "response_format: "+err.Error(), true
 		}
@@ -423,12 +451,16 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 	m := measurer{
 		rec:          rec,
 		chat:         c.chat,
+		responses:    c.responses,
 		timeout:      c.o.Timeout,
 		ttftTimeout:  c.o.TTFTTimeout,
 		stallTimeout: c.o.StallTimeout,
 		maxTokens:    req.MaxTokens,
 		collect:      req.Collect,
 		lps:          req.CollectLogprobs,
+	}
+	if len(req.Tools) > 0 {
+		m.tools, m.toolList, m.checkTool = &toolCalls{}, req.Tools, req.CheckTool
 	}
 	t0 := time.Now()
 	m.t0 = t0

@@ -138,3 +138,58 @@ func checkRecord(t *testing.T, rec *prober.Record, tr *bodyTransport) {
 		t.Fatalf("API key in message %q", rec.ErrorMessage)
 	}
 }
+
+// FuzzResponsesStream fuzzes the Responses API's event stream through
+// Client.Do (api responses, with a tool offered so that the tool-call
+// assembly runs too): no panic, a class of prober.ErrorClasses, a coherent
+// Record (one ITL gap per token event after the first, 0 <= TTFT <= E2E,
+// TTFR and the first tool call within E2E), and a success only with a
+// token event and response.completed.
+func FuzzResponsesStream(f *testing.F) {
+	for _, s := range []string{
+		"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\"}}\n\n" +
+			"data: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"hm\"}\n\n" +
+			"data: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n" +
+			"data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":3,\"output_tokens\":2,\"output_tokens_details\":{\"reasoning_tokens\":1}}}}\n\n",
+		"data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"f\"}}\n\n" +
+			"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"{\\\"a\\\"\"}\n\n" +
+			"data: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\":1}\"}\n\n" +
+			"data: {\"type\":\"response.completed\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"}}}\n\n",
+		"data: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\nevent: error\ndata: {\"type\":\"error\",\"message\":\"boom\"}\n\n",
+		"data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"message\":\"m\"}}}\n\n",
+	} {
+		f.Add([]byte(s), uint8(7))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, chunk uint8) {
+		if len(body) > 1<<20 {
+			return
+		}
+		tr := &bodyTransport{status: 200, ct: "text/event-stream", body: body, chunk: int(chunk) + 1}
+		c, err := New(Options{BaseURL: "http://fuzz.invalid", API: APIResponses, MaxBodyBytes: 64 << 10,
+			HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := prober.Record{Target: "t", Probe: "p"}
+		c.Do(context.Background(), Request{ID: "r", Prompt: "hello", MaxTokens: 4,
+			Tools: []Tool{{Name: "f"}}}, &rec)
+		if strings.HasPrefix(rec.ErrorMessage, "internal error") {
+			t.Fatalf("Do panicked: %s", rec.ErrorMessage)
+		}
+		if rec.Error != prober.ClassNone && !slices.Contains(prober.ErrorClasses, rec.Error) {
+			t.Fatalf("class %q is not in prober.ErrorClasses", rec.Error)
+		}
+		if rec.Events < 0 || len(rec.ITL) != max(rec.Events-1, 0) || rec.TTFT < 0 || rec.E2E < rec.TTFT {
+			t.Fatalf("events %d, ITL %d, TTFT %v, E2E %v", rec.Events, len(rec.ITL), rec.TTFT, rec.E2E)
+		}
+		if rec.TTFR > rec.E2E || rec.FirstToolCall > rec.E2E || rec.ThinkingTime < 0 {
+			t.Fatalf("TTFR %v, first tool call %v, thinking %v, E2E %v", rec.TTFR, rec.FirstToolCall, rec.ThinkingTime, rec.E2E)
+		}
+		if rec.OK() && (rec.Events == 0 || !bytes.Contains(body, []byte("response."))) {
+			t.Fatalf("success with %d token events", rec.Events)
+		}
+		if len(rec.ErrorMessage) > maxErrorMessage {
+			t.Fatalf("error message of %d bytes", len(rec.ErrorMessage))
+		}
+	})
+}

@@ -20,9 +20,10 @@ import (
 // hot path: per event it does one parser call, one allocation-free JSON
 // decode and a few field updates.
 type measurer struct {
-	rec  *prober.Record
-	chat bool
-	t0   time.Time
+	rec       *prober.Record
+	chat      bool
+	responses bool // the Responses API's event stream (respevent.go)
+	t0        time.Time
 
 	timeout, ttftTimeout, stallTimeout time.Duration
 	maxTokens                          int
@@ -32,8 +33,18 @@ type measurer struct {
 	stall                              *watchdog     // nil when off
 
 	c           chunk
+	re          respEvent
+	tools       *toolCalls // Request.Tools: the calls assembled (nil when off)
+	toolList    []Tool
+	checkTool   func(name string, args []byte) error
 	gotToken    bool // a token-bearing event arrived
 	gotText     bool // an event with non-empty text arrived
+	gotReason   bool // a reasoning delta arrived
+	gotAnswer   bool // content or a tool call arrived (ends the thinking)
+	gotTool     bool // a tool-call delta arrived
+	reasonTok   bool // reasoning tokens came from a usage chunk
+	reasonings  int  // reasoning deltas
+	lastReason  time.Time
 	done        bool // [DONE] arrived
 	usageTokens bool // completion tokens came from a usage chunk
 	readErr     bool // the stream ended with a read error (or EOF)
@@ -55,8 +66,24 @@ func (m *measurer) run(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		rec.CompletionTokens = m.counted
 		rec.TokensCounted = true
 	}
+	if m.gotReason {
+		if !m.gotAnswer {
+			rec.ThinkingTime = m.lastReason.Sub(m.t0) - rec.TTFR
+		}
+		if !m.reasonTok {
+			rec.ReasoningTokens, rec.ReasoningTokensCounted = m.reasonings, true
+		}
+	}
+	if m.tools != nil {
+		rec.ToolCalls = len(m.tools.calls)
+	}
 	if class == prober.ClassNone && !m.gotToken {
 		return prober.ClassInvalidResponse, "stream finished without a token event", false
+	}
+	if class == prober.ClassNone && m.tools != nil {
+		if why := m.tools.check(m.toolList, m.checkTool); why != "" {
+			return prober.ClassInvalidResponse, why, true
+		}
 	}
 	return class, msg, fromServer
 }
@@ -93,6 +120,12 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		if ev.Partial {
 			return prober.ClassStream, "stream ended in the middle of an event", false
 		}
+		if m.responses {
+			if class, msg, fromServer, end := m.respEvent(at, since, ev.Data); end {
+				return class, msg, fromServer
+			}
+			continue
+		}
 		if string(ev.Type) == "error" {
 			return prober.ClassStream, "server error event: " + trimTo(string(ev.Data), maxErrorMessage), true
 		}
@@ -124,6 +157,10 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 			if c.hasCached {
 				rec.CachedTokens, rec.CachedTokensReported = c.cachedTokens, true
 			}
+			if c.hasReasonTokens {
+				rec.ReasoningTokens = c.reasonTokens
+				m.reasonTok = true
+			}
 		}
 	}
 }
@@ -150,9 +187,16 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	}
 	m.lastTok = at
 	rec.Events++
+	if c.hasReasoning {
+		m.reasoning(at, since)
+	}
 	if c.hasText && !m.gotText {
 		m.gotText = true
 		rec.TTFTText = since
+		m.answer(since)
+	}
+	if c.toolCalls != nil {
+		m.toolCall(since, c.toolCalls)
 	}
 	if c.hasText && m.collect != nil {
 		m.collectText(c.text, c.textEscaped)
@@ -172,6 +216,121 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	}
 	if c.hasFinish && (c.finishEscaped || string(c.finish) != rec.FinishReason) {
 		rec.FinishReason = rawString(c.finish, c.finishEscaped)
+	}
+}
+
+// respEvent measures one Responses API event; end is true when the stream
+// is over (completed, incomplete, failed or an error), with its class.
+func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
+	class prober.ErrorClass, msg string, fromServer, end bool) {
+	rec, e := m.rec, &m.re
+	if err := decodeRespEvent(data, e); err != nil {
+		if !m.gotToken {
+			return prober.ClassInvalidResponse, "first event: " + err.Error(), false, true
+		}
+		return prober.ClassStream, "malformed event: " + err.Error(), false, true
+	}
+	switch e.kind {
+	case respText, respReasoning, respToolArgs:
+		// A delta is a token event, as a chat chunk with choices: the
+		// same TTFT, ITL and E2E rules.
+		c := &m.c
+		*c = chunk{choices: 1}
+		switch e.kind {
+		case respText:
+			c.hasText = len(e.delta) > 0
+			c.text, c.textEscaped = e.delta, e.deltaEsc
+		case respReasoning:
+			c.hasReasoning = true
+		}
+		m.token(at, since, c)
+		if e.kind == respToolArgs {
+			m.toolCall(since, nil)
+			if m.tools != nil {
+				m.tools.add(e.index, "", rawString(e.delta, e.deltaEsc))
+			}
+		}
+	case respItemAdded:
+		if e.fnItem && m.tools != nil {
+			m.tools.add(e.index, rawString(e.name, e.nameEsc), "")
+		}
+	case respCompleted, respIncomplete:
+		if e.hasUsage {
+			if e.hasOutput {
+				rec.CompletionTokens, m.usageTokens = e.output, true
+			}
+			if e.hasInput {
+				rec.PromptTokens = e.input
+			}
+			if e.hasCached {
+				rec.CachedTokens, rec.CachedTokensReported = e.cached, true
+			}
+			if e.hasReasonTokens {
+				rec.ReasoningTokens, m.reasonTok = e.reasonTokens, true
+			}
+		}
+		incomplete := e.kind == respIncomplete || string(e.status) == "incomplete"
+		switch {
+		case incomplete && string(e.incReason) == "max_output_tokens":
+			rec.FinishReason = "length"
+		case incomplete:
+			rec.FinishReason = "incomplete"
+			if len(e.incReason) > 0 {
+				rec.FinishReason += ": " + trimTo(string(e.incReason), 64)
+			}
+		case m.gotTool:
+			rec.FinishReason = "tool_calls"
+		default:
+			rec.FinishReason = "stop"
+		}
+		rec.Done = since
+		m.done = true
+		return prober.ClassNone, "", false, true
+	case respFailed, respError:
+		msg := "server error event"
+		if e.kind == respFailed {
+			msg = "response.failed"
+		}
+		if e.msg != nil {
+			msg += ": " + rawString(e.msg, e.msgEsc)
+		}
+		return prober.ClassStream, msg, true, true
+	}
+	return prober.ClassNone, "", false, false
+}
+
+// reasoning records a reasoning delta.
+func (m *measurer) reasoning(at time.Time, since time.Duration) {
+	if !m.gotReason {
+		m.gotReason = true
+		m.rec.TTFR = since
+	}
+	m.reasonings++
+	m.lastReason = at
+}
+
+// answer records the first answer delta (content or a tool call): it ends
+// the thinking.
+func (m *measurer) answer(since time.Duration) {
+	if m.gotAnswer {
+		return
+	}
+	m.gotAnswer = true
+	if m.gotReason {
+		m.rec.ThinkingTime = since - m.rec.TTFR
+	}
+}
+
+// toolCall records a tool-call delta; raw is its tool_calls array (chat)
+// or nil (the Responses API, whose argument deltas toolArgs assembles).
+func (m *measurer) toolCall(since time.Duration, raw []byte) {
+	if !m.gotTool {
+		m.gotTool = true
+		m.rec.FirstToolCall = since
+		m.answer(since)
+	}
+	if m.tools != nil && raw != nil {
+		m.tools.addChat(raw)
 	}
 }
 
@@ -196,6 +355,8 @@ func (m *measurer) collectText(raw []byte, esc bool) {
 func (m *measurer) endError(err error) (prober.ErrorClass, string, bool) {
 	m.readErr = true
 	switch {
+	case errors.Is(err, io.EOF) && m.responses:
+		return prober.ClassStream, "stream ended before response.completed after " + strconv.Itoa(m.rec.Events) + " token events", false
 	case errors.Is(err, io.EOF):
 		return prober.ClassStream, "stream ended before [DONE] after " + strconv.Itoa(m.rec.Events) + " token events", false
 	case errors.Is(err, sse.ErrTooLarge):

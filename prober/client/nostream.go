@@ -24,7 +24,13 @@ type response struct {
 	Choices []struct {
 		Text    *string `json:"text"`
 		Message *struct {
-			Content *string `json:"content"`
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason *string         `json:"finish_reason"`
 		Logprobs     json.RawMessage `json:"logprobs"`
@@ -33,8 +39,101 @@ type response struct {
 		PromptTokens        *int            `json:"prompt_tokens"`
 		CompletionTokens    *int            `json:"completion_tokens"`
 		PromptTokensDetails json.RawMessage `json:"prompt_tokens_details"`
+		CompletionDetails   json.RawMessage `json:"completion_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// responsesResponse is what the measurement needs of a non-streamed
+// Responses API answer: its status, output text and usage.
+type responsesResponse struct {
+	Status *string `json:"status"`
+	Output []struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`      // function_call
+		Arguments string `json:"arguments"` // function_call
+		Content   []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage *struct {
+		InputTokens  *int            `json:"input_tokens"`
+		OutputTokens *int            `json:"output_tokens"`
+		InputDetails json.RawMessage `json:"input_tokens_details"`
+		OutputDetail json.RawMessage `json:"output_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// detailInt reads the integer key of a usage details object (null, or an
+// object; anything else: not known).
+func detailInt(raw json.RawMessage, key string) (int, bool) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return 0, false
+	}
+	var n *int
+	if v, ok := m[key]; !ok || json.Unmarshal(v, &n) != nil || n == nil {
+		return 0, false
+	}
+	return *n, true
+}
+
+// measureResponses measures a non-streamed Responses API answer.
+func (m *measurer) measureResponses(body []byte, end time.Time) (prober.ErrorClass, string, bool) {
+	rec := m.rec
+	var r responsesResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return prober.ClassInvalidResponse, "response body: " + err.Error(), false
+	}
+	if len(r.Error) > 0 && string(r.Error) != "null" {
+		if msg := errorBodyMessage(body); msg != "" {
+			return prober.ClassInvalidResponse, "server error in a 200 response: " + msg, true
+		}
+		return prober.ClassInvalidResponse, "server error in a 200 response", false
+	}
+	if r.Status == nil || r.Output == nil {
+		return prober.ClassInvalidResponse, "response without status or output", false
+	}
+	rec.E2E = end.Sub(m.t0)
+	rec.FinishReason = "stop"
+	if *r.Status != "completed" {
+		rec.FinishReason = trimTo(*r.Status, 64)
+	}
+	for i, o := range r.Output {
+		if o.Type == "function_call" && m.tools != nil {
+			m.tools.add(i, o.Name, o.Arguments)
+		}
+		for _, c := range o.Content {
+			if o.Type == "message" && c.Type == "output_text" && m.collect != nil && m.collect.Len() < MaxCollect {
+				m.collect.WriteString(c.Text[:min(len(c.Text), MaxCollect-m.collect.Len())])
+			}
+		}
+	}
+	if u := r.Usage; u != nil {
+		if u.InputTokens != nil {
+			rec.PromptTokens = *u.InputTokens
+		}
+		if u.OutputTokens != nil {
+			rec.CompletionTokens = *u.OutputTokens
+		}
+		rec.CachedTokens, rec.CachedTokensReported = detailInt(u.InputDetails, "cached_tokens")
+		rec.ReasoningTokens, _ = detailInt(u.OutputDetail, "reasoning_tokens")
+	}
+	return m.checkTools()
+}
+
+// checkTools counts and checks the tool calls of a non-streamed answer.
+func (m *measurer) checkTools() (prober.ErrorClass, string, bool) {
+	if m.tools == nil {
+		return prober.ClassNone, "", false
+	}
+	m.rec.ToolCalls = len(m.tools.calls)
+	if why := m.tools.check(m.toolList, m.checkTool); why != "" {
+		return prober.ClassInvalidResponse, why, true
+	}
+	return prober.ClassNone, "", false
 }
 
 // readResponse reads and measures a 200 answer to a non-streamed request.
@@ -59,6 +158,9 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	}
 	if m.timeout > 0 && end.Sub(m.t0) > m.timeout {
 		return prober.ClassTimeout, "no complete response within timeout " + m.timeout.String(), false
+	}
+	if m.responses {
+		return m.measureResponses(body, end)
 	}
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -89,6 +191,11 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if m.collect != nil {
 		m.collect.WriteString(text[:min(len(text), MaxCollect)])
 	}
+	if ch.Message != nil && m.tools != nil {
+		for i, tc := range ch.Message.ToolCalls {
+			m.tools.add(i, tc.Function.Name, tc.Function.Arguments)
+		}
+	}
 	if u := r.Usage; u != nil {
 		if u.PromptTokens != nil {
 			rec.PromptTokens = *u.PromptTokens
@@ -103,8 +210,9 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		if len(u.PromptTokensDetails) > 0 && json.Unmarshal(u.PromptTokensDetails, &details) == nil && details.CachedTokens != nil {
 			rec.CachedTokens, rec.CachedTokensReported = *details.CachedTokens, true
 		}
+		rec.ReasoningTokens, _ = detailInt(u.CompletionDetails, "reasoning_tokens")
 	}
-	return prober.ClassNone, "", false
+	return m.checkTools()
 }
 
 func isJSON(ct string) bool {

@@ -16,15 +16,53 @@ type completionsPayload struct {
 }
 
 type chatPayload struct {
-	Model               string         `json:"model,omitempty"`
-	Messages            []Message      `json:"messages"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	MinTokens           int            `json:"min_tokens,omitempty"`
-	IgnoreEOS           bool           `json:"ignore_eos,omitempty"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
-	Logprobs            bool           `json:"logprobs,omitempty"`
-	TopLogprobs         *int           `json:"top_logprobs,omitempty"`
+	Model               string          `json:"model,omitempty"`
+	Messages            []Message       `json:"messages"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	MinTokens           int             `json:"min_tokens,omitempty"`
+	IgnoreEOS           bool            `json:"ignore_eos,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+	Logprobs            bool            `json:"logprobs,omitempty"`
+	TopLogprobs         *int            `json:"top_logprobs,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
+	Tools               []chatTool      `json:"tools,omitempty"`
+	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
+}
+
+// responsesPayload is the body of POST /v1/responses. min_tokens and
+// ignore_eos are vLLM's sampling extras; servers without them ignore them
+// (vLLM's Responses endpoint, too, with a warning).
+type responsesPayload struct {
+	Model           string           `json:"model,omitempty"`
+	Input           any              `json:"input"`
+	MaxOutputTokens int              `json:"max_output_tokens,omitempty"`
+	MinTokens       int              `json:"min_tokens,omitempty"`
+	IgnoreEOS       bool             `json:"ignore_eos,omitempty"`
+	Stream          bool             `json:"stream"`
+	Reasoning       *reasoningOption `json:"reasoning,omitempty"`
+	Tools           []responsesTool  `json:"tools,omitempty"`
+	ToolChoice      json.RawMessage  `json:"tool_choice,omitempty"`
+}
+
+type reasoningOption struct {
+	Effort string `json:"effort"`
+}
+
+type chatTool struct {
+	Type     string       `json:"type"`
+	Function functionSpec `json:"function"`
+}
+
+type functionSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type responsesTool struct {
+	Type string `json:"type"`
+	functionSpec
 }
 
 type streamOptions struct {
@@ -46,15 +84,22 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 		top = &req.TopLogprobs
 	}
 	model := c.model(req)
-	if c.chat {
+	switch {
+	case c.responses:
+		v = c.responsesBody(req, model)
+	case c.chat:
 		msgs := req.Messages
 		if msgs == nil {
 			msgs = []Message{}
 		}
-		v = chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
+		p := chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
 			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
-			Logprobs: req.Logprobs, TopLogprobs: top}
-	} else {
+			Logprobs: req.Logprobs, TopLogprobs: top, ReasoningEffort: req.ReasoningEffort, ToolChoice: toolChoice(req.ToolChoice, false)}
+		for _, t := range req.Tools {
+			p.Tools = append(p.Tools, chatTool{Type: "function", Function: functionSpec(t)})
+		}
+		v = p
+	default:
 		v = completionsPayload{Model: model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
 			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
 			Logprobs: top}
@@ -67,6 +112,44 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 		b = append(append(append(b[:len(b)-1], c.extra...), req.Body...), '}')
 	}
 	return b, nil
+}
+
+// responsesBody is the body of a Responses API request: the prompt (or the
+// chat messages) as input.
+func (c *Client) responsesBody(req *Request, model string) responsesPayload {
+	p := responsesPayload{Model: model, MaxOutputTokens: req.MaxTokens, MinTokens: req.MinTokens,
+		IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, ToolChoice: toolChoice(req.ToolChoice, true)}
+	if req.Messages != nil {
+		p.Input = req.Messages
+	} else {
+		p.Input = req.Prompt
+	}
+	if req.ReasoningEffort != "" {
+		p.Reasoning = &reasoningOption{Effort: req.ReasoningEffort}
+	}
+	for _, t := range req.Tools {
+		p.Tools = append(p.Tools, responsesTool{Type: "function", functionSpec: functionSpec(t)})
+	}
+	return p
+}
+
+// toolChoice encodes a Request.ToolChoice: auto, required and none as
+// strings, a function's name as chat's {"type":"function","function":
+// {"name":...}} or the Responses API's {"type":"function","name":...}.
+func toolChoice(c string, responses bool) json.RawMessage {
+	var v any
+	switch {
+	case c == "":
+		return nil
+	case c == "auto" || c == "required" || c == "none":
+		v = c
+	case responses:
+		v = map[string]string{"type": "function", "name": c}
+	default:
+		v = map[string]any{"type": "function", "function": map[string]string{"name": c}}
+	}
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // model is the model a request names.

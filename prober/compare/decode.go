@@ -420,8 +420,8 @@ func decodeForeign(ev *Evidence, o map[string]json.RawMessage) (Step, error) {
 		return st, err
 	} else if ok {
 		for k, v := range sloMS {
-			if k != slo.NameTTFT && k != slo.NameTPOT && k != slo.NameE2EL {
-				return st, fmt.Errorf("key slo_ms: unknown SLO %q (ttft, tpot, e2el)", k)
+			if !slices.Contains(slo.Names, k) {
+				return st, fmt.Errorf("key slo_ms: unknown SLO %q (ttft, tpot, e2el, ttfa)", k)
 			}
 			if !(v > 0) {
 				return st, fmt.Errorf("key slo_ms: %s must be > 0", k)

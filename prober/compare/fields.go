@@ -158,7 +158,7 @@ func FieldsOf(fp fingerprint.Fingerprint) map[string]string {
 func sloOfMS(m map[string]float64) slo.SLO {
 	var s slo.SLO
 	d := func(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
-	s.TTFT, s.TPOT, s.E2EL = d(m[slo.NameTTFT]), d(m[slo.NameTPOT]), d(m[slo.NameE2EL])
+	s.TTFT, s.TPOT, s.E2EL, s.TTFA = d(m[slo.NameTTFT]), d(m[slo.NameTPOT]), d(m[slo.NameE2EL]), d(m[slo.NameTTFA])
 	return s
 }
 

@@ -30,6 +30,7 @@ import (
 const (
 	APICompletions = "completions" // POST /v1/completions
 	APIChat        = "chat"        // POST /v1/chat/completions
+	APIResponses   = "responses"   // POST /v1/responses (the Responses API)
 )
 
 // The arrival processes of a probe (the names of prober/arrival).
@@ -199,7 +200,7 @@ type TargetConfig struct {
 	// BaseURL is the server root, e.g. http://vllm:8000 (http or https, no
 	// query, no credentials, no trailing slash after load, not ending in /v1).
 	BaseURL string `yaml:"base_url"`
-	// API is APICompletions (default) or APIChat.
+	// API is APICompletions (default), APIChat or APIResponses.
 	API string `yaml:"api"`
 	// Model is the model to request; empty means the first id of
 	// GET /v1/models, asked when the probe starts.

@@ -66,8 +66,8 @@ func (t TargetConfig) Validate() error {
 			l.add("base_url", errors.New("must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)"))
 		}
 	}
-	if t.API != APICompletions && t.API != APIChat {
-		l.add("api", fmt.Errorf("must be one of %s, %s, got %q", APICompletions, APIChat, t.API))
+	if t.API != APICompletions && t.API != APIChat && t.API != APIResponses {
+		l.add("api", fmt.Errorf("must be one of %s, %s, %s, got %q", APICompletions, APIChat, APIResponses, t.API))
 	}
 	if _, err := engine.Parse(t.Engine); err != nil {
 		names := []string{"auto"}

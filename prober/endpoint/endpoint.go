@@ -325,8 +325,9 @@ func (e *Endpoint) CloseIdleConnections() {
 }
 
 // NewRequest builds the client request of one workload item for api
-// (client.APIChat: the item's Messages, or one user message holding the
-// prompt; anything else: a completions prompt), with max_tokens = the drawn output length and
+// (client.APIChat and client.APIResponses: the item's Messages, or one user
+// message holding the prompt, sent as messages or as the Responses API's
+// input; anything else: a completions prompt), with max_tokens = the drawn output length and
 // ignore_eos as given. Its InputTokens, kept as Record.InputTokens, is the
 // drawn prompt length including the shared prefix (PrefixTokens +
 // InputTokens): the figure the server should report as prompt_tokens (a
@@ -338,7 +339,7 @@ func NewRequest(api, id string, it workload.Item, ignoreEOS bool) client.Request
 		IgnoreEOS:   ignoreEOS,
 		InputTokens: it.PrefixTokens + it.InputTokens,
 	}
-	if api == client.APIChat {
+	if api == client.APIChat || api == client.APIResponses {
 		for _, m := range it.ChatMessages() {
 			req.Messages = append(req.Messages, client.Message{Role: m.Role, Content: m.Content})
 		}

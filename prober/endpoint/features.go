@@ -8,6 +8,7 @@ import (
 // WithFeatures adds to req what its draw of the workload's request
 // features carries (workload.RequestPlan.Draw): "stream": false, logprobs,
 // response_format with its check, a LoRA adapter as the model, min_tokens,
+// the reasoning effort, the tools with their check,
 // the sampling parameters and extra_body, and the feature names for
 // Record.Features. It is the one place where features reach a request, for
 // the daemon's probes and sweeps alike; a zero draw changes nothing.
@@ -24,5 +25,13 @@ func WithFeatures(req *client.Request, d workload.RequestDraw) {
 	}
 	if d.Schema != nil {
 		req.Check = d.Schema.Check
+	}
+	req.ReasoningEffort = d.ReasoningEffort
+	if d.Tools != nil {
+		req.Tools = make([]client.Tool, len(d.Tools.Tools))
+		for i, t := range d.Tools.Tools {
+			req.Tools[i] = client.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+		}
+		req.ToolChoice, req.CheckTool = d.Tools.Choice, d.Tools.Check
 	}
 }

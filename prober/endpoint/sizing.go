@@ -110,7 +110,9 @@ func (e *Endpoint) PromptSizing(ctx context.Context, model string) (*Sizing, err
 }
 
 func (e *Endpoint) setUpSizing(ctx context.Context, model string) (*Sizing, *Error) {
-	chat := e.o.API == client.APIChat
+	// The Responses API's input is a list of messages rendered through the
+	// chat template, as chat's.
+	chat := e.o.API == client.APIChat || e.o.API == client.APIResponses
 	eng, _, _ := e.detect(ctx, nil, "")
 	var whys []string
 	shapes := tokenizeShapes(eng, chat)

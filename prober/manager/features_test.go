@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,7 @@ targets:
               - {kind: logprobs, share: 0.5, top_logprobs: 3}
               - {kind: json_schema, share: 0.5, schema_file: order.json}
               - {kind: lora, share: 0.4, model: sql-lora}
+              - {kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}
 `, base)), 0o600)
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -101,5 +103,66 @@ targets:
 	}
 	if got := counter(t, reg, "llmprobe_e2e_request_latency_seconds", lbl); int(got) != ok {
 		t.Errorf("E2E histogram count %v, successful records %d", got, ok)
+	}
+}
+
+// TestDaemonProbeTools runs a daemon probe whose every request offers a
+// tool against the simulator, which breaks the JSON of half of the calls
+// (--fault.broken-tool-call 0.5): a sound call is a success with its time to
+// the first tool-call delta, one call and finish_reason tool_calls; a broken
+// one is invalid_response naming why.
+func TestDaemonProbeTools(t *testing.T) {
+	sim := fastSim()
+	sim.Faults.BrokenToolCall = 0.5
+	base, _ := simtest.Start(t, sim)
+	path := filepath.Join(t.TempDir(), "llmprobe.yml")
+	os.WriteFile(path, []byte(fmt.Sprintf(`
+targets:
+  - name: sim
+    base_url: %s
+    api: chat
+    probes:
+      - name: tools
+        rate: 40
+        workload:
+          input_tokens: {dist: fixed, value: 32}
+          output_tokens: {dist: fixed, value: 24}
+          request:
+            features:
+              - {kind: tools, share: 1, tool_choice: required, tools: [{name: get_weather, description: the weather,
+                 parameters: {type: object, required: [city], properties: {city: {type: string, minLength: 2}}}}]}
+`, base)), 0o600)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	if err := m.Apply(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	col.waitFor(t, 30*time.Second, "30 records", func(evs []event) bool { return len(evs) >= 30 })
+	m.Stop()
+	good, broken := 0, 0
+	for _, e := range col.snapshot() {
+		r := e.Record
+		switch {
+		case r.OK():
+			good++
+			if r.FirstToolCall <= 0 || r.ToolCalls != 1 || r.FinishReason != "tool_calls" || !slices.Equal(r.Features, []string{workload.FeatureTools}) {
+				t.Errorf("record %s: first tool call %v, calls %d, finish %q, features %v", r.RequestID, r.FirstToolCall, r.ToolCalls, r.FinishReason, r.Features)
+			}
+		case r.Error == "invalid_response":
+			broken++
+			if r.FirstToolCall <= 0 || r.ErrorMessage == "" || !strings.Contains(r.ErrorMessage, "tool call 0 (get_weather): arguments are not JSON") {
+				t.Errorf("record %s: first tool call %v, message %q", r.RequestID, r.FirstToolCall, r.ErrorMessage)
+			}
+		case r.Error != "canceled":
+			t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
+		}
+	}
+	if good == 0 || broken == 0 {
+		t.Errorf("%d sound and %d broken tool calls, want both", good, broken)
 	}
 }

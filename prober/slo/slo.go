@@ -32,11 +32,14 @@ const (
 	NameTTFT = "ttft"
 	NameTPOT = "tpot"
 	NameE2EL = "e2el"
+	// NameTTFA is the answer TTFT (Record.AnswerTTFT): for a reasoning
+	// model, the time to the first token after the thinking.
+	NameTTFA = "ttfa"
 )
 
 // Names lists the SLO names in a stable order (for pre-declaring label
 // values and for docs).
-var Names = []string{NameTTFT, NameTPOT, NameE2EL}
+var Names = []string{NameTTFT, NameTPOT, NameE2EL, NameTTFA}
 
 // SLO holds per-request latency thresholds; a zero field is not set. The zero
 // SLO sets nothing, so every successful request is good. In YAML and JSON the
@@ -49,6 +52,9 @@ type SLO struct {
 	TPOT time.Duration
 	// E2EL bounds the end-to-end latency to the last token event.
 	E2EL time.Duration
+	// TTFA bounds the answer TTFT (Record.AnswerTTFT): the time to the
+	// first answer token, after a reasoning model's thinking.
+	TTFA time.Duration
 }
 
 // Threshold is one configured SLO.
@@ -60,7 +66,7 @@ type Threshold struct {
 // Thresholds returns the configured (non-zero) thresholds in Names order.
 func (s SLO) Thresholds() []Threshold {
 	var out []Threshold
-	for _, t := range []Threshold{{NameTTFT, s.TTFT}, {NameTPOT, s.TPOT}, {NameE2EL, s.E2EL}} {
+	for _, t := range s.all() {
 		if t.Value != 0 {
 			out = append(out, t)
 		}
@@ -68,12 +74,17 @@ func (s SLO) Thresholds() []Threshold {
 	return out
 }
 
+// all lists every threshold, set or not, in Names order.
+func (s SLO) all() []Threshold {
+	return []Threshold{{NameTTFT, s.TTFT}, {NameTPOT, s.TPOT}, {NameE2EL, s.E2EL}, {NameTTFA, s.TTFA}}
+}
+
 // IsZero reports whether no threshold is set.
 func (s SLO) IsZero() bool { return s == SLO{} }
 
 // Validate checks that no threshold is negative.
 func (s SLO) Validate() error {
-	for _, t := range []Threshold{{NameTTFT, s.TTFT}, {NameTPOT, s.TPOT}, {NameE2EL, s.E2EL}} {
+	for _, t := range s.all() {
 		if t.Value < 0 {
 			return fmt.Errorf("%s must be >= 0, got %s", t.Name, t.Value)
 		}
@@ -89,10 +100,11 @@ const (
 	KindTTFT Kind = iota
 	KindTPOT
 	KindE2EL
+	KindTTFA
 )
 
 // Kinds lists the SLO kinds in Names order.
-var Kinds = []Kind{KindTTFT, KindTPOT, KindE2EL}
+var Kinds = []Kind{KindTTFT, KindTPOT, KindE2EL, KindTTFA}
 
 // String returns the SLO's name (NameTTFT, NameTPOT, NameE2EL).
 func (k Kind) String() string {
@@ -153,6 +165,9 @@ func (s SLO) Verdict(r *prober.Record) Verdict {
 	if s.E2EL != 0 && r.E2E > s.E2EL {
 		v = v.With(KindE2EL)
 	}
+	if s.TTFA != 0 && r.AnswerTTFT() > s.TTFA && !r.NoStream {
+		v = v.With(KindTTFA)
+	}
 	return Verdict{Good: v == 0, Violated: v}
 }
 
@@ -164,7 +179,7 @@ func (s SLO) Evaluate(r *prober.Record) (good bool, violated []string) {
 	return v.Good, v.Violated.Names()
 }
 
-func known(name string) bool { return name == NameTTFT || name == NameTPOT || name == NameE2EL }
+func known(name string) bool { return slices.Contains(Names, name) }
 
 // set assigns the threshold called name (one of Names).
 func (s *SLO) set(name string, v time.Duration) {
@@ -175,11 +190,13 @@ func (s *SLO) set(name string, v time.Duration) {
 		s.TPOT = v
 	case NameE2EL:
 		s.E2EL = v
+	case NameTTFA:
+		s.TTFA = v
 	}
 }
 
 func unknownKey(k string) error {
-	return fmt.Errorf("unknown slo key %q (one of ttft, tpot, e2el)", k)
+	return fmt.Errorf("unknown slo key %q (one of ttft, tpot, e2el, ttfa)", k)
 }
 
 // parseValue parses one threshold written as a Go duration ("800ms", "1.5s").
@@ -272,7 +289,8 @@ func (s *SLO) UnmarshalJSON(b []byte) error {
 }
 
 // ParseGoodput parses vllm bench serve's --goodput syntax: KEY:VALUE pairs
-// with KEY one of ttft, tpot, e2el and VALUE in milliseconds (a decimal
+// with KEY one of ttft, tpot, e2el (vLLM's keys) or ttfa (llmprobe's answer TTFT) and
+// VALUE in milliseconds (a decimal
 // number), e.g. []string{"ttft:800", "tpot:50"}. Each argument may itself
 // hold several pairs separated by spaces or commas ("ttft:800 tpot:50"), so
 // a single flag value works too. Errors name the bad key or pair. A value of
@@ -286,11 +304,11 @@ func ParseGoodput(args []string) (SLO, error) {
 		for _, pair := range strings.FieldsFunc(arg, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }) {
 			key, val, ok := strings.Cut(pair, ":")
 			if !ok {
-				return SLO{}, fmt.Errorf("invalid goodput %q: want KEY:VALUE with KEY one of ttft, tpot, e2el and VALUE in ms", pair)
+				return SLO{}, fmt.Errorf("invalid goodput %q: want KEY:VALUE with KEY one of ttft, tpot, e2el, ttfa and VALUE in ms", pair)
 			}
 			key = strings.ToLower(strings.TrimSpace(key))
 			if !known(key) {
-				return SLO{}, fmt.Errorf("invalid goodput key %q: must be one of ttft, tpot, e2el", key)
+				return SLO{}, fmt.Errorf("invalid goodput key %q: must be one of ttft, tpot, e2el, ttfa", key)
 			}
 			if seen[key] {
 				return SLO{}, fmt.Errorf("goodput key %q given twice", key)
@@ -314,7 +332,7 @@ func ParseGoodput(args []string) (SLO, error) {
 		}
 	}
 	if n == 0 {
-		return SLO{}, errors.New("goodput needs at least one KEY:VALUE pair (ttft, tpot or e2el, in ms)")
+		return SLO{}, errors.New("goodput needs at least one KEY:VALUE pair (ttft, tpot, e2el or ttfa, in ms)")
 	}
 	return out, nil
 }

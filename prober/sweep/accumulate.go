@@ -13,14 +13,16 @@ import (
 // StatsAccumulator computes a step's statistics from its Records fed one at
 // a time, in any order (completion order, from many goroutines), so that a
 // step holds what its statistics need and never its Records: a small fixed
-// summary per request (about 120 bytes) and the request's ITL gaps (8 bytes
+// summary per request (152 bytes) and the request's ITL gaps (8 bytes
 // each), kept by arrival index. Stats returns what vllm bench serve's batch
 // computation over the Records in arrival order returns, to the last bit
 // (per-request arrays, sums and bootstrap resamples run in arrival order).
 //
 // Memory grows with the number of requests and ITL gaps, not with strings
-// or Records; a 200,000-request step with 16 output tokens holds about
-// 50 MB (BenchmarkStep200k). Add is safe for concurrent use.
+// or Records; a 200,000-request step with 16 output tokens held about
+// 50 MB (BenchmarkStep200k) before the answer TTFT and reasoning figures
+// added about 40 bytes a request (8 MB more). Add is safe for concurrent
+// use.
 type StatsAccumulator struct {
 	o StatsOptions
 
@@ -53,11 +55,18 @@ type reqSample struct {
 	sent                time.Time
 	sendLag, queueWait  time.Duration
 	ttft, ttftText, e2e time.Duration
-	itlOff              int
-	in, reqOut, out     int
-	itlN                int32
-	present, ok, good   bool
-	noStream            bool // no TTFT, TTFTText, ITL or TPOT (Record.NoStream)
+	ttfa                time.Duration // Record.AnswerTTFT
+	// The reasoning and tool-call figures (Record.TTFR, ThinkingTime,
+	// FirstToolCall, ReasoningTokens, AnswerTokens, ToolCalls).
+	ttfr, thinking, firstTool time.Duration
+	reasonTok, answerTok      int32
+	toolCalls                 int16
+	reasoned, counted         bool
+	itlOff                    int
+	in, reqOut, out           int
+	itlN                      int32
+	present, ok, good         bool
+	noStream                  bool // no TTFT, TTFTText, ITL or TPOT (Record.NoStream)
 }
 
 // NewStatsAccumulator returns an empty accumulator for a step whose
@@ -76,7 +85,10 @@ func NewStatsAccumulator(o StatsOptions) *StatsAccumulator {
 func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 	s := reqSample{
 		sent: r.Sent, sendLag: r.SendLag, queueWait: r.QueueWait,
-		ttft: r.TTFT, ttftText: r.TTFTText, e2e: r.E2E,
+		ttft: r.TTFT, ttftText: r.TTFTText, e2e: r.E2E, ttfa: r.AnswerTTFT(),
+		ttfr: r.TTFR, thinking: r.ThinkingTime, firstTool: r.FirstToolCall,
+		reasonTok: int32(min(r.ReasoningTokens, math.MaxInt32)), answerTok: int32(min(r.AnswerTokens(), math.MaxInt32)),
+		toolCalls: int16(min(r.ToolCalls, math.MaxInt16)), reasoned: r.Reasoned(), counted: r.ReasoningTokensCounted,
 		reqOut: r.OutputTokensRequested, present: true, ok: r.OK(), noStream: r.NoStream,
 	}
 	s.in = r.PromptTokens
@@ -194,7 +206,9 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	}
 	a.spent = true
 	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.peaks()
-	var ttft, ttftText, tpot, e2el, e2elSched []float64
+	var ttft, ttftText, ttfa, tpot, e2el, e2elSched []float64
+	var ttfr, thinking, firstTool []float64
+	var rs ReasoningStats
 	lag, queue, inLens, reqOut := floats(a.n), floats(a.n), floats(a.n), floats(a.n)
 	outLens, itl := floats(a.n), floats(a.itl.len())
 	s.Latencies = make([]float64, 0, a.n)
@@ -239,6 +253,24 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		}
 		ttft = append(ttft, ms(r.ttft))
 		ttftText = append(ttftText, ms(r.ttftText))
+		ttfa = append(ttfa, ms(r.ttfa))
+		if r.reasoned {
+			rs.Requests++
+			rs.ReasoningTokens += int(r.reasonTok)
+			rs.AnswerTokens += int(r.answerTok)
+			if r.counted {
+				rs.CountedRequests++
+			}
+			if r.ttfr > 0 {
+				ttfr = append(ttfr, ms(r.ttfr))
+				thinking = append(thinking, ms(r.thinking))
+			}
+		}
+		if r.firstTool > 0 {
+			rs.ToolCallRequests++
+			rs.ToolCalls += int(r.toolCalls)
+			firstTool = append(firstTool, ms(r.firstTool))
+		}
 		if r.out > 1 {
 			tpot = append(tpot, ms((r.e2e-r.ttft)/time.Duration(r.out-1)))
 		}
@@ -276,6 +308,11 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	s.TTFT, s.TPOT, s.E2EL = lat(ttft, 1), lat(tpot, 2), lat(e2el, 4)
 	s.TTFTText, s.SendLag, s.QueueTime, s.E2ELFromScheduled = lat(ttftText, 5), lat(lag, 6), lat(queue, 7), lat(e2elSched, 8)
 	s.sendLagsMS = lag
+	s.TTFA = lat(ttfa, 9)
+	if rs.Requests > 0 || rs.ToolCallRequests > 0 {
+		rs.TTFR, rs.ThinkingTime, rs.FirstToolCall = lat(ttfr, 10), lat(thinking, 11), lat(firstTool, 12)
+		s.Reasoning = &rs
+	}
 
 	s.ScheduledRate = spanRateOf(a.schedFirst, a.schedLast, a.schedN)
 	s.AchievedRate = spanRateOf(a.sentFirst, a.sentLast, a.sentN)
@@ -296,6 +333,7 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	check("ttft", o.SLO.TTFT, s.TTFT)
 	check("tpot", o.SLO.TPOT, s.TPOT)
 	check("e2el", o.SLO.E2EL, s.E2EL)
+	check("ttfa", o.SLO.TTFA, s.TTFA)
 	return s
 }
 

@@ -280,8 +280,8 @@ func (c *Config) Validate() error {
 	if c.Target != "" && !strings.HasPrefix(c.Target, "http://") && !strings.HasPrefix(c.Target, "https://") {
 		return fieldErr("Target", "must be an http:// or https:// URL, got %q", c.Target)
 	}
-	if c.API != "completions" && c.API != "chat" {
-		return fieldErr("API", "must be completions or chat, got %q", c.API)
+	if c.API != "completions" && c.API != "chat" && c.API != "responses" {
+		return fieldErr("API", "must be completions, chat or responses, got %q", c.API)
 	}
 	if _, err := engine.Parse(c.Engine); err != nil {
 		return fieldErr("Engine", "must be auto, %s, got %q", engineNames(), c.Engine)

@@ -66,14 +66,14 @@ type KneeInterval struct {
 // metrics in ms (TPOT negative without one) and whether it succeeded and
 // was good.
 type kneeSample struct {
-	ttft, tpot, e2el float32
-	ok, good         bool
+	ttft, tpot, e2el, ttfa float32
+	ok, good               bool
 }
 
 func newKneeSample(r *reqSample) kneeSample {
 	k := kneeSample{ok: r.ok, good: r.good, tpot: -1}
 	if r.ok {
-		k.ttft, k.e2el = float32(ms(r.ttft)), float32(ms(r.e2e))
+		k.ttft, k.e2el, k.ttfa = float32(ms(r.ttft)), float32(ms(r.e2e)), float32(ms(r.ttfa))
 		if r.out > 1 {
 			k.tpot = float32(ms((r.e2e - r.ttft) / time.Duration(r.out-1)))
 		}
@@ -93,6 +93,8 @@ func (k kneeSample) value(metric string) (float64, bool) {
 		return float64(k.tpot), k.tpot >= 0
 	case slo.NameE2EL:
 		return float64(k.e2el), true
+	case slo.NameTTFA:
+		return float64(k.ttfa), true
 	}
 	return 0, false
 }

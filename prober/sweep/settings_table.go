@@ -64,7 +64,8 @@ var settingsTable = []Setting{
 		CompareDoc: "Model id requested from both sides (--baseline-model and --candidate-model override it). " +
 			"Default: each side's first /v1/models entry."},
 	{Field: "API", Flag: "api", Kind: KindString, Default: "completions", Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "OpenAI API to call: completions (/v1/completions) or chat (/v1/chat/completions)."},
+		Doc: "OpenAI API to call: completions (/v1/completions), chat (/v1/chat/completions) or responses " +
+			"(/v1/responses, the Responses API's event stream)."},
 	{Field: "APIKey", Flag: "api-key-file", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "File holding the API key, sent as a bearer token. Keys are never taken from flags " +
 			"and never written to logs or artifacts.",

@@ -121,6 +121,13 @@ type Stats struct {
 	E2EL Latency
 	// TTFTText is TTFT to the first event with non-empty text.
 	TTFTText Latency
+	// TTFA is the answer TTFT (Record.AnswerTTFT, the SLO ttfa): the
+	// content TTFT, or the first tool call's; it differs from TTFTText
+	// only for answers that are tool calls or that never came.
+	TTFA Latency
+	// Reasoning holds the reasoning and tool-call figures; nil when no
+	// successful request reasoned or called a tool.
+	Reasoning *ReasoningStats
 	// SendLag is the client's own lateness (actual - intended send, minus
 	// any concurrency-slot wait), over every request.
 	SendLag Latency
@@ -216,6 +223,8 @@ func (s *Stats) sloSamples() (int, bool) {
 			l = s.TPOT
 		case slo.NameE2EL:
 			l = s.E2EL
+		case slo.NameTTFA:
+			l = s.TTFA
 		default:
 			continue
 		}
@@ -258,4 +267,27 @@ func tokenDist(xs []float64) TokenDist {
 	d.P99 = stats.PercentileSorted(s, 99)
 	d.Max = s[len(s)-1]
 	return d
+}
+
+// ReasoningStats are a step's reasoning and tool-call figures (result.json
+// "reasoning"), over its successful streamed requests: Requests of them
+// carried reasoning (Record.Reasoned), ToolCallRequests made tool calls.
+type ReasoningStats struct {
+	Requests int `json:"requests"`
+	// ReasoningTokens and AnswerTokens sum the reasoning requests' tokens
+	// (Record.ReasoningTokens, Record.AnswerTokens); CountedRequests of
+	// them had no usage reasoning_tokens, so their reasoning deltas were
+	// counted instead.
+	ReasoningTokens int `json:"reasoning_tokens"`
+	AnswerTokens    int `json:"answer_tokens"`
+	CountedRequests int `json:"counted_requests"`
+	// TTFR is the time to the first reasoning token and ThinkingTime the
+	// thinking time (Record.TTFR, Record.ThinkingTime), in ms.
+	TTFR         Latency `json:"ttfr_ms"`
+	ThinkingTime Latency `json:"thinking_time_ms"`
+	// ToolCalls sums Record.ToolCalls; FirstToolCall is the time to the
+	// first tool-call delta (ms) over the ToolCallRequests.
+	ToolCallRequests int     `json:"tool_call_requests"`
+	ToolCalls        int     `json:"tool_calls"`
+	FirstToolCall    Latency `json:"first_tool_call_ms"`
 }

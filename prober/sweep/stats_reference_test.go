@@ -21,7 +21,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 		RequestedRate: o.RequestedRate,
 		Requests:      len(recs),
 	}
-	var ttft, ttftText, tpot, itl, e2el, e2elSched, lag, queue []float64
+	var ttft, ttftText, ttfa, tpot, itl, e2el, e2elSched, lag, queue []float64
 	var inLens, reqOut, outLens []float64
 	var scheduled, sent []time.Time
 	s.Latencies = make([]float64, 0, len(recs))
@@ -63,7 +63,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 		if out <= 0 {
 			out = r.Events
 		}
-		ks.ttft, ks.e2el = float32(ms(r.TTFT)), float32(ms(r.E2E))
+		ks.ttft, ks.e2el, ks.ttfa = float32(ms(r.TTFT)), float32(ms(r.E2E)), float32(ms(r.AnswerTTFT()))
 		if out > 1 {
 			ks.tpot = float32(ms((r.E2E - r.TTFT) / time.Duration(out-1)))
 		}
@@ -73,6 +73,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 		outLens = append(outLens, float64(out))
 		ttft = append(ttft, ms(r.TTFT))
 		ttftText = append(ttftText, ms(r.TTFTText))
+		ttfa = append(ttfa, ms(r.AnswerTTFT()))
 		e2el = append(e2el, ms(r.E2E))
 		e2elSched = append(e2elSched, ms(r.LatencyFromScheduled()))
 		if out > 1 {
@@ -118,6 +119,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 	s.TTFT, s.TPOT, s.ITL, s.E2EL = lat(ttft), lat(tpot), lat(itl), lat(e2el)
 	s.TTFTText, s.SendLag, s.QueueTime, s.E2ELFromScheduled = lat(ttftText), lat(lag), lat(queue), lat(e2elSched)
 	s.sendLagsMS = lag
+	s.TTFA = lat(ttfa)
 
 	s.ScheduledRate = refSpanRate(scheduled)
 	s.AchievedRate = refSpanRate(sent)
@@ -138,6 +140,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 	check("ttft", o.SLO.TTFT, s.TTFT)
 	check("tpot", o.SLO.TPOT, s.TPOT)
 	check("e2el", o.SLO.E2EL, s.E2EL)
+	check("ttfa", o.SLO.TTFA, s.TTFA)
 	return s
 }
 

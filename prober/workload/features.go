@@ -29,10 +29,14 @@ const (
 	FeatureJSONSchema = "json_schema"
 	// FeatureLoRA names a LoRA adapter as the request's model.
 	FeatureLoRA = "lora"
+	// FeatureTools offers tools (functions) with a tool_choice; the tool
+	// calls of the answer are checked against their parameter schemas
+	// (tools.go).
+	FeatureTools = "tools"
 )
 
 // FeatureKinds lists the feature kinds in draw order.
-var FeatureKinds = []string{FeatureNoStream, FeatureLogprobs, FeatureJSONSchema, FeatureLoRA}
+var FeatureKinds = []string{FeatureNoStream, FeatureLogprobs, FeatureJSONSchema, FeatureLoRA, FeatureTools}
 
 // Bounds of a Request spec.
 const (
@@ -58,7 +62,8 @@ const (
 var ReservedBodyKeys = []string{
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "min_tokens",
 	"ignore_eos", "stream", "stream_options", "logprobs", "top_logprobs", "response_format",
-	"temperature", "top_p", "seed", "stop",
+	"temperature", "top_p", "seed", "stop", "reasoning_effort", "reasoning", "chat_template_kwargs",
+	"tools", "tool_choice",
 }
 
 // Request is the request-feature part of a workload (`workload.request` in
@@ -92,6 +97,15 @@ type Request struct {
 	Stop []string `yaml:"stop,omitempty" json:"stop,omitempty"`
 	// MinTokens is sent as min_tokens (vLLM) when > 0.
 	MinTokens int `yaml:"min_tokens,omitempty" json:"min_tokens,omitempty"`
+	// ReasoningEffort, when set, asks a reasoning model for that much
+	// thinking: one of ReasoningEfforts, sent as "reasoning_effort" (chat)
+	// or "reasoning": {"effort": ...} (responses); completions do not send
+	// it.
+	ReasoningEffort string `yaml:"reasoning_effort,omitempty" json:"reasoning_effort,omitempty"`
+	// ChatTemplateKwargs is sent as "chat_template_kwargs" (vLLM's chat
+	// template arguments, e.g. {enable_thinking: false} for probes that
+	// must stay short on a reasoning model).
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs,omitempty" json:"chat_template_kwargs,omitempty"`
 	// ExtraBody is merged into every request's JSON body; it may not set
 	// ReservedBodyKeys.
 	ExtraBody map[string]any `yaml:"extra_body,omitempty" json:"extra_body,omitempty"`
@@ -121,6 +135,10 @@ type RequestFeature struct {
 	SchemaFile string         `yaml:"schema_file,omitempty" json:"schema_file,omitempty"`
 	// Model (lora) is the adapter's name, sent as the request's model.
 	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// Tools (tools) are the functions offered, ToolChoice how the model
+	// may use them: auto (default), required, none, or a tool's name.
+	Tools      []ToolSpec `yaml:"tools,omitempty" json:"tools,omitempty"`
+	ToolChoice string     `yaml:"tool_choice,omitempty" json:"tool_choice,omitempty"`
 
 	fileRead bool // Schema was read from SchemaFile
 }
@@ -225,6 +243,9 @@ type RequestPlan struct {
 	topLogprobs int
 	schemas     []planSchema
 	loras       []planLoRA
+	tools       float64 // share, 0: none
+	toolSet     *ToolSet
+	effort      string
 	body        []byte // the members sent with every request
 }
 
@@ -284,6 +305,19 @@ func NewRequestPlan(r *Request) (*RequestPlan, error) {
 	}
 	if r.MinTokens < 0 || r.MinTokens > MaxLength {
 		return nil, fieldErr("min_tokens", "must be in [0, %d], got %d", MaxLength, r.MinTokens)
+	}
+	if r.ReasoningEffort != "" && !slices.Contains(ReasoningEfforts, r.ReasoningEffort) {
+		return nil, fieldErr("reasoning_effort", "must be one of %s, got %q", strings.Join(ReasoningEfforts, ", "), r.ReasoningEffort)
+	}
+	p.effort = r.ReasoningEffort
+	if r.ChatTemplateKwargs != nil {
+		start := len(body)
+		if err := member("chat_template_kwargs", r.ChatTemplateKwargs); err != nil {
+			return nil, fieldErr("chat_template_kwargs", "cannot be encoded as JSON: %w", err)
+		}
+		if len(body)-start > MaxExtraBodyBytes {
+			return nil, fieldErr("chat_template_kwargs", "encodes to %d bytes, more than %d", len(body)-start, MaxExtraBodyBytes)
+		}
 	}
 	keys := make([]string, 0, len(r.ExtraBody))
 	for k := range r.ExtraBody {
@@ -381,6 +415,15 @@ func NewRequestPlan(r *Request) (*RequestPlan, error) {
 				return nil, fieldErr(at+".share", "the shares of the lora features add up to %v, more than 1", loraCum)
 			}
 			p.loras = append(p.loras, planLoRA{cum: loraCum, model: f.Model})
+		case FeatureTools:
+			if p.tools > 0 {
+				return nil, fieldErr(at+".kind", "tools is given twice")
+			}
+			ts, err := newToolSet(f.Tools, f.ToolChoice)
+			if err != nil {
+				return nil, under(at, err)
+			}
+			p.tools, p.toolSet = f.Share, ts
 		}
 	}
 	return p, nil
@@ -390,14 +433,15 @@ func NewRequestPlan(r *Request) (*RequestPlan, error) {
 func (f RequestFeature) checkUnused(at string) error {
 	set := map[string]bool{
 		"top_logprobs": f.TopLogprobs != 0, "name": f.Name != "", "schema": f.Schema != nil && !f.fileRead,
-		"schema_file": f.SchemaFile != "", "model": f.Model != "",
+		"schema_file": f.SchemaFile != "", "model": f.Model != "", "tools": f.Tools != nil, "tool_choice": f.ToolChoice != "",
 	}
 	used := map[string][]string{
 		FeatureLogprobs:   {"top_logprobs"},
 		FeatureJSONSchema: {"name", "schema", "schema_file"},
 		FeatureLoRA:       {"model"},
+		FeatureTools:      {"tools", "tool_choice"},
 	}[f.Kind]
-	for _, k := range []string{"top_logprobs", "name", "schema", "schema_file", "model"} {
+	for _, k := range []string{"top_logprobs", "name", "schema", "schema_file", "model", "tools", "tool_choice"} {
 		if set[k] && !slices.Contains(used, k) {
 			return fieldErr(at+"."+k, "does not apply to kind %s", f.Kind)
 		}
@@ -442,8 +486,12 @@ type RequestDraw struct {
 	TopLogprobs int
 	Schema      *Schema
 	Model       string
-	// MinTokens is the spec's min_tokens.
-	MinTokens int
+	// MinTokens is the spec's min_tokens; ReasoningEffort its
+	// reasoning_effort ("": none).
+	MinTokens       int
+	ReasoningEffort string
+	// Tools is the tools feature's set when drawn (nil: none).
+	Tools *ToolSet
 	// Body holds the JSON members (`,"key":value`...) to append to the
 	// request body: sampling parameters, extra_body, response_format. It
 	// is shared: do not modify it.
@@ -460,7 +508,7 @@ func (p *RequestPlan) Draw(seed uint64, index int64) RequestDraw {
 	if p == nil {
 		return RequestDraw{}
 	}
-	d := RequestDraw{MinTokens: p.minTokens, Body: p.body}
+	d := RequestDraw{MinTokens: p.minTokens, Body: p.body, ReasoningEffort: p.effort}
 	u := func(kind uint64) float64 {
 		h := splitmix(seed ^ 0x6665617475726573 ^ splitmix(uint64(index)^splitmix(kind)))
 		return float64(h>>11) / (1 << 53)
@@ -492,6 +540,10 @@ func (p *RequestPlan) Draw(seed uint64, index int64) RequestDraw {
 				break
 			}
 		}
+	}
+	if p.tools > 0 && u(4) < p.tools {
+		d.Tools = p.toolSet
+		d.Names = append(d.Names, FeatureTools)
 	}
 	return d
 }

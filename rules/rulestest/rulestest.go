@@ -60,6 +60,10 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	// A request of a target with attribution_headers: its backend counter
 	// exists only once one was observed.
 	pm.Observe(&prober.Record{Target: "t", Probe: "p", Backend: "b"}, slo.Verdict{})
+	// The reasoning histograms appear with the first request that reasoned.
+	pm.Observe(&prober.Record{Target: "t", Probe: "p", TTFT: time.Millisecond, TTFR: time.Millisecond,
+		ThinkingTime: time.Millisecond, TTFTText: 2 * time.Millisecond, E2E: 3 * time.Millisecond, ReasoningTokens: 1,
+		CompletionTokens: 2}, slo.Verdict{Good: true})
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)

@@ -1,0 +1,336 @@
+package client
+
+// The Responses API's stream (POST /v1/responses, "stream": true): one JSON
+// object per SSE event, its "type" naming the event (the SSE event: line
+// repeats it). What the measurement needs of each, decoded without
+// allocation like a chat chunk (chunk.go):
+//
+//	response.output_text.delta            {"delta": "..."}: answer text
+//	response.reasoning_text.delta,
+//	response.reasoning_summary_text.delta,
+//	response.reasoning.delta              {"delta": "..."}: reasoning
+//	response.output_item.added            {"output_index": i, "item": {"type": "function_call", "name": ...}}
+//	response.function_call_arguments.delta {"output_index": i, "delta": "..."}: a tool call's arguments
+//	response.completed, response.incomplete {"response": {"status", "usage": {input_tokens,
+//	                                        output_tokens, input_tokens_details.cached_tokens,
+//	                                        output_tokens_details.reasoning_tokens}}}: the end
+//	response.failed                       {"response": {"error": {"message"}}}: a failure
+//	error                                 {"message": "..."}: a failure
+//
+// Every other event (response.created, response.in_progress, the *.added
+// and *.done events) is validated and carries nothing measured.
+
+// respKind is the kind of a Responses API event.
+type respKind uint8
+
+const (
+	respOther respKind = iota
+	respText
+	respReasoning
+	respItemAdded
+	respToolArgs
+	respCompleted
+	respIncomplete
+	respFailed
+	respError
+)
+
+// respEvent is what the measurement needs from one Responses API event;
+// byte slices alias the event data (raw JSON string contents).
+type respEvent struct {
+	kind      respKind
+	delta     []byte // "delta" when a string
+	deltaEsc  bool
+	index     int  // "output_index"
+	fnItem    bool // item.type is function_call
+	name      []byte
+	nameEsc   bool
+	msg       []byte // error: "message"; response.failed: response.error.message
+	msgEsc    bool
+	status    []byte // response.status (unescaped only when plain)
+	incReason []byte // response.incomplete_details.reason
+
+	hasUsage                   bool
+	hasInput, hasOutput        bool
+	hasCached, hasReasonTokens bool
+	input, output              int
+	cached, reasonTokens       int
+}
+
+// respTypes maps the event types measured to their kinds.
+var respTypes = map[string]respKind{
+	"response.output_text.delta":             respText,
+	"response.reasoning_text.delta":          respReasoning,
+	"response.reasoning_summary_text.delta":  respReasoning,
+	"response.reasoning.delta":               respReasoning,
+	"response.output_item.added":             respItemAdded,
+	"response.function_call_arguments.delta": respToolArgs,
+	"response.completed":                     respCompleted,
+	"response.incomplete":                    respIncomplete,
+	"response.failed":                        respFailed,
+	"error":                                  respError,
+}
+
+// decodeRespEvent parses data into e, which it overwrites. The text must be
+// one JSON object; the last of duplicate keys wins.
+func decodeRespEvent(data []byte, e *respEvent) error {
+	*e = respEvent{}
+	d := decoder{b: data}
+	d.ws()
+	var typ []byte
+	var typEsc bool
+	var topMsg, errMsg []byte
+	var topMsgEsc, errMsgEsc bool
+	if empty, err := d.objectOpen(); err != nil {
+		return err
+	} else if !empty {
+		for {
+			k, err := d.key()
+			if err != nil {
+				return err
+			}
+			switch string(k) {
+			case "type":
+				typ, typEsc, _, err = d.optString("type")
+			case "delta":
+				e.delta, e.deltaEsc = nil, false
+				if d.peek() == '"' {
+					e.delta, e.deltaEsc, err = d.str()
+				} else {
+					err = d.skip(2)
+				}
+			case "output_index":
+				e.index = 0
+				if c := d.peek(); c == '-' || c >= '0' && c <= '9' {
+					e.index, _, err = d.optInt("output_index")
+				} else {
+					err = d.skip(2)
+				}
+			case "message":
+				topMsg = nil
+				if d.peek() == '"' {
+					topMsg, topMsgEsc, err = d.str()
+				} else {
+					err = d.skip(2)
+				}
+			case "item":
+				err = d.respItem(e)
+			case "response":
+				errMsg = nil
+				err = d.respResponse(e, &errMsg, &errMsgEsc)
+			default:
+				err = d.skip(2)
+			}
+			if err != nil {
+				return err
+			}
+			if end, err := d.objectNext(); err != nil {
+				return err
+			} else if end {
+				break
+			}
+		}
+	}
+	d.ws()
+	if d.i != len(d.b) {
+		return d.fail("data after top-level value")
+	}
+	if typ != nil {
+		if typEsc {
+			typ = unescape(typ)
+		}
+		e.kind = respTypes[string(typ)]
+	}
+	switch e.kind {
+	case respError:
+		e.msg, e.msgEsc = topMsg, topMsgEsc
+	case respFailed:
+		e.msg, e.msgEsc = errMsg, errMsgEsc
+	}
+	return nil
+}
+
+// respItem reads "item": its type (function_call) and name.
+func (d *decoder) respItem(e *respEvent) error {
+	e.fnItem, e.name = false, nil
+	if d.peek() != '{' {
+		return d.skip(2)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch {
+		case string(k) == "type" && d.peek() == '"':
+			var s []byte
+			var esc bool
+			s, esc, err = d.str()
+			e.fnItem = stringIs(s, esc, "function_call")
+		case string(k) == "name" && d.peek() == '"':
+			e.name, e.nameEsc, err = d.str()
+		default:
+			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// respResponse reads "response": status, usage, error.message and
+// incomplete_details.reason.
+func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) error {
+	if d.peek() != '{' {
+		return d.skip(2)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "status":
+			e.status = nil
+			if d.peek() == '"' {
+				var esc bool
+				if e.status, esc, err = d.str(); esc {
+					e.status = unescape(e.status)
+				}
+			} else {
+				err = d.skip(3)
+			}
+		case "usage":
+			err = d.respUsage(e)
+		case "error":
+			*errMsg = nil
+			err = d.objectString(3, "message", errMsg, errMsgEsc)
+		case "incomplete_details":
+			e.incReason = nil
+			var esc bool
+			if err = d.objectString(3, "reason", &e.incReason, &esc); err == nil && esc {
+				e.incReason = unescape(e.incReason)
+			}
+		default:
+			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// objectString reads an object (anything else is skipped) and its string
+// member key into *s (nil when absent or not a string).
+func (d *decoder) objectString(depth int, key string, s *[]byte, esc *bool) error {
+	if d.peek() != '{' {
+		return d.skip(depth)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		if string(k) == key {
+			*s = nil
+			if d.peek() == '"' {
+				*s, *esc, err = d.str()
+			} else {
+				err = d.skip(depth + 1)
+			}
+		} else {
+			err = d.skip(depth + 1)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// respUsage reads response.usage.
+func (d *decoder) respUsage(e *respEvent) error {
+	e.hasUsage, e.hasInput, e.hasOutput, e.hasCached, e.hasReasonTokens = false, false, false, false, false
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		return d.fail("usage is not an object")
+	}
+	e.hasUsage = true
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "input_tokens":
+			e.input, e.hasInput, err = d.optInt("input_tokens")
+		case "output_tokens":
+			e.output, e.hasOutput, err = d.optInt("output_tokens")
+		case "input_tokens_details":
+			e.hasCached = false
+			err = d.detailInt("cached_tokens", &e.cached, &e.hasCached)
+		case "output_tokens_details":
+			e.hasReasonTokens = false
+			err = d.detailInt("reasoning_tokens", &e.reasonTokens, &e.hasReasonTokens)
+		default:
+			err = d.skip(4)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// detailInt reads a usage details object and its integer member key (an
+// integer or null; anything else is an error, as for chat's usage); a
+// value that is not an object is skipped.
+func (d *decoder) detailInt(key string, v *int, ok *bool) error {
+	if d.peek() != '{' {
+		return d.skip(4)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		if string(k) == key {
+			*v, *ok, err = d.optInt(key)
+		} else {
+			err = d.skip(5)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
