@@ -26,7 +26,7 @@
 #            layer cache of the engine started here.
 # Environment: LLMPROBE_IMAGE_TEST_DIR (default /var/tmp/llmprobe-image-test),
 # LLMPROBE_GO_ROOTFS=busybox|debootstrap (the build stage's stand-in, below).
-set -euo pipefail
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
 WORK=${LLMPROBE_IMAGE_TEST_DIR:-/var/tmp/llmprobe-image-test}
@@ -51,6 +51,7 @@ IMAGE_PREFIX=llmprobe-image-test
 LOCAL_GO_IMAGE=llmprobe-local/golang:stand-in
 LOCAL_RUNTIME_IMAGE=llmprobe-local/distroless-static:stand-in
 DOCKERD_PID=
+BUILD_PID=
 OWN_ENGINE=0
 CONTAINERS=()
 IMAGES=()
@@ -70,7 +71,12 @@ unmount_work() {
 
 cleanup() {
   local rc=$?
+  trap - ERR
   set +e
+  if [ -n "$BUILD_PID" ] && kill -0 "$BUILD_PID" 2>/dev/null; then
+    say "interrupted: stopping the build client (PID $BUILD_PID)"
+    kill -TERM "$BUILD_PID"; wait "$BUILD_PID" 2>/dev/null
+  fi
   for c in "${CONTAINERS[@]}"; do docker rm -f "$c" >/dev/null 2>&1; done
   if [ "$OWN_ENGINE" = 0 ]; then
     # Someone else's engine: leave it as found, less what was built here.
@@ -94,6 +100,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# A command that fails outside a check says where (set -e would exit silently).
+trap 'say "FAIL: line $LINENO: $BASH_COMMAND"' ERR
 
 # ---- the engine --------------------------------------------------------------
 
@@ -279,10 +287,16 @@ build() {
   local tag="$IMAGE_PREFIX:$name" start end
   say "building $tag ($name): $*"
   start=$(date +%s)
-  if ! "$@" --network host -t "$tag" "${BASE_ARGS[@]}" "${VERSION_ARGS[@]}" . >"$BUILD_DIR/$name.log" 2>&1; then
+  # In the background and waited for, so that INT or TERM stops the script
+  # (and, through cleanup, the build) at once rather than after the build.
+  "$@" --network host -t "$tag" "${BASE_ARGS[@]}" "${VERSION_ARGS[@]}" . >"$BUILD_DIR/$name.log" 2>&1 &
+  BUILD_PID=$!
+  if ! wait "$BUILD_PID"; then
+    BUILD_PID=
     tail -30 "$BUILD_DIR/$name.log"
     fail "the $name build failed"
   fi
+  BUILD_PID=
   end=$(date +%s)
   IMAGES+=("$tag")
   BUILT+=("$name")
