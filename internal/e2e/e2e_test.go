@@ -143,7 +143,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	cfgPath := filepath.Join(dir, "llmprobe.yml")
 	writeFile(t, cfgPath, fmt.Sprintf(`targets:
   - name: sim
-    base_url: http://%s
+    base_url: http://%[1]s
     api: completions
     slo: {ttft: 800ms, tpot: 100ms, e2el: 10s}
     goodput_objective: 0.98
@@ -167,7 +167,16 @@ func TestPrometheusEndToEnd(t *testing.T) {
         input_len: 32
         output_len: 4
         max_send_lag: 250ms
-`, simAddr)+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
+  # Three replicas of one service (the labels discovery would give them),
+  # so the per-replica rules and the dashboard's Replicas row have data,
+  # and an answer-check probe for the Answer checks row.
+  - name: answers
+    base_url: http://%[1]s
+    api: completions
+    probes:
+      - name: answers
+        answer_checks: {set: builtin, every: 10s}
+`, simAddr)+replicaTargets(simAddr)+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
 	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr,
 		"--sweeps.dir", filepath.Join(dir, "sweeps"))
 	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
@@ -414,6 +423,30 @@ func engineTargets(addrs map[string]string) string {
           input_tokens: {dist: fixed, value: 64}
           output_tokens: {dist: fixed, value: 16}
 `, e, addrs[e])
+	}
+	return b.String()
+}
+
+// replicaTargets returns three targets on the simulator labelled as the
+// replicas of one service (namespace, service, pod, as a kubernetes_sd
+// entry's relabelling gives them): at 2 req/s each, every replica passes
+// the replica rules' 200 successful requests in 10 minutes.
+func replicaTargets(addr string) string {
+	var b strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&b, `  - name: replica-%[2]d
+    base_url: http://%[1]s
+    api: completions
+    labels: {namespace: e2e, service: vllm, pod: vllm-%[2]d}
+    probes:
+      - name: small
+        rate: 2
+        arrival: poisson
+        max_concurrency: 4
+        workload:
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 16}
+`, addr, i)
 	}
 	return b.String()
 }
