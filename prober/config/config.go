@@ -157,6 +157,9 @@ var DefaultProbe = ProbeConfig{
 type Config struct {
 	Global  GlobalConfig   `yaml:"global"`
 	Targets []TargetConfig `yaml:"targets"`
+	// Discovery lists the service discovery entries whose targets are
+	// probed besides Targets (discovery.go, docs/discovery.md).
+	Discovery []DiscoveryConfig `yaml:"discovery,omitempty"`
 }
 
 // GlobalConfig holds the defaults every target inherits unless it sets them.

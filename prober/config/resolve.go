@@ -37,8 +37,8 @@ func (c *Config) resolve(dir string) error {
 	var all problems
 	globalBad := all.add("global", g.Validate())
 	maxRateOK := validateMaxRate(g.MaxRate) == nil
-	if len(c.Targets) == 0 {
-		all.add("targets", errors.New("at least one target is required"))
+	if len(c.Targets) == 0 && len(c.Discovery) == 0 {
+		all.add("targets", errors.New("at least one target or discovery entry is required"))
 	}
 	seen := make(map[string]int, len(c.Targets))
 	for i := range c.Targets {
@@ -73,6 +73,7 @@ func (c *Config) resolve(dir string) error {
 			all.add(fmt.Sprintf("targets[%d]", i), fe)
 		}
 	}
+	all.add("", c.resolveDiscovery(dir, *g, maxRateOK))
 	return all.err()
 }
 
