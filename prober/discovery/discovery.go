@@ -259,4 +259,3 @@ func (h *countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h *countingHandler) WithGroup(name string) slog.Handler {
 	return &countingHandler{next: h.next.WithGroup(name), failures: h.failures}
 }
-
