@@ -240,7 +240,6 @@ discovery:
 	}
 }
 
-
 // endpointSlice is an EndpointSlice of the service vllm with one endpoint
 // per pod name -> IP (ready unless listed in notReady), port 8000.
 func endpointSlice(ips map[string]string, notReady ...string) map[string]any {
