@@ -60,6 +60,7 @@ func (t *TargetLabels) Gather() ([]*dto.MetricFamily, error) {
 		return mfs, err
 	}
 	for _, mf := range mfs {
+		changed := false
 		for _, m := range mf.Metric {
 			var extra []*dto.LabelPair
 			for _, lp := range m.Label {
@@ -79,6 +80,21 @@ func (t *TargetLabels) Gather() ([]*dto.MetricFamily, error) {
 			}
 			slices.SortFunc(ls, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
 			m.Label = ls
+			changed = true
+		}
+		if changed {
+			// The registry's order: fewer labels first, then by label values.
+			slices.SortStableFunc(mf.Metric, func(a, b *dto.Metric) int {
+				if len(a.Label) != len(b.Label) {
+					return len(a.Label) - len(b.Label)
+				}
+				for i := range a.Label {
+					if c := strings.Compare(a.Label[i].GetValue(), b.Label[i].GetValue()); c != 0 {
+						return c
+					}
+				}
+				return 0
+			})
 		}
 	}
 	return mfs, err

@@ -192,7 +192,10 @@ func (r *Runner) receive(ctx context.Context, e *entry, provider int, up <-chan 
 		select {
 		case <-ctx.Done():
 			return
-		case tgs := <-up:
+		case tgs, ok := <-up:
+			if !ok {
+				return // the mechanism is done (static_configs: after its one report)
+			}
 			e.mu.Lock()
 			name := e.cfg.Name
 			for _, tg := range tgs {

@@ -310,3 +310,48 @@ discovery:
 	api.remove(slices_, "vllm-x1")
 	waitTargets(t, r, nil)
 }
+
+// TestApplyReload: a reload whose entry keeps its mechanisms keeps them
+// running (no new update: static_configs report once) and applies the new
+// relabelling at once; changed mechanisms restart the entry; a removed
+// entry stops, its series deleted.
+func TestApplyReload(t *testing.T) {
+	parse := func(yml string) []config.DiscoveryConfig {
+		t.Helper()
+		c, err := config.Parse([]byte(yml), "llmprobe.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Discovery
+	}
+	const one = "discovery:\n  - name: e\n    static_configs: [{targets: [a:1, b:2]}]\n"
+	reg := prometheus.NewRegistry()
+	r := New(Options{Registerer: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); r.Stop() }()
+	r.Apply(ctx, parse(one))
+	waitTargets(t, r, nil, "e:a:1", "e:b:2")
+	updates := func() float64 { return promtest.ToFloat64(r.metrics.updates.WithLabelValues("e")) }
+	if updates() != 1 {
+		t.Fatalf("updates = %v, want 1", updates())
+	}
+	r.Apply(ctx, parse(one+"    relabel_configs: [{source_labels: [__address__], regex: 'a:1', action: drop}]\n"))
+	if got, _ := names(r.Targets(nil)); !slices.Equal(got, []string{"e:b:2"}) {
+		t.Errorf("after a relabelling change: %v, want [e:b:2] at once", got)
+	}
+	if updates() != 1 {
+		t.Errorf("updates = %v: the unchanged mechanisms were restarted", updates())
+	}
+	r.Apply(ctx, parse("discovery:\n  - name: e\n    static_configs: [{targets: [c:3]}]\n"))
+	waitTargets(t, r, nil, "e:c:3")
+	if updates() != 2 {
+		t.Errorf("updates = %v, want 2 (the changed entry restarted)", updates())
+	}
+	r.Apply(ctx, nil)
+	if ts := r.Targets(nil); len(ts) != 0 {
+		t.Errorf("after removing the entry: %v", ts)
+	}
+	if n, err := promtest.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("series left after removing the entry: %d %v", n, err)
+	}
+}
