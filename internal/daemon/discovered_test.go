@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 // scrape returns the daemon's /metrics parsed, nil while it does not
@@ -199,4 +200,67 @@ func TestDiscoveryFileSD(t *testing.T) {
 			t.Errorf("the log has %q:\n%s", bad, logs.String())
 		}
 	}
+}
+
+// TestDiscoveryShard: --shard=i/N shares discovered targets out by name
+// as static ones: one simulator behind eight discovered names (relabelled
+// __target_name__) and a static target; replica 0 of 2 probes exactly the
+// names manager.Owner gives it, and llmprobe_shard_targets counts them.
+func TestDiscoveryShard(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	addr := strings.TrimPrefix(base, "http://")
+	dir := t.TempDir()
+	logs := &testutil.SyncBuffer{}
+	o, url := options(t, logs)
+	o.Shard = manager.Shard{Index: 0, Count: 2}
+	o.ConfigFile = filepath.Join(dir, "llmprobe.yml")
+	var groups []string
+	all := []string{"static"}
+	for i := range 8 {
+		groups = append(groups, fmt.Sprintf("{targets: [%q], labels: {__target_name__: n%d}}", addr, i))
+		all = append(all, fmt.Sprintf("n%d", i))
+	}
+	cfg := fmt.Sprintf(`targets:
+  - name: static
+    base_url: %s
+    probes: [{name: p, rate: 10}]
+discovery:
+  - name: names
+    static_configs: [%s]
+    target:
+      probes: [{name: p, rate: 10}]
+`, base, strings.Join(groups, ", "))
+	if err := os.WriteFile(o.ConfigFile, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	var owned []string
+	for _, n := range all {
+		if manager.Owner(n, 2) == 0 {
+			owned = append(owned, n)
+		}
+	}
+	slices.Sort(owned)
+	if len(owned) == 0 || len(owned) == len(all) {
+		t.Fatalf("the test needs names on both shards: %v of %v", owned, all)
+	}
+	testutil.Eventually(t, fmt.Sprintf("requests to exactly the owned targets %v", owned), func() bool {
+		mfs := scrape(t, url)
+		return slices.Equal(targetsWithRequests(mfs), owned) &&
+			len(seriesOf(mfs, "llmprobe_shard_targets", map[string]string{"state": "owned"})) == 1 &&
+			mfs["llmprobe_shard_targets"] != nil && shardGauge(mfs, "owned") == float64(len(owned)) &&
+			shardGauge(mfs, "configured") == float64(len(all))
+	})
+}
+
+// shardGauge is llmprobe_shard_targets{state}.
+func shardGauge(mfs map[string]*dto.MetricFamily, state string) float64 {
+	for _, m := range mfs["llmprobe_shard_targets"].GetMetric() {
+		for _, lp := range m.Label {
+			if lp.GetName() == "state" && lp.GetValue() == state {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
