@@ -15,11 +15,11 @@ import (
 
 	// The service discovery mechanisms a discovery entry may use: each
 	// registers its <name>_sd_configs key with discovery's YAML decoding.
-	// Only these five are linked, to keep the binary small.
+	// Only these (and kubernetes, sd_kubernetes.go) are linked, to keep
+	// the binary small.
 	_ "github.com/prometheus/prometheus/discovery/dns"
 	_ "github.com/prometheus/prometheus/discovery/file"
 	_ "github.com/prometheus/prometheus/discovery/http"
-	_ "github.com/prometheus/prometheus/discovery/kubernetes"
 )
 
 // DefaultDiscoveryMaxTargets is the default max_targets of a discovery

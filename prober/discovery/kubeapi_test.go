@@ -1,3 +1,5 @@
+//go:build !no_kubernetes_sd
+
 package discovery
 
 import (
@@ -6,10 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // kubeAPI is a stand-in for the Kubernetes API server over real HTTP: it
@@ -162,4 +167,113 @@ func pod(name, ip string, port int, labels map[string]string) map[string]any {
 			"ports": []any{map[string]any{"name": "http", "containerPort": port, "protocol": "TCP"}}}}},
 		"status": map[string]any{"phase": "Running", "podIP": ip, "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
 	}
+}
+
+// TestKubernetesSD runs kubernetes_sd (role pod, then endpointslice)
+// against the API server stand-in over real HTTP: pods added and deleted
+// while it runs, one dropped by relabelling on its app label.
+func TestKubernetesSD(t *testing.T) {
+	const pods = "/api/v1/namespaces/llm/pods"
+	api := newKubeAPI(t, map[string]string{pods: "PodList"})
+	api.put(pods, pod("vllm-0", "10.1.0.1", 8000, map[string]string{"app": "vllm"}))
+	api.put(pods, pod("redis-0", "10.1.0.9", 6379, map[string]string{"app": "redis"}))
+	r, _ := run(t, fmt.Sprintf(`
+discovery:
+  - name: pods
+    kubernetes_sd_configs:
+      - role: pod
+        api_server: %s
+        namespaces: {names: [llm]}
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_pod_label_app]
+        regex: vllm
+        action: keep
+      - source_labels: [__meta_kubernetes_pod_name]
+        target_label: pod
+`, api.srv.URL))
+	ts := waitTargets(t, r, nil, "pods:10.1.0.1:8000")
+	if !sameLabels(ts[0].Labels, map[string]string{"pod": "vllm-0"}) {
+		t.Errorf("labels %v", ts[0].Labels)
+	}
+	api.put(pods, pod("vllm-1", "10.1.0.2", 8000, map[string]string{"app": "vllm"}))
+	waitTargets(t, r, nil, "pods:10.1.0.1:8000", "pods:10.1.0.2:8000")
+	api.remove(pods, "vllm-0")
+	waitTargets(t, r, nil, "pods:10.1.0.2:8000")
+	if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("pods", DropRelabel)); got != 1 {
+		t.Errorf("dropped{relabel} = %v, want 1 (redis-0)", got)
+	}
+	if got := promtest.ToFloat64(r.metrics.failures.WithLabelValues("pods")); got != 0 {
+		t.Errorf("failures = %v", got)
+	}
+}
+
+// endpointSlice is an EndpointSlice of the service vllm with one endpoint
+// per pod name -> IP (ready unless listed in notReady), port 8000.
+func endpointSlice(ips map[string]string, notReady ...string) map[string]any {
+	var eps []any
+	for _, name := range slices.Sorted(mapsKeys(ips)) {
+		eps = append(eps, map[string]any{"addresses": []string{ips[name]},
+			"conditions": map[string]any{"ready": !slices.Contains(notReady, name)},
+			"targetRef":  map[string]any{"kind": "Pod", "name": name, "namespace": "llm"}})
+	}
+	return map[string]any{
+		"kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+		"metadata": map[string]any{"name": "vllm-x1", "namespace": "llm",
+			"labels": map[string]string{"kubernetes.io/service-name": "vllm"}},
+		"addressType": "IPv4", "endpoints": eps,
+		"ports": []any{map[string]any{"name": "http", "port": 8000, "protocol": "TCP"}},
+	}
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestKubernetesEndpointSlices runs kubernetes_sd with role endpointslice
+// against the stand-in (endpointslices, services and pods listed and
+// watched): the ready endpoints of the service, a replica added, one that
+// turns not ready dropped by relabelling.
+func TestKubernetesEndpointSlices(t *testing.T) {
+	const (
+		slices_  = "/apis/discovery.k8s.io/v1/namespaces/llm/endpointslices"
+		services = "/api/v1/namespaces/llm/services"
+		pods     = "/api/v1/namespaces/llm/pods"
+	)
+	api := newKubeAPI(t, map[string]string{slices_: "EndpointSliceList", services: "ServiceList", pods: "PodList"})
+	api.put(services, map[string]any{"kind": "Service", "apiVersion": "v1",
+		"metadata": map[string]any{"name": "vllm", "namespace": "llm", "labels": map[string]string{"app": "vllm"}},
+		"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": 8000}}}})
+	api.put(pods, pod("vllm-0", "10.1.0.1", 8000, map[string]string{"app": "vllm"}))
+	api.put(pods, pod("vllm-1", "10.1.0.2", 8000, map[string]string{"app": "vllm"}))
+	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1"}))
+	r, _ := run(t, fmt.Sprintf(`
+discovery:
+  - name: replicas
+    kubernetes_sd_configs:
+      - role: endpointslice
+        api_server: %s
+        namespaces: {names: [llm]}
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_service_name, __meta_kubernetes_endpointslice_endpoint_conditions_ready]
+        regex: vllm;true
+        action: keep
+      - source_labels: [__meta_kubernetes_pod_name]
+        target_label: pod
+`, api.srv.URL))
+	ts := waitTargets(t, r, nil, "replicas:10.1.0.1:8000")
+	if !sameLabels(ts[0].Labels, map[string]string{"pod": "vllm-0"}) {
+		t.Errorf("labels %v", ts[0].Labels)
+	}
+	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1", "vllm-1": "10.1.0.2"}))
+	waitTargets(t, r, nil, "replicas:10.1.0.1:8000", "replicas:10.1.0.2:8000")
+	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1", "vllm-1": "10.1.0.2"}, "vllm-0"))
+	waitTargets(t, r, nil, "replicas:10.1.0.2:8000")
+	api.remove(slices_, "vllm-x1")
+	waitTargets(t, r, nil)
 }
