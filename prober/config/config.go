@@ -345,6 +345,7 @@ func (c *Config) Redacted() string {
 		}
 		cp.Targets[i] = t
 	}
+	cp.Discovery = redactedDiscovery(c.Discovery)
 	return cp.String()
 }
 

@@ -19,7 +19,7 @@ import (
 	// the binary small.
 	_ "github.com/prometheus/prometheus/discovery/dns"
 	_ "github.com/prometheus/prometheus/discovery/file"
-	_ "github.com/prometheus/prometheus/discovery/http"
+	httpsd "github.com/prometheus/prometheus/discovery/http"
 )
 
 // DefaultDiscoveryMaxTargets is the default max_targets of a discovery
@@ -270,4 +270,22 @@ func DiscoveredName(entry, address, pathPrefix string) string {
 		}
 	}
 	return string(b)
+}
+
+// redactedDiscovery returns the entries with the credentials an http_sd
+// URL can carry (userinfo, query values) redacted, for Config.Redacted;
+// the mechanisms' secrets print as <secret> already.
+func redactedDiscovery(ds []DiscoveryConfig) []DiscoveryConfig {
+	out := slices.Clone(ds)
+	for i := range out {
+		out[i].ServiceDiscoveryConfigs = slices.Clone(out[i].ServiceDiscoveryConfigs)
+		for j, sc := range out[i].ServiceDiscoveryConfigs {
+			if h, ok := sc.(*httpsd.SDConfig); ok {
+				cp := *h
+				cp.URL = redactURL(cp.URL)
+				out[i].ServiceDiscoveryConfigs[j] = &cp
+			}
+		}
+	}
+	return out
 }

@@ -25,3 +25,18 @@ func TestDiscoveryInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscoveryRedacted: the /config page's Redacted hides an http_sd
+// URL's credentials and leaves the config itself alone.
+func TestDiscoveryRedacted(t *testing.T) {
+	c, err := Parse([]byte("discovery:\n  - name: a\n    http_sd_configs: [{url: 'https://sd.example/targets?token=s3cr3t-value'}]\n"), "f.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Redacted(); strings.Contains(r, "s3cr3t-value") || !strings.Contains(r, "token=<redacted>") {
+		t.Errorf("Redacted:\n%s", r)
+	}
+	if !strings.Contains(c.String(), "s3cr3t-value") {
+		t.Error("Redacted changed the config itself")
+	}
+}
