@@ -30,6 +30,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/discovery"
 	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -104,6 +105,16 @@ type daemon struct {
 	window    *web.Window
 	mgr       *manager.Manager
 	sweeps    *sweepd.Service
+	// disco runs the config's discovery entries; labels adds discovered
+	// targets' labels to their series (discovered.go).
+	disco  *discovery.Runner
+	labels *probemetrics.TargetLabels
+	// applyMu serialises applying a config and discovered targets;
+	// static is the config last applied (its own targets and entries).
+	applyMu sync.Mutex
+	static  *config.Config
+	// discovered holds the labels of the discovered targets applied.
+	discovered map[string]map[string]string
 	// embedded is the target name of the built-in simulator ("": none).
 	embedded string
 
@@ -136,6 +147,8 @@ func Run(ctx context.Context, o Options) error {
 	d := build(o)
 	defer d.mgr.Stop()
 	defer d.sweeps.Stop()
+	defer d.disco.Stop()
+	loops.Go(func() { d.followDiscovery(ctx) })
 	stop, err := d.source(ctx)
 	if err != nil {
 		return err
@@ -169,12 +182,17 @@ func build(o Options) *daemon {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("llmprobe"),
 	)
-	d.gatherers = prometheus.Gatherers{d.reg, selfReg}
+	d.labels = probemetrics.NewTargetLabels(d.reg)
+	d.gatherers = prometheus.Gatherers{d.labels, selfReg}
 	d.safe = config.NewSafeConfig(d.reg)
 	d.pm = probemetrics.New(d.reg)
 	d.window = web.NewWindow() // the landing page's summary of the last 5 minutes per target
 	d.mgr = manager.New(manager.Options{Logger: d.logger, Observers: []manager.Observer{d.pm, d.window}, Shard: o.Shard})
 	registerShardGauges(d.reg, d.mgr)
+	d.disco = discovery.New(discovery.Options{
+		Logger: log.With(d.logger, "component", "discovery"), Slog: logging.Slog(log.With(d.logger, "component", "discovery")),
+		Registerer: d.reg,
+	})
 	if o.Shard.Count > 0 {
 		level.Info(d.logger).Log("msg", "sharded: probing the targets this replica owns", "shard", o.Shard)
 	}
@@ -191,17 +209,37 @@ func build(o Options) *daemon {
 	return d
 }
 
-// apply applies c to the manager and the sweeps (those of the targets this
-// replica owns) and exports the targets' costs.
+// apply applies c: its discovery entries to the discovery runner, then its
+// targets and the discovered ones (applyTargets).
 func (d *daemon) apply(ctx context.Context, c *config.Config) error {
-	if err := d.mgr.Apply(ctx, c); err != nil {
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	d.disco.Apply(ctx, c.Discovery)
+	if err := d.applyTargets(ctx, c); err != nil {
 		return err
 	}
-	owned := *c
-	owned.Targets = slices.DeleteFunc(slices.Clone(c.Targets), func(t config.TargetConfig) bool { return !d.o.Shard.Owns(t.Name) })
+	d.static = c
+	return nil
+}
+
+// applyTargets applies c's targets and the discovered ones to the manager
+// and the sweeps (those of the targets this replica owns), exports the
+// targets' costs and the discovered targets' labels. Called with applyMu
+// held.
+func (d *daemon) applyTargets(ctx context.Context, c *config.Config) error {
+	full, labels := d.withDiscovered(c)
+	d.labels.Set(mergeLabels(d.discovered, labels)) // before the new targets' first series
+	if err := d.mgr.Apply(ctx, full); err != nil {
+		d.labels.Set(d.discovered)
+		return err
+	}
+	d.discovered = labels
+	d.labels.Set(labels)
+	owned := *full
+	owned.Targets = slices.DeleteFunc(slices.Clone(full.Targets), func(t config.TargetConfig) bool { return !d.o.Shard.Owns(t.Name) })
 	d.sweeps.Apply(&owned)
-	costs := make(map[string]float64, len(c.Targets))
-	for _, t := range c.Targets {
+	costs := make(map[string]float64, len(full.Targets))
+	for _, t := range full.Targets {
 		costs[t.Name] = t.CostPerHour
 	}
 	d.pm.SetTargetCosts(costs)

@@ -165,6 +165,10 @@ type Config struct {
 	ProbeAllowedTargets []string                 `yaml:"probe_allowed_targets,omitempty"`
 
 	defaultModule *ModuleConfig // the built-in default module, unless Modules has one
+
+	// Discovery lists the service discovery entries whose targets are
+	// probed besides Targets (discovery.go, docs/discovery.md).
+	Discovery []DiscoveryConfig `yaml:"discovery,omitempty"`
 }
 
 // GlobalConfig holds the defaults every target inherits unless it sets them.
@@ -362,6 +366,7 @@ func (c *Config) Redacted() string {
 		}
 		cp.Targets[i] = t
 	}
+	cp.Discovery = redactedDiscovery(c.Discovery)
 	return cp.String()
 }
 

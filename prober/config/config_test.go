@@ -176,7 +176,7 @@ func TestInvalid(t *testing.T) {
 		{"negative-rate", `:8: targets[0].probes[1].rate: must be > 0, got -1`},
 		{"negative-seed", `:7: targets[0].probes[0].seed: want a non-negative integer, got "-1"`},
 		{"negative-stall-timeout", `:4: targets[0].stall_timeout: must be >= 0 (0 disables it), got -1s`},
-		{"no-targets", `:3: targets: at least one target is required`},
+		{"no-targets", `:3: targets: at least one target or discovery entry is required`},
 		{"not-a-mapping", `:1: want a mapping, got a list`},
 		{"rate-inf", `:6: targets[0].probes[0].rate: must be finite, got +Inf`},
 		{"rate-string", `:6: targets[0].probes[0].rate: want a number, got "lots"`},
@@ -252,8 +252,8 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"empty file", "", "f.yml: targets: at least one target is required"},
-		{"comment only", "# nothing\n", "f.yml: targets: at least one target is required"},
+		{"empty file", "", "f.yml: targets: at least one target or discovery entry is required"},
+		{"comment only", "# nothing\n", "f.yml: targets: at least one target or discovery entry is required"},
 		{"null entry", "targets:\n  - ~\n", "f.yml:2: targets[0]: empty list entry"},
 		{"several yaml errors", "targets:\n  - name: a\n    base_url: http://x\n    timeot: 1s\n    rate: 1\n",
 			"f.yml:4: targets[0].timeot: unknown key (did you mean timeout?)\nf.yml:5: targets[0].rate: unknown key (rate belongs in a probe)"},
@@ -262,7 +262,7 @@ func TestParseErrors(t *testing.T) {
 		{"duration without unit", "global:\n  timeout: 30\ntargets: []\n", `f.yml:2: global.timeout: want a duration such as 800ms, 30s or 2m, got "30"`},
 		{"slo not a mapping", "global:\n  slo: 800ms\n", "f.yml:2: global.slo: must be a mapping such as {ttft: 800ms, tpot: 50ms}"},
 		{"global slo over timeout", "global:\n  timeout: 1s\n  slo: {ttft: 2s}\n",
-			"f.yml: targets: at least one target is required\nf.yml:3: global.slo.ttft: must be <= timeout (1s), got 2s"},
+			"f.yml: targets: at least one target or discovery entry is required\nf.yml:3: global.slo.ttft: must be <= timeout (1s), got 2s"},
 		{"long value shortened by yaml", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - name: p\n        rate: 1\n        max_concurrency: 99999999999999999999\n",
 			`f.yml:7: targets[0].probes[0].max_concurrency: want an integer, got "99999999999999999999"`},
 		{"huge rate", "targets:\n  - name: a\n    base_url: http://x\n    probes:\n      - {name: p, rate: 1e13, max_concurrency: 0}\n",

@@ -31,6 +31,9 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	if err != nil {
 		return err
 	}
+	if err := noEmptyEntries(values, "discovery"); err != nil {
+		return err
+	}
 	return noEmptyEntries(values, "targets")
 }
 

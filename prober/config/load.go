@@ -96,7 +96,7 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // relative to its directory.
 func Parse(data []byte, filename string) (*Config, error) {
 	c := &Config{Global: DefaultGlobalConfig}
-	if es := httpConfigProblems(filename, data); len(es) > 0 {
+	if es := append(httpConfigProblems(filename, data), discoveryProblems(filename, data)...); len(es) > 0 {
 		// prometheus/common validates while decoding: checked first, so
 		// that its errors name their line and field.
 		return nil, errorOf(es)

@@ -37,8 +37,8 @@ func (c *Config) resolve(dir string) error {
 	var all problems
 	globalBad := all.add("global", g.Validate())
 	maxRateOK := validateMaxRate(g.MaxRate) == nil
-	if len(c.Targets) == 0 && len(c.Modules) == 0 && len(c.ProbeAllowedTargets) == 0 {
-		all.add("targets", errors.New("at least one target is required"))
+	if len(c.Targets) == 0 && len(c.Discovery) == 0 && len(c.Modules) == 0 && len(c.ProbeAllowedTargets) == 0 {
+		all.add("targets", errors.New("at least one target or discovery entry is required"))
 	}
 	seen := make(map[string]int, len(c.Targets))
 	for i := range c.Targets {
@@ -77,6 +77,7 @@ func (c *Config) resolve(dir string) error {
 	if !globalBad {
 		all.add("", c.resolveModules(dir))
 	}
+	all.add("", c.resolveDiscovery(dir, *g, maxRateOK))
 	return all.err()
 }
 

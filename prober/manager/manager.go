@@ -61,8 +61,10 @@ type Manager struct {
 	targets map[string]*targetRunner
 	notes   map[string]string
 	// owned and total count the targets of the last applied config this
-	// shard probes and all of them.
-	owned, total int
+	// shard probes and all of them. Atomics, not under mu: a scrape reads
+	// them (llmprobe_shard_targets) while Apply, holding mu, waits for the
+	// metrics' locks that the same scrape holds.
+	owned, total atomic.Int64
 	ready        atomic.Bool
 	stopped      bool
 }
@@ -184,7 +186,8 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) error {
 		}
 		tr.commit(p.cfg)
 	}
-	m.owned, m.total = len(plans), len(cfg.Targets)
+	m.owned.Store(int64(len(plans)))
+	m.total.Store(int64(len(cfg.Targets)))
 	m.ready.Store(true)
 	return nil
 }
@@ -230,9 +233,8 @@ func (m *Manager) Status() []TargetStatus {
 }
 
 // ShardTargets returns the manager's shard and how many targets of the
-// last applied config it probes (owned) of all of them (total).
+// last applied config it probes (owned) of all of them (total). It never
+// waits for Apply (a metrics scrape calls it).
 func (m *Manager) ShardTargets() (s Shard, owned, total int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.opts.Shard, m.owned, m.total
+	return m.opts.Shard, int(m.owned.Load()), int(m.total.Load())
 }

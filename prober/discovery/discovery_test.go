@@ -1,0 +1,248 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/config"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// klog's flush daemon and client-go's metrics are process-wide,
+		// started on first use and never stopped.
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+	)
+}
+
+// run parses yml (a config with discovery entries), applies its entries to
+// a new Runner and returns it; the test's end stops it.
+func run(t *testing.T, yml string) (*Runner, *prometheus.Registry) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yml), "llmprobe.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	r := New(Options{Registerer: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); r.Stop() })
+	r.Apply(ctx, cfg.Discovery)
+	return r, reg
+}
+
+// names returns the discovered targets' names, sorted, and their labels
+// by name.
+func names(ts []Target) ([]string, map[string]map[string]string) {
+	var out []string
+	labels := map[string]map[string]string{}
+	for _, t := range ts {
+		out = append(out, t.Config.Name)
+		labels[t.Config.Name] = t.Labels
+	}
+	slices.Sort(out)
+	return out, labels
+}
+
+// waitTargets waits until the runner's targets are want (by name).
+func waitTargets(t *testing.T, r *Runner, taken map[string]bool, want ...string) []Target {
+	t.Helper()
+	slices.Sort(want)
+	var ts []Target
+	testutil.Eventually(t, fmt.Sprintf("discovered targets %v", want), func() bool {
+		ts = r.Targets(taken)
+		got, _ := names(ts)
+		return slices.Equal(got, want)
+	})
+	return ts
+}
+
+// TestStaticRelabelBounds: static_configs through relabelling (a drop, a
+// label set, a target renamed), an invalid scheme, a collision with a
+// static target's name and max_targets, each counted by reason.
+func TestStaticRelabelBounds(t *testing.T) {
+	r, _ := run(t, `
+discovery:
+  - name: pool
+    static_configs:
+      - targets: [a:1, b:2, c:3, d:4, e:5]
+        labels: {zone: z1}
+      - targets: [drop-me:1]
+        labels: {drop: "yes"}
+      - targets: [ftp:21]
+        labels: {__scheme__: ftp}
+      - targets: [gw:443]
+        labels: {__scheme__: https, __path_prefix__: /llama/, __meta_x: hidden}
+    relabel_configs:
+      - source_labels: [drop]
+        regex: "yes"
+        action: drop
+      - source_labels: [__address__]
+        regex: "e:5"
+        target_label: __target_name__
+        replacement: static-twin
+      - target_label: pool
+        replacement: main
+    max_targets: 4
+    target:
+      api: chat
+`)
+	taken := map[string]bool{"static-twin": true}
+	ts := waitTargets(t, r, taken, "pool:a:1", "pool:b:2", "pool:c:3", "pool:d:4")
+	// gw sorts after d: over max_targets (4) with a, b, c, d.
+	_, labels := names(ts)
+	if want := map[string]string{"zone": "z1", "pool": "main"}; !sameLabels(labels["pool:a:1"], want) {
+		t.Errorf("labels of pool:a:1: %v, want %v", labels["pool:a:1"], want)
+	}
+	for _, tt := range ts {
+		if tt.Config.API != config.APIChat || tt.Config.Probes[0].Seed != config.DeriveSeed(tt.Config.Name, "default") {
+			t.Errorf("%s: not the template with its own seed: %+v", tt.Config.Name, tt.Config)
+		}
+	}
+	for reason, want := range map[string]float64{DropRelabel: 1, DropInvalid: 1, DropCollision: 1, DropMaxTargets: 1} {
+		if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("pool", reason)); got != want {
+			t.Errorf("dropped{reason=%s} = %v, want %v", reason, got, want)
+		}
+	}
+	if got := promtest.ToFloat64(r.metrics.targets.WithLabelValues("pool")); got != 4 {
+		t.Errorf("llmprobe_discovery_targets = %v, want 4", got)
+	}
+	for _, tt := range ts {
+		if want := "http://" + strings.TrimPrefix(tt.Config.Name, "pool:"); tt.Config.BaseURL != want {
+			t.Errorf("base URL %q, want %q", tt.Config.BaseURL, want)
+		}
+	}
+}
+
+func sameLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestURLAndNames: __scheme__, __path_prefix__ and a name label.
+func TestURLAndNames(t *testing.T) {
+	r, _ := run(t, `
+discovery:
+  - name: gws
+    static_configs:
+      - targets: [gw:443]
+        labels: {__scheme__: https, __path_prefix__: /llama/, __meta_x: hidden, team: a}
+      - targets: [other:80]
+        labels: {__target_name__: "bad name"}
+`)
+	ts := waitTargets(t, r, nil, "gws:gw:443_llama")
+	if got := ts[0].Config.BaseURL; got != "https://gw:443/llama" {
+		t.Errorf("base URL %q, want https://gw:443/llama", got)
+	}
+	if !sameLabels(ts[0].Labels, map[string]string{"team": "a"}) {
+		t.Errorf("labels %v: want team only (__ labels dropped)", ts[0].Labels)
+	}
+	if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("gws", DropInvalid)); got != 1 {
+		t.Errorf("dropped{invalid} = %v, want 1 (a name outside the pattern)", got)
+	}
+}
+
+// TestHTTPSD runs http_sd against an httptest server: the targets it
+// lists, a change at the next refresh, then failures that are counted
+// while the last good targets are kept.
+func TestHTTPSD(t *testing.T) {
+	var body atomic.Value
+	var fail atomic.Bool
+	body.Store(`[{"targets": ["10.0.0.1:8000", "10.0.0.2:8000"], "labels": {"replica_set": "rs1"}}]`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, body.Load().(string))
+	}))
+	defer srv.Close()
+	r, _ := run(t, fmt.Sprintf(`
+discovery:
+  - name: fleet
+    http_sd_configs:
+      - url: %s/targets
+        refresh_interval: 50ms
+`, srv.URL))
+	ts := waitTargets(t, r, nil, "fleet:10.0.0.1:8000", "fleet:10.0.0.2:8000")
+	if !sameLabels(ts[0].Labels, map[string]string{"replica_set": "rs1"}) {
+		t.Errorf("labels %v", ts[0].Labels)
+	}
+	body.Store(`[{"targets": ["10.0.0.2:8000", "10.0.0.3:8000"]}]`)
+	waitTargets(t, r, nil, "fleet:10.0.0.2:8000", "fleet:10.0.0.3:8000")
+	fail.Store(true)
+	before := promtest.ToFloat64(r.metrics.failures.WithLabelValues("fleet"))
+	testutil.Eventually(t, "http_sd failures counted", func() bool {
+		return promtest.ToFloat64(r.metrics.failures.WithLabelValues("fleet")) >= before+2
+	})
+	if got, _ := names(r.Targets(nil)); !slices.Equal(got, []string{"fleet:10.0.0.2:8000", "fleet:10.0.0.3:8000"}) {
+		t.Errorf("after failures: %v, want the last good targets", got)
+	}
+	if promtest.ToFloat64(r.metrics.updates.WithLabelValues("fleet")) < 2 {
+		t.Error("updates not counted")
+	}
+}
+
+// TestApplyReload: a reload whose entry keeps its mechanisms keeps them
+// running (no new update: static_configs report once) and applies the new
+// relabelling at once; changed mechanisms restart the entry; a removed
+// entry stops, its series deleted.
+func TestApplyReload(t *testing.T) {
+	parse := func(yml string) []config.DiscoveryConfig {
+		t.Helper()
+		c, err := config.Parse([]byte(yml), "llmprobe.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Discovery
+	}
+	const one = "discovery:\n  - name: e\n    static_configs: [{targets: [a:1, b:2]}]\n"
+	reg := prometheus.NewRegistry()
+	r := New(Options{Registerer: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); r.Stop() }()
+	r.Apply(ctx, parse(one))
+	waitTargets(t, r, nil, "e:a:1", "e:b:2")
+	updates := func() float64 { return promtest.ToFloat64(r.metrics.updates.WithLabelValues("e")) }
+	if updates() != 1 {
+		t.Fatalf("updates = %v, want 1", updates())
+	}
+	r.Apply(ctx, parse(one+"    relabel_configs: [{source_labels: [__address__], regex: 'a:1', action: drop}]\n"))
+	if got, _ := names(r.Targets(nil)); !slices.Equal(got, []string{"e:b:2"}) {
+		t.Errorf("after a relabelling change: %v, want [e:b:2] at once", got)
+	}
+	if updates() != 1 {
+		t.Errorf("updates = %v: the unchanged mechanisms were restarted", updates())
+	}
+	r.Apply(ctx, parse("discovery:\n  - name: e\n    static_configs: [{targets: [c:3]}]\n"))
+	waitTargets(t, r, nil, "e:c:3")
+	if updates() != 2 {
+		t.Errorf("updates = %v, want 2 (the changed entry restarted)", updates())
+	}
+	r.Apply(ctx, nil)
+	if ts := r.Targets(nil); len(ts) != 0 {
+		t.Errorf("after removing the entry: %v", ts)
+	}
+	if n, err := promtest.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("series left after removing the entry: %d %v", n, err)
+	}
+}
