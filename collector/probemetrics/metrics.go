@@ -95,7 +95,7 @@ func Names() []string {
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
-		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries,
+		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NamePhase,
 	}
 }
 
@@ -123,6 +123,7 @@ var outcomeIndex = func() map[prober.ErrorClass]int {
 // use.
 type Metrics struct {
 	ttft, ttfc, itl, tpot, e2e, sendLag *prometheus.HistogramVec
+	phases                              []*prometheus.HistogramVec // indexed like prober.Phases (phases.go)
 
 	requests      *prometheus.CounterVec
 	good          *prometheus.CounterVec
@@ -156,6 +157,7 @@ type probeKey struct{ target, probe string }
 // per-request path does no label lookups.
 type probeMetrics struct {
 	ttft, ttfc, itl, tpot, e2e, sendLag exemplarObserver
+	phases                              []exemplarObserver // indexed like prober.Phases
 
 	requests []prometheus.Counter // indexed like outcomes
 	good     prometheus.Counter
@@ -179,15 +181,19 @@ type exemplarObserver interface {
 // when the metrics are already registered with reg.
 func New(reg prometheus.Registerer) *Metrics {
 	pl := []string{"target", "probe"}
-	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+	histConst := func(name, help string, buckets []float64, constLabels prometheus.Labels) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:                            name,
 			Help:                            help,
+			ConstLabels:                     constLabels,
 			Buckets:                         buckets,
 			NativeHistogramBucketFactor:     nativeBucketFactor,
 			NativeHistogramMaxBucketNumber:  nativeMaxBucketCount,
 			NativeHistogramMinResetDuration: nativeMinReset * time.Second,
 		}, pl)
+	}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return histConst(name, help, buckets, nil)
 	}
 	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(pl[:2:2], extra...))
@@ -232,6 +238,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		objective: gauge(NameObjective, "Configured goodput objective: the share of requests that must be good.",
 			"target", "probe"),
 		retries: newRetries(),
+		phases:  newPhases(histConst),
 		probes:  map[probeKey]*probeMetrics{},
 		info:    map[string]prometheus.Labels{},
 		labels:  map[string]map[string]string{},
@@ -243,12 +250,16 @@ func New(reg prometheus.Registerer) *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	cs := []prometheus.Collector{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}
+	for _, v := range m.phases {
+		cs = append(cs, v)
+	}
+	return cs
 }
 
 // Describe implements prometheus.Collector. New registers m already.
@@ -308,6 +319,10 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 		gen:      m.genTokens.WithLabelValues(target, probe),
 		inFlight: m.inFlight.WithLabelValues(target, probe),
 		retries:  m.retryCounters(target, probe),
+		phases:   make([]exemplarObserver, len(m.phases)),
+	}
+	for i, v := range m.phases {
+		pm.phases[i] = obs(v)
 	}
 	for i, o := range outcomes {
 		pm.requests[i] = m.requests.WithLabelValues(target, probe, o)
@@ -346,6 +361,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	}
 	if !r.NotSent {
 		observe(pm.sendLag, max(r.SendLag, 0), ex)
+		observePhases(pm, r, ex)
 	}
 
 	if i, ok := outcomeIndex[r.Error]; ok {
@@ -586,10 +602,14 @@ type partialDeleter interface {
 }
 
 func (m *Metrics) probeVecs() []partialDeleter {
-	return []partialDeleter{
+	ds := []partialDeleter{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
 	}
+	for _, v := range m.phases {
+		ds = append(ds, v)
+	}
+	return ds
 }
