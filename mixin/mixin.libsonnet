@@ -46,6 +46,10 @@ local groups = std.flattenArrays([f.groups for f in files]);
     capacityRegressionRatio: 0.8,
     capacityHeadroomRatio: 0.15,
 
+    // LLMProbeClientReadLag: the share of the prober's Go scheduling-latency
+    // samples over 1 ms above which it reads late (0.01: the p99 over 1 ms).
+    clientReadLagRatio: 0.01,
+
     // keep_firing_for of every alert that has one (all but LLMProbeDown and
     // LLMProbeAbsent): bridges the gap until LLMProbeDown mutes them.
     keepFiringFor: '10m',
@@ -132,6 +136,8 @@ local groups = std.flattenArrays([f.groups for f in files]);
           description: if changed then std.strReplace(desc, canaryDefault, canaryPhrase(c)) else desc,
         },
       },
+    LLMProbeClientReadLag(c, r):
+      withExpr(r, function(e) num(e, 'ratio_rate10m > %s', '0.01', c.clientReadLagRatio)),
     LLMProbeCapacityRegression(c, r):
       r {
         expr: num(r.expr, '< %s', '0.8', c.capacityRegressionRatio),

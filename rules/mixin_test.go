@@ -214,6 +214,7 @@ func TestMixinKnobs(t *testing.T) {
 		{`capacityRegressionRatio: 0.5`, []string{"LLMProbeCapacityRegression"}, "below 50 %"},
 		{`capacityHeadroomRatio: 0.25`, []string{"LLMProbeCapacityHeadroomLow"}, "< 0.25"},
 		{`capacityHeadroomRatio: 0.25`, []string{"LLMProbeCapacityHeadroomLow"}, "within 25 %"},
+		{`clientReadLagRatio: 0.05`, []string{"LLMProbeClientReadLag"}, "over_1ms:ratio_rate10m > 0.05"},
 		{`keepFiringFor: '30m'`, []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeCanaryRegression", "LLMProbeCapacityHeadroomLow"}, "30m"},
 	} {
 		t.Run(tc.knob, func(t *testing.T) {
