@@ -167,6 +167,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
         input_len: 32
         output_len: 4
         max_send_lag: 250ms
+        max_sched_latency: 250ms
 `, simAddr)+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
 	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr,
 		"--sweeps.dir", filepath.Join(dir, "sweeps"))
