@@ -128,7 +128,7 @@ var notUserBounds = map[string]string{
 	"MaxKneeSamples":         "the bootstrap's sample cap; a larger step's interval says so",
 	"MinSLOSamples":          "a statistical rule (a p99 needs 100 samples)",
 	"MinSendsOverLimit":      "a validity rule",
-	"MinSchedLatencySamples": "a statistical rule (a p99 needs 100 samples)",
+	"MinSchedLatencyOverLimit": "a validity rule",
 	"MinSizingBackoff":       "a retry delay",
 	"MaxSizingBackoff":       "a retry delay",
 	"MaxLogprobs":            "the built-in simulator's",

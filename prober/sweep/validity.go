@@ -53,14 +53,14 @@ const (
 	DefaultMaxSchedLatency = time.Millisecond
 )
 
-// MinSchedLatencySamples is how many scheduling-latency samples a step needs
-// for its p99 to be judged against MaxSchedLatency: the p99 of fewer than
-// 100 samples is (nearly) the maximum, one hiccup. A step with fewer (a
-// short step, or one whose goroutines were so delayed that they rarely ran:
-// the runtime samples one goroutine transition in eight) is flagged when at
-// least MinSendsOverLimit samples were over the limit, as the send-lag rule
-// judges a step of fewer than 100 requests.
-const MinSchedLatencySamples = 100
+// MinSchedLatencyOverLimit is how many of a step's scheduling-latency
+// samples must be over MaxSchedLatency for it to be flagged
+// client-read-lag, besides more than 1 % of them (its p99 certainly over
+// the limit). One burst on the host — a garbage-collection cycle, another
+// process's time slice — delays the few goroutines runnable at that moment
+// together; in a short step of a few hundred samples (the runtime samples
+// one goroutine transition in eight) those few are already 1 %.
+const MinSchedLatencyOverLimit = 5
 
 // IdleProof records how the server was shown idle before a step.
 type IdleProof struct {
@@ -154,12 +154,13 @@ type Validity struct {
 	ClientCPUChecked bool `json:"client_cpu_checked"`
 	// SchedLatencyP99MS is the p99 of Go's scheduling latency over the
 	// step in milliseconds (how long the process's runnable goroutines,
-	// those that read the streams among them, waited to run), from
-	// SchedLatencySamples samples of the runtime; both 0 when not measured
-	// (results written before the check). SchedLatencyChecked is true when
-	// the step was judged (any samples at all).
-	// SchedLatencyOverLimit counts the samples certainly over the limit
-	// (in runtime buckets whose lower bound is at or above it).
+	// those that read the streams among them, waited to run, interpolated
+	// in the runtime's buckets), from SchedLatencySamples samples of the
+	// runtime; SchedLatencyOverLimit counts the samples certainly over the
+	// limit (in runtime buckets whose lower bound is at or above it), the
+	// figure the step is judged by. All 0 when not measured (results
+	// written before the check). SchedLatencyChecked is true when the step
+	// was judged (any samples at all).
 	SchedLatencyP99MS     float64 `json:"sched_latency_p99_ms"`
 	SchedLatencySamples   uint64  `json:"sched_latency_samples"`
 	SchedLatencyOverLimit uint64  `json:"sched_latency_over_limit"`
@@ -224,14 +225,10 @@ func Judge(s Stats, cpuCores float64, idle IdleProof, interrupted bool, o Validi
 	v.SchedLatencyP99MS, v.SchedLatencySamples, v.SchedLatencyOverLimit = sl.p99MS, sl.samples, sl.overLimit
 	if sl.samples > 0 {
 		v.SchedLatencyChecked = true
-		limit := ms(o.MaxSchedLatency)
-		const why = ": the client's goroutines waited to run, so its read timestamps are late"
-		switch {
-		case sl.samples >= MinSchedLatencySamples && sl.p99MS > limit:
-			flag(FlagClientReadLag, fmt.Sprintf("Go scheduling-latency p99 %.3g ms > %.3g ms (%d samples)%s", sl.p99MS, limit, sl.samples, why))
-		case sl.samples < MinSchedLatencySamples && sl.overLimit >= MinSendsOverLimit:
-			flag(FlagClientReadLag, fmt.Sprintf("%d of %d Go scheduling-latency samples over %.3g ms (p99 %.3g ms)%s",
-				sl.overLimit, sl.samples, limit, sl.p99MS, why))
+		if sl.overLimit*100 > sl.samples && sl.overLimit >= MinSchedLatencyOverLimit {
+			flag(FlagClientReadLag, fmt.Sprintf("Go scheduling-latency p99 %.3g ms > %.3g ms (%d of %d samples over it): "+
+				"the client's goroutines waited to run, so its read timestamps are late",
+				sl.p99MS, ms(o.MaxSchedLatency), sl.overLimit, sl.samples))
 		}
 	}
 	if idle.Status == IdleNotIdle {
