@@ -82,6 +82,25 @@ func checkPhase(t *testing.T, i int, rec *prober.Record, p prober.Phase, want bo
 	}
 }
 
+// TestPhasesNoStream: a non-streamed request waits for its response and
+// transfers its body; it has no first token.
+func TestPhasesNoStream(t *testing.T) {
+	cfg := simtest.Fast()
+	base, _ := simtest.Start(t, cfg)
+	c := newClient(t, Options{BaseURL: base, Model: cfg.Model, Trace: true})
+	rec := do(t, context.Background(), c, Request{ID: "nostream", Prompt: "hello", MaxTokens: 4, IgnoreEOS: true, NoStream: true})
+	if !rec.OK() || !rec.NoStream {
+		t.Fatalf("%s %s (no_stream %v)", rec.Error, rec.ErrorMessage, rec.NoStream)
+	}
+	checkPhase(t, 0, &rec, prober.PhaseConnect, true)
+	checkPhase(t, 0, &rec, prober.PhaseWait, true)
+	checkPhase(t, 0, &rec, prober.PhaseFirstToken, false)
+	checkPhase(t, 0, &rec, prober.PhaseTransfer, true)
+	if sum := rec.ConnectTime + rec.WriteTime + rec.WaitTime + rec.TransferTime; sum > rec.E2E {
+		t.Errorf("phases sum to %v, over E2E %v", sum, rec.E2E)
+	}
+}
+
 // TestPhasesOff: without Options.Trace no phase is measured.
 func TestPhasesOff(t *testing.T) {
 	cfg := simtest.Fast()
