@@ -121,21 +121,23 @@ var boundRows = []boundRow{
 // notUserBounds are exported Max*/Min* constants that no user input meets,
 // with why.
 var notUserBounds = map[string]string{
-	"MaxReproducibleSpread":  "a report threshold (a level's rounds spread), not a limit",
-	"MaxCountDiff":           "compare's tolerance on request counts, not a limit",
-	"MaxFinishTVD":           "compare's tolerance on finish reasons, not a limit",
-	"MinPromptEcho":          "the shortest prompt echo the scrubber removes",
-	"MaxKneeSamples":         "the bootstrap's sample cap; a larger step's interval says so",
-	"MinSLOSamples":          "a statistical rule (a p99 needs 100 samples)",
-	"MinSendsOverLimit":      "a validity rule",
+	"MaxReproducibleSpread": "a report threshold (a level's rounds spread), not a limit",
+	"MaxCountDiff":          "compare's tolerance on request counts, not a limit",
+	"MaxFinishTVD":          "compare's tolerance on finish reasons, not a limit",
+	"MinPromptEcho":         "the shortest prompt echo the scrubber removes",
+	"MaxKneeSamples":        "the bootstrap's sample cap; a larger step's interval says so",
+	"MinSLOSamples":         "a statistical rule (a p99 needs 100 samples)",
+	"MinSendsOverLimit":     "a validity rule",
+	"MinSizingBackoff":      "a retry delay",
+	"MaxSizingBackoff":      "a retry delay",
+	"MaxLogprobs":           "the built-in simulator's",
+	"MaxEvidenceFactor":     "the verdict's wording: past it compare says more of the same evidence would not decide",
+	"MaxRoundReruns":        "compare reruns a client-flagged round at most once; not an input",
+	"MaxPromptNonce":        "an int64's range: `prompt_nonce` takes any non-negative int64, a nonce, not an amount",
+	"MinSecretLen":          "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
+
+	// issue 26: the least samples over the limit that flag client-read-lag.
 	"MinSchedLatencyOverLimit": "a validity rule",
-	"MinSizingBackoff":       "a retry delay",
-	"MaxSizingBackoff":       "a retry delay",
-	"MaxLogprobs":            "the built-in simulator's",
-	"MaxEvidenceFactor":      "the verdict's wording: past it compare says more of the same evidence would not decide",
-	"MaxRoundReruns":         "compare reruns a client-flagged round at most once; not an input",
-	"MaxPromptNonce":         "an int64's range: `prompt_nonce` takes any non-negative int64, a nonce, not an amount",
-	"MinSecretLen":           "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
 }
 
 // constSource is one top-level constant read from the source: its
