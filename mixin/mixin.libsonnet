@@ -59,6 +59,9 @@ local groups = std.flattenArrays([f.groups for f in files]);
     // (30 minutes) below which it fires, and the judged replies it needs.
     answerPassRatio: 0.9,
     answerMinChecks: 20,
+    // LLMProbeClientReadLag: the share of the prober's Go scheduling-latency
+    // samples over 1 ms above which it reads late (0.01: the p99 over 1 ms).
+    clientReadLagRatio: 0.01,
 
     // keep_firing_for of every alert that has one (all but LLMProbeDown and
     // LLMProbeAbsent): bridges the gap until LLMProbeDown mutes them.
@@ -151,6 +154,8 @@ local groups = std.flattenArrays([f.groups for f in files]);
         expr: num(num(r.expr, 'ratio30m < %s', '0.9', c.answerPassRatio), 'increase30m >= %s', '20', c.answerMinChecks),
         annotations+: { summary: pct(r.annotations.summary, 'less than %s %%', '90', c.answerPassRatio) },
       },
+    LLMProbeClientReadLag(c, r):
+      withExpr(r, function(e) num(e, 'ratio_rate10m > %s', '0.01', c.clientReadLagRatio)),
     LLMProbeCapacityRegression(c, r):
       r {
         expr: num(r.expr, '< %s', '0.8', c.capacityRegressionRatio),

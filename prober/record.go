@@ -126,11 +126,26 @@ type Record struct {
 	E2E  time.Duration `json:"e2e_ns"`
 	Done time.Duration `json:"done_ns,omitempty"`
 
-	// Optional phase times from httptrace (0 when not observed, e.g. a
-	// reused connection has no connect time).
-	ConnectTime time.Duration `json:"connect_ns,omitempty"`
-	TLSTime     time.Duration `json:"tls_ns,omitempty"`
-	HeadersTime time.Duration `json:"headers_ns,omitempty"` // t0 -> response headers
+	// The HTTP phases (Phases; docs/measurement.md, "HTTP phases"), each 0
+	// when it did not happen: a reused connection has no resolve, connect
+	// or TLS time, an IP address no resolve time, a request that failed
+	// before its first token no first-token or transfer time. ResolveTime
+	// is the DNS lookup, ConnectTime the TCP connect (every address tried),
+	// TLSTime the TLS handshake, WriteTime the write of the request
+	// (connection obtained -> request written: phase "request"), WaitTime
+	// request written -> first response byte, FirstTokenTime first response
+	// byte -> first token-bearing event, TransferTime first token-bearing
+	// event -> the end of the stream ([DONE], else the last token event;
+	// for a non-streamed request first response byte -> end of the body),
+	// successful requests only.
+	ResolveTime    time.Duration `json:"resolve_ns,omitempty"`
+	ConnectTime    time.Duration `json:"connect_ns,omitempty"`
+	TLSTime        time.Duration `json:"tls_ns,omitempty"`
+	WriteTime      time.Duration `json:"request_ns,omitempty"`
+	WaitTime       time.Duration `json:"wait_ns,omitempty"`
+	FirstTokenTime time.Duration `json:"first_token_ns,omitempty"`
+	TransferTime   time.Duration `json:"transfer_ns,omitempty"`
+	HeadersTime    time.Duration `json:"headers_ns,omitempty"` // t0 -> response headers
 
 	// InputTokens / OutputTokensRequested are what the workload asked for.
 	InputTokens           int `json:"input_tokens"`
@@ -290,3 +305,46 @@ func (r *Record) Reasoned() bool { return r.TTFR > 0 || r.ReasoningTokens > 0 }
 // LatencyFromScheduled is E2E measured from the intended send time, which
 // includes the client's own lateness (coordinated omission correction).
 func (r *Record) LatencyFromScheduled() time.Duration { return r.E2E + r.SendLag }
+
+// Phase is one HTTP phase of a request, as blackbox_exporter's
+// probe_http_duration_seconds{phase} splits a request, with the streaming
+// phases an LLM request adds (docs/measurement.md, "HTTP phases"). It is
+// used as a Prometheus label value, so the set is closed.
+type Phase string
+
+// The HTTP phases, in the order they happen.
+const (
+	PhaseResolve    Phase = "resolve"
+	PhaseConnect    Phase = "connect"
+	PhaseTLS        Phase = "tls"
+	PhaseRequest    Phase = "request"
+	PhaseWait       Phase = "wait"
+	PhaseFirstToken Phase = "first_token"
+	PhaseTransfer   Phase = "transfer"
+)
+
+// Phases lists every HTTP phase in the order they happen (for
+// pre-declaring label values and for docs).
+var Phases = []Phase{PhaseResolve, PhaseConnect, PhaseTLS, PhaseRequest, PhaseWait, PhaseFirstToken, PhaseTransfer}
+
+// PhaseTime returns the duration of phase p, 0 when it did not happen (or p
+// is not one of Phases).
+func (r *Record) PhaseTime(p Phase) time.Duration {
+	switch p {
+	case PhaseResolve:
+		return r.ResolveTime
+	case PhaseConnect:
+		return r.ConnectTime
+	case PhaseTLS:
+		return r.TLSTime
+	case PhaseRequest:
+		return r.WriteTime
+	case PhaseWait:
+		return r.WaitTime
+	case PhaseFirstToken:
+		return r.FirstTokenTime
+	case PhaseTransfer:
+		return r.TransferTime
+	}
+	return 0
+}

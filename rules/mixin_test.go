@@ -221,6 +221,7 @@ func TestMixinKnobs(t *testing.T) {
 		{`replicaOutlierRatio: 3`, []string{"LLMProbeReplicaOutlier"}, "more than 3 times"},
 		{`replicaOutlierFor: '30m'`, []string{"LLMProbeReplicaOutlier"}, "held for 30m"},
 		{`replicaMinRequests: 50`, []string{"LLMProbeReplicaOutlier"}, "at least 50 successful"},
+		{`clientReadLagRatio: 0.05`, []string{"LLMProbeClientReadLag"}, "over_1ms:ratio_rate10m > 0.05"},
 		{`keepFiringFor: '30m'`, []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeCanaryRegression", "LLMProbeCapacityHeadroomLow"}, "30m"},
 	} {
 		t.Run(tc.knob, func(t *testing.T) {

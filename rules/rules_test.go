@@ -368,7 +368,9 @@ func TestRatiosLeaveOutCanceled(t *testing.T) {
 var (
 	recordName = regexp.MustCompile(`^([a-z_]+):([a-z0-9_]+):([a-z0-9_]+)$`)
 	alertName  = regexp.MustCompile(`^LLMProbe[A-Z][A-Za-z0-9]*$`)
-	levels     = []string{"canary", "canary_probe", "canary_role", "canary_role_probe", "job_metric", "service_probe", "service_target_probe", "target", "target_instance", "target_probe", "target_probe_outcome", "target_probe_slo", "target_probe_check", "target_sweep"}
+	// instance: a figure of the llmprobe process itself, not of a target
+	// (its Go scheduling latency).
+	levels = []string{"canary", "canary_probe", "canary_role", "canary_role_probe", "instance", "job_metric", "service_probe", "service_target_probe", "target", "target_instance", "target_probe", "target_probe_outcome", "target_probe_slo", "target_probe_check", "target_sweep"}
 )
 
 func TestNamingAndAnnotations(t *testing.T) {

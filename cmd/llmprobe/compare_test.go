@@ -41,7 +41,7 @@ func compareSim(t *testing.T, mod func(*simulator.Config)) string {
 func compareArgs(out string, extra ...string) []string {
 	defaults := [][]string{{"--rates", "50"}, {"--num-prompts", "50"}, {"--max-regression", "tpot_p99=10%,goodput=5%"}, {"--input-len", "16"}, {"--output-len", "8"},
 		{"--warmups", "1"}, {"--goodput", "ttft:2000", "tpot:500"}, {"--max-client-cpu", "64"}, {"--idle-timeout", "10s"},
-		{"--metrics-interval", "200ms"}, {"--bootstrap-iters", "500"}, {"--max-send-lag", "250ms"},
+		{"--metrics-interval", "200ms"}, {"--bootstrap-iters", "500"}, {"--max-send-lag", "250ms", "--max-sched-latency", "250ms"},
 		{"--out", out}, {"--no-progress"}, {"--log.level", "warn"}}
 	args := []string{"compare"}
 	for _, d := range defaults {

@@ -398,7 +398,7 @@ func probeEntry(setting string) string {
 // where the file cases below put their hostile files.
 func apiSweep(t *testing.T, d *hostileDaemon) reply {
 	code, body := d.do("POST", "/api/v1/sweeps", "application/json", strings.NewReader(
-		`{"target":"sim","rates":[10],"num_prompts":5,"input_len":8,"output_len":2,"max_send_lag":"250ms"}`))
+		`{"target":"sim","rates":[10],"num_prompts":5,"input_len":8,"output_len":2,"max_send_lag":"250ms","max_sched_latency":"250ms"}`))
 	var created struct{ ID string }
 	if code != http.StatusCreated || json.Unmarshal([]byte(body), &created) != nil || created.ID == "" {
 		return reply{code, body}

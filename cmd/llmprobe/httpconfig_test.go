@@ -85,7 +85,7 @@ func TestSweepHTTPConfigSecretsNeverLeave(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
 		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}
@@ -128,7 +128,7 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
 		"--num-prompts", "6", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "fp",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}

@@ -183,7 +183,7 @@ func kindsSweep(t *testing.T, srv *secretServer, dir string, surfaces map[string
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"sweep", "--target", srv.URL, "--http.config.file", httpCfg, "--rates", "10",
 		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "kinds",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-error-rate", "1", "--server-log", serverLog}, &stdout, &stderr)
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1", "--server-log", serverLog}, &stdout, &stderr)
 	if code != 0 {
 		t.Errorf("sweep: exit code %d; stderr:\n%s", code, stderr.String())
 	}
@@ -264,7 +264,7 @@ func kindSecrets(t *testing.T, srv *secretServer) []string {
 func sweepThroughAPI(t *testing.T, web, target string, surfaces map[string]string) {
 	t.Helper()
 	resp, err := http.Post(web+"/api/v1/sweeps", "application/json", strings.NewReader(fmt.Sprintf(
-		`{"target": %q, "rates": [8], "num_prompts": 9, "warmups": 1, "input_len": 16, "output_len": 2, "max_send_lag": "10s"}`, target)))
+		`{"target": %q, "rates": [8], "num_prompts": 9, "warmups": 1, "input_len": 16, "output_len": 2, "max_send_lag": "10s", "max_sched_latency": "10s"}`, target)))
 	if err != nil {
 		t.Fatal(err)
 	}

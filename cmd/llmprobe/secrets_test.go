@@ -490,7 +490,7 @@ func TestSweepSecretsNeverLeave(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"sweep", "--target", base, "--api-key-file", keyFile, "--rates", "20",
 		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}

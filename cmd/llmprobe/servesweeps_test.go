@@ -27,7 +27,7 @@ func TestServeSweepAPI(t *testing.T) {
 		// No goodput SLO: with 20 requests per step an SLO p99 would
 		// decide no knee (too few samples), and this test is about the API.
 		`{"target": "simulator", "rates": [10, 20], "num_prompts": 20, "input_len": 32, "output_len": 4,
-		  "max_send_lag": "250ms"}`))
+		  "max_send_lag": "250ms", "max_sched_latency": "250ms"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +84,7 @@ func TestServeScheduledSweep(t *testing.T) {
         input_len: 32
         output_len: 4
         max_send_lag: 250ms
+        max_sched_latency: 250ms
 `)
 	base, _, stop := startServe(t, "--config.file", cfg, "--sweeps.dir", filepath.Join(dir, "runs"))
 	// The simulator shares the test process, so the sweep's client CPU

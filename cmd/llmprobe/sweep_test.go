@@ -100,7 +100,7 @@ func TestSweepCommand(t *testing.T) {
 		"--metadata", "note=test", "--metadata", "hf_token=abcdef123", "--no-progress", "--log.level", "warn",
 		// The test checks the CLI's output, not the validity rules: a
 		// loaded test machine must not flag the steps client-saturated.
-		"--max-send-lag", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+		"--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}
@@ -288,7 +288,7 @@ func TestSweepSIGTERM(t *testing.T) {
 func TestSweepSIGKILLKeepsFinishedSteps(t *testing.T) {
 	out := t.TempDir()
 	cmd, sc, stderr := sweepChild(t, "TestSweepSIGKILLKeepsFinishedSteps", "LLMPROBE_SWEEP_SIGKILL_CHILD",
-		"sweep --rates 50,5 --num-prompts 20 --warmups 0 --input-len 8 --output-len 2 --no-progress --max-send-lag 10s --out "+out)
+		"sweep --rates 50,5 --num-prompts 20 --warmups 0 --input-len 8 --output-len 2 --no-progress --max-send-lag 10s --max-sched-latency 10s --out "+out)
 	var log strings.Builder
 	killed := false
 	for sc.Scan() {

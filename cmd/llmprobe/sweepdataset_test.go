@@ -32,7 +32,7 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"sweep", "--target", url, "--dataset", data, "--dataset-sampling", "shuffle",
 		"--rates", "1,2", "--num-prompts", "3", "--warmups", "1", "--out", out, "--name", "ds", "--save-detailed",
-		"--no-progress", "--log.level", "warn", "--max-send-lag", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+		"--no-progress", "--log.level", "warn", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}

@@ -56,7 +56,7 @@ func TestSweepPush(t *testing.T) {
 	out := t.TempDir()
 	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
 		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", out, "--name", "canary",
-		"--max-send-lag", "250ms", "--no-progress", "--log.level", "warn",
+		"--max-send-lag", "250ms", "--max-sched-latency", "250ms", "--no-progress", "--log.level", "warn",
 		"--push.url", recv.URL + "/api/v1/import/prometheus", "--push.extra-label", "env=ci"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
@@ -153,7 +153,7 @@ func TestSweepPushFailure(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			out := t.TempDir()
 			args := append([]string{"sweep", "--target", url, "--rates", "20", "--num-prompts", "5", "--warmups", "1",
-				"--input-len", "16", "--output-len", "4", "--out", out, "--name", "push", "--max-send-lag", "250ms",
+				"--input-len", "16", "--output-len", "4", "--out", out, "--name", "push", "--max-send-lag", "250ms", "--max-sched-latency", "250ms",
 				"--no-progress", "--log.level", "warn", "--push.url", unreachable, "--push.timeout", "5s"}, tc.extra...)
 			code := run(context.Background(), args, &stdout, &stderr)
 			if code != tc.code {

@@ -98,7 +98,7 @@ func Names() []string {
 		NameRequests, NameGoodRequests, NameSLOViolations, NameSkipped,
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
-		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NameBackendRequests,
+		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NameBackendRequests, NamePhase,
 		NamePromptCachedTokens, NamePromptCacheRequests,
 		NameAnswerChecks, NameAnswerLastPass,
 		NameReasoningTok, NameThinkingTime,
@@ -132,6 +132,7 @@ type Metrics struct {
 	// reasoningTok and thinking observe the successful streamed requests
 	// that reasoned; their series appear with the first such request.
 	reasoningTok, thinking *prometheus.HistogramVec
+	phases                 []*prometheus.HistogramVec // indexed like prober.Phases (phases.go)
 
 	requests      *prometheus.CounterVec
 	good          *prometheus.CounterVec
@@ -169,6 +170,7 @@ type probeKey struct{ target, probe string }
 // per-request path does no label lookups.
 type probeMetrics struct {
 	ttft, ttfc, itl, tpot, e2e, sendLag exemplarObserver
+	phases                              []exemplarObserver // indexed like prober.Phases
 
 	requests []prometheus.Counter // indexed like outcomes
 	good     prometheus.Counter
@@ -195,15 +197,19 @@ type exemplarObserver interface {
 // when the metrics are already registered with reg.
 func New(reg prometheus.Registerer) *Metrics {
 	pl := []string{"target", "probe"}
-	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+	histConst := func(name, help string, buckets []float64, constLabels prometheus.Labels) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:                            name,
 			Help:                            help,
+			ConstLabels:                     constLabels,
 			Buckets:                         buckets,
 			NativeHistogramBucketFactor:     nativeBucketFactor,
 			NativeHistogramMaxBucketNumber:  nativeMaxBucketCount,
 			NativeHistogramMinResetDuration: nativeMinReset * time.Second,
 		}, pl)
+	}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return histConst(name, help, buckets, nil)
 	}
 	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(pl[:2:2], extra...))
@@ -261,6 +267,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		labels:        map[string]map[string]string{},
 		answers:       newAnswerVecs(),
 		backends:      newBackendRequests(),
+		phases:        newPhases(histConst),
 	}
 	if reg != nil {
 		reg.MustRegister(m, targetLabels{m}, targetCost{m})
@@ -269,7 +276,7 @@ func New(reg prometheus.Registerer) *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	cs := []prometheus.Collector{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.cachedTokens, m.cacheRequests, m.backends,
@@ -277,6 +284,10 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,
 	}
+	for _, v := range m.phases {
+		cs = append(cs, v)
+	}
+	return cs
 }
 
 // Describe implements prometheus.Collector. New registers m already.
@@ -336,6 +347,10 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 		gen:      m.genTokens.WithLabelValues(target, probe),
 		inFlight: m.inFlight.WithLabelValues(target, probe),
 		retries:  m.retryCounters(target, probe),
+		phases:   make([]exemplarObserver, len(m.phases)),
+	}
+	for i, v := range m.phases {
+		pm.phases[i] = obs(v)
 	}
 	for i, o := range outcomes {
 		pm.requests[i] = m.requests.WithLabelValues(target, probe, o)
@@ -374,6 +389,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	}
 	if !r.NotSent {
 		observe(pm.sendLag, max(r.SendLag, 0), ex)
+		observePhases(pm, r, ex)
 	}
 
 	if i, ok := outcomeIndex[r.Error]; ok {
@@ -641,7 +657,7 @@ type partialDeleter interface {
 }
 
 func (m *Metrics) probeVecs() []partialDeleter {
-	return []partialDeleter{
+	ds := []partialDeleter{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
 		m.cachedTokens, m.cacheRequests, m.backends,
@@ -649,4 +665,8 @@ func (m *Metrics) probeVecs() []partialDeleter {
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,
 	}
+	for _, v := range m.phases {
+		ds = append(ds, v)
+	}
+	return ds
 }

@@ -55,6 +55,9 @@ func fixture() []observation {
 				TTFT: 120 * ms, TTFTText: 120 * ms, ITL: []time.Duration{20 * ms, 30 * ms, 25 * ms}, E2E: 195 * ms,
 				PromptTokens: 64, CompletionTokens: 4, Events: 4, HTTPStatus: 200,
 				CachedTokens: 48, CachedTokensReported: true,
+				// A new connection: its HTTP phases (no resolve: an IP address).
+				ConnectTime: 300 * time.Microsecond, WriteTime: 50 * time.Microsecond, WaitTime: 2 * ms,
+				FirstTokenTime: 117 * ms, TransferTime: 75 * ms,
 			},
 			good: true,
 		},
@@ -111,6 +114,7 @@ func fixture() []observation {
 		}
 		if c == prober.ClassConnect {
 			r.Retry = prober.RetryConnReset // its resend failed too
+			r.ResolveTime = 4 * ms          // the phase it went through before failing
 		}
 		obs = append(obs, observation{rec: r, violated: nil})
 	}

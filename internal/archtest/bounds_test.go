@@ -167,6 +167,9 @@ var notUserBounds = map[string]string{
 	"MaxOnceCount":          "the probe engine's cap behind internal/web.MaxProbeCount (the same value, documented there)",
 	"MinSecretLen":          "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
 	"MaxLogprobTokens":      "a library option's cap (client.Logprobs.Max); no flag or key sets it",
+
+	// issue 26: the least samples over the limit that flag client-read-lag.
+	"MinSchedLatencyOverLimit": "a validity rule",
 }
 
 // constSource is one top-level constant read from the source: its

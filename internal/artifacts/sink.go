@@ -208,7 +208,10 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	for _, f := range []struct {
 		key string
 		v   time.Duration
-	}{{`,"done_ns":`, r.Done}, {`,"connect_ns":`, r.ConnectTime}, {`,"tls_ns":`, r.TLSTime}, {`,"headers_ns":`, r.HeadersTime}} {
+	}{{`,"done_ns":`, r.Done}, {`,"resolve_ns":`, r.ResolveTime}, {`,"connect_ns":`, r.ConnectTime},
+		{`,"tls_ns":`, r.TLSTime}, {`,"request_ns":`, r.WriteTime}, {`,"wait_ns":`, r.WaitTime},
+		{`,"first_token_ns":`, r.FirstTokenTime}, {`,"transfer_ns":`, r.TransferTime},
+		{`,"headers_ns":`, r.HeadersTime}} {
 		if f.v != 0 {
 			b = appendInt(b, f.key, int64(f.v))
 		}

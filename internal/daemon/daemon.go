@@ -186,6 +186,8 @@ func build(o Options) *daemon {
 	d.gatherers = prometheus.Gatherers{d.labels, selfReg}
 	d.safe = config.NewSafeConfig(d.reg)
 	d.pm = probemetrics.New(d.reg)
+	// The client's check of itself: llmprobe_client_sched_latency_seconds.
+	probemetrics.NewSchedLatency(d.reg)
 	d.window = web.NewWindow() // the landing page's summary of the last 5 minutes per target
 	d.mgr = manager.New(manager.Options{Logger: d.logger, Observers: []manager.Observer{d.pm, d.window}, Shard: o.Shard})
 	registerShardGauges(d.reg, d.mgr)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -151,6 +152,25 @@ func TestRunFixedConfig(t *testing.T) {
 	o.Hup = hup
 	start(t, o)
 	get(t, url+"/metrics", `llmprobe_requests_total{outcome="success",probe="default",target="flags"}`, logs)
+	// Once a request succeeded: the client's check of itself, and the HTTP
+	// phases of the request (its connection may be discovery's: then it
+	// has no connect phase).
+	success := regexp.MustCompile(`(?m)^llmprobe_requests_total\{outcome="success",probe="default",target="flags"\} [1-9]`)
+	var body string
+	deadline := time.Now().Add(20 * time.Second)
+	for !success.MatchString(body) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no successful request counted:\n%s", grepLines(body, "requests_total"))
+		}
+		time.Sleep(20 * time.Millisecond)
+		body = get(t, url+"/metrics", "llmprobe_requests_total", logs)
+	}
+	for _, want := range []string{`(?m)^llmprobe_client_sched_latency_seconds_bucket\{le="0.001"\} [1-9]`,
+		`(?m)^llmprobe_http_phase_seconds_count\{phase="wait",probe="default",target="flags"\} [1-9]`} {
+		if !regexp.MustCompile(want).MatchString(body) {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(body, "phase_seconds_count", "sched_latency"))
+		}
+	}
 	hup <- syscall.SIGHUP
 	get(t, url+"/-/healthy", "Healthy", logs)
 	resp, err := http.Post(url+"/-/reload", "", nil)
@@ -161,7 +181,7 @@ func TestRunFixedConfig(t *testing.T) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("reload without a config file: %d, want 409", resp.StatusCode)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "SIGHUP ignored") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no SIGHUP warning; log:\n%s", logs.String())
@@ -200,4 +220,18 @@ func TestRunErrors(t *testing.T) {
 		o.Config = nil
 		o.Simulator.Start = func(log.Logger) (func(), string, error) { return nil, "", errors.New("no port") }
 	}, false, `msg="cannot start the built-in simulator" err="no port"`)
+}
+
+// grepLines returns the lines of body that contain any of subs.
+func grepLines(body string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -167,6 +167,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
         input_len: 32
         output_len: 4
         max_send_lag: 250ms
+        max_sched_latency: 250ms
   # Three replicas of one service (the labels discovery would give them),
   # so the per-replica rules and the dashboard's Replicas row have data,
   # and an answer-check probe for the Answer checks row.

@@ -13,8 +13,9 @@ import (
 
 func writeValidity(b *bytes.Buffer, res *sweep.Result) {
 	heading(b, SectionValidity)
-	b.WriteString("A step is invalid when the client could not keep its schedule (client-saturated), the server was not " +
-		"proven idle before it (not-idle), its error rate was too high (errors), or it was cut short (interrupted). " +
+	b.WriteString("A step is invalid when the client could not keep its schedule (client-saturated), its own goroutines " +
+		"waited too long to run, so that it read the streams late (client-read-lag: Go's scheduling-latency p99 over the limit), " +
+		"the server was not proven idle before it (not-idle), its error rate was too high (errors), or it was cut short (interrupted). " +
 		"Invalid steps are kept in every table and left out of the knee.")
 	for _, st := range res.Steps {
 		if slices.Contains(st.Validity.Flags, sweep.FlagUnintendedPrefixCache) {
@@ -28,7 +29,7 @@ func writeValidity(b *bytes.Buffer, res *sweep.Result) {
 	if len(res.Steps) == 0 {
 		return
 	}
-	b.WriteString("| step | valid | why not | idle proof | send-lag p99 (ms) |\n|---|---|---|---|--:|\n")
+	b.WriteString("| step | valid | why not | idle proof | send-lag p99 (ms) | sched-latency p99 (ms) |\n|---|---|---|---|--:|--:|\n")
 	for _, st := range res.Steps {
 		valid, why := "yes", "-"
 		if !st.InKnee() {
@@ -46,7 +47,8 @@ func writeValidity(b *bytes.Buffer, res *sweep.Result) {
 		if d := idleDetail(proof); d != "" {
 			idle += ": " + d
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", stepName(st), valid, mdCell(why), mdCell(idle), p99(st.Stats.SendLag))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", stepName(st), valid, mdCell(why), mdCell(idle), p99(st.Stats.SendLag),
+			schedP99(st.Validity))
 	}
 	b.WriteString("\n")
 }
@@ -212,4 +214,13 @@ func writeServer(b *bytes.Buffer, res *sweep.Result) {
 	if len(reasons) > 0 {
 		b.WriteString("\n")
 	}
+}
+
+// schedP99 is a step's Go scheduling-latency p99 in ms with its sample
+// count, "-" when it was not measured (a result written before the check).
+func schedP99(v sweep.Validity) string {
+	if v.SchedLatencySamples == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g (n=%d)", v.SchedLatencyP99MS, v.SchedLatencySamples)
 }

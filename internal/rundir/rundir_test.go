@@ -58,7 +58,7 @@ func testConfig(t *testing.T, target string) sweep.Config {
 		Embedded:        true,
 		// Tests share a small, busy machine: a scheduler hiccup must not
 		// flag a step. TestJudge covers the default threshold.
-		Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
+		Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond, MaxSchedLatency: 100 * time.Millisecond},
 	}
 }
 

@@ -48,6 +48,7 @@ func TestScheduledTraceAndDatasetSweeps(t *testing.T) {
         every: 1h
         warmups: -1
         max_send_lag: 250ms
+        max_sched_latency: 250ms
         workload:
           trace: {path: trace.jsonl, speeds: [1, 2], block_size: 16}
   - name: data
@@ -59,6 +60,7 @@ func TestScheduledTraceAndDatasetSweeps(t *testing.T) {
         num_prompts: 6
         warmups: -1
         max_send_lag: 250ms
+        max_sched_latency: 250ms
         workload:
           dataset: {path: data.jsonl, sampling: cycle}
 `
@@ -159,7 +161,7 @@ func TestStartRefusesFiles(t *testing.T) {
 			t.Errorf("Start with a file: %v", err)
 		}
 	}
-	inline := config.SweepSpec{Rates: config.Rates{Values: []float64{20}}, NumPrompts: 4, Warmups: -1, MaxSendLag: lag,
+	inline := config.SweepSpec{Rates: config.Rates{Values: []float64{20}}, NumPrompts: 4, Warmups: -1, MaxSendLag: lag, MaxSchedLatency: lag,
 		Workload: &workload.Spec{InputTokens: workload.Fixed(16), OutputTokens: workload.Fixed(8), IgnoreEOS: new(false),
 			Request: &workload.Request{Features: []workload.RequestFeature{{Kind: workload.FeatureJSONSchema, Share: 1,
 				Schema: map[string]any{"type": "object"}}}}}}

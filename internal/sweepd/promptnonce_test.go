@@ -28,7 +28,7 @@ func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
 	s := newService(t, t.TempDir(), newRecorder())
 	s.Apply(targetsConfig(t, "", "sim", url))
 	spec := config.SweepSpec{Rates: config.Rates{Values: []float64{10, 1000}}, NumPrompts: 20, InputLen: 32, OutputLen: 4,
-		PrefixLen: 32, Warmups: 1, Seed: 7, MaxSendLag: lag}
+		PrefixLen: 32, Warmups: 1, Seed: 7, MaxSendLag: lag, MaxSchedLatency: lag}
 	read := func(id, name string) string {
 		t.Helper()
 		f, err := s.File(id, name)

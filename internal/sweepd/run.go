@@ -428,6 +428,9 @@ func CommandLine(c sweep.Config) []string {
 	if c.Validity.MaxSendLag > 0 {
 		add("max-send-lag", c.Validity.MaxSendLag.String())
 	}
+	if c.Validity.MaxSchedLatency > 0 {
+		add("max-sched-latency", c.Validity.MaxSchedLatency.String())
+	}
 	if c.Background() {
 		add("sweep-mode", c.SweepMode)
 		if c.BackgroundBand > 0 {

@@ -129,7 +129,7 @@ const lag = config.Duration(250 * time.Millisecond)
 
 // small is a short open-loop sweep: two steps of 20 requests.
 func small() config.SweepSpec {
-	return config.SweepSpec{Rates: config.Rates{Values: []float64{20, 40}}, NumPrompts: 20, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag}
+	return config.SweepSpec{Rates: config.Rates{Values: []float64{20, 40}}, NumPrompts: 20, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag, MaxSchedLatency: lag}
 }
 
 func wait(t *testing.T, s *Service, id string) Status {
@@ -330,6 +330,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
         output_len: 4
         warmups: -1
         max_send_lag: 250ms
+        max_sched_latency: 250ms
         retention: {count: 1}
 `
 	cfg := targetsConfig(t, block, "sim", url)
@@ -361,7 +362,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
 
 	// A failing sweep keeps the previous knee.
 	sim.SetFaults(simulator.Faults{HTTP500: 1})
-	st, err := s2.Start("sim", config.SweepSpec{Name: "nightly", Rates: config.Rates{Values: []float64{20}}, NumPrompts: 5, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag})
+	st, err := s2.Start("sim", config.SweepSpec{Name: "nightly", Rates: config.Rates{Values: []float64{20}}, NumPrompts: 5, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag, MaxSchedLatency: lag})
 	if err != nil {
 		t.Fatal(err)
 	}

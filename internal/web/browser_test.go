@@ -38,7 +38,8 @@ func TestLandingPageInChromium(t *testing.T) {
 	bin := chromium(t)
 	_, svc := sweepHandler(t)
 	st, err := svc.Start("sim", config.SweepSpec{Rates: config.Rates{Values: []float64{20}}, NumPrompts: 10,
-		InputLen: 32, OutputLen: 4, MaxSendLag: config.Duration(250 * time.Millisecond)})
+		InputLen: 32, OutputLen: 4, MaxSendLag: config.Duration(250 * time.Millisecond),
+		MaxSchedLatency: config.Duration(250 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}

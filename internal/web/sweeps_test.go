@@ -104,7 +104,7 @@ func TestSweepAPILifecycle(t *testing.T) {
 	base := srv.URL + "/api/v1/sweeps"
 
 	r := call(t, c, "POST", base, jsonType, []byte(`{"target": "sim", "rates": [20, 40], "num_prompts": 20, "input_len": 32,
-		"output_len": 4, "goodput": {"ttft": "800ms", "tpot": "50ms"}, "name": "smoke", "max_send_lag": "250ms"}`))
+		"output_len": 4, "goodput": {"ttft": "800ms", "tpot": "50ms"}, "name": "smoke", "max_send_lag": "250ms", "max_sched_latency": "250ms"}`))
 	if r.code != http.StatusCreated {
 		t.Fatalf("POST: %d %s", r.code, r.body)
 	}

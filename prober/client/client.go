@@ -97,7 +97,9 @@ type Options struct {
 	// else HTTPClient itself (best effort: its pool may hand the resend
 	// another stale connection).
 	ResendHTTPClient *http.Client
-	// Trace collects connect and TLS handshake times through httptrace.
+	// Trace collects the HTTP phase times (Record.ResolveTime ...
+	// TransferTime, prober.Phases) through httptrace; a few callbacks per
+	// request, nothing per token.
 	Trace bool
 	// ExtraBody is merged into every request payload (temperature, top_p,
 	// seed...). It may not set the keys the client owns (model, prompt,
@@ -484,6 +486,11 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 	}
 
 	resp, err := hc.Do(hreq)
+	var firstByte time.Time
+	if c.o.Trace {
+		// Also when Do failed: the phases that happened before it did.
+		firstByte = tr.setPhases(rec)
+	}
 	if err != nil {
 		if class, msg, ok := ctxClass(ctx, parent, &m); ok {
 			return class, msg, false, prober.RetryNone
@@ -497,10 +504,10 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 	rec.HTTPStatus = resp.StatusCode
 	rec.HeadersTime = time.Since(t0)
 	c.recordEcho(resp.Header, rec) // attribution.go
-	if c.o.Trace {
-		rec.ConnectTime, rec.TLSTime = tr.times()
-	}
 	class, msg, fromServer = c.read(ctx, parent, req, resp, &m, timeout, cancel)
+	if c.o.Trace {
+		m.setStreamPhases(firstByte, class)
+	}
 	return class, msg, fromServer, prober.RetryNone
 }
 

@@ -428,30 +428,49 @@ func (w *watchdog) stop() {
 
 // phaseTrace follows one attempt's connection through httptrace: whether
 // the transport reused a kept-alive connection and whether a response byte
-// arrived (for the resend rule, resend.go), and, with phases, the connect
-// and TLS handshake times. Its callbacks may run on the transport's
-// goroutines, hence the atomics and the mutex.
+// arrived (for the resend rule, resend.go), and, with phases, the times of
+// the HTTP phases (prober.Phases) up to the first response byte. Its
+// callbacks may run on the transport's goroutines, hence the atomics and the
+// mutex. None of it runs per token: the callbacks fire a few times per
+// request, and the streaming phases are derived from the Record's times
+// when the attempt ends (setPhases).
 type phaseTrace struct {
 	ct                 httptrace.ClientTrace
-	phases             bool // Options.Trace: record connect and TLS times
+	phases             bool // Options.Trace: record the phase times
 	reused, firstByte  atomic.Bool
 	mu                 sync.Mutex
+	dnsStart, dnsEnd   time.Time
 	connStart, connEnd time.Time
 	tlsStart, tlsEnd   time.Time
+	gotConn, wrote     time.Time
+	firstByteAt        time.Time
 }
 
 func (t *phaseTrace) with(ctx context.Context) context.Context {
 	t.ct = httptrace.ClientTrace{
 		// A transport that retries by itself (a write that failed before
 		// any byte) reports a connection per try: the last one counts.
-		GotConn:              func(ci httptrace.GotConnInfo) { t.reused.Store(ci.Reused) },
-		GotFirstResponseByte: func() { t.firstByte.Store(true) },
+		GotConn: func(ci httptrace.GotConnInfo) {
+			t.reused.Store(ci.Reused)
+			if t.phases {
+				t.set(&t.gotConn, false)
+			}
+		},
+		GotFirstResponseByte: func() {
+			t.firstByte.Store(true)
+			if t.phases {
+				t.set(&t.firstByteAt, true)
+			}
+		},
 	}
 	if t.phases {
+		t.ct.DNSStart = func(httptrace.DNSStartInfo) { t.set(&t.dnsStart, true) }
+		t.ct.DNSDone = func(httptrace.DNSDoneInfo) { t.set(&t.dnsEnd, false) }
 		t.ct.ConnectStart = func(string, string) { t.set(&t.connStart, true) }
 		t.ct.ConnectDone = func(string, string, error) { t.set(&t.connEnd, false) }
 		t.ct.TLSHandshakeStart = func() { t.set(&t.tlsStart, true) }
 		t.ct.TLSHandshakeDone = func(tls.ConnectionState, error) { t.set(&t.tlsEnd, false) }
+		t.ct.WroteRequest = func(httptrace.WroteRequestInfo) { t.set(&t.wrote, false) }
 	}
 	return httptrace.WithClientTrace(ctx, &t.ct)
 }
@@ -467,16 +486,56 @@ func (t *phaseTrace) set(p *time.Time, first bool) {
 	t.mu.Unlock()
 }
 
-// times returns the connect and TLS handshake durations (0 when the phase
-// did not happen, e.g. on a reused connection).
-func (t *phaseTrace) times() (connect, handshake time.Duration) {
+// span returns end - start when both happened in that order, else 0.
+func span(start, end time.Time) time.Duration {
+	if start.IsZero() || !end.After(start) {
+		return 0
+	}
+	return end.Sub(start)
+}
+
+// setPhases writes the phase times up to the first response byte into rec
+// (every one of them, so that a resend's replace the first attempt's; 0
+// for a phase that did not happen) and returns the time of the first
+// response byte (zero when none arrived).
+func (t *phaseTrace) setPhases(rec *prober.Record) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.connStart.IsZero() && t.connEnd.After(t.connStart) {
-		connect = t.connEnd.Sub(t.connStart)
+	rec.ResolveTime = span(t.dnsStart, t.dnsEnd)
+	rec.ConnectTime = span(t.connStart, t.connEnd)
+	rec.TLSTime = span(t.tlsStart, t.tlsEnd)
+	rec.WriteTime = span(t.gotConn, t.wrote)
+	rec.WaitTime = span(t.wrote, t.firstByteAt)
+	return t.firstByteAt
+}
+
+// setStreamPhases writes the phases after the first response byte
+// (firstByte, zero when unknown) into rec once the attempt has ended with
+// class: first_token when a token event arrived, transfer when the request
+// succeeded. They are derived from the Record's times, so the per-token path
+// does nothing for them.
+func (m *measurer) setStreamPhases(firstByte time.Time, class prober.ErrorClass) {
+	rec := m.rec
+	rec.FirstTokenTime, rec.TransferTime = 0, 0
+	if firstByte.IsZero() {
+		return
 	}
-	if !t.tlsStart.IsZero() && t.tlsEnd.After(t.tlsStart) {
-		handshake = t.tlsEnd.Sub(t.tlsStart)
+	fb := firstByte.Sub(m.t0)
+	switch {
+	case rec.NoStream:
+		if class == prober.ClassNone && rec.E2E > fb {
+			rec.TransferTime = rec.E2E - fb
+		}
+	case m.gotToken:
+		if rec.TTFT > fb {
+			rec.FirstTokenTime = rec.TTFT - fb
+		}
+		end := rec.E2E
+		if rec.Done > end {
+			end = rec.Done
+		}
+		if class == prober.ClassNone && end > rec.TTFT {
+			rec.TransferTime = end - rec.TTFT
+		}
 	}
-	return connect, handshake
 }

@@ -57,7 +57,7 @@ func ExampleProcedure() {
 			NumPrompts: 20, Warmups: 1, Rounds: 1, MetricsInterval: 100 * time.Millisecond, IdleTimeout: 5 * time.Second,
 			OutDir: os.TempDir(), Name: "example", // validated, not written: the rounds run in memory
 			Embedded: true, // the simulators share this process: no client CPU check
-			Validity: sweep.ValidityOptions{MaxSendLag: time.Second},
+			Validity: sweep.ValidityOptions{MaxSendLag: time.Second, MaxSchedLatency: time.Second},
 		}
 	}
 	th, err := compare.ParseThresholds("tpot_p50=50%,throughput=20%")

@@ -216,11 +216,12 @@ const MaxRoundReruns = 1
 func maxReruns(rounds int) int { return max(1, rounds/2) * MaxRoundReruns }
 
 // ClientFlags are the sweep's validity flags that blame the client host
-// rather than the server (prober/sweep validity.go: send lag, client CPU):
+// rather than the server (prober/sweep validity.go: send lag, client CPU,
+// Go scheduling latency):
 // a round flagged so is rerun (Procedure.Run). A flag named "client-..."
 // counts as one too (IsClientFlag), so that a client check the sweep adds
 // later is guarded alike.
-var ClientFlags = []string{sweep.FlagClientSaturated}
+var ClientFlags = []string{sweep.FlagClientSaturated, sweep.FlagClientReadLag}
 
 // IsClientFlag reports whether a validity flag blames the client host.
 func IsClientFlag(flag string) bool {

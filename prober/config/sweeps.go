@@ -176,6 +176,11 @@ type SweepSpec struct {
 	// (default sweep.DefaultMaxSendLag): a step above it is flagged
 	// client-saturated.
 	MaxSendLag Duration `yaml:"max_send_lag,omitempty" json:"max_send_lag,omitempty"`
+	// MaxSchedLatency is the validity threshold of the Go
+	// scheduling-latency p99 over a step (default
+	// sweep.DefaultMaxSchedLatency): a step above it is flagged
+	// client-read-lag.
+	MaxSchedLatency Duration `yaml:"max_sched_latency,omitempty" json:"max_sched_latency,omitempty"`
 	// SweepMode is isolated (default) or background, and BackgroundBand
 	// the background mode's band of the production rate (default
 	// sweep.DefaultBackgroundBand); docs/sweep.md#background-sweeps.

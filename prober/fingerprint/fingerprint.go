@@ -213,6 +213,9 @@ type Validity struct {
 	// in-process simulator shares the process).
 	MaxClientCPU float64 `json:"max_client_cpu"`
 	CPUChecked   bool    `json:"client_cpu_checked"`
+	// MaxSchedLatencyMS is the Go scheduling-latency p99 (ms) above which
+	// a step is client-read-lag (0 in results written before the check).
+	MaxSchedLatencyMS float64 `json:"max_sched_latency_ms,omitempty"`
 	// MaxErrorRate is the failed/requests ratio above which a step is
 	// flagged errors.
 	MaxErrorRate float64 `json:"max_error_rate"`

@@ -191,6 +191,8 @@ func (r *Result) decodeStep(raw []byte, index percentileIndex) (*Step, error) {
 		return nil, fmt.Errorf("validity: %d flags but %d reasons", len(v.Flags), len(v.Reasons))
 	}
 	st := &s.Stats
+	// The scheduling latency Judge read is kept in the validity object.
+	st.SetSchedLatency(s.Validity.SchedLatencyP99MS, s.Validity.SchedLatencySamples, s.Validity.SchedLatencyOverLimit)
 	if s.Mode == ModeClosed {
 		s.Level = float64(s.Concurrency)
 	}

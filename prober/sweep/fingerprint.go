@@ -140,11 +140,12 @@ func (r *runner) validityOptions() ValidityOptions {
 func (r *runner) validityFingerprint() *fingerprint.Validity {
 	v := r.cfg.Validity.withDefaults()
 	return &fingerprint.Validity{
-		MaxSendLagMS: ms(v.MaxSendLag),
-		MaxClientCPU: v.MaxClientCPU,
-		CPUChecked:   r.validityOptions().withDefaults().MaxClientCPU > 0,
-		MaxErrorRate: v.MaxErrorRate,
-		GoodputRatio: DefaultGoodputRatio,
+		MaxSendLagMS:      ms(v.MaxSendLag),
+		MaxClientCPU:      v.MaxClientCPU,
+		CPUChecked:        r.validityOptions().withDefaults().MaxClientCPU > 0,
+		MaxSchedLatencyMS: ms(v.MaxSchedLatency),
+		MaxErrorRate:      v.MaxErrorRate,
+		GoodputRatio:      DefaultGoodputRatio,
 	}
 }
 

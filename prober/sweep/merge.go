@@ -29,6 +29,8 @@ type mergeStep struct {
 	acc *StatsAccumulator
 	n   int64
 	cpu float64
+	// sched is the worst scheduling latency of the shards' steps.
+	sched schedFigure
 }
 
 // NewMerger checks shards (each a Result with its Fingerprint, as
@@ -84,6 +86,7 @@ func NewMerger(shards []*Result) (*Merger, error) {
 		st.Stats, st.Warmups, st.WarmupFailed, st.DistinctPrompts = Stats{}, 0, 0, 0
 		requested := 0.0
 		cpu := -1.0
+		var sched schedFigure
 		for _, r := range shards {
 			s := r.Steps[j]
 			if s.Start.Before(st.Start) {
@@ -98,12 +101,16 @@ func NewMerger(shards []*Result) (*Merger, error) {
 			st.Interrupted = st.Interrupted || s.Interrupted
 			requested += s.Stats.RequestedRate
 			cpu = max(cpu, s.Validity.ClientCPU)
+			if s.Validity.SchedLatencyP99MS >= sched.p99MS {
+				sched = schedFigure{p99MS: s.Validity.SchedLatencyP99MS, samples: s.Validity.SchedLatencySamples,
+					overLimit: s.Validity.SchedLatencyOverLimit}
+			}
 		}
 		acc := NewStatsAccumulator(StatsOptions{
 			SLO: so, Percentiles: r0.Percentiles, RequestedRate: requested,
 			Seed: attemptSeed(r0.Fingerprint.Load.Seed, st.Level, st.Round, st.Attempt), Start: st.Start,
 		})
-		m.steps = append(m.steps, &mergeStep{st: &st, acc: acc, cpu: cpu})
+		m.steps = append(m.steps, &mergeStep{st: &st, acc: acc, cpu: cpu, sched: sched})
 	}
 	return m, nil
 }
@@ -139,7 +146,8 @@ func (m *Merger) Result() *Result {
 	fp.Steps = nil
 	vo := ValidityOptions{}
 	if v := fp.Load.Validity; v != nil {
-		vo = ValidityOptions{MaxSendLag: msDur(v.MaxSendLagMS), MaxClientCPU: v.MaxClientCPU, MaxErrorRate: v.MaxErrorRate}
+		vo = ValidityOptions{MaxSendLag: msDur(v.MaxSendLagMS), MaxClientCPU: v.MaxClientCPU, MaxErrorRate: v.MaxErrorRate,
+			MaxSchedLatency: msDur(v.MaxSchedLatencyMS)}
 		if !v.CPUChecked {
 			vo.MaxClientCPU = -1
 		}
@@ -157,6 +165,7 @@ func (m *Merger) Result() *Result {
 	for _, ms := range m.steps {
 		st := ms.st
 		st.Stats = ms.acc.Stats(st.End.Sub(st.Start))
+		st.Stats.schedLat = ms.sched
 		st.Validity = Judge(st.Stats, ms.cpu, st.Validity.Idle, st.Interrupted, vo)
 		res.Steps = append(res.Steps, st)
 		fp.Steps = append(fp.Steps, fingerprint.StepWindow{Index: st.Index, Label: st.Label, Start: st.Start, End: st.End, Requests: st.Stats.Requests})

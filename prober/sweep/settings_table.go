@@ -211,6 +211,10 @@ var settingsTable = []Setting{
 			"is client-saturated (not checked against the in-process simulator, which shares the process)."},
 	{Field: "Validity.MaxErrorRate", Flag: "max-error-rate", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxErrorRate, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Validity: a step whose failed/requests ratio exceeds this is flagged errors."},
+	{Field: "Validity.MaxSchedLatency", Flag: "max-sched-latency", Key: "max_sched_latency", Kind: KindDuration, Default: DefaultMaxSchedLatency.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+		Doc: "Validity: a step over which the p99 of Go's scheduling latency (runtime/metrics /sched/latencies:seconds: how long " +
+			"this process's runnable goroutines, the stream readers among them, waited to run) exceeds this is client-read-lag: " +
+			"its read timestamps are late although its sends may keep their schedule (a busy host, CPU throttling)."},
 	{Field: "SweepMode", Flag: "sweep-mode", Key: "sweep_mode", Kind: KindString, Default: SweepIsolated, Surfaces: SurfaceSweep | SurfaceSpec,
 		Doc: "isolated (every step starts from an idle server) or background (steps run beside the server's production " +
 			"traffic without waiting for idle; its request counter gives the production rate of each step, and the knee is " +

@@ -192,6 +192,9 @@ type Stats struct {
 
 	// sendLagsMS is every request's send lag, for Judge.
 	sendLagsMS []float64
+	// schedLat is the Go scheduling latency over the step, for Judge
+	// (schedlatency.go); zero when not measured.
+	schedLat schedFigure
 
 	// GoodOutputTokens sums the output tokens of the good requests (every
 	// SLO met; every successful request without SLOs), and

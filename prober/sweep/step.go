@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/schedlat"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -113,6 +114,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	}
 	level.Info(logger).Log("msg", "step starting", "mode", st.Mode, "requests", countText(n))
 	cpu0, cpuOK := processCPU()
+	sched0 := schedlat.Read()
 	t0 := time.Now()
 	st.Start = t0.UTC()
 	acc := NewStatsAccumulator(StatsOptions{
@@ -129,6 +131,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	stopLoad(nil)
 	dur := time.Since(t0)
 	cpu1, cpuOK1 := processCPU()
+	sched := schedFigureOf(schedlat.Read().Sub(sched0), r.validityOptions().withDefaults().MaxSchedLatency)
 	st.End = time.Now().UTC()
 	if stopRec != nil {
 		if err := stopRec(); err != nil {
@@ -143,6 +146,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		after = r.snapshot(ctx, st, PhaseAfter)
 	}
 	st.Stats = acc.Stats(dur)
+	st.Stats.schedLat = sched
 	st.Trace = r.traceTiming(st)
 	gen := r.prompts.info()
 	if r.dataset == nil && st.Trace == nil {

@@ -44,8 +44,9 @@ func testConfig(t testing.TB, target string) Config {
 		Name:            "test",
 		Embedded:        true,
 		// Tests share a small, busy machine: a scheduler hiccup must not
-		// flag a step. TestJudge covers the default threshold.
-		Validity: ValidityOptions{MaxSendLag: 100 * time.Millisecond},
+		// flag a step. TestJudge covers the default thresholds,
+		// TestClientReadLag the scheduling-latency check.
+		Validity: ValidityOptions{MaxSendLag: 100 * time.Millisecond, MaxSchedLatency: 100 * time.Millisecond},
 	}
 }
 

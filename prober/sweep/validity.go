@@ -12,6 +12,11 @@ const (
 	// FlagClientSaturated: the client could not keep its schedule (send-lag
 	// p99 above the threshold) or its process used more CPU than allowed.
 	FlagClientSaturated = "client-saturated"
+	// FlagClientReadLag: the client's own goroutines waited too long to
+	// run (Go's scheduling latency p99, runtime/metrics
+	// /sched/latencies:seconds, above the threshold): its read timestamps
+	// are late although its sends may have kept their schedule.
+	FlagClientReadLag = "client-read-lag"
 	// FlagNotIdle: the server was not proven idle before the step (its
 	// /metrics showed running or waiting requests until the idle timeout).
 	FlagNotIdle = "not-idle"
@@ -43,7 +48,19 @@ const (
 	DefaultMaxSendLag   = 10 * time.Millisecond
 	DefaultMaxClientCPU = 0.9
 	DefaultMaxErrorRate = 0.05
+	// DefaultMaxSchedLatency is the default limit of the Go
+	// scheduling-latency p99 of a step (client-read-lag).
+	DefaultMaxSchedLatency = time.Millisecond
 )
+
+// MinSchedLatencyOverLimit is how many of a step's scheduling-latency
+// samples must be over MaxSchedLatency for it to be flagged
+// client-read-lag, besides more than 1 % of them (its p99 certainly over
+// the limit). One burst on the host — a garbage-collection cycle, another
+// process's time slice — delays the few goroutines runnable at that moment
+// together; in a short step of a few hundred samples (the runtime samples
+// one goroutine transition in eight) those few are already 1 %.
+const MinSchedLatencyOverLimit = 5
 
 // IdleProof records how the server was shown idle before a step.
 type IdleProof struct {
@@ -95,6 +112,9 @@ type ValidityOptions struct {
 	// MaxErrorRate is the failed/requests ratio above which the step is
 	// flagged. Default 0.05.
 	MaxErrorRate float64
+	// MaxSchedLatency is the Go scheduling-latency p99 over the step above
+	// which it is flagged client-read-lag. Default 1ms.
+	MaxSchedLatency time.Duration
 }
 
 func (o ValidityOptions) withDefaults() ValidityOptions {
@@ -106,6 +126,9 @@ func (o ValidityOptions) withDefaults() ValidityOptions {
 	}
 	if o.MaxErrorRate <= 0 {
 		o.MaxErrorRate = DefaultMaxErrorRate
+	}
+	if o.MaxSchedLatency <= 0 {
+		o.MaxSchedLatency = DefaultMaxSchedLatency
 	}
 	return o
 }
@@ -129,6 +152,19 @@ type Validity struct {
 	// threshold (not measurable, or the embedded simulator shares the
 	// process).
 	ClientCPUChecked bool `json:"client_cpu_checked"`
+	// SchedLatencyP99MS is the p99 of Go's scheduling latency over the
+	// step in milliseconds (how long the process's runnable goroutines,
+	// those that read the streams among them, waited to run, interpolated
+	// in the runtime's buckets), from SchedLatencySamples samples of the
+	// runtime; SchedLatencyOverLimit counts the samples certainly over the
+	// limit (in runtime buckets whose lower bound is at or above it), the
+	// figure the step is judged by. All 0 when not measured (results
+	// written before the check). SchedLatencyChecked is true when the step
+	// was judged (any samples at all).
+	SchedLatencyP99MS     float64 `json:"sched_latency_p99_ms"`
+	SchedLatencySamples   uint64  `json:"sched_latency_samples"`
+	SchedLatencyOverLimit uint64  `json:"sched_latency_over_limit"`
+	SchedLatencyChecked   bool    `json:"sched_latency_checked"`
 	// ErrorRate is failed / requests.
 	ErrorRate float64 `json:"error_rate"`
 	// Idle is the idle proof taken before the step.
@@ -184,6 +220,16 @@ func Judge(s Stats, cpuCores float64, idle IdleProof, interrupted bool, o Validi
 	}
 	if len(sat) > 0 {
 		flag(FlagClientSaturated, joinReasons(sat))
+	}
+	sl := s.schedLat
+	v.SchedLatencyP99MS, v.SchedLatencySamples, v.SchedLatencyOverLimit = sl.p99MS, sl.samples, sl.overLimit
+	if sl.samples > 0 {
+		v.SchedLatencyChecked = true
+		if sl.overLimit*100 > sl.samples && sl.overLimit >= MinSchedLatencyOverLimit {
+			flag(FlagClientReadLag, fmt.Sprintf("Go scheduling-latency p99 %.3g ms > %.3g ms (%d of %d samples over it): "+
+				"the client's goroutines waited to run, so its read timestamps are late",
+				sl.p99MS, ms(o.MaxSchedLatency), sl.overLimit, sl.samples))
+		}
 	}
 	if idle.Status == IdleNotIdle {
 		r := fmt.Sprintf("server not idle before the step: running %g, waiting %g after %.1fs", idle.Running, idle.Waiting, idle.Waited)

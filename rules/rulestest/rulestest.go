@@ -32,7 +32,8 @@ import (
 const SourceLLMProbe = "llmprobe"
 
 // LLMProbeRegistry returns a registry with llmprobe's daemon metrics as
-// `llmprobe serve` registers them (probe metrics, sweep metrics, config reload gauges, and
+// `llmprobe serve` registers them (probe metrics, sweep metrics, config reload gauges, the
+// client's sched latency, and
 // the self-metrics: llmprobe_build_info, go_*, process_*), with one probe
 // initialised, its SLOs, goodput objective, rate, last arrival and target
 // info set as the probe manager sets them, so that every labelled family has
@@ -70,6 +71,7 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	sw.SweepRestored("t", "s", capacity.Last{Knee: 1, KneeFound: true, MaxGoodput: 1, KneeUnit: "req/s", Finished: time.Now(),
 		Duration: time.Minute, Steps: []capacity.StepPoint{{Label: "rate=1", Goodput: 1, Throughput: 1, Valid: true}}})
 	config.NewSafeConfig(reg)
+	probemetrics.NewSchedLatency(reg)
 	for _, c := range []prometheus.Collector{
 		versioncollector.NewCollector("llmprobe"),
 		collectors.NewGoCollector(),
@@ -97,7 +99,7 @@ func Catalog(files []rules.File) (*rules.Catalog, error) {
 	}
 	c := &rules.Catalog{}
 	c.AddFamilies(SourceLLMProbe, mfs)
-	for _, n := range append(probemetrics.Names(), probemetrics.SweepNames()...) {
+	for _, n := range slices.Concat(probemetrics.Names(), probemetrics.SweepNames(), probemetrics.ClientNames()) {
 		if _, ok := c.Source(n); !ok {
 			return nil, fmt.Errorf("probemetrics.Names() lists %s but the registry did not gather it", n)
 		}
