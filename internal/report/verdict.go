@@ -251,13 +251,13 @@ func writeQuality(w io.Writer, q *compare.Quality) {
 	if len(q.Notes) > 0 {
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "| check | baseline | candidate | agreement |\n|---|---|---|---|")
+	fmt.Fprintln(w, "| check | send | baseline | candidate | agreement |\n|---|---|---|---|---|")
 	for _, c := range q.Checks {
 		ag := c.Agreement
 		if c.Position >= 0 && c.Agreement != compare.AgreeEqual {
 			ag = fmt.Sprintf("%s (token %d, margin %.2f)", ag, c.Position, c.Margin)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Check, c.Baseline.Outcome, c.Candidate.Outcome, ag)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s |\n", c.Check, c.Repeat, c.Baseline.Outcome, c.Candidate.Outcome, ag)
 	}
 	fmt.Fprintln(w)
 	if failing := q.Failing(); len(failing) > 0 {
@@ -265,8 +265,8 @@ func writeQuality(w io.Writer, q *compare.Quality) {
 		fmt.Fprintln(w)
 		for _, c := range q.Checks {
 			if c.Regressed {
-				fmt.Fprintf(w, "- %s: baseline %s; candidate %s (%s)\n", c.Check, replyText(c.Baseline), replyText(c.Candidate),
-					cell(c.Candidate.Reason))
+				fmt.Fprintf(w, "- %s (send %d): baseline %s; candidate %s (%s)\n", c.Check, c.Repeat, replyText(c.Baseline),
+					replyText(c.Candidate), cell(c.Candidate.Reason))
 			}
 		}
 		fmt.Fprintln(w)

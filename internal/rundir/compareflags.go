@@ -31,6 +31,7 @@ type CompareFlags struct {
 	cost                              compareCostFlags // --baseline-cost-per-hour, --candidate-cost-per-hour
 	answerChecks                      string           // --answer-checks
 	answerLowMargin, answerMaxDrop    float64          // --answer-low-margin, --answer-max-drop
+	answerRepeats                     int              // --answer-repeats
 }
 
 // AddCompareFlags adds compare's flags to cmd: the sweep settings the
@@ -72,6 +73,8 @@ func AddCompareFlags(cmd *kingpin.CmdClause, f *CompareFlags) {
 	cmd.Flag("answer-max-drop", "With --answer-checks: the largest drop of the candidate's pass rate allowed, a fraction "+
 		"(0.05: 5 points); the quality section fails when its interval lies beyond it.").
 		Default(fmt.Sprint(compare.DefaultQualityTolerance)).Float64Var(&f.answerMaxDrop)
+	cmd.Flag("answer-repeats", "With --answer-checks: how many times the set is sent to each side (a check's sends are "+
+		"averaged: one unit of the interval).").Default(fmt.Sprint(compare.DefaultAnswerRepeats)).IntVar(&f.answerRepeats)
 }
 
 // Procedure checks the flags and builds the comparison: both sides' sweep
@@ -119,6 +122,8 @@ func (f *CompareFlags) quality(p *compare.Procedure) error {
 		return &FlagError{Flag: "answer-low-margin", Err: fmt.Errorf("must be > 0 and at most %v nats, got %v", compare.MaxLowMargin, f.answerLowMargin)}
 	case !(f.answerMaxDrop > 0 && f.answerMaxDrop < 1):
 		return &FlagError{Flag: "answer-max-drop", Err: fmt.Errorf("must be a fraction > 0 and < 1 (0.05: 5 points), got %v", f.answerMaxDrop)}
+	case f.answerRepeats < 1 || f.answerRepeats > compare.MaxAnswerRepeats:
+		return &FlagError{Flag: "answer-repeats", Err: fmt.Errorf("must be 1 to %d, got %d", compare.MaxAnswerRepeats, f.answerRepeats)}
 	case f.answerChecks == "":
 		return nil
 	}
@@ -133,7 +138,7 @@ func (f *CompareFlags) quality(p *compare.Procedure) error {
 			}
 		}
 	}
-	p.AnswerChecks, p.LowMargin, p.QualityTolerance = set, f.answerLowMargin, f.answerMaxDrop
+	p.AnswerChecks, p.LowMargin, p.QualityTolerance, p.AnswerRepeats = set, f.answerLowMargin, f.answerMaxDrop, f.answerRepeats
 	return nil
 }
 

@@ -98,10 +98,13 @@ type Procedure struct {
 	// AnswerChecks, when set, is run against both sides after the rounds
 	// (the quality section, Verdict.Quality); LowMargin is its low_margin
 	// threshold in nats (DefaultLowMargin when 0) and QualityTolerance the
-	// largest pass-rate drop allowed (DefaultQualityTolerance when 0).
+	// largest pass-rate drop allowed (DefaultQualityTolerance when 0);
+	// AnswerRepeats sends the set that many times to each side
+	// (DefaultAnswerRepeats when 0).
 	AnswerChecks     *answer.Set
 	LowMargin        float64
 	QualityTolerance float64
+	AnswerRepeats    int
 }
 
 // RoundRun is one round as the Procedure hands it to a RoundRunner.

@@ -45,6 +45,12 @@ const (
 	// DefaultQualityTolerance is the largest pass-rate drop allowed (a
 	// fraction: 5 points).
 	DefaultQualityTolerance = 0.05
+	// DefaultAnswerRepeats is how many times each check is sent to each
+	// side: a fault that strikes a share of the replies (a flaky kernel, a
+	// bad replica) shows in that share of each check's sends.
+	DefaultAnswerRepeats = 3
+	// MaxAnswerRepeats bounds the repeats.
+	MaxAnswerRepeats = 20
 	// MinQualityChecks is the fewest checks judged on both sides that
 	// decide: under it the quality section is undecided whatever the
 	// interval says (a bootstrap over fewer checks is too coarse to trust).
@@ -55,7 +61,10 @@ const (
 
 // QualityCheck is one check on both sides.
 type QualityCheck struct {
-	Check string `json:"check"`
+	// Check is the item's id; Repeat counts its sends from 1
+	// (QualitySettings.Repeats).
+	Check  string `json:"check"`
+	Repeat int    `json:"repeat"`
 	// Agreement is AgreeEqual, AgreeLowMargin, AgreeMismatch or
 	// AgreeError; Position, for differing replies, is the first differing
 	// token's index in the baseline's reply (-1: past its logprobs, or
@@ -79,6 +88,9 @@ type QualitySettings struct {
 	// pass-rate drop allowed (a fraction).
 	LowMargin float64 `json:"low_margin_nats"`
 	Tolerance float64 `json:"tolerance"`
+	// Repeats is how many times each check was sent to each side (the
+	// sends of a check are averaged into one unit of the bootstrap).
+	Repeats int `json:"repeats"`
 	// Iters and Seed tune the bootstrap over checks; Conf is its level.
 	Iters int     `json:"bootstrap_iters"`
 	Seed  uint64  `json:"seed"`
@@ -147,13 +159,25 @@ func Agreement(b, c *answer.Result, lowMargin float64) (agreement string, pos in
 	return AgreeMismatch, -1, 0
 }
 
-// PairChecks pairs the sides' results by check, in the baseline's order
-// (a check only one side ran counts as an error on the other).
+// PairChecks pairs the sides' results by check and repeat, in the
+// baseline's order: the k-th send of a check on one side with its k-th on
+// the other (a send only one side made counts as an error on the other).
 func PairChecks(b, c []answer.Result) []QualityCheck {
 	out := make([]QualityCheck, 0, len(b))
+	seen := map[string]int{}
 	for _, br := range b {
-		q := QualityCheck{Check: br.Check, Baseline: br, Position: -1}
-		i := slices.IndexFunc(c, func(r answer.Result) bool { return r.Check == br.Check })
+		seen[br.Check]++
+		k := seen[br.Check]
+		q := QualityCheck{Check: br.Check, Repeat: k, Baseline: br, Position: -1}
+		i, n := -1, 0
+		for j := range c {
+			if c[j].Check == br.Check {
+				if n++; n == k {
+					i = j
+					break
+				}
+			}
+		}
 		if i < 0 {
 			q.Candidate = answer.Result{Check: br.Check, Kind: br.Kind, Outcome: answer.Error, Reason: "not run on the candidate"}
 		} else {
@@ -164,13 +188,15 @@ func PairChecks(b, c []answer.Result) []QualityCheck {
 	return out
 }
 
-// JudgeQuality classifies every check's agreement and decides the
-// section (pure, reproducible from the checks and s: analyze re-derives
-// it). The drop counts a check +1 when the baseline passed and the
-// candidate failed, −1 the other way, 0 otherwise, low_margin checks 0
-// (a near tie that batch variance flips is not a regression), over the N
-// checks judged on both sides; its interval is a percentile bootstrap
-// over checks at s.Conf. Then, with t = s.Tolerance:
+// JudgeQuality classifies every send's agreement and decides the section
+// (pure, reproducible from the checks and s: analyze re-derives it). A
+// pair of sends counts +1 when the baseline passed and the candidate
+// failed, −1 the other way, 0 otherwise, and 0 when low_margin (a near tie
+// that batch variance flips is not a regression); a check's value is the
+// mean over its pairs judged on both sides (an error is no evidence), and
+// the drop the mean over the N checks with one. Its interval is a
+// percentile bootstrap over checks at s.Conf: the check is the unit, so
+// repeats of one deterministic failure are not counted as independent. Then, with t = s.Tolerance:
 //   - undecided under MinQualityChecks checks;
 //   - failed when the interval's low end exceeds t (and the drop > 0);
 //   - ok when its high end lies below t;
@@ -190,15 +216,16 @@ func JudgeQuality(s QualitySettings, checks []QualityCheck, notes []string) *Qua
 	if q.Checks == nil {
 		q.Checks = []QualityCheck{}
 	}
-	var d []float64
-	bp, cp := 0, 0
+	sum, cnt := map[string]float64{}, map[string]int{}
+	var order []string
+	bp, cp, sends := 0, 0, 0
 	for i := range q.Checks {
 		c := &q.Checks[i]
 		c.Agreement, c.Position, c.Margin = Agreement(&c.Baseline, &c.Candidate, s.LowMargin)
 		c.Regressed = false
 		q.Agreement[c.Agreement]++
 		if c.Agreement == AgreeError {
-			continue
+			continue // an error is not evidence about the answers
 		}
 		bPass, cPass := c.Baseline.Outcome == answer.Pass, c.Candidate.Outcome == answer.Pass
 		if bPass {
@@ -215,16 +242,25 @@ func JudgeQuality(s QualitySettings, checks []QualityCheck, notes []string) *Qua
 		case cPass && !bPass:
 			x = -1
 		}
-		d = append(d, x)
+		if cnt[c.Check] == 0 {
+			order = append(order, c.Check)
+		}
+		sum[c.Check] += x
+		cnt[c.Check]++
+		sends++
+	}
+	d := make([]float64, 0, len(order))
+	for _, id := range order {
+		d = append(d, sum[id]/float64(cnt[id]))
 	}
 	q.N = len(d)
 	if q.N > 0 {
-		q.BaselinePass, q.CandidatePass = float64(bp)/float64(q.N), float64(cp)/float64(q.N)
+		q.BaselinePass, q.CandidatePass = float64(bp)/float64(sends), float64(cp)/float64(sends)
 		q.Drop = mean(d)
 		q.CILo, q.CIHi = bootstrapMean(d, s.Iters, s.Conf, s.Seed)
 	}
-	rates := fmt.Sprintf("pass rate %.0f %% → %.0f %% over %d checks; drop that counts %+.1f points (%.0f %% interval %+.1f … %+.1f), "+
-		"agreement: %s", 100*q.BaselinePass, 100*q.CandidatePass, q.N, 100*q.Drop, 100*s.Conf, 100*q.CILo, 100*q.CIHi, q.agreementText())
+	rates := fmt.Sprintf("pass rate %.0f %% → %.0f %% over %d checks × %d; drop that counts %+.1f points (%.0f %% interval %+.1f … %+.1f), "+
+		"agreement: %s", 100*q.BaselinePass, 100*q.CandidatePass, q.N, max(1, s.Repeats), 100*q.Drop, 100*s.Conf, 100*q.CILo, 100*q.CIHi, q.agreementText())
 	switch {
 	case q.N < MinQualityChecks:
 		q.Status = StatusUndecided

@@ -18,7 +18,8 @@ import (
 const qualityTopLogprobs = 2
 
 // quality runs the check set against both sides (baseline first), one
-// check after another, and judges the section. A side whose first check
+// check after another, the whole set Repeats times, and judges the
+// section. A side whose first check
 // fails with logprobs asked and passes without runs without (a note says
 // so). The error is a side's preflight failing or ctx ending.
 func (p *Procedure) quality(ctx context.Context) (*Quality, error) {
@@ -40,7 +41,10 @@ func (p *Procedure) quality(ctx context.Context) (*Quality, error) {
 // qualitySettings are the procedure's quality settings, defaults filled.
 func (p *Procedure) qualitySettings() QualitySettings {
 	s := QualitySettings{Set: p.AnswerChecks.Name, LowMargin: p.LowMargin, Tolerance: p.QualityTolerance,
-		Iters: p.Iters, Seed: uint64(p.Seed), Conf: DefaultConf}
+		Repeats: p.AnswerRepeats, Iters: p.Iters, Seed: uint64(p.Seed), Conf: DefaultConf}
+	if s.Repeats <= 0 {
+		s.Repeats = DefaultAnswerRepeats
+	}
 	if s.LowMargin == 0 {
 		s.LowMargin = DefaultLowMargin
 	}
@@ -68,10 +72,12 @@ func (p *Procedure) runChecks(ctx context.Context, side string) ([]answer.Result
 	defer sp.Close()
 	c, api, redact := sp.CheckClient()
 	top, note := qualityTopLogprobs, ""
-	out := make([]answer.Result, 0, len(p.AnswerChecks.Items))
-	for i, it := range p.AnswerChecks.Items {
+	reps := p.qualitySettings().Repeats
+	out := make([]answer.Result, 0, reps*len(p.AnswerChecks.Items))
+	for n := range reps * len(p.AnswerChecks.Items) {
+		it := p.AnswerChecks.Items[n%len(p.AnswerChecks.Items)]
 		send := func(top int) answer.Result {
-			id := fmt.Sprintf("llmprobe-compare-%s-check-%d", side, i+1)
+			id := fmt.Sprintf("llmprobe-compare-%s-check-%d", side, n+1)
 			req, err := it.Request(api, id, answer.RequestOptions{TopLogprobs: top})
 			if err != nil {
 				return answer.Result{Check: it.ID, Kind: it.Kind, Outcome: answer.Error, RequestID: id, Reason: err.Error()}
@@ -81,7 +87,7 @@ func (p *Procedure) runChecks(ctx context.Context, side string) ([]answer.Result
 			return answer.Evaluate(it, &req, rec, redact)
 		}
 		r := send(top)
-		if i == 0 && r.Outcome == answer.Error && ctx.Err() == nil {
+		if n == 0 && r.Outcome == answer.Error && ctx.Err() == nil {
 			if again := send(0); again.Outcome != answer.Error {
 				top, r = 0, again
 				note = fmt.Sprintf("the %s refused logprobs: its checks ran without them (its top-2 margins are unknown; "+
