@@ -3,6 +3,11 @@ package rundir
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,6 +119,61 @@ func TestCompareQualityIdentical(t *testing.T) {
 	for _, c := range q.Checks {
 		if len(c.Baseline.Logprobs) == 0 {
 			t.Errorf("check %s: no logprobs recorded", c.Check)
+		}
+	}
+}
+
+// refuseLogprobs fronts the simulator at upstream with a server that
+// answers 400 to any request asking for logprobs, as a server with
+// logprobs disabled does, and passes everything else on.
+func refuseLogprobs(t *testing.T, upstream string) string {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if bytes.Contains(body, []byte(`"logprobs"`)) || bytes.Contains(body, []byte(`"top_logprobs"`)) {
+			http.Error(w, `{"error":{"message":"logprobs are not enabled","type":"BadRequestError","code":400}}`, http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestCompareQualityLogprobsRefused: a candidate that refuses logprobs
+// runs its checks without them, the section's notes say so, and identical
+// answers still pass.
+func TestCompareQualityLogprobsRefused(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	cand, _ := simtest.Start(t, simtest.Fast())
+	p := testProcedure(t, base, refuseLogprobs(t, cand), t.TempDir())
+	th, err := compare.ParseThresholds("tpot_p50=400%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Thresholds, p.MaxRegression, p.Rounds, p.AnswerChecks, p.AnswerRepeats = th, "tpot_p50=400%", 4, answer.Builtin(), 1
+	res, err := RunCompare(context.Background(), p, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := res.Result.Result.Quality
+	if q == nil || res.Result.Verdict != compare.OutcomePass || q.Status != compare.StatusOK ||
+		len(q.Notes) != 1 || !strings.HasPrefix(q.Notes[0], "the candidate refused logprobs") {
+		t.Fatalf("verdict %s %q, quality %+v", res.Result.Verdict, res.Result.Result.Reasons, q)
+	}
+	for _, c := range q.Checks {
+		if len(c.Baseline.Logprobs) == 0 || len(c.Candidate.Logprobs) != 0 || c.Candidate.Outcome != answer.Pass {
+			t.Errorf("check %s: baseline %d logprobs, candidate %d (%s)", c.Check, len(c.Baseline.Logprobs), len(c.Candidate.Logprobs), c.Candidate.Outcome)
 		}
 	}
 }
