@@ -66,10 +66,9 @@ func WriteVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64)
 	}
 	if qs := v.Quality; qs != nil {
 		fmt.Fprintf(w, "\nquality (%s):\n  %-13s %s\n", qs.Set, qs.Status, qs.Detail)
-		for _, c := range qs.Checks {
-			if c.Regressed {
-				fmt.Fprintf(w, "  failing %s: baseline %s, candidate %s\n", c.Check, replyText(c.Baseline), replyText(c.Candidate))
-			}
+		for _, c := range qs.FailingSends() {
+			fmt.Fprintf(w, "  failing %s: baseline %s, candidate %s (%d of %d sends)\n", c.Check, replyText(c.Baseline), replyText(c.Candidate),
+				c.Regressed, qs.Repeats)
 		}
 	}
 	if len(v.Missing) > 0 {
@@ -263,11 +262,9 @@ func writeQuality(w io.Writer, q *compare.Quality) {
 	if failing := q.Failing(); len(failing) > 0 {
 		fmt.Fprintln(w, "Failing checks:")
 		fmt.Fprintln(w)
-		for _, c := range q.Checks {
-			if c.Regressed {
-				fmt.Fprintf(w, "- %s (send %d): baseline %s; candidate %s (%s)\n", c.Check, c.Repeat, replyText(c.Baseline),
-					replyText(c.Candidate), cell(c.Candidate.Reason))
-			}
+		for _, c := range q.FailingSends() {
+			fmt.Fprintf(w, "- %s (%d of %d sends regressed; send %d): baseline %s; candidate %s (%s)\n", c.Check, c.Regressed, q.Repeats,
+				c.Repeat, replyText(c.Baseline), replyText(c.Candidate), cell(c.Candidate.Reason))
 		}
 		fmt.Fprintln(w)
 	}

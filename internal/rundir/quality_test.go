@@ -81,13 +81,9 @@ func TestCompareQualityWrongAnswers(t *testing.T) {
 	if !named {
 		t.Errorf("reasons do not name the quality section: %q", res.Result.Result.Reasons)
 	}
-	c := q.Checks[0]
-	for _, qc := range q.Checks {
-		if qc.Regressed {
-			c = qc
-		}
-	}
-	if !strings.Contains(md, "Failing checks:") || !strings.Contains(md, "- "+c.Check+" (send "+strconv.Itoa(c.Repeat)+"): baseline "+strconv.Quote(c.Baseline.Reply)) ||
+	c := q.FailingSends()[0]
+	if !strings.Contains(md, "Failing checks:") || !strings.Contains(md, "- "+c.Check+" (") ||
+		!strings.Contains(md, "send "+strconv.Itoa(c.Repeat)+"): baseline "+strconv.Quote(c.Baseline.Reply)) ||
 		!strings.Contains(md, "candidate "+strconv.Quote(c.Candidate.Reply)) {
 		t.Errorf("analysis.md does not name %s with both replies:\n%s", c.Check, md)
 	}

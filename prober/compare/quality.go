@@ -281,15 +281,37 @@ func JudgeQuality(s QualitySettings, checks []QualityCheck, notes []string) *Qua
 	return q
 }
 
-// Failing names the checks that regressed.
+// Failing names the checks that regressed (in any send), once each.
 func (q *Quality) Failing() []string {
 	var out []string
-	for _, c := range q.Checks {
-		if c.Regressed {
-			out = append(out, c.Check)
-		}
+	for _, c := range q.FailingSends() {
+		out = append(out, c.Check)
 	}
 	return out
+}
+
+// FailingSends is the first regressed send of each check that regressed,
+// in order, with how many of its sends regressed.
+func (q *Quality) FailingSends() []FailingSend {
+	var out []FailingSend
+	for _, c := range q.Checks {
+		if !c.Regressed {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(f FailingSend) bool { return f.Check == c.Check }); i >= 0 {
+			out[i].Regressed++
+			continue
+		}
+		out = append(out, FailingSend{QualityCheck: c, Regressed: 1})
+	}
+	return out
+}
+
+// FailingSend is a check's first regressed send and the count of its
+// sends that regressed.
+type FailingSend struct {
+	QualityCheck
+	Regressed int
 }
 
 func (q *Quality) agreementText() string {
