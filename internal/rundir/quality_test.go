@@ -47,6 +47,7 @@ func qualityCompare(t *testing.T, f simulator.Faults) (*CompareOutcome, string) 
 	if res.Result.Result.Quality == nil {
 		t.Fatalf("no quality section: %+v", res.Result.Result)
 	}
+	t.Logf("verdict %s; quality %s", res.Result.Verdict, res.Result.Result.Quality.Detail)
 	stored, err := os.ReadFile(filepath.Join(res.Dir, artifacts.AnalysisFile))
 	if err != nil {
 		t.Fatal(err)
