@@ -77,6 +77,9 @@ func TestCompareSimulators(t *testing.T) {
 			want: []string{"verdict: inconclusive", "client not saturated failed: client saturated in baseline round 1"}},
 		{name: "dearer candidate", extra: []string{"--max-regression", "tpot_p99=10%,cost=5%", "--cost-per-hour", "2", "--candidate-cost-per-hour", "2.4"},
 			code: 1, want: []string{"verdict: fail", "cost @ rate=50: regressed:", "USD/M tok, +", "beyond the 5 % limit"}},
+		{name: "wrong answers", candidate: func(c *simulator.Config) { c.Faults.WrongAnswers = 1 }, code: 1,
+			extra: []string{"--max-regression", "tpot_p50=400%", "--answer-checks", "builtin", "--answer-repeats", "1"},
+			want:  []string{"verdict: fail", "quality: regressed", "quality (builtin):", `failing add-small: baseline "42", candidate "43"`}},
 		{name: "too few samples", extra: []string{"--num-prompts", "20"}, code: 3,
 			want: []string{"verdict: inconclusive", "tpot_p99 rests on 40 baseline and 40 candidate samples, p99 needs 100 per side: 60 more requests per side"}},
 	}

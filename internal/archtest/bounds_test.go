@@ -89,6 +89,9 @@ var boundRows = []boundRow{
 	{"prober/answer", "MaxReasonBytes", "why a check failed, as kept and shown", "targets"},
 	{"prober/config", "MinAnswerCheckEvery", "`answer_checks.every`, shortest", "YAML"},
 	{"prober/config", "MaxAnswerCheckEvery", "`answer_checks.every`, longest", "YAML"},
+	{"prober/compare", "MaxLowMargin", "`compare --answer-low-margin` (nats)", "flags"},
+	{"prober/compare", "MaxAnswerRepeats", "`compare --answer-repeats`", "flags"},
+	{"prober/compare", "MaxQualityReplyBytes", "each reply a compare report quotes (failing checks)", "targets"},
 	// Load.
 	{"prober/sweep", "MinRate", "an open-loop rate of a sweep step", "flags, YAML, API"},
 	{"prober/sweep", "MaxInFlight", "a sweep's concurrency levels and `max_concurrency`", "flags, YAML, API"},
@@ -167,6 +170,7 @@ var notUserBounds = map[string]string{
 	"MaxOnceCount":          "the probe engine's cap behind internal/web.MaxProbeCount (the same value, documented there)",
 	"MinSecretLen":          "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
 	"MaxLogprobTokens":      "a library option's cap (client.Logprobs.Max); no flag or key sets it",
+	"MinQualityChecks":      "a statistical rule (compare's quality section decides from 10 checks on)",
 
 	// issue 26: the least samples over the limit that flag client-read-lag.
 	"MinSchedLatencyOverLimit": "a validity rule",

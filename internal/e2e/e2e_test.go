@@ -168,12 +168,13 @@ func TestPrometheusEndToEnd(t *testing.T) {
         output_len: 4
         max_send_lag: 250ms
         max_sched_latency: 250ms
-  # Three replicas of one service (the labels discovery would give them),
-  # so the per-replica rules and the dashboard's Replicas row have data,
-  # and an answer-check probe for the Answer checks row.
+  # An answer-check probe for the Answer checks row, and (replicaTargets)
+  # three replicas of one service (the labels discovery would give them)
+  # for the per-replica rules and the Replicas row.
   - name: answers
     base_url: http://%[1]s
     api: completions
+    metrics_url: none
     probes:
       - name: answers
         answer_checks: {set: builtin, every: 10s}
@@ -439,6 +440,9 @@ func replicaTargets(addr string) string {
     base_url: http://%[1]s
     api: completions
     labels: {namespace: e2e, service: vllm, pod: vllm-%[2]d}
+    # The server join wants one target per server instance: the
+    # replicas share the simulator, so they name no /metrics.
+    metrics_url: none
     probes:
       - name: small
         rate: 2

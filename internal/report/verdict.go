@@ -3,8 +3,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	checks "github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
@@ -60,6 +63,13 @@ func WriteVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64)
 	fmt.Fprintln(w, "\nfigures:")
 	for _, f := range v.Figures {
 		fmt.Fprintf(w, "  %-13s %-12s %-14s %s\n", f.Status, f.Name, f.Level, f.Detail)
+	}
+	if qs := v.Quality; qs != nil {
+		fmt.Fprintf(w, "\nquality (%s):\n  %-13s %s\n", qs.Set, qs.Status, qs.Detail)
+		for _, c := range qs.FailingSends() {
+			fmt.Fprintf(w, "  failing %s: baseline %s, candidate %s (%d of %d sends)\n", c.Check, replyText(c.Baseline), replyText(c.Candidate),
+				c.Regressed, qs.Repeats)
+		}
 	}
 	if len(v.Missing) > 0 {
 		fmt.Fprintln(w, "\nevidence still missing:")
@@ -132,6 +142,7 @@ func WriteVerdictMarkdown(w io.Writer, v *compare.Verdict, q VerdictReport) {
 
 	h(SectionResults)
 	writeFigures(w, v, q)
+	writeQuality(w, v.Quality)
 
 	h(SectionValidity)
 	fmt.Fprintln(w, "| rule | status | detail |\n|---|---|---|")
@@ -219,4 +230,56 @@ func roundValues(xs []float64) string {
 		parts[i] = fmt.Sprintf("%.3g", x)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeQuality writes the quality section (nil: none): the decision, the
+// notes, then each check with both sides' outcome and agreement, and the
+// failing checks' replies (redacted, truncated).
+func writeQuality(w io.Writer, q *compare.Quality) {
+	if q == nil {
+		return
+	}
+	fmt.Fprintf(w, "### Quality\n\nAnswer checks `%s`, sent once to each side after the rounds. A check regressed when the "+
+		"baseline passed and the candidate failed, unless the replies first differ at a token where the baseline's top-2 "+
+		"margin was under %g nats (low_margin: a near tie that batch variance flips). Tolerance: a drop of %.0f points.\n\n",
+		q.Set, q.LowMargin, 100*q.Tolerance)
+	fmt.Fprintf(w, "**%s**: %s\n\n", q.Status, cell(q.Detail))
+	for _, n := range q.Notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	if len(q.Notes) > 0 {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "| check | send | baseline | candidate | agreement |\n|---|---|---|---|---|")
+	for _, c := range q.Checks {
+		ag := c.Agreement
+		if c.Position >= 0 && c.Agreement != compare.AgreeEqual {
+			ag = fmt.Sprintf("%s (token %d, margin %.2f)", ag, c.Position, c.Margin)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s |\n", c.Check, c.Repeat, c.Baseline.Outcome, c.Candidate.Outcome, ag)
+	}
+	fmt.Fprintln(w)
+	if failing := q.Failing(); len(failing) > 0 {
+		fmt.Fprintln(w, "Failing checks:")
+		fmt.Fprintln(w)
+		for _, c := range q.FailingSends() {
+			fmt.Fprintf(w, "- %s (%d of %d sends regressed; send %d): baseline %s; candidate %s (%s)\n", c.Check, c.Regressed, q.Repeats,
+				c.Repeat, replyText(c.Baseline), replyText(c.Candidate), cell(c.Candidate.Reason))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// replyText is a check's reply quoted, at most
+// compare.MaxQualityReplyBytes (already redacted by answer.Evaluate).
+func replyText(r checks.Result) string {
+	s := r.Reply
+	if len(s) > compare.MaxQualityReplyBytes {
+		s = s[:compare.MaxQualityReplyBytes]
+		for len(s) > 0 && !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	return strconv.Quote(s)
 }

@@ -168,6 +168,9 @@ func compareMetadata(p *compare.Procedure, cr *compare.Result) map[string]string
 	m["compare.rounds"] = fmt.Sprint(p.Rounds)
 	m["compare.vary"] = strings.Join(cr.Vary, ",")
 	m["compare.max_regression"] = p.MaxRegression
+	if p.AnswerChecks != nil {
+		m["compare.answer_checks"] = p.AnswerChecks.Name
+	}
 	if cr.PromptNonce != 0 {
 		m["compare.prompt_nonce"] = strconv.FormatInt(cr.PromptNonce, 10)
 	}

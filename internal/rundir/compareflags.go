@@ -10,6 +10,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -28,6 +29,9 @@ type CompareFlags struct {
 	maxRegressionSet                  bool
 	bootstrapIters                    int
 	cost                              compareCostFlags // --baseline-cost-per-hour, --candidate-cost-per-hour
+	answerChecks                      string           // --answer-checks
+	answerLowMargin, answerMaxDrop    float64          // --answer-low-margin, --answer-max-drop
+	answerRepeats                     int              // --answer-repeats
 }
 
 // AddCompareFlags adds compare's flags to cmd: the sweep settings the
@@ -61,6 +65,16 @@ func AddCompareFlags(cmd *kingpin.CmdClause, f *CompareFlags) {
 	cmd.Flag("bootstrap-iters", "Resamples of the bootstrap interval on each difference.").
 		Default(fmt.Sprint(compare.DefaultIters)).IntVar(&f.bootstrapIters)
 	f.cost.add(cmd)
+	cmd.Flag("answer-checks", "Answer checks run against both sides after the rounds, for the verdict's quality section: "+
+		"builtin (the embedded set) or the path of a JSONL check set (docs/quality.md). Default: none.").StringVar(&f.answerChecks)
+	cmd.Flag("answer-low-margin", "With --answer-checks: replies that first differ at a token where the baseline's top-2 "+
+		"log-probability margin is under this many nats count as low_margin (batch variance), not as a mismatch.").
+		Default(fmt.Sprint(compare.DefaultLowMargin)).Float64Var(&f.answerLowMargin)
+	cmd.Flag("answer-max-drop", "With --answer-checks: the largest drop of the candidate's pass rate allowed, a fraction "+
+		"(0.05: 5 points); the quality section fails when its interval lies beyond it.").
+		Default(fmt.Sprint(compare.DefaultQualityTolerance)).Float64Var(&f.answerMaxDrop)
+	cmd.Flag("answer-repeats", "With --answer-checks: how many times the set is sent to each side (a check's sends are "+
+		"averaged: one unit of the interval).").Default(fmt.Sprint(compare.DefaultAnswerRepeats)).IntVar(&f.answerRepeats)
 }
 
 // Procedure checks the flags and builds the comparison: both sides' sweep
@@ -96,7 +110,36 @@ func (f *CompareFlags) Procedure(logger log.Logger) (p *compare.Procedure, err e
 	if p.Vary, err = compare.ParseVary(f.vary); err != nil {
 		return p, fmt.Errorf("--vary: %v", err)
 	}
-	return p, nil
+	return p, f.quality(p)
+}
+
+// quality sets p's answer checks from --answer-checks and its settings
+// (none: no quality section). Every check must be one the sides' API can
+// send (a messages check needs --api chat).
+func (f *CompareFlags) quality(p *compare.Procedure) error {
+	switch {
+	case !(f.answerLowMargin > 0 && f.answerLowMargin <= compare.MaxLowMargin):
+		return &FlagError{Flag: "answer-low-margin", Err: fmt.Errorf("must be > 0 and at most %v nats, got %v", compare.MaxLowMargin, f.answerLowMargin)}
+	case !(f.answerMaxDrop > 0 && f.answerMaxDrop < 1):
+		return &FlagError{Flag: "answer-max-drop", Err: fmt.Errorf("must be a fraction > 0 and < 1 (0.05: 5 points), got %v", f.answerMaxDrop)}
+	case f.answerRepeats < 1 || f.answerRepeats > compare.MaxAnswerRepeats:
+		return &FlagError{Flag: "answer-repeats", Err: fmt.Errorf("must be 1 to %d, got %d", compare.MaxAnswerRepeats, f.answerRepeats)}
+	case f.answerChecks == "":
+		return nil
+	}
+	set, err := answer.LoadSet(f.answerChecks)
+	if err != nil {
+		return &FlagError{Flag: "answer-checks", Err: err}
+	}
+	for _, api := range []string{p.Baseline.API, p.Candidate.API} {
+		for _, it := range set.Items {
+			if _, err := it.Request(api, "check", answer.RequestOptions{}); err != nil {
+				return &FlagError{Flag: "answer-checks", Err: fmt.Errorf("check %s: %w", it.ID, err)}
+			}
+		}
+	}
+	p.AnswerChecks, p.LowMargin, p.QualityTolerance, p.AnswerRepeats = set, f.answerLowMargin, f.answerMaxDrop, f.answerRepeats
+	return nil
 }
 
 // check checks the flags that compare takes otherwise than

@@ -36,6 +36,10 @@ func compareProcedure(t *testing.T, args ...string) (*compare.Procedure, error) 
 // FlagErrorText); once both sides are built, the Procedure comes back
 // with the error so that its secrets can redact it.
 func TestCompareFlagsRefused(t *testing.T) {
+	messagesSet := filepath.Join(t.TempDir(), "set.jsonl")
+	if err := os.WriteFile(messagesSet, []byte(`{"id":"greet","messages":[{"role":"user","content":"Say hi"}],"max_tokens":4,"contains":"hi"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	key := filepath.Join(t.TempDir(), "key")
 	if err := os.WriteFile(key, []byte("sk-compare-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -59,6 +63,11 @@ func TestCompareFlagsRefused(t *testing.T) {
 		{"one price", []string{"--rates", "1", "--baseline-cost-per-hour", "2", "--max-regression", "cost=5%"},
 			"--max-regression: cost needs the price per hour of both sides", true},
 		{"bad thresholds", []string{"--rates", "1", "--max-regression", "colour=5%"}, "--max-regression: ", true},
+		{"answer-low-margin", []string{"--rates", "1", "--answer-low-margin", "0"}, "--answer-low-margin: must be > 0 and at most 5 nats", true},
+		{"answer-max-drop", []string{"--rates", "1", "--answer-max-drop", "1"}, "--answer-max-drop: must be a fraction", true},
+		{"answer-repeats", []string{"--rates", "1", "--answer-repeats", "21"}, "--answer-repeats: must be 1 to 20, got 21", true},
+		{"answer-checks file", []string{"--rates", "1", "--answer-checks", filepath.Join(t.TempDir(), "none.jsonl")}, "--answer-checks: ", true},
+		{"answer-checks messages on completions", []string{"--rates", "1", "--answer-checks", messagesSet}, "--answer-checks: check greet: ", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,5 +116,21 @@ func TestCompareFlagsProcedure(t *testing.T) {
 	}
 	if !compare.HasFigure(p.Thresholds, compare.FigureGoodput) {
 		t.Errorf("with --goodput: goodput not compared (%v)", p.Thresholds)
+	}
+}
+
+// TestCompareFlagsAnswerChecks: --answer-checks loads the set into the
+// procedure with its settings; without it there is no quality section.
+func TestCompareFlagsAnswerChecks(t *testing.T) {
+	p, err := compareProcedure(t, "--rates", "1", "--answer-checks", "builtin", "--answer-low-margin", "0.2", "--answer-repeats", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AnswerChecks == nil || p.AnswerChecks.Name != "builtin" || p.LowMargin != 0.2 || p.AnswerRepeats != 2 ||
+		p.QualityTolerance != compare.DefaultQualityTolerance {
+		t.Errorf("procedure %+v", p)
+	}
+	if p, err := compareProcedure(t, "--rates", "1"); err != nil || p.AnswerChecks != nil {
+		t.Errorf("without --answer-checks: %v, %v", p.AnswerChecks, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-kit/log"
 	kitlevel "github.com/go-kit/log/level"
 
+	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -94,6 +95,16 @@ type Procedure struct {
 	// RoundRunner). internal/rundir runs each round into a sweep run
 	// directory.
 	RunRound RoundRunner
+	// AnswerChecks, when set, is run against both sides after the rounds
+	// (the quality section, Verdict.Quality); LowMargin is its low_margin
+	// threshold in nats (DefaultLowMargin when 0) and QualityTolerance the
+	// largest pass-rate drop allowed (DefaultQualityTolerance when 0);
+	// AnswerRepeats sends the set that many times to each side
+	// (DefaultAnswerRepeats when 0).
+	AnswerChecks     *answer.Set
+	LowMargin        float64
+	QualityTolerance float64
+	AnswerRepeats    int
 }
 
 // RoundRun is one round as the Procedure hands it to a RoundRunner.
@@ -198,7 +209,18 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 			break
 		}
 	}
-	cr.finish(p.verdict(sides, reruns), complete, stopReason)
+	v := p.verdict(sides, reruns)
+	if complete && p.AnswerChecks != nil {
+		q, err := p.quality(ctx)
+		switch {
+		case ctx.Err() != nil:
+			complete, stopReason = false, "interrupted during the answer checks"
+		case err != nil:
+			complete, stopReason = false, fingerprint.RedactSecrets(err.Error(), secrets...)
+		}
+		ApplyQuality(v, q)
+	}
+	cr.finish(v, complete, stopReason)
 	return cr
 }
 

@@ -177,9 +177,14 @@ func markIncomplete(v *Verdict, stopReason string) {
 
 // Reapply does to v, a verdict re-derived from the stored comparison's
 // rounds (llmprobe analyze), what finishing the comparison did to its own:
-// a comparison that did not complete is inconclusive, naming why it
+// its quality section, when it has one, is judged again from the stored
+// checks and settings and folded in (ApplyQuality); a comparison that did not complete is inconclusive, naming why it
 // stopped (the first of its stored reasons).
 func (r *Result) Reapply(v *Verdict) {
+	if r.Result != nil && r.Result.Quality != nil {
+		sq := r.Result.Quality
+		ApplyQuality(v, JudgeQuality(sq.QualitySettings, slices.Clone(sq.Checks), slices.Clone(sq.Notes)))
+	}
 	if r.Complete {
 		return
 	}

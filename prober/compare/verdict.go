@@ -130,6 +130,9 @@ type Verdict struct {
 	// to add.
 	Reasons []string `json:"reasons"`
 	Missing []string `json:"missing"`
+	// Quality is the quality section (compare --answer-checks; nil: no
+	// check set was run).
+	Quality *Quality `json:"quality,omitempty"`
 }
 
 // ExitCode is the process exit code of the verdict: pass 0, fail 1,
