@@ -139,6 +139,16 @@ func TestPrometheusEndToEnd(t *testing.T) {
 		canaryAddrs[role] = addr
 	}
 
+	// Three replicas of one service and the answer checks' server, each a
+	// server of its own (the server join wants one target per server).
+	var replicaAddrs []string
+	for i := range 4 {
+		addr := testutil.FreeAddr(t)
+		p := start(t, dir, fmt.Sprintf("simulate-extra-%d", i), bin, "simulate", "--web.listen-address", addr)
+		waitHTTP(t, p, "http://"+addr+"/health")
+		replicaAddrs = append(replicaAddrs, addr)
+	}
+
 	// 2. llmprobe serve probing it.
 	cfgPath := filepath.Join(dir, "llmprobe.yml")
 	writeFile(t, cfgPath, fmt.Sprintf(`targets:
@@ -172,13 +182,12 @@ func TestPrometheusEndToEnd(t *testing.T) {
   # three replicas of one service (the labels discovery would give them)
   # for the per-replica rules and the Replicas row.
   - name: answers
-    base_url: http://%[1]s
+    base_url: http://%[2]s
     api: completions
-    metrics_url: none
     probes:
       - name: answers
         answer_checks: {set: builtin, every: 10s}
-`, simAddr)+replicaTargets(simAddr)+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
+`, simAddr, replicaAddrs[3])+replicaTargets(replicaAddrs[:3])+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
 	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr,
 		"--sweeps.dir", filepath.Join(dir, "sweeps"))
 	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
@@ -300,6 +309,8 @@ scrape_configs:
 			{name: "knee decided", query: `target:llmprobe_sweep_knee_decided:last{target="sim"}`, check: equals(1)},
 			{name: "sweep interval", query: `llmprobe_sweep_interval_seconds{target="sim",sweep="quick"}`, check: equals(60)},
 			{name: "canary TTFT p99 ratio", query: `canary:llmprobe_time_to_first_token_seconds_p99:ratio_5m{canary="e2e"}`, check: positive},
+			// The built-in answer checks against a correct simulator.
+			{name: "answer pass ratio", query: `target_probe:llmprobe_answer_checks_pass:ratio30m{target="answers"}`, check: equals(1)},
 		} {
 			ok := t.Run(tc.name, func(t *testing.T) {
 				v := api.waitValue(t, tc.query, valuesTimeout, tc.check)
@@ -324,9 +335,16 @@ scrape_configs:
 		for _, q := range dashboardQueries(t) {
 			n := len(api.query(t, q.expr))
 			// The sweep annotation shows only while a sweep runs; the
-			// headroom never outside a sweep's window (every minute here).
+			// headroom never outside a sweep's window (every minute here);
+			// a replica counts from 200 successful requests in 10 minutes,
+			// which this minute-long stack does not reach (promtool's
+			// rules/tests/replicas.yml covers the replica rules); the
+			// failing answer checks are none while the simulator answers
+			// right.
 			if n == 0 && !strings.Contains(q.expr, "ALERTS{") && !nativeQuery.MatchString(q.expr) &&
-				!strings.Contains(q.expr, "llmprobe_sweep_running{") && !strings.Contains(q.expr, "llmprobe_capacity_headroom:") {
+				!strings.Contains(q.expr, "llmprobe_sweep_running{") && !strings.Contains(q.expr, "llmprobe_capacity_headroom:") &&
+				!strings.Contains(q.expr, "service_probe:") && !strings.Contains(q.expr, "service_target_probe:") &&
+				!strings.HasSuffix(q.expr, "llmprobe_answer_checks_pass:ratio30m{cluster=~\".*\", target=~\".*\", probe=~\".*\"} < 1") {
 				t.Errorf("%s: no data: %s", q.where, q.expr)
 			}
 		}
@@ -429,20 +447,17 @@ func engineTargets(addrs map[string]string) string {
 	return b.String()
 }
 
-// replicaTargets returns three targets on the simulator labelled as the
+// replicaTargets returns a target per simulator of addrs labelled as the
 // replicas of one service (namespace, service, pod, as a kubernetes_sd
 // entry's relabelling gives them): at 2 req/s each, every replica passes
 // the replica rules' 200 successful requests in 10 minutes.
-func replicaTargets(addr string) string {
+func replicaTargets(addrs []string) string {
 	var b strings.Builder
-	for i := range 3 {
+	for i, addr := range addrs {
 		fmt.Fprintf(&b, `  - name: replica-%[2]d
     base_url: http://%[1]s
     api: completions
     labels: {namespace: e2e, service: vllm, pod: vllm-%[2]d}
-    # The server join wants one target per server instance: the
-    # replicas share the simulator, so they name no /metrics.
-    metrics_url: none
     probes:
       - name: small
         rate: 2
