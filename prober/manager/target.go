@@ -76,6 +76,7 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		NewRequestID: func() string { return m.requestID("calibrate-") },
 		Engine:       engine.Name(tc.Engine),
 		MetricsURL:   metricsURL(tc),
+		Tracer:       m.opts.Tracer,
 	})
 	if err != nil {
 		return nil, err
