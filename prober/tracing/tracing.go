@@ -43,8 +43,8 @@ const (
 	// for export in a queue of this many; a full queue drops spans (counted
 	// by Provider.Dropped), it never blocks a request.
 	DefaultMaxQueueSize = 2048
-	// MaxQueueSize bounds Options.MaxQueueSize.
-	MaxQueueSize = 1 << 20
+	// maxQueueSize bounds Options.MaxQueueSize.
+	maxQueueSize = 1 << 20
 	// DefaultExportTimeout bounds one export to the collector.
 	DefaultExportTimeout = 10 * time.Second
 	// tracerName is the instrumentation scope of llmprobe's spans.
@@ -70,7 +70,7 @@ type Options struct {
 	// ServiceName is the resource's service.name (default "llmprobe").
 	ServiceName string
 	// MaxQueueSize bounds the spans waiting for export (default
-	// DefaultMaxQueueSize, at most MaxQueueSize).
+	// DefaultMaxQueueSize, at most maxQueueSize).
 	MaxQueueSize int
 }
 
@@ -92,8 +92,8 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.MaxQueueSize == 0 {
 		o.MaxQueueSize = DefaultMaxQueueSize
 	}
-	if o.MaxQueueSize < 1 || o.MaxQueueSize > MaxQueueSize {
-		return nil, fmt.Errorf("tracing queue size must be 1..%d, got %d", MaxQueueSize, o.MaxQueueSize)
+	if o.MaxQueueSize < 1 || o.MaxQueueSize > maxQueueSize {
+		return nil, fmt.Errorf("tracing queue size must be 1..%d, got %d", maxQueueSize, o.MaxQueueSize)
 	}
 	if o.ServiceName == "" {
 		o.ServiceName = "llmprobe"
