@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,15 +146,23 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 }
 
 // endpointURL makes a bare host:port a URL (http:// for scheme "http";
-// for gRPC an https:// one unless insecure is asked for elsewhere).
+// for gRPC an https:// one unless insecure is asked for elsewhere). For
+// HTTP, a URL without a path gets OTLP's /v1/traces, as the exporters do
+// with OTEL_EXPORTER_OTLP_ENDPOINT.
 func endpointURL(s, scheme string) string {
-	if strings.Contains(s, "://") {
-		return s
+	if !strings.Contains(s, "://") {
+		if scheme == "grpc" {
+			return "https://" + s
+		}
+		s = "http://" + s
 	}
-	if scheme == "grpc" {
-		return "https://" + s
+	if scheme == "http" {
+		if u, err := url.Parse(s); err == nil && (u.Path == "" || u.Path == "/") {
+			u.Path = "/v1/traces"
+			return u.String()
+		}
 	}
-	return "http://" + s
+	return s
 }
 
 // Tracer returns the tracer that samples ratio of its root spans (0 < ratio
