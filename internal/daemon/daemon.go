@@ -24,6 +24,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/logging"
@@ -194,8 +195,13 @@ func build(o Options, tp *tracing.Provider) *daemon {
 	if o.Shard.Count > 0 {
 		level.Info(d.logger).Log("msg", "sharded: probing the targets this replica owns", "shard", o.Shard)
 	}
+	var sweepTracer func(float64) trace.Tracer
+	if tp != nil {
+		sweepTracer = tp.Tracer
+	}
 	d.sweeps = sweepd.New(sweepd.Options{
 		Logger: log.With(d.logger, "component", "sweeps"), Dir: o.SweepsDir, MaxConcurrent: o.SweepsMaxConcurrent,
+		Tracer:   sweepTracer,
 		Observer: probemetrics.NewSweeps(d.reg),
 		Embedded: func(target string, w workload.Spec) (bool, float64) {
 			if d.embedded == "" || target != d.embedded {
