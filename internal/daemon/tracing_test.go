@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
@@ -77,7 +79,9 @@ func (r *otlpReceiver) snapshot() (map[string]int, map[string]string) {
 // against the simulator and an OTLP/HTTP receiver: the receiver gets the
 // discovery span and the generation spans; the trace id of a request's
 // span is the one in its exemplar (OpenMetrics /metrics, beside its
-// request_id) and the one of the traceparent the simulator received.
+// request_id) and the one of the traceparent the simulator received; a
+// scheduled sweep with trace_sample_ratio: 1 writes every request's trace
+// id to records.jsonl, and the collector has each of those traces.
 func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	sc := simulator.DefaultConfig()
 	sc.TraceFile = filepath.Join(t.TempDir(), "sim-trace.jsonl")
@@ -90,7 +94,22 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	o, url := options(t, logs)
 	o.Tracing = Tracing{Endpoint: collector.URL, SampleRatio: 1}
 	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
-	yml := fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    probes:\n      - name: p\n        rate: 20\n", sim)
+	yml := fmt.Sprintf(`targets:
+  - name: sim
+    base_url: %s
+    probes:
+      - name: p
+        rate: 20
+    sweeps:
+      - name: traced
+        every: 1h
+        rates: [4]
+        num_prompts: 5
+        input_len: 32
+        output_len: 4
+        max_send_lag: 250ms
+        trace_sample_ratio: 1
+`, sim)
 	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +144,22 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 		}
 		return false
 	})
+	// The scheduled sweep's records carry their trace ids.
+	sweepTraces := map[string]string{}
+	testutil.EventuallyWithin(t, time.Minute, "the sweep's records.jsonl", func() bool {
+		files, _ := filepath.Glob(filepath.Join(o.SweepsDir, "sim", "*", "records.jsonl"))
+		if len(files) == 0 {
+			return false
+		}
+		err := artifacts.ReadRecords(files[0], func(l artifacts.RecordLine, _ []byte) error {
+			sweepTraces[l.RequestID] = l.TraceID
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(sweepTraces) > 0
+	})
 	// The daemon's shutdown flushes the spans still queued.
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -132,6 +167,11 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	names, traces := rcv.snapshot()
 	if traces[id] != trace {
 		t.Errorf("collector has trace %q for request %s, its exemplar %q", traces[id], id, trace)
+	}
+	for id, tr := range sweepTraces {
+		if len(tr) != 32 || traces[id] != tr {
+			t.Errorf("sweep request %s: records.jsonl trace id %q, collector's %q", id, tr, traces[id])
+		}
 	}
 	if names["GET /v1/models"] == 0 {
 		t.Errorf("no discovery span; spans received: %v", names)
