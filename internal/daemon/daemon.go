@@ -187,7 +187,7 @@ func build(o Options, tp *tracing.Provider) *daemon {
 	d.window = web.NewWindow() // the landing page's summary of the last 5 minutes per target
 	mo := manager.Options{Logger: d.logger, Observers: []manager.Observer{d.pm, d.window}, Shard: o.Shard}
 	if tp != nil {
-		mo.Tracer = tp.Tracer(o.Tracing.SampleRatio)
+		mo.Tracer, mo.TraceSampleRatio = tp.Tracer, o.Tracing.SampleRatio
 		registerTracing(d.reg, tp)
 	}
 	d.mgr = manager.New(mo)

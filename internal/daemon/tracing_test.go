@@ -80,6 +80,7 @@ func (r *otlpReceiver) snapshot() (map[string]int, map[string]string) {
 // discovery span and the generation spans; the trace id of a request's
 // span is the one in its exemplar (OpenMetrics /metrics, beside its
 // request_id) and the one of the traceparent the simulator received; a
+// target at trace_sample_ratio 1e-6 has exemplars without one; a
 // scheduled sweep with trace_sample_ratio: 1 writes every request's trace
 // id to records.jsonl, and the collector has each of those traces.
 func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
@@ -96,7 +97,7 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
 	yml := fmt.Sprintf(`targets:
   - name: sim
-    base_url: %s
+    base_url: %[1]s
     probes:
       - name: p
         rate: 20
@@ -109,6 +110,12 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
         output_len: 4
         max_send_lag: 250ms
         trace_sample_ratio: 1
+  - name: quiet
+    base_url: %[1]s
+    trace_sample_ratio: 0.000001
+    probes:
+      - name: p
+        rate: 20
 `, sim)
 	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
@@ -120,6 +127,8 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	reqID := regexp.MustCompile(`request_id="([^"]+)"`)
 	traceID := regexp.MustCompile(`trace_id="([0-9a-f]{32})"`)
 	var id, trace, last string
+	quiet := regexp.MustCompile(`llmprobe_time_to_first_token_seconds_bucket\{[^}]*target="quiet"[^}]*\} \d+ # \{([^}]*)\}`)
+	var quietExemplars []string
 	defer func() {
 		if t.Failed() && id == "" {
 			t.Logf("last TTFT lines:\n%s", regexp.MustCompile(`(?m)^llmprobe_time_to_first_token_seconds_bucket.*$`).FindAllString(last, 3))
@@ -135,6 +144,13 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		last = string(b)
+		quietExemplars = nil
+		for _, m := range quiet.FindAllStringSubmatch(last, -1) {
+			quietExemplars = append(quietExemplars, m[1])
+		}
+		if len(quietExemplars) == 0 {
+			return false
+		}
 		for _, m := range ex.FindAllStringSubmatch(string(b), -1) {
 			r, tr := reqID.FindStringSubmatch(m[1]), traceID.FindStringSubmatch(m[1])
 			if r != nil && tr != nil {
@@ -144,6 +160,12 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 		}
 		return false
 	})
+	// The target traced at one in a million has exemplars without trace ids.
+	for _, e := range quietExemplars {
+		if strings.Contains(e, "trace_id") || !strings.Contains(e, "request_id") {
+			t.Errorf("exemplar of the target at trace_sample_ratio 1e-6: {%s}", e)
+		}
+	}
 	// The scheduled sweep's records carry their trace ids.
 	sweepTraces := map[string]string{}
 	testutil.EventuallyWithin(t, time.Minute, "the sweep's records.jsonl", func() bool {

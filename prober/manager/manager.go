@@ -49,10 +49,13 @@ type Options struct {
 	// Shard, when set, makes this manager probe only the targets it owns
 	// (Shard.Owns): Apply drops the others (ShardTargets counts them).
 	Shard Shard
-	// Tracer, when not nil, traces every request of every target
-	// (endpoint.Options.Tracer): a client span per request with its
-	// traceparent, and Record.TraceID when sampled. Nil: no tracing.
-	Tracer trace.Tracer
+	// Tracer, when not nil, gives the tracer of a sampling ratio that
+	// traces every request of a target (endpoint.Options.Tracer): a client
+	// span per request with its traceparent, and Record.TraceID when
+	// sampled; each target at its trace_sample_ratio, else at
+	// TraceSampleRatio. Nil: no tracing.
+	Tracer           func(ratio float64) trace.Tracer
+	TraceSampleRatio float64
 }
 
 // Manager owns the running probes. Create it with New.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/config"
@@ -76,7 +77,7 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		NewRequestID: func() string { return m.requestID("calibrate-") },
 		Engine:       engine.Name(tc.Engine),
 		MetricsURL:   metricsURL(tc),
-		Tracer:       m.opts.Tracer,
+		Tracer:       m.tracer(tc),
 	})
 	if err != nil {
 		return nil, err
@@ -91,6 +92,19 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 	}
 	t.slo.Store(&sloSettings{SLO: tc.SLO, Objective: tc.GoodputObjective})
 	return t, nil
+}
+
+// tracer is the tracer of tc's requests (nil when the manager does not
+// trace): at its trace_sample_ratio, else the manager's ratio.
+func (m *Manager) tracer(tc config.TargetConfig) trace.Tracer {
+	if m.opts.Tracer == nil {
+		return nil
+	}
+	r := tc.TraceSampleRatio
+	if r == 0 {
+		r = m.opts.TraceSampleRatio
+	}
+	return m.opts.Tracer(r)
 }
 
 // metricsURL is the endpoint's MetricsURL for tc (metrics_url: none is
