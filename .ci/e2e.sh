@@ -7,7 +7,9 @@
 # Prometheus' HTTP API; and replays the alerts the rules raise for five
 # injected incidents (evaluated by promtool over simulated series) into
 # Alertmanager with deploy/alertmanager/alertmanager.yml, counting one
-# notification per incident (about two minutes).
+# notification per incident (about two minutes). TestTracingWithJaeger runs
+# llmprobe serve with tracing on against Jaeger all-in-one (built here from
+# .ci/tools/jaeger) and finds a probe's span by the trace id of its exemplar.
 #
 # Every process the test starts is stopped by PID: by the test's cleanups
 # when it ends normally or fails, and, when those do not run (go test's
@@ -65,8 +67,18 @@ cleanup() {
     signal_left KILL >/dev/null
   fi
   rm -f "$pidfile" "$pidfile.tmp"
+  if [ -n "${jaeger_dir:-}" ]; then rm -rf "$jaeger_dir"; fi
   exit "$status"
 }
 trap cleanup EXIT
+
+# Jaeger all-in-one for TestTracingWithJaeger, built from its own module
+# (.ci/tools/jaeger: the main module's graph stays lean). The first build
+# takes long: 118 s to download its modules and 935 s to compile on the
+# shared 2-core machine (a 121 MB binary); later ones come from Go's
+# module and build caches in seconds.
+jaeger_dir=$(mktemp -d "${TMPDIR:-/tmp}/llmprobe-e2e-jaeger.XXXXXX")
+(cd .ci/tools/jaeger && go build -o "$jaeger_dir/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger)
+export LLMPROBE_E2E_JAEGER="$jaeger_dir/jaeger"
 
 go test -tags e2e -count=1 -timeout 10m -v ./internal/e2e/ "$@"

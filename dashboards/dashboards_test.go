@@ -422,6 +422,7 @@ func TestContent(t *testing.T) {
 			"llmprobe_time_to_first_content_seconds_bucket",
 			"target:vllm_time_to_first_token_seconds:p99_5m", "target:sglang_time_to_first_token_seconds:p99_5m",
 			"target_probe:llmprobe_ttft_client_server_gap_seconds:p50_5m",
+			"target_probe:llmprobe_ttft_network_share:ratio_5m", "target_probe:llmprobe_ttft_server_queue_share:ratio_5m",
 		}},
 		{"llmprobe-server-correlation.json", []string{
 			"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",

@@ -197,6 +197,14 @@ func latencyDetail() *Dashboard {
 				q(fmt.Sprintf(`target_probe:llmprobe_ttft_client_server_gap_seconds:p99_5m{%s}`, sel), "p99 "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_ttft_client_server_gap_seconds:mean_5m{%s}`, sel), "mean "+tp),
 			),
+			timeseries("Where the TTFT went: network, server queue, prefill", "Shares of the probe's mean TTFT over 5 "+
+				"minutes: the client - server gap (network, TLS, proxies, gateway), vLLM's queue time "+
+				"(vllm:request_queue_time_seconds) and its prefill time (vllm:request_prefill_time_seconds), "+
+				"means over all the server's traffic. A trace of one request splits it exactly (docs/tracing.md)."+join, "percentunit", 24,
+				q(fmt.Sprintf(`target_probe:llmprobe_ttft_network_share:ratio_5m{%s}`, sel), "network/gateway "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_ttft_server_queue_share:ratio_5m{%s}`, sel), "server queue "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_ttft_server_prefill_share:ratio_5m{%s}`, sel), "server prefill "+tp),
+			).minZero(),
 		}},
 	)
 }

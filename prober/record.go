@@ -90,6 +90,10 @@ type Record struct {
 	Probe     string `json:"probe"`
 	Model     string `json:"model,omitempty"`
 	RequestID string `json:"request_id"`
+	// TraceID is the W3C trace id (32 hex digits) of the request's client
+	// span when tracing is on and the span was sampled (prober/tracing);
+	// the request carried it in its traceparent header. Empty otherwise.
+	TraceID string `json:"trace_id,omitempty"`
 
 	// Scheduled is the intended send time from the arrival process; Sent is
 	// the actual send time (t0). Both carry monotonic readings.

@@ -68,6 +68,11 @@ const (
 	NameThinkingTime   = "llmprobe_thinking_time_seconds"
 	exemplarLabel      = "request_id"
 	exemplarValueLimit = prometheus.ExemplarMaxRunes - len(exemplarLabel)
+	// traceLabel is the exemplar label of Record.TraceID: the name
+	// Grafana's exemplar links to a trace data source read by default.
+	traceLabel = "trace_id"
+	// traceIDLen is a W3C trace id's length in hex digits.
+	traceIDLen = 32
 )
 
 // SLONames lists the values of the slo label of llmprobe_slo_violations_total
@@ -374,17 +379,33 @@ func (m *Metrics) probe(target, probe string) *probeMetrics {
 // only: a failed request's partial timings would mix failure modes into
 // latency quantiles; a non-streamed request (Record.NoStream) observes E2E
 // only. The content TTFT (Record.TTFTText) is observed for
-// successful requests that streamed some text. Observations carry the request id as an exemplar; for
+// successful requests that streamed some text. Observations carry the request id (and the trace id of a traced
+// request, trace_id) as an exemplar; for
 // ITL only the request's largest gap does.
 func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	pm := m.probe(r.Target, r.Probe)
 
 	var ex prometheus.Labels
-	if r.RequestID != "" && len(r.RequestID) <= exemplarValueLimit && utf8.ValidString(r.RequestID) {
+	// An exemplar's labels hold at most 128 runes, names included: the
+	// trace id (40 with its name) goes first, the request id when it fits
+	// in what is left.
+	hasTrace := len(r.TraceID) == traceIDLen
+	idLimit := exemplarValueLimit
+	if hasTrace {
+		idLimit -= len(traceLabel) + traceIDLen
+	}
+	hasID := r.RequestID != "" && len(r.RequestID) <= idLimit && utf8.ValidString(r.RequestID)
+	if hasID || hasTrace {
 		// One label map for the request's exemplars, reused across
-		// requests: client_golang copies the pair into each exemplar.
+		// requests: client_golang copies the pairs into each exemplar.
 		ex = exemplarLabels.Get().(prometheus.Labels)
-		ex[exemplarLabel] = r.RequestID
+		clear(ex)
+		if hasID {
+			ex[exemplarLabel] = r.RequestID
+		}
+		if hasTrace {
+			ex[traceLabel] = r.TraceID
+		}
 		defer exemplarLabels.Put(ex)
 	}
 	if !r.NotSent {
@@ -463,8 +484,8 @@ func (m *Metrics) observeReasoning(r *prober.Record, ex prometheus.Labels) {
 	}
 }
 
-// exemplarLabels recycles the {request_id} maps of Observe.
-var exemplarLabels = sync.Pool{New: func() any { return make(prometheus.Labels, 1) }}
+// exemplarLabels recycles the {request_id, trace_id} maps of Observe.
+var exemplarLabels = sync.Pool{New: func() any { return make(prometheus.Labels, 2) }}
 
 func observe(o exemplarObserver, d time.Duration, ex prometheus.Labels) {
 	if ex == nil {

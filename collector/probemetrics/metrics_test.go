@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -518,6 +519,52 @@ func TestExemplarGuard(t *testing.T) {
 			}
 			if got := len(h.GetExemplars()) > 0; got != tt.wantLabel {
 				t.Errorf("exemplar present = %v, want %v", got, tt.wantLabel)
+			}
+		})
+	}
+}
+
+// TestTraceExemplars: a traced request's exemplars carry trace_id beside
+// request_id; the trace id goes first in the 128-rune budget, so a request
+// id that does not fit beside it is left out; the pooled label map of a
+// traced request does not leak its trace id into the next request's
+// exemplars.
+func TestTraceExemplars(t *testing.T) {
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	tests := []struct {
+		name, id, trace string
+		want            map[string]string
+	}{
+		{name: "traced", id: "req-1", trace: trace, want: map[string]string{"request_id": "req-1", "trace_id": trace}},
+		{name: "untraced after traced", id: "req-2", want: map[string]string{"request_id": "req-2"}},
+		{name: "id at the budget beside a trace", id: strings.Repeat("x", 78), trace: trace,
+			want: map[string]string{"request_id": strings.Repeat("x", 78), "trace_id": trace}},
+		{name: "id over the budget beside a trace", id: strings.Repeat("x", 79), trace: trace, want: map[string]string{"trace_id": trace}},
+		{name: "long id untraced", id: strings.Repeat("x", 118), want: map[string]string{"request_id": strings.Repeat("x", 118)}},
+		{name: "malformed trace id ignored", id: "req-3", trace: "abc", want: map[string]string{"request_id": "req-3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			m := New(reg)
+			// A traced request first, so the pool's map held a trace id.
+			m.Observe(&prober.Record{Target: "t", Probe: "q", RequestID: "warm", TraceID: trace, TTFT: ms, E2E: ms, CompletionTokens: 1}, slo.Verdict{Good: true})
+			m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: tt.id, TraceID: tt.trace, TTFT: 10 * ms, E2E: 20 * ms, CompletionTokens: 1}, slo.Verdict{Good: true})
+			for _, metric := range gatherFamily(t, reg, NameTTFT).GetMetric() {
+				if labelsOf(metric)["probe"] != "p" {
+					continue
+				}
+				ex := metric.GetHistogram().GetExemplars()
+				if len(ex) != 1 {
+					t.Fatalf("%d native exemplars, want 1", len(ex))
+				}
+				got := map[string]string{}
+				for _, l := range ex[0].GetLabel() {
+					got[l.GetName()] = l.GetValue()
+				}
+				if !maps.Equal(got, tt.want) {
+					t.Errorf("exemplar labels %v, want %v", got, tt.want)
+				}
 			}
 		})
 	}

@@ -149,6 +149,7 @@ var boundRows = []boundRow{
 	{"prober/sweep", "MaxStepDuration", "`--duration` / `duration`: a step's arrival window", "flags, YAML, API"},
 	{"prober/sweep", "MaxWait", "`--idle-timeout`, `--step-interval`, `--metrics-interval`, `--max-send-lag` / `max_send_lag`", "flags, YAML, API"},
 	{"prober/sweep", "MaxBackgroundBand", "`--background-band` / `background_band`: how far a background sweep's production may move during a step", "flags, YAML, API"},
+	{"internal/daemon", "MinSampleRatio", "`serve --tracing.sample-ratio` (at most 1: every request)", "flags"},
 }
 
 // notUserBounds are exported Max*/Min* constants that no user input meets,

@@ -176,6 +176,10 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	}
 	b = append(b, `,"request_id":`...)
 	b = appendJSONString(b, r.RequestID)
+	if r.TraceID != "" {
+		b = append(b, `,"trace_id":`...)
+		b = appendJSONString(b, r.TraceID)
+	}
 	b = append(b, `,"scheduled":`...)
 	b = appendJSONTime(b, r.Scheduled)
 	b = append(b, `,"sent":`...)

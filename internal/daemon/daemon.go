@@ -24,6 +24,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/logging"
@@ -32,6 +33,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/discovery"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/tracing"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -81,6 +83,8 @@ type Options struct {
 	// Hup delivers SIGHUP: each one reloads ConfigFile (without one it is
 	// ignored with a warning). nil: none.
 	Hup <-chan os.Signal
+	// Tracing traces every probe request over OTLP (off by default).
+	Tracing Tracing
 }
 
 // Simulator starts the built-in simulator: Start serves it and returns its
@@ -144,7 +148,15 @@ func Run(ctx context.Context, o Options) error {
 	}
 	level.Info(logger).Log("msg", "starting llmprobe", "version", version.Info())
 	level.Info(logger).Log("msg", "build context", "build_context", version.BuildContext())
-	d := build(o)
+	tp, err := startTracing(ctx, o.Tracing, logger)
+	if err != nil {
+		level.Error(logger).Log("msg", "invalid tracing settings", "err", err)
+		return err
+	}
+	// Deferred first, run last: the spans of the last probes are flushed
+	// after the probes stopped.
+	defer stopTracing(tp, o.ShutdownTimeout, logger)
+	d := build(o, tp)
 	defer d.mgr.Stop()
 	defer d.sweeps.Stop()
 	defer d.disco.Stop()
@@ -174,7 +186,7 @@ func Run(ctx context.Context, o Options) error {
 
 // build makes the registries, the metrics, the landing page's window, the
 // manager (observed by both) and the sweep service.
-func build(o Options) *daemon {
+func build(o Options, tp *tracing.Provider) *daemon {
 	d := &daemon{o: o, logger: o.Logger, reg: prometheus.NewRegistry()}
 	selfReg := prometheus.NewRegistry()
 	selfReg.MustRegister(
@@ -189,7 +201,12 @@ func build(o Options) *daemon {
 	// The client's check of itself: llmprobe_client_sched_latency_seconds.
 	probemetrics.NewSchedLatency(d.reg)
 	d.window = web.NewWindow() // the landing page's summary of the last 5 minutes per target
-	d.mgr = manager.New(manager.Options{Logger: d.logger, Observers: []manager.Observer{d.pm, d.window}, Shard: o.Shard})
+	mo := manager.Options{Logger: d.logger, Observers: []manager.Observer{d.pm, d.window}, Shard: o.Shard}
+	if tp != nil {
+		mo.Tracer, mo.TraceSampleRatio = tp.Tracer, o.Tracing.SampleRatio
+		registerTracing(d.reg, tp)
+	}
+	d.mgr = manager.New(mo)
 	registerShardGauges(d.reg, d.mgr)
 	d.disco = discovery.New(discovery.Options{
 		Logger: log.With(d.logger, "component", "discovery"), Slog: logging.Slog(log.With(d.logger, "component", "discovery")),
@@ -198,8 +215,13 @@ func build(o Options) *daemon {
 	if o.Shard.Count > 0 {
 		level.Info(d.logger).Log("msg", "sharded: probing the targets this replica owns", "shard", o.Shard)
 	}
+	var sweepTracer func(float64) trace.Tracer
+	if tp != nil {
+		sweepTracer = tp.Tracer
+	}
 	d.sweeps = sweepd.New(sweepd.Options{
 		Logger: log.With(d.logger, "component", "sweeps"), Dir: o.SweepsDir, MaxConcurrent: o.SweepsMaxConcurrent,
+		Tracer:   sweepTracer,
 		Observer: probemetrics.NewSweeps(d.reg),
 		Embedded: func(target string, w workload.Spec) (bool, float64) {
 			if d.embedded == "" || target != d.embedded {

@@ -184,9 +184,10 @@ func writeServer(b *bytes.Buffer, res *sweep.Result) {
 	b.WriteString("Counter deltas over each step, maxima during it, and server-side latencies (ms) from histogram deltas " +
 		"(quantiles as Prometheus' histogram_quantile interpolates them; \"≤ X\" where the quantile falls into the first bucket, " +
 		"whose interpolation from 0 says nothing). Client − server TTFT is the exact difference of the means: the network and " +
-		"front-end share.\n\n")
-	b.WriteString("| step | prompt tok | gen tok | preemptions | prefix hit warmup | prefix hit measured | max running | max waiting | max KV | server TTFT p50 / p99 | server ITL p99 | server E2EL p99 | server queue mean / p99 | client − server TTFT (mean) |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		"front-end share. The TTFT split gives the shares of the client's mean TTFT that went to the network and front end " +
+		"(that difference) and to the server's queue (its mean queue time); the rest is the server's prefill and scheduling.\n\n")
+	b.WriteString("| step | prompt tok | gen tok | preemptions | prefix hit warmup | prefix hit measured | max running | max waiting | max KV | server TTFT p50 / p99 | server ITL p99 | server E2EL p99 | server queue mean / p99 | client − server TTFT (mean) | TTFT split: network / server queue |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var reasons []string
 	for _, st := range res.Steps {
 		sv := st.Server
@@ -196,16 +197,16 @@ func writeServer(b *bytes.Buffer, res *sweep.Result) {
 				r = "no reason given"
 			}
 			reasons = append(reasons, fmt.Sprintf("step %s: %s", stepName(st), r))
-			fmt.Fprintf(b, "| %s | not-recorded | | | | | | | | | | | | |\n", stepName(st))
+			fmt.Fprintf(b, "| %s | not-recorded | | | | | | | | | | | | | |\n", stepName(st))
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s / %s | %s |\n", stepName(st),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s / %s | %s | %s |\n", stepName(st),
 			val(sv.PromptTokens), val(sv.GenerationTokens), val(sv.Preemptions),
 			valPct(sv.WarmupPrefixCacheHitRate), valPct(sv.PrefixCacheHitRate),
 			val(sv.MaxRunning), val(sv.MaxWaiting), valPct(sv.MaxKVCacheUsage),
 			quantile(sv.TTFT, sv.TTFT.P50MS, 0.5), quantile(sv.TTFT, sv.TTFT.P99MS, 0.99), quantile(sv.ITL, sv.ITL.P99MS, 0.99),
 			quantile(sv.E2EL, sv.E2EL.P99MS, 0.99), val(sv.QueueTime.MeanMS), quantile(sv.QueueTime, sv.QueueTime.P99MS, 0.99),
-			val(sv.ClientMinusServerTTFTMeanMS))
+			val(sv.ClientMinusServerTTFTMeanMS), ttftSplit(sv))
 	}
 	b.WriteString("\n")
 	for _, r := range reasons {
@@ -223,4 +224,24 @@ func schedP99(v sweep.Validity) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3g (n=%d)", v.SchedLatencyP99MS, v.SchedLatencySamples)
+}
+
+// ttftSplit is the TTFT split of a step: the network and front-end share
+// (client − server mean TTFT) and the server's queue share (its mean queue
+// time) of the client's mean TTFT, which is the server's mean plus the
+// difference. Not-recorded without the server's mean TTFT or the difference;
+// the queue share without the server's queue time.
+func ttftSplit(sv sweep.ServerStats) string {
+	if !recorded(sv.ClientMinusServerTTFTMeanMS) || !recorded(sv.TTFT.MeanMS) {
+		return fingerprint.NotRecorded
+	}
+	client := sv.ClientMinusServerTTFTMeanMS.Value + sv.TTFT.MeanMS.Value
+	if client <= 0 {
+		return fingerprint.NotRecorded
+	}
+	queue := fingerprint.NotRecorded
+	if recorded(sv.QueueTime.MeanMS) {
+		queue = pct(sv.QueueTime.MeanMS.Value / client)
+	}
+	return pct(sv.ClientMinusServerTTFTMeanMS.Value/client) + " / " + queue
 }

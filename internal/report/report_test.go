@@ -326,7 +326,18 @@ func TestAnalysis(t *testing.T) {
 					P99MS: known(297), FirstBucketLEMS: known(300), FirstBucketCount: known(40)}
 				return s
 			},
-			want: []string{"| 0.02 / ≤ 300 |", "client − server TTFT (mean)", "| 8 |\n"},
+			want: []string{"| 0.02 / ≤ 300 |", "client − server TTFT (mean)", "| 8 | not-recorded |\n"},
+		},
+		{
+			name: "TTFT split: network and server queue shares of the client's mean TTFT",
+			sweep: func() *sweep.Result {
+				s := ladder()
+				// Client mean 80 ms = server mean 72 + difference 8; queue 20.
+				s.Steps[0].Server.TTFT.MeanMS = known(72)
+				s.Steps[0].Server.QueueTime.MeanMS = known(20)
+				return s
+			},
+			want: []string{"TTFT split: network / server queue |", "| 8 | 10% / 25% |\n"},
 		},
 		{
 			name: "latency-bound knee compared with a known capacity",

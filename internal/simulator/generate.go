@@ -224,7 +224,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 	w.Header().Set("X-Request-Id", rid)
 	s.servedBy(w.Header(), reqNo)
 	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
-		tr: TraceRecord{RequestID: rid, Endpoint: r.URL.Path}}
+		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}}
 	if s.trace != nil {
 		defer func() {
 			if err := s.trace.write(&c.tr); err != nil {

@@ -3,6 +3,7 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 )
@@ -13,6 +14,10 @@ import (
 type TraceRecord struct {
 	// RequestID is the x-request-id header (generated when absent).
 	RequestID string `json:"request_id"`
+	// Traceparent is the request's W3C traceparent header as received
+	// (empty when absent or longer than maxTraceparent bytes): the trace
+	// context a traced client put on it, as vLLM reads it.
+	Traceparent string `json:"traceparent,omitempty"`
 	// Endpoint is the request path, e.g. "/v1/completions".
 	Endpoint string `json:"endpoint"`
 	// Stream tells whether the request asked for SSE.
@@ -41,6 +46,20 @@ type TraceRecord struct {
 	// "logprobs", "response_format" (json_schema or json_object), "no_stream".
 	Model    string   `json:"model,omitempty"`
 	Features []string `json:"features,omitempty"`
+}
+
+// maxTraceparent bounds TraceRecord.Traceparent (a version-00 traceparent
+// is 55 bytes; later versions may append fields).
+const maxTraceparent = 256
+
+// traceparent is r's traceparent header for the trace file ("" when
+// absent or too long).
+func traceparent(r *http.Request) string {
+	tp := r.Header.Get("Traceparent")
+	if len(tp) > maxTraceparent {
+		return ""
+	}
+	return tp
 }
 
 // traceWriter appends TraceRecords as JSON lines. Safe for concurrent use;

@@ -177,6 +177,7 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 	if cfg.PromptNonce == 0 { // drawn here, so that the manifest's command line repeats the run
 		cfg.PromptNonce = sweep.NewPromptNonce()
 	}
+	cfg.Tracer = s.opts.Tracer
 	out, err := rundir.Run(ctx, cfg, rundir.Options{
 		Logger: logger, Args: CommandLine(cfg), Observer: &progress{r: r, obs: s.obs},
 		HTTPClient: s.opts.HTTPClient, Now: s.opts.Now,

@@ -33,6 +33,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/capfile"
@@ -126,6 +127,9 @@ type Options struct {
 	// Embedded reports whether a target is the in-process simulator, and
 	// its capacity for a workload (0: unknown); nil: none is.
 	Embedded func(target string, w workload.Spec) (embedded bool, capacity float64)
+	// Tracer, when set, traces the sweeps' requests (sweep.Config.Tracer:
+	// each sweep at its trace_sample_ratio). Nil: no tracing.
+	Tracer func(ratio float64) trace.Tracer
 	// HTTPClient and Now are rundir.Options' (nil: the defaults).
 	HTTPClient *http.Client
 	Now        func() time.Time

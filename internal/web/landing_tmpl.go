@@ -56,12 +56,12 @@ th{background:#f2f2f2}.bad{color:#b00}.good{color:#070}.muted{color:#777}.warn{c
 <h3 id="target-{{$t.Name}}-probe-{{$p.Name}}">Probe {{$p.Name}}</h3>
 <p>{{$p.Rate}} req/s {{$p.Arrival}} · workload {{$p.Workload}} · sent {{$p.Sent}} · good {{$p.Good}} · failed {{$p.Failed}} · skipped {{$p.Skipped}}</p>
 <table><tr><th>when</th><th>request id</th><th>outcome</th><th>status</th><th>TTFT</th><th>TPOT</th><th>E2E</th><th>tokens</th><th>send lag</th><th>message</th></tr>
-{{range $p.Recent}}<tr><td>{{ago $.Now .Time}}</td><td>{{.RequestID}}{{with .Backend}}<br><span class="muted">backend {{.}}</span>{{end}}</td><td class="{{if .Good}}good{{else if ne .Outcome "success"}}bad{{end}}">{{.Outcome}}{{if and .Good}} (good){{end}}</td><td>{{.HTTPStatus}}</td><td>{{ms .TTFT}}</td><td>{{ms .TPOT}}</td><td>{{ms .E2E}}</td><td>{{.OutputTokens}}</td><td>{{ms .SendLag}}</td><td>{{.Message}}</td></tr>
+{{range $p.Recent}}<tr><td>{{ago $.Now .Time}}</td><td>{{.RequestID}}{{if .TraceID}}<br><small>trace {{.TraceID}}</small>{{end}}{{with .Backend}}<br><span class="muted">backend {{.}}</span>{{end}}</td><td class="{{if .Good}}good{{else if ne .Outcome "success"}}bad{{end}}">{{.Outcome}}{{if and .Good}} (good){{end}}</td><td>{{.HTTPStatus}}</td><td>{{ms .TTFT}}</td><td>{{ms .TPOT}}</td><td>{{ms .E2E}}</td><td>{{.OutputTokens}}</td><td>{{ms .SendLag}}</td><td>{{.Message}}</td></tr>
 {{else}}<tr><td colspan="10" class="muted">no requests yet</td></tr>{{end}}
 </table>
 {{if $p.Failures}}<p>Recent failures (kept longer):</p>
 <table><tr><th>when</th><th>request id</th><th>outcome</th><th>status</th><th>message</th></tr>
-{{range $p.Failures}}<tr><td>{{ago $.Now .Time}}</td><td>{{.RequestID}}{{with .Backend}}<br><span class="muted">backend {{.}}</span>{{end}}</td><td class="bad">{{.Outcome}}</td><td>{{.HTTPStatus}}</td><td>{{.Message}}</td></tr>{{end}}
+{{range $p.Failures}}<tr><td>{{ago $.Now .Time}}</td><td>{{.RequestID}}{{if .TraceID}}<br><small>trace {{.TraceID}}</small>{{end}}{{with .Backend}}<br><span class="muted">backend {{.}}</span>{{end}}</td><td class="bad">{{.Outcome}}</td><td>{{.HTTPStatus}}</td><td>{{.Message}}</td></tr>{{end}}
 </table>{{end}}
 {{end}}{{end}}
 </body></html>

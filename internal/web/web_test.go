@@ -44,7 +44,7 @@ func TestHandler(t *testing.T) {
 			Note: "built-in simulator",
 			Probes: []manager.ProbeStatus{{
 				Name: "p1", Rate: 2, Arrival: "poisson", Sent: 3, Good: 2, Failed: 1,
-				Recent:   []manager.Result{{Time: now, RequestID: "req-1", Outcome: "success", Good: true, TTFT: 12 * time.Millisecond}},
+				Recent:   []manager.Result{{Time: now, RequestID: "req-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Outcome: "success", Good: true, TTFT: 12 * time.Millisecond}},
 				Failures: []manager.Result{{Time: now, RequestID: "req-2", Outcome: "http_5xx", HTTPStatus: 500, Message: "boom"}},
 			}},
 		}, {Name: "a"}},
@@ -69,7 +69,7 @@ func TestHandler(t *testing.T) {
 		{"unknown path", "GET", "/nope", 404, nil, nil},
 		{"no pprof without the flag", "GET", "/debug/pprof/", 404, nil, nil},
 		{"landing", "GET", "/", 200,
-			[]string{"Target a", "Target b&lt;script&gt;", "Probe p1", "req-1", "12.0 ms", "req-2", "http_5xx", "boom", "built-in simulator", "/metrics"},
+			[]string{"Target a", "Target b&lt;script&gt;", "Probe p1", "req-1", "trace 4bf92f3577b34da6a3ce929d0e0e4736", "12.0 ms", "req-2", "http_5xx", "boom", "built-in simulator", "/metrics"},
 			[]string{"<script>"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,10 +24,12 @@ import (
 	"time"
 
 	"github.com/prometheus/common/config"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sse"
+	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
 // API kinds accepted in Options.API.
@@ -118,6 +120,12 @@ type Options struct {
 	// backend answered (attribution.go); nil records none. The response's
 	// x-request-id is always kept (Record.RequestIDEcho).
 	Attribution *Attribution
+	// Tracer, when not nil, sends every request in a client span of its
+	// own (prober/tracing: GenAI attributes, llmprobe's figures, the
+	// first-token events) and puts its traceparent on the request; a
+	// sampled span's trace id is Record.TraceID. Nil (the default) traces
+	// nothing and costs nothing.
+	Tracer trace.Tracer
 }
 
 // Message is one chat message.
@@ -375,6 +383,13 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	if req.Check != nil && req.Collect == nil {
 		req.Collect = &bytes.Buffer{}
 	}
+	// The span ends after the recovery below has classified a panic.
+	if c.o.Tracer != nil {
+		var span trace.Span
+		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, c.operation(), rec.Model, req.ID)
+		rec.TraceID = tracing.TraceID(span)
+		defer tracing.EndRequest(span, rec)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			rec.Error = prober.ClassInvalidResponse
@@ -393,6 +408,14 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 		rec.Error = class
 		rec.ErrorMessage = c.clean(msg, &req, fromServer)
 	}
+}
+
+// operation is the gen_ai.operation.name of the Client's requests.
+func (c *Client) operation() string {
+	if c.chat {
+		return tracing.OperationChat
+	}
+	return tracing.OperationTextCompletion
 }
 
 // Header values shared by every request (the transport only reads them).
@@ -444,6 +467,9 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 		return prober.ClassInvalidResponse, "build request: " + err.Error(), false, prober.RetryNone
 	}
 	c.setHeaders(hreq.Header, req)
+	if c.o.Tracer != nil {
+		tracing.Inject(ctx, hreq.Header) // traceparent, tracestate
+	}
 	hc := c.hc
 	if resend {
 		hc = c.resendClient()

@@ -256,6 +256,10 @@ type TargetConfig struct {
 	// sweeps against the target report the cost per million good output
 	// tokens with it. 0 (left out): no price.
 	CostPerHour float64 `yaml:"cost_per_hour,omitempty"`
+	// TraceSampleRatio is the share of the target's probe requests traced
+	// when the daemon traces (serve --tracing.endpoint, docs/tracing.md):
+	// in (0, 1]; 0 or left out: the daemon's --tracing.sample-ratio.
+	TraceSampleRatio float64 `yaml:"trace_sample_ratio,omitempty"`
 	// HTTPConfig is the target's HTTP client configuration,
 	// prometheus/common's (the name Alertmanager uses): tls_config,
 	// authorization / bearer_token(_file), basic_auth, oauth2, proxy_url,

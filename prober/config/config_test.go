@@ -147,6 +147,7 @@ func TestInvalid(t *testing.T) {
 		{"label-name", `:5: targets[0].labels.canary-group: label name must match [a-zA-Z_][a-zA-Z0-9_]*, got "canary-group"`},
 		{"label-empty", `:5: targets[0].labels.canary: must not be empty`},
 		{"cost-per-hour", `:4: targets[0].cost_per_hour: must be >= 0 and finite (0: no price), got -1`},
+		{"trace-sample-ratio", `:4: targets[0].trace_sample_ratio: must be in (0, 1] (0 or left out: the daemon's --tracing.sample-ratio), got 1.5`},
 		{"bad-url", `:3: targets[0].base_url: scheme must be http or https, got "ftp"`},
 		{"both-keys", `:4: targets[0].api_key_file: set either api_key_file or api_key_env, not both`},
 		{"burstiness-without-gamma", `:7: targets[0].probes[0].burstiness: 2 needs arrival: gamma (arrival is poisson)`},

@@ -186,6 +186,9 @@ type SweepSpec struct {
 	// sweep.DefaultBackgroundBand); docs/sweep.md#background-sweeps.
 	SweepMode      string  `yaml:"sweep_mode,omitempty" json:"sweep_mode,omitempty"`
 	BackgroundBand float64 `yaml:"background_band,omitempty" json:"background_band,omitempty"`
+	// TraceSampleRatio is the share of the sweep's requests traced with
+	// the daemon's tracing on (default sweep.DefaultTraceSampleRatio).
+	TraceSampleRatio float64 `yaml:"trace_sample_ratio,omitempty" json:"trace_sample_ratio,omitempty"`
 
 	// trace is Workload.Trace's file as loaded with the config
 	// (readSweepFiles); nil for a spec that did not come from a config file.

@@ -103,6 +103,9 @@ func (t TargetConfig) Validate() error {
 	l.add("", t.validateSweeps())
 	validateLabels(&l, t.Labels)
 	l.add("cost_per_hour", validateCostPerHour(t.CostPerHour))
+	if r := t.TraceSampleRatio; r < 0 || r > 1 || math.IsNaN(r) {
+		l.add("trace_sample_ratio", fmt.Errorf("must be in (0, 1] (0 or left out: the daemon's --tracing.sample-ratio), got %v", r))
+	}
 	l.add("", t.validateMultiTurn())
 	seen := make(map[string]int, len(t.Probes))
 	for i, p := range t.Probes {

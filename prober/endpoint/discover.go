@@ -202,7 +202,7 @@ func (e *Endpoint) echoesKey(s string) bool { return e.red.Holds(s) }
 // getJSON GETs path (relative to the base URL) and decodes a 200 answer
 // into v. Errors are *Error, redacted.
 func (e *Endpoint) getJSON(ctx context.Context, path string, v any) error {
-	hc := &http.Client{Transport: e.hc.Transport, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
+	hc := &http.Client{Transport: e.info, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+path, nil)
 	if err != nil {
 		return &Error{Class: prober.ClassConnect, Msg: e.Redact("GET " + path + ": " + err.Error())}

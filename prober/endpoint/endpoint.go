@@ -45,11 +45,13 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/common/config"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/tracing"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -147,6 +149,11 @@ type Options struct {
 	// endpoint records them (client.Attribution, one per endpoint, so the
 	// bound on distinct values is per target).
 	AttributionHeaders []string
+	// Tracer, when not nil, traces every request of the endpoint: the
+	// streaming clients' generation spans (client.Options.Tracer) and a
+	// client span with its traceparent for each discovery, engine-info,
+	// /metrics and /tokenize request (tracing.Transport). Nil: no tracing.
+	Tracer trace.Tracer
 }
 
 // NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
@@ -156,9 +163,12 @@ const NoMetrics = "none"
 // Endpoint is one serving endpoint as every consumer reaches it. Create it
 // with New.
 type Endpoint struct {
-	o      Options
-	base   string
-	hc     *http.Client
+	o    Options
+	base string
+	hc   *http.Client
+	// info carries discovery, engine info, /metrics and /tokenize: hc's
+	// transport, in a span of its own when tracing is on.
+	info   http.RoundTripper
 	resend *http.Client          // resends on stale connections (client.Options.ResendHTTPClient)
 	red    *fingerprint.Redactor // the API key, the HTTP config's secrets, what the client sent
 	logger log.Logger
@@ -250,6 +260,7 @@ func New(o Options) (*Endpoint, error) {
 		o:        o,
 		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
 		hc:       hc,
+		info:     tracing.Transport(hc.Transport, o.Tracer),
 		resend:   resend,
 		red:      red,
 		logger:   o.Logger,
@@ -309,6 +320,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		Trace:            true,
 		Redactor:         e.red,
 		Attribution:      e.attribution,
+		Tracer:           e.o.Tracer,
 	})
 	if err != nil {
 		return nil, err

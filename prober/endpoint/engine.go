@@ -51,7 +51,7 @@ func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
 	case "":
 		u = e.base + "/metrics"
 	}
-	hc := &http.Client{Transport: e.hc.Transport, CheckRedirect: client.NoRedirects}
+	hc := &http.Client{Transport: e.info, CheckRedirect: client.NoRedirects}
 	opts := []scrape.Option{scrape.WithTimeout(e.o.DiscoveryTimeout), scrape.WithUserAgent("llmprobe")}
 	if sameHost(u, e.base) {
 		opts = append(opts, scrape.WithBearerToken(e.o.APIKey))
@@ -182,7 +182,7 @@ func (e *Endpoint) postBody(ctx context.Context, path string, body any) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Transport: e.hc.Transport, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
+	hc := &http.Client{Transport: e.info, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+path, bytes.NewReader(b))
 	if err != nil {
 		return nil, err

@@ -184,7 +184,7 @@ func (e *Endpoint) tryTokenizer(ctx context.Context, model string, chat bool, sh
 	client.Authorize(hdr, e.o.APIKey)
 	st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
 		BaseURL: e.base, Model: model, Chat: chat, Shape: shape,
-		Client: &http.Client{Transport: e.hc.Transport, Timeout: e.o.TokenizeTimeout, CheckRedirect: client.NoRedirects},
+		Client: &http.Client{Transport: e.info, Timeout: e.o.TokenizeTimeout, CheckRedirect: client.NoRedirects},
 		Header: hdr,
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober/config"
 )
@@ -48,6 +49,13 @@ type Options struct {
 	// Shard, when set, makes this manager probe only the targets it owns
 	// (Shard.Owns): Apply drops the others (ShardTargets counts them).
 	Shard Shard
+	// Tracer, when not nil, gives the tracer of a sampling ratio that
+	// traces every request of a target (endpoint.Options.Tracer): a client
+	// span per request with its traceparent, and Record.TraceID when
+	// sampled; each target at its trace_sample_ratio, else at
+	// TraceSampleRatio. Nil: no tracing.
+	Tracer           func(ratio float64) trace.Tracer
+	TraceSampleRatio float64
 }
 
 // Manager owns the running probes. Create it with New.

@@ -303,7 +303,7 @@ func (p *probeRunner) finish(rec *prober.Record) {
 		}
 	}
 	res := Result{
-		Time: rec.WallStart, RequestID: rec.RequestID, Outcome: rec.Outcome(), Good: v.Good,
+		Time: rec.WallStart, RequestID: rec.RequestID, TraceID: rec.TraceID, Outcome: rec.Outcome(), Good: v.Good,
 		HTTPStatus: rec.HTTPStatus, TTFT: rec.TTFT, E2E: rec.E2E, OutputTokens: rec.CompletionTokens,
 		SendLag: rec.SendLag, Message: rec.ErrorMessage, Backend: rec.Backend,
 	}

@@ -5,8 +5,10 @@ import "time"
 // Result is one finished request as the landing page shows it. It carries
 // no prompt text and no secrets.
 type Result struct {
-	Time         time.Time
-	RequestID    string
+	Time      time.Time
+	RequestID string
+	// TraceID is Record.TraceID: the trace id of a traced, sampled request.
+	TraceID      string
 	Outcome      string
 	Good         bool
 	HTTPStatus   int

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/config"
@@ -78,6 +79,7 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		MetricsURL:   metricsURL(tc),
 		// Which backend answered (docs/discovery.md).
 		AttributionHeaders: tc.AttributionHeaders,
+		Tracer:             m.tracer(tc),
 	})
 	if err != nil {
 		return nil, err
@@ -92,6 +94,19 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 	}
 	t.slo.Store(&sloSettings{SLO: tc.SLO, Objective: tc.GoodputObjective})
 	return t, nil
+}
+
+// tracer is the tracer of tc's requests (nil when the manager does not
+// trace): at its trace_sample_ratio, else the manager's ratio.
+func (m *Manager) tracer(tc config.TargetConfig) trace.Tracer {
+	if m.opts.Tracer == nil {
+		return nil
+	}
+	r := tc.TraceSampleRatio
+	if r == 0 {
+		r = m.opts.TraceSampleRatio
+	}
+	return m.opts.Tracer(r)
 }
 
 // metricsURL is the endpoint's MetricsURL for tc (metrics_url: none is

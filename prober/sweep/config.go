@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/config"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
@@ -243,6 +244,32 @@ type Config struct {
 	// (--cost-per-hour; 0: no price). With a price, every step and the
 	// knee report the cost per million good output tokens (CostPerMillion).
 	CostPerHour float64
+
+	// TraceSampleRatio is the share of the sweep's requests traced when
+	// Tracer is set (0: DefaultTraceSampleRatio); a traced request's trace
+	// id is in its records.jsonl line.
+	TraceSampleRatio float64
+	// Tracer, when set, gives the tracer of a sampling ratio (the daemon's
+	// tracing.Provider.Tracer): the sweep's requests then carry their
+	// traceparent and are sent in client spans (prober/tracing). Nil: no
+	// tracing.
+	Tracer func(ratio float64) trace.Tracer
+}
+
+// DefaultTraceSampleRatio is the default Config.TraceSampleRatio: a sweep
+// sends many requests, so one in a hundred is traced.
+const DefaultTraceSampleRatio = 0.01
+
+// tracer is the sweep's tracer (nil without Config.Tracer).
+func (c *Config) tracer() trace.Tracer {
+	if c.Tracer == nil {
+		return nil
+	}
+	r := c.TraceSampleRatio
+	if r == 0 {
+		r = DefaultTraceSampleRatio
+	}
+	return c.Tracer(r)
 }
 
 // Mode returns the load mode: ModeClosed, ModeBurst (every rate inf),

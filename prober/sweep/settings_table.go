@@ -301,6 +301,11 @@ var settingsTable = []Setting{
 	{Field: "Search.MaxRate", Internal: true, Doc: "The highest rate the search tries (a target's max_sweep_rate)."},
 	{Field: "Search.Ratio", Internal: true, Doc: "The goodput/offered ratio a passing level reaches (DefaultGoodputRatio)."},
 	{Field: "Embedded", Internal: true, Doc: "The target is the in-process simulator (the CPU check is skipped)."},
+	{Field: "TraceSampleRatio", Key: "trace_sample_ratio", Kind: KindFloat, Default: strconv.FormatFloat(DefaultTraceSampleRatio, 'g', -1, 64),
+		Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSpec,
+		Doc: "With the daemon's tracing on (serve --tracing.endpoint): the share of the sweep's requests sent in a traced span " +
+			"with their traceparent; a traced request's trace_id is in its records.jsonl line (docs/tracing.md)."},
+	{Field: "Tracer", Internal: true, Doc: "The daemon's tracer of a sampling ratio (nil: no tracing)."},
 	{Field: "ReferenceCapacity", Internal: true, Unit: "req/s", Doc: "The target's capacity when known independently (the built-in simulator's)."},
 	{Field: "Workload.OutputTokens.RangeRatio", Flag: "range-ratio", Key: "range_ratio", Internal: true,
 		Doc: "The output lengths' range ratio, set with the input lengths' (--range-ratio)."},

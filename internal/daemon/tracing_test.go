@@ -1,0 +1,218 @@
+package daemon
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
+)
+
+// otlpReceiver is an OTLP/HTTP trace receiver (POST /v1/traces,
+// protobuf): it keeps the names of the spans received and, for generation
+// spans, the trace id of each request id.
+type otlpReceiver struct {
+	mu      sync.Mutex
+	names   map[string]int
+	traceOf map[string]string // llmprobe.request_id -> trace id
+}
+
+func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	b, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
+	var msg coltrace.ExportTraceServiceRequest
+	if err == nil {
+		err = proto.Unmarshal(b, &msg)
+	}
+	if req.URL.Path != "/v1/traces" || err != nil {
+		http.Error(w, fmt.Sprintf("path %s: %v", req.URL.Path, err), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range msg.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				r.names[s.Name]++
+				for _, a := range s.Attributes {
+					if a.Key == "llmprobe.request_id" {
+						r.traceOf[a.Value.GetStringValue()] = hex.EncodeToString(s.TraceId)
+					}
+				}
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+func (r *otlpReceiver) snapshot() (map[string]int, map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names, traces := map[string]int{}, map[string]string{}
+	for k, v := range r.names {
+		names[k] = v
+	}
+	for k, v := range r.traceOf {
+		traces[k] = v
+	}
+	return names, traces
+}
+
+// TestTracingJoinsSpansExemplarsAndServer runs the daemon with tracing on
+// against the simulator and an OTLP/HTTP receiver: the receiver gets the
+// discovery span and the generation spans; the trace id of a request's
+// span is the one in its exemplar (OpenMetrics /metrics, beside its
+// request_id) and the one of the traceparent the simulator received; a
+// target at trace_sample_ratio 1e-6 has exemplars without one; a
+// scheduled sweep with trace_sample_ratio: 1 writes every request's trace
+// id to records.jsonl, and the collector has each of those traces.
+func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
+	sc := simulator.DefaultConfig()
+	sc.TraceFile = filepath.Join(t.TempDir(), "sim-trace.jsonl")
+	sim, _ := simtest.Start(t, sc)
+	rcv := &otlpReceiver{names: map[string]int{}, traceOf: map[string]string{}}
+	collector := httptest.NewServer(rcv)
+	t.Cleanup(collector.Close)
+
+	logs := &testutil.SyncBuffer{}
+	o, url := options(t, logs)
+	o.Tracing = Tracing{Endpoint: collector.URL, SampleRatio: 1}
+	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
+	yml := fmt.Sprintf(`targets:
+  - name: sim
+    base_url: %[1]s
+    probes:
+      - name: p
+        rate: 20
+    sweeps:
+      - name: traced
+        every: 1h
+        rates: [4]
+        num_prompts: 5
+        input_len: 32
+        output_len: 4
+        max_send_lag: 250ms
+        trace_sample_ratio: 1
+  - name: quiet
+    base_url: %[1]s
+    trace_sample_ratio: 0.000001
+    probes:
+      - name: p
+        rate: 20
+`, sim)
+	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, o)
+
+	// An exemplar of the TTFT histogram names a request and its trace.
+	ex := regexp.MustCompile(`llmprobe_time_to_first_token_seconds_bucket\{[^}]*\} \d+ # \{([^}]*)\}`)
+	reqID := regexp.MustCompile(`request_id="([^"]+)"`)
+	traceID := regexp.MustCompile(`trace_id="([0-9a-f]{32})"`)
+	var id, trace, last string
+	quiet := regexp.MustCompile(`llmprobe_time_to_first_token_seconds_bucket\{[^}]*target="quiet"[^}]*\} \d+ # \{([^}]*)\}`)
+	var quietExemplars []string
+	defer func() {
+		if t.Failed() && id == "" {
+			t.Logf("last TTFT lines:\n%s", regexp.MustCompile(`(?m)^llmprobe_time_to_first_token_seconds_bucket.*$`).FindAllString(last, 3))
+		}
+	}()
+	testutil.Eventually(t, "a TTFT exemplar with a request id and a trace id", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
+		req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		last = string(b)
+		quietExemplars = nil
+		for _, m := range quiet.FindAllStringSubmatch(last, -1) {
+			quietExemplars = append(quietExemplars, m[1])
+		}
+		if len(quietExemplars) == 0 {
+			return false
+		}
+		for _, m := range ex.FindAllStringSubmatch(string(b), -1) {
+			r, tr := reqID.FindStringSubmatch(m[1]), traceID.FindStringSubmatch(m[1])
+			if r != nil && tr != nil {
+				id, trace = r[1], tr[1]
+				return true
+			}
+		}
+		return false
+	})
+	// The target traced at one in a million has exemplars without trace ids.
+	for _, e := range quietExemplars {
+		if strings.Contains(e, "trace_id") || !strings.Contains(e, "request_id") {
+			t.Errorf("exemplar of the target at trace_sample_ratio 1e-6: {%s}", e)
+		}
+	}
+	// The scheduled sweep's records carry their trace ids.
+	sweepTraces := map[string]string{}
+	testutil.EventuallyWithin(t, time.Minute, "the sweep's records.jsonl", func() bool {
+		files, _ := filepath.Glob(filepath.Join(o.SweepsDir, "sim", "*", "records.jsonl"))
+		if len(files) == 0 {
+			return false
+		}
+		err := artifacts.ReadRecords(files[0], func(l artifacts.RecordLine, _ []byte) error {
+			sweepTraces[l.RequestID] = l.TraceID
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(sweepTraces) > 0
+	})
+	// The daemon's shutdown flushes the spans still queued.
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	names, traces := rcv.snapshot()
+	if traces[id] != trace {
+		t.Errorf("collector has trace %q for request %s, its exemplar %q", traces[id], id, trace)
+	}
+	for id, tr := range sweepTraces {
+		if len(tr) != 32 || traces[id] != tr {
+			t.Errorf("sweep request %s: records.jsonl trace id %q, collector's %q", id, tr, traces[id])
+		}
+	}
+	if names["GET /v1/models"] == 0 {
+		t.Errorf("no discovery span; spans received: %v", names)
+	}
+	var sawTraceparent string
+	b, err := os.ReadFile(sc.TraceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		var tr simulator.TraceRecord
+		if json.Unmarshal([]byte(line), &tr) == nil && tr.RequestID == id {
+			sawTraceparent = tr.Traceparent
+		}
+	}
+	if !strings.HasPrefix(sawTraceparent, "00-"+trace+"-") || !strings.HasSuffix(sawTraceparent, "-01") {
+		t.Errorf("simulator saw traceparent %q for request %s, want trace %s, sampled", sawTraceparent, id, trace)
+	}
+	if strings.Contains(logs.String(), "level=error") {
+		t.Errorf("errors logged:\n%s", logs.String())
+	}
+}

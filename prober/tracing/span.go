@@ -1,0 +1,172 @@
+package tracing
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/llmprobe/llmprobe/prober"
+)
+
+// propagator writes traceparent and tracestate (W3C Trace Context): the
+// headers vLLM reads (--otlp-traces-endpoint) to parent its own spans.
+var propagator = propagation.TraceContext{}
+
+// Operation names of gen_ai.operation.name (OpenTelemetry GenAI semantic
+// conventions).
+const (
+	OperationChat           = "chat"
+	OperationTextCompletion = "text_completion"
+)
+
+// The span event names of a generation span.
+const (
+	// EventFirstToken is at TTFT: the first event with a non-empty choices
+	// array (Record.TTFT).
+	EventFirstToken = "gen_ai.first_token"
+	// EventFirstAnswerToken is at the first event with non-empty text
+	// (Record.TTFTText), when it differs from the first token.
+	EventFirstAnswerToken = "llmprobe.first_answer_token"
+)
+
+// StartRequest starts the client span of one generation request
+// ("<operation> <model>", kind client) under ctx's span, if any. The
+// caller puts its context on the request with Inject and ends the span
+// with EndRequest.
+func StartRequest(ctx context.Context, t trace.Tracer, operation, model, requestID string) (context.Context, trace.Span) {
+	name := operation
+	if model != "" {
+		name += " " + model
+	}
+	return t.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", operation),
+		attribute.String("gen_ai.request.model", model),
+		attribute.String("llmprobe.request_id", requestID),
+	))
+}
+
+// Inject writes ctx's span context to h as traceparent (and tracestate
+// when the context carries one). A context without a valid span writes
+// nothing.
+func Inject(ctx context.Context, h http.Header) {
+	propagator.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// TraceID returns the trace id of span as 32 hex digits when the span is
+// sampled (recorded and exported), else "".
+func TraceID(span trace.Span) string {
+	sc := span.SpanContext()
+	if !sc.IsSampled() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+// EndRequest sets the measurement of rec on span (the GenAI usage and
+// finish reason, llmprobe's TTFT, TPOT, E2E, send lag and error class),
+// adds the first-token events at their measured times and ends the span.
+// A span that is not recording is only ended.
+func EndRequest(span trace.Span, rec *prober.Record) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 16)
+	attrs = append(attrs,
+		attribute.String("llmprobe.target", rec.Target),
+		attribute.String("llmprobe.probe", rec.Probe),
+		attribute.Int("gen_ai.request.max_tokens", rec.OutputTokensRequested),
+		attribute.Int("llmprobe.input_tokens_requested", rec.InputTokens),
+		attribute.Float64("llmprobe.send_lag_seconds", rec.SendLag.Seconds()),
+	)
+	if rec.HTTPStatus != 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", rec.HTTPStatus))
+	}
+	if rec.PromptTokens > 0 {
+		attrs = append(attrs, attribute.Int("gen_ai.usage.input_tokens", rec.PromptTokens))
+	}
+	if rec.CompletionTokens > 0 || rec.OK() {
+		attrs = append(attrs, attribute.Int("gen_ai.usage.output_tokens", rec.CompletionTokens))
+	}
+	if rec.FinishReason != "" {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{rec.FinishReason}))
+	}
+	if rec.CachedTokensReported {
+		attrs = append(attrs, attribute.Int("gen_ai.usage.cache_read.input_tokens", rec.CachedTokens))
+	}
+	if !rec.NoStream && rec.TTFT > 0 {
+		attrs = append(attrs, attribute.Float64("llmprobe.ttft_seconds", rec.TTFT.Seconds()))
+		span.AddEvent(EventFirstToken, trace.WithTimestamp(rec.WallStart.Add(rec.TTFT)))
+		if rec.TTFTText > 0 && rec.TTFTText != rec.TTFT {
+			span.AddEvent(EventFirstAnswerToken, trace.WithTimestamp(rec.WallStart.Add(rec.TTFTText)))
+		}
+	}
+	if tpot, ok := rec.TPOT(); ok {
+		attrs = append(attrs, attribute.Float64("llmprobe.tpot_seconds", tpot.Seconds()))
+	}
+	if rec.E2E > 0 {
+		attrs = append(attrs, attribute.Float64("llmprobe.e2e_seconds", rec.E2E.Seconds()))
+	}
+	if rec.Retry != prober.RetryNone {
+		attrs = append(attrs, attribute.String("llmprobe.retry", string(rec.Retry)))
+	}
+	if !rec.OK() {
+		attrs = append(attrs,
+			attribute.String("error.type", string(rec.Error)),
+			attribute.String("llmprobe.error_class", string(rec.Error)))
+		span.SetStatus(codes.Error, rec.ErrorMessage)
+	}
+	span.SetAttributes(attrs...)
+	span.End()
+}
+
+// Transport returns a RoundTripper that sends each request of base in a
+// client span of its own ("<method> <path>", named after the request's
+// path, e.g. GET /v1/models or POST /tokenize) with its traceparent, for
+// the requests besides generation: discovery, engine info, /tokenize. A
+// nil t returns base.
+func Transport(base http.RoundTripper, t trace.Tracer) http.RoundTripper {
+	if t == nil {
+		return base
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{base: base, t: t}
+}
+
+type transport struct {
+	base http.RoundTripper
+	t    trace.Tracer
+}
+
+func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, span := tr.t.Start(req.Context(), req.Method+" "+req.URL.Path, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("http.request.method", req.Method),
+			attribute.String("url.path", req.URL.Path),
+			attribute.String("server.address", req.URL.Hostname()),
+		))
+	defer span.End()
+	r2 := req.Clone(ctx)
+	Inject(ctx, r2.Header)
+	start := time.Now()
+	resp, err := tr.base.RoundTrip(r2)
+	if err != nil {
+		span.SetStatus(codes.Error, "request failed")
+		span.SetAttributes(attribute.String("error.type", "connect"))
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode),
+		attribute.Float64("llmprobe.headers_seconds", time.Since(start).Seconds()))
+	if resp.StatusCode >= 400 {
+		span.SetStatus(codes.Error, resp.Status)
+		span.SetAttributes(attribute.String("error.type", string(prober.ClassForStatus(resp.StatusCode))))
+	}
+	return resp, nil
+}

@@ -1,0 +1,224 @@
+// Package tracing owns llmprobe's OpenTelemetry tracing: the tracer
+// provider that exports spans over OTLP (HTTP or gRPC, through a batch
+// processor with a bounded queue, so an unreachable collector never blocks
+// a probe), the W3C trace context put on every request llmprobe sends
+// (generation, discovery, /tokenize: Inject, Transport), and the client
+// span of a generation request with OpenTelemetry's GenAI semantic
+// conventions and llmprobe's own figures (StartRequest, EndRequest).
+//
+// Tracing is off unless a Provider is built: callers hold a nil
+// trace.Tracer then and skip every call of this package, so an untraced
+// request costs nothing. docs/tracing.md describes the spans and how to
+// join them with vLLM's own (--otlp-traces-endpoint).
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Protocols of Options.Protocol.
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// Bounds and defaults.
+const (
+	// DefaultMaxQueueSize is the default Options.MaxQueueSize: spans wait
+	// for export in a queue of this many; a full queue drops spans (counted
+	// by Provider.Dropped), it never blocks a request.
+	DefaultMaxQueueSize = 2048
+	// maxQueueSize bounds Options.MaxQueueSize.
+	maxQueueSize = 1 << 20
+	// DefaultExportTimeout bounds one export to the collector.
+	DefaultExportTimeout = 10 * time.Second
+	// tracerName is the instrumentation scope of llmprobe's spans.
+	tracerName = "github.com/llmprobe/llmprobe/prober/tracing"
+)
+
+// Options configures a Provider. Endpoint empty means the standard
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT
+// variables (as the OTLP exporters read them, with
+// OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_CERTIFICATE, ...).
+type Options struct {
+	// Endpoint is the collector's URL (http://host:4318 for HTTP; host:4317
+	// or http(s)://host:4317 for gRPC); empty: the OTEL_EXPORTER_OTLP_*
+	// variables, then the exporters' defaults (localhost).
+	Endpoint string
+	// Protocol is ProtocolHTTP (default when empty) or ProtocolGRPC.
+	Protocol string
+	// Insecure sends without TLS (an http:// Endpoint does too).
+	Insecure bool
+	// Headers are sent with every export (e.g. a tenant or an API key);
+	// they never appear in logs.
+	Headers map[string]string
+	// ServiceName is the resource's service.name (default "llmprobe").
+	ServiceName string
+	// MaxQueueSize bounds the spans waiting for export (default
+	// DefaultMaxQueueSize, at most maxQueueSize).
+	MaxQueueSize int
+}
+
+// Provider is llmprobe's tracer provider: one OTLP exporter and one batch
+// processor, shared by the tracers of every sampling ratio. It is safe for
+// concurrent use.
+type Provider struct {
+	exp     *countingExporter
+	bsp     sdktrace.SpanProcessor
+	res     *resource.Resource
+	mu      sync.Mutex
+	byRatio map[float64]*sdktrace.TracerProvider
+}
+
+// New builds the exporter and the batch processor; it sends nothing until
+// the first span ends (the exporters connect lazily), so a collector that
+// is down at start is no error.
+func New(ctx context.Context, o Options) (*Provider, error) {
+	if o.MaxQueueSize == 0 {
+		o.MaxQueueSize = DefaultMaxQueueSize
+	}
+	if o.MaxQueueSize < 1 || o.MaxQueueSize > maxQueueSize {
+		return nil, fmt.Errorf("tracing queue size must be 1..%d, got %d", maxQueueSize, o.MaxQueueSize)
+	}
+	if o.ServiceName == "" {
+		o.ServiceName = "llmprobe"
+	}
+	var client otlptrace.Client
+	switch o.Protocol {
+	case "", ProtocolHTTP, "http":
+		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(DefaultExportTimeout)}
+		if o.Endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(endpointURL(o.Endpoint, "http")))
+		}
+		if o.Insecure {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		if len(o.Headers) > 0 {
+			opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
+		}
+		client = otlptracehttp.NewClient(opts...)
+	case ProtocolGRPC:
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(DefaultExportTimeout)}
+		if o.Endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(endpointURL(o.Endpoint, "grpc")))
+		}
+		if o.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		if len(o.Headers) > 0 {
+			opts = append(opts, otlptracegrpc.WithHeaders(o.Headers))
+		}
+		client = otlptracegrpc.NewClient(opts...)
+	default:
+		return nil, fmt.Errorf("tracing protocol must be %q or %q, got %q", ProtocolHTTP, ProtocolGRPC, o.Protocol)
+	}
+	exp, err := otlptrace.New(ctx, client)
+	if err != nil {
+		return nil, fmt.Errorf("otlp exporter: %w", err)
+	}
+	ce := &countingExporter{SpanExporter: exp}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", o.ServiceName)))
+	if err != nil {
+		return nil, fmt.Errorf("tracing resource: %w", err)
+	}
+	return &Provider{
+		exp:     ce,
+		bsp:     sdktrace.NewBatchSpanProcessor(ce, sdktrace.WithMaxQueueSize(o.MaxQueueSize)),
+		res:     res,
+		byRatio: map[float64]*sdktrace.TracerProvider{},
+	}, nil
+}
+
+// endpointURL makes a bare host:port a URL (http:// for scheme "http";
+// for gRPC an https:// one unless insecure is asked for elsewhere). For
+// HTTP, a URL without a path gets OTLP's /v1/traces, as the exporters do
+// with OTEL_EXPORTER_OTLP_ENDPOINT.
+func endpointURL(s, scheme string) string {
+	if !strings.Contains(s, "://") {
+		if scheme == "grpc" {
+			return "https://" + s
+		}
+		s = "http://" + s
+	}
+	if scheme == "http" {
+		if u, err := url.Parse(s); err == nil && (u.Path == "" || u.Path == "/") {
+			u.Path = "/v1/traces"
+			return u.String()
+		}
+	}
+	return s
+}
+
+// Tracer returns the tracer that samples ratio of its root spans (0 < ratio
+// <= 1; 1 samples every one); a span with a sampled parent is always
+// sampled. Tracers of the same ratio are one.
+func (p *Provider) Tracer(ratio float64) trace.Tracer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tp := p.byRatio[ratio]
+	if tp == nil {
+		sampler := sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
+		if ratio >= 1 {
+			sampler = sdktrace.ParentBased(sdktrace.AlwaysSample())
+		}
+		tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(p.bsp), sdktrace.WithResource(p.res))
+		p.byRatio[ratio] = tp
+	}
+	return tp.Tracer(tracerName)
+}
+
+// Shutdown flushes the spans in the queue (within ctx) and stops the
+// exporter. Spans that end afterwards are dropped.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	// The providers share the processor: the first shutdown flushes and
+	// stops it, the others find it stopped.
+	for _, tp := range p.byRatio {
+		errs = append(errs, tp.Shutdown(ctx))
+	}
+	errs = append(errs, p.bsp.Shutdown(ctx))
+	return errors.Join(errs...)
+}
+
+// ForceFlush exports the spans in the queue now (within ctx).
+func (p *Provider) ForceFlush(ctx context.Context) error { return p.bsp.ForceFlush(ctx) }
+
+// Exported returns the spans the collector accepted; Failed those of the
+// exports that failed (the collector unreachable, refusing, too slow).
+func (p *Provider) Exported() uint64 { return p.exp.ok.Load() }
+
+// Failed returns the spans of failed exports (see Exported).
+func (p *Provider) Failed() uint64 { return p.exp.failed.Load() }
+
+// countingExporter counts the spans of successful and failed exports.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	ok, failed atomic.Uint64
+}
+
+func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		e.failed.Add(uint64(len(spans)))
+	} else {
+		e.ok.Add(uint64(len(spans)))
+	}
+	return err
+}
