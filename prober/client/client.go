@@ -37,6 +37,11 @@ const (
 	// APIResponses is the Responses API (POST /v1/responses), measured
 	// from its event stream (respevent.go).
 	APIResponses = "responses"
+	// APIEmbeddings (POST /v1/embeddings) and APIRerank (POST /v1/rerank,
+	// Options.RerankPath) are the pooling APIs, sent non-streamed
+	// (pooling.go).
+	APIEmbeddings = "embeddings"
+	APIRerank     = "rerank"
 )
 
 // DefaultMaxBodyBytes is the default Options.MaxBodyBytes.
@@ -118,6 +123,9 @@ type Options struct {
 	// backend answered (attribution.go); nil records none. The response's
 	// x-request-id is always kept (Record.RequestIDEcho).
 	Attribution *Attribution
+	// RerankPath is the path of rerank requests (APIRerank): RerankV1
+	// (default when empty), RerankBare or RerankScore (pooling.go).
+	RerankPath string
 }
 
 // Message is one chat message.
@@ -197,6 +205,11 @@ type Request struct {
 	Tools      []Tool
 	ToolChoice string
 	CheckTool  func(name string, args []byte) error
+	// Inputs are the inputs of an embeddings request or the documents of
+	// a rerank request (whose query is Prompt); TopN is a rerank request's
+	// top_n (0: not sent, every document is ranked).
+	Inputs []string
+	TopN   int
 }
 
 // MaxCollect bounds the text Request.Collect receives (bytes).
@@ -208,6 +221,7 @@ type Client struct {
 	o         Options
 	chat      bool
 	responses bool
+	pooling   string // APIEmbeddings, APIRerank or "" (pooling.go)
 	url       string
 	auth      []string // the Authorization header value, nil without a key
 	extra     []byte   // `,"key":value` pairs, sorted by key
@@ -230,8 +244,11 @@ func New(o Options) (*Client, error) {
 		c.chat = true
 	case APIResponses:
 		c.responses = true
+	case APIEmbeddings, APIRerank:
+		c.pooling = o.API
 	default:
-		return nil, fmt.Errorf("api must be %q, %q or %q, got %q", APICompletions, APIChat, APIResponses, o.API)
+		return nil, fmt.Errorf("api must be %q, %q, %q, %q or %q, got %q", APICompletions, APIChat, APIResponses,
+			APIEmbeddings, APIRerank, o.API)
 	}
 	u, err := url.Parse(o.BaseURL)
 	if err != nil {
@@ -247,6 +264,12 @@ func New(o Options) (*Client, error) {
 		u.Path += "/v1/chat/completions"
 	case c.responses:
 		u.Path += "/v1/responses"
+	case c.pooling != "":
+		p, err := poolingPath(o.API, o.RerankPath)
+		if err != nil {
+			return nil, err
+		}
+		u.Path += p
 	default:
 		u.Path += "/v1/completions"
 	}
@@ -371,6 +394,10 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	rec.InputTokens = req.InputTokens
 	rec.OutputTokensRequested = req.MaxTokens
 	rec.Features = req.Features
+	if c.pooling != "" {
+		req.NoStream = true // the pooling APIs do not stream
+		rec.Inputs = len(req.Inputs)
+	}
 	rec.NoStream = req.NoStream
 	if req.Check != nil && req.Collect == nil {
 		req.Collect = &bytes.Buffer{}
@@ -454,6 +481,10 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 		rec:          rec,
 		chat:         c.chat,
 		responses:    c.responses,
+		pooling:      c.pooling,
+		rerankPath:   c.o.RerankPath,
+		inputs:       len(req.Inputs),
+		topN:         req.TopN,
 		timeout:      c.o.Timeout,
 		ttftTimeout:  c.o.TTFTTimeout,
 		stallTimeout: c.o.StallTimeout,
