@@ -68,9 +68,9 @@ var settingsTable = []Setting{
 		Doc: "OpenAI API to call: completions (/v1/completions), chat (/v1/chat/completions), responses " +
 			"(/v1/responses, the Responses API's event stream), embeddings (/v1/embeddings) or rerank " +
 			"(/v1/rerank, --rerank-path); embeddings and rerank are sent non-streamed and measured by E2E."},
-	{Field: "BatchSize", Flag: "batch-size", Kind: KindInt, Default: "1", Bound: Bound{Min: 1, HasMin: true, Max: float64(client.MaxInputs), HasMax: true}, Unit: "inputs", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "BatchSize", Flag: "batch-size", Kind: KindInt, Default: "1", Bound: Bound{HasMin: true, Max: float64(client.MaxInputs), HasMax: true}, Unit: "inputs", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Inputs per embeddings request, documents per rerank query (api embeddings and rerank only; " +
-			"each input's length is drawn from the input length distribution)."},
+			"each input's length is drawn from the input length distribution; 0 is 1)."},
 	{Field: "RerankPath", Flag: "rerank-path", Kind: KindString, Default: "/v1/rerank", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Path of rerank requests: /v1/rerank (vLLM, Cohere-style), /rerank (vLLM, Jina-style) or /score " +
 			"(vLLM's score API, text_1 and text_2)."},
