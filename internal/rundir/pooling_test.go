@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/slo"
@@ -75,5 +76,38 @@ func TestRunPooling(t *testing.T) {
 				t.Errorf("analysis.md does not name the API or inputs/s:\n%s", md[:min(len(md), 1500)])
 			}
 		})
+	}
+}
+
+// TestRunPoolingKnee sweeps embeddings (batch 4) against a simulator of
+// about 200 such requests/s (one sequence at a time, one 1 ms prefill step
+// an input) with only an E2E SLO, 100 requests a level (enough for its
+// p99): 50 req/s keeps up, 10000 req/s does not, so the knee is 50 req/s,
+// decided on E2E and keep-up with no TTFT at all.
+func TestRunPoolingKnee(t *testing.T) {
+	sc := cachingSim(simulator.EngineVLLM)
+	sc.StepBase = time.Millisecond
+	url, _ := simtest.Start(t, sc)
+	cfg := testConfig(t, url)
+	cfg.API, cfg.BatchSize = client.APIEmbeddings, 4
+	cfg.Rates, cfg.RatesText, cfg.Seed, cfg.NumPrompts = []float64{50, 10000}, "50,10000", 7, 100
+	cfg.SLO = slo.SLO{E2EL: 2 * time.Second}
+	out, err := Run(context.Background(), cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := out.Result
+	if !res.Knee.Found || res.Knee.Level != 50 {
+		for _, st := range res.Steps {
+			if !st.Validity.Valid && clientSaturated(t, out, st) {
+				t.Skipf("step %s client-saturated on this machine", st.Label)
+			}
+		}
+		t.Fatalf("knee %+v, want 50 req/s (found)", res.Knee)
+	}
+	for _, st := range res.Steps {
+		if st.Stats.TTFT.N != 0 || st.Stats.E2EL.N == 0 {
+			t.Errorf("step %s: TTFT n %d, E2E n %d", st.Label, st.Stats.TTFT.N, st.Stats.E2EL.N)
+		}
 	}
 }
