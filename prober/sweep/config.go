@@ -287,9 +287,6 @@ func (c *Config) Validate() error {
 	if c.API != "completions" && c.API != "chat" && c.API != "responses" && c.API != client.APIEmbeddings && c.API != client.APIRerank {
 		return fieldErr("API", "must be completions, chat, responses, embeddings or rerank, got %q", c.API)
 	}
-	if c.BatchSize > 1 && c.API != client.APIEmbeddings && c.API != client.APIRerank {
-		return fieldErr("BatchSize", "is for api embeddings and rerank only, this sweep's api is %s", c.API)
-	}
 	switch c.RerankPath {
 	case "", client.RerankV1, client.RerankBare, client.RerankScore:
 	default:

@@ -70,7 +70,7 @@ var settingsTable = []Setting{
 			"(/v1/rerank, --rerank-path); embeddings and rerank are sent non-streamed and measured by E2E."},
 	{Field: "BatchSize", Flag: "batch-size", Kind: KindInt, Default: "1", Bound: Bound{HasMin: true, Max: float64(client.MaxInputs), HasMax: true}, Unit: "inputs", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Inputs per embeddings request, documents per rerank query (api embeddings and rerank only; " +
-			"each input's length is drawn from the input length distribution; 0 is 1)."},
+			"each input's length is drawn from the input length distribution; 0 is 1; the other APIs ignore it)."},
 	{Field: "RerankPath", Flag: "rerank-path", Kind: KindString, Default: "/v1/rerank", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Path of rerank requests: /v1/rerank (vLLM, Cohere-style), /rerank (vLLM, Jina-style) or /score " +
 			"(vLLM's score API, text_1 and text_2)."},
