@@ -64,6 +64,7 @@ var reservedKeys = []string{
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens",
 	"min_tokens", "ignore_eos", "stream", "stream_options", "logprobs", "top_logprobs",
 	"input", "max_output_tokens", "tools", "tool_choice",
+	"encoding_format", "query", "documents", "top_n", "text_1", "text_2", // pooling.go
 }
 
 // Options configures a Client. BaseURL and, for chat, the API are the only

@@ -107,6 +107,10 @@ func TestPoolingOptions(t *testing.T) {
 		!strings.Contains(err.Error(), "rerank path") {
 		t.Errorf("bad rerank path: %v", err)
 	}
+	if _, err := New(Options{BaseURL: "http://127.0.0.1:1", API: APIRerank, ExtraBody: map[string]any{"documents": []string{}}}); err == nil ||
+		!strings.Contains(err.Error(), `extra body may not set "documents"`) {
+		t.Errorf("extra body documents: %v", err)
+	}
 	c, err := New(Options{BaseURL: "http://127.0.0.1:1", API: APIEmbeddings})
 	if err != nil {
 		t.Fatal(err)
