@@ -178,6 +178,11 @@ type Record struct {
 	// ToolCalls is the number of tool calls the response made (assembled
 	// from their deltas; only counted for requests that sent tools).
 	ToolCalls int `json:"tool_calls,omitempty"`
+	// Inputs is the number of inputs an embeddings request embedded or of
+	// documents a rerank request scored (0 for generation APIs); Dimension
+	// is the embeddings' dimension.
+	Inputs    int `json:"inputs,omitempty"`
+	Dimension int `json:"dimension,omitempty"`
 	// Events is the number of token-bearing SSE events received.
 	Events int `json:"events"`
 

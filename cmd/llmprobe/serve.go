@@ -54,7 +54,7 @@ func init() {
 		cmd.Flag("answer-checks", "Also run answer checks against --target: builtin (the embedded set) or a JSONL check set file, "+
 			"every 5m, as the probe \"answers\" (docs/quality.md).").PlaceHolder("builtin|FILE").StringVar(&t.AnswerChecks)
 		cmd.Flag("model", "Model to request with --target (default: the first model of GET /v1/models).").StringVar(&t.Model)
-		cmd.Flag("api", "API to probe with --target: completions, chat or responses.").Default("completions").StringVar(&t.API)
+		cmd.Flag("api", "API to probe with --target: completions, chat, responses, embeddings or rerank (batch size 1, /v1/rerank; a config file sets batch_size and rerank_path).").Default("completions").StringVar(&t.API)
 		engines := []string{"auto"}
 		for _, n := range engine.Names {
 			engines = append(engines, string(n))
@@ -157,8 +157,9 @@ func (f *serveFlags) options(fromFile bool) (daemon.Options, error) {
 	o := f.Options
 	var err error
 	switch {
-	case f.target.API != "completions" && f.target.API != "chat" && f.target.API != "responses":
-		return o, fmt.Errorf("--api must be completions, chat or responses, got %q", f.target.API)
+	case f.target.API != "completions" && f.target.API != "chat" && f.target.API != "responses" &&
+		f.target.API != "embeddings" && f.target.API != "rerank":
+		return o, fmt.Errorf("--api must be completions, chat, responses, embeddings or rerank, got %q", f.target.API)
 	case o.Push.Method != "POST" && o.Push.Method != "PUT":
 		return o, fmt.Errorf("--push.method must be POST or PUT, got %q", o.Push.Method)
 	case o.SweepsMaxConcurrent < 1:

@@ -65,6 +65,7 @@ var boundRows = []boundRow{
 	{"prober/workload", "MaxStopBytes", "one stop string", "flags, YAML, API"},
 	{"prober/workload", "MaxTopLogprobs", "`top_logprobs`", "flags, YAML, API"},
 	{"prober/workload", "MaxTools", "the tools of a `tools` feature", "YAML, API"},
+	{"prober/client", "MaxInputs", "the inputs of an embeddings request, the documents of a rerank query (`batch_size`, `--batch-size`)", "flags, YAML, API"},
 	{"prober/workload", "MaxToolDescriptionBytes", "one tool's description", "YAML, API"},
 	{"prober/workload", "MaxExtraBodyBytes", "`extra_body`, encoded", "flags, YAML, API"},
 	{"prober/workload", "MaxTurns", "the turns of a multi-turn session", "YAML, API"},

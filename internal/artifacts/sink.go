@@ -242,6 +242,12 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	if r.ToolCalls != 0 {
 		b = appendInt(b, `,"tool_calls":`, int64(r.ToolCalls))
 	}
+	if r.Inputs != 0 {
+		b = appendInt(b, `,"inputs":`, int64(r.Inputs))
+	}
+	if r.Dimension != 0 {
+		b = appendInt(b, `,"dimension":`, int64(r.Dimension))
+	}
 	b = appendInt(b, `,"events":`, int64(r.Events))
 	if r.FinishReason != "" {
 		b = append(b, `,"finish_reason":`...)

@@ -44,6 +44,7 @@ func Analysis(res *sweep.Result) []byte {
 	writeServer(&b, res)
 	writeCacheHits(&b, res)
 	writeReasoning(&b, res)
+	writePooling(&b, res) // pooling.go
 	writeValidity(&b, res)
 	writeConclusion(&b, res)
 	writeRollback(&b, res)

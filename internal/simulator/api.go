@@ -67,6 +67,10 @@ func (s *Simulator) routes() http.Handler {
 		handle(http.MethodPost, "/v1/responses", func(w http.ResponseWriter, r *http.Request) {
 			s.generate(w, r, kindResponses)
 		})
+		handle(http.MethodPost, "/v1/embeddings", s.handleEmbeddings) // embed.go
+		handle(http.MethodPost, "/rerank", s.handleRerank)
+		handle(http.MethodPost, "/v1/rerank", s.handleRerank)
+		handle(http.MethodPost, "/score", s.handleScore)
 	}
 	switch s.cfg.Engine {
 	case EngineSGLang:

@@ -96,6 +96,9 @@ type Config struct {
 	// persona only): the first ReasoningTokens output tokens of a chat or
 	// Responses request are its thinking (reasoning.go). Default 0.
 	ReasoningTokens int
+	// EmbeddingDim is the dimension of the vectors /v1/embeddings answers
+	// (`--embedding-dim`, embed.go). Default DefaultEmbeddingDim.
+	EmbeddingDim int
 
 	// Faults is the initial fault injection; Simulator.SetFaults changes it
 	// at run time. All off by default.
@@ -201,6 +204,10 @@ type Faults struct {
 	// BrokenToolCall breaks the arguments of a tool call (a request with
 	// tools): their opening brace is left out, so they are not JSON.
 	BrokenToolCall float64
+	// WrongCount drops the last embedding of an embeddings answer, the
+	// last result of a rerank answer and the last score of a score answer
+	// (embed.go): a response with the wrong count.
+	WrongCount float64
 }
 
 // DefaultConfig returns the defaults of `llmprobe simulate`. The timing
@@ -268,6 +275,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
 	case c.ReasoningTokens < 0 || c.ReasoningTokens > MaxReasoningTokens:
 		return fmt.Errorf("--reasoning-tokens must be in [0, %d], got %d", MaxReasoningTokens, c.ReasoningTokens)
+	case c.EmbeddingDim < 0 || c.EmbeddingDim > MaxEmbeddingDim:
+		return fmt.Errorf("--embedding-dim must be in [0, %d], got %d", MaxEmbeddingDim, c.EmbeddingDim)
 	case c.ReasoningTokens > 0 && c.Engine != "" && c.Engine != EngineVLLM:
 		return fmt.Errorf("--reasoning-tokens is served by the vllm persona only, not --engine %s", c.Engine)
 	}
@@ -336,7 +345,8 @@ func (f Faults) probabilities() []namedProbability {
 		{faultWrongAnswers, f.WrongAnswers},
 		{faultTruncate, f.Truncate},
 		{faultNondeterministic, f.Nondeterministic}, // appending keeps the draws of the others
-		{faultBrokenTool, f.BrokenToolCall},         // last: appending keeps the draws of the others
+		{faultBrokenTool, f.BrokenToolCall},         // appending keeps the draws of the others
+		{faultWrongCount, f.WrongCount},             // last: appending keeps the draws of the others
 	}
 }
 
@@ -464,6 +474,8 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
 	addReasoningFlags(cmd, c)
+	cmd.Flag("embedding-dim", "Dimension of the vectors /v1/embeddings answers (0: the default).").
+		Default(fmt.Sprint(c.EmbeddingDim)).IntVar(&c.EmbeddingDim)
 	addCloseFlags(cmd, c)
 	addServedByFlags(cmd, c)
 	addBackgroundFlags(cmd, &c.Background)
@@ -491,6 +503,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	cmd.Flag("fault."+faultTemplateBroken, "Leak the chat template's role tokens into every answer to a built-in answer-check prompt.").
 		BoolVar(&f.TemplateBroken)
 	prob(faultBrokenTool, "Break the JSON of a tool call's arguments (requests with tools).", &f.BrokenToolCall)
+	prob(faultWrongCount, "Leave the last embedding, rerank result or score out of an answer (a wrong count).", &f.WrongCount)
 }
 
 // flagValue is a kingpin value whose parse errors name the flag.
@@ -535,4 +548,5 @@ const (
 	faultNondeterministic = "nondeterministic"
 	faultTemplateBroken   = "template-broken"
 	faultBrokenTool       = "broken-tool-call"
+	faultWrongCount       = "wrong-count"
 )

@@ -17,7 +17,7 @@ import (
 type faultPlan struct {
 	terminal                                    string // reset, 429, 500, 503, hang or ""
 	stallBefore, stallMid, cut, malformed, drip bool
-	errorEvent, brokenTool                      bool
+	errorEvent, brokenTool, wrongCount          bool
 	answer                                      answerPlan
 	stallFor, dripEvery                         time.Duration
 	names                                       []string
@@ -60,6 +60,8 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 			fp.answer.flip = true
 		case faultBrokenTool:
 			fp.brokenTool = true
+		case faultWrongCount:
+			fp.wrongCount = true
 		}
 		fp.names = append(fp.names, p.name)
 	}

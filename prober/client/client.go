@@ -39,6 +39,11 @@ const (
 	// APIResponses is the Responses API (POST /v1/responses), measured
 	// from its event stream (respevent.go).
 	APIResponses = "responses"
+	// APIEmbeddings (POST /v1/embeddings) and APIRerank (POST /v1/rerank,
+	// Options.RerankPath) are the pooling APIs, sent non-streamed
+	// (pooling.go).
+	APIEmbeddings = "embeddings"
+	APIRerank     = "rerank"
 )
 
 // DefaultMaxBodyBytes is the default Options.MaxBodyBytes.
@@ -61,6 +66,7 @@ var reservedKeys = []string{
 	"model", "prompt", "messages", "max_tokens", "max_completion_tokens",
 	"min_tokens", "ignore_eos", "stream", "stream_options", "logprobs", "top_logprobs",
 	"input", "max_output_tokens", "tools", "tool_choice",
+	"encoding_format", "query", "documents", "top_n", "text_1", "text_2", // pooling.go
 }
 
 // Options configures a Client. BaseURL and, for chat, the API are the only
@@ -126,6 +132,9 @@ type Options struct {
 	// sampled span's trace id is Record.TraceID. Nil (the default) traces
 	// nothing and costs nothing.
 	Tracer trace.Tracer
+	// RerankPath is the path of rerank requests (APIRerank): RerankV1
+	// (default when empty), RerankBare or RerankScore (pooling.go).
+	RerankPath string
 }
 
 // Message is one chat message.
@@ -205,6 +214,11 @@ type Request struct {
 	Tools      []Tool
 	ToolChoice string
 	CheckTool  func(name string, args []byte) error
+	// Inputs are the inputs of an embeddings request or the documents of
+	// a rerank request (whose query is Prompt); TopN is a rerank request's
+	// top_n (0: not sent, every document is ranked).
+	Inputs []string
+	TopN   int
 }
 
 // MaxCollect bounds the text Request.Collect receives (bytes).
@@ -216,6 +230,7 @@ type Client struct {
 	o         Options
 	chat      bool
 	responses bool
+	pooling   string // APIEmbeddings, APIRerank or "" (pooling.go)
 	url       string
 	auth      []string // the Authorization header value, nil without a key
 	extra     []byte   // `,"key":value` pairs, sorted by key
@@ -238,8 +253,11 @@ func New(o Options) (*Client, error) {
 		c.chat = true
 	case APIResponses:
 		c.responses = true
+	case APIEmbeddings, APIRerank:
+		c.pooling = o.API
 	default:
-		return nil, fmt.Errorf("api must be %q, %q or %q, got %q", APICompletions, APIChat, APIResponses, o.API)
+		return nil, fmt.Errorf("api must be %q, %q, %q, %q or %q, got %q", APICompletions, APIChat, APIResponses,
+			APIEmbeddings, APIRerank, o.API)
 	}
 	u, err := url.Parse(o.BaseURL)
 	if err != nil {
@@ -255,6 +273,12 @@ func New(o Options) (*Client, error) {
 		u.Path += "/v1/chat/completions"
 	case c.responses:
 		u.Path += "/v1/responses"
+	case c.pooling != "":
+		p, err := poolingPath(o.API, o.RerankPath)
+		if err != nil {
+			return nil, err
+		}
+		u.Path += p
 	default:
 		u.Path += "/v1/completions"
 	}
@@ -379,6 +403,10 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	rec.InputTokens = req.InputTokens
 	rec.OutputTokensRequested = req.MaxTokens
 	rec.Features = req.Features
+	if c.pooling != "" {
+		req.NoStream = true // the pooling APIs do not stream
+		rec.Inputs = len(req.Inputs)
+	}
 	rec.NoStream = req.NoStream
 	if req.Check != nil && req.Collect == nil {
 		req.Collect = &bytes.Buffer{}
@@ -480,6 +508,10 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 		rec:          rec,
 		chat:         c.chat,
 		responses:    c.responses,
+		pooling:      c.pooling,
+		rerankPath:   c.o.RerankPath,
+		inputs:       len(req.Inputs),
+		topN:         req.TopN,
 		timeout:      c.o.Timeout,
 		ttftTimeout:  c.o.TTFTTimeout,
 		stallTimeout: c.o.StallTimeout,

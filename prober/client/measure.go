@@ -23,7 +23,13 @@ type measurer struct {
 	rec       *prober.Record
 	chat      bool
 	responses bool // the Responses API's event stream (respevent.go)
-	t0        time.Time
+	// pooling, rerankPath, inputs, topN: an embeddings or rerank request
+	// (pooling.go).
+	pooling    string
+	rerankPath string
+	inputs     int
+	topN       int
+	t0         time.Time
 
 	timeout, ttftTimeout, stallTimeout time.Duration
 	maxTokens                          int

@@ -162,6 +162,9 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if m.responses {
 		return m.measureResponses(body, end)
 	}
+	if m.pooling != "" {
+		return m.measurePooling(body, end) // pooling.go
+	}
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil {
 		return prober.ClassInvalidResponse, "response body: " + err.Error(), false

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 type completionsPayload struct {
@@ -84,7 +85,12 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 		top = &req.TopLogprobs
 	}
 	model := c.model(req)
+	if c.pooling != "" && (len(req.Inputs) == 0 || len(req.Inputs) > MaxInputs) {
+		return nil, fmt.Errorf("%s request with %d inputs, want 1 to %d", c.pooling, len(req.Inputs), MaxInputs)
+	}
 	switch {
+	case c.pooling != "":
+		v = c.poolingBody(req, model)
 	case c.responses:
 		v = c.responsesBody(req, model)
 	case c.chat:

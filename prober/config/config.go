@@ -31,6 +31,8 @@ const (
 	APICompletions = "completions" // POST /v1/completions
 	APIChat        = "chat"        // POST /v1/chat/completions
 	APIResponses   = "responses"   // POST /v1/responses (the Responses API)
+	APIEmbeddings  = "embeddings"  // POST /v1/embeddings (non-streamed)
+	APIRerank      = "rerank"      // POST /v1/rerank, /rerank or /score (rerank_path; non-streamed)
 )
 
 // The arrival processes of a probe (the names of prober/arrival).
@@ -204,8 +206,15 @@ type TargetConfig struct {
 	// BaseURL is the server root, e.g. http://vllm:8000 (http or https, no
 	// query, no credentials, no trailing slash after load, not ending in /v1).
 	BaseURL string `yaml:"base_url"`
-	// API is APICompletions (default), APIChat or APIResponses.
+	// API is APICompletions (default), APIChat, APIResponses,
+	// APIEmbeddings or APIRerank.
 	API string `yaml:"api"`
+	// BatchSize is the inputs of an embeddings request or the documents
+	// of a rerank query (api embeddings and rerank only; 0 is 1, at most
+	// client.MaxInputs); RerankPath the path of rerank requests
+	// (client.RerankV1 when empty, client.RerankBare or client.RerankScore).
+	BatchSize  int    `yaml:"batch_size,omitempty"`
+	RerankPath string `yaml:"rerank_path,omitempty"`
 	// Model is the model to request; empty means the first id of
 	// GET /v1/models, asked when the probe starts.
 	Model string `yaml:"model,omitempty"`

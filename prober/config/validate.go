@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
@@ -66,8 +67,22 @@ func (t TargetConfig) Validate() error {
 			l.add("base_url", errors.New("must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)"))
 		}
 	}
-	if t.API != APICompletions && t.API != APIChat && t.API != APIResponses {
-		l.add("api", fmt.Errorf("must be one of %s, %s, %s, got %q", APICompletions, APIChat, APIResponses, t.API))
+	if t.API != APICompletions && t.API != APIChat && t.API != APIResponses && t.API != APIEmbeddings && t.API != APIRerank {
+		l.add("api", fmt.Errorf("must be one of %s, %s, %s, %s, %s, got %q", APICompletions, APIChat, APIResponses,
+			APIEmbeddings, APIRerank, t.API))
+	}
+	pooling := t.API == APIEmbeddings || t.API == APIRerank
+	switch {
+	case t.BatchSize < 0 || t.BatchSize > client.MaxInputs:
+		l.add("batch_size", fmt.Errorf("must be in [0, %d], got %d", client.MaxInputs, t.BatchSize))
+	case t.BatchSize > 1 && !pooling:
+		l.add("batch_size", fmt.Errorf("is for api %s and %s only, this target's api is %s", APIEmbeddings, APIRerank, t.API))
+	}
+	switch {
+	case t.RerankPath != "" && t.API != APIRerank:
+		l.add("rerank_path", fmt.Errorf("is for api %s only, this target's api is %s", APIRerank, t.API))
+	case t.RerankPath != "" && t.RerankPath != client.RerankV1 && t.RerankPath != client.RerankBare && t.RerankPath != client.RerankScore:
+		l.add("rerank_path", fmt.Errorf("must be %s, %s or %s, got %q", client.RerankV1, client.RerankBare, client.RerankScore, t.RerankPath))
 	}
 	if _, err := engine.Parse(t.Engine); err != nil {
 		names := []string{"auto"}

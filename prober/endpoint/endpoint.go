@@ -100,6 +100,8 @@ type Options struct {
 	BaseURL string
 	// API is client.APICompletions (default when empty) or client.APIChat.
 	API string
+	// RerankPath is the path of rerank requests (client.Options.RerankPath).
+	RerankPath string
 	// Model is the model to request; empty means the first id that
 	// GET /v1/models lists.
 	Model string
@@ -309,6 +311,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 	c, err := client.New(client.Options{
 		BaseURL:          e.base,
 		API:              e.o.API,
+		RerankPath:       e.o.RerankPath,
 		Model:            model,
 		APIKey:           e.o.APIKey,
 		Timeout:          e.o.Timeout,
@@ -351,11 +354,14 @@ func NewRequest(api, id string, it workload.Item, ignoreEOS bool) client.Request
 		IgnoreEOS:   ignoreEOS,
 		InputTokens: it.PrefixTokens + it.InputTokens,
 	}
-	if api == client.APIChat || api == client.APIResponses {
+	switch api {
+	case client.APIChat, client.APIResponses:
 		for _, m := range it.ChatMessages() {
 			req.Messages = append(req.Messages, client.Message{Role: m.Role, Content: m.Content})
 		}
-	} else {
+	case client.APIEmbeddings, client.APIRerank:
+		poolingRequest(&req, api, it.Prompt, 1) // pooling.go
+	default:
 		req.Prompt = it.Prompt
 	}
 	return req

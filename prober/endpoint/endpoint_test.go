@@ -475,7 +475,7 @@ func TestRedactAndClient(t *testing.T) {
 	if _, err := New(Options{BaseURL: "ftp://x"}); err == nil {
 		t.Error("bad base URL accepted")
 	}
-	if _, err := New(Options{BaseURL: "http://x", API: "embeddings"}); err == nil {
+	if _, err := New(Options{BaseURL: "http://x", API: "images"}); err == nil {
 		t.Error("bad API accepted")
 	}
 }

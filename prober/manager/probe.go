@@ -272,6 +272,7 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 		return
 	}
 	req := endpoint.NewRequest(t.cfg.API, rec.RequestID, item, p.cfg.Workload.IgnoreEOSOrDefault())
+	endpoint.WithBatch(&req, t.cfg.API, t.cfg.BatchSize)
 	endpoint.WithFeatures(&req, draw)
 	c.Do(ctx, req, rec)
 	p.finish(rec)

@@ -66,6 +66,7 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 	ep, err := endpoint.New(endpoint.Options{
 		BaseURL:      tc.BaseURL,
 		API:          tc.API,
+		RerankPath:   tc.RerankPath,
 		Model:        tc.Model,
 		APIKey:       tc.APIKey(),
 		Timeout:      tc.Timeout,

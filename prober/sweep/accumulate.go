@@ -37,6 +37,11 @@ type StatsAccumulator struct {
 	// cached sums usage.prompt_tokens_details.cached_tokens over the
 	// successful requests that reported it (cachedN of them).
 	cached, cachedN int
+	// pooling sums the inputs of the successful pooling requests
+	// (Record.Inputs: embeddings, rerank documents; poolingN of them) and
+	// keeps their dimensions' range.
+	pooling, poolingN int
+	minDim, maxDim    int
 	// Online extremes (order-independent): the scheduled and actual send
 	// spans, the derived duration's bounds, the shortest successful E2E
 	// and the latest intended send after o.Start.
@@ -150,6 +155,14 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		if r.CachedTokensReported {
 			a.cached += r.CachedTokens
 			a.cachedN++
+		}
+		if r.Inputs > 0 {
+			a.pooling += r.Inputs
+			a.poolingN++
+			if r.Dimension > 0 && (a.minDim == 0 || r.Dimension < a.minDim) {
+				a.minDim = r.Dimension
+			}
+			a.maxDim = max(a.maxDim, r.Dimension)
 		}
 		s.itlOff, s.itlN = a.itl.len(), int32(len(r.ITL))
 		for _, g := range r.ITL {
@@ -312,6 +325,14 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	if rs.Requests > 0 || rs.ToolCallRequests > 0 {
 		rs.TTFR, rs.ThinkingTime, rs.FirstToolCall = lat(ttfr, 10), lat(thinking, 11), lat(firstTool, 12)
 		s.Reasoning = &rs
+	}
+
+	if a.poolingN > 0 {
+		s.Pooling = &PoolingStats{Requests: a.poolingN, Inputs: a.pooling, MinDimension: a.minDim, MaxDimension: a.maxDim}
+		if s.Duration > 0 {
+			s.Pooling.InputThroughput = float64(a.pooling) / s.Duration
+			s.Pooling.InputTokenThroughput = float64(s.TotalInputTokens) / s.Duration
+		}
 	}
 
 	s.ScheduledRate = spanRateOf(a.schedFirst, a.schedLast, a.schedN)

@@ -102,8 +102,12 @@ type Config struct {
 	Engine string
 	// Model is the model id; empty means the first of /v1/models.
 	Model string
-	// API is "completions" or "chat".
+	// API is "completions", "chat", "responses", "embeddings" or "rerank".
 	API string
+	// BatchSize is the inputs of an embeddings request, the documents of a
+	// rerank query; RerankPath the path of rerank requests.
+	BatchSize  int
+	RerankPath string
 	// APIKey is sent as a bearer token; it never appears in artifacts.
 	APIKey config.Secret
 	// Timeout, TTFTTimeout and StallTimeout bound each request (0 = no
@@ -307,8 +311,13 @@ func (c *Config) Validate() error {
 	if c.Target != "" && !strings.HasPrefix(c.Target, "http://") && !strings.HasPrefix(c.Target, "https://") {
 		return fieldErr("Target", "must be an http:// or https:// URL, got %q", c.Target)
 	}
-	if c.API != "completions" && c.API != "chat" && c.API != "responses" {
-		return fieldErr("API", "must be completions, chat or responses, got %q", c.API)
+	if c.API != "completions" && c.API != "chat" && c.API != "responses" && c.API != client.APIEmbeddings && c.API != client.APIRerank {
+		return fieldErr("API", "must be completions, chat, responses, embeddings or rerank, got %q", c.API)
+	}
+	switch c.RerankPath {
+	case "", client.RerankV1, client.RerankBare, client.RerankScore:
+	default:
+		return fieldErr("RerankPath", "must be %s, %s or %s, got %q", client.RerankV1, client.RerankBare, client.RerankScore, c.RerankPath)
 	}
 	if _, err := engine.Parse(c.Engine); err != nil {
 		return fieldErr("Engine", "must be auto, %s, got %q", engineNames(), c.Engine)
@@ -590,4 +599,13 @@ func engineNames() string {
 		s[i] = string(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// rerankPath is the endpoint's rerank path: RerankPath for api rerank, ""
+// for the others.
+func (c *Config) rerankPath() string {
+	if c.API != client.APIRerank {
+		return ""
+	}
+	return c.RerankPath
 }

@@ -145,7 +145,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "rates and concurrency", mutate: func(c *Config) { c.Concurrency = []int{1} }, wantErr: "Rates: give exactly one of"},
 		{name: "closed loop with a cap", mutate: func(c *Config) { c.Rates, c.Concurrency, c.MaxConcurrency = nil, []int{2}, 3 },
 			wantErr: "MaxConcurrency: applies to --rates only"},
-		{name: "bad api", mutate: func(c *Config) { c.API = "embeddings" }, wantErr: `API: must be completions, chat or responses, got "embeddings"`},
+		{name: "bad api", mutate: func(c *Config) { c.API = "images" }, wantErr: `API: must be completions, chat, responses, embeddings or rerank, got "images"`},
 		{name: "bad arrival", mutate: func(c *Config) { c.Arrival = "uniform" }, wantErr: `Arrival: unknown arrival "uniform"`},
 		{name: "bad burstiness", mutate: func(c *Config) { c.Burstiness = 0 }, wantErr: "Burstiness: must be > 0"},
 		{name: "prompts and duration", mutate: func(c *Config) { c.Duration = time.Second }, wantErr: "NumPrompts: give --num-prompts or --duration per step, not both"},

@@ -63,8 +63,9 @@ type KneeInterval struct {
 }
 
 // kneeSample is what the knee's bootstrap needs of one request: its SLO
-// metrics in ms (TPOT negative without one) and whether it succeeded and
-// was good.
+// metrics in ms (TPOT negative without one; TTFT and TTFA negative for a
+// non-streamed request, embeddings and rerank included: E2E is its only
+// latency) and whether it succeeded and was good.
 type kneeSample struct {
 	ttft, tpot, e2el, ttfa float32
 	ok, good               bool
@@ -74,8 +75,11 @@ func newKneeSample(r *reqSample) kneeSample {
 	k := kneeSample{ok: r.ok, good: r.good, tpot: -1}
 	if r.ok {
 		k.ttft, k.e2el, k.ttfa = float32(ms(r.ttft)), float32(ms(r.e2e)), float32(ms(r.ttfa))
-		if r.out > 1 {
+		if r.out > 1 && !r.noStream {
 			k.tpot = float32(ms((r.e2e - r.ttft) / time.Duration(r.out-1)))
+		}
+		if r.noStream {
+			k.ttft, k.ttfa = -1, -1
 		}
 	}
 	return k
@@ -88,13 +92,13 @@ func (k kneeSample) value(metric string) (float64, bool) {
 	}
 	switch metric {
 	case slo.NameTTFT:
-		return float64(k.ttft), true
+		return float64(k.ttft), k.ttft >= 0
 	case slo.NameTPOT:
 		return float64(k.tpot), k.tpot >= 0
 	case slo.NameE2EL:
 		return float64(k.e2el), true
 	case slo.NameTTFA:
-		return float64(k.ttfa), true
+		return float64(k.ttfa), k.ttfa >= 0
 	}
 	return 0, false
 }

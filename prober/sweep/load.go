@@ -22,6 +22,7 @@ func (r *runner) request(id string, it promptItem) client.Request {
 		it = r.opts.rewritePrompt(it)
 	}
 	req := endpoint.NewRequest(r.cfg.API, id, it, r.cfg.Workload.IgnoreEOSOrDefault())
+	endpoint.WithBatch(&req, r.cfg.API, r.cfg.BatchSize)
 	endpoint.WithFeatures(&req, r.features.Draw(uint64(r.cfg.shardSeed()), it.Index))
 	return req
 }

@@ -33,6 +33,7 @@ func (r *runner) preflight(ctx context.Context) error {
 	ep, err := endpoint.New(endpoint.Options{
 		BaseURL:      c.Target,
 		API:          c.API,
+		RerankPath:   c.rerankPath(),
 		Model:        c.Model,
 		APIKey:       c.APIKey,
 		Timeout:      c.Timeout,

@@ -128,6 +128,9 @@ type Stats struct {
 	// Reasoning holds the reasoning and tool-call figures; nil when no
 	// successful request reasoned or called a tool.
 	Reasoning *ReasoningStats
+	// Pooling holds the embeddings and rerank figures; nil when no
+	// successful request was one (result.json "pooling").
+	Pooling *PoolingStats
 	// SendLag is the client's own lateness (actual - intended send, minus
 	// any concurrency-slot wait), over every request.
 	SendLag Latency
@@ -270,6 +273,20 @@ func tokenDist(xs []float64) TokenDist {
 	d.P99 = stats.PercentileSorted(s, 99)
 	d.Max = s[len(s)-1]
 	return d
+}
+
+// PoolingStats are a step's embeddings or rerank figures (result.json
+// "pooling") over its Requests successful pooling requests: the Inputs
+// they carried (embeddings' inputs, rerank documents), inputs/s and prompt
+// tokens/s over the step's duration (as request_throughput), and the
+// range of the embeddings' dimension (0 and 0 for rerank).
+type PoolingStats struct {
+	Requests             int     `json:"requests"`
+	Inputs               int     `json:"inputs"`
+	InputThroughput      float64 `json:"input_throughput"`
+	InputTokenThroughput float64 `json:"input_token_throughput"`
+	MinDimension         int     `json:"min_dimension"`
+	MaxDimension         int     `json:"max_dimension"`
 }
 
 // ReasoningStats are a step's reasoning and tool-call figures (result.json
