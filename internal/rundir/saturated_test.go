@@ -14,24 +14,40 @@ import (
 )
 
 // clientSaturated reports whether step s of the run out was judged invalid
-// only because the client could not keep its schedule
-// (sweep.FlagClientSaturated), and checks that the judgement agrees with
-// its evidence under the run's own thresholds (the fingerprint's
-// load.validity): at least sweep.MinSendsOverLimit sends later than the
-// send-lag limit, counted again from the step's records in records.jsonl
-// (send lag less the wait for a concurrency slot), or a send-lag p99 over
-// it, or a client CPU over its cap. On a starved machine that judgement is
-// the right answer for a rate a test expects the client to keep; any other
-// flag, or the flag without its evidence, still fails.
+// only because the client could not keep up on this machine
+// (sweep.FlagClientSaturated, sweep.FlagClientReadLag or both), and checks
+// that each flag agrees with its evidence under the run's own thresholds
+// (the fingerprint's load.validity). client-saturated: at least
+// sweep.MinSendsOverLimit sends later than the send-lag limit, counted
+// again from the step's records in records.jsonl (send lag less the wait
+// for a concurrency slot), or a send-lag p99 over it, or a client CPU over
+// its cap. client-read-lag: a Go scheduling-latency p99 over its limit with
+// at least sweep.MinSchedLatencyOverLimit samples over it. On a starved
+// machine that judgement is the right answer for a rate a test expects the
+// client to keep; any other flag, or a flag without its evidence, still
+// fails.
 func clientSaturated(t *testing.T, out *Outcome, s *sweep.Step) bool {
 	t.Helper()
 	v := s.Validity
-	if !slices.Equal(v.Flags, []string{sweep.FlagClientSaturated}) {
+	if len(v.Flags) == 0 || slices.ContainsFunc(v.Flags, func(f string) bool {
+		return f != sweep.FlagClientSaturated && f != sweep.FlagClientReadLag
+	}) {
 		return false
 	}
 	th := out.Result.Fingerprint.Load.Validity
 	if th == nil {
-		t.Fatalf("step %s flagged %s, but the fingerprint holds no validity thresholds", s.Label, sweep.FlagClientSaturated)
+		t.Fatalf("step %s flagged %v, but the fingerprint holds no validity thresholds", s.Label, v.Flags)
+	}
+	if slices.Contains(v.Flags, sweep.FlagClientReadLag) {
+		if !v.SchedLatencyChecked || v.SchedLatencyP99MS <= th.MaxSchedLatencyMS || v.SchedLatencyOverLimit < sweep.MinSchedLatencyOverLimit {
+			t.Errorf("step %s flagged %s (%v) without its evidence: sched-latency p99 %.3g ms (limit %.3g), %d of %d samples over (checked %v)",
+				s.Label, sweep.FlagClientReadLag, v.Reasons, v.SchedLatencyP99MS, th.MaxSchedLatencyMS, v.SchedLatencyOverLimit,
+				v.SchedLatencySamples, v.SchedLatencyChecked)
+		}
+		t.Logf("step %s: %s (%s): the client's goroutines waited to run on this machine, and it said so", s.Label, sweep.FlagClientReadLag, v.Reasons)
+		if !slices.Contains(v.Flags, sweep.FlagClientSaturated) {
+			return true
+		}
 	}
 	limit := time.Duration(th.MaxSendLagMS * float64(time.Millisecond))
 	f, err := os.Open(filepath.Join(out.Dir, artifacts.RecordsFile))

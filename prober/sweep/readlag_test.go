@@ -108,9 +108,10 @@ func baselineSchedP99() (time.Duration, uint64) {
 // a millisecond, the flag is the right answer. So it first measures the
 // machine's baseline with goroutines that wake as readers do, and skips
 // (with the figure) when that p99 is over half the limit; a quiet step that
-// is flagged anyway fails only if a second baseline, measured right after
-// it, is still under half the limit (the machine stayed quiet, the client
-// did not).
+// is flagged anyway counts against the client only if other processes kept
+// off the CPU during it and a second baseline, measured right after it, is
+// still under half the limit (the machine stayed quiet, the client did
+// not).
 func TestClientReadLag(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	limit := DefaultMaxSchedLatency
@@ -160,14 +161,20 @@ func TestClientReadLag(t *testing.T) {
 		}
 		// A burst on the host during the step (another process's time
 		// slice, a GC cycle) can delay enough goroutines at once to flag a
-		// short step; a second step then decides. Two quiet steps both
-		// flagged on a quiet machine is the client's fault.
+		// short step. A flagged step counts against the client only when
+		// the host was quiet through it: other processes used under
+		// hostBusyCores of CPU during the step (where /proc/stat tells)
+		// and a baseline measured right after it is under half the
+		// limit. Two such steps fail; a step not flagged passes.
 		var msgs []string
-		for attempt := range 2 {
+		quietFlagged := 0
+		for attempt := range 4 {
+			c0 := readHostCPU()
 			st := readLagStep(t, url, 60)
+			others, known := readHostCPU().othersSince(c0)
 			v := st.Validity
-			t.Logf("quiet step %d: sched-latency p99 %.3g ms, %d of %d samples over %v, flags %v", attempt+1,
-				v.SchedLatencyP99MS, v.SchedLatencyOverLimit, v.SchedLatencySamples, limit, v.Flags)
+			t.Logf("quiet step %d: sched-latency p99 %.3g ms, %d of %d samples over %v, flags %v; other processes %.2f cores (known %v)",
+				attempt+1, v.SchedLatencyP99MS, v.SchedLatencyOverLimit, v.SchedLatencySamples, limit, v.Flags, others, known)
 			if !v.SchedLatencyChecked {
 				t.Fatalf("the quiet step's scheduling latency was not checked: %d samples", v.SchedLatencySamples)
 			}
@@ -175,12 +182,37 @@ func TestClientReadLag(t *testing.T) {
 				return
 			}
 			p99, n := baselineSchedP99()
-			msgs = append(msgs, fmt.Sprintf("step %d flagged %s (%v); the machine's baseline after it: p99 %v over %d samples",
-				attempt+1, FlagClientReadLag, v.Reasons, p99, n))
-			if p99 > limit/2 {
-				t.Skip(strings.Join(msgs, "\n") + ": the machine got busy during the step")
+			msgs = append(msgs, fmt.Sprintf("step %d flagged %s (%v); other processes used %.2f cores during it (known %v); "+
+				"the machine's baseline after it: p99 %v over %d samples", attempt+1, FlagClientReadLag, v.Reasons, others, known, p99, n))
+			if (known && others > hostBusyCores) || p99 > limit/2 {
+				continue // the host was busy: the flag was the right answer
+			}
+			if quietFlagged++; quietFlagged == 2 {
+				t.Fatal(strings.Join(msgs, "\n"))
 			}
 		}
-		t.Fatal(strings.Join(msgs, "\n"))
+		t.Skip(strings.Join(msgs, "\n") + "\nthe machine was busy during the steps")
 	})
+}
+
+// hostBusyCores is the CPU (in cores) that other processes may use during
+// a quiet step: more, and they take the CPU from the client's threads.
+const hostBusyCores = 0.25
+
+// hostCPU is the host's busy CPU time (from /proc/stat) and this process's
+// own (getrusage) at one moment; ok is false where they are unknown.
+type hostCPU struct {
+	at         time.Time
+	busy, self time.Duration
+	ok         bool
+}
+
+// othersSince returns the CPU, in cores, that processes other than this
+// one used between c0 and c.
+func (c hostCPU) othersSince(c0 hostCPU) (float64, bool) {
+	wall := c.at.Sub(c0.at)
+	if !c.ok || !c0.ok || wall <= 0 {
+		return 0, false
+	}
+	return max(0, (c.busy-c0.busy)-(c.self-c0.self)).Seconds() / wall.Seconds(), true
 }

@@ -8,8 +8,11 @@ import (
 )
 
 // clientSaturated reports whether st was judged invalid only because the
-// client could not keep its schedule (FlagClientSaturated), and checks that
-// the judgement agrees with its evidence: at least MinSendsOverLimit sends
+// client could not keep up on this machine (FlagClientSaturated,
+// FlagClientReadLag or both), and checks that each flag agrees with its
+// evidence. client-read-lag: a scheduling-latency p99 over its limit with
+// at least MinSchedLatencyOverLimit samples over it. client-saturated: at
+// least MinSendsOverLimit sends
 // later than the send-lag limit (or a send-lag p99 over it), or a client
 // CPU over its cap; with recs (the step's records, nil when the test kept
 // none), the sends over the limit are counted again from them. On a
@@ -20,10 +23,23 @@ import (
 func clientSaturated(t *testing.T, st *Step, o ValidityOptions, recs []prober.Record) bool {
 	t.Helper()
 	v := st.Validity
-	if !slices.Equal(v.Flags, []string{FlagClientSaturated}) {
+	if len(v.Flags) == 0 || slices.ContainsFunc(v.Flags, func(f string) bool {
+		return f != FlagClientSaturated && f != FlagClientReadLag
+	}) {
 		return false
 	}
 	o = o.withDefaults()
+	if slices.Contains(v.Flags, FlagClientReadLag) {
+		if !v.SchedLatencyChecked || v.SchedLatencyP99MS <= ms(o.MaxSchedLatency) || v.SchedLatencyOverLimit < MinSchedLatencyOverLimit {
+			t.Errorf("step %s flagged %s (%v) without its evidence: sched-latency p99 %.3g ms (limit %v), %d of %d samples over (checked %v)",
+				st.Label, FlagClientReadLag, v.Reasons, v.SchedLatencyP99MS, o.MaxSchedLatency, v.SchedLatencyOverLimit,
+				v.SchedLatencySamples, v.SchedLatencyChecked)
+		}
+		t.Logf("step %s: %s (%v): the client's goroutines waited to run on this machine, and it said so", st.Label, FlagClientReadLag, v.Reasons)
+		if !slices.Contains(v.Flags, FlagClientSaturated) {
+			return true
+		}
+	}
 	limit := ms(o.MaxSendLag)
 	late := v.SendsOverLimit >= MinSendsOverLimit || v.SendLagP99MS > limit
 	hot := v.ClientCPUChecked && v.ClientCPU > o.MaxClientCPU
