@@ -306,6 +306,32 @@ func (c *call) wait(seq *sequence) bool {
 	}
 }
 
+// progress blocks until seq has produced past sent tokens or finished and
+// returns what it has produced (and its finish reason); ok is false when the stream must end: the
+// client left (the sequence is aborted), the engine aborted it, or the
+// simulator closed.
+func (c *call) progress(seq *sequence, sent int) (produced int, finished bool, reason string, ok bool) {
+	for {
+		select {
+		case <-seq.notify:
+		case <-c.ctx.Done():
+			c.s.eng.abort(seq)
+			c.tr.FinishReason = finishAbort
+			return 0, false, "", false
+		case <-c.s.done:
+			return 0, false, "", false
+		}
+		produced, finished, reason := seq.snapshot()
+		if reason == finishAbort {
+			c.tr.FinishReason = finishAbort
+			return 0, false, "", false
+		}
+		if produced != sent || finished {
+			return produced, finished, reason, true
+		}
+	}
+}
+
 // hang blocks until the client leaves or serving stops.
 func (c *call) hang() {
 	select {
@@ -435,21 +461,9 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 	sent, roleSent, midDone := 0, false, false
 	half := max(1, seq.finishLen/2)
 	for {
-		select {
-		case <-seq.notify:
-		case <-c.ctx.Done():
-			abort()
+		produced, finished, reason, ok := c.progress(seq, sent)
+		if !ok {
 			return
-		case <-s.done:
-			return
-		}
-		produced, finished, reason := seq.snapshot()
-		if reason == finishAbort {
-			c.tr.FinishReason = finishAbort
-			return
-		}
-		if produced == sent && !finished {
-			continue
 		}
 		if g.kind == kindChat && !roleSent {
 			// vLLM sends the role with empty content on the first engine

@@ -160,21 +160,9 @@ func (s *Simulator) streamResponses(c *call, g *genRequest, seq *sequence, fp fa
 	sent, midDone := 0, false
 	half := max(1, seq.finishLen/2)
 	for {
-		select {
-		case <-seq.notify:
-		case <-c.ctx.Done():
-			abort()
+		produced, finished, reason, ok := c.progress(seq, sent)
+		if !ok {
 			return
-		case <-s.done:
-			return
-		}
-		produced, finished, reason := seq.snapshot()
-		if reason == finishAbort {
-			c.tr.FinishReason = finishAbort
-			return
-		}
-		if produced == sent && !finished {
-			continue
 		}
 		if fp.cut && produced > half {
 			produced, finished = half, false
