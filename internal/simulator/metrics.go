@@ -58,8 +58,8 @@ type metrics struct {
 	// mmQueries and mmHits are vllm:mm_cache_queries_total and
 	// vllm:mm_cache_hits_total: images looked up in the multimodal cache
 	// and found there (images.go).
-	mmQueries, mmHits prometheus.Counter
-	promptTokens, generationTokens         prometheus.Counter
+	mmQueries, mmHits              prometheus.Counter
+	promptTokens, generationTokens prometheus.Counter
 	// promptComputed, promptCacheHit and promptCached are
 	// vllm:prompt_tokens_by_source_total{source="local_compute"|
 	// "local_cache_hit"} and vllm:prompt_tokens_cached_total, counted
