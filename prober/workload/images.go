@@ -24,10 +24,10 @@ const (
 	// MaxImageWidth and MaxImageHeight bound an image's size in pixels.
 	MaxImageWidth  = 4096
 	MaxImageHeight = 4096
-	// MaxImageBytesPerRequest bounds the encoded image bytes of one
+	// MaxRequestImageBytes bounds the encoded image bytes of one
 	// request (before base64), checked at load against the formats' worst
 	// case (imageBound: no image made can be larger).
-	MaxImageBytesPerRequest = 16 << 20
+	MaxRequestImageBytes = 16 << 20
 	// MaxImageDistinct bounds RequestFeature.Distinct, the pool of images
 	// a feature reuses; MaxImagePoolBytes bounds the pool's encoded bytes
 	// (worst case), which are kept for the plan's life.
@@ -86,9 +86,9 @@ func newImageSet(f RequestFeature, at string) (*imageSet, error) {
 		return nil, fieldErr(at+".format", "must be %s or %s, got %q", ImagePNG, ImageJPEG, f.Format)
 	}
 	one := imageBound(f.Width, f.Height)
-	if total := int64(f.Count) * one; total > MaxImageBytesPerRequest {
+	if total := int64(f.Count) * one; total > MaxRequestImageBytes {
 		return nil, fieldErr(at, "%d images of %dx%d may encode to %d bytes a request, more than %d: fewer or smaller images",
-			f.Count, f.Width, f.Height, total, MaxImageBytesPerRequest)
+			f.Count, f.Width, f.Height, total, MaxRequestImageBytes)
 	}
 	if f.Distinct < 0 || f.Distinct > MaxImageDistinct {
 		return nil, fieldErr(at+".distinct", "must be in [0, %d] (0: every image its own), got %d", MaxImageDistinct, f.Distinct)
