@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -119,5 +120,22 @@ func TestImagesShare(t *testing.T) {
 	}
 	if n < 400 || n > 600 {
 		t.Errorf("%d of 2000 requests carried images at share 0.25", n)
+	}
+}
+
+// BenchmarkGenerateImage measures drawing and encoding one image (the
+// cost before the send of a request with images: docs/workload.md).
+func BenchmarkGenerateImage(b *testing.B) {
+	for _, bc := range []struct {
+		w, h   int
+		format string
+	}{{448, 448, ImagePNG}, {448, 448, ImageJPEG}, {1024, 1024, ImagePNG}, {1024, 1024, ImageJPEG}} {
+		b.Run(fmt.Sprintf("%dx%d-%s", bc.w, bc.h, bc.format), func(b *testing.B) {
+			n := 0
+			for i := range b.N {
+				n = len(GenerateImage(uint64(i), bc.w, bc.h, bc.format))
+			}
+			b.ReportMetric(float64(n), "bytes")
+		})
 	}
 }
