@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -105,6 +106,25 @@ func decodeImageURL(url string) (chatImage, error) {
 		return chatImage{}, fmt.Errorf("image of %dx%d pixels: each side must be 1 to %d", cfg.Width, cfg.Height, maxImageSide)
 	}
 	return chatImage{hash: sha256.Sum256(b), width: cfg.Width, height: cfg.Height}, nil
+}
+
+// partImageURL returns the url of an image part: chat's image_url is
+// {"url": ...}, the Responses API's input_image has the url as a string.
+func partImageURL(typ string, raw json.RawMessage) (string, error) {
+	if typ == "input_image" {
+		var url string
+		if json.Unmarshal(raw, &url) != nil || url == "" {
+			return "", fmt.Errorf(`an input_image part needs "image_url": "data:..."`)
+		}
+		return url, nil
+	}
+	var v struct {
+		URL *string `json:"url"`
+	}
+	if json.Unmarshal(raw, &v) != nil || v.URL == nil {
+		return "", fmt.Errorf(`an image_url part needs "image_url": {"url": ...}`)
+	}
+	return *v.URL, nil
 }
 
 func truncate(s string, n int) string {

@@ -101,3 +101,42 @@ func TestChatImages(t *testing.T) {
 		t.Errorf("refused requests were looked up: mm cache queries %v, want 3", q)
 	}
 }
+
+// TestResponsesInputImages: the Responses API's input_image parts (the url
+// a string) count as chat's image_url parts do, and reach the multimodal
+// cache counters.
+func TestResponsesInputImages(t *testing.T) {
+	cfg := fastConfig()
+	cfg.MaxModelLen = 4096
+	base, _ := simtest.Start(t, cfg)
+	input := func(urls ...string) []map[string]any {
+		parts := []map[string]any{{"type": "input_text", "text": "one two three"}}
+		for _, u := range urls {
+			parts = append(parts, map[string]any{"type": "input_image", "image_url": u, "detail": "auto"})
+		}
+		return []map[string]any{{"role": "user", "content": parts}}
+	}
+	var out struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	postJSON(t, base+"/v1/responses", map[string]any{"input": input(), "max_output_tokens": 1}, http.StatusOK, &out)
+	textOnly := out.Usage.InputTokens
+	img := encodeImage(t, 84, 28, "png", 3) // 3·1 tokens
+	postJSON(t, base+"/v1/responses", map[string]any{"input": input(img, img), "max_output_tokens": 1}, http.StatusOK, &out)
+	if out.Usage.InputTokens != textOnly+2*3 {
+		t.Errorf("input tokens %d, want %d + 2 images of 3", out.Usage.InputTokens, textOnly)
+	}
+	mfs := scrape(t, base)
+	if q, h := value(t, mfs, "vllm:mm_cache_queries_total"), value(t, mfs, "vllm:mm_cache_hits_total"); q != 2 || h != 1 {
+		t.Errorf("mm cache queries %v hits %v, want 2 and 1 (the same image twice)", q, h)
+	}
+	resp := post(t, base+"/v1/responses", map[string]any{"input": []map[string]any{{"role": "user",
+		"content": []map[string]any{{"type": "input_image", "image_url": map[string]string{"url": img}}}}}})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `an input_image part needs \"image_url\": \"data:...\"`) {
+		t.Errorf("input_image with an object: status %d body %s", resp.StatusCode, body)
+	}
+}

@@ -123,11 +123,11 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 			maxTokens = body.MaxCompletionTokens
 		}
 	case kindResponses:
-		p, e := parseInput(body.Input)
+		p, images, e := parseInput(body.Input)
 		if e != nil {
 			return nil, e
 		}
-		g.prompt, maxTokens = p, body.MaxOutputTokens
+		g.prompt, g.images, maxTokens = p, images, body.MaxOutputTokens
 	}
 	if len(g.prompt) >= s.cfg.MaxModelLen {
 		return nil, badRequest("", "This model's maximum context length is %d tokens. However, your request has %d input tokens. "+

@@ -97,8 +97,9 @@ func (m chatMessage) contentText() (string, error) {
 
 // content extracts the text and the images of a message's content: a
 // string, an array of {"type":"text","text":...} and
-// {"type":"image_url","image_url":{"url":"data:..."}} parts (images.go),
-// or null/absent (empty).
+// {"type":"image_url","image_url":{"url":"data:..."}} parts (chat), or of
+// input_text and {"type":"input_image","image_url":"data:..."} parts (the
+// Responses API) (images.go), or null/absent (empty).
 func (m chatMessage) content() (string, []chatImage, error) {
 	if len(m.Content) == 0 || string(m.Content) == "null" {
 		return "", nil, nil
@@ -108,11 +109,9 @@ func (m chatMessage) content() (string, []chatImage, error) {
 		return s, nil, nil
 	}
 	var parts []struct {
-		Type     string  `json:"type"`
-		Text     *string `json:"text"`
-		ImageURL *struct {
-			URL string `json:"url"`
-		} `json:"image_url"`
+		Type     string          `json:"type"`
+		Text     *string         `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if err := json.Unmarshal(m.Content, &parts); err != nil {
 		return "", nil, fmt.Errorf("message content must be a string or an array of content parts")
@@ -121,22 +120,23 @@ func (m chatMessage) content() (string, []chatImage, error) {
 	var images []chatImage
 	for i, p := range parts {
 		switch {
-		case p.Type == "text" && p.Text != nil:
+		case (p.Type == "text" || p.Type == "input_text") && p.Text != nil:
 			texts = append(texts, *p.Text)
-		case p.Type == "image_url":
-			if p.ImageURL == nil {
-				return "", nil, fmt.Errorf("content[%d]: an image_url part needs \"image_url\": {\"url\": ...}", i)
+		case p.Type == "image_url" || p.Type == "input_image":
+			url, err := partImageURL(p.Type, p.ImageURL)
+			if err != nil {
+				return "", nil, fmt.Errorf("content[%d]: %w", i, err)
 			}
 			if len(images) == maxImagesPerRequest {
 				return "", nil, fmt.Errorf("content[%d]: more than %d images", i, maxImagesPerRequest)
 			}
-			im, err := decodeImageURL(p.ImageURL.URL)
+			im, err := decodeImageURL(url)
 			if err != nil {
 				return "", nil, fmt.Errorf("content[%d]: %w", i, err)
 			}
 			images = append(images, im)
 		default:
-			return "", nil, fmt.Errorf("content part type %q is not supported by the simulator (only \"text\" and \"image_url\")", p.Type)
+			return "", nil, fmt.Errorf("content part type %q is not supported by the simulator (only \"text\", \"image_url\", \"input_text\" and \"input_image\")", p.Type)
 		}
 	}
 	return strings.Join(texts, " "), images, nil

@@ -220,8 +220,9 @@ type Request struct {
 	Inputs []string
 	TopN   int
 	// Images, when not empty, are attached to the last user message of a
-	// chat request as image_url content parts after its text (the other
-	// APIs refuse the request); Record.Images and ImageBytes count them.
+	// chat request as image_url content parts after its text (a Responses
+	// request: input_image parts; the other APIs refuse the request);
+	// Record.Images and ImageBytes count them.
 	Images []Image
 }
 

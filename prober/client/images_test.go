@@ -7,7 +7,8 @@ import (
 
 // TestPayloadImages: a chat request's images become image_url parts after
 // the text of the last user message (a user message of their own when
-// there is none); the other APIs refuse images.
+// there is none), a Responses request's input_image parts; the other APIs
+// refuse images.
 func TestPayloadImages(t *testing.T) {
 	c := newClient(t, Options{BaseURL: "http://h", Model: "m", API: APIChat})
 	imgs := []Image{{URL: "data:image/png;base64,AAAA", Bytes: 3}, {URL: "data:image/jpeg;base64,BBBB", Bytes: 3}}
@@ -28,10 +29,19 @@ func TestPayloadImages(t *testing.T) {
 	if !strings.Contains(string(b), `{"role":"system","content":"s"},{"role":"user","content":[{"type":"image_url"`) {
 		t.Errorf("payload without a user message: %s", b)
 	}
-	for _, api := range []string{APICompletions, APIResponses} {
+	c = newClient(t, Options{BaseURL: "http://h", API: APIResponses})
+	b, err = c.payload(&Request{Messages: []Message{{Role: "user", Content: "look"}}, Images: imgs[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"input":[{"role":"user","content":[{"type":"input_text","text":"look"},` +
+		`{"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"auto"}]}],"stream":true}`; string(b) != want {
+		t.Errorf("responses payload\n got %s\nwant %s", b, want)
+	}
+	for _, api := range []string{APICompletions, APIEmbeddings} {
 		c := newClient(t, Options{BaseURL: "http://h", API: api})
-		if _, err := c.payload(&Request{Prompt: "x", Messages: []Message{{Role: "user", Content: "x"}}, Images: imgs}); err == nil ||
-			err.Error() != "images are sent with the chat API only" {
+		if _, err := c.payload(&Request{Prompt: "x", Inputs: []string{"x"}, Images: imgs}); err == nil ||
+			err.Error() != "images are sent with the chat and responses APIs only" {
 			t.Errorf("api %s: %v", api, err)
 		}
 	}

@@ -85,8 +85,8 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 		top = &req.TopLogprobs
 	}
 	model := c.model(req)
-	if len(req.Images) > 0 && !c.chat {
-		return nil, fmt.Errorf("images are sent with the chat API only")
+	if len(req.Images) > 0 && !c.chat && !c.responses {
+		return nil, fmt.Errorf("images are sent with the chat and responses APIs only")
 	}
 	if c.pooling != "" && (len(req.Inputs) == 0 || len(req.Inputs) > MaxInputs) {
 		return nil, fmt.Errorf("%s request with %d inputs, want 1 to %d", c.pooling, len(req.Inputs), MaxInputs)
@@ -131,9 +131,16 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 func (c *Client) responsesBody(req *Request, model string) responsesPayload {
 	p := responsesPayload{Model: model, MaxOutputTokens: req.MaxTokens, MinTokens: req.MinTokens,
 		IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, ToolChoice: toolChoice(req.ToolChoice, true)}
-	if req.Messages != nil {
+	switch {
+	case len(req.Images) > 0:
+		msgs := req.Messages
+		if msgs == nil {
+			msgs = []Message{{Role: "user", Content: req.Prompt}}
+		}
+		p.Input = withInputImages(msgs, req.Images)
+	case req.Messages != nil:
 		p.Input = req.Messages
-	} else {
+	default:
 		p.Input = req.Prompt
 	}
 	if req.ReasoningEffort != "" {
@@ -172,12 +179,15 @@ func (c *Client) model(req *Request) string {
 	return c.o.Model
 }
 
-// contentPart is one part of a chat message's content: text, or an image
-// as {"type":"image_url","image_url":{"url":"data:..."}}.
+// contentPart is one part of a message's content: chat's text and
+// {"type":"image_url","image_url":{"url":"data:..."}}, or the Responses
+// API's input_text and {"type":"input_image","image_url":"data:...",
+// "detail":"auto"}.
 type contentPart struct {
-	Type     string    `json:"type"`
-	Text     *string   `json:"text,omitempty"`
-	ImageURL *imageURL `json:"image_url,omitempty"`
+	Type     string  `json:"type"`
+	Text     *string `json:"text,omitempty"`
+	ImageURL any     `json:"image_url,omitempty"` // *imageURL (chat), string (responses)
+	Detail   string  `json:"detail,omitempty"`
 }
 
 type imageURL struct {
@@ -189,10 +199,24 @@ type partsMessage struct {
 	Content []contentPart `json:"content"`
 }
 
-// withImages returns the messages with the images attached to the last
-// user message (a user message of its own when there is none) as
+// withImages returns the chat messages with the images attached to the
+// last user message (a user message of its own when there is none) as
 // image_url parts after its text.
 func withImages(msgs []Message, images []Image) []any {
+	return attachImages(msgs, images, "text", func(url string) contentPart {
+		return contentPart{Type: "image_url", ImageURL: &imageURL{URL: url}}
+	})
+}
+
+// withInputImages is withImages in the Responses API's shape: input_text
+// and input_image parts.
+func withInputImages(msgs []Message, images []Image) []any {
+	return attachImages(msgs, images, "input_text", func(url string) contentPart {
+		return contentPart{Type: "input_image", ImageURL: url, Detail: "auto"}
+	})
+}
+
+func attachImages(msgs []Message, images []Image, textType string, part func(url string) contentPart) []any {
 	last := -1
 	for i, m := range msgs {
 		if m.Role == "user" {
@@ -206,10 +230,10 @@ func withImages(msgs []Message, images []Image) []any {
 	pm := partsMessage{Role: "user"}
 	if last >= 0 {
 		text := msgs[last].Content
-		pm.Content = append(pm.Content, contentPart{Type: "text", Text: &text})
+		pm.Content = append(pm.Content, contentPart{Type: textType, Text: &text})
 	}
 	for _, im := range images {
-		pm.Content = append(pm.Content, contentPart{Type: "image_url", ImageURL: &imageURL{URL: im.URL}})
+		pm.Content = append(pm.Content, part(im.URL))
 	}
 	if last >= 0 {
 		out[last] = pm

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestImagesFeature accepts the images feature on a chat target and
-// refuses it on every other api and out of bounds, naming the key and line.
+// TestImagesFeature accepts the images feature on a chat or responses
+// target and refuses it on every other api and out of bounds, naming the key and line.
 func TestImagesFeature(t *testing.T) {
 	probe := func(api, feature string) string {
 		return "targets:\n  - name: a\n    base_url: http://x\n    api: " + api + "\n    probes:\n      - name: p\n        rate: 1\n" +
@@ -19,11 +19,14 @@ func TestImagesFeature(t *testing.T) {
 	if f := c.Targets[0].Probes[0].Workload.Request.Features[0]; f.Count != 2 || f.Width != 64 || f.Height != 48 || f.Format != "jpeg" {
 		t.Errorf("feature %+v", f)
 	}
+	if _, err := Parse([]byte(probe("responses", "{kind: images, share: 1, count: 1, width: 8, height: 8}")), "f.yml"); err != nil {
+		t.Errorf("api responses: %v", err)
+	}
 	for _, tt := range []struct{ yaml, want string }{
 		{probe("completions", "{kind: images, share: 1, count: 1, width: 8, height: 8}"),
-			"f.yml:11: targets[0].probes[0].workload.request.features[0].kind: images are sent with api chat only (image_url content parts), this target's api is completions"},
-		{probe("responses", "{kind: images, share: 1, count: 1, width: 8, height: 8}"),
-			"targets[0].probes[0].workload.request.features[0].kind: images are sent with api chat only"},
+			"f.yml:11: targets[0].probes[0].workload.request.features[0].kind: images are sent with api chat and responses only (image content parts), this target's api is completions"},
+		{probe("embeddings", "{kind: images, share: 1, count: 1, width: 8, height: 8}"),
+			"targets[0].probes[0].workload.request.features[0].kind: images are sent with api chat and responses only"},
 		{probe("chat", "{kind: images, share: 1, count: 17, width: 8, height: 8}"),
 			"targets[0].probes[0].workload.request.features[0].count: must be in [1, 16], got 17"},
 		{probe("chat", "{kind: images, share: 1, count: 1, width: 8, height: 8, format: gif}"),

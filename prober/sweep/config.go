@@ -328,8 +328,8 @@ func (c *Config) Validate() error {
 		}
 		return workloadFieldError(err)
 	}
-	if i := c.Workload.Request.ImagesFeature(); i >= 0 && c.API != "chat" {
-		return fieldErr("Workload", "request.features[%d].kind: images are sent with api chat only (image_url content parts), the api is %s", i, c.API)
+	if i := c.Workload.Request.ImagesFeature(); i >= 0 && c.API != "chat" && c.API != "responses" {
+		return fieldErr("Workload", "request.features[%d].kind: images are sent with api chat and responses only (image content parts), the api is %s", i, c.API)
 	}
 	if err := c.validateShard(); err != nil {
 		return err

@@ -99,15 +99,47 @@ func TestSweepImages(t *testing.T) {
 	}
 }
 
-// TestSweepImagesNeedChat refuses the images feature for every api but chat.
+// TestSweepImagesResponses sends the images as the Responses API's
+// input_image parts: the records count them and the server's input tokens
+// hold their tokens.
+func TestSweepImagesResponses(t *testing.T) {
+	url, _ := simtest.Start(t, simtest.Fast())
+	cfg := testConfig(t, url)
+	cfg.API = "responses"
+	cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Warmups = []float64{50}, "50", 10, 0
+	cfg.Workload.Request = &workload.Request{Features: []workload.RequestFeature{
+		{Kind: workload.FeatureImages, Share: 1, Count: 1, Width: 28, Height: 84, Format: workload.ImageJPEG}}}
+	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	res, err := p.Run(context.Background(), sink, NopObserver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sr := range sink.recs {
+		r := sr.Record
+		if !r.OK() || r.Images != 1 || r.ImageBytes <= 0 || r.PromptTokens != r.InputTokens+3 {
+			t.Errorf("record %s: ok %v (%s), images %d, bytes %d, prompt tokens %d (text %d)", r.RequestID, r.OK(), r.ErrorMessage,
+				r.Images, r.ImageBytes, r.PromptTokens, r.InputTokens)
+		}
+	}
+	if mm := res.Steps[0].Server.MultimodalCache; mm == nil || mm.Queries != 10 {
+		t.Errorf("multimodal cache %+v, want 10 queries", mm)
+	}
+}
+
+// TestSweepImagesNeedChat refuses the images feature for every api but
+// chat and responses.
 func TestSweepImagesNeedChat(t *testing.T) {
-	for _, api := range []string{"completions", "responses", "embeddings"} {
+	for _, api := range []string{"completions", "embeddings", "rerank"} {
 		cfg := testConfig(t, "http://127.0.0.1:1")
 		cfg.API = api
 		cfg.Workload.Request = &workload.Request{Features: []workload.RequestFeature{
 			{Kind: workload.FeatureImages, Share: 1, Count: 1, Width: 8, Height: 8}}}
 		err := cfg.Validate()
-		if err == nil || !strings.Contains(err.Error(), "request.features[0].kind: images are sent with api chat only") ||
+		if err == nil || !strings.Contains(err.Error(), "request.features[0].kind: images are sent with api chat and responses only") ||
 			!strings.Contains(err.Error(), "the api is "+api) {
 			t.Errorf("api %s: %v", api, err)
 		}

@@ -34,7 +34,8 @@ const (
 	// (tools.go).
 	FeatureTools = "tools"
 	// FeatureImages attaches generated images (PNG or JPEG, as base64 data
-	// URLs in image_url content parts) to the chat request (images.go).
+	// URLs in image content parts) to a chat or Responses request
+	// (images.go).
 	FeatureImages = "images"
 )
 
