@@ -58,10 +58,12 @@ type imageSet struct {
 	count, width, height int
 	format               string
 	// distinct > 0: each image is drawn from a pool of that many, made
-	// once and kept (pool); 0: every image of every request is its own.
+	// once and kept (pool, by image seed; at most distinct entries: a
+	// plan drawn under another seed or nonce starts it again); 0: every
+	// image of every request is its own.
 	distinct int
 	mu       sync.Mutex
-	pool     map[int]Image
+	pool     map[uint64]Image
 }
 
 // newImageSet validates an images feature (at: its YAML path).
@@ -110,17 +112,18 @@ func (s *imageSet) images(seed uint64, index int64) []Image {
 			out[k] = s.make(derive(seed, tagImage, uint64(index), uint64(k)))
 			continue
 		}
-		slot := int(derive(seed, tagImageSlot, uint64(index), uint64(k)) % uint64(s.distinct))
+		slot := derive(seed, tagImageSlot, uint64(index), uint64(k)) % uint64(s.distinct)
+		is := derive(seed, tagImagePool, slot)
 		s.mu.Lock()
-		img, ok := s.pool[slot]
+		img, ok := s.pool[is]
 		s.mu.Unlock()
 		if !ok {
-			img = s.make(derive(seed, tagImagePool, uint64(slot)))
+			img = s.make(is)
 			s.mu.Lock()
-			if s.pool == nil {
-				s.pool = make(map[int]Image, s.distinct)
+			if s.pool == nil || len(s.pool) >= s.distinct {
+				s.pool = make(map[uint64]Image, s.distinct)
 			}
-			s.pool[slot] = img
+			s.pool[is] = img
 			s.mu.Unlock()
 		}
 		out[k] = img

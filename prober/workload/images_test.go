@@ -104,6 +104,18 @@ func TestImagesDraw(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("a pool of 3 gave %d distinct images over 200 requests", len(seen))
 	}
+	// Another seed (or nonce) draws from its own pool, not the first one's.
+	other := map[string]bool{}
+	for i := range int64(200) {
+		u := plan.Draw(2, i).Images[0].URL
+		if seen[u] {
+			t.Fatalf("seed 2 drew an image of seed 1's pool")
+		}
+		other[u] = true
+	}
+	if len(other) != 3 || plan.Draw(1, 0).Images[0].URL != plan.Draw(1, 0).Images[0].URL {
+		t.Errorf("seed 2's pool: %d images", len(other))
+	}
 }
 
 // TestImagesShare: the feature is carried by about its share of requests.
