@@ -88,19 +88,23 @@ type chatMessage struct {
 }
 
 // contentText extracts the text of a message's content: a string, an array
-// of {"type":"text","text":...} parts (image parts checked and left out),
+// of {"type":"text","text":...} parts (image parts left out, not decoded),
 // or null/absent (empty).
 func (m chatMessage) contentText() (string, error) {
-	text, _, err := m.content()
+	text, _, err := m.parts(false)
 	return text, err
 }
 
-// content extracts the text and the images of a message's content: a
-// string, an array of {"type":"text","text":...} and
+// content extracts the text and the images of a message's content (see
+// parts).
+func (m chatMessage) content() (string, []chatImage, error) { return m.parts(true) }
+
+// parts extracts the text and, with images, the images of a message's
+// content: a string, an array of {"type":"text","text":...} and
 // {"type":"image_url","image_url":{"url":"data:..."}} parts (chat), or of
 // input_text and {"type":"input_image","image_url":"data:..."} parts (the
 // Responses API) (images.go), or null/absent (empty).
-func (m chatMessage) content() (string, []chatImage, error) {
+func (m chatMessage) parts(images bool) (string, []chatImage, error) {
 	if len(m.Content) == 0 || string(m.Content) == "null" {
 		return "", nil, nil
 	}
@@ -117,29 +121,30 @@ func (m chatMessage) content() (string, []chatImage, error) {
 		return "", nil, fmt.Errorf("message content must be a string or an array of content parts")
 	}
 	texts := make([]string, 0, len(parts))
-	var images []chatImage
+	var ims []chatImage
 	for i, p := range parts {
 		switch {
 		case (p.Type == "text" || p.Type == "input_text") && p.Text != nil:
 			texts = append(texts, *p.Text)
+		case (p.Type == "image_url" || p.Type == "input_image") && !images:
 		case p.Type == "image_url" || p.Type == "input_image":
 			url, err := partImageURL(p.Type, p.ImageURL)
 			if err != nil {
 				return "", nil, fmt.Errorf("content[%d]: %w", i, err)
 			}
-			if len(images) == maxImagesPerRequest {
+			if len(ims) == maxImagesPerRequest {
 				return "", nil, fmt.Errorf("content[%d]: more than %d images", i, maxImagesPerRequest)
 			}
 			im, err := decodeImageURL(url)
 			if err != nil {
 				return "", nil, fmt.Errorf("content[%d]: %w", i, err)
 			}
-			images = append(images, im)
+			ims = append(ims, im)
 		default:
 			return "", nil, fmt.Errorf("content part type %q is not supported by the simulator (only \"text\", \"image_url\", \"input_text\" and \"input_image\")", p.Type)
 		}
 	}
-	return strings.Join(texts, " "), images, nil
+	return strings.Join(texts, " "), ims, nil
 }
 
 // renderChat applies the simulator's chat template: each message becomes
