@@ -215,8 +215,12 @@ type Record struct {
 	Turn      int    `json:"turn,omitempty"`
 	// Features names the request features the request carried
 	// (workload.request.features kinds: no_stream, logprobs, json_schema,
-	// lora, tools), nil when none; a LoRA adapter is also Model.
+	// lora, tools, images), nil when none; a LoRA adapter is also Model.
 	Features []string `json:"features,omitempty"`
+	// Images and ImageBytes are the images the request sent (the images
+	// feature) and their encoded bytes (before base64), 0 when none.
+	Images     int   `json:"images,omitempty"`
+	ImageBytes int64 `json:"image_bytes,omitempty"`
 	// NoStream marks a request sent with "stream": false: E2E is t0 to the
 	// end of the response body, and TTFT, TTFTText and ITL are not
 	// recorded (0, empty); TPOT reports none. Consumers skip them for

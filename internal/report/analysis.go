@@ -45,6 +45,7 @@ func Analysis(res *sweep.Result) []byte {
 	writeCacheHits(&b, res)
 	writeReasoning(&b, res)
 	writePooling(&b, res) // pooling.go
+	writeImages(&b, res)  // images.go
 	writeValidity(&b, res)
 	writeConclusion(&b, res)
 	writeRollback(&b, res)

@@ -468,5 +468,8 @@ func (g *genRequest) traceFeatures() []string {
 	if !g.stream {
 		out = append(out, "no_stream")
 	}
+	if len(g.images) > 0 {
+		out = append(out, "images")
+	}
 	return out
 }

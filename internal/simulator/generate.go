@@ -260,6 +260,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 		c.fail(&apiError{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "simulated fault: service unavailable"})
 		return
 	}
+	s.lookupImages(g.images) // images.go
 	seq := s.newSequence(g)
 	answerSequence(seq, g, fp.answer)
 	if fp.brokenTool && seq.tool != nil {

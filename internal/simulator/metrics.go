@@ -55,7 +55,11 @@ type metrics struct {
 	waitingCapacity prometheus.Gauge
 
 	prefixQueries, prefixHits, preemptions prometheus.Counter
-	promptTokens, generationTokens         prometheus.Counter
+	// mmQueries and mmHits are vllm:mm_cache_queries_total and
+	// vllm:mm_cache_hits_total: images looked up in the multimodal cache
+	// and found there (images.go).
+	mmQueries, mmHits              prometheus.Counter
+	promptTokens, generationTokens prometheus.Counter
 	// promptComputed, promptCacheHit and promptCached are
 	// vllm:prompt_tokens_by_source_total{source="local_compute"|
 	// "local_cache_hit"} and vllm:prompt_tokens_cached_total, counted
@@ -204,8 +208,11 @@ func registerRenamed(reg prometheus.Registerer, m *metrics, cfg Config,
 		m.tpot = dummyObserver()
 		m.waitingCapacity = dummyGauge()
 		m.promptComputed, m.promptCacheHit, m.promptCached = dummyCounter(), dummyCounter(), dummyCounter()
+		m.mmQueries, m.mmHits = dummyCounter(), dummyCounter()
 		return
 	}
+	m.mmQueries = counter("vllm:mm_cache_queries_total", "Multi-modal cache queries, in terms of number of queried items.")
+	m.mmHits = counter("vllm:mm_cache_hits_total", "Multi-modal cache hits, in terms of number of cached items.")
 	m.kvUsage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
 	m.prefixQueries = counter("vllm:prefix_cache_queries_total",
 		"Prefix cache queries, in terms of number of queried tokens.")

@@ -76,6 +76,7 @@ func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		waitingCapacity: dummyGauge(),
 		promptComputed:  dummyCounter(), promptCacheHit: dummyCounter(), promptCached: dummyCounter(),
 		prefixQueries: dummyCounter(), prefixHits: dummyCounter(), preemptions: dummyCounter(),
+		mmQueries: dummyCounter(), mmHits: dummyCounter(),
 		promptTokens: dummyCounter(), generationTokens: dummyCounter(),
 		finished: dummyCounter(), prefillComputed: dummyCounter(), engineCalls: dummyCounter(),
 		ttft: dummyObserver(), itl: dummyObserver(), tpot: dummyObserver(),

@@ -177,24 +177,24 @@ func (s *Simulator) parseReasoning(body *genRequestJSON, g *genRequest) *apiErro
 
 // parseInput reads the Responses API's input: a string (one user message)
 // or a list of messages ({role, content}), rendered as chat is.
-func parseInput(raw json.RawMessage) ([]int, *apiError) {
+func parseInput(raw json.RawMessage) ([]int, []chatImage, *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, badRequest("input", "input is required")
+		return nil, nil, badRequest("input", "input is required")
 	}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
 		r, _ := renderChat([]chatMessage{{Role: "user", Content: mustJSON(text)}}, true)
-		return tokenize(r), nil
+		return tokenize(r), nil, nil
 	}
 	var msgs []chatMessage
 	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-		return nil, badRequest("input", "input must be a string or a non-empty list of messages")
+		return nil, nil, badRequest("input", "input must be a string or a non-empty list of messages")
 	}
-	r, err := renderChat(msgs, true)
+	r, images, err := renderChatImages(msgs, true)
 	if err != nil {
-		return nil, badRequest("input", "%v", err)
+		return nil, nil, badRequest("input", "%v", err)
 	}
-	return tokenize(r), nil
+	return tokenize(r), images, nil
 }
 
 func mustJSON(v any) json.RawMessage {

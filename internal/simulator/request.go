@@ -60,6 +60,9 @@ type genRequest struct {
 	// (reasoning.go).
 	thinks bool
 	tool   *simTool
+	// images are the request's images (images.go), looked up in the
+	// multimodal cache once the request is accepted.
+	images []chatImage
 }
 
 // parseGen reads and validates a generation request as vLLM does.
@@ -105,11 +108,12 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 		if body.Messages == nil || len(*body.Messages) == 0 {
 			return nil, badRequest("messages", "messages must be a non-empty list")
 		}
-		text, err := renderChat(*body.Messages, true)
+		text, images, err := renderChatImages(*body.Messages, true)
 		if err != nil {
 			return nil, badRequest("messages", "%v", err)
 		}
 		g.prompt = tokenize(text)
+		g.images = images
 		for _, m := range *body.Messages {
 			if m.Role == "user" {
 				g.question, _ = m.contentText()
@@ -119,11 +123,11 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 			maxTokens = body.MaxCompletionTokens
 		}
 	case kindResponses:
-		p, e := parseInput(body.Input)
+		p, images, e := parseInput(body.Input)
 		if e != nil {
 			return nil, e
 		}
-		g.prompt, maxTokens = p, body.MaxOutputTokens
+		g.prompt, g.images, maxTokens = p, images, body.MaxOutputTokens
 	}
 	if len(g.prompt) >= s.cfg.MaxModelLen {
 		return nil, badRequest("", "This model's maximum context length is %d tokens. However, your request has %d input tokens. "+

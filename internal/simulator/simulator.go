@@ -63,6 +63,7 @@ type Simulator struct {
 	closeMu  sync.Once
 	closeErr error
 	lora     atomic.Pointer[[]LoRAModule] // cfg.LoRA(), then SetLoRA's (features.go)
+	mm       mmCache                      // the multimodal cache (images.go)
 }
 
 // New validates cfg, opens the trace file (if any) and starts the engine

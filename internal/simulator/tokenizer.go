@@ -88,51 +88,100 @@ type chatMessage struct {
 }
 
 // contentText extracts the text of a message's content: a string, an array
-// of {"type":"text","text":...} parts, or null/absent (empty).
+// of {"type":"text","text":...} parts (image parts left out, not decoded),
+// or null/absent (empty).
 func (m chatMessage) contentText() (string, error) {
+	text, _, err := m.parts(false)
+	return text, err
+}
+
+// content extracts the text and the images of a message's content (see
+// parts).
+func (m chatMessage) content() (string, []chatImage, error) { return m.parts(true) }
+
+// parts extracts the text and, with images, the images of a message's
+// content: a string, an array of {"type":"text","text":...} and
+// {"type":"image_url","image_url":{"url":"data:..."}} parts (chat), or of
+// input_text and {"type":"input_image","image_url":"data:..."} parts (the
+// Responses API) (images.go), or null/absent (empty).
+func (m chatMessage) parts(images bool) (string, []chatImage, error) {
 	if len(m.Content) == 0 || string(m.Content) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	var s string
 	if err := json.Unmarshal(m.Content, &s); err == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type     string          `json:"type"`
+		Text     *string         `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", fmt.Errorf("message content must be a string or an array of content parts")
+		return "", nil, fmt.Errorf("message content must be a string or an array of content parts")
 	}
 	texts := make([]string, 0, len(parts))
-	for _, p := range parts {
-		if p.Type != "text" || p.Text == nil {
-			return "", fmt.Errorf("content part type %q is not supported by the simulator (only \"text\")", p.Type)
+	var ims []chatImage
+	for i, p := range parts {
+		switch {
+		case (p.Type == "text" || p.Type == "input_text") && p.Text != nil:
+			texts = append(texts, *p.Text)
+		case (p.Type == "image_url" || p.Type == "input_image") && !images:
+		case p.Type == "image_url" || p.Type == "input_image":
+			url, err := partImageURL(p.Type, p.ImageURL)
+			if err != nil {
+				return "", nil, fmt.Errorf("content[%d]: %w", i, err)
+			}
+			if len(ims) == maxImagesPerRequest {
+				return "", nil, fmt.Errorf("content[%d]: more than %d images", i, maxImagesPerRequest)
+			}
+			im, err := decodeImageURL(url)
+			if err != nil {
+				return "", nil, fmt.Errorf("content[%d]: %w", i, err)
+			}
+			ims = append(ims, im)
+		default:
+			return "", nil, fmt.Errorf("content part type %q is not supported by the simulator (only \"text\", \"image_url\", \"input_text\" and \"input_image\")", p.Type)
 		}
-		texts = append(texts, *p.Text)
 	}
-	return strings.Join(texts, " "), nil
+	return strings.Join(texts, " "), ims, nil
 }
 
 // renderChat applies the simulator's chat template: each message becomes
 // "<|role|> content" on its own line, and with addGenerationPrompt a final
-// "<|assistant|>" line. Each role marker is one token.
+// "<|assistant|>" line. Each role marker is one token; an image part is its
+// imageTokens words after the message's text (images.go).
 func renderChat(msgs []chatMessage, addGenerationPrompt bool) (string, error) {
+	text, _, err := renderChatImages(msgs, addGenerationPrompt)
+	return text, err
+}
+
+// renderChatImages is renderChat that also returns the images of the
+// messages, in order.
+func renderChatImages(msgs []chatMessage, addGenerationPrompt bool) (string, []chatImage, error) {
 	var b strings.Builder
+	var images []chatImage
 	for i, m := range msgs {
 		if strings.TrimSpace(m.Role) == "" || len(strings.Fields(m.Role)) != 1 {
-			return "", fmt.Errorf("messages[%d].role must be one non-empty word", i)
+			return "", nil, fmt.Errorf("messages[%d].role must be one non-empty word", i)
 		}
-		text, err := m.contentText()
+		text, ims, err := m.content()
 		if err != nil {
-			return "", fmt.Errorf("messages[%d]: %w", i, err)
+			return "", nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}
+		if len(images)+len(ims) > maxImagesPerRequest {
+			return "", nil, fmt.Errorf("messages[%d]: more than %d images in the request", i, maxImagesPerRequest)
+		}
+		images = append(images, ims...)
 		b.WriteString("<|" + m.Role + "|> ")
 		b.WriteString(text)
+		for _, im := range ims {
+			im.words(&b)
+		}
 		b.WriteByte('\n')
 	}
 	if addGenerationPrompt {
 		b.WriteString("<|assistant|>\n")
 	}
-	return b.String(), nil
+	return b.String(), images, nil
 }

@@ -219,6 +219,18 @@ type Request struct {
 	// top_n (0: not sent, every document is ranked).
 	Inputs []string
 	TopN   int
+	// Images, when not empty, are attached to the last user message of a
+	// chat request as image_url content parts after its text (a Responses
+	// request: input_image parts; the other APIs refuse the request);
+	// Record.Images and ImageBytes count them.
+	Images []Image
+}
+
+// Image is one image of a Request: its data URL
+// ("data:image/png;base64,...") and its encoded bytes before base64.
+type Image struct {
+	URL   string
+	Bytes int
 }
 
 // MaxCollect bounds the text Request.Collect receives (bytes).
@@ -403,6 +415,10 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	rec.InputTokens = req.InputTokens
 	rec.OutputTokensRequested = req.MaxTokens
 	rec.Features = req.Features
+	rec.Images = len(req.Images)
+	for _, im := range req.Images {
+		rec.ImageBytes += int64(im.Bytes)
+	}
 	if c.pooling != "" {
 		req.NoStream = true // the pooling APIs do not stream
 		rec.Inputs = len(req.Inputs)

@@ -18,7 +18,7 @@ type completionsPayload struct {
 
 type chatPayload struct {
 	Model               string          `json:"model,omitempty"`
-	Messages            []Message       `json:"messages"`
+	Messages            any             `json:"messages"` // []Message, or withImages' parts
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
 	MinTokens           int             `json:"min_tokens,omitempty"`
 	IgnoreEOS           bool            `json:"ignore_eos,omitempty"`
@@ -85,6 +85,9 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 		top = &req.TopLogprobs
 	}
 	model := c.model(req)
+	if len(req.Images) > 0 && !c.chat && !c.responses {
+		return nil, fmt.Errorf("images are sent with the chat and responses APIs only")
+	}
 	if c.pooling != "" && (len(req.Inputs) == 0 || len(req.Inputs) > MaxInputs) {
 		return nil, fmt.Errorf("%s request with %d inputs, want 1 to %d", c.pooling, len(req.Inputs), MaxInputs)
 	}
@@ -94,9 +97,12 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 	case c.responses:
 		v = c.responsesBody(req, model)
 	case c.chat:
-		msgs := req.Messages
-		if msgs == nil {
+		var msgs any = req.Messages
+		if req.Messages == nil {
 			msgs = []Message{}
+		}
+		if len(req.Images) > 0 {
+			msgs = withImages(req.Messages, req.Images)
 		}
 		p := chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
 			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
@@ -125,9 +131,16 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 func (c *Client) responsesBody(req *Request, model string) responsesPayload {
 	p := responsesPayload{Model: model, MaxOutputTokens: req.MaxTokens, MinTokens: req.MinTokens,
 		IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, ToolChoice: toolChoice(req.ToolChoice, true)}
-	if req.Messages != nil {
+	switch {
+	case len(req.Images) > 0:
+		msgs := req.Messages
+		if msgs == nil {
+			msgs = []Message{{Role: "user", Content: req.Prompt}}
+		}
+		p.Input = withInputImages(msgs, req.Images)
+	case req.Messages != nil:
 		p.Input = req.Messages
-	} else {
+	default:
 		p.Input = req.Prompt
 	}
 	if req.ReasoningEffort != "" {
@@ -164,4 +177,68 @@ func (c *Client) model(req *Request) string {
 		return req.Model
 	}
 	return c.o.Model
+}
+
+// contentPart is one part of a message's content: chat's text and
+// {"type":"image_url","image_url":{"url":"data:..."}}, or the Responses
+// API's input_text and {"type":"input_image","image_url":"data:...",
+// "detail":"auto"}.
+type contentPart struct {
+	Type     string  `json:"type"`
+	Text     *string `json:"text,omitempty"`
+	ImageURL any     `json:"image_url,omitempty"` // *imageURL (chat), string (responses)
+	Detail   string  `json:"detail,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+type partsMessage struct {
+	Role    string        `json:"role"`
+	Content []contentPart `json:"content"`
+}
+
+// withImages returns the chat messages with the images attached to the
+// last user message (a user message of its own when there is none) as
+// image_url parts after its text.
+func withImages(msgs []Message, images []Image) []any {
+	return attachImages(msgs, images, "text", func(url string) contentPart {
+		return contentPart{Type: "image_url", ImageURL: &imageURL{URL: url}}
+	})
+}
+
+// withInputImages is withImages in the Responses API's shape: input_text
+// and input_image parts.
+func withInputImages(msgs []Message, images []Image) []any {
+	return attachImages(msgs, images, "input_text", func(url string) contentPart {
+		return contentPart{Type: "input_image", ImageURL: url, Detail: "auto"}
+	})
+}
+
+func attachImages(msgs []Message, images []Image, textType string, part func(url string) contentPart) []any {
+	last := -1
+	for i, m := range msgs {
+		if m.Role == "user" {
+			last = i
+		}
+	}
+	out := make([]any, 0, len(msgs)+1)
+	for _, m := range msgs {
+		out = append(out, m)
+	}
+	pm := partsMessage{Role: "user"}
+	if last >= 0 {
+		text := msgs[last].Content
+		pm.Content = append(pm.Content, contentPart{Type: textType, Text: &text})
+	}
+	for _, im := range images {
+		pm.Content = append(pm.Content, part(im.URL))
+	}
+	if last >= 0 {
+		out[last] = pm
+	} else {
+		out = append(out, pm)
+	}
+	return out
 }

@@ -126,6 +126,10 @@ func (t TargetConfig) Validate() error {
 	for i, p := range t.Probes {
 		path := fmt.Sprintf("probes[%d]", i)
 		l.add(path, p.Validate())
+		if i := p.Workload.Request.ImagesFeature(); i >= 0 && t.API != APIChat && t.API != APIResponses {
+			l.add(fmt.Sprintf("%s.workload.request.features[%d].kind", path, i),
+				fmt.Errorf("images are sent with api %s and %s only (image content parts), this target's api is %s", APIChat, APIResponses, t.API))
+		}
 		if validateName(p.Name) != nil {
 			continue
 		}

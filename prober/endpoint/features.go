@@ -8,7 +8,7 @@ import (
 // WithFeatures adds to req what its draw of the workload's request
 // features carries (workload.RequestPlan.Draw): "stream": false, logprobs,
 // response_format with its check, a LoRA adapter as the model, min_tokens,
-// the reasoning effort, the tools with their check,
+// the reasoning effort, the tools with their check, the images,
 // the sampling parameters and extra_body, and the feature names for
 // Record.Features. It is the one place where features reach a request, for
 // the daemon's probes and sweeps alike; a zero draw changes nothing.
@@ -33,5 +33,11 @@ func WithFeatures(req *client.Request, d workload.RequestDraw) {
 			req.Tools[i] = client.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 		}
 		req.ToolChoice, req.CheckTool = d.Tools.Choice, d.Tools.Check
+	}
+	if d.Images != nil {
+		req.Images = make([]client.Image, len(d.Images))
+		for i, im := range d.Images {
+			req.Images[i] = client.Image(im)
+		}
 	}
 }

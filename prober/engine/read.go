@@ -32,6 +32,11 @@ const (
 	// in, and found in, the prefix cache.
 	PrefixCacheQueries Quantity = "prefix_cache_queries"
 	PrefixCacheHits    Quantity = "prefix_cache_hits"
+	// MultimodalCacheQueries and MultimodalCacheHits count the multimodal
+	// items (images) looked up in, and found in, the engine's multimodal
+	// cache (vLLM's processor cache).
+	MultimodalCacheQueries Quantity = "mm_cache_queries"
+	MultimodalCacheHits    Quantity = "mm_cache_hits"
 	// Preemptions counts preempted requests.
 	Preemptions Quantity = "preemptions"
 	// FinishedRequests counts requests the engine finished.
@@ -40,7 +45,8 @@ const (
 
 // Quantities lists every Quantity in a stable order.
 var Quantities = []Quantity{Running, Waiting, KVCacheUsage, PromptTokens, GenerationTokens,
-	PrefillSeconds, DecodeSeconds, PrefixCacheQueries, PrefixCacheHits, Preemptions, FinishedRequests}
+	PrefillSeconds, DecodeSeconds, PrefixCacheQueries, PrefixCacheHits, MultimodalCacheQueries, MultimodalCacheHits,
+	Preemptions, FinishedRequests}
 
 // Latency is a server-side latency histogram (seconds).
 type Latency string

@@ -25,8 +25,11 @@ var engines = map[Name]*Engine{
 			DecodeSeconds:      {{name: "vllm:request_decode_time_seconds_sum", kind: counter}},
 			PrefixCacheQueries: {{name: "vllm:prefix_cache_queries_total", kind: counter}, {name: "vllm:gpu_prefix_cache_queries_total", kind: counter}},
 			PrefixCacheHits:    {{name: "vllm:prefix_cache_hits_total", kind: counter}, {name: "vllm:gpu_prefix_cache_hits_total", kind: counter}},
-			Preemptions:        {{name: "vllm:num_preemptions_total", kind: counter}},
-			FinishedRequests:   {{name: "vllm:request_success_total", kind: counter}},
+			// vLLM 0.12 on (vllm-project/vllm#26285); absent before.
+			MultimodalCacheQueries: {{name: "vllm:mm_cache_queries_total", kind: counter}},
+			MultimodalCacheHits:    {{name: "vllm:mm_cache_hits_total", kind: counter}},
+			Preemptions:            {{name: "vllm:num_preemptions_total", kind: counter}},
+			FinishedRequests:       {{name: "vllm:request_success_total", kind: counter}},
 		},
 		latencies: map[Latency][]string{
 			TTFT:      {"vllm:time_to_first_token_seconds"},

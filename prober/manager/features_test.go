@@ -54,6 +54,7 @@ targets:
               - {kind: json_schema, share: 0.5, schema_file: order.json}
               - {kind: lora, share: 0.4, model: sql-lora}
               - {kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}
+              - {kind: images, share: 0.4, count: 2, width: 56, height: 56}
 `, base)), 0o600)
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -90,6 +91,9 @@ targets:
 		}
 		if r.Logprobs != slices.Contains(r.Features, workload.FeatureLogprobs) {
 			t.Errorf("record %s: features %v logprobs %v", r.RequestID, r.Features, r.Logprobs)
+		}
+		if images := slices.Contains(r.Features, workload.FeatureImages); images != (r.Images == 2 && r.ImageBytes > 0) || !images && r.Images != 0 {
+			t.Errorf("record %s: features %v images %d bytes %d", r.RequestID, r.Features, r.Images, r.ImageBytes)
 		}
 	}
 	for _, k := range workload.FeatureKinds {

@@ -77,6 +77,7 @@ func newProbeRunner(t *targetRunner, pc config.ProbeConfig, key string) (*probeR
 	if err != nil {
 		return nil, fmt.Errorf("probe %q: workload.request: %w", pc.Name, err)
 	}
+	features.SetNonce(nonce)
 	p := &probeRunner{
 		features: features,
 		t:        t,

@@ -42,6 +42,10 @@ type StatsAccumulator struct {
 	// keeps their dimensions' range.
 	pooling, poolingN int
 	minDim, maxDim    int
+	// images and imageBytes sum Record.Images and ImageBytes over the
+	// successful requests that carried images (imagesN of them).
+	images, imagesN int
+	imageBytes      int64
 	// Online extremes (order-independent): the scheduled and actual send
 	// spans, the derived duration's bounds, the shortest successful E2E
 	// and the latest intended send after o.Start.
@@ -155,6 +159,11 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		if r.CachedTokensReported {
 			a.cached += r.CachedTokens
 			a.cachedN++
+		}
+		if r.Images > 0 {
+			a.images += r.Images
+			a.imagesN++
+			a.imageBytes += r.ImageBytes
 		}
 		if r.Inputs > 0 {
 			a.pooling += r.Inputs
@@ -332,6 +341,13 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		if s.Duration > 0 {
 			s.Pooling.InputThroughput = float64(a.pooling) / s.Duration
 			s.Pooling.InputTokenThroughput = float64(s.TotalInputTokens) / s.Duration
+		}
+	}
+
+	if a.imagesN > 0 {
+		s.Images = &ImageStats{Requests: a.imagesN, Images: a.images, Bytes: a.imageBytes}
+		if s.Duration > 0 {
+			s.Images.Throughput = float64(a.images) / s.Duration
 		}
 	}
 

@@ -328,6 +328,9 @@ func (c *Config) Validate() error {
 		}
 		return workloadFieldError(err)
 	}
+	if i := c.Workload.Request.ImagesFeature(); i >= 0 && c.API != "chat" && c.API != "responses" {
+		return fieldErr("Workload", "request.features[%d].kind: images are sent with api chat and responses only (image content parts), the api is %s", i, c.API)
+	}
 	if err := c.validateShard(); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ func (r *runner) prepareFeatures() error {
 	if err != nil {
 		return fieldErr("Workload", "%w", err)
 	}
+	plan.SetNonce(uint64(r.cfg.PromptNonce))
 	r.features = plan
 	for i, m := range plan.LoRAModels() {
 		if len(r.info.Models) > 0 && !slices.Contains(r.info.Models, m) {

@@ -97,6 +97,10 @@ type ServerStats struct {
 	// WarmupPrefixCacheHitRate is hits/queries over the warmup requests
 	// (cold), from a snapshot taken before them.
 	WarmupPrefixCacheHitRate Figure `json:"warmup_prefix_cache_hit_rate"`
+	// MultimodalCache holds the multimodal cache's figures over the
+	// measured part; nil when the server does not expose them (vLLM
+	// before #26285, other engines).
+	MultimodalCache *MultimodalCacheStats `json:"multimodal_cache,omitempty"`
 	// MaxRunning, MaxWaiting (summed over engines) and MaxKVCacheUsage (the
 	// fullest engine, 0..1) are maxima over the before, during and after
 	// scrapes.
@@ -181,6 +185,7 @@ func computeServerStats(eng *engine.Engine, preWarmup, before, after *scrape.Sna
 	if preWarmup != nil {
 		_, _, s.WarmupPrefixCacheHitRate = prefixCache(eng, preWarmup, before)
 	}
+	s.MultimodalCache = multimodalCache(eng, before, after)
 
 	maxOf := func(key string, q engine.Quantity, what string) Figure {
 		var f Figure
@@ -254,6 +259,30 @@ func prefixCache(eng *engine.Engine, before, after *scrape.Snapshot) (queries, h
 		rate = Figure{Value: h.Value / q.Value, Known: true}
 	}
 	return queries, hits, rate
+}
+
+// MultimodalCacheStats are a step's multimodal cache figures: the deltas
+// of the items (images) looked up (vLLM: vllm:mm_cache_queries_total) and
+// found (vllm:mm_cache_hits_total), and HitRate, hits/queries
+// (not-recorded when no item was looked up).
+type MultimodalCacheStats struct {
+	Queries float64 `json:"queries"`
+	Hits    float64 `json:"hits"`
+	HitRate Figure  `json:"hit_rate"`
+}
+
+// multimodalCache returns the multimodal cache's figures between two
+// snapshots, nil when the server lacks its counters.
+func multimodalCache(eng *engine.Engine, before, after *scrape.Snapshot) *MultimodalCacheStats {
+	q, h := eng.Delta(before, after, engine.MultimodalCacheQueries), eng.Delta(before, after, engine.MultimodalCacheHits)
+	if !q.Known || !h.Known {
+		return nil
+	}
+	m := &MultimodalCacheStats{Queries: q.Value, Hits: h.Value}
+	if q.Value > 0 {
+		m.HitRate = Figure{Value: h.Value / q.Value, Known: true}
+	}
+	return m
 }
 
 // engineNotes are result notes naming what the server's engine does not

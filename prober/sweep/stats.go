@@ -131,6 +131,9 @@ type Stats struct {
 	// Pooling holds the embeddings and rerank figures; nil when no
 	// successful request was one (result.json "pooling").
 	Pooling *PoolingStats
+	// Images holds the images feature's figures; nil when no successful
+	// request carried images (result.json "images").
+	Images *ImageStats
 	// SendLag is the client's own lateness (actual - intended send, minus
 	// any concurrency-slot wait), over every request.
 	SendLag Latency
@@ -287,6 +290,17 @@ type PoolingStats struct {
 	InputTokenThroughput float64 `json:"input_token_throughput"`
 	MinDimension         int     `json:"min_dimension"`
 	MaxDimension         int     `json:"max_dimension"`
+}
+
+// ImageStats are a step's images figures (result.json "images"), over its
+// successful requests that carried images (the images feature): Requests
+// of them, the Images they sent and their encoded Bytes (before base64),
+// Throughput in images/s over the step's duration.
+type ImageStats struct {
+	Requests   int     `json:"requests"`
+	Images     int     `json:"images"`
+	Bytes      int64   `json:"image_bytes"`
+	Throughput float64 `json:"image_throughput"`
 }
 
 // ReasoningStats are a step's reasoning and tool-call figures (result.json

@@ -33,10 +33,14 @@ const (
 	// calls of the answer are checked against their parameter schemas
 	// (tools.go).
 	FeatureTools = "tools"
+	// FeatureImages attaches generated images (PNG or JPEG, as base64 data
+	// URLs in image content parts) to a chat or Responses request
+	// (images.go).
+	FeatureImages = "images"
 )
 
 // FeatureKinds lists the feature kinds in draw order.
-var FeatureKinds = []string{FeatureNoStream, FeatureLogprobs, FeatureJSONSchema, FeatureLoRA, FeatureTools}
+var FeatureKinds = []string{FeatureNoStream, FeatureLogprobs, FeatureJSONSchema, FeatureLoRA, FeatureTools, FeatureImages}
 
 // Bounds of a Request spec.
 const (
@@ -139,6 +143,16 @@ type RequestFeature struct {
 	// may use them: auto (default), required, none, or a tool's name.
 	Tools      []ToolSpec `yaml:"tools,omitempty" json:"tools,omitempty"`
 	ToolChoice string     `yaml:"tool_choice,omitempty" json:"tool_choice,omitempty"`
+	// Count, Width, Height and Format (images) are the images attached to
+	// a request: how many (1..MaxImages), their size in pixels and their
+	// encoding (png, the default, or jpeg). Distinct, when > 0, draws them
+	// from a pool of that many images made once (so a server's multimodal
+	// cache may hit); 0 gives every image of every request its own.
+	Count    int    `yaml:"count,omitempty" json:"count,omitempty"`
+	Width    int    `yaml:"width,omitempty" json:"width,omitempty"`
+	Height   int    `yaml:"height,omitempty" json:"height,omitempty"`
+	Format   string `yaml:"format,omitempty" json:"format,omitempty"`
+	Distinct int    `yaml:"distinct,omitempty" json:"distinct,omitempty"`
 
 	fileRead bool // Schema was read from SchemaFile
 }
@@ -245,6 +259,9 @@ type RequestPlan struct {
 	loras       []planLoRA
 	tools       float64 // share, 0: none
 	toolSet     *ToolSet
+	images      float64 // share, 0: none
+	imageSet    *imageSet
+	nonce       uint64 // SetNonce
 	effort      string
 	body        []byte // the members sent with every request
 }
@@ -424,6 +441,15 @@ func NewRequestPlan(r *Request) (*RequestPlan, error) {
 				return nil, under(at, err)
 			}
 			p.tools, p.toolSet = f.Share, ts
+		case FeatureImages:
+			if p.images > 0 {
+				return nil, fieldErr(at+".kind", "images is given twice")
+			}
+			is, err := newImageSet(f, at)
+			if err != nil {
+				return nil, err
+			}
+			p.images, p.imageSet = f.Share, is
 		}
 	}
 	return p, nil
@@ -434,14 +460,17 @@ func (f RequestFeature) checkUnused(at string) error {
 	set := map[string]bool{
 		"top_logprobs": f.TopLogprobs != 0, "name": f.Name != "", "schema": f.Schema != nil && !f.fileRead,
 		"schema_file": f.SchemaFile != "", "model": f.Model != "", "tools": f.Tools != nil, "tool_choice": f.ToolChoice != "",
+		"count": f.Count != 0, "width": f.Width != 0, "height": f.Height != 0, "format": f.Format != "", "distinct": f.Distinct != 0,
 	}
 	used := map[string][]string{
 		FeatureLogprobs:   {"top_logprobs"},
 		FeatureJSONSchema: {"name", "schema", "schema_file"},
 		FeatureLoRA:       {"model"},
 		FeatureTools:      {"tools", "tool_choice"},
+		FeatureImages:     {"count", "width", "height", "format", "distinct"},
 	}[f.Kind]
-	for _, k := range []string{"top_logprobs", "name", "schema", "schema_file", "model", "tools", "tool_choice"} {
+	for _, k := range []string{"top_logprobs", "name", "schema", "schema_file", "model", "tools", "tool_choice",
+		"count", "width", "height", "format", "distinct"} {
 		if set[k] && !slices.Contains(used, k) {
 			return fieldErr(at+"."+k, "does not apply to kind %s", f.Kind)
 		}
@@ -492,6 +521,9 @@ type RequestDraw struct {
 	ReasoningEffort string
 	// Tools is the tools feature's set when drawn (nil: none).
 	Tools *ToolSet
+	// Images are the images feature's images when drawn (nil: none),
+	// made here, before the send (images.go).
+	Images []Image
 	// Body holds the JSON members (`,"key":value`...) to append to the
 	// request body: sampling parameters, extra_body, response_format. It
 	// is shared: do not modify it.
@@ -545,5 +577,29 @@ func (p *RequestPlan) Draw(seed uint64, index int64) RequestDraw {
 		d.Tools = p.toolSet
 		d.Names = append(d.Names, FeatureTools)
 	}
+	if p.images > 0 && u(5) < p.images {
+		d.Images = p.imageSet.images(MixNonce(seed, p.nonce), index)
+		d.Names = append(d.Names, FeatureImages)
+	}
 	return d
+}
+
+// SetNonce mixes a run's prompt nonce into the images the plan makes (as
+// Generator.SetPromptNonce does into the texts), so that runs with fresh
+// nonces send images a server has not seen; the same seed and nonce give
+// the same bytes. Call it before the plan is used.
+func (p *RequestPlan) SetNonce(n uint64) {
+	if p != nil {
+		p.nonce = n
+	}
+}
+
+// ImagesFeature returns the index of the request's images feature, or -1
+// when it has none (nil r included): callers refuse it for APIs other
+// than chat.
+func (r *Request) ImagesFeature() int {
+	if r == nil {
+		return -1
+	}
+	return slices.IndexFunc(r.Features, func(f RequestFeature) bool { return f.Kind == FeatureImages })
 }

@@ -41,7 +41,7 @@ func TestRequestValidate(t *testing.T) {
 	f(Request{ExtraBody: map[string]any{"x": math.NaN()}}, "extra_body.x: cannot be encoded as JSON: json: unsupported value: NaN")
 	f(Request{ExtraBody: map[string]any{"x": strings.Repeat("a", MaxExtraBodyBytes)}}, "extra_body: encodes to 65543 bytes, more than 65536")
 	f(Request{Features: []RequestFeature{{Kind: "beam", Share: 1}}},
-		`features[0].kind: must be one of no_stream, logprobs, json_schema, lora, tools, got "beam"`)
+		`features[0].kind: must be one of no_stream, logprobs, json_schema, lora, tools, images, got "beam"`)
 	f(Request{Features: []RequestFeature{{Kind: FeatureNoStream, Share: 0}}}, "features[0].share: must be in (0, 1], got 0")
 	f(Request{Features: []RequestFeature{{Kind: FeatureNoStream, Share: 1.5}}}, "features[0].share: must be in (0, 1], got 1.5")
 	f(Request{Features: []RequestFeature{{Kind: FeatureNoStream, Share: math.NaN()}}}, "features[0].share: must be in (0, 1], got NaN")

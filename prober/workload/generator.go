@@ -446,6 +446,9 @@ const (
 	tagTurns
 	tagFollowUp
 	tagRunNonce
+	tagImage     // an image of its own (images.go)
+	tagImageSlot // which pooled image (images.go)
+	tagImagePool // a pooled image (images.go)
 )
 
 // streamWord is the fixed second word of every workload PCG state.
