@@ -14,6 +14,7 @@ package tracing
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -29,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/credentials"
 )
 
 // Protocols of Options.Protocol.
@@ -67,6 +69,11 @@ type Options struct {
 	// Headers are sent with every export (e.g. a tenant or an API key);
 	// they never appear in logs.
 	Headers map[string]string
+	// TLS is the TLS configuration of both exporters (nil: the
+	// OTEL_EXPORTER_OTLP_CERTIFICATE* variables, then the system's roots).
+	TLS *tls.Config
+	// Timeout bounds one export (0: DefaultExportTimeout).
+	Timeout time.Duration
 	// ServiceName is the resource's service.name (default "llmprobe").
 	ServiceName string
 	// MaxQueueSize bounds the spans waiting for export (default
@@ -98,10 +105,13 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.ServiceName == "" {
 		o.ServiceName = "llmprobe"
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultExportTimeout
+	}
 	var client otlptrace.Client
 	switch o.Protocol {
 	case "", ProtocolHTTP, "http":
-		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(DefaultExportTimeout)}
+		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(o.Timeout)}
 		if o.Endpoint != "" {
 			opts = append(opts, otlptracehttp.WithEndpointURL(endpointURL(o.Endpoint, "http")))
 		}
@@ -111,9 +121,12 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		if len(o.Headers) > 0 {
 			opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
 		}
+		if o.TLS != nil && !o.Insecure {
+			opts = append(opts, otlptracehttp.WithTLSClientConfig(o.TLS))
+		}
 		client = otlptracehttp.NewClient(opts...)
 	case ProtocolGRPC:
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(DefaultExportTimeout)}
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(o.Timeout)}
 		if o.Endpoint != "" {
 			opts = append(opts, otlptracegrpc.WithEndpointURL(endpointURL(o.Endpoint, "grpc")))
 		}
@@ -122,6 +135,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		}
 		if len(o.Headers) > 0 {
 			opts = append(opts, otlptracegrpc.WithHeaders(o.Headers))
+		}
+		if o.TLS != nil && !o.Insecure {
+			opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(o.TLS)))
 		}
 		client = otlptracegrpc.NewClient(opts...)
 	default:
