@@ -135,13 +135,17 @@ func startTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 	return p, nil
 }
 
-// registerTracing exports the spans p sent and failed to send.
+// registerTracing exports the spans p queued, sent and failed to send.
 func registerTracing(reg prometheus.Registerer, p *tracing.Provider) {
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "llmprobe_tracing_spans_exported_total",
 			Help: "Spans the OTLP collector accepted (--tracing.endpoint).",
 		}, func() float64 { return float64(p.Exported()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "llmprobe_tracing_spans_ended_total",
+			Help: "Sampled spans handed to the export queue; minus exported and failed: those still queued (at most the queue, 2048, and one batch) or dropped from a full queue.",
+		}, func() float64 { return float64(p.Ended()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "llmprobe_tracing_spans_failed_total",
 			Help: "Spans of OTLP exports that failed (collector unreachable, refusing or too slow); they are dropped.",

@@ -283,6 +283,7 @@ tracing:
 		return withHeaders.Load() > 0 && len(traces) > 0
 	})
 	get(t, url+"/metrics", "llmprobe_tracing_spans_exported_total", logs)
+	get(t, url+"/metrics", "llmprobe_tracing_spans_ended_total", logs)
 	page := get(t, url+"/config", "X-Scope-OrgID: <secret>", logs)
 	metrics := get(t, url+"/metrics", "llmprobe_tracing_spans_failed_total 0", logs)
 

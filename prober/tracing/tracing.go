@@ -42,8 +42,10 @@ const (
 // Bounds and defaults.
 const (
 	// DefaultMaxQueueSize is the default Options.MaxQueueSize: spans wait
-	// for export in a queue of this many; a full queue drops spans (counted
-	// by Provider.Dropped), it never blocks a request.
+	// for export in a queue of this many; a full queue drops spans, it
+	// never blocks a request. The SDK (v1.47) keeps its count of dropped
+	// spans private: Provider.Ended minus Exported and Failed is the spans
+	// queued or dropped.
 	DefaultMaxQueueSize = 2048
 	// maxQueueSize bounds Options.MaxQueueSize.
 	maxQueueSize = 1 << 20
@@ -86,7 +88,7 @@ type Options struct {
 // concurrent use.
 type Provider struct {
 	exp     *countingExporter
-	bsp     sdktrace.SpanProcessor
+	bsp     *countingProcessor
 	res     *resource.Resource
 	mu      sync.Mutex
 	byRatio map[float64]*sdktrace.TracerProvider
@@ -154,7 +156,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	}
 	return &Provider{
 		exp:     ce,
-		bsp:     sdktrace.NewBatchSpanProcessor(ce, sdktrace.WithMaxQueueSize(o.MaxQueueSize)),
+		bsp:     &countingProcessor{SpanProcessor: sdktrace.NewBatchSpanProcessor(ce, sdktrace.WithMaxQueueSize(o.MaxQueueSize))},
 		res:     res,
 		byRatio: map[float64]*sdktrace.TracerProvider{},
 	}, nil
@@ -222,6 +224,25 @@ func (p *Provider) Exported() uint64 { return p.exp.ok.Load() }
 
 // Failed returns the spans of failed exports (see Exported).
 func (p *Provider) Failed() uint64 { return p.exp.failed.Load() }
+
+// Ended returns the sampled spans that ended and were handed to the batch
+// queue (before Shutdown). Ended - Exported - Failed is the spans still
+// queued (at most the queue size plus one batch of 512) or dropped from a
+// full queue: the SDK does not say which.
+func (p *Provider) Ended() uint64 { return p.bsp.ended.Load() }
+
+// countingProcessor counts the sampled spans handed to the batch processor.
+type countingProcessor struct {
+	sdktrace.SpanProcessor
+	ended atomic.Uint64
+}
+
+func (c *countingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.SpanContext().IsSampled() {
+		c.ended.Add(1)
+	}
+	c.SpanProcessor.OnEnd(s)
+}
 
 // countingExporter counts the spans of successful and failed exports.
 type countingExporter struct {
