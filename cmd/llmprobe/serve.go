@@ -67,7 +67,7 @@ func init() {
 		cmd.Flag("push.interval", "Interval between pushes with --push.url.").Default("15s").DurationVar(&p.Interval)
 		cmd.Flag("push.extra-label", "Extra label added to every pushed series, as name=value. Repeatable.").StringsVar(&p.ExtraLabels)
 		cmd.Flag("push.method", "HTTP method of pushes (PUT replaces a Pushgateway group as a whole).").Default("POST").StringVar(&p.Method)
-		addTracingFlags(cmd, &f.Tracing, "probe request", "1, or the config file's tracing.sample_ratio")
+		addTracingFlags(cmd, &f.Tracing)
 		cmd.Flag("shard", "Probe only this replica's share of the config's targets, as INDEX/COUNT (0-based, e.g. 2/5; a StatefulSet pod's "+
 			"ordinal): each target is owned by exactly one of COUNT replicas, by rendezvous hashing of its name (docs/scaling.md).").
 			StringVar(&f.shard)

@@ -164,14 +164,14 @@ func Run(ctx context.Context, o Options) error {
 		first, o.Tracing.File = c, c.Tracing
 	}
 	o.Tracing = o.Tracing.Resolved()
-	tp, err := startTracing(ctx, o.Tracing, logger)
+	tp, err := StartTracing(ctx, o.Tracing, logger)
 	if err != nil {
 		level.Error(logger).Log("msg", "invalid tracing settings", "err", err)
 		return err
 	}
 	// Deferred first, run last: the spans of the last probes are flushed
 	// after the probes stopped.
-	defer stopTracing(tp, o.ShutdownTimeout, logger)
+	defer StopTracing(tp, o.ShutdownTimeout, logger)
 	d := build(o, tp)
 	d.first = first
 	defer d.mgr.Stop()

@@ -98,10 +98,10 @@ func (t Tracing) Options() (tracing.Options, error) {
 	return o, nil
 }
 
-// startTracing builds the tracer provider of a resolved t when tracing is
-// on (nil, nil when off), and routes the OpenTelemetry SDK's errors (failed
+// StartTracing builds the tracer provider of a resolved t when tracing is
+// on (nil, nil when off; serve, sweep and compare), and routes the OpenTelemetry SDK's errors (failed
 // exports) to logger as warnings, with the headers' values redacted.
-func startTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.Provider, error) {
+func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.Provider, error) {
 	if !t.On() {
 		return nil, nil
 	}
@@ -153,9 +153,10 @@ func registerTracing(reg prometheus.Registerer, p *tracing.Provider) {
 	)
 }
 
-// stopTracing flushes the spans still queued (within timeout) and stops
-// the exporter; nil p: nothing.
-func stopTracing(p *tracing.Provider, timeout time.Duration, logger log.Logger) {
+// StopTracing flushes the spans still queued (within timeout) and stops
+// the exporter; nil p: nothing. A collector that is down or slow costs at
+// most timeout and a warning.
+func StopTracing(p *tracing.Provider, timeout time.Duration, logger log.Logger) {
 	if p == nil {
 		return
 	}
@@ -163,6 +164,13 @@ func stopTracing(p *tracing.Provider, timeout time.Duration, logger log.Logger) 
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {
 		level.Warn(logger).Log("msg", "tracing: spans not flushed at shutdown", "err", err)
+	}
+	// Once flushed, the spans neither exported nor failed were dropped from
+	// a full queue (or are still queued when the flush timed out).
+	ended, ok, failed := p.Ended(), p.Exported(), p.Failed()
+	if failed > 0 || ended > ok+failed {
+		level.Warn(logger).Log("msg", "tracing: spans lost", "ended", ended, "exported", ok, "failed", failed,
+			"not_exported", ended-ok-failed)
 	}
 }
 
