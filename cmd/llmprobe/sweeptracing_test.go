@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	ltestutil "github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
 // spanSink is an OTLP/HTTP trace receiver keeping the trace id of each
@@ -132,5 +134,46 @@ func TestSweepTracingBadProtocol(t *testing.T) {
 	want := "llmprobe: error: --tracing.protocol must be http/protobuf or grpc, got \"thrift\"\n"
 	if code != 2 || stderr.String() != want {
 		t.Errorf("exit %d, stderr %q; want 2, %q", code, stderr.String(), want)
+	}
+}
+
+// TestCompareTracing: compare takes the same --tracing.* flags: every
+// round's requests are traced (ratio 1) and their spans reach the
+// collector before it exits, each with its records.jsonl trace id.
+func TestCompareTracing(t *testing.T) {
+	base, cand := compareSim(t, nil), compareSim(t, nil)
+	sink := &spanSink{traceOf: map[string]string{}}
+	collector := httptest.NewServer(sink)
+	defer collector.Close()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := compareArgs(out, "--baseline", base, "--candidate", cand, "--num-prompts", "10", "--warmups", "0",
+		"--tracing.endpoint", collector.URL, "--tracing.sample-ratio", "1")
+	code := run(context.Background(), args, &stdout, &stderr)
+	if code == compare.ExitBadInput {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	records := map[string]string{}
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != artifacts.RecordsFile {
+			return err
+		}
+		return artifacts.ReadRecords(p, func(l artifacts.RecordLine, _ []byte) error {
+			records[l.RequestID] = l.TraceID
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(records) < 40 { // 4 rounds of 10
+		t.Errorf("%d records, want 40", len(records))
+	}
+	for id, tr := range records {
+		if len(tr) != 32 || sink.traceOf[id] != tr {
+			t.Errorf("request %s: records.jsonl trace id %q, the collector's %q", id, tr, sink.traceOf[id])
+		}
 	}
 }
