@@ -299,6 +299,18 @@ tracing:
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("reload: %d, want 200", resp.StatusCode)
 	}
+	// An invalid block fails the reload: the old config stays.
+	if err := os.WriteFile(o.ConfigFile, []byte(strings.Replace(yml("7s"), "sample_ratio: 1", "sample_ratio: 2", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Post(url+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("reload of an invalid tracing block: %d, want 500", resp.StatusCode)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +321,7 @@ tracing:
 		}
 	}
 	for _, want := range []string{`msg="tracing on"`, `headers=Authorization,X-Scope-OrgID`, `tls_config=true`,
-		`msg="the tracing block changed: it is read at start only`} {
+		`msg="the tracing block changed: it is read at start only`, `tracing.sample_ratio: must be in [1e-06, 1]`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
 		}
