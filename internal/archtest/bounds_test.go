@@ -153,7 +153,7 @@ var boundRows = []boundRow{
 	{"internal/daemon", "MinSampleRatio", "`--tracing.sample-ratio` of `serve`, `sweep` and `compare` (at most 1: every request)", "flags"},
 	{"prober/config", "MinTracingSampleRatio", "the config file's `tracing.sample_ratio` (at most 1)", "YAML"},
 	{"prober/config", "MaxTracingHeaders", "the config file's `tracing.headers`", "YAML"},
-	{"prober/config", "MaxTracingHeaderBytes", "one of `tracing.headers`, name and value", "YAML"},
+	{"prober/config", "MaxTracingHeaderBytes", "one of `tracing.headers`, name and value; a `tracing.header_files` file", "YAML, files"},
 	{"prober/config", "MaxTracingTimeout", "`tracing.timeout`, one export to the collector", "YAML"},
 }
 

@@ -3,11 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +128,7 @@ func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 	// The endpoint is logged without its userinfo or query (never a secret);
 	// the headers' names only, never their values.
 	level.Info(logger).Log("msg", "tracing on", "endpoint", redactURL(endpoint), "protocol", t.Protocol,
-		"sample_ratio", t.SampleRatio, "headers", strings.Join(slices.Sorted(maps.Keys(t.File.Headers)), ","),
+		"sample_ratio", t.SampleRatio, "headers", strings.Join(t.File.HeaderNames(), ","),
 		"tls_config", t.File.TLSConfig != (promconfig.TLSConfig{}))
 	return p, nil
 }

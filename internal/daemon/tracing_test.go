@@ -230,7 +230,7 @@ const (
 // TestTracingBlockTLSAndHeaders runs the daemon with the config file's
 // tracing block (no flag): its spans reach an OTLP/HTTP collector over
 // TLS, trusted through tls_config.ca_file only, with the block's headers
-// on every export; the header values are in no log line, nor on /config
+// (one inline, one from header_files) on every export; the header values are in no log line, nor on /config
 // or /metrics; a reload that changes the block is applied without it, with
 // a warning.
 func TestTracingBlockTLSAndHeaders(t *testing.T) {
@@ -252,6 +252,9 @@ func TestTracingBlockTLSAndHeaders(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "collector-ca.pem"), ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "collector-token"), []byte("Bearer "+tracingToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
@@ -269,10 +272,11 @@ tracing:
   timeout: %s
   headers:
     X-Scope-OrgID: %s
-    Authorization: Bearer %s
+  header_files:
+    Authorization: collector-token
   tls_config:
     ca_file: collector-ca.pem
-`, sim, collector.URL, timeout, tracingTenant, tracingToken)
+`, sim, collector.URL, timeout, tracingTenant)
 	}
 	if err := os.WriteFile(o.ConfigFile, []byte(yml("5s")), 0o600); err != nil {
 		t.Fatal(err)

@@ -58,6 +58,13 @@ type TracingConfig struct {
 	// Headers are sent with every export (a tenant id, an API key); their
 	// values are secrets: never logged, <secret> on the /config page.
 	Headers map[string]config.Secret `yaml:"headers,omitempty"`
+	// HeaderFiles are headers whose value is read from a file (a mounted
+	// Kubernetes secret), read once at load, trimmed of surrounding space;
+	// relative paths are relative to the config file's directory. A name
+	// is in Headers or HeaderFiles, not both.
+	HeaderFiles map[string]string `yaml:"header_files,omitempty"`
+	// fileHeaders are HeaderFiles' values as read at load.
+	fileHeaders map[string]config.Secret
 	// TLSConfig is prometheus/common's (ca_file, cert_file, key_file,
 	// server_name, insecure_skip_verify, min_version), for both the HTTP
 	// and the gRPC exporter; relative files are relative to the config
@@ -78,26 +85,40 @@ func (t TracingConfig) IsZero() bool {
 func (t TracingConfig) Equal(o TracingConfig) bool {
 	return t.Endpoint == o.Endpoint && t.Protocol == o.Protocol && t.Insecure == o.Insecure &&
 		t.SampleRatio == o.SampleRatio && t.TLSConfig == o.TLSConfig && t.Timeout == o.Timeout &&
-		maps.Equal(t.Headers, o.Headers)
+		maps.Equal(t.Headers, o.Headers) && maps.Equal(t.HeaderFiles, o.HeaderFiles) && maps.Equal(t.fileHeaders, o.fileHeaders)
 }
 
-// StringHeaders returns the headers as the exporters take them.
+// allHeaders returns Headers and the values HeaderFiles held at load.
+func (t TracingConfig) allHeaders() map[string]config.Secret {
+	m := make(map[string]config.Secret, len(t.Headers)+len(t.fileHeaders))
+	maps.Copy(m, t.Headers)
+	maps.Copy(m, t.fileHeaders)
+	return m
+}
+
+// StringHeaders returns the headers (Headers and HeaderFiles' values) as
+// the exporters take them.
 func (t TracingConfig) StringHeaders() map[string]string {
-	if len(t.Headers) == 0 {
+	all := t.allHeaders()
+	if len(all) == 0 {
 		return nil
 	}
-	m := make(map[string]string, len(t.Headers))
-	for k, v := range t.Headers {
+	m := make(map[string]string, len(all))
+	for k, v := range all {
 		m[k] = string(v)
 	}
 	return m
 }
 
+// HeaderNames returns the headers' names, sorted (for the log).
+func (t TracingConfig) HeaderNames() []string { return slices.Sorted(maps.Keys(t.allHeaders())) }
+
 // HeaderValues returns the headers' values, for a redactor.
 func (t TracingConfig) HeaderValues() []string {
+	all := t.allHeaders()
 	var out []string
-	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
-		if v := string(t.Headers[k]); v != "" {
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		if v := string(all[k]); v != "" {
 			out = append(out, v)
 		}
 	}
@@ -122,8 +143,19 @@ func (t TracingConfig) Validate() error {
 	if t.Timeout < 0 || t.Timeout > MaxTracingTimeout {
 		l.add("timeout", fmt.Errorf("must be in (0, %v] (0 or left out: 10s), got %v", MaxTracingTimeout, t.Timeout))
 	}
-	if len(t.Headers) > MaxTracingHeaders {
-		l.add("headers", fmt.Errorf("at most %d headers, got %d", MaxTracingHeaders, len(t.Headers)))
+	if n := len(t.Headers) + len(t.HeaderFiles); n > MaxTracingHeaders {
+		l.add("headers", fmt.Errorf("at most %d headers (headers and header_files), got %d", MaxTracingHeaders, n))
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.HeaderFiles)) {
+		switch {
+		case !httpguts.ValidHeaderFieldName(k):
+			l.add("header_files", fmt.Errorf("%q is not a valid HTTP header name", k))
+		case t.HeaderFiles[k] == "":
+			l.add("header_files."+k, errors.New("needs a file"))
+		}
+		if _, dup := t.Headers[k]; dup {
+			l.add("header_files."+k, errors.New("also in headers: keep one"))
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
 		v := string(t.Headers[k])
@@ -195,6 +227,9 @@ func (t *TracingConfig) resolve(dir string) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
+	if err := t.readHeaderFiles(dir); err != nil {
+		return err
+	}
 	tc := &t.TLSConfig
 	if *tc == (config.TLSConfig{}) {
 		return nil
@@ -242,4 +277,34 @@ func tracingTLSProblems(file string, data []byte) []*Error {
 		}
 	}
 	return es
+}
+
+// readHeaderFiles reads HeaderFiles (relative to dir) into fileHeaders:
+// regular files of at most MaxTracingHeaderBytes, trimmed of surrounding
+// space, each a value an HTTP header can carry (never quoted in errors).
+func (t *TracingConfig) readHeaderFiles(dir string) error {
+	if len(t.HeaderFiles) == 0 {
+		return nil
+	}
+	var l problems
+	t.fileHeaders = make(map[string]config.Secret, len(t.HeaderFiles))
+	for _, k := range slices.Sorted(maps.Keys(t.HeaderFiles)) {
+		path := config.JoinDir(dir, t.HeaderFiles[k])
+		t.HeaderFiles[k] = path
+		b, err := ReadFile(path, MaxTracingHeaderBytes)
+		if err != nil {
+			l.add("header_files."+k, readError(path, err, "a header file").(*Error).Err)
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		switch {
+		case v == "":
+			l.add("header_files."+k, fmt.Errorf("%s is empty", path))
+		case !httpguts.ValidHeaderFieldValue(v):
+			l.add("header_files."+k, fmt.Errorf("%s holds a character an HTTP header cannot carry (a control character or a newline)", path))
+		default:
+			t.fileHeaders[k] = config.Secret(v)
+		}
+	}
+	return l.err()
 }

@@ -145,9 +145,60 @@ func TestTracingErrors(t *testing.T) {
 			b.WriteString("    X-H" + strings.Repeat("a", i) + ": v\n")
 		}
 		_, err := Parse([]byte(tracingTarget+b.String()), "f.yml")
-		want := "f.yml:5: tracing.headers: at most 32 headers, got 33"
+		want := "f.yml:5: tracing.headers: at most 32 headers (headers and header_files), got 33"
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %s", err, want)
 		}
 	})
+}
+
+// TestTracingHeaderFiles: header_files are read at load (relative to the
+// file's directory, trimmed), join headers for the exporter and the
+// redactor, and show as paths only; a missing, empty, oversized or
+// non-header file is an error naming its key and never its content.
+func TestTracingHeaderFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("token", "Bearer tok-canary-file-91ab\n")
+	write("empty", " \n")
+	write("newline", "a-canary\nb\n")
+	write("big", strings.Repeat("x", MaxTracingHeaderBytes+1))
+	path := filepath.Join(dir, "llmprobe.yml")
+	c, err := Parse([]byte(tracingTarget+"tracing:\n  headers: {X-Scope-OrgID: team}\n  header_files:\n    Authorization: token\n"), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Tracing.StringHeaders()
+	if h["Authorization"] != "Bearer tok-canary-file-91ab" || h["X-Scope-OrgID"] != "team" {
+		t.Errorf("headers %v", h)
+	}
+	if got := c.Tracing.HeaderNames(); strings.Join(got, ",") != "Authorization,X-Scope-OrgID" {
+		t.Errorf("header names %v", got)
+	}
+	if s := c.Redacted(); strings.Contains(s, "canary") || !strings.Contains(s, "Authorization: "+filepath.Join(dir, "token")) {
+		t.Errorf("redacted config:\n%s", s)
+	}
+	tests := []struct{ name, block, want string }{
+		{"missing", "    Authorization: nope\n", `:7: tracing.header_files.Authorization: no such file or directory`},
+		{"empty", "    Authorization: empty\n", `:7: tracing.header_files.Authorization: ` + filepath.Join(dir, "empty") + ` is empty`},
+		{"newline", "    Authorization: newline\n", `:7: tracing.header_files.Authorization: ` + filepath.Join(dir, "newline") + ` holds a character an HTTP header cannot carry (a control character or a newline)`},
+		{"big", "    Authorization: big\n", `:7: tracing.header_files.Authorization: the file is larger than 8KiB, the cap on a header file`},
+		{"both", "    X-Scope-OrgID: token\n", `:7: tracing.header_files.X-Scope-OrgID: also in headers: keep one`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tracingTarget+"tracing:\n  headers: {X-Scope-OrgID: team}\n  header_files:\n"+tc.block), path)
+			if err == nil || err.Error() != path+tc.want {
+				t.Errorf("got  %v\nwant %s", err, path+tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "canary") {
+				t.Errorf("the error shows a secret: %v", err)
+			}
+		})
+	}
 }
