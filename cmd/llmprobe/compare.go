@@ -6,6 +6,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log/level"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
@@ -45,6 +46,17 @@ func runCompare(e *env, f *rundir.CompareFlags) int {
 	}
 	if err != nil {
 		return fail(rundir.FlagErrorText(err))
+	}
+	tr, err := cliTracing(f.Sweep.Tracing)
+	if err == nil {
+		var flush func()
+		var tracer func(float64) trace.Tracer
+		tracer, flush, err = startCLITracing(e, tr)
+		defer flush() // before exiting: the spans of the last requests
+		p.Baseline.Tracer, p.Candidate.Tracer = tracer, tracer
+	}
+	if err != nil {
+		return fail(err.Error())
 	}
 	p.Logger, p.Args, p.Observer = e.logger, append([]string{"llmprobe"}, e.args...), compareProgress(e, f.Sweep.NoProgress)
 	out, err := rundir.RunCompare(e.ctx, p, rundir.CompareOptions{Help: commandHelp("compare"), SaveDetailed: f.Sweep.SaveDetailed,

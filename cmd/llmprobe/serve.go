@@ -67,17 +67,7 @@ func init() {
 		cmd.Flag("push.interval", "Interval between pushes with --push.url.").Default("15s").DurationVar(&p.Interval)
 		cmd.Flag("push.extra-label", "Extra label added to every pushed series, as name=value. Repeatable.").StringsVar(&p.ExtraLabels)
 		cmd.Flag("push.method", "HTTP method of pushes (PUT replaces a Pushgateway group as a whole).").Default("POST").StringVar(&p.Method)
-		tr := &f.Tracing
-		cmd.Flag("tracing.endpoint", "Trace every probe request with OpenTelemetry and export the spans over OTLP to this collector "+
-			"(http://host:4318 for http/protobuf, host:4317 for grpc); each request carries its W3C traceparent (docs/tracing.md). "+
-			"Off by default.").StringVar(&tr.Endpoint)
-		cmd.Flag("tracing.enabled", "Trace as --tracing.endpoint does, with the collector, headers and TLS from the standard "+
-			"OTEL_EXPORTER_OTLP_* variables.").BoolVar(&tr.Enabled)
-		cmd.Flag("tracing.protocol", "OTLP protocol of the exporter: http/protobuf or grpc.").Default("http/protobuf").
-			EnumVar(&tr.Protocol, "http/protobuf", "grpc")
-		cmd.Flag("tracing.insecure", "Export spans without TLS (an http:// endpoint never uses it).").BoolVar(&tr.Insecure)
-		cmd.Flag("tracing.sample-ratio", "Share of probe requests traced (0 < r <= 1; a sampled request's trace id is on its exemplars "+
-			"and the landing page).").Default("1").Float64Var(&tr.SampleRatio)
+		addTracingFlags(cmd, &f.Tracing)
 		cmd.Flag("shard", "Probe only this replica's share of the config's targets, as INDEX/COUNT (0-based, e.g. 2/5; a StatefulSet pod's "+
 			"ordinal): each target is owned by exactly one of COUNT replicas, by rendezvous hashing of its name (docs/scaling.md).").
 			StringVar(&f.shard)

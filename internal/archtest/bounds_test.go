@@ -156,7 +156,11 @@ var boundRows = []boundRow{
 	{"prober/sweep", "MaxStepDuration", "`--duration` / `duration`: a step's arrival window", "flags, YAML, API"},
 	{"prober/sweep", "MaxWait", "`--idle-timeout`, `--step-interval`, `--metrics-interval`, `--max-send-lag` / `max_send_lag`", "flags, YAML, API"},
 	{"prober/sweep", "MaxBackgroundBand", "`--background-band` / `background_band`: how far a background sweep's production may move during a step", "flags, YAML, API"},
-	{"internal/daemon", "MinSampleRatio", "`serve --tracing.sample-ratio` (at most 1: every request)", "flags"},
+	{"internal/daemon", "MinSampleRatio", "`--tracing.sample-ratio` of `serve`, `sweep` and `compare` (at most 1: every request)", "flags"},
+	{"prober/config", "MinTracingSampleRatio", "the config file's `tracing.sample_ratio` (at most 1)", "YAML"},
+	{"prober/config", "MaxTracingHeaders", "the config file's `tracing.headers`", "YAML"},
+	{"prober/config", "MaxTracingHeaderBytes", "one of `tracing.headers`, name and value; a `tracing.header_files` file", "YAML, files"},
+	{"prober/config", "MaxTracingTimeout", "`tracing.timeout`, one export to the collector", "YAML"},
 }
 
 // notUserBounds are exported Max*/Min* constants that no user input meets,

@@ -122,6 +122,10 @@ type daemon struct {
 	// embedded is the target name of the built-in simulator ("": none).
 	embedded string
 
+	// first is the config file as loaded at start, applied by the first
+	// load (nil: none, or applied).
+	first *config.Config
+
 	reloadMu   sync.Mutex // serialises reloads: SIGHUP and POST /-/reload
 	fromFile   bool
 	load       func() (*config.Config, error)
@@ -148,15 +152,28 @@ func Run(ctx context.Context, o Options) error {
 	}
 	level.Info(logger).Log("msg", "starting llmprobe", "version", version.Info())
 	level.Info(logger).Log("msg", "build context", "build_context", version.BuildContext())
-	tp, err := startTracing(ctx, o.Tracing, logger)
+	// The config file is loaded before anything starts: its tracing block
+	// configures the exporter the probes get. The first load applies it.
+	var first *config.Config
+	if o.ConfigFile != "" {
+		c, err := config.Load(o.ConfigFile)
+		if err != nil {
+			level.Error(logger).Log("msg", "error loading config", "err", err)
+			return err
+		}
+		first, o.Tracing.File = c, c.Tracing
+	}
+	o.Tracing = o.Tracing.Resolved()
+	tp, err := StartTracing(ctx, o.Tracing, logger)
 	if err != nil {
 		level.Error(logger).Log("msg", "invalid tracing settings", "err", err)
 		return err
 	}
 	// Deferred first, run last: the spans of the last probes are flushed
 	// after the probes stopped.
-	defer stopTracing(tp, o.ShutdownTimeout, logger)
+	defer StopTracing(tp, o.ShutdownTimeout, logger)
 	d := build(o, tp)
+	d.first = first
 	defer d.mgr.Stop()
 	defer d.sweeps.Stop()
 	defer d.disco.Stop()

@@ -23,10 +23,25 @@ func (d *daemon) source(ctx context.Context) (stop func(), err error) {
 		level.Info(d.logger).Log("msg", "loading config", "file", d.o.ConfigFile)
 		d.fromFile = true
 		d.load = func() (*config.Config, error) {
+			if c := d.first; c != nil {
+				// The file as Run loaded it for its tracing block.
+				d.first = nil
+				if err := apply(c); err != nil {
+					d.safe.MarkFailed()
+					return nil, err
+				}
+				d.safe.Set(c)
+				return c, nil
+			}
 			if err := d.safe.ReloadWith(d.o.ConfigFile, apply); err != nil {
 				return nil, err
 			}
-			return d.safe.Get(), nil
+			c := d.safe.Get()
+			if !c.Tracing.Equal(d.o.Tracing.File) {
+				level.Warn(d.logger).Log("msg", "the tracing block changed: it is read at start only, restart llmprobe to apply it; "+
+					"the exporter keeps its settings from the start")
+			}
+			return c, nil
 		}
 		d.configYAML = func() string { return d.safe.Get().Redacted() }
 		return func() {}, nil

@@ -3,44 +3,76 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
+	promconfig "github.com/prometheus/common/config"
+	"go.opentelemetry.io/otel"
 
+	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
-// Tracing is `serve --tracing.*`: OpenTelemetry tracing of every probe
-// request (prober/tracing, docs/tracing.md). Off unless Enabled.
+// Tracing is `serve --tracing.*` and the config file's tracing block:
+// OpenTelemetry tracing of every probe request (prober/tracing,
+// docs/tracing.md). Off unless Enabled, Endpoint or File.Endpoint is set.
+// A flag overrides the file's key; the standard OTEL_EXPORTER_OTLP_*
+// variables fill in what neither sets (the exporters read them).
 type Tracing struct {
-	// Enabled turns tracing on (--tracing.endpoint, or --tracing.enabled
-	// with the standard OTEL_EXPORTER_OTLP_* variables).
+	// Enabled turns tracing on (--tracing.enabled: the collector from the
+	// file's tracing block or the standard OTEL_EXPORTER_OTLP_* variables).
 	Enabled bool
-	// Endpoint, Protocol and Insecure are tracing.Options'; an empty
-	// Endpoint reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT /
-	// OTEL_EXPORTER_OTLP_ENDPOINT (headers, certificates and timeouts
-	// always come from the OTEL_EXPORTER_OTLP_* variables when set).
+	// Endpoint, Protocol and Insecure are tracing.Options'; empty (false)
+	// takes the file's. An empty Endpoint in both reads
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT.
 	Endpoint, Protocol string
 	Insecure           bool
-	// SampleRatio is the share of probe requests traced, 0 < r <= 1
-	// (default 1: every one).
+	// SampleRatio is the share of probe requests traced, 0 < r <= 1; 0:
+	// the file's sample_ratio, then 1 (every one).
 	SampleRatio float64
+	// File is the config file's tracing block (headers, tls_config,
+	// timeout, and the keys no flag sets), read at start; Run fills it in
+	// from ConfigFile.
+	File config.TracingConfig
 }
 
 // MinSampleRatio bounds Tracing.SampleRatio from below (one request in a
 // million); its upper bound is 1.
-const MinSampleRatio = 1e-6
+const MinSampleRatio = config.MinTracingSampleRatio
 
-// Validate checks t (the error names the flag).
-func (t Tracing) Validate() error {
-	if !t.Enabled && t.Endpoint == "" {
-		return nil
+// On reports whether tracing is on.
+func (t Tracing) On() bool { return t.Enabled || t.Endpoint != "" || t.File.Endpoint != "" }
+
+// Resolved returns t with what the flags leave unset taken from File, and
+// the defaults (http/protobuf, ratio 1).
+func (t Tracing) Resolved() Tracing {
+	if t.Endpoint == "" {
+		t.Endpoint = t.File.Endpoint
 	}
-	if t.SampleRatio < MinSampleRatio || t.SampleRatio > 1 {
+	if t.Protocol == "" {
+		t.Protocol = orDefault(t.File.Protocol, tracing.ProtocolHTTP)
+	}
+	t.Insecure = t.Insecure || t.File.Insecure
+	if t.SampleRatio == 0 {
+		t.SampleRatio = t.File.SampleRatio
+	}
+	if t.SampleRatio == 0 {
+		t.SampleRatio = 1
+	}
+	return t
+}
+
+// Validate checks the flags of t (the error names the flag; the file's
+// block was checked at load). A SampleRatio of 0 is unset.
+func (t Tracing) Validate() error {
+	if t.SampleRatio != 0 && (t.SampleRatio < MinSampleRatio || t.SampleRatio > 1) || math.IsNaN(t.SampleRatio) {
 		return fmt.Errorf("--tracing.sample-ratio must be in [%g, 1], got %g", MinSampleRatio, t.SampleRatio)
 	}
 	if t.Protocol != "" && t.Protocol != tracing.ProtocolHTTP && t.Protocol != tracing.ProtocolGRPC {
@@ -49,30 +81,59 @@ func (t Tracing) Validate() error {
 	return nil
 }
 
-// startTracing builds the tracer provider when tracing is on (nil, nil
-// when off).
-func startTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.Provider, error) {
-	if !t.Enabled && t.Endpoint == "" {
+// Options returns the exporter's options of a resolved t: the file's
+// headers, TLS (read now: its files were checked at load) and timeout.
+func (t Tracing) Options() (tracing.Options, error) {
+	o := tracing.Options{Endpoint: t.Endpoint, Protocol: t.Protocol, Insecure: t.Insecure,
+		Headers: t.File.StringHeaders(), Timeout: t.File.Timeout}
+	if tc := t.File.TLSConfig; tc != (promconfig.TLSConfig{}) {
+		c, err := promconfig.NewTLSConfig(&tc)
+		if err != nil {
+			return o, fmt.Errorf("tracing.tls_config: %w", err)
+		}
+		o.TLS = c
+	}
+	return o, nil
+}
+
+// StartTracing builds the tracer provider of a resolved t when tracing is
+// on (nil, nil when off; serve, sweep and compare), and routes the OpenTelemetry SDK's errors (failed
+// exports) to logger as warnings, with the headers' values redacted.
+func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.Provider, error) {
+	if !t.On() {
 		return nil, nil
 	}
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	p, err := tracing.New(ctx, tracing.Options{Endpoint: t.Endpoint, Protocol: t.Protocol, Insecure: t.Insecure})
+	opts, err := t.Options()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	p, err := tracing.New(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --tracing: %w", ErrUsage, err)
 	}
+	red := fingerprint.NewRedactor()
+	for _, v := range t.File.HeaderValues() {
+		red.AddCredential(v)
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		level.Warn(logger).Log("msg", "tracing: OpenTelemetry error", "err", red.Redact(err.Error()))
+	}))
 	endpoint := t.Endpoint
 	if endpoint == "" {
 		endpoint = firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
 	// The endpoint is logged without its userinfo or query (never a secret);
-	// headers are never logged.
-	level.Info(logger).Log("msg", "tracing on", "endpoint", redactURL(endpoint), "protocol", orDefault(t.Protocol, tracing.ProtocolHTTP), "sample_ratio", t.SampleRatio)
+	// the headers' names only, never their values.
+	level.Info(logger).Log("msg", "tracing on", "endpoint", redactURL(endpoint), "protocol", t.Protocol,
+		"sample_ratio", t.SampleRatio, "headers", strings.Join(t.File.HeaderNames(), ","),
+		"tls_config", t.File.TLSConfig != (promconfig.TLSConfig{}))
 	return p, nil
 }
 
-// registerTracing exports the spans p sent and failed to send.
+// registerTracing exports the spans p queued, sent and failed to send.
 func registerTracing(reg prometheus.Registerer, p *tracing.Provider) {
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -80,15 +141,20 @@ func registerTracing(reg prometheus.Registerer, p *tracing.Provider) {
 			Help: "Spans the OTLP collector accepted (--tracing.endpoint).",
 		}, func() float64 { return float64(p.Exported()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "llmprobe_tracing_spans_ended_total",
+			Help: "Sampled spans handed to the export queue; minus exported and failed: those still queued (at most the queue, 2048, and one batch) or dropped from a full queue.",
+		}, func() float64 { return float64(p.Ended()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "llmprobe_tracing_spans_failed_total",
 			Help: "Spans of OTLP exports that failed (collector unreachable, refusing or too slow); they are dropped.",
 		}, func() float64 { return float64(p.Failed()) }),
 	)
 }
 
-// stopTracing flushes the spans still queued (within timeout) and stops
-// the exporter; nil p: nothing.
-func stopTracing(p *tracing.Provider, timeout time.Duration, logger log.Logger) {
+// StopTracing flushes the spans still queued (within timeout) and stops
+// the exporter; nil p: nothing. A collector that is down or slow costs at
+// most timeout and a warning.
+func StopTracing(p *tracing.Provider, timeout time.Duration, logger log.Logger) {
 	if p == nil {
 		return
 	}
@@ -96,6 +162,13 @@ func stopTracing(p *tracing.Provider, timeout time.Duration, logger log.Logger) 
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {
 		level.Warn(logger).Log("msg", "tracing: spans not flushed at shutdown", "err", err)
+	}
+	// Once flushed, the spans neither exported nor failed were dropped from
+	// a full queue (or are still queued when the flush timed out).
+	ended, ok, failed := p.Ended(), p.Exported(), p.Failed()
+	if failed > 0 || ended > ok+failed {
+		level.Warn(logger).Log("msg", "tracing: spans lost", "ended", ended, "exported", ok, "failed", failed,
+			"not_exported", ended-ok-failed)
 	}
 }
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver (POST /v1/traces,
@@ -214,5 +217,141 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "level=error") {
 		t.Errorf("errors logged:\n%s", logs.String())
+	}
+}
+
+// tracingTenant and tracingToken are the secret header values of
+// TestTracingBlockTLSAndHeaders: recognisable in any output.
+const (
+	tracingTenant = "tenant-canary-8d2e41"
+	tracingToken  = "tok-canary-c07a9b55"
+)
+
+// TestTracingBlockTLSAndHeaders runs the daemon with the config file's
+// tracing block (no flag): its spans reach an OTLP/HTTP collector over
+// TLS, trusted through tls_config.ca_file only, with the block's headers
+// (one inline, one from header_files) on every export; the header values are in no log line, nor on /config
+// or /metrics; a reload that changes the block is applied without it, with
+// a warning.
+func TestTracingBlockTLSAndHeaders(t *testing.T) {
+	sim, _ := simtest.Start(t, simulator.DefaultConfig())
+	rcv := &otlpReceiver{names: map[string]int{}, traceOf: map[string]string{}}
+	var withHeaders, without atomic.Int64
+	collector := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Scope-OrgID") == tracingTenant && r.Header.Get("Authorization") == "Bearer "+tracingToken {
+			withHeaders.Add(1)
+		} else {
+			without.Add(1)
+		}
+		rcv.ServeHTTP(w, r)
+	}))
+	collector.StartTLS()
+	t.Cleanup(collector.Close)
+	dir := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: collector.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(dir, "collector-ca.pem"), ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "collector-token"), []byte("Bearer "+tracingToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	logs := &testutil.SyncBuffer{}
+	o, url := options(t, logs)
+	o.ConfigFile = filepath.Join(dir, "llmprobe.yml")
+	yml := func(timeout string) string {
+		return fmt.Sprintf(`targets:
+  - name: sim
+    base_url: %s
+    probes:
+      - name: p
+        rate: 20
+tracing:
+  endpoint: %s
+  sample_ratio: 1
+  timeout: %s
+  headers:
+    X-Scope-OrgID: %s
+  header_files:
+    Authorization: collector-token
+  tls_config:
+    ca_file: collector-ca.pem
+`, sim, collector.URL, timeout, tracingTenant)
+	}
+	if err := os.WriteFile(o.ConfigFile, []byte(yml("5s")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, o)
+	testutil.Eventually(t, "generation spans at the TLS collector, with the headers", func() bool {
+		_, traces := rcv.snapshot()
+		return withHeaders.Load() > 0 && len(traces) > 0
+	})
+	get(t, url+"/metrics", "llmprobe_tracing_spans_exported_total", logs)
+	get(t, url+"/metrics", "llmprobe_tracing_spans_ended_total", logs)
+	page := get(t, url+"/config", "X-Scope-OrgID: <secret>", logs)
+	metrics := get(t, url+"/metrics", "llmprobe_tracing_spans_failed_total 0", logs)
+
+	// A reload that changes the block: applied, without the block.
+	if err := os.WriteFile(o.ConfigFile, []byte(yml("7s")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("reload: %d, want 200", resp.StatusCode)
+	}
+	// An invalid block fails the reload: the old config stays.
+	if err := os.WriteFile(o.ConfigFile, []byte(strings.Replace(yml("7s"), "sample_ratio: 1", "sample_ratio: 2", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Post(url+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("reload of an invalid tracing block: %d, want 500", resp.StatusCode)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, s := range []string{page, metrics, out} {
+		if strings.Contains(s, "canary") {
+			t.Errorf("a tracing header value leaked:\n%s", s)
+		}
+	}
+	for _, want := range []string{`msg="tracing on"`, `headers=Authorization,X-Scope-OrgID`, `tls_config=true`,
+		`msg="the tracing block changed: it is read at start only`, `tracing.sample_ratio: must be in [1e-06, 1]`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if without.Load() != 0 {
+		t.Errorf("%d exports without the headers", without.Load())
+	}
+}
+
+// TestTracingPrecedence: a flag overrides the file's key, the file fills
+// in what the flags leave unset, and the defaults what neither sets.
+func TestTracingPrecedence(t *testing.T) {
+	file := config.TracingConfig{Endpoint: "https://file:4318", Protocol: "grpc", SampleRatio: 0.5, Insecure: true}
+	got := Tracing{Endpoint: "http://flag:4318", File: file}.Resolved()
+	if got.Endpoint != "http://flag:4318" || got.Protocol != "grpc" || got.SampleRatio != 0.5 || !got.Insecure || !got.On() {
+		t.Errorf("flag endpoint over the file: %+v", got)
+	}
+	got = Tracing{Protocol: "http/protobuf", SampleRatio: 0.1, File: file}.Resolved()
+	if got.Endpoint != "https://file:4318" || got.Protocol != "http/protobuf" || got.SampleRatio != 0.1 {
+		t.Errorf("flag protocol and ratio over the file: %+v", got)
+	}
+	got = Tracing{}.Resolved()
+	if got.On() || got.Protocol != "http/protobuf" || got.SampleRatio != 1 {
+		t.Errorf("defaults: %+v", got)
+	}
+	if !(Tracing{Enabled: true}).On() || !(Tracing{File: config.TracingConfig{Endpoint: "c:4317"}}).On() {
+		t.Error("--tracing.enabled or the file's endpoint does not turn tracing on")
 	}
 }

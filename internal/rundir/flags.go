@@ -30,6 +30,17 @@ type SweepFlags struct {
 	ServerLog string
 	// Push holds --push.*: the run's summary metrics pushed once.
 	Push PushFlags
+	// Tracing holds --tracing.endpoint, --tracing.enabled,
+	// --tracing.protocol and --tracing.insecure (--tracing.sample-ratio is
+	// the sweep's TraceSampleRatio).
+	Tracing TracingFlags
+}
+
+// TracingFlags are the exporter's --tracing.* flags of sweep and compare
+// (the daemon's serve has the same, daemon.Tracing).
+type TracingFlags struct {
+	Endpoint, Protocol string
+	Enabled, Insecure  bool
 }
 
 // PushFlags are the sweep's --push.url, --push.extra-label, --push.method,
@@ -51,6 +62,8 @@ func (f *SweepFlags) fields() map[string]any {
 		"save-detailed": &f.SaveDetailed, "cost-per-hour": &f.costPerHour, "server-log": &f.ServerLog,
 		"push.url": &f.Push.URL, "push.extra-label": &f.Push.ExtraLabels, "push.method": &f.Push.Method,
 		"push.timeout": &f.Push.Timeout, "push.required": &f.Push.Required,
+		"tracing.endpoint": &f.Tracing.Endpoint, "tracing.enabled": &f.Tracing.Enabled,
+		"tracing.protocol": &f.Tracing.Protocol, "tracing.insecure": &f.Tracing.Insecure,
 	}
 }
 

@@ -171,6 +171,10 @@ type Config struct {
 	// Discovery lists the service discovery entries whose targets are
 	// probed besides Targets (discovery.go, docs/discovery.md).
 	Discovery []DiscoveryConfig `yaml:"discovery,omitempty"`
+
+	// Tracing is the OTLP collector of the daemon's spans (tracing.go,
+	// docs/tracing.md): read at start only.
+	Tracing TracingConfig `yaml:"tracing,omitempty"`
 }
 
 // GlobalConfig holds the defaults every target inherits unless it sets them.

@@ -96,7 +96,8 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // relative to its directory.
 func Parse(data []byte, filename string) (*Config, error) {
 	c := &Config{Global: DefaultGlobalConfig}
-	if es := append(httpConfigProblems(filename, data), discoveryProblems(filename, data)...); len(es) > 0 {
+	es := append(httpConfigProblems(filename, data), discoveryProblems(filename, data)...)
+	if es = append(es, tracingTLSProblems(filename, data)...); len(es) > 0 {
 		// prometheus/common validates while decoding: checked first, so
 		// that its errors name their line and field.
 		return nil, errorOf(es)

@@ -78,6 +78,7 @@ func (c *Config) resolve(dir string) error {
 		all.add("", c.resolveModules(dir))
 	}
 	all.add("", c.resolveDiscovery(dir, *g, maxRateOK))
+	all.add("tracing", c.Tracing.resolve(dir))
 	return all.err()
 }
 

@@ -287,6 +287,17 @@ var settingsTable = []Setting{
 		Doc: "Exit 1 when the --push.url push fails. Without it a failed push is a logged warning and the " +
 			"exit code is the sweep's own (the run directory holds every result): a Kubernetes Job's pod " +
 			"succeeds although no push receiver answers."},
+	{Flag: "tracing.endpoint", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
+		Doc: "Trace the requests with OpenTelemetry and export the spans over OTLP to this collector " +
+			"(http://host:4318 for http/protobuf, host:4317 for grpc); each request carries its W3C traceparent " +
+			"(docs/tracing.md). Off by default."},
+	{Flag: "tracing.enabled", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
+		Doc: "Trace as --tracing.endpoint does, with the collector, headers and TLS from the standard " +
+			"OTEL_EXPORTER_OTLP_* variables (serve: or its config file's tracing block)."},
+	{Flag: "tracing.protocol", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
+		Doc: "OTLP protocol of the exporter: http/protobuf (default) or grpc."},
+	{Flag: "tracing.insecure", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
+		Doc: "Export spans without TLS (an http:// endpoint never uses it)."},
 	{Field: "Trace", Flag: "trace", Kind: KindString, Surfaces: SurfaceSweep,
 		Doc: "Replay a trace instead of --rates: JSONL of Mooncake entries {\"timestamp\" (ms), \"input_length\", " +
 			"\"output_length\", \"hash_ids\"} or {\"offset_ms\", \"input_tokens\", \"output_tokens\"}, sent open loop on its own " +
@@ -310,9 +321,10 @@ var settingsTable = []Setting{
 	{Field: "Search.Ratio", Internal: true, Doc: "The goodput/offered ratio a passing level reaches (DefaultGoodputRatio)."},
 	{Field: "Embedded", Internal: true, Doc: "The target is the in-process simulator (the CPU check is skipped)."},
 	{Field: "TraceSampleRatio", Key: "trace_sample_ratio", Kind: KindFloat, Default: strconv.FormatFloat(DefaultTraceSampleRatio, 'g', -1, 64),
-		Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSpec,
-		Doc: "With the daemon's tracing on (serve --tracing.endpoint): the share of the sweep's requests sent in a traced span " +
-			"with their traceparent; a traced request's trace_id is in its records.jsonl line (docs/tracing.md)."},
+		Flag: "tracing.sample-ratio", Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true},
+		Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+		Doc: "With tracing on (--tracing.endpoint; the daemon's serve --tracing.*): the share of the sweep's requests sent in a " +
+			"traced span with their traceparent; a traced request's trace_id is in its records.jsonl line (docs/tracing.md)."},
 	{Field: "Tracer", Internal: true, Doc: "The daemon's tracer of a sampling ratio (nil: no tracing)."},
 	{Field: "ReferenceCapacity", Internal: true, Unit: "req/s", Doc: "The target's capacity when known independently (the built-in simulator's)."},
 	{Field: "Workload.OutputTokens.RangeRatio", Flag: "range-ratio", Key: "range_ratio", Internal: true,

@@ -14,6 +14,7 @@ package tracing
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -29,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/credentials"
 )
 
 // Protocols of Options.Protocol.
@@ -40,8 +42,10 @@ const (
 // Bounds and defaults.
 const (
 	// DefaultMaxQueueSize is the default Options.MaxQueueSize: spans wait
-	// for export in a queue of this many; a full queue drops spans (counted
-	// by Provider.Dropped), it never blocks a request.
+	// for export in a queue of this many; a full queue drops spans, it
+	// never blocks a request. The SDK (v1.47) keeps its count of dropped
+	// spans private: Provider.Ended minus Exported and Failed is the spans
+	// queued or dropped.
 	DefaultMaxQueueSize = 2048
 	// maxQueueSize bounds Options.MaxQueueSize.
 	maxQueueSize = 1 << 20
@@ -67,6 +71,11 @@ type Options struct {
 	// Headers are sent with every export (e.g. a tenant or an API key);
 	// they never appear in logs.
 	Headers map[string]string
+	// TLS is the TLS configuration of both exporters (nil: the
+	// OTEL_EXPORTER_OTLP_CERTIFICATE* variables, then the system's roots).
+	TLS *tls.Config
+	// Timeout bounds one export (0: DefaultExportTimeout).
+	Timeout time.Duration
 	// ServiceName is the resource's service.name (default "llmprobe").
 	ServiceName string
 	// MaxQueueSize bounds the spans waiting for export (default
@@ -79,7 +88,7 @@ type Options struct {
 // concurrent use.
 type Provider struct {
 	exp     *countingExporter
-	bsp     sdktrace.SpanProcessor
+	bsp     *countingProcessor
 	res     *resource.Resource
 	mu      sync.Mutex
 	byRatio map[float64]*sdktrace.TracerProvider
@@ -98,10 +107,13 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.ServiceName == "" {
 		o.ServiceName = "llmprobe"
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultExportTimeout
+	}
 	var client otlptrace.Client
 	switch o.Protocol {
 	case "", ProtocolHTTP, "http":
-		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(DefaultExportTimeout)}
+		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(o.Timeout)}
 		if o.Endpoint != "" {
 			opts = append(opts, otlptracehttp.WithEndpointURL(endpointURL(o.Endpoint, "http")))
 		}
@@ -111,9 +123,12 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		if len(o.Headers) > 0 {
 			opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
 		}
+		if o.TLS != nil && !o.Insecure {
+			opts = append(opts, otlptracehttp.WithTLSClientConfig(o.TLS))
+		}
 		client = otlptracehttp.NewClient(opts...)
 	case ProtocolGRPC:
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(DefaultExportTimeout)}
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(o.Timeout)}
 		if o.Endpoint != "" {
 			opts = append(opts, otlptracegrpc.WithEndpointURL(endpointURL(o.Endpoint, "grpc")))
 		}
@@ -122,6 +137,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		}
 		if len(o.Headers) > 0 {
 			opts = append(opts, otlptracegrpc.WithHeaders(o.Headers))
+		}
+		if o.TLS != nil && !o.Insecure {
+			opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(o.TLS)))
 		}
 		client = otlptracegrpc.NewClient(opts...)
 	default:
@@ -138,7 +156,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	}
 	return &Provider{
 		exp:     ce,
-		bsp:     sdktrace.NewBatchSpanProcessor(ce, sdktrace.WithMaxQueueSize(o.MaxQueueSize)),
+		bsp:     &countingProcessor{SpanProcessor: sdktrace.NewBatchSpanProcessor(ce, sdktrace.WithMaxQueueSize(o.MaxQueueSize))},
 		res:     res,
 		byRatio: map[float64]*sdktrace.TracerProvider{},
 	}, nil
@@ -206,6 +224,25 @@ func (p *Provider) Exported() uint64 { return p.exp.ok.Load() }
 
 // Failed returns the spans of failed exports (see Exported).
 func (p *Provider) Failed() uint64 { return p.exp.failed.Load() }
+
+// Ended returns the sampled spans that ended and were handed to the batch
+// queue (before Shutdown). Ended - Exported - Failed is the spans still
+// queued (at most the queue size plus one batch of 512) or dropped from a
+// full queue: the SDK does not say which.
+func (p *Provider) Ended() uint64 { return p.bsp.ended.Load() }
+
+// countingProcessor counts the sampled spans handed to the batch processor.
+type countingProcessor struct {
+	sdktrace.SpanProcessor
+	ended atomic.Uint64
+}
+
+func (c *countingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.SpanContext().IsSampled() {
+		c.ended.Add(1)
+	}
+	c.SpanProcessor.OnEnd(s)
+}
 
 // countingExporter counts the spans of successful and failed exports.
 type countingExporter struct {

@@ -53,8 +53,9 @@ func TestProviderExportsAndFlushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A ratio just under 1 may drop a span (its trace id decides).
-	if n := spans.Load(); n < 2 || n > 3 || uint64(n) != p.Exported() || badPath.Load() != 0 {
-		t.Errorf("collector got %d spans (exported %d, %d on a wrong path), want 2 or 3", n, p.Exported(), badPath.Load())
+	if n := spans.Load(); n < 2 || n > 3 || uint64(n) != p.Exported() || p.Ended() != p.Exported() || badPath.Load() != 0 {
+		t.Errorf("collector got %d spans (exported %d, ended %d, %d on a wrong path), want 2 or 3, all ended exported",
+			n, p.Exported(), p.Ended(), badPath.Load())
 	}
 }
 
@@ -80,6 +81,11 @@ func TestHungCollectorNeverBlocks(t *testing.T) {
 	defer cancel()
 	if err := p.Shutdown(ctx); err == nil {
 		t.Error("shutdown flushed to a collector that never answers")
+	}
+	// At most the queue and one batch were in flight: the rest was dropped.
+	if lost := p.Ended() - p.Exported() - p.Failed(); p.Ended() != 10000 || lost < 10000-64-512 {
+		t.Errorf("ended %d, exported %d, failed %d: want 10000 ended, at least %d neither exported nor failed",
+			p.Ended(), p.Exported(), p.Failed(), 10000-64-512)
 	}
 }
 

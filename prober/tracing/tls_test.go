@@ -1,0 +1,155 @@
+package tracing_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/llmprobe/llmprobe/prober/tracing"
+)
+
+// tenantHeader and tenant are the header every export must carry.
+const (
+	tenantHeader = "X-Scope-OrgID"
+	tenant       = "tenant-canary-5e1f"
+)
+
+// headerCounter counts the spans received with and without the tenant
+// header.
+type headerCounter struct {
+	mu            sync.Mutex
+	with, without int
+}
+
+func (c *headerCounter) add(n int, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok {
+		c.with += n
+	} else {
+		c.without += n
+	}
+}
+
+func (c *headerCounter) get() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.with, c.without
+}
+
+func spanCount(m *coltrace.ExportTraceServiceRequest) int {
+	n := 0
+	for _, rs := range m.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			n += len(ss.Spans)
+		}
+	}
+	return n
+}
+
+// grpcCollector is an OTLP/gRPC trace service counting into a
+// headerCounter.
+type grpcCollector struct {
+	coltrace.UnimplementedTraceServiceServer
+	c *headerCounter
+}
+
+func (g *grpcCollector) Export(ctx context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get(tenantHeader)
+	g.c.add(spanCount(req), len(v) == 1 && v[0] == tenant)
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+// TestTLSAndHeaders: both exporters reach a TLS collector whose
+// certificate only Options.TLS trusts, with Options.Headers on every
+// export; without Options.TLS the export fails (the certificate is not
+// trusted) and is counted.
+func TestTLSAndHeaders(t *testing.T) {
+	var httpSpans headerCounter
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var msg coltrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &msg); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		httpSpans.add(spanCount(&msg), r.Header.Get(tenantHeader) == tenant)
+		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	hs.StartTLS()
+	defer hs.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(hs.Certificate())
+	trust := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+
+	var grpcSpans headerCounter
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.Creds(credentials.NewServerTLSFromCert(&hs.TLS.Certificates[0])))
+	coltrace.RegisterTraceServiceServer(gs, &grpcCollector{c: &grpcSpans})
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+
+	send := func(t *testing.T, o tracing.Options) *tracing.Provider {
+		t.Helper()
+		o.Headers = map[string]string{tenantHeader: tenant}
+		if o.Timeout == 0 {
+			o.Timeout = 5 * time.Second
+		}
+		p, err := tracing.New(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			_, s := p.Tracer(1).Start(context.Background(), "x")
+			s.End()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = p.Shutdown(ctx)
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		o        tracing.Options
+		received *headerCounter
+	}{
+		{"http", tracing.Options{Endpoint: hs.URL}, &httpSpans},
+		{"grpc", tracing.Options{Endpoint: "https://" + lis.Addr().String(), Protocol: tracing.ProtocolGRPC}, &grpcSpans},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			o.TLS = trust
+			p := send(t, o)
+			with, without := tc.received.get()
+			if p.Exported() != 3 || p.Failed() != 0 || with != 3 || without != 0 {
+				t.Errorf("exported %d, failed %d; collector got %d spans with the header, %d without: want 3, 0, 3, 0",
+					p.Exported(), p.Failed(), with, without)
+			}
+			untrusted := tc.o               // without Options.TLS: the system's roots do not trust the collector
+			untrusted.Timeout = time.Second // gRPC retries until it
+			p = send(t, untrusted)
+			if with2, without2 := tc.received.get(); p.Exported() != 0 || p.Failed() != 3 || with2 != with || without2 != without {
+				t.Errorf("untrusted collector: exported %d, failed %d, collector got %d more: want 0, 3, 0",
+					p.Exported(), p.Failed(), with2+without2-with-without)
+			}
+		})
+	}
+}
