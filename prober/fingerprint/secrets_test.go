@@ -78,11 +78,14 @@ func TestRedactorBound(t *testing.T) {
 func TestRedactorConcurrent(t *testing.T) {
 	r := NewRedactor()
 	var wg sync.WaitGroup
-	for g := range 8 {
+	// At most MaxRecentSecrets in all, so that no Add by another goroutine
+	// can push a secret out of the ring between its Add and its check.
+	const goroutines = 8
+	for g := range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 200 {
+			for i := range MaxRecentSecrets / goroutines {
 				s := fmt.Sprintf("secret-%d-%04d", g, i)
 				r.Add(s)
 				if got := r.RedactLiterals("<" + s + ">"); got != "<"+Redacted+">" {

@@ -228,10 +228,20 @@ func TestSLOChangeIsAppliedInPlace(t *testing.T) {
 	}
 	n := len(col.snapshot())
 	evs := col.waitFor(t, 10*time.Second, "records after the change", func(evs []event) bool { return len(evs) > n+5 })
+	// The simulator's steps are 2 ms, but one that starts behind schedule
+	// on a busy machine is shortened to keep the engine's cadence, so a
+	// TTFT can be under 1 ms: such a request is good, every other one not.
+	bad := 0
 	for _, e := range evs[n+2:] {
-		if e.Verdict.Good {
-			t.Errorf("request %s good under a 1ms TTFT SLO (ttft %v)", e.Record.RequestID, e.Record.TTFT)
+		if want := e.Record.OK() && e.Record.TTFT <= time.Millisecond; e.Verdict.Good != want {
+			t.Errorf("request %s good %v under a 1ms TTFT SLO (ttft %v), want %v", e.Record.RequestID, e.Verdict.Good, e.Record.TTFT, want)
 		}
+		if !e.Verdict.Good {
+			bad++
+		}
+	}
+	if bad == 0 {
+		t.Errorf("no request of %d judged bad under a 1ms TTFT SLO", len(evs)-n-2)
 	}
 }
 
