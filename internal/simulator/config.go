@@ -96,6 +96,11 @@ type Config struct {
 	// persona only): the first ReasoningTokens output tokens of a chat or
 	// Responses request are its thinking (reasoning.go). Default 0.
 	ReasoningTokens int
+	// ReasoningField is the chat field that carries the thinking
+	// (`--reasoning-field`): "reasoning_content" (vLLM up to 0.10, the
+	// default) or "reasoning" (the spelling newer vLLM and other servers
+	// use).
+	ReasoningField string
 	// EmbeddingDim is the dimension of the vectors /v1/embeddings answers
 	// (`--embedding-dim`, embed.go). Default DefaultEmbeddingDim.
 	EmbeddingDim int
@@ -273,6 +278,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--step-per-seq must be >= 0, got %s", c.StepPerSeq)
 	case !isProbability(c.EOSProbability):
 		return fmt.Errorf("--eos-probability must be in [0, 1], got %v", c.EOSProbability)
+	case c.ReasoningField != "" && c.ReasoningField != ReasoningContentField && c.ReasoningField != ReasoningField:
+		return fmt.Errorf("--reasoning-field must be %s or %s, got %q", ReasoningContentField, ReasoningField, c.ReasoningField)
 	case c.ReasoningTokens < 0 || c.ReasoningTokens > MaxReasoningTokens:
 		return fmt.Errorf("--reasoning-tokens must be in [0, %d], got %d", MaxReasoningTokens, c.ReasoningTokens)
 	case c.EmbeddingDim < 0 || c.EmbeddingDim > MaxEmbeddingDim:

@@ -398,11 +398,15 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 				"function": map[string]any{"name": seq.tool.name, "arguments": text}}}
 			text = ""
 		}
+		msg := chatMessageOut{Role: "assistant", Content: text, ToolCalls: append([]any{}, calls...)}
+		if s.cfg.ReasoningField == ReasoningField {
+			msg.Reasoning = nullIfEmpty(reasoning)
+		} else {
+			msg.ReasoningContent = nullIfEmpty(reasoning)
+		}
 		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: g.model,
-			Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: text, ToolCalls: append([]any{}, calls...),
-				ReasoningContent: nullIfEmpty(reasoning)}, FinishReason: reason,
-				Logprobs: logprobsOf(g, seq, 0, produced, 0)}},
-			Usage: use}
+			Choices: []chatChoice{{Message: msg, FinishReason: reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}},
+			Usage:   use}
 	} else {
 		resp = completionResponse{ID: id, Object: "text_completion", Created: created, Model: g.model,
 			Choices: []completionChoice{{Text: text, FinishReason: &reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}}, Usage: use}

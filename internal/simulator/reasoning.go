@@ -28,6 +28,12 @@ import (
 //     (finish_reason "tool_calls"); the fault broken-tool-call drops the
 //     arguments' opening brace, so they are not JSON.
 
+// The two spellings of a chat reply's thinking (--reasoning-field).
+const (
+	ReasoningContentField = "reasoning_content"
+	ReasoningField        = "reasoning"
+)
+
 // MaxReasoningTokens bounds --reasoning-tokens.
 const MaxReasoningTokens = 1 << 20
 
@@ -42,6 +48,12 @@ func addReasoningFlags(cmd *kingpin.CmdClause, c *Config) {
 		"reasoning_tokens; 0 (default) is a model that does not think. Requests with chat_template_kwargs "+
 		"{enable_thinking: false} or reasoning effort none do not think.").
 		Default(fmt.Sprint(c.ReasoningTokens)).IntVar(&c.ReasoningTokens)
+	def := c.ReasoningField
+	if def == "" {
+		def = ReasoningContentField
+	}
+	cmd.Flag("reasoning-field", "The chat field that carries the thinking: reasoning_content (vLLM up to 0.10) or reasoning "+
+		"(newer vLLM and other servers).").Default(def).EnumVar(&c.ReasoningField, ReasoningContentField, ReasoningField)
 }
 
 // reasoningFields are the request body fields of reasoning and tools.

@@ -79,6 +79,7 @@ type chatDelta struct {
 	// ReasoningContent and ToolCalls: a reasoning model's thinking and a
 	// tool call's fragments (reasoning.go).
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	Reasoning        string          `json:"reasoning,omitempty"`
 	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
@@ -129,6 +130,7 @@ type chatMessageOut struct {
 	FunctionCall     any    `json:"function_call"`
 	ToolCalls        []any  `json:"tool_calls"`
 	ReasoningContent any    `json:"reasoning_content"`
+	Reasoning        any    `json:"reasoning,omitempty"`
 }
 
 // chatChoice is ChatCompletionResponseChoice.

@@ -40,12 +40,14 @@ type wire struct {
 	// reasoning is the reasoning text of the next token chunk; toolStart
 	// marks the chunk that starts the tool call (reasoning.go).
 	reasoning string
-	toolStart bool
+	// reasoningField is --reasoning-field.
+	reasoningField string
+	toolStart      bool
 }
 
 func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
 	w := &wire{engine: s.cfg.Engine, g: g, id: id, created: created, model: s.cfg.Model, start: time.Now(),
-		details: s.cfg.EnablePromptTokensDetails}
+		details: s.cfg.EnablePromptTokensDetails, reasoningField: s.cfg.ReasoningField}
 	if g.model != "" {
 		w.model = g.model // a LoRA adapter is echoed, as vLLM does
 	}
@@ -119,7 +121,12 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 	if w.g.kind == kindChat {
 		c := chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model, Usage: use,
 			SystemFingerprint: w.fp}
-		ch := chatChunkChoice{Delta: chatDelta{Content: text, ReasoningContent: w.reasoning}, FinishReason: finish, Logprobs: w.lp}
+		ch := chatChunkChoice{Delta: chatDelta{Content: text}, FinishReason: finish, Logprobs: w.lp}
+		if w.reasoningField == ReasoningField {
+			ch.Delta.Reasoning = w.reasoning
+		} else {
+			ch.Delta.ReasoningContent = w.reasoning
+		}
 		if w.seq != nil && w.seq.tool != nil {
 			ch.Delta.Content = ""
 			if text != "" || w.toolStart && completion > w.seq.reasoning {

@@ -24,6 +24,7 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 	tests := []struct {
 		name      string
 		api       string
+		field     string // --reasoning-field; "" is reasoning_content
 		faults    simulator.Faults
 		req       Request
 		wantClass prober.ErrorClass
@@ -154,10 +155,22 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 			},
 		},
 	}
+	// The newer spelling of the thinking field is measured the same way.
+	tests = append(tests, struct {
+		name      string
+		api       string
+		field     string
+		faults    simulator.Faults
+		req       Request
+		wantClass prober.ErrorClass
+		wantMsg   string
+		check     func(t *testing.T, rec prober.Record)
+	}{name: "chat reasoning field then answer", api: APIChat, field: simulator.ReasoningField, check: tests[0].check})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := simtest.Fast()
 			cfg.ReasoningTokens = reasoning
+			cfg.ReasoningField = tt.field
 			cfg.Faults = tt.faults
 			url, _ := simtest.Start(t, cfg)
 			c := newClient(t, Options{BaseURL: url, API: tt.api})
