@@ -231,6 +231,7 @@ func DefaultConfig() Config {
 		EnablePrefixCaching: true,
 		PromptCacheTokens:   DefaultPromptCacheTokens,
 		StepBase:            10 * time.Millisecond,
+		ReasoningField:      ReasoningContentField,
 		StepPerPrefillToken: 20 * time.Microsecond,
 		StepPerSeq:          100 * time.Microsecond,
 		EOSProbability:      0.005,

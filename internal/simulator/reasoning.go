@@ -48,12 +48,8 @@ func addReasoningFlags(cmd *kingpin.CmdClause, c *Config) {
 		"reasoning_tokens; 0 (default) is a model that does not think. Requests with chat_template_kwargs "+
 		"{enable_thinking: false} or reasoning effort none do not think.").
 		Default(fmt.Sprint(c.ReasoningTokens)).IntVar(&c.ReasoningTokens)
-	def := c.ReasoningField
-	if def == "" {
-		def = ReasoningContentField
-	}
 	cmd.Flag("reasoning-field", "The chat field that carries the thinking: reasoning_content (vLLM up to 0.10) or reasoning "+
-		"(newer vLLM and other servers).").Default(def).EnumVar(&c.ReasoningField, ReasoningContentField, ReasoningField)
+		"(newer vLLM and other servers).").Default(c.ReasoningField).EnumVar(&c.ReasoningField, ReasoningContentField, ReasoningField)
 }
 
 // reasoningFields are the request body fields of reasoning and tools.
