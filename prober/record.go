@@ -168,6 +168,14 @@ type Record struct {
 	// zero, not a missing figure.
 	CachedTokens         int  `json:"cached_tokens,omitempty"`
 	CachedTokensReported bool `json:"cached_tokens_reported,omitempty"`
+	// DraftTokens and DraftAccepted are speculative decoding's tokens the
+	// draft model proposed for this request and those the target model
+	// accepted, from llama.cpp llama-server's timings.draft_n and
+	// timings.draft_n_accepted; DraftReported is true when the response
+	// carried both (llama-server sends them only when it drafted).
+	DraftTokens   int  `json:"draft_tokens,omitempty"`
+	DraftAccepted int  `json:"draft_accepted,omitempty"`
+	DraftReported bool `json:"draft_reported,omitempty"`
 	// ReasoningTokens is usage.completion_tokens_details.reasoning_tokens
 	// (Responses API: usage.output_tokens_details.reasoning_tokens), part of
 	// CompletionTokens; without it, the number of reasoning deltas, and

@@ -233,6 +233,15 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	if r.CachedTokensReported {
 		b = append(b, `,"cached_tokens_reported":true`...)
 	}
+	if r.DraftTokens != 0 {
+		b = appendInt(b, `,"draft_tokens":`, int64(r.DraftTokens))
+	}
+	if r.DraftAccepted != 0 {
+		b = appendInt(b, `,"draft_accepted":`, int64(r.DraftAccepted))
+	}
+	if r.DraftReported {
+		b = append(b, `,"draft_reported":true`...)
+	}
 	if r.ReasoningTokens != 0 {
 		b = appendInt(b, `,"reasoning_tokens":`, int64(r.ReasoningTokens))
 	}

@@ -28,6 +28,11 @@ import (
 //     integer or null, and "completion_tokens_details", when an object,
 //     "reasoning_tokens" an integer or null (any other value of either is
 //     validated and skipped).
+//   - "timings" (llama.cpp's llama-server): when an object, its "draft_n"
+//     and "draft_n_accepted" (speculative decoding's drafted and accepted
+//     tokens) each when a non-negative integer; any other value of either,
+//     or of "timings", is validated and skipped, not an error (servers
+//     differ), and every other timings key is skipped.
 //   - "error" not null, or "object" equal to "error", marks an error event;
 //     its message is "error" itself when a string, "error.message" when
 //     "error" is an object, or the top-level "message" for the old form.
@@ -54,6 +59,11 @@ type chunk struct {
 	completionTokens int
 	cachedTokens     int
 	reasonTokens     int
+
+	hasDraft         bool // timings.draft_n a non-negative integer
+	hasDraftAccepted bool // timings.draft_n_accepted a non-negative integer
+	draftTokens      int
+	draftAccepted    int
 
 	isError       bool
 	errMsg        []byte
@@ -111,6 +121,8 @@ type topState struct {
 	toolCalls              []byte
 	reasonTokSet           bool
 	reasonTok              int
+	draftSet, draftAccSet  bool
+	draftTok, draftAcc     int
 }
 
 // decodeChunk parses data into c, which it overwrites.
@@ -142,6 +154,12 @@ func decodeChunk(data []byte, c *chunk) error {
 		c.hasCompletion, c.completionTokens = st.complSet, st.complTokens
 		c.hasCached, c.cachedTokens = st.cachedSet, st.cachedTok
 		c.hasReasonTokens, c.reasonTokens = st.reasonTokSet, st.reasonTok
+	}
+	if c.hasDraft = st.draftSet; c.hasDraft {
+		c.draftTokens = st.draftTok
+	}
+	if c.hasDraftAccepted = st.draftAccSet; c.hasDraftAccepted {
+		c.draftAccepted = st.draftAcc
 	}
 	switch {
 	case st.errSet:
@@ -254,6 +272,8 @@ func (d *decoder) top(c *chunk, st *topState) error {
 			err = d.choices(c, st)
 		case "usage":
 			err = d.usage(c, st)
+		case "timings":
+			err = d.timings(st)
 		case "error":
 			err = d.errorValue(st)
 		case "object":
@@ -549,6 +569,57 @@ func (d *decoder) completionDetails(st *topState) error {
 			return err
 		}
 	}
+}
+
+// timings reads llama-server's timings: its draft_n and draft_n_accepted
+// when it is an object (the last of duplicate keys wins), else the value is
+// skipped and neither is known.
+func (d *decoder) timings(st *topState) error {
+	st.draftSet, st.draftAccSet = false, false
+	if d.peek() != '{' {
+		return d.skip(2)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "draft_n":
+			st.draftTok, st.draftSet, err = d.countOrSkip()
+		case "draft_n_accepted":
+			st.draftAcc, st.draftAccSet, err = d.countOrSkip()
+		default:
+			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// countOrSkip reads any value and reports it when it is a non-negative
+// integer; any other value (a string, a fraction, an exponent, a negative
+// number, an overflow, null, an array or object) is validated and skipped.
+func (d *decoder) countOrSkip() (int, bool, error) {
+	if p := d.peek(); p != '-' && (p < '0' || p > '9') {
+		return 0, false, d.skip(3)
+	}
+	start := d.i
+	if err := d.number(); err != nil {
+		return 0, false, err
+	}
+	n, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 0)
+	if err != nil || n < 0 {
+		return 0, false, nil
+	}
+	return int(n), true, nil
 }
 
 // nonEmptyString reads any value and reports whether it was a non-empty

@@ -24,6 +24,8 @@ type refChunk struct {
 	ToolCalls                string // the raw tool_calls array, compacted
 	HasReasonTokens          bool
 	ReasonTokens             int
+	HasDraft, HasDraftAcc    bool
+	Draft, DraftAcc          int
 	IsError                  bool
 	ErrMsg                   string
 }
@@ -35,6 +37,7 @@ func viewChunk(c *chunk) refChunk {
 		Prompt: c.promptTokens, Completion: c.completionTokens, IsError: c.isError,
 		HasCached: c.hasCached, Cached: c.cachedTokens,
 		HasReasoning: c.hasReasoning, HasReasonTokens: c.hasReasonTokens, ReasonTokens: c.reasonTokens,
+		HasDraft: c.hasDraft, Draft: c.draftTokens, HasDraftAcc: c.hasDraftAccepted, DraftAcc: c.draftAccepted,
 	}
 	if c.toolCalls != nil {
 		r.ToolCalls = compact(c.toolCalls)
@@ -188,6 +191,22 @@ func refDecode(data []byte) (refChunk, error) {
 			}
 		}
 	}
+	if raw, ok := top["timings"]; ok && first(raw) == '{' {
+		var tm map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &tm); err != nil {
+			return r, err
+		}
+		count := func(key string) (int, bool) {
+			var n int
+			raw, ok := tm[key]
+			if !ok || isNull(raw) || json.Unmarshal(raw, &n) != nil || n < 0 {
+				return 0, false
+			}
+			return n, true
+		}
+		r.Draft, r.HasDraft = count("draft_n")
+		r.DraftAcc, r.HasDraftAcc = count("draft_n_accepted")
+	}
 	if raw, ok := top["error"]; ok && !isNull(raw) {
 		r.IsError = true
 		switch first(raw) {
@@ -251,6 +270,52 @@ func TestDecodeChunk(t *testing.T) {
 			name: "usage with cached tokens (llama.cpp, vLLM --enable-prompt-tokens-details)",
 			data: `{"choices":[],"usage":{"prompt_tokens":128,"completion_tokens":2,"prompt_tokens_details":{"audio":null,"cached_tokens":96}}}`,
 			want: refChunk{HasUsage: true, HasPrompt: true, Prompt: 128, HasCompletion: true, Completion: 2, HasCached: true, Cached: 96},
+		},
+		{
+			name: "llama.cpp timings with speculative decoding",
+			data: `{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"usage":{"completion_tokens":8,"prompt_tokens":4},"timings":{"cache_n":0,"prompt_n":4,"prompt_ms":1.25,"predicted_n":8,"predicted_per_second":99.5,"draft_n":12,"draft_n_accepted":7}}`,
+			want: refChunk{Choices: 1, HasFinish: true, Finish: "stop", HasUsage: true, HasPrompt: true, Prompt: 4, HasCompletion: true, Completion: 8,
+				HasDraft: true, Draft: 12, HasDraftAcc: true, DraftAcc: 7},
+		},
+		{
+			name: "timings without draft figures",
+			data: `{"choices":[],"timings":{"prompt_n":4,"predicted_n":8}}`,
+			want: refChunk{},
+		},
+		{
+			name: "timings draft figures a string and a float are ignored",
+			data: `{"choices":[],"timings":{"draft_n":"12","draft_n_accepted":7.5}}`,
+			want: refChunk{},
+		},
+		{
+			name: "timings draft figures negative, exponent, null, nested are ignored",
+			data: `{"timings":{"draft_n":-3,"draft_n_accepted":1e2,"x":{"draft_n":5}}}`,
+			want: refChunk{},
+		},
+		{
+			name: "timings draft figures nested or null are ignored",
+			data: `{"timings":{"draft_n":{"n":5},"draft_n_accepted":null}}`,
+			want: refChunk{},
+		},
+		{
+			name: "timings draft figure overflowing is ignored",
+			data: `{"timings":{"draft_n":99999999999999999999999,"draft_n_accepted":3}}`,
+			want: refChunk{HasDraftAcc: true, DraftAcc: 3},
+		},
+		{
+			name: "timings not an object is ignored",
+			data: `{"timings":[{"draft_n":5}],"choices":[]}`,
+			want: refChunk{},
+		},
+		{
+			name: "last timings wins",
+			data: `{"timings":{"draft_n":5,"draft_n_accepted":4},"timings":{"draft_n":6}}`,
+			want: refChunk{HasDraft: true, Draft: 6},
+		},
+		{
+			name:    "timings with invalid JSON inside is an error",
+			data:    `{"timings":{"draft_n":01}}`,
+			wantErr: true,
 		},
 		{
 			name: "prompt_tokens_details not an object",
@@ -427,6 +492,8 @@ func FuzzDecodeChunk(f *testing.F) {
 		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\""}}]}}]}`,
 		`{"choices":[{"delta":{"tool_calls":[]},"finish_reason":"tool_calls"}]}`,
 		`{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":7}}}`,
+		`{"choices":[],"timings":{"prompt_n":3,"predicted_ms":1.5,"draft_n":12,"draft_n_accepted":9}}`,
+		`{"timings":{"draft_n":"12","draft_n_accepted":-1,"draft_n":1e1},"timings":{"draft_n_accepted":2.0,"x":{"draft_n":1}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -168,6 +168,9 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 				m.reasonTok = true
 			}
 		}
+		if c.hasDraft && c.hasDraftAccepted {
+			rec.DraftTokens, rec.DraftAccepted, rec.DraftReported = c.draftTokens, c.draftAccepted, true
+		}
 	}
 }
 

@@ -41,7 +41,34 @@ type response struct {
 		PromptTokensDetails json.RawMessage `json:"prompt_tokens_details"`
 		CompletionDetails   json.RawMessage `json:"completion_tokens_details"`
 	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Timings json.RawMessage `json:"timings"` // llama-server's; see draftFigures
+	Error   json.RawMessage `json:"error"`
+}
+
+// draftFigures reads llama-server's timings.draft_n and
+// timings.draft_n_accepted into rec when timings is an object carrying
+// both as non-negative integers; anything else is ignored (servers differ),
+// as the streamed decoder does.
+func draftFigures(raw json.RawMessage, rec *prober.Record) {
+	var t struct {
+		Drafted  json.RawMessage `json:"draft_n"`
+		Accepted json.RawMessage `json:"draft_n_accepted"`
+	}
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &t) != nil {
+		return
+	}
+	count := func(raw json.RawMessage) (int, bool) {
+		var n int
+		if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &n) != nil || n < 0 {
+			return 0, false
+		}
+		return n, true
+	}
+	drafted, ok1 := count(t.Drafted)
+	accepted, ok2 := count(t.Accepted)
+	if ok1 && ok2 {
+		rec.DraftTokens, rec.DraftAccepted, rec.DraftReported = drafted, accepted, true
+	}
 }
 
 // responsesResponse is what the measurement needs of a non-streamed
@@ -215,6 +242,7 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		}
 		rec.ReasoningTokens, _ = detailInt(u.CompletionDetails, "reasoning_tokens")
 	}
+	draftFigures(r.Timings, rec)
 	return m.checkTools()
 }
 
