@@ -96,6 +96,13 @@ type Config struct {
 	// persona only): the first ReasoningTokens output tokens of a chat or
 	// Responses request are its thinking (reasoning.go). Default 0.
 	ReasoningTokens int
+	// SpecDraftTokens makes llama-server's speculative decoding
+	// (`--spec-draft-tokens`, llamacpp persona only): K draft tokens per
+	// decode step, reported per response as timings.draft_n and
+	// timings.draft_n_accepted by specDraft's rule with SpecAcceptance
+	// (`--spec-acceptance`, in [0, 1]); 0 is off.
+	SpecDraftTokens int
+	SpecAcceptance  float64
 	// ReasoningField is the chat field that carries the thinking
 	// (`--reasoning-field`): "reasoning_content" (vLLM up to 0.10, the
 	// default) or "reasoning" (the spelling newer vLLM and other servers
@@ -235,6 +242,7 @@ func DefaultConfig() Config {
 		StepPerPrefillToken: 20 * time.Microsecond,
 		StepPerSeq:          100 * time.Microsecond,
 		EOSProbability:      0.005,
+		SpecAcceptance:      0.7,
 		Faults:              DefaultFaults(),
 		Light:               DefaultLight(),
 		Background:          DefaultBackground(),
@@ -289,6 +297,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--reasoning-tokens is served by the vllm persona only, not --engine %s", c.Engine)
 	}
 	if err := c.validateLoRA(); err != nil {
+		return err
+	}
+	if err := c.validateSpec(); err != nil {
 		return err
 	}
 	if err := c.validatePromptCache(); err != nil {
@@ -482,6 +493,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
 	addReasoningFlags(cmd, c)
+	addSpecFlags(cmd, c)
 	cmd.Flag("embedding-dim", "Dimension of the vectors /v1/embeddings answers (0: the default).").
 		Default(fmt.Sprint(c.EmbeddingDim)).IntVar(&c.EmbeddingDim)
 	addCloseFlags(cmd, c)

@@ -390,6 +390,13 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 	if s.cfg.Engine == EngineLlamaCpp || s.cfg.EnablePromptTokensDetails {
 		use.PromptTokensDetails = cachedDetails(seq.cachedPrompt())
 	}
+	var timings map[string]any
+	if s.cfg.Engine == EngineLlamaCpp {
+		// llama-server's timings (its figures of time are left out here).
+		cached := seq.cachedPrompt()
+		timings = map[string]any{"cache_n": cached, "prompt_n": len(g.prompt) - cached, "predicted_n": produced}
+		specTimings(timings, produced, s.cfg.SpecDraftTokens, s.cfg.SpecAcceptance, &c.tr)
+	}
 	var resp any
 	if g.kind == kindChat {
 		var calls []any
@@ -406,10 +413,10 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 		}
 		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: g.model,
 			Choices: []chatChoice{{Message: msg, FinishReason: reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}},
-			Usage:   use}
+			Usage:   use, Timings: timings}
 	} else {
 		resp = completionResponse{ID: id, Object: "text_completion", Created: created, Model: g.model,
-			Choices: []completionChoice{{Text: text, FinishReason: &reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}}, Usage: use}
+			Choices: []completionChoice{{Text: text, FinishReason: &reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}}, Usage: use, Timings: timings}
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
@@ -458,7 +465,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		return
 	}
 	w := s.newWire(g, id, time.Now().Unix())
-	w.seq = seq
+	w.seq, w.tr = seq, &c.tr
 	abort := func() {
 		s.eng.abort(seq)
 		c.tr.FinishReason = finishAbort

@@ -45,6 +45,7 @@ type completionResponse struct {
 	SystemFingerprint any                `json:"system_fingerprint"`
 	Usage             usage              `json:"usage"`
 	KVTransferParams  any                `json:"kv_transfer_params"`
+	Timings           map[string]any     `json:"timings,omitempty"` // llama.cpp's
 }
 
 // completionStreamChoice is CompletionResponseStreamChoice; a nil
@@ -145,15 +146,16 @@ type chatChoice struct {
 
 // chatResponse is ChatCompletionResponse.
 type chatResponse struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	Choices           []chatChoice `json:"choices"`
-	ServiceTier       any          `json:"service_tier"`
-	SystemFingerprint any          `json:"system_fingerprint"`
-	Usage             usage        `json:"usage"`
-	PromptLogprobs    any          `json:"prompt_logprobs"`
-	PromptTokenIDs    any          `json:"prompt_token_ids"`
-	KVTransferParams  any          `json:"kv_transfer_params"`
+	ID                string         `json:"id"`
+	Object            string         `json:"object"`
+	Created           int64          `json:"created"`
+	Model             string         `json:"model"`
+	Choices           []chatChoice   `json:"choices"`
+	ServiceTier       any            `json:"service_tier"`
+	SystemFingerprint any            `json:"system_fingerprint"`
+	Usage             usage          `json:"usage"`
+	PromptLogprobs    any            `json:"prompt_logprobs"`
+	PromptTokenIDs    any            `json:"prompt_token_ids"`
+	KVTransferParams  any            `json:"kv_transfer_params"`
+	Timings           map[string]any `json:"timings,omitempty"` // llama.cpp's
 }

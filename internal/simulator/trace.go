@@ -37,6 +37,10 @@ type TraceRecord struct {
 	// far as they were sent to the client.
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// DraftTokens and DraftAccepted are the speculative decoding figures
+	// the response's timings carried (--spec-draft-tokens; 0: none sent).
+	DraftTokens   int `json:"draft_tokens,omitempty"`
+	DraftAccepted int `json:"draft_accepted,omitempty"`
 	// FinishReason is stop, length or abort; empty for error responses.
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Faults names the injected faults (the --fault.<name> suffixes).

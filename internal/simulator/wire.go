@@ -43,11 +43,17 @@ type wire struct {
 	// reasoningField is --reasoning-field.
 	reasoningField string
 	toolStart      bool
+	// specK and specP are --spec-draft-tokens and --spec-acceptance; tr is
+	// the request's trace record, which notes the draft figures sent.
+	specK int
+	specP float64
+	tr    *TraceRecord
 }
 
 func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
 	w := &wire{engine: s.cfg.Engine, g: g, id: id, created: created, model: s.cfg.Model, start: time.Now(),
-		details: s.cfg.EnablePromptTokensDetails, reasoningField: s.cfg.ReasoningField}
+		details: s.cfg.EnablePromptTokensDetails, reasoningField: s.cfg.ReasoningField,
+		specK: s.cfg.SpecDraftTokens, specP: s.cfg.SpecAcceptance, tr: &TraceRecord{}}
 	if g.model != "" {
 		w.model = g.model // a LoRA adapter is echoed, as vLLM does
 	}
@@ -192,6 +198,7 @@ func (w *wire) finish(reason string, completion int) []byte {
 		if completion > 0 && predictedMS > 0 {
 			t["predicted_per_token_ms"], t["predicted_per_second"] = predictedMS/float64(completion), 1000*float64(completion)/predictedMS
 		}
+		specTimings(t, completion, w.specK, w.specP, w.tr)
 		extra["timings"] = t
 	} else {
 		use = w.continuous(completion)

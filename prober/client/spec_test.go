@@ -1,0 +1,105 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober"
+)
+
+// TestSpecDecodingOverSimulator reads llama-server's per-request
+// speculative decoding figures (timings.draft_n, draft_n_accepted) from the
+// simulator's llamacpp persona with --spec-draft-tokens, streamed and not,
+// chat and completions, and holds them to what the simulator's trace file
+// says it sent; without the option the record has none.
+func TestSpecDecodingOverSimulator(t *testing.T) {
+	const maxTokens = 24
+	for _, tt := range []struct {
+		name     string
+		api      string
+		noStream bool
+		draft    int
+	}{
+		{name: "chat streamed", api: APIChat, draft: 4},
+		{name: "chat not streamed", api: APIChat, noStream: true, draft: 4},
+		{name: "completions streamed", api: APICompletions, draft: 3},
+		{name: "completions not streamed", api: APICompletions, noStream: true, draft: 3},
+		{name: "chat streamed without speculative decoding", api: APIChat},
+		{name: "chat not streamed without speculative decoding", api: APIChat, noStream: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := simtest.Fast()
+			cfg.Engine, cfg.SpecDraftTokens, cfg.SpecAcceptance = simulator.EngineLlamaCpp, tt.draft, 0.7
+			cfg.TraceFile = filepath.Join(t.TempDir(), "trace.jsonl")
+			url, _ := simtest.Start(t, cfg)
+			c := newClient(t, Options{BaseURL: url, API: tt.api})
+			req := Request{ID: "spec-1", MaxTokens: maxTokens, IgnoreEOS: true, NoStream: tt.noStream}
+			if tt.api == APIChat {
+				req.Messages = []Message{{Role: "user", Content: "tell me a story"}}
+			} else {
+				req.Prompt = "once upon a time"
+			}
+			rec := do(t, context.Background(), c, req)
+			if !rec.OK() || rec.CompletionTokens != maxTokens {
+				t.Fatalf("class %q (%s), completion tokens %d", rec.Error, rec.ErrorMessage, rec.CompletionTokens)
+			}
+			var sent simulator.TraceRecord
+			testutil.Eventually(t, "the request in the simulator's trace file", func() bool {
+				b, err := os.ReadFile(cfg.TraceFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for line := range strings.Lines(string(b)) {
+					if json.Unmarshal([]byte(line), &sent) == nil && sent.RequestID == "spec-1" {
+						return true
+					}
+				}
+				return false
+			})
+			if tt.draft == 0 {
+				if rec.DraftReported || rec.DraftTokens != 0 || rec.DraftAccepted != 0 || sent.DraftTokens != 0 {
+					t.Errorf("without speculative decoding: record %v %d/%d, simulator sent %d", rec.DraftReported, rec.DraftAccepted, rec.DraftTokens, sent.DraftTokens)
+				}
+				return
+			}
+			if sent.DraftTokens == 0 || sent.DraftTokens%tt.draft != 0 || sent.DraftAccepted > sent.DraftTokens || sent.DraftAccepted >= maxTokens {
+				t.Fatalf("simulator sent draft_n %d, draft_n_accepted %d for %d tokens with K=%d", sent.DraftTokens, sent.DraftAccepted, maxTokens, tt.draft)
+			}
+			if !rec.DraftReported || rec.DraftTokens != sent.DraftTokens || rec.DraftAccepted != sent.DraftAccepted {
+				t.Errorf("record: reported %v, drafted %d, accepted %d; simulator sent %d, %d",
+					rec.DraftReported, rec.DraftTokens, rec.DraftAccepted, sent.DraftTokens, sent.DraftAccepted)
+			}
+		})
+	}
+}
+
+// TestDraftFiguresNonStreamed holds the non-streamed reader to the
+// streamed decoder's rule: both figures non-negative integers in a timings
+// object, anything else ignored without an error.
+func TestDraftFiguresNonStreamed(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"draft_n":8,"draft_n_accepted":5,"prompt_ms":1.5}`: true,
+		`{"draft_n":"8","draft_n_accepted":5}`:               false,
+		`{"draft_n":8.5,"draft_n_accepted":5}`:               false,
+		`{"draft_n":8,"draft_n_accepted":-1}`:                false,
+		`{"draft_n":{"n":8},"draft_n_accepted":5}`:           false,
+		`{"draft_n":8,"draft_n_accepted":null}`:              false,
+		`{"draft_n":8}`:                                      false,
+		`[{"draft_n":8,"draft_n_accepted":5}]`:               false,
+		`null`:                                               false,
+		``:                                                   false,
+	} {
+		var rec prober.Record
+		draftFigures(json.RawMessage(raw), &rec)
+		if rec.DraftReported != want || (want && (rec.DraftTokens != 8 || rec.DraftAccepted != 5)) || (!want && (rec.DraftTokens != 0 || rec.DraftAccepted != 0)) {
+			t.Errorf("%s: reported %v, %d/%d", raw, rec.DraftReported, rec.DraftAccepted, rec.DraftTokens)
+		}
+	}
+}
