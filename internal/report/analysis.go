@@ -44,8 +44,9 @@ func Analysis(res *sweep.Result) []byte {
 	writeServer(&b, res)
 	writeCacheHits(&b, res)
 	writeReasoning(&b, res)
-	writePooling(&b, res) // pooling.go
-	writeImages(&b, res)  // images.go
+	writePooling(&b, res)    // pooling.go
+	writeImages(&b, res)     // images.go
+	writeSpecDecode(&b, res) // specdecode.go
 	writeValidity(&b, res)
 	writeConclusion(&b, res)
 	writeRollback(&b, res)

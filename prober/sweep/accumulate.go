@@ -46,6 +46,9 @@ type StatsAccumulator struct {
 	// successful requests that carried images (imagesN of them).
 	images, imagesN int
 	imageBytes      int64
+	// drafted and accepted sum Record.DraftTokens and DraftAccepted over
+	// the successful requests that reported them (draftN of them).
+	drafted, accepted, draftN int
 	// Online extremes (order-independent): the scheduled and actual send
 	// spans, the derived duration's bounds, the shortest successful E2E
 	// and the latest intended send after o.Start.
@@ -159,6 +162,11 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		if r.CachedTokensReported {
 			a.cached += r.CachedTokens
 			a.cachedN++
+		}
+		if r.DraftReported {
+			a.drafted += r.DraftTokens
+			a.accepted += r.DraftAccepted
+			a.draftN++
 		}
 		if r.Images > 0 {
 			a.images += r.Images
@@ -349,6 +357,11 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 		if s.Duration > 0 {
 			s.Images.Throughput = float64(a.images) / s.Duration
 		}
+	}
+
+	if a.draftN > 0 && a.drafted > 0 {
+		s.SpecDecode = &SpecDecodeStats{Requests: a.draftN, Drafted: a.drafted, Accepted: a.accepted,
+			AcceptanceRate: float64(a.accepted) / float64(a.drafted)}
 	}
 
 	s.ScheduledRate = spanRateOf(a.schedFirst, a.schedLast, a.schedN)

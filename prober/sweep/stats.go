@@ -134,6 +134,10 @@ type Stats struct {
 	// Images holds the images feature's figures; nil when no successful
 	// request carried images (result.json "images").
 	Images *ImageStats
+	// SpecDecode holds the per-request speculative decoding figures; nil
+	// when no successful request carried them with a token drafted
+	// (result.json "speculative_decoding").
+	SpecDecode *SpecDecodeStats
 	// SendLag is the client's own lateness (actual - intended send, minus
 	// any concurrency-slot wait), over every request.
 	SendLag Latency
@@ -301,6 +305,19 @@ type ImageStats struct {
 	Images     int     `json:"images"`
 	Bytes      int64   `json:"image_bytes"`
 	Throughput float64 `json:"image_throughput"`
+}
+
+// SpecDecodeStats are a step's speculative decoding figures (result.json
+// "speculative_decoding") over its successful requests whose response
+// carried them (llama-server's timings.draft_n and draft_n_accepted;
+// Record.DraftReported): Requests of them, the Drafted tokens the draft
+// model proposed, the Accepted ones the target model kept, and
+// AcceptanceRate = Accepted / Drafted.
+type SpecDecodeStats struct {
+	Requests       int     `json:"requests"`
+	Drafted        int     `json:"draft_tokens"`
+	Accepted       int     `json:"accepted_tokens"`
+	AcceptanceRate float64 `json:"acceptance_rate"`
 }
 
 // ReasoningStats are a step's reasoning and tool-call figures (result.json

@@ -1,0 +1,29 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// TestAnalysisSpecDecode: analysis.md has a speculative decoding table when
+// a step carries the figures (not-recorded for the steps that do not), and
+// none when no step does.
+func TestAnalysisSpecDecode(t *testing.T) {
+	res := ladder()
+	if md := string(Analysis(res)); strings.Contains(md, "### Speculative decoding") {
+		t.Error("a run without speculative decoding figures has their table")
+	}
+	res.Steps[0].Stats.SpecDecode = &sweep.SpecDecodeStats{Requests: 10, Drafted: 680, Accepted: 470, AcceptanceRate: 470.0 / 680}
+	md := string(Analysis(res))
+	for _, want := range []string{
+		"### Speculative decoding\n",
+		"| " + stepName(res.Steps[0]) + " | 10 | 680 | 470 | 69.1% |\n",
+		"| " + stepName(res.Steps[1]) + " | 0 | not-recorded | not-recorded | not-recorded |\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("analysis.md lacks %q", want)
+		}
+	}
+}
