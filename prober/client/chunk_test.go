@@ -39,6 +39,17 @@ func viewChunk(c *chunk) refChunk {
 		HasReasoning: c.hasReasoning, HasReasonTokens: c.hasReasonTokens, ReasonTokens: c.reasonTokens,
 		HasDraft: c.hasDraft, Draft: c.draftTokens, HasDraftAcc: c.hasDraftAccepted, DraftAcc: c.draftAccepted,
 	}
+	// A figure not known (its has flag false) is read by no one: its
+	// leftover value from an earlier duplicate key is not compared.
+	for _, f := range []struct {
+		has bool
+		v   *int
+	}{{c.hasPrompt, &r.Prompt}, {c.hasCompletion, &r.Completion}, {c.hasCached, &r.Cached},
+		{c.hasReasonTokens, &r.ReasonTokens}, {c.hasDraft, &r.Draft}, {c.hasDraftAccepted, &r.DraftAcc}} {
+		if !f.has {
+			*f.v = 0
+		}
+	}
 	if c.toolCalls != nil {
 		r.ToolCalls = compact(c.toolCalls)
 	}
@@ -502,14 +513,74 @@ func FuzzDecodeChunk(f *testing.F) {
 		err := decodeChunk(data, &c)
 		ref, rerr := refDecode(data)
 		if (err == nil) != (rerr == nil) {
+			// With duplicate keys (RFC 8259: their meaning is
+			// unpredictable) the decoder rejects a bad value in an earlier
+			// occurrence that the oracle's maps never see, as they keep
+			// only the last.
+			if err != nil && hasDuplicateKeys(data) {
+				return
+			}
 			t.Fatalf("decodeChunk error %v, oracle error %v", err, rerr)
 		}
-		if err == nil {
+		if err == nil && rerr == nil {
 			if got := viewChunk(&c); got != ref {
 				t.Fatalf("got  %+v\nwant %+v", got, ref)
 			}
 		}
 	})
+}
+
+// hasDuplicateKeys reports whether some object of the JSON document data
+// has a key twice (false for data that is not JSON).
+func hasDuplicateKeys(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys  map[string]bool
+		isKey bool // the next string token of this object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				if top != nil && top.keys != nil {
+					top.isKey = true // the object is this key's value
+				}
+				stack = append(stack, &frame{keys: map[string]bool{}, isKey: true})
+				continue
+			case '[':
+				if top != nil && top.keys != nil {
+					top.isKey = true
+				}
+				stack = append(stack, &frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+				continue
+			}
+		case string:
+			if top != nil && top.keys != nil && top.isKey {
+				if top.keys[v] {
+					return true
+				}
+				top.keys[v] = true
+				top.isKey = false
+				continue
+			}
+		}
+		if top != nil && top.keys != nil {
+			top.isKey = true // a scalar value: the next string is a key
+		}
+	}
 }
 
 // TestDecodeChunkStringBoundaries puts each byte that ends a plain string
