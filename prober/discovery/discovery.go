@@ -16,7 +16,6 @@ package discovery
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -36,22 +35,28 @@ type Options struct {
 	Logger log.Logger
 	// Slog is handed to the mechanisms (Prometheus' discoverers log
 	// through log/slog); their errors are also counted as failures of
-	// their entry. nil: their lines are dropped (still counted).
+	// their entry. nil: their lines are dropped (still counted). When set,
+	// client-go's klog lines (Kubernetes discovery) go to it too
+	// (process-wide: klog has one logger).
 	Slog *slog.Logger
 	// Registerer gets llmprobe_discovery_* (nil: none). The mechanisms'
-	// own prometheus_sd_* metrics go to a registry of the Runner's, not
-	// exported.
+	// own prometheus_sd_* metrics go to a registry of each mechanism's,
+	// not exported (Kubernetes' failure count is read from it into
+	// llmprobe_discovery_failures_total).
 	Registerer prometheus.Registerer
 }
+
+// setClientLogger, when linked (klog.go: Kubernetes discovery), gives the
+// mechanisms' client libraries the Runner's slog logger.
+var setClientLogger func(*slog.Logger)
 
 // Runner runs the discovery entries. Create it with New, set the entries
 // with Apply, read Targets after each signal of Updates, and Stop it.
 type Runner struct {
-	logger    log.Logger
-	slog      *slog.Logger
-	metrics   *metrics
-	sdMetrics map[string]promdiscovery.DiscovererMetrics
-	updates   chan struct{}
+	logger  log.Logger
+	slog    *slog.Logger
+	metrics *metrics
+	updates chan struct{}
 
 	mu      sync.Mutex
 	entries []*entry // in config order
@@ -84,6 +89,8 @@ func New(o Options) *Runner {
 	}
 	if o.Slog == nil {
 		o.Slog = slog.New(slog.DiscardHandler)
+	} else if setClientLogger != nil {
+		setClientLogger(o.Slog)
 	}
 	r := &Runner{
 		logger:  o.Logger,
@@ -92,15 +99,6 @@ func New(o Options) *Runner {
 		updates: make(chan struct{}, 1),
 		last:    map[string]string{},
 	}
-	// The mechanisms' own metrics, in a registry nobody gathers: each
-	// needs one to be built.
-	reg := prometheus.NewRegistry()
-	sdm, err := promdiscovery.RegisterSDMetrics(reg, promdiscovery.NewRefreshMetrics(reg))
-	if err != nil {
-		// A fresh registry holds nothing: registration cannot collide.
-		panic(fmt.Sprintf("discovery: registering the mechanisms' metrics: %v", err))
-	}
-	r.sdMetrics = sdm
 	return r
 }
 
@@ -144,6 +142,7 @@ func (r *Runner) Apply(ctx context.Context, entries []config.DiscoveryConfig) {
 		}
 		if e, ok := old[c.Name]; ok {
 			e.stop()
+			r.metrics.failures.retire(c.Name)
 			delete(old, c.Name)
 			level.Info(r.logger).Log("msg", "discovery restarted", "discovery", c.Name, "reason", "changed")
 		} else {
@@ -166,14 +165,27 @@ func (r *Runner) start(parent context.Context, c config.DiscoveryConfig) *entry 
 	ctx, cancel := context.WithCancel(parent)
 	e := &entry{cfg: c, cancel: cancel, groups: map[groupKey]*targetgroup.Group{}}
 	r.metrics.init(c.Name)
-	failures := r.metrics.failures.WithLabelValues(c.Name)
+	failures := r.metrics.failures.counter(c.Name)
 	logger := slog.New(&countingHandler{next: r.slog.Handler(), failures: failures}).With("discovery", c.Name)
 	for i, sc := range c.ServiceDiscoveryConfigs {
-		d, err := sc.NewDiscoverer(promdiscovery.DiscovererOptions{
-			Logger:  logger.With("mechanism", sc.Name()),
-			Metrics: r.sdMetrics[sc.Name()],
-			SetName: c.Name,
-		})
+		// Each mechanism's own metrics in a registry of its own, nobody
+		// gathers but uncountedFailures: each needs one to be built, and
+		// one per mechanism keeps two of a kind in one entry, or in two
+		// entries, from colliding and their failures apart.
+		reg := prometheus.NewRegistry()
+		sdm := sc.NewDiscovererMetrics(reg, promdiscovery.NewRefreshMetrics(reg))
+		err := sdm.Register()
+		var d promdiscovery.Discoverer
+		if err == nil {
+			d, err = sc.NewDiscoverer(promdiscovery.DiscovererOptions{
+				Logger:  logger.With("mechanism", sc.Name()),
+				Metrics: sdm,
+				SetName: c.Name,
+			})
+		}
+		if metric, ok := uncountedFailures[sc.Name()]; ok && err == nil {
+			r.metrics.failures.watch(c.Name, reg, metric)
+		}
 		if err != nil {
 			failures.Inc()
 			level.Error(r.logger).Log("msg", "cannot start a discovery mechanism", "discovery", c.Name, "mechanism", sc.Name(), "err", err)

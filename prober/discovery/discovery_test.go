@@ -30,12 +30,19 @@ func TestMain(m *testing.M) {
 // a new Runner and returns it; the test's end stops it.
 func run(t *testing.T, yml string) (*Runner, *prometheus.Registry) {
 	t.Helper()
+	return runWith(t, yml, Options{})
+}
+
+// runWith is run with options (its Registerer is the registry returned).
+func runWith(t *testing.T, yml string, o Options) (*Runner, *prometheus.Registry) {
+	t.Helper()
 	cfg, err := config.Parse([]byte(yml), "llmprobe.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	r := New(Options{Registerer: reg})
+	o.Registerer = reg
+	r := New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); r.Stop() })
 	r.Apply(ctx, cfg.Discovery)
@@ -190,9 +197,9 @@ discovery:
 	body.Store(`[{"targets": ["10.0.0.2:8000", "10.0.0.3:8000"]}]`)
 	waitTargets(t, r, nil, "fleet:10.0.0.2:8000", "fleet:10.0.0.3:8000")
 	fail.Store(true)
-	before := promtest.ToFloat64(r.metrics.failures.WithLabelValues("fleet"))
+	before := r.metrics.failures.value("fleet")
 	testutil.Eventually(t, "http_sd failures counted", func() bool {
-		return promtest.ToFloat64(r.metrics.failures.WithLabelValues("fleet")) >= before+2
+		return r.metrics.failures.value("fleet") >= before+2
 	})
 	if got, _ := names(r.Targets(nil)); !slices.Equal(got, []string{"fleet:10.0.0.2:8000", "fleet:10.0.0.3:8000"}) {
 		t.Errorf("after failures: %v, want the last good targets", got)

@@ -3,9 +3,11 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +17,8 @@ import (
 	"testing"
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/llmprobe/llmprobe/internal/testutil"
 )
 
 // kubeAPI is a stand-in for the Kubernetes API server over real HTTP: it
@@ -34,6 +38,8 @@ type kubeAPI struct {
 	objects map[string]map[string]map[string]any // collection path -> name -> object
 	events  map[string][]kubeEvent               // collection path -> every event, in order
 	closed  bool
+	failing bool // lists and watches answer 500; open watches end
+	calls   int  // list and watch requests answered
 }
 
 type kubeEvent struct {
@@ -59,6 +65,22 @@ func newKubeAPI(t *testing.T, kinds map[string]string) *kubeAPI {
 		a.srv.Close()
 	})
 	return a
+}
+
+// fail makes lists and watches answer 500 (and ends the open watches),
+// or serve again.
+func (a *kubeAPI) fail(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.failing = on
+	a.changed.Broadcast()
+}
+
+// requests is how many list and watch requests were answered.
+func (a *kubeAPI) requests() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls
 }
 
 // put adds or replaces an object (its metadata.name names it).
@@ -106,6 +128,15 @@ func (a *kubeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	a.mu.Lock()
+	a.calls++
+	failing := a.failing
+	a.mu.Unlock()
+	if failing {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `{"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError", "code": 500, "message": "etcd is down"}`)
+		return
+	}
 	q := r.URL.Query()
 	if q.Get("watch") != "true" && q.Get("watch") != "1" {
 		a.mu.Lock()
@@ -136,7 +167,7 @@ func (a *kubeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	// Wake the wait below when the client goes away.
 	stop := context.AfterFunc(r.Context(), func() { a.mu.Lock(); a.changed.Broadcast(); a.mu.Unlock() })
 	defer stop()
-	for !a.closed && r.Context().Err() == nil {
+	for !a.closed && !a.failing && r.Context().Err() == nil {
 		for _, e := range a.events[r.URL.Path] {
 			if e.rv > after {
 				enc.Encode(map[string]any{"type": e.typ, "object": e.obj})
@@ -202,9 +233,88 @@ discovery:
 	if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("pods", DropRelabel)); got != 1 {
 		t.Errorf("dropped{relabel} = %v, want 1 (redis-0)", got)
 	}
-	if got := promtest.ToFloat64(r.metrics.failures.WithLabelValues("pods")); got != 0 {
+	if got := r.metrics.failures.value("pods"); got != 0 {
 		t.Errorf("failures = %v", got)
 	}
+}
+
+// TestKubernetesSDFailuresCounted: an API server that fails every list
+// and watch while kubernetes_sd runs. client-go reports those failures to
+// klog, not to the logger the mechanism gets, so they reach
+// llmprobe_discovery_failures_total from the mechanism's own counter; the
+// last good targets are kept, and a recovered server is followed again.
+func TestKubernetesSDFailuresCounted(t *testing.T) {
+	const pods = "/api/v1/namespaces/llm/pods"
+	api := newKubeAPI(t, map[string]string{pods: "PodList"})
+	api.put(pods, pod("vllm-0", "10.1.0.1", 8000, nil))
+	var logs lockedBuffer
+	r, reg := runWith(t, fmt.Sprintf(`
+discovery:
+  - name: pods
+    kubernetes_sd_configs:
+      - role: pod
+        api_server: %s
+        namespaces: {names: [llm]}
+`, api.srv.URL), Options{Slog: slog.New(slog.NewJSONHandler(&logs, nil))})
+	t.Cleanup(func() { setClientLogger(nil) }) // klog is process-wide: not into a finished test's buffer
+	waitTargets(t, r, nil, "pods:10.1.0.1:8000")
+	if got := r.metrics.failures.value("pods"); got != 0 {
+		t.Fatalf("failures before the outage = %v", got)
+	}
+	api.fail(true)
+	testutil.Eventually(t, "failed watches counted", func() bool { return r.metrics.failures.value("pods") >= 1 })
+	// Exported as the series users read, with its entry's label.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exported []float64
+	for _, mf := range mfs {
+		if mf.GetName() == "llmprobe_discovery_failures_total" {
+			for _, m := range mf.GetMetric() {
+				if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == "pods" {
+					exported = append(exported, m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	if len(exported) != 1 || exported[0] < 1 {
+		t.Errorf("llmprobe_discovery_failures_total{discovery=\"pods\"} = %v, want one series >= 1", exported)
+	}
+	if got, _ := names(r.Targets(nil)); !slices.Equal(got, []string{"pods:10.1.0.1:8000"}) {
+		t.Errorf("targets during the outage = %v, want the last good set", got)
+	}
+	// client-go's lines in the daemon's logger, not on stderr in klog's
+	// format.
+	testutil.Eventually(t, "client-go's error in the logger", func() bool {
+		return strings.Contains(logs.String(), `"level":"ERROR"`) && strings.Contains(logs.String(), `"client":"client-go"`) &&
+			strings.Contains(logs.String(), "etcd is down")
+	})
+	failed := r.metrics.failures.value("pods")
+	api.fail(false)
+	api.put(pods, pod("vllm-1", "10.1.0.2", 8000, nil))
+	waitTargets(t, r, nil, "pods:10.1.0.1:8000", "pods:10.1.0.2:8000")
+	if got := r.metrics.failures.value("pods"); got < failed {
+		t.Errorf("failures went down from %v to %v", failed, got)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // endpointSlice is an EndpointSlice of the service vllm with one endpoint
