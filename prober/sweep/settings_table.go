@@ -325,6 +325,7 @@ var settingsTable = []Setting{
 		Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "With tracing on (--tracing.endpoint; the daemon's serve --tracing.*): the share of the sweep's requests sent in a " +
 			"traced span with their traceparent; a traced request's trace_id is in its records.jsonl line (docs/tracing.md)."},
+	{Field: "AnswerChecks", Internal: true, Doc: "The answer-check set sent after the last step of a complete sweep (nil: none)."},
 	{Field: "Tracer", Internal: true, Doc: "The daemon's tracer of a sampling ratio (nil: no tracing)."},
 	{Field: "ReferenceCapacity", Internal: true, Unit: "req/s", Doc: "The target's capacity when known independently (the built-in simulator's)."},
 	{Field: "Workload.OutputTokens.RangeRatio", Flag: "range-ratio", Key: "range_ratio", Internal: true,
