@@ -63,6 +63,7 @@ func (p *Procedure) runChecks(ctx context.Context, side string) ([]answer.Result
 	cfg := *p.config(side)
 	cfg.Rounds = 1
 	cfg.Name = "quality-" + side
+	cfg.AnswerChecks = nil // sent here, not by the sweep
 	sp, err := sweep.Prepare(ctx, cfg, sweep.Options{Logger: logger, Args: p.Args})
 	if err != nil {
 		return nil, "", err
