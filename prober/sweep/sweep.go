@@ -341,9 +341,9 @@ func (p *Prepared) Close() { p.once.Do(p.r.close) }
 // When ctx is canceled mid-sweep (SIGINT), the step in flight stops, what
 // was measured is kept and Run returns the Result with Complete false and
 // InterruptedReason saying where, and a nil error; a sweep canceled during
-// its answer checks is incomplete too, without Answers. When a step fails (a sink
-// error), Run returns the Result so far, InterruptedReason "failed: ...",
-// and the error. When the workload cannot be set up before the first step
+// its answer checks is incomplete too, without Answers. When a step fails
+// (a sink error), Run returns the Result so far, InterruptedReason
+// "failed: ...", and the error. When the workload cannot be set up before the first step
 // (prompt sizing failed), Run returns a nil Result and the error. Errors
 // are redacted.
 func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Result, error) {
@@ -375,7 +375,7 @@ func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Res
 	}
 	var answers *Answers
 	inChecks := false
-	// A sharded sweep sends them from shard 0 alone (merge keeps its).
+	// A sharded sweep sends them from shard 0 alone (merge keeps shard 0's).
 	if ctx.Err() == nil && runErr == nil && r.cfg.AnswerChecks != nil && r.cfg.ShardIndex == 0 {
 		answers, inChecks = r.sendAnswerChecks(ctx), true
 	}
