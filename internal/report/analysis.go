@@ -17,7 +17,8 @@ import (
 // (workloadSections), the results (the per-step table with the knee marked,
 // with --rounds the spread of each level over its rounds, the knee with its
 // uncertainty and the plots, the cost with --cost-per-hour, latency detail,
-// errors, server-side deltas), the validity checks, the conclusion limited
+// errors, server-side deltas, the answer checks with --answer-checks), the
+// validity checks, the conclusion limited
 // to this environment and workload, the rollback condition and the
 // evidence still missing. It never fails: missing data is shown as
 // "not-recorded" or "-".
@@ -47,6 +48,7 @@ func Analysis(res *sweep.Result) []byte {
 	writePooling(&b, res)    // pooling.go
 	writeImages(&b, res)     // images.go
 	writeSpecDecode(&b, res) // specdecode.go
+	writeAnswers(&b, res)    // answers.go
 	writeValidity(&b, res)
 	writeConclusion(&b, res)
 	writeRollback(&b, res)

@@ -10,7 +10,6 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/internal/report"
-	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -29,7 +28,6 @@ type CompareFlags struct {
 	maxRegressionSet                  bool
 	bootstrapIters                    int
 	cost                              compareCostFlags // --baseline-cost-per-hour, --candidate-cost-per-hour
-	answerChecks                      string           // --answer-checks
 	answerLowMargin, answerMaxDrop    float64          // --answer-low-margin, --answer-max-drop
 	answerRepeats                     int              // --answer-repeats
 }
@@ -65,8 +63,6 @@ func AddCompareFlags(cmd *kingpin.CmdClause, f *CompareFlags) {
 	cmd.Flag("bootstrap-iters", "Resamples of the bootstrap interval on each difference.").
 		Default(fmt.Sprint(compare.DefaultIters)).IntVar(&f.bootstrapIters)
 	f.cost.add(cmd)
-	cmd.Flag("answer-checks", "Answer checks run against both sides after the rounds, for the verdict's quality section: "+
-		"builtin (the embedded set) or the path of a JSONL check set (docs/quality.md). Default: none.").StringVar(&f.answerChecks)
 	cmd.Flag("answer-low-margin", "With --answer-checks: replies that first differ at a token where the baseline's top-2 "+
 		"log-probability margin is under this many nats count as low_margin (batch variance), not as a mismatch.").
 		Default(fmt.Sprint(compare.DefaultLowMargin)).Float64Var(&f.answerLowMargin)
@@ -113,9 +109,11 @@ func (f *CompareFlags) Procedure(logger log.Logger) (p *compare.Procedure, err e
 	return p, f.quality(p)
 }
 
-// quality sets p's answer checks from --answer-checks and its settings
-// (none: no quality section). Every check must be one the sides' API can
-// send (a messages check needs --api chat).
+// quality sets p's answer checks from --answer-checks (a sweep setting:
+// each side's config loaded the set and Validate checked that the side's
+// API can send every check) and their settings (none: no quality section).
+// Compare sends the set itself after the rounds, so the sides' configs
+// drop it: no round's sweep sends it.
 func (f *CompareFlags) quality(p *compare.Procedure) error {
 	switch {
 	case !(f.answerLowMargin > 0 && f.answerLowMargin <= compare.MaxLowMargin):
@@ -124,21 +122,11 @@ func (f *CompareFlags) quality(p *compare.Procedure) error {
 		return &FlagError{Flag: "answer-max-drop", Err: fmt.Errorf("must be a fraction > 0 and < 1 (0.05: 5 points), got %v", f.answerMaxDrop)}
 	case f.answerRepeats < 1 || f.answerRepeats > compare.MaxAnswerRepeats:
 		return &FlagError{Flag: "answer-repeats", Err: fmt.Errorf("must be 1 to %d, got %d", compare.MaxAnswerRepeats, f.answerRepeats)}
-	case f.answerChecks == "":
+	case p.Baseline.AnswerChecks == nil:
 		return nil
 	}
-	set, err := answer.LoadSet(f.answerChecks)
-	if err != nil {
-		return &FlagError{Flag: "answer-checks", Err: err}
-	}
-	for _, api := range []string{p.Baseline.API, p.Candidate.API} {
-		for _, it := range set.Items {
-			if _, err := it.Request(api, "check", answer.RequestOptions{}); err != nil {
-				return &FlagError{Flag: "answer-checks", Err: fmt.Errorf("check %s: %w", it.ID, err)}
-			}
-		}
-	}
-	p.AnswerChecks, p.LowMargin, p.QualityTolerance, p.AnswerRepeats = set, f.answerLowMargin, f.answerMaxDrop, f.answerRepeats
+	p.AnswerChecks, p.LowMargin, p.QualityTolerance, p.AnswerRepeats = p.Baseline.AnswerChecks, f.answerLowMargin, f.answerMaxDrop, f.answerRepeats
+	p.Baseline.AnswerChecks, p.Candidate.AnswerChecks = nil, nil
 	return nil
 }
 

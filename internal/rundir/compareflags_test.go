@@ -66,8 +66,11 @@ func TestCompareFlagsRefused(t *testing.T) {
 		{"answer-low-margin", []string{"--rates", "1", "--answer-low-margin", "0"}, "--answer-low-margin: must be > 0 and at most 5 nats", true},
 		{"answer-max-drop", []string{"--rates", "1", "--answer-max-drop", "1"}, "--answer-max-drop: must be a fraction", true},
 		{"answer-repeats", []string{"--rates", "1", "--answer-repeats", "21"}, "--answer-repeats: must be 1 to 20, got 21", true},
-		{"answer-checks file", []string{"--rates", "1", "--answer-checks", filepath.Join(t.TempDir(), "none.jsonl")}, "--answer-checks: ", true},
-		{"answer-checks messages on completions", []string{"--rates", "1", "--answer-checks", messagesSet}, "--answer-checks: check greet: ", true},
+		// --answer-checks is a sweep setting: refused while each side's
+		// config is built (applyAnswerChecks, Config.Validate).
+		{"answer-checks file", []string{"--rates", "1", "--answer-checks", filepath.Join(t.TempDir(), "none.jsonl")}, "--answer-checks: ", false},
+		{"answer-checks messages on completions", []string{"--rates", "1", "--answer-checks", messagesSet},
+			"--answer-checks: check greet: messages need a chat target (api: chat), this one is completions", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +132,11 @@ func TestCompareFlagsAnswerChecks(t *testing.T) {
 	if p.AnswerChecks == nil || p.AnswerChecks.Name != "builtin" || p.LowMargin != 0.2 || p.AnswerRepeats != 2 ||
 		p.QualityTolerance != compare.DefaultQualityTolerance {
 		t.Errorf("procedure %+v", p)
+	}
+	// Compare sends the set itself after the rounds: no side's sweep
+	// (a round) carries it.
+	if p.Baseline.AnswerChecks != nil || p.Candidate.AnswerChecks != nil {
+		t.Errorf("a side's sweep config keeps the check set: baseline %v, candidate %v", p.Baseline.AnswerChecks, p.Candidate.AnswerChecks)
 	}
 	if p, err := compareProcedure(t, "--rates", "1"); err != nil || p.AnswerChecks != nil {
 		t.Errorf("without --answer-checks: %v, %v", p.AnswerChecks, err)

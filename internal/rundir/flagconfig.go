@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/llmprobe/llmprobe/internal/report"
+	"github.com/llmprobe/llmprobe/prober/answer"
 	lpconfig "github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -29,6 +30,7 @@ func (f *SweepFlags) Config() (sweep.Config, error) {
 	}
 	for _, apply := range []func(*SweepFlags, *sweep.Config) error{
 		applyWorkload, applyLoad, applyGoodput, applyDecision, applyStepBytes, applyCredentials, applySweepTraceFlags,
+		applyAnswerChecks,
 	} {
 		if err := apply(f, &c); err != nil {
 			return c, err
@@ -96,6 +98,22 @@ func applyGoodput(f *SweepFlags, c *sweep.Config) error {
 // applyDecision adds --decision and --rollback-if to the metadata.
 func applyDecision(f *SweepFlags, c *sweep.Config) error {
 	return addDecision(c.Metadata, f.str("decision"), f.str("rollback-if"))
+}
+
+// applyAnswerChecks loads the check set of --answer-checks: builtin or a
+// JSONL file (a file it cannot read or parse is a *FlagError: exit 2).
+// Config.Validate checks that the sweep's API can send every check.
+func applyAnswerChecks(f *SweepFlags, c *sweep.Config) error {
+	name := f.str("answer-checks")
+	if name == "" {
+		return nil
+	}
+	set, err := answer.LoadSet(name)
+	if err != nil {
+		return &FlagError{Flag: "answer-checks", Err: err}
+	}
+	c.AnswerChecks = set
+	return nil
 }
 
 // applyCredentials reads --api-key-file and --http.config.file.
@@ -180,7 +198,7 @@ var special = map[string]bool{
 	"Target": true, "APIKey": true, "HTTPConfig": true, "Workload": true, "Workload.InputTokens": true,
 	"Workload.OutputTokens": true, "Workload.InputTokens.RangeRatio": true, "Workload.PrefixTokens": true,
 	"Rates": true, "Concurrency": true, "Duration": true, "SLO": true, "MaxStepBytes": true, "Trace": true,
-	"TraceSpeeds": true,
+	"TraceSpeeds": true, "AnswerChecks": true,
 }
 
 // applySettings sets every Config field of a flag that maps onto it

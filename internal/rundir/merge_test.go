@@ -19,6 +19,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -42,6 +43,7 @@ func TestShardedSweepMerge(t *testing.T) {
 		cfg.ShardIndex, cfg.ShardCount = k, shards
 		cfg.StartAt = start
 		cfg.Name = "shard"
+		cfg.AnswerChecks = answer.Builtin() // sent by shard 0 alone
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -77,6 +79,9 @@ func TestShardedSweepMerge(t *testing.T) {
 		}
 		if got := r.Steps[0].Stats.RequestedRate; got != rate/shards {
 			t.Errorf("shard %d requested rate %v, want %v", k, got, rate/shards)
+		}
+		if (r.Answers != nil) != (k == 0) {
+			t.Errorf("shard %d: answers %+v; want them from shard 0 only", k, r.Answers)
 		}
 	}
 	if len(seeds) != shards {
@@ -150,6 +155,17 @@ func TestShardedSweepMerge(t *testing.T) {
 	}
 	if len(merged.Levels) != 1 || !strings.Contains(strings.Join(merged.Notes, " "), "merged from 4 shards") {
 		t.Errorf("merged levels %d, notes %q", len(merged.Levels), merged.Notes)
+	}
+	// The merge keeps shard 0's answer checks, in whatever order the
+	// shards are given.
+	if a := merged.Answers; a == nil || a.Checks != len(answer.Builtin().Items) || a.Pass != a.Checks {
+		t.Errorf("merged answers %+v, want shard 0's", a)
+	}
+	rev := []string{dirs[3], dirs[2], dirs[1], dirs[0]}
+	if out, err := Merge(rev, MergeOptions{OutDir: t.TempDir(), Args: []string{"llmprobe", "merge"}}); err != nil {
+		t.Error(err)
+	} else if out.Result.Answers == nil || out.Result.Answers.Checks != merged.Answers.Checks {
+		t.Errorf("merged from shard 3 first: answers %+v, want shard 0's", out.Result.Answers)
 	}
 	t.Logf("achieved %.2f req/s of %v; p99 ttft %.2f ms", got.AchievedRate, rate, got.TTFT.P99)
 }

@@ -438,6 +438,9 @@ func CommandLine(c sweep.Config) []string {
 			add("background-band", strconv.FormatFloat(c.BackgroundBand, 'f', -1, 64))
 		}
 	}
+	if c.AnswerChecks != nil {
+		add("answer-checks", c.AnswerChecks.Name)
+	}
 	if g := c.SLO.GoodputArgs(); g != "" {
 		a = append(a, "--goodput")
 		a = append(a, strings.Fields(g)...)

@@ -102,15 +102,17 @@ func (s *Service) Apply(cfg *config.Config) {
 	}
 }
 
-// scheduleDigest identifies what a schedule runs: the sweep entry and the
-// target settings its sweep.Config reads.
+// scheduleDigest identifies what a schedule runs: the sweep entry (the
+// digests of the files it read with it) and the target settings its
+// sweep.Config reads.
 func scheduleDigest(t config.TargetConfig, sw config.ScheduledSweep) string {
 	b, _ := json.Marshal(struct {
-		Key   string
-		SLO   slo.SLO
-		Max   float64
-		Sweep config.ScheduledSweep
-	}{t.RestartKey(), t.SLO, t.MaxSweepRate, sw})
+		Key     string
+		SLO     slo.SLO
+		Max     float64
+		Sweep   config.ScheduledSweep
+		Answers string
+	}{t.RestartKey(), t.SLO, t.MaxSweepRate, sw, sw.AnswerChecksSHA256()})
 	return string(b)
 }
 

@@ -207,7 +207,7 @@ func TestSweepAPIRefusals(t *testing.T) {
 		code  int
 		want  string
 	}{
-		{"unknown field", jsonType, `{"target": "sim", "rates": [1], "rate": 3}`, 400, "rate: unknown field (known: arrival, background_band, burstiness, concurrency,"},
+		{"unknown field", jsonType, `{"target": "sim", "rates": [1], "rate": 3}`, 400, "rate: unknown field (known: answer_checks, arrival, background_band, burstiness, concurrency,"},
 		{"wrong type", jsonType, `{"target": "sim", "rates": [1], "num_prompts": "20"}`, 400, "num_prompts: want an integer, got string"},
 		{"nested wrong type", jsonType, `{"target": "sim", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": "x"}, "output_tokens": {"dist": "fixed", "value": 4}}}`, 400, "workload.input_tokens.value: want an integer, got string"},
 		{"nested unknown field", jsonType, `{"target": "sim", "rates": [1], "workload": {"input": 3}}`, 400, `workload: unknown field "input"`},
@@ -234,6 +234,8 @@ func TestSweepAPIRefusals(t *testing.T) {
 		{"schema file", jsonType, `{"target": "sim", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": 8}, "output_tokens": {"dist": "fixed", "value": 4}, ` +
 			`"request": {"features": [{"kind": "json_schema", "share": 1, "schema_file": "/etc/passwd"}]}}}`, 400,
 			"workload.request.features[0].schema_file: the sweep API reads no file named in a request body: a schema file is accepted only in a scheduled sweep of the config file (targets[].sweeps[]); give the schema inline (schema)"},
+		{"answer checks file", jsonType, `{"target": "sim", "rates": [1], "answer_checks": "/etc/passwd"}`, 400,
+			"answer_checks: the sweep API reads no file named in a request body: a check set file is accepted only in a scheduled sweep of the config file (targets[].sweeps[]); the API takes builtin"},
 		// issue 22 risks: the last of duplicate keys won, so the rate a
 		// reviewer read (1) was not the rate sent (500 would be refused).
 		{"duplicate key", jsonType, `{"target": "sim", "rates": [1], "rates": [500]}`, 400, "rates: given twice: give each key once"},

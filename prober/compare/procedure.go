@@ -340,6 +340,7 @@ func (p *Procedure) round(i int, side string, n int) *RoundRun {
 	cfg.Name = fmt.Sprintf("r%d-%s", i+1, side)
 	cfg.Seed = p.Seed + int64(i/2)
 	cfg.PromptNonce = RoundPromptNonce(p.Baseline.PromptNonce, i)
+	cfg.AnswerChecks = nil // the quality section sends them, once, after the rounds
 	r := Round{Round: i + 1, Side: side, Seed: cfg.Seed, PromptNonce: cfg.PromptNonce}
 	logger := log.With(p.logger(), "round", r.Round, "side", side)
 	var obs sweep.Observer

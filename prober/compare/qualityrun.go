@@ -3,12 +3,10 @@ package compare
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/go-kit/log"
 	kitlevel "github.com/go-kit/log/level"
 
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -65,40 +63,23 @@ func (p *Procedure) runChecks(ctx context.Context, side string) ([]answer.Result
 	cfg := *p.config(side)
 	cfg.Rounds = 1
 	cfg.Name = "quality-" + side
+	cfg.AnswerChecks = nil // sent here, not by the sweep
 	sp, err := sweep.Prepare(ctx, cfg, sweep.Options{Logger: logger, Args: p.Args})
 	if err != nil {
 		return nil, "", err
 	}
 	defer sp.Close()
 	c, api, redact := sp.CheckClient()
-	top, note := qualityTopLogprobs, ""
-	reps := p.qualitySettings().Repeats
-	out := make([]answer.Result, 0, reps*len(p.AnswerChecks.Items))
-	for n := range reps * len(p.AnswerChecks.Items) {
-		it := p.AnswerChecks.Items[n%len(p.AnswerChecks.Items)]
-		send := func(top int) answer.Result {
-			id := fmt.Sprintf("llmprobe-compare-%s-check-%d", side, n+1)
-			req, err := it.Request(api, id, answer.RequestOptions{TopLogprobs: top})
-			if err != nil {
-				return answer.Result{Check: it.ID, Kind: it.Kind, Outcome: answer.Error, RequestID: id, Reason: err.Error()}
-			}
-			rec := &prober.Record{RequestID: id, Scheduled: time.Now(), Model: sp.Model()}
-			c.Do(ctx, req, rec)
-			return answer.Evaluate(it, &req, rec, redact)
-		}
-		r := send(top)
-		if n == 0 && r.Outcome == answer.Error && ctx.Err() == nil {
-			if again := send(0); again.Outcome != answer.Error {
-				top, r = 0, again
-				note = fmt.Sprintf("the %s refused logprobs: its checks ran without them (its top-2 margins are unknown; "+
-					"on the baseline, every divergence then counts as a mismatch)", side)
-				kitlevel.Warn(logger).Log("msg", "answer checks: the server refused logprobs, running without")
-			}
-		}
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
-		}
-		out = append(out, r)
+	out, refused, err := answer.Send(ctx, c, p.AnswerChecks, answer.SendOptions{API: api, Model: sp.Model(), Redact: redact,
+		IDPrefix: "llmprobe-compare-" + side + "-check-", Repeats: p.qualitySettings().Repeats, TopLogprobs: qualityTopLogprobs})
+	if err != nil {
+		return nil, "", err
+	}
+	note := ""
+	if refused {
+		note = fmt.Sprintf("the %s refused logprobs: its checks ran without them (its top-2 margins are unknown; "+
+			"on the baseline, every divergence then counts as a mismatch)", side)
+		kitlevel.Warn(logger).Log("msg", "answer checks: the server refused logprobs, running without")
 	}
 	kitlevel.Info(logger).Log("msg", "answer checks done", "set", p.AnswerChecks.Name, "checks", len(out))
 	return out, note, nil

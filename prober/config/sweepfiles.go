@@ -7,17 +7,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmprobe/llmprobe/prober/answer"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// The files a scheduled sweep's workload names — workload.trace,
-// workload.dataset and the schema_file of a json_schema feature — are read
-// at load, relative to the config file's directory, so that a bad file
+// The files a scheduled sweep names — workload.trace, workload.dataset,
+// the schema_file of a json_schema feature and an answer_checks set — are
+// read at load, relative to the config file's directory, so that a bad file
 // fails the load (file:line: targets[i].sweeps[j].workload.trace: FILE:LINE:
 // field: why) and a changed file changes the schedule's digest (the SHA-256
-// of a trace and of a dataset are in the spec). The sweep API reads none of
-// them: a request body naming files on the daemon's host would be a
-// file-read oracle (CheckNoFiles).
+// of a trace and of a dataset are in the spec, that of a check set in
+// AnswerChecksSHA256). The sweep API reads none of them: a request body
+// naming files on the daemon's host would be a file-read oracle
+// (CheckNoFiles).
 
 // errProbeTrace is the problem of a probe's workload.trace.
 var errProbeTrace = errors.New("a probe cannot replay a trace: a probe runs without end and a trace replay is a timed " +
@@ -60,6 +63,7 @@ func (t *TargetConfig) readSweepFiles(dir string) error {
 	var l problems
 	for j := range t.Sweeps {
 		s := &t.Sweeps[j]
+		l.add(fmt.Sprintf("sweeps[%d]", j), s.readAnswerChecks(dir))
 		if s.Workload == nil {
 			continue
 		}
@@ -179,17 +183,22 @@ func checkTraceRate(tr *workload.Trace, numPrompts int, d Duration, speeds []flo
 	return nil
 }
 
-// CheckNoFiles refuses a spec whose workload names a file — a dataset, a
-// trace or a json_schema feature's schema_file — with an error naming the
-// key (AsSpecError makes it a *SpecError): the sweep API calls it on every request body, since the daemon
-// must not read files named by a client (a file-read oracle). A config
-// file's scheduled sweeps read them at load instead. Inline schemas pass.
+// CheckNoFiles refuses a spec that names a file — a dataset, a trace or a
+// json_schema feature's schema_file in its workload, an answer_checks set
+// other than builtin — with an error naming the key (AsSpecError makes it
+// a *SpecError): the sweep API calls it on every request body, since the
+// daemon must not read files named by a client (a file-read oracle). A
+// config file's scheduled sweeps read them at load instead. Inline schemas
+// and the builtin check set pass.
 func (s SweepSpec) CheckNoFiles() error {
+	const why = "the sweep API reads no file named in a request body: %s is accepted only in a scheduled sweep of the config file (targets[].sweeps[])%s"
+	if s.AnswerChecks != "" && s.AnswerChecks != answer.BuiltinName {
+		return errf("answer_checks", why, "a check set file", "; the API takes "+answer.BuiltinName)
+	}
 	w := s.Workload
 	if w == nil {
 		return nil
 	}
-	const why = "the sweep API reads no file named in a request body: %s is accepted only in a scheduled sweep of the config file (targets[].sweeps[])%s"
 	switch {
 	case w.Dataset != nil:
 		return errf("workload.dataset", why, "a dataset", "")
@@ -202,6 +211,39 @@ func (s SweepSpec) CheckNoFiles() error {
 				return errf(fmt.Sprintf("workload.request.features[%d].schema_file", i), why, "a schema file", "; give the schema inline (schema)")
 			}
 		}
+	}
+	return nil
+}
+
+// readAnswerChecks loads the check-set file of the spec's answer_checks
+// (relative to dir unless absolute; builtin is no file) and keeps it for
+// SweepConfig, the path resolved.
+func (s *SweepSpec) readAnswerChecks(dir string) error {
+	if s.AnswerChecks == "" || s.AnswerChecks == answer.BuiltinName {
+		return nil
+	}
+	path := resolvePath(dir, s.AnswerChecks)
+	set, err := answer.Load(path)
+	if err != nil {
+		return errf("answer_checks", "%s", strings.TrimPrefix(err.Error(), "answer check set: "))
+	}
+	s.AnswerChecks, s.answers = path, set
+	return nil
+}
+
+// answerChecksConfig sets c's answer checks: the builtin set, or the file
+// loaded with the config (an error when it was not: only a config file's
+// scheduled sweeps load one). Config.Validate checks that the target's API
+// can send every check.
+func (s SweepSpec) answerChecksConfig(c *sweep.Config) error {
+	switch {
+	case s.AnswerChecks == "":
+	case s.AnswerChecks == answer.BuiltinName:
+		c.AnswerChecks = answer.Builtin()
+	case s.answers == nil:
+		return errf("answer_checks", "not loaded: a check set file is read when the config file is loaded (a scheduled sweep's answer_checks)")
+	default:
+		c.AnswerChecks = s.answers
 	}
 	return nil
 }

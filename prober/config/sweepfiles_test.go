@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llmprobe/llmprobe/prober/answer"
 )
 
 // sweepFilesDir writes a trace, datasets and a schema into a new directory
@@ -183,4 +185,86 @@ func TestCheckNoFiles(t *testing.T) {
 		"workload.request.features[1].schema_file")
 	f(`{"workload": {"request": {"features": [{"kind": "json_schema", "share": 1, "schema": {"type": "object"}}]}}}`, "")
 	f(`{"rates": [1]}`, "")
+	f(`{"rates": [1], "answer_checks": "/etc/passwd"}`, "answer_checks")
+	f(`{"rates": [1], "answer_checks": "builtin"}`, "")
+}
+
+// TestSweepAnswerChecksFile: a scheduled sweep's answer_checks file is read
+// at load relative to the config file's directory, its set handed to the
+// sweep.Config and its digest to the schedule; builtin is no file; a bad
+// file fails the load naming the config's line and the key.
+func TestSweepAnswerChecksFile(t *testing.T) {
+	dir, parse := sweepFilesDir(t)
+	t.Chdir(t.TempDir()) // a working directory without the files
+	set := filepath.Join(dir, "checks.jsonl")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(set, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"id":"add","prompt":"What is 2 + 2?","number":4}` + "\n")
+	c, err := parse("", "  - name: q\n    every: 24h\n    rates: [1]\n    answer_checks: checks.jsonl\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := c.Targets[0]
+	sw := tg.Sweeps[0]
+	sc, err := sw.SweepConfig(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw.AnswerChecks != set || sc.AnswerChecks == nil || sc.AnswerChecks.Name != set || len(sc.AnswerChecks.Items) != 1 ||
+		len(sw.AnswerChecksSHA256()) != 64 || sw.AnswerChecksSHA256() != sc.AnswerChecks.SHA256 {
+		t.Fatalf("spec %q (sha256 %q), sweep.Config set %+v", sw.AnswerChecks, sw.AnswerChecksSHA256(), sc.AnswerChecks)
+	}
+	if strings.Contains(c.String(), "sha256") {
+		t.Errorf("the config view shows the digest as a key:\n%s", c)
+	}
+	// A changed file changes the digest.
+	write(`{"id":"add","prompt":"What is 2 + 3?","number":5}` + "\n")
+	c2, err := parse("", "  - name: q\n    every: 24h\n    rates: [1]\n    answer_checks: checks.jsonl\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Targets[0].Sweeps[0].AnswerChecksSHA256() == sw.AnswerChecksSHA256() {
+		t.Error("a changed check set kept its digest")
+	}
+	// builtin: the embedded set, no file.
+	c3, err := parse("", "  - name: q\n    every: 24h\n    rates: [1]\n    answer_checks: builtin\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := c3.Targets[0].Sweeps[0].SweepConfig(c3.Targets[0]); err != nil || sc.AnswerChecks != answer.Builtin() ||
+		c3.Targets[0].Sweeps[0].AnswerChecksSHA256() != "" {
+		t.Errorf("builtin: %v, %v", sc.AnswerChecks, err)
+	}
+	// Without one: none.
+	if sc, err := (SweepSpec{Rates: Rates{Values: []float64{1}}}).SweepConfig(tg); err != nil || sc.AnswerChecks != nil {
+		t.Errorf("no answer_checks: %v, %v", sc.AnswerChecks, err)
+	}
+	// A spec naming a file that no config load read (an API body past
+	// CheckNoFiles) is refused, not read.
+	if _, err := (SweepSpec{Rates: Rates{Values: []float64{1}}, AnswerChecks: set}).SweepConfig(tg); AsSpecError(err) == nil ||
+		AsSpecError(err).Key != "answer_checks" || !strings.Contains(err.Error(), "not loaded") {
+		t.Errorf("an unloaded file: %v", err)
+	}
+	write(`{"id":"greet","messages":[{"role":"user","content":"Say hi"}],"contains":"hi"}` + "\n")
+	cfg := filepath.Join(dir, "c.yml")
+	for _, tc := range []struct{ sweeps, want string }{
+		{"  - name: q\n    every: 1h\n    rates: [1]\n    answer_checks: none.jsonl\n",
+			cfg + ":8: targets[0].sweeps[0].answer_checks: open " + filepath.Join(dir, "none.jsonl") + ": no such file or directory"},
+		{"  - name: q\n    every: 1h\n    rates: [1]\n    answer_checks: bad-data.jsonl\n",
+			cfg + ":8: targets[0].sweeps[0].answer_checks: " + filepath.Join(dir, "bad-data.jsonl") + ":1: id: required"},
+		{"  - name: q\n    every: 1h\n    rates: [1]\n    answer_checks: checks.jsonl\n",
+			cfg + ":8: targets[0].sweeps[0].answer_checks: check greet: messages need a chat target (api: chat), this one is completions"},
+	} {
+		_, err := parse("", tc.sweeps)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.sweeps, err, tc.want)
+		}
+	}
+	if _, err := parse("  api: chat\n", "  - name: q\n    every: 1h\n    rates: [1]\n    answer_checks: checks.jsonl\n"); err != nil {
+		t.Errorf("a messages check on a chat target: %v", err)
+	}
 }

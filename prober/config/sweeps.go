@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -189,10 +190,31 @@ type SweepSpec struct {
 	// TraceSampleRatio is the share of the sweep's requests traced with
 	// the daemon's tracing on (default sweep.DefaultTraceSampleRatio).
 	TraceSampleRatio float64 `yaml:"trace_sample_ratio,omitempty" json:"trace_sample_ratio,omitempty"`
+	// AnswerChecks is the answer-check set sent once after the last step
+	// of a complete sweep (sweep.Config.AnswerChecks): "builtin", or in a
+	// scheduled sweep the path of a JSONL check set, relative to the config
+	// file's directory (read at load; the sweep API takes builtin only:
+	// CheckNoFiles). Empty: none.
+	AnswerChecks string `yaml:"answer_checks,omitempty" json:"answer_checks,omitempty"`
 
 	// trace is Workload.Trace's file as loaded with the config
 	// (readSweepFiles); nil for a spec that did not come from a config file.
 	trace *workload.Trace
+	// answers is AnswerChecks's file as loaded with the config
+	// (readSweepFiles); nil for builtin and for a spec that did not come
+	// from a config file.
+	answers *answer.Set
+}
+
+// AnswerChecksSHA256 is the hex SHA-256 of the check-set file the spec's
+// answer_checks named, as loaded with the config ("" for builtin or none):
+// a schedule's digest holds it, so that a reload after the file changed
+// restarts the schedule.
+func (s SweepSpec) AnswerChecksSHA256() string {
+	if s.answers == nil {
+		return ""
+	}
+	return s.answers.SHA256
 }
 
 // Retention bounds the run directories kept of one target and sweep name
@@ -298,6 +320,9 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		return c, err
 	}
 	if err := s.loadConfig(&c, t); err != nil {
+		return c, err
+	}
+	if err := s.answerChecksConfig(&c); err != nil { // sweepfiles.go
 		return c, err
 	}
 	c.OutDir = "-" // checked by the caller, which sets it

@@ -38,10 +38,11 @@ var daemonDefaults = []string{"MetricsInterval", "IdleTimeout", "Search.MaxSteps
 	"Validity.MaxClientCPU", "Validity.MaxErrorRate"}
 
 // specSpecial are the spec keys SweepConfig sets itself: the load, the
-// workload, the SLO and the keys whose zero means something else.
+// workload, the SLO, the keys whose zero means something else and the
+// answer checks (a set loaded with the config).
 var specSpecial = map[string]bool{
 	"name": true, "rates": true, "concurrency": true, "workload": true, "input_len": true, "output_len": true,
-	"range_ratio": true, "prefix_len": true, "goodput": true, "warmups": true, "duration": true,
+	"range_ratio": true, "prefix_len": true, "goodput": true, "warmups": true, "duration": true, "answer_checks": true,
 }
 
 // specValue returns the value of the spec's field of a key (by its yaml

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/config"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
@@ -244,6 +245,12 @@ type Config struct {
 	// twice as fast), in the order run.
 	TraceSpeeds []float64
 
+	// AnswerChecks, when set, is sent once after the last step of a
+	// complete sweep, each check in order through the sweep's request path
+	// and judged (answers.go): Result.Answers. No step counts them. Nil:
+	// none.
+	AnswerChecks *answer.Set
+
 	// CostPerHour is the price of the target's serving in USD per hour
 	// (--cost-per-hour; 0: no price). With a price, every step and the
 	// knee report the cost per million good output tokens (CostPerMillion).
@@ -347,6 +354,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateBackground(); err != nil {
+		return err
+	}
+	if err := c.validateAnswerChecks(); err != nil {
 		return err
 	}
 	n := 0

@@ -69,7 +69,7 @@ func (c Config) Secrets() []string {
 // CheckClient returns the prepared sweep's client of its model, its API
 // (completions or chat) and the redaction of its endpoint's secrets: the
 // same request path as its load, for requests outside the load (compare's
-// answer checks).
+// answer checks: answer.Send).
 func (p *Prepared) CheckClient() (c *client.Client, api string, redact func(string) string) {
 	return p.r.client, p.r.cfg.API, p.r.ep.Redact
 }

@@ -153,8 +153,12 @@ func (m *Merger) Result() *Result {
 		}
 	}
 	complete := true
+	res.Answers = nil
 	for _, r := range m.shards {
 		complete = complete && r.Complete
+		if r.Fingerprint.Load.Shard.Index == 0 {
+			res.Answers = r.Answers // only shard 0 sends the answer checks
+		}
 		if r.Fingerprint.Start.Before(fp.Start) {
 			fp.Start = r.Fingerprint.Start
 		}

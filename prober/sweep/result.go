@@ -270,6 +270,9 @@ type Result struct {
 	// (Config.PromptNonce, or the one Prepare drew; result.json
 	// prompt_nonce; 0 for a dataset, whose texts are the file's).
 	PromptNonce int64
+	// Answers are the answer checks sent after the last step
+	// (Config.AnswerChecks; result.json answers; nil: none were sent).
+	Answers *Answers
 
 	// The fields below are not written to result.json (the manifest and
 	// the command line hold them); reports read them.

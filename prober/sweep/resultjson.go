@@ -149,6 +149,7 @@ func (r *Result) topKeys(schema *int) object {
 		field{key: "knee", v: &knee},
 		optional("background", &r.Background, r.Background != nil),
 		optional("throughput_probe", &r.Probe, r.Probe != nil),
+		optional("answers", &r.Answers, r.Answers != nil),
 		field{key: "notes", v: (*nonNilStrings)(&r.Notes)},
 		field{key: "levels", v: (*levelList)(&r.Levels)},
 		field{key: "steps", v: &stepList{r}},

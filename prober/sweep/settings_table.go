@@ -267,6 +267,12 @@ var settingsTable = []Setting{
 			"the knee then report the cost per million good output tokens, price / (good output tokens/s x 3600) x 1e6, " +
 			"counting only requests that met every SLO (so SLO misses cost more). Recorded in result.json and the manifest. " +
 			"0: no price."},
+	{Field: "AnswerChecks", Flag: "answer-checks", Key: "answer_checks", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+		Doc: "Answer checks sent once after the last step of a complete sweep: builtin (the embedded set) or the path of a " +
+			"JSONL check set (docs/quality.md). Each reply is judged and recorded in result.json (answers) and analysis.md; no " +
+			"step's figures count them. Default: none.",
+		CompareDoc: "Answer checks run against both sides after the rounds, for the verdict's quality section: " +
+			"builtin (the embedded set) or the path of a JSONL check set (docs/quality.md). Default: none."},
 	{Flag: "save-detailed", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Write vllm bench serve's --save-detailed arrays (input_lens, output_lens, ttfts, itls, " +
 			"start_times, errors) into the vLLM-form file of every step (vllm/ in the run directory)."},

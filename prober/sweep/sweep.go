@@ -335,11 +335,15 @@ func (p *Prepared) Close() { p.once.Do(p.r.close) }
 // NopObserver). It may be called once, from any goroutine, with its own
 // context.
 //
+// With Config.AnswerChecks, a sweep whose every step completed then sends
+// the check set once (answers.go) into Result.Answers.
+//
 // When ctx is canceled mid-sweep (SIGINT), the step in flight stops, what
 // was measured is kept and Run returns the Result with Complete false and
-// InterruptedReason saying where, and a nil error. When a step fails (a sink
-// error), Run returns the Result so far, InterruptedReason "failed: ...",
-// and the error. When the workload cannot be set up before the first step
+// InterruptedReason saying where, and a nil error; a sweep canceled during
+// its answer checks is incomplete too, without Answers. When a step fails
+// (a sink error), Run returns the Result so far, InterruptedReason
+// "failed: ...", and the error. When the workload cannot be set up before the first step
 // (prompt sizing failed), Run returns a nil Result and the error. Errors
 // are redacted.
 func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Result, error) {
@@ -369,11 +373,22 @@ func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Res
 	if err == nil {
 		runErr = r.runLevels(ctx)
 	}
+	var answers *Answers
+	inChecks := false
+	// A sharded sweep sends them from shard 0 alone (merge keeps shard 0's).
+	if ctx.Err() == nil && runErr == nil && r.cfg.AnswerChecks != nil && r.cfg.ShardIndex == 0 {
+		answers, inChecks = r.sendAnswerChecks(ctx), true
+	}
 	complete := ctx.Err() == nil && runErr == nil
 	res := r.result(complete)
+	if complete {
+		res.Answers = answers
+	}
 	reason := ""
 	switch {
 	case complete:
+	case inChecks:
+		reason = "interrupted during the answer checks"
 	case errors.Is(runErr, ErrStepCapReached) && ctx.Err() == nil:
 		reason = "byte cap: " + r.redact(runErr.Error())
 		runErr = nil

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmprobe/llmprobe/internal/artifacts"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/answer"
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// TestSweepAnswerChecksFlag: `sweep --answer-checks` refuses a set it
+// cannot load or send with one line naming the flag (exit 2) before
+// anything is sent; with builtin, the sweep sends the set after its step
+// and logs how many passed, and result.json, analysis.md and command.txt
+// carry it.
+func TestSweepAnswerChecksFlag(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	msgs := filepath.Join(dir, "msgs.jsonl")
+	os.WriteFile(bad, []byte(`{"id":"x","prompt":"p","number":"42"}`+"\n"), 0o644)
+	os.WriteFile(msgs, []byte(`{"id":"greet","messages":[{"role":"user","content":"Say hi"}],"contains":"hi"}`+"\n"), 0o644)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing file", []string{"--answer-checks", filepath.Join(dir, "none.jsonl")},
+			"llmprobe: error: --answer-checks: answer check set: open " + filepath.Join(dir, "none.jsonl") + ": no such file or directory\n"},
+		{"bad line", []string{"--answer-checks", bad}, "llmprobe: error: --answer-checks: " + bad + ":1: number: must be a number, got string\n"},
+		{"messages on completions", []string{"--answer-checks", msgs},
+			"llmprobe: error: --answer-checks: check greet: messages need a chat target (api: chat), this one is completions\n"},
+		{"embeddings", []string{"--answer-checks", "builtin", "--api", "embeddings"},
+			"llmprobe: error: --answer-checks: answer checks judge a generated reply: they need --api completions, chat or responses, not embeddings\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"sweep", "--rates", "1", "--out", t.TempDir()}, tt.args...), &stdout, &stderr)
+			if code != 2 || stderr.String() != tt.want {
+				t.Errorf("exit code %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+
+	url, _ := simtest.Start(t, simtest.Fast())
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--target", url, "--api", "chat", "--rates", "20", "--num-prompts", "6",
+		"--warmups", "0", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "answers", "--no-progress",
+		"--answer-checks", "builtin", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	n := len(answer.Builtin().Items)
+	if want := fmt.Sprintf("answer checks done: %d of %d passed", n, n); !strings.Contains(stderr.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*-answers"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v", dirs)
+	}
+	if v, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+		t.Fatalf("verify: %v %v", v.Problems, err)
+	}
+	f, err := os.Open(filepath.Join(dirs[0], artifacts.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := sweep.DecodeResult(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := res.Answers; a == nil || a.Set != answer.BuiltinName || a.Checks != n || a.Pass != n {
+		t.Errorf("result.json answers %+v", a)
+	}
+	md, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.AnalysisFile))
+	if !strings.Contains(string(md), "### Answer checks") || !strings.Contains(string(md), "Every check passed.") {
+		t.Errorf("analysis.md lacks the answer checks")
+	}
+	cmd, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.CommandFile))
+	if !strings.Contains(string(cmd), "--answer-checks builtin") {
+		t.Errorf("command.txt = %q", cmd)
+	}
+}
