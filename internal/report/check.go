@@ -107,9 +107,29 @@ func checkLine(r compare.SLOResult) string {
 	case compare.StatusNotRecorded:
 		return fmt.Sprintf("%s not-recorded (threshold %s): %s", name, msText(r.ThresholdMS), r.Detail)
 	case compare.StatusOK:
-		return fmt.Sprintf("%s %s <= %s PASS", name, msText(r.ValueMS), msText(r.ThresholdMS))
+		v, th := cmpText(r.ValueMS, r.ThresholdMS)
+		return fmt.Sprintf("%s %s <= %s PASS", name, v, th)
 	}
-	return fmt.Sprintf("%s %s > %s FAIL", name, msText(r.ValueMS), msText(r.ThresholdMS))
+	v, th := cmpText(r.ValueMS, r.ThresholdMS)
+	return fmt.Sprintf("%s %s > %s FAIL", name, v, th)
+}
+
+// cmpText formats a value and the threshold it is compared with as msText
+// does, with more decimals when that rounding would make them read equal
+// although they differ (35.0129 against 35 reads "35.013 > 35", never
+// "35 > 35").
+func cmpText(v, th float64) (string, string) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.IsNaN(th) || math.IsInf(th, 0) || v == th {
+		return msText(v), msText(th)
+	}
+	for d := 1; d <= 9; d++ {
+		p := math.Pow(10, float64(d))
+		a, b := math.Round(v*p)/p, math.Round(th*p)/p
+		if a != b && (a < b) == (v < th) {
+			return strconv.FormatFloat(a, 'f', -1, 64), strconv.FormatFloat(b, 'f', -1, 64)
+		}
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64), strconv.FormatFloat(th, 'g', -1, 64)
 }
 
 // WriteCheckText prints a single input's SLO check: its warnings, the SLO,
@@ -134,6 +154,9 @@ func WriteCheckText(w io.Writer, c *compare.Check) {
 		for _, p := range st.Problems {
 			fmt.Fprintf(w, "    not trusted    %s\n", p)
 		}
+		for _, x := range st.Invalid {
+			fmt.Fprintf(w, "    invalid        %s (decides nothing)\n", x)
+		}
 		fmt.Fprintf(w, "    error rate     %s\n", pctOrNR(st.ErrorRate))
 		fmt.Fprintf(w, "    goodput ratio  %s (%s)\n", pctOrNR(st.GoodputRatio), st.GoodputNote)
 		if c.CostPerHour > 0 {
@@ -149,6 +172,10 @@ func WriteCheckText(w io.Writer, c *compare.Check) {
 	}
 	if len(c.Missing) > 0 {
 		fmt.Fprintf(w, "  not recorded: %s\n", strings.Join(c.Missing, "; "))
+	}
+	if c.OutcomeReason != "" {
+		fmt.Fprintf(w, "  outcome: %s (%s)\n", c.Outcome, c.OutcomeReason)
+		return
 	}
 	fmt.Fprintf(w, "  outcome: %s\n", c.Outcome)
 }
@@ -188,12 +215,19 @@ func WriteCheckMarkdown(w io.Writer, c *compare.Check) {
 		for _, p := range st.Problems {
 			checks = append(checks, "not trusted: "+p)
 		}
+		for _, x := range st.Invalid {
+			checks = append(checks, "invalid, decides nothing: "+x)
+		}
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |%s\n", label, st.Completed+st.Failed, st.Failed, pctOrNR(st.ErrorRate),
 			pctOrNR(st.GoodputRatio), cell(strings.Join(checks, "; ")), cost)
 	}
 	fmt.Fprintln(w)
 	if len(c.Missing) > 0 {
 		fmt.Fprintf(w, "Not recorded: %s.\n\n", strings.Join(c.Missing, "; "))
+	}
+	if c.OutcomeReason != "" {
+		fmt.Fprintf(w, "Outcome: **%s** (%s).\n\n", c.Outcome, c.OutcomeReason)
+		return
 	}
 	fmt.Fprintf(w, "Outcome: **%s**.\n\n", c.Outcome)
 }

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/stats"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // SLOCheckPercentile is the percentile an SLO is checked on.
@@ -26,10 +28,17 @@ type Check struct {
 	SLOSource string             `json:"slo_source,omitempty"`
 	// Steps in the input's order.
 	Steps []StepCheck `json:"steps"`
-	// Outcome is OutcomeFail when an SLO check failed, OutcomeInconclusive
-	// when one could not be made or a step's figures are not trusted
-	// (StepCheck.Problems), OutcomePass otherwise (also without SLO).
+	// Outcome is decided on the valid steps only (a step whose recorded
+	// validity is false is named in StepCheck.Invalid and never supports a
+	// pass, nor a fail): OutcomeFail when an SLO check of a valid step
+	// failed, OutcomeInconclusive when one could not be made, a step's
+	// figures are not trusted (StepCheck.Problems) or no step is valid,
+	// OutcomePass otherwise (also without SLO). A step without a recorded
+	// validity (a foreign file) counts as valid.
 	Outcome string `json:"outcome"`
+	// OutcomeReason says why the outcome is inconclusive when the steps'
+	// lines do not ("" otherwise): no valid step.
+	OutcomeReason string `json:"outcome_reason,omitempty"`
 	// CostPerHour is the price the costs were computed at (USD per hour; 0:
 	// none given, no cost).
 	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
@@ -54,6 +63,10 @@ type StepCheck struct {
 	// contradicts its own per-request samples: Step.Contradictions); a step
 	// with a problem makes the outcome inconclusive.
 	Problems []string `json:"problems,omitempty"`
+	// Invalid names each validity flag the step recorded with its reason
+	// ("client-saturated: send lag p99 ..."; nil: valid or not recorded).
+	// An invalid step's SLO lines are shown but decide nothing.
+	Invalid []string `json:"invalid,omitempty"`
 	// CostPerMillion is the cost in USD per million good output tokens
 	// (nil: no price, or not computable), GoodOutputThroughput the good
 	// output tokens per second it rests on, and CostNote how they were
@@ -98,6 +111,8 @@ func CheckSLO(ev *Evidence, s slo.SLO) *Check {
 		c.SLO[t.Name] = float64(t.Value) / 1e6
 	}
 	failed, unknown := false, false
+	var invalid []string
+	valid := 0
 	for i := range ev.Steps {
 		st := &ev.Steps[i]
 		sc := StepCheck{Label: st.Label, Round: st.Round, Completed: st.Completed, Failed: st.Failed, SLO: []SLOResult{}}
@@ -107,21 +122,34 @@ func CheckSLO(ev *Evidence, s slo.SLO) *Check {
 		}
 		sc.GoodputRatio, sc.GoodputNote = goodputRatio(st, s)
 		sc.CostPerMillion, sc.GoodOutputThroughput, sc.CostNote = stepCost(st, s, ev.CostPerHour)
+		sc.Invalid = invalidText(st.Validity)
+		counts := sc.Invalid == nil
+		if counts {
+			valid++
+		} else {
+			invalid = append(invalid, checkStepName(st))
+		}
 		if len(st.Contradictions) > 0 {
 			sc.Problems = append(sc.Problems, contradictionText(st))
-			unknown = true
+			unknown = unknown || counts
 		}
 		for _, t := range s.Thresholds() {
 			r := checkOne(st, t)
-			switch r.Status {
-			case StatusFailed:
+			switch {
+			case !counts:
+			case r.Status == StatusFailed:
 				failed = true
-			case StatusNotRecorded:
+			case r.Status == StatusNotRecorded:
 				unknown = true
 			}
 			sc.SLO = append(sc.SLO, r)
 		}
 		c.Steps = append(c.Steps, sc)
+	}
+	if valid == 0 && len(invalid) > 0 {
+		unknown = true
+		c.OutcomeReason = fmt.Sprintf("no valid step: %s did not pass its validity checks, and an invalid step's figures decide nothing",
+			strings.Join(invalid, ", "))
 	}
 	switch {
 	case unknown:
@@ -142,6 +170,34 @@ func (c *Check) ExitCode() int {
 		return ExitInconclusive
 	}
 	return ExitPass
+}
+
+// checkStepName is a step's name in a check: its label, and its round
+// after the first.
+func checkStepName(st *Step) string {
+	if st.Round > 1 {
+		return fmt.Sprintf("%s round %d", st.Label, st.Round)
+	}
+	return st.Label
+}
+
+// invalidText names each flag of an invalid step with its reason (nil: the
+// step is valid, or its validity is not recorded).
+func invalidText(v *sweep.Validity) []string {
+	if v == nil || v.Valid {
+		return nil
+	}
+	out := []string{}
+	for i, f := range v.Flags {
+		if i < len(v.Reasons) && v.Reasons[i] != "" {
+			f += ": " + v.Reasons[i]
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		out = append(out, "invalid (no flag recorded)")
+	}
+	return out
 }
 
 func nonNil(s []string) []string {
