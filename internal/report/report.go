@@ -70,13 +70,14 @@ func goodputText(res *sweep.Result, v float64) string {
 const contentTTFTDiffers = 0.10
 
 // contentTTFT reports whether any step's TTFT to the first text (p50 or
-// p99) differs from its TTFT by more than contentTTFTDiffers: the tables
-// then show it beside the TTFT.
+// p99) differs from its TTFT by more than contentTTFTDiffers, or rests on
+// fewer requests (some had no text): the tables then show it beside the
+// TTFT.
 func contentTTFT(res *sweep.Result) bool {
 	differs := func(a, b float64) bool { return math.Abs(a-b) > contentTTFTDiffers*math.Abs(b) }
 	for _, st := range res.Steps {
 		x, c := st.Stats.TTFT, st.Stats.TTFTText
-		if x.N > 0 && c.N > 0 && (differs(c.P50, x.P50) || differs(c.P99, x.P99)) {
+		if x.N > 0 && c.N > 0 && (differs(c.P50, x.P50) || differs(c.P99, x.P99) || c.N != x.N) {
 			return true
 		}
 	}

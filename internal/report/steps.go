@@ -76,8 +76,9 @@ func writeSteps(b *bytes.Buffer, res *sweep.Result) {
 		b.WriteString(" No SLO was set (--goodput), so no goodput is shown (" + noGoodput + "; result.json's request_goodput is null).")
 	}
 	if showContent {
-		b.WriteString(" Content TTFT is the time to the first event with text: it differs from the TTFT (to the first event, e.g. chat's role chunk) " +
-			"by more than " + pct(contentTTFTDiffers) + " in some step, and TPOT and ITL include that wait.")
+		b.WriteString(" Content TTFT is the time to the first event with text, over the requests that had text only (an answer that was " +
+			"only a tool call has none; its n is in Latency detail): it differs from the TTFT (to the first event, e.g. chat's role chunk) " +
+			"by more than " + pct(contentTTFTDiffers) + ", or rests on fewer requests, in some step, and TPOT and ITL include that wait.")
 	}
 	b.WriteString(" E2EL from intended send is the E2E latency measured from the time the schedule meant to send the request, " +
 		"so a late send (and any wait for a concurrency slot) counts: the coordinated-omission-corrected latency.")

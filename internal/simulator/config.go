@@ -220,6 +220,12 @@ type Faults struct {
 	// last result of a rerank answer and the last score of a score answer
 	// (embed.go): a response with the wrong count.
 	WrongCount float64
+	// EmptyAnswer answers a generation request with nothing, without
+	// engine work: a stream sends chat's role chunk (completions: none),
+	// the usage chunk with 0 completion tokens when asked, then [DONE];
+	// a non-streamed answer has empty content (text) and no tool call.
+	// The finish_reason is stop.
+	EmptyAnswer float64
 }
 
 // DefaultConfig returns the defaults of `llmprobe simulate`. The timing
@@ -365,7 +371,8 @@ func (f Faults) probabilities() []namedProbability {
 		{faultTruncate, f.Truncate},
 		{faultNondeterministic, f.Nondeterministic}, // appending keeps the draws of the others
 		{faultBrokenTool, f.BrokenToolCall},         // appending keeps the draws of the others
-		{faultWrongCount, f.WrongCount},             // last: appending keeps the draws of the others
+		{faultWrongCount, f.WrongCount},             // appending keeps the draws of the others
+		{faultEmptyAnswer, f.EmptyAnswer},           // last: appending keeps the draws of the others
 	}
 }
 
@@ -524,6 +531,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		BoolVar(&f.TemplateBroken)
 	prob(faultBrokenTool, "Break the JSON of a tool call's arguments (requests with tools).", &f.BrokenToolCall)
 	prob(faultWrongCount, "Leave the last embedding, rerank result or score out of an answer (a wrong count).", &f.WrongCount)
+	prob(faultEmptyAnswer, "Answer with nothing: chat's role chunk (and the usage, when asked), then [DONE]; non-streamed: empty content.", &f.EmptyAnswer)
 }
 
 // flagValue is a kingpin value whose parse errors name the flag.
@@ -569,4 +577,5 @@ const (
 	faultTemplateBroken   = "template-broken"
 	faultBrokenTool       = "broken-tool-call"
 	faultWrongCount       = "wrong-count"
+	faultEmptyAnswer      = "empty-answer"
 )

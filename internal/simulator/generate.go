@@ -17,7 +17,7 @@ import (
 type faultPlan struct {
 	terminal                                    string // reset, 429, 500, 503, hang or ""
 	stallBefore, stallMid, cut, malformed, drip bool
-	errorEvent, brokenTool, wrongCount          bool
+	errorEvent, brokenTool, wrongCount, empty   bool
 	answer                                      answerPlan
 	stallFor, dripEvery                         time.Duration
 	names                                       []string
@@ -62,6 +62,8 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 			fp.brokenTool = true
 		case faultWrongCount:
 			fp.wrongCount = true
+		case faultEmptyAnswer:
+			fp.empty = true
 		}
 		fp.names = append(fp.names, p.name)
 	}
@@ -362,22 +364,27 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 			Message: "simulated fault: error during generation"})
 		return
 	}
-	if err := s.eng.submit(seq); err != nil {
-		c.fail(errShuttingDown)
-		return
+	produced, reason := 0, finishStop
+	if fp.empty {
+		seq.tool = nil // nothing, not even a tool call
+	} else {
+		if err := s.eng.submit(seq); err != nil {
+			c.fail(errShuttingDown)
+			return
+		}
+		if !c.wait(seq) {
+			return
+		}
+		produced, _, reason = seq.snapshot()
+		if reason == finishAbort {
+			c.fail(errShuttingDown)
+			return
+		}
+		if fp.stallMid && !c.sleep(fp.stallFor) {
+			return
+		}
+		reason = toolFinish(seq, reason)
 	}
-	if !c.wait(seq) {
-		return
-	}
-	produced, _, reason := seq.snapshot()
-	if reason == finishAbort {
-		c.fail(errShuttingDown)
-		return
-	}
-	if fp.stallMid && !c.sleep(fp.stallFor) {
-		return
-	}
-	reason = toolFinish(seq, reason)
 	if g.kind == kindResponses {
 		s.completeResponses(c, g, seq, produced, reason, id)
 		return
@@ -459,6 +466,10 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		return
 	}
 	if fp.stallBefore && !c.sleep(fp.stallFor) {
+		return
+	}
+	if fp.empty {
+		s.streamEmpty(c, g, id)
 		return
 	}
 	if err := s.eng.submit(seq); err != nil {
@@ -560,6 +571,31 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 			return
 		}
 	}
+	if err := c.write([]byte("data: [DONE]\n\n")); err != nil {
+		return
+	}
+	c.tr.DoneNS = time.Now().UnixNano()
+}
+
+// streamEmpty serves the fault empty-answer on a stream: chat's role chunk
+// (when the persona sends one), the usage chunk with 0 completion tokens
+// when asked, then [DONE]; nothing enters the engine.
+func (s *Simulator) streamEmpty(c *call, g *genRequest, id string) {
+	w := s.newWire(g, id, time.Now().Unix())
+	w.tr = &c.tr
+	if g.kind == kindChat {
+		if b := w.role(); b != nil {
+			if err := c.event(b, true); err != nil {
+				return
+			}
+		}
+	}
+	if g.includeUsage {
+		if err := c.event(w.usage(0), false); err != nil {
+			return
+		}
+	}
+	c.tr.FinishReason = finishStop
 	if err := c.write([]byte("data: [DONE]\n\n")); err != nil {
 		return
 	}

@@ -59,6 +59,10 @@ type measurer struct {
 	lastEvent   time.Time
 }
 
+// EmptyAnswer is the error text of a response that ended without content,
+// a tool call or reasoning (class invalid_response), streamed or not.
+const EmptyAnswer = "empty answer: the response ended without content, a tool call or reasoning"
+
 // run reads events until [DONE] or a failure and fills the Record. It
 // returns the error class (ClassNone on success), a message, and whether the
 // message comes from the server (so it may echo the prompt).
@@ -85,6 +89,11 @@ func (m *measurer) run(p *sse.Parser) (prober.ErrorClass, string, bool) {
 	}
 	if class == prober.ClassNone && !m.gotToken {
 		return prober.ClassInvalidResponse, "stream finished without a token event", false
+	}
+	if class == prober.ClassNone && !m.gotText && !m.gotTool && !m.gotReason {
+		// A chat role chunk (or chunks of empty text) and then the end: no
+		// answer came (an immediate EOS, a broken template).
+		return prober.ClassInvalidResponse, EmptyAnswer, false
 	}
 	if class == prober.ClassNone && m.tools != nil {
 		if why := m.tools.check(m.toolList, m.checkTool); why != "" {

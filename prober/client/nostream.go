@@ -24,8 +24,12 @@ type response struct {
 	Choices []struct {
 		Text    *string `json:"text"`
 		Message *struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
+			Content *string `json:"content"`
+			// ReasoningContent (vLLM before 0.10) and Reasoning are
+			// the thinking of a reasoning model.
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
 				Function struct {
 					Name      string `json:"name"`
 					Arguments string `json:"arguments"`
@@ -243,7 +247,19 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		rec.ReasoningTokens, _ = detailInt(u.CompletionDetails, "reasoning_tokens")
 	}
 	draftFigures(r.Timings, rec)
+	if text == "" && (ch.Message == nil || len(ch.Message.ToolCalls) == 0 &&
+		nonEmpty(ch.Message.ReasoningContent) == "" && nonEmpty(ch.Message.Reasoning) == "") {
+		return prober.ClassInvalidResponse, EmptyAnswer, false
+	}
 	return m.checkTools()
+}
+
+// nonEmpty is *s, "" for nil.
+func nonEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func isJSON(ct string) bool {

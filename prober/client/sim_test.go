@@ -22,6 +22,7 @@ func TestSimulator(t *testing.T) {
 		opts      Options
 		model     string
 		maxTokens int
+		noStream  bool
 		cancelIn  time.Duration
 		wantClass prober.ErrorClass
 		wantMsg   string
@@ -99,6 +100,30 @@ func TestSimulator(t *testing.T) {
 		{name: "stream cut", faults: simulator.Faults{CutStream: 1}, wantClass: prober.ClassStream, wantMsg: "before [DONE]"},
 		{name: "malformed event", faults: simulator.Faults{MalformedEvent: 1}, wantClass: prober.ClassStream, wantMsg: "malformed event"},
 		{
+			name:   "empty chat answer is invalid_response",
+			faults: simulator.Faults{EmptyAnswer: 1},
+			opts:   Options{API: APIChat}, wantClass: prober.ClassInvalidResponse, wantMsg: EmptyAnswer,
+			check: func(t *testing.T, rec prober.Record) {
+				// The role chunk is a token event (TTFT) that carries no token.
+				if rec.Events != 1 || rec.CompletionTokens != 0 || rec.TTFT <= 0 || rec.TTFTText != 0 {
+					t.Errorf("events %d, tokens %d, TTFT %v, content TTFT %v", rec.Events, rec.CompletionTokens, rec.TTFT, rec.TTFTText)
+				}
+			},
+		},
+		{
+			name:   "empty non-streamed chat answer is invalid_response",
+			faults: simulator.Faults{EmptyAnswer: 1},
+			opts:   Options{API: APIChat}, noStream: true, wantClass: prober.ClassInvalidResponse, wantMsg: EmptyAnswer,
+		},
+		{
+			name:   "empty non-streamed completion is invalid_response",
+			faults: simulator.Faults{EmptyAnswer: 1}, noStream: true, wantClass: prober.ClassInvalidResponse, wantMsg: EmptyAnswer,
+		},
+		{
+			name:   "empty completions stream is invalid_response",
+			faults: simulator.Faults{EmptyAnswer: 1}, wantClass: prober.ClassInvalidResponse, wantMsg: "without a token event",
+		},
+		{
 			name:      "canceled during a hang",
 			faults:    simulator.Faults{Hang: 1},
 			cancelIn:  50 * time.Millisecond,
@@ -131,7 +156,7 @@ func TestSimulator(t *testing.T) {
 			if maxTokens == 0 {
 				maxTokens = 8
 			}
-			req := Request{ID: "sim-1", Model: tt.model, MaxTokens: maxTokens, IgnoreEOS: true}
+			req := Request{ID: "sim-1", Model: tt.model, MaxTokens: maxTokens, IgnoreEOS: true, NoStream: tt.noStream}
 			if o.API == APIChat {
 				req.Messages = []Message{{Role: "user", Content: "hello there, simulator"}}
 			} else {

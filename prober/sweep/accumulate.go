@@ -108,10 +108,9 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		s.in = r.InputTokens
 	}
 	if s.ok {
-		s.out = r.CompletionTokens
-		if s.out <= 0 {
-			s.out = r.Events
-		}
+		// The record's own count (usage, else the token events that carry
+		// a token): never the events, which count a chat role chunk.
+		s.out = max(r.CompletionTokens, 0)
 	}
 	good, _ := a.o.SLO.Evaluate(r)
 	s.good = good && s.ok
@@ -282,7 +281,11 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 			continue // E2E only: no TTFT, TPOT or ITL figures
 		}
 		ttft = append(ttft, ms(r.ttft))
-		ttftText = append(ttftText, ms(r.ttftText))
+		if r.ttftText > 0 {
+			// Content TTFT is over the requests that had content: a
+			// tool-call-only answer has none (not 0 ms).
+			ttftText = append(ttftText, ms(r.ttftText))
+		}
 		ttfa = append(ttfa, ms(r.ttfa))
 		if r.reasoned {
 			rs.Requests++

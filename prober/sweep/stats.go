@@ -119,7 +119,9 @@ type Stats struct {
 	TPOT Latency
 	ITL  Latency
 	E2EL Latency
-	// TTFTText is TTFT to the first event with non-empty text.
+	// TTFTText is TTFT to the first event with non-empty text (content
+	// TTFT), over the successful streamed requests that had content only:
+	// its N is how many (an answer that was only a tool call has none).
 	TTFTText Latency
 	// TTFA is the answer TTFT (Record.AnswerTTFT, the SLO ttfa): the
 	// content TTFT, or the first tool call's; it differs from TTFTText

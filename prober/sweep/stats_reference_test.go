@@ -59,10 +59,7 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 			continue
 		}
 		s.Completed++
-		out := r.CompletionTokens
-		if out <= 0 {
-			out = r.Events
-		}
+		out := max(r.CompletionTokens, 0) // the record's count, never its events
 		ks.ttft, ks.e2el, ks.ttfa = float32(ms(r.TTFT)), float32(ms(r.E2E)), float32(ms(r.AnswerTTFT()))
 		if out > 1 {
 			ks.tpot = float32(ms((r.E2E - r.TTFT) / time.Duration(out-1)))
@@ -72,7 +69,9 @@ func referenceStats(recs []prober.Record, o StatsOptions) Stats {
 		s.TotalOutputTokens += out
 		outLens = append(outLens, float64(out))
 		ttft = append(ttft, ms(r.TTFT))
-		ttftText = append(ttftText, ms(r.TTFTText))
+		if r.TTFTText > 0 { // requests with content only
+			ttftText = append(ttftText, ms(r.TTFTText))
+		}
 		ttfa = append(ttfa, ms(r.AnswerTTFT()))
 		e2el = append(e2el, ms(r.E2E))
 		e2elSched = append(e2elSched, ms(r.LatencyFromScheduled()))

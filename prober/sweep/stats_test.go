@@ -222,7 +222,9 @@ func randomRecords(n int, t0 time.Time, seed uint64) []prober.Record {
 			rec.Error = prober.ClassCanceled
 		default:
 			rec.TTFT = msd(20, 400)
-			rec.TTFTText = rec.TTFT + msd(0, 5)
+			if r.IntN(5) != 0 { // else an answer without content (a tool call)
+				rec.TTFTText = rec.TTFT + msd(0, 5)
+			}
 			out := 1 + r.IntN(16)
 			e2e := rec.TTFT
 			for range out - 1 {
@@ -231,8 +233,10 @@ func randomRecords(n int, t0 time.Time, seed uint64) []prober.Record {
 				e2e += g
 			}
 			rec.E2E, rec.Done, rec.Events = e2e, e2e+msd(0, 1), out
+			// With usage, or counted by the client (one per token event).
+			rec.CompletionTokens, rec.TokensCounted = out, true
 			if r.IntN(4) != 0 {
-				rec.PromptTokens, rec.CompletionTokens = rec.InputTokens+r.IntN(3), out
+				rec.PromptTokens, rec.TokensCounted = rec.InputTokens+r.IntN(3), false
 			}
 			rec.FinishReason = reasons[r.IntN(len(reasons))]
 		}
