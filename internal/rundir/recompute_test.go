@@ -131,4 +131,3 @@ func sumCounts(m map[string]int) int {
 	}
 	return n
 }
-
