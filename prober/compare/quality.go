@@ -20,9 +20,10 @@ const (
 	// AgreeEqual: equal reply hashes.
 	AgreeEqual = "agree"
 	// AgreeLowMargin: the replies differ, first at a token where the
-	// baseline's top-2 log-probability margin was under the threshold
-	// (Quality.LowMargin): greedy decoding near a tie, which batch variance
-	// flips; not a mismatch.
+	// candidate chose one of the baseline's top alternatives and the
+	// baseline's log-probability margin between the two was under the
+	// threshold (Quality.LowMargin): greedy decoding near a tie, which
+	// batch variance flips; not a mismatch.
 	AgreeLowMargin = "low_margin"
 	// AgreeMismatch: the replies differ elsewhere, or where no margin is
 	// known (no logprobs, or past the first answer.LogprobTokens tokens).
@@ -45,6 +46,13 @@ const (
 	// DefaultQualityTolerance is the largest pass-rate drop allowed (a
 	// fraction: 5 points).
 	DefaultQualityTolerance = 0.05
+	// DefaultMaxDisagreement is the largest excess share of mismatched
+	// replies allowed (a fraction: 20 points). Batch variance flips a
+	// reply at a near tie (low_margin, not counted) and, on the simulator
+	// and on two servers of the same weights, leaves a mismatch in at most
+	// a few percent of the sends; a model swap mismatches nearly every
+	// reply at its first token (docs/quality.md "Agreement").
+	DefaultMaxDisagreement = 0.2
 	// DefaultAnswerRepeats is how many times each check is sent to each
 	// side: a fault that strikes a share of the replies (a flaky kernel, a
 	// bad replica) shows in that share of each check's sends.
@@ -88,6 +96,11 @@ type QualitySettings struct {
 	// pass-rate drop allowed (a fraction).
 	LowMargin float64 `json:"low_margin_nats"`
 	Tolerance float64 `json:"tolerance"`
+	// MaxDisagreement is the largest share of sends whose replies may
+	// mismatch the baseline's beyond the baseline's own mismatches between
+	// its repeats (batch variance) before the candidate fails
+	// (DefaultMaxDisagreement when 0).
+	MaxDisagreement float64 `json:"max_disagreement,omitempty"`
 	// Repeats is how many times each check was sent to each side (the
 	// sends of a check are averaged into one unit of the bootstrap).
 	Repeats int `json:"repeats"`
@@ -123,40 +136,23 @@ type Quality struct {
 	// NeedChecks, when undecided, estimates the checks that would decide
 	// (0: none, or no amount would).
 	NeedChecks int `json:"need_checks,omitempty"`
-}
-
-// Agreement classifies the replies of one check (pure): equal hashes
-// agree; otherwise the first differing byte of the replies is located in
-// the baseline's tokens (its logprobs), and the replies are low_margin
-// when the baseline's top-2 margin at that token is under lowMargin, a
-// mismatch otherwise or when the token is not among those with logprobs.
-// pos is that token's index (-1: unknown), m its margin.
-func Agreement(b, c *answer.Result, lowMargin float64) (agreement string, pos int, m float64) {
-	if b.Outcome == answer.Error || c.Outcome == answer.Error {
-		return AgreeError, -1, 0
-	}
-	if b.ReplyHash == c.ReplyHash {
-		return AgreeEqual, -1, 0
-	}
-	at := 0
-	for at < len(b.Reply) && at < len(c.Reply) && b.Reply[at] == c.Reply[at] {
-		at++
-	}
-	off := 0
-	for i, t := range b.Logprobs {
-		if at < off+len(t.Token) {
-			if len(t.Top) < 2 {
-				return AgreeMismatch, i, 0
-			}
-			m = t.Top[0].Logprob - t.Top[1].Logprob
-			if m < lowMargin {
-				return AgreeLowMargin, i, m
-			}
-			return AgreeMismatch, i, m
-		}
-		off += len(t.Token)
-	}
-	return AgreeMismatch, -1, 0
+	// Disagreement is the second decision figure: the share of sends whose
+	// replies mismatch the baseline's (AgreeMismatch; agree and low_margin
+	// are agreement), averaged per check; BaselineDisagreement the share of
+	// the baseline's own consecutive repeats of a check that mismatch each
+	// other (the batch variance the baseline shows, 0 with one repeat);
+	// Excess the mean over checks of the first minus the second, and
+	// ExcessLo, ExcessHi its bootstrap interval over checks.
+	// AgreementStatus decides it against MaxDisagreement (ok, failed,
+	// undecided) and AgreementDetail says why. Status is the worse of
+	// the two decisions (failed over undecided over ok).
+	Disagreement         float64 `json:"disagreement"`
+	BaselineDisagreement float64 `json:"baseline_disagreement"`
+	Excess               float64 `json:"disagreement_excess"`
+	ExcessLo             float64 `json:"disagreement_ci_lo"`
+	ExcessHi             float64 `json:"disagreement_ci_hi"`
+	AgreementStatus      Status  `json:"agreement_status"`
+	AgreementDetail      string  `json:"agreement_detail"`
 }
 
 // PairChecks pairs the sides' results by check and repeat, in the
@@ -278,7 +274,114 @@ func JudgeQuality(s QualitySettings, checks []QualityCheck, notes []string) *Qua
 		q.NeedChecks = need
 		q.Detail = fmt.Sprintf("undecided: %s; the interval reaches the %.0f-point tolerance; %s", rates, 100*s.Tolerance, how)
 	}
+	q.judgeAgreement(s)
 	return q
+}
+
+// judgeAgreement decides the second figure, the replies' agreement with
+// the baseline's, and folds it into Status and Detail: per check, the
+// share of its sends that mismatch the baseline's less the share of the
+// baseline's consecutive repeats that mismatch each other (what batch
+// variance explains), averaged over the checks with a bootstrap interval
+// over checks, against s.MaxDisagreement as the pass-rate drop is against
+// s.Tolerance. A candidate whose replies disagree so fails whatever both
+// pass rates are.
+func (q *Quality) judgeAgreement(s QualitySettings) {
+	limit := s.MaxDisagreement
+	if !(limit > 0) {
+		limit = DefaultMaxDisagreement
+	}
+	q.MaxDisagreement = limit
+	type tally struct{ cross, crossN, self, selfN int }
+	per := map[string]*tally{}
+	var order []string
+	prev := map[string]*answer.Result{}
+	for i := range q.Checks {
+		c := &q.Checks[i]
+		t := per[c.Check]
+		if t == nil {
+			t = &tally{}
+			per[c.Check] = t
+		}
+		if p := prev[c.Check]; p != nil {
+			if a, _, _ := Agreement(p, &c.Baseline, s.LowMargin); a != AgreeError {
+				t.selfN++
+				if a == AgreeMismatch {
+					t.self++
+				}
+			}
+		}
+		if c.Baseline.Outcome != answer.Error {
+			prev[c.Check] = &c.Baseline
+		}
+		if c.Agreement == AgreeError {
+			continue
+		}
+		if t.crossN == 0 {
+			order = append(order, c.Check)
+		}
+		t.crossN++
+		if c.Agreement == AgreeMismatch {
+			t.cross++
+		}
+	}
+	d := make([]float64, 0, len(order))
+	var cross, self []float64
+	for _, id := range order {
+		t := per[id]
+		x := float64(t.cross) / float64(t.crossN)
+		cross = append(cross, x)
+		if t.selfN > 0 {
+			v := float64(t.self) / float64(t.selfN)
+			self = append(self, v)
+			x -= v
+		}
+		d = append(d, x)
+	}
+	n := len(d)
+	if n > 0 {
+		q.Disagreement, q.Excess = mean(cross), mean(d)
+		q.ExcessLo, q.ExcessHi = bootstrapMean(d, s.Iters, s.Conf, s.Seed^0x61677265) // "agre"
+	}
+	if len(self) > 0 {
+		q.BaselineDisagreement = mean(self)
+	}
+	figs := fmt.Sprintf("replies mismatch the baseline's in %.0f %% of the sends (the baseline's own repeats mismatch each other in %.0f %%); "+
+		"excess %+.1f points (%.0f %% interval %+.1f … %+.1f) over %d checks", 100*q.Disagreement, 100*q.BaselineDisagreement,
+		100*q.Excess, 100*s.Conf, 100*q.ExcessLo, 100*q.ExcessHi, n)
+	need := 0
+	switch {
+	case n < MinQualityChecks:
+		q.AgreementStatus = StatusUndecided
+		need = MinQualityChecks
+		q.AgreementDetail = fmt.Sprintf("undecided: %s, fewer than the %d that decide", figs, MinQualityChecks)
+	case q.ExcessLo > limit:
+		q.AgreementStatus = StatusFailed
+		q.AgreementDetail = fmt.Sprintf("%s, beyond the %.0f-point limit that batch variance stays under: "+
+			"another model, weights, tokenizer or template answers", figs, 100*limit)
+	case q.ExcessHi < limit:
+		q.AgreementStatus = StatusOK
+		q.AgreementDetail = fmt.Sprintf("%s, under the %.0f-point limit", figs, 100*limit)
+	default:
+		q.AgreementStatus = StatusUndecided
+		var how string
+		need, how = checksToDecide(decision{worse: q.Excess, lo: q.ExcessLo, hi: q.ExcessHi, limit: limit}, n)
+		q.AgreementDetail = fmt.Sprintf("undecided: %s; the interval reaches the %.0f-point limit; %s", figs, 100*limit, how)
+	}
+	switch {
+	case q.AgreementStatus == StatusFailed && q.Status != StatusFailed:
+		q.Status = StatusFailed
+		q.Detail = "the replies disagree with the baseline's: " + q.AgreementDetail + "; pass rates " + q.Detail
+	case q.AgreementStatus == StatusUndecided && q.Status == StatusOK:
+		q.Status = StatusUndecided
+		q.NeedChecks = need
+		q.Detail = "agreement " + q.AgreementDetail + "; pass rates " + q.Detail
+	default:
+		if q.Status == StatusUndecided {
+			q.NeedChecks = max(q.NeedChecks, need)
+		}
+		q.Detail += "; agreement: " + q.AgreementDetail
+	}
 }
 
 // Failing names the checks that regressed (in any send), once each.
