@@ -27,9 +27,16 @@ import (
 // analyze gives of its directory.
 func qualityCompare(t *testing.T, f simulator.Faults) (*CompareOutcome, string) {
 	t.Helper()
+	return qualityCompareWith(t, func(c *simulator.Config) { c.Faults = f })
+}
+
+// qualityCompareWith is qualityCompare with a candidate simulator set up
+// by candidate.
+func qualityCompareWith(t *testing.T, candidate func(*simulator.Config)) (*CompareOutcome, string) {
+	t.Helper()
 	base, _ := simtest.Start(t, simtest.Fast())
 	cfg := simtest.Fast()
-	cfg.Faults = f
+	candidate(&cfg)
 	cand, _ := simtest.Start(t, cfg)
 	p := testProcedure(t, base, cand, t.TempDir())
 	// Latency is not what these tests judge: wide limits, so that the
@@ -101,6 +108,34 @@ func TestCompareQualityNondeterministic(t *testing.T) {
 	}
 	if q.Agreement[compare.AgreeLowMargin] == 0 || q.Agreement[compare.AgreeMismatch] != 0 {
 		t.Errorf("agreement %v: want low_margin flips and no mismatch", q.Agreement)
+	}
+}
+
+// TestCompareQualityModelSwap: a candidate that is a different model
+// behind the same name (the simulator's --model-seed) passes every check
+// the baseline passes, yet its replies differ from the first token: the
+// agreement figure fails the comparison whatever both pass rates are.
+func TestCompareQualityModelSwap(t *testing.T) {
+	res, md := qualityCompareWith(t, func(c *simulator.Config) { c.ModelSeed = 1 })
+	q := res.Result.Result.Quality
+	if res.Result.Verdict != compare.OutcomeFail || q.Status != compare.StatusFailed || q.AgreementStatus != compare.StatusFailed {
+		t.Fatalf("verdict %s %q, quality %s (agreement %s): %s", res.Result.Verdict, res.Result.Result.Reasons, q.Status, q.AgreementStatus, q.Detail)
+	}
+	if q.BaselinePass != q.CandidatePass || q.Agreement[compare.AgreeMismatch] != len(q.Checks) || q.Disagreement != 1 || q.BaselineDisagreement != 0 {
+		t.Errorf("pass rates %v / %v, agreement %v, disagreement %v (baseline's own %v): want equal pass rates and every reply a mismatch",
+			q.BaselinePass, q.CandidatePass, q.Agreement, q.Disagreement, q.BaselineDisagreement)
+	}
+	for _, c := range q.Checks {
+		if c.Position != 0 {
+			t.Errorf("check %s send %d: first difference at token %d, want 0", c.Check, c.Repeat, c.Position)
+		}
+	}
+	named := false
+	for _, r := range res.Result.Result.Reasons {
+		named = named || strings.HasPrefix(r, "quality: the replies disagree with the baseline's")
+	}
+	if !named || !strings.Contains(md, "the replies disagree with the baseline's") {
+		t.Errorf("neither the reasons %q nor analysis.md name the disagreement", res.Result.Result.Reasons)
 	}
 }
 

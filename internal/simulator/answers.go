@@ -162,6 +162,25 @@ const (
 // answerPlan is the answer faults drawn for one request.
 type answerPlan struct {
 	wrong, truncate, flip, template bool
+	prefix                          string // the model's first token (modelPrefix; "" for the default model)
+}
+
+// modelPrefixes are the first tokens of the models with a model seed: each
+// whitespace, which every answer check trims, and none the default model
+// writes.
+var modelPrefixes = []string{" ", "\n", "  ", "\n\n", " \n", "\t"}
+
+// modelPrefix is the first token of the answers of the model with seed n
+// (Config.ModelSeed): "" for 0.
+func modelPrefix(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	i := n % int64(len(modelPrefixes))
+	if i < 0 {
+		i = -i
+	}
+	return modelPrefixes[(i+int64(len(modelPrefixes))-1)%int64(len(modelPrefixes))]
 }
 
 // answer is an answered sequence's output: the answer's pieces (one per
@@ -191,6 +210,12 @@ func newAnswer(correct string, ap answerPlan, stop []string) *answer {
 	}
 	if ap.truncate {
 		a.cut()
+	}
+	if ap.prefix != "" {
+		a.pieces = append([]string{ap.prefix}, a.pieces...)
+		if a.fragile >= 0 {
+			a.fragile++
+		}
 	}
 	if ap.template {
 		a.pieces = append(append([]string{templateLeakStart}, a.pieces...), templateLeakEnd)

@@ -78,6 +78,15 @@ type Config struct {
 	// ignore_eos (`--eos-probability`). 0 disables early stops. Default 0.005
 	// (a mean natural output length of 200 tokens).
 	EOSProbability float64
+	// ModelSeed makes the simulator a different model of the same shape
+	// behind the same name (`--model-seed`; 0: the default model): its
+	// answers to the built-in answer-check prompts start with a token of
+	// whitespace the default model never writes, chosen by the seed
+	// (answers.go modelPrefix), so its replies differ from the default
+	// model's (and from another seed's) from the first token, while every
+	// check judges them as it judges the default model's: the same checks
+	// pass, at the same rate, with the same faults.
+	ModelSeed int64
 	// Seed makes every random draw (EOS positions, generated text, faults)
 	// deterministic (`--seed`). Default 0.
 	Seed int64
@@ -493,6 +502,10 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		Default(strconv.FormatInt(c.Seed, 10)).IsSetByUser(&c.DeterministicIDs).
 		SetValue(&flagValue[int64]{"seed", &c.Seed, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) },
 			func(v int64) string { return strconv.FormatInt(v, 10) }})
+	cmd.Flag("model-seed", "Serve a different model of the same shape behind the same name: its answers to the built-in "+
+		"answer-check prompts differ from the default model's (0) from the first token (a leading whitespace token the seed "+
+		"chooses) and pass the same checks; for measuring compare's agreement figure (docs/quality.md).").
+		Default(strconv.FormatInt(c.ModelSeed, 10)).Int64Var(&c.ModelSeed)
 	cmd.Flag("trace-file", "Write one JSON line per generation request with the Unix-nanosecond times its headers and "+
 		"events were flushed (ground truth for client accuracy tests).").
 		Default(c.TraceFile).StringVar(&c.TraceFile)

@@ -264,6 +264,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 	}
 	s.lookupImages(g.images) // images.go
 	seq := s.newSequence(g)
+	fp.answer.prefix = modelPrefix(s.cfg.ModelSeed)
 	answerSequence(seq, g, fp.answer)
 	if fp.brokenTool && seq.tool != nil {
 		seq.structured = seq.structured[1:]

@@ -18,6 +18,12 @@ func runBuiltin(t *testing.T, api string, f simulator.Faults, o RequestOptions) 
 	t.Helper()
 	cfg := simtest.Fast()
 	cfg.Faults = f
+	return runBuiltinOn(t, api, cfg, o)
+}
+
+// runBuiltinOn is runBuiltin against a simulator configured as cfg.
+func runBuiltinOn(t *testing.T, api string, cfg simulator.Config, o RequestOptions) map[string]Result {
+	t.Helper()
 	base, _ := simtest.Start(t, cfg)
 	c, err := client.New(client.Options{BaseURL: base, API: api})
 	if err != nil {
@@ -135,5 +141,39 @@ func TestSimulatorNondeterministicLowMargin(t *testing.T) {
 				t.Errorf("only %d of %d replies flipped", differs, len(good))
 			}
 		})
+	}
+}
+
+// TestSimulatorModelSeed: the simulator with a model seed is another
+// model: every builtin check passes as on the default model, yet every
+// reply differs from the default model's (and another seed's) at the
+// first token, where the default model's top 2 do not hold it.
+func TestSimulatorModelSeed(t *testing.T) {
+	o := RequestOptions{TopLogprobs: 2}
+	def := runBuiltin(t, client.APIChat, simulator.Faults{}, o)
+	other := map[int64]map[string]Result{}
+	for _, seed := range []int64{1, 2} {
+		cfg := simtest.Fast()
+		cfg.ModelSeed = seed
+		other[seed] = runBuiltinOn(t, client.APIChat, cfg, o)
+		for id, r := range other[seed] {
+			d := def[id]
+			if r.Outcome != d.Outcome || r.Outcome != Pass {
+				t.Errorf("seed %d: %s: %s (%s), the default model %s", seed, id, r.Outcome, r.Reason, d.Outcome)
+			}
+			if len(r.Logprobs) == 0 || len(d.Logprobs) == 0 || r.Logprobs[0].Token == d.Logprobs[0].Token {
+				t.Fatalf("seed %d: %s: first tokens %v and %v, want them to differ", seed, id, r.Logprobs, d.Logprobs)
+			}
+			for _, alt := range d.Logprobs[0].Top {
+				if alt.Token == r.Logprobs[0].Token {
+					t.Errorf("seed %d: %s: first token %q among the default model's top 2 %v", seed, id, alt.Token, d.Logprobs[0].Top)
+				}
+			}
+		}
+	}
+	for id, r := range other[1] {
+		if r.ReplyHash == other[2][id].ReplyHash {
+			t.Errorf("%s: seeds 1 and 2 reply alike: %q", id, r.Reply)
+		}
 	}
 }

@@ -364,8 +364,11 @@ func (q *Quality) judgeAgreement(s QualitySettings) {
 		q.AgreementDetail = fmt.Sprintf("%s, under the %.0f-point limit", figs, 100*limit)
 	default:
 		q.AgreementStatus = StatusUndecided
-		var how string
-		need, how = checksToDecide(decision{worse: q.Excess, lo: q.ExcessLo, hi: q.ExcessHi, limit: limit}, n)
+		need, _ = checksToDecide(decision{worse: q.Excess, lo: q.ExcessLo, hi: q.ExcessHi, limit: limit}, n)
+		how := "the excess is too close to the limit for more checks of the same kind to decide it"
+		if need > 0 {
+			how = fmt.Sprintf("about %d checks (now %d) would decide it, if the excess holds: a larger check set (--answer-checks FILE)", need, n)
+		}
 		q.AgreementDetail = fmt.Sprintf("undecided: %s; the interval reaches the %.0f-point limit; %s", figs, 100*limit, how)
 	}
 	switch {
