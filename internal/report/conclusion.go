@@ -168,8 +168,13 @@ func verdict(res *sweep.Result) []string {
 		out = append(out, "The adaptive search stopped early: "+k.Stop+".")
 	}
 	if c := res.ReferenceCapacity; c > 0 && k.Low > 0 && !closed(res) {
-		out = append(out, fmt.Sprintf("The built-in simulator's capacity for this workload, from its parameters, is %s req/s: the knee is %s of it.",
-			num(c), pct(k.Low/c)))
+		if k.Found {
+			out = append(out, fmt.Sprintf("The built-in simulator's capacity for this workload, from its parameters, is %s req/s: the knee is %s of it.",
+				num(c), pct(k.Low/c)))
+		} else {
+			out = append(out, fmt.Sprintf("The built-in simulator's capacity for this workload, from its parameters, is %s req/s; no knee was found: "+
+				"the highest level that passed is %s of it.", num(c), pct(k.Low/c)))
+		}
 	}
 	if hasValid(res) && k.MaxGoodputLevel != 0 {
 		if sloSet(res) {

@@ -523,6 +523,12 @@ func TestWriteTable(t *testing.T) {
 		}, []string{"content p50  content p99", "content = TTFT to the first text"}},
 		{"knee against a known capacity", func() *sweep.Result { s := ladder(); s.ReferenceCapacity = 8.5; return s },
 			[]string{"simulator capacity (from its parameters): 8.5 req/s; knee = 94.1% of it"}},
+		{"no knee against a known capacity: no knee figure", func() *sweep.Result {
+			s := ladder()
+			s.ReferenceCapacity = 8.5
+			s.Knee.Found, s.Knee.Level, s.Knee.Upper = false, 0, 0
+			return s
+		}, []string{"knee: not found", "simulator capacity (from its parameters): 8.5 req/s; no knee found: the highest level that passed is 94.1% of it"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

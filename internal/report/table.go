@@ -145,7 +145,13 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		lines = append(lines, "search stopped early: "+k.Stop)
 	}
 	if c := res.ReferenceCapacity; c > 0 && k.Low > 0 && !closed(res) {
-		lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Low/c)))
+		if k.Found {
+			lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Low/c)))
+		} else {
+			// No knee to compare: only the bound that was measured.
+			lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; no knee found: the highest level that passed is %s of it",
+				num(c), pct(k.Low/c)))
+		}
 	}
 	lines = append(lines, spreadLines(res)...)
 	lines = append(lines, multiTurnLines(res)...)
