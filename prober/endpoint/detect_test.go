@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -101,5 +102,19 @@ func TestSizingFallsBackToOtherShapes(t *testing.T) {
 	}
 	if sz.Method() != workload.MethodCalibrated || sz.Fallback != "SGLang has no tokenizer endpoint for the chat API" {
 		t.Errorf("sglang chat: sizing %s, fallback %q", sz.Method(), sz.Fallback)
+	}
+}
+
+// TestSizingWrongModel: a model the server does not serve is named as
+// such (vLLM's /tokenize answers 404 "The model `x` does not exist."), not
+// taken for a server without /tokenize and calibrated into the same 404.
+func TestSizingWrongModel(t *testing.T) {
+	base, _ := simtest.Start(t, fastSim())
+	e := newEndpoint(t, Options{BaseURL: base, API: client.APIChat})
+	_, err := e.PromptSizing(context.Background(), "wrong")
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Class != prober.ClassHTTP4xx || !strings.Contains(ee.Msg, `model "wrong": the server does not serve it`) ||
+		!strings.Contains(ee.Msg, "does not exist") || strings.Contains(ee.Msg, "no /tokenize") {
+		t.Fatalf("sizing with a wrong model: %v", err)
 	}
 }

@@ -195,6 +195,11 @@ func (e *Endpoint) tryTokenizer(ctx context.Context, model string, chat bool, sh
 	switch {
 	case err == nil:
 		return st, "", false, nil
+	case errors.Is(err, workload.ErrModelNotFound):
+		// The endpoint exists and says the model does not: calibration
+		// would fail the same way, and "no /tokenize" would mislead.
+		return nil, "", false, &Error{Class: prober.ClassHTTP4xx, Msg: fmt.Sprintf("model %q: the server does not serve it "+
+			"(POST /tokenize: %s); check the model name against GET /v1/models", model, e.short(err.Error()))}
 	case errors.Is(err, workload.ErrTokenizeUnsupported):
 		// Every shape sizes a completions prompt with POST /tokenize; a
 		// chat one goes elsewhere in some (TGI's /chat_tokenize,

@@ -47,6 +47,12 @@ func Method(t Tokenizer) string {
 // to Calibrate.
 var ErrTokenizeUnsupported = errors.New("server has no /tokenize endpoint")
 
+// ErrModelNotFound is returned (wrapped) by ServerTokenizer.Count when the
+// server answers /tokenize with 404 and a message that names the model
+// asked for (vLLM: "The model `x` does not exist."): the endpoint exists,
+// the model does not.
+var ErrModelNotFound = errors.New("the server does not serve this model")
+
 // TokenizeShape is the request and response shape of a server's tokenizer
 // endpoint.
 type TokenizeShape string
@@ -279,7 +285,11 @@ func (t *ServerTokenizer) post(ctx context.Context, url string, body, out any) e
 	lr := io.LimitReader(resp.Body, t.opts.MaxResponseBytes+1)
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		msg, _ := io.ReadAll(io.LimitReader(lr, 512))
 		_, _ = io.Copy(io.Discard, lr)
+		if m := shortMessage(msg); resp.StatusCode == http.StatusNotFound && namesModel(m, t.opts.Model) {
+			return fmt.Errorf("tokenize: HTTP 404: %s: %w", m, ErrModelNotFound)
+		}
 		return fmt.Errorf("tokenize: HTTP %d: %w", resp.StatusCode, ErrTokenizeUnsupported)
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(lr, 512))
@@ -300,6 +310,20 @@ func (t *ServerTokenizer) post(ctx context.Context, url string, body, out any) e
 		return fmt.Errorf("tokenize: bad response: %w", err)
 	}
 	return nil
+}
+
+// namesModel reports whether a server's message names model quoted (vLLM:
+// "The model `x` does not exist.").
+func namesModel(msg, model string) bool {
+	if model == "" {
+		return false
+	}
+	for _, q := range []string{"`", `"`, "'"} {
+		if strings.Contains(msg, q+model+q) {
+			return true
+		}
+	}
+	return false
 }
 
 // StatusError is returned (wrapped) by ServerTokenizer.Count when the

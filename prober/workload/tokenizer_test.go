@@ -31,6 +31,10 @@ func newTokenizeServer(t *testing.T) *tokenizeServer {
 		ts.last.Store(r.Header.Clone())
 		if s := ts.status.Load(); s != 0 {
 			w.WriteHeader(int(s))
+			if b, _ := ts.body.Load().(string); b != "" {
+				w.Write([]byte(b)) // the error body given
+				return
+			}
 			w.Write([]byte(`{"object":"error","message":"model   \"x\" does not exist","type":"NotFoundError","code":404}`))
 			return
 		}
@@ -105,16 +109,20 @@ func TestServerTokenizer(t *testing.T) {
 func TestServerTokenizerErrors(t *testing.T) {
 	ts := newTokenizeServer(t)
 	tests := []struct {
-		name        string
-		status      int
-		body        string
-		model       string
-		maxBytes    int64
-		wantErr     string
-		unsupported bool
+		name          string
+		status        int
+		body          string
+		model         string
+		maxBytes      int64
+		wantErr       string
+		unsupported   bool
+		modelNotFound bool
 	}{
 		{name: "404 is unsupported", status: 404, wantErr: "tokenize: HTTP 404: server has no /tokenize endpoint", unsupported: true},
 		{name: "405 is unsupported", status: 405, wantErr: "tokenize: HTTP 405", unsupported: true},
+		{name: "404 naming the model is a wrong model", status: 404, model: "wrong",
+			body:    `{"object":"error","message":"The model ` + "`wrong`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`,
+			wantErr: "tokenize: HTTP 404: The model `wrong` does not exist.: the server does not serve this model", modelNotFound: true},
 		{name: "500 short message", status: 500, wantErr: `tokenize: HTTP 500: model "x" does not exist`},
 		{name: "400 from the server", model: "other", wantErr: "tokenize: HTTP 400: bad request"},
 		{name: "bad json", body: "{", wantErr: "tokenize: bad response"},
@@ -144,6 +152,9 @@ func TestServerTokenizerErrors(t *testing.T) {
 			}
 			if got := errors.Is(err, ErrTokenizeUnsupported); got != tc.unsupported {
 				t.Fatalf("errors.Is(ErrTokenizeUnsupported) = %v", got)
+			}
+			if got := errors.Is(err, ErrModelNotFound); got != tc.modelNotFound {
+				t.Fatalf("errors.Is(ErrModelNotFound) = %v", got)
 			}
 		})
 	}
