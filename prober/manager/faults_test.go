@@ -604,6 +604,12 @@ func faultScenarios() []faultScenario {
 			want:  classes(prober.ClassStream), check: wantMsg("before [DONE]"),
 		},
 		{
+			name:  "empty chat answer: role chunk, then [DONE] (simulator)",
+			setup: func(e *faultEnv) string { return e.simFaults(func(f *simulator.Faults) { f.EmptyAnswer = 1 }) },
+			extra: map[string]string{"api": "chat"},
+			want:  classes(prober.ClassInvalidResponse), check: wantMsg("empty answer"),
+		},
+		{
 			name:  "malformed JSON event (simulator)",
 			setup: func(e *faultEnv) string { return e.simFaults(func(f *simulator.Faults) { f.MalformedEvent = 1 }) },
 			want:  classes(prober.ClassStream), check: wantMsg("malformed"),
