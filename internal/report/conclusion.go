@@ -41,7 +41,11 @@ func whyFails(st *sweep.Step) []string {
 	}
 	for _, c := range x.SLOChecks {
 		if !c.Held {
-			out = append(out, fmt.Sprintf("%s p99 %s ms > %s ms", strings.ToUpper(c.Metric), num(c.P99MS), num(c.ThresholdMS)))
+			v, th := num(c.P99MS), num(c.ThresholdMS)
+			if v == th { // never "35 ms > 35 ms": the digits that tell them apart
+				v, th = cmpText(c.P99MS, c.ThresholdMS)
+			}
+			out = append(out, fmt.Sprintf("%s p99 %s ms > %s ms", strings.ToUpper(c.Metric), v, th))
 		}
 	}
 	if !isBurst(st) && x.GoodputRatio < ratio {
