@@ -3,6 +3,7 @@ package rundir
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,9 @@ func TestAnalyzeHonoursRecordedValidity(t *testing.T) {
 		t.Fatalf("outcome %s (exit %d), want inconclusive (3): %+v", c.Outcome, a.ExitCode(), c)
 	}
 	for _, st := range c.Steps {
-		if len(st.Invalid) == 0 || !strings.HasPrefix(st.Invalid[0], "errors: ") {
+		// Other flags may join on a busy host (client-saturated); the
+		// errors flag is always there.
+		if !slices.ContainsFunc(st.Invalid, func(x string) bool { return strings.HasPrefix(x, "errors: ") }) {
 			t.Errorf("step %s: invalid %q, want the errors flag named", st.Label, st.Invalid)
 		}
 		for _, r := range st.SLO {
