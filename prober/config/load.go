@@ -97,6 +97,7 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 func Parse(data []byte, filename string) (*Config, error) {
 	c := &Config{Global: DefaultGlobalConfig}
 	es := append(httpConfigProblems(filename, data), discoveryProblems(filename, data)...)
+	es = append(es, sdRedirectProblems(filename, data)...)
 	if es = append(es, tracingTLSProblems(filename, data)...); len(es) > 0 {
 		// prometheus/common validates while decoding: checked first, so
 		// that its errors name their line and field.

@@ -176,7 +176,11 @@ func (r *Runner) start(parent context.Context, c config.DiscoveryConfig) *entry 
 		sdm := sc.NewDiscovererMetrics(reg, promdiscovery.NewRefreshMetrics(reg))
 		err := sdm.Register()
 		var d promdiscovery.Discoverer
+		sc := config.NoRedirects(sc) // Prometheus' default follows them, with the credentials
 		if err == nil {
+			d, err = ownDiscoverer(sc, logger.With("mechanism", sc.Name()), promdiscovery.NewRefreshMetrics(reg), c.Name)
+		}
+		if err == nil && d == nil {
 			d, err = sc.NewDiscoverer(promdiscovery.DiscovererOptions{
 				Logger:  logger.With("mechanism", sc.Name()),
 				Metrics: sdm,
