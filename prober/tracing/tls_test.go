@@ -153,3 +153,44 @@ func TestTLSAndHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestExportNoRedirect (issue 34, N8): a collector answering every export
+// with a redirect to another port: that port never gets an export, nor the
+// secret header; each export fails, counted.
+func TestExportNoRedirect(t *testing.T) {
+	var stolen, secret sync.Map
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Store(r.URL.Path, true)
+		if r.Header.Get(tenantHeader) != "" {
+			secret.Store(r.URL.Path, true)
+		}
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/steal", code)
+		}))
+		p, err := tracing.New(context.Background(), tracing.Options{Endpoint: col.URL, Timeout: 5 * time.Second,
+			Headers: map[string]string{tenantHeader: tenant}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			_, s := p.Tracer(1).Start(context.Background(), "x")
+			s.End()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = p.Shutdown(ctx)
+		cancel()
+		col.Close()
+		if p.Exported() != 0 || p.Failed() != 3 {
+			t.Errorf("%d: exported %d, failed %d, want 0, 3", code, p.Exported(), p.Failed())
+		}
+	}
+	n := 0
+	stolen.Range(func(any, any) bool { n++; return true })
+	secret.Range(func(any, any) bool { n += 100; return true })
+	if n != 0 {
+		t.Errorf("the redirect's target got exports (%d; >= 100: with the secret header)", n)
+	}
+}
