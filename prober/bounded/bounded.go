@@ -37,10 +37,10 @@ type TooLargeError struct {
 // Error names the input and the bound.
 func (e *TooLargeError) Error() string {
 	if e.Announced > e.Limit {
-		return fmt.Sprintf("%s: announced %d bytes (Content-Length), more than the %d allowed; not read",
+		return fmt.Sprintf("%s announced %d bytes (Content-Length), more than the %d allowed; not read",
 			e.Input, e.Announced, e.Limit)
 	}
-	return fmt.Sprintf("%s: larger than %d bytes", e.Input, e.Limit)
+	return fmt.Sprintf("%s larger than %d bytes", e.Input, e.Limit)
 }
 
 // ReadBody reads resp.Body to its end, at most limit bytes: a

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
@@ -66,7 +67,7 @@ func NewHTTPClient(cfg config.HTTPClientConfig, name string, red *fingerprint.Re
 	if red != nil {
 		rt = newSecretsTransport(rt, cfg, red)
 	}
-	return &http.Client{Transport: rt, CheckRedirect: NoRedirects}, nil
+	return bounded.NewClient(rt, 0), nil
 }
 
 // HTTPSecret is one secret an HTTP config sends, as HTTPSecrets found it.

@@ -68,8 +68,8 @@ discovery:
 		mode int32
 		want string
 	}{
-		{1, fmt.Sprintf("http_sd answer of %s/targets?<redacted>: announced 104857600 bytes (Content-Length), more than the %d allowed", srv.URL, config.MaxSDBytes)},
-		{2, fmt.Sprintf("http_sd answer of %s/targets?<redacted>: larger than %d bytes", srv.URL, config.MaxSDBytes)},
+		{1, fmt.Sprintf("http_sd answer of %s/targets?<redacted> announced 104857600 bytes (Content-Length), more than the %d allowed", srv.URL, config.MaxSDBytes)},
+		{2, fmt.Sprintf("http_sd answer of %s/targets?<redacted> larger than %d bytes", srv.URL, config.MaxSDBytes)},
 	} {
 		before := r.metrics.failures.value("fleet")
 		mode.Store(c.mode)
