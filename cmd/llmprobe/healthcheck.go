@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"io"
 	"net/http"
 	"net/url"
@@ -55,7 +56,7 @@ func healthcheck(e *env, target string, timeout time.Duration) int {
 	}
 	// No proxy: the check asks the process next to it, whatever
 	// HTTP_PROXY the container was given for its targets.
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	client := bounded.NewClient(&http.Transport{Proxy: nil}, 0)
 	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "healthcheck: %s: %v\n", u.Redacted(), err)

@@ -81,14 +81,12 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
+	data, err := capfile.ReadAll(f, path, limit)
+	var te *capfile.TooLargeError
+	if errors.As(err, &te) {
 		return nil, &TooLargeError{Path: path, Limit: limit}
 	}
-	return data, nil
+	return data, err
 }
 
 // Parse parses and validates a configuration; filename names it in errors

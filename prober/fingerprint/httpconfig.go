@@ -4,10 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/llmprobe/llmprobe/prober/capfile"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 
@@ -128,14 +128,11 @@ func hashInlineOrFile(inline, file string) string {
 	if file == "" {
 		return ""
 	}
-	f, err := os.Open(file)
+	f, err := capfile.OpenRegular(file) // a FIFO's open would block
 	if err != nil {
 		return NotRecorded
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return NotRecorded
-	}
 	hs := sha256.New()
 	n, err := io.Copy(hs, io.LimitReader(f, maxHashedFileBytes+1))
 	if err != nil || n > maxHashedFileBytes {
