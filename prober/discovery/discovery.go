@@ -1,6 +1,8 @@
 // Package discovery runs the daemon's service discovery: for each entry of
 // the config's discovery list it runs Prometheus' own discoverers
-// (prometheus/discovery: static, file, http, dns, kubernetes), keeps the
+// (prometheus/discovery: static, dns, kubernetes; file and http are
+// llmprobe's own over the bounded reader, with Prometheus' config types:
+// sdread.go), keeps the
 // last target groups each reported, and derives the entry's targets from
 // them (targets.go): relabelling as Prometheus does, the base URL from
 // __scheme__, __address__ and __path_prefix__, the name, the labels that
