@@ -183,6 +183,8 @@ type inputSurface struct {
 // (TestInputSurfacesRegistry). Rows added to the docs table by hand are
 // allowed; a row here must be there.
 var inputSurfaces = []inputSurface{
+	{"flag", "`sweep --workload`, `--api-key-file` (/dev/zero: capped, one-line error)", "internal/rundir.MaxAPIKeyFileBytes", "cmd/llmprobe.TestSweepBadFlags"},
+	{"flag", "`--http.config.file`", "prober/config.MaxHTTPConfigFileBytes", "cmd/llmprobe.TestHTTPConfigFlagErrors"},
 	{"file", "configuration file (`--config.file`, `check-config`)", "prober/config.MaxConfigFileBytes", "cmd/llmprobe.TestCheckConfigEndlessFile"},
 	{"file", "`api_key_file`, http_config secret files (FIFO, device refused)", "prober/client.MaxSecretFileBytes", "prober/config.TestLoadersRefuseFIFO"},
 	{"file", "`tracing.header_files`", "prober/config.MaxTracingHeaderBytes", "prober/config.TestTracingHeaderFiles"},
