@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"github.com/llmprobe/llmprobe/prober/bounded"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/bounded"
 )
 
 // Tokenizer methods, as recorded in sweep fingerprints.
