@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/llmprobe/llmprobe/prober/bounded"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/llmprobe/llmprobe/prober/bounded"
 )
 
 // The container image's HEALTHCHECK runs `llmprobe healthcheck`: distroless

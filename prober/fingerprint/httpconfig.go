@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/llmprobe/llmprobe/prober/capfile"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 )
 
 // HTTPConfig is the non-secret summary of the target's HTTP client
