@@ -10,7 +10,7 @@ import (
 
 func init() {
 	register(func(app *kingpin.Application) (string, action) {
-		cmd := app.Command("check-config", "Validate configuration files as the daemon loads them (API keys are read too) and exit: "+
+		cmd := app.Command("check-config", "Validate configuration files as the daemon loads them (API keys and the files file_sd_configs match now are read too) and exit: "+
 			"0 when all are valid, 1 otherwise. Prints FILE: OK for each valid file, the exact problems of the others, one per line (file:line: field: why), in file order.")
 		files := cmd.Arg("file", "Configuration file to check (docs/configuration.md). Repeatable.").Required().Strings()
 		return cmd.FullCommand(), func(e *env) int { return checkConfig(e, *files) }
@@ -23,7 +23,14 @@ func init() {
 func checkConfig(e *env, files []string) int {
 	rc := 0
 	for _, f := range files {
-		if _, err := config.Load(f); err != nil {
+		c, err := config.Load(f)
+		if err == nil {
+			// The file_sd files too (the daemon starts without them,
+			// counting the failure): a FIFO, /dev/zero, a file over the
+			// bound or one that does not parse.
+			err = config.CheckDiscoveryFiles(f, c)
+		}
+		if err != nil {
 			fmt.Fprintln(e.stderr, err)
 			rc = 1
 			continue

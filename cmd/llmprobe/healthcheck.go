@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/llmprobe/llmprobe/prober/bounded"
 )
 
 // The container image's HEALTHCHECK runs `llmprobe healthcheck`: distroless
@@ -55,7 +57,7 @@ func healthcheck(e *env, target string, timeout time.Duration) int {
 	}
 	// No proxy: the check asks the process next to it, whatever
 	// HTTP_PROXY the container was given for its targets.
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	client := bounded.NewClient(&http.Transport{Proxy: nil}, 0)
 	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "healthcheck: %s: %v\n", u.Redacted(), err)

@@ -87,7 +87,7 @@ func TestHostileInputsReplay(t *testing.T) {
 // hostileCases is the replayed matrix, in order (some rows use what an
 // earlier row left: the sweep run directory of "API sweep still runs").
 func hostileCases() []hostileCase {
-	return []hostileCase{
+	return append([]hostileCase{
 		{"D4 endless files at start", "--sweeps.dir run dirs: manifest.json, result.json → /dev/zero", startLog, 200, "result.json: not a regular file"},
 		{"D1 API concurrency 1e8", `POST {"concurrency":[100000000]}`, post(`{"target":"sim","concurrency":[100000000]}`), 400, "concurrency: must be at most 10000 requests in flight"},
 		{"D1 API concurrency 5e7", `POST {"concurrency":[5e7]}`, post(`{"target":"sim","concurrency":[5e7]}`), 400, "concurrency: want an integer, got number 5e7"},
@@ -129,7 +129,7 @@ func hostileCases() []hostileCase {
 		{"D6 sweep --dataset FIFO", "llmprobe sweep --dataset FIFO", cli("sweep", "--dataset", "{dir}/fifo.jsonl", "--rates", "1", "--num-prompts", "1", "--target", "{sim}"), 2, "fifo.jsonl: not a regular file (a FIFO)"},
 		{"D7 synth rate 1e-300", "llmprobe workload synth, rate_per_s: 1e-300", synthChild(`"rate_per_s":1e-300,"gap_cv2":1`), 2, "rate_per_s: must be between 0.001 and 1e+06"},
 		{"D7 synth gap_cv2 -1", "llmprobe workload synth, gap_cv2: -1", synthChild(`"rate_per_s":10,"gap_cv2":-1`), 2, "gap_cv2: must be between 0 and 100, got -1"},
-	}
+	}, hostileSDCases()...) // hostile_sd_test.go: issue 34
 }
 
 // hostileConfig is the daemon's good configuration; %s is the simulator's

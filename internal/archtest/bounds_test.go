@@ -123,6 +123,7 @@ var boundRows = []boundRow{
 	{"prober/config", "MaxTargetLabelValueLen", "one static label value", "YAML"},
 	{"prober/config", "MaxDiscoveredTargets", "the targets service discovery starts, all `discovery` entries together (and each entry's `max_targets`)", "YAML, discovered"},
 	{"prober/config", "MaxDiscoveryEntries", "the entries of the `discovery` list", "YAML"},
+	{"prober/config", "MaxSDBytes", "a file_sd file, an http_sd answer (refused on its Content-Length, cut when longer)", "files, discovered"},
 	{"prober/config", "MaxTargetNameLen", "a discovered target's name (`<entry>:<address>` or `__target_name__`)", "discovered"},
 	// Network.
 	{"internal/web", "DefaultMaxRequests", "`--web.max-requests` default: connections and requests served at once", "flags"},

@@ -168,10 +168,10 @@ func open(path string, regular bool) (*os.File, error) {
 	if refused(fi.Mode(), regular, pipe) {
 		return nil, &NotRegularError{Path: path, Mode: fi.Mode()}
 	}
-	flag := os.O_RDONLY
-	if pipe {
-		flag |= syscall.O_NONBLOCK // the open must not wait for a writer
-	}
+	// O_NONBLOCK always: the open must not wait for a writer, should path
+	// have been replaced by a FIFO since the check (the kind is checked
+	// again on the opened file); a regular file reads as without it.
+	flag := os.O_RDONLY | syscall.O_NONBLOCK
 	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err

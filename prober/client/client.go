@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sse"
 	"github.com/llmprobe/llmprobe/prober/tracing"
@@ -334,9 +335,9 @@ func New(o Options) (*Client, error) {
 	c.red = o.Redactor
 	c.hc, c.resend = o.HTTPClient, o.ResendHTTPClient
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}
+		c.hc = bounded.NewClient(NewTransport(), 0)
 		if c.resend == nil {
-			c.resend = &http.Client{Transport: NewTransport(), CheckRedirect: NoRedirects}
+			c.resend = bounded.NewClient(NewTransport(), 0)
 		}
 	}
 	maxBody := c.o.MaxBodyBytes
@@ -356,11 +357,12 @@ func Authorize(h http.Header, key config.Secret) {
 	h.Set("Authorization", "Bearer "+string(key))
 }
 
-// NoRedirects is the CheckRedirect of the default HTTP client: a redirect
-// is answered as it is (an invalid_response naming the Location), never
-// followed, since following turns the POST into a GET and hides a
+// NoRedirects is bounded.NoRedirects, the CheckRedirect of every client
+// llmprobe builds: a redirect is answered as it is (an invalid_response
+// naming the Location), never followed, since following would send the
+// credentials to another address, turns the POST into a GET and hides a
 // misconfigured base URL.
-func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+var NoRedirects = bounded.NoRedirects
 
 // NewTransport returns the default transport of a Client: HTTP/1.1 only
 // (one stream per connection, as vllm bench serve's aiohttp), keep-alive

@@ -211,7 +211,7 @@ func TestFeaturesHostile(t *testing.T) {
 			wantClass: prober.ClassInvalidResponse, wantMsg: "want application/json"},
 		{name: "body over the cap", ct: "application/json", noStream: true, maxBody: 64,
 			body:      `{"choices":[{"text":"` + strings.Repeat("x", 100) + `"}]}`,
-			wantClass: prober.ClassInvalidResponse, wantMsg: "larger than 64 bytes"},
+			wantClass: prober.ClassInvalidResponse, wantMsg: "(Content-Length), more than the 64 allowed; not read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,5 +228,32 @@ func TestFeaturesHostile(t *testing.T) {
 				t.Errorf("message %q echoes the prompt or is too long", rec.ErrorMessage)
 			}
 		})
+	}
+}
+
+// TestBodyRefusedOnContentLength (issue 34's risk): a non-streamed reply
+// announcing 100 MiB is refused on its Content-Length before its body is
+// read (it was read up to the 64 MiB cap before), as invalid_response
+// naming the announced size and the cap; the server's body is never taken.
+func TestBodyRefusedOnContentLength(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "104857600")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, `{"choices":[`)
+		w.(http.Flusher).Flush()
+		select { // the body's rest never comes: a reader waiting for it would hang
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, Options{BaseURL: srv.URL})
+	rec := do(t, context.Background(), c, Request{ID: "cl-1", Prompt: "x", MaxTokens: 4, NoStream: true})
+	want := fmt.Sprintf("response body announced 104857600 bytes (Content-Length), more than the %d allowed; not read", DefaultMaxBodyBytes)
+	if rec.Error != prober.ClassInvalidResponse || rec.ErrorMessage != want {
+		t.Errorf("class %q message %q, want %q with %q", rec.Error, rec.ErrorMessage, prober.ClassInvalidResponse, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/prober/bounded"
+	"github.com/llmprobe/llmprobe/prober/capfile"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
@@ -66,7 +67,7 @@ func NewHTTPClient(cfg config.HTTPClientConfig, name string, red *fingerprint.Re
 	if red != nil {
 		rt = newSecretsTransport(rt, cfg, red)
 	}
-	return &http.Client{Transport: rt, CheckRedirect: NoRedirects}, nil
+	return bounded.NewClient(rt, 0), nil
 }
 
 // HTTPSecret is one secret an HTTP config sends, as HTTPSecrets found it.
@@ -203,23 +204,21 @@ func SecretValues(secrets []HTTPSecret) []string {
 // trimmed of surrounding space), at most MaxSecretFileBytes.
 func readSecretFile(path string) (string, error) {
 	// A FIFO or device would block or stream forever: regular files only
-	// (os.Stat follows symlinks, so Kubernetes secret mounts work).
-	if fi, err := os.Stat(path); err != nil {
-		return "", err
-	} else if !fi.Mode().IsRegular() {
+	// (a symlink is followed, so Kubernetes secret mounts work), read
+	// through the bounded reader.
+	if _, err := os.Stat(path); err != nil {
+		return "", err // "stat PATH: ...", as prometheus/common's checks of the other files say
+	}
+	b, err := capfile.ReadRegular(path, MaxSecretFileBytes)
+	var ne *capfile.NotRegularError
+	var te *capfile.TooLargeError
+	switch {
+	case errors.As(err, &ne):
 		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes+1))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > MaxSecretFileBytes {
+	case errors.As(err, &te):
 		return "", fmt.Errorf("%s: the file is larger than %d bytes, the cap on a secret file", path, MaxSecretFileBytes)
+	case err != nil:
+		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
 }

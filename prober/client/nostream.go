@@ -3,13 +3,14 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/bounded"
 )
 
 // The non-streamed request ("stream": false, Request.NoStream): one JSON
@@ -176,8 +177,14 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if ce := resp.Header.Get("Content-Encoding"); !isIdentity(ce) {
 		return prober.ClassInvalidResponse, fmt.Sprintf("unsolicited content encoding %q, want none", trimTo(ce, 64)), false
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.o.MaxBodyBytes+1))
+	// Refused on its Content-Length before a byte is read, the buffer sized
+	// from it, capped while read (prober/bounded).
+	body, err := bounded.ReadBody(resp, "response body", c.o.MaxBodyBytes)
 	end := time.Now()
+	var tl *bounded.TooLargeError
+	if errors.As(err, &tl) {
+		return prober.ClassInvalidResponse, tl.Error(), false
+	}
 	if err != nil {
 		if class, msg, ok := ctxClass(ctx, parent, m); ok {
 			return class, msg, false

@@ -90,6 +90,9 @@ func (d *DiscoveryConfig) UnmarshalYAML(unmarshal func(any) error) error {
 			te.Errors[i] = reDynamicType.ReplaceAllString(s, "not found in type config.DiscoveryConfig")
 		}
 	}
+	for i, sc := range d.ServiceDiscoveryConfigs {
+		d.ServiceDiscoveryConfigs[i] = NoRedirects(sc) // sdinput.go
+	}
 	return err
 }
 

@@ -81,14 +81,12 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
+	data, err := capfile.ReadAll(f, path, limit)
+	var te *capfile.TooLargeError
+	if errors.As(err, &te) {
 		return nil, &TooLargeError{Path: path, Limit: limit}
 	}
-	return data, nil
+	return data, err
 }
 
 // Parse parses and validates a configuration; filename names it in errors
@@ -97,6 +95,7 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 func Parse(data []byte, filename string) (*Config, error) {
 	c := &Config{Global: DefaultGlobalConfig}
 	es := append(httpConfigProblems(filename, data), discoveryProblems(filename, data)...)
+	es = append(es, sdRedirectProblems(filename, data)...)
 	if es = append(es, tracingTLSProblems(filename, data)...); len(es) > 0 {
 		// prometheus/common validates while decoding: checked first, so
 		// that its errors name their line and field.

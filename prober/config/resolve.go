@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/llmprobe/llmprobe/prober/capfile"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
@@ -203,23 +203,21 @@ func (t *TargetConfig) loadKey(dir string) error {
 			path = filepath.Join(dir, path)
 		}
 		// A FIFO or device would block or stream forever: regular files only
-		// (os.Stat follows symlinks, so Kubernetes secret mounts work).
-		if fi, err := os.Stat(path); err != nil {
+		// (a symlink is followed, so Kubernetes secret mounts work), read
+		// through the bounded reader.
+		if _, err := os.Stat(path); err != nil {
 			return errf("api_key_file", "cannot read the key: %w", err)
-		} else if !fi.Mode().IsRegular() {
+		}
+		data, err := capfile.ReadRegular(path, maxKeyFileBytes)
+		var ne *capfile.NotRegularError
+		var te *capfile.TooLargeError
+		switch {
+		case errors.As(err, &ne):
 			return errf("api_key_file", "%s is not a regular file", path)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return errf("api_key_file", "cannot read the key: %w", err)
-		}
-		data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-		f.Close()
-		if err != nil {
-			return errf("api_key_file", "cannot read the key: %w", err)
-		}
-		if len(data) > maxKeyFileBytes {
+		case errors.As(err, &te):
 			return errf("api_key_file", "%s is larger than %v", path, ByteSize(maxKeyFileBytes))
+		case err != nil:
+			return errf("api_key_file", "cannot read the key: %w", err)
 		}
 		key = strings.TrimSpace(string(data))
 		if key == "" {

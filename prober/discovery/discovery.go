@@ -1,6 +1,8 @@
 // Package discovery runs the daemon's service discovery: for each entry of
 // the config's discovery list it runs Prometheus' own discoverers
-// (prometheus/discovery: static, file, http, dns, kubernetes), keeps the
+// (prometheus/discovery: static, dns, kubernetes; file and http are
+// llmprobe's own over the bounded reader, with Prometheus' config types:
+// sdread.go), keeps the
 // last target groups each reported, and derives the entry's targets from
 // them (targets.go): relabelling as Prometheus does, the base URL from
 // __scheme__, __address__ and __path_prefix__, the name, the labels that
@@ -176,7 +178,11 @@ func (r *Runner) start(parent context.Context, c config.DiscoveryConfig) *entry 
 		sdm := sc.NewDiscovererMetrics(reg, promdiscovery.NewRefreshMetrics(reg))
 		err := sdm.Register()
 		var d promdiscovery.Discoverer
+		sc := config.NoRedirects(sc) // Prometheus' default follows them, with the credentials
 		if err == nil {
+			d, err = ownDiscoverer(sc, logger.With("mechanism", sc.Name()), promdiscovery.NewRefreshMetrics(reg), c.Name)
+		}
+		if err == nil && d == nil {
 			d, err = sc.NewDiscoverer(promdiscovery.DiscovererOptions{
 				Logger:  logger.With("mechanism", sc.Name()),
 				Metrics: sdm,

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 )
@@ -202,7 +203,7 @@ func (e *Endpoint) echoesKey(s string) bool { return e.red.Holds(s) }
 // getJSON GETs path (relative to the base URL) and decodes a 200 answer
 // into v. Errors are *Error, redacted.
 func (e *Endpoint) getJSON(ctx context.Context, path string, v any) error {
-	hc := &http.Client{Transport: e.info, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
+	hc := bounded.NewClient(e.info, e.o.DiscoveryTimeout)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+path, nil)
 	if err != nil {
 		return &Error{Class: prober.ClassConnect, Msg: e.Redact("GET " + path + ": " + err.Error())}
@@ -219,7 +220,11 @@ func (e *Endpoint) getJSON(ctx context.Context, path string, v any) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("GET " + path + ": " + e.statusText(resp))}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBodyBytes+1))
+	body, err := bounded.ReadBody(resp, "", MaxInfoBodyBytes)
+	var tl *bounded.TooLargeError
+	if errors.As(err, &tl) {
+		return &Error{Class: prober.ClassInvalidResponse, Msg: fmt.Sprintf("GET %s: response larger than %d bytes", path, MaxInfoBodyBytes)}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return &Error{Class: prober.ClassCanceled, Msg: "GET " + path + ": canceled", Err: ctx.Err()}

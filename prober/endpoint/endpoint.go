@@ -48,6 +48,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
@@ -247,7 +248,7 @@ func New(o Options) (*Endpoint, error) {
 	// a given plain transport, else a client built from HTTPConfig.
 	var resend *http.Client
 	if t, ok := hc.Transport.(*http.Transport); ok {
-		resend = &http.Client{Transport: t.Clone(), CheckRedirect: client.NoRedirects}
+		resend = bounded.NewClient(t.Clone(), 0)
 	} else {
 		var err error
 		if resend, err = client.NewHTTPClient(o.HTTPConfig, "llmprobe-resend", red); err != nil {

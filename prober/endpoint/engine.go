@@ -12,6 +12,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/scrape"
@@ -51,7 +52,7 @@ func (e *Endpoint) Metrics(ctx context.Context) (*scrape.Snapshot, error) {
 	case "":
 		u = e.base + "/metrics"
 	}
-	hc := &http.Client{Transport: e.info, CheckRedirect: client.NoRedirects}
+	hc := bounded.NewClient(e.info, 0)
 	opts := []scrape.Option{scrape.WithTimeout(e.o.DiscoveryTimeout), scrape.WithUserAgent("llmprobe")}
 	if sameHost(u, e.base) {
 		opts = append(opts, scrape.WithBearerToken(e.o.APIKey))
@@ -182,7 +183,7 @@ func (e *Endpoint) postBody(ctx context.Context, path string, body any) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Transport: e.info, Timeout: e.o.DiscoveryTimeout, CheckRedirect: client.NoRedirects}
+	hc := bounded.NewClient(e.info, e.o.DiscoveryTimeout)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+path, bytes.NewReader(b))
 	if err != nil {
 		return nil, err
@@ -200,8 +201,8 @@ func (e *Endpoint) postBody(ctx context.Context, path string, body any) ([]byte,
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return nil, &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("POST " + path + ": " + e.statusText(resp))}
 	}
-	out, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBodyBytes+1))
-	if err != nil || len(out) > MaxInfoBodyBytes {
+	out, err := bounded.ReadBody(resp, "", MaxInfoBodyBytes)
+	if err != nil {
 		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: "POST " + path + ": unreadable or oversized answer"}
 	}
 	return out, nil

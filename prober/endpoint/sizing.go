@@ -11,6 +11,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -184,7 +185,7 @@ func (e *Endpoint) tryTokenizer(ctx context.Context, model string, chat bool, sh
 	client.Authorize(hdr, e.o.APIKey)
 	st, err := workload.NewServerTokenizer(workload.ServerTokenizerOptions{
 		BaseURL: e.base, Model: model, Chat: chat, Shape: shape,
-		Client: &http.Client{Transport: e.info, Timeout: e.o.TokenizeTimeout, CheckRedirect: client.NoRedirects},
+		Client: bounded.NewClient(e.info, e.o.TokenizeTimeout),
 		Header: hdr,
 	})
 	if err != nil {

@@ -7,11 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/prometheus/common/config"
+
+	"github.com/llmprobe/llmprobe/prober/capfile"
 )
 
 // HTTPConfig is the non-secret summary of the target's HTTP client
@@ -128,14 +129,11 @@ func hashInlineOrFile(inline, file string) string {
 	if file == "" {
 		return ""
 	}
-	f, err := os.Open(file)
+	f, err := capfile.OpenRegular(file) // a FIFO's open would block
 	if err != nil {
 		return NotRecorded
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return NotRecorded
-	}
 	hs := sha256.New()
 	n, err := io.Copy(hs, io.LimitReader(f, maxHashedFileBytes+1))
 	if err != nil || n > maxHashedFileBytes {

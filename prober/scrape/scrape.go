@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
@@ -147,7 +148,7 @@ func Fetch(ctx context.Context, client *http.Client, rawURL string, opts ...Opti
 func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapshot, error) {
 	// Never follow a redirect: a copy of the client (a few words) with
 	// CheckRedirect answering the redirect as it is.
-	c := http.Client{CheckRedirect: noRedirects}
+	c := *bounded.NewClient(nil, 0)
 	if hc != nil {
 		c = *hc
 		c.CheckRedirect = noRedirects
@@ -193,12 +194,13 @@ func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapsh
 	if err != nil {
 		return nil, err
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, o.maxBytes+1))
+	raw, err := bounded.ReadBody(resp, "response body", o.maxBytes)
+	var tl *bounded.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
-	}
-	if int64(len(raw)) > o.maxBytes {
-		return nil, fmt.Errorf("response body larger than %d bytes", o.maxBytes)
 	}
 	fams, err := parse(raw, format)
 	if err != nil {
@@ -212,7 +214,7 @@ func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapsh
 // a bare text/plain or nothing at all).
 // noRedirects is the CheckRedirect of every scrape: a redirect is
 // answered as it is.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+var noRedirects = bounded.NoRedirects
 
 func responseFormat(contentType string) (expfmt.Format, error) {
 	if contentType == "" {

@@ -124,7 +124,7 @@ func TestFetchErrors(t *testing.T) {
 		{name: "openmetrics refused", h: handler(200, "application/openmetrics-text; version=1.0.0; charset=utf-8", "a 1\n# EOF\n", 0),
 			want: []string{"server sent OpenMetrics", "not supported"}},
 		{name: "too large", h: handler(200, textContentType, "a 1\nb 2\nc 3\n", 0), opts: []Option{WithMaxBytes(8)},
-			want: []string{"response body larger than 8 bytes"}},
+			want: []string{"response body announced 12 bytes (Content-Length), more than the 8 allowed"}},
 		{name: "timeout", h: handler(200, textContentType, "a 1\n", 2*time.Second), opts: []Option{WithTimeout(50 * time.Millisecond)},
 			want: []string{"context deadline exceeded"}},
 		{name: "password redacted", h: handler(404, "", "", 0),

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,5 +155,90 @@ func TestTLSAndHeaders(t *testing.T) {
 					p.Exported(), p.Failed(), with2+without2-with-without)
 			}
 		})
+	}
+}
+
+// TestExportNoRedirect (issue 34, N8): a collector answering every export
+// with a redirect to another port: that port never gets an export, nor the
+// secret header; each export fails, counted.
+func TestExportNoRedirect(t *testing.T) {
+	var stolen, secret sync.Map
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Store(r.URL.Path, true)
+		if r.Header.Get(tenantHeader) != "" {
+			secret.Store(r.URL.Path, true)
+		}
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/steal", code)
+		}))
+		p, err := tracing.New(context.Background(), tracing.Options{Endpoint: col.URL, Timeout: 5 * time.Second,
+			Headers: map[string]string{tenantHeader: tenant}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			_, s := p.Tracer(1).Start(context.Background(), "x")
+			s.End()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = p.Shutdown(ctx)
+		cancel()
+		col.Close()
+		if p.Exported() != 0 || p.Failed() != 3 {
+			t.Errorf("%d: exported %d, failed %d, want 0, 3", code, p.Exported(), p.Failed())
+		}
+	}
+	n := 0
+	stolen.Range(func(any, any) bool { n++; return true })
+	secret.Range(func(any, any) bool { n += 100; return true })
+	if n != 0 {
+		t.Errorf("the redirect's target got exports (%d; >= 100: with the secret header)", n)
+	}
+}
+
+// TestEnvCertificate: with no Options.TLS, OTEL_EXPORTER_OTLP_CERTIFICATE
+// is read (through the bounded reader: a FIFO is refused, not waited on)
+// into the exporter's client, which llmprobe builds.
+func TestEnvCertificate(t *testing.T) {
+	var got headerCounter
+	hs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var msg coltrace.ExportTraceServiceRequest
+		if proto.Unmarshal(b, &msg) == nil {
+			got.add(spanCount(&msg), true)
+		}
+		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+	p, err := tracing.New(context.Background(), tracing.Options{Endpoint: hs.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := p.Tracer(1).Start(context.Background(), "x")
+	s.End()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = p.Shutdown(ctx)
+	if with, _ := got.get(); p.Exported() != 1 || with != 1 {
+		t.Errorf("exported %d, collector got %d: want 1, 1", p.Exported(), with)
+	}
+	fifo := filepath.Join(dir, "fifo.pem")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs")
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", fifo)
+	if _, err := tracing.New(context.Background(), tracing.Options{Endpoint: hs.URL}); err == nil ||
+		err.Error() != "OTEL_EXPORTER_OTLP_CERTIFICATE: "+fifo+": not a regular file (a FIFO)" {
+		t.Errorf("a FIFO: %v", err)
 	}
 }

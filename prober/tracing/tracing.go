@@ -126,7 +126,11 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		if o.TLS != nil && !o.Insecure {
 			opts = append(opts, otlptracehttp.WithTLSClientConfig(o.TLS))
 		}
-		client = otlptracehttp.NewClient(opts...)
+		hc, err := exportClient(o) // exportclient.go: follows no redirect
+		if err != nil {
+			return nil, err
+		}
+		client = otlptracehttp.NewClient(append(opts, otlptracehttp.WithHTTPClient(hc))...)
 	case ProtocolGRPC:
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(o.Timeout)}
 		if o.Endpoint != "" {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -225,12 +224,13 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	b, err := capfile.ReadAll(fh, path, limit)
+	var te *capfile.TooLargeError
+	if errors.As(err, &te) {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
 	}
 	return b, nil
 }

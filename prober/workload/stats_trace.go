@@ -56,7 +56,9 @@ func SniffTrace(path string) bool {
 		return false
 	}
 	defer fh.Close()
-	b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
+	b := make([]byte, 1<<20) // a prefix: a longer file is no error
+	n, _ := io.ReadFull(fh, b)
+	b = b[:n]
 	for line := range bytes.SplitSeq(b, []byte("\n")) {
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			return IsTraceLine(line)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/bounded"
 )
 
 // Tokenizer methods, as recorded in sweep fingerprints.
@@ -122,11 +124,11 @@ func NewServerTokenizer(o ServerTokenizerOptions) (*ServerTokenizer, error) {
 	}
 	// Redirects are never followed (the Authorization header would go
 	// along): a redirect is a *StatusError naming its Location.
-	hc := http.Client{Timeout: 30 * time.Second}
+	hc := *bounded.NewClient(nil, 30*time.Second)
 	if o.Client != nil {
 		hc = *o.Client
 	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc.CheckRedirect = bounded.NoRedirects
 	o.Client = &hc
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = 64 << 20
@@ -299,12 +301,13 @@ func (t *ServerTokenizer) post(ctx context.Context, url string, body, out any) e
 		}
 		return fmt.Errorf("tokenize: %w", se)
 	}
-	raw, err := io.ReadAll(lr)
+	raw, err := bounded.ReadBody(resp, "", t.opts.MaxResponseBytes)
+	var tl *bounded.TooLargeError
+	if errors.As(err, &tl) {
+		return fmt.Errorf("tokenize: response larger than %d bytes", t.opts.MaxResponseBytes)
+	}
 	if err != nil {
 		return fmt.Errorf("tokenize: reading response: %w", err)
-	}
-	if int64(len(raw)) > t.opts.MaxResponseBytes {
-		return fmt.Errorf("tokenize: response larger than %d bytes", t.opts.MaxResponseBytes)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("tokenize: bad response: %w", err)
