@@ -94,6 +94,18 @@ func hostileCases() []hostileCase {
 		{"D1 config concurrency 1e9", "sweeps[].concurrency: [1000000000] + reload", reload(sweepEntry("concurrency: [1000000000]")), 500, "targets[0].sweeps[0].concurrency: must be at most 10000"},
 		{"D2 API schema $ref", `POST json_schema {"$ref":"#"}`, post(`{"target":"sim","rates":[1],"workload":{"input_tokens":{"dist":"fixed","value":8},"output_tokens":{"dist":"fixed","value":4},"request":{"features":[{"kind":"json_schema","share":1,"schema":{"$ref":"#"}}]}}}`), 400, "leads back to the root on the same value"},
 		{"D2 config schema $ref", `probe json_schema {$ref: "#"} + reload`, reload(probeEntry(`workload: {request: {features: [{kind: json_schema, share: 1, schema: {$ref: "#"}}]}}`)), 500, "leads back to the root on the same value"},
+		{"N1 API schema $id root", `POST json_schema {"$id":"https://e.com/root","$defs":{"a":{"$id":"a","$ref":"root"}},"$ref":"a"}`, postSchema(`{"$id":"https://e.com/root","$defs":{"a":{"$id":"a","$ref":"root"}},"$ref":"a"}`), 400, `$ref "root" at /$defs/a leads back to the root on the same value`},
+		{"N1 API schema $id r", `POST json_schema {"$id":"https://e.com/r","$ref":"r"}`, postSchema(`{"$id":"https://e.com/r","$ref":"r"}`), 400, `$ref "r" at the root leads back to the root`},
+		{"N1 API schema $id x#", `POST json_schema {"$id":"https://e.com/x#","$ref":"x"}`, postSchema(`{"$id":"https://e.com/x#","$ref":"x"}`), 400, `$ref "x" at the root leads back to the root`},
+		{"N1 API schema $id ./x", `POST json_schema {"$id":"https://e.com/d/x","$ref":"./x"}`, postSchema(`{"$id":"https://e.com/d/x","$ref":"./x"}`), 400, `$ref "./x" at the root leads back to the root`},
+		{"N1 API schema $id ../d/r", `POST json_schema {"$id":"https://e.com/d/r","$ref":"../d/r"}`, postSchema(`{"$id":"https://e.com/d/r","$ref":"../d/r"}`), 400, `$ref "../d/r" at the root leads back to the root`},
+		{"N1 API schema #/$defs/a to root", `POST json_schema {"$id":"https://e.com/r","$defs":{"a":{"$id":"sub/a","$ref":"../r"}},"$ref":"#/$defs/a"}`, postSchema(`{"$id":"https://e.com/r","$defs":{"a":{"$id":"sub/a","$ref":"../r"}},"$ref":"#/$defs/a"}`), 400, `$ref "../r" at /$defs/a leads back to the root`},
+		{"N1 API tools parameters $id", `POST tools [{"name":"f","parameters":{"$id":"https://e.com/r","$ref":"r"}}]`, post(`{"target":"sim","rates":[1],"workload":{"input_tokens":{"dist":"fixed","value":8},"output_tokens":{"dist":"fixed","value":4},"request":{"features":[{"kind":"tools","share":1,"tools":[{"name":"f","parameters":{"$id":"https://e.com/r","$ref":"r"}}]}]}}}`), 400, `tools[0].parameters: invalid schema: $ref "r" at the root leads back to the root`},
+		{"N1 config schema $id", `probe json_schema {$id: "https://e.com/r", $ref: r} + reload`, reload(probeEntry(`workload: {request: {features: [{kind: json_schema, share: 1, schema: {$id: "https://e.com/r", $ref: r}}]}}`)), 500, `$ref "r" at the root leads back to the root`},
+		{"N1 answer check json_schema $id", `probe answer_checks set with json_schema {"$id":"https://e.com/r","$ref":"r"} + reload`, reloadWithFile("n1.jsonl", `{"id":"n1","prompt":"p","json_schema":{"$id":"https://e.com/r","$ref":"r"}}`+"\n", "      - name: hostile\n        answer_checks: {set: n1.jsonl}\n"), 500, `n1.jsonl:1: json_schema: invalid schema: $ref "r" at the root leads back to the root`},
+		{"N1 check-config schema $id", "llmprobe check-config, probe json_schema {$id: https://e.com/r, $ref: r}", checkConfigWith(probeEntry(`workload: {request: {features: [{kind: json_schema, share: 1, schema: {$id: "https://e.com/r", $ref: r}}]}}`)), 1, `$ref "r" at the root leads back to the root`},
+		{"N1 CLI sweep --workload schema $id", "llmprobe sweep --workload FILE, json_schema {$id: https://e.com/r, $ref: r}", cliWithFile("n1-workload.yml", "input_tokens: {dist: fixed, value: 8}\noutput_tokens: {dist: fixed, value: 2}\nrequest: {features: [{kind: json_schema, share: 1, schema: {$id: \"https://e.com/d/r\", $ref: ../d/r}}]}\n",
+			"sweep", "--workload", "{file}", "--rates", "1", "--num-prompts", "1", "--target", "{sim}"), 2, `$ref "../d/r" at the root leads back to the root`},
 		{"D3 API rate 1e-300", `POST {"rates":[1e-300]}`, post(`{"target":"sim","rates":[1e-300]}`), 400, "rates: rate must be >= 0.01, got 1e-300"},
 		{"D3 API rate 1e-6", `POST {"rates":[1e-6]}`, post(`{"target":"sim","rates":[1e-6]}`), 400, "rates: rate must be >= 0.01"},
 		{"D3 config sweep rate 1e-300", "sweeps[].rates: [1e-300] + reload", reload(sweepEntry("rates: [1e-300]")), 500, "rate must be >= 0.01, got 1e-300"},
@@ -571,11 +583,52 @@ func cli(args ...string) func(*testing.T, *hostileDaemon) reply {
 // checkConfigChild: check-config of a config whose sweep asks for 1e9
 // requests in flight.
 func checkConfigChild(t *testing.T, d *hostileDaemon) reply {
-	p := filepath.Join(d.dir, "check.yml")
-	if err := os.WriteFile(p, []byte(fmt.Sprintf(hostileConfig, d.sim)+sweepEntry("concurrency: [1000000000]")), 0o600); err != nil {
-		t.Fatal(err)
+	return checkConfigWith(sweepEntry("concurrency: [1000000000]"))(t, d)
+}
+
+// checkConfigWith: check-config of the good config with extra appended to
+// the target.
+func checkConfigWith(extra string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		p := filepath.Join(d.dir, "check.yml")
+		if err := os.WriteFile(p, []byte(fmt.Sprintf(hostileConfig, d.sim)+extra), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return child(t, "check-config", p)
 	}
-	return child(t, "check-config", p)
+}
+
+// postSchema sends a sweep whose every request asks for a json_schema
+// response_format with schema.
+func postSchema(schema string) func(*testing.T, *hostileDaemon) reply {
+	return post(`{"target":"sim","rates":[1],"workload":{"input_tokens":{"dist":"fixed","value":8},"output_tokens":{"dist":"fixed","value":4},"request":{"features":[{"kind":"json_schema","share":1,"schema":` + schema + `}]}}}`)
+}
+
+// reloadWithFile writes file name (beside the config) and reloads the good
+// config with extra appended to the target.
+func reloadWithFile(name, content, extra string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		if err := os.WriteFile(filepath.Join(d.dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return reload(extra)(t, d)
+	}
+}
+
+// cliWithFile writes file name in the test's directory and runs the CLI
+// with {file} in args replaced by its path.
+func cliWithFile(name, content string, args ...string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		p := filepath.Join(d.dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a := make([]string, len(args))
+		for i, s := range args {
+			a[i] = strings.ReplaceAll(s, "{file}", p)
+		}
+		return cli(a...)(t, d)
+	}
 }
 
 // webConfigFIFO: a second serve whose --web.config.file is a FIFO (it hung
