@@ -93,6 +93,7 @@ type Item struct {
 	Number    float64 // number
 	Tolerance float64 // number: the largest accepted |reply - Number|
 	re        *regexp.Regexp
+	reBytes   int // regex: how much of a reply re matches (regexBudget)
 	schema    *workload.Schema
 }
 
@@ -334,7 +335,7 @@ func (it *Item) setExpectation(j *itemJSON) (string, error) {
 		if err != nil {
 			return "regex", err
 		}
-		it.re, it.Text = re, *j.Regex
+		it.re, it.reBytes, it.Text = re, regexBudget(regexInsts(re)), *j.Regex
 	case KindNumber:
 		it.Number = *j.Number
 		if j.Tolerance != nil {
