@@ -370,16 +370,17 @@ func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 func NewTransport() *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		DialContext:           d.DialContext,
-		MaxIdleConns:          0, // no global limit
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
-		WriteBufferSize:       32 << 10,
-		ReadBufferSize:        16 << 10,
+		DialContext:            d.DialContext,
+		MaxIdleConns:           0, // no global limit
+		MaxIdleConnsPerHost:    1024,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true,
+		ForceAttemptHTTP2:      false,
+		WriteBufferSize:        32 << 10,
+		ReadBufferSize:         16 << 10,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 }
 
@@ -568,6 +569,11 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 	if err != nil {
 		if class, msg, ok := ctxClass(ctx, parent, &m); ok {
 			return class, msg, false, prober.RetryNone
+		}
+		if badResponseHeader(err) {
+			// The server answered, with a header block the transport
+			// refused: not a connection failure.
+			return prober.ClassInvalidResponse, err.Error(), false, prober.RetryNone
 		}
 		if !resend && !c.noResend {
 			retry = resendReason(tr, err)
