@@ -13,7 +13,7 @@ import (
 // against is cut to at most MaxRegexReplyBytes, and further to
 // MaxRegexWork divided by the pattern's instruction count: a pattern of
 // up to 64 instructions (any ordinary answer pattern) sees the first 64
-// KiB; `\w{999}\d` sees about the first 2 KiB.
+// KiB; `\w{999}\d` sees about the first 4 KiB.
 const (
 	// MaxRegexReplyBytes bounds the part of a reply a regex check matches:
 	// its first 64 KiB (trimmed, cut at a UTF-8 boundary). A `$` matches
