@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +111,8 @@ func hostileCases() []hostileCase {
 		{"extra_body best_of config", "probe workload.request.extra_body {best_of: 8} + reload", reload(probeEntry(`workload: {request: {extra_body: {best_of: 8}}}`)), 500, "targets[0].probes[1].workload.request.extra_body.best_of: may not be set in extra_body"},
 		{"extra_body max_new_tokens CLI", `llmprobe sweep --extra-body {"max_new_tokens":100000}`, cli("sweep", "--extra-body", `{"max_new_tokens":100000}`, "--rates", "1", "--num-prompts", "1", "--target", "{sim}"), 2, "extra_body.max_new_tokens: may not be set in extra_body: it bounds the output under another server's name"},
 		{"duplicate key in a check set", `answer_checks set line {"id":"a","prompt":"p","exact":"x","exact":"y"} + reload`, reloadWithFile("dup.jsonl", `{"id":"a","prompt":"p","exact":"x","exact":"y"}`+"\n", "      - name: hostile\n        answer_checks: {set: dup.jsonl}\n"), 500, `dup.jsonl:1: exact: given twice`},
+		{"endless tool calls target", "a chat target streaming tool calls without end, probed with a tools feature + reload", hostileTarget("hostile-tools", "chat", `workload: {input_tokens: {dist: fixed, value: 8}, output_tokens: {dist: fixed, value: 4}, request: {features: [{kind: tools, share: 1, tools: [{name: f}]}]}}`), 200, `outcome="invalid_response"`},
+		{"20 MB response headers target", "a target answering with 20 MB of headers + reload", hostileTarget("hostile-headers", "completions", `workload: {input_tokens: {dist: fixed, value: 8}, output_tokens: {dist: fixed, value: 4}}`), 200, `outcome="invalid_response"`},
 		{"D3 API rate 1e-300", `POST {"rates":[1e-300]}`, post(`{"target":"sim","rates":[1e-300]}`), 400, "rates: rate must be >= 0.01, got 1e-300"},
 		{"D3 API rate 1e-6", `POST {"rates":[1e-6]}`, post(`{"target":"sim","rates":[1e-6]}`), 400, "rates: rate must be >= 0.01"},
 		{"D3 config sweep rate 1e-300", "sweeps[].rates: [1e-300] + reload", reload(sweepEntry("rates: [1e-300]")), 500, "rate must be >= 0.01, got 1e-300"},
@@ -170,6 +173,7 @@ type hostileDaemon struct {
 	probes                      float64 // the canary's requests at the last alive check
 	maxRSS, lastRSS             int64
 	runID, runDir               string    // the sweep of "API sweep still runs"
+	hostileURL                  string    // hostileServer's, once started
 	zero                        [2]string // run dirs: manifest.json, result.json → /dev/zero
 }
 
@@ -384,6 +388,76 @@ func reloadEdit(edit func(string) string) func(*testing.T, *hostileDaemon) reply
 		d.writeRaw(t, edit(fmt.Sprintf(hostileConfig, d.sim)))
 		code, msg := d.do("POST", "/-/reload", "", nil)
 		return reply{code, msg}
+	}
+}
+
+// hostileServer is a target that answers /v1/models, streams tool calls
+// without end on /v1/chat/completions (to a request offering tools; prompt
+// sizing's calibration requests get a good answer) and answers /v1/completions with 20
+// MB of headers (issue 34 risks: the first read on until the timeout,
+// the second was classed connect).
+func hostileServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+		case "/v1/chat/completions":
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			w.Header().Set("Content-Type", "text/event-stream")
+			if !strings.Contains(string(body), `"tools"`) {
+				// Prompt sizing's calibration (no tools): a good answer.
+				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"+
+					"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", len(body)/4)
+				return
+			}
+			fl := w.(http.Flusher)
+			for i := 0; r.Context().Err() == nil; i++ {
+				if _, err := fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%d,\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n", i); err != nil {
+					return
+				}
+				fl.Flush()
+			}
+		case "/v1/completions":
+			big := strings.Repeat("a", 1<<20)
+			for i := range 20 {
+				w.Header().Set(fmt.Sprintf("X-Big-%d", i), big)
+			}
+			w.WriteHeader(http.StatusOK)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// hostileTarget reloads the good config with a second target, name, at
+// hostileServer (api, one probe at 5 req/s with workload), and waits for
+// its requests to be counted: the reply is its llmprobe_requests_total
+// lines.
+func hostileTarget(name, api, workload string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		if d.hostileURL == "" {
+			d.hostileURL = hostileServer(t)
+		}
+		r := reload(fmt.Sprintf("  - name: %s\n    base_url: %s\n    api: %s\n    probes:\n      - name: hostile\n        rate: 5\n        %s\n",
+			name, d.hostileURL, api, workload))(t, d)
+		if r.code != http.StatusOK {
+			return r
+		}
+		var lines []string
+		testutil.EventuallyWithin(t, time.Minute, name+"'s requests to be counted", func() bool {
+			_, body := d.get("/metrics")
+			lines = lines[:0]
+			for _, l := range strings.Split(body, "\n") {
+				if strings.HasPrefix(l, "llmprobe_requests_total{") && strings.Contains(l, `target="`+name+`"`) && !strings.HasSuffix(l, " 0") {
+					lines = append(lines, l)
+				}
+			}
+			return len(lines) > 0
+		})
+		return reply{http.StatusOK, strings.Join(lines, "\n")}
 	}
 }
 

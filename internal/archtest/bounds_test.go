@@ -133,7 +133,6 @@ var boundRows = []boundRow{
 	{"prober/client", "DefaultMaxBodyBytes", "a target's response body (`max_body_bytes` default)", "YAML"},
 	{"prober/client", "MaxCollect", "the text a request collects for checks", "YAML, API"},
 	{"prober/client", "MaxToolCalls", "the tool calls assembled from one response (more: `invalid_response`)", "targets"},
-	{"prober/client", "MaxResponseHeaderBytes", "the header block of a response (larger: `invalid_response`)", "targets"},
 	{"prober/client", "MaxToolCallBytes", "the arguments of one response's tool calls together (more: `invalid_response`)", "targets"},
 	{"prober/endpoint", "MaxInfoBodyBytes", "a target's `/v1/models` or `/version` answer", "targets"},
 	{"prober/sse", "DefaultMaxEventBytes", "one server-sent event or line of a stream", "targets"},

@@ -370,17 +370,16 @@ func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 func NewTransport() *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		DialContext:            d.DialContext,
-		MaxIdleConns:           0, // no global limit
-		MaxIdleConnsPerHost:    1024,
-		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ExpectContinueTimeout:  time.Second,
-		DisableCompression:     true,
-		ForceAttemptHTTP2:      false,
-		WriteBufferSize:        32 << 10,
-		ReadBufferSize:         16 << 10,
-		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+		DialContext:           d.DialContext,
+		MaxIdleConns:          0, // no global limit
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+		WriteBufferSize:       32 << 10,
+		ReadBufferSize:        16 << 10,
 	}
 }
 
