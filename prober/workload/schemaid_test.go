@@ -122,3 +122,38 @@ func TestSchemaCheckBudgetWithoutRecursionCheck(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSchemaCheck: a check of an ordinary reply (an object of 50
+// items) with its budget walk, and the validator alone: the walk's share
+// of a check.
+func BenchmarkSchemaCheck(b *testing.B) {
+	s, err := CompileSchema([]byte(`{"type":"object","properties":{"items":{"type":"array","items":{"type":"object",` +
+		`"properties":{"name":{"type":"string"},"qty":{"type":"integer","minimum":0}},"required":["name","qty"]}}},"required":["items"]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reply := []byte(`{"items":[` + strings.TrimSuffix(strings.Repeat(`{"name":"widget","qty":3},`, 50), ",") + `]}`)
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.Check(reply); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validator-only", func(b *testing.B) {
+		v, _ := decodeOne(reply)
+		for b.Loop() {
+			if err := s.r.Validate(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("budget-walk-only", func(b *testing.B) {
+		v, _ := decodeOne(reply)
+		for b.Loop() {
+			if err := checkCost(s.root, sizeTree(v)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
