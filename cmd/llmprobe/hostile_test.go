@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +95,24 @@ func hostileCases() []hostileCase {
 		{"D1 config concurrency 1e9", "sweeps[].concurrency: [1000000000] + reload", reload(sweepEntry("concurrency: [1000000000]")), 500, "targets[0].sweeps[0].concurrency: must be at most 10000"},
 		{"D2 API schema $ref", `POST json_schema {"$ref":"#"}`, post(`{"target":"sim","rates":[1],"workload":{"input_tokens":{"dist":"fixed","value":8},"output_tokens":{"dist":"fixed","value":4},"request":{"features":[{"kind":"json_schema","share":1,"schema":{"$ref":"#"}}]}}}`), 400, "leads back to the root on the same value"},
 		{"D2 config schema $ref", `probe json_schema {$ref: "#"} + reload`, reload(probeEntry(`workload: {request: {features: [{kind: json_schema, share: 1, schema: {$ref: "#"}}]}}`)), 500, "leads back to the root on the same value"},
+		{"N1 API schema $id root", `POST json_schema {"$id":"https://e.com/root","$defs":{"a":{"$id":"a","$ref":"root"}},"$ref":"a"}`, postSchema(`{"$id":"https://e.com/root","$defs":{"a":{"$id":"a","$ref":"root"}},"$ref":"a"}`), 400, `$ref "root" at /$defs/a leads back to the root on the same value`},
+		{"N1 API schema $id r", `POST json_schema {"$id":"https://e.com/r","$ref":"r"}`, postSchema(`{"$id":"https://e.com/r","$ref":"r"}`), 400, `$ref "r" at the root leads back to the root`},
+		{"N1 API schema $id x#", `POST json_schema {"$id":"https://e.com/x#","$ref":"x"}`, postSchema(`{"$id":"https://e.com/x#","$ref":"x"}`), 400, `$ref "x" at the root leads back to the root`},
+		{"N1 API schema $id ./x", `POST json_schema {"$id":"https://e.com/d/x","$ref":"./x"}`, postSchema(`{"$id":"https://e.com/d/x","$ref":"./x"}`), 400, `$ref "./x" at the root leads back to the root`},
+		{"N1 API schema $id ../d/r", `POST json_schema {"$id":"https://e.com/d/r","$ref":"../d/r"}`, postSchema(`{"$id":"https://e.com/d/r","$ref":"../d/r"}`), 400, `$ref "../d/r" at the root leads back to the root`},
+		{"N1 API schema #/$defs/a to root", `POST json_schema {"$id":"https://e.com/r","$defs":{"a":{"$id":"sub/a","$ref":"../r"}},"$ref":"#/$defs/a"}`, postSchema(`{"$id":"https://e.com/r","$defs":{"a":{"$id":"sub/a","$ref":"../r"}},"$ref":"#/$defs/a"}`), 400, `$ref "../r" at /$defs/a leads back to the root`},
+		{"N1 API tools parameters $id", `POST tools [{"name":"f","parameters":{"$id":"https://e.com/r","$ref":"r"}}]`, post(`{"target":"sim","rates":[1],"workload":{"input_tokens":{"dist":"fixed","value":8},"output_tokens":{"dist":"fixed","value":4},"request":{"features":[{"kind":"tools","share":1,"tools":[{"name":"f","parameters":{"$id":"https://e.com/r","$ref":"r"}}]}]}}}`), 400, `tools[0].parameters: invalid schema: $ref "r" at the root leads back to the root`},
+		{"N1 config schema $id", `probe json_schema {$id: "https://e.com/r", $ref: r} + reload`, reload(probeEntry(`workload: {request: {features: [{kind: json_schema, share: 1, schema: {$id: "https://e.com/r", $ref: r}}]}}`)), 500, `$ref "r" at the root leads back to the root`},
+		{"N1 answer check json_schema $id", `probe answer_checks set with json_schema {"$id":"https://e.com/r","$ref":"r"} + reload`, reloadWithFile("n1.jsonl", `{"id":"n1","prompt":"p","json_schema":{"$id":"https://e.com/r","$ref":"r"}}`+"\n", "      - name: hostile\n        answer_checks: {set: n1.jsonl}\n"), 500, `n1.jsonl:1: json_schema: invalid schema: $ref "r" at the root leads back to the root`},
+		{"N1 check-config schema $id", "llmprobe check-config, probe json_schema {$id: https://e.com/r, $ref: r}", checkConfigWith(probeEntry(`workload: {request: {features: [{kind: json_schema, share: 1, schema: {$id: "https://e.com/r", $ref: r}}]}}`)), 1, `$ref "r" at the root leads back to the root`},
+		{"N1 CLI sweep --workload schema $id", "llmprobe sweep --workload FILE, json_schema {$id: https://e.com/r, $ref: r}", cliWithFile("n1-workload.yml", "input_tokens: {dist: fixed, value: 8}\noutput_tokens: {dist: fixed, value: 2}\nrequest: {features: [{kind: json_schema, share: 1, schema: {$id: \"https://e.com/d/r\", $ref: ../d/r}}]}\n",
+			"sweep", "--workload", "{file}", "--rates", "1", "--num-prompts", "1", "--target", "{sim}"), 2, `$ref "../d/r" at the root leads back to the root`},
+		{"extra_body n 1000 API", `POST workload.request.extra_body {"n":1000}`, post(`{"target":"sim","rates":[1],"workload":{"input_tokens":{"dist":"fixed","value":8},"output_tokens":{"dist":"fixed","value":4},"request":{"extra_body":{"n":1000}}}}`), 400, "request.extra_body.n: may not be set in extra_body: it makes the server generate several sequences per request"},
+		{"extra_body best_of config", "probe workload.request.extra_body {best_of: 8} + reload", reload(probeEntry(`workload: {request: {extra_body: {best_of: 8}}}`)), 500, "targets[0].probes[1].workload.request.extra_body.best_of: may not be set in extra_body"},
+		{"extra_body max_new_tokens CLI", `llmprobe sweep --extra-body {"max_new_tokens":100000}`, cli("sweep", "--extra-body", `{"max_new_tokens":100000}`, "--rates", "1", "--num-prompts", "1", "--target", "{sim}"), 2, "extra_body.max_new_tokens: may not be set in extra_body: it bounds the output under another server's name"},
+		{"duplicate key in a check set", `answer_checks set line {"id":"a","prompt":"p","exact":"x","exact":"y"} + reload`, reloadWithFile("dup.jsonl", `{"id":"a","prompt":"p","exact":"x","exact":"y"}`+"\n", "      - name: hostile\n        answer_checks: {set: dup.jsonl}\n"), 500, `dup.jsonl:1: exact: given twice`},
+		{"endless tool calls target", "a chat target streaming tool calls without end, probed with a tools feature + reload", hostileTarget("hostile-tools", "chat", `workload: {input_tokens: {dist: fixed, value: 8}, output_tokens: {dist: fixed, value: 4}, request: {features: [{kind: tools, share: 1, tools: [{name: f}]}]}}`), 200, `outcome="invalid_response"`},
+		{"20 MB response headers target", "a target answering with 20 MB of headers + reload", hostileTarget("hostile-headers", "completions", `workload: {input_tokens: {dist: fixed, value: 8}, output_tokens: {dist: fixed, value: 4}}`), 200, `outcome="invalid_response"`},
 		{"D3 API rate 1e-300", `POST {"rates":[1e-300]}`, post(`{"target":"sim","rates":[1e-300]}`), 400, "rates: rate must be >= 0.01, got 1e-300"},
 		{"D3 API rate 1e-6", `POST {"rates":[1e-6]}`, post(`{"target":"sim","rates":[1e-6]}`), 400, "rates: rate must be >= 0.01"},
 		{"D3 config sweep rate 1e-300", "sweeps[].rates: [1e-300] + reload", reload(sweepEntry("rates: [1e-300]")), 500, "rate must be >= 0.01, got 1e-300"},
@@ -154,6 +173,7 @@ type hostileDaemon struct {
 	probes                      float64 // the canary's requests at the last alive check
 	maxRSS, lastRSS             int64
 	runID, runDir               string    // the sweep of "API sweep still runs"
+	hostileURL                  string    // hostileServer's, once started
 	zero                        [2]string // run dirs: manifest.json, result.json → /dev/zero
 }
 
@@ -371,6 +391,76 @@ func reloadEdit(edit func(string) string) func(*testing.T, *hostileDaemon) reply
 	}
 }
 
+// hostileServer is a target that answers /v1/models, streams tool calls
+// without end on /v1/chat/completions (to a request offering tools; prompt
+// sizing's calibration requests get a good answer) and answers /v1/completions with 20
+// MB of headers (issue 34 risks: the first read on until the timeout,
+// the second was classed connect).
+func hostileServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+		case "/v1/chat/completions":
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			w.Header().Set("Content-Type", "text/event-stream")
+			if !strings.Contains(string(body), `"tools"`) {
+				// Prompt sizing's calibration (no tools): a good answer.
+				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"+
+					"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", len(body)/4)
+				return
+			}
+			fl := w.(http.Flusher)
+			for i := 0; r.Context().Err() == nil; i++ {
+				if _, err := fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%d,\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\n", i); err != nil {
+					return
+				}
+				fl.Flush()
+			}
+		case "/v1/completions":
+			big := strings.Repeat("a", 1<<20)
+			for i := range 20 {
+				w.Header().Set(fmt.Sprintf("X-Big-%d", i), big)
+			}
+			w.WriteHeader(http.StatusOK)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// hostileTarget reloads the good config with a second target, name, at
+// hostileServer (api, one probe at 5 req/s with workload), and waits for
+// its requests to be counted: the reply is its llmprobe_requests_total
+// lines.
+func hostileTarget(name, api, workload string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		if d.hostileURL == "" {
+			d.hostileURL = hostileServer(t)
+		}
+		r := reload(fmt.Sprintf("  - name: %s\n    base_url: %s\n    api: %s\n    probes:\n      - name: hostile\n        rate: 5\n        %s\n",
+			name, d.hostileURL, api, workload))(t, d)
+		if r.code != http.StatusOK {
+			return r
+		}
+		var lines []string
+		testutil.EventuallyWithin(t, time.Minute, name+"'s requests to be counted", func() bool {
+			_, body := d.get("/metrics")
+			lines = lines[:0]
+			for _, l := range strings.Split(body, "\n") {
+				if strings.HasPrefix(l, "llmprobe_requests_total{") && strings.Contains(l, `target="`+name+`"`) && !strings.HasSuffix(l, " 0") {
+					lines = append(lines, l)
+				}
+			}
+			return len(lines) > 0
+		})
+		return reply{http.StatusOK, strings.Join(lines, "\n")}
+	}
+}
+
 // levels is "1,2,…,n".
 func levels(n int) string {
 	var b strings.Builder
@@ -571,11 +661,52 @@ func cli(args ...string) func(*testing.T, *hostileDaemon) reply {
 // checkConfigChild: check-config of a config whose sweep asks for 1e9
 // requests in flight.
 func checkConfigChild(t *testing.T, d *hostileDaemon) reply {
-	p := filepath.Join(d.dir, "check.yml")
-	if err := os.WriteFile(p, []byte(fmt.Sprintf(hostileConfig, d.sim)+sweepEntry("concurrency: [1000000000]")), 0o600); err != nil {
-		t.Fatal(err)
+	return checkConfigWith(sweepEntry("concurrency: [1000000000]"))(t, d)
+}
+
+// checkConfigWith: check-config of the good config with extra appended to
+// the target.
+func checkConfigWith(extra string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		p := filepath.Join(d.dir, "check.yml")
+		if err := os.WriteFile(p, []byte(fmt.Sprintf(hostileConfig, d.sim)+extra), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return child(t, "check-config", p)
 	}
-	return child(t, "check-config", p)
+}
+
+// postSchema sends a sweep whose every request asks for a json_schema
+// response_format with schema.
+func postSchema(schema string) func(*testing.T, *hostileDaemon) reply {
+	return post(`{"target":"sim","rates":[1],"workload":{"input_tokens":{"dist":"fixed","value":8},"output_tokens":{"dist":"fixed","value":4},"request":{"features":[{"kind":"json_schema","share":1,"schema":` + schema + `}]}}}`)
+}
+
+// reloadWithFile writes file name (beside the config) and reloads the good
+// config with extra appended to the target.
+func reloadWithFile(name, content, extra string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		if err := os.WriteFile(filepath.Join(d.dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return reload(extra)(t, d)
+	}
+}
+
+// cliWithFile writes file name in the test's directory and runs the CLI
+// with {file} in args replaced by its path.
+func cliWithFile(name, content string, args ...string) func(*testing.T, *hostileDaemon) reply {
+	return func(t *testing.T, d *hostileDaemon) reply {
+		p := filepath.Join(d.dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a := make([]string, len(args))
+		for i, s := range args {
+			a[i] = strings.ReplaceAll(s, "{file}", p)
+		}
+		return cli(a...)(t, d)
+	}
 }
 
 // webConfigFIFO: a second serve whose --web.config.file is a FIFO (it hung

@@ -269,7 +269,7 @@ func DecodeStrict(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the JSON object")
 	}
-	if err := duplicateKey(body); err != nil {
+	if err := jsonkind.DuplicateKey(body); err != nil {
 		return err
 	}
 	fields := map[string]reflect.Value{}

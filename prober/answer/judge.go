@@ -34,7 +34,8 @@ const quoteBytes = 80
 //   - exact: the reply equals the text (both trimmed);
 //   - contains: the reply contains the text;
 //   - regex: the pattern matches the trimmed reply (RE2; anchor it with ^
-//     and $ for a whole-reply match);
+//     and $ for a whole-reply match), its first MaxRegexReplyBytes at most
+//     (less for a large pattern: regexBudget);
 //   - number: the trimmed reply is one number (a trailing period and
 //     thousands separators allowed) within tolerance of the expected one;
 //   - json_schema: the trimmed reply (a Markdown code fence around it is
@@ -56,7 +57,10 @@ func Judge(it *Item, r Reply) Verdict {
 			return fail("reply %s does not contain %s", quote(t), quote(it.Text))
 		}
 	case KindRegex:
-		if !it.re.MatchString(t) {
+		if m := cutUTF8(t, it.reBytes); !it.re.MatchString(m) {
+			if len(m) < len(t) {
+				return fail("reply %s does not match %s (matched on its first %d of %d bytes)", quote(t), quote(it.Text), len(m), len(t))
+			}
 			return fail("reply %s does not match %s", quote(t), quote(it.Text))
 		}
 	case KindNumber:

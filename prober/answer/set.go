@@ -26,6 +26,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/capfile"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/jsonkind"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -93,6 +94,7 @@ type Item struct {
 	Number    float64 // number
 	Tolerance float64 // number: the largest accepted |reply - Number|
 	re        *regexp.Regexp
+	reBytes   int // regex: how much of a reply re matches (regexBudget)
 	schema    *workload.Schema
 }
 
@@ -186,6 +188,12 @@ func Parse(name string, r io.Reader) (*Set, error) {
 		it, field, err := parseItem(t)
 		if err != nil {
 			return nil, &LineError{Set: name, Line: line, Field: field, Err: err}
+		}
+		// As the sweep API does: encoding/json keeps the last of a key
+		// given twice, so the line could say one thing to a reader and
+		// another to the judge.
+		if err := jsonkind.DuplicateKey(t); err != nil {
+			return nil, &LineError{Set: name, Line: line, Err: err}
 		}
 		if first, dup := seen[it.ID]; dup {
 			return nil, &LineError{Set: name, Line: line, Field: "id", Err: fmt.Errorf("duplicate id %q (also line %d)", it.ID, first)}
@@ -334,7 +342,7 @@ func (it *Item) setExpectation(j *itemJSON) (string, error) {
 		if err != nil {
 			return "regex", err
 		}
-		it.re, it.Text = re, *j.Regex
+		it.re, it.reBytes, it.Text = re, regexBudget(regexInsts(re)), *j.Regex
 	case KindNumber:
 		it.Number = *j.Number
 		if j.Tolerance != nil {

@@ -38,6 +38,11 @@ func TestParseErrors(t *testing.T) {
 		{"two values", `{"id":"a","prompt":"p","exact":"x"} {}`, `more than one JSON value`},
 		{"duplicate", "{\"id\":\"a\",\"prompt\":\"p\",\"exact\":\"x\"}\n\n{\"id\":\"a\",\"prompt\":\"p\",\"exact\":\"x\"}", `t:3: id: duplicate id "a" (also line 1)`},
 		{"empty", "# only a comment\n\n", `t: no checks`},
+		// Issue 34: the last of a key given twice won, while the API
+		// refuses them.
+		{"duplicate key", "# c\n" + `{"id":"a","prompt":"p","exact":"x","exact":"y"}`, `t:2: exact: given twice: give each key once`},
+		{"duplicate key in a schema", `{"id":"a","prompt":"p","json_schema":{"type":"object","type":"string"}}`, `t:1: json_schema.type: given twice`},
+		{"duplicate id key", `{"id":"a","id":"b","prompt":"p","exact":"x"}`, `t:1: id: given twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t", strings.NewReader(tc.in))

@@ -571,6 +571,11 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 		if class, msg, ok := ctxClass(ctx, parent, &m); ok {
 			return class, msg, false, prober.RetryNone
 		}
+		if badResponseHeader(err) {
+			// The server answered, with a header block the transport
+			// refused: not a connection failure.
+			return prober.ClassInvalidResponse, err.Error(), false, prober.RetryNone
+		}
 		if !resend && !c.noResend {
 			retry = resendReason(tr, err)
 		}

@@ -125,10 +125,6 @@ func TestFeaturesSimulator(t *testing.T) {
 			req: workload.Request{Temperature: new(0.7), TopP: new(0.9), Seed: new(int64(7)), Stop: []string{"\n\n"}, MinTokens: 2,
 				ExtraBody: map[string]any{"repetition_penalty": 1.1}},
 		},
-		{
-			name: "an extra_body the server refuses (n: 2)", stream: true, wantClass: prober.ClassHTTP4xx,
-			req: workload.Request{ExtraBody: map[string]any{"n": 2}},
-		},
 	}
 	for _, api := range []string{APICompletions, APIChat} {
 		for _, tt := range tests {

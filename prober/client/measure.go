@@ -106,6 +106,13 @@ func (m *measurer) run(p *sse.Parser) (prober.ErrorClass, string, bool) {
 func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 	rec := m.rec
 	for {
+		if m.tools != nil && m.tools.err != "" {
+			// A cap passed (MaxToolCalls, MaxToolCallBytes) or a call
+			// that cannot be assembled: the response is invalid whatever
+			// follows, so it ends here rather than read on until the
+			// timeout.
+			return prober.ClassInvalidResponse, m.tools.err, false
+		}
 		ev, err := p.Next()
 		if err != nil {
 			return m.endError(err)

@@ -20,10 +20,11 @@ type Tool struct {
 // Bounds of the tool calls a response may make.
 const (
 	// MaxToolCalls bounds the tool calls assembled from one response; a
-	// response with more is invalid_response.
+	// response with more is invalid_response, ended (its stream no longer
+	// read) as soon as the cap is passed.
 	MaxToolCalls = 64
 	// MaxToolCallBytes bounds the arguments of all the tool calls of one
-	// response together (bytes, unescaped).
+	// response together (bytes, unescaped); past it, as MaxToolCalls.
 	MaxToolCallBytes = 1 << 20
 )
 

@@ -2,7 +2,9 @@
 // takes ("an integer", "a list", ...), for the errors that tell a person
 // what to send instead (a JSON body's field of the wrong type, a trace
 // line's). It is the one such describer for JSON input; prober/config
-// words YAML's own type names for its errors.
+// words YAML's own type names for its errors. DuplicateKey is the one
+// check for a key given twice in JSON input (the sweep API's bodies, the
+// lines of an answer check set).
 package jsonkind
 
 import (

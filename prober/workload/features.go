@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 
@@ -59,15 +59,6 @@ const (
 	// maxModelName bounds a LoRA adapter name.
 	maxModelName = 256
 )
-
-// ReservedBodyKeys are the request body keys extra_body may not set: the
-// client owns them, or the Request has a field for them.
-var ReservedBodyKeys = []string{
-	"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "min_tokens",
-	"ignore_eos", "stream", "stream_options", "logprobs", "top_logprobs", "response_format",
-	"temperature", "top_p", "seed", "stop", "reasoning_effort", "reasoning", "chat_template_kwargs",
-	"tools", "tool_choice",
-}
 
 // Request is the request-feature part of a workload (`workload.request` in
 // the probe config and in a sweep's --workload file): sampling parameters
@@ -336,17 +327,18 @@ func NewRequestPlan(r *Request) (*RequestPlan, error) {
 			return nil, fieldErr("chat_template_kwargs", "encodes to %d bytes, more than %d", len(body)-start, MaxExtraBodyBytes)
 		}
 	}
-	keys := make([]string, 0, len(r.ExtraBody))
-	for k := range r.ExtraBody {
+	keys := slices.Sorted(maps.Keys(r.ExtraBody))
+	for _, k := range keys {
 		if slices.Contains(ReservedBodyKeys, k) {
 			return nil, fieldErr("extra_body."+k, "may not be set in extra_body (llmprobe sets it; use the request field or feature that sends it)")
+		}
+		if why, ok := MultiplyingBodyKeys[k]; ok {
+			return nil, fieldErr("extra_body."+k, "may not be set in extra_body: %s", why)
 		}
 		if k == "" {
 			return nil, fieldErr("extra_body", "keys must not be empty")
 		}
-		keys = append(keys, k)
 	}
-	sort.Strings(keys)
 	start := len(body)
 	for _, k := range keys {
 		if err := member(k, r.ExtraBody[k]); err != nil {

@@ -38,6 +38,15 @@ func TestRequestValidate(t *testing.T) {
 		"extra_body.stream: may not be set in extra_body (llmprobe sets it; use the request field or feature that sends it)")
 	f(Request{ExtraBody: map[string]any{"temperature": 1}},
 		"extra_body.temperature: may not be set in extra_body (llmprobe sets it; use the request field or feature that sends it)")
+	// Keys that multiply the server's work per request or set the output
+	// length under another name (issue 34: {"n": 1000} multiplied a
+	// sweep's load past max_sweep_rate).
+	f(Request{ExtraBody: map[string]any{"n": 1000}},
+		"extra_body.n: may not be set in extra_body: it makes the server generate several sequences per request, work llmprobe neither measures nor counts against max_sweep_rate")
+	f(Request{ExtraBody: map[string]any{"best_of": 5, "top_k": 3}}, "extra_body.best_of: may not be set in extra_body: it makes the server generate several sequences per request, work llmprobe neither measures nor counts against max_sweep_rate")
+	f(Request{ExtraBody: map[string]any{"use_beam_search": true}}, "extra_body.use_beam_search: may not be set in extra_body: beam search generates several sequences per request, work llmprobe neither measures nor counts against max_sweep_rate")
+	f(Request{ExtraBody: map[string]any{"max_new_tokens": 100000}}, "extra_body.max_new_tokens: may not be set in extra_body: it bounds the output under another server's name: llmprobe sets the output length as max_tokens (output_tokens)")
+	f(Request{ExtraBody: map[string]any{"max_tokens": 100000}}, "extra_body.max_tokens: may not be set in extra_body (llmprobe sets it; use the request field or feature that sends it)")
 	f(Request{ExtraBody: map[string]any{"x": math.NaN()}}, "extra_body.x: cannot be encoded as JSON: json: unsupported value: NaN")
 	f(Request{ExtraBody: map[string]any{"x": strings.Repeat("a", MaxExtraBodyBytes)}}, "extra_body: encodes to 65543 bytes, more than 65536")
 	f(Request{Features: []RequestFeature{{Kind: "beam", Share: 1}}},
@@ -59,7 +68,7 @@ func TestRequestValidate(t *testing.T) {
 		"features[0].schema: invalid schema: not valid against the draft 2020-12 meta-schema: "+
 			"enum: thing does not equal any of: [array boolean integer null number object string]")
 	f(Request{Features: []RequestFeature{{Kind: FeatureJSONSchema, Share: 0.5, Schema: map[string]any{"$ref": "other.json"}}}},
-		"features[0].schema: invalid schema: loading https://llmprobe.invalid/workload/other.json: "+
+		"features[0].schema: invalid schema: "+
 			"$ref to another document (https://llmprobe.invalid/workload/other.json) is not supported: inline it")
 	f(Request{Features: []RequestFeature{{Kind: FeatureJSONSchema, Share: 0.6, Schema: schema}, {Kind: FeatureJSONSchema, Share: 0.6, Schema: schema}}},
 		"features[1].share: the shares of the json_schema features add up to 1.2, more than 1")

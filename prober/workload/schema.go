@@ -18,7 +18,8 @@ import (
 // Schema is a compiled JSON schema of a json_schema feature. It is
 // immutable and safe for concurrent use.
 type Schema struct {
-	r *jsonschema.Resolved
+	r    *jsonschema.Resolved
+	root *snode // the graph Check's budget walks
 }
 
 // schemaURL is the base URI of a compiled schema: a relative $ref to
@@ -88,10 +89,19 @@ func refuseRemote(uri *url.URL) (*jsonschema.Schema, error) {
 // CompileSchema compiles a JSON schema (its JSON text) with
 // google/jsonschema-go after checking it against the meta-schema of the
 // draft its $schema names: 2020-12 (also when it names none) or draft-07.
-// References to other documents are refused, and so are a schema nested
-// deeper than MaxSchemaDepth and a $ref cycle that stays on the same value
-// (checkSchemaRecursion: validating against it would never end).
-func CompileSchema(text []byte) (*Schema, error) {
+// It is the one entry point for every schema llmprobe checks replies
+// against (json_schema features, tools' parameters, answer checks): a
+// schema nested deeper than MaxSchemaDepth is refused, and so are
+// references to other documents and a $ref cycle that stays on the same
+// value (checkSchemaRecursion: validating against it would never end).
+// References are resolved against the base URIs $id sets before that
+// check (resolveSchemaRefs), and the validator is given the resolved
+// document, so it cannot follow a reference the check did not see.
+func CompileSchema(text []byte) (*Schema, error) { return compileSchema(text, true) }
+
+// compileSchema is CompileSchema; a test turns the recursion check off to
+// see that Check's budget alone keeps a cyclic schema's check bounded.
+func compileSchema(text []byte, checkRecursion bool) (*Schema, error) {
 	doc, err := decodeOne(text)
 	if err != nil {
 		return nil, err
@@ -100,7 +110,7 @@ func CompileSchema(text []byte) (*Schema, error) {
 	if !ok {
 		return nil, errors.New("must be a JSON object")
 	}
-	if err := checkSchemaRecursion(doc); err != nil {
+	if err := checkDepth(doc, 0); err != nil {
 		return nil, err
 	}
 	draft := draft2020
@@ -121,15 +131,28 @@ func CompileSchema(text []byte) (*Schema, error) {
 	if err := metas[draft].Validate(doc); err != nil {
 		return nil, fmt.Errorf("invalid schema: not valid against the %s meta-schema: %s", draftName(draft), shortErr(leafErr(err)))
 	}
+	root, nodes, resolved, err := resolveSchemaRefs(obj, draft)
+	if err != nil {
+		return nil, err
+	}
+	if checkRecursion {
+		if err := checkSchemaRecursion(nodes); err != nil {
+			return nil, err
+		}
+	}
+	rtext, err := json.Marshal(resolved)
+	if err != nil {
+		return nil, fmt.Errorf("invalid schema: %w", err)
+	}
 	var sch jsonschema.Schema
-	if err := json.Unmarshal(text, &sch); err != nil {
+	if err := json.Unmarshal(rtext, &sch); err != nil {
 		return nil, fmt.Errorf("invalid schema: %w", err)
 	}
 	r, err := sch.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL, Loader: refuseRemote})
 	if err != nil {
 		return nil, fmt.Errorf("invalid schema: %s", shortErr(err))
 	}
-	return &Schema{r: r}, nil
+	return &Schema{r: r, root: root}, nil
 }
 
 // draftName is how errors name a draft.
@@ -142,11 +165,15 @@ func draftName(d string) string {
 
 // Check parses text as one JSON value and validates it against the schema.
 // The error is short: for text that is not JSON, the parser's reason; for
-// a value that does not conform, the violation found. It may quote a
-// bounded part of the text.
+// a value that does not conform, the violation found; for a check that
+// would pass MaxCheckCost or MaxCheckDepth, that it is too costly (the
+// validator is not run). It may quote a bounded part of the text.
 func (s *Schema) Check(text []byte) error {
 	v, err := decodeOne(text)
 	if err != nil {
+		return err
+	}
+	if err := checkCost(s.root, sizeTree(v)); err != nil {
 		return err
 	}
 	if err := s.r.Validate(v); err != nil {

@@ -1,4 +1,4 @@
-package web
+package jsonkind
 
 import (
 	"bytes"
@@ -7,14 +7,15 @@ import (
 	"strconv"
 )
 
-// duplicateKey returns an error naming the first key given twice in one
+// DuplicateKey returns an error naming the first key given twice in one
 // object of body, at any depth ("rates: given twice", "workload.
 // input_tokens.value: given twice"): encoding/json keeps the last of
 // duplicates silently, so a body could say one thing to a reader and
-// another to the daemon (issue 22). body is valid JSON (the caller decoded
+// another to the daemon (issue 22). The sweep API and answer check sets
+// refuse such input with it. body is valid JSON (the caller decoded
 // it), so nesting is within encoding/json's depth limit; the walk keeps its
 // own stack, not the goroutine's.
-func duplicateKey(body []byte) error {
+func DuplicateKey(body []byte) error {
 	type frame struct {
 		path   string
 		object bool

@@ -1,4 +1,4 @@
-package web
+package jsonkind
 
 import (
 	"strings"
@@ -17,7 +17,7 @@ func TestDuplicateKey(t *testing.T) {
 		`{"a": [{"k": 1}, {"k": 2}], "b": {"k": 1}, "k": {"k": {"k": 1}}}`:                     "",
 		`{"target": "sim", "rates": [1, 1]}`:                                                   "",
 	} {
-		err := duplicateKey([]byte(body))
+		err := DuplicateKey([]byte(body))
 		if want == "" {
 			if err != nil {
 				t.Errorf("%s: %v, want no duplicate", body, err)
