@@ -336,7 +336,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		Window:          d.window,
 		ProbeConfig:     d.safe.Get, // GET /probe: modules, probe_allowed_targets
 	})
-	srv := &http.Server{Handler: web.LimitRequests(handler, o.MaxRequests, nil), ReadHeaderTimeout: 10 * time.Second}
+	srv := newWebServer(web.LimitRequests(handler, o.MaxRequests, nil))
 	errc := make(chan error, 1)
 	go func() { errc <- listenAndServe(srv, o.Web, o.MaxRequests, logging.Slog(d.logger)) }()
 	select {
