@@ -96,14 +96,18 @@ func hostileSD(t *testing.T, d *hostileDaemon) reply {
 	if r.code != http.StatusOK {
 		return r
 	}
-	var n float64
+	// Both files' targets dropped as invalid (4), or the big file refused
+	// by a bound on what file_sd reads (a failure counted) and the small
+	// one's 3 dropped.
+	var n, failed float64
 	testutil.EventuallyWithin(t, 30*time.Second, "the hostile entry's invalid targets counted", func() bool {
 		_, body := d.get("/metrics")
 		n = metricValue(body, `llmprobe_discovery_dropped_targets{discovery="hostile",reason="invalid"}`)
-		return n >= 3
+		failed = metricValue(body, `llmprobe_discovery_failures_total{discovery="hostile"}`)
+		return n >= 4 || n >= 3 && failed > 0
 	})
 	_, body := d.get("/metrics")
-	return reply{http.StatusOK, fmt.Sprintf("dropped as invalid: %v; targets started: %v", n,
+	return reply{http.StatusOK, fmt.Sprintf("dropped as invalid: %v, read failures: %v; targets started: %v", n, failed,
 		metricValue(body, `llmprobe_discovery_targets{discovery="hostile"}`))}
 }
 
