@@ -32,7 +32,7 @@ const hostileMaxRSS = 1 << 30
 
 // hostileConns is how many connections D11's case opens with a GET /metrics
 // whose answer is never read: more than --web.max-requests' default (512),
-// so some wait in the kernel's accept queue.
+// so some take the place of idle ones or are closed.
 const hostileConns = 1000
 
 // hostileCase is one row of the replay: the hostile input (what the doc
