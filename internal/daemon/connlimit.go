@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"crypto/tls"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -17,9 +16,10 @@ const (
 	// webReadHeaderTimeout bounds reading a request's headers.
 	webReadHeaderTimeout = 5 * time.Second
 	// webReadTimeout bounds reading a whole request, headers and body
-	// (POST /api/v1/sweeps reads at most 1 MiB). The handler's own run
-	// is not bounded by it (releaseReadDeadline): /probe runs as long as
-	// its scrape timeout.
+	// (POST /api/v1/sweeps reads at most 1 MiB), authenticated or not.
+	// The handler's own run is not bounded by it: net/http clears the
+	// read deadline once the request is read (its background read), so
+	// /probe runs as long as its scrape timeout (TestLongHandlerOutlivesReadTimeout).
 	webReadTimeout = 10 * time.Second
 	// webIdleTimeout closes a keep-alive connection that sent no new
 	// request for this long.
@@ -154,44 +154,11 @@ func (ll limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// releaseReadDeadline lets a handler run past the server's ReadTimeout once
-// the request is read: net/http cancels a request's context when the
-// connection's read deadline passes, and webReadTimeout is meant to bound
-// reading a request, not serving it. The deadline is cleared at once for a
-// request without a body, and when the body is read to its end otherwise.
-func releaseReadDeadline(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		if r.Body == nil || r.Body == http.NoBody {
-			_ = rc.SetReadDeadline(time.Time{})
-		} else {
-			r.Body = &eofBody{ReadCloser: r.Body, atEOF: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// eofBody calls atEOF once, when its body is read to the end.
-type eofBody struct {
-	io.ReadCloser
-	atEOF func()
-	done  bool
-}
-
-func (b *eofBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		b.atEOF()
-	}
-	return n, err
-}
-
-// newWebServer returns the daemon's web server for h: the timeouts above,
-// h behind releaseReadDeadline.
+// newWebServer returns the daemon's web server for h, with the timeouts
+// above.
 func newWebServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           releaseReadDeadline(h),
+		Handler:           h,
 		ReadHeaderTimeout: webReadHeaderTimeout,
 		ReadTimeout:       webReadTimeout,
 		IdleTimeout:       webIdleTimeout,
