@@ -104,11 +104,26 @@ func TestConnLimiterEvictsIdleFirst(t *testing.T) {
 		resp.Body.Close()
 	}
 
+	busyConns := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, fmt.Sprintf("%d held connections busy", n), func() bool {
+			lim.mu.Lock()
+			defer lim.mu.Unlock()
+			k := 0
+			for c := range lim.conns {
+				if c.busy {
+					k++
+				}
+			}
+			return k == n
+		})
+	}
 	silent := dial() // sends nothing: StateNew
 	held(1)
 	busy := dial()
 	request(busy, "/block") // StateActive until release
-	keep := dial()          // over the cap: takes silent's place
+	busyConns(1)
+	keep := dial() // over the cap: takes silent's place
 	if !closedByPeer(silent) {
 		t.Fatal("the silent connection was not closed for the new one")
 	}
@@ -128,17 +143,7 @@ func TestConnLimiterEvictsIdleFirst(t *testing.T) {
 		t.Fatal("the idle keep-alive connection was not closed for the new one")
 	}
 	nextBr := request(next, "/block")
-	testutil.Eventually(t, "both held connections busy", func() bool {
-		lim.mu.Lock()
-		defer lim.mu.Unlock()
-		n := 0
-		for c := range lim.conns {
-			if c.busy {
-				n++
-			}
-		}
-		return n == 2
-	})
+	busyConns(2)
 	refused := dial()
 	if !closedByPeer(refused) {
 		t.Fatal("a connection over the cap with every held one busy was not closed")
