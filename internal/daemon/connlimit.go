@@ -41,7 +41,7 @@ type connLimiter struct {
 
 	mu      sync.Mutex
 	conns   map[*limitedConn]struct{}
-	evicted int // connections closed to make room, for tests and logs
+	evicted int // connections closed to make room (for tests)
 	refused int // new connections closed: every held one busy
 }
 
