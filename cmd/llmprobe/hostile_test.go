@@ -33,7 +33,7 @@ const hostileMaxRSS = 1 << 30
 
 // hostileConns is how many connections D11's case opens with a GET /metrics
 // whose answer is never read: more than --web.max-requests' default (512),
-// so some wait in the kernel's accept queue.
+// so some take the place of idle ones or are closed.
 const hostileConns = 1000
 
 // hostileCase is one row of the replay: the hostile input (what the doc
@@ -136,6 +136,15 @@ func hostileCases() []hostileCase {
 		{"D4 manifest.json → /dev/zero", "GET …/files/manifest.json (a symlink to /dev/zero)", runFile(artifacts.ManifestFile, toDevZero), 404, `file "manifest.json": no such regular file`},
 		{"hard link in run dir", "GET …/files/link.yml (a hard link to the daemon's config)", runFile("link.yml", func(d *hostileDaemon, p string) error { return os.Link(d.cfg, p) }), 404, `file "link.yml": no such regular file`},
 		{"D11 unread scrapes", fmt.Sprintf("%d connections sending GET /metrics, never read", hostileConns), unreadScrapes, 200, ""},
+		{"N9 1,000 idle connections", "300 connections sending nothing and 700 idle keep-alive ones, then GET /metrics", idleConnections, 200, "/metrics answered in"},
+		{"N5 /probe dot segment", "GET /probe?target=SIM/s/../x", probeTarget("/s/../x"), 400, `the path has a ".." segment`},
+		{"N5 /probe encoded dots", "GET /probe?target=SIM/s/%2e%2e/x", probeTarget("/s/%2e%2e/x"), 400, `the path has a "%2e%2e" segment`},
+		{"N5 /probe encoded slash", "GET /probe?target=SIM/s%2F..%2Fx", probeTarget("/s%2F..%2Fx"), 400, "the path has an encoded / (%2F)"},
+		{"N2 N10 discovered targets", "file_sd: 127.0.0.1:, :, a 5 KiB __path_prefix__, a 16 MiB label + reload", hostileSD, 200, "targets started: 0"},
+		{"discovery budget", "two discovery entries, max_targets 1000 and 100 + reload", reloadEdit(func(c string) string {
+			return c + "discovery:\n  - name: runaway\n    static_configs: [{targets: [h:1]}]\n    max_targets: 1000\n  - name: other\n    static_configs: [{targets: [h:1]}]\n"
+		}), 500, "the entries' max_targets add up to 1100 (runaway 1000, other 100)"},
+		{"N10 next reload answers", "the good config + reload", reload(""), 200, ""},
 		{"D1 check-config", "llmprobe check-config, sweeps[].concurrency: [1000000000]", checkConfigChild, 1, "concurrency: must be at most 10000"},
 		{"D6 web config FIFO", "llmprobe serve --web.config.file FIFO", webConfigFIFO, 1, "not a regular file (a FIFO)"},
 		{"D1 CLI concurrency 1e8", "llmprobe sweep --concurrency 100000000", cli("sweep", "--concurrency", "100000000", "--num-prompts", "1", "--target", "{sim}"), 2, "--concurrency: must be at most 10000 requests in flight"},

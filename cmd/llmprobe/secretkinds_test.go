@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -10,10 +11,12 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,17 +57,30 @@ const (
 // daemon's log (debug level), /metrics, /, /config, /-/healthy, /-/ready,
 // the sweep API's answers (POST, list, status, every file), every file
 // under --sweeps.dir, a CLI sweep's stdout, log and run directory
-// (server.log copy included), and compare's stdout, log and directory.
+// (server.log copy included), compare's stdout, log and directory, and,
+// with tracing on for all three, every OTLP span body exported (issue 34
+// N6: the reason phrase "401 Unauthorized Bearer sk-..." is echoed too).
 func TestEverySecretKindNeverLeaves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a daemon, sweeps and a compare")
 	}
 	dir := t.TempDir()
 	srv := newSecretServer(t)
+	otlp := newOTLPBodies(t)
 	surfaces := map[string]string{}
-	sweepsDir := kindsDaemon(t, srv, dir, surfaces)
-	runOut := kindsSweep(t, srv, dir, surfaces)
-	cmpOut := kindsCompare(t, srv, dir, surfaces)
+	sweepsDir := kindsDaemon(t, srv, dir, surfaces, otlp.URL)
+	runOut := kindsSweep(t, srv, dir, surfaces, otlp.URL)
+	cmpOut := kindsCompare(t, srv, dir, surfaces, otlp.URL)
+	// The spans of every request (tracing on, every request sampled): the
+	// exported OTLP bodies, which held "401 Unauthorized Bearer ..." as a
+	// span status before issue 34 (N6).
+	spans := otlp.all()
+	for _, want := range []string{"http_4xx", "POST /tokenize", "401 Unauthorized", "400 Bad Request"} {
+		if !strings.Contains(spans, want) {
+			t.Errorf("the OTLP bodies (%d bytes) lack %q: the spans of the echoed failures were not exported", len(spans), want)
+		}
+	}
+	surfaces["OTLP span bodies"] = spans
 
 	secrets := kindSecrets(t, srv)
 	for where, s := range surfaces {
@@ -84,7 +100,7 @@ func TestEverySecretKindNeverLeaves(t *testing.T) {
 // them and the rotated file's new content was sent, then a sweep of each
 // through the API. It keeps the daemon's log and pages in surfaces and
 // returns --sweeps.dir.
-func kindsDaemon(t *testing.T, srv *secretServer, dir string, surfaces map[string]string) string {
+func kindsDaemon(t *testing.T, srv *secretServer, dir string, surfaces map[string]string, otlp string) string {
 	t.Helper()
 	keyFile := writeFile(t, dir, "key", secretKey+"\n")
 	credFile := writeFile(t, dir, "cred", kindCredV1+"\n")
@@ -98,7 +114,8 @@ func kindsDaemon(t *testing.T, srv *secretServer, dir string, surfaces map[strin
 	cfg := writeFile(t, dir, "llmprobe.yml", fmt.Sprintf(kindsConfig, srv.URL, credFile, proxy.String(), kindHeader, kindBasicUser, pwFile,
 		kindOAuthID, kindOAuthSec, keyFile, srv.TLS.URL, caFile, kindTunnelCred, tunnelProxy.String(), kindTunnelHdr))
 	sweepsDir := filepath.Join(dir, "sweeps")
-	web, logs, stop := startServe(t, "--config.file", cfg, "--log.level", "debug", "--web.enable-sweeps", "--sweeps.dir", sweepsDir)
+	web, logs, stop := startServe(t, "--config.file", cfg, "--log.level", "debug", "--web.enable-sweeps", "--sweeps.dir", sweepsDir,
+		"--tracing.endpoint", otlp)
 	targets := []string{"rotated", "basic", "oauth", "key", "tunnel"}
 	// The probes meet every echo; the credentials file is rotated (by the
 	// server, once it has seen v1 a few times) and v2 is sent and echoed.
@@ -169,7 +186,7 @@ targets:
 // kindsSweep runs a CLI sweep through --http.config.file (a bearer file
 // and a proxy with userinfo) with the server's log copied (--server-log);
 // it keeps stdout and the log in surfaces and returns --out.
-func kindsSweep(t *testing.T, srv *secretServer, dir string, surfaces map[string]string) string {
+func kindsSweep(t *testing.T, srv *secretServer, dir string, surfaces map[string]string, otlp string) string {
 	t.Helper()
 	serverLog := filepath.Join(dir, "server.log")
 	srv.mu.Lock()
@@ -183,7 +200,8 @@ func kindsSweep(t *testing.T, srv *secretServer, dir string, surfaces map[string
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"sweep", "--target", srv.URL, "--http.config.file", httpCfg, "--rates", "10",
 		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "kinds",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1", "--server-log", serverLog}, &stdout, &stderr)
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1", "--server-log", serverLog,
+		"--tracing.endpoint", otlp}, &stdout, &stderr)
 	if code != 0 {
 		t.Errorf("sweep: exit code %d; stderr:\n%s", code, stderr.String())
 	}
@@ -201,7 +219,7 @@ func kindsSweep(t *testing.T, srv *secretServer, dir string, surfaces map[string
 // per round), the candidate through a credentials file rotated during the
 // compare and a header secret. It keeps stdout and the log in surfaces
 // and returns --out.
-func kindsCompare(t *testing.T, srv *secretServer, dir string, surfaces map[string]string) string {
+func kindsCompare(t *testing.T, srv *secretServer, dir string, surfaces map[string]string, otlp string) string {
 	t.Helper()
 	cred := writeFile(t, dir, "cmp-cred", kindCmpCredV1+"\n")
 	srv.rotate(cred, kindCmpCredV1, kindCmpCredV2)
@@ -211,7 +229,7 @@ func kindsCompare(t *testing.T, srv *secretServer, dir string, surfaces map[stri
 	var stdout, stderr bytes.Buffer
 	_ = run(context.Background(), compareArgs(out, "--baseline", srv.URL, "--candidate", srv.URL,
 		"--baseline-http-config-file", baseHTTP, "--candidate-http-config-file", candHTTP,
-		"--rates", "10", "--num-prompts", "12", "--max-error-rate", "1", "--log.level", "debug"), &stdout, &stderr)
+		"--rates", "10", "--num-prompts", "12", "--max-error-rate", "1", "--log.level", "debug", "--tracing.endpoint", otlp), &stdout, &stderr)
 	surfaces["compare stdout"], surfaces["compare log"] = stdout.String(), stderr.String()
 	if srv.seenTimes(kindCmpCredV2) == 0 {
 		t.Errorf("the compare never sent the rotated credential (v1 seen %d times); log:\n%s", srv.seenTimes(kindCmpCredV1), stderr.String())
@@ -318,4 +336,49 @@ func treeFiles(t *testing.T, dir string) string {
 		return err
 	})
 	return b.String()
+}
+
+// otlpBodies is an OTLP/HTTP receiver on loopback that keeps every export
+// body as received (decompressed when gzip): the raw protobuf, whose
+// strings are grepped for secrets.
+type otlpBodies struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies bytes.Buffer
+}
+
+func newOTLPBodies(t *testing.T) *otlpBodies {
+	t.Helper()
+	o := &otlpBodies{}
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			body = zr
+		}
+		b, err := io.ReadAll(io.LimitReader(body, 64<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		o.mu.Lock()
+		o.bodies.Write(b)
+		o.bodies.WriteByte('\n')
+		o.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+// all returns every body received so far.
+func (o *otlpBodies) all() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bodies.String()
 }

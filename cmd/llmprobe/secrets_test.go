@@ -45,8 +45,9 @@ func secretEcho(t *testing.T) string { return newSecretServer(t).URL }
 // echoes them in a response header on every answer, /v1/models (root,
 // owned_by), /version, the target's /metrics label values, the first
 // /tokenize answer (a 400 echoing them), and on the generation path in turn
-// a 401 echoing them, a stream whose error event echoes them, and the
-// simulator's good answer. /token is an OAuth2 token endpoint handing out
+// a 401 echoing them (in its reason phrase too: "401 Unauthorized Bearer
+// sk-...", as is the first /tokenize's 400), a stream whose error event
+// echoes them, and the simulator's good answer. /token is an OAuth2 token endpoint handing out
 // a fresh access token per fetch (valid for 1 s: oauth2 refreshes a token
 // 10 s before its expires_in). Rotations, when set, replace a credential
 // file's content once the server has seen the old value a few times (the
@@ -233,14 +234,15 @@ func (s *secretServer) serve(w http.ResponseWriter, r *http.Request, simH http.H
 		fmt.Fprintf(w, "vllm:num_requests_running{model_name=\"all\",auth=%q} 0\n", all)
 	case "/tokenize":
 		if s.tokenize.Add(1) == 1 {
-			http.Error(w, `{"error":{"message":"tokenizer refuses key `+all+`","code":400}}`, http.StatusBadRequest)
+			rawReply(w, "400 Bad Request "+all, all, `{"error":{"message":"tokenizer refuses key `+all+`","code":400}}`)
 			return
 		}
 		simH.ServeHTTP(w, r)
 	case "/v1/completions", "/v1/chat/completions":
 		switch s.gen.Add(1) % 3 {
 		case 0:
-			http.Error(w, `{"error":{"message":"invalid api key: `+all+`","code":401}}`, http.StatusUnauthorized)
+			_, _ = io.Copy(io.Discard, r.Body)
+			rawReply(w, "401 Unauthorized "+all, all, `{"error":{"message":"invalid api key: `+all+`","code":401}}`)
 		case 1:
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -251,6 +253,22 @@ func (s *secretServer) serve(w http.ResponseWriter, r *http.Request, simH http.H
 	default:
 		simH.ServeHTTP(w, r)
 	}
+}
+
+// rawReply answers with status (code and reason phrase: the server's own,
+// echoing credentials as a gateway may, "401 Unauthorized Bearer sk-...",
+// which net/http's ResponseWriter cannot write), an X-Echo header holding
+// echo and body, on a connection that then closes.
+func rawReply(w http.ResponseWriter, status, echo, body string) {
+	conn, bw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(bw, "HTTP/1.1 %s\r\nContent-Type: application/json\r\nX-Echo: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		strings.NewReplacer("\r", "", "\n", "").Replace(status), strings.NewReplacer("\r", "", "\n", "").Replace(echo), len(body), body)
+	_ = bw.Flush()
 }
 
 // rotate makes the server replace file's content old by next once it has

@@ -74,7 +74,8 @@ func init() {
 		cmd.Flag("shutdown-timeout", "How long to wait for in-flight probes and the web server on shutdown.").Default("10s").DurationVar(&f.ShutdownTimeout)
 		f.Web = kingpinflag.AddFlags(cmd, ":9741")
 		cmd.Flag("web.max-requests", "Most HTTP requests served at once (as Prometheus' --web.max-connections); over it a request is answered "+
-			"503 at once, so a flood of unread scrapes cannot exhaust memory. 0: no limit.").
+			"503 at once, so a flood of unread scrapes cannot exhaust memory; and most connections held per listener, a new one closing the "+
+			"longest-idle one at the cap. 0: no limit.").
 			Default(fmt.Sprint(web.DefaultMaxRequests)).IntVar(&f.MaxRequests)
 		cmd.Flag("web.enable-lifecycle", "Enable POST /-/reload (as Prometheus' flag); without it only SIGHUP reloads the config.").
 			BoolVar(&f.EnableLifecycle)

@@ -125,9 +125,11 @@ var boundRows = []boundRow{
 	{"prober/config", "MinSweepInterval", "a scheduled sweep's `every`", "YAML"},
 	{"prober/config", "MaxTargetLabels", "a target's static labels", "YAML"},
 	{"prober/config", "MaxTargetLabelValueLen", "one static label value", "YAML"},
-	{"prober/config", "MaxDiscoveredTargets", "the targets service discovery starts, all `discovery` entries together (and each entry's `max_targets`)", "YAML, discovered"},
+	{"prober/config", "MaxDiscoveredTargets", "the targets service discovery starts, all `discovery` entries together: their `max_targets` (each reserved for its entry) add up to at most this", "YAML, discovered"},
 	{"prober/config", "MaxDiscoveryEntries", "the entries of the `discovery` list", "YAML"},
 	{"prober/config", "MaxSDBytes", "a file_sd file, an http_sd answer (refused on its Content-Length, cut when longer)", "files, discovered"},
+	{"prober/config", "MaxDiscoveredLabelNameLen", "a label name of a discovered target after relabelling (`__meta_*` aside; longer: dropped as `invalid`)", "discovered"},
+	{"prober/config", "MaxDiscoveredLabelValueLen", "a label value of a discovered target after relabelling (`__meta_*` aside; longer: dropped as `invalid`)", "discovered"},
 	{"prober/config", "MaxTargetNameLen", "a discovered target's name (`<entry>:<address>` or `__target_name__`)", "discovered"},
 	// Network.
 	{"internal/web", "DefaultMaxRequests", "`--web.max-requests` default: connections and requests served at once", "flags"},

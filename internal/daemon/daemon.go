@@ -72,9 +72,9 @@ type Options struct {
 	// The HTTP surfaces that are off by default (docs/security.md).
 	EnableLifecycle, EnablePprof, EnableSweeps bool
 	// MaxRequests caps the HTTP requests served at once (over it: 503 at
-	// once) and the connections each listener accepts at once (over it:
-	// the kernel's accept queue); 0: no cap. `serve --web.max-requests`,
-	// default web.DefaultMaxRequests.
+	// once) and the connections each listener holds at once (over it: a
+	// new connection closes the longest-idle one, connLimiter); 0: no
+	// cap. `serve --web.max-requests`, default web.DefaultMaxRequests.
 	MaxRequests int
 	// SweepsDir holds the daemon's sweep run directories; at most
 	// SweepsMaxConcurrent sweeps run at once.
@@ -336,7 +336,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		Window:          d.window,
 		ProbeConfig:     d.safe.Get, // GET /probe: modules, probe_allowed_targets
 	})
-	srv := &http.Server{Handler: web.LimitRequests(handler, o.MaxRequests, nil), ReadHeaderTimeout: 10 * time.Second}
+	srv := newWebServer(web.LimitRequests(handler, o.MaxRequests, nil))
 	errc := make(chan error, 1)
 	go func() { errc <- listenAndServe(srv, o.Web, o.MaxRequests, logging.Slog(d.logger)) }()
 	select {

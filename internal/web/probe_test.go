@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -313,5 +314,65 @@ func TestProbeTooLongIsSkipped(t *testing.T) {
 	}
 	if v, _ := gaugeValue(mfs, "probe_success", "", ""); v != 0 {
 		t.Errorf("probe_success %v, want 0", v)
+	}
+}
+
+// TestProbeTraversal (issue 34 N5): with http://<upstream>/s/echo allowed,
+// every dot-segment, encoded-slash and backslash form of the target is
+// answered 400 naming why, and the upstream gets no request at all; a
+// target under the prefix is sent there (so the upstream does see what
+// /probe sends: its model discovery, /v1/models, answered 404 here).
+func TestProbeTraversal(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.RequestURI)
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(up.Close)
+	base := probeServer(t, probeConfig(t, "", up.URL+"/s/echo"))
+	for _, tc := range []struct{ path, want string }{
+		{"/s/echo/../ok", `a ".." segment`},
+		{"/s/echo/%2e%2e/ok", `a "%2e%2e" segment`},
+		{"/s/echo/%2E%2E/ok", `a "%2E%2E" segment`},
+		{"/s/echo%2F..%2Fok", "an encoded / (%2F)"},
+		{"/s/echo%2f..%2fok", "an encoded / (%2F)"},
+		{"/s/echo/x/../../ok", `a ".." segment`},
+		{"/s/echo/..", `a ".." segment`},
+		{"/s/echo/../", `a ".." segment`},
+		{"/s/echo/./x", `a "." segment`},
+		{"/s/echo/.%2e/ok", `a ".%2e" segment`},
+		{`/s/echo/..\ok`, `a backslash (\)`},
+		{"/s/echo/..%5cok", `an encoded \ (%5C)`},
+		{"/s/echo/%252e%252e/ok", "an encoded % (%25)"},
+		{"/s/echo/..;/ok", `a ";"`},
+		{"/s/echo//ok", "an empty segment (//)"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			code, body := getProbe(t, base, url.Values{"target": {up.URL + tc.path}})
+			if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+				t.Errorf("status %d %q, want 400 containing %q", code, body, tc.want)
+			}
+		})
+	}
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Errorf("the upstream got %q from refused targets", seen)
+	}
+	mu.Unlock()
+	if code, body := getProbe(t, base, url.Values{"target": {up.URL + "/s/echo/x"}}); code != http.StatusOK {
+		t.Fatalf("a target under the prefix: status %d %q", code, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Error("the upstream got nothing from a target under the prefix")
+	}
+	for _, s := range seen {
+		if !strings.HasPrefix(s, "/s/echo/x/v1/") {
+			t.Errorf("the upstream got %q, want requests under /s/echo/x/v1/", s)
+		}
 	}
 }

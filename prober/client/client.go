@@ -432,7 +432,7 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	// The span ends after the recovery below has classified a panic.
 	if c.o.Tracer != nil {
 		var span trace.Span
-		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, c.operation(), rec.Model, req.ID)
+		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, c.operation(), rec.Model, req.ID, c.red)
 		rec.TraceID = tracing.TraceID(span)
 		defer tracing.EndRequest(span, rec)
 	}

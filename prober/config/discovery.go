@@ -38,6 +38,20 @@ const MaxDiscoveryEntries = 64
 // is a label value and a directory name).
 const MaxTargetNameLen = 200
 
+// MaxDiscoveredLabelNameLen bounds the name, in bytes, of each label of a
+// discovered target after relabelling (the __meta_* labels excepted: they
+// are read by relabelling only, never kept); a longer one drops the target
+// as invalid.
+const MaxDiscoveredLabelNameLen = 256
+
+// MaxDiscoveredLabelValueLen bounds the value, in bytes, of each label of
+// a discovered target after relabelling (__meta_* excepted, as for names):
+// __address__, __scheme__, __path_prefix__, __target_name__ and any other;
+// a longer one drops the target as invalid before any label set is built
+// from it. The labels a target keeps have the tighter
+// MaxTargetLabelValueLen.
+const MaxDiscoveredLabelValueLen = 4096
+
 // DiscoveredNameLabel is the label that, when relabelling sets it, names a
 // discovered target (instead of <entry name>:<address><path prefix>).
 const DiscoveredNameLabel = "__target_name__"
@@ -187,7 +201,30 @@ func (c *Config) resolveDiscovery(dir string, g GlobalConfig, maxRateOK bool) er
 		l.add("target", d.resolveTemplate(dir, g, maxRateOK))
 		all.add(fmt.Sprintf("discovery[%d]", i), l.err())
 	}
+	if len(all) == 0 {
+		all.add("discovery", checkTargetBudget(c.Discovery))
+	}
 	return all.err()
+}
+
+// checkTargetBudget checks that the entries' max_targets, which each entry
+// has reserved, add up to at most MaxDiscoveredTargets: so no entry, however
+// many targets its source lists, takes another's share.
+func checkTargetBudget(ds []DiscoveryConfig) error {
+	sum := 0
+	for _, d := range ds {
+		sum += d.MaxTargets
+	}
+	if sum <= MaxDiscoveredTargets {
+		return nil
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%s %d", d.Name, d.MaxTargets)
+	}
+	return fmt.Errorf("the entries' max_targets add up to %d (%s), more than the %d discovered targets all entries may start: "+
+		"each entry's max_targets is reserved for it, lower some (the default is %d)",
+		sum, strings.Join(parts, ", "), MaxDiscoveredTargets, DefaultDiscoveryMaxTargets)
 }
 
 // resolveTemplate resolves and validates the target template, with the

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -13,6 +14,10 @@ func TestDiscoveryInvalid(t *testing.T) {
 		{"bad sd", "discovery:\n  - name: a\n    dns_sd_configs:\n      - names: [x]\n        type: TXT\n", "f.yml:4: discovery[0].dns_sd_configs[0]: invalid DNS-SD records type TXT"},
 		{"base_url", "discovery:\n  - name: a\n    static_configs: [{targets: [h:1]}]\n    target: {base_url: http://x}\n", "f.yml:4: discovery[0].target.base_url: not allowed"},
 		{"max_targets", "discovery:\n  - name: a\n    static_configs: [{targets: [h:1]}]\n    max_targets: 5000\n", "f.yml:4: discovery[0].max_targets: must be in 1..1000"},
+		{"budget", "discovery:\n  - name: a\n    static_configs: [{targets: [h:1]}]\n    max_targets: 1000\n  - name: b\n    static_configs: [{targets: [h:1]}]\n",
+			"f.yml:1: discovery: the entries' max_targets add up to 1100 (a 1000, b 100), more than the 1000 discovered targets all entries may start: each entry's max_targets is reserved for it, lower some (the default is 100)"},
+		{"budget by default", "discovery:\n" + manyEntries(11),
+			"discovery: the entries' max_targets add up to 1100"},
 		{"relabel", "discovery:\n  - name: a\n    static_configs: [{targets: [h:1]}]\n    relabel_configs: [{action: replace}]\n", "f.yml:4: discovery[0].relabel_configs[0]: relabel configuration for replace action requires 'target_label' value"},
 		{"dup", "discovery:\n  - name: a\n    static_configs: [{targets: [h:1]}]\n  - name: a\n    static_configs: [{targets: [h:1]}]\n", "f.yml:4: discovery[1].name: duplicate discovery name"},
 		{"template rate", "discovery:\n  - name: a\n    static_configs: [{targets: [h:1]}]\n    target:\n      probes: [{name: p, rate: -1}]\n", "f.yml:5: discovery[0].target.probes[0].rate: must be > 0"},
@@ -23,6 +28,27 @@ func TestDiscoveryInvalid(t *testing.T) {
 				t.Errorf("got %v\nwant %s", err, c.want)
 			}
 		})
+	}
+}
+
+// manyEntries returns n discovery entries named e0..e<n-1>, each with the
+// default max_targets.
+func manyEntries(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: e%d\n    static_configs: [{targets: [h:1]}]\n", i)
+	}
+	return b.String()
+}
+
+// TestDiscoveryBudget: entries whose max_targets add up to
+// MaxDiscoveredTargets load.
+func TestDiscoveryBudget(t *testing.T) {
+	if _, err := Parse([]byte("discovery:\n"+manyEntries(10)), "f.yml"); err != nil {
+		t.Errorf("10 entries at the default max_targets: %v", err)
+	}
+	if _, err := Parse([]byte("discovery:\n"+manyEntries(9)+"  - name: big\n    static_configs: [{targets: [h:1]}]\n    max_targets: 101\n"), "f.yml"); err == nil {
+		t.Error("max_targets adding up to 1001: loaded")
 	}
 }
 

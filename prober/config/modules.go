@@ -224,6 +224,9 @@ func (m *ModuleConfig) Target(baseURL string) (TargetConfig, error) {
 	if err := validateURL(baseURL, false); err != nil {
 		return TargetConfig{}, fmt.Errorf("target %q: %w", baseURL, err)
 	}
+	if err := checkURLPath(baseURL); err != nil {
+		return TargetConfig{}, fmt.Errorf("target %q: %w", baseURL, err)
+	}
 	if u, _ := url.Parse(baseURL); strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 		return TargetConfig{}, fmt.Errorf("target %q: must be the server root, without /v1", baseURL)
 	}
@@ -232,63 +235,4 @@ func (m *ModuleConfig) Target(baseURL string) (TargetConfig, error) {
 	t.Probes = slices.Clone(t.Probes)
 	t.Name = nameFromURL(baseURL)
 	return t, nil
-}
-
-// allowedTarget is one parsed entry of probe_allowed_targets.
-type allowedTarget struct {
-	scheme, host, path string // host "" matches any host of the scheme
-}
-
-// parseAllowedTarget parses an entry of probe_allowed_targets: a URL prefix
-// http(s)://host[:port][/path], or "http://" / "https://" alone (any host
-// of that scheme). No credentials, query or fragment.
-func parseAllowedTarget(s string) (allowedTarget, error) {
-	if len(s) > MaxProbeTargetLen {
-		return allowedTarget{}, fmt.Errorf("longer than %d bytes", MaxProbeTargetLen)
-	}
-	if s == "http://" || s == "https://" {
-		return allowedTarget{scheme: strings.TrimSuffix(s, "://")}, nil
-	}
-	if err := validateURL(s, false); err != nil {
-		return allowedTarget{}, fmt.Errorf("%q: %w (write a URL prefix such as http://vllm:8000, or http:// to allow any host)", s, err)
-	}
-	u, _ := url.Parse(s)
-	return allowedTarget{scheme: u.Scheme, host: strings.ToLower(u.Host), path: strings.TrimRight(u.Path, "/")}, nil
-}
-
-// ProbeAllowed reports whether GET /probe may reach target. With
-// probe_allowed_targets set, target must match an entry: the same scheme,
-// the same host[:port] (any host for "http://" or "https://" alone) and a
-// path under the entry's path (whole segments: /llm allows /llm and
-// /llm/x, not /llmx). Without it, only the base_url of a configured target
-// is allowed: /probe then reaches nothing the daemon does not already
-// probe (docs/security.md).
-func (c *Config) ProbeAllowed(target string) bool {
-	u, err := url.Parse(strings.TrimRight(target, "/"))
-	if err != nil || u.User != nil {
-		return false
-	}
-	path := strings.TrimRight(u.Path, "/")
-	if len(c.ProbeAllowedTargets) == 0 {
-		for _, t := range c.Targets {
-			if tu, err := url.Parse(t.BaseURL); err == nil && tu.Scheme == u.Scheme &&
-				strings.EqualFold(tu.Host, u.Host) && strings.TrimRight(tu.Path, "/") == path {
-				return true
-			}
-		}
-		return false
-	}
-	for _, s := range c.ProbeAllowedTargets {
-		a, err := parseAllowedTarget(s)
-		if err != nil || a.scheme != u.Scheme {
-			continue
-		}
-		if a.host == "" {
-			return true
-		}
-		if a.host == strings.ToLower(u.Host) && (path == a.path || strings.HasPrefix(path, a.path+"/")) {
-			return true
-		}
-	}
-	return false
 }

@@ -2,9 +2,12 @@ package discovery
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-kit/log/level"
@@ -149,6 +152,9 @@ func (r *Runner) logDrops(entry string, dropped map[string]int, why []string) {
 // overridden by the target's own): the defaults Prometheus sets before
 // relabelling (__scheme__ http), the relabelling, then the base URL, name
 // and labels. A dropped target returns its reason (and, when invalid, why).
+// The label set is never encoded whole (labels.Builder.Labels panics on a
+// value over 16 MiB): the labels are bounded (checkLabels) and read one by
+// one.
 func derive(cfg config.DiscoveryConfig, group, target model.LabelSet) (Target, string, error) {
 	lb := labels.NewBuilder(labels.EmptyLabels())
 	for k, v := range group {
@@ -163,24 +169,27 @@ func derive(cfg config.DiscoveryConfig, group, target model.LabelSet) (Target, s
 	if !relabel.ProcessBuilder(lb, cfg.RelabelConfigs...) {
 		return Target{}, DropRelabel, nil
 	}
-	lset := lb.Labels()
-	addr, scheme, prefix := lset.Get(AddressLabel), strings.ToLower(lset.Get(SchemeLabel)), lset.Get(PathPrefixLabel)
+	if err := checkLabels(lb); err != nil {
+		return Target{}, DropInvalid, fmt.Errorf("a target of %s: %w", cfg.Name, err)
+	}
+	addr, scheme, prefix := lb.Get(AddressLabel), strings.ToLower(lb.Get(SchemeLabel)), lb.Get(PathPrefixLabel)
 	switch {
 	case addr == "":
 		return Target{}, DropInvalid, fmt.Errorf("a target of %s has no %s after relabelling", cfg.Name, AddressLabel)
 	case scheme != "http" && scheme != "https":
 		return Target{}, DropInvalid, fmt.Errorf("target %s: %s must be http or https, got %q", addr, SchemeLabel, scheme)
-	case strings.ContainsAny(addr, "/?#@ "):
-		return Target{}, DropInvalid, fmt.Errorf("target %q: %s must be host:port", addr, AddressLabel)
 	case prefix != "" && !strings.HasPrefix(prefix, "/"):
 		return Target{}, DropInvalid, fmt.Errorf("target %s: %s must start with /, got %q", addr, PathPrefixLabel, prefix)
 	}
-	name := lset.Get(config.DiscoveredNameLabel)
+	if err := checkAddress(addr); err != nil {
+		return Target{}, DropInvalid, fmt.Errorf("target %q: %s %w", addr, AddressLabel, err)
+	}
+	name := lb.Get(config.DiscoveredNameLabel)
 	if name == "" {
 		name = config.DiscoveredName(cfg.Name, addr, prefix)
 	}
 	kept := map[string]string{}
-	lset.Range(func(l labels.Label) {
+	lb.Range(func(l labels.Label) {
 		if !strings.HasPrefix(l.Name, "__") && l.Value != "" {
 			kept[l.Name] = l.Value
 		}
@@ -190,4 +199,60 @@ func derive(cfg config.DiscoveryConfig, group, target model.LabelSet) (Target, s
 		return Target{}, DropInvalid, fmt.Errorf("target %q: %w", name, err)
 	}
 	return Target{Entry: cfg.Name, Config: tc, Labels: kept}, "", nil
+}
+
+// checkLabels bounds a discovered target's labels after relabelling: each
+// name at most config.MaxDiscoveredLabelNameLen bytes and each value at
+// most config.MaxDiscoveredLabelValueLen, __meta_* labels excepted
+// (relabelling reads them, nothing keeps them; what bounds them is the
+// mechanism's own input bound). Its error quotes at most the first bytes
+// of the label.
+func checkLabels(lb *labels.Builder) error {
+	var err error
+	lb.Range(func(l labels.Label) {
+		if err != nil || strings.HasPrefix(l.Name, model.MetaLabelPrefix) {
+			return
+		}
+		switch {
+		case len(l.Name) > config.MaxDiscoveredLabelNameLen:
+			err = fmt.Errorf("label name %s: %d bytes, at most %d", clip(l.Name), len(l.Name), config.MaxDiscoveredLabelNameLen)
+		case len(l.Value) > config.MaxDiscoveredLabelValueLen:
+			err = fmt.Errorf("label %s: value of %d bytes, at most %d", clip(l.Name), len(l.Value), config.MaxDiscoveredLabelValueLen)
+		}
+	})
+	return err
+}
+
+// checkAddress checks a discovered __address__: host or host:port, the
+// host not empty (127.0.0.1: and : are refused: they would dial port 80 or
+// the local host), the port a number in 1..65535; an IPv6 host in
+// brackets.
+func checkAddress(addr string) error {
+	if strings.ContainsAny(addr, "/?#@ \\") {
+		return errors.New("must be host:port")
+	}
+	host, port := addr, ""
+	if strings.Contains(addr, ":") {
+		var err error
+		if host, port, err = net.SplitHostPort(addr); err != nil {
+			return errors.New("must be host:port (an IPv6 address in brackets)")
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port != strconv.Itoa(n) {
+			return fmt.Errorf("must be host:port with a port in 1..65535, got port %s", clip(port))
+		}
+	}
+	if host == "" {
+		return errors.New("must be host:port with a host, got none")
+	}
+	return nil
+}
+
+// clip quotes s, cut to its first 64 bytes: an error quoting a hostile
+// label stays short.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q (cut, %d bytes)", s[:n], len(s))
 }

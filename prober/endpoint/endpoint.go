@@ -263,7 +263,7 @@ func New(o Options) (*Endpoint, error) {
 		o:        o,
 		base:     strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1"),
 		hc:       hc,
-		info:     tracing.Transport(hc.Transport, o.Tracer),
+		info:     tracing.Transport(hc.Transport, o.Tracer, red),
 		resend:   resend,
 		red:      red,
 		logger:   o.Logger,

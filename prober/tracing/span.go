@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -35,19 +36,20 @@ const (
 )
 
 // StartRequest starts the client span of one generation request
-// ("<operation> <model>", kind client) under ctx's span, if any. The
-// caller puts its context on the request with Inject and ends the span
-// with EndRequest.
-func StartRequest(ctx context.Context, t trace.Tracer, operation, model, requestID string) (context.Context, trace.Span) {
+// ("<operation> <model>", kind client) under ctx's span, if any. Every
+// string the span is given, here and later, passes through red (the
+// target's redactor; Redacting). The caller puts its context on the
+// request with Inject and ends the span with EndRequest.
+func StartRequest(ctx context.Context, t trace.Tracer, operation, model, requestID string, red Redactor) (context.Context, trace.Span) {
 	name := operation
 	if model != "" {
 		name += " " + model
 	}
-	return t.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	return start(ctx, t, red, name, trace.SpanKindClient,
 		attribute.String("gen_ai.operation.name", operation),
 		attribute.String("gen_ai.request.model", model),
 		attribute.String("llmprobe.request_id", requestID),
-	))
+	)
 }
 
 // Inject writes ctx's span context to h as traceparent (and tracestate
@@ -128,30 +130,32 @@ func EndRequest(span trace.Span, rec *prober.Record) {
 // Transport returns a RoundTripper that sends each request of base in a
 // client span of its own ("<method> <path>", named after the request's
 // path, e.g. GET /v1/models or POST /tokenize) with its traceparent, for
-// the requests besides generation: discovery, engine info, /tokenize. A
-// nil t returns base.
-func Transport(base http.RoundTripper, t trace.Tracer) http.RoundTripper {
+// the requests besides generation: discovery, engine info, /tokenize.
+// Every string a span is given passes through red (Redacting); a failed
+// status carries the status code and its standard text, never the
+// server's reason phrase. A nil t returns base.
+func Transport(base http.RoundTripper, t trace.Tracer, red Redactor) http.RoundTripper {
 	if t == nil {
 		return base
 	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &transport{base: base, t: t}
+	return &transport{base: base, t: t, red: red}
 }
 
 type transport struct {
 	base http.RoundTripper
 	t    trace.Tracer
+	red  Redactor
 }
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx, span := tr.t.Start(req.Context(), req.Method+" "+req.URL.Path, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("http.request.method", req.Method),
-			attribute.String("url.path", req.URL.Path),
-			attribute.String("server.address", req.URL.Hostname()),
-		))
+	ctx, span := start(req.Context(), tr.t, tr.red, req.Method+" "+req.URL.Path, trace.SpanKindClient,
+		attribute.String("http.request.method", req.Method),
+		attribute.String("url.path", req.URL.Path),
+		attribute.String("server.address", req.URL.Hostname()),
+	)
 	defer span.End()
 	r2 := req.Clone(ctx)
 	Inject(ctx, r2.Header)
@@ -165,8 +169,18 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode),
 		attribute.Float64("llmprobe.headers_seconds", time.Since(start).Seconds()))
 	if resp.StatusCode >= 400 {
-		span.SetStatus(codes.Error, resp.Status)
+		span.SetStatus(codes.Error, statusText(resp.StatusCode))
 		span.SetAttributes(attribute.String("error.type", string(prober.ClassForStatus(resp.StatusCode))))
 	}
 	return resp, nil
+}
+
+// statusText is a failed status as a span's status description: the code
+// and its standard text ("401 Unauthorized"), never the reason phrase the
+// server sent, which may echo a credential.
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code)
 }
