@@ -621,6 +621,9 @@ type notification struct {
 
 // TestAlertmanagerOnePagePerIncident injects the five incidents of issue 21
 // D4 (a hang, HTTP 5xx, a slow canary candidate, llmprobe killed, a
+// capacity drop) and the six of issue 39 D4 (two probes of a target
+// burning, a canary regression that spreads to a second figure, eight late
+// targets of one llmprobe, llmprobe restarted during a burn and during a
 // capacity drop), evaluates llmprobe's real rule files over their series
 // with Prometheus' own rule manager (simulated time: an hour of history, the
 // incident, 90 minutes after), replays the alerts that Prometheus would
@@ -628,7 +631,8 @@ type notification struct {
 // deploy/alertmanager/alertmanager.yml with its inhibition rules, and counts
 // the notifications its webhook receiver gets per incident after the
 // incident started: exactly one each, from the expected alert, and no
-// "resolved" while llmprobe is down. It logs each incident's detection time
+// "resolved" while llmprobe is down, and none in the healthy hour before
+// each fault. It logs each incident's detection time
 // (from the fault to the notification, in simulated time).
 func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 	if dl, ok := t.Deadline(); ok {
