@@ -4,10 +4,10 @@
 # Alertmanager (Debian's prometheus and prometheus-alertmanager packages)
 # when missing, then builds llmprobe, starts the simulator, `llmprobe serve`
 # and Prometheus on loopback and checks recording rules and an alert through
-# Prometheus' HTTP API; and replays the alerts the rules raise for five
+# Prometheus' HTTP API; and replays the alerts the rules raise for eleven
 # injected incidents (evaluated by promtool over simulated series) into
 # Alertmanager with deploy/alertmanager/alertmanager.yml, counting one
-# notification per incident (about two minutes). TestTracingWithJaeger runs
+# notification per incident (about four minutes). TestTracingWithJaeger runs
 # llmprobe serve with tracing on against Jaeger all-in-one (built here from
 # .ci/tools/jaeger) and finds a probe's span by the trace id of its exemplar.
 #

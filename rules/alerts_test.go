@@ -423,7 +423,7 @@ func TestInhibitRules(t *testing.T) {
 	}
 	// The chain of issue 21 D4: one page per incident.
 	consequences := []string{"LLMProbeGoodputBudgetBurnFast", "LLMProbeGoodputBudgetBurnSlow", "LLMProbeTTFTAboveSLO",
-		"LLMProbeTPOTAboveSLO", "LLMProbeProberSaturated", "LLMProbeCanaryRegression"}
+		"LLMProbeTPOTAboveSLO", "LLMProbeCanaryRegression"}
 	for src, wants := range map[string][]string{
 		"LLMProbeTargetFailing":         consequences,
 		"LLMProbeTargetRecentlyFailed":  consequences,

@@ -247,6 +247,8 @@ func build(o Options, tp *tracing.Provider) *daemon {
 			return true, d.o.Simulator.Capacity(w)
 		},
 	})
+	// The landing page's budgets leave out the minutes a target is swept.
+	d.window.SetSweeping(func(target string) bool { _, ok := d.sweeps.Running(target); return ok })
 	return d
 }
 

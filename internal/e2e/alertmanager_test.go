@@ -211,25 +211,180 @@ func slowCandidate() []string {
 }
 
 // capacityDrop is a target whose scheduled sweep succeeds every 10 minutes
-// with a knee of 100 requests/s, and with 60 from incidentStart on.
-func capacityDrop() []string {
+// with a knee of 100 requests/s, and with 60 from incidentStart on. With
+// restart, llmprobe restarts at restartAt for a minute (its gauges stale,
+// then read back from its sweeps directory: the same values).
+func capacityDrop(restart bool) []string {
 	lastSuccess := func(i int) float64 {
 		t := time.Duration(i) * simStep
 		return float64((t / (10 * time.Minute)) * 600)
 	}
+	g := func(v func(int) float64) string { return values(v, 0) }
+	if restart {
+		g = func(v func(int) float64) string { return restartValues(v, at(restartAt), at(restartAt+time.Minute)) }
+	}
 	return []string{
-		`llmprobe_sweep_knee_requests_per_second{target="sim",sweep="nightly"}` + values(func(i int) float64 {
+		`llmprobe_sweep_knee_requests_per_second{target="sim",sweep="nightly"}` + g(func(i int) float64 {
 			return during(i, incidentStart, simEnd+time.Minute, 60, 100)
-		}, 0),
-		`llmprobe_sweep_knee_decided{target="sim",sweep="nightly"}` + values(constant(1), 0),
-		`llmprobe_sweep_last_success_timestamp_seconds{target="sim",sweep="nightly"}` + values(lastSuccess, 0),
-		`llmprobe_sweep_interval_seconds{target="sim",sweep="nightly"}` + values(constant(600), 0),
-		`llmprobe_sweep_running{target="sim",sweep="nightly"}` + values(constant(0), 0),
+		}),
+		`llmprobe_sweep_knee_decided{target="sim",sweep="nightly"}` + g(constant(1)),
+		`llmprobe_sweep_last_success_timestamp_seconds{target="sim",sweep="nightly"}` + g(lastSuccess),
+		`llmprobe_sweep_interval_seconds{target="sim",sweep="nightly"}` + g(constant(600)),
+		`llmprobe_sweep_running{target="sim",sweep="nightly"}` + g(constant(0)),
 	}
 }
 
-// incidents are the five faults of issue 21 D4, each with the one alert
-// that pages for it.
+// restartAt is when the restart incidents restart llmprobe, for a minute:
+// 40 minutes into the fault, while its alert fires.
+const restartAt = incidentStart + 40*time.Minute
+
+// restartValues is values with llmprobe restarted at step from: stale
+// there, missing until step to, then value(i) again.
+func restartValues(value func(i int) float64, from, to int) string {
+	var b strings.Builder
+	for i := 0; i <= steps; i++ {
+		switch {
+		case i == from:
+			b.WriteString(" stale")
+		case i > from && i < to:
+			b.WriteString(" _")
+		default:
+			fmt.Fprintf(&b, " %g", value(i))
+		}
+	}
+	return b.String()
+}
+
+// restartedLLMProbe is llmprobeSeries(0, true) with llmprobe restarted at
+// restartAt for a minute: not scraped (up 0), its series stale, then its
+// counters from 0.
+func restartedLLMProbe() []string {
+	from, to := at(restartAt), at(restartAt+time.Minute)
+	c := func(f func(int) float64) string { return restartCounter(f, from, to) }
+	return []string{
+		`up{job="llmprobe",instance="llmprobe:9741"}` + values(func(i int) float64 {
+			if i >= from && i < to {
+				return 0
+			}
+			return 1
+		}, 0),
+		`llmprobe_build_info{job="llmprobe",instance="llmprobe:9741",version="e2e"}` + restartValues(constant(1), from, to),
+		`llmprobe_requests_total{target="sim",probe="p",outcome="success"}` + c(constant(30)),
+		`llmprobe_good_requests_total{target="sim",probe="p"}` + c(constant(30)),
+		`llmprobe_goodput_objective_ratio{target="sim",probe="p"}` + restartValues(constant(0.99), from, to),
+	}
+}
+
+// restartCounter is counter with llmprobe restarted at step from: stale
+// there, missing until step to, then counting again from 0.
+func restartCounter(perStep func(i int) float64, from, to int) string {
+	var b strings.Builder
+	v := 0.0
+	for i := 0; i <= steps; i++ {
+		switch {
+		case i == from:
+			b.WriteString(" stale")
+		case i > from && i < to:
+			b.WriteString(" _")
+		default:
+			if i == to {
+				v = 0
+			} else if i > 0 {
+				v += perStep(i)
+			}
+			fmt.Fprintf(&b, " %g", v)
+		}
+	}
+	return b.String()
+}
+
+// halfFailing is probe of target sim (30 requests per step) failing half
+// its requests from incidentStart + after on; restart, when set, restarts
+// llmprobe at restartAt for a minute.
+func halfFailing(probe string, after time.Duration, restart bool) []string {
+	bad := func(i int) bool { return during(i, incidentStart+after, simEnd, 1, 0) == 1 }
+	ok := func(i int) float64 {
+		if bad(i) {
+			return 15
+		}
+		return 30
+	}
+	fail := func(i int) float64 { return 30 - ok(i) }
+	c := func(f func(int) float64) string { return counter(f, 0) }
+	g := func(v float64) string { return values(constant(v), 0) }
+	if restart {
+		from, to := at(restartAt), at(restartAt+time.Minute)
+		c = func(f func(int) float64) string { return restartCounter(f, from, to) }
+		g = func(v float64) string { return restartValues(constant(v), from, to) }
+	}
+	sel := func(name, extra string) string {
+		return fmt.Sprintf(`%s{job="llmprobe",instance="llmprobe:9741",target="sim",probe=%q%s}`, name, probe, extra)
+	}
+	return []string{
+		sel("llmprobe_requests_total", `,outcome="success"`) + c(ok),
+		sel("llmprobe_requests_total", `,outcome="http_5xx"`) + c(fail),
+		sel("llmprobe_good_requests_total", "") + c(ok),
+		sel("llmprobe_goodput_objective_ratio", "") + g(0.99),
+	}
+}
+
+// canarySpread is a canary group, baseline base and candidate cand, probe
+// p at 1 request/s each, no SLO: the candidate's mean TPOT is 1.5 times
+// the baseline's from incidentStart, its mean TTFT too from 10 minutes
+// later (a second figure joins the regression).
+func canarySpread() []string {
+	var out []string
+	for _, side := range []struct{ target, role string }{{"base", "baseline"}, {"cand", "candidate"}} {
+		slowFrom := func(d time.Duration) func(int) float64 {
+			return func(i int) float64 {
+				if side.role == "candidate" && i > at(incidentStart+d) {
+					return 1.5
+				}
+				return 1
+			}
+		}
+		tpot, ttft := slowFrom(0), slowFrom(10*time.Minute)
+		sel := func(name, extra string) string {
+			return fmt.Sprintf(`%s{target=%q,probe="p"%s}`, name, side.target, extra)
+		}
+		out = append(out,
+			fmt.Sprintf(`llmprobe_target_labels{target=%q,canary="rollout",role=%q}`, side.target, side.role)+values(constant(1), 0),
+			sel("llmprobe_requests_total", `,outcome="success"`)+counter(constant(30), 0),
+			sel("llmprobe_good_requests_total", "")+counter(constant(30), 0),
+			sel("llmprobe_goodput_objective_ratio", "")+values(constant(0.99), 0),
+			sel("llmprobe_time_per_output_token_seconds_sum", "")+counter(func(i int) float64 { return 30 * 0.01 * tpot(i) }, 0),
+			sel("llmprobe_time_per_output_token_seconds_count", "")+counter(constant(30), 0),
+			sel("llmprobe_time_to_first_token_seconds_sum", "")+counter(func(i int) float64 { return 30 * 0.1 * ttft(i) }, 0),
+			sel("llmprobe_time_to_first_token_seconds_count", "")+counter(constant(30), 0),
+		)
+	}
+	return out
+}
+
+// hostSaturated is one llmprobe process with eight targets that answer
+// (probe p, 30 requests per step): from incidentStart 10 % of every
+// target's sends leave more than 10 ms late (a busy host).
+func hostSaturated() []string {
+	var out []string
+	for n := 1; n <= 8; n++ {
+		sel := func(name, extra string) string {
+			return fmt.Sprintf(`%s{job="llmprobe",instance="llmprobe:9741",target="t%d",probe="p"%s}`, name, n, extra)
+		}
+		out = append(out,
+			sel("llmprobe_requests_total", `,outcome="success"`)+counter(constant(30), 0),
+			sel("llmprobe_good_requests_total", "")+counter(constant(30), 0),
+			sel("llmprobe_goodput_objective_ratio", "")+values(constant(0.99), 0),
+			sel("llmprobe_request_send_lag_seconds_bucket", `,le="0.01"`)+counter(func(i int) float64 {
+				return during(i, incidentStart, simEnd, 27, 30)
+			}, 0),
+			sel("llmprobe_request_send_lag_seconds_bucket", `,le="+Inf"`)+counter(constant(30), 0),
+		)
+	}
+	return out
+}
+
+// incidents are the five faults of issue 21 D4 and the four of issue 39
+// Deliver 4, each with the one alert that pages for it.
 func incidents() []incident {
 	killed := at(incidentStart)
 	return []incident{
@@ -247,7 +402,19 @@ func incidents() []incident {
 					return during(i, 20*time.Minute, simEnd, 0, 1)
 				}, killed))},
 		{name: "capacity-drop", pages: "LLMProbeCapacityRegression",
-			series: append(llmprobeSeries(0, true), capacityDrop()...)},
+			series: append(llmprobeSeries(0, true), capacityDrop(false)...)},
+		// Issue 39 Deliver 4: an incident over several probes, figures or
+		// targets, and an llmprobe restart during one, page once.
+		{name: "two-probes-burn", pages: "LLMProbeGoodputBudgetBurnFast",
+			series: slices.Concat(llmprobeSeries(0, false), halfFailing("p", 0, false), halfFailing("answers", 450*time.Second, false))},
+		{name: "canary-spreads", pages: "LLMProbeCanaryRegression",
+			series: append(llmprobeSeries(0, false), canarySpread()...)},
+		{name: "host-saturated", pages: "LLMProbeProberSaturated",
+			series: append(llmprobeSeries(0, false), hostSaturated()...)},
+		{name: "restart-during-burn", pages: "LLMProbeGoodputBudgetBurnFast",
+			series: slices.Concat(restartedLLMProbe()[:2], halfFailing("p", 0, true))},
+		{name: "restart-during-capacity-drop", pages: "LLMProbeCapacityRegression",
+			series: append(restartedLLMProbe(), capacityDrop(true)...)},
 	}
 }
 
@@ -454,6 +621,9 @@ type notification struct {
 
 // TestAlertmanagerOnePagePerIncident injects the five incidents of issue 21
 // D4 (a hang, HTTP 5xx, a slow canary candidate, llmprobe killed, a
+// capacity drop) and the six of issue 39 D4 (two probes of a target
+// burning, a canary regression that spreads to a second figure, eight late
+// targets of one llmprobe, llmprobe restarted during a burn and during a
 // capacity drop), evaluates llmprobe's real rule files over their series
 // with Prometheus' own rule manager (simulated time: an hour of history, the
 // incident, 90 minutes after), replays the alerts that Prometheus would
@@ -461,7 +631,8 @@ type notification struct {
 // deploy/alertmanager/alertmanager.yml with its inhibition rules, and counts
 // the notifications its webhook receiver gets per incident after the
 // incident started: exactly one each, from the expected alert, and no
-// "resolved" while llmprobe is down. It logs each incident's detection time
+// "resolved" while llmprobe is down, and none in the healthy hour before
+// each fault. It logs each incident's detection time
 // (from the fault to the notification, in simulated time).
 func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 	if dl, ok := t.Deadline(); ok {
@@ -543,8 +714,11 @@ func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, inc := range incs {
-		var pages, resolved []string
+		var pages, resolved, healthy []string
 		for _, n := range got {
+			if n.Group["cluster"] == inc.name && n.sim < incidentStart {
+				healthy = append(healthy, fmt.Sprintf("%s %s at %s", n.Status, n.Group["alertname"], n.sim.Round(time.Second)))
+			}
 			// After simEnd the replay stops and the alerts' ends pass: the
 			// "resolved" notifications then are the replay's, not the rules'.
 			if n.Group["cluster"] != inc.name || n.sim < incidentStart || n.sim > simEnd {
@@ -558,6 +732,11 @@ func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d notification(s) after the fault: %v; resolved: %v", inc.name, len(pages), pages, resolved)
+		// The hour before the fault is healthy (llmprobe-killed's failed
+		// reload at 20m aside): no notification.
+		if inc.name != "llmprobe-killed" && len(healthy) > 0 {
+			t.Errorf("%s: notifications during the healthy hour before the fault: %v", inc.name, healthy)
+		}
 		if len(pages) != 1 || !strings.Contains(pages[0], " "+inc.pages+" ") {
 			t.Errorf("%s: want one notification, from %s; got %v", inc.name, inc.pages, pages)
 		}

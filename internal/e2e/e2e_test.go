@@ -396,7 +396,7 @@ scrape_configs:
 			got := api.firing(t, "LLMProbeGoodputBudgetBurnFast")
 			if len(got) > 0 {
 				a := got[0]
-				if a.Labels["target"] != "sim" || a.Labels["probe"] != "small" || a.Labels["severity"] != "critical" {
+				if a.Labels["target"] != "sim" || a.Labels["probe"] != "" || a.Labels["severity"] != "critical" { // one alert per target: no probe label
 					t.Fatalf("unexpected labels %v", a.Labels)
 				}
 				if !strings.Contains(a.Annotations["runbook_url"], "#llmprobegoodputbudgetburnfast") {

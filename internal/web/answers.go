@@ -23,10 +23,20 @@ const maxShownReply = 200
 // answerKey names one check of one probe.
 type answerKey struct{ probe, check string }
 
-// answerStore keeps the last result of each check, per target.
+// answerStore keeps the last result of each check, per target, and the
+// judged results (pass, fail) of each probe over the last answerWindow, for
+// LLMProbeAnswerRegression's condition (families.go).
 type answerStore struct {
-	mu   sync.Mutex
-	last map[string]map[answerKey]answer.Result // target -> check -> result
+	mu     sync.Mutex
+	last   map[string]map[answerKey]answer.Result // target -> check -> result
+	judged map[string]map[string][]judgedAnswer   // target -> probe -> results, oldest first
+}
+
+// judgedAnswer is one judged reply: when it was counted and whether it
+// passed.
+type judgedAnswer struct {
+	at   time.Time
+	pass bool
 }
 
 // AnswerRow is one check's last result as the landing page shows it.
@@ -57,6 +67,48 @@ func (w *Window) AnswerChecked(target, probe string, r answer.Result) {
 		a.last[target] = m
 	}
 	m[answerKey{probe, r.Check}] = r
+	if r.Outcome != answer.Pass && r.Outcome != answer.Fail {
+		return // an error is no evidence about the answers, as in the rules
+	}
+	now := w.now()
+	if a.judged == nil {
+		a.judged = map[string]map[string][]judgedAnswer{}
+	}
+	if a.judged[target] == nil {
+		a.judged[target] = map[string][]judgedAnswer{}
+	}
+	js := a.judged[target][probe]
+	cut := now.Add(-answerWindow)
+	i := 0
+	for i < len(js) && js[i].at.Before(cut) {
+		i++
+	}
+	a.judged[target][probe] = append(js[i:], judgedAnswer{at: now, pass: r.Outcome == answer.Pass})
+}
+
+// judgedSince returns each probe of target with its judged and passed
+// replies since cut.
+func (w *Window) judgedSince(target string, cut time.Time) map[string][2]int {
+	a := &w.answers
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string][2]int{}
+	for probe, js := range a.judged[target] {
+		var n [2]int
+		for _, j := range js {
+			if j.at.Before(cut) {
+				continue
+			}
+			n[0]++
+			if j.pass {
+				n[1]++
+			}
+		}
+		if n[0] > 0 {
+			out[probe] = n
+		}
+	}
+	return out
 }
 
 // Answers returns the last result of every check of target's probes, by
@@ -94,8 +146,10 @@ func (w *Window) deleteAnswers(target, probe string) {
 	defer a.mu.Unlock()
 	if probe == "" {
 		delete(a.last, target)
+		delete(a.judged, target)
 		return
 	}
+	delete(a.judged[target], probe)
 	for k := range a.last[target] {
 		if k.probe == probe {
 			delete(a.last[target], k)

@@ -126,10 +126,11 @@ func buildLanding(o Options, now time.Time) landingData {
 		}
 		d.Targets = append(d.Targets, v)
 	}
-	sort.SliceStable(d.Alerts, func(i, j int) bool { return d.Alerts[i].Severity < d.Alerts[j].Severity }) // critical first
 	if o.Window != nil {
+		d.Alerts = append(d.Alerts, familyAlerts(o, ts)...)
 		d.Canary = canaryGroups(o.Window, ts)
 	}
+	sortByUrgency(d.Alerts, d.Budgets)
 	return d
 }
 
@@ -203,9 +204,10 @@ func sweepRowOf(st sweepd.Status) sweepRow {
 	return r
 }
 
-// canaryGroups pairs the targets labelled canary=<group> role=baseline or
-// role=candidate (rules/llmprobe.canary.yml), groups by name.
-func canaryGroups(w *Window, ts []manager.TargetStatus) []canaryGroup {
+// canaryPairs pairs the targets labelled canary=<group> role=baseline or
+// role=candidate (rules/llmprobe.canary.yml), groups by name, without
+// figures.
+func canaryPairs(w *Window, ts []manager.TargetStatus) []canaryGroup {
 	by := map[string]*canaryGroup{}
 	var names []string
 	for _, t := range ts {
@@ -228,13 +230,22 @@ func canaryGroups(w *Window, ts []manager.TargetStatus) []canaryGroup {
 	sort.Strings(names)
 	out := make([]canaryGroup, 0, len(names))
 	for _, n := range names {
-		g := by[n]
+		out = append(out, *by[n])
+	}
+	return out
+}
+
+// canaryGroups is canaryPairs with each group's figures over the last
+// SummaryWindow.
+func canaryGroups(w *Window, ts []manager.TargetStatus) []canaryGroup {
+	gs := canaryPairs(w, ts)
+	for i := range gs {
+		g := &gs[i]
 		b, c := w.Side(g.Baseline), w.Side(g.Candidate)
 		g.BaselineN, g.CandidateN = b.Requests, c.Requests
 		g.Figures = canaryFigures(b, c)
-		out = append(out, *g)
 	}
-	return out
+	return gs
 }
 
 func canaryFigures(b, c TargetSummary) []canaryFigure {

@@ -26,8 +26,8 @@ th{background:#f2f2f2}.bad{color:#b00}.good{color:#070}.muted{color:#777}.warn{c
 <table id="alerts"><tr><th>alert</th><th>severity</th><th>target</th><th>what holds</th></tr>
 {{range .Alerts}}<tr class="alert" data-alert="{{.Name}}" data-target="{{.Target}}"><td>{{.Name}}</td><td class="{{if eq .Severity "critical"}}bad{{else}}warn{{end}}">{{.Severity}}</td><td><a href="#target-{{.Target}}">{{.Target}}</a></td><td>{{.Text}}</td></tr>
 {{else}}<tr><td colspan="4" class="good" id="no-alerts">none firing</td></tr>{{end}}</table>
-<p class="muted">The conditions of the shipped alerts on the daemon's own counts per target (every probe summed), to the minute, without their <code>for:</code> delays; burn and latency conditions are muted while the target is swept, as in the rules (docs/daemon.md).</p>
-<h2>Error budgets <span class="muted">(the daemon's last 6 hours)</span></h2>
+<p class="muted">The conditions of every shipped alert family (requests, answers, canary, capacity, replicas) on the daemon's own counts per target (every probe summed; answer checks per probe), to the minute, without their <code>for:</code> delays, critical first; the minutes a target is swept are left out of its burn and latency conditions and budgets, as the rules leave sweeps out (docs/daemon.md).</p>
+<h2>Error budgets <span class="muted">(the daemon's last 6 hours without the swept minutes; most urgent first)</span></h2>
 <table id="budgets"><tr><th>target</th><th>SLO</th><th>objective</th><th>window</th><th>bad / counted</th><th>burn 5m</th><th>burn 1h</th><th>budget left</th></tr>
 {{range .Budgets}}<tr data-target="{{.Target}}" data-slo="{{.SLO}}"><td><a href="#target-{{.Target}}">{{.Target}}</a></td><td>{{.SLO}}</td><td>{{pct .Objective}}</td><td>{{window .Window}}</td><td>{{.Bad}} / {{.Total}}</td><td class="burn-5m">{{burn .Burn5m}}</td><td class="burn-1h">{{burn .Burn1h}}</td><td class="budget-left {{if lt .Remaining 0.0}}bad{{end}}">{{budget .Remaining}}</td></tr>
 {{end}}</table>{{end}}

@@ -66,6 +66,10 @@ type counts struct {
 	skipMax, skipTooLong int
 	// violated counts the successes that missed each SLO kind's threshold.
 	violated [3]int
+	// swept is set on a minute in which the target was swept: its counts
+	// are left out of the budgets and the burn and latency conditions
+	// (add does not carry it).
+	swept bool
 }
 
 func (c *counts) add(o *counts) {
@@ -126,16 +130,35 @@ func (m *minutes) at(at time.Time) *counts {
 
 // since sums the counts of the last d (whole minutes, the current one
 // included) before now.
-func (m *minutes) since(now time.Time, d time.Duration) counts {
+func (m *minutes) since(now time.Time, d time.Duration) counts { return m.sum(now, d, false) }
+
+// unswept is since without the minutes in which the target was swept: the
+// counts the budgets and the burn and latency conditions read, as the
+// rules leave the sweeps' load out.
+func (m *minutes) unswept(now time.Time, d time.Duration) counts { return m.sum(now, d, true) }
+
+func (m *minutes) sum(now time.Time, d time.Duration, skipSwept bool) counts {
 	var c counts
 	cur := now.Unix() / 60
 	first := cur - int64(d/time.Minute) + 1
 	for i := range m.b {
-		if s := &m.b[i]; s.minute >= first && s.minute <= cur {
+		if s := &m.b[i]; s.minute >= first && s.minute <= cur && !(skipSwept && s.swept) {
 			c.add(&s.counts)
 		}
 	}
 	return c
+}
+
+// sweptSince reports whether the target was swept in the last d.
+func (m *minutes) sweptSince(now time.Time, d time.Duration) bool {
+	cur := now.Unix() / 60
+	first := cur - int64(d/time.Minute) + 1
+	for i := range m.b {
+		if s := &m.b[i]; s.minute >= first && s.minute <= cur && s.swept {
+			return true
+		}
+	}
+	return false
 }
 
 // Alert is one alert condition that holds in the daemon's view.
@@ -182,13 +205,15 @@ type state struct {
 // sweeping mutes the burn and latency alerts as the rules do
 // (`unless llmprobe_sweep_running == 1`).
 func evaluate(target string, m *minutes, now, seen time.Time, objective float64, s slo.SLO, sweeping bool) state {
-	c5, c30, c1h, c6h := m.since(now, 5*time.Minute), m.since(now, 30*time.Minute), m.since(now, time.Hour), m.since(now, BudgetWindow)
 	var st state
 	history := now.Sub(seen)
-	if c5.success == 0 && c5.eligible() > 0 {
+	if c5 := m.since(now, 5*time.Minute); c5.success == 0 && c5.eligible() > 0 {
 		st.Alerts = append(st.Alerts, Alert{Name: AlertTargetFailing, Severity: "critical", Target: target, Value: 1,
 			Text: "no request succeeded in the last 5 minutes (" + itoa(c5.eligible()) + " finished or skipped)"})
 	}
+	// The budgets and the burn and latency conditions leave the swept
+	// minutes out; TargetFailing (above) does not, as in the rules.
+	c5, c30, c1h, c6h := m.unswept(now, 5*time.Minute), m.unswept(now, 30*time.Minute), m.unswept(now, time.Hour), m.unswept(now, BudgetWindow)
 	b5, b30, b1h, b6h := c5.burn(objective), c30.burn(objective), c1h.burn(objective), c6h.burn(objective)
 	if !sweeping && b1h > BurnFastThreshold && b5 > BurnFastThreshold && history >= burnFastHistory {
 		st.Alerts = append(st.Alerts, Alert{Name: AlertBurnFast, Severity: "critical", Target: target, Value: b1h,
@@ -237,7 +262,7 @@ func evaluate(target string, m *minutes, now, seen time.Time, objective float64,
 // rates above BurnFastThreshold with at least burnEarlyArrivals arrivals
 // in 15 minutes and a success in the last 2.
 func burnEarly(target string, m *minutes, now time.Time, objective float64) (Alert, bool) {
-	c15, c2 := m.since(now, 15*time.Minute), m.since(now, 2*time.Minute)
+	c15, c2 := m.unswept(now, 15*time.Minute), m.unswept(now, 2*time.Minute)
 	b15, b2 := c15.burn(objective), c2.burn(objective)
 	if b15 <= BurnFastThreshold || b2 <= BurnFastThreshold || c15.eligible()+c15.skipTooLong < burnEarlyArrivals || c2.success == 0 {
 		return Alert{}, false

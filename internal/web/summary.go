@@ -38,6 +38,9 @@ type Window struct {
 	mu      sync.Mutex
 	targets map[string]*targetWindow
 	answers answerStore // answers.go
+	// sweeping reports whether a sweep of the target runs (SetSweeping;
+	// nil: never).
+	sweeping func(target string) bool
 }
 
 // targetWindow is what a Window keeps of one target.
@@ -121,14 +124,40 @@ func (w *Window) setSLO(target string, s slo.SLO, objective float64) {
 // target, and a target's other probes go on.
 func (w *Window) DeleteProbe(target, probe string) { w.deleteAnswers(target, probe) }
 
-// SetTargetLabels keeps the target's canary and role labels (the canary
-// pairs of rules/llmprobe.canary.yml).
+// SetSweeping sets how the Window learns that a sweep of a target runs
+// (the sweep service's Running): the minutes in which a request of the
+// target finished or an arrival was skipped during a sweep are left out of
+// the error budgets and of the burn and latency conditions, as the rules
+// leave sweeps out (the sweep loads the server on purpose). Call it before
+// the first request.
+func (w *Window) SetSweeping(running func(target string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sweeping = running
+}
+
+// swept reports whether a sweep of target runs now. Call it without w.mu.
+func (w *Window) swept(target string) bool {
+	w.mu.Lock()
+	f := w.sweeping
+	w.mu.Unlock()
+	return f != nil && f(target)
+}
+
+// targetLabels are the target labels the Window keeps: the canary pairs'
+// (rules/llmprobe.canary.yml) and the replicas' peers
+// (rules/llmprobe.replicas.yml).
+var targetLabels = []string{"canary", "role", "namespace", "service", "pod"}
+
+// SetTargetLabels keeps the target's canary, role, namespace, service and
+// pod labels (the canary pairs of rules/llmprobe.canary.yml, the replica
+// peers of rules/llmprobe.replicas.yml).
 func (w *Window) SetTargetLabels(target string, labels map[string]string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	tw := w.target(target)
 	tw.labels = nil
-	for _, k := range []string{"canary", "role"} {
+	for _, k := range targetLabels {
 		if v, ok := labels[k]; ok {
 			if tw.labels == nil {
 				tw.labels = map[string]string{}
@@ -163,11 +192,13 @@ func (w *Window) Observe(r *prober.Record, v slo.Verdict) {
 	now := w.now()
 	s := sample{at: now, ok: r.OK(), good: v.Good, ttft: r.TTFT}
 	s.tpot, s.hasTPOT = r.TPOT()
+	swept := w.swept(r.Target)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	tw := w.target(r.Target)
 	tw.add(s)
 	c := tw.minutes.at(now)
+	c.swept = c.swept || swept
 	c.requests++
 	switch {
 	case v.Good:
@@ -188,11 +219,13 @@ func (w *Window) Observe(r *prober.Record, v slo.Verdict) {
 // Skipped adds one skipped arrival.
 func (w *Window) Skipped(target, _ string, reason manager.SkipReason) {
 	now := w.now()
+	swept := w.swept(target)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	tw := w.target(target)
 	tw.add(sample{at: now, skip: reason})
 	c := tw.minutes.at(now)
+	c.swept = c.swept || swept
 	if reason == manager.SkipMaxConcurrency {
 		c.skipMax++
 	} else {
@@ -210,8 +243,8 @@ type TargetSummary struct {
 	// them skipped at the max_concurrency cap (the rest: too_long).
 	Skipped, SkippedMaxConcurrency int
 	// TTFT and TPOT quantiles over the successful requests (0: none);
-	// TPOTMean their mean TPOT.
-	TTFTP50, TTFTP99, TPOTP50, TPOTP99, TPOTMean time.Duration
+	// TTFTMean and TPOTMean their means.
+	TTFTP50, TTFTP99, TPOTP50, TPOTP99, TTFTMean, TPOTMean time.Duration
 	// GoodputRatio is Good / (Requests + SkippedMaxConcurrency), as the
 	// rules' goodput ratio (0 without either); ErrorRate is Failed /
 	// Requests (0 without requests); Objective the target's goodput
@@ -268,15 +301,9 @@ func summarize(ts TargetSummary, sam []sample) TargetSummary {
 			tpot = append(tpot, s.tpot)
 		}
 	}
+	ts.TTFTMean, ts.TPOTMean = meanOf(ttft), meanOf(tpot)
 	ts.TTFTP50, ts.TTFTP99 = quantiles(ttft)
 	ts.TPOTP50, ts.TPOTP99 = quantiles(tpot)
-	if len(tpot) > 0 {
-		var sum time.Duration
-		for _, d := range tpot {
-			sum += d
-		}
-		ts.TPOTMean = sum / time.Duration(len(tpot))
-	}
 	if ts.Requests > 0 {
 		ts.ErrorRate = float64(ts.Failed) / float64(ts.Requests)
 	}
@@ -318,12 +345,16 @@ func (w *Window) Meta(target string) (engine, canary, role string) {
 // Side returns the summary over the last SummaryWindow of the targets
 // given, their samples pooled (as the canary rules sum a side's
 // histograms): one side of a canary pair. Objective is the first target's.
-func (w *Window) Side(targets []string) TargetSummary {
+func (w *Window) Side(targets []string) TargetSummary { return w.sideOver(targets, SummaryWindow) }
+
+// sideOver is Side over the last d (at most what the ring holds:
+// maxWindowSamples per target).
+func (w *Window) sideOver(targets []string, d time.Duration) TargetSummary {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ts := TargetSummary{SLOState: "no data"}
 	var sam []sample
-	cut := w.now().Add(-SummaryWindow)
+	cut := w.now().Add(-d)
 	for i, t := range targets {
 		tw := w.targets[t]
 		if tw == nil {
@@ -339,6 +370,18 @@ func (w *Window) Side(targets []string) TargetSummary {
 		}
 	}
 	return summarize(ts, sam)
+}
+
+// meanOf returns the mean of xs (0 when empty).
+func meanOf(xs []time.Duration) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range xs {
+		sum += d
+	}
+	return sum / time.Duration(len(xs))
 }
 
 // quantiles returns the p50 and p99 of xs (stats.PercentileSorted, the
