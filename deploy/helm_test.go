@@ -112,6 +112,12 @@ func exampleValues(t *testing.T, name string) map[string]any {
 	return v
 }
 
+// withValues sets v[key] = val and returns v.
+func withValues(v map[string]any, key string, val any) map[string]any {
+	v[key] = val
+	return v
+}
+
 // chartCase is one rendering of the chart the tests check.
 type chartCase struct {
 	name   string
@@ -128,6 +134,10 @@ func chartCases(t *testing.T) []chartCase {
 		{name: "examples/existing-secret.yaml", values: exampleValues(t, "existing-secret.yaml"), secret: "llmprobe-api-keys"},
 		{name: "examples/created-secret.yaml", values: exampleValues(t, "created-secret.yaml")},
 		{name: "examples/per-replica.yaml", values: exampleValues(t, "per-replica.yaml")},
+		// Sweeps kept on a claim: a PVC beside the Deployment, one claim
+		// template per shard in the StatefulSet.
+		{name: "persistence", values: map[string]any{"persistence": map[string]any{"enabled": true}}},
+		{name: "examples/sharded.yaml with persistence", values: withValues(exampleValues(t, "sharded.yaml"), "persistence", map[string]any{"enabled": true})},
 	}
 }
 

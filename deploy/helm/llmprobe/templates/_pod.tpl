@@ -58,6 +58,8 @@ spec:
         - serve
         - --config.file=/etc/llmprobe/config/llmprobe.yml
         - --web.listen-address=:{{ .Values.service.port }}
+        - --sweeps.dir=/var/lib/llmprobe/sweeps
+        - --sweeps.retention.size={{ .Values.persistence.retentionSize }}
         {{- if gt (int .Values.shards) 1 }}
         - --shard=$(POD_INDEX)/{{ int .Values.shards }}
         {{- end }}
@@ -118,6 +120,9 @@ spec:
         {{- end }}
         - name: tmp
           mountPath: /tmp
+        # Sweep run directories (persistence in values.yaml).
+        - name: state
+          mountPath: /var/lib/llmprobe
   volumes:
     - name: config
       configMap:
@@ -133,4 +138,13 @@ spec:
     - name: tmp
       emptyDir:
         sizeLimit: 64Mi
+    {{- if not .Values.persistence.enabled }}
+    - name: state
+      emptyDir:
+        sizeLimit: {{ .Values.persistence.emptyDirSizeLimit }}
+    {{- else if le (int .Values.shards) 1 }}
+    - name: state
+      persistentVolumeClaim:
+        claimName: {{ include "llmprobe.fullname" . }}-state
+    {{- end }}
 {{- end }}
