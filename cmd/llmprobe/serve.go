@@ -39,7 +39,6 @@ type serveFlags struct {
 // environment: the container image sets it to its volume.
 const sweepsDirEnv = "LLMPROBE_SWEEPS_DIR"
 
-
 func init() {
 	register(func(app *kingpin.Application) (string, action) {
 		f := &serveFlags{}
