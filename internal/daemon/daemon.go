@@ -88,6 +88,10 @@ type Options struct {
 	Hup <-chan os.Signal
 	// Tracing traces every probe request over OTLP (off by default).
 	Tracing Tracing
+	// SecretPollInterval is how often the files credentials were read from
+	// are checked for a change, which reloads the config file (0:
+	// DefaultSecretPollInterval).
+	SecretPollInterval time.Duration
 }
 
 // Simulator starts the built-in simulator: Start serves it and returns its
@@ -193,6 +197,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	level.Info(logger).Log("msg", "probes scheduled", "targets", len(cfg.Targets))
 	loops.Go(func() { d.reloadOnHup(ctx) })
+	loops.Go(func() { d.watchSecrets(ctx) })
 	if o.Push.URL != "" {
 		stopPush, err := startPush(ctx, o.Push, d.gatherers, logger)
 		if err != nil {
