@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -21,6 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llmprobe/llmprobe/rules"
 )
 
 // chartDir is deploy/helm/llmprobe, seen from this package's directory.
@@ -167,7 +171,7 @@ func TestChartRendersWithTheOverlaysInvariants(t *testing.T) {
 			checkPodLockedDown(t, d+": "+pods[0].Kind+" "+pods[0].Name, pods[0], objs)
 			checkSelectorsAndPorts(t, d, objs)
 			checkConfigs(t, d, objs)
-			checkPrometheusRule(t, d, objs, files)
+			checkPrometheusRule(t, d, objs, files, `job="llmprobe"`) // release llmprobe: its Service's name
 			checkDashboards(t, d, objs, "llmprobe-dashboard-")
 			checkShards(t, d, objs)
 			largest, which := checkLastApplied(t, d, objs)
@@ -458,4 +462,84 @@ func TestChartDiscoveryRBAC(t *testing.T) {
 	if got, want := loadDiscovery(t, "helm/examples/per-replica.yaml", cfg), loadDiscovery(t, "examples/per-replica.yml", example); !reflect.DeepEqual(got, want) {
 		t.Errorf("the discovery entries of helm/examples/per-replica.yaml and examples/per-replica.yml differ:\n%v\n%v", got, want)
 	}
+}
+
+// TestChartLLMProbeDownMatchesReleaseJob renders the chart for releases of
+// several names and evaluates the PrometheusRule's LLMProbeDown expression
+// (PromQL, in-process) over `up` series: it selects exactly the job the
+// chart's ServiceMonitor gives llmprobe (the Service's name) at 0, and not
+// another job's (issue 37: a release named "probes" was never watched).
+func TestChartLLMProbeDownMatchesReleaseJob(t *testing.T) {
+	for _, release := range []string{"llmprobe", "probes", "llmprobe-prod"} {
+		t.Run(release, func(t *testing.T) {
+			objs, err := renderChart(t, release, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svcs := Of[corev1.Service](objs)
+			if len(svcs) != 1 {
+				t.Fatalf("%d Services, want 1", len(svcs))
+			}
+			job := svcs[0].Name // the Operator's job label: the Service's name (no jobLabel)
+			expr := ""
+			for _, pr := range Of[monitoringv1.PrometheusRule](objs) {
+				for _, g := range pr.Spec.Groups {
+					for _, r := range g.Rules {
+						if r.Alert == "LLMProbeDown" {
+							expr = r.Expr.String()
+						}
+					}
+				}
+			}
+			if expr == "" {
+				t.Fatal("no LLMProbeDown in the PrometheusRule")
+			}
+			if !selectsUp(t, expr, job) || selectsUp(t, expr, "other") || selectsUp(t, expr, job+"-other") {
+				t.Errorf("release %s: LLMProbeDown %q does not select exactly job %q, the job of the chart's ServiceMonitor", release, expr, job)
+			}
+		})
+	}
+	// An explicit selector wins.
+	objs, err := renderChart(t, "probes", map[string]any{"prometheusRule": map[string]any{"llmprobeSelector": `job=~"llmprobe.*"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, pr := range Of[monitoringv1.PrometheusRule](objs) {
+		for _, g := range pr.Spec.Groups {
+			for _, r := range g.Rules {
+				if r.Alert == "LLMProbeDown" {
+					found = strings.Contains(r.Expr.String(), `up{job=~"llmprobe.*"}`)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("prometheusRule.llmprobeSelector does not reach LLMProbeDown")
+	}
+}
+
+// selectsUp reports whether expr's `up` selector matches a series of job.
+func selectsUp(t *testing.T, expr, job string) bool {
+	t.Helper()
+	e, err := rules.NewParser().ParseExpr(expr)
+	if err != nil {
+		t.Fatalf("%q: %v", expr, err)
+	}
+	series := labels.FromStrings("__name__", "up", "job", job, "instance", "a:9741")
+	found, all := false, true
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok || vs.Name != "up" {
+			return nil
+		}
+		found = true
+		for _, m := range vs.LabelMatchers {
+			if !m.Matches(series.Get(m.Name)) {
+				all = false
+			}
+		}
+		return nil
+	})
+	return found && all
 }

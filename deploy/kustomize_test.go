@@ -554,13 +554,16 @@ func ruleFiles(t *testing.T) []rules.File {
 func TestPrometheusRuleIsTheRuleFiles(t *testing.T) {
 	files := ruleFiles(t)
 	for d, objs := range buildAll(t) {
-		checkPrometheusRule(t, d, objs, files)
+		checkPrometheusRule(t, d, objs, files, "")
 	}
 }
 
 // checkPrometheusRule checks that objs hold one PrometheusRule with exactly
 // the rules of files (see TestPrometheusRuleIsTheRuleFiles).
-func checkPrometheusRule(t *testing.T, d string, objs []Object, files []rules.File) {
+//
+// upSelector, when set, is the selector the rendering gives LLMProbeDown's
+// `up` in place of the rule file's (the chart's release job).
+func checkPrometheusRule(t *testing.T, d string, objs []Object, files []rules.File, upSelector string) {
 	t.Helper()
 	prs := Of[monitoringv1.PrometheusRule](objs)
 	if len(prs) != 1 {
@@ -570,7 +573,11 @@ func checkPrometheusRule(t *testing.T, d string, objs []Object, files []rules.Fi
 	for _, f := range files {
 		for _, g := range f.Groups {
 			for _, r := range g.Rules {
-				want = append(want, ruleKey(g.Name, r.Record, r.Alert, r.Expr, r.For.String(), r.Labels, r.Annotations))
+				expr := r.Expr
+				if upSelector != "" && r.Alert == "LLMProbeDown" {
+					expr = strings.ReplaceAll(expr, `up{job=~"llmprobe"}`, "up{"+upSelector+"}")
+				}
+				want = append(want, ruleKey(g.Name, r.Record, r.Alert, expr, r.For.String(), r.Labels, r.Annotations))
 			}
 		}
 	}
