@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,6 +22,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
@@ -126,8 +128,9 @@ func withValues(v map[string]any, key string, val any) map[string]any {
 type chartCase struct {
 	name   string
 	values map[string]any
-	// secret is the Secret the user creates, if the values name one.
-	secret string
+	// secret and configMap are the Secret and ConfigMap the user creates,
+	// if the values name them.
+	secret, configMap string
 }
 
 func chartCases(t *testing.T) []chartCase {
@@ -141,6 +144,15 @@ func chartCases(t *testing.T) []chartCase {
 		// Sweeps kept on a claim: a PVC beside the Deployment, one claim
 		// template per shard in the StatefulSet.
 		{name: "persistence", values: map[string]any{"persistence": map[string]any{"enabled": true}}},
+		// The operator's extras: a CA bundle, a dataset volume, egress
+		// restricted to DNS, the API server and the targets' port.
+		{name: "extras", configMap: "corp-ca", values: map[string]any{
+			"caBundle":          map[string]any{"configMap": "corp-ca"},
+			"extraVolumes":      []any{map[string]any{"name": "datasets", "emptyDir": map[string]any{"sizeLimit": "16Mi"}}},
+			"extraVolumeMounts": []any{map[string]any{"name": "datasets", "mountPath": "/etc/llmprobe/datasets", "readOnly": true}},
+			"networkPolicy":     map[string]any{"egress": map[string]any{"enabled": true, "ports": []any{map[string]any{"port": 8000}}}},
+			"rbac":              map[string]any{"discovery": map[string]any{"create": true}},
+		}},
 		{name: "examples/sharded.yaml with persistence", values: withValues(exampleValues(t, "sharded.yaml"), "persistence", map[string]any{"enabled": true})},
 	}
 }
@@ -158,7 +170,9 @@ func TestChartRendersWithTheOverlaysInvariants(t *testing.T) {
 			}
 			d := "chart " + tc.name
 			checkNamespace(t, d, chartNamespace, objs)
-			if n := checkReferences(t, d, objs, func(ref string) bool { return tc.secret != "" && ref == "Secret/"+tc.secret }); n == 0 {
+			if n := checkReferences(t, d, objs, func(ref string) bool {
+				return (tc.secret != "" && ref == "Secret/"+tc.secret) || (tc.configMap != "" && ref == "ConfigMap/"+tc.configMap)
+			}); n == 0 {
 				t.Error("no reference checked")
 			}
 			if n := checkImagesTagged(t, d, objs); n == 0 {
@@ -364,15 +378,12 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{"latest tag", map[string]any{"image": map[string]any{"tag": "latest"}}, "/image/tag"},
 		{"zero shards", map[string]any{"shards": 0}, "/shards"},
 		{"too many shards", map[string]any{"shards": 1025}, "/shards"},
 		{"shards as a string", map[string]any{"shards": "3"}, "/shards"},
-		{"a CPU limit", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "1"}}}, "/resources/limits"},
 		{"a typo", map[string]any{"serviceMonitr": map[string]any{"enabled": false}}, "serviceMonitr"},
 		{"a target without base_url", map[string]any{"config": map[string]any{"targets": []any{map[string]any{"name": "x"}}}}, "base_url"},
 		{"an unknown config key", map[string]any{"config": map[string]any{"target": []any{}}}, "target"},
-		{"both Secret ways", map[string]any{"apiKeys": map[string]any{"existingSecret": "s", "keys": map[string]any{"k": "v"}}}, "/apiKeys"},
 		{"a PDB forbidding evictions", map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": 0}}, "/podDisruptionBudget/maxUnavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -381,6 +392,46 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 				t.Fatalf("render error = %v, want a schema error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestChartRefusesMistakesByName: the values that broke silently, or were
+// refused with only "'not' failed", fail the render with a message naming
+// the value, what was given and what to do (templates/_validate.tpl).
+func TestChartRefusesMistakesByName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   []string
+	}{
+		{"latest tag", map[string]any{"image": map[string]any{"tag": "latest"}}, []string{"image.tag", `"latest"`, "pin"}},
+		{"a tag in the repository", map[string]any{"image": map[string]any{"repository": "ghcr.io/x/llmprobe:v0.2.0"}}, []string{"image.repository", "v0.2.0", "image.tag"}},
+		{"a digest in the repository", map[string]any{"image": map[string]any{"repository": "llmprobe@sha256:00"}}, []string{"image.repository", "image.digest"}},
+		{"a CPU limit", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "1", "memory": "256Mi"}}}, []string{"resources.limits.cpu", "throttling"}},
+		{"both Secret ways", map[string]any{"apiKeys": map[string]any{"existingSecret": "s", "keys": map[string]any{"k": "v"}}}, []string{"apiKeys", `"s"`, "keep one"}},
+		{"a privileged port", map[string]any{"service": map[string]any{"port": 80}}, []string{"service.port 80", "1024"}},
+		{"a seed Helm would round", map[string]any{"config": map[string]any{"targets": []any{map[string]any{"name": "v", "base_url": "http://v:8000",
+			"probes": []any{map[string]any{"name": "p", "seed": float64(12345678901234567993)}}}}}}, []string{"config.targets[0].probes[0].seed", "configOverride"}},
+		{"a timeout over the interval", map[string]any{"serviceMonitor": map[string]any{"interval": "30s", "scrapeTimeout": "1m"}}, []string{"serviceMonitor.scrapeTimeout 1m", "interval 30s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderChart(t, "llmprobe", tc.values)
+			if err == nil {
+				t.Fatalf("rendered; want an error naming %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("render error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+	// A registry with a port is a name, not a tag.
+	if _, err := renderChart(t, "llmprobe", map[string]any{"image": map[string]any{"repository": "registry.local:5000/llmprobe"}}); err != nil {
+		t.Errorf("a registry with a port: %v", err)
+	}
+	if _, err := renderChart(t, "llmprobe", map[string]any{"serviceMonitor": map[string]any{"interval": "1m", "scrapeTimeout": "60s"}}); err != nil {
+		t.Errorf("a timeout equal to the interval: %v", err)
 	}
 }
 
@@ -542,4 +593,50 @@ func selectsUp(t *testing.T, expr, job string) bool {
 		return nil
 	})
 	return found && all
+}
+
+// TestChartEgressPolicy: with networkPolicy.egress on, the policy lists
+// Egress and allows DNS (UDP and TCP 53), the API server's ports with
+// Kubernetes discovery, and the targets' port; off, egress stays open.
+func TestChartEgressPolicy(t *testing.T) {
+	var extras chartCase
+	for _, tc := range chartCases(t) {
+		if tc.name == "extras" {
+			extras = tc
+		}
+	}
+	objs, err := renderChart(t, "llmprobe", extras.values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nps := Of[networkingv1.NetworkPolicy](objs)
+	if len(nps) != 1 {
+		t.Fatalf("%d NetworkPolicies, want 1", len(nps))
+	}
+	np := nps[0]
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("policyTypes %v lack Egress", np.Spec.PolicyTypes)
+	}
+	ports := map[string]bool{}
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.Ports {
+			proto := corev1.ProtocolTCP // Kubernetes' default
+			if p.Protocol != nil {
+				proto = *p.Protocol
+			}
+			ports[fmt.Sprintf("%s/%s", proto, p.Port.String())] = true
+		}
+	}
+	for _, want := range []string{"UDP/53", "TCP/53", "TCP/443", "TCP/6443", "TCP/8000"} {
+		if !ports[want] {
+			t.Errorf("egress does not allow %s: %v", want, ports)
+		}
+	}
+	objs, err = renderChart(t, "llmprobe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np := Of[networkingv1.NetworkPolicy](objs)[0]; slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Errorf("default values restrict egress: %v", np.Spec.PolicyTypes)
+	}
 }

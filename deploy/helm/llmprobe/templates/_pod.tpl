@@ -123,6 +123,14 @@ spec:
         # Sweep run directories (persistence in values.yaml).
         - name: state
           mountPath: /var/lib/llmprobe
+        {{- if or .Values.caBundle.configMap .Values.caBundle.secret }}
+        - name: ca-bundle
+          mountPath: /etc/llmprobe/ca
+          readOnly: true
+        {{- end }}
+        {{- with .Values.extraVolumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
   volumes:
     - name: config
       configMap:
@@ -146,5 +154,27 @@ spec:
     - name: state
       persistentVolumeClaim:
         claimName: {{ include "llmprobe.fullname" . }}-state
+    {{- end }}
+    {{- with .Values.caBundle }}
+    {{- if .configMap }}
+    # http_config.tls_config.ca_file: /etc/llmprobe/ca/{{ .key }}
+    - name: ca-bundle
+      configMap:
+        name: {{ .configMap }}
+        items:
+          - key: {{ .key }}
+            path: {{ .key }}
+    {{- else if .secret }}
+    # http_config.tls_config.ca_file: /etc/llmprobe/ca/{{ .key }}
+    - name: ca-bundle
+      secret:
+        secretName: {{ .secret }}
+        items:
+          - key: {{ .key }}
+            path: {{ .key }}
+    {{- end }}
+    {{- end }}
+    {{- with .Values.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end }}
