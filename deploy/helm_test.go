@@ -153,6 +153,13 @@ func chartCases(t *testing.T) []chartCase {
 			"networkPolicy":     map[string]any{"egress": map[string]any{"enabled": true, "ports": []any{map[string]any{"port": 8000}}}},
 			"rbac":              map[string]any{"discovery": map[string]any{"create": true}},
 		}},
+		// What a kube-prometheus user would write by hand: the vLLM pods'
+		// scrape with the join label, and /probe as a Probe object.
+		{name: "operator objects", values: map[string]any{
+			"serverMonitors": []any{map[string]any{"target": "vllm", "namespace": "vllm",
+				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "vllm"}}}},
+			"probeMonitor": map[string]any{"enabled": true, "targets": []any{"http://vllm.vllm:8000"}},
+		}},
 		{name: "examples/sharded.yaml with persistence", values: withValues(exampleValues(t, "sharded.yaml"), "persistence", map[string]any{"enabled": true})},
 	}
 }
@@ -638,5 +645,52 @@ func TestChartEgressPolicy(t *testing.T) {
 	}
 	if np := Of[networkingv1.NetworkPolicy](objs)[0]; slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
 		t.Errorf("default values restrict egress: %v", np.Spec.PolicyTypes)
+	}
+}
+
+// TestChartOperatorObjects: serverMonitors gives a PodMonitor whose
+// relabeling sets target=<the llmprobe target>, the label the rules join
+// on; probeMonitor a Probe pointing at the release's Service and /probe;
+// a serverMonitors entry naming no configured target is refused by name.
+func TestChartOperatorObjects(t *testing.T) {
+	var tc chartCase
+	for _, c := range chartCases(t) {
+		if c.name == "operator objects" {
+			tc = c
+		}
+	}
+	objs, err := renderChart(t, "probes", tc.values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pms := Of[monitoringv1.PodMonitor](objs)
+	if len(pms) != 1 {
+		t.Fatalf("%d PodMonitors, want 1", len(pms))
+	}
+	pm := pms[0]
+	if got := pm.Spec.NamespaceSelector.MatchNames; !slices.Equal(got, []string{"vllm"}) {
+		t.Errorf("PodMonitor namespaces %v, want [vllm]", got)
+	}
+	ep := pm.Spec.PodMetricsEndpoints
+	if len(ep) != 1 || len(ep[0].RelabelConfigs) != 1 || ep[0].RelabelConfigs[0].TargetLabel != "target" ||
+		ep[0].RelabelConfigs[0].Replacement == nil || *ep[0].RelabelConfigs[0].Replacement != "vllm" {
+		t.Errorf("PodMonitor endpoints %+v: want one relabeling setting target=vllm", ep)
+	}
+	probes := Of[monitoringv1.Probe](objs)
+	if len(probes) != 1 {
+		t.Fatalf("%d Probes, want 1", len(probes))
+	}
+	svc := Of[corev1.Service](objs)[0]
+	pr := probes[0].Spec.ProberSpec
+	if want := fmt.Sprintf("%s.%s.svc:%d", svc.Name, chartNamespace, svc.Spec.Ports[0].Port); pr.URL != want || pr.Path != "/probe" {
+		t.Errorf("Probe prober %s%s, want %s/probe", pr.URL, pr.Path, want)
+	}
+	if st := probes[0].Spec.Targets.StaticConfig; st == nil || !slices.Equal(st.Targets, []string{"http://vllm.vllm:8000"}) {
+		t.Errorf("Probe targets %+v", probes[0].Spec.Targets)
+	}
+	_, err = renderChart(t, "probes", map[string]any{"serverMonitors": []any{map[string]any{"target": "nope",
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}}}})
+	if err == nil || !strings.Contains(err.Error(), `serverMonitors[0].target "nope"`) {
+		t.Errorf("a server monitor of an unknown target: %v, want an error naming it", err)
 	}
 }

@@ -33,6 +33,21 @@ the value's name, what was given and what to do. Included by workload.yaml.
 {{- fail (printf "serviceMonitor.scrapeTimeout %s is longer than serviceMonitor.interval %s: Prometheus refuses the scrape config; keep the timeout at most the interval" $v.serviceMonitor.scrapeTimeout $v.serviceMonitor.interval) }}
 {{- end }}
 {{- end }}
+{{- if and $v.probeMonitor.enabled (not $v.probeMonitor.targets) }}
+{{- fail "probeMonitor.enabled with no probeMonitor.targets: list the base URLs /probe should reach" }}
+{{- end }}
+{{- if and $v.probeMonitor.enabled (gt (include "llmprobe.milliseconds" $v.probeMonitor.scrapeTimeout | int) (include "llmprobe.milliseconds" $v.probeMonitor.interval | int)) }}
+{{- fail (printf "probeMonitor.scrapeTimeout %s is longer than probeMonitor.interval %s" $v.probeMonitor.scrapeTimeout $v.probeMonitor.interval) }}
+{{- end }}
+{{- if and (not $v.configOverride) $v.config }}
+{{- $names := list }}
+{{- range ($v.config.targets | default list) }}{{ $names = append $names .name }}{{ end }}
+{{- range $i, $m := $v.serverMonitors }}
+{{- if not (has $m.target $names) }}
+{{- fail (printf "serverMonitors[%d].target %q is not a target of config (%s): the target label must name the llmprobe target these pods serve" $i $m.target (join ", " $names)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and (not $v.configOverride) $v.config }}
 {{- range $i, $t := ($v.config.targets | default list) }}
 {{- range $j, $p := ($t.probes | default list) }}
