@@ -65,7 +65,8 @@ RUN if [ "$REVISION" = unknown ]; then \
         -X github.com/prometheus/common/version.Branch=${BRANCH} \
         -X github.com/prometheus/common/version.BuildUser=docker \
         -X github.com/prometheus/common/version.BuildDate=${BUILD_DATE}" \
-      -o /out/llmprobe ./cmd/llmprobe
+      -o /out/llmprobe ./cmd/llmprobe && \
+    mkdir -p /out/state/sweeps
 
 FROM ${RUNTIME_IMAGE}
 ARG VERSION=0.1.0-dev
@@ -78,15 +79,25 @@ LABEL org.opencontainers.image.title="llmprobe" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/llmprobe /bin/llmprobe
+# The daemon's state: scheduled and API sweeps write their run directories
+# under /var/lib/llmprobe/sweeps (--sweeps.dir from LLMPROBE_SWEEPS_DIR). A
+# volume, so it is writable on a read-only root (docker run --read-only
+# gives it an anonymous volume; mount a named one to keep results across
+# containers), owned by the image's user. --sweeps.retention.size (1GiB)
+# bounds it.
+COPY --from=build --chown=65532:65532 /out/state /var/lib/llmprobe
+ENV LLMPROBE_SWEEPS_DIR=/var/lib/llmprobe/sweeps
+VOLUME /var/lib/llmprobe
 # distroless' nonroot user, numeric so that Kubernetes' runAsNonRoot can check it.
 USER 65532:65532
 WORKDIR /home/nonroot
 EXPOSE 9741
-# distroless has no shell or curl: the binary asks its own serve process
-# (GET http://127.0.0.1:9741/-/healthy). With another --web.listen-address,
-# override it: docker run --health-cmd '/bin/llmprobe healthcheck --url
-# http://127.0.0.1:PORT/-/healthy'. Kubernetes ignores it and probes
-# /-/healthy and /-/ready itself.
+# distroless has no shell or curl: the binary asks the process beside it
+# (GET http://127.0.0.1:9741/-/healthy for serve, /health for simulate). On
+# another port, set the address in the environment, which serve, simulate
+# and the check all read: docker run -e LLMPROBE_WEB_LISTEN_ADDRESS=:8080
+# (not --health-cmd: Docker runs that through /bin/sh, which distroless has
+# not). Kubernetes ignores it and probes /-/healthy and /-/ready itself.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
   CMD ["/bin/llmprobe", "healthcheck"]
 ENTRYPOINT ["/bin/llmprobe"]

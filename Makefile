@@ -23,12 +23,23 @@ build:
 # The container image, stamped with the same version, revision, branch and
 # date as `make build` (the build context leaves .git out, so the image's Go
 # build cannot read them itself: without these arguments it says unknown).
+#
+# The base images are the Dockerfile's digest-pinned GO_IMAGE and
+# RUNTIME_IMAGE; name a mirror or a local tag instead with
+#   make docker GO_IMAGE=mirror.local/golang:1.26.8 RUNTIME_IMAGE=mirror.local/distroless-static:nonroot
+GO_IMAGE ?=
+RUNTIME_IMAGE ?=
 docker:
 	docker build -t $(IMAGE) \
+	  $(if $(GO_IMAGE),--build-arg GO_IMAGE=$(GO_IMAGE)) \
+	  $(if $(RUNTIME_IMAGE),--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE)) \
 	  --build-arg VERSION=$(VERSION) \
 	  --build-arg REVISION=$(REVISION) \
 	  --build-arg BRANCH=$(BRANCH) \
-	  --build-arg BUILD_DATE=$(BUILD_DATE) .
+	  --build-arg BUILD_DATE=$(BUILD_DATE) . || { \
+	  echo "make docker: the build failed. If a base image could not be pulled (no registry, a rate limit, a digest the" >&2; \
+	  echo "mirror lacks), name reachable ones: make docker GO_IMAGE=<golang 1.26 image> RUNTIME_IMAGE=<distroless static nonroot>" >&2; \
+	  echo "(a mirror, or a tag loaded with docker load; deploy/README.md, \"Base images\")." >&2; exit 1; }
 
 # The Dockerfile built in a real container engine (classic builder and
 # BuildKit) and the image run read-only with all capabilities dropped

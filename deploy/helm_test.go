@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -19,8 +22,11 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llmprobe/llmprobe/rules"
 )
 
 // chartDir is deploy/helm/llmprobe, seen from this package's directory.
@@ -112,12 +118,19 @@ func exampleValues(t *testing.T, name string) map[string]any {
 	return v
 }
 
+// withValues sets v[key] = val and returns v.
+func withValues(v map[string]any, key string, val any) map[string]any {
+	v[key] = val
+	return v
+}
+
 // chartCase is one rendering of the chart the tests check.
 type chartCase struct {
 	name   string
 	values map[string]any
-	// secret is the Secret the user creates, if the values name one.
-	secret string
+	// secret and configMap are the Secret and ConfigMap the user creates,
+	// if the values name them.
+	secret, configMap string
 }
 
 func chartCases(t *testing.T) []chartCase {
@@ -128,6 +141,26 @@ func chartCases(t *testing.T) []chartCase {
 		{name: "examples/existing-secret.yaml", values: exampleValues(t, "existing-secret.yaml"), secret: "llmprobe-api-keys"},
 		{name: "examples/created-secret.yaml", values: exampleValues(t, "created-secret.yaml")},
 		{name: "examples/per-replica.yaml", values: exampleValues(t, "per-replica.yaml")},
+		// Sweeps kept on a claim: a PVC beside the Deployment, one claim
+		// template per shard in the StatefulSet.
+		{name: "persistence", values: map[string]any{"persistence": map[string]any{"enabled": true}}},
+		// The operator's extras: a CA bundle, a dataset volume, egress
+		// restricted to DNS, the API server and the targets' port.
+		{name: "extras", configMap: "corp-ca", values: map[string]any{
+			"caBundle":          map[string]any{"configMap": "corp-ca"},
+			"extraVolumes":      []any{map[string]any{"name": "datasets", "emptyDir": map[string]any{"sizeLimit": "16Mi"}}},
+			"extraVolumeMounts": []any{map[string]any{"name": "datasets", "mountPath": "/etc/llmprobe/datasets", "readOnly": true}},
+			"networkPolicy":     map[string]any{"egress": map[string]any{"enabled": true, "ports": []any{map[string]any{"port": 8000}}}},
+			"rbac":              map[string]any{"discovery": map[string]any{"create": true}},
+		}},
+		// What a kube-prometheus user would write by hand: the vLLM pods'
+		// scrape with the join label, and /probe as a Probe object.
+		{name: "operator objects", values: map[string]any{
+			"serverMonitors": []any{map[string]any{"target": "vllm", "namespace": "vllm",
+				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "vllm"}}}},
+			"probeMonitor": map[string]any{"enabled": true, "targets": []any{"http://vllm.vllm:8000"}},
+		}},
+		{name: "examples/sharded.yaml with persistence", values: withValues(exampleValues(t, "sharded.yaml"), "persistence", map[string]any{"enabled": true})},
 	}
 }
 
@@ -144,7 +177,9 @@ func TestChartRendersWithTheOverlaysInvariants(t *testing.T) {
 			}
 			d := "chart " + tc.name
 			checkNamespace(t, d, chartNamespace, objs)
-			if n := checkReferences(t, d, objs, func(ref string) bool { return tc.secret != "" && ref == "Secret/"+tc.secret }); n == 0 {
+			if n := checkReferences(t, d, objs, func(ref string) bool {
+				return (tc.secret != "" && ref == "Secret/"+tc.secret) || (tc.configMap != "" && ref == "ConfigMap/"+tc.configMap)
+			}); n == 0 {
 				t.Error("no reference checked")
 			}
 			if n := checkImagesTagged(t, d, objs); n == 0 {
@@ -157,7 +192,7 @@ func TestChartRendersWithTheOverlaysInvariants(t *testing.T) {
 			checkPodLockedDown(t, d+": "+pods[0].Kind+" "+pods[0].Name, pods[0], objs)
 			checkSelectorsAndPorts(t, d, objs)
 			checkConfigs(t, d, objs)
-			checkPrometheusRule(t, d, objs, files)
+			checkPrometheusRule(t, d, objs, files, `job="llmprobe"`) // release llmprobe: its Service's name
 			checkDashboards(t, d, objs, "llmprobe-dashboard-")
 			checkShards(t, d, objs)
 			largest, which := checkLastApplied(t, d, objs)
@@ -350,15 +385,12 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{"latest tag", map[string]any{"image": map[string]any{"tag": "latest"}}, "/image/tag"},
 		{"zero shards", map[string]any{"shards": 0}, "/shards"},
 		{"too many shards", map[string]any{"shards": 1025}, "/shards"},
 		{"shards as a string", map[string]any{"shards": "3"}, "/shards"},
-		{"a CPU limit", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "1"}}}, "/resources/limits"},
 		{"a typo", map[string]any{"serviceMonitr": map[string]any{"enabled": false}}, "serviceMonitr"},
 		{"a target without base_url", map[string]any{"config": map[string]any{"targets": []any{map[string]any{"name": "x"}}}}, "base_url"},
 		{"an unknown config key", map[string]any{"config": map[string]any{"target": []any{}}}, "target"},
-		{"both Secret ways", map[string]any{"apiKeys": map[string]any{"existingSecret": "s", "keys": map[string]any{"k": "v"}}}, "/apiKeys"},
 		{"a PDB forbidding evictions", map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": 0}}, "/podDisruptionBudget/maxUnavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -367,6 +399,46 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 				t.Fatalf("render error = %v, want a schema error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestChartRefusesMistakesByName: the values that broke silently, or were
+// refused with only "'not' failed", fail the render with a message naming
+// the value, what was given and what to do (templates/_validate.tpl).
+func TestChartRefusesMistakesByName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   []string
+	}{
+		{"latest tag", map[string]any{"image": map[string]any{"tag": "latest"}}, []string{"image.tag", `"latest"`, "pin"}},
+		{"a tag in the repository", map[string]any{"image": map[string]any{"repository": "ghcr.io/x/llmprobe:v0.2.0"}}, []string{"image.repository", "v0.2.0", "image.tag"}},
+		{"a digest in the repository", map[string]any{"image": map[string]any{"repository": "llmprobe@sha256:00"}}, []string{"image.repository", "image.digest"}},
+		{"a CPU limit", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "1", "memory": "256Mi"}}}, []string{"resources.limits.cpu", "throttling"}},
+		{"both Secret ways", map[string]any{"apiKeys": map[string]any{"existingSecret": "s", "keys": map[string]any{"k": "v"}}}, []string{"apiKeys", `"s"`, "keep one"}},
+		{"a privileged port", map[string]any{"service": map[string]any{"port": 80}}, []string{"service.port 80", "1024"}},
+		{"a seed Helm would round", map[string]any{"config": map[string]any{"targets": []any{map[string]any{"name": "v", "base_url": "http://v:8000",
+			"probes": []any{map[string]any{"name": "p", "seed": float64(12345678901234567993)}}}}}}, []string{"config.targets[0].probes[0].seed", "configOverride"}},
+		{"a timeout over the interval", map[string]any{"serviceMonitor": map[string]any{"interval": "30s", "scrapeTimeout": "1m"}}, []string{"serviceMonitor.scrapeTimeout 1m", "interval 30s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderChart(t, "llmprobe", tc.values)
+			if err == nil {
+				t.Fatalf("rendered; want an error naming %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("render error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+	// A registry with a port is a name, not a tag.
+	if _, err := renderChart(t, "llmprobe", map[string]any{"image": map[string]any{"repository": "registry.local:5000/llmprobe"}}); err != nil {
+		t.Errorf("a registry with a port: %v", err)
+	}
+	if _, err := renderChart(t, "llmprobe", map[string]any{"serviceMonitor": map[string]any{"interval": "1m", "scrapeTimeout": "60s"}}); err != nil {
+		t.Errorf("a timeout equal to the interval: %v", err)
 	}
 }
 
@@ -447,5 +519,178 @@ func TestChartDiscoveryRBAC(t *testing.T) {
 	}
 	if got, want := loadDiscovery(t, "helm/examples/per-replica.yaml", cfg), loadDiscovery(t, "examples/per-replica.yml", example); !reflect.DeepEqual(got, want) {
 		t.Errorf("the discovery entries of helm/examples/per-replica.yaml and examples/per-replica.yml differ:\n%v\n%v", got, want)
+	}
+}
+
+// TestChartLLMProbeDownMatchesReleaseJob renders the chart for releases of
+// several names and evaluates the PrometheusRule's LLMProbeDown expression
+// (PromQL, in-process) over `up` series: it selects exactly the job the
+// chart's ServiceMonitor gives llmprobe (the Service's name) at 0, and not
+// another job's (issue 37: a release named "probes" was never watched).
+func TestChartLLMProbeDownMatchesReleaseJob(t *testing.T) {
+	for _, release := range []string{"llmprobe", "probes", "llmprobe-prod"} {
+		t.Run(release, func(t *testing.T) {
+			objs, err := renderChart(t, release, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svcs := Of[corev1.Service](objs)
+			if len(svcs) != 1 {
+				t.Fatalf("%d Services, want 1", len(svcs))
+			}
+			job := svcs[0].Name // the Operator's job label: the Service's name (no jobLabel)
+			expr := ""
+			for _, pr := range Of[monitoringv1.PrometheusRule](objs) {
+				for _, g := range pr.Spec.Groups {
+					for _, r := range g.Rules {
+						if r.Alert == "LLMProbeDown" {
+							expr = r.Expr.String()
+						}
+					}
+				}
+			}
+			if expr == "" {
+				t.Fatal("no LLMProbeDown in the PrometheusRule")
+			}
+			if !selectsUp(t, expr, job) || selectsUp(t, expr, "other") || selectsUp(t, expr, job+"-other") {
+				t.Errorf("release %s: LLMProbeDown %q does not select exactly job %q, the job of the chart's ServiceMonitor", release, expr, job)
+			}
+		})
+	}
+	// An explicit selector wins.
+	objs, err := renderChart(t, "probes", map[string]any{"prometheusRule": map[string]any{"llmprobeSelector": `job=~"llmprobe.*"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, pr := range Of[monitoringv1.PrometheusRule](objs) {
+		for _, g := range pr.Spec.Groups {
+			for _, r := range g.Rules {
+				if r.Alert == "LLMProbeDown" {
+					found = strings.Contains(r.Expr.String(), `up{job=~"llmprobe.*"}`)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("prometheusRule.llmprobeSelector does not reach LLMProbeDown")
+	}
+}
+
+// selectsUp reports whether expr's `up` selector matches a series of job.
+func selectsUp(t *testing.T, expr, job string) bool {
+	t.Helper()
+	e, err := rules.NewParser().ParseExpr(expr)
+	if err != nil {
+		t.Fatalf("%q: %v", expr, err)
+	}
+	series := labels.FromStrings("__name__", "up", "job", job, "instance", "a:9741")
+	found, all := false, true
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok || vs.Name != "up" {
+			return nil
+		}
+		found = true
+		for _, m := range vs.LabelMatchers {
+			if !m.Matches(series.Get(m.Name)) {
+				all = false
+			}
+		}
+		return nil
+	})
+	return found && all
+}
+
+// TestChartEgressPolicy: with networkPolicy.egress on, the policy lists
+// Egress and allows DNS (UDP and TCP 53), the API server's ports with
+// Kubernetes discovery, and the targets' port; off, egress stays open.
+func TestChartEgressPolicy(t *testing.T) {
+	var extras chartCase
+	for _, tc := range chartCases(t) {
+		if tc.name == "extras" {
+			extras = tc
+		}
+	}
+	objs, err := renderChart(t, "llmprobe", extras.values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nps := Of[networkingv1.NetworkPolicy](objs)
+	if len(nps) != 1 {
+		t.Fatalf("%d NetworkPolicies, want 1", len(nps))
+	}
+	np := nps[0]
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("policyTypes %v lack Egress", np.Spec.PolicyTypes)
+	}
+	ports := map[string]bool{}
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.Ports {
+			proto := corev1.ProtocolTCP // Kubernetes' default
+			if p.Protocol != nil {
+				proto = *p.Protocol
+			}
+			ports[fmt.Sprintf("%s/%s", proto, p.Port.String())] = true
+		}
+	}
+	for _, want := range []string{"UDP/53", "TCP/53", "TCP/443", "TCP/6443", "TCP/8000"} {
+		if !ports[want] {
+			t.Errorf("egress does not allow %s: %v", want, ports)
+		}
+	}
+	objs, err = renderChart(t, "llmprobe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np := Of[networkingv1.NetworkPolicy](objs)[0]; slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Errorf("default values restrict egress: %v", np.Spec.PolicyTypes)
+	}
+}
+
+// TestChartOperatorObjects: serverMonitors gives a PodMonitor whose
+// relabeling sets target=<the llmprobe target>, the label the rules join
+// on; probeMonitor a Probe pointing at the release's Service and /probe;
+// a serverMonitors entry naming no configured target is refused by name.
+func TestChartOperatorObjects(t *testing.T) {
+	var tc chartCase
+	for _, c := range chartCases(t) {
+		if c.name == "operator objects" {
+			tc = c
+		}
+	}
+	objs, err := renderChart(t, "probes", tc.values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pms := Of[monitoringv1.PodMonitor](objs)
+	if len(pms) != 1 {
+		t.Fatalf("%d PodMonitors, want 1", len(pms))
+	}
+	pm := pms[0]
+	if got := pm.Spec.NamespaceSelector.MatchNames; !slices.Equal(got, []string{"vllm"}) {
+		t.Errorf("PodMonitor namespaces %v, want [vllm]", got)
+	}
+	ep := pm.Spec.PodMetricsEndpoints
+	if len(ep) != 1 || len(ep[0].RelabelConfigs) != 1 || ep[0].RelabelConfigs[0].TargetLabel != "target" ||
+		ep[0].RelabelConfigs[0].Replacement == nil || *ep[0].RelabelConfigs[0].Replacement != "vllm" {
+		t.Errorf("PodMonitor endpoints %+v: want one relabeling setting target=vllm", ep)
+	}
+	probes := Of[monitoringv1.Probe](objs)
+	if len(probes) != 1 {
+		t.Fatalf("%d Probes, want 1", len(probes))
+	}
+	svc := Of[corev1.Service](objs)[0]
+	pr := probes[0].Spec.ProberSpec
+	if want := fmt.Sprintf("%s.%s.svc:%d", svc.Name, chartNamespace, svc.Spec.Ports[0].Port); pr.URL != want || pr.Path != "/probe" {
+		t.Errorf("Probe prober %s%s, want %s/probe", pr.URL, pr.Path, want)
+	}
+	if st := probes[0].Spec.Targets.StaticConfig; st == nil || !slices.Equal(st.Targets, []string{"http://vllm.vllm:8000"}) {
+		t.Errorf("Probe targets %+v", probes[0].Spec.Targets)
+	}
+	_, err = renderChart(t, "probes", map[string]any{"serverMonitors": []any{map[string]any{"target": "nope",
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}}}})
+	if err == nil || !strings.Contains(err.Error(), `serverMonitors[0].target "nope"`) {
+		t.Errorf("a server monitor of an unknown target: %v, want an error naming it", err)
 	}
 }

@@ -54,6 +54,7 @@ var Kinds = map[string]reflect.Type{
 	"rbac.authorization.k8s.io/v1/Role":        reflect.TypeFor[rbacv1.Role](),
 	"rbac.authorization.k8s.io/v1/RoleBinding": reflect.TypeFor[rbacv1.RoleBinding](),
 	"monitoring.coreos.com/v1/PodMonitor":      reflect.TypeFor[monitoringv1.PodMonitor](),
+	"monitoring.coreos.com/v1/Probe":           reflect.TypeFor[monitoringv1.Probe](),
 	"monitoring.coreos.com/v1/PrometheusRule":  reflect.TypeFor[monitoringv1.PrometheusRule](),
 	"monitoring.coreos.com/v1/ServiceMonitor":  reflect.TypeFor[monitoringv1.ServiceMonitor](),
 }

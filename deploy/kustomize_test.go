@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"github.com/alecthomas/units"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -228,6 +229,7 @@ func checkPodLockedDown(t *testing.T, where string, w workload, objs []Object) {
 		if !w.LongRunning() {
 			continue
 		}
+		checkSweepsWritable(t, where, w, c)
 		for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 			if p == nil || p.HTTPGet == nil {
 				t.Errorf("%s: no HTTP %s probe", where, name)
@@ -552,13 +554,16 @@ func ruleFiles(t *testing.T) []rules.File {
 func TestPrometheusRuleIsTheRuleFiles(t *testing.T) {
 	files := ruleFiles(t)
 	for d, objs := range buildAll(t) {
-		checkPrometheusRule(t, d, objs, files)
+		checkPrometheusRule(t, d, objs, files, "")
 	}
 }
 
 // checkPrometheusRule checks that objs hold one PrometheusRule with exactly
 // the rules of files (see TestPrometheusRuleIsTheRuleFiles).
-func checkPrometheusRule(t *testing.T, d string, objs []Object, files []rules.File) {
+//
+// upSelector, when set, is the selector the rendering gives LLMProbeDown's
+// `up` in place of the rule file's (the chart's release job).
+func checkPrometheusRule(t *testing.T, d string, objs []Object, files []rules.File, upSelector string) {
 	t.Helper()
 	prs := Of[monitoringv1.PrometheusRule](objs)
 	if len(prs) != 1 {
@@ -568,7 +573,11 @@ func checkPrometheusRule(t *testing.T, d string, objs []Object, files []rules.Fi
 	for _, f := range files {
 		for _, g := range f.Groups {
 			for _, r := range g.Rules {
-				want = append(want, ruleKey(g.Name, r.Record, r.Alert, r.Expr, r.For.String(), r.Labels, r.Annotations))
+				expr := r.Expr
+				if upSelector != "" && r.Alert == "LLMProbeDown" {
+					expr = strings.ReplaceAll(expr, `up{job=~"llmprobe"}`, "up{"+upSelector+"}")
+				}
+				want = append(want, ruleKey(g.Name, r.Record, r.Alert, expr, r.For.String(), r.Labels, r.Annotations))
 			}
 		}
 	}
@@ -800,5 +809,61 @@ func TestVLLMServiceMonitorJoinLabel(t *testing.T) {
 	}
 	if sm.Labels["release"] != "kube-prometheus-stack" {
 		t.Error("no release label for kube-prometheus-stack")
+	}
+}
+
+// checkSweepsWritable: a serve container names its --sweeps.dir, and that
+// directory lies on a writable volume (the root is read-only) that is an
+// emptyDir with a sizeLimit above --sweeps.retention.size, or a claim
+// (issue 37: scheduled sweeps failed with "read-only file system" in every
+// shipped deployment).
+func checkSweepsWritable(t *testing.T, where string, w workload, c corev1.Container) {
+	t.Helper()
+	if len(c.Args) == 0 || c.Args[0] != "serve" {
+		return
+	}
+	flag := func(name string) string {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	dir := flag("sweeps.dir")
+	if !strings.HasPrefix(dir, "/") {
+		t.Errorf("%s: serve has no absolute --sweeps.dir (%q): its default ./sweeps is on the read-only root", where, dir)
+		return
+	}
+	var mount *corev1.VolumeMount
+	for i, m := range c.VolumeMounts {
+		if (dir == m.MountPath || strings.HasPrefix(dir, strings.TrimSuffix(m.MountPath, "/")+"/")) &&
+			(mount == nil || len(m.MountPath) > len(mount.MountPath)) {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	if mount == nil || mount.ReadOnly {
+		t.Errorf("%s: --sweeps.dir=%s is on no writable volume mount", where, dir)
+		return
+	}
+	if slices.Contains(w.Claims, mount.Name) {
+		return
+	}
+	i := slices.IndexFunc(w.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == mount.Name })
+	if i < 0 {
+		t.Errorf("%s: --sweeps.dir=%s: volume %q is not in the pod", where, dir, mount.Name)
+		return
+	}
+	v := w.Spec.Volumes[i]
+	switch {
+	case v.PersistentVolumeClaim != nil:
+	case v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil:
+		size, err := units.ParseBase2Bytes(flag("sweeps.retention.size"))
+		if err != nil || size <= 0 || int64(size) >= v.EmptyDir.SizeLimit.Value() {
+			t.Errorf("%s: --sweeps.retention.size=%q (%v) must be set and below the emptyDir's sizeLimit %s (over it the kubelet evicts the pod)",
+				where, flag("sweeps.retention.size"), err, v.EmptyDir.SizeLimit)
+		}
+	default:
+		t.Errorf("%s: --sweeps.dir=%s: volume %q is neither a bounded emptyDir nor a claim", where, dir, mount.Name)
 	}
 }

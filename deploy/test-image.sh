@@ -44,7 +44,7 @@ case $GO_ROOTFS in busybox|debootstrap) ;; *)
 esac
 
 # Bounds of every wait (seconds).
-readonly ENGINE_START_LIMIT=120 READY_LIMIT=60 HEALTHY_LIMIT=60 STOP_LIMIT=10
+readonly ENGINE_START_LIMIT=120 READY_LIMIT=60 HEALTHY_LIMIT=60 STOP_LIMIT=10 SWEEP_LIMIT=240
 
 RUN_ID=llmprobe-image-test-$$
 IMAGE_PREFIX=llmprobe-image-test
@@ -396,13 +396,18 @@ check_image() {
   h="$RUN_ID-$name-web"
   base="http://127.0.0.1:$port"
   CONTAINERS+=("$h")
+  # Another port through the environment alone: serve and the image's own
+  # HEALTHCHECK (exec form, no shell) both read it.
   docker run -d --name "$h" --read-only --cap-drop ALL --network host \
-    --health-cmd "/bin/llmprobe healthcheck --url $base/-/healthy" --health-interval 1s \
-    "$tag" serve --web.listen-address "127.0.0.1:$port" >/dev/null
+    -e LLMPROBE_WEB_LISTEN_ADDRESS="127.0.0.1:$port" --health-interval 1s \
+    "$tag" serve >/dev/null
   until_within "$READY_LIMIT" "ready" http_ok "$base/-/ready" \
     || { docker logs --tail 20 "$h" 2>&1; fail "$h: $base/-/ready not 200 within ${READY_LIMIT}s"; }
   http_ok "$base/-/healthy" || fail "$h: $base/-/healthy"
   say "  /-/healthy, /-/ready: 200"
+  until_within "$HEALTHY_LIMIT" healthy is_healthy "$h" \
+    || { docker inspect -f '{{json .State.Health}}' "$h"; fail "$h: HEALTHCHECK on port $port (LLMPROBE_WEB_LISTEN_ADDRESS) not healthy (state $(health "$h"))"; }
+  say "  HEALTHCHECK on port $port from LLMPROBE_WEB_LISTEN_ADDRESS: healthy"
   until_within "$READY_LIMIT" "metrics" sh -c "curl -fsS --max-time 5 '$base/metrics' | grep -q '^llmprobe_requests_total{'" \
     || fail "$h: $base/metrics has no llmprobe_requests_total series within ${READY_LIMIT}s"
   say "  /metrics: $(curl -fsS --max-time 5 "$base/metrics" | grep -c '^llmprobe_') llmprobe_ samples"
@@ -412,6 +417,52 @@ check_image() {
   rss=$(awk '/^VmRSS:/ {printf "%.1f MiB", $2/1024}' "/proc/$(docker inspect -f '{{.State.Pid}}' "$h")/status")
   say "  RSS: $rss"
   stop_check "$h"
+
+  # 3. A scheduled sweep as shipped: the simulator image on its own port
+  # (healthy through LLMPROBE_WEB_LISTEN_ADDRESS and /health), and serve on
+  # a read-only root with a config that sweeps it every minute; the run
+  # directory goes to the image's volume (LLMPROBE_SWEEPS_DIR).
+  local sp sim sv cfgdir
+  sp=$(free_port)
+  sim="$RUN_ID-$name-sim"
+  CONTAINERS+=("$sim")
+  docker run -d --name "$sim" --read-only --cap-drop ALL --network host \
+    -e LLMPROBE_WEB_LISTEN_ADDRESS="127.0.0.1:$sp" --health-interval 1s "$tag" simulate >/dev/null
+  until_within "$HEALTHY_LIMIT" healthy is_healthy "$sim" \
+    || { docker logs --tail 20 "$sim" 2>&1; fail "$sim: the simulator's HEALTHCHECK not healthy (state $(health "$sim"))"; }
+  say "  simulate on port $sp: healthy"
+  cfgdir=$(mktemp -d)
+  cat >"$cfgdir/llmprobe.yml" <<YAML
+targets:
+  - name: sim
+    base_url: http://127.0.0.1:$sp
+    probes:
+      - name: p
+        rate: 0.5
+    sweeps:
+      - name: minutely
+        every: 1m
+        rates: [2, 4]
+        num_prompts: 10
+        input_len: 32
+        output_len: 4
+YAML
+  chmod -R a+rX "$cfgdir"
+  port=$(free_port)
+  sv="$RUN_ID-$name-sweeps"
+  base="http://127.0.0.1:$port"
+  CONTAINERS+=("$sv")
+  docker run -d --name "$sv" --read-only --cap-drop ALL --network host \
+    -v "$cfgdir/llmprobe.yml:/etc/llmprobe/llmprobe.yml:ro" -e LLMPROBE_WEB_LISTEN_ADDRESS="127.0.0.1:$port" \
+    --health-interval 1s "$tag" serve --config.file=/etc/llmprobe/llmprobe.yml >/dev/null
+  until_within "$SWEEP_LIMIT" "a scheduled sweep" sh -c \
+    "curl -fsS --max-time 5 '$base/metrics' | grep -q '^llmprobe_sweep_runs_total{result=\"success\",sweep=\"minutely\",target=\"sim\"} 1'" \
+    || { docker logs --tail 30 "$sv" 2>&1; fail "$sv: no successful scheduled sweep within ${SWEEP_LIMIT}s (read-only root, the image's sweeps volume)"; }
+  is_healthy "$sv" || fail "$sv: not healthy (state $(health "$sv"))"
+  say "  scheduled sweep on a read-only root: success (run directory in the image's /var/lib/llmprobe volume); healthy"
+  stop_check "$sv"
+  stop_check "$sim"
+  rm -rf "$cfgdir"
 }
 
 for name in "${BUILT[@]}"; do check_image "$name"; done

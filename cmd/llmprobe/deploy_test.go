@@ -243,6 +243,15 @@ func TestComposeCommandsParse(t *testing.T) {
 		if in.cmd != map[string]string{"llmprobe": "serve", "simulator": "simulate"}[name] {
 			t.Errorf("compose %s runs %s", name, in.cmd)
 		}
+		// The image's HEALTHCHECK (no flags) asks the address in the
+		// service's environment, or serve's default: the port it listens on.
+		hc := svc.Environment[webListenEnv]
+		if hc == "" {
+			hc = defaultHealthListen
+		}
+		if urls, err := healthURLs(hc); err != nil || !strings.Contains(urls[0], ":"+strconv.Itoa(port)+"/") {
+			t.Errorf("compose %s listens on %d, its health check asks %v (%v): set %s", name, port, urls, err, webListenEnv)
+		}
 		if in.cmd == "serve" {
 			ms, err := svc.Mounts()
 			if err != nil {
@@ -303,6 +312,12 @@ func TestSystemdUnitCommandsParse(t *testing.T) {
 	}
 	if _, port := listenPort(t, "systemd", in); port != 9741 {
 		t.Errorf("the unit listens on %d, want 9741", port)
+	}
+	// ProtectSystem=strict makes everything but the StateDirectory
+	// read-only: --sweeps.dir must be below it (/var/lib/<name>).
+	state := u.Get("Service", "StateDirectory")
+	if dir := in.flag("sweeps.dir"); state == "" || !strings.HasPrefix(dir, "/var/lib/"+state+"/") {
+		t.Errorf("the unit's --sweeps.dir %q is not below its StateDirectory=%q (/var/lib/%s/): sweeps fail with a read-only file system", dir, state, state)
 	}
 	if got := u.Get("Service", "ExecReload"); got != "/bin/kill -HUP $MAINPID" {
 		t.Errorf("ExecReload=%q, want SIGHUP to the main process", got)

@@ -207,8 +207,18 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("the Dockerfile injects %v, the Makefile %v: want the same version variables", got, want)
 	}
 
-	if copies := final.all("COPY"); len(copies) != 1 || copies[0].Args != "--from=build /out/llmprobe /bin/llmprobe" {
-		t.Errorf("the final stage copies %v, want only the binary (no configuration: the default runs the built-in simulator)", copies)
+	if copies := final.all("COPY"); len(copies) != 2 || copies[0].Args != "--from=build /out/llmprobe /bin/llmprobe" ||
+		copies[1].Args != "--from=build --chown=65532:65532 /out/state "+imageStateDir {
+		t.Errorf("the final stage copies %v, want only the binary and the empty state directory (no configuration: the default runs the built-in simulator)", copies)
+	}
+	// Scheduled sweeps write under the state directory: a volume (writable
+	// on a read-only root), owned by the image's user, named by
+	// LLMPROBE_SWEEPS_DIR.
+	if v := final.last(t, "VOLUME").Args; v != imageStateDir && v != `["`+imageStateDir+`"]` {
+		t.Errorf("VOLUME %s, want %s (sweeps need a writable directory on a read-only root)", v, imageStateDir)
+	}
+	if env := final.last(t, "ENV").Args; env != sweepsDirEnv+"="+imageStateDir+"/sweeps" {
+		t.Errorf("ENV %s, want %s=%s/sweeps", env, sweepsDirEnv, imageStateDir)
 	}
 	user := final.last(t, "USER").Args
 	uid, _, _ := strings.Cut(user, ":")
@@ -324,6 +334,10 @@ func TestDockerfileVersionArgs(t *testing.T) {
 	}
 }
 
+// imageStateDir is the image's writable volume: the sweeps directory is
+// below it.
+const imageStateDir = "/var/lib/llmprobe"
+
 // checkHealthcheck: the final stage has one HEALTHCHECK, in exec form (no
 // shell in distroless), running `llmprobe healthcheck` as this binary parses
 // it, against serve's default port on loopback, with an interval and a
@@ -355,9 +369,16 @@ func checkHealthcheck(t *testing.T, final stage) {
 		t.Errorf("HEALTHCHECK runs llmprobe %s, want healthcheck", in.cmd)
 	}
 	_, port := listenPort(t, "serve", parseInvocation(t, "default", []string{"serve"}))
-	u, err := url.Parse(in.flag("url"))
+	if in.flag("url") != "" {
+		t.Errorf("HEALTHCHECK asks --url %q: want the listen address (LLMPROBE_WEB_LISTEN_ADDRESS moves serve and the check together)", in.flag("url"))
+	}
+	urls, err := healthURLs(in.flag("web.listen-address"))
+	if err != nil || len(urls) == 0 {
+		t.Fatalf("HEALTHCHECK --web.listen-address %q: %v", in.flag("web.listen-address"), err)
+	}
+	u, err := url.Parse(urls[0])
 	if err != nil || u.Hostname() != "127.0.0.1" || u.Port() != strconv.Itoa(port) || u.Path != "/-/healthy" {
-		t.Errorf("HEALTHCHECK asks %q, want serve's /-/healthy at 127.0.0.1:%d", in.flag("url"), port)
+		t.Errorf("HEALTHCHECK asks %q first, want serve's /-/healthy at 127.0.0.1:%d", urls[0], port)
 	}
 	option := map[string]time.Duration{}
 	for _, o := range strings.Fields(opts) {

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmprobe/llmprobe/internal/testutil"
 )
@@ -53,10 +55,59 @@ func TestHealthcheck(t *testing.T) {
 		}
 	}
 
-	// The default URL is what the image's HEALTHCHECK reaches without
-	// flags: serve's default listen address, on loopback.
+	// Without flags the check asks serve's default listen address on
+	// loopback: what the image's HEALTHCHECK reaches.
 	_, port := listenPort(t, "serve", parseInvocation(t, "default", []string{"serve"}))
-	if want := "http://127.0.0.1:" + strconv.Itoa(port) + "/-/healthy"; defaultHealthURL != want {
-		t.Errorf("healthcheck's default URL %q, want %q (serve's default port)", defaultHealthURL, want)
+	urls, err := healthURLs(parseInvocation(t, "default", []string{"healthcheck"}).flags["web.listen-address"][0])
+	if want := "http://127.0.0.1:" + strconv.Itoa(port) + "/-/healthy"; err != nil || urls[0] != want {
+		t.Errorf("healthcheck's default URLs %q (%v), want %q first (serve's default port)", urls, err, want)
+	}
+	if code, _, errOut := runHealthcheck(t, "--web.listen-address", "127.0.0.1:"); code != 2 || !strings.Contains(errOut, "web.listen-address") {
+		t.Errorf("healthcheck --web.listen-address 127.0.0.1: exit %d, stderr %q; want 2 naming the flag", code, errOut)
+	}
+}
+
+// TestHealthcheckFollowsListenAddress is the image's HEALTHCHECK (no
+// flags) beside a serve and a simulate moved to other ports by
+// LLMPROBE_WEB_LISTEN_ADDRESS alone: serve answers on /-/healthy, the
+// simulator on /health; both healthy, and unhealthy once stopped.
+func TestHealthcheckFollowsListenAddress(t *testing.T) {
+	for _, cmd := range []string{"serve", "simulate"} {
+		t.Run(cmd, func(t *testing.T) {
+			addr := testutil.FreeAddr(t)
+			t.Setenv(webListenEnv, addr)
+			ctx, cancel := context.WithCancel(context.Background())
+			logs := &testutil.SyncBuffer{}
+			done := make(chan int, 1)
+			go func() { done <- run(ctx, []string{cmd}, io.Discard, logs) }()
+			stopped := false
+			stop := func() {
+				if !stopped {
+					stopped = true
+					cancel()
+					<-done
+				}
+			}
+			t.Cleanup(stop)
+			// Healthy once it listens: wait on the check itself.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				code, out, errOut := runHealthcheck(t, "--timeout", "2s")
+				if code == 0 {
+					if !strings.Contains(out, addr) {
+						t.Errorf("healthcheck answered from %q, want %s", out, addr)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s on %s (from %s): healthcheck still exit %d: %s; log:\n%s", cmd, addr, webListenEnv, code, errOut, logs)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			stop()
+			if code, _, _ := runHealthcheck(t, "--timeout", "2s"); code != 1 {
+				t.Errorf("healthcheck of a stopped %s: exit %d, want 1", cmd, code)
+			}
+		})
 	}
 }

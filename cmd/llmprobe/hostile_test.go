@@ -182,7 +182,7 @@ type hostileDaemon struct {
 	probes                      float64 // the canary's requests at the last alive check
 	maxRSS, lastRSS             int64
 	runID, runDir               string    // the sweep of "API sweep still runs"
-	hostileURL                  string    // hostileServer's, once started
+	hostileURL                  string    // startHostileTarget's, once started
 	zero                        [2]string // run dirs: manifest.json, result.json → /dev/zero
 }
 
@@ -400,12 +400,12 @@ func reloadEdit(edit func(string) string) func(*testing.T, *hostileDaemon) reply
 	}
 }
 
-// hostileServer is a target that answers /v1/models, streams tool calls
+// startHostileTarget starts a target that answers /v1/models, streams tool calls
 // without end on /v1/chat/completions (to a request offering tools; prompt
 // sizing's calibration requests get a good answer) and answers /v1/completions with 20
 // MB of headers (issue 34 risks: the first read on until the timeout,
 // the second was classed connect).
-func hostileServer(t *testing.T) string {
+func startHostileTarget(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/models":
@@ -442,13 +442,13 @@ func hostileServer(t *testing.T) string {
 }
 
 // hostileTarget reloads the good config with a second target, name, at
-// hostileServer (api, one probe at 5 req/s with workload), and waits for
+// hostileTarget (api, one probe at 5 req/s with workload), and waits for
 // its requests to be counted: the reply is its llmprobe_requests_total
 // lines.
 func hostileTarget(name, api, workload string) func(*testing.T, *hostileDaemon) reply {
 	return func(t *testing.T, d *hostileDaemon) reply {
 		if d.hostileURL == "" {
-			d.hostileURL = hostileServer(t)
+			d.hostileURL = startHostileTarget(t)
 		}
 		r := reload(fmt.Sprintf("  - name: %s\n    base_url: %s\n    api: %s\n    probes:\n      - name: hostile\n        rate: 5\n        %s\n",
 			name, d.hostileURL, api, workload))(t, d)

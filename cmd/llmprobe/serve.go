@@ -9,13 +9,13 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/llmprobe/llmprobe/internal/daemon"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/internal/web"
-	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
@@ -31,7 +31,13 @@ type serveFlags struct {
 	configFileSet bool
 	configCheck   bool
 	shard         string
+	// sweepsMaxBytes is --sweeps.retention.size.
+	sweepsMaxBytes units.Base2Bytes
 }
+
+// sweepsDirEnv sets --sweeps.dir (serve, check-config) from the
+// environment: the container image sets it to its volume.
+const sweepsDirEnv = "LLMPROBE_SWEEPS_DIR"
 
 func init() {
 	register(func(app *kingpin.Application) (string, action) {
@@ -72,7 +78,9 @@ func init() {
 			"ordinal): each target is owned by exactly one of COUNT replicas, by rendezvous hashing of its name (docs/scaling.md).").
 			StringVar(&f.shard)
 		cmd.Flag("shutdown-timeout", "How long to wait for in-flight probes and the web server on shutdown.").Default("10s").DurationVar(&f.ShutdownTimeout)
-		f.Web = kingpinflag.AddFlags(cmd, ":9741")
+		f.Web = kingpinflag.AddFlags(cmd, defaultHealthListen)
+		// LLMPROBE_WEB_LISTEN_ADDRESS moves serve and its healthcheck together.
+		cmd.GetFlag("web.listen-address").Envar(webListenEnv)
 		cmd.Flag("web.max-requests", "Most HTTP requests served at once (as Prometheus' --web.max-connections); over it a request is answered "+
 			"503 at once, so a flood of unread scrapes cannot exhaust memory; and most connections held per listener, a new one closing the "+
 			"longest-idle one at the cap. 0: no limit.").
@@ -85,7 +93,13 @@ func init() {
 			"protect it with --web.config.file). Scheduled sweeps (sweeps: in the config) run without it. See docs/sweep-api.md.").
 			BoolVar(&f.EnableSweeps)
 		cmd.Flag("sweeps.dir", "Directory of the daemon's sweep run directories (<dir>/<target>/<UTC stamp>-<name>/); "+
-			"the last results are read back from it at start.").Default("sweeps").StringVar(&f.SweepsDir)
+			"the last results are read back from it at start. It must be writable when the config schedules sweeps or "+
+			"--web.enable-sweeps is on (checked at load). The container image sets /var/lib/llmprobe/sweeps, a volume.").
+			Default("sweeps").Envar(sweepsDirEnv).StringVar(&f.SweepsDir)
+		cmd.Flag("sweeps.retention.size", "Most bytes the run directories under --sweeps.dir may hold: before each sweep starts, the oldest "+
+			"are removed (never the newest successful run of a sweep) until they fit; a sweep that still does not fit is not run. "+
+			"Set it below the volume's size by one run (1–5 MB). 0: no limit by size.").
+			Default(units.Base2Bytes(sweepd.DefaultMaxBytes).String()).BytesVar(&f.sweepsMaxBytes)
 		cmd.Flag("sweeps.max-concurrent", "Most sweeps running at once over all targets (one per target at most).").
 			Default(fmt.Sprint(sweepd.DefaultMaxConcurrent)).IntVar(&f.SweepsMaxConcurrent)
 		return cmd.FullCommand(), func(e *env) int { return runServe(e, f) }
@@ -102,7 +116,7 @@ func runServe(e *env, f *serveFlags) int {
 	defer signal.Stop(hup)
 	fromFile := f.target.URL == "" && f.fromFile()
 	if f.configCheck {
-		return checkServeConfig(e, f.ConfigFile, fromFile)
+		return checkServeConfig(e, f.ConfigFile, f.SweepsDir, fromFile)
 	}
 	o, err := f.options(fromFile)
 	if err != nil {
@@ -128,17 +142,12 @@ func (f *serveFlags) fromFile() bool {
 
 // checkServeConfig is --config.check: 0 when the config file is valid, 1
 // with the exact problem otherwise.
-func checkServeConfig(e *env, file string, fromFile bool) int {
+func checkServeConfig(e *env, file, sweepsDir string, fromFile bool) int {
 	if !fromFile {
 		fmt.Fprintf(e.stderr, "llmprobe: error: --config.check needs a config file: %s not found\n", file)
 		return 1
 	}
-	if _, err := config.Load(file); err != nil {
-		fmt.Fprintf(e.stderr, "%v\n", err)
-		return 1
-	}
-	fmt.Fprintf(e.stdout, "%s: OK\n", file)
-	return 0
+	return checkConfig(e, []string{file}, sweepsDir)
 }
 
 // options checks the flags and completes the daemon's options with the
@@ -146,6 +155,7 @@ func checkServeConfig(e *env, file string, fromFile bool) int {
 // The error's text starts with the flag it is about.
 func (f *serveFlags) options(fromFile bool) (daemon.Options, error) {
 	o := f.Options
+	o.SweepsMaxBytes = int64(f.sweepsMaxBytes)
 	var err error
 	switch {
 	case f.target.API != "completions" && f.target.API != "chat" && f.target.API != "responses" &&
@@ -155,6 +165,8 @@ func (f *serveFlags) options(fromFile bool) (daemon.Options, error) {
 		return o, fmt.Errorf("--push.method must be POST or PUT, got %q", o.Push.Method)
 	case o.SweepsMaxConcurrent < 1:
 		return o, fmt.Errorf("--sweeps.max-concurrent must be >= 1, got %d", o.SweepsMaxConcurrent)
+	case f.sweepsMaxBytes < 0:
+		return o, fmt.Errorf("--sweeps.retention.size must be >= 0 (0: no limit), got %s", f.sweepsMaxBytes)
 	case o.MaxRequests < 0:
 		return o, fmt.Errorf("--web.max-requests must be >= 0 (0: no limit), got %d", o.MaxRequests)
 	}

@@ -100,3 +100,38 @@ func TestServeScheduledSweep(t *testing.T) {
 		t.Errorf("exit code %d", code)
 	}
 }
+
+// TestSweepsDirNotWritable: a config that schedules sweeps with a sweeps
+// directory that cannot be written is refused at load, naming the
+// directory, by check-config, serve --config.check and serve itself (exit
+// 1 before any probe), not at the sweep's first run; the same config with
+// LLMPROBE_SWEEPS_DIR pointing at a writable place passes.
+func TestSweepsDirNotWritable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "llmprobe.yml", `targets:
+  - name: sim
+    base_url: http://127.0.0.1:1
+    sweeps:
+      - name: nightly
+        every: 24h
+        rates: [4, 8]
+`)
+	notADir := writeFile(t, dir, "file", "")
+	bad := filepath.Join(notADir, "sweeps")
+	for _, args := range [][]string{
+		{"check-config", "--sweeps.dir", bad, cfg},
+		{"serve", "--config.file", cfg, "--config.check", "--sweeps.dir", bad},
+		{"serve", "--config.file", cfg, "--sweeps.dir", bad, "--web.listen-address", testutil.FreeAddr(t)},
+	} {
+		var out, errb strings.Builder
+		code := run(t.Context(), args, &out, &errb)
+		if code != 1 || !strings.Contains(errb.String(), bad) || !strings.Contains(errb.String(), "not writable") {
+			t.Errorf("llmprobe %s: exit %d, stderr %q; want 1 naming %s as not writable", strings.Join(args, " "), code, errb.String(), bad)
+		}
+	}
+	t.Setenv(sweepsDirEnv, filepath.Join(dir, "state", "sweeps"))
+	var out, errb strings.Builder
+	if code := run(t.Context(), []string{"check-config", cfg}, &out, &errb); code != 0 {
+		t.Errorf("check-config with %s set: exit %d, stderr %q", sweepsDirEnv, code, errb.String())
+	}
+}

@@ -13,8 +13,8 @@ func init() {
 			"streaming, tokenize), its /metrics and a continuous-batching engine with a known capacity and optional "+
 			"fault injection; --engine sglang|tgi|llamacpp|ollama serves another engine's metric names, info and "+
 			"tokenizer endpoints and stream quirks over the same engine model. See docs/simulator.md.")
-		addr := cmd.Flag("web.listen-address", "Address to serve the simulated API and /metrics on.").
-			Default("127.0.0.1:8000").String()
+		addr := cmd.Flag("web.listen-address", "Address to serve the simulated API and /metrics on (or "+webListenEnv+", which `llmprobe healthcheck` reads too).").
+			Default("127.0.0.1:8000").Envar(webListenEnv).String()
 		cfg := simulator.DefaultConfig()
 		simulator.AddFlags(cmd, &cfg)
 		// Invalid values fail parsing: one line on stderr, exit code 2.

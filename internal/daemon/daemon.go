@@ -80,11 +80,18 @@ type Options struct {
 	// SweepsMaxConcurrent sweeps run at once.
 	SweepsDir           string
 	SweepsMaxConcurrent int
+	// SweepsMaxBytes trims the run directories under SweepsDir before each
+	// sweep (`--sweeps.retention.size`; 0: no limit by size).
+	SweepsMaxBytes int64
 	// Hup delivers SIGHUP: each one reloads ConfigFile (without one it is
 	// ignored with a warning). nil: none.
 	Hup <-chan os.Signal
 	// Tracing traces every probe request over OTLP (off by default).
 	Tracing Tracing
+	// SecretPollInterval is how often the files credentials were read from
+	// are checked for a change, which reloads the config file (0:
+	// DefaultSecretPollInterval).
+	SecretPollInterval time.Duration
 }
 
 // Simulator starts the built-in simulator: Start serves it and returns its
@@ -190,6 +197,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	level.Info(logger).Log("msg", "probes scheduled", "targets", len(cfg.Targets))
 	loops.Go(func() { d.reloadOnHup(ctx) })
+	loops.Go(func() { d.watchSecrets(ctx) })
 	if o.Push.URL != "" {
 		stopPush, err := startPush(ctx, o.Push, d.gatherers, logger)
 		if err != nil {
@@ -237,7 +245,7 @@ func build(o Options, tp *tracing.Provider) *daemon {
 		sweepTracer = tp.Tracer
 	}
 	d.sweeps = sweepd.New(sweepd.Options{
-		Logger: log.With(d.logger, "component", "sweeps"), Dir: o.SweepsDir, MaxConcurrent: o.SweepsMaxConcurrent,
+		Logger: log.With(d.logger, "component", "sweeps"), Dir: o.SweepsDir, MaxConcurrent: o.SweepsMaxConcurrent, MaxBytes: o.SweepsMaxBytes,
 		Tracer:   sweepTracer,
 		Observer: probemetrics.NewSweeps(d.reg),
 		Embedded: func(target string, w workload.Spec) (bool, float64) {
@@ -257,12 +265,35 @@ func build(o Options, tp *tracing.Provider) *daemon {
 func (d *daemon) apply(ctx context.Context, c *config.Config) error {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
+	// A sweep that could not write its run directory fails here, at load
+	// (the old config stays), not at its first run.
+	if hasSweeps(c) || d.o.EnableSweeps {
+		if err := sweepd.CheckDir(d.o.SweepsDir); err != nil {
+			return err
+		}
+	}
 	d.disco.Apply(ctx, c.Discovery)
 	if err := d.applyTargets(ctx, c); err != nil {
 		return err
 	}
 	d.static = c
 	return nil
+}
+
+// hasSweeps reports whether a target of c (or the discovery template)
+// schedules sweeps.
+func hasSweeps(c *config.Config) bool {
+	for _, t := range c.Targets {
+		if len(t.Sweeps) > 0 {
+			return true
+		}
+	}
+	for _, e := range c.Discovery {
+		if len(e.Target.Sweeps) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // applyTargets applies c's targets and the discovered ones to the manager

@@ -178,10 +178,15 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 		cfg.PromptNonce = sweep.NewPromptNonce()
 	}
 	cfg.Tracer = s.opts.Tracer
-	out, err := rundir.Run(ctx, cfg, rundir.Options{
-		Logger: logger, Args: CommandLine(cfg), Observer: &progress{r: r, obs: s.obs},
-		HTTPClient: s.opts.HTTPClient, Now: s.opts.Now,
-	})
+	// Room on disk first: a sweep that cannot be kept is not run.
+	var out *rundir.Outcome
+	err := s.makeRoom()
+	if err == nil {
+		out, err = rundir.Run(ctx, cfg, rundir.Options{
+			Logger: logger, Args: CommandLine(cfg), Observer: &progress{r: r, obs: s.obs},
+			HTTPClient: s.opts.HTTPClient, Now: s.opts.Now,
+		})
+	}
 	took := s.opts.Now().Sub(start)
 	state, result := StatusDone, capacity.ResultSuccess
 	msg := ""

@@ -26,7 +26,11 @@ type storedRun struct {
 // the target's directory, newest first. Directories without a manifest (a
 // sweep running now, or one a crash cut short) are left alone.
 func (s *Service) scan(target string) []storedRun {
-	tdir := s.targetDir(target)
+	return s.scanDir(s.targetDir(target))
+}
+
+// scanDir is scan of a target's directory.
+func (s *Service) scanDir(tdir string) []storedRun {
 	es, err := os.ReadDir(tdir)
 	if err != nil {
 		return nil

@@ -119,6 +119,10 @@ type Options struct {
 	// MaxConcurrent caps the sweeps running at once over all targets
 	// (default DefaultMaxConcurrent).
 	MaxConcurrent int
+	// MaxBytes is --sweeps.retention.size: before each sweep starts, the
+	// run directories under Dir are trimmed to at most this many bytes
+	// (makeRoom). 0: no limit by size.
+	MaxBytes int64
 	// KeepFinished is how many finished runs the registry lists (default
 	// DefaultKeepFinished; their directories stay on disk by retention).
 	KeepFinished int

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/common/config"
@@ -64,11 +66,46 @@ func addProxyUser(red *fingerprint.Redactor, u *url.URL) {
 	red.AddUserPassword(u.User.Username() + ":" + pw)
 }
 
-// fileRecheck is how often the transport re-reads a secret file whose
-// content does not pass through a header it writes (the OAuth2 client
-// secret, sent to the token endpoint by a client of its own). A variable
-// for tests.
-var fileRecheck = time.Second
+// secretFile is a secret file the transport re-reads when it changes: one
+// whose content does not pass through a header it writes (the OAuth2
+// client secret, sent to the token endpoint by a client of its own).
+type secretFile struct {
+	path  string
+	stamp atomic.Pointer[fileStamp] // as last read
+}
+
+// fileStamp tells a changed file from the one last read: a rotation
+// writes a new file (inode), or rewrites it (size, modification time).
+type fileStamp struct {
+	mod       time.Time
+	size, ino int64
+}
+
+func stampOf(fi os.FileInfo) fileStamp {
+	st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = int64(sys.Ino)
+	}
+	return st
+}
+
+// refresh registers the file's content with red when it changed since the
+// last read: one stat per request, a read only on a change, so the
+// redactor knows a rotated secret before the request that sends it.
+func (f *secretFile) refresh(red *fingerprint.Redactor) {
+	fi, err := os.Stat(f.path)
+	if err != nil {
+		return
+	}
+	st := stampOf(fi)
+	if old := f.stamp.Load(); old != nil && *old == st {
+		return
+	}
+	if v, err := readSecretFile(f.path); err == nil {
+		red.Add(v)
+		f.stamp.Store(&st)
+	}
+}
 
 // secretsTransport is the outermost RoundTripper of NewHTTPClient: it
 // registers with red every credential the request carries as it is
@@ -89,8 +126,7 @@ type secretsTransport struct {
 	proxy   func(*http.Request) (*url.URL, error)
 	headers map[string]bool        // canonical names of http_headers with secrets or files
 	hook    func(string, []string) // wroteHeaderField, bound once
-	files   []string               // secret files to re-read (fileRecheck)
-	checked atomic.Int64
+	files   []*secretFile          // secret files re-read when they change
 }
 
 func newSecretsTransport(next http.RoundTripper, cfg config.HTTPClientConfig, red *fingerprint.Redactor) *secretsTransport {
@@ -108,7 +144,7 @@ func newSecretsTransport(next http.RoundTripper, cfg config.HTTPClientConfig, re
 	if o := cfg.OAuth2; o != nil {
 		for _, f := range []string{o.ClientSecretFile, o.ClientCertificateKeyFile} {
 			if f != "" {
-				t.files = append(t.files, f)
+				t.files = append(t.files, &secretFile{path: f})
 			}
 		}
 	}
@@ -129,15 +165,8 @@ func (t *secretsTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			addProxyUser(t.red, u)
 		}
 	}
-	if len(t.files) > 0 {
-		now := time.Now().UnixNano()
-		if last := t.checked.Load(); now-last >= int64(fileRecheck) && t.checked.CompareAndSwap(last, now) {
-			for _, f := range t.files {
-				if v, err := readSecretFile(f); err == nil {
-					t.red.Add(v)
-				}
-			}
-		}
+	for _, f := range t.files {
+		f.refresh(t.red)
 	}
 	// A new ClientTrace per request: WithClientTrace composes an existing
 	// trace into the one it is given, which must not be shared.

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/config"
 
@@ -145,11 +144,9 @@ func TestHTTPClientRegistersSentSecrets(t *testing.T) {
 
 // TestHTTPClientOAuth2SecretFileRotated: the OAuth2 client secret goes to
 // the token endpoint by oauth2's own client, past the header hook; its file
-// is re-read while requests go out (every fileRecheck), so a rotated
-// secret is known without a rebuild.
+// is re-read when it changed, before the request that may send it, so a
+// rotated secret is known without a rebuild.
 func TestHTTPClientOAuth2SecretFileRotated(t *testing.T) {
-	defer func(d time.Duration) { fileRecheck = d }(fileRecheck)
-	fileRecheck = 0
 	srv := newSentSecretsServer(t)
 	secFile := writeSecret(t, filepath.Join(t.TempDir(), "client-secret"), "client-secret-v1")
 	hc, red := redactingClient(t, config.HTTPClientConfig{OAuth2: &config.OAuth2{ClientID: "id", ClientSecretFile: secFile, TokenURL: srv.URL + "/token"}})

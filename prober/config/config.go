@@ -297,6 +297,10 @@ type TargetConfig struct {
 	// httpHash is a salted hash of HTTPConfig's secrets as read at load
 	// (RestartKey).
 	httpHash string
+	// secretFiles are the files the credentials were read from at load
+	// (api_key_file, http_config's *_file and header files), as opened:
+	// SecretFiles.
+	secretFiles []string
 }
 
 // ProbeConfig is one open-loop probe of a target.

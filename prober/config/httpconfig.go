@@ -178,6 +178,14 @@ func (t *TargetConfig) loadHTTPConfig(dir string) error {
 		return err
 	}
 	t.httpHash = ""
+	for _, sec := range secrets {
+		if sec.File != "" {
+			t.secretFiles = append(t.secretFiles, sec.File)
+		}
+	}
+	if b := h.BasicAuth; b != nil && b.UsernameFile != "" {
+		t.secretFiles = append(t.secretFiles, b.UsernameFile)
+	}
 	if len(secrets) > 0 {
 		s := sha256.New()
 		s.Write(keySalt)

@@ -223,6 +223,7 @@ func (t *TargetConfig) loadKey(dir string) error {
 		if key == "" {
 			return errf("api_key_file", "%s is empty", path)
 		}
+		t.secretFiles = append(t.secretFiles, path)
 		if !validKey(key) {
 			return errf("api_key_file", "the key in %s contains spaces or control characters (write the key alone, without \"Bearer\")", path)
 		}

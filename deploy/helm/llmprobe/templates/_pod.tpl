@@ -58,6 +58,8 @@ spec:
         - serve
         - --config.file=/etc/llmprobe/config/llmprobe.yml
         - --web.listen-address=:{{ .Values.service.port }}
+        - --sweeps.dir=/var/lib/llmprobe/sweeps
+        - --sweeps.retention.size={{ .Values.persistence.retentionSize }}
         {{- if gt (int .Values.shards) 1 }}
         - --shard=$(POD_INDEX)/{{ int .Values.shards }}
         {{- end }}
@@ -118,6 +120,17 @@ spec:
         {{- end }}
         - name: tmp
           mountPath: /tmp
+        # Sweep run directories (persistence in values.yaml).
+        - name: state
+          mountPath: /var/lib/llmprobe
+        {{- if or .Values.caBundle.configMap .Values.caBundle.secret }}
+        - name: ca-bundle
+          mountPath: /etc/llmprobe/ca
+          readOnly: true
+        {{- end }}
+        {{- with .Values.extraVolumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
   volumes:
     - name: config
       configMap:
@@ -133,4 +146,35 @@ spec:
     - name: tmp
       emptyDir:
         sizeLimit: 64Mi
+    {{- if not .Values.persistence.enabled }}
+    - name: state
+      emptyDir:
+        sizeLimit: {{ .Values.persistence.emptyDirSizeLimit }}
+    {{- else if le (int .Values.shards) 1 }}
+    - name: state
+      persistentVolumeClaim:
+        claimName: {{ include "llmprobe.fullname" . }}-state
+    {{- end }}
+    {{- with .Values.caBundle }}
+    {{- if .configMap }}
+    # http_config.tls_config.ca_file: /etc/llmprobe/ca/{{ .key }}
+    - name: ca-bundle
+      configMap:
+        name: {{ .configMap }}
+        items:
+          - key: {{ .key }}
+            path: {{ .key }}
+    {{- else if .secret }}
+    # http_config.tls_config.ca_file: /etc/llmprobe/ca/{{ .key }}
+    - name: ca-bundle
+      secret:
+        secretName: {{ .secret }}
+        items:
+          - key: {{ .key }}
+            path: {{ .key }}
+    {{- end }}
+    {{- end }}
+    {{- with .Values.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end }}
