@@ -623,7 +623,7 @@ func TestRestartKeyCoversEveryField(t *testing.T) {
 	// key and the http_config secrets, which enter as a hash (checked below
 	// and in httpconfig_test.go), or a probe's loaded dataset, which enters
 	// as workload.dataset's sha256.
-	bookkeeping := map[string]bool{"set": true, "key": true, "workloadSet": true, "httpHash": true, "dataset": true}
+	bookkeeping := map[string]bool{"set": true, "key": true, "workloadSet": true, "httpHash": true, "dataset": true, "secretFiles": true}
 	f := func(name string, cfg any, key func(any) string, inPlace []string) {
 		t.Run(name, func(t *testing.T) {
 			ref := key(cfg)
