@@ -41,5 +41,32 @@ func lastOf(res *sweep.Result) capacity.Last {
 		l.Decided = bk.Decided
 		l.Knee, l.Production = bk.KneeTotal, bk.ProductionAtKnee
 	}
+	l.State, l.Undecided = kneeState(res)
+	if l.State == capacity.StateUndecided {
+		l.Decided = false
+	}
 	return l
+}
+
+// kneeState is the state of res's knee (sweep.Knee.StateOf) and, when
+// undecided, why (one of sweep.UndecidedReasons; for a result written
+// before the reasons existed, "no_valid_level" without a valid step,
+// else "too_short").
+func kneeState(res *sweep.Result) (state, why string) {
+	state = res.Knee.StateOf()
+	if bk := res.Background; bk != nil && !bk.Decided {
+		state = sweep.KneeUndecided
+	}
+	if state != sweep.KneeUndecided {
+		return state, ""
+	}
+	if why = res.Knee.Undecided; why != "" {
+		return state, why
+	}
+	for _, st := range res.Steps {
+		if st.Validity.Valid {
+			return state, sweep.UndecidedTooShort
+		}
+	}
+	return state, sweep.UndecidedNoValidLevel
 }
