@@ -42,9 +42,10 @@ local groups = std.flattenArrays([f.groups for f in files]);
     canaryGoodputDiff: -0.05,
     canaryMinRequests: 200,
 
-    // Capacity: LLMProbeCapacityRegression fires when the knee falls below
-    // this fraction of its 7-day maximum; LLMProbeCapacityHeadroomLow when
-    // production leaves less than this fraction of the knee.
+    // Capacity: LLMProbeCapacityRegression fires when the last two decided
+    // knees both fall below this fraction of the knee's 7-day median;
+    // LLMProbeCapacityHeadroomLow when production leaves less than this
+    // fraction of the knee.
     capacityRegressionRatio: 0.8,
     capacityHeadroomRatio: 0.15,
 
