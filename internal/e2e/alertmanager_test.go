@@ -211,7 +211,9 @@ func slowCandidate() []string {
 }
 
 // capacityDrop is a target whose scheduled sweep succeeds every 10 minutes
-// with a knee of 100 requests/s, and with 60 from incidentStart on.
+// with a knee of 100 requests/s, and with 60 from incidentStart on; the
+// previous decided knee follows one sweep later (LLMProbeCapacityRegression
+// wants two low sweeps in a row).
 func capacityDrop() []string {
 	lastSuccess := func(i int) float64 {
 		t := time.Duration(i) * simStep
@@ -220,6 +222,9 @@ func capacityDrop() []string {
 	return []string{
 		`llmprobe_sweep_knee_requests_per_second{target="sim",sweep="nightly"}` + values(func(i int) float64 {
 			return during(i, incidentStart, simEnd+time.Minute, 60, 100)
+		}, 0),
+		`llmprobe_sweep_knee_previous_requests_per_second{target="sim",sweep="nightly"}` + values(func(i int) float64 {
+			return during(i, incidentStart+10*time.Minute, simEnd+time.Minute, 60, 100)
 		}, 0),
 		`llmprobe_sweep_knee_decided{target="sim",sweep="nightly"}` + values(constant(1), 0),
 		`llmprobe_sweep_last_success_timestamp_seconds{target="sim",sweep="nightly"}` + values(lastSuccess, 0),
