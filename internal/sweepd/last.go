@@ -24,11 +24,11 @@ func probeLoad(t config.TargetConfig) float64 {
 	return sum
 }
 
-// lastOf is what a successful sweep's result reports to the observer: the
+// LastOf is what a successful sweep's result reports to the observer: the
 // knee (a background sweep's in total requests/s, with the production
 // rate at it), whether it was decided, and the probe load it was measured
 // under. Duration and Dir are the caller's.
-func lastOf(res *sweep.Result) capacity.Last {
+func LastOf(res *sweep.Result) capacity.Last {
 	l := capacity.Last{
 		Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, Decided: res.Knee.Decided(), MaxGoodput: res.Knee.MaxGoodput,
 		KneeUnit: res.KneeUnit, Finished: res.Fingerprint.End, Steps: curve(res), Mode: capacity.ModeIsolated,

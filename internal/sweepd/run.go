@@ -219,9 +219,9 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 	if out != nil {
 		r.dir = out.Dir
 		if res := out.Result; res != nil {
-			r.result = summarize(res)
+			r.result = Summarize(res)
 			if result == capacity.ResultSuccess {
-				l := lastOf(res)
+				l := LastOf(res)
 				l.Duration, l.Dir = took, out.Dir
 				last = &l
 				if last.Finished.IsZero() {
@@ -305,7 +305,9 @@ func retentionOf(t config.TargetConfig, name string) config.Retention {
 	return config.Retention{}
 }
 
-func summarize(res *sweep.Result) *ResultSummary {
+// Summarize is what the sweep API reports of a finished sweep's result
+// (Status.Result).
+func Summarize(res *sweep.Result) *ResultSummary {
 	sum := &ResultSummary{
 		Complete: res.Complete, InterruptedReason: res.InterruptedReason,
 		KneeFound: res.Knee.Found, Knee: res.Knee.Estimate(), KneeUpper: res.Knee.Upper, KneeUnit: res.KneeUnit,

@@ -89,7 +89,7 @@ func (s *Service) restore(target string) {
 		if !measured(res) {
 			continue // a failed sweep: no knee to restore
 		}
-		l := lastOf(res)
+		l := LastOf(res)
 		l.Dir = sr.dir
 		if !res.Fingerprint.Start.IsZero() && res.Fingerprint.End.After(res.Fingerprint.Start) {
 			l.Duration = res.Fingerprint.End.Sub(res.Fingerprint.Start)
