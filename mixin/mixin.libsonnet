@@ -42,17 +42,18 @@ local groups = std.flattenArrays([f.groups for f in files]);
     canaryGoodputDiff: -0.05,
     canaryMinRequests: 200,
 
-    // Capacity: LLMProbeCapacityRegression fires when the knee falls below
-    // this fraction of its 7-day maximum; LLMProbeCapacityHeadroomLow when
-    // production leaves less than this fraction of the knee.
+    // Capacity: LLMProbeCapacityRegression fires when the last two decided
+    // knees both fall below this fraction of the knee's 7-day median;
+    // LLMProbeCapacityHeadroomLow when production leaves less than this
+    // fraction of the knee.
     capacityRegressionRatio: 0.8,
     capacityHeadroomRatio: 0.15,
 
-    // LLMProbeReplicaOutlier: a replica's TTFT or TPOT p99 above this
+    // LLMProbeReplicaOutlier: a replica's TTFT or TPOT p99 at or above this
     // multiple of its service's median, held for replicaOutlierFor; a
     // replica counts (in the median and the alert) from this many successful
     // requests in 10 minutes (the llmprobe.replicas recording rules).
-    replicaOutlierRatio: 2,
+    replicaOutlierRatio: 1.9,
     replicaOutlierFor: '15m',
     replicaMinRequests: 200,
     // LLMProbeAnswerRegression: the pass ratio of judged answer checks
@@ -163,13 +164,13 @@ local groups = std.flattenArrays([f.groups for f in files]);
       },
     LLMProbeReplicaOutlier(c, r):
       r {
-        expr: num(r.expr, 'ratio_median_10m > %s', '2', c.replicaOutlierRatio),
+        expr: num(r.expr, 'ratio_median_10m >= %s', '1.9', c.replicaOutlierRatio),
         'for': c.replicaOutlierFor,
         annotations+: {
           description: num(
             num(
               replace(r.annotations.description, 'held for 15m', 'held for %s' % c.replicaOutlierFor),
-              'more than %s times', '2', c.replicaOutlierRatio
+              'at least %s times', '1.9', c.replicaOutlierRatio
             ),
             'at least %s successful', '200', c.replicaMinRequests
           ),

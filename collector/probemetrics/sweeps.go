@@ -1,6 +1,8 @@
 package probemetrics
 
 import (
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/capacity"
@@ -28,6 +30,11 @@ const (
 	NameSweepKneeProbeLoad  = "llmprobe_sweep_knee_probe_load_requests_per_second"
 	NameSweepKneeProduction = "llmprobe_sweep_knee_production_requests_per_second"
 	NameSweepRequests       = "llmprobe_sweep_requests_total"
+	// The knee's state and, when undecided, why; the decided knee before
+	// the current one (LLMProbeCapacityRegression's run of two).
+	NameSweepKneeState         = "llmprobe_sweep_knee_state"
+	NameSweepKneeUndecidedInfo = "llmprobe_sweep_knee_undecided_info"
+	NameSweepKneePrevious      = "llmprobe_sweep_knee_previous_requests_per_second"
 )
 
 // SweepNames returns the sweep metric family names in a stable order.
@@ -35,7 +42,8 @@ func SweepNames() []string {
 	return []string{NameSweepKnee, NameSweepKneeFound, NameSweepMaxGoodput, NameSweepLastSuccess,
 		NameSweepDuration, NameSweepRuns, NameSweepRunning, NameSweepInterval,
 		NameSweepStepGoodput, NameSweepStepRate, NameSweepStepTTFTP99, NameSweepStepTPOTP99, NameSweepStepValid,
-		NameSweepKneeDecided, NameSweepKneeServer, NameSweepKneeProbeLoad, NameSweepKneeProduction, NameSweepRequests}
+		NameSweepKneeDecided, NameSweepKneeServer, NameSweepKneeProbeLoad, NameSweepKneeProduction, NameSweepRequests,
+		NameSweepKneeState, NameSweepKneeUndecidedInfo, NameSweepKneePrevious}
 }
 
 // Sweeps holds the capacity metrics of the daemon's sweeps and is the
@@ -45,10 +53,13 @@ func SweepNames() []string {
 // the last successful sweep's figures (read back from disk at start), so a
 // failed or canceled sweep never replaces them; it only counts in
 // llmprobe_sweep_runs_total{result}. A knee the sweep did not decide
-// (capacity.Last.Decided false: too few samples to decide any level) is no
-// figure of capacity: llmprobe_sweep_knee_decided is 0 and the knee and
-// server-knee series are absent, so no rule reads it as one. Create it with
-// NewSweeps; safe for concurrent use.
+// (capacity.Last state "undecided": no valid evidence) is no figure of
+// capacity: llmprobe_sweep_knee_decided is 0,
+// llmprobe_sweep_knee_undecided_info{reason} says why, and the knee
+// gauges (knee, server knee, probe load, production, previous) keep the
+// last decided sweep's figures (absent when none was ever decided), so no
+// rule reads an undecided knee as one. Create it with NewSweeps; safe for
+// concurrent use.
 type Sweeps struct {
 	knee, found, maxGoodput, lastSuccess, duration, running, interval *prometheus.GaugeVec
 	// The goodput curve of the last successful sweep, by step label.
@@ -59,6 +70,14 @@ type Sweeps struct {
 	// under, and the sweeps' own successful requests.
 	decided, serverKnee, probeLoad, production *prometheus.GaugeVec
 	requests                                   *prometheus.CounterVec
+	// The knee's state, why it is undecided, and the decided knee before
+	// the current one.
+	state, undecided, previous *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// kneeOf is the decided knee (req/s) each target and sweep gauge
+	// holds, by target+"\xff"+sweep: the previous one when the next comes.
+	kneeOf map[string]float64
 }
 
 var (
@@ -73,9 +92,10 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
 	s := &Sweeps{
-		knee: g(NameSweepKnee, "Capacity knee of the last successful sweep: the highest request rate at which goodput kept "+
-			"up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed; a background "+
-			"sweep's in total requests/s). Absent when llmprobe_sweep_knee_decided is 0.",
+		knee: g(NameSweepKnee, "Capacity knee of the last successful sweep that decided one: the highest request rate at which "+
+			"goodput kept up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_state is bound; 0 when the lowest "+
+			"level run failed on valid evidence; a background sweep's in total requests/s). An undecided sweep "+
+			"(llmprobe_sweep_knee_decided 0) leaves it at the last decided knee; absent until one is decided.",
 			"target", "sweep"),
 		found: g(NameSweepKneeFound, "1 when the last successful sweep bracketed its knee (a higher rate failed), "+
 			"0 when every rate passed and the knee is only a lower bound.", "target", "sweep"),
@@ -100,9 +120,17 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameSweepRuns,
 			Help: "Sweeps that ended, by result: success, failed (an error, or no valid step) or canceled."},
 			[]string{"target", "sweep", "result"}),
-		decided: g(NameSweepKneeDecided, "1 when the last successful sweep decided its knee (a level passed, or failed on enough "+
-			"samples with none passing: a knee of 0), 0 when too few samples decided any level: the knee series are then absent.",
-			"target", "sweep"),
+		decided: g(NameSweepKneeDecided, "1 when the last successful sweep's knee is a figure of capacity (state decided or bound), "+
+			"0 when it is undecided (no valid evidence: llmprobe_sweep_knee_undecided_info says why); the knee series then keep "+
+			"the last decided sweep's figures.", "target", "sweep"),
+		state: g(NameSweepKneeState, "1 for the knee state of the last successful sweep, 0 for the others: decided (bracketed, or "+
+			"a knee of 0 below the lowest level run), bound (a lower bound), undecided (no valid evidence).",
+			"target", "sweep", "state"),
+		undecided: g(NameSweepKneeUndecidedInfo, "1, with why, while the last successful sweep's knee is undecided: "+
+			"no_valid_level, too_short or no_evidence_below; absent otherwise.", "target", "sweep", "reason"),
+		previous: g(NameSweepKneePrevious, "The decided knee before the one llmprobe_sweep_knee_requests_per_second holds "+
+			"(req/s; absent until two were decided): LLMProbeCapacityRegression wants both low.", "target", "sweep"),
+		kneeOf: map[string]float64{},
 		serverKnee: g(NameSweepKneeServer, "The server's total request rate at the knee of the last successful sweep: the knee plus "+
 			"the probe load it was measured under (a background sweep's knee already counts every request); headroom is it minus "+
 			"the server's current rate. Absent when the knee was not decided.", "target", "sweep"),
@@ -123,7 +151,7 @@ func NewSweeps(reg prometheus.Registerer) *Sweeps {
 func (s *Sweeps) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.runs, s.running, s.interval,
 		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid,
-		s.decided, s.serverKnee, s.probeLoad, s.production, s.requests}
+		s.decided, s.serverKnee, s.probeLoad, s.production, s.requests, s.state, s.undecided, s.previous}
 }
 
 // Describe implements prometheus.Collector.
@@ -184,22 +212,51 @@ func (s *Sweeps) set(target, sweep string, l capacity.Last) {
 	// A bracketed knee is decided whatever the Last says (one restored
 	// from a result written before Decided was recorded).
 	l.Decided = l.Decided || l.KneeFound
+	state := l.StateOf()
+	if state == capacity.StateUndecided {
+		l.Decided = false
+	}
 	rate := l.KneeUnit == "" || l.KneeUnit == "req/s" // a closed loop's knee is a concurrency, not a rate
+	key := target + "\xff" + sweep
+	s.mu.Lock()
 	switch {
 	case rate && l.Decided:
+		if prev, ok := s.kneeOf[key]; ok {
+			s.previous.WithLabelValues(target, sweep).Set(prev)
+		}
+		s.kneeOf[key] = l.Knee
 		s.knee.WithLabelValues(target, sweep).Set(l.Knee)
 		s.serverKnee.WithLabelValues(target, sweep).Set(l.ServerKnee())
-	default:
-		s.knee.DeleteLabelValues(target, sweep)
-		s.serverKnee.DeleteLabelValues(target, sweep)
+		s.probeLoad.WithLabelValues(target, sweep).Set(l.ProbeLoad)
+		s.production.WithLabelValues(target, sweep).Set(l.Production)
+	case !rate:
+		delete(s.kneeOf, key)
+		for _, v := range []*prometheus.GaugeVec{s.knee, s.serverKnee, s.previous, s.probeLoad, s.production} {
+			v.DeleteLabelValues(target, sweep)
+		}
 	}
+	s.mu.Unlock()
+	// An undecided knee leaves the knee gauges at the last decided one.
 	decided := 0.0
 	if l.Decided {
 		decided = 1
 	}
 	s.decided.WithLabelValues(target, sweep).Set(decided)
-	s.probeLoad.WithLabelValues(target, sweep).Set(l.ProbeLoad)
-	s.production.WithLabelValues(target, sweep).Set(l.Production)
+	for _, st := range capacity.States {
+		v := 0.0
+		if st == state {
+			v = 1
+		}
+		s.state.WithLabelValues(target, sweep, st).Set(v)
+	}
+	s.undecided.DeletePartialMatch(prometheus.Labels{"target": target, "sweep": sweep})
+	if state == capacity.StateUndecided {
+		why := l.Undecided
+		if why == "" {
+			why = "too_short"
+		}
+		s.undecided.WithLabelValues(target, sweep, why).Set(1)
+	}
 	found := 0.0
 	if l.KneeFound {
 		found = 1
@@ -237,9 +294,17 @@ func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
 func (s *Sweeps) TargetRemoved(target string) {
 	l := prometheus.Labels{"target": target}
 	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval,
-		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid, s.decided, s.serverKnee, s.probeLoad, s.production} {
+		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid, s.decided, s.serverKnee, s.probeLoad, s.production,
+		s.state, s.undecided, s.previous} {
 		v.DeletePartialMatch(l)
 	}
+	s.mu.Lock()
+	for k := range s.kneeOf {
+		if t, _, _ := strings.Cut(k, "\xff"); t == target {
+			delete(s.kneeOf, k)
+		}
+	}
+	s.mu.Unlock()
 	s.runs.DeletePartialMatch(l)
 	s.requests.DeletePartialMatch(l)
 }

@@ -30,7 +30,7 @@ func TestSweepMetrics(t *testing.T) {
 	s.SweepFinished("sim", "closed", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 8, KneeUnit: "concurrency",
 		MaxGoodput: 7, Finished: end, Duration: time.Minute})
 	const want = `
-# HELP llmprobe_sweep_knee_requests_per_second Capacity knee of the last successful sweep: the highest request rate at which goodput kept up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_bracketed is 0; 0 when no rate passed; a background sweep's in total requests/s). Absent when llmprobe_sweep_knee_decided is 0.
+# HELP llmprobe_sweep_knee_requests_per_second Capacity knee of the last successful sweep that decided one: the highest request rate at which goodput kept up and the SLO p99s held (a lower bound when llmprobe_sweep_knee_state is bound; 0 when the lowest level run failed on valid evidence; a background sweep's in total requests/s). An undecided sweep (llmprobe_sweep_knee_decided 0) leaves it at the last decided knee; absent until one is decided.
 # TYPE llmprobe_sweep_knee_requests_per_second gauge
 llmprobe_sweep_knee_requests_per_second{sweep="nightly",target="sim"} 16
 # HELP llmprobe_sweep_knee_bracketed 1 when the last successful sweep bracketed its knee (a higher rate failed), 0 when every rate passed and the knee is only a lower bound.
@@ -108,8 +108,10 @@ func TestSweepDocs(t *testing.T) {
 // TestSweepHeadroomMetrics: a decided knee exports the server's total rate
 // at it (the knee plus the probe load of an isolated sweep, a background
 // sweep's total alone); a knee of 0 decided is exported as 0; an
-// undecided one removes the knee series and says decided 0; the sweeps'
-// successful requests count per target from 0.
+// undecided one says decided 0 and why (llmprobe_sweep_knee_undecided_info)
+// and leaves the knee series at the last decided knee (absent when none
+// was ever decided); the decided knee before the current one is the
+// previous knee; the sweeps' successful requests count per target from 0.
 func TestSweepHeadroomMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	s := NewSweeps(reg)
@@ -117,40 +119,74 @@ func TestSweepHeadroomMetrics(t *testing.T) {
 	s.SweepRunning("a", false)
 	s.SweepRequestsDone("a", 3)
 	s.SweepFinished("a", "iso", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 10, Decided: true, ProbeLoad: 1,
-		KneeUnit: "req/s", Finished: end, Mode: capacity.ModeIsolated})
+		KneeUnit: "req/s", Finished: end, Mode: capacity.ModeIsolated, State: capacity.StateDecided, KneeFound: true})
 	s.SweepFinished("a", "bg", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 24, Decided: true, ProbeLoad: 1,
-		Production: 8, KneeUnit: "req/s", Finished: end, Mode: capacity.ModeBackground})
+		Production: 8, KneeUnit: "req/s", Finished: end, Mode: capacity.ModeBackground, State: capacity.StateBound})
 	s.SweepFinished("a", "zero", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 0, Decided: true, ProbeLoad: 1,
-		KneeUnit: "req/s", Finished: end})
-	// An undecided sweep after a decided one of the same name: the knee goes.
-	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 5, Decided: true, KneeUnit: "req/s", Finished: end})
-	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 0, KneeUnit: "req/s", Finished: end})
+		KneeUnit: "req/s", Finished: end, State: capacity.StateDecided})
+	// Two decided sweeps, then an undecided one of the same name: the knee
+	// stays at the last decided one (5), the previous at the one before (6).
+	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 6, Decided: true, KneeUnit: "req/s", Finished: end, State: capacity.StateDecided})
+	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 5, Decided: true, KneeUnit: "req/s", Finished: end, State: capacity.StateDecided})
+	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 0, Decided: true, KneeUnit: "req/s", Finished: end,
+		State: capacity.StateUndecided, Undecided: "no_evidence_below"})
+	// Undecided from the start: no knee at all.
+	s.SweepFinished("a", "never", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 0, KneeUnit: "req/s", Finished: end,
+		State: capacity.StateUndecided, Undecided: "no_valid_level"})
 	const want = `
-# HELP llmprobe_sweep_knee_decided 1 when the last successful sweep decided its knee (a level passed, or failed on enough samples with none passing: a knee of 0), 0 when too few samples decided any level: the knee series are then absent.
+# HELP llmprobe_sweep_knee_decided 1 when the last successful sweep's knee is a figure of capacity (state decided or bound), 0 when it is undecided (no valid evidence: llmprobe_sweep_knee_undecided_info says why); the knee series then keep the last decided sweep's figures.
 # TYPE llmprobe_sweep_knee_decided gauge
 llmprobe_sweep_knee_decided{sweep="bg",target="a"} 1
 llmprobe_sweep_knee_decided{sweep="iso",target="a"} 1
+llmprobe_sweep_knee_decided{sweep="never",target="a"} 0
 llmprobe_sweep_knee_decided{sweep="short",target="a"} 0
 llmprobe_sweep_knee_decided{sweep="zero",target="a"} 1
 # HELP llmprobe_sweep_knee_server_requests_per_second The server's total request rate at the knee of the last successful sweep: the knee plus the probe load it was measured under (a background sweep's knee already counts every request); headroom is it minus the server's current rate. Absent when the knee was not decided.
 # TYPE llmprobe_sweep_knee_server_requests_per_second gauge
 llmprobe_sweep_knee_server_requests_per_second{sweep="bg",target="a"} 24
 llmprobe_sweep_knee_server_requests_per_second{sweep="iso",target="a"} 11
+llmprobe_sweep_knee_server_requests_per_second{sweep="short",target="a"} 5
 llmprobe_sweep_knee_server_requests_per_second{sweep="zero",target="a"} 1
+# HELP llmprobe_sweep_knee_undecided_info 1, with why, while the last successful sweep's knee is undecided: no_valid_level, too_short or no_evidence_below; absent otherwise.
+# TYPE llmprobe_sweep_knee_undecided_info gauge
+llmprobe_sweep_knee_undecided_info{reason="no_evidence_below",sweep="short",target="a"} 1
+llmprobe_sweep_knee_undecided_info{reason="no_valid_level",sweep="never",target="a"} 1
+# HELP llmprobe_sweep_knee_previous_requests_per_second The decided knee before the one llmprobe_sweep_knee_requests_per_second holds (req/s; absent until two were decided): LLMProbeCapacityRegression wants both low.
+# TYPE llmprobe_sweep_knee_previous_requests_per_second gauge
+llmprobe_sweep_knee_previous_requests_per_second{sweep="short",target="a"} 6
 # HELP llmprobe_sweep_requests_total Successful requests the daemon's sweeps sent to the target (measured requests; not warmups), for the headroom rules to subtract from the server's rate.
 # TYPE llmprobe_sweep_requests_total counter
 llmprobe_sweep_requests_total{target="a"} 3
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameSweepKneeDecided, NameSweepKneeServer, NameSweepRequests); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), NameSweepKneeDecided, NameSweepKneeServer, NameSweepRequests,
+		NameSweepKneeUndecidedInfo, NameSweepKneePrevious); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.ToFloat64(s.knee.WithLabelValues("a", "zero")); got != 0 {
 		t.Errorf("knee of 0 decided: %v", got)
 	}
-	if n := testutil.CollectAndCount(s.knee); n != 3 {
-		t.Errorf("%d knee series, want 3 (the undecided one absent)", n)
+	if got := testutil.ToFloat64(s.knee.WithLabelValues("a", "short")); got != 5 {
+		t.Errorf("knee after an undecided sweep: %v, want the last decided 5", got)
+	}
+	if n := testutil.CollectAndCount(s.knee); n != 4 {
+		t.Errorf("%d knee series, want 4 (the never-decided one absent)", n)
 	}
 	if got := testutil.ToFloat64(s.production.WithLabelValues("a", "bg")); got != 8 {
 		t.Errorf("production at the background knee: %v", got)
+	}
+	for sw, want := range map[string]string{"iso": "decided", "bg": "bound", "zero": "decided", "short": "undecided", "never": "undecided"} {
+		for _, st := range capacity.States {
+			if got := testutil.ToFloat64(s.state.WithLabelValues("a", sw, st)); got != map[bool]float64{true: 1}[st == want] {
+				t.Errorf("llmprobe_sweep_knee_state{sweep=%q,state=%q} = %v, want state %s", sw, st, got, want)
+			}
+		}
+	}
+	// A decided sweep again: the undecided info goes.
+	s.SweepFinished("a", "short", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 7, Decided: true, KneeUnit: "req/s", Finished: end, State: capacity.StateDecided})
+	if n := testutil.CollectAndCount(s.undecided); n != 1 {
+		t.Errorf("%d undecided info series after a decided sweep, want 1 (never's)", n)
+	}
+	if got := testutil.ToFloat64(s.previous.WithLabelValues("a", "short")); got != 5 {
+		t.Errorf("previous knee %v, want 5", got)
 	}
 }

@@ -211,9 +211,11 @@ func slowCandidate() []string {
 }
 
 // capacityDrop is a target whose scheduled sweep succeeds every 10 minutes
-// with a knee of 100 requests/s, and with 60 from incidentStart on. With
-// restart, llmprobe restarts at restartAt for a minute (its gauges stale,
-// then read back from its sweeps directory: the same values).
+// with a knee of 100 requests/s, and with 60 from incidentStart on; the
+// previous decided knee follows one sweep later (LLMProbeCapacityRegression
+// wants two low sweeps in a row). With restart, llmprobe restarts at
+// restartAt for a minute (its gauges stale, then read back from its sweeps
+// directory: the same values).
 func capacityDrop(restart bool) []string {
 	lastSuccess := func(i int) float64 {
 		t := time.Duration(i) * simStep
@@ -226,6 +228,9 @@ func capacityDrop(restart bool) []string {
 	return []string{
 		`llmprobe_sweep_knee_requests_per_second{target="sim",sweep="nightly"}` + g(func(i int) float64 {
 			return during(i, incidentStart, simEnd+time.Minute, 60, 100)
+		}),
+		`llmprobe_sweep_knee_previous_requests_per_second{target="sim",sweep="nightly"}` + g(func(i int) float64 {
+			return during(i, incidentStart+10*time.Minute, simEnd+time.Minute, 60, 100)
 		}),
 		`llmprobe_sweep_knee_decided{target="sim",sweep="nightly"}` + g(constant(1)),
 		`llmprobe_sweep_last_success_timestamp_seconds{target="sim",sweep="nightly"}` + g(lastSuccess),

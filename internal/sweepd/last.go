@@ -24,11 +24,11 @@ func probeLoad(t config.TargetConfig) float64 {
 	return sum
 }
 
-// lastOf is what a successful sweep's result reports to the observer: the
+// LastOf is what a successful sweep's result reports to the observer: the
 // knee (a background sweep's in total requests/s, with the production
 // rate at it), whether it was decided, and the probe load it was measured
 // under. Duration and Dir are the caller's.
-func lastOf(res *sweep.Result) capacity.Last {
+func LastOf(res *sweep.Result) capacity.Last {
 	l := capacity.Last{
 		Knee: res.Knee.Estimate(), KneeFound: res.Knee.Found, Decided: res.Knee.Decided(), MaxGoodput: res.Knee.MaxGoodput,
 		KneeUnit: res.KneeUnit, Finished: res.Fingerprint.End, Steps: curve(res), Mode: capacity.ModeIsolated,
@@ -41,5 +41,32 @@ func lastOf(res *sweep.Result) capacity.Last {
 		l.Decided = bk.Decided
 		l.Knee, l.Production = bk.KneeTotal, bk.ProductionAtKnee
 	}
+	l.State, l.Undecided = kneeState(res)
+	if l.State == capacity.StateUndecided {
+		l.Decided = false
+	}
 	return l
+}
+
+// kneeState is the state of res's knee (sweep.Knee.StateOf) and, when
+// undecided, why (one of sweep.UndecidedReasons; for a result written
+// before the reasons existed, "no_valid_level" without a valid step,
+// else "too_short").
+func kneeState(res *sweep.Result) (state, why string) {
+	state = res.Knee.StateOf()
+	if bk := res.Background; bk != nil && !bk.Decided {
+		state = sweep.KneeUndecided
+	}
+	if state != sweep.KneeUndecided {
+		return state, ""
+	}
+	if why = res.Knee.Undecided; why != "" {
+		return state, why
+	}
+	for _, st := range res.Steps {
+		if st.Validity.Valid {
+			return state, sweep.UndecidedTooShort
+		}
+	}
+	return state, sweep.UndecidedNoValidLevel
 }

@@ -103,6 +103,12 @@ type ResultSummary struct {
 	// MaxGoodputLevel that level.
 	MaxGoodput      float64 `json:"max_goodput"`
 	MaxGoodputLevel float64 `json:"max_goodput_level"`
+	// KneeState is the knee's state: "decided" (bracketed, or a knee of 0
+	// below the lowest level run), "bound" (a lower bound) or "undecided"
+	// (no valid evidence; KneeUndecided says why: "no_valid_level",
+	// "too_short" or "no_evidence_below"), as result.json's knee.state.
+	KneeState     string `json:"knee_state"`
+	KneeUndecided string `json:"knee_undecided,omitempty"`
 	// Reason says in words how the knee was decided.
 	Reason string `json:"reason"`
 }
@@ -218,9 +224,9 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 	if out != nil {
 		r.dir = out.Dir
 		if res := out.Result; res != nil {
-			r.result = summarize(res)
+			r.result = Summarize(res)
 			if result == capacity.ResultSuccess {
-				l := lastOf(res)
+				l := LastOf(res)
 				l.Duration, l.Dir = took, out.Dir
 				last = &l
 				if last.Finished.IsZero() {
@@ -304,12 +310,16 @@ func retentionOf(t config.TargetConfig, name string) config.Retention {
 	return config.Retention{}
 }
 
-func summarize(res *sweep.Result) *ResultSummary {
-	return &ResultSummary{
+// Summarize is what the sweep API reports of a finished sweep's result
+// (Status.Result).
+func Summarize(res *sweep.Result) *ResultSummary {
+	sum := &ResultSummary{
 		Complete: res.Complete, InterruptedReason: res.InterruptedReason,
 		KneeFound: res.Knee.Found, Knee: res.Knee.Estimate(), KneeUpper: res.Knee.Upper, KneeUnit: res.KneeUnit,
 		MaxGoodput: res.Knee.MaxGoodput, MaxGoodputLevel: res.Knee.MaxGoodputLevel, Reason: res.Knee.Reason,
 	}
+	sum.KneeState, sum.KneeUndecided = kneeState(res)
+	return sum
 }
 
 // progress follows a sweep for its run's status, and counts its successful

@@ -80,9 +80,9 @@ func dirError(dir string, err error) error {
 }
 
 // makeRoom trims the run directories under Dir to at most MaxBytes before a
-// sweep of target starts: the oldest finished ones first, of every target
-// and sweep name, never the newest successful run of a sweep (the readback
-// needs it) nor a directory without a manifest (a sweep running now, or
+// sweep starts: the oldest finished ones first, of every target and sweep
+// name, never those retention protects (protectedRuns: the newest
+// successful run of a sweep and its newest decided one) nor a directory without a manifest (a sweep running now, or
 // one a crash cut short: scan lists neither). When that is not enough, the
 // sweep does not start: the error says how much is there. s.mu is not
 // held.
@@ -108,15 +108,19 @@ func (s *Service) makeRoom() error {
 		if !e.IsDir() {
 			continue
 		}
-		target := e.Name()
-		protected := map[string]bool{}
-		for _, sr := range s.scanDir(filepath.Join(s.opts.Dir, target)) {
-			if !protected[sr.name] && good(sr) {
-				protected[sr.name] = true
-				continue
+		byName := map[string][]storedRun{} // newest first, as scanDir lists them
+		for _, sr := range s.scanDir(filepath.Join(s.opts.Dir, e.Name())) {
+			byName[sr.name] = append(byName[sr.name], sr)
+		}
+		for _, runs := range byName {
+			protected := protectedRuns(runs)
+			for i, sr := range runs {
+				if protected[i] {
+					continue
+				}
+				n, _ := dirBytes(sr.dir)
+				cands = append(cands, cand{sr, n})
 			}
-			n, _ := dirBytes(sr.dir)
-			cands = append(cands, cand{sr, n})
 		}
 	}
 	// Oldest first, whatever the target.

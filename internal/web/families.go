@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/sweepd"
+	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
@@ -74,9 +75,10 @@ var (
 	canaryTPOTP99    = limit{">", 1.25}
 	canaryGoodput    = limit{"<", -0.05} // the candidate's goodput ratio minus the baseline's
 
-	// LLMProbeCapacityRegression: the last knee of a sweep against the
-	// highest of capacityWindow, with at least capacityChanges successes
-	// after the first in the window.
+	// LLMProbeCapacityRegression: the higher of a sweep's last two decided
+	// knees against the median of its decided knees over capacityWindow,
+	// with at least capacityChanges successes after the first in the
+	// window (two low sweeps in a row; an undecided sweep is skipped).
 	capacityWindow  = 7 * 24 * time.Hour
 	capacityRatio   = limit{"<", 0.8}
 	capacityChanges = limit{">=", 2}
@@ -89,7 +91,7 @@ var (
 	replicaWindow     = 10 * time.Minute
 	replicaMinSuccess = limit{">=", 200}
 	replicaMinCount   = limit{">=", 3}
-	replicaRatio      = limit{">", 2}
+	replicaRatio      = limit{">=", 1.9}
 )
 
 // familyAlerts evaluates the answer, canary, capacity and replica alerts
@@ -178,16 +180,17 @@ func canaryAlerts(w *Window, ts []manager.TargetStatus) []Alert {
 	return out
 }
 
-// capacityAlerts compares the last decided knee of each (target, sweep)
-// with the highest of capacityWindow, among the runs the daemon holds (the
-// sweep registry: since its start, at most its list's length). A knee is
-// decided when bracketed or a lower bound above 0, as the recent sweeps
-// table words it.
+// capacityAlerts is LLMProbeCapacityRegression over the runs the daemon
+// holds (newest first; the rule reads the knee gauges over 7 days, which
+// survive restarts): per target and sweep, the higher of the last two
+// decided knees below capacityRatio of the median of the decided knees of
+// capacityWindow, with capacityChanges successful sweeps after the first.
+// Undecided sweeps neither count nor break the run, as in the rule.
 func capacityAlerts(runs []sweepd.Status, now time.Time) []Alert {
 	type key struct{ target, name string }
 	type knees struct {
-		last, max float64
-		n         int
+		decided   []float64 // newest first
+		successes int
 		unit      string
 	}
 	by := map[key]*knees{}
@@ -196,29 +199,34 @@ func capacityAlerts(runs []sweepd.Status, now time.Time) []Alert {
 		if r.Status != sweepd.StatusDone || r.Finished == nil || r.Result == nil || now.Sub(*r.Finished) > capacityWindow {
 			continue
 		}
-		if !r.Result.KneeFound && r.Result.Knee <= 0 {
-			continue
-		}
 		k := key{r.Target, r.Name}
 		kn := by[k]
 		if kn == nil {
-			kn = &knees{last: r.Result.Knee, unit: r.Result.KneeUnit}
+			kn = &knees{unit: r.Result.KneeUnit}
 			by[k] = kn
 			keys = append(keys, k)
 		}
-		kn.n++
-		kn.max = max(kn.max, r.Result.Knee)
+		kn.successes++
+		if summaryState(r.Result) != capacity.StateUndecided {
+			kn.decided = append(kn.decided, r.Result.Knee)
+		}
 	}
 	var out []Alert
 	for _, k := range keys {
 		kn := by[k]
-		if kn.max <= 0 || !capacityChanges.holds(float64(kn.n-1)) {
+		if len(kn.decided) < 2 || !capacityChanges.holds(float64(kn.successes-1)) {
 			continue
 		}
-		if ratio := kn.last / kn.max; capacityRatio.holds(ratio) {
+		med := median(slices.Clone(kn.decided))
+		if med <= 0 {
+			continue
+		}
+		higher := max(kn.decided[0], kn.decided[1])
+		if ratio := higher / med; capacityRatio.holds(ratio) {
 			out = append(out, Alert{Name: AlertCapacityRegression, Severity: "warning", Target: k.target, Value: ratio,
-				Text: "sweep " + k.name + ": knee " + kneeText(kn.last, true, true, kn.unit) + " is " + pct(ratio) + " of the highest of 7 days (" +
-					kneeText(kn.max, true, true, kn.unit) + ", " + itoa(kn.n) + " sweeps; " + capacityRatio.String() + ")"})
+				Text: "sweep " + k.name + ": the last two knees (" + kneeText(capacity.StateDecided, kn.decided[0], kn.unit) + ", " +
+					kneeText(capacity.StateDecided, kn.decided[1], kn.unit) + ") are at most " + pct(ratio) + " of the 7-day median (" +
+					kneeText(capacity.StateDecided, med, kn.unit) + ", " + itoa(len(kn.decided)) + " decided sweeps; " + capacityRatio.String() + ")"})
 		}
 	}
 	return out

@@ -42,7 +42,7 @@ func TestLandingThresholdsAreTheRules(t *testing.T) {
 		{"canaryTTFTP99", AlertCanaryRegression, "canary_probe:llmprobe_time_to_first_token_seconds_p99:ratio_10m", canaryTTFTP99},
 		{"canaryTPOTP99", AlertCanaryRegression, "canary_probe:llmprobe_time_per_output_token_seconds_p99:ratio_10m", canaryTPOTP99},
 		{"canaryGoodput", AlertCanaryRegression, "canary_probe:llmprobe_goodput:ratio_diff_rate10m", canaryGoodput},
-		{"capacityRatio", AlertCapacityRegression, "target_sweep:llmprobe_sweep_knee_requests_per_second:ratio_max_7d", capacityRatio},
+		{"capacityRatio", AlertCapacityRegression, "target_sweep:llmprobe_sweep_knee_requests_per_second:ratio_median_7d", capacityRatio},
 		{"capacityChanges", AlertCapacityRegression, "target_sweep:llmprobe_sweep_successes:changes_7d", capacityChanges},
 		{"replicaRatio ttft", AlertReplicaOutlier, "service_target_probe:llmprobe_time_to_first_token_seconds_p99:ratio_median_10m", replicaRatio},
 		{"replicaRatio tpot", AlertReplicaOutlier, "service_target_probe:llmprobe_time_per_output_token_seconds_p99:ratio_median_10m", replicaRatio},
@@ -132,7 +132,7 @@ func alertsOf(d landingData, name string) []Alert {
 func TestLandingEvaluatesEveryFamily(t *testing.T) {
 	w, st, now := familiesFixture(t)
 	runs := []sweepd.Status{}
-	for i, knee := range []float64{4, 10, 9, 10} { // newest first: 4 of a 7-day max of 10
+	for i, knee := range []float64{4, 5, 10, 9, 10} { // newest first: two low sweeps, the higher 5 of a 7-day median of 9
 		fin := now.Add(-time.Duration(i+1) * 6 * time.Hour)
 		runs = append(runs, sweepd.Status{ID: "s" + itoa(i), Target: "base", Name: "nightly", Status: sweepd.StatusDone,
 			Finished: &fin, Result: &sweepd.ResultSummary{Complete: true, KneeFound: true, Knee: knee, KneeUnit: "req/s"}})
@@ -148,8 +148,18 @@ func TestLandingEvaluatesEveryFamily(t *testing.T) {
 		t.Errorf("canary alerts: %+v, want one on cand with tpot_mean 1.500", can)
 	}
 	capa := alertsOf(d, AlertCapacityRegression)
-	if len(capa) != 1 || capa[0].Target != "base" || capa[0].Value != 0.4 {
-		t.Errorf("capacity alerts: %+v, want one on base at 0.4", capa)
+	if len(capa) != 1 || capa[0].Target != "base" || math.Abs(capa[0].Value-5.0/9) > 1e-9 {
+		t.Errorf("capacity alerts: %+v, want one on base at 5/9", capa)
+	}
+	// One low sweep is jitter (the rule wants two in a row), and an
+	// undecided one between them neither counts nor breaks the run.
+	if got := capacityAlerts(runs[1:], now); len(got) != 0 {
+		t.Errorf("one low sweep: %+v, want no capacity alert", got)
+	}
+	undecided := runs[0]
+	undecided.Result = &sweepd.ResultSummary{Complete: true, KneeState: "undecided", KneeUnit: "req/s"}
+	if got := capacityAlerts(append([]sweepd.Status{undecided}, runs...), now); len(got) != 1 {
+		t.Errorf("two low sweeps with an undecided one before them: %+v, want one capacity alert", got)
 	}
 	rep := alertsOf(d, AlertReplicaOutlier)
 	if len(rep) != 1 || rep[0].Target != "r3" || !strings.Contains(rep[0].Text, "ttft_p99") {

@@ -160,40 +160,59 @@ func summaryOf(o Options, target string, v targetView, all []sweepd.Status, now 
 	return r
 }
 
-// lastKnee words a target's last knee: "undecided" when the sweep could
-// not decide one (too few samples: capacity.Last.Decided false), "≥ x"
-// for a lower bound (every level passed), "below the lowest level" when
-// none passed. A knee found, or a lower bound above 0, was decided
-// whatever Decided says (runs read back from before it existed).
+// lastKnee words a target's last knee in the knee states' words
+// (capacity.States, as result.json's knee.state and the state label of
+// llmprobe_sweep_knee_state): kneeText.
 func lastKnee(l capacity.Last) string {
-	return kneeText(l.Knee, l.KneeFound, l.Decided || l.KneeFound || l.Knee > 0, l.KneeUnit)
+	return kneeText(l.StateOf(), l.Knee, l.KneeUnit)
 }
 
-func kneeText(knee float64, found, decided bool, unit string) string {
+// kneeText words a knee of state (capacity.States): "decided: 12 req/s",
+// "decided: 0 req/s (below the lowest level)" (the lowest level run failed
+// on valid evidence), "bound: ≥ 8 req/s" (a lower bound), "undecided" (no
+// valid evidence: no figure).
+func kneeText(state string, knee float64, unit string) string {
 	if unit == "" {
 		unit = "req/s"
 	}
 	v := strconv.FormatFloat(knee, 'g', 4, 64) + " " + unit
-	switch {
-	case found:
-		return v
-	case !decided:
-		return "undecided"
-	case knee > 0:
-		return "≥ " + v
-	default:
-		return "below the lowest level"
+	switch state {
+	case capacity.StateUndecided:
+		return capacity.StateUndecided
+	case capacity.StateBound:
+		return capacity.StateBound + ": ≥ " + v
+	case capacity.StateDecided:
+		if knee == 0 {
+			return capacity.StateDecided + ": " + v + " (below the lowest level)"
+		}
+		return capacity.StateDecided + ": " + v
 	}
+	return state + ": " + v
 }
 
-// sweepRowOf words one recent sweep. A result without a bracketed knee
-// and a knee of 0 is undecided: the result does not tell too few samples
-// from no level passing, and its reason (shown) says which.
+// summaryState is the knee state of a sweep's result summary: its
+// KneeState, or for a summary written before states existed what its
+// other fields give (bracketed: decided; a lower bound above 0: bound;
+// a knee of 0: undecided, since such a summary does not tell too few
+// samples from no level passing, and its reason, shown, says which).
+func summaryState(res *sweepd.ResultSummary) string {
+	switch {
+	case res.KneeState != "":
+		return res.KneeState
+	case res.KneeFound:
+		return capacity.StateDecided
+	case res.Knee > 0:
+		return capacity.StateBound
+	}
+	return capacity.StateUndecided
+}
+
+// sweepRowOf words one recent sweep.
 func sweepRowOf(st sweepd.Status) sweepRow {
 	r := sweepRow{ID: st.ID, Target: st.Target, Name: st.Name, Origin: st.Origin, Status: st.Status, Created: st.Created,
 		Step: st.Step, Files: st.Files, Knee: "-", Reason: st.Error}
 	if res := st.Result; res != nil {
-		r.Knee = kneeText(res.Knee, res.KneeFound, res.KneeFound || res.Knee > 0, res.KneeUnit)
+		r.Knee = kneeText(summaryState(res), res.Knee, res.KneeUnit)
 		if r.Reason == "" {
 			r.Reason = res.InterruptedReason
 		}

@@ -162,8 +162,8 @@ func TestLandingOnCall(t *testing.T) {
 	// The last 5 minutes at one request per 10 s: 30 or 31 requests.
 	for target, want := range map[string]map[string]string{
 		"base":  {"engine": "vllm", "error-rate": "0.0 %", "skipped": "0", "knee": "undecided (nightly) latest sweep failed: every step flagged unintended-prefix-cache"},
-		"cand":  {"engine": "sglang", "knee": "40 req/s (nightly)", "goodput": "0.0 %"},
-		"down":  {"engine": "-", "error-rate": "100.0 %", "knee": "≥ 25 req/s (nightly)"},
+		"cand":  {"engine": "sglang", "knee": "decided: 40 req/s (nightly)", "goodput": "0.0 %"},
+		"down":  {"engine": "-", "error-rate": "100.0 %", "knee": "bound: ≥ 25 req/s (nightly)"},
 		"skips": {"requests": "0", "skipped": "31", "goodput": "-"},
 		"swept": {"target": "swept sweeping"},
 	} {
@@ -230,17 +230,20 @@ func TestLandingOnCall(t *testing.T) {
 	}
 }
 
-// TestKneeText pins the words of a knee.
+// TestKneeText pins the words of a knee: its state's word first.
 func TestKneeText(t *testing.T) {
 	for _, tc := range []struct {
 		l    capacity.Last
 		want string
 	}{
-		{capacity.Last{Knee: 12, KneeFound: true, Decided: true, KneeUnit: "req/s"}, "12 req/s"},
+		{capacity.Last{Knee: 12, KneeFound: true, Decided: true, KneeUnit: "req/s"}, "decided: 12 req/s"},
 		{capacity.Last{Knee: 0, Decided: false}, "undecided"},
-		{capacity.Last{Knee: 8, Decided: true, KneeUnit: "concurrency"}, "≥ 8 concurrency"},
-		{capacity.Last{Knee: 8}, "≥ 8 req/s"}, // a lower bound above 0 was decided (read back from before Decided)
-		{capacity.Last{Knee: 0, Decided: true}, "below the lowest level"},
+		{capacity.Last{Knee: 8, Decided: true, KneeUnit: "concurrency"}, "bound: ≥ 8 concurrency"},
+		{capacity.Last{Knee: 8}, "bound: ≥ 8 req/s"}, // a lower bound above 0 was decided (read back from before Decided)
+		{capacity.Last{Knee: 0, Decided: true}, "decided: 0 req/s (below the lowest level)"},
+		{capacity.Last{Knee: 0, Decided: true, State: capacity.StateDecided}, "decided: 0 req/s (below the lowest level)"},
+		// An undecided knee is no figure, whatever the other fields say.
+		{capacity.Last{Knee: 6, Decided: true, State: capacity.StateUndecided}, "undecided"},
 	} {
 		if got := lastKnee(tc.l); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.l, got, tc.want)

@@ -21,6 +21,35 @@ const (
 // Results lists every result in a stable order.
 var Results = []string{ResultSuccess, ResultFailed, ResultCanceled}
 
+// States of a sweep's knee (Last.State): the same words as sweep.KneeDecided,
+// sweep.KneeBound and sweep.KneeUndecided (result.json knee.state), the
+// state label of llmprobe_sweep_knee_state and the landing page's words
+// (internal/web's TestKneeVocabulary holds them equal).
+const (
+	StateDecided   = "decided"
+	StateBound     = "bound"
+	StateUndecided = "undecided"
+)
+
+// States lists every knee state in a stable order.
+var States = []string{StateDecided, StateBound, StateUndecided}
+
+// StateOf is l's knee state: State, or for a Last without one (a result
+// written before states existed) the state its other fields give.
+func (l Last) StateOf() string {
+	switch {
+	case l.State != "":
+		return l.State
+	case l.KneeFound:
+		return StateDecided
+	case l.Knee > 0:
+		return StateBound // a lower bound above 0 was decided, whatever Decided says
+	case !l.Decided:
+		return StateUndecided
+	}
+	return StateDecided
+}
+
 // Last is what a target's sweep of one name last measured successfully.
 type Last struct {
 	// Knee is the knee level in req/s (sweep.Knee.Estimate: a lower bound
@@ -29,13 +58,19 @@ type Last struct {
 	Knee       float64
 	KneeFound  bool
 	MaxGoodput float64
-	// Decided is true when the sweep decided a knee: a level passed (the
-	// knee is at least Knee), or the knee is bracketed with enough
-	// evidence (Knee 0 with a failing level above it: no level passed).
-	// False when too few samples decided any level: Knee is then no
-	// figure of capacity (0 says nothing) and llmprobe_sweep_knee_decided
-	// is 0.
+	// Decided is true when the sweep's knee is a figure of capacity: its
+	// State is StateDecided (bracketed, or a knee of 0: the lowest level
+	// run failed on valid evidence) or StateBound (a lower bound: the knee
+	// is at least Knee). False for StateUndecided: Knee is then no figure
+	// of capacity (0 says nothing), llmprobe_sweep_knee_decided is 0 and
+	// the knee gauges keep the last decided sweep's figures.
 	Decided bool
+	// State is the knee's state (StateDecided, StateBound or
+	// StateUndecided; "" is read as Decided says); Undecided, for
+	// StateUndecided, why (sweep.UndecidedReasons: "no_valid_level",
+	// "too_short", "no_evidence_below").
+	State     string
+	Undecided string
 	// ProbeLoad is the request rate, in req/s, of the daemon's own probes of
 	// the target while the sweep ran (the sum of their configured rates): the
 	// load the knee was measured under, beside the sweep's own.

@@ -378,16 +378,25 @@ func backgroundKnee(c *Config, steps []*Step, k Knee) *BackgroundKnee {
 	if k.Upper > 0 {
 		if p, ok := prod(k.Upper); ok {
 			bk.UpperTotal = k.Upper + p
+			// A decided knee of 0 (the lowest level failed on valid
+			// evidence): the server kept up with production alone and
+			// not with the lowest level beside it, so its total knee is
+			// the production rate, not 0 (issue 39: "knee 0 total req/s"
+			// beside 3.8-4.5 req/s of healthy production).
+			if k.Estimate() == 0 {
+				bk.ProductionAtKnee, bk.KneeTotal, bk.ProductionShare = p, p, 1
+			}
 		}
 	}
 	return bk
 }
 
-// Decided reports whether the knee was decided: a level passed (the knee is
-// at least Low), or a level failed on enough evidence with none passing
-// below it (a knee of 0). False when no level could be decided (every one
-// invalid or too short): the knee's figures then say nothing of capacity.
-func (k Knee) Decided() bool { return k.Low > 0 || k.Upper > 0 }
+// Decided reports whether the knee is a figure of capacity: its state
+// (StateOf) is KneeDecided (located, or a knee of 0 below the lowest level
+// run) or KneeBound (at least Low). False for KneeUndecided: no valid level,
+// only levels too short to decide, or "below X" with no valid evidence
+// under X; the knee's figures then say nothing of capacity.
+func (k Knee) Decided() bool { return k.StateOf() != KneeUndecided }
 
 // backgroundNote is the result note of a background sweep: the knee in
 // total requests/s with the production share, and each step's total.

@@ -207,3 +207,32 @@ func TestBackgroundConfig(t *testing.T) {
 		t.Errorf("llama.cpp in the background mode: %v, want a refusal naming its missing request counter", err)
 	}
 }
+
+// TestBackgroundKneeStates: a background sweep's total knee follows the
+// knee's state. A knee of 0 decided (the lowest level failed on valid
+// evidence) is the production rate the server kept up with, not 0; a
+// failing level above levels too short to decide is undecided (issue 39:
+// "decided knee 0 total req/s" beside 3.8-4.5 req/s of production).
+func TestBackgroundKneeStates(t *testing.T) {
+	cfg := &Config{SweepMode: SweepBackground}
+	step := func(level, prod float64) *Step {
+		return &Step{Level: level, Validity: Validity{Valid: true}, Background: &StepBackground{ProductionRate: prod}}
+	}
+	steps := []*Step{step(1, 4), step(2, 4.2), step(4, 4.4)}
+	fail := func(l float64) StepOutcome {
+		return StepOutcome{Level: l, Offered: l, Goodput: l, Throughput: l, Valid: true}
+	}
+	short := func(l float64) StepOutcome {
+		o := fail(l)
+		o.SLOHeld, o.Samples, o.NeedSamples = true, 40, MinSLOSamples
+		return o
+	}
+	zero := LadderKnee([]StepOutcome{fail(1), fail(2)}, DefaultGoodputRatio)
+	if bk := backgroundKnee(cfg, steps, zero); !bk.Decided || bk.KneeTotal != 4 || bk.ProductionAtKnee != 4 {
+		t.Errorf("a knee of 0, decided: %+v, want a total knee of the production rate 4 (%s)", bk, zero.Reason)
+	}
+	und := LadderKnee([]StepOutcome{short(1), short(2), fail(4)}, DefaultGoodputRatio)
+	if bk := backgroundKnee(cfg, steps, und); bk.Decided || bk.KneeTotal != 0 || und.State != KneeUndecided {
+		t.Errorf("too-short passes below a failing level: %+v, state %q, want undecided (%s)", bk, und.State, und.Reason)
+	}
+}

@@ -184,6 +184,15 @@ type Knee struct {
 	NonMonotonic bool
 	// Reason says in words how the knee was decided.
 	Reason string
+	// State is what the sweep's evidence says of the knee (result.json
+	// knee.state): KneeDecided, KneeBound or KneeUndecided; set by
+	// LadderKnee and the adaptive search (settle). Empty in results
+	// written before it existed: StateOf derives it then.
+	State string
+	// Undecided, for State KneeUndecided, says why in one word of
+	// UndecidedReasons (result.json knee.undecided; the reason label of
+	// llmprobe_sweep_knee_undecided_info); empty otherwise.
+	Undecided string
 	// Stop says why an adaptive search ended early (SearchResult.Stop):
 	// a level that stayed invalid, the step budget; empty otherwise.
 	Stop string
@@ -191,6 +200,109 @@ type Knee struct {
 	// could not be computed): over the rounds, or from a bootstrap of the
 	// requests of the steps around the knee (kneeci.go).
 	Interval *KneeInterval
+}
+
+// States of a knee (Knee.State): one vocabulary for result.json's
+// knee.state, the state label of llmprobe_sweep_knee_state, the landing
+// page and docs/sweep-api.md.
+const (
+	// KneeDecided: the knee is located: bracketed (a level passed and the
+	// next valid level above it failed), or below the lowest level the
+	// sweep ran (that level failed on valid evidence and no level ran
+	// under it: a knee of 0).
+	KneeDecided = "decided"
+	// KneeBound: a lower bound only: a level passed, and nothing above it
+	// failed on valid evidence (every level passed, the levels above were
+	// invalid, e.g. the client saturated, or too short, or the search did
+	// not confirm it). The knee is at least Low.
+	KneeBound = "bound"
+	// KneeUndecided: the evidence decides nothing: no valid level, only
+	// levels too short to decide, or no level passed while the levels
+	// under the lowest failing one were invalid or too short (the knee may
+	// be among them). A knee of 0 is never read from such a sweep.
+	KneeUndecided = "undecided"
+)
+
+// KneeStates lists the knee states in a stable order.
+var KneeStates = []string{KneeDecided, KneeBound, KneeUndecided}
+
+// Why a knee is undecided (Knee.Undecided): a bounded set, the reason
+// label of llmprobe_sweep_knee_undecided_info.
+const (
+	// UndecidedNoValidLevel: every level was invalid (client-saturated,
+	// not idle, errors, ...).
+	UndecidedNoValidLevel = "no_valid_level"
+	// UndecidedTooShort: the valid levels were all too short to decide
+	// (an SLO p99 on fewer than MinSLOSamples samples).
+	UndecidedTooShort = "too_short"
+	// UndecidedNoEvidenceBelow: no level passed, and the levels under the
+	// lowest failing one were invalid or too short: "below X" with no
+	// valid evidence under X.
+	UndecidedNoEvidenceBelow = "no_evidence_below"
+)
+
+// UndecidedReasons lists the reasons of an undecided knee in a stable
+// order.
+var UndecidedReasons = []string{UndecidedNoValidLevel, UndecidedTooShort, UndecidedNoEvidenceBelow}
+
+// settle sets k.State and k.Undecided from its bracket and the level
+// outcomes it was decided from (an invalid or too-short level is no
+// evidence), and words an undecided knee of 0 in k.Reason.
+func (k *Knee) settle(outcomes []StepOutcome, ratio float64) {
+	k.Undecided = ""
+	switch {
+	case k.Found:
+		k.State = KneeDecided
+	case k.Low > 0:
+		k.State = KneeBound
+	case k.Upper > 0:
+		var below []float64
+		for _, o := range outcomes {
+			v := o.Verdict
+			if v == "" {
+				v = o.Decide(ratio)
+			}
+			if o.Level < k.Upper && (v == VerdictInvalid || v == VerdictTooShort) && !slices.Contains(below, o.Level) {
+				below = append(below, o.Level)
+			}
+		}
+		if len(below) == 0 {
+			k.State = KneeDecided
+			k.Reason += ", the lowest level run: a knee of 0"
+			return
+		}
+		slices.Sort(below)
+		k.State, k.Undecided = KneeUndecided, UndecidedNoEvidenceBelow
+		k.Reason = fmt.Sprintf("no level passed; the lowest failing level is %s, but %s invalid or too short to decide, "+
+			"so the knee is undecided (no valid evidence under %s)", fmtLevel(k.Upper), levelsText(below), fmtLevel(k.Upper))
+	default:
+		k.State, k.Undecided = KneeUndecided, UndecidedTooShort
+		valid := false
+		for _, o := range outcomes {
+			valid = valid || o.Valid
+		}
+		if !valid {
+			k.Undecided = UndecidedNoValidLevel
+		}
+	}
+}
+
+// StateOf is the knee's state: State, or for a result written before it
+// existed, the state its bracket gives (bracketed: decided; a lower bound:
+// bound; a failing level without a pass, read as before: decided; nothing:
+// undecided).
+func (k Knee) StateOf() string {
+	switch {
+	case k.State != "":
+		return k.State
+	case k.Found:
+		return KneeDecided
+	case k.Low > 0:
+		return KneeBound
+	case k.Upper > 0:
+		return KneeDecided
+	}
+	return KneeUndecided
 }
 
 // Estimate is the knee when Found, else its lower bound Low (0 when no
@@ -274,6 +386,7 @@ func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 		k.Found, k.Level = true, k.Low
 		k.Reason = fmt.Sprintf("highest passing level %s, first failing level %s", fmtLevel(k.Low), fmtLevel(k.Upper))
 	}
+	k.settle(os, ratio)
 	return k
 }
 

@@ -217,56 +217,88 @@ func TestLadderKnee(t *testing.T) {
 		{
 			name: "goodput falls below 90% at 8",
 			in:   []StepOutcome{ok(1), ok(2), ok(4), slow(8, 7.1), slow(16, 7.5)},
-			want: Knee{Found: true, Level: 4, Low: 4, Upper: 8, MaxGoodput: 7.5, MaxGoodputLevel: 16},
+			want: Knee{Found: true, Level: 4, Low: 4, Upper: 8, MaxGoodput: 7.5, MaxGoodputLevel: 16, State: KneeDecided},
 		},
 		{
 			name: "exactly 90% passes",
 			in:   []StepOutcome{ok(1), slow(10, 9), slow(20, 9.5)},
-			want: Knee{Found: true, Level: 10, Low: 10, Upper: 20, MaxGoodput: 9.5, MaxGoodputLevel: 20},
+			want: Knee{Found: true, Level: 10, Low: 10, Upper: 20, MaxGoodput: 9.5, MaxGoodputLevel: 20, State: KneeDecided},
 		},
 		{
 			name: "SLO p99 failure ends the ladder; unordered input",
 			in:   []StepOutcome{sloFail(4), ok(1), ok(2), ok(8)},
-			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 8, MaxGoodputLevel: 8, NonMonotonic: true},
+			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 8, MaxGoodputLevel: 8, NonMonotonic: true, State: KneeDecided},
 		},
 		{
 			name: "invalid steps are skipped",
 			in:   []StepOutcome{ok(1), invalid(slow(2, 0.1)), ok(4), slow(8, 1)},
-			want: Knee{Found: true, Level: 4, Low: 4, Upper: 8, MaxGoodput: 4, MaxGoodputLevel: 4},
+			want: Knee{Found: true, Level: 4, Low: 4, Upper: 8, MaxGoodput: 4, MaxGoodputLevel: 4, State: KneeDecided},
 		},
 		{
 			name: "all pass: lower bound",
 			in:   []StepOutcome{ok(1), ok(2)},
-			want: Knee{Low: 2, MaxGoodput: 2, MaxGoodputLevel: 2},
+			want: Knee{Low: 2, MaxGoodput: 2, MaxGoodputLevel: 2, State: KneeBound},
 		},
 		{
-			name: "none pass",
-			in:   []StepOutcome{sloFail(1), sloFail(2)},
-			want: Knee{Upper: 1, MaxGoodput: 2, MaxGoodputLevel: 2},
+			// The lowest level ran and failed on valid evidence: a
+			// decided knee of 0.
+			name:     "none pass",
+			in:       []StepOutcome{sloFail(1), sloFail(2)},
+			want:     Knee{Upper: 1, MaxGoodput: 2, MaxGoodputLevel: 2, State: KneeDecided},
+			wantText: "the lowest level run: a knee of 0",
 		},
 		{
 			name: "no valid step",
 			in:   []StepOutcome{invalid(ok(1))},
-			want: Knee{},
+			want: Knee{State: KneeUndecided, Undecided: UndecidedNoValidLevel},
+		},
+		{
+			// Issue 39: levels 2-8 client-saturated, 10 and 12 valid and
+			// failing: "below 10" with no valid evidence under 10 is no
+			// knee of 0.
+			name:     "failing levels above invalid ones: undecided",
+			in:       []StepOutcome{invalid(ok(2)), invalid(ok(4)), invalid(ok(6)), invalid(ok(8)), sloFail(10), sloFail(12)},
+			want:     Knee{Upper: 10, MaxGoodput: 12, MaxGoodputLevel: 12, State: KneeUndecided, Undecided: UndecidedNoEvidenceBelow},
+			wantText: "levels 2, 4, 6, 8 were invalid or too short to decide, so the knee is undecided",
+		},
+		{
+			// Issue 39, background mode: passes too short to decide and
+			// one failing level.
+			name:     "failing level above too-short passes: undecided",
+			in:       []StepOutcome{sampledOK(1, 40), sampledOK(2, 60), slow(4, 1)},
+			want:     Knee{Upper: 4, MaxGoodput: 1, MaxGoodputLevel: 4, State: KneeUndecided, Undecided: UndecidedNoEvidenceBelow},
+			wantText: "levels 1, 2 were invalid or too short to decide",
+		},
+		{
+			name: "only too-short levels: undecided",
+			in:   []StepOutcome{sampledOK(1, 40), sampledOK(2, 60)},
+			want: Knee{State: KneeUndecided, Undecided: UndecidedTooShort},
+		},
+		{
+			// An invalid level above the lowest failing one says nothing
+			// of the knee 0 below it.
+			name: "invalid above a failing lowest level: still a knee of 0",
+			in:   []StepOutcome{sloFail(1), invalid(ok(2))},
+			want: Knee{Upper: 1, MaxGoodput: 1, MaxGoodputLevel: 1, State: KneeDecided},
 		},
 		{
 			name: "a level that served less than 90% of its rate is not the knee",
 			in:   []StepOutcome{ok(1), ok(2), func() StepOutcome { o := ok(4); o.Served = 3.2; return o }(), slow(8, 1)},
-			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 4, MaxGoodputLevel: 4},
+			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 4, MaxGoodputLevel: 4, State: KneeDecided},
 		},
 		{
 			// nor gives the max goodput (issue 22 V9: it came from a
 			// 23-request step too short to judge).
 			name:     "a level too short for its SLO p99 decides nothing",
 			in:       []StepOutcome{sampledOK(1, 200), sampledOK(2, 50), slow(4, 1)},
-			want:     Knee{Low: 1, Upper: 4, MaxGoodput: 1, MaxGoodputLevel: 1},
+			want:     Knee{Low: 1, Upper: 4, MaxGoodput: 1, MaxGoodputLevel: 1, State: KneeBound},
 			wantText: "level 2 was too short to decide",
 		},
 		{
 			name: "max goodput is the measured (vLLM) goodput when given",
 			in: []StepOutcome{ok(1), func() StepOutcome { o := slow(2, 1.9); o.MeasuredGoodput = 1.7; return o }(),
 				func() StepOutcome { o := slow(4, 2.1); o.MeasuredGoodput = 1.6; return o }()},
-			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 1.7, MaxGoodputLevel: 2},
+			want: Knee{Found: true, Level: 2, Low: 2, Upper: 4, MaxGoodput: 1.7, MaxGoodputLevel: 2, State: KneeDecided},
 		},
 	}
 	for _, tt := range tests {

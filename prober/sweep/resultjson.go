@@ -174,6 +174,8 @@ func (r *Result) kneeKeys() object {
 		{key: "max_goodput_level", v: (*rate)(&k.MaxGoodputLevel)},
 		{key: "non_monotonic", v: &k.NonMonotonic},
 		{key: "reason", v: &k.Reason},
+		optional("state", &k.State, k.State != ""),
+		optional("undecided", &k.Undecided, k.Undecided != ""),
 		optional("search_end", &r.SearchEnd, r.SearchEnd != ""),
 		optional("search_stop", &k.Stop, k.Stop != ""),
 		optional("reference_capacity", &r.ReferenceCapacity, r.ReferenceCapacity > 0),

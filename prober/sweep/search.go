@@ -487,5 +487,6 @@ func (s *searcher) knee() Knee {
 	default:
 		k.Reason = "no level could be decided"
 	}
+	k.settle(s.res.Steps, s.o.Ratio)
 	return k
 }

@@ -68,8 +68,15 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)
+	curve := []capacity.StepPoint{{Label: "rate=1", Goodput: 1, Throughput: 1, Valid: true}}
 	sw.SweepRestored("t", "s", capacity.Last{Knee: 1, KneeFound: true, MaxGoodput: 1, KneeUnit: "req/s", Finished: time.Now(),
-		Duration: time.Minute, Steps: []capacity.StepPoint{{Label: "rate=1", Goodput: 1, Throughput: 1, Valid: true}}})
+		Duration: time.Minute, Steps: curve})
+	// A second decided sweep (the previous knee appears), then an undecided
+	// one (its reason appears; the knee gauges keep the last decided knee).
+	sw.SweepFinished("t", "s", capacity.ResultSuccess, time.Minute, &capacity.Last{Knee: 2, KneeFound: true, Decided: true,
+		State: capacity.StateDecided, KneeUnit: "req/s", Finished: time.Now(), Steps: curve})
+	sw.SweepFinished("t", "s", capacity.ResultSuccess, time.Minute, &capacity.Last{State: capacity.StateUndecided,
+		Undecided: "no_evidence_below", KneeUnit: "req/s", Finished: time.Now(), Steps: curve})
 	config.NewSafeConfig(reg)
 	probemetrics.NewSchedLatency(reg)
 	for _, c := range []prometheus.Collector{
