@@ -187,10 +187,52 @@ type Knee struct {
 	// Stop says why an adaptive search ended early (SearchResult.Stop):
 	// a level that stayed invalid, the step budget; empty otherwise.
 	Stop string
+	// Bound is set when an adaptive search confirmed a level but could not
+	// measure the next one above it (SearchUnmeasurable): the knee is at
+	// least Bound.AtLeast (= Low), not located; Found is false and Decided
+	// true. nil otherwise (result.json knee.bound).
+	Bound *KneeBound
 	// Interval is the knee's uncertainty (nil when no knee was found or it
 	// could not be computed): over the rounds, or from a bootstrap of the
 	// requests of the steps around the knee (kneeci.go).
 	Interval *KneeInterval
+}
+
+// KneeBound is a lower bound of the knee: the highest level an adaptive
+// search confirmed, below a level that stayed invalid after its reruns.
+// When every flag of that level is the client's own (client-saturated,
+// client-read-lag), the client is the limit: this client keeps up to
+// AtLeast on this host, and Shards processes, each sending 1/Shards of
+// every rate (docs/scaling.md), would reach ShardsFor.
+type KneeBound struct {
+	// AtLeast is the confirmed level, req/s: the knee is at least this.
+	AtLeast float64 `json:"at_least"`
+	// Unmeasurable is the lowest level that stayed invalid, Flags its
+	// validity flags (client-saturated, ...).
+	Unmeasurable float64  `json:"unmeasurable"`
+	Flags        []string `json:"flags"`
+	// Client is true when the client was the limit (every flag is
+	// client-saturated or client-read-lag).
+	Client bool `json:"client"`
+	// Shards is how many shards reach ShardsFor (req/s) with each at most
+	// AtLeast; both 0 unless Client. ShardsFor is the lowest failing level
+	// when one failed, else the higher of the throughput probe's
+	// estimate / 0.9 and one bracketing step above Unmeasurable.
+	Shards    int     `json:"shards,omitempty"`
+	ShardsFor float64 `json:"shards_for,omitempty"`
+}
+
+// Text states the bound in one line: "knee ≥ 171 req/s: this client keeps
+// up to 171 req/s on this host; shard the sweep (3 shards)"; "" for nil.
+func (b *KneeBound) Text(unit string) string {
+	if b == nil {
+		return ""
+	}
+	if b.Client {
+		return fmt.Sprintf("knee ≥ %s %s: this client keeps up to %s %s on this host; shard the sweep (%d shards) to measure up to %s %s",
+			fmtLevel(b.AtLeast), unit, fmtLevel(b.AtLeast), unit, b.Shards, fmtLevel(b.ShardsFor), unit)
+	}
+	return fmt.Sprintf("knee ≥ %s %s: %s %s could not be measured (%s)", fmtLevel(b.AtLeast), unit, fmtLevel(b.Unmeasurable), unit, strings.Join(b.Flags, ", "))
 }
 
 // Estimate is the knee when Found, else its lower bound Low (0 when no

@@ -118,6 +118,7 @@ func TestSearchBounds(t *testing.T) {
 		wantSteps int
 		wantEnd   string
 		wantStop  []string
+		wantBound *KneeBound
 	}{
 		{
 			name:  "everything passes up to MaxRate",
@@ -140,19 +141,55 @@ func TestSearchBounds(t *testing.T) {
 			wantLow: -1, wantSteps: 9, // 1 2 4 [8] 8 16 13.3 (=12/0.9) 14 13.3: 8 ran twice, 13.3 confirmed
 		},
 		{
-			name:  "a level that stays invalid stops the search and says why",
-			probe: invalidAbove6, wantLow: 4, wantSteps: 6, // 1 2 4 [8] [8] [8]
-			wantEnd: SearchInvalid, wantStop: []string{"rate 8 req/s", "all 3 attempts", saturated[0]},
+			// 1 2 4 [8] [8] 5.66 [6.73] [6.73] 5.66: 8 and 6.73 stayed
+			// invalid, so the search stepped down and confirmed 5.66, a
+			// bound within UnmeasurableTolerance of 6.73.
+			name:  "a level that stays invalid is stepped down from, and the confirmed level below is a bound",
+			probe: invalidAbove6, wantLow: 4 * math.Sqrt2, wantSteps: 9,
+			wantEnd: SearchUnmeasurable, wantStop: []string{"rate 6.727 req/s could not be measured", "all 2 attempts", saturated[0], "at least 5.657"},
+			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+				Client: true, Shards: 3, ShardsFor: 13.5},
 		},
 		{
 			name:  "no reruns with Retries < 0",
-			probe: invalidAbove6, opts: SearchOptions{Retries: -1}, wantLow: 4, wantSteps: 4,
-			wantEnd: SearchInvalid, wantStop: []string{"rate 8 req/s was invalid in its only attempt"},
+			probe: invalidAbove6, opts: SearchOptions{Retries: -1}, wantLow: 4 * math.Sqrt2, wantSteps: 7, // 1 2 4 [8] 5.66 [6.73] 5.66
+			wantEnd: SearchUnmeasurable, wantStop: []string{"rate 6.727 req/s could not be measured: invalid in its only attempt"},
+			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+				Client: true, Shards: 3, ShardsFor: 13.5},
+		},
+		{
+			// The client's ceiling sizes the shards from the probe's
+			// capacity estimate when no level failed.
+			name:  "shards sized from the capacity estimate",
+			probe: invalidAbove6, opts: SearchOptions{Retries: -1, Capacity: 30}, wantLow: 4 * math.Sqrt2, wantSteps: 7,
+			wantEnd:   SearchUnmeasurable,
+			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated}, Client: true, Shards: 6, ShardsFor: 33.3},
 		},
 		{
 			name:  "the step budget runs out during reruns",
-			probe: invalidAbove6, opts: SearchOptions{MaxSteps: 5}, wantLow: 4, wantSteps: 5,
+			probe: invalidAbove6, opts: SearchOptions{MaxSteps: 4}, wantLow: 4, wantSteps: 4,
 			wantEnd: SearchMaxSteps, wantStop: []string{"rerunning the invalid rate 8"},
+		},
+		{
+			name: "nothing can be measured down to MinRate",
+			probe: func(rate float64, _ int) (StepOutcome, error) {
+				return StepOutcome{Offered: rate, Goodput: rate, SLOHeld: true, Invalid: saturated}, nil
+			},
+			opts: SearchOptions{Start: 1, MinRate: 0.3, Retries: -1}, wantSteps: 2, // 1 0.5
+			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 0.5 req/s could be measured", saturated[0]},
+		},
+		{
+			// A failing level below the unmeasurable one brackets the
+			// knee as usual: the client's ceiling does not matter.
+			name: "a failure below the client's ceiling is a knee",
+			probe: func(rate float64, n int) (StepOutcome, error) {
+				o, _ := saturating(5, true)(rate, n)
+				if rate >= 8 {
+					o.Valid, o.Invalid = false, saturated
+				}
+				return o, nil
+			},
+			wantFound: true, wantLow: -1, wantSteps: 10, wantEnd: SearchBracketed, // 1 2 4 [8] [8] 5.66 4.76 5.19 4.97 4.97
 		},
 		{
 			name: "a prober error ends the search",
@@ -190,6 +227,22 @@ func TestSearchBounds(t *testing.T) {
 				if !strings.Contains(res.Stop, w) {
 					t.Errorf("stop = %q, want it to contain %q", res.Stop, w)
 				}
+			}
+			if tt.wantBound != nil {
+				b := res.Bound
+				if b == nil || math.Abs(b.AtLeast-tt.wantBound.AtLeast) > 1e-9 || math.Abs(b.Unmeasurable-tt.wantBound.Unmeasurable) > 1e-9 ||
+					strings.Join(b.Flags, ",") != strings.Join(tt.wantBound.Flags, ",") || b.Client != tt.wantBound.Client ||
+					b.Shards != tt.wantBound.Shards || math.Abs(b.ShardsFor-tt.wantBound.ShardsFor) > 1e-9 {
+					t.Errorf("bound = %+v, want %+v", b, tt.wantBound)
+				}
+				if res.Found || !res.Decided() || res.Estimate() != res.Low {
+					t.Errorf("found %v, decided %v, estimate %v: want a decided lower bound %v", res.Found, res.Decided(), res.Estimate(), res.Low)
+				}
+				if txt := b.Text("req/s"); b != nil && !strings.Contains(txt, "this client keeps up to "+fmtLevel(b.AtLeast)+" req/s on this host; shard the sweep") {
+					t.Errorf("bound text %q", txt)
+				}
+			} else if res.Bound != nil {
+				t.Errorf("bound = %+v, want none", res.Bound)
 			}
 			if tt.wantEnd == SearchBracketed && res.Stop != "" {
 				t.Errorf("stop = %q after a normal end", res.Stop)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // SearchOptions configures the adaptive knee search (--rates auto). The zero
@@ -24,7 +25,8 @@ type SearchOptions struct {
 	// longer reruns and the confirmation included. Default 16.
 	MaxSteps int
 	// Retries is how many more times an invalid level is run before the
-	// search gives up on it. Default 2; negative means none.
+	// search counts it as unmeasurable and stays below it. Default 1
+	// (DefaultSearchRetries); negative means none.
 	Retries int
 	// Lengthen is how many times a level too short to decide (see
 	// VerdictTooShort) is run again with more requests before the search
@@ -38,10 +40,14 @@ type SearchOptions struct {
 	// Ratio is the goodput/offered ratio a passing level must reach.
 	// Default DefaultGoodputRatio.
 	Ratio float64
+	// Capacity is the throughput probe's capacity estimate in req/s (0:
+	// none); a search that ends below a level the client could not drive
+	// sizes its shard advice (KneeBound.Shards) from it.
+	Capacity float64
 }
 
 // DefaultSearchRetries is SearchOptions.Retries' default.
-const DefaultSearchRetries = 2
+const DefaultSearchRetries = 1
 
 // DefaultSearchLengthen is SearchOptions.Lengthen's default.
 const DefaultSearchLengthen = 2
@@ -105,8 +111,14 @@ const (
 	SearchMaxRate = "max-rate"
 	// SearchMinRate: even MinRate failed; the knee is below it.
 	SearchMinRate = "min-rate"
-	// SearchInvalid: a level stayed invalid after its reruns.
+	// SearchInvalid: no level could be measured: every rate tried, down to
+	// MinRate, stayed invalid after its reruns.
 	SearchInvalid = "invalid"
+	// SearchUnmeasurable: a level passed and was confirmed, but the level
+	// above it stayed invalid after its reruns (the client could not drive
+	// it on this host, or another validity flag): the knee is at least
+	// the confirmed level (Knee.Bound says so), not located.
+	SearchUnmeasurable = "unmeasurable"
 	// SearchTooShort: a level stayed too short to decide after its longer
 	// reruns.
 	SearchTooShort = "too-short"
@@ -149,11 +161,19 @@ type SearchResult struct {
 // throughput at least Ratio times the rate, SLO p99s held on at least
 // MinSLOSamples samples. Levels the search cannot decide are run again:
 //
-//   - an invalid level (client-saturated, not-idle, errors) says nothing
-//     about the server: it is rerun up to Retries more times, and when it
-//     stays invalid the search stops there (End SearchInvalid, Stop naming
-//     the level and its flags) rather than narrow on a level it could not
-//     measure;
+//   - an invalid level (client-saturated, client-read-lag, not-idle,
+//     errors) says nothing about the server: it is rerun up to Retries more
+//     times (a host's hiccup passes), and when it stays invalid the search
+//     counts it as unmeasurable and steps down from it instead of narrowing
+//     on it: below it the bracket's upper end is the lower of the lowest
+//     failing and the lowest unmeasurable rate, and the search never tries
+//     a rate at or above the latter again. Between a passing rate and an
+//     unmeasurable one it narrows only to UnmeasurableTolerance. When the
+//     search ends with the confirmed lo right below an unmeasurable rate
+//     (End SearchUnmeasurable), the knee is a bound (Knee.Bound: at least
+//     lo, and with the client's own flags, the shards that would reach
+//     further); when even MinRate stays invalid and none failed, End is
+//     SearchInvalid;
 //   - a level too short to decide (its SLO p99 on fewer than MinSLOSamples
 //     samples, or keep-up passed but its served throughput fell short, which
 //     the drain of a short step alone can cause) is rerun with more
@@ -163,7 +183,9 @@ type SearchResult struct {
 //
 // The confirmation runs lo again as long as its passing run; when it fails,
 // lo counts as failed (hi = lo; its verdict VerdictUnconfirmed, the knee
-// NonMonotonic) and the search narrows again below it. When the step budget
+// NonMonotonic) and the search narrows again below it; when it is invalid
+// after its reruns, lo counts as unmeasurable and the search narrows below
+// it, between the next lower passing rate and it. When the step budget
 // is about to run out during the narrowing, the search confirms lo in the
 // wider bracket it has (End SearchMaxSteps). The knee reported is lo, a
 // rate that ran and passed twice; Knee.Found is false, with Low and Upper
@@ -184,6 +206,10 @@ type searcher struct {
 
 	lo, hi    float64 // highest passing, lowest failing (0 = none yet)
 	hiOut     StepOutcome
+	// unmeas is the lowest rate that stayed invalid after its reruns (0 =
+	// none), unmeasOut its last run: the search stays below it.
+	unmeas    float64
+	unmeasOut StepOutcome
 	confirmed float64 // lo once its confirmation passed
 	passed    []float64
 	// length is the minRequests of each rate's passing run (the
@@ -213,20 +239,21 @@ func (s *searcher) requestsFor(rate float64) int {
 }
 
 // measure runs rate until it is decided: reruns while it is invalid or too
-// short, as the options allow. ok is false when the search must stop
-// (res.End and res.Stop are then set).
-func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, ok bool, err error) {
+// short, as the options allow. v is VerdictPass, VerdictFail or, for a level
+// that stayed invalid after its reruns, VerdictInvalid (the search then
+// stays below it). ok is false when the search must stop (res.End and
+// res.Stop are then set).
+func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, v string, ok bool, err error) {
 	n := s.requestsFor(rate)
 	if confirm {
 		n = max(n, s.length[rate])
 	}
 	retries, lengthen := s.o.Retries, s.o.Lengthen
-	invalid := 0
-	for attempt := 1; ; attempt++ {
+	for {
 		out, err = s.probe(rate, n)
 		if err != nil {
 			s.res.End = SearchError
-			return out, false, false, err
+			return out, "", false, err
 		}
 		if out.Level == 0 {
 			out.Level = rate
@@ -234,7 +261,8 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 		if out.Offered == 0 {
 			out.Offered = rate
 		}
-		v, why := out.judge(s.o.Ratio)
+		var why string
+		v, why = out.judge(s.o.Ratio)
 		// keep-up passed but the served throughput fell short: the drain
 		// of a short step or an overload; a longer step tells them apart.
 		drain := v == VerdictFail && out.SLOHeld && out.servedShort(s.o.Ratio) && out.Goodput >= s.o.Ratio*out.Offered
@@ -246,23 +274,21 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 		last := &s.res.Steps[len(s.res.Steps)-1]
 		switch v {
 		case VerdictInvalid:
-			invalid++
 			if retries == 0 {
-				s.stop(SearchInvalid, fmt.Sprintf("rate %s req/s was invalid in %s (%s); the search stopped there instead of narrowing on a level it could not measure",
-					fmtLevel(rate), attemptsText(invalid, attempt), why))
-				return out, false, false, nil
+				// It stayed invalid: the search steps down from it.
+				return out, v, true, nil
 			}
 			retries--
 			if s.full() {
 				s.stop(SearchMaxSteps, fmt.Sprintf("the step budget (%d) ran out while rerunning the invalid rate %s req/s", s.o.MaxSteps, fmtLevel(rate)))
-				return out, false, false, nil
+				return out, v, false, nil
 			}
 			continue
 		case VerdictTooShort:
 			if lengthen == 0 {
 				s.stop(SearchTooShort, fmt.Sprintf("rate %s req/s stayed too short to decide after %s (%s); the search stopped there instead of deciding on too few samples",
 					fmtLevel(rate), longerText(s.o.Lengthen), why))
-				return out, false, false, nil
+				return out, v, false, nil
 			}
 			lengthen--
 			next := s.longer(out, drain)
@@ -270,22 +296,21 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 			last.Why += fmt.Sprintf("; rerun with %d requests", n)
 			if s.full() {
 				s.stop(SearchMaxSteps, fmt.Sprintf("the step budget (%d) ran out while rerunning the too-short rate %s req/s longer", s.o.MaxSteps, fmtLevel(rate)))
-				return out, false, false, nil
+				return out, v, false, nil
 			}
 			continue
 		}
-		pass = v == VerdictPass
 		if confirm {
 			last.Verdict = VerdictConfirmed
-			if !pass {
+			if v != VerdictPass {
 				last.Verdict = VerdictUnconfirmed
 			}
 		}
-		if pass && !confirm {
+		if v == VerdictPass && !confirm {
 			s.length[rate] = n
 			s.passed = append(s.passed, rate)
 		}
-		return out, pass, true, nil
+		return out, v, true, nil
 	}
 }
 
@@ -332,20 +357,22 @@ func (s *searcher) run() error {
 	o := s.o
 	rate := o.Start
 	for {
-		// Bracket: a pass and a failure.
-		for s.lo == 0 || s.hi == 0 {
+		// Bracket: a pass, and above it a failure or a level that cannot
+		// be measured.
+		for s.lo == 0 || s.upper() == 0 {
 			if s.full() {
 				s.stopMaxSteps()
 				return nil
 			}
-			out, pass, ok, err := s.measure(rate, false)
+			out, v, ok, err := s.measure(rate, false)
 			if err != nil || !ok {
 				return err
 			}
-			if pass {
+			switch v {
+			case VerdictPass:
 				s.lo = rate
-				if s.hi != 0 {
-					break
+				if s.upper() != 0 {
+					continue
 				}
 				if rate >= o.MaxRate {
 					s.stop(SearchMaxRate, fmt.Sprintf("the highest rate allowed (%s req/s) passed", fmtLevel(o.MaxRate)))
@@ -353,13 +380,22 @@ func (s *searcher) run() error {
 				}
 				rate = math.Min(rate*o.Factor, o.MaxRate)
 				continue
+			case VerdictFail:
+				s.hi, s.hiOut = rate, out
+			default: // unmeasurable: step down
+				s.unmeasurable(rate, out)
 			}
-			s.hi, s.hiOut = rate, out
 			if s.lo != 0 {
-				break
+				continue
 			}
 			rate /= o.Factor
 			if rate < o.MinRate {
+				if s.hi == 0 {
+					s.stop(SearchInvalid, fmt.Sprintf("no rate down to %s req/s could be measured (the last, %s req/s: %s); "+
+						"the search stopped there instead of deciding on levels it could not measure",
+						fmtLevel(s.unmeas), fmtLevel(s.unmeas), strings.Join(s.unmeasOut.Invalid, "; ")))
+					return nil
+				}
 				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(s.hi)))
 				return nil
 			}
@@ -367,41 +403,45 @@ func (s *searcher) run() error {
 		// Narrow.
 		hintUsed := 0.0 // the hi for which the throughput hint was tried
 		lastWasHint, lastPassed := false, false
-		for s.hi > s.lo*(1+o.Tolerance) {
+		for s.upper() > s.lo*(1+s.tolerance()) {
 			if len(s.res.Steps) >= o.MaxSteps-1 {
 				// One step left: confirm lo in the bracket there is.
 				s.stop(SearchMaxSteps, fmt.Sprintf("%d steps ran (--auto-max-steps) before the bracket narrowed to %s; the knee was confirmed in the wider bracket",
 					o.MaxSteps, pct100(o.Tolerance)))
 				break
 			}
+			up := s.upper()
 			var p float64
 			h := s.hiOut.Throughput / o.Ratio
 			switch {
-			case hintUsed != s.hi && s.hiOut.SLOHeld && h > s.lo*(1+o.Tolerance/2) && h < s.hi/(1+o.Tolerance/2):
+			case up == s.hi && hintUsed != s.hi && s.hiOut.SLOHeld && h > s.lo*(1+o.Tolerance/2) && h < up/(1+o.Tolerance/2):
 				p, hintUsed, lastWasHint = h, s.hi, true
 			case lastWasHint:
 				lastWasHint = false
 				if lastPassed {
 					p = s.lo * (1 + o.Tolerance) * (1 - 1e-9)
 				} else {
-					p = s.hi / (1 + o.Tolerance) * (1 + 1e-9)
+					p = up / (1 + o.Tolerance) * (1 + 1e-9)
 				}
-				if p <= s.lo || p >= s.hi {
-					p = math.Sqrt(s.lo * s.hi)
+				if p <= s.lo || p >= up {
+					p = math.Sqrt(s.lo * up)
 				}
 			default:
 				lastWasHint = false
-				p = math.Sqrt(s.lo * s.hi)
+				p = math.Sqrt(s.lo * up)
 			}
-			out, pass, ok, err := s.measure(p, false)
+			out, v, ok, err := s.measure(p, false)
 			if err != nil || !ok {
 				return err
 			}
-			lastPassed = pass
-			if pass {
+			lastPassed = v == VerdictPass
+			switch v {
+			case VerdictPass:
 				s.lo = p
-			} else {
+			case VerdictFail:
 				s.hi, s.hiOut = p, out
+			default:
+				s.unmeasurable(p, out)
 			}
 		}
 		// Confirm.
@@ -409,35 +449,91 @@ func (s *searcher) run() error {
 			s.stopMaxSteps()
 			return nil
 		}
-		out, pass, ok, err := s.measure(s.lo, true)
+		out, v, ok, err := s.measure(s.lo, true)
 		if err != nil || !ok {
 			return err
 		}
-		if pass {
+		if v == VerdictPass {
 			s.confirmed = s.lo
-			if s.res.End == "" {
+			switch {
+			case s.unmeas != 0 && (s.hi == 0 || s.unmeas < s.hi):
+				// The neighbour above lo could not be measured: lo is
+				// a bound, not the knee.
+				s.res.End, s.res.Stop = SearchUnmeasurable, s.unmeasStop()
+			case s.res.End == "":
 				s.res.End = SearchBracketed
 			}
 			return nil
 		}
-		// lo failed its confirmation: it is a failure, and the knee is
-		// below it.
 		s.res.End, s.res.Stop = "", ""
-		s.hi, s.hiOut = s.lo, out
+		failed := s.lo
+		if v == VerdictFail {
+			// lo failed its confirmation: it is a failure, and the knee
+			// is below it.
+			s.hi, s.hiOut = s.lo, out
+		} else {
+			// lo could not be measured again: the client's ceiling is
+			// below it.
+			s.unmeasurable(s.lo, out)
+		}
 		s.lo = 0
 		for _, p := range s.passed {
-			if p < s.hi && p > s.lo {
+			if p < failed && p > s.lo {
 				s.lo = p
 			}
 		}
 		if s.lo == 0 {
-			rate = s.hi / o.Factor
+			rate = failed / o.Factor
 			if rate < o.MinRate {
-				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(s.hi)))
+				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(failed)))
 				return nil
 			}
 		}
 	}
+}
+
+// UnmeasurableTolerance is the relative width at which the search stops
+// narrowing between a passing rate and a rate above it that could not be
+// measured: a lower bound within 20 % of what the client could not drive
+// says enough (the shard advice does not need more), and every rerun of an
+// unmeasurable level costs two steps.
+const UnmeasurableTolerance = 0.2
+
+// tolerance is the relative bracket width at which narrowing stops:
+// Tolerance under a failing rate, UnmeasurableTolerance (when wider) under
+// a rate that could not be measured.
+func (s *searcher) tolerance() float64 {
+	if s.upper() == s.hi {
+		return s.o.Tolerance
+	}
+	return math.Max(s.o.Tolerance, UnmeasurableTolerance)
+}
+
+// upper is the bracket's upper end: the lowest failing rate or the lowest
+// rate that could not be measured, whichever is lower (0: neither yet).
+func (s *searcher) upper() float64 {
+	switch {
+	case s.hi == 0:
+		return s.unmeas
+	case s.unmeas == 0:
+		return s.hi
+	}
+	return math.Min(s.hi, s.unmeas)
+}
+
+// unmeasurable records that rate stayed invalid after its reruns: the
+// search stays below it from now on.
+func (s *searcher) unmeasurable(rate float64, out StepOutcome) {
+	if s.unmeas == 0 || rate < s.unmeas {
+		s.unmeas, s.unmeasOut = rate, out
+	}
+}
+
+// unmeasStop says why a search that ended below an unmeasurable level
+// stopped there.
+func (s *searcher) unmeasStop() string {
+	return fmt.Sprintf("rate %s req/s could not be measured: invalid in %s (%s); %s req/s passed and was confirmed, so the knee is at least %s req/s",
+		fmtLevel(s.unmeas), attemptsText(s.o.Retries+1, s.o.Retries+1), strings.Join(s.unmeasOut.Invalid, "; "), fmtLevel(s.lo), fmtLevel(s.lo))
 }
 
 // knee states the search's knee: Found when lo was confirmed below a
@@ -473,6 +569,10 @@ func (s *searcher) knee() Knee {
 		unconfirmed = "; a level that had passed failed its confirmation"
 	}
 	switch {
+	case s.confirmed > 0 && s.unmeas != 0 && (k.Upper == 0 || s.unmeas < k.Upper):
+		k.Bound = s.bound()
+		k.Reason = fmt.Sprintf("highest passing level %s (passed again on confirmation); the next level, %s, could not be measured (%s), so the knee is at least %s, not located%s",
+			fmtLevel(k.Low), fmtLevel(s.unmeas), strings.Join(k.Bound.Flags, ", "), fmtLevel(k.Low), unconfirmed)
 	case s.confirmed > 0 && k.Upper > 0:
 		k.Found, k.Level = true, k.Low
 		k.Reason = fmt.Sprintf("highest passing level %s (passed again on confirmation), first failing level %s%s", fmtLevel(k.Low), fmtLevel(k.Upper), unconfirmed)
@@ -480,6 +580,8 @@ func (s *searcher) knee() Knee {
 		k.Reason = "no valid step: the knee cannot be decided"
 	case k.Low > 0 && k.Upper > 0:
 		k.Reason = fmt.Sprintf("%s passed and %s failed, but %s was not confirmed by a second step, so the knee is not stated%s", fmtLevel(k.Low), fmtLevel(k.Upper), fmtLevel(k.Low), unconfirmed)
+	case k.Low > 0 && s.unmeas > k.Low:
+		k.Reason = fmt.Sprintf("%s passed and %s could not be measured, but %s was not confirmed by a second step, so the knee is not stated", fmtLevel(k.Low), fmtLevel(s.unmeas), fmtLevel(k.Low))
 	case k.Low > 0:
 		k.Reason = fmt.Sprintf("every level tried passed; the knee is above %s", fmtLevel(k.Low))
 	case k.Upper > 0:
@@ -488,4 +590,34 @@ func (s *searcher) knee() Knee {
 		k.Reason = "no level could be decided"
 	}
 	return k
+}
+
+// bound is the knee's lower bound when the search ended below a level it
+// could not measure: the confirmed level, the unmeasurable one and its
+// flags, and, when the client was the limit, how many shards would reach
+// the rate the search still needed: the lowest failing rate when one
+// failed, else the higher of the throughput probe's estimate over Ratio
+// (the highest rate a throughput-bound server can keep up with) and one
+// bracketing step above the unmeasurable level.
+func (s *searcher) bound() *KneeBound {
+	b := &KneeBound{AtLeast: s.confirmed, Unmeasurable: s.unmeas, Client: true}
+	for _, r := range s.unmeasOut.Invalid {
+		f, _, _ := strings.Cut(r, ":")
+		b.Flags = append(b.Flags, f)
+		if f != FlagClientSaturated && f != FlagClientReadLag {
+			b.Client = false
+		}
+	}
+	if len(b.Flags) == 0 {
+		b.Client = false
+	}
+	if b.Client {
+		need := s.hi
+		if need == 0 {
+			need = math.Max(s.o.Capacity/s.o.Ratio, s.unmeas*s.o.Factor)
+		}
+		b.ShardsFor = roundRate(need)
+		b.Shards = max(2, int(math.Ceil(b.ShardsFor/b.AtLeast)))
+	}
+	return b
 }
