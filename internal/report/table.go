@@ -126,6 +126,9 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 	}
 	k := res.Knee
 	lines := []string{"knee: " + kneeLine(res)}
+	if t := k.Bound.Text(kneeUnit(res)); t != "" {
+		lines[0] = t
+	}
 	if b := res.Background; b != nil && b.Decided && b.KneeTotal > 0 {
 		lines = append(lines, fmt.Sprintf("total knee (background sweep): %s req/s of server load, production %s req/s of it (%s)",
 			num(b.KneeTotal), num(b.ProductionAtKnee), pct(b.ProductionShare)))
