@@ -204,8 +204,8 @@ type searcher struct {
 	probe Prober
 	res   SearchResult
 
-	lo, hi    float64 // highest passing, lowest failing (0 = none yet)
-	hiOut     StepOutcome
+	lo, hi float64 // highest passing, lowest failing (0 = none yet)
+	hiOut  StepOutcome
 	// unmeas is the lowest rate that stayed invalid after its reruns (0 =
 	// none), unmeasOut its last run: the search stays below it.
 	unmeas    float64
