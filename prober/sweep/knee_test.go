@@ -175,8 +175,8 @@ func TestSearchBounds(t *testing.T) {
 			probe: func(rate float64, _ int) (StepOutcome, error) {
 				return StepOutcome{Offered: rate, Goodput: rate, SLOHeld: true, Invalid: saturated}, nil
 			},
-			opts: SearchOptions{Start: 1, MinRate: 0.3, Retries: -1}, wantSteps: 2, // 1 0.5
-			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 0.5 req/s could be measured", saturated[0]},
+			opts: SearchOptions{Start: 1, MinRate: 0.2, Retries: -1}, wantSteps: 2, // 1 0.25: down by a factor 4 below an unmeasurable level
+			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 0.25 req/s could be measured", saturated[0]},
 		},
 		{
 			// A failing level below the unmeasurable one brackets the

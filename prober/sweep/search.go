@@ -388,6 +388,12 @@ func (s *searcher) run() error {
 			if s.lo != 0 {
 				continue
 			}
+			if v == VerdictInvalid {
+				// Below a level the client could not drive, step down
+				// twice as far: each unmeasurable level costs its reruns,
+				// and narrowing back up costs one step per factor.
+				rate /= o.Factor
+			}
 			rate /= o.Factor
 			if rate < o.MinRate {
 				if s.hi == 0 {
