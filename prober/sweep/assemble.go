@@ -112,6 +112,10 @@ func searchPasses(steps []*Step, level float64) bool {
 			pass = true
 		case VerdictFail, VerdictUnconfirmed:
 			return false
+		case VerdictRepeat:
+			if !strings.HasPrefix(st.Search.Why, "repeat: pass") {
+				return false
+			}
 		}
 	}
 	return pass

@@ -87,6 +87,11 @@ const (
 	VerdictTooShort = "too-short"
 	// VerdictConfirmed: the second pass at the knee level (the confirmation).
 	VerdictConfirmed = "confirmed"
+	// VerdictRepeat: a run of a level that brackets the found knee, after
+	// the search ended (SearchOptions.Repeats): its outcome backs the
+	// knee's interval and does not move the knee; Why opens with
+	// "repeat: pass" or "repeat: fail".
+	VerdictRepeat = "repeat"
 	// VerdictUnconfirmed: a level that had passed failed its confirmation;
 	// it counts as a failure.
 	VerdictUnconfirmed = "unconfirmed"

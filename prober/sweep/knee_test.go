@@ -69,18 +69,30 @@ func TestSearch(t *testing.T) {
 			if res.Upper > res.Level*(1+DefaultAutoTolerance)*(1+1e-6) {
 				t.Errorf("bracket [%.4g, %.4g] wider than %g", res.Level, res.Upper, DefaultAutoTolerance)
 			}
-			if len(res.Steps) > tt.maxSteps {
-				t.Errorf("took %d steps, want <= %d: %+v", len(res.Steps), tt.maxSteps, res.Steps)
+			// One more: the failing level's repeat (DefaultKneeRepeats).
+			if len(res.Steps) > tt.maxSteps+1 {
+				t.Errorf("took %d steps, want <= %d: %+v", len(res.Steps), tt.maxSteps+1, res.Steps)
 			}
-			// The last step confirmed the knee level.
-			if last := res.Steps[len(res.Steps)-1]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
-				t.Errorf("last step %+v, want the confirmation of %v", last, res.Level)
+			// The confirmation of the knee level, then one repeat of the
+			// first failing level (the knee level has run twice).
+			n := len(res.Steps)
+			if rep := res.Steps[n-1]; rep.Level != res.Upper || rep.Verdict != VerdictRepeat || rep.Why != "repeat: fail: "+mustWhy(rep) {
+				t.Errorf("last step %+v, want a repeat of %v", rep, res.Upper)
+			}
+			if last := res.Steps[n-2]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
+				t.Errorf("step %d %+v, want the confirmation of %v", n-2, last, res.Level)
 			}
 			if res.Low != res.Level || res.End != SearchBracketed {
 				t.Errorf("bracket low %v, knee %v, end %q", res.Low, res.Level, res.End)
 			}
 		})
 	}
+}
+
+// mustWhy is why the failing outcome o fails (judge's reason).
+func mustWhy(o StepOutcome) string {
+	_, why := o.judge(DefaultGoodputRatio)
+	return why
 }
 
 func TestSearchBounds(t *testing.T) {
@@ -138,7 +150,7 @@ func TestSearchBounds(t *testing.T) {
 		{
 			name:  "an invalid level is rerun, not narrowed on",
 			probe: flaky(), wantFound: true, wantEnd: SearchBracketed,
-			wantLow: -1, wantSteps: 9, // 1 2 4 [8] 8 16 13.3 (=12/0.9) 14 13.3: 8 ran twice, 13.3 confirmed
+			wantLow: -1, wantSteps: 10, // 1 2 4 [8] 8 16 13.3 (=12/0.9) 14 13.3 14: 8 ran twice, 13.3 confirmed, 14 repeated
 		},
 		{
 			// 1 2 4 [8] [8] 5.66 [6.73] [6.73] 5.66: 8 and 6.73 stayed
@@ -189,7 +201,7 @@ func TestSearchBounds(t *testing.T) {
 				}
 				return o, nil
 			},
-			wantFound: true, wantLow: -1, wantSteps: 10, wantEnd: SearchBracketed, // 1 2 4 [8] [8] 5.66 4.76 5.19 4.97 4.97
+			wantFound: true, wantLow: -1, wantSteps: 11, wantEnd: SearchBracketed, // 1 2 4 [8] [8] 5.66 4.76 5.19 4.97 4.97 5.19
 		},
 		{
 			name: "a prober error ends the search",
@@ -556,8 +568,8 @@ func TestSearchConfirm(t *testing.T) {
 		if !unconfirmed {
 			t.Errorf("no unconfirmed run at 16: %+v", res.Steps)
 		}
-		if last := res.Steps[len(res.Steps)-1]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
-			t.Errorf("last step %+v, want the confirmation of %v", last, res.Level)
+		if last := res.Steps[len(res.Steps)-2]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
+			t.Errorf("step %+v, want the confirmation of %v", last, res.Level)
 		}
 	})
 	t.Run("the last step of the budget confirms a wider bracket", func(t *testing.T) {

@@ -40,6 +40,14 @@ type SearchOptions struct {
 	// Ratio is the goodput/offered ratio a passing level must reach.
 	// Default DefaultGoodputRatio.
 	Ratio float64
+	// Repeats is how many valid runs, each with arrivals and prompts of its
+	// own, the two levels that bracket a found knee get: the knee level
+	// (its passing run and its confirmation count) and the first failing
+	// level above it (--knee-repeats). The extra runs come after the
+	// confirmation, within MaxSteps, and do not move the knee: they back
+	// its interval (KneeInterval.Repeats). Default DefaultKneeRepeats (2:
+	// one more run of the failing level); 1 adds none.
+	Repeats int
 	// Capacity is the throughput probe's capacity estimate in req/s (0:
 	// none); a search that ends below a level the client could not drive
 	// sizes its shard advice (KneeBound.Shards) from it.
@@ -48,6 +56,9 @@ type SearchOptions struct {
 
 // DefaultSearchRetries is SearchOptions.Retries' default.
 const DefaultSearchRetries = 1
+
+// DefaultKneeRepeats is SearchOptions.Repeats' default (--knee-repeats).
+const DefaultKneeRepeats = 2
 
 // DefaultSearchLengthen is SearchOptions.Lengthen's default.
 const DefaultSearchLengthen = 2
@@ -89,6 +100,9 @@ func (o SearchOptions) withDefaults() SearchOptions {
 	}
 	if o.Ratio <= 0 {
 		o.Ratio = DefaultGoodputRatio
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = DefaultKneeRepeats
 	}
 	return o
 }
@@ -194,6 +208,9 @@ type SearchResult struct {
 func Search(opts SearchOptions, probe Prober) (SearchResult, error) {
 	s := &searcher{o: opts.withDefaults(), probe: probe, length: map[float64]int{}}
 	err := s.run()
+	if err == nil && s.res.End == SearchBracketed {
+		err = s.repeat()
+	}
 	s.res.Knee = s.knee()
 	return s.res, err
 }
@@ -626,4 +643,62 @@ func (s *searcher) bound() *KneeBound {
 		b.Shards = max(2, int(math.Ceil(b.ShardsFor/b.AtLeast)))
 	}
 	return b
+}
+
+// repeat runs the knee level lo and the failing level hi above it again,
+// each until it has Repeats valid runs, within the step budget: runs of
+// their own arrivals, whose spread the knee's interval reports. A repeat's
+// verdict is VerdictRepeat; it does not move the knee.
+func (s *searcher) repeat() error {
+	for _, rate := range []float64{s.hi, s.confirmed} {
+		for s.validRuns(rate) < s.o.Repeats && !s.full() {
+			out, err := s.probe(rate, max(s.requestsFor(rate), s.length[s.confirmed]))
+			if err != nil {
+				return err
+			}
+			if out.Level == 0 {
+				out.Level = rate
+			}
+			if out.Offered == 0 {
+				out.Offered = rate
+			}
+			v, why := out.judge(s.o.Ratio)
+			out.Why = why
+			if v != VerdictInvalid && v != VerdictTooShort {
+				out.Why = "repeat: " + v
+				if why != "" {
+					out.Why += ": " + why
+				}
+				v = VerdictRepeat
+			}
+			out.Verdict = v
+			s.res.Steps = append(s.res.Steps, out)
+			if v != VerdictRepeat && s.runsAt(rate) >= 2*s.o.Repeats {
+				break // a level that will not give valid runs
+			}
+		}
+	}
+	return nil
+}
+
+// validRuns counts the valid, decided runs of rate so far; runsAt every
+// run of it.
+func (s *searcher) validRuns(rate float64) int {
+	n := 0
+	for _, o := range s.res.Steps {
+		if o.Level == rate && o.Valid && o.Verdict != VerdictTooShort && o.Verdict != VerdictInvalid {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *searcher) runsAt(rate float64) int {
+	n := 0
+	for _, o := range s.res.Steps {
+		if o.Level == rate {
+			n++
+		}
+	}
+	return n
 }
