@@ -210,8 +210,12 @@ type Knee struct {
 // AtLeast on this host, and Shards processes, each sending 1/Shards of
 // every rate (docs/scaling.md), would reach ShardsFor.
 type KneeBound struct {
-	// AtLeast is the confirmed level, req/s: the knee is at least this.
-	AtLeast float64 `json:"at_least"`
+	// AtLeast is the highest passing level, req/s: the knee is at least
+	// this. Confirmed is true when it passed again on its confirmation;
+	// false when that run was invalid too (a host so busy that the client
+	// could not measure it twice): one valid pass backs the bound.
+	AtLeast   float64 `json:"at_least"`
+	Confirmed bool    `json:"confirmed"`
 	// Unmeasurable is the lowest level that stayed invalid, Flags its
 	// validity flags (client-saturated, ...).
 	Unmeasurable float64  `json:"unmeasurable"`
@@ -233,11 +237,15 @@ func (b *KneeBound) Text(unit string) string {
 	if b == nil {
 		return ""
 	}
-	if b.Client {
-		return fmt.Sprintf("knee ≥ %s %s: this client keeps up to %s %s on this host; shard the sweep (%d shards) to measure up to %s %s",
-			fmtLevel(b.AtLeast), unit, fmtLevel(b.AtLeast), unit, b.Shards, fmtLevel(b.ShardsFor), unit)
+	once := ""
+	if !b.Confirmed {
+		once = fmt.Sprintf(" (%s passed once; its confirmation was flagged too)", fmtLevel(b.AtLeast))
 	}
-	return fmt.Sprintf("knee ≥ %s %s: %s %s could not be measured (%s)", fmtLevel(b.AtLeast), unit, fmtLevel(b.Unmeasurable), unit, strings.Join(b.Flags, ", "))
+	if b.Client {
+		return fmt.Sprintf("knee ≥ %s %s: this client keeps up to %s %s on this host%s; shard the sweep (%d shards) to measure up to %s %s",
+			fmtLevel(b.AtLeast), unit, fmtLevel(b.AtLeast), unit, once, b.Shards, fmtLevel(b.ShardsFor), unit)
+	}
+	return fmt.Sprintf("knee ≥ %s %s: %s %s could not be measured (%s)%s", fmtLevel(b.AtLeast), unit, fmtLevel(b.Unmeasurable), unit, strings.Join(b.Flags, ", "), once)
 }
 
 // Estimate is the knee when Found, else its lower bound Low (0 when no

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -159,14 +160,14 @@ func TestSearchBounds(t *testing.T) {
 			name:  "a level that stays invalid is stepped down from, and the confirmed level below is a bound",
 			probe: invalidAbove6, wantLow: 4 * math.Sqrt2, wantSteps: 9,
 			wantEnd: SearchUnmeasurable, wantStop: []string{"rate 6.727 req/s could not be measured", "all 2 attempts", saturated[0], "at least 5.657"},
-			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Confirmed: true, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
 				Client: true, Shards: 3, ShardsFor: 13.5},
 		},
 		{
 			name:  "no reruns with Retries < 0",
 			probe: invalidAbove6, opts: SearchOptions{Retries: -1}, wantLow: 4 * math.Sqrt2, wantSteps: 7, // 1 2 4 [8] 5.66 [6.73] 5.66
 			wantEnd: SearchUnmeasurable, wantStop: []string{"rate 6.727 req/s could not be measured: invalid in its only attempt"},
-			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Confirmed: true, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
 				Client: true, Shards: 3, ShardsFor: 13.5},
 		},
 		{
@@ -175,7 +176,27 @@ func TestSearchBounds(t *testing.T) {
 			name:  "shards sized from the capacity estimate",
 			probe: invalidAbove6, opts: SearchOptions{Retries: -1, Capacity: 30}, wantLow: 4 * math.Sqrt2, wantSteps: 7,
 			wantEnd:   SearchUnmeasurable,
-			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated}, Client: true, Shards: 6, ShardsFor: 33.3},
+			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Confirmed: true, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated}, Client: true, Shards: 6, ShardsFor: 33.3},
+		},
+		{
+			// On a host so busy that the passing level's confirmation is
+			// flagged too, its one valid pass stands as an unconfirmed
+			// bound: 1 2 4 [8] 5.66 [6.73] [5.66].
+			name: "an invalid confirmation below an unmeasurable level leaves an unconfirmed bound",
+			probe: func() Prober {
+				seen := map[float64]int{}
+				return func(rate float64, n int) (StepOutcome, error) {
+					o, err := invalidAbove6(rate, n)
+					if seen[rate]++; rate == 4*math.Sqrt2 && seen[rate] > 1 {
+						o.Valid, o.Invalid = false, saturated
+					}
+					return o, err
+				}
+			}(),
+			opts: SearchOptions{Retries: -1}, wantLow: 4 * math.Sqrt2, wantSteps: 7,
+			wantEnd: SearchUnmeasurable, wantStop: []string{"5.657 req/s passed once, and its confirmation was invalid too"},
+			wantBound: &KneeBound{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+				Client: true, Shards: 3, ShardsFor: 13.5},
 		},
 		{
 			name:  "the step budget runs out during reruns",
@@ -243,14 +264,15 @@ func TestSearchBounds(t *testing.T) {
 			if tt.wantBound != nil {
 				b := res.Bound
 				if b == nil || math.Abs(b.AtLeast-tt.wantBound.AtLeast) > 1e-9 || math.Abs(b.Unmeasurable-tt.wantBound.Unmeasurable) > 1e-9 ||
-					strings.Join(b.Flags, ",") != strings.Join(tt.wantBound.Flags, ",") || b.Client != tt.wantBound.Client ||
+					strings.Join(b.Flags, ",") != strings.Join(tt.wantBound.Flags, ",") || b.Client != tt.wantBound.Client || b.Confirmed != tt.wantBound.Confirmed ||
 					b.Shards != tt.wantBound.Shards || math.Abs(b.ShardsFor-tt.wantBound.ShardsFor) > 1e-9 {
 					t.Errorf("bound = %+v, want %+v", b, tt.wantBound)
 				}
 				if res.Found || !res.Decided() || res.Estimate() != res.Low {
 					t.Errorf("found %v, decided %v, estimate %v: want a decided lower bound %v", res.Found, res.Decided(), res.Estimate(), res.Low)
 				}
-				if txt := b.Text("req/s"); b != nil && !strings.Contains(txt, "this client keeps up to "+fmtLevel(b.AtLeast)+" req/s on this host; shard the sweep") {
+				if txt := b.Text("req/s"); b != nil && (!strings.Contains(txt, "knee ≥ "+fmtLevel(b.AtLeast)+" req/s: this client keeps up to "+fmtLevel(b.AtLeast)+" req/s on this host") ||
+					!strings.Contains(txt, fmt.Sprintf("shard the sweep (%d shards)", b.Shards))) {
 					t.Errorf("bound text %q", txt)
 				}
 			} else if res.Bound != nil {

@@ -227,6 +227,9 @@ type searcher struct {
 	// none), unmeasOut its last run: the search stays below it.
 	unmeas    float64
 	unmeasOut StepOutcome
+	// unconfirmedBound: the search ended below unmeas with lo passed once
+	// and its confirmation invalid after its reruns.
+	unconfirmedBound bool
 	confirmed float64 // lo once its confirmation passed
 	passed    []float64
 	// length is the minRequests of each rate's passing run (the
@@ -289,6 +292,13 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, v strin
 		out.Verdict, out.Why = v, why
 		s.res.Steps = append(s.res.Steps, out)
 		last := &s.res.Steps[len(s.res.Steps)-1]
+		if out.NeedSamples > 0 {
+			// Every later level sends at least enough requests for
+			// its SLO p99s (10 % to spare): a step too short to
+			// decide is a step wasted, and the steps down from a
+			// level the client could not drive are slow ones.
+			s.minReq = max(s.minReq, int(math.Ceil(1.1*float64(out.NeedSamples))))
+		}
 		switch v {
 		case VerdictInvalid:
 			if retries == 0 {
@@ -488,6 +498,15 @@ func (s *searcher) run() error {
 			}
 			return nil
 		}
+		if v == VerdictInvalid && s.unmeas != 0 && (s.hi == 0 || s.unmeas < s.hi) {
+			// Below a level it could not measure, the client could not
+			// measure lo again either: on a host this busy, searching
+			// lower only spends the budget on more flagged steps. lo's
+			// valid pass stands as an unconfirmed bound.
+			s.unconfirmedBound = true
+			s.res.End, s.res.Stop = SearchUnmeasurable, s.unmeasStop()
+			return nil
+		}
 		s.res.End, s.res.Stop = "", ""
 		failed := s.lo
 		if v == VerdictFail {
@@ -555,6 +574,10 @@ func (s *searcher) unmeasurable(rate float64, out StepOutcome) {
 // unmeasStop says why a search that ended below an unmeasurable level
 // stopped there.
 func (s *searcher) unmeasStop() string {
+	if s.unconfirmedBound {
+		return fmt.Sprintf("rate %s req/s could not be measured: invalid in %s (%s); %s req/s passed once, and its confirmation was invalid too, so the knee is at least %s req/s (unconfirmed)",
+			fmtLevel(s.unmeas), attemptsText(s.o.Retries+1, s.o.Retries+1), strings.Join(s.unmeasOut.Invalid, "; "), fmtLevel(s.lo), fmtLevel(s.lo))
+	}
 	return fmt.Sprintf("rate %s req/s could not be measured: invalid in %s (%s); %s req/s passed and was confirmed, so the knee is at least %s req/s",
 		fmtLevel(s.unmeas), attemptsText(s.o.Retries+1, s.o.Retries+1), strings.Join(s.unmeasOut.Invalid, "; "), fmtLevel(s.lo), fmtLevel(s.lo))
 }
@@ -592,10 +615,14 @@ func (s *searcher) knee() Knee {
 		unconfirmed = "; a level that had passed failed its confirmation"
 	}
 	switch {
-	case s.confirmed > 0 && s.unmeas != 0 && (k.Upper == 0 || s.unmeas < k.Upper):
+	case (s.confirmed > 0 || s.unconfirmedBound) && s.unmeas != 0 && (k.Upper == 0 || s.unmeas < k.Upper):
 		k.Bound = s.bound()
-		k.Reason = fmt.Sprintf("highest passing level %s (passed again on confirmation); the next level, %s, could not be measured (%s), so the knee is at least %s, not located%s",
-			fmtLevel(k.Low), fmtLevel(s.unmeas), strings.Join(k.Bound.Flags, ", "), fmtLevel(k.Low), unconfirmed)
+		how := "passed again on confirmation"
+		if !k.Bound.Confirmed {
+			how = "passed once; its confirmation was invalid too"
+		}
+		k.Reason = fmt.Sprintf("highest passing level %s (%s); the next level, %s, could not be measured (%s), so the knee is at least %s, not located%s",
+			fmtLevel(k.Low), how, fmtLevel(s.unmeas), strings.Join(k.Bound.Flags, ", "), fmtLevel(k.Low), unconfirmed)
 	case s.confirmed > 0 && k.Upper > 0:
 		k.Found, k.Level = true, k.Low
 		k.Reason = fmt.Sprintf("highest passing level %s (passed again on confirmation), first failing level %s%s", fmtLevel(k.Low), fmtLevel(k.Upper), unconfirmed)
@@ -623,7 +650,10 @@ func (s *searcher) knee() Knee {
 // (the highest rate a throughput-bound server can keep up with) and one
 // bracketing step above the unmeasurable level.
 func (s *searcher) bound() *KneeBound {
-	b := &KneeBound{AtLeast: s.confirmed, Unmeasurable: s.unmeas, Client: true}
+	b := &KneeBound{AtLeast: s.confirmed, Confirmed: true, Unmeasurable: s.unmeas, Client: true}
+	if s.unconfirmedBound {
+		b.AtLeast, b.Confirmed = s.lo, false
+	}
 	for _, r := range s.unmeasOut.Invalid {
 		f, _, _ := strings.Cut(r, ":")
 		b.Flags = append(b.Flags, f)
