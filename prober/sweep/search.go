@@ -227,6 +227,9 @@ type searcher struct {
 	// none), unmeasOut its last run: the search stays below it.
 	unmeas    float64
 	unmeasOut StepOutcome
+	// unmeasDown counts the unmeasurable levels the search stepped down
+	// from before any level was measured (maxUnmeasurableDown ends it).
+	unmeasDown int
 	// unconfirmedBound: the search ended below unmeas with lo passed once
 	// and its confirmation invalid after its reruns.
 	unconfirmedBound bool
@@ -416,6 +419,14 @@ func (s *searcher) run() error {
 				continue
 			}
 			if v == VerdictInvalid {
+				s.unmeasDown++
+				if s.hi == 0 && s.unmeasDown >= maxUnmeasurableDown {
+					s.stop(SearchInvalid, fmt.Sprintf("no rate down to %s req/s could be measured (%d rates tried from %s req/s, each invalid in %s; the last: %s): "+
+						"the client could not keep its own schedule on this host even far below where it started, so the host is too busy to measure; "+
+						"the search stopped there instead of deciding on levels it could not measure",
+						fmtLevel(rate), s.unmeasDown, fmtLevel(o.Start), attemptsText(o.Retries+1, o.Retries+1), strings.Join(out.Invalid, "; ")))
+					return nil
+				}
 				// Below a level the client could not drive, step down
 				// twice as far: each unmeasurable level costs its reruns,
 				// and narrowing back up costs one step per factor.
@@ -533,6 +544,14 @@ func (s *searcher) run() error {
 		}
 	}
 }
+
+// maxUnmeasurableDown is how many levels in a row, from the first, may
+// stay invalid before the search gives up stepping down: with the factor
+// squared per step that is Factor^6 below the start (8 times with sqrt 2,
+// 64 times with 2). A client that cannot keep its schedule that far below
+// where it started is on a host too busy to measure anything, and each
+// slower step costs more time.
+const maxUnmeasurableDown = 3
 
 // UnmeasurableTolerance is the relative width at which the search stops
 // narrowing between a passing rate and a rate above it that could not be
