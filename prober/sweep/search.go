@@ -233,8 +233,8 @@ type searcher struct {
 	// unconfirmedBound: the search ended below unmeas with lo passed once
 	// and its confirmation invalid after its reruns.
 	unconfirmedBound bool
-	confirmed float64 // lo once its confirmation passed
-	passed    []float64
+	confirmed        float64 // lo once its confirmation passed
+	passed           []float64
 	// length is the minRequests of each rate's passing run (the
 	// confirmation runs as long); minReq and minWindow are what later
 	// levels need: requests for the samples, seconds of arrivals for the
