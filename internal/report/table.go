@@ -148,7 +148,11 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		}
 	}
 	if k.Stop != "" {
-		lines = append(lines, "search stopped early: "+k.Stop)
+		stop := "search stopped early: "
+		if res.SearchEnd == sweep.SearchUnmeasurable {
+			stop = "search ended below a level it could not measure: "
+		}
+		lines = append(lines, stop+k.Stop)
 	}
 	if c := res.ReferenceCapacity; c > 0 && k.Low > 0 && !closed(res) {
 		lines = append(lines, fmt.Sprintf("simulator capacity (from its parameters): %s req/s; knee = %s of it", num(c), pct(k.Low/c)))
