@@ -158,6 +158,7 @@ var boundRows = []boundRow{
 	{"prober/fingerprint", "MaxRecentSecrets", "secrets learned from sent requests that a target's redactor keeps besides the config's (the oldest dropped first)", "targets"},
 	{"prober/sweep", "MaxRounds", "`--rounds` / `rounds`: a sweep's repeats of each level, compare's rounds in all", "flags, YAML, API"},
 	{"prober/sweep", "MaxAutoSteps", "`--auto-max-steps`: the steps of an adaptive search", "flags"},
+	{"prober/sweep", "MaxKneeRepeats", "`--knee-repeats`: the runs of the levels that bracket the knee", "flags"},
 	{"prober/sweep", "MaxTimeout", "`--timeout`, `--ttft-timeout`, `--stall-timeout`", "flags"},
 	{"prober/config", "MaxTimeout", "a target's or probe's `timeout` (its `ttft_timeout` and `stall_timeout` may not exceed it)", "YAML"},
 	{"prober/sweep", "MaxStepDuration", "`--duration` / `duration`: a step's arrival window", "flags, YAML, API"},

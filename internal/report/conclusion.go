@@ -329,6 +329,20 @@ func passRule(res *sweep.Result) string {
 func noKneeText(res *sweep.Result, short []float64, invalid int) string {
 	k := res.Knee
 	switch {
+	case k.Bound != nil:
+		how := "passed and passed again on confirmation"
+		if !k.Bound.Confirmed {
+			how = "passed once, and its confirmation was invalid too (the host is too busy to measure it twice)"
+		}
+		v := fmt.Sprintf("**Capacity: %s.** %s req/s %s; the next level, %s req/s, "+
+			"could not be measured (%s), so the knee is at least %s but was not located.",
+			k.Bound.Text(kneeUnit(res)), num(k.Bound.AtLeast), how, num(k.Bound.Unmeasurable), strings.Join(k.Bound.Flags, ", "), levelText(res, k.Low))
+		if k.Bound.Client {
+			v += fmt.Sprintf(" The client, not the server, is the limit: run %d shards, each sending 1/%d of every rate, "+
+				"with `--rates LIST` and `llmprobe merge` (docs/scaling.md); against the built-in simulator, which shares the client's process "+
+				"and CPU, run `llmprobe simulate` on another host and sweep it with `--target`.", k.Bound.Shards, k.Bound.Shards)
+		}
+		return v
 	case k.Low > 0 && k.Upper > 0:
 		return fmt.Sprintf("**No knee stated** (%s): %s. The knee is somewhere in that bracket; "+
 			"run the sweep again with a larger step budget or longer steps to state it.", bracketText(k), k.Reason)

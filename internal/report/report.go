@@ -14,6 +14,7 @@ package report
 
 import (
 	"math"
+	"strings"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/prober/sweep"
@@ -97,6 +98,9 @@ func searchNote(st *sweep.Step) string {
 		return "confirmation"
 	case sweep.VerdictUnconfirmed:
 		return "failed its confirmation"
+	case sweep.VerdictRepeat:
+		v, _, _ := strings.Cut(strings.TrimPrefix(st.Search.Why, "repeat: "), ":")
+		return "repeat: " + v // "repeat: pass", "repeat: fail"
 	}
 	return ""
 }

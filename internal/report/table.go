@@ -49,6 +49,9 @@ func kneeLine(res *sweep.Result) string {
 			return fmt.Sprintf("not found; at least %s (every valid level passed; %s invalid)", levelText(res, k.Low), levelList(res, inv))
 		}
 		return fmt.Sprintf("not found, above %s (every level tried passed)", levelText(res, k.Low))
+	case !hasValid(res) && clientOnlyFlags(res):
+		return fmt.Sprintf("not found: the client is the limit: it could not keep its own schedule on this host at any level tried, down to %s (every step flagged %s); measure from a quieter host, or shard the sweep",
+			levelText(res, lowestLevel(res)), strings.Join(clientFlagsSeen(res), " or "))
 	case !hasValid(res):
 		return "not found (no valid level)"
 	}
@@ -126,6 +129,9 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 	}
 	k := res.Knee
 	lines := []string{"knee: " + kneeLine(res)}
+	if t := k.Bound.Text(kneeUnit(res)); t != "" {
+		lines[0] = t
+	}
 	if b := res.Background; b != nil && b.Decided && b.KneeTotal > 0 {
 		lines = append(lines, fmt.Sprintf("total knee (background sweep): %s req/s of server load, production %s req/s of it (%s)",
 			num(b.KneeTotal), num(b.ProductionAtKnee), pct(b.ProductionShare)))
@@ -142,7 +148,11 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		}
 	}
 	if k.Stop != "" {
-		lines = append(lines, "search stopped early: "+k.Stop)
+		stop := "search stopped early: "
+		if res.SearchEnd == sweep.SearchUnmeasurable {
+			stop = "search ended below a level it could not measure: "
+		}
+		lines = append(lines, stop+k.Stop)
 	}
 	if c := res.ReferenceCapacity; c > 0 && k.Low > 0 && !closed(res) {
 		if k.Found {
@@ -176,4 +186,42 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		return fmt.Errorf("write table: %w", err)
 	}
 	return nil
+}
+
+// clientOnlyFlags reports whether every invalid step was flagged by the
+// client's own checks alone (client-saturated, client-read-lag).
+func clientOnlyFlags(res *sweep.Result) bool {
+	n := 0
+	for _, st := range res.Steps {
+		for _, f := range st.Validity.Flags {
+			if f != sweep.FlagClientSaturated && f != sweep.FlagClientReadLag {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+// clientFlagsSeen lists the client flags the steps raised, in a fixed order.
+func clientFlagsSeen(res *sweep.Result) []string {
+	var out []string
+	for _, f := range []string{sweep.FlagClientSaturated, sweep.FlagClientReadLag} {
+		for _, st := range res.Steps {
+			if slices.Contains(st.Validity.Flags, f) {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// lowestLevel is the lowest level any step ran.
+func lowestLevel(res *sweep.Result) float64 {
+	lo := math.Inf(1)
+	for _, st := range res.Steps {
+		lo = math.Min(lo, st.Level)
+	}
+	return lo
 }

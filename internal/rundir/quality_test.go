@@ -199,7 +199,15 @@ func TestCompareQualityLogprobsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := res.Result.Result.Quality
-	if q == nil || res.Result.Verdict != compare.OutcomePass || q.Status != compare.StatusOK ||
+	// A busy host (or -race) can leave a round's client flagged after its
+	// rerun: the verdict is then inconclusive through the client rule
+	// alone, accepted with that evidence; the quality section is the same.
+	verdictOK := res.Result.Verdict == compare.OutcomePass
+	if !verdictOK && res.Result.Verdict == compare.OutcomeInconclusive && clientOnly(res.Result.Result) {
+		verdictOK = true
+		t.Logf("inconclusive on this host through the client rule: %v", res.Result.Result.Reasons)
+	}
+	if q == nil || !verdictOK || q.Status != compare.StatusOK ||
 		len(q.Notes) != 1 || !strings.HasPrefix(q.Notes[0], "the candidate refused logprobs") {
 		t.Fatalf("verdict %s %q, quality %+v", res.Result.Verdict, res.Result.Result.Reasons, q)
 	}
@@ -208,4 +216,20 @@ func TestCompareQualityLogprobsRefused(t *testing.T) {
 			t.Errorf("check %s: baseline %d logprobs, candidate %d (%s)", c.Check, len(c.Baseline.Logprobs), len(c.Candidate.Logprobs), c.Candidate.Outcome)
 		}
 	}
+}
+
+// clientOnly reports whether the client rule (a round whose client was
+// still flagged after its rerun) is the only reason a comparison is not a
+// pass: every rule but "client" passed.
+func clientOnly(r *compare.Verdict) bool {
+	client := false
+	for _, c := range r.Rules {
+		switch {
+		case c.Name == compare.RuleClient && c.Status == compare.StatusFailed:
+			client = true
+		case c.Status != compare.StatusOK:
+			return false
+		}
+	}
+	return client
 }

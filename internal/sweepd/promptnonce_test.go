@@ -27,7 +27,10 @@ func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
 	url, _ := simtest.Start(t, sc)
 	s := newService(t, t.TempDir(), newRecorder())
 	s.Apply(targetsConfig(t, "", "sim", url))
-	spec := config.SweepSpec{Rates: config.Rates{Values: []float64{10, 1000}}, NumPrompts: 20, InputLen: 32, OutputLen: 4,
+	// 50 requests at 10 req/s: a 5 s window, so that the drain of the
+	// step's last requests on a busy host (TPOT p99 over 100 ms at load
+	// 25) leaves its served throughput above 90 % of the rate.
+	spec := config.SweepSpec{Rates: config.Rates{Values: []float64{10, 1000}}, NumPrompts: 50, InputLen: 32, OutputLen: 4,
 		PrefixLen: 32, Warmups: 1, Seed: 7, MaxSendLag: lag, MaxSchedLatency: lag}
 	read := func(id, name string) string {
 		t.Helper()
@@ -66,8 +69,34 @@ func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
 		t.Errorf("both sweeps drew the prompt nonce %d", n1)
 	}
 	for i, done := range []Status{first, second} {
-		if done.Status != StatusDone || done.Result == nil || !done.Result.KneeFound || done.Result.Knee != 10 {
+		if done.Status != StatusDone || done.Result == nil {
 			t.Fatalf("sweep %d: %+v (result %+v)", i+1, done, done.Result)
+		}
+		// The process's CPU counts the simulator's (it runs in this test
+		// process) and -race multiplies both: a busy host can flag a step
+		// client-saturated. The knee is then not stated, accepted with that
+		// evidence: a step flagged by the client's checks alone, and a
+		// valid 10 req/s, when there is one, still the knee's lower end.
+		if !done.Result.KneeFound || done.Result.Knee != 10 {
+			flagged := false
+			for _, st := range done.Steps {
+				if st.Valid {
+					if st.Label == "rate=10" && done.Result.Knee != 10 {
+						t.Errorf("sweep %d: rate=10 valid, knee %v", i+1, done.Result.Knee)
+					}
+					continue
+				}
+				flagged = true
+				for _, f := range st.Flags {
+					if f != sweep.FlagClientSaturated && f != sweep.FlagClientReadLag {
+						t.Errorf("sweep %d step %s flagged %v", i+1, st.Label, st.Flags)
+					}
+				}
+			}
+			if !flagged {
+				t.Fatalf("sweep %d: knee %v found %v with no step flagged: %+v", i+1, done.Result.Knee, done.Result.KneeFound, done.Steps)
+			}
+			t.Logf("sweep %d: a step flagged by the client on this host: %+v", i+1, done.Steps)
 		}
 		for _, st := range done.Steps {
 			if slices.Contains(st.Flags, sweep.FlagUnintendedPrefixCache) {

@@ -112,6 +112,10 @@ func searchPasses(steps []*Step, level float64) bool {
 			pass = true
 		case VerdictFail, VerdictUnconfirmed:
 			return false
+		case VerdictRepeat:
+			if !strings.HasPrefix(st.Search.Why, "repeat: pass") {
+				return false
+			}
 		}
 	}
 	return pass
@@ -123,8 +127,13 @@ func (r *runner) probeNote() string {
 	if p.EstimateReqPerS <= 0 {
 		return fmt.Sprintf("the throughput probe gave no estimate (%s); the search started at %s req/s.", p.Note, fmtLevel(p.StartRate))
 	}
-	return fmt.Sprintf("before the search, a closed-loop throughput probe (concurrency %s, %s each) estimated the capacity at %s req/s (%s); the search started there and stepped by a factor sqrt 2 to bracket the knee.",
-		probeLevelsText(p.Levels), ProbeDuration, fmtLevel(roundRate(p.EstimateReqPerS)), p.Note)
+	start := "the search started there"
+	if p.StartRate < roundRate(p.EstimateReqPerS) {
+		start = fmt.Sprintf("the client drove %s req/s without a flag of its own (client-read-lag, client-saturated), so the search started there, below the estimate,",
+			fmtLevel(p.StartRate))
+	}
+	return fmt.Sprintf("before the search, a closed-loop throughput probe (concurrency %s, %s each) estimated the capacity at %s req/s (%s); %s and stepped by a factor sqrt 2 to bracket the knee.",
+		probeLevelsText(p.Levels), ProbeDuration, fmtLevel(roundRate(p.EstimateReqPerS)), p.Note, start)
 }
 
 func probeLevelsText(ls []ProbeLevel) string {

@@ -25,10 +25,12 @@
 // probe before --rates auto), accumulate.go and stats.go (StatsAccumulator:
 // vllm bench serve's figures plus llmprobe's extras, from Records fed one
 // at a time), server.go (server-side deltas), validity.go (Judge:
-// client-saturated, not-idle, errors, interrupted), knee.go (LadderKnee and
-// Search, written against plain StepOutcomes so they can be tested with a
-// synthetic system; Search reruns an invalid level and stops on one that
-// stays invalid), assemble.go (the Result and its notes), result.go
+// client-saturated, not-idle, errors, interrupted), knee.go (LadderKnee)
+// and search.go (Search), written against plain StepOutcomes so they can be
+// tested with a synthetic system (Search reruns an invalid level once and
+// steps down from one that stays invalid; searchbound.go: the bound it
+// states below a level it could not measure, and the repeats of the levels
+// that bracket a found knee), assemble.go (the Result and its notes), result.go
 // (the Result's types), resultjson.go (result.json's keys: one table per
 // object, used to write and to read) and decode.go (MarshalJSON,
 // DecodeResult and the value codecs). Error text that reaches a sink or the Result loses

@@ -87,6 +87,11 @@ const (
 	VerdictTooShort = "too-short"
 	// VerdictConfirmed: the second pass at the knee level (the confirmation).
 	VerdictConfirmed = "confirmed"
+	// VerdictRepeat: a run of a level that brackets the found knee, after
+	// the search ended (SearchOptions.Repeats): its outcome backs the
+	// knee's interval and does not move the knee; Why opens with
+	// "repeat: pass" or "repeat: fail".
+	VerdictRepeat = "repeat"
 	// VerdictUnconfirmed: a level that had passed failed its confirmation;
 	// it counts as a failure.
 	VerdictUnconfirmed = "unconfirmed"
@@ -196,6 +201,11 @@ type Knee struct {
 	// Stop says why an adaptive search ended early (SearchResult.Stop):
 	// a level that stayed invalid, the step budget; empty otherwise.
 	Stop string
+	// Bound is set when an adaptive search confirmed a level but could not
+	// measure the next one above it (SearchUnmeasurable): the knee is at
+	// least Bound.AtLeast (= Low), not located; Found is false and Decided
+	// true. nil otherwise (result.json knee.bound).
+	Bound *KneeBoundDetail
 	// Interval is the knee's uncertainty (nil when no knee was found or it
 	// could not be computed): over the rounds, or from a bootstrap of the
 	// requests of the steps around the knee (kneeci.go).
@@ -303,6 +313,51 @@ func (k Knee) StateOf() string {
 		return KneeDecided
 	}
 	return KneeUndecided
+}
+
+// KneeBoundDetail is a lower bound of the knee: the highest level an adaptive
+// search confirmed, below a level that stayed invalid after its reruns.
+// When every flag of that level is the client's own (client-saturated,
+// client-read-lag), the client is the limit: this client keeps up to
+// AtLeast on this host, and Shards processes, each sending 1/Shards of
+// every rate (docs/scaling.md), would reach ShardsFor.
+type KneeBoundDetail struct {
+	// AtLeast is the highest passing level, req/s: the knee is at least
+	// this. Confirmed is true when it passed again on its confirmation;
+	// false when that run was invalid too (a host so busy that the client
+	// could not measure it twice): one valid pass backs the bound.
+	AtLeast   float64 `json:"at_least"`
+	Confirmed bool    `json:"confirmed"`
+	// Unmeasurable is the lowest level that stayed invalid, Flags its
+	// validity flags (client-saturated, ...).
+	Unmeasurable float64  `json:"unmeasurable"`
+	Flags        []string `json:"flags"`
+	// Client is true when the client was the limit (every flag is
+	// client-saturated or client-read-lag).
+	Client bool `json:"client"`
+	// Shards is how many shards reach ShardsFor (req/s) with each at most
+	// AtLeast; both 0 unless Client. ShardsFor is the lowest failing level
+	// when one failed, else the higher of the throughput probe's
+	// estimate / 0.9 and one bracketing step above Unmeasurable.
+	Shards    int     `json:"shards,omitempty"`
+	ShardsFor float64 `json:"shards_for,omitempty"`
+}
+
+// Text states the bound in one line: "knee ≥ 171 req/s: this client keeps
+// up to 171 req/s on this host; shard the sweep (3 shards)"; "" for nil.
+func (b *KneeBoundDetail) Text(unit string) string {
+	if b == nil {
+		return ""
+	}
+	once := ""
+	if !b.Confirmed {
+		once = fmt.Sprintf(" (%s passed once; its confirmation was flagged too)", fmtLevel(b.AtLeast))
+	}
+	if b.Client {
+		return fmt.Sprintf("knee ≥ %s %s: this client keeps up to %s %s on this host%s; shard the sweep (%d shards) to measure up to %s %s",
+			fmtLevel(b.AtLeast), unit, fmtLevel(b.AtLeast), unit, once, b.Shards, fmtLevel(b.ShardsFor), unit)
+	}
+	return fmt.Sprintf("knee ≥ %s %s: %s %s could not be measured (%s)%s", fmtLevel(b.AtLeast), unit, fmtLevel(b.Unmeasurable), unit, strings.Join(b.Flags, ", "), once)
 }
 
 // Estimate is the knee when Found, else its lower bound Low (0 when no

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -69,18 +70,30 @@ func TestSearch(t *testing.T) {
 			if res.Upper > res.Level*(1+DefaultAutoTolerance)*(1+1e-6) {
 				t.Errorf("bracket [%.4g, %.4g] wider than %g", res.Level, res.Upper, DefaultAutoTolerance)
 			}
-			if len(res.Steps) > tt.maxSteps {
-				t.Errorf("took %d steps, want <= %d: %+v", len(res.Steps), tt.maxSteps, res.Steps)
+			// One more: the failing level's repeat (DefaultKneeRepeats).
+			if len(res.Steps) > tt.maxSteps+1 {
+				t.Errorf("took %d steps, want <= %d: %+v", len(res.Steps), tt.maxSteps+1, res.Steps)
 			}
-			// The last step confirmed the knee level.
-			if last := res.Steps[len(res.Steps)-1]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
-				t.Errorf("last step %+v, want the confirmation of %v", last, res.Level)
+			// The confirmation of the knee level, then one repeat of the
+			// first failing level (the knee level has run twice).
+			n := len(res.Steps)
+			if rep := res.Steps[n-1]; rep.Level != res.Upper || rep.Verdict != VerdictRepeat || rep.Why != "repeat: fail: "+mustWhy(rep) {
+				t.Errorf("last step %+v, want a repeat of %v", rep, res.Upper)
+			}
+			if last := res.Steps[n-2]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
+				t.Errorf("step %d %+v, want the confirmation of %v", n-2, last, res.Level)
 			}
 			if res.Low != res.Level || res.End != SearchBracketed {
 				t.Errorf("bracket low %v, knee %v, end %q", res.Low, res.Level, res.End)
 			}
 		})
 	}
+}
+
+// mustWhy is why the failing outcome o fails (judge's reason).
+func mustWhy(o StepOutcome) string {
+	_, why := o.judge(DefaultGoodputRatio)
+	return why
 }
 
 func TestSearchBounds(t *testing.T) {
@@ -118,6 +131,7 @@ func TestSearchBounds(t *testing.T) {
 		wantSteps int
 		wantEnd   string
 		wantStop  []string
+		wantBound *KneeBoundDetail
 	}{
 		{
 			name:  "everything passes up to MaxRate",
@@ -137,22 +151,86 @@ func TestSearchBounds(t *testing.T) {
 		{
 			name:  "an invalid level is rerun, not narrowed on",
 			probe: flaky(), wantFound: true, wantEnd: SearchBracketed,
-			wantLow: -1, wantSteps: 9, // 1 2 4 [8] 8 16 13.3 (=12/0.9) 14 13.3: 8 ran twice, 13.3 confirmed
+			wantLow: -1, wantSteps: 10, // 1 2 4 [8] 8 16 13.3 (=12/0.9) 14 13.3 14: 8 ran twice, 13.3 confirmed, 14 repeated
 		},
 		{
-			name:  "a level that stays invalid stops the search and says why",
-			probe: invalidAbove6, wantLow: 4, wantSteps: 6, // 1 2 4 [8] [8] [8]
-			wantEnd: SearchInvalid, wantStop: []string{"rate 8 req/s", "all 3 attempts", saturated[0]},
+			// 1 2 4 [8] [8] 5.66 [6.73] [6.73] 5.66: 8 and 6.73 stayed
+			// invalid, so the search stepped down and confirmed 5.66, a
+			// bound within UnmeasurableTolerance of 6.73.
+			name:  "a level that stays invalid is stepped down from, and the confirmed level below is a bound",
+			probe: invalidAbove6, wantLow: 4 * math.Sqrt2, wantSteps: 9,
+			wantEnd: SearchUnmeasurable, wantStop: []string{"rate 6.727 req/s could not be measured", "all 2 attempts", saturated[0], "at least 5.657"},
+			wantBound: &KneeBoundDetail{AtLeast: 4 * math.Sqrt2, Confirmed: true, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+				Client: true, Shards: 3, ShardsFor: 13.5},
 		},
 		{
 			name:  "no reruns with Retries < 0",
-			probe: invalidAbove6, opts: SearchOptions{Retries: -1}, wantLow: 4, wantSteps: 4,
-			wantEnd: SearchInvalid, wantStop: []string{"rate 8 req/s was invalid in its only attempt"},
+			probe: invalidAbove6, opts: SearchOptions{Retries: -1}, wantLow: 4 * math.Sqrt2, wantSteps: 7, // 1 2 4 [8] 5.66 [6.73] 5.66
+			wantEnd: SearchUnmeasurable, wantStop: []string{"rate 6.727 req/s could not be measured: invalid in its only attempt"},
+			wantBound: &KneeBoundDetail{AtLeast: 4 * math.Sqrt2, Confirmed: true, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+				Client: true, Shards: 3, ShardsFor: 13.5},
+		},
+		{
+			// The client's ceiling sizes the shards from the probe's
+			// capacity estimate when no level failed.
+			name:  "shards sized from the capacity estimate",
+			probe: invalidAbove6, opts: SearchOptions{Retries: -1, Capacity: 30}, wantLow: 4 * math.Sqrt2, wantSteps: 7,
+			wantEnd:   SearchUnmeasurable,
+			wantBound: &KneeBoundDetail{AtLeast: 4 * math.Sqrt2, Confirmed: true, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated}, Client: true, Shards: 6, ShardsFor: 33.3},
+		},
+		{
+			// On a host so busy that the passing level's confirmation is
+			// flagged too, its one valid pass stands as an unconfirmed
+			// bound: 1 2 4 [8] 5.66 [6.73] [5.66].
+			name: "an invalid confirmation below an unmeasurable level leaves an unconfirmed bound",
+			probe: func() Prober {
+				seen := map[float64]int{}
+				return func(rate float64, n int) (StepOutcome, error) {
+					o, err := invalidAbove6(rate, n)
+					if seen[rate]++; rate == 4*math.Sqrt2 && seen[rate] > 1 {
+						o.Valid, o.Invalid = false, saturated
+					}
+					return o, err
+				}
+			}(),
+			opts: SearchOptions{Retries: -1}, wantLow: 4 * math.Sqrt2, wantSteps: 7,
+			wantEnd: SearchUnmeasurable, wantStop: []string{"5.657 req/s passed once, and its confirmation was invalid too"},
+			wantBound: &KneeBoundDetail{AtLeast: 4 * math.Sqrt2, Unmeasurable: 4 * math.Sqrt(2*math.Sqrt2), Flags: []string{FlagClientSaturated},
+				Client: true, Shards: 3, ShardsFor: 13.5},
 		},
 		{
 			name:  "the step budget runs out during reruns",
-			probe: invalidAbove6, opts: SearchOptions{MaxSteps: 5}, wantLow: 4, wantSteps: 5,
+			probe: invalidAbove6, opts: SearchOptions{MaxSteps: 4}, wantLow: 4, wantSteps: 4,
 			wantEnd: SearchMaxSteps, wantStop: []string{"rerunning the invalid rate 8"},
+		},
+		{
+			name: "nothing can be measured down to MinRate",
+			probe: func(rate float64, _ int) (StepOutcome, error) {
+				return StepOutcome{Offered: rate, Goodput: rate, SLOHeld: true, Invalid: saturated}, nil
+			},
+			opts: SearchOptions{Start: 1, MinRate: 0.2, Retries: -1}, wantSteps: 2, // 1 0.25: down by a factor 4 below an unmeasurable level
+			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 0.25 req/s could be measured", saturated[0]},
+		},
+		{
+			name: "three unmeasurable levels in a row end the search: the host is too busy",
+			probe: func(rate float64, _ int) (StepOutcome, error) {
+				return StepOutcome{Offered: rate, Goodput: rate, SLOHeld: true, Invalid: saturated}, nil
+			},
+			opts: SearchOptions{Start: 100}, wantSteps: 6, // 100 25 6.25, each run twice
+			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 6.25 req/s could be measured (3 rates tried from 100 req/s, each invalid in all 2 attempts", "too busy to measure"},
+		},
+		{
+			// A failing level below the unmeasurable one brackets the
+			// knee as usual: the client's ceiling does not matter.
+			name: "a failure below the client's ceiling is a knee",
+			probe: func(rate float64, n int) (StepOutcome, error) {
+				o, _ := saturating(5, true)(rate, n)
+				if rate >= 8 {
+					o.Valid, o.Invalid = false, saturated
+				}
+				return o, nil
+			},
+			wantFound: true, wantLow: -1, wantSteps: 11, wantEnd: SearchBracketed, // 1 2 4 [8] [8] 5.66 4.76 5.19 4.97 4.97 5.19
 		},
 		{
 			name: "a prober error ends the search",
@@ -190,6 +268,23 @@ func TestSearchBounds(t *testing.T) {
 				if !strings.Contains(res.Stop, w) {
 					t.Errorf("stop = %q, want it to contain %q", res.Stop, w)
 				}
+			}
+			if tt.wantBound != nil {
+				b := res.Bound
+				if b == nil || math.Abs(b.AtLeast-tt.wantBound.AtLeast) > 1e-9 || math.Abs(b.Unmeasurable-tt.wantBound.Unmeasurable) > 1e-9 ||
+					strings.Join(b.Flags, ",") != strings.Join(tt.wantBound.Flags, ",") || b.Client != tt.wantBound.Client || b.Confirmed != tt.wantBound.Confirmed ||
+					b.Shards != tt.wantBound.Shards || math.Abs(b.ShardsFor-tt.wantBound.ShardsFor) > 1e-9 {
+					t.Errorf("bound = %+v, want %+v", b, tt.wantBound)
+				}
+				if res.Found || !res.Decided() || res.Estimate() != res.Low {
+					t.Errorf("found %v, decided %v, estimate %v: want a decided lower bound %v", res.Found, res.Decided(), res.Estimate(), res.Low)
+				}
+				if txt := b.Text("req/s"); b != nil && (!strings.Contains(txt, "knee ≥ "+fmtLevel(b.AtLeast)+" req/s: this client keeps up to "+fmtLevel(b.AtLeast)+" req/s on this host") ||
+					!strings.Contains(txt, fmt.Sprintf("shard the sweep (%d shards)", b.Shards))) {
+					t.Errorf("bound text %q", txt)
+				}
+			} else if res.Bound != nil {
+				t.Errorf("bound = %+v, want none", res.Bound)
 			}
 			if tt.wantEnd == SearchBracketed && res.Stop != "" {
 				t.Errorf("stop = %q after a normal end", res.Stop)
@@ -535,8 +630,8 @@ func TestSearchConfirm(t *testing.T) {
 		if !unconfirmed {
 			t.Errorf("no unconfirmed run at 16: %+v", res.Steps)
 		}
-		if last := res.Steps[len(res.Steps)-1]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
-			t.Errorf("last step %+v, want the confirmation of %v", last, res.Level)
+		if last := res.Steps[len(res.Steps)-2]; last.Level != res.Level || last.Verdict != VerdictConfirmed {
+			t.Errorf("step %+v, want the confirmation of %v", last, res.Level)
 		}
 	})
 	t.Run("the last step of the budget confirms a wider bracket", func(t *testing.T) {

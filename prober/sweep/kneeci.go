@@ -60,6 +60,61 @@ type KneeInterval struct {
 	// Resampled lists the levels whose requests the bootstrap redrew (the
 	// levels around the knee); the others kept their measured outcome.
 	Resampled []float64 `json:"resampled_levels,omitempty"`
+	// Repeats, for an adaptive search, are the independent runs (arrivals
+	// and prompts of their own) of the knee level and of the first failing
+	// level above it (SearchOptions.Repeats, --knee-repeats): how many ran
+	// validly and how many passed. Lo and Hi include their spread: Hi is
+	// at least the failing level when a run of it passed, Lo at most the
+	// next lower level that passed every run when a run of the knee level
+	// failed. Resampling requests within one step cannot show the spread
+	// that arrival bursts cause from run to run; these runs do.
+	Repeats []LevelRuns `json:"repeats,omitempty"`
+}
+
+// LevelRuns is how the valid, decided runs of one level went.
+type LevelRuns struct {
+	Level  float64 `json:"level"`
+	Runs   int     `json:"runs"`
+	Passed int     `json:"passed"`
+}
+
+// searchRuns counts the search's valid, decided runs of level and those
+// that passed (pass, confirmed, a repeat that passed).
+func searchRuns(steps []*Step, level float64) LevelRuns {
+	lr := LevelRuns{Level: level}
+	for _, st := range steps {
+		if st.Level != level || st.Search == nil || !st.InKnee() {
+			continue
+		}
+		switch v := st.Search; {
+		case v.Verdict == VerdictPass || v.Verdict == VerdictConfirmed || v.Verdict == VerdictRepeat && strings.HasPrefix(v.Why, "repeat: pass"):
+			lr.Runs++
+			lr.Passed++
+		case v.Verdict == VerdictFail || v.Verdict == VerdictUnconfirmed || v.Verdict == VerdictRepeat:
+			lr.Runs++
+		}
+	}
+	return lr
+}
+
+// widenByRepeats adds the search's repeated runs of the knee level and the
+// failing level above it to ki and widens it by their spread.
+func (r *runner) widenByRepeats(ki *KneeInterval, res *Result) {
+	k := res.Knee
+	lo, hi := searchRuns(res.Steps, k.Level), searchRuns(res.Steps, k.Upper)
+	ki.Repeats = []LevelRuns{lo, hi}
+	if hi.Passed > 0 {
+		ki.Hi = math.Max(ki.Hi, k.Upper)
+	}
+	if lo.Passed < lo.Runs {
+		below := 0.0
+		for _, lv := range sortedLevels(r.levels) {
+			if lr := searchRuns(res.Steps, lv); lv < k.Level && lr.Runs > 0 && lr.Passed == lr.Runs {
+				below = lv
+			}
+		}
+		ki.Lo = math.Min(ki.Lo, below)
+	}
 }
 
 // kneeSample is what the knee's bootstrap needs of one request: its SLO
@@ -111,10 +166,16 @@ func (r *runner) kneeInterval(res *Result) *KneeInterval {
 	if !res.Knee.Found {
 		return nil
 	}
+	var ki *KneeInterval
 	if r.cfg.Rounds > 1 {
-		return r.kneeOverRounds()
+		ki = r.kneeOverRounds()
+	} else {
+		ki = r.kneeBootstrap(res, DefaultKneeIters, uint64(r.cfg.Seed))
 	}
-	return r.kneeBootstrap(res, DefaultKneeIters, uint64(r.cfg.Seed))
+	if ki != nil && r.search != nil {
+		r.widenByRepeats(ki, res)
+	}
+	return ki
 }
 
 // levelSteps returns the steps of each level, in level order.
@@ -359,19 +420,27 @@ func (k *KneeInterval) Text(unit string) string {
 	if unit != "" {
 		rng += " " + unit
 	}
+	reps := ""
+	if len(k.Repeats) > 0 {
+		parts := make([]string, len(k.Repeats))
+		for i, lr := range k.Repeats {
+			parts[i] = fmt.Sprintf("%s passed %d of %d", fmtLevel(lr.Level), lr.Passed, lr.Runs)
+		}
+		reps = "; independent runs, each with arrivals of its own, included: " + strings.Join(parts, ", ")
+	}
 	switch k.Method {
 	case KneeFromRounds:
 		per := make([]string, len(k.PerRound))
 		for i, v := range k.PerRound {
 			per[i] = b(v)
 		}
-		return fmt.Sprintf("range over %d rounds %s (the knee rule on each round alone: %s; %d of %d rounds bracketed a knee)",
-			len(k.PerRound), rng, strings.Join(per, ", "), k.Located, len(k.PerRound))
+		return fmt.Sprintf("range over %d rounds %s (the knee rule on each round alone: %s; %d of %d rounds bracketed a knee%s)",
+			len(k.PerRound), rng, strings.Join(per, ", "), k.Located, len(k.PerRound), reps)
 	}
 	res := make([]string, len(k.Resampled))
 	for i, v := range k.Resampled {
 		res[i] = fmtLevel(v)
 	}
-	return fmt.Sprintf("%.0f %% interval %s (bootstrap: the requests of levels %s resampled %d times, the knee rule rerun on each; %s of the replicates bracketed a knee)",
-		100*k.Conf, rng, strings.Join(res, ", "), k.Iters, pct100(float64(k.Located)/float64(max(k.Iters, 1))))
+	return fmt.Sprintf("%.0f %% interval %s (bootstrap: the requests of levels %s resampled %d times, the knee rule rerun on each; %s of the replicates bracketed a knee%s)",
+		100*k.Conf, rng, strings.Join(res, ", "), k.Iters, pct100(float64(k.Located)/float64(max(k.Iters, 1))), reps)
 }

@@ -24,7 +24,10 @@ func (r *runner) runLevels(ctx context.Context) error {
 			}
 			switch {
 			case r.probe.EstimateReqPerS > 0:
-				opts.Start = roundRate(r.probe.EstimateReqPerS)
+				// Start below what the client drove without a flag of
+				// its own: a level it cannot drive says nothing.
+				opts.Start = roundRate(math.Min(r.probe.EstimateReqPerS, r.probe.ClientCeilingReqPerS))
+				opts.Capacity = r.probe.EstimateReqPerS
 				// The estimate is the saturated throughput: the knee is
 				// rarely more than a factor 1.4 away from it, so the
 				// search brackets with x/÷ sqrt 2 rather than 2, which
@@ -39,7 +42,7 @@ func (r *runner) runLevels(ctx context.Context) error {
 			}
 			r.probe.StartRate = opts.Start
 			level.Info(r.logger).Log("msg", "throughput probe done", "estimate_req_per_s", fmt.Sprintf("%.4g", r.probe.EstimateReqPerS),
-				"search_start", opts.Start, "note", r.probe.Note)
+				"client_ceiling_req_per_s", fmt.Sprintf("%.4g", r.probe.ClientCeilingReqPerS), "search_start", opts.Start, "note", r.probe.Note)
 		}
 		var runs [][]*Step // the steps of each probe, in the order run
 		res, err := Search(opts, func(rate float64, minRequests int) (StepOutcome, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/schedlat"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
@@ -56,8 +57,16 @@ type ThroughputProbe struct {
 	// vllm:num_requests_waiting, above 0) or the throughput
 	// grew by less than 20 % when the concurrency was multiplied by 4.
 	Saturated bool `json:"saturated"`
-	// StartRate is the rate the search started from (req/s): the estimate,
-	// or --auto-start's default when there is none.
+	// ClientCeilingReqPerS is the highest throughput of a level, from the
+	// first, that the client drove without a flag of its own
+	// (ProbeLevel.ClientFlags): an estimate of the rate this client keeps
+	// up with on this host. The first level's throughput when even it was
+	// flagged (the lowest figure the probe has); 0 when no level completed
+	// a request.
+	ClientCeilingReqPerS float64 `json:"client_ceiling_req_per_s"`
+	// StartRate is the rate the search started from (req/s): the lower of
+	// the estimate and the client's ceiling, or --auto-start's default when
+	// there is none.
 	StartRate float64 `json:"start_rate"`
 	// Note says in words why the probe stopped where it did.
 	Note string `json:"note"`
@@ -83,6 +92,13 @@ type ProbeLevel struct {
 	// request_throughput of a closed loop), MeanE2ELMS the mean latency.
 	ThroughputReqPerS float64 `json:"request_throughput"`
 	MeanE2ELMS        float64 `json:"mean_e2el_ms"`
+	// ClientFlags are the client's own validity flags over the level
+	// (client-read-lag: Go's scheduling latency; client-saturated: the
+	// process CPU, when checked), judged as a step's (Judge), and
+	// SchedLatencyP99MS the scheduling-latency p99; empty flags when the
+	// client kept up.
+	ClientFlags       []string `json:"client_flags"`
+	SchedLatencyP99MS float64  `json:"sched_latency_p99_ms"`
 	// MaxWaiting is the most requests the server reported waiting (the
 	// engine's waiting gauge: vllm:num_requests_waiting,
 	// llamacpp:requests_deferred, ...) during the level; not-recorded
@@ -118,6 +134,9 @@ func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
 			break
 		}
 		p.EstimateReqPerS = math.Max(p.EstimateReqPerS, lv.ThroughputReqPerS)
+		if len(p.Levels) == 1 || (len(lv.ClientFlags) == 0 && p.clientOK()) {
+			p.ClientCeilingReqPerS = math.Max(p.ClientCeilingReqPerS, lv.ThroughputReqPerS)
+		}
 		if note, saturated, stop := failureVerdict(lv); stop {
 			p.Note, p.Saturated = note, saturated
 			break
@@ -141,6 +160,16 @@ func (r *runner) runProbe(ctx context.Context) *ThroughputProbe {
 	return p
 }
 
+// clientOK reports whether every level so far kept the client unflagged.
+func (p *ThroughputProbe) clientOK() bool {
+	for _, l := range p.Levels {
+		if len(l.ClientFlags) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // probeLevel runs one closed loop of n workers for ProbeDuration and
 // drains it.
 func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLevel {
@@ -154,6 +183,8 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	}
 	var mu sync.Mutex
 	var recs []prober.Record
+	cpu0, cpuOK := processCPU()
+	sched0 := schedlat.Read()
 	t0 := time.Now()
 	lv.Start = t0.UTC()
 	sched, err := schedule.New(schedule.Config{Start: t0, Mode: schedule.Closed, Workers: n, Duration: probeLevelDuration},
@@ -178,6 +209,16 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	}
 	dur := time.Since(t0)
 	lv.End = time.Now().UTC()
+	cpu1, cpuOK1 := processCPU()
+	vo := r.validityOptions()
+	var st Stats
+	st.schedLat = schedFigureOf(schedlat.Read().Sub(sched0), vo.withDefaults().MaxSchedLatency)
+	cores := -1.0
+	if cpuOK && cpuOK1 && dur > 0 {
+		cores = float64(cpu1-cpu0) / float64(dur)
+	}
+	v := Judge(st, cores, IdleProof{}, false, vo)
+	lv.ClientFlags, lv.SchedLatencyP99MS = v.Flags, v.SchedLatencyP99MS
 	if stopRec != nil {
 		_ = stopRec()
 		if v, ok := rec.Max()[string(engine.Waiting)]; ok {

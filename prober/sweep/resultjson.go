@@ -178,6 +178,8 @@ func (r *Result) kneeKeys() object {
 		optional("undecided", &k.Undecided, k.Undecided != ""),
 		optional("search_end", &r.SearchEnd, r.SearchEnd != ""),
 		optional("search_stop", &k.Stop, k.Stop != ""),
+		derived("decided", k.Decided(), "bracket_low and bracket_high (Knee.Decided)"),
+		optional("bound", &k.Bound, k.Bound != nil),
 		optional("reference_capacity", &r.ReferenceCapacity, r.ReferenceCapacity > 0),
 		optional("interval", &k.Interval, k.Interval != nil),
 		{key: "cost_per_million_good_output_tokens", v: cost, omit: !(r.CostPerHour > 0 && k.Found),

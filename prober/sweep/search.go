@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // SearchOptions configures the adaptive knee search (--rates auto). The zero
@@ -24,7 +25,8 @@ type SearchOptions struct {
 	// longer reruns and the confirmation included. Default 16.
 	MaxSteps int
 	// Retries is how many more times an invalid level is run before the
-	// search gives up on it. Default 2; negative means none.
+	// search counts it as unmeasurable and stays below it. Default 1
+	// (DefaultSearchRetries); negative means none.
 	Retries int
 	// Lengthen is how many times a level too short to decide (see
 	// VerdictTooShort) is run again with more requests before the search
@@ -38,10 +40,25 @@ type SearchOptions struct {
 	// Ratio is the goodput/offered ratio a passing level must reach.
 	// Default DefaultGoodputRatio.
 	Ratio float64
+	// Repeats is how many valid runs, each with arrivals and prompts of its
+	// own, the two levels that bracket a found knee get: the knee level
+	// (its passing run and its confirmation count) and the first failing
+	// level above it (--knee-repeats). The extra runs come after the
+	// confirmation, within MaxSteps, and do not move the knee: they back
+	// its interval (KneeInterval.Repeats). Default DefaultKneeRepeats (2:
+	// one more run of the failing level); 1 adds none.
+	Repeats int
+	// Capacity is the throughput probe's capacity estimate in req/s (0:
+	// none); a search that ends below a level the client could not drive
+	// sizes its shard advice (KneeBoundDetail.Shards) from it.
+	Capacity float64
 }
 
 // DefaultSearchRetries is SearchOptions.Retries' default.
-const DefaultSearchRetries = 2
+const DefaultSearchRetries = 1
+
+// DefaultKneeRepeats is SearchOptions.Repeats' default (--knee-repeats).
+const DefaultKneeRepeats = 2
 
 // DefaultSearchLengthen is SearchOptions.Lengthen's default.
 const DefaultSearchLengthen = 2
@@ -84,6 +101,9 @@ func (o SearchOptions) withDefaults() SearchOptions {
 	if o.Ratio <= 0 {
 		o.Ratio = DefaultGoodputRatio
 	}
+	if o.Repeats <= 0 {
+		o.Repeats = DefaultKneeRepeats
+	}
 	return o
 }
 
@@ -105,8 +125,14 @@ const (
 	SearchMaxRate = "max-rate"
 	// SearchMinRate: even MinRate failed; the knee is below it.
 	SearchMinRate = "min-rate"
-	// SearchInvalid: a level stayed invalid after its reruns.
+	// SearchInvalid: no level could be measured: every rate tried, down to
+	// MinRate, stayed invalid after its reruns.
 	SearchInvalid = "invalid"
+	// SearchUnmeasurable: a level passed and was confirmed, but the level
+	// above it stayed invalid after its reruns (the client could not drive
+	// it on this host, or another validity flag): the knee is at least
+	// the confirmed level (Knee.Bound says so), not located.
+	SearchUnmeasurable = "unmeasurable"
 	// SearchTooShort: a level stayed too short to decide after its longer
 	// reruns.
 	SearchTooShort = "too-short"
@@ -149,11 +175,19 @@ type SearchResult struct {
 // throughput at least Ratio times the rate, SLO p99s held on at least
 // MinSLOSamples samples. Levels the search cannot decide are run again:
 //
-//   - an invalid level (client-saturated, not-idle, errors) says nothing
-//     about the server: it is rerun up to Retries more times, and when it
-//     stays invalid the search stops there (End SearchInvalid, Stop naming
-//     the level and its flags) rather than narrow on a level it could not
-//     measure;
+//   - an invalid level (client-saturated, client-read-lag, not-idle,
+//     errors) says nothing about the server: it is rerun up to Retries more
+//     times (a host's hiccup passes), and when it stays invalid the search
+//     counts it as unmeasurable and steps down from it instead of narrowing
+//     on it: below it the bracket's upper end is the lower of the lowest
+//     failing and the lowest unmeasurable rate, and the search never tries
+//     a rate at or above the latter again. Between a passing rate and an
+//     unmeasurable one it narrows only to UnmeasurableTolerance. When the
+//     search ends with the confirmed lo right below an unmeasurable rate
+//     (End SearchUnmeasurable), the knee is a bound (Knee.Bound: at least
+//     lo, and with the client's own flags, the shards that would reach
+//     further); when even MinRate stays invalid and none failed, End is
+//     SearchInvalid;
 //   - a level too short to decide (its SLO p99 on fewer than MinSLOSamples
 //     samples, or keep-up passed but its served throughput fell short, which
 //     the drain of a short step alone can cause) is rerun with more
@@ -163,7 +197,9 @@ type SearchResult struct {
 //
 // The confirmation runs lo again as long as its passing run; when it fails,
 // lo counts as failed (hi = lo; its verdict VerdictUnconfirmed, the knee
-// NonMonotonic) and the search narrows again below it. When the step budget
+// NonMonotonic) and the search narrows again below it; when it is invalid
+// after its reruns, lo counts as unmeasurable and the search narrows below
+// it, between the next lower passing rate and it. When the step budget
 // is about to run out during the narrowing, the search confirms lo in the
 // wider bracket it has (End SearchMaxSteps). The knee reported is lo, a
 // rate that ran and passed twice; Knee.Found is false, with Low and Upper
@@ -172,6 +208,9 @@ type SearchResult struct {
 func Search(opts SearchOptions, probe Prober) (SearchResult, error) {
 	s := &searcher{o: opts.withDefaults(), probe: probe, length: map[float64]int{}}
 	err := s.run()
+	if err == nil && s.res.End == SearchBracketed {
+		err = s.repeat()
+	}
 	s.res.Knee = s.knee()
 	return s.res, err
 }
@@ -182,10 +221,20 @@ type searcher struct {
 	probe Prober
 	res   SearchResult
 
-	lo, hi    float64 // highest passing, lowest failing (0 = none yet)
-	hiOut     StepOutcome
-	confirmed float64 // lo once its confirmation passed
-	passed    []float64
+	lo, hi float64 // highest passing, lowest failing (0 = none yet)
+	hiOut  StepOutcome
+	// unmeas is the lowest rate that stayed invalid after its reruns (0 =
+	// none), unmeasOut its last run: the search stays below it.
+	unmeas    float64
+	unmeasOut StepOutcome
+	// unmeasDown counts the unmeasurable levels the search stepped down
+	// from before any level was measured (maxUnmeasurableDown ends it).
+	unmeasDown int
+	// unconfirmedBound: the search ended below unmeas with lo passed once
+	// and its confirmation invalid after its reruns.
+	unconfirmedBound bool
+	confirmed        float64 // lo once its confirmation passed
+	passed           []float64
 	// length is the minRequests of each rate's passing run (the
 	// confirmation runs as long); minReq and minWindow are what later
 	// levels need: requests for the samples, seconds of arrivals for the
@@ -213,20 +262,21 @@ func (s *searcher) requestsFor(rate float64) int {
 }
 
 // measure runs rate until it is decided: reruns while it is invalid or too
-// short, as the options allow. ok is false when the search must stop
-// (res.End and res.Stop are then set).
-func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, ok bool, err error) {
+// short, as the options allow. v is VerdictPass, VerdictFail or, for a level
+// that stayed invalid after its reruns, VerdictInvalid (the search then
+// stays below it). ok is false when the search must stop (res.End and
+// res.Stop are then set).
+func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, v string, ok bool, err error) {
 	n := s.requestsFor(rate)
 	if confirm {
 		n = max(n, s.length[rate])
 	}
 	retries, lengthen := s.o.Retries, s.o.Lengthen
-	invalid := 0
-	for attempt := 1; ; attempt++ {
+	for {
 		out, err = s.probe(rate, n)
 		if err != nil {
 			s.res.End = SearchError
-			return out, false, false, err
+			return out, "", false, err
 		}
 		if out.Level == 0 {
 			out.Level = rate
@@ -234,7 +284,8 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 		if out.Offered == 0 {
 			out.Offered = rate
 		}
-		v, why := out.judge(s.o.Ratio)
+		var why string
+		v, why = out.judge(s.o.Ratio)
 		// keep-up passed but the served throughput fell short: the drain
 		// of a short step or an overload; a longer step tells them apart.
 		drain := v == VerdictFail && out.SLOHeld && out.servedShort(s.o.Ratio) && out.Goodput >= s.o.Ratio*out.Offered
@@ -244,25 +295,30 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 		out.Verdict, out.Why = v, why
 		s.res.Steps = append(s.res.Steps, out)
 		last := &s.res.Steps[len(s.res.Steps)-1]
+		if out.NeedSamples > 0 {
+			// Every later level sends at least enough requests for
+			// its SLO p99s (10 % to spare): a step too short to
+			// decide is a step wasted, and the steps down from a
+			// level the client could not drive are slow ones.
+			s.minReq = max(s.minReq, int(math.Ceil(1.1*float64(out.NeedSamples))))
+		}
 		switch v {
 		case VerdictInvalid:
-			invalid++
 			if retries == 0 {
-				s.stop(SearchInvalid, fmt.Sprintf("rate %s req/s was invalid in %s (%s); the search stopped there instead of narrowing on a level it could not measure",
-					fmtLevel(rate), attemptsText(invalid, attempt), why))
-				return out, false, false, nil
+				// It stayed invalid: the search steps down from it.
+				return out, v, true, nil
 			}
 			retries--
 			if s.full() {
 				s.stop(SearchMaxSteps, fmt.Sprintf("the step budget (%d) ran out while rerunning the invalid rate %s req/s", s.o.MaxSteps, fmtLevel(rate)))
-				return out, false, false, nil
+				return out, v, false, nil
 			}
 			continue
 		case VerdictTooShort:
 			if lengthen == 0 {
 				s.stop(SearchTooShort, fmt.Sprintf("rate %s req/s stayed too short to decide after %s (%s); the search stopped there instead of deciding on too few samples",
 					fmtLevel(rate), longerText(s.o.Lengthen), why))
-				return out, false, false, nil
+				return out, v, false, nil
 			}
 			lengthen--
 			next := s.longer(out, drain)
@@ -270,22 +326,21 @@ func (s *searcher) measure(rate float64, confirm bool) (out StepOutcome, pass, o
 			last.Why += fmt.Sprintf("; rerun with %d requests", n)
 			if s.full() {
 				s.stop(SearchMaxSteps, fmt.Sprintf("the step budget (%d) ran out while rerunning the too-short rate %s req/s longer", s.o.MaxSteps, fmtLevel(rate)))
-				return out, false, false, nil
+				return out, v, false, nil
 			}
 			continue
 		}
-		pass = v == VerdictPass
 		if confirm {
 			last.Verdict = VerdictConfirmed
-			if !pass {
+			if v != VerdictPass {
 				last.Verdict = VerdictUnconfirmed
 			}
 		}
-		if pass && !confirm {
+		if v == VerdictPass && !confirm {
 			s.length[rate] = n
 			s.passed = append(s.passed, rate)
 		}
-		return out, pass, true, nil
+		return out, v, true, nil
 	}
 }
 
@@ -332,20 +387,22 @@ func (s *searcher) run() error {
 	o := s.o
 	rate := o.Start
 	for {
-		// Bracket: a pass and a failure.
-		for s.lo == 0 || s.hi == 0 {
+		// Bracket: a pass, and above it a failure or a level that cannot
+		// be measured.
+		for s.lo == 0 || s.upper() == 0 {
 			if s.full() {
 				s.stopMaxSteps()
 				return nil
 			}
-			out, pass, ok, err := s.measure(rate, false)
+			out, v, ok, err := s.measure(rate, false)
 			if err != nil || !ok {
 				return err
 			}
-			if pass {
+			switch v {
+			case VerdictPass:
 				s.lo = rate
-				if s.hi != 0 {
-					break
+				if s.upper() != 0 {
+					continue
 				}
 				if rate >= o.MaxRate {
 					s.stop(SearchMaxRate, fmt.Sprintf("the highest rate allowed (%s req/s) passed", fmtLevel(o.MaxRate)))
@@ -353,13 +410,36 @@ func (s *searcher) run() error {
 				}
 				rate = math.Min(rate*o.Factor, o.MaxRate)
 				continue
+			case VerdictFail:
+				s.hi, s.hiOut = rate, out
+			default: // unmeasurable: step down
+				s.unmeasurable(rate, out)
 			}
-			s.hi, s.hiOut = rate, out
 			if s.lo != 0 {
-				break
+				continue
+			}
+			if v == VerdictInvalid {
+				s.unmeasDown++
+				if s.hi == 0 && s.unmeasDown >= maxUnmeasurableDown {
+					s.stop(SearchInvalid, fmt.Sprintf("no rate down to %s req/s could be measured (%d rates tried from %s req/s, each invalid in %s; the last: %s): "+
+						"the client could not keep its own schedule on this host even far below where it started, so the host is too busy to measure; "+
+						"the search stopped there instead of deciding on levels it could not measure",
+						fmtLevel(rate), s.unmeasDown, fmtLevel(o.Start), attemptsText(o.Retries+1, o.Retries+1), strings.Join(out.Invalid, "; ")))
+					return nil
+				}
+				// Below a level the client could not drive, step down
+				// twice as far: each unmeasurable level costs its reruns,
+				// and narrowing back up costs one step per factor.
+				rate /= o.Factor
 			}
 			rate /= o.Factor
 			if rate < o.MinRate {
+				if s.hi == 0 {
+					s.stop(SearchInvalid, fmt.Sprintf("no rate down to %s req/s could be measured (the last, %s req/s: %s); "+
+						"the search stopped there instead of deciding on levels it could not measure",
+						fmtLevel(s.unmeas), fmtLevel(s.unmeas), strings.Join(s.unmeasOut.Invalid, "; ")))
+					return nil
+				}
 				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(s.hi)))
 				return nil
 			}
@@ -367,41 +447,45 @@ func (s *searcher) run() error {
 		// Narrow.
 		hintUsed := 0.0 // the hi for which the throughput hint was tried
 		lastWasHint, lastPassed := false, false
-		for s.hi > s.lo*(1+o.Tolerance) {
+		for s.upper() > s.lo*(1+s.tolerance()) {
 			if len(s.res.Steps) >= o.MaxSteps-1 {
 				// One step left: confirm lo in the bracket there is.
 				s.stop(SearchMaxSteps, fmt.Sprintf("%d steps ran (--auto-max-steps) before the bracket narrowed to %s; the knee was confirmed in the wider bracket",
 					o.MaxSteps, pct100(o.Tolerance)))
 				break
 			}
+			up := s.upper()
 			var p float64
 			h := s.hiOut.Throughput / o.Ratio
 			switch {
-			case hintUsed != s.hi && s.hiOut.SLOHeld && h > s.lo*(1+o.Tolerance/2) && h < s.hi/(1+o.Tolerance/2):
+			case up == s.hi && hintUsed != s.hi && s.hiOut.SLOHeld && h > s.lo*(1+o.Tolerance/2) && h < up/(1+o.Tolerance/2):
 				p, hintUsed, lastWasHint = h, s.hi, true
 			case lastWasHint:
 				lastWasHint = false
 				if lastPassed {
 					p = s.lo * (1 + o.Tolerance) * (1 - 1e-9)
 				} else {
-					p = s.hi / (1 + o.Tolerance) * (1 + 1e-9)
+					p = up / (1 + o.Tolerance) * (1 + 1e-9)
 				}
-				if p <= s.lo || p >= s.hi {
-					p = math.Sqrt(s.lo * s.hi)
+				if p <= s.lo || p >= up {
+					p = math.Sqrt(s.lo * up)
 				}
 			default:
 				lastWasHint = false
-				p = math.Sqrt(s.lo * s.hi)
+				p = math.Sqrt(s.lo * up)
 			}
-			out, pass, ok, err := s.measure(p, false)
+			out, v, ok, err := s.measure(p, false)
 			if err != nil || !ok {
 				return err
 			}
-			lastPassed = pass
-			if pass {
+			lastPassed = v == VerdictPass
+			switch v {
+			case VerdictPass:
 				s.lo = p
-			} else {
+			case VerdictFail:
 				s.hi, s.hiOut = p, out
+			default:
+				s.unmeasurable(p, out)
 			}
 		}
 		// Confirm.
@@ -409,31 +493,52 @@ func (s *searcher) run() error {
 			s.stopMaxSteps()
 			return nil
 		}
-		out, pass, ok, err := s.measure(s.lo, true)
+		out, v, ok, err := s.measure(s.lo, true)
 		if err != nil || !ok {
 			return err
 		}
-		if pass {
+		if v == VerdictPass {
 			s.confirmed = s.lo
-			if s.res.End == "" {
+			switch {
+			case s.unmeas != 0 && (s.hi == 0 || s.unmeas < s.hi):
+				// The neighbour above lo could not be measured: lo is
+				// a bound, not the knee.
+				s.res.End, s.res.Stop = SearchUnmeasurable, s.unmeasStop()
+			case s.res.End == "":
 				s.res.End = SearchBracketed
 			}
 			return nil
 		}
-		// lo failed its confirmation: it is a failure, and the knee is
-		// below it.
+		if v == VerdictInvalid && s.unmeas != 0 && (s.hi == 0 || s.unmeas < s.hi) {
+			// Below a level it could not measure, the client could not
+			// measure lo again either: on a host this busy, searching
+			// lower only spends the budget on more flagged steps. lo's
+			// valid pass stands as an unconfirmed bound.
+			s.unconfirmedBound = true
+			s.res.End, s.res.Stop = SearchUnmeasurable, s.unmeasStop()
+			return nil
+		}
 		s.res.End, s.res.Stop = "", ""
-		s.hi, s.hiOut = s.lo, out
+		failed := s.lo
+		if v == VerdictFail {
+			// lo failed its confirmation: it is a failure, and the knee
+			// is below it.
+			s.hi, s.hiOut = s.lo, out
+		} else {
+			// lo could not be measured again: the client's ceiling is
+			// below it.
+			s.unmeasurable(s.lo, out)
+		}
 		s.lo = 0
 		for _, p := range s.passed {
-			if p < s.hi && p > s.lo {
+			if p < failed && p > s.lo {
 				s.lo = p
 			}
 		}
 		if s.lo == 0 {
-			rate = s.hi / o.Factor
+			rate = failed / o.Factor
 			if rate < o.MinRate {
-				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(s.hi)))
+				s.stop(SearchMinRate, fmt.Sprintf("no rate passed down to %s req/s", fmtLevel(failed)))
 				return nil
 			}
 		}
@@ -473,6 +578,14 @@ func (s *searcher) knee() Knee {
 		unconfirmed = "; a level that had passed failed its confirmation"
 	}
 	switch {
+	case (s.confirmed > 0 || s.unconfirmedBound) && s.unmeas != 0 && (k.Upper == 0 || s.unmeas < k.Upper):
+		k.Bound = s.bound()
+		how := "passed again on confirmation"
+		if !k.Bound.Confirmed {
+			how = "passed once; its confirmation was invalid too"
+		}
+		k.Reason = fmt.Sprintf("highest passing level %s (%s); the next level, %s, could not be measured (%s), so the knee is at least %s, not located%s",
+			fmtLevel(k.Low), how, fmtLevel(s.unmeas), strings.Join(k.Bound.Flags, ", "), fmtLevel(k.Low), unconfirmed)
 	case s.confirmed > 0 && k.Upper > 0:
 		k.Found, k.Level = true, k.Low
 		k.Reason = fmt.Sprintf("highest passing level %s (passed again on confirmation), first failing level %s%s", fmtLevel(k.Low), fmtLevel(k.Upper), unconfirmed)
@@ -480,6 +593,8 @@ func (s *searcher) knee() Knee {
 		k.Reason = "no valid step: the knee cannot be decided"
 	case k.Low > 0 && k.Upper > 0:
 		k.Reason = fmt.Sprintf("%s passed and %s failed, but %s was not confirmed by a second step, so the knee is not stated%s", fmtLevel(k.Low), fmtLevel(k.Upper), fmtLevel(k.Low), unconfirmed)
+	case k.Low > 0 && s.unmeas > k.Low:
+		k.Reason = fmt.Sprintf("%s passed and %s could not be measured, but %s was not confirmed by a second step, so the knee is not stated", fmtLevel(k.Low), fmtLevel(s.unmeas), fmtLevel(k.Low))
 	case k.Low > 0:
 		k.Reason = fmt.Sprintf("every level tried passed; the knee is above %s", fmtLevel(k.Low))
 	case k.Upper > 0:

@@ -33,6 +33,8 @@ const (
 	// rounds in all): levels × rounds steps each keep their statistics and
 	// up to MaxKneeSamples per-request samples until the run ends.
 	MaxRounds = 100
+	// MaxKneeRepeats bounds --knee-repeats.
+	MaxKneeRepeats = 10
 	// MaxAutoSteps bounds --auto-max-steps, the steps of an adaptive search.
 	MaxAutoSteps = MaxLevels
 	// MaxTimeout bounds a request's timeouts (--timeout, --ttft-timeout,
@@ -237,6 +239,10 @@ var settingsTable = []Setting{
 	{Field: "Search.MaxSteps", Flag: "auto-max-steps", Kind: KindInt, Default: strconv.Itoa(DefaultAutoMaxSteps), Bound: Bound{Min: 1, Max: MaxAutoSteps, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "steps", Surfaces: SurfaceSweep,
 		Doc:           "--rates auto: the most steps run, reruns of invalid levels included.",
 		CompareHidden: true},
+	{Field: "Search.Repeats", Flag: "knee-repeats", Kind: KindInt, Default: strconv.Itoa(DefaultKneeRepeats), Bound: Bound{Min: 1, Max: MaxKneeRepeats, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "runs", Surfaces: SurfaceSweep,
+		Doc: "--rates auto: the valid runs, each with arrivals of its own, of the knee level and of the first failing level " +
+			"above it; the runs after the confirmation back the knee's interval with their spread and cost at most this many steps per level (1: none).",
+		CompareHidden: true},
 	{Field: "Search.Tolerance", Flag: "auto-tolerance", Kind: KindFloat, Default: strconv.FormatFloat(DefaultAutoTolerance, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, MaxOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep,
 		Doc: "--rates auto: stop when the highest passing and lowest failing rates are within " +
 			"this relative distance.",
@@ -324,6 +330,7 @@ var settingsTable = []Setting{
 	{Field: "Search.Lengthen", Internal: true, Doc: "Longer reruns of a level too short to decide (DefaultSearchLengthen)."},
 	{Field: "Search.MinRate", Internal: true, Doc: "The lowest rate the search tries (default Start/64)."},
 	{Field: "Search.MaxRate", Internal: true, Doc: "The highest rate the search tries (a target's max_sweep_rate)."},
+	{Field: "Search.Capacity", Internal: true, Doc: "The throughput probe's capacity estimate, which sizes a bound's shard advice (set by the sweep)."},
 	{Field: "Search.Ratio", Internal: true, Doc: "The goodput/offered ratio a passing level reaches (DefaultGoodputRatio)."},
 	{Field: "Embedded", Internal: true, Doc: "The target is the in-process simulator (the CPU check is skipped)."},
 	{Field: "TraceSampleRatio", Key: "trace_sample_ratio", Kind: KindFloat, Default: strconv.FormatFloat(DefaultTraceSampleRatio, 'g', -1, 64),
