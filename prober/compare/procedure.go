@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-kit/log"
 	kitlevel "github.com/go-kit/log/level"
@@ -68,10 +69,16 @@ type Procedure struct {
 	// baseline's SLO is the comparison's.
 	Baseline, Candidate sweep.Config
 	// Order is OrderABBA or OrderRandom; Rounds counts both sides'
-	// rounds (even, >= 2); Seed is the first pair's seed.
+	// rounds (even, >= 2) of each look; Seed is the first pair's seed.
 	Order  string
 	Rounds int
 	Seed   int64
+	// Budget, when set, makes the comparison sequential (sequential.go):
+	// after each look of Rounds rounds every figure is judged at the
+	// look's group-sequential boundary, and another look is added until
+	// the verdict decides or the budget would be passed. The zero Budget:
+	// one look (the fixed design).
+	Budget Budget
 	// Thresholds are the compared figures (ParseThresholds) and
 	// MaxRegression their text as given; Vary the fingerprint fields
 	// allowed to differ (DefaultVary when nil); Iters the bootstrap's
@@ -175,41 +182,68 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	p.Candidate.PromptNonce = p.Baseline.PromptNonce
 	cr := p.newResult()
 	sides := map[string]*Evidence{}
-	order := RoundOrder(p.Order, p.Rounds, p.Seed)
 	secrets := append(p.Baseline.Secrets(), p.Candidate.Secrets()...)
 	complete, stopReason := true, ""
 	var reruns []string
-	for i, side := range order {
-		rr := p.round(i, side, len(order))
-		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed,
-			"prompt_nonce", rr.Round.PromptNonce)
-		out, err := run(ctx, rr)
-		if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && len(reruns) < maxReruns(p.Rounds) {
-			reason := fmt.Sprintf("round %d (%s) rerun: %s", i+1, side, flagged)
-			kitlevel.Warn(logger).Log("msg", "compare round rerun: the client was flagged", "round", i+1, "side", side, "reason", flagged)
-			cr.addRound(rr.Round, out, discardedClient+flagged)
-			reruns = append(reruns, reason)
-			rr = p.rerun(rr, len(order))
-			out, err = run(ctx, rr)
+	plan := p.newLookPlan(sweep.MaxRounds)
+	var v *Verdict
+	var z float64
+	start := time.Now()
+	for look := 1; ; look++ {
+		lookStart := time.Now()
+		order := RoundOrder(p.Order, look*p.Rounds, p.Seed)
+		for i := (look - 1) * p.Rounds; i < len(order); i++ {
+			side := order[i]
+			rr := p.round(i, side, len(order))
+			kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed,
+				"prompt_nonce", rr.Round.PromptNonce)
+			out, err := run(ctx, rr)
+			if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && len(reruns) < maxReruns(len(order)) {
+				reason := fmt.Sprintf("round %d (%s) rerun: %s", i+1, side, flagged)
+				kitlevel.Warn(logger).Log("msg", "compare round rerun: the client was flagged", "round", i+1, "side", side, "reason", flagged)
+				cr.addRound(rr.Round, out, discardedClient+flagged)
+				reruns = append(reruns, reason)
+				rr = p.rerun(rr, len(order))
+				out, err = run(ctx, rr)
+			}
+			if out != nil && out.Result != nil {
+				cr.addRound(rr.Round, out, "")
+				addEvidence(sides, side, rr.Round.Round, out.Evidence)
+			}
+			switch {
+			case ctx.Err() != nil:
+				complete, stopReason = false, fmt.Sprintf("interrupted during round %d (%s)", i+1, side)
+			case err != nil:
+				complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", i+1, side, fingerprint.RedactSecrets(err.Error(), secrets...))
+			case out == nil || !out.Complete:
+				complete, stopReason = false, fmt.Sprintf("round %d (%s) did not complete", i+1, side)
+			}
+			if !complete {
+				kitlevel.Error(logger).Log("msg", "compare stopped", "reason", stopReason)
+				break
+			}
 		}
-		if out != nil && out.Result != nil {
-			cr.addRound(rr.Round, out, "")
-			addEvidence(sides, side, rr.Round.Round, out.Evidence)
+		if !complete || plan == nil {
+			break
 		}
-		switch {
-		case ctx.Err() != nil:
-			complete, stopReason = false, fmt.Sprintf("interrupted during round %d (%s)", i+1, side)
-		case err != nil:
-			complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", i+1, side, fingerprint.RedactSecrets(err.Error(), secrets...))
-		case out == nil || !out.Complete:
-			complete, stopReason = false, fmt.Sprintf("round %d (%s) did not complete", i+1, side)
-		}
-		if !complete {
-			kitlevel.Error(logger).Log("msg", "compare stopped", "reason", stopReason)
+		now := time.Now()
+		l := plan.next(look, len(order), perSide(sides), now.Sub(start), now.Sub(lookStart))
+		z = l.Z
+		v = p.verdict(sides, reruns, z)
+		stop := plan.judged(l, v)
+		kitlevel.Info(logger).Log("msg", "compare look", "look", l.Look, "of", plan.seq.MaxLooks, "n_per_side", l.NPerSide,
+			"z", fmt.Sprintf("%.3f", l.Z), "spent_alpha", fmt.Sprintf("%.4g", l.Spent), "verdict", v.Outcome, "final", l.Final)
+		if stop {
 			break
 		}
 	}
-	v := p.verdict(sides, reruns)
+	if plan != nil {
+		cr.Sequential = plan.seq
+	}
+	if v == nil || !complete {
+		v = p.verdict(sides, reruns, z)
+	}
+	cr.Sequential.apply(v)
 	if complete && p.AnswerChecks != nil {
 		q, err := p.quality(ctx)
 		switch {
@@ -309,13 +343,13 @@ func addEvidence(sides map[string]*Evidence, side string, round int, ev *Evidenc
 
 // verdict compares the sides' pooled evidence (inconclusive when a side
 // has none).
-func (p *Procedure) verdict(sides map[string]*Evidence, reruns []string) *Verdict {
+func (p *Procedure) verdict(sides map[string]*Evidence, reruns []string, z float64) *Verdict {
 	if sides[SideBaseline] == nil || sides[SideCandidate] == nil {
 		return &Verdict{Outcome: OutcomeInconclusive, Rules: []Rule{}, Figures: []Figure{},
 			Reasons: []string{"no round of one side was measured"}, Missing: []string{}}
 	}
 	return Compare(sides[SideBaseline], sides[SideCandidate], Options{
-		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed), Reruns: reruns,
+		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed), Reruns: reruns, Z: z,
 	})
 }
 
