@@ -40,9 +40,14 @@ func SpentOBF(t, alpha float64) float64 {
 	return 2 - 2*normCDF(normQuantile(1-alpha/2)/math.Sqrt(t))
 }
 
+// MaxZ is the boundary of a look that spends no alpha (an interval of
+// ±40 standard errors: nothing decides there). It keeps result.json's
+// numbers finite.
+const MaxZ = 40
+
 // seqGrid is the number of points per unit of standard deviation of the
 // numerical integration of Boundaries.
-const seqGrid = 64
+const seqGrid = 24
 
 // Boundaries returns the upper one-sided boundaries z_1 … z_K of a
 // group-sequential design of one-sided level alpha whose looks are at the
@@ -74,11 +79,11 @@ func Boundaries(ts []float64, alpha float64) ([]float64, error) {
 			}
 			return integrate(grid, dens, func(s float64) float64 { return 1 - normCDF((c-s)/sd) })
 		}
-		var c float64
-		if spend <= 1e-15 {
-			c = math.Inf(1)
-		} else {
-			lo, hi := -10*math.Sqrt(t), 40*math.Sqrt(t)
+		// A look that spends (next to) nothing gets the boundary MaxZ: no
+		// interval there can decide.
+		c := MaxZ * math.Sqrt(t)
+		if spend > 1e-15 {
+			lo, hi := -10*math.Sqrt(t), MaxZ*math.Sqrt(t)
 			for range 200 {
 				mid := (lo + hi) / 2
 				if cross(mid) > spend {
@@ -94,11 +99,9 @@ func Boundaries(ts []float64, alpha float64) ([]float64, error) {
 			break
 		}
 		// The density of S(t) below c: the old density convolved with
-		// N(0, dt), on a new grid from 10 sd below to c.
-		top := c
-		if math.IsInf(top, 1) {
-			top = 10 * math.Sqrt(t)
-		}
+		// N(0, dt), on a new grid from 10 sd below to c (at most 10 sd
+		// above: the paths beyond are negligible).
+		top := math.Min(c, 10*math.Sqrt(t))
 		bottom := -10 * math.Sqrt(t)
 		n := int((top-bottom)/math.Sqrt(t)*seqGrid) + 1
 		ng, nd := make([]float64, n), make([]float64, n)

@@ -2,7 +2,9 @@ package compare
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestBoundaries checks the O'Brien-Fleming-type Lan-DeMets boundaries
@@ -49,5 +51,67 @@ func TestSpentOBF(t *testing.T) {
 	}
 	if c := ConfOfZ(1.959964); math.Abs(c-0.95) > 1e-6 {
 		t.Errorf("ConfOfZ(1.96) = %v", c)
+	}
+}
+
+// TestParseBudget reads --budget: off, a time, requests per side, both;
+// a bad part is named.
+func TestParseBudget(t *testing.T) {
+	f := func(s string, want Budget, wantErr string) {
+		t.Helper()
+		got, err := ParseBudget(s)
+		switch {
+		case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+			t.Errorf("%q: error %v, want %q", s, err, wantErr)
+		case wantErr == "" && (err != nil || got != want):
+			t.Errorf("%q: %+v (%v), want %+v", s, got, err, want)
+		}
+	}
+	f("off", Budget{}, "")
+	f("20m", Budget{Time: 20 * time.Minute}, "")
+	f("2000", Budget{Requests: 2000}, "")
+	f("20m,2000", Budget{Time: 20 * time.Minute, Requests: 2000}, "")
+	f("2000, 90s", Budget{Time: 90 * time.Second, Requests: 2000}, "")
+	f(DefaultBudget, Budget{Time: 20 * time.Minute, Requests: 2000}, "")
+	f("0", Budget{}, `requests per side must be given once and be >= 1, got "0"`)
+	f("20m,30m", Budget{}, `got "30m"`)
+	f("soon", Budget{}, `want off, a duration (20m), a count of requests per side (2000) or both (20m,2000), got "soon"`)
+	f("-5m", Budget{}, `got "-5m"`)
+	if s := (Budget{Time: 20 * time.Minute, Requests: 2000}).String(); s != "20m0s,2000" {
+		t.Errorf("String: %q", s)
+	}
+	if s := (Budget{}).String(); s != "off" {
+		t.Errorf("String: %q", s)
+	}
+}
+
+// TestConfText prints a level with the digits that tell it from 100 %.
+func TestConfText(t *testing.T) {
+	for conf, want := range map[float64]string{0.95: "95", 0.9992: "99.92", ConfOfZ(4.877): "99.99989", 0.5: "50"} {
+		if got := ConfText(conf); got != want {
+			t.Errorf("ConfText(%v) = %q, want %q", conf, got, want)
+		}
+	}
+}
+
+// TestBoundariesEarlyLook: a first look at 1/25 of the information spends
+// next to nothing, so its boundary is MaxZ (finite, for result.json); the
+// looks after it still spend the whole alpha.
+func TestBoundariesEarlyLook(t *testing.T) {
+	ts := make([]float64, 25)
+	for i := range ts {
+		ts[i] = float64(i+1) / 25
+	}
+	zs, err := Boundaries(ts, SeqAlpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zs[0] != MaxZ || zs[1] > MaxZ || zs[24] < 1.96 || zs[24] > 2.2 {
+		t.Errorf("boundaries %v", zs)
+	}
+	for i := 2; i < 25; i++ {
+		if zs[i] >= zs[i-1] {
+			t.Errorf("look %d: z %.3f not below look %d's %.3f", i+1, zs[i], i, zs[i-1])
+		}
 	}
 }
