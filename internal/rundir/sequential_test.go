@@ -23,7 +23,7 @@ func TestRunCompareSequential(t *testing.T) {
 		cc.StepBase = candStep
 		cand, _ := simtest.Start(t, cc)
 		p := testProcedure(t, base, cand, t.TempDir())
-		p.Rounds = 4                               // one A/B/B/A block per look: 40 requests per side
+		p.Rounds = 4                                // one A/B/B/A block per look: 40 requests per side
 		p.Budget = compare.Budget{Requests: 5 * 40} // five looks
 		res, err := RunCompare(context.Background(), p, CompareOptions{})
 		if err != nil {
