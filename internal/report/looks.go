@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
@@ -20,18 +19,9 @@ func WriteLooksText(w io.Writer, s *compare.Sequential) {
 		s.Design, s.Alpha, s.Budget, s.MaxLooks, s.RoundsPerLook)
 	for _, l := range s.Looks {
 		fmt.Fprintf(w, "  look %d: %d rounds, %d requests per side, z %.3f (%s %% intervals), alpha spent %.4g: %s; %s\n",
-			l.Look, l.Rounds, l.NPerSide, l.Z, compare.ConfText(l.Conf), l.Spent, l.Outcome, lookFigures(l))
+			l.Look, l.Rounds, l.NPerSide, l.Z, compare.ConfText(l.Conf), l.Spent, l.Outcome, l.FiguresText())
 	}
 	fmt.Fprintf(w, "  stopped: %s\n\n", s.Stopped)
-}
-
-// lookFigures is each figure's state at a look in a few words.
-func lookFigures(l compare.Look) string {
-	parts := make([]string, 0, len(l.Figures))
-	for _, f := range l.Figures {
-		parts = append(parts, fmt.Sprintf("%s @ %s %s %+.1f %% [%+.1f, %+.1f]", f.Name, f.Level, f.Status, 100*f.Change, 100*f.CILo, 100*f.CIHi))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // writeLooksMarkdown is the looks table of analysis.md.
@@ -44,7 +34,7 @@ func writeLooksMarkdown(w io.Writer, s *compare.Sequential) {
 	fmt.Fprintln(w, "| look | rounds | requests per side | fraction | z | interval level | alpha spent | verdict | figures |\n|---:|---:|---:|---:|---:|---:|---:|---|---|")
 	for _, l := range s.Looks {
 		fmt.Fprintf(w, "| %d | %d | %d | %.3f | %.3f | %s %% | %.4g | %s | %s |\n", l.Look, l.Rounds, l.NPerSide, l.Fraction, l.Z,
-			compare.ConfText(l.Conf), l.Spent, l.Outcome, cell(lookFigures(l)))
+			compare.ConfText(l.Conf), l.Spent, l.Outcome, cell(l.FiguresText()))
 	}
 	fmt.Fprintf(w, "\nStopped: %s.\n\n", s.Stopped)
 }

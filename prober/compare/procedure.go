@@ -232,7 +232,8 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 		v = p.verdict(sides, reruns, z)
 		stop := plan.judged(l, v)
 		kitlevel.Info(logger).Log("msg", "compare look", "look", l.Look, "of", plan.seq.MaxLooks, "n_per_side", l.NPerSide,
-			"z", fmt.Sprintf("%.3f", l.Z), "spent_alpha", fmt.Sprintf("%.4g", l.Spent), "verdict", v.Outcome, "final", l.Final)
+			"z", fmt.Sprintf("%.3f", l.Z), "spent_alpha", fmt.Sprintf("%.4g", l.Spent), "verdict", v.Outcome, "final", l.Final,
+			"figures", l.FiguresText())
 		if stop {
 			break
 		}

@@ -124,6 +124,16 @@ type LookFigure struct {
 	CIHi   float64 `json:"ci_hi"`
 }
 
+// FiguresText is each figure's state at the look in a few words:
+// "ttft_p99 @ rate=4 undecided +2.0 % [-8.1, +12.6]".
+func (l *Look) FiguresText() string {
+	parts := make([]string, 0, len(l.Figures))
+	for _, f := range l.Figures {
+		parts = append(parts, fmt.Sprintf("%s @ %s %s %+.1f %% [%+.1f, %+.1f]", f.Name, f.Level, f.Status, 100*f.Change, 100*f.CILo, 100*f.CIHi))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // fractions are the information fractions of the looks taken.
 func (s *Sequential) fractions() []float64 {
 	out := make([]float64, len(s.Looks))
