@@ -57,7 +57,9 @@ func scaleDecode(f float64) func(*simulator.Config) {
 // seed, and a Markdown table of the verdicts, the wrong ones, and the
 // looks, requests per side and wall time used. It is skipped unless
 // LLMPROBE_OC_RUNS is set (`make compare-oc`: hours at 20 runs per case);
-// LLMPROBE_OC_CASES picks cases by name prefix (comma separated).
+// LLMPROBE_OC_CASES picks cases by name prefix (comma separated),
+// LLMPROBE_OC_BUDGET replaces the default --budget. Each look is logged
+// on stderr as it is taken.
 func BenchmarkCompareOC(b *testing.B) {
 	runs, _ := strconv.Atoi(os.Getenv("LLMPROBE_OC_RUNS"))
 	if runs <= 0 {
@@ -183,12 +185,17 @@ func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *comp
 	if err != nil {
 		b.Fatal(err)
 	}
-	budget, err := compare.ParseBudget(compare.DefaultBudget)
+	spec := compare.DefaultBudget
+	if s := os.Getenv("LLMPROBE_OC_BUDGET"); s != "" {
+		spec = s
+	}
+	budget, err := compare.ParseBudget(spec)
 	if err != nil {
 		b.Fatal(err)
 	}
 	p := &compare.Procedure{Baseline: side(base), Candidate: side(cand), Order: compare.OrderABBA, Rounds: 4, Seed: seed,
-		Thresholds: compare.DropGoodput(th), MaxRegression: compare.DefaultThresholds, Vary: []string{compare.FieldEndpoint}, Budget: budget}
+		Thresholds: compare.DropGoodput(th), MaxRegression: compare.DefaultThresholds, Vary: []string{compare.FieldEndpoint}, Budget: budget,
+		Logger: lookLogger{}}
 	if checks {
 		p.AnswerChecks = answer.Builtin()
 	}
@@ -201,3 +208,17 @@ func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *comp
 // flags most rounds and the client rule, not the sequential design,
 // would decide the verdicts (docs/compare.md says so beside the table).
 const ocClientLag = 250 * time.Millisecond
+
+// lookLogger writes the comparison's "compare look" lines to stderr and
+// drops the rest.
+type lookLogger struct{}
+
+// Log implements log.Logger.
+func (lookLogger) Log(kv ...any) error {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == "msg" && kv[i+1] == "compare look" {
+			return log.NewLogfmtLogger(os.Stderr).Log(kv...)
+		}
+	}
+	return nil
+}
