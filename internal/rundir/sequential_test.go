@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +69,48 @@ func TestRunCompareSequential(t *testing.T) {
 	}
 	f("five times slower decode", 5*time.Millisecond, compare.OutcomeFail)
 	f("identical", time.Millisecond, compare.OutcomePass)
+}
+
+// TestRunCompareSequentialStarvedClient: in a sequential comparison a pair
+// whose round stays client-flagged after its rerun is discarded whole (up
+// to half the pairs), marked so in result.json; past the bound the client
+// rule fails and the looks stop (more rounds do not mend it). analyze
+// skips the discarded pairs and gives the same verdict and client rule.
+func TestRunCompareSequentialStarvedClient(t *testing.T) {
+	base, _ := simtest.Start(t, simtest.Fast())
+	cand, _ := simtest.Start(t, simtest.Fast())
+	p := testProcedure(t, base, cand, t.TempDir())
+	p.Baseline.Validity.MaxSendLag, p.Candidate.Validity.MaxSendLag = time.Nanosecond, time.Nanosecond
+	p.Rounds = 4
+	p.Budget = compare.Budget{Requests: 5 * 40}
+	res, err := RunCompare(context.Background(), p, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := res.Result
+	discarded := 0
+	for _, r := range cr.Rounds {
+		if strings.HasPrefix(r.Discarded, "client flagged, rerun: pair discarded: ") {
+			discarded++
+		}
+	}
+	if cr.Verdict != compare.OutcomeInconclusive || discarded != 2 || cr.Sequential == nil ||
+		!strings.HasPrefix(cr.Sequential.Stopped, "a rule that more rounds do not mend: client not saturated failed") {
+		t.Fatalf("verdict %s, %d rounds of discarded pairs, sequential %+v: %v", cr.Verdict, discarded, cr.Sequential, cr.Result.Reasons)
+	}
+	a, err := Analyze([]string{res.Dir}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := func(v *compare.Verdict) compare.Rule {
+		for _, r := range v.Rules {
+			if r.Name == compare.RuleClient {
+				return r
+			}
+		}
+		return compare.Rule{}
+	}
+	if a.Comparison.Outcome != cr.Verdict || client(a.Comparison) != client(cr.Result) {
+		t.Errorf("analyze %s %+v, compare %s %+v", a.Comparison.Outcome, client(a.Comparison), cr.Verdict, client(cr.Result))
+	}
 }

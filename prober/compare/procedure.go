@@ -185,6 +185,9 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	secrets := append(p.Baseline.Secrets(), p.Candidate.Secrets()...)
 	complete, stopReason := true, ""
 	var reruns []string
+	rerunCount := 0
+	var pending []pendingRound // the rounds of the pair under way
+	discards := 0              // pairs discarded (sequential only)
 	plan := p.newLookPlan(sweep.MaxRounds)
 	var v *Verdict
 	var z float64
@@ -198,7 +201,8 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 			kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed,
 				"prompt_nonce", rr.Round.PromptNonce)
 			out, err := run(ctx, rr)
-			if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && len(reruns) < maxReruns(len(order)) {
+			if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && rerunCount < maxReruns(len(order)) {
+				rerunCount++
 				reason := fmt.Sprintf("round %d (%s) rerun: %s", i+1, side, flagged)
 				kitlevel.Warn(logger).Log("msg", "compare round rerun: the client was flagged", "round", i+1, "side", side, "reason", flagged)
 				cr.addRound(rr.Round, out, discardedClient+flagged)
@@ -208,7 +212,8 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 			}
 			if out != nil && out.Result != nil {
 				cr.addRound(rr.Round, out, "")
-				addEvidence(sides, side, rr.Round.Round, out.Evidence)
+				pending = append(pending, pendingRound{index: len(cr.Rounds) - 1, side: side, round: rr.Round.Round, ev: out.Evidence,
+					flagged: clientFlagged(out)})
 			}
 			switch {
 			case ctx.Err() != nil:
@@ -222,7 +227,23 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 				kitlevel.Error(logger).Log("msg", "compare stopped", "reason", stopReason)
 				break
 			}
+			if i%2 == 1 { // a pair is complete: its evidence counts, or the pair is discarded
+				if why := p.discardPair(cr, pending, discards, len(order)); why != "" {
+					discards++
+					kitlevel.Warn(logger).Log("msg", "compare pair discarded: the client was flagged after its rerun", "rounds", fmt.Sprintf("%d,%d", i, i+1), "reason", why)
+				} else {
+					for _, pr := range pending {
+						addEvidence(sides, pr.side, pr.round, pr.ev)
+					}
+				}
+				pending = pending[:0]
+			}
 		}
+		for _, pr := range pending { // an incomplete pair counts as it is (the verdict is inconclusive)
+			addEvidence(sides, pr.side, pr.round, pr.ev)
+		}
+		pending = pending[:0]
+		reruns = cr.Reruns()
 		if !complete || plan == nil {
 			break
 		}
@@ -258,6 +279,48 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	cr.finish(v, complete, stopReason)
 	return cr
 }
+
+// pendingRound is a round of the pair under way: its evidence counts once
+// the pair is complete (Procedure.discardPair).
+type pendingRound struct {
+	index, round int // in Result.Rounds; the round's number
+	side         string
+	ev           *Evidence
+	flagged      string // its client flags after any rerun ("": none)
+}
+
+// discardPair decides, in a sequential comparison, whether a complete pair
+// of rounds is left out because a round of it was still client-flagged
+// after its rerun (or past the reruns allowed): the looks can add rounds,
+// so such a pair is discarded whole (both sides keep the same seeds and
+// the A/B balance) and marked so in the Result, which analyze reads back.
+// At most half the pairs run so far are discarded (at least one); past that
+// the pair counts and the client rule fails, naming its flags. It returns
+// why the pair was discarded ("": it counts). The fixed design never
+// discards a pair.
+func (p *Procedure) discardPair(cr *Result, pair []pendingRound, discards, rounds int) string {
+	if p.Budget.IsZero() || len(pair) != 2 || discards >= max(1, rounds/4) {
+		return ""
+	}
+	var why []string
+	for _, pr := range pair {
+		if pr.flagged != "" {
+			why = append(why, fmt.Sprintf("round %d (%s) still flagged: %s", pr.round, pr.side, pr.flagged))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	text := discardedPair + strings.Join(why, "; ")
+	for _, pr := range pair {
+		cr.Rounds[pr.index].Discarded = discardedClient + text
+	}
+	return text
+}
+
+// discardedPair opens the reason of a pair discarded for its client, after
+// discardedClient (Round.Discarded).
+const discardedPair = "pair discarded: "
 
 // discardedClient opens Round.Discarded of a round rerun for its client.
 const discardedClient = "client flagged, rerun: "
