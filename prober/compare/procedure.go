@@ -168,8 +168,13 @@ func (p *Procedure) Preflight(ctx context.Context) error {
 // more at once, with the same seed (MaxRoundReruns per round, at most half
 // the rounds in all); the first attempt stays listed, Discarded, and only the rerun's
 // evidence counts. A rerun still flagged makes the verdict inconclusive
-// (the client rule), naming the round. The Result lists every round that
-// measured something. Run does not call Preflight.
+// (the client rule), naming the round; in a sequential comparison its pair
+// is discarded instead, within a bound (discardPair). With a Budget the
+// rounds come in looks of Rounds rounds, each judged at its
+// group-sequential boundary, until the verdict decides or the budget
+// would be passed (sequential.go; Result.Sequential records every look).
+// The Result lists every round that measured something. Run does not call
+// Preflight.
 func (p *Procedure) Run(ctx context.Context) *Result {
 	logger := p.logger()
 	run := p.RunRound
@@ -203,10 +208,8 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 			out, err := run(ctx, rr)
 			if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && rerunCount < maxReruns(len(order)) {
 				rerunCount++
-				reason := fmt.Sprintf("round %d (%s) rerun: %s", i+1, side, flagged)
 				kitlevel.Warn(logger).Log("msg", "compare round rerun: the client was flagged", "round", i+1, "side", side, "reason", flagged)
 				cr.addRound(rr.Round, out, discardedClient+flagged)
-				reruns = append(reruns, reason)
 				rr = p.rerun(rr, len(order))
 				out, err = run(ctx, rr)
 			}
