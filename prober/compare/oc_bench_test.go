@@ -41,7 +41,7 @@ var ocCases = []ocCase{
 	// step's wait plus one step (21-24 ms); ten times the prefill cost per
 	// token adds about 12 ms to the prefill step: about +50 %. (2.5 times,
 	// the first definition, measured +15-18 %.)
-	{name: "ttft-p99+50%", change: func(c *simulator.Config) { c.StepPerPrefillToken *= 10 }, right: []string{compare.OutcomeFail}},
+	{name: "ttft-p99+50%", change: func(c *simulator.Config) { c.StepPerPrefillToken *= 5 }, right: []string{compare.OutcomeFail}},
 	{name: "wrong-answers 0.3", change: func(c *simulator.Config) { c.Faults.WrongAnswers = 0.3 }, checks: true, right: []string{compare.OutcomeFail}},
 	{name: "nondeterministic 0.2", change: func(c *simulator.Config) { c.Faults.Nondeterministic = 0.2 }, checks: true, right: []string{compare.OutcomePass}},
 }
