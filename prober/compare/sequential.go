@@ -37,10 +37,8 @@ func (b Budget) String() string {
 	return strings.Join(parts, ",")
 }
 
-// DefaultBudget is compare's --budget (the settings table's): sized so
-// that two identical simulators (`llmprobe simulate`) compared as the
-// README does (`--rates 4`, 20 requests per round) decide on a 2-core
-// host (docs/compare.md).
+// DefaultBudget is compare's --budget (the settings table's
+// sweep.DefaultCompareBudget).
 const DefaultBudget = sweep.DefaultCompareBudget
 
 // ParseBudget reads --budget: "off" (the fixed design), or a duration

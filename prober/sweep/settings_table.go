@@ -50,8 +50,10 @@ const (
 var inFlightText = "must be at most " + strconv.Itoa(MaxInFlight) + " requests in flight (shard the sweep for more)"
 
 // DefaultCompareBudget is compare's --budget (prober/compare.ParseBudget):
-// a wall time and requests per side, sized so that the README's compare
-// example decides on a 2-core host (docs/compare.md "Sequential rounds").
+// a wall time and requests per side that bound a comparison to about 20
+// minutes; with --rounds 4 the 100-round cap (25 looks) binds first at
+// fewer than 40 requests per side per look (docs/compare.md "Sequential
+// rounds" says what it decided, and what not, on a 2-core host).
 const DefaultCompareBudget = "20m,2000"
 
 // stepRequestsText is the bound of a step's request counts (NumPrompts,
