@@ -13,7 +13,7 @@ LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
              -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
 
-.PHONY: all build docker image-test test test-race test-short lint vet fmt bench bench-quick bench-go test-rules mixin e2e clean browser
+.PHONY: all build docker image-test test test-race test-short lint vet fmt bench bench-quick bench-go compare-oc test-rules mixin e2e clean browser
 
 all: lint test build
 
@@ -75,6 +75,13 @@ bench: build
 
 bench-quick: build
 	nice ./$(BIN) bench --quick $(BENCH_FLAGS)
+
+# Sequential compare's operating characteristics on the simulator, the table of docs/compare.md:
+# OC_RUNS comparisons per case (hours at 20; OC_CASES picks cases by name prefix, comma separated;
+# OC_BUDGET replaces the default --budget).
+OC_RUNS ?= 20
+compare-oc:
+	LLMPROBE_OC_RUNS=$(OC_RUNS) LLMPROBE_OC_CASES=$(OC_CASES) LLMPROBE_OC_BUDGET=$(OC_BUDGET) $(GO) test -run '^$$' -bench BenchmarkCompareOC -benchtime 1x -timeout 0 ./prober/compare
 
 # The Go micro-benchmarks of the hot paths.
 bench-go:

@@ -68,6 +68,7 @@ func runCompare(e *env, f *rundir.CompareFlags) int {
 	case out == nil:
 		return fail(rundir.FlagErrorText(err))
 	}
+	report.WriteLooksText(e.stdout, out.Result.Sequential)
 	report.WriteVerdictText(e.stdout, out.Result.Result, out.Result.SLO)
 	fmt.Fprintf(e.stdout, "\nrun directory: %s\n", out.Dir)
 	if err != nil {

@@ -37,12 +37,14 @@ func compareSim(t *testing.T, mod func(*simulator.Config)) string {
 // on a busy machine). The compared figures are TPOT p99 and goodput: the
 // TTFT p99 of a 4 ms-step simulator on a shared test machine measures the
 // machine's scheduling hiccups, not the server (prober/compare's tests
-// cover the TTFT figure). Extra flags replace these defaults.
+// cover the TTFT figure). --budget off: one look of 4 rounds, the fixed
+// design these cases check (internal/rundir's TestRunCompareSequential
+// covers the looks). Extra flags replace these defaults.
 func compareArgs(out string, extra ...string) []string {
 	defaults := [][]string{{"--rates", "50"}, {"--num-prompts", "50"}, {"--max-regression", "tpot_p99=10%,goodput=5%"}, {"--input-len", "16"}, {"--output-len", "8"},
 		{"--warmups", "1"}, {"--goodput", "ttft:2000", "tpot:500"}, {"--max-client-cpu", "64"}, {"--idle-timeout", "10s"},
 		{"--metrics-interval", "200ms"}, {"--bootstrap-iters", "500"}, {"--max-send-lag", "250ms", "--max-sched-latency", "250ms"},
-		{"--out", out}, {"--no-progress"}, {"--log.level", "warn"}}
+		{"--out", out}, {"--no-progress"}, {"--log.level", "warn"}, {"--budget", "off"}}
 	args := []string{"compare"}
 	for _, d := range defaults {
 		if !slices.Contains(extra, d[0]) {

@@ -25,6 +25,9 @@ type AnalyzeOutput struct {
 	Unverified map[string]string `json:"unverified,omitempty"`
 	// Prices are the compared sides' USD per hour (markdown only).
 	Prices [2]float64 `json:"-"`
+	// Sequential holds a compare run directory's looks, as compare
+	// recorded them (nil: none); the verdict is re-derived at the last.
+	Sequential *compare.Sequential `json:"sequential,omitempty"`
 }
 
 // ExitCode is analyze's exit code: the comparison's verdict when there is
@@ -71,6 +74,7 @@ func WriteAnalyze(w io.Writer, format string, out *AnalyzeOutput) error {
 		if len(out.Inputs) > 0 {
 			fmt.Fprintln(w)
 		}
+		WriteLooksText(w, out.Sequential)
 		WriteVerdictText(w, out.Comparison, out.SLO)
 	}
 	return nil

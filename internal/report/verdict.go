@@ -21,6 +21,9 @@ func WriteCompareAnalysis(w io.Writer, cr *compare.Result, rounds int) {
 	fmt.Fprintf(w, "# llmprobe compare: %s\n\n", v.Outcome)
 	fmt.Fprintf(w, "Baseline `%s` (model %s), candidate `%s` (model %s); %d rounds in %s order, seed %d.\n\n",
 		cr.Baseline.Target, orNR(cr.Baseline.Model), cr.Candidate.Target, orNR(cr.Candidate.Model), rounds, cr.Order, cr.Seed)
+	if s := cr.Sequential; s != nil && len(s.Looks) > 0 {
+		fmt.Fprintf(w, "Sequential: %d looks of %d rounds (up to %d within --budget %s); stopped: %s.\n\n", len(s.Looks), s.RoundsPerLook, s.MaxLooks, s.Budget, s.Stopped)
+	}
 	WriteVerdictMarkdown(w, v, VerdictReport{Decision: cr.Decision, RollbackIf: cr.RollbackIf, SLOMS: cr.SLO,
 		Prices: [2]float64{cr.Baseline.CostPerHour, cr.Candidate.CostPerHour},
 		Rounds: func(w io.Writer) {
@@ -37,6 +40,7 @@ func WriteCompareAnalysis(w io.Writer, cr *compare.Result, rounds int) {
 				fmt.Fprintf(w, "| %s | %s | %d | [%s](%s/analysis.md) | %v | %s |\n", round, r.Side, r.Seed, r.Dir, r.Dir, r.Complete, counted)
 			}
 			fmt.Fprintln(w)
+			writeLooksMarkdown(w, cr.Sequential)
 		}})
 }
 

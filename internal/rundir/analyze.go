@@ -87,6 +87,7 @@ func Analyze(paths []string, o AnalyzeOptions) (*report.AnalyzeOutput, error) {
 		if pair.Stored != nil {
 			co = pair.Stored.Options(co, o.Given)
 			out.Decision, out.RollbackIf = pair.Stored.Decision, pair.Stored.RollbackIf
+			out.Sequential = pair.Stored.Sequential
 		}
 		out.Comparison = compare.Compare(pair.Baseline, pair.Candidate, co)
 		if pair.Stored != nil {

@@ -166,6 +166,10 @@ func compareMetadata(p *compare.Procedure, cr *compare.Result) map[string]string
 	m["compare.candidate_model"] = fingerprint.OrNotRecorded(cr.Candidate.Model)
 	m["compare.order"] = p.Order
 	m["compare.rounds"] = fmt.Sprint(p.Rounds)
+	m["compare.budget"] = p.Budget.String()
+	if cr.Sequential != nil {
+		m["compare.looks"] = fmt.Sprint(len(cr.Sequential.Looks))
+	}
 	m["compare.vary"] = strings.Join(cr.Vary, ",")
 	m["compare.max_regression"] = p.MaxRegression
 	if p.AnswerChecks != nil {

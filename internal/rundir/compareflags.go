@@ -106,6 +106,9 @@ func (f *CompareFlags) Procedure(logger log.Logger) (p *compare.Procedure, err e
 	if p.Vary, err = compare.ParseVary(f.vary); err != nil {
 		return p, fmt.Errorf("--vary: %v", err)
 	}
+	if p.Budget, err = compare.ParseBudget(f.Sweep.str("budget")); err != nil {
+		return p, &FlagError{Flag: "budget", Err: err}
+	}
 	return p, f.quality(p)
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -66,6 +67,8 @@ func TestCompareFlagsRefused(t *testing.T) {
 		{"answer-low-margin", []string{"--rates", "1", "--answer-low-margin", "0"}, "--answer-low-margin: must be > 0 and at most 5 nats", true},
 		{"answer-max-drop", []string{"--rates", "1", "--answer-max-drop", "1"}, "--answer-max-drop: must be a fraction", true},
 		{"answer-repeats", []string{"--rates", "1", "--answer-repeats", "21"}, "--answer-repeats: must be 1 to 20, got 21", true},
+		{"budget", []string{"--rates", "1", "--budget", "soon"},
+			`--budget: want off, a duration (20m), a count of requests per side (2000) or both (20m,2000), got "soon"`, true},
 		// --answer-checks is a sweep setting: refused while each side's
 		// config is built (applyAnswerChecks, Config.Validate).
 		{"answer-checks file", []string{"--rates", "1", "--answer-checks", filepath.Join(t.TempDir(), "none.jsonl")}, "--answer-checks: ", false},
@@ -106,6 +109,12 @@ func TestCompareFlagsProcedure(t *testing.T) {
 	}
 	if b.CostPerHour != 3 || c.CostPerHour != 4 {
 		t.Errorf("prices %v %v, want 3 (shared) and 4 (the candidate's own)", b.CostPerHour, c.CostPerHour)
+	}
+	if p.Budget != (compare.Budget{Time: 20 * time.Minute, Requests: 2000}) {
+		t.Errorf("budget %+v, want the default 20m,2000", p.Budget)
+	}
+	if p, err := compareProcedure(t, "--rates", "2", "--budget", "off"); err != nil || !p.Budget.IsZero() {
+		t.Errorf("--budget off: %+v, %v", p, err)
 	}
 	if p.Rounds != 4 || p.Order != compare.OrderRandom || p.Seed != 7 || p.Iters != 200 || p.MaxRegression != compare.DefaultThresholds {
 		t.Errorf("rounds %d order %q seed %d iters %d max-regression %q", p.Rounds, p.Order, p.Seed, p.Iters, p.MaxRegression)

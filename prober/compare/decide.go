@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // MaxEvidenceFactor bounds the estimate of the evidence that would decide
@@ -38,8 +39,8 @@ func decisionOf(f *Figure, t Threshold) decision {
 //     estimates the requests per side that would decide (evidenceToDecide).
 func judge(f *Figure, t Threshold, loo roundOut) {
 	d := decisionOf(f, t)
-	interval := fmt.Sprintf("%s → %s %s, %+.1f %% (%.0f %% interval %+.1f %% … %+.1f %%)",
-		Num(f.Baseline), Num(f.Candidate), f.Unit, 100*f.Change, 100*f.Conf, 100*f.CILo, 100*f.CIHi)
+	interval := fmt.Sprintf("%s → %s %s, %+.1f %% (%s %% interval %+.1f %% … %+.1f %%)",
+		Num(f.Baseline), Num(f.Candidate), f.Unit, 100*f.Change, ConfText(f.Conf), 100*f.CILo, 100*f.CIHi)
 	significant := f.CILo > 0 || f.CIHi < 0
 	switch {
 	case d.lo > 0 && d.worse > d.limit && loo.ok(d.limit):
@@ -153,4 +154,17 @@ func evidenceToDecide(d decision, n int) (need int, how string) {
 	need = int(math.Ceil(float64(n) * math.Max(factor, 1)))
 	return need, fmt.Sprintf("about %d requests per side (now %d) would decide it (%s, if the change holds; "+
 		"estimated from the interval's width, which narrows as 1/√n)", need, n, goal)
+}
+
+// ConfText prints a level in percent with the digits that tell it from
+// 100: "95", "99.2", "99.9987".
+func ConfText(conf float64) string {
+	p := 100 * conf
+	for d := 0; d < 8; d++ {
+		s := strconv.FormatFloat(p, 'f', d, 64)
+		if v, _ := strconv.ParseFloat(s, 64); v < 100 && math.Abs(v-p) < 0.05*(100-p)+1e-9 {
+			return s
+		}
+	}
+	return strconv.FormatFloat(p, 'g', 8, 64)
 }

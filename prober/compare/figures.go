@@ -174,6 +174,13 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 		f.Detail = "the bootstrap could not bound the difference (the baseline resamples to 0)"
 		return f
 	}
+	if o.Z > 0 {
+		// A sequential look: the interval at the look's boundary, its
+		// half-widths scaled as a normal interval's (Options.Z).
+		w := o.Z / ZOfConf(o.Conf)
+		lo, hi = f.Change-(f.Change-lo)*w, f.Change+(hi-f.Change)*w
+		f.Conf = ConfOfZ(o.Z)
+	}
 	f.CILo, f.CIHi = lo, hi
 	judge(&f, t, leaveOneOut(fb, fc, t))
 	return f

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-kit/log"
 	kitlevel "github.com/go-kit/log/level"
@@ -68,10 +69,16 @@ type Procedure struct {
 	// baseline's SLO is the comparison's.
 	Baseline, Candidate sweep.Config
 	// Order is OrderABBA or OrderRandom; Rounds counts both sides'
-	// rounds (even, >= 2); Seed is the first pair's seed.
+	// rounds (even, >= 2) of each look; Seed is the first pair's seed.
 	Order  string
 	Rounds int
 	Seed   int64
+	// Budget, when set, makes the comparison sequential (sequential.go):
+	// after each look of Rounds rounds every figure is judged at the
+	// look's group-sequential boundary, and another look is added until
+	// the verdict decides or the budget would be passed. The zero Budget:
+	// one look (the fixed design).
+	Budget Budget
 	// Thresholds are the compared figures (ParseThresholds) and
 	// MaxRegression their text as given; Vary the fingerprint fields
 	// allowed to differ (DefaultVary when nil); Iters the bootstrap's
@@ -161,8 +168,13 @@ func (p *Procedure) Preflight(ctx context.Context) error {
 // more at once, with the same seed (MaxRoundReruns per round, at most half
 // the rounds in all); the first attempt stays listed, Discarded, and only the rerun's
 // evidence counts. A rerun still flagged makes the verdict inconclusive
-// (the client rule), naming the round. The Result lists every round that
-// measured something. Run does not call Preflight.
+// (the client rule), naming the round; in a sequential comparison its pair
+// is discarded instead, within a bound (discardPair). With a Budget the
+// rounds come in looks of Rounds rounds, each judged at its
+// group-sequential boundary, until the verdict decides or the budget
+// would be passed (sequential.go; Result.Sequential records every look).
+// The Result lists every round that measured something. Run does not call
+// Preflight.
 func (p *Procedure) Run(ctx context.Context) *Result {
 	logger := p.logger()
 	run := p.RunRound
@@ -175,41 +187,88 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	p.Candidate.PromptNonce = p.Baseline.PromptNonce
 	cr := p.newResult()
 	sides := map[string]*Evidence{}
-	order := RoundOrder(p.Order, p.Rounds, p.Seed)
 	secrets := append(p.Baseline.Secrets(), p.Candidate.Secrets()...)
 	complete, stopReason := true, ""
 	var reruns []string
-	for i, side := range order {
-		rr := p.round(i, side, len(order))
-		kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed,
-			"prompt_nonce", rr.Round.PromptNonce)
-		out, err := run(ctx, rr)
-		if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && len(reruns) < maxReruns(p.Rounds) {
-			reason := fmt.Sprintf("round %d (%s) rerun: %s", i+1, side, flagged)
-			kitlevel.Warn(logger).Log("msg", "compare round rerun: the client was flagged", "round", i+1, "side", side, "reason", flagged)
-			cr.addRound(rr.Round, out, discardedClient+flagged)
-			reruns = append(reruns, reason)
-			rr = p.rerun(rr, len(order))
-			out, err = run(ctx, rr)
+	rerunCount := 0
+	var pending []pendingRound // the rounds of the pair under way
+	discards := 0              // pairs discarded (sequential only)
+	plan := p.newLookPlan(sweep.MaxRounds)
+	var v *Verdict
+	var z float64
+	start := time.Now()
+	for look := 1; ; look++ {
+		lookStart := time.Now()
+		order := RoundOrder(p.Order, look*p.Rounds, p.Seed)
+		for i := (look - 1) * p.Rounds; i < len(order); i++ {
+			side := order[i]
+			rr := p.round(i, side, len(order))
+			kitlevel.Info(logger).Log("msg", "compare round starting", "round", rr.Round.Round, "of", len(order), "side", side, "seed", rr.Round.Seed,
+				"prompt_nonce", rr.Round.PromptNonce)
+			out, err := run(ctx, rr)
+			if flagged := clientFlagged(out); flagged != "" && err == nil && ctx.Err() == nil && out.Complete && rerunCount < maxReruns(len(order)) {
+				rerunCount++
+				kitlevel.Warn(logger).Log("msg", "compare round rerun: the client was flagged", "round", i+1, "side", side, "reason", flagged)
+				cr.addRound(rr.Round, out, discardedClient+flagged)
+				rr = p.rerun(rr, len(order))
+				out, err = run(ctx, rr)
+			}
+			if out != nil && out.Result != nil {
+				cr.addRound(rr.Round, out, "")
+				pending = append(pending, pendingRound{index: len(cr.Rounds) - 1, side: side, round: rr.Round.Round, ev: out.Evidence,
+					flagged: clientFlagged(out)})
+			}
+			switch {
+			case ctx.Err() != nil:
+				complete, stopReason = false, fmt.Sprintf("interrupted during round %d (%s)", i+1, side)
+			case err != nil:
+				complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", i+1, side, fingerprint.RedactSecrets(err.Error(), secrets...))
+			case out == nil || !out.Complete:
+				complete, stopReason = false, fmt.Sprintf("round %d (%s) did not complete", i+1, side)
+			}
+			if !complete {
+				kitlevel.Error(logger).Log("msg", "compare stopped", "reason", stopReason)
+				break
+			}
+			if i%2 == 1 { // a pair is complete: its evidence counts, or the pair is discarded
+				if why := p.discardPair(cr, pending, discards, len(order)); why != "" {
+					discards++
+					kitlevel.Warn(logger).Log("msg", "compare pair discarded: the client was flagged after its rerun", "rounds", fmt.Sprintf("%d,%d", i, i+1), "reason", why)
+				} else {
+					for _, pr := range pending {
+						addEvidence(sides, pr.side, pr.round, pr.ev)
+					}
+				}
+				pending = pending[:0]
+			}
 		}
-		if out != nil && out.Result != nil {
-			cr.addRound(rr.Round, out, "")
-			addEvidence(sides, side, rr.Round.Round, out.Evidence)
+		for _, pr := range pending { // an incomplete pair counts as it is (the verdict is inconclusive)
+			addEvidence(sides, pr.side, pr.round, pr.ev)
 		}
-		switch {
-		case ctx.Err() != nil:
-			complete, stopReason = false, fmt.Sprintf("interrupted during round %d (%s)", i+1, side)
-		case err != nil:
-			complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", i+1, side, fingerprint.RedactSecrets(err.Error(), secrets...))
-		case out == nil || !out.Complete:
-			complete, stopReason = false, fmt.Sprintf("round %d (%s) did not complete", i+1, side)
+		pending = pending[:0]
+		reruns = cr.Reruns()
+		if !complete || plan == nil {
+			break
 		}
-		if !complete {
-			kitlevel.Error(logger).Log("msg", "compare stopped", "reason", stopReason)
+		now := time.Now()
+		l := plan.next(look, len(order), perSide(sides), now.Sub(start), now.Sub(lookStart))
+		z = l.Z
+		v = p.verdict(sides, reruns, z)
+		stop := plan.judged(l, v)
+		kitlevel.Info(logger).Log("msg", "compare look", "look", l.Look, "of", plan.seq.MaxLooks, "n_per_side", l.NPerSide,
+			"z", fmt.Sprintf("%.3f", l.Z), "spent_alpha", fmt.Sprintf("%.4g", l.Spent), "verdict", v.Outcome, "final", l.Final,
+			"figures", l.FiguresText())
+		if stop {
 			break
 		}
 	}
-	v := p.verdict(sides, reruns)
+	if plan != nil {
+		cr.Sequential = plan.seq
+	}
+	if v == nil || !complete {
+		v = p.verdict(sides, reruns, z)
+	}
+	cr.Sequential.apply(v)
 	if complete && p.AnswerChecks != nil {
 		q, err := p.quality(ctx)
 		switch {
@@ -223,6 +282,48 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	cr.finish(v, complete, stopReason)
 	return cr
 }
+
+// pendingRound is a round of the pair under way: its evidence counts once
+// the pair is complete (Procedure.discardPair).
+type pendingRound struct {
+	index, round int // in Result.Rounds; the round's number
+	side         string
+	ev           *Evidence
+	flagged      string // its client flags after any rerun ("": none)
+}
+
+// discardPair decides, in a sequential comparison, whether a complete pair
+// of rounds is left out because a round of it was still client-flagged
+// after its rerun (or past the reruns allowed): the looks can add rounds,
+// so such a pair is discarded whole (both sides keep the same seeds and
+// the A/B balance) and marked so in the Result, which analyze reads back.
+// At most half the pairs run so far are discarded (at least one); past that
+// the pair counts and the client rule fails, naming its flags. It returns
+// why the pair was discarded ("": it counts). The fixed design never
+// discards a pair.
+func (p *Procedure) discardPair(cr *Result, pair []pendingRound, discards, rounds int) string {
+	if p.Budget.IsZero() || len(pair) != 2 || discards >= max(1, rounds/4) {
+		return ""
+	}
+	var why []string
+	for _, pr := range pair {
+		if pr.flagged != "" {
+			why = append(why, fmt.Sprintf("round %d (%s) still flagged: %s", pr.round, pr.side, pr.flagged))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	text := discardedPair + strings.Join(why, "; ")
+	for _, pr := range pair {
+		cr.Rounds[pr.index].Discarded = discardedClient + text
+	}
+	return text
+}
+
+// discardedPair opens the reason of a pair discarded for its client, after
+// discardedClient (Round.Discarded).
+const discardedPair = "pair discarded: "
 
 // discardedClient opens Round.Discarded of a round rerun for its client.
 const discardedClient = "client flagged, rerun: "
@@ -309,13 +410,13 @@ func addEvidence(sides map[string]*Evidence, side string, round int, ev *Evidenc
 
 // verdict compares the sides' pooled evidence (inconclusive when a side
 // has none).
-func (p *Procedure) verdict(sides map[string]*Evidence, reruns []string) *Verdict {
+func (p *Procedure) verdict(sides map[string]*Evidence, reruns []string, z float64) *Verdict {
 	if sides[SideBaseline] == nil || sides[SideCandidate] == nil {
 		return &Verdict{Outcome: OutcomeInconclusive, Rules: []Rule{}, Figures: []Figure{},
 			Reasons: []string{"no round of one side was measured"}, Missing: []string{}}
 	}
 	return Compare(sides[SideBaseline], sides[SideCandidate], Options{
-		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed), Reruns: reruns,
+		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed), Reruns: reruns, Z: z,
 	})
 }
 

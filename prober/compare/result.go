@@ -76,6 +76,9 @@ type Result struct {
 	BootstrapIters int `json:"bootstrap_iters"`
 	// Rounds lists every round that measured something, in order.
 	Rounds []Round `json:"rounds"`
+	// Sequential is the design and the looks of a sequential comparison
+	// (Procedure.Budget; nil: the fixed design, one look).
+	Sequential *Sequential `json:"sequential,omitempty"`
 	// Result is the verdict.
 	Result *Verdict `json:"result"`
 }
@@ -130,6 +133,7 @@ func (r *Result) Options(o Options, given Given) Options {
 	if !given.Seed {
 		o.Seed = uint64(r.Seed)
 	}
+	o.Z = r.Sequential.Z() // the last look's boundary
 	o.Reruns = r.Reruns()
 	return o
 }
@@ -181,6 +185,7 @@ func markIncomplete(v *Verdict, stopReason string) {
 // checks and settings and folded in (ApplyQuality); a comparison that did not complete is inconclusive, naming why it
 // stopped (the first of its stored reasons).
 func (r *Result) Reapply(v *Verdict) {
+	r.Sequential.apply(v)
 	if r.Result != nil && r.Result.Quality != nil {
 		sq := r.Result.Quality
 		ApplyQuality(v, JudgeQuality(sq.QualitySettings, slices.Clone(sq.Checks), slices.Clone(sq.Notes)))

@@ -162,6 +162,11 @@ type Options struct {
 	Iters int
 	Conf  float64
 	Seed  uint64
+	// Z, when > 0, is a sequential look's boundary (Boundaries): each
+	// interval is the bootstrap's at Conf widened around the change by
+	// Z / ZOfConf(Conf), a two-sided level of ConfOfZ(Z) (Figure.Conf).
+	// 0: the bootstrap's interval at Conf as it is (one look).
+	Z float64
 	// Reruns names the rounds rerun because their client was flagged
 	// ("round 2 (candidate) rerun: ..."; Procedure.Run), for the client
 	// rule's detail.

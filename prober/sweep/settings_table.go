@@ -51,6 +51,13 @@ const (
 // inFlightText is the bound text of a level above MaxInFlight.
 var inFlightText = "must be at most " + strconv.Itoa(MaxInFlight) + " requests in flight (shard the sweep for more)"
 
+// DefaultCompareBudget is compare's --budget (prober/compare.ParseBudget):
+// a wall time and requests per side that bound a comparison to about 20
+// minutes; with --rounds 4 the 100-round cap (25 looks) binds first at
+// fewer than 40 requests per side per look (docs/compare.md "Sequential
+// rounds" says what it decided, and what not, on a 2-core host).
+const DefaultCompareBudget = "20m,2000"
+
 // stepRequestsText is the bound of a step's request counts (NumPrompts,
 // MinPrompts, Warmups) beyond MaxStepRequests.
 var stepRequestsText = "must be at most " + strconv.Itoa(MaxStepRequests) + " requests per step"
@@ -188,8 +195,14 @@ var settingsTable = []Setting{
 	{Field: "Rounds", Flag: "rounds", Key: "rounds", Kind: KindInt, Default: strconv.Itoa(DefaultRounds), Bound: Bound{Min: 1, Max: MaxRounds, HasMin: true, HasMax: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc:            "Repeat each step this many times and report the spread; the knee uses every valid round.",
 		CompareDefault: "4",
-		CompareDoc: "Rounds in all, both sides together (even, >= 2), in --order: 4 is one " +
-			"A/B/B/A block. Each pair of rounds uses its own seed (--seed + pair), the same on both sides."},
+		CompareDoc: "Rounds of each look, both sides together (even, >= 2), in --order: 4 is one " +
+			"A/B/B/A block. Each pair of rounds uses its own seed (--seed + pair), the same on both sides. With --budget off, " +
+			"the rounds in all."},
+	{Flag: "budget", Kind: KindString, Default: DefaultCompareBudget, Surfaces: SurfaceCompare,
+		Doc: "Sequential rounds: after each look of --rounds rounds every figure is judged at a group-sequential boundary " +
+			"(O'Brien-Fleming-type alpha spending: the error stays 2.5 % per side over all looks), and another look is added " +
+			"until the verdict decides or the next look would pass this budget: a wall time (20m), measured requests per " +
+			"side (2000) or both (20m,2000); off: one look of --rounds rounds (docs/compare.md)."},
 	{Field: "Seed", Flag: "seed", Key: "seed", Kind: KindInt64, Default: "0", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Seed of the arrival times and workload draws (each step derives its own)."},
 	{Field: "PromptNonce", Flag: "prompt-nonce", Key: "prompt_nonce", Kind: KindInt64, Default: "0", Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,

@@ -1,0 +1,295 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// Budget bounds a sequential comparison (compare --budget): the rounds
+// are added a look at a time until every figure decides or the next look
+// would not fit. Time is the wall time of the rounds (0: no bound);
+// Requests the measured requests per side (0: no bound). The zero Budget
+// is the fixed design: one look after Procedure.Rounds rounds.
+type Budget struct {
+	Time     time.Duration
+	Requests int
+}
+
+// IsZero reports whether b bounds nothing (the fixed design).
+func (b Budget) IsZero() bool { return b.Time <= 0 && b.Requests <= 0 }
+
+// String spells b as --budget takes it ("20m0s,2000"; "off").
+func (b Budget) String() string {
+	var parts []string
+	if b.Time > 0 {
+		parts = append(parts, b.Time.String())
+	}
+	if b.Requests > 0 {
+		parts = append(parts, fmt.Sprint(b.Requests))
+	}
+	if len(parts) == 0 {
+		return "off"
+	}
+	return strings.Join(parts, ",")
+}
+
+// DefaultBudget is compare's --budget (the settings table's
+// sweep.DefaultCompareBudget).
+const DefaultBudget = sweep.DefaultCompareBudget
+
+// ParseBudget reads --budget: "off" (the fixed design), or a duration
+// (the rounds' wall time), a count of requests per side, or both, comma
+// separated ("20m", "2000", "20m,2000").
+func ParseBudget(s string) (Budget, error) {
+	var b Budget
+	if strings.TrimSpace(s) == "off" {
+		return b, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		var n int
+		if _, err := fmt.Sscanf(part, "%d", &n); err == nil && fmt.Sprint(n) == part {
+			if n < 1 || b.Requests != 0 {
+				return b, fmt.Errorf("requests per side must be given once and be >= 1, got %q", part)
+			}
+			b.Requests = n
+			continue
+		}
+		d, err := time.ParseDuration(part)
+		if err != nil || d <= 0 || b.Time != 0 {
+			return b, fmt.Errorf("want off, a duration (20m), a count of requests per side (2000) or both (20m,2000), got %q", part)
+		}
+		b.Time = d
+	}
+	if b.IsZero() {
+		return b, fmt.Errorf("want off, a duration, a count of requests per side or both, got %q", s)
+	}
+	return b, nil
+}
+
+// Sequential is the record of a sequential comparison in result.json
+// (Result.Sequential): its design and every look.
+type Sequential struct {
+	// Design is DesignOBF; Alpha the one-sided error of each decision
+	// (SeqAlpha).
+	Design string  `json:"design"`
+	Alpha  float64 `json:"alpha"`
+	// Budget is --budget as given ("20m0s,2000"); RoundsPerLook the rounds
+	// of each look (--rounds); MaxLooks the looks the budget allows,
+	// planned after the first look from its requests and wall time.
+	Budget        string `json:"budget"`
+	RoundsPerLook int    `json:"rounds_per_look"`
+	MaxLooks      int    `json:"max_looks"`
+	// Looks are the looks taken, in order; Stopped says why there was no
+	// other.
+	Looks   []Look `json:"looks"`
+	Stopped string `json:"stopped"`
+}
+
+// Look is one interim analysis of a sequential comparison.
+type Look struct {
+	Look int `json:"look"`
+	// Rounds counts the rounds so far, both sides; NPerSide the fewest
+	// measured requests of either side.
+	Rounds   int `json:"rounds"`
+	NPerSide int `json:"n_per_side"`
+	// Fraction is the information fraction (look / MaxLooks; 1 at the
+	// final look); Z the boundary (Boundaries), Conf the two-sided level
+	// of the intervals at it, Spent the alpha spent so far (SpentOBF).
+	Fraction float64 `json:"fraction"`
+	Z        float64 `json:"z"`
+	Conf     float64 `json:"conf"`
+	Spent    float64 `json:"spent_alpha"`
+	Final    bool    `json:"final"`
+	// Elapsed is the wall time of the rounds so far in seconds.
+	Elapsed float64 `json:"elapsed_s"`
+	// Outcome is the verdict at this look; Figures each figure's state.
+	Outcome string       `json:"verdict"`
+	Figures []LookFigure `json:"figures"`
+}
+
+// LookFigure is one figure at one look.
+type LookFigure struct {
+	Name   string  `json:"figure"`
+	Level  string  `json:"level"`
+	Status Status  `json:"status"`
+	Change float64 `json:"change"`
+	CILo   float64 `json:"ci_lo"`
+	CIHi   float64 `json:"ci_hi"`
+}
+
+// FiguresText is each figure's state at the look in a few words:
+// "ttft_p99 @ rate=4 undecided +2.0 % [-8.1, +12.6]".
+func (l *Look) FiguresText() string {
+	parts := make([]string, 0, len(l.Figures))
+	for _, f := range l.Figures {
+		parts = append(parts, fmt.Sprintf("%s @ %s %s %+.1f %% [%+.1f, %+.1f]", f.Name, f.Level, f.Status, 100*f.Change, 100*f.CILo, 100*f.CIHi))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fractions are the information fractions of the looks taken.
+func (s *Sequential) fractions() []float64 {
+	out := make([]float64, len(s.Looks))
+	for i, l := range s.Looks {
+		out[i] = l.Fraction
+	}
+	return out
+}
+
+// Z is the boundary of the last look (0: none taken), recomputed from the
+// looks' fractions, as analyze re-derives it.
+func (s *Sequential) Z() float64 {
+	if s == nil || len(s.Looks) == 0 {
+		return 0
+	}
+	zs, err := Boundaries(s.fractions(), s.Alpha)
+	if err != nil {
+		return 0
+	}
+	return zs[len(zs)-1]
+}
+
+// apply adds to an inconclusive verdict why the looks stopped (what the
+// next evidence is: a larger budget), as Procedure.Run and Reapply do.
+func (s *Sequential) apply(v *Verdict) {
+	if s == nil || len(s.Looks) == 0 || v.Outcome != OutcomeInconclusive || s.Stopped == "" {
+		return
+	}
+	last := s.Looks[len(s.Looks)-1]
+	v.Reasons = append(v.Reasons, fmt.Sprintf("sequential: no decision after look %d (%d requests per side): %s", last.Look, last.NPerSide, s.Stopped))
+	if strings.HasPrefix(s.Stopped, stoppedBudget) {
+		addMissing(v, "a larger --budget (time, requests per side): the looks stopped at the budget before every figure decided")
+	}
+}
+
+// Why a sequential comparison took no other look (Sequential.Stopped).
+const (
+	stoppedDecided = "decided"
+	stoppedBudget  = "budget spent: "
+	stoppedRule    = "a rule that more rounds do not mend: "
+)
+
+// lookPlan is the state of a sequential comparison between looks.
+type lookPlan struct {
+	seq      *Sequential
+	budget   Budget
+	maxLooks int // MaxRounds / rounds per look
+	lookDur  time.Duration
+}
+
+// newLookPlan is the plan of p's looks (nil: the fixed design).
+func (p *Procedure) newLookPlan(maxRounds int) *lookPlan {
+	if p.Budget.IsZero() {
+		return nil
+	}
+	return &lookPlan{seq: &Sequential{Design: DesignOBF, Alpha: SeqAlpha, Budget: p.Budget.String(), RoundsPerLook: p.Rounds, Looks: []Look{}},
+		budget: p.Budget, maxLooks: max(1, maxRounds/p.Rounds)}
+}
+
+// next is look k (from 1) after its rounds, n requests per side so far,
+// elapsed the rounds' wall time and took that of this look's rounds: it
+// plans the looks after the first, decides whether this one is final (the
+// next would not fit the budget) and returns its boundary.
+func (lp *lookPlan) next(k, rounds, n int, elapsed, took time.Duration) *Look {
+	lp.lookDur = max(lp.lookDur, took)
+	if k == 1 {
+		looks := lp.maxLooks
+		if lp.budget.Requests > 0 && n > 0 {
+			looks = min(looks, lp.budget.Requests/n)
+		}
+		if lp.budget.Time > 0 && took > 0 {
+			looks = min(looks, int(lp.budget.Time/took))
+		}
+		lp.seq.MaxLooks = max(1, looks)
+	}
+	final, why := false, ""
+	switch {
+	case k >= lp.seq.MaxLooks:
+		final, why = true, fmt.Sprintf("%s%d looks of %d rounds planned (--budget %s)", stoppedBudget, lp.seq.MaxLooks, lp.seq.RoundsPerLook, lp.seq.Budget)
+	case lp.budget.Time > 0 && elapsed+lp.lookDur > lp.budget.Time:
+		final, why = true, fmt.Sprintf("%sanother look (about %s) would pass the time budget %s", stoppedBudget, lp.lookDur.Round(time.Second), lp.budget.Time)
+	case lp.budget.Requests > 0 && n+n/k > lp.budget.Requests:
+		final, why = true, fmt.Sprintf("%sanother look would pass %d requests per side", stoppedBudget, lp.budget.Requests)
+	}
+	l := Look{Look: k, Rounds: rounds, NPerSide: n, Fraction: float64(k) / float64(lp.seq.MaxLooks), Final: final, Elapsed: elapsed.Seconds()}
+	if final {
+		l.Fraction = 1
+	}
+	lp.seq.Looks = append(lp.seq.Looks, l)
+	zs, err := Boundaries(lp.seq.fractions(), lp.seq.Alpha)
+	if err != nil { // fractions always increase: k < MaxLooks until final
+		panic(err)
+	}
+	last := &lp.seq.Looks[len(lp.seq.Looks)-1]
+	last.Z = zs[len(zs)-1]
+	last.Conf, last.Spent = ConfOfZ(last.Z), SpentOBF(last.Fraction, lp.seq.Alpha)
+	if final {
+		lp.seq.Stopped = why
+	}
+	return last
+}
+
+// judged records the verdict at look l and reports whether the looks stop
+// there: the verdict decided, or is inconclusive for a reason more rounds
+// do not mend (a fingerprint, error classes, a figure not recorded), or l
+// is final.
+func (lp *lookPlan) judged(l *Look, v *Verdict) (stop bool) {
+	l.Outcome = v.Outcome
+	l.Figures = make([]LookFigure, 0, len(v.Figures))
+	for _, f := range v.Figures {
+		l.Figures = append(l.Figures, LookFigure{Name: f.Name, Level: f.Level, Status: f.Status, Change: f.Change, CILo: f.CILo, CIHi: f.CIHi})
+	}
+	switch {
+	case v.Outcome != OutcomeInconclusive:
+		lp.seq.Stopped = stoppedDecided
+		return true
+	case l.Final:
+		return true
+	}
+	if why := unmendable(v); why != "" {
+		lp.seq.Stopped = stoppedRule + why
+		return true
+	}
+	return false
+}
+
+// mendable are the rules that more rounds can turn ok.
+var mendable = []string{RuleSamples, RuleSpread}
+
+// unmendable names what makes v inconclusive that more rounds of the same
+// sides do not change ("": only undecided figures and mendable rules).
+func unmendable(v *Verdict) string {
+	for _, r := range v.Rules {
+		if r.Status != StatusOK && !slices.Contains(mendable, r.Name) {
+			return r.Name + " " + string(r.Status)
+		}
+	}
+	for _, f := range v.Figures {
+		if f.Status == StatusNotRecorded {
+			return f.Name + " @ " + f.Level + " not recorded"
+		}
+	}
+	return ""
+}
+
+// perSide is the fewest requests measured by either side.
+func perSide(sides map[string]*Evidence) int {
+	n := -1
+	for _, side := range []string{SideBaseline, SideCandidate} {
+		c := 0
+		if ev := sides[side]; ev != nil {
+			for _, s := range ev.Steps {
+				c += len(s.Requests)
+			}
+		}
+		if n < 0 || c < n {
+			n = c
+		}
+	}
+	return max(n, 0)
+}
