@@ -175,6 +175,7 @@ var boundRows = []boundRow{
 // with why.
 var notUserBounds = map[string]string{
 	"MaxReproducibleSpread": "a report threshold (a level's rounds spread), not a limit",
+	"MaxZ":                  "the boundary of a sequential look that spends no alpha (an interval of everything), not a limit",
 	"MaxCountDiff":          "compare's tolerance on request counts, not a limit",
 	"MaxFinishTVD":          "compare's tolerance on finish reasons, not a limit",
 	"MinPromptEcho":         "the shortest prompt echo the scrubber removes",
