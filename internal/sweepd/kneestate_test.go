@@ -51,14 +51,8 @@ func TestReadBackKeepsDecidedKnee(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir, nil)
 	s.Apply(targetsConfig(t, "", "sim", url))
-	spec := small()
-	spec.Name = "nightly"
-	st, err := s.Start("sim", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := wait(t, s, st.ID)
-	if done.Status != StatusDone || done.Result == nil || done.Result.KneeState == "undecided" {
+	done := sweepDone(t, s, "nightly")
+	if done.Result == nil || done.Result.KneeState == "undecided" {
 		t.Fatalf("sweep: %+v", done)
 	}
 	knee := done.Result.Knee

@@ -20,16 +20,7 @@ func TestRetentionBySize(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir, nil)
 	s.Apply(targetsConfig(t, "", "sim", url))
-	spec := small()
-	spec.Name = "nightly"
-	st, err := s.Start("sim", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	good := wait(t, s, st.ID)
-	if good.Status != StatusDone {
-		t.Fatalf("sweep: %+v", good)
-	}
+	good := sweepDone(t, s, "nightly")
 	src := filepath.Join(dir, "sim", good.RunDir)
 	run, err := dirBytes(src)
 	if err != nil || run == 0 {
@@ -66,7 +57,9 @@ func TestRetentionBySize(t *testing.T) {
 	// Less than one run: the newest successful one stays and the next
 	// sweep is not run.
 	s.opts.MaxBytes = run / 2
-	st, err = s.Start("sim", spec)
+	spec := small()
+	spec.Name = "nightly"
+	st, err := s.Start("sim", spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,16 +44,7 @@ func TestRetention(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir, nil)
 	s.Apply(targetsConfig(t, "", "sim", url))
-	spec := small()
-	spec.Name = "nightly"
-	st, err := s.Start("sim", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	good := wait(t, s, st.ID)
-	if good.Status != StatusDone {
-		t.Fatalf("sweep: %+v", good)
-	}
+	good := sweepDone(t, s, "nightly")
 	now := time.Now()
 	src := filepath.Join(dir, "sim", good.RunDir)
 	newerBad := copyRun(t, src, now.Add(time.Hour), false)
@@ -82,4 +73,22 @@ func TestRetention(t *testing.T) {
 	if got := left(); !slices.Equal(got, []string{good.RunDir}) {
 		t.Errorf("after count 1: %v, want [%s]", got, good.RunDir)
 	}
+}
+
+// sweepDone runs small() named name against target "sim" through the API
+// and returns its status once done; a sweep that did not end done fails
+// the test.
+func sweepDone(t *testing.T, s *Service, name string) Status {
+	t.Helper()
+	spec := small()
+	spec.Name = name
+	st, err := s.Start("sim", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := wait(t, s, st.ID)
+	if done.Status != StatusDone {
+		t.Fatalf("sweep: %+v", done)
+	}
+	return done
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -137,15 +138,10 @@ func discoveryProblems(file string, data []byte) []*Error {
 	if !strings.Contains(string(data), "discovery") {
 		return nil
 	}
-	keys := sdKeys()
 	var es []*Error
-	for _, e := range newNodeIndex(data).entries {
-		m := discoveryPathRE.FindStringSubmatch(e.path)
-		if m == nil || !slices.Contains(keys, m[1]) {
-			continue
-		}
+	for mech, e := range sdItems(data) {
 		one := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-			{Kind: yaml.ScalarNode, Value: m[1]},
+			{Kind: yaml.ScalarNode, Value: mech},
 			{Kind: yaml.SequenceNode, Content: []*yaml.Node{e.value}},
 		}}
 		var d DiscoveryConfig
@@ -156,6 +152,24 @@ func discoveryProblems(file string, data []byte) []*Error {
 		}
 	}
 	return es
+}
+
+// sdItems yields, for every item of a discovery mechanism's list
+// (discovery[i].<mechanism>_configs[j]) in data, the mechanism's key and
+// the item's node entry.
+func sdItems(data []byte) iter.Seq2[string, indexEntry] {
+	return func(yield func(string, indexEntry) bool) {
+		keys := sdKeys()
+		for _, e := range newNodeIndex(data).entries {
+			m := discoveryPathRE.FindStringSubmatch(e.path)
+			if m == nil || !slices.Contains(keys, m[1]) {
+				continue
+			}
+			if !yield(m[1], e) {
+				return
+			}
+		}
+	}
 }
 
 // resolveDiscovery validates the discovery entries and resolves their

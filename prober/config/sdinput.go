@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 
 	promconfig "github.com/prometheus/common/config"
@@ -141,13 +140,8 @@ func sdRedirectProblems(file string, data []byte) []*Error {
 	if !strings.Contains(string(data), "follow_redirects") {
 		return nil
 	}
-	keys := sdKeys()
 	var es []*Error
-	for _, e := range newNodeIndex(data).entries {
-		m := discoveryPathRE.FindStringSubmatch(e.path)
-		if m == nil || !slices.Contains(keys, m[1]) {
-			continue
-		}
+	for _, e := range sdItems(data) {
 		n := resolveAlias(e.value)
 		if n == nil || n.Kind != yaml.MappingNode {
 			continue
