@@ -366,6 +366,10 @@ func (e *engine) finishStep(plan []planned, now time.Time) {
 		}
 		s.outputs++
 		iterGen++
+		// Counted before finish wakes the handler, in the same step as
+		// the finished-request counter below: a scrape never sees a
+		// request finished without its tokens.
+		e.m.generationTokens.Inc()
 		if s.firstAt.IsZero() {
 			s.firstAt = now
 			e.m.ttft.Observe(now.Sub(s.arrival).Seconds())
@@ -399,7 +403,6 @@ func (e *engine) finishStep(plan []planned, now time.Time) {
 		}
 		s.publish(s.outputs, false, "")
 	}
-	e.m.generationTokens.Add(float64(iterGen))
 	if iterPrompt+iterGen > 0 {
 		e.m.iteration.Observe(float64(iterPrompt + iterGen))
 	}

@@ -17,9 +17,29 @@ import (
 // idlePollInterval is how often the idle wait reads /metrics.
 const idlePollInterval = 200 * time.Millisecond
 
+// settleTimeout bounds how long the after snapshot waits for the server's
+// finished-request counter to count the step's completed requests, and
+// settlePollInterval is how often it re-reads /metrics meanwhile.
+const (
+	settleTimeout      = 2 * time.Second
+	settlePollInterval = 25 * time.Millisecond
+)
+
 // snapshot scrapes /metrics, hands it to the sink as the given phase and
 // returns it (nil when not recorded).
 func (r *runner) snapshot(ctx context.Context, st *Step, phase string) *scrape.Snapshot {
+	return r.settledSnapshot(ctx, st, phase, nil, 0)
+}
+
+// settledSnapshot is snapshot for the after phase: a server hands a
+// request's last token to the client before it records the iteration's
+// counters (vLLM's output handler queues the outputs, then logs the
+// iteration stats), so a scrape taken the instant the last stream ends
+// can miss the last requests' tokens. When before is given and the engine
+// has a finished-request counter, it re-reads /metrics every
+// settlePollInterval until that counter grew by at least completed, for
+// at most settleTimeout; the last scrape is the one recorded.
+func (r *runner) settledSnapshot(ctx context.Context, st *Step, phase string, before *scrape.Snapshot, completed int) *scrape.Snapshot {
 	meta := Snapshot{Step: st.Index, Label: st.Label, Phase: phase, Time: time.Now()}
 	if !r.metricsOK {
 		meta.NotRecorded = r.metricsReason
@@ -28,6 +48,27 @@ func (r *runner) snapshot(ctx context.Context, st *Step, phase string) *scrape.S
 	}
 	meta.Source = fingerprint.RedactText(r.metricsURL)
 	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
+	if err == nil && before != nil && completed > 0 {
+		deadline := time.Now().Add(settleTimeout)
+		for {
+			v := r.eng.Delta(before, snap, engine.FinishedRequests)
+			if !v.Known || v.Value >= float64(completed) || !time.Now().Before(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(settlePollInterval):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			next, err2 := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
+			if err2 != nil {
+				break
+			}
+			snap = next
+		}
+	}
 	if err != nil {
 		meta.NotRecorded = r.redact(err.Error())
 		_ = r.sink.Snapshot(meta)

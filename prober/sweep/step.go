@@ -139,13 +139,13 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		}
 	}
 	st.Interrupted = ctx.Err() != nil
+	st.Stats = acc.Stats(dur)
 	var after *scrape.Snapshot
 	if st.Interrupted {
 		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseAfter, Time: time.Now(), NotRecorded: "interrupted"})
 	} else {
-		after = r.snapshot(ctx, st, PhaseAfter)
+		after = r.settledSnapshot(ctx, st, PhaseAfter, before, st.Stats.Completed)
 	}
-	st.Stats = acc.Stats(dur)
 	st.Stats.schedLat = sched
 	st.Trace = r.traceTiming(st)
 	gen := r.prompts.info()
