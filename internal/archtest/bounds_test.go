@@ -127,6 +127,7 @@ var boundRows = []boundRow{
 	{"prober/config", "MaxTargetLabelValueLen", "one static label value", "YAML"},
 	{"prober/config", "MaxDiscoveredTargets", "the targets service discovery starts, all `discovery` entries together: their `max_targets` (each reserved for its entry) add up to at most this", "YAML, discovered"},
 	{"prober/config", "MaxDiscoveryEntries", "the entries of the `discovery` list", "YAML"},
+	{"prober/client", "MaxTokenResponseBytes", "an OAuth2 token endpoint's answer", "responses"},
 	{"prober/config", "MaxSDBytes", "a file_sd file, an http_sd answer (refused on its Content-Length, cut when longer)", "files, discovered"},
 	{"prober/config", "MaxDiscoveredLabelNameLen", "a label name of a discovered target after relabelling (`__meta_*` aside; longer: dropped as `invalid`)", "discovered"},
 	{"prober/config", "MaxDiscoveredLabelValueLen", "a label value of a discovered target after relabelling (`__meta_*` aside; longer: dropped as `invalid`)", "discovered"},

@@ -2,6 +2,10 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -10,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -187,4 +192,82 @@ func TestHTTPClientSecretsUnderCallerTrace(t *testing.T) {
 		t.Errorf("the caller's trace saw %d first bytes, want 8", n)
 	}
 	mustKnow(t, red, "concurrent-cred-1")
+}
+
+// TestHTTPClientOAuth2NoRedirect: a token endpoint answering with a
+// redirect is a failed fetch naming it; the client secret never reaches
+// the address the Location names (prometheus/common's own token client
+// followed it, Basic credentials and all, to another port).
+func TestHTTPClientOAuth2NoRedirect(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"stolen","token_type":"Bearer","expires_in":3600}`)
+	}))
+	t.Cleanup(other.Close)
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			var targets atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/token" {
+					http.Redirect(w, r, other.URL+"/token", code)
+					return
+				}
+				targets.Add(1)
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			t.Cleanup(srv.Close)
+			hc, _ := redactingClient(t, config.HTTPClientConfig{OAuth2: &config.OAuth2{ClientID: "id", ClientSecret: "client-secret-r", TokenURL: srv.URL + "/token"}})
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL, nil)
+			resp, err := hc.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatal("the request went out without a token")
+			}
+			if !strings.Contains(err.Error(), "oauth2") || !strings.Contains(err.Error(), fmt.Sprint(code)) {
+				t.Errorf("error %q does not name the token fetch and its %d", err, code)
+			}
+			if n := elsewhere.Load(); n != 0 {
+				t.Fatalf("the redirect was followed: %d requests reached the other server", n)
+			}
+			if n := targets.Load(); n != 0 {
+				t.Errorf("%d requests reached the target without a token", n)
+			}
+		})
+	}
+}
+
+// TestHTTPClientOAuth2JWTBearer: the RFC 7523 grant sends a signed
+// assertion (its key from a file) to the token endpoint and the token it
+// answers to the target.
+func TestHTTPClientOAuth2JWTBearer(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	keyFile := writeSecret(t, filepath.Join(t.TempDir(), "key.pem"), string(pemKey))
+	var gotAuth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" {
+			if err := r.ParseForm(); err != nil || r.Form.Get("grant_type") != grantTypeJWTBearer || r.Form.Get("assertion") == "" {
+				http.Error(w, "bad grant", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"access_token":"jwt-access-1","token_type":"Bearer","expires_in":3600}`)
+			return
+		}
+		gotAuth.Store(r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	hc, red := redactingClient(t, config.HTTPClientConfig{OAuth2: &config.OAuth2{ClientID: "svc", GrantType: grantTypeJWTBearer,
+		ClientCertificateKeyFile: keyFile, TokenURL: srv.URL + "/token"}})
+	sendGet(t, hc, srv.URL)
+	if a, _ := gotAuth.Load().(string); a != "Bearer jwt-access-1" {
+		t.Fatalf("the target saw Authorization %q", a)
+	}
+	mustKnow(t, red, "jwt-access-1")
 }

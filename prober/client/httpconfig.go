@@ -39,7 +39,9 @@ const MaxSecretFileBytes = 64 << 10
 // proxy_url or proxy_from_environment says so. Redirects are never
 // followed, whatever follow_redirects says: CheckRedirect is NoRedirects,
 // so a redirect is answered as it is (a failure naming its Location) and
-// no credential ever goes to another address.
+// no credential ever goes to another address; that holds for the OAuth2
+// token endpoint too (oauth2Transport fetches tokens with a client of
+// llmprobe's own).
 //
 // Every credential the client sends is registered with red as it is sent
 // (secretsTransport: the Authorization and Proxy-Authorization values, the
@@ -56,13 +58,24 @@ func NewHTTPClient(cfg config.HTTPClientConfig, name string, red *fingerprint.Re
 		return nil, err
 	}
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	rt, err := config.NewRoundTripperFromConfig(cfg, name,
+	opts := []config.HTTPClientOption{
 		config.WithDialContextFunc(d.DialContext),
 		config.WithHTTP2Disabled(),
-		config.WithIdleConnTimeout(90*time.Second),
-	)
+		config.WithIdleConnTimeout(90 * time.Second),
+	}
+	// OAuth2 is llmprobe's own transport (its token client follows no
+	// redirect); prometheus/common builds the rest.
+	o := cfg.OAuth2
+	cfg.OAuth2 = nil
+	rt, err := config.NewRoundTripperFromConfig(cfg, name, opts...)
 	if err != nil {
 		return nil, err
+	}
+	if o != nil {
+		if rt, err = newOAuth2Transport(rt, *o, name, opts...); err != nil {
+			return nil, err
+		}
+		cfg.OAuth2 = o
 	}
 	if red != nil {
 		rt = newSecretsTransport(rt, cfg, red)
