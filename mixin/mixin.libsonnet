@@ -1,23 +1,20 @@
 // llmprobe monitoring mixin (monitoring-mixins layout).
 //
 // The rule files in ../rules and the generated dashboards in ../dashboards
-// are the source of truth: this mixin parses them and applies the _config
-// knobs below where the rules have them. With the default _config its output
-// equals rules/ and dashboards/ exactly (rules/mixin_test.go checks it). A
-// knob edit whose literal is no longer in the rule files is an evaluation
-// error, not a silent no-op. See mixin/README.md.
+// are the source of truth; `go run ./dashboards/gen` copies them into this
+// directory (rules/, dashboards/, rules.libsonnet, dashboards.libsonnet), so
+// that the directory alone is vendorable: no import leaves it. This mixin
+// parses the copies and applies the _config knobs below where the rules
+// and dashboards have them. With the default _config its output equals
+// rules/ and dashboards/ exactly (rules/mixin_test.go checks it). A knob
+// edit whose literal is no longer in the rule files is an evaluation
+// error, not a silent no-op. See README.md.
 // The rule files, parsed once per import (outside the object, so a _config
 // override does not parse them again); sorted by name, as rules.Load reads them.
-local files = [
-  std.parseYaml(importstr '../rules/llmprobe.alerts.yml'),
-  std.parseYaml(importstr '../rules/llmprobe.answers.yml'),
-  std.parseYaml(importstr '../rules/llmprobe.canary.yml'),
-  std.parseYaml(importstr '../rules/llmprobe.capacity.yml'),
-  std.parseYaml(importstr '../rules/llmprobe.replicas.yml'),
-  std.parseYaml(importstr '../rules/llmprobe.rules.yml'),
-];
-local optional = std.parseYaml(importstr '../rules/optional/llmprobe.absent.yml');
-local groups = std.flattenArrays([f.groups for f in files]);
+local ruleFiles = import 'rules.libsonnet';
+local dashboardFiles = import 'dashboards.libsonnet';
+local groups = std.flattenArrays([f.groups for f in ruleFiles.shared]);
+local optionalGroups = std.flattenArrays([f.groups for f in ruleFiles.optional]);
 
 {
   _config+:: {
@@ -70,6 +67,19 @@ local groups = std.flattenArrays([f.groups for f in files]);
 
     // Add the opt-in LLMProbeAbsent (rules/optional/llmprobe.absent.yml).
     absentAlert: false,
+
+    // Every alert's runbook_url: %s is the alert name in lower case (the
+    // anchor of its section in docs/runbook.md). Point it at your own copy
+    // of the runbook.
+    runbookURLPattern: 'https://github.com/llmprobe/llmprobe/blob/main/docs/runbook.md#%s',
+
+    // Dashboards: their tags (and the tag of their links to each other),
+    // refresh interval, time zone, and the Prometheus data source their
+    // datasource variable selects first ('': Grafana's default one).
+    dashboardTags: ['llmprobe'],
+    dashboardRefresh: '30s',
+    dashboardTimezone: 'browser',
+    dashboardDatasource: '',
   },
 
   local isAlertGroup(g) =
@@ -104,6 +114,21 @@ local groups = std.flattenArrays([f.groups for f in files]);
     if std.parseJson(literal) == value * 100 then checked
     else std.strReplace(checked, from, pattern % fmt(value * 100)),
 
+  // "a 30-day budget lasts about N days or less" at a burn of x.
+  local budgetDays(x) =
+    local v = 30 / x;
+    if v >= 1.95 then '%d' % std.floor(v + 0.5) else '%.1f' % v,
+  local withBudgetDays(r, literal, x) =
+    r {
+      annotations+: {
+        description: replace(
+          r.annotations.description,
+          'lasts about %s days' % literal,
+          'lasts about %s days' % budgetDays(x)
+        ),
+      },
+    },
+
   local canaryPhrase(c) =
     'above %s for tpot_mean, %s for itl_mean, %s for ttft_mean, %s for tpot_p99, %s for ttft_p99; a goodput-ratio difference below %s for goodput' % [
       fmt(c.canaryTPOTMeanRatio),
@@ -120,9 +145,9 @@ local groups = std.flattenArrays([f.groups for f in files]);
   local withExpr(r, f) = r { expr: f(r.expr) },
   local edits = {
     LLMProbeGoodputBudgetBurnFast(c, r):
-      withExpr(r, function(e) num(e, '> %s', '14.4', c.fastBurnThreshold)),
+      withBudgetDays(withExpr(r, function(e) num(e, '> %s', '14.4', c.fastBurnThreshold)), '2', c.fastBurnThreshold),
     LLMProbeGoodputBudgetBurnSlow(c, r):
-      withExpr(r, function(e) num(e, '> %s', '6', c.slowBurnThreshold)),
+      withBudgetDays(withExpr(r, function(e) num(e, '> %s', '6', c.slowBurnThreshold)), '5', c.slowBurnThreshold),
     LLMProbeTTFTAboveSLO(c, r):
       withExpr(r, function(e) num(e, 'ratio_rate5m > %s', '14.4', c.fastBurnThreshold)),
     LLMProbeTPOTAboveSLO(c, r):
@@ -185,7 +210,24 @@ local groups = std.flattenArrays([f.groups for f in files]);
 
   local editAlert(c, r) =
     local edited = if std.objectHas(edits, r.alert) then edits[r.alert](c, r) else r;
-    if std.objectHas(r, 'keep_firing_for') then edited { keep_firing_for: c.keepFiringFor } else edited,
+    local kept = if std.objectHas(r, 'keep_firing_for') then edited { keep_firing_for: c.keepFiringFor } else edited;
+    kept { annotations+: { runbook_url: c.runbookURLPattern % std.asciiLower(r.alert) } },
+
+  local editDashboard(c, d) =
+    d {
+      tags: c.dashboardTags,
+      refresh: c.dashboardRefresh,
+      timezone: c.dashboardTimezone,
+      links: [if std.objectHas(l, 'tags') then l { tags: c.dashboardTags } else l for l in d.links],
+      templating+: {
+        list: [
+          if v.type == 'datasource' && c.dashboardDatasource != ''
+          then v { current: { selected: true, text: c.dashboardDatasource, value: c.dashboardDatasource } }
+          else v
+          for v in d.templating.list
+        ],
+      },
+    },
 
   local editGroup(c, g) = g { rules: [editAlert(c, r) for r in g.rules] },
 
@@ -212,13 +254,11 @@ local groups = std.flattenArrays([f.groups for f in files]);
 
   prometheusAlerts+:: {
     groups+: [editGroup($._config, g) for g in groups if isAlertGroup(g)] +
-             (if $._config.absentAlert then [editGroup($._config, g) for g in optional.groups] else []),
+             (if $._config.absentAlert then [editGroup($._config, g) for g in optionalGroups] else []),
   },
 
   grafanaDashboards+:: {
-    'llmprobe-capacity.json': import '../dashboards/llmprobe-capacity.json',
-    'llmprobe-latency.json': import '../dashboards/llmprobe-latency.json',
-    'llmprobe-server-correlation.json': import '../dashboards/llmprobe-server-correlation.json',
-    'llmprobe-slo-overview.json': import '../dashboards/llmprobe-slo-overview.json',
+    [name]: editDashboard($._config, dashboardFiles[name])
+    for name in std.objectFields(dashboardFiles)
   },
 }

@@ -287,3 +287,162 @@ func TestMixinReplicaKnobs(t *testing.T) {
 		t.Errorf("replicaMinRequests edited %d rules, want the count, both medians and both ratios", edited)
 	}
 }
+
+// TestMixinBudgetDaysFollowThresholds: the burn alerts' descriptions say
+// how long a 30-day budget lasts at their threshold; a threshold knob
+// rewrites that figure too.
+func TestMixinBudgetDaysFollowThresholds(t *testing.T) {
+	for _, tc := range []struct{ knob, alert, want string }{
+		{"fastBurnThreshold: 10", "LLMProbeGoodputBudgetBurnFast", "lasts about 3 days or less"},
+		{"fastBurnThreshold: 20", "LLMProbeGoodputBudgetBurnFast", "lasts about 1.5 days or less"},
+		{"slowBurnThreshold: 3", "LLMProbeGoodputBudgetBurnSlow", "lasts about 10 days or less"},
+	} {
+		r := alertByName(t, mixinGroups(t, "{_config+:: {"+tc.knob+"}}", "prometheusAlerts"), tc.alert)
+		if d := r.Annotations["description"]; !strings.Contains(d, tc.want) {
+			t.Errorf("%s with %s: description lacks %q:\n%s", tc.alert, tc.knob, tc.want, d)
+		}
+	}
+}
+
+// TestMixinRunbookURLPattern: runbookURLPattern sets every alert's
+// runbook_url, the alert's name in lower case in place of %s; the default
+// is the URL the rule files carry (rules.RunbookBase).
+func TestMixinRunbookURLPattern(t *testing.T) {
+	got := mixinGroups(t, "{_config+:: {runbookURLPattern: 'https://wiki.example/runbooks/%s.html', absentAlert: true}}", "prometheusAlerts")
+	n := 0
+	for _, g := range got {
+		for _, r := range g.Rules {
+			n++
+			if want := "https://wiki.example/runbooks/" + strings.ToLower(r.Alert) + ".html"; r.Annotations["runbook_url"] != want {
+				t.Errorf("%s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no alerts")
+	}
+	if got := strings.TrimSpace(string(evalMixin(t, "{}", "_config.runbookURLPattern"))); got != `"`+rules.RunbookBase+`#%s"` {
+		t.Errorf("default runbookURLPattern %s, want %s#%%s", evalMixin(t, "{}", "_config.runbookURLPattern"), rules.RunbookBase)
+	}
+}
+
+// TestMixinDashboardKnobs: the dashboard knobs set every dashboard's tags
+// (and its links' tag), refresh, time zone and selected data source.
+func TestMixinDashboardKnobs(t *testing.T) {
+	var got map[string]struct {
+		Tags     []string `json:"tags"`
+		Refresh  string   `json:"refresh"`
+		Timezone string   `json:"timezone"`
+		Links    []struct {
+			Tags []string `json:"tags"`
+		} `json:"links"`
+		Templating struct {
+			List []struct {
+				Type    string         `json:"type"`
+				Current map[string]any `json:"current"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	knobs := "{_config+:: {dashboardTags: ['ml', 'slo'], dashboardRefresh: '1m', dashboardTimezone: 'utc', dashboardDatasource: 'Thanos'}}"
+	if err := json.Unmarshal(evalMixin(t, knobs, "grafanaDashboards"), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		t.Fatal("no dashboards")
+	}
+	for name, d := range got {
+		if !reflect.DeepEqual(d.Tags, []string{"ml", "slo"}) || d.Refresh != "1m" || d.Timezone != "utc" {
+			t.Errorf("%s: tags %v refresh %q timezone %q", name, d.Tags, d.Refresh, d.Timezone)
+		}
+		for _, l := range d.Links {
+			if l.Tags != nil && !reflect.DeepEqual(l.Tags, []string{"ml", "slo"}) {
+				t.Errorf("%s: a link keeps tags %v", name, l.Tags)
+			}
+		}
+		ds := 0
+		for _, v := range d.Templating.List {
+			if v.Type == "datasource" {
+				ds++
+				if v.Current["value"] != "Thanos" {
+					t.Errorf("%s: datasource variable selects %v", name, v.Current)
+				}
+			}
+		}
+		if ds != 1 {
+			t.Errorf("%s: %d datasource variables", name, ds)
+		}
+	}
+}
+
+// TestMixinKnobsDocumented: mixin/README.md's knob table lists every
+// _config field, and nothing else.
+func TestMixinKnobsDocumented(t *testing.T) {
+	var knobs []string
+	var cfg map[string]any
+	if err := json.Unmarshal(evalMixin(t, "{}", "_config"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for k := range cfg {
+		knobs = append(knobs, k)
+	}
+	readme, err := os.ReadFile(filepath.Join(mixinDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.SplitN(line, "|", 3)[1]
+		for _, f := range strings.Split(first, ",") {
+			rows[strings.Trim(strings.TrimSpace(f), "`")] = true
+		}
+	}
+	for _, k := range knobs {
+		if !rows[k] {
+			t.Errorf("mixin/README.md's knob table lacks %s", k)
+		}
+		delete(rows, k)
+	}
+	for k := range rows {
+		if k != "_config" && k != "prometheusRules" && k != "prometheusAlerts" && k != "grafanaDashboards" {
+			t.Errorf("mixin/README.md lists %s, which is not a knob", k)
+		}
+	}
+}
+
+// TestMixinVendorable: the mixin directory alone, copied as
+// jsonnet-bundler vendors a subdirectory (vendor/llmprobe-mixin), renders
+// the same rules, alerts and dashboards as the rule files and dashboards:
+// no import leaves it.
+func TestMixinVendorable(t *testing.T) {
+	vendor := t.TempDir()
+	dst := filepath.Join(vendor, "llmprobe-mixin")
+	if err := os.CopyFS(dst, os.DirFS(mixinDir)); err != nil {
+		t.Fatal(err)
+	}
+	vm := jsonnet.MakeVM()
+	vm.Importer(&jsonnet.FileImporter{JPaths: []string{vendor}})
+	for _, field := range []string{"prometheusRules", "prometheusAlerts", "grafanaDashboards"} {
+		out, err := vm.EvaluateAnonymousSnippet("vendored.jsonnet", "(import 'llmprobe-mixin/mixin.libsonnet')."+field)
+		if err != nil {
+			t.Fatalf("the vendored mixin does not evaluate: %v", err)
+		}
+		if want := evalMixin(t, "{}", field); !jsonEqual(t, []byte(out), want) {
+			t.Errorf("the vendored mixin's %s differs from the checkout's", field)
+		}
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
+}

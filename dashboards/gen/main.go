@@ -39,6 +39,13 @@ const (
 	chartFiles    = "deploy/helm/llmprobe/files"
 	chartRuleFile = chartFiles + "/prometheusrule-spec.yaml"
 	chartDashDir  = chartFiles + "/dashboards"
+	// The monitoring mixin's own copies, so that the mixin directory alone
+	// is vendorable (jsonnet-bundler's subdir): no import leaves it.
+	mixinDir           = "mixin"
+	mixinRulesDir      = mixinDir + "/rules"
+	mixinDashDir       = mixinDir + "/dashboards"
+	mixinRulesLib      = mixinDir + "/rules.libsonnet"
+	mixinDashboardsLib = mixinDir + "/dashboards.libsonnet"
 )
 
 // dashboardFile is the path of the ConfigMap of the dashboard in file
@@ -119,6 +126,7 @@ func outputs() (map[string][]byte, error) {
 		}
 		outs[dashboardsDir+"/"+d.File] = b
 		outs[chartDashDir+"/"+d.File] = b
+		outs[mixinDashDir+"/"+d.File] = b
 	}
 
 	ruleFiles, err := rules.Load()
@@ -135,6 +143,15 @@ func outputs() (map[string][]byte, error) {
 		return nil, err
 	}
 	outs[chartRuleFile] = spec
+	optional, err := rules.LoadOptional()
+	if err != nil {
+		return nil, err
+	}
+	outs[mixinRulesLib] = mixinRules(ruleFiles, optional)
+	for _, f := range append(append([]rules.File(nil), ruleFiles...), optional...) {
+		outs[mixinRulesDir+"/"+f.Name] = f.Data
+	}
+	outs[mixinDashboardsLib] = mixinDashboards(all)
 
 	resources := "  - prometheusrule.yaml\n"
 	for _, d := range all {
@@ -157,6 +174,40 @@ resources:
 	return outs, nil
 }
 
+// mixinRules is mixin/rules.libsonnet: the parsed rule files the mixin
+// reads, from its own copies (shared files sorted by name, as rules.Load
+// reads them, then the optional ones).
+func mixinRules(shared, optional []rules.File) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "// %s\n// The rule files, parsed once per import.\n{\n  shared: [\n", fmt.Sprintf(generatedBy, " from rules/"))
+	for _, f := range shared {
+		fmt.Fprintf(&b, "    std.parseYaml(importstr 'rules/%s'),\n", f.Name)
+	}
+	b.WriteString("  ],\n  optional: [\n")
+	for _, f := range optional {
+		fmt.Fprintf(&b, "    std.parseYaml(importstr 'rules/%s'),\n", f.Name)
+	}
+	b.WriteString("  ],\n}\n")
+	return []byte(b.String())
+}
+
+// mixinDashboards is mixin/dashboards.libsonnet: the generated dashboards
+// by file name, from the mixin's own copies.
+func mixinDashboards(all []*dashboards.Dashboard) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "// %s\n{\n", fmt.Sprintf(generatedBy, " from dashboards/"))
+	files := make([]string, 0, len(all))
+	for _, d := range all {
+		files = append(files, d.File)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		fmt.Fprintf(&b, "  '%s': import 'dashboards/%s',\n", f, f)
+	}
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
 // orphans returns the files of deployDir under root that carry the
 // generated header but are no longer generated (a renamed dashboard, the
 // former single dashboards ConfigMap), and every dashboard of the chart's
@@ -174,10 +225,12 @@ func orphans(root string, outs map[string][]byte) []string {
 			out = append(out, p)
 		}
 	}
-	paths, _ = filepath.Glob(filepath.Join(root, filepath.FromSlash(chartDashDir), "*"))
-	for _, full := range paths {
-		if p := chartDashDir + "/" + filepath.Base(full); outs[p] == nil {
-			out = append(out, p)
+	for _, dir := range []string{chartDashDir, mixinDashDir, mixinRulesDir, mixinRulesDir + "/optional"} {
+		paths, _ = filepath.Glob(filepath.Join(root, filepath.FromSlash(dir), "*.*"))
+		for _, full := range paths {
+			if p := dir + "/" + filepath.Base(full); outs[p] == nil {
+				out = append(out, p)
+			}
 		}
 	}
 	sort.Strings(out)

@@ -24,9 +24,19 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(dashboards.All())
-	if want := 3*n + 3; len(outs) != want {
-		t.Fatalf("want %d generated files (%d dashboards, their %d ConfigMaps and %d chart copies, the PrometheusRule, its chart spec and the kustomization), got %d: %v",
-			want, n, n, n, len(outs), sortedPaths(outs))
+	shared, err := rules.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	optional, err := rules.LoadOptional()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := len(shared) + len(optional)
+	if want := 4*n + 3 + r + 2; len(outs) != want {
+		t.Fatalf("want %d generated files (%d dashboards, their %d ConfigMaps, %d chart copies and %d mixin copies, the PrometheusRule, its chart spec, "+
+			"the kustomization, the mixin's %d rule file copies and its two libsonnet indexes), got %d: %v",
+			want, n, n, n, n, r, len(outs), sortedPaths(outs))
 	}
 	if o := orphans(root, outs); len(o) > 0 {
 		t.Errorf("no longer generated, still committed: %v: run `go run ./dashboards/gen` from the repository root", o)
