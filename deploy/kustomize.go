@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,24 +40,25 @@ type Object struct {
 // any other type is an error: add its type here when a manifest starts using
 // one. The map is shared: do not modify it.
 var Kinds = map[string]reflect.Type{
-	"v1/ConfigMap":                             reflect.TypeFor[corev1.ConfigMap](),
-	"v1/PersistentVolumeClaim":                 reflect.TypeFor[corev1.PersistentVolumeClaim](),
-	"batch/v1/Job":                             reflect.TypeFor[batchv1.Job](),
-	"batch/v1/CronJob":                         reflect.TypeFor[batchv1.CronJob](),
-	"v1/Namespace":                             reflect.TypeFor[corev1.Namespace](),
-	"v1/Secret":                                reflect.TypeFor[corev1.Secret](),
-	"v1/Service":                               reflect.TypeFor[corev1.Service](),
-	"v1/ServiceAccount":                        reflect.TypeFor[corev1.ServiceAccount](),
-	"apps/v1/Deployment":                       reflect.TypeFor[appsv1.Deployment](),
-	"apps/v1/StatefulSet":                      reflect.TypeFor[appsv1.StatefulSet](),
-	"networking.k8s.io/v1/NetworkPolicy":       reflect.TypeFor[networkingv1.NetworkPolicy](),
-	"policy/v1/PodDisruptionBudget":            reflect.TypeFor[policyv1.PodDisruptionBudget](),
-	"rbac.authorization.k8s.io/v1/Role":        reflect.TypeFor[rbacv1.Role](),
-	"rbac.authorization.k8s.io/v1/RoleBinding": reflect.TypeFor[rbacv1.RoleBinding](),
-	"monitoring.coreos.com/v1/PodMonitor":      reflect.TypeFor[monitoringv1.PodMonitor](),
-	"monitoring.coreos.com/v1/Probe":           reflect.TypeFor[monitoringv1.Probe](),
-	"monitoring.coreos.com/v1/PrometheusRule":  reflect.TypeFor[monitoringv1.PrometheusRule](),
-	"monitoring.coreos.com/v1/ServiceMonitor":  reflect.TypeFor[monitoringv1.ServiceMonitor](),
+	"v1/ConfigMap":                                      reflect.TypeFor[corev1.ConfigMap](),
+	"v1/PersistentVolumeClaim":                          reflect.TypeFor[corev1.PersistentVolumeClaim](),
+	"batch/v1/Job":                                      reflect.TypeFor[batchv1.Job](),
+	"batch/v1/CronJob":                                  reflect.TypeFor[batchv1.CronJob](),
+	"v1/Namespace":                                      reflect.TypeFor[corev1.Namespace](),
+	"v1/Secret":                                         reflect.TypeFor[corev1.Secret](),
+	"v1/Service":                                        reflect.TypeFor[corev1.Service](),
+	"v1/ServiceAccount":                                 reflect.TypeFor[corev1.ServiceAccount](),
+	"apps/v1/Deployment":                                reflect.TypeFor[appsv1.Deployment](),
+	"apps/v1/StatefulSet":                               reflect.TypeFor[appsv1.StatefulSet](),
+	"networking.k8s.io/v1/NetworkPolicy":                reflect.TypeFor[networkingv1.NetworkPolicy](),
+	"policy/v1/PodDisruptionBudget":                     reflect.TypeFor[policyv1.PodDisruptionBudget](),
+	"rbac.authorization.k8s.io/v1/Role":                 reflect.TypeFor[rbacv1.Role](),
+	"rbac.authorization.k8s.io/v1/RoleBinding":          reflect.TypeFor[rbacv1.RoleBinding](),
+	"monitoring.coreos.com/v1/PodMonitor":               reflect.TypeFor[monitoringv1.PodMonitor](),
+	"monitoring.coreos.com/v1alpha1/AlertmanagerConfig": reflect.TypeFor[monitoringv1alpha1.AlertmanagerConfig](),
+	"monitoring.coreos.com/v1/Probe":                    reflect.TypeFor[monitoringv1.Probe](),
+	"monitoring.coreos.com/v1/PrometheusRule":           reflect.TypeFor[monitoringv1.PrometheusRule](),
+	"monitoring.coreos.com/v1/ServiceMonitor":           reflect.TypeFor[monitoringv1.ServiceMonitor](),
 }
 
 // Kustomizations returns the directories under root (slash-separated,

@@ -152,6 +152,11 @@ func outputs() (map[string][]byte, error) {
 		outs[mixinRulesDir+"/"+f.Name] = f.Data
 	}
 	outs[mixinDashboardsLib] = mixinDashboards(all)
+	am, err := alertmanagerConfigSpec()
+	if err != nil {
+		return nil, err
+	}
+	outs[chartAlertmanagerSpec] = am
 
 	resources := "  - prometheusrule.yaml\n"
 	for _, d := range all {

@@ -33,8 +33,8 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := len(shared) + len(optional)
-	if want := 4*n + 3 + r + 2; len(outs) != want {
-		t.Fatalf("want %d generated files (%d dashboards, their %d ConfigMaps, %d chart copies and %d mixin copies, the PrometheusRule, its chart spec, "+
+	if want := 4*n + 4 + r + 2; len(outs) != want {
+		t.Fatalf("want %d generated files (%d dashboards, their %d ConfigMaps, %d chart copies and %d mixin copies, the PrometheusRule, its chart spec, the chart's AlertmanagerConfig spec, "+
 			"the kustomization, the mixin's %d rule file copies and its two libsonnet indexes), got %d: %v",
 			want, n, n, n, n, r, len(outs), sortedPaths(outs))
 	}

@@ -33,6 +33,12 @@ the value's name, what was given and what to do. Included by workload.yaml.
 {{- fail (printf "serviceMonitor.scrapeTimeout %s is longer than serviceMonitor.interval %s: Prometheus refuses the scrape config; keep the timeout at most the interval" $v.serviceMonitor.scrapeTimeout $v.serviceMonitor.interval) }}
 {{- end }}
 {{- end }}
+{{- if and $v.alertmanagerConfig.enabled (not $v.alertmanagerConfig.receiver) }}
+{{- fail "alertmanagerConfig.enabled with no alertmanagerConfig.receiver: give the receiver pages go to (e.g. webhookConfigs, slackConfigs, pagerdutyConfigs), without its name" }}
+{{- end }}
+{{- if and $v.alertmanagerConfig.enabled (not $v.prometheusRule.enabled) }}
+{{- fail "alertmanagerConfig.enabled with prometheusRule.enabled false: the AlertmanagerConfig routes the alerts of this release's PrometheusRule; enable it, or configure Alertmanager from deploy/alertmanager/alertmanager.yml" }}
+{{- end }}
 {{- if and $v.probeMonitor.enabled (not $v.probeMonitor.targets) }}
 {{- fail "probeMonitor.enabled with no probeMonitor.targets: list the base URLs /probe should reach" }}
 {{- end }}
