@@ -5,8 +5,9 @@
 # --read-only --cap-drop ALL. It checks /-/healthy, /-/ready, /metrics
 # (llmprobe_ series) and / answer; the process runs as 65532; the default
 # command logs that it probes the built-in simulator; the image's HEALTHCHECK
-# turns healthy; docker stop (SIGTERM) exits 0 promptly. It prints the build
-# times and the image size.
+# turns healthy; docker stop (SIGTERM) exits 0 promptly; a scheduled sweep
+# succeeds on the read-only root; a rotated API key file is used without a
+# restart. It prints the build times and the image size.
 #
 # The engine: the one DOCKER_HOST (or the default socket) names when it
 # answers; otherwise Debian's docker.io (installed with apt-get when absent)
@@ -342,6 +343,13 @@ until_within() {
 }
 
 http_ok() { curl -fsS --max-time 5 -o /dev/null "$1"; }
+# successes BASE: the successful requests of target "keyed" on BASE/metrics;
+# more_successes BASE N: whether there are more than N.
+successes() {
+  curl -fsS --max-time 5 "$1/metrics" \
+    | awk '/^llmprobe_requests_total\{/ && /outcome="success"/ && /target="keyed"/ {s += $NF} END {print s + 0}'
+}
+more_successes() { [ "$(successes "$1")" -gt "$2" ]; }
 health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "$1"; }
 is_healthy() { [ "$(health "$1")" = healthy ]; }
 
@@ -463,6 +471,61 @@ YAML
   stop_check "$sv"
   stop_check "$sim"
   rm -rf "$cfgdir"
+
+  # 4. A rotated API key is used without a restart or SIGHUP: the simulator
+  # requires key 1; serve reads it from a mounted directory (as a Kubernetes
+  # Secret volume: the file is replaced, not rewritten); then the simulator
+  # is replaced by one requiring key 2 and the file swapped atomically.
+  # Success must resume within a probe interval plus the secret poll (5 s),
+  # in the same container (restart count 0).
+  local keydir rp rsim rsv
+  keydir=$(mktemp -d)
+  rp=$(free_port)
+  printf 'rotation-key-one\n' >"$keydir/key"
+  chmod -R a+rX "$keydir"
+  rsim="$RUN_ID-$name-keysim1"
+  CONTAINERS+=("$rsim")
+  docker run -d --name "$rsim" --read-only --cap-drop ALL --network host \
+    -e LLMPROBE_WEB_LISTEN_ADDRESS="127.0.0.1:$rp" "$tag" simulate --api-key=rotation-key-one >/dev/null
+  until_within "$READY_LIMIT" "simulator" http_ok "http://127.0.0.1:$rp/health" || fail "$rsim: not answering"
+  cfgdir=$(mktemp -d)
+  cat >"$cfgdir/llmprobe.yml" <<YAML
+targets:
+  - name: keyed
+    base_url: http://127.0.0.1:$rp
+    api_key_file: /etc/llmprobe/keys/key
+    probes:
+      - name: p
+        rate: 2
+YAML
+  chmod -R a+rX "$cfgdir"
+  port=$(free_port)
+  rsv="$RUN_ID-$name-rotation"
+  base="http://127.0.0.1:$port"
+  CONTAINERS+=("$rsv")
+  docker run -d --name "$rsv" --read-only --cap-drop ALL --network host \
+    -v "$cfgdir/llmprobe.yml:/etc/llmprobe/llmprobe.yml:ro" -v "$keydir:/etc/llmprobe/keys:ro" \
+    -e LLMPROBE_WEB_LISTEN_ADDRESS="127.0.0.1:$port" "$tag" serve --config.file=/etc/llmprobe/llmprobe.yml >/dev/null
+  until_within "$READY_LIMIT" "keyed successes" more_successes "$base" 0 \
+    || { docker logs --tail 20 "$rsv" 2>&1; fail "$rsv: no successful request with key 1"; }
+  stop_check "$rsim"
+  rsim="$RUN_ID-$name-keysim2"
+  CONTAINERS+=("$rsim")
+  docker run -d --name "$rsim" --read-only --cap-drop ALL --network host \
+    -e LLMPROBE_WEB_LISTEN_ADDRESS="127.0.0.1:$rp" "$tag" simulate --api-key=rotation-key-two >/dev/null
+  until_within "$READY_LIMIT" "simulator 2" http_ok "http://127.0.0.1:$rp/health" || fail "$rsim: not answering"
+  local before rotated
+  before=$(successes "$base")
+  printf 'rotation-key-two\n' >"$keydir/key.new" && chmod a+r "$keydir/key.new" && mv "$keydir/key.new" "$keydir/key"
+  rotated=$(date +%s%N)
+  until_within 15 "success with key 2" more_successes "$base" "$before" \
+    || { docker logs --tail 20 "$rsv" 2>&1; fail "$rsv: no success with the rotated key within 15s (no restart, no SIGHUP)"; }
+  [ "$(docker inspect -f '{{.RestartCount}}' "$rsv")" = 0 ] || fail "$rsv: restarted"
+  say "  rotated API key used after $(( ($(date +%s%N) - rotated) / 1000000 ))ms, same container, no SIGHUP"
+  ! docker logs "$rsv" 2>&1 | grep -q 'rotation-key-' || fail "$rsv: a key appears in the log"
+  stop_check "$rsv"
+  stop_check "$rsim"
+  rm -rf "$cfgdir" "$keydir"
 }
 
 for name in "${BUILT[@]}"; do check_image "$name"; done
