@@ -141,6 +141,7 @@ func chartCases(t *testing.T) []chartCase {
 		{name: "examples/existing-secret.yaml", values: exampleValues(t, "existing-secret.yaml"), secret: "llmprobe-api-keys"},
 		{name: "examples/created-secret.yaml", values: exampleValues(t, "created-secret.yaml")},
 		{name: "examples/per-replica.yaml", values: exampleValues(t, "per-replica.yaml")},
+		{name: "examples/kube-prometheus-vllm.yaml", values: exampleValues(t, "kube-prometheus-vllm.yaml")},
 		// Sweeps kept on a claim: a PVC beside the Deployment, one claim
 		// template per shard in the StatefulSet.
 		{name: "persistence", values: map[string]any{"persistence": map[string]any{"enabled": true}}},
@@ -161,6 +162,24 @@ func chartCases(t *testing.T) []chartCase {
 			"probeMonitor": map[string]any{"enabled": true, "targets": []any{"http://vllm.vllm:8000"}},
 		}},
 		{name: "examples/sharded.yaml with persistence", values: withValues(exampleValues(t, "sharded.yaml"), "persistence", map[string]any{"enabled": true})},
+	}
+}
+
+// TestChartExamplesAreCases: every values file of deploy/helm/examples is
+// one of chartCases, so a new example is rendered and checked.
+func TestChartExamplesAreCases(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("helm", "examples", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	cases := map[string]bool{}
+	for _, c := range chartCases(t) {
+		cases[c.name] = true
+	}
+	for _, p := range paths {
+		if name := "examples/" + filepath.Base(p); !cases[name] {
+			t.Errorf("%s is not among chartCases: add it", name)
+		}
 	}
 }
 
@@ -192,6 +211,18 @@ func TestChartRendersWithTheOverlaysInvariants(t *testing.T) {
 			checkPodLockedDown(t, d+": "+pods[0].Kind+" "+pods[0].Name, pods[0], objs)
 			checkSelectorsAndPorts(t, d, objs)
 			checkConfigs(t, d, objs)
+			// With the AlertmanagerConfig every alert carries the namespace
+			// label TestChartAlertmanagerConfig checks; the rest equals
+			// the rule files.
+			if amc, _ := tc.values["alertmanagerConfig"].(map[string]any); amc["enabled"] == true {
+				for _, pr := range Of[monitoringv1.PrometheusRule](objs) {
+					for _, g := range pr.Spec.Groups {
+						for _, r := range g.Rules {
+							delete(r.Labels, "namespace")
+						}
+					}
+				}
+			}
 			checkPrometheusRule(t, d, objs, files, `job="llmprobe"`) // release llmprobe: its Service's name
 			checkDashboards(t, d, objs, "llmprobe-dashboard-")
 			checkShards(t, d, objs)
