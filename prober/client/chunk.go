@@ -68,6 +68,9 @@ type chunk struct {
 	isError       bool
 	errMsg        []byte
 	errMsgEscaped bool
+
+	id, model       []byte // top-level id and model strings, raw (alias the event data; nil: absent)
+	idEsc, modelEsc bool
 }
 
 // maxDepth matches encoding/json's nesting limit.
@@ -286,6 +289,19 @@ func (d *decoder) top(c *chunk, st *topState) error {
 				}
 			} else {
 				err = d.skip(2)
+			}
+		case "id", "model":
+			var v []byte
+			var esc bool
+			if d.peek() == '"' {
+				v, esc, err = d.str()
+			} else {
+				err = d.skip(2)
+			}
+			if k[0] == 'i' {
+				c.id, c.idEsc = v, esc
+			} else {
+				c.model, c.modelEsc = v, esc
 			}
 		case "message":
 			st.topMsgSet = false

@@ -133,6 +133,10 @@ type Options struct {
 	// sampled span's trace id is Record.TraceID. Nil (the default) traces
 	// nothing and costs nothing.
 	Tracer trace.Tracer
+	// Provider, when set, returns gen_ai.provider.name for a request's
+	// span: the engine the endpoint detected (it may learn it after the
+	// client is built); "" or nil: tracing.ProviderOpenAI.
+	Provider func() string
 	// RerankPath is the path of rerank requests (APIRerank): RerankV1
 	// (default when empty), RerankBare or RerankScore (pooling.go).
 	RerankPath string
@@ -245,6 +249,7 @@ type Client struct {
 	responses bool
 	pooling   string // APIEmbeddings, APIRerank or "" (pooling.go)
 	url       string
+	server    *url.URL // the request URL, for the span's server.address and server.port
 	auth      []string // the Authorization header value, nil without a key
 	extra     []byte   // `,"key":value` pairs, sorted by key
 	hc        *http.Client
@@ -296,6 +301,7 @@ func New(o Options) (*Client, error) {
 		u.Path += "/v1/completions"
 	}
 	c.url = u.String()
+	c.server = &url.URL{Scheme: u.Scheme, Host: u.Host}
 	for name, d := range map[string]time.Duration{"timeout": o.Timeout, "ttft_timeout": o.TTFTTimeout, "stall_timeout": o.StallTimeout} {
 		if d < 0 {
 			return nil, fmt.Errorf("%s must not be negative, got %v", name, d)
@@ -432,7 +438,12 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	// The span ends after the recovery below has classified a panic.
 	if c.o.Tracer != nil {
 		var span trace.Span
-		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, c.operation(), rec.Model, req.ID, c.red)
+		var provider string
+		if c.o.Provider != nil {
+			provider = c.o.Provider()
+		}
+		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, tracing.Request{Operation: c.operation(), Model: rec.Model,
+			Provider: provider, RequestID: req.ID, Server: c.server, Stream: !req.NoStream}, c.red)
 		rec.TraceID = tracing.TraceID(span)
 		defer tracing.EndRequest(span, rec)
 	}
@@ -458,8 +469,13 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 
 // operation is the gen_ai.operation.name of the Client's requests.
 func (c *Client) operation() string {
-	if c.chat {
+	switch {
+	case c.chat, c.responses:
 		return tracing.OperationChat
+	case c.pooling == APIEmbeddings:
+		return tracing.OperationEmbeddings
+	case c.pooling == APIRerank:
+		return tracing.OperationRerank
 	}
 	return tracing.OperationTextCompletion
 }

@@ -165,6 +165,12 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 			}
 			return prober.ClassStream, msg, true
 		}
+		if rec.ResponseID == "" && c.id != nil {
+			rec.ResponseID = trimTo(rawString(c.id, c.idEsc), prober.MaxResponseIDBytes)
+		}
+		if rec.ResponseModel == "" && c.model != nil {
+			rec.ResponseModel = trimTo(rawString(c.model, c.modelEsc), prober.MaxResponseIDBytes)
+		}
 		if c.choices > 0 {
 			m.token(at, since, c)
 		}

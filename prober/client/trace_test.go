@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,12 +78,55 @@ func TestTracedRequest(t *testing.T) {
 	if got := attrs["llmprobe.ttft_seconds"].AsFloat64(); got != rec.TTFT.Seconds() || got <= 0 {
 		t.Errorf("ttft %v, record %v", got, rec.TTFT)
 	}
+	// The GenAI conventions' request and response attributes
+	// (tracing.SemconvVersion): the provider (no engine known: openai),
+	// the server, the stream flag, the response's id and model and the
+	// time to first chunk.
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
+	wantPort, _ := strconv.Atoi(port)
+	for key, want := range map[attribute.Key]any{
+		"gen_ai.provider.name":                tracing.ProviderOpenAI,
+		"gen_ai.request.model":                nil,
+		"gen_ai.request.stream":               true,
+		"server.address":                      host,
+		"server.port":                         int64(wantPort),
+		"gen_ai.response.model":               "llmprobe-sim",
+		"gen_ai.response.time_to_first_chunk": rec.TTFT.Seconds(),
+	} {
+		got, ok := attrs[key]
+		if want == nil {
+			if ok {
+				t.Errorf("%s = %v, want it absent (no model requested)", key, got.AsInterface())
+			}
+			continue
+		}
+		if got.AsInterface() != want {
+			t.Errorf("%s = %v, want %v", key, got.AsInterface(), want)
+		}
+	}
+	if id := attrs["gen_ai.response.id"].AsString(); id == "" || id != rec.ResponseID {
+		t.Errorf("gen_ai.response.id %q, record %q", id, rec.ResponseID)
+	}
 	if _, ok := attrs["llmprobe.tpot_seconds"]; !ok {
 		t.Error("no llmprobe.tpot_seconds")
 	}
 	if len(s.Events) == 0 || s.Events[0].Name != tracing.EventFirstToken || !s.Events[0].Time.Equal(rec.WallStart.Add(rec.TTFT)) {
 		t.Errorf("events %+v, want %s at t0+TTFT", s.Events, tracing.EventFirstToken)
 	}
+
+	// The engine, once known, is the provider.
+	exp.Reset()
+	c3, err := New(Options{BaseURL: url, API: APIChat, Tracer: tp.Tracer("test"), Provider: func() string { return "vllm" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec3 prober.Record
+	c3.Do(context.Background(), Request{ID: "traced-3", Prompt: "hello", MaxTokens: 4}, &rec3)
+	if sp := exp.GetSpans(); len(sp) != 1 || !hasAttr(sp[0].Attributes, "gen_ai.provider.name", "vllm") || !hasAttr(sp[0].Attributes, "gen_ai.operation.name", "chat") {
+		t.Errorf("chat span with a provider: %+v", sp)
+	}
+	exp.Reset()
+	spansBefore := 0
 
 	// The unsampled request.
 	never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSyncer(exp))
@@ -91,7 +136,7 @@ func TestTracedRequest(t *testing.T) {
 	}
 	var rec2 prober.Record
 	c2.Do(context.Background(), Request{ID: "unsampled-1", Prompt: "hello", MaxTokens: 4}, &rec2)
-	if !rec2.OK() || rec2.TraceID != "" || len(exp.GetSpans()) != 1 {
+	if !rec2.OK() || rec2.TraceID != "" || len(exp.GetSpans()) != spansBefore {
 		t.Errorf("unsampled: ok %v trace id %q, %d spans exported", rec2.OK(), rec2.TraceID, len(exp.GetSpans()))
 	}
 
@@ -109,7 +154,7 @@ func TestTracedRequest(t *testing.T) {
 			}
 			got[tr.RequestID] = tr.Traceparent
 		}
-		return len(got) == 2
+		return got["traced-1"] != "" && got["unsampled-1"] != ""
 	})
 	want := "00-" + rec.TraceID + "-" + s.SpanContext.SpanID().String() + "-01"
 	if got["traced-1"] != want {
@@ -118,4 +163,13 @@ func TestTracedRequest(t *testing.T) {
 	if tp := got["unsampled-1"]; len(tp) != 55 || !strings.HasSuffix(tp, "-00") {
 		t.Errorf("unsampled request's traceparent %q, want one with flags 00", tp)
 	}
+}
+
+func hasAttr(kvs []attribute.KeyValue, key, want string) bool {
+	for _, kv := range kvs {
+		if string(kv.Key) == key {
+			return kv.Value.AsString() == want
+		}
+	}
+	return false
 }

@@ -325,12 +325,27 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		Redactor:         e.red,
 		Attribution:      e.attribution,
 		Tracer:           e.o.Tracer,
+		Provider:         e.provider,
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.client, e.clientMdl = c, model
 	return c, nil
+}
+
+// provider is the engine a span names as gen_ai.provider.name: the
+// configured one, else the detected one; "" while it is not known.
+func (e *Endpoint) provider() string {
+	if e.o.Engine != engine.Auto {
+		return string(e.o.Engine)
+	}
+	e.engMu.Lock()
+	defer e.engMu.Unlock()
+	if e.detected == nil || e.detected.Name() == engine.Unknown {
+		return ""
+	}
+	return string(e.detected.Name())
 }
 
 // CloseIdleConnections closes the idle connections of the endpoint's pool

@@ -53,7 +53,7 @@ func TestRedactingSpan(t *testing.T) {
 	tr := tp.Tracer("test")
 	red := fingerprint.NewRedactor(secret)
 
-	_, span := tracing.StartRequest(context.Background(), tr, tracing.OperationChat, "model-"+secret, "req-"+secret, red)
+	_, span := tracing.StartRequest(context.Background(), tr, tracing.Request{Operation: tracing.OperationChat, Model: "model-" + secret, RequestID: "req-" + secret}, red)
 	span.SetName("renamed " + secret)
 	span.AddEvent("event "+secret, trace.WithAttributes(attribute.String("e", secret), attribute.StringSlice("es", []string{"x", secret})))
 	span.AddLink(trace.Link{Attributes: []attribute.KeyValue{attribute.String("l", secret)}})

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -23,33 +24,108 @@ var propagator = propagation.TraceContext{}
 const (
 	OperationChat           = "chat"
 	OperationTextCompletion = "text_completion"
+	OperationEmbeddings     = "embeddings"
+	// OperationRerank has no predefined value in the conventions; it is
+	// the API's own name, as they recommend for a system-specific one.
+	OperationRerank = "rerank"
 )
 
-// The span event names of a generation span.
+// SemconvVersion names the OpenTelemetry GenAI semantic conventions the
+// generation spans follow: the span gen_ai.client.inference of
+// open-telemetry/semantic-conventions-genai, docs/gen-ai/client-inference.md
+// at commit 024a4f944a1291fcb627c9c47da69e79868dd15e (the conventions
+// moved there from semantic-conventions v1.37). A test pins the attribute
+// names.
+const SemconvVersion = "semantic-conventions-genai@024a4f9"
+
+// ProviderOpenAI is gen_ai.provider.name when the engine behind an
+// OpenAI-compatible API is not known: the telemetry flavour is OpenAI's
+// (the conventions' discriminator), whoever serves it.
+const ProviderOpenAI = "openai"
+
+// The span event names of a generation span. The conventions define the
+// time to first chunk as an attribute (gen_ai.response.time_to_first_chunk)
+// and no event: these are llmprobe's, in its own namespace.
 const (
 	// EventFirstToken is at TTFT: the first event with a non-empty choices
 	// array (Record.TTFT).
-	EventFirstToken = "gen_ai.first_token"
+	EventFirstToken = "llmprobe.first_token"
 	// EventFirstAnswerToken is at the first event with non-empty text
 	// (Record.TTFTText), when it differs from the first token.
 	EventFirstAnswerToken = "llmprobe.first_answer_token"
 )
 
+// Request describes the generation request a span is for.
+type Request struct {
+	// Operation is gen_ai.operation.name (OperationChat, ...).
+	Operation string
+	// Model is the model requested (gen_ai.request.model); "" when the
+	// server's default is used.
+	Model string
+	// Provider is gen_ai.provider.name: the engine when known (vllm,
+	// sglang, tgi, llamacpp, ollama), else ProviderOpenAI.
+	Provider string
+	// RequestID is llmprobe's request id (llmprobe.request_id).
+	RequestID string
+	// Server is the URL the request goes to: server.address and
+	// server.port (the scheme's default port when the URL has none).
+	Server *url.URL
+	// Stream is true for a streamed request (gen_ai.request.stream is set
+	// only then, as the conventions say).
+	Stream bool
+}
+
 // StartRequest starts the client span of one generation request
-// ("<operation> <model>", kind client) under ctx's span, if any. Every
-// string the span is given, here and later, passes through red (the
-// target's redactor; Redacting). The caller puts its context on the
-// request with Inject and ends the span with EndRequest.
-func StartRequest(ctx context.Context, t trace.Tracer, operation, model, requestID string, red Redactor) (context.Context, trace.Span) {
-	name := operation
-	if model != "" {
-		name += " " + model
+// ("<operation> <model>", kind client) under ctx's span, if any, with the
+// conventions' request attributes. Every string the span is given, here
+// and later, passes through red (the target's redactor; Redacting). The
+// caller puts its context on the request with Inject and ends the span
+// with EndRequest.
+func StartRequest(ctx context.Context, t trace.Tracer, r Request, red Redactor) (context.Context, trace.Span) {
+	name := r.Operation
+	if r.Model != "" {
+		name += " " + r.Model
 	}
-	return start(ctx, t, red, name, trace.SpanKindClient,
-		attribute.String("gen_ai.operation.name", operation),
-		attribute.String("gen_ai.request.model", model),
-		attribute.String("llmprobe.request_id", requestID),
-	)
+	provider := r.Provider
+	if provider == "" {
+		provider = ProviderOpenAI
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", r.Operation),
+		attribute.String("gen_ai.provider.name", provider),
+		attribute.String("llmprobe.request_id", r.RequestID),
+	}
+	if r.Model != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", r.Model))
+	}
+	if r.Stream {
+		attrs = append(attrs, attribute.Bool("gen_ai.request.stream", true))
+	}
+	if u := r.Server; u != nil && u.Hostname() != "" {
+		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
+		if port := serverPort(u); port > 0 {
+			attrs = append(attrs, attribute.Int("server.port", port))
+		}
+	}
+	return start(ctx, t, red, name, trace.SpanKindClient, attrs...)
+}
+
+// serverPort is u's port, or its scheme's default.
+func serverPort(u *url.URL) int {
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	switch u.Scheme {
+	case "https":
+		return 443
+	case "http":
+		return 80
+	}
+	return 0
 }
 
 // Inject writes ctx's span context to h as traceparent (and tracestate
@@ -101,8 +177,19 @@ func EndRequest(span trace.Span, rec *prober.Record) {
 	if rec.CachedTokensReported {
 		attrs = append(attrs, attribute.Int("gen_ai.usage.cache_read.input_tokens", rec.CachedTokens))
 	}
+	if rec.ResponseID != "" {
+		attrs = append(attrs, attribute.String("gen_ai.response.id", rec.ResponseID))
+	}
+	if rec.ResponseModel != "" {
+		attrs = append(attrs, attribute.String("gen_ai.response.model", rec.ResponseModel))
+	}
+	if rec.ReasoningTokens > 0 {
+		attrs = append(attrs, attribute.Int("gen_ai.usage.reasoning.output_tokens", rec.ReasoningTokens))
+	}
 	if !rec.NoStream && rec.TTFT > 0 {
-		attrs = append(attrs, attribute.Float64("llmprobe.ttft_seconds", rec.TTFT.Seconds()))
+		attrs = append(attrs,
+			attribute.Float64("gen_ai.response.time_to_first_chunk", rec.TTFT.Seconds()),
+			attribute.Float64("llmprobe.ttft_seconds", rec.TTFT.Seconds()))
 		span.AddEvent(EventFirstToken, trace.WithTimestamp(rec.WallStart.Add(rec.TTFT)))
 		if rec.TTFTText > 0 && rec.TTFTText != rec.TTFT {
 			span.AddEvent(EventFirstAnswerToken, trace.WithTimestamp(rec.WallStart.Add(rec.TTFTText)))
