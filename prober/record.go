@@ -181,14 +181,14 @@ type Record struct {
 	// CompletionTokens; without it, the number of reasoning deltas, and
 	// ReasoningTokensCounted is true (a delta of several tokens counts
 	// once). AnswerTokens is the rest.
-	ReasoningTokens        int  `json:"reasoning_tokens,omitempty"`
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 	// ResponseID and ResponseModel are the first streamed chunk's id and
 	// model (at most MaxResponseIDBytes each), for the trace span
 	// (gen_ai.response.id, gen_ai.response.model) only: a server chooses
 	// them, so they are not written to records.jsonl.
-	ResponseID    string `json:"-"`
-	ResponseModel string `json:"-"`
-	ReasoningTokensCounted bool `json:"reasoning_tokens_counted,omitempty"`
+	ResponseID             string `json:"-"`
+	ResponseModel          string `json:"-"`
+	ReasoningTokensCounted bool   `json:"reasoning_tokens_counted,omitempty"`
 	// ToolCalls is the number of tool calls the response made (assembled
 	// from their deltas; only counted for requests that sent tools).
 	ToolCalls int `json:"tool_calls,omitempty"`
