@@ -47,7 +47,10 @@ func (r *runner) result(complete bool) *Result {
 	for _, lv := range r.levels {
 		var rounds []*Step
 		for _, s := range r.steps {
-			if s.Level == lv {
+			// A ladder's reruns of the knee's bracket (repeatLadderBrackets)
+			// back its interval, not the level's figures; a search's
+			// verdicts decide its knee below.
+			if s.Level == lv && (r.search != nil || !s.isRepeat()) {
 				rounds = append(rounds, s)
 			}
 		}

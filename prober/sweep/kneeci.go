@@ -60,9 +60,10 @@ type KneeInterval struct {
 	// Resampled lists the levels whose requests the bootstrap redrew (the
 	// levels around the knee); the others kept their measured outcome.
 	Resampled []float64 `json:"resampled_levels,omitempty"`
-	// Repeats, for an adaptive search, are the independent runs (arrivals
-	// and prompts of their own) of the knee level and of the first failing
-	// level above it (SearchOptions.Repeats, --knee-repeats): how many ran
+	// Repeats are the independent runs (arrivals and prompts of their own)
+	// of the knee level and of the first failing level above it, for an
+	// adaptive search and for a ladder of one round, which reruns them
+	// after its last level (SearchOptions.Repeats, --knee-repeats): how many ran
 	// validly and how many passed. Lo and Hi include their spread: Hi is
 	// at least the failing level when a run of it passed, Lo at most the
 	// next lower level that passed every run when a run of the knee level
@@ -97,11 +98,12 @@ func searchRuns(steps []*Step, level float64) LevelRuns {
 	return lr
 }
 
-// widenByRepeats adds the search's repeated runs of the knee level and the
-// failing level above it to ki and widens it by their spread.
-func (r *runner) widenByRepeats(ki *KneeInterval, res *Result) {
+// widenByRepeats adds the repeated runs of the knee level and the failing
+// level above it (a search's, or a ladder's reruns: runs counts them) to
+// ki and widens it by their spread.
+func (r *runner) widenByRepeats(ki *KneeInterval, res *Result, runs func([]*Step, float64) LevelRuns) {
 	k := res.Knee
-	lo, hi := searchRuns(res.Steps, k.Level), searchRuns(res.Steps, k.Upper)
+	lo, hi := runs(res.Steps, k.Level), runs(res.Steps, k.Upper)
 	ki.Repeats = []LevelRuns{lo, hi}
 	if hi.Passed > 0 {
 		ki.Hi = math.Max(ki.Hi, k.Upper)
@@ -109,7 +111,7 @@ func (r *runner) widenByRepeats(ki *KneeInterval, res *Result) {
 	if lo.Passed < lo.Runs {
 		below := 0.0
 		for _, lv := range sortedLevels(r.levels) {
-			if lr := searchRuns(res.Steps, lv); lv < k.Level && lr.Runs > 0 && lr.Passed == lr.Runs {
+			if lr := runs(res.Steps, lv); lv < k.Level && lr.Runs > 0 && lr.Passed == lr.Runs {
 				below = lv
 			}
 		}
@@ -172,8 +174,12 @@ func (r *runner) kneeInterval(res *Result) *KneeInterval {
 	} else {
 		ki = r.kneeBootstrap(res, DefaultKneeIters, uint64(r.cfg.Seed))
 	}
-	if ki != nil && r.search != nil {
-		r.widenByRepeats(ki, res)
+	switch {
+	case ki == nil:
+	case r.search != nil:
+		r.widenByRepeats(ki, res, searchRuns)
+	case slices.ContainsFunc(res.Steps, (*Step).isRepeat):
+		r.widenByRepeats(ki, res, func(steps []*Step, level float64) LevelRuns { return ladderRuns(steps, level, true) })
 	}
 	return ki
 }
@@ -334,7 +340,9 @@ func (b *stepBoot) draw(rng *rand.Rand) *Step {
 // high end), reruns the knee rule on every replicate and returns the
 // central KneeConf of the replicates' knees.
 func (r *runner) kneeBootstrap(res *Result, iters int, seed uint64) *KneeInterval {
-	levels, steps := r.levelSteps(nil)
+	// A ladder's reruns of the bracket are not part of its levels' figures
+	// (result: they back the interval through widenByRepeats).
+	levels, steps := r.levelSteps(func(s *Step) bool { return r.search != nil || !s.isRepeat() })
 	lo, hi := slices.Index(levels, res.Knee.Low), slices.Index(levels, res.Knee.Upper)
 	if lo < 0 || hi < 0 {
 		return nil

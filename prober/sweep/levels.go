@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"strings"
 	"context"
 	"fmt"
 	"math"
@@ -91,7 +92,108 @@ func (r *runner) runLevels(ctx context.Context) error {
 			return err
 		}
 	}
+	return r.repeatLadderBrackets(ctx)
+}
+
+// repeatLadderBrackets reruns, after a ladder of one round, the levels
+// that bracket its knee (the knee level and the first failing level above
+// it), each with arrivals and prompts of its own (a new attempt's seed),
+// until each has Search.Repeats valid, decided runs (the ladder's own
+// included) or twice that many runs: the knee's interval then holds the
+// spread that arrival bursts cause from run to run, which resampling the
+// requests of one step cannot show (KneeInterval.Repeats). The reruns are
+// marked VerdictRepeat and do not move the knee. Nothing is rerun for
+// several rounds (the interval is over the rounds), a closed-loop or
+// background sweep, or a knee not bracketed.
+func (r *runner) repeatLadderBrackets(ctx context.Context) error {
+	c := r.cfg
+	repeats := c.Search.Repeats
+	if repeats <= 0 {
+		repeats = DefaultKneeRepeats
+	}
+	if repeats < 2 || c.Rounds > 1 || len(c.Concurrency) > 0 || c.Background() || ctx.Err() != nil {
+		return nil
+	}
+	k := LadderKnee(r.ladderOutcomes(), DefaultGoodputRatio)
+	if !k.Found || k.Upper <= 0 || math.IsInf(k.Upper, 1) {
+		return nil
+	}
+	for _, lv := range []float64{k.Level, k.Upper} {
+		for tries := ladderRuns(r.steps, lv, false).Runs; ladderRuns(r.steps, lv, true).Runs < repeats && tries < 2*repeats; tries++ {
+			if ctx.Err() != nil {
+				return nil
+			}
+			st, err := r.runStep(ctx, lv, 1)
+			if st != nil {
+				v, why := st.outcome(r.levelLabel(lv), r.stepMode(lv)).judge(DefaultGoodputRatio)
+				st.Search = &StepVerdict{Verdict: VerdictRepeat, Why: "repeat: " + v + ": " + why}
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// ladderOutcomes are the ladder's levels as the knee reads them, the
+// reruns of repeatLadderBrackets left out.
+func (r *runner) ladderOutcomes() []StepOutcome {
+	var out []StepOutcome
+	for _, lv := range r.levels {
+		var rounds []*Step
+		for _, s := range r.steps {
+			if s.Level == lv && !s.isRepeat() {
+				rounds = append(rounds, s)
+			}
+		}
+		if len(rounds) > 0 {
+			out = append(out, aggregate(r.levelLabel(lv), lv, r.stepMode(lv), rounds, DefaultGoodputRatio).Outcome)
+		}
+	}
+	return out
+}
+
+// isRepeat reports whether the step is a rerun of a level bracketing the
+// knee (a search's or a ladder's), which does not move the knee.
+func (s *Step) isRepeat() bool { return s.Search != nil && s.Search.Verdict == VerdictRepeat }
+
+// outcome is the step judged alone, as a level of one run.
+func (s *Step) outcome(label, mode string) StepOutcome {
+	return aggregate(label, s.Level, mode, []*Step{s}, DefaultGoodputRatio).Outcome
+}
+
+// ladderRuns counts a ladder's valid, decided runs of level and those that
+// passed, each judged alone (the repeats as repeatLadderBrackets judged
+// them); all counts every run, valid or not.
+func ladderRuns(steps []*Step, level float64, validOnly bool) LevelRuns {
+	lr := LevelRuns{Level: level}
+	for _, st := range steps {
+		if st.Level != level {
+			continue
+		}
+		if !validOnly {
+			lr.Runs++
+			continue
+		}
+		if !st.InKnee() {
+			continue
+		}
+		var v string
+		if st.isRepeat() {
+			v, _, _ = strings.Cut(strings.TrimPrefix(st.Search.Why, "repeat: "), ":")
+		} else {
+			v, _ = st.outcome(st.Label, st.Mode).judge(DefaultGoodputRatio)
+		}
+		switch v {
+		case VerdictPass:
+			lr.Runs++
+			lr.Passed++
+		case VerdictFail:
+			lr.Runs++
+		}
+	}
+	return lr
 }
 
 // roundRate rounds a rate estimate to three significant digits, so the

@@ -253,8 +253,9 @@ var settingsTable = []Setting{
 		Doc:           "--rates auto: the most steps run, reruns of invalid levels included.",
 		CompareHidden: true},
 	{Field: "Search.Repeats", Flag: "knee-repeats", Kind: KindInt, Default: strconv.Itoa(DefaultKneeRepeats), Bound: Bound{Min: 1, Max: MaxKneeRepeats, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "runs", Surfaces: SurfaceSweep,
-		Doc: "--rates auto: the valid runs, each with arrivals of its own, of the knee level and of the first failing level " +
-			"above it; the runs after the confirmation back the knee's interval with their spread and cost at most this many steps per level (1: none).",
+		Doc: "The valid runs, each with arrivals of its own, of the knee level and of the first failing level above it " +
+			"(--rates auto, and a ladder of one round, which reruns them after its last level); the reruns back the knee's " +
+			"interval with their spread and cost at most this many steps per level (1: none).",
 		CompareHidden: true},
 	{Field: "Search.Tolerance", Flag: "auto-tolerance", Kind: KindFloat, Default: strconv.FormatFloat(DefaultAutoTolerance, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, MaxOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep,
 		Doc: "--rates auto: stop when the highest passing and lowest failing rates are within " +
