@@ -1,11 +1,11 @@
 package sweep
 
 import (
-	"strings"
 	"context"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/go-kit/log/level"
 )
