@@ -356,6 +356,7 @@ func (r *Result) stepKeys(s *Step) object {
 		optional("multi_turn", &s.MultiTurn, s.MultiTurn != nil),
 		optional("trace", &s.Trace, s.Trace != nil),
 		optional("background", &s.Background, s.Background != nil),
+		optional("energy", &s.Energy, s.Energy != nil),
 	)
 }
 
