@@ -420,3 +420,12 @@ func (r *Result) KneeEnergyPerGoodToken() (float64, bool) {
 	}
 	return sum / float64(n), true
 }
+
+// kneeEnergyJSON is result.json's knee joules_per_good_output_token: null
+// when not recorded.
+func kneeEnergyJSON(r *Result) any {
+	if j, ok := r.KneeEnergyPerGoodToken(); ok {
+		return finite(j)
+	}
+	return nil
+}

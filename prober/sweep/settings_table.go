@@ -97,9 +97,9 @@ var settingsTable = []Setting{
 		Doc: "The server's Prometheus /metrics, read before, during and after each step. " +
 			"Default: --target + /metrics.",
 		CompareHidden: true},
-	{Field: "GPUMetricsURL", Flag: "gpu-metrics-url", Key: "gpu_metrics_url", Kind: KindString, Surfaces: SurfaceSweep | SurfaceSpec,
+	{Field: "GPUMetricsURL", Flag: "gpu-metrics-url", Kind: KindString, Surfaces: SurfaceSweep,
 		Doc: "A DCGM exporter's /metrics: each step's GPU energy, power and joules per good output token (docs/measurement.md). Default: none (energy not-recorded)."},
-	{Field: "GPUSelector", Flag: "gpu-selector", Key: "gpu_selector", Kind: KindString, Surfaces: SurfaceSweep | SurfaceSpec,
+	{Field: "GPUSelector", Flag: "gpu-selector", Kind: KindString, Surfaces: SurfaceSweep,
 		Doc: "Label selector choosing the target's GPUs on --gpu-metrics-url, e.g. pod=\"vllm-0\",namespace=\"llm\". Default: every GPU."},
 	{Field: "Engine", Flag: "engine", Kind: KindString, Default: "auto", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "The server's engine, whose metric names the idle proofs, server-side figures and the throughput " +
