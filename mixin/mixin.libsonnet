@@ -13,10 +13,12 @@ local files = [
   std.parseYaml(importstr '../rules/llmprobe.answers.yml'),
   std.parseYaml(importstr '../rules/llmprobe.canary.yml'),
   std.parseYaml(importstr '../rules/llmprobe.capacity.yml'),
+  std.parseYaml(importstr '../rules/llmprobe.energy.yml'),
   std.parseYaml(importstr '../rules/llmprobe.replicas.yml'),
   std.parseYaml(importstr '../rules/llmprobe.rules.yml'),
 ];
 local optional = std.parseYaml(importstr '../rules/optional/llmprobe.absent.yml');
+local optionalEnergy = std.parseYaml(importstr '../rules/optional/llmprobe.energy.yml');
 local groups = std.flattenArrays([f.groups for f in files]);
 
 {
@@ -70,6 +72,15 @@ local groups = std.flattenArrays([f.groups for f in files]);
 
     // Add the opt-in LLMProbeAbsent (rules/optional/llmprobe.absent.yml).
     absentAlert: false,
+
+    // Add the opt-in LLMProbeEnergyPerGoodTokenRegression
+    // (rules/optional/llmprobe.energy.yml): it fires when the last hour's
+    // joules per good output token exceed energyRegressionRatio times their
+    // 7-day median while the good token rate is within energyLoadBand of
+    // its 7-day median (the same load).
+    energyAlert: false,
+    energyRegressionRatio: 1.2,
+    energyLoadBand: 0.25,
   },
 
   local isAlertGroup(g) =
@@ -176,6 +187,14 @@ local groups = std.flattenArrays([f.groups for f in files]);
           ),
         },
       },
+    LLMProbeEnergyPerGoodTokenRegression(c, r):
+      r {
+        expr: num(num(r.expr, '> %s', '1.2', c.energyRegressionRatio), ') < %s', '0.25', c.energyLoadBand),
+        annotations+: {
+          summary: num(r.annotations.summary, 'more than %s times', '1.2', c.energyRegressionRatio),
+          description: pct(r.annotations.description, 'within %s %%', '25', c.energyLoadBand),
+        },
+      },
     LLMProbeCapacityHeadroomLow(c, r):
       r {
         expr: num(r.expr, '< %s', '0.15', c.capacityHeadroomRatio),
@@ -212,7 +231,8 @@ local groups = std.flattenArrays([f.groups for f in files]);
 
   prometheusAlerts+:: {
     groups+: [editGroup($._config, g) for g in groups if isAlertGroup(g)] +
-             (if $._config.absentAlert then [editGroup($._config, g) for g in optional.groups] else []),
+             (if $._config.absentAlert then [editGroup($._config, g) for g in optional.groups] else []) +
+             (if $._config.energyAlert then [editGroup($._config, g) for g in optionalEnergy.groups] else []),
   },
 
   grafanaDashboards+:: {
