@@ -35,6 +35,15 @@ func TestAnalysisEnergy(t *testing.T) {
 	f(res, "### Energy", "| counter | 2 | 100 | 300 | 410 | 4 | 4.8 | 2 |", "not-recorded: interrupted",
 		"At the knee (8 req/s): **4.8 J per good output token**", "; 4.8 J per good output token at the knee",
 		"energy: 4.8 J per good output token at the knee")
+	svg, ok, err := EnergySVG(res)
+	if err != nil || !ok {
+		t.Fatalf("EnergySVG: ok %v, %v", ok, err)
+	}
+	for _, w := range []string{EnergyTitle, PowerTitle, "J per good output token", "mean power", "knee 8 req/s"} {
+		if !bytes.Contains(svg, []byte(w)) {
+			t.Errorf("energy.svg lacks %q", w)
+		}
+	}
 	// No GPU source: one line with the reason, never a 0.
 	res = ladder()
 	for _, st := range res.Steps {
@@ -43,5 +52,8 @@ func TestAnalysisEnergy(t *testing.T) {
 	f(res, "Energy: not-recorded (no GPU metrics source: set --gpu-metrics-url).")
 	if md := string(Analysis(res)); strings.Contains(md, "J per good output token") {
 		t.Errorf("a joule figure without a GPU source:\n%s", md)
+	}
+	if _, ok, err := EnergySVG(res); ok || err != nil {
+		t.Errorf("energy.svg without energy: ok %v, %v", ok, err)
 	}
 }
