@@ -211,7 +211,18 @@ type energySource struct {
 	sel                  []*labels.Matcher
 	http                 *http.Client
 	interval             time.Duration
-	reason               string // not-recorded reason for every step ("" when readable)
+	reason               string     // not-recorded reason for every step ("" when readable)
+	first                gpuReading // the preflight reading
+}
+
+// fingerprint is the manifest's target.gpu: nil without a readable source.
+func (e *energySource) fingerprint() *fingerprint.GPU {
+	if e == nil || e.reason != "" {
+		return nil
+	}
+	g := e.first
+	return &fingerprint.GPU{MetricsURL: e.shown, Selector: e.selector, Count: g.gpus,
+		Model: fingerprint.OrNotRecorded(g.model), PowerLimitW: g.limitW}
 }
 
 // newEnergySource builds the source of c (reason set when there is none or
@@ -232,6 +243,7 @@ func newEnergySource(ctx context.Context, c *Config, logger log.Logger) *energyS
 		e.interval = DefaultMetricsInterval
 	}
 	g, err := e.read(ctx)
+	e.first = g
 	switch {
 	case err != nil:
 		e.reason = "the GPU metrics could not be read: " + err.Error()

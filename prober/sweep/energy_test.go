@@ -91,6 +91,9 @@ func TestSweepEnergyPerGoodToken(t *testing.T) {
 	if valid == 0 {
 		t.Fatal("no valid step")
 	}
+	if g := res.Fingerprint.Target.GPU; g == nil || g.Count != 1 || g.Model != "SIM-GPU" || g.Selector != cfg.GPUSelector {
+		t.Errorf("fingerprint gpu: %+v", g)
+	}
 	if _, ok := res.KneeEnergyPerGoodToken(); ok != res.Knee.Found {
 		t.Errorf("knee energy ok=%v, knee found %v", ok, res.Knee.Found)
 	}
