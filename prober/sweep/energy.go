@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
@@ -237,8 +238,7 @@ func newEnergySource(ctx context.Context, c *Config, logger log.Logger) *energyS
 	e.sel, _ = ParseGPUSelector(e.selector) // validated
 	// A client of its own: the target's credentials (--http.config.file,
 	// the API key) never go to the exporter.
-	e.http = &http.Client{Timeout: scrape.DefaultTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	e.http = bounded.NewClient(nil, scrape.DefaultTimeout) // scrape.Fetch bounds the body
 	if e.interval <= 0 {
 		e.interval = DefaultMetricsInterval
 	}
