@@ -99,6 +99,20 @@ func capacity() *Dashboard {
 				q(fmt.Sprintf(`llmprobe_sweep_duration_seconds{%s}`, ssel), ts),
 			).minZero(),
 		}},
+		section{title: "Energy per good token", panels: []*Panel{
+			timeseries("Energy per good output token", "The GPUs' energy per good output token (llmprobe.energy.yml): "+
+				"the DCGM exporter's energy counter rate over the server's output tokens/s times llmprobe's goodput ratio, "+
+				"and its 7-day median (dashed; the opt-in LLMProbeEnergyPerGoodTokenRegression compares the last hour with it). "+
+				"Empty without DCGM series labelled with the target.", "joule", 12,
+				q(fmt.Sprintf(`target:energy_per_good_token_joules:rate5m{%s}`, ssel), "{{target}}"),
+				q(fmt.Sprintf(`target:energy_per_good_token_joules:median_7d{%s}`, ssel), "7d median {{target}}"),
+			).minZero().dashed("B", "blue"),
+			timeseries("GPU power and good tokens", "The target's GPU power (the energy counter's rate, summed over its GPUs) "+
+				"and its good output tokens/s (right axis).", "watt", 12,
+				q(fmt.Sprintf(`target:dcgm_gpu_power_watts:rate5m{%s}`, ssel), "power {{target}}"),
+				q(fmt.Sprintf(`target:vllm_good_generation_tokens:rate5m{%s}`, ssel), "good tokens/s {{target}}"),
+			).minZero().rightAxis("good tokens.*", "short"),
+		}},
 		section{title: "Last sweep's goodput curve", panels: []*Panel{
 			table("Goodput curve", "Every step of the last successful sweep of each target and sweep: goodput, "+
 				"throughput, TTFT and TPOT p99, and validity. The knee is the highest rate whose goodput kept up.", 24,

@@ -33,6 +33,7 @@ type (
 		} `json:"alerting"`
 		ScrapeConfigs []struct {
 			JobName       string         `json:"job_name"`
+			MetricsPath   string         `json:"metrics_path,omitempty"`
 			StaticConfigs []staticConfig `json:"static_configs"`
 		} `json:"scrape_configs"`
 	}

@@ -80,6 +80,15 @@ local optionalGroups = std.flattenArrays([f.groups for f in ruleFiles.optional])
     dashboardRefresh: '30s',
     dashboardTimezone: 'browser',
     dashboardDatasource: '',
+
+    // Add the opt-in LLMProbeEnergyPerGoodTokenRegression
+    // (rules/optional/llmprobe.energy.yml): it fires when the last hour's
+    // joules per good output token exceed energyRegressionRatio times their
+    // 7-day median while the good token rate is within energyLoadBand of
+    // its 7-day median (the same load).
+    energyAlert: false,
+    energyRegressionRatio: 1.2,
+    energyLoadBand: 0.25,
   },
 
   local isAlertGroup(g) =
@@ -201,6 +210,14 @@ local optionalGroups = std.flattenArrays([f.groups for f in ruleFiles.optional])
           ),
         },
       },
+    LLMProbeEnergyPerGoodTokenRegression(c, r):
+      r {
+        expr: num(num(r.expr, '> %s', '1.2', c.energyRegressionRatio), ') < %s', '0.25', c.energyLoadBand),
+        annotations+: {
+          summary: num(r.annotations.summary, 'more than %s times', '1.2', c.energyRegressionRatio),
+          description: pct(r.annotations.description, 'within %s %%', '25', c.energyLoadBand),
+        },
+      },
     LLMProbeCapacityHeadroomLow(c, r):
       r {
         expr: num(r.expr, '< %s', '0.15', c.capacityHeadroomRatio),
@@ -254,7 +271,8 @@ local optionalGroups = std.flattenArrays([f.groups for f in ruleFiles.optional])
 
   prometheusAlerts+:: {
     groups+: [editGroup($._config, g) for g in groups if isAlertGroup(g)] +
-             (if $._config.absentAlert then [editGroup($._config, g) for g in optionalGroups] else []),
+             (if $._config.absentAlert then [editGroup($._config, g) for g in optionalGroups if g.name == 'llmprobe.absent'] else []) +
+             (if $._config.energyAlert then [editGroup($._config, g) for g in optionalGroups if g.name == 'llmprobe.energy.alerts'] else []),
   },
 
   grafanaDashboards+:: {

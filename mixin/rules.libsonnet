@@ -6,10 +6,12 @@
     std.parseYaml(importstr 'rules/llmprobe.answers.yml'),
     std.parseYaml(importstr 'rules/llmprobe.canary.yml'),
     std.parseYaml(importstr 'rules/llmprobe.capacity.yml'),
+    std.parseYaml(importstr 'rules/llmprobe.energy.yml'),
     std.parseYaml(importstr 'rules/llmprobe.replicas.yml'),
     std.parseYaml(importstr 'rules/llmprobe.rules.yml'),
   ],
   optional: [
     std.parseYaml(importstr 'rules/optional/llmprobe.absent.yml'),
+    std.parseYaml(importstr 'rules/optional/llmprobe.energy.yml'),
   ],
 }

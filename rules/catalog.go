@@ -138,8 +138,19 @@ var EngineMetrics = map[string]map[string]dto.MetricType{
 	},
 }
 
+// DCGMMetrics lists the NVIDIA DCGM exporter's GPU metrics that rules and
+// dashboards may read (the energy rules, llmprobe.energy.yml), with the types
+// of dcgm-exporter's etc/default-counters.csv (DCGM_FI_DEV_POWER_MGMT_LIMIT:
+// a DCGM field the default CSV leaves out; docs/measurement.md "Energy").
+var DCGMMetrics = map[string]dto.MetricType{
+	"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": dto.MetricType_COUNTER,
+	"DCGM_FI_DEV_POWER_USAGE":              dto.MetricType_GAUGE,
+	"DCGM_FI_DEV_POWER_MGMT_LIMIT":         dto.MetricType_GAUGE,
+}
+
 // Sources of names in a Catalog.
 const (
+	SourceDCGM       = "NVIDIA DCGM exporter (etc/default-counters.csv)"
 	SourceVLLM       = "vLLM (documented)"
 	SourceVLLMOld    = "vLLM (older name, only as the or-fallback of its current name)"
 	SourceEngine     = "serving engine (documented, docs/engines.md)"
@@ -198,6 +209,13 @@ func (c *Catalog) AddEngines() {
 		for n, t := range names {
 			c.Add(SourceEngine, n, t)
 		}
+	}
+}
+
+// AddDCGM adds DCGMMetrics.
+func (c *Catalog) AddDCGM() {
+	for n, t := range DCGMMetrics {
+		c.Add(SourceDCGM, n, t)
 	}
 }
 

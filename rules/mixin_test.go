@@ -94,7 +94,9 @@ func TestMixinAbsentAlertOptIn(t *testing.T) {
 	}
 	var absent []rulefmt.RuleGroup
 	for _, f := range opt {
-		absent = append(absent, f.Groups...)
+		if f.Name == "optional/llmprobe.absent.yml" {
+			absent = append(absent, f.Groups...)
+		}
 	}
 	on := mixinGroups(t, "{_config+:: {absentAlert: true}}", "prometheusAlerts")
 	var got []rulefmt.RuleGroup
@@ -107,6 +109,42 @@ func TestMixinAbsentAlertOptIn(t *testing.T) {
 	for _, g := range mixinGroups(t, "{}", "prometheusAlerts") {
 		if g.Name == "llmprobe.absent" {
 			t.Error("LLMProbeAbsent is in the default prometheusAlerts")
+		}
+	}
+}
+
+// TestMixinEnergyAlertOptIn: LLMProbeEnergyPerGoodTokenRegression is left
+// out by default and, with energyAlert, equals optional/llmprobe.energy.yml;
+// its thresholds are knobs.
+func TestMixinEnergyAlertOptIn(t *testing.T) {
+	opt, err := rules.LoadOptional()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []rulefmt.RuleGroup
+	for _, f := range opt {
+		if f.Name == "optional/llmprobe.energy.yml" {
+			want = append(want, f.Groups...)
+		}
+	}
+	pick := func(gs []rulefmt.RuleGroup) []rulefmt.RuleGroup {
+		var out []rulefmt.RuleGroup
+		for _, g := range gs {
+			if g.Name == "llmprobe.energy.alerts" {
+				out = append(out, g)
+			}
+		}
+		return out
+	}
+	compareGroups(t, pick(mixinGroups(t, "{_config+:: {energyAlert: true}}", "prometheusAlerts")), want)
+	if got := pick(mixinGroups(t, "{}", "prometheusAlerts")); len(got) != 0 {
+		t.Error("the energy alert is in the default prometheusAlerts")
+	}
+	r := alertByName(t, mixinGroups(t, "{_config+:: {energyAlert: true, energyRegressionRatio: 1.5, energyLoadBand: 0.1}}", "prometheusAlerts"),
+		"LLMProbeEnergyPerGoodTokenRegression")
+	for _, w := range []string{"> 1.5", ") < 0.1", "more than 1.5 times", "within 10 %"} {
+		if !strings.Contains(r.Expr+r.Annotations["summary"]+r.Annotations["description"], w) {
+			t.Errorf("energy knobs: no %q in\n%s\n%s", w, r.Expr, r.Annotations)
 		}
 	}
 }

@@ -40,6 +40,7 @@ func Analysis(res *sweep.Result) []byte {
 	writeSpread(&b, res)
 	writeKnee(&b, res)
 	writeCost(&b, res)
+	writeEnergy(&b, res) // energy.go
 	writeLatency(&b, res)
 	writeErrors(&b, res)
 	writeServer(&b, res)

@@ -32,8 +32,9 @@ type FileWriter interface {
 
 var _ FileWriter = (*artifacts.Run)(nil)
 
-// WriteFiles renders analysis.md, goodput.svg and latency.svg of res and
-// writes them through w (atomically, with an *artifacts.Run).
+// WriteFiles renders analysis.md, goodput.svg and latency.svg of res (and
+// energy.svg when a step recorded energy) and writes them through w
+// (atomically, with an *artifacts.Run).
 func WriteFiles(w FileWriter, res *sweep.Result) error {
 	if err := w.WriteFile(artifacts.AnalysisFile, Analysis(res)); err != nil {
 		return err
@@ -49,7 +50,14 @@ func WriteFiles(w FileWriter, res *sweep.Result) error {
 	if err != nil {
 		return err
 	}
-	return w.WriteFile(artifacts.LatencyPlotFile, l)
+	if err := w.WriteFile(artifacts.LatencyPlotFile, l); err != nil {
+		return err
+	}
+	e, ok, err := EnergySVG(res) // energy.go
+	if err != nil || !ok {
+		return err
+	}
+	return w.WriteFile(EnergyPlotFile, e)
 }
 
 // noGoodput is what the tables and analysis.md print for a goodput when no

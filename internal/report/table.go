@@ -140,6 +140,7 @@ func WriteTable(w io.Writer, res *sweep.Result) error {
 		lines = append(lines, "knee uncertainty: "+t)
 	}
 	lines = append(lines, costLines(res)...)
+	lines = append(lines, energyLines(res)...)
 	if hasValid(res) && k.MaxGoodputLevel != 0 {
 		if sloSet(res) {
 			lines = append(lines, fmt.Sprintf("max goodput: %s req/s at %s", num(k.MaxGoodput), levelText(res, k.MaxGoodputLevel)))

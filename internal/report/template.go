@@ -94,6 +94,9 @@ func answer(res *sweep.Result) string {
 	if c, ok := res.KneeCost(); ok {
 		a += fmt.Sprintf("; %s USD per million good output tokens at the knee", num(c))
 	}
+	if j, ok := res.KneeEnergyPerGoodToken(); ok {
+		a += fmt.Sprintf("; %s J per good output token at the knee", num(j))
+	}
 	if !res.Complete {
 		a += " (incomplete sweep: " + orNR(res.InterruptedReason) + ")"
 	}

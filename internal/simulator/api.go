@@ -112,6 +112,7 @@ func (s *Simulator) routes() http.Handler {
 		mux.Handle("/metrics", metrics)
 		mux.Handle("/metrics/", metrics)
 	}
+	mux.Handle(DCGMPath, s.dcgmHandler()) // power.go, dcgm.go
 	notFound := s.instrument(untemplatedHandler, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	}))

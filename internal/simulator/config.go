@@ -130,6 +130,9 @@ type Config struct {
 	// clients (see Light).
 	Light Light
 
+	// Power is the GPU power model served on DCGMPath (power.go).
+	Power Power
+
 	// TLSCertFile and TLSKeyFile make the Simulator serve HTTPS with that
 	// certificate (`--tls.cert-file`, `--tls.key-file`, together);
 	// TLSGenerateDir makes New write a new CA and certificate there first
@@ -260,6 +263,7 @@ func DefaultConfig() Config {
 		SpecAcceptance:      0.7,
 		Faults:              DefaultFaults(),
 		Light:               DefaultLight(),
+		Power:               DefaultPower(),
 		Background:          DefaultBackground(),
 	}
 }
@@ -324,6 +328,9 @@ func (c Config) Validate() error {
 		if err := c.Light.Validate(); err != nil {
 			return err
 		}
+	}
+	if err := c.Power.Validate(); err != nil {
+		return err
 	}
 	if err := c.validateGateway(); err != nil {
 		return err
@@ -510,6 +517,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		"events were flushed (ground truth for client accuracy tests).").
 		Default(c.TraceFile).StringVar(&c.TraceFile)
 	addLightFlags(cmd, &c.Light)
+	addPowerFlags(cmd, &c.Power)
 	addGatewayFlags(cmd, c)
 	addFeatureFlags(cmd, c)
 	addReasoningFlags(cmd, c)

@@ -105,6 +105,8 @@ type engine struct {
 	m   *metrics
 	kv  *kvCache
 	pc  *promptCache // nil unless Config.PromptCache
+	// power integrates the GPU power model (power.go).
+	power *powerMeter
 
 	mu      sync.Mutex
 	inbox   []*sequence
@@ -132,6 +134,7 @@ func newEngine(cfg Config, m *metrics) *engine {
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	e.power = newPowerMeter(cfg.Power, time.Now())
 	go e.run()
 	return e
 }
@@ -187,6 +190,7 @@ func (e *engine) run() {
 		e.intake()
 		plan, prefillTokens := e.schedule()
 		e.updateGauges()
+		e.power.set(time.Now(), len(e.running), stepTokens(plan))
 		if len(plan) == 0 {
 			prevDeadline = time.Time{}
 			select {

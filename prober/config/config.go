@@ -269,6 +269,12 @@ type TargetConfig struct {
 	// sweeps against the target report the cost per million good output
 	// tokens with it. 0 (left out): no price.
 	CostPerHour float64 `yaml:"cost_per_hour,omitempty"`
+	// GPUMetricsURL is a DCGM exporter's /metrics and GPUSelector the label
+	// selector choosing the target's GPUs on it: the target's sweeps record
+	// energy per good output token (docs/measurement.md "Energy"). Empty:
+	// energy not-recorded.
+	GPUMetricsURL string `yaml:"gpu_metrics_url,omitempty"`
+	GPUSelector   string `yaml:"gpu_selector,omitempty"`
 	// TraceSampleRatio is the share of the target's probe requests traced
 	// when the daemon traces (serve --tracing.endpoint, docs/tracing.md):
 	// in (0, 1]; 0 or left out: the daemon's --tracing.sample-ratio.
@@ -385,6 +391,7 @@ func (c *Config) Redacted() string {
 		if t.RawMetricsURL != MetricsURLNone {
 			t.RawMetricsURL = redactURL(t.RawMetricsURL)
 		}
+		t.GPUMetricsURL = redactURL(t.GPUMetricsURL)
 		cp.Targets[i] = t
 	}
 	cp.Discovery = redactedDiscovery(c.Discovery)

@@ -169,6 +169,8 @@ func TestInvalid(t *testing.T) {
 		{"max-body-bytes-zero", `:4: targets[0].max_body_bytes: must be > 0, got 0`},
 		{"max-concurrency-zero", `:7: targets[0].probes[0].max_concurrency: must be >= 1, got 0`},
 		{"metrics-url", `:4: targets[0].metrics_url: invalid URL: first path segment in URL cannot contain colon`},
+		{"gpu-selector", `:5: targets[0].gpu_selector: not a label selector: 1:6: parse error: unexpected "}" in label matching, expected string`},
+		{"gpu-selector-without-url", `:4: targets[0].gpu_selector: needs gpu_metrics_url`},
 		{"missing-key-file", `:4: targets[0].api_key_file: cannot read the key: stat testdata/does-not-exist.key: no such file or directory`},
 		{"missing-name", `:2: targets[0].name: required`},
 		{"missing-rate", `:5: targets[0].probes[0].rate: required: requests per second, > 0`},

@@ -292,6 +292,7 @@ func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
 		Metadata:     map[string]string{"target": t.Name, "sweep": name},
 		// The target's attribution_headers: its sweeps record them too.
 		AttributionHeaders: t.AttributionHeaders,
+		GPUMetricsURL:      t.GPUMetricsURL, GPUSelector: t.GPUSelector,
 	}
 	if err := s.applySettings(&c); err != nil {
 		return c, specError(err)

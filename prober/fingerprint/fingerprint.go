@@ -105,6 +105,20 @@ type Target struct {
 	// without its secrets (SummarizeHTTP); nil (left out) in a fingerprint
 	// written before it was recorded.
 	HTTPConfig *HTTPConfig `json:"http_config,omitempty"`
+	// GPU describes the GPUs whose energy a sweep read (--gpu-metrics-url,
+	// a target's gpu_metrics_url); nil (left out) without a GPU source.
+	GPU *GPU `json:"gpu,omitempty"`
+}
+
+// GPU is what a DCGM exporter said of the selected GPUs when the sweep
+// began: their count, modelName and summed power limit (0: not exposed),
+// beside the redacted source and the selector.
+type GPU struct {
+	MetricsURL  string  `json:"metrics_url"`
+	Selector    string  `json:"selector,omitempty"`
+	Count       int     `json:"count"`
+	Model       string  `json:"model"`
+	PowerLimitW float64 `json:"power_limit_w,omitempty"`
 }
 
 // Workload identifies the request distribution: its canonical JSON form and

@@ -96,6 +96,9 @@ type Config struct {
 	Target string
 	// MetricsURL is the server's /metrics (default Target + "/metrics").
 	MetricsURL string
+	// GPUMetricsURL is a DCGM exporter's /metrics and GPUSelector the
+	// label selector choosing the target's GPUs on it (energy.go).
+	GPUMetricsURL, GPUSelector string
 	// Engine is the serving engine whose metric names are read (idle
 	// proofs, server-side figures, the probe's queue check): "" or "auto"
 	// detects it (prober/endpoint), else one of engine.Names ("vllm",
@@ -354,6 +357,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateBackground(); err != nil {
+		return err
+	}
+	if err := c.validateEnergy(); err != nil {
 		return err
 	}
 	if err := c.validateAnswerChecks(); err != nil {

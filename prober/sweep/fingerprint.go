@@ -18,6 +18,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	fp.Target.API = c.API
 	fp.Target.CostPerHour = c.CostPerHour
 	fp.Target.HTTPConfig = fingerprint.SummarizeHTTP(c.Target, c.HTTPConfig, c.APIKey != "")
+	fp.Target.GPU = r.energy.fingerprint() // energy.go
 	fp.Target.Model = r.model
 	fp.Target.ServedModel, fp.Target.Root, fp.Target.MaxModelLen = fingerprint.NotRecorded, fingerprint.NotRecorded, fingerprint.Int{}
 	if info.Listed {

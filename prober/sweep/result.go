@@ -72,6 +72,8 @@ type Step struct {
 	// server's production traffic (nil for an isolated sweep):
 	// result.json's "background".
 	Background *StepBackground
+	// Energy is the step's GPU energy (energy.go): result.json's "energy".
+	Energy *StepEnergy
 }
 
 // StepVerdict is the adaptive search's verdict on one run of a level.

@@ -184,6 +184,8 @@ func (r *Result) kneeKeys() object {
 		optional("interval", &k.Interval, k.Interval != nil),
 		{key: "cost_per_million_good_output_tokens", v: cost, omit: !(r.CostPerHour > 0 && k.Found),
 			derived: "cost_per_hour_usd and the good_output_throughput of the knee level's steps"},
+		{key: "joules_per_good_output_token", v: kneeEnergyJSON(r), omit: !k.Found,
+			derived: "the energy of the knee level's valid steps (energy.go); null when not recorded"},
 	}
 }
 
@@ -356,6 +358,7 @@ func (r *Result) stepKeys(s *Step) object {
 		optional("multi_turn", &s.MultiTurn, s.MultiTurn != nil),
 		optional("trace", &s.Trace, s.Trace != nil),
 		optional("background", &s.Background, s.Background != nil),
+		optional("energy", &s.Energy, s.Energy != nil),
 	)
 }
 

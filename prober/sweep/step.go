@@ -82,6 +82,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	idle := r.waitIdle(ctx, logger)
 	r.bg.reset()
 	before := r.snapshot(ctx, st, PhaseBefore)
+	energy := r.energy.begin(ctx)
 
 	var maxima map[string]float64
 	var stopRec func() error
@@ -146,6 +147,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	} else {
 		after = r.settledSnapshot(ctx, st, PhaseAfter, before, st.Stats.Completed)
 	}
+	st.Energy = energy.finish(ctx, st)
 	st.Stats.schedLat = sched
 	st.Trace = r.traceTiming(st)
 	gen := r.prompts.info()

@@ -203,6 +203,7 @@ type runner struct {
 	metricsURL    string
 	metricsOK     bool           // /metrics was readable at preflight
 	metricsReason string         // why not
+	energy        *energySource  // the GPU metrics (energy.go)
 	eng           *engine.Engine // the server engine's adapter (configured or detected)
 	idleKnown     bool           // /metrics has the engine's running and waiting gauges
 	idleReason    string         // why not (names the engine)
@@ -300,6 +301,7 @@ func Prepare(ctx context.Context, cfg Config, opts Options) (*Prepared, error) {
 		r.close()
 		return nil, r.redactErr(err)
 	}
+	r.energy = newEnergySource(ctx, &r.cfg, r.logger) // energy.go
 	r.fingerprintStart(ctx, r.start)
 	return &Prepared{r: r}, nil
 }

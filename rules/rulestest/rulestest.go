@@ -114,6 +114,7 @@ func Catalog(files []rules.File) (*rules.Catalog, error) {
 	c.AddRecorded(files)
 	c.AddVLLM()
 	c.AddEngines()
+	c.AddDCGM()
 	c.AddPrometheus()
 	return c, nil
 }

@@ -1,0 +1,22 @@
+package config
+
+import (
+	"errors"
+
+	"github.com/llmprobe/llmprobe/prober/sweep"
+)
+
+// validateGPUSource checks a target's gpu_metrics_url and gpu_selector (the
+// GPU energy source of its sweeps, issue 38).
+func validateGPUSource(rawURL, selector string) error {
+	var l problems
+	if rawURL != "" {
+		l.add("gpu_metrics_url", validateURL(rawURL, true))
+	}
+	if _, err := sweep.ParseGPUSelector(selector); err != nil {
+		l.add("gpu_selector", err)
+	} else if selector != "" && rawURL == "" {
+		l.add("gpu_selector", errors.New("needs gpu_metrics_url"))
+	}
+	return l.err()
+}
