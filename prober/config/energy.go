@@ -6,9 +6,10 @@ import (
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// validateGPUSource checks a target's gpu_metrics_url and gpu_selector (the
-// GPU energy source of its sweeps, issue 38).
-func validateGPUSource(rawURL, selector string) error {
+// ValidateGPUSource checks a target's gpu_metrics_url and gpu_selector (the
+// GPU energy source of its sweeps, issue 38), as the config file's and a
+// discovered target's relabelled __gpu_metrics_url__ and __gpu_selector__.
+func ValidateGPUSource(rawURL, selector string) error {
 	var l problems
 	if rawURL != "" {
 		l.add("gpu_metrics_url", validateURL(rawURL, true))

@@ -118,7 +118,7 @@ func (t TargetConfig) Validate() error {
 	l.add("", t.validateSweeps())
 	validateLabels(&l, t.Labels)
 	l.add("cost_per_hour", validateCostPerHour(t.CostPerHour))
-	l.add("", validateGPUSource(t.GPUMetricsURL, t.GPUSelector)) // energy.go
+	l.add("", ValidateGPUSource(t.GPUMetricsURL, t.GPUSelector)) // energy.go
 	if r := t.TraceSampleRatio; r < 0 || r > 1 || math.IsNaN(r) {
 		l.add("trace_sample_ratio", fmt.Errorf("must be in (0, 1] (0 or left out: the daemon's --tracing.sample-ratio), got %v", r))
 	}

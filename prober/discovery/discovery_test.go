@@ -253,3 +253,34 @@ func TestApplyReload(t *testing.T) {
 		t.Errorf("series left after removing the entry: %d %v", n, err)
 	}
 }
+
+// TestGPUSourceLabels: relabelling from __meta labels sets a discovered
+// target's GPU energy source (__gpu_metrics_url__, __gpu_selector__: the
+// node's DCGM exporter and the pod's GPUs), overriding the template; an
+// invalid one drops the target as invalid.
+func TestGPUSourceLabels(t *testing.T) {
+	r, _ := run(t, `
+discovery:
+  - name: pods
+    static_configs:
+      - targets: [10.0.0.7:8000]
+        labels: {__meta_host_ip: 10.1.0.3, __meta_pod: vllm-0}
+      - targets: [10.0.0.8:8000]
+        labels: {__meta_host_ip: "", __meta_pod: "vllm-1\""}
+    relabel_configs:
+      - source_labels: [__meta_host_ip]
+        regex: (.+)
+        target_label: __gpu_metrics_url__
+        replacement: http://$1:9400/metrics
+      - source_labels: [__meta_pod]
+        target_label: __gpu_selector__
+        replacement: pod="$1"
+`)
+	ts := waitTargets(t, r, nil, "pods:10.0.0.7:8000")
+	if c := ts[0].Config; c.GPUMetricsURL != "http://10.1.0.3:9400/metrics" || c.GPUSelector != `pod="vllm-0"` {
+		t.Errorf("gpu source %q %q", c.GPUMetricsURL, c.GPUSelector)
+	}
+	if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("pods", DropInvalid)); got != 1 {
+		t.Errorf("dropped{invalid} = %v, want 1 (a selector that does not parse, without a URL)", got)
+	}
+}

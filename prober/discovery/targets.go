@@ -27,6 +27,17 @@ const (
 	PathPrefixLabel = "__path_prefix__"
 )
 
+// The labels that, when relabelling sets them, give a discovered target its
+// GPU energy source (issue 38): the DCGM exporter's /metrics URL
+// (gpu_metrics_url, e.g. from the pod's host IP: the exporter is a
+// DaemonSet) and the selector choosing its GPUs there (gpu_selector, e.g.
+// pod="<the pod's name>": dcgm-exporter labels a GPU with the pod using
+// it). They override the entry's target template.
+const (
+	GPUMetricsURLLabel = "__gpu_metrics_url__"
+	GPUSelectorLabel   = "__gpu_selector__"
+)
+
 // The reasons a discovered target is dropped (the reason label of
 // llmprobe_discovery_dropped_targets).
 const (
@@ -197,6 +208,17 @@ func derive(cfg config.DiscoveryConfig, group, target model.LabelSet) (Target, s
 	tc, err := cfg.NewTarget(name, scheme+"://"+addr+prefix, kept)
 	if err != nil {
 		return Target{}, DropInvalid, fmt.Errorf("target %q: %w", name, err)
+	}
+	if u, sel := lb.Get(GPUMetricsURLLabel), lb.Get(GPUSelectorLabel); u != "" || sel != "" {
+		if u != "" {
+			tc.GPUMetricsURL = u
+		}
+		if sel != "" {
+			tc.GPUSelector = sel
+		}
+		if err := config.ValidateGPUSource(tc.GPUMetricsURL, tc.GPUSelector); err != nil {
+			return Target{}, DropInvalid, fmt.Errorf("target %q: %s, %s: %w", name, GPUMetricsURLLabel, GPUSelectorLabel, err)
+		}
 	}
 	return Target{Entry: cfg.Name, Config: tc, Labels: kept}, "", nil
 }
