@@ -468,9 +468,11 @@ func TestErrorClasses(t *testing.T) {
 	}{
 		{
 			name:      "timeout mid-stream",
+			// 1 s, not less: the first token must be read within it on
+			// a busy machine (80 ms missed it at load 17).
 			handler:   script(now(tok("a")), after(long, tok("b")), now(done)),
-			opts:      Options{Timeout: 80 * time.Millisecond},
-			wantClass: prober.ClassTimeout, wantMsg: "timeout 80ms",
+			opts:      Options{Timeout: time.Second},
+			wantClass: prober.ClassTimeout, wantMsg: "timeout 1s",
 			check: func(t *testing.T, rec prober.Record) {
 				if rec.Events != 1 || rec.TTFT <= 0 {
 					t.Errorf("partial measurement lost: events %d TTFT %v", rec.Events, rec.TTFT)
