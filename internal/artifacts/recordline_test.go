@@ -20,6 +20,9 @@ func fillRecord(rng *rand.Rand, strs []string) *prober.Record {
 	zones := []*time.Location{time.UTC, time.FixedZone("X", 5*3600+1800), time.FixedZone("Y", -7*3600), time.Local}
 	for i := range v.NumField() {
 		f := v.Field(i)
+		if v.Type().Field(i).Tag.Get("json") == "-" {
+			continue // never written (ResponseID, ResponseModel: spans only)
+		}
 		zero := rng.IntN(4) == 0 // exercise omitempty
 		switch f.Interface().(type) {
 		case time.Time:
