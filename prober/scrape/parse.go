@@ -439,12 +439,6 @@ func dtoType(t model.MetricType) dto.MetricType {
 // add files the current sample (b.lset, ts, v) into its family.
 func (b *builder) add(ts *int64, v float64) error {
 	name := b.lset.Get(labels.MetricName)
-	if dup, ok := b.lset.HasDuplicateLabelNames(); ok {
-		return fmt.Errorf("sample %q has label %q twice", name, dup)
-	}
-	if !b.lset.IsValid(model.UTF8Validation) {
-		return fmt.Errorf("sample %q has an invalid metric name, label name or label value (not UTF-8)", name)
-	}
 	key, t, p, err := b.resolve(name)
 	if err != nil {
 		return err
@@ -472,6 +466,14 @@ func (b *builder) add(ts *int64, v float64) error {
 	}
 	m := f.series[string(b.key)]
 	if m == nil {
+		// Checked once per series: its other samples have the same
+		// labels but for le or quantile.
+		if dup, ok := b.lset.HasDuplicateLabelNames(); ok {
+			return fmt.Errorf("sample %q has label %q twice", name, dup)
+		}
+		if !b.lset.IsValid(model.UTF8Validation) {
+			return fmt.Errorf("sample %q has an invalid metric name, label name or label value (not UTF-8)", name)
+		}
 		m = &dto.Metric{}
 		b.lset.Range(func(l labels.Label) {
 			if l.Name == labels.MetricName || l.Name == drop {
