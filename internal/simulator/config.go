@@ -257,6 +257,7 @@ func DefaultConfig() Config {
 		BlockSize:           16,
 		NumGPUBlocks:        24576,
 		EnablePrefixCaching: true,
+		MetricsFormat:       MetricsFormatText,
 		PromptCacheTokens:   DefaultPromptCacheTokens,
 		StepBase:            10 * time.Millisecond,
 		ReasoningField:      ReasoningContentField,
@@ -501,7 +502,7 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		Default(strconv.FormatBool(c.LegacyMetricNames)).BoolVar(&c.LegacyMetricNames)
 	cmd.Flag("metrics-format", "Exposition format of /metrics: text (whatever Accept says), openmetrics (OpenMetrics 1.0 "+
 		"whatever Accept says, as vLLM's Rust frontend) or protobuf (when Accept asks for it, else text).").
-		Default(MetricsFormatText).EnumVar(&c.MetricsFormat, MetricsFormats...)
+		Default(c.MetricsFormat).EnumVar(&c.MetricsFormat, MetricsFormats...)
 	addPromptCacheFlags(cmd, c, intFlag)
 	durationFlag("step-base", "Fixed duration of one engine step.", &c.StepBase)
 	durationFlag("step-per-prefill-token", "Added step duration per prompt token computed in the step.", &c.StepPerPrefillToken)
