@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -439,8 +441,10 @@ func TestHostileProtobuf(t *testing.T) {
 		raw  []byte
 		want string
 	}{
-		{"truncated", good[:len(good)-2], "message 1: unexpected EOF"},
-		{"huge length", []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x0a}, "message 1"},
+		{"truncated", good[:len(good)-2], "message 1: length 18 is past the end of the body (16 bytes left)"},
+		{"huge length", []byte{0x99, 0x99, 0x99, 0x99, 0xb9, 0x3f, 0x1a}, "message 1: length 2180017179801 is past the end of the body (1 bytes left)"},
+		{"malformed length", []byte{0xff, 0xff}, "message 1: malformed length prefix"},
+		{"not a MetricFamily", []byte{0x02, 0xff, 0xff}, "message 1: "},
 		{"second family of a name", append(slices.Clone(good), good...), `message 2: second family "a"`},
 		{"invalid name", append(slices.Clone(good), bad...), `message 2: invalid metric name ""`},
 	}
@@ -591,5 +595,34 @@ func TestBenchmarkExpositionIsRealSized(t *testing.T) {
 	}
 	if n := len(raw); n < 50<<10 || n > 500<<10 {
 		t.Errorf("16-engine text exposition is %d bytes", n)
+	}
+}
+
+// TestOpenMetricsFuzzSeedsParse keeps the OpenMetrics seeds of
+// FuzzNewSnapshot meaningful: each parses as OpenMetrics, so the fuzzer
+// starts from valid expositions and the invariants are checked on them.
+func TestOpenMetricsFuzzSeedsParse(t *testing.T) {
+	files, _ := filepath.Glob("testdata/fuzz/FuzzNewSnapshot/om-*")
+	if len(files) == 0 {
+		t.Fatal("no OpenMetrics seeds")
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lit, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "go test fuzz v1\n[]byte(")
+		raw, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+		if !ok || err != nil {
+			t.Fatalf("%s: not a []byte seed: %v", p, err)
+		}
+		s, err := NewSnapshot(time.Unix(0, 0), []byte(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if s.Format != FormatOpenMetrics || len(s.Families) == 0 {
+			t.Fatalf("%s: read as %s, %d families", p, s.Format, len(s.Families))
+		}
+		checkSnapshotInvariants(t, []byte(raw))
 	}
 }

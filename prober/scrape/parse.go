@@ -11,12 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -181,24 +184,50 @@ func parse(raw []byte, format Format) (map[string]*dto.MetricFamily, error) {
 }
 
 // parseProtobuf decodes length-delimited MetricFamily messages; they are
-// already what Snapshot.Families holds.
+// already what Snapshot.Families holds. It decodes them itself rather than
+// with expfmt's decoder, which trusts a message's length prefix (no size
+// limit: a hostile 5-byte prefix makes it allocate terabytes): a length
+// past the end of the body is an error.
 func parseProtobuf(raw []byte) (map[string]*dto.MetricFamily, error) {
-	dec := expfmt.NewDecoder(bytes.NewReader(raw), expfmt.NewFormat(expfmt.TypeProtoDelim))
 	fams := map[string]*dto.MetricFamily{}
-	for i := 1; ; i++ {
-		mf := &dto.MetricFamily{}
-		err := dec.Decode(mf)
-		if errors.Is(err, io.EOF) {
-			return fams, nil
+	fail := func(i int, format string, args ...any) error {
+		return &ParseError{Format: FormatProtobuf, Err: fmt.Errorf("message %d: "+format, append([]any{i}, args...)...)}
+	}
+	for i, rest := 1, raw; len(rest) > 0; i++ {
+		size, n := protowire.ConsumeVarint(rest)
+		if n < 0 {
+			return nil, fail(i, "malformed length prefix")
 		}
-		if err != nil {
-			return nil, &ParseError{Format: FormatProtobuf, Err: fmt.Errorf("message %d: %w", i, err)}
+		rest = rest[n:]
+		if size > uint64(len(rest)) {
+			return nil, fail(i, "length %d is past the end of the body (%d bytes left)", size, len(rest))
+		}
+		mf := &dto.MetricFamily{}
+		if err := proto.Unmarshal(rest[:size], mf); err != nil {
+			return nil, fail(i, "%v", err)
+		}
+		rest = rest[size:]
+		if !model.UTF8Validation.IsValidMetricName(mf.GetName()) {
+			return nil, fail(i, "invalid metric name %q", mf.GetName())
+		}
+		if !utf8.ValidString(mf.GetHelp()) || !utf8.ValidString(mf.GetUnit()) {
+			return nil, fail(i, "family %q: help or unit is not UTF-8", mf.GetName())
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if !model.UTF8Validation.IsValidLabelName(l.GetName()) || !model.LabelValue(l.GetValue()).IsValid() {
+					return nil, fail(i, "family %q: invalid label %q=%q", mf.GetName(), l.GetName(), l.GetValue())
+				}
+			}
 		}
 		if fams[mf.GetName()] != nil {
-			return nil, &ParseError{Format: FormatProtobuf, Err: fmt.Errorf("message %d: second family %q", i, mf.GetName())}
+			return nil, fail(i, "second family %q", mf.GetName())
 		}
-		fams[mf.GetName()] = mf
+		if len(mf.GetMetric()) > 0 { // as the text formats, which have no empty family
+			fams[mf.GetName()] = mf
+		}
 	}
+	return fams, nil
 }
 
 // renderOpenMetrics writes families as OpenMetrics text (with _created
@@ -212,7 +241,11 @@ func renderOpenMetrics(fams map[string]*dto.MetricFamily, limit int64) ([]byte, 
 	sort.Strings(names)
 	w := &limitedBuffer{limit: limit}
 	for _, n := range names {
-		if _, err := expfmt.MetricFamilyToOpenMetrics(w, fams[n], expfmt.WithCreatedLines()); err != nil {
+		// Without its unit: OpenMetrics requires a unit to be a suffix of
+		// the name, which protobuf does not, and nothing reads units.
+		mf := fams[n]
+		mf = &dto.MetricFamily{Name: mf.Name, Help: mf.Help, Type: mf.Type, Metric: mf.Metric}
+		if _, err := expfmt.MetricFamilyToOpenMetrics(w, mf, expfmt.WithCreatedLines()); err != nil {
 			return nil, fmt.Errorf("render protobuf family %q as OpenMetrics text: %w", n, err)
 		}
 	}
@@ -626,7 +659,8 @@ func count(v float64) (uint64, bool) {
 // equal to the count left implicit), help texts are attached, and the
 // text format's separate <name>_created gauges (Python's prometheus_client
 // writes them) are folded into the created timestamps of their counter,
-// histogram or summary, as OpenMetrics and protobuf carry them.
+// histogram or summary, as OpenMetrics and protobuf carry them (in
+// OpenMetrics a <name>_created family is a family of its own).
 func (b *builder) finish() map[string]*dto.MetricFamily {
 	out := make(map[string]*dto.MetricFamily, len(b.fams))
 	for key, f := range b.fams {
@@ -654,6 +688,9 @@ func (b *builder) finish() map[string]*dto.MetricFamily {
 			}
 		}
 		out[key] = f.mf
+	}
+	if b.format != FormatText {
+		return out
 	}
 	for key, f := range b.fams {
 		if out[key] == nil || !foldable(f.mf) {
