@@ -626,3 +626,23 @@ func TestOpenMetricsFuzzSeedsParse(t *testing.T) {
 		checkSnapshotInvariants(t, []byte(raw))
 	}
 }
+
+// TestOpenMetricsInfoFamily: an OpenMetrics info family (TYPE by its base
+// name, an _info sample) is found under its sample name, as the text
+// format's info-style gauge vllm:cache_config_info is.
+func TestOpenMetricsInfoFamily(t *testing.T) {
+	s, err := NewSnapshot(time.Unix(0, 0), []byte("# HELP vllm:cache_config Information of the LLMEngine CacheConfig\n"+
+		"# TYPE vllm:cache_config info\n"+
+		"vllm:cache_config_info{block_size=\"32\",engine=\"1\"} 1\n"+
+		"vllm:cache_config_info{block_size=\"16\",engine=\"0\"} 1\n# EOF\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := InfoLabels(s, MetricCacheConfigInfo)
+	if !ok || l["block_size"] != "16" || l["engine"] != "0" {
+		t.Errorf("InfoLabels = %v, %v; want engine 0's block_size 16", l, ok)
+	}
+	if mf := s.Families[MetricCacheConfigInfo]; mf.GetType() != dto.MetricType_GAUGE || mf.GetHelp() == "" {
+		t.Errorf("family %v, want a gauge with the help text", mf)
+	}
+}
