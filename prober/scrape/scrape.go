@@ -1,8 +1,8 @@
 // Package scrape owns reading a target's own /metrics endpoint (vLLM or any
 // Prometheus exposition: text, OpenMetrics or protobuf, negotiated as
-// Prometheus does): fetching it into a Snapshot (parsed families, keyed the
-// same whatever the format, plus the raw text), reading values out of snapshots, server-side deltas
-// between two snapshots (counters and classic histograms, reset-aware, with
+// Prometheus does; parse.go): fetching it into a Snapshot (parsed families,
+// keyed the same whatever the format, plus the raw text), reading values
+// out of snapshots, server-side deltas between two snapshots (counters and classic histograms, reset-aware, with
 // Prometheus' histogram_quantile interpolation), the idle proof a sweep step
 // needs, and a Recorder that scrapes periodically during a step and appends
 // timestamped scrapes to an artifact file.
@@ -44,7 +44,8 @@ type Snapshot struct {
 	Time time.Time
 	// Raw is the exposition as text: the response body as received for
 	// the text formats; a protobuf body written as OpenMetrics text
-	// (sorted by name, with _created lines), so that artifacts stay text.
+	// (sorted by name, with _created lines, at most the body cap), so that
+	// artifacts stay text and NewSnapshot reads Raw back.
 	Raw []byte
 	// Format is the format the server sent.
 	Format Format
@@ -128,8 +129,8 @@ func buildOptions(opts []Option) options {
 // sends (vLLM's Rust frontend sends OpenMetrics whatever it is asked;
 // Python's prometheus_client OpenMetrics when it is offered). Metric and
 // label names are validated with UTF-8 rules, a superset of the legacy
-// rules that already allow vLLM's ':' names. Errors name the URL (with any password redacted)
-// and say what went wrong: transport error, non-2xx status (*StatusError;
+// rules that already allow vLLM's ':' names. Errors name the URL (with
+// any password redacted) and say what went wrong: transport error, non-2xx status (*StatusError;
 // a redirect is never followed, whatever client's CheckRedirect says, so
 // that the bearer token never goes to another address),
 // body over the size cap, unexpected content type (*ContentTypeError), or a
