@@ -545,7 +545,8 @@ func vllmFamilies(t testing.TB, engines int) []*dto.MetricFamily {
 // (the Recorder's per-scrape cost besides the HTTP round trip): the
 // simulator's vLLM exposition with 1 and 16 data-parallel engines, written
 // as the Python frontend serves text (with _created gauges), as
-// OpenMetrics with _created lines (the Rust frontend), and as protobuf;
+// OpenMetrics with _created lines (the Rust frontend), and as protobuf
+// (protobuf+raw adds the OpenMetrics rendering Fetch keeps as Raw);
 // text-expfmt is the text parser used before (expfmt.TextParser), for
 // comparison.
 func BenchmarkParseVLLM(b *testing.B) {
@@ -562,6 +563,23 @@ func BenchmarkParseVLLM(b *testing.B) {
 					}
 				}
 			})
+			if f == FormatProtobuf {
+				// What Fetch does with a protobuf body: parse it and keep
+				// its OpenMetrics rendering as Raw.
+				b.Run(fmt.Sprintf("engines=%d/protobuf+raw", engines), func(b *testing.B) {
+					b.SetBytes(int64(len(raw)))
+					b.ReportAllocs()
+					for b.Loop() {
+						fams, err := parse(raw, f)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if _, err := renderOpenMetrics(fams, DefaultMaxBytes); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 			if f != FormatText {
 				continue
 			}
