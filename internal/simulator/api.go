@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/llmprobe/llmprobe/prober/jsonkind"
 )
 
@@ -108,7 +106,7 @@ func (s *Simulator) routes() http.Handler {
 	if s.cfg.Engine != EngineOllama && s.cfg.Engine != EngineGeneric {
 		// vLLM mounts prometheus_client's ASGI app on /metrics (and below): any
 		// method gets the exposition, and it is not counted.
-		metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+		metrics := metricsHandler(s.reg, s.cfg.MetricsFormat) // metricsformat.go
 		mux.Handle("/metrics", metrics)
 		mux.Handle("/metrics/", metrics)
 	}

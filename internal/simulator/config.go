@@ -55,6 +55,12 @@ type Config struct {
 	// vllm:time_per_output_token_seconds, and none of the names added
 	// since (docs/simulator.md). Default false: the current names.
 	LegacyMetricNames bool
+	// MetricsFormat is the exposition format of /metrics
+	// (`--metrics-format`, metricsformat.go): MetricsFormatText (the
+	// default; empty means it too), MetricsFormatOpenMetrics (whatever
+	// Accept says, as vLLM's Rust frontend) or MetricsFormatProtobuf (when
+	// Accept asks for it).
+	MetricsFormat string
 	// PromptCache adds a prompt cache as llama.cpp's llama-server keeps
 	// one (`--prompt-cache`, promptcache.go): a prompt's longest common
 	// prefix with a cached prompt, token by token, is not computed again,
@@ -254,6 +260,7 @@ func DefaultConfig() Config {
 		BlockSize:           16,
 		NumGPUBlocks:        24576,
 		EnablePrefixCaching: true,
+		MetricsFormat:       MetricsFormatText,
 		PromptCacheTokens:   DefaultPromptCacheTokens,
 		StepBase:            10 * time.Millisecond,
 		ReasoningField:      ReasoningContentField,
@@ -281,6 +288,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--engine must be one of %s, got %q", strings.Join(Engines, ", "), c.Engine)
 	case strings.TrimSpace(c.Model) == "":
 		return fmt.Errorf("--model must not be empty")
+	case validateMetricsFormat(c.MetricsFormat) != nil:
+		return validateMetricsFormat(c.MetricsFormat)
 	case c.LegacyMetricNames && c.Engine != "" && c.Engine != EngineVLLM:
 		return fmt.Errorf("--legacy-metric-names needs --engine %s (vLLM's names), got %q", EngineVLLM, c.Engine)
 	case c.MaxNumSeqs < 1:
@@ -498,6 +507,9 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		"(vllm:gpu_cache_usage_perc, vllm:gpu_prefix_cache_*, vllm:time_per_output_token_seconds as the ITL histogram) "+
 		"instead of the current ones (docs/engines.md).").
 		Default(strconv.FormatBool(c.LegacyMetricNames)).BoolVar(&c.LegacyMetricNames)
+	cmd.Flag("metrics-format", "Exposition format of /metrics: text (whatever Accept says), openmetrics (OpenMetrics 1.0 "+
+		"whatever Accept says, as vLLM's Rust frontend) or protobuf (when Accept asks for it, else text).").
+		Default(c.MetricsFormat).EnumVar(&c.MetricsFormat, MetricsFormats...)
 	addPromptCacheFlags(cmd, c, intFlag)
 	durationFlag("step-base", "Fixed duration of one engine step.", &c.StepBase)
 	durationFlag("step-per-prefill-token", "Added step duration per prompt token computed in the step.", &c.StepPerPrefillToken)

@@ -50,6 +50,8 @@ func TestFlagValidation(t *testing.T) {
 		{name: "legacy names for vLLM", args: []string{"--legacy-metric-names", "--enable-prompt-tokens-details"}},
 		{name: "legacy names of another engine", args: []string{"--engine=sglang", "--legacy-metric-names"},
 			wantErr: `--legacy-metric-names needs --engine vllm (vLLM's names), got "sglang"`},
+		{name: "metrics format", args: []string{"--metrics-format=openmetrics"}},
+		{name: "metrics format unknown", args: []string{"--metrics-format=json"}, wantErr: "enum value must be one of text,openmetrics,protobuf, got 'json'"},
 		{name: "block-size 0", args: []string{"--block-size=0"}, wantErr: "--block-size must be >= 1"},
 		{name: "num-gpu-blocks negative", args: []string{"--num-gpu-blocks=-5"}, wantErr: "--num-gpu-blocks must be >= 1"},
 		{name: "kv too small", args: []string{"--num-gpu-blocks=2", "--block-size=16", "--max-model-len=64"}, wantErr: "cannot hold one sequence of --max-model-len (64)"},

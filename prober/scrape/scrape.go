@@ -1,7 +1,8 @@
 // Package scrape owns reading a target's own /metrics endpoint (vLLM or any
-// Prometheus text exposition): fetching it into a Snapshot (parsed families
-// plus the raw text), reading values out of snapshots, server-side deltas
-// between two snapshots (counters and classic histograms, reset-aware, with
+// Prometheus exposition: text, OpenMetrics or protobuf, negotiated as
+// Prometheus does; parse.go): fetching it into a Snapshot (parsed families,
+// keyed the same whatever the format, plus the raw text), reading values
+// out of snapshots, server-side deltas between two snapshots (counters and classic histograms, reset-aware, with
 // Prometheus' histogram_quantile interpolation), the idle proof a sweep step
 // needs, and a Recorder that scrapes periodically during a step and appends
 // timestamped scrapes to an artifact file.
@@ -10,12 +11,10 @@
 package scrape
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,8 +22,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/config"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
@@ -40,19 +37,27 @@ const (
 	DefaultMaxBytes = 16 << 20
 )
 
-// acceptHeader asks for the classic text format, which every Prometheus
-// client library serves and which keeps _created series as plain gauges.
-const acceptHeader = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
-
 // Snapshot is one scrape of a target's /metrics. It is not modified after
 // Fetch returns and may be read concurrently.
 type Snapshot struct {
 	// Time is the wall-clock time the scrape request was sent.
 	Time time.Time
-	// Raw is the response body as received (the exposition text).
+	// Raw is the exposition as text: the response body as received for
+	// the text formats; a protobuf body written as OpenMetrics text
+	// (sorted by name, with _created lines, at most the body cap), so that
+	// artifacts stay text and NewSnapshot reads Raw back.
 	Raw []byte
-	// Families are the parsed metric families by name, as written in the
-	// exposition (counters keep their _total suffix in the text format).
+	// Format is the format the server sent.
+	Format Format
+	// Families are the parsed metric families by name, keyed the same
+	// whatever the format: a counter under its _total sample name
+	// (vllm:request_success_total, also when OpenMetrics types it as
+	// vllm:request_success), a histogram or summary under its base name
+	// (its _bucket, _sum and _count are in the family), an OpenMetrics
+	// info under its _info sample name (a gauge), a stateset as a gauge.
+	// _created samples, and the text format's <name>_created gauges of a
+	// counter, histogram or summary, are the series' created timestamps;
+	// exemplars are not kept.
 	Families map[string]*dto.MetricFamily
 }
 
@@ -118,16 +123,18 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// Fetch scrapes url with client (a plain client when nil) and parses
-// the Prometheus text exposition (the only format it asks for; OpenMetrics,
-// protobuf and anything else are refused with an error). Metric and label names are
-// validated with UTF-8 rules, a superset of the legacy rules that already
-// allow vLLM's ':' names. Errors name the URL (with any password redacted)
-// and say what went wrong: transport error, non-2xx status (*StatusError;
+// Fetch scrapes url with client (a plain client when nil) and parses the
+// exposition: it asks, with Prometheus' Accept header, for protobuf, then
+// OpenMetrics 1.0, then the text format, and parses whichever the server
+// sends (vLLM's Rust frontend sends OpenMetrics whatever it is asked;
+// Python's prometheus_client OpenMetrics when it is offered). Metric and
+// label names are validated with UTF-8 rules, a superset of the legacy
+// rules that already allow vLLM's ':' names. Errors name the URL (with
+// any password redacted) and say what went wrong: transport error, non-2xx status (*StatusError;
 // a redirect is never followed, whatever client's CheckRedirect says, so
 // that the bearer token never goes to another address),
-// body over the size cap, unexpected content type, or a parse error with its
-// line number.
+// body over the size cap, unexpected content type (*ContentTypeError), or a
+// parse error with its line number (*ParseError).
 func Fetch(ctx context.Context, client *http.Client, rawURL string, opts ...Option) (*Snapshot, error) {
 	o := buildOptions(opts)
 	u, err := url.Parse(rawURL)
@@ -206,55 +213,14 @@ func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapsh
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{Time: start, Raw: raw, Families: fams}, nil
+	if format == FormatProtobuf {
+		if raw, err = renderOpenMetrics(fams, o.maxBytes); err != nil {
+			return nil, err
+		}
+	}
+	return &Snapshot{Time: start, Raw: raw, Format: format, Families: fams}, nil
 }
 
-// responseFormat picks the parser for a Content-Type. A missing or
-// unparsable Content-Type is read as the text format (many exporters send
-// a bare text/plain or nothing at all).
 // noRedirects is the CheckRedirect of every scrape: a redirect is
 // answered as it is.
 var noRedirects = bounded.NoRedirects
-
-func responseFormat(contentType string) (expfmt.Format, error) {
-	if contentType == "" {
-		return expfmt.FmtText, nil
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return expfmt.FmtText, nil
-	}
-	switch mt {
-	case "text/plain":
-		return expfmt.FmtText, nil
-	case expfmt.OpenMetricsType:
-		// Never asked for (see acceptHeader). expfmt's OpenMetrics decoder
-		// costs about 0.4 s per call plus 1-2 ms per line, too slow to run
-		// beside a latency probe, so it is refused rather than used.
-		return "", fmt.Errorf("server sent OpenMetrics (%q) although asked for the text format; not supported", contentType)
-	default:
-		return "", fmt.Errorf("unexpected content type %q, want the Prometheus text format", contentType)
-	}
-}
-
-// NewSnapshot parses a Prometheus text exposition taken at t (for example
-// one read back from an artifact file).
-func NewSnapshot(t time.Time, raw []byte) (*Snapshot, error) {
-	fams, err := parse(raw, expfmt.FmtText)
-	if err != nil {
-		return nil, err
-	}
-	return &Snapshot{Time: t, Raw: raw, Families: fams}, nil
-}
-
-func parse(raw []byte, format expfmt.Format) (map[string]*dto.MetricFamily, error) {
-	if format.FormatType() != expfmt.TypeTextPlain {
-		return nil, fmt.Errorf("unsupported format %q", format)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("parse text exposition: %w", err)
-	}
-	return fams, nil
-}

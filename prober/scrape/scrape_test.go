@@ -61,19 +61,30 @@ func TestFetchVLLM(t *testing.T) {
 		t.Errorf("Time %v outside the scrape", s.Time)
 	}
 	for _, name := range []string{
-		"vllm:num_requests_running", "vllm:prompt_tokens_total", "vllm:prompt_tokens_created",
+		"vllm:num_requests_running", "vllm:prompt_tokens_total",
 		"vllm:time_to_first_token_seconds", "vllm:cache_config_info", "python_gc_objects_collected_total",
 	} {
 		if s.Families[name] == nil {
 			t.Errorf("family %s missing", name)
 		}
 	}
+	// prometheus_client's _created gauges are the created timestamps of
+	// their counters and histograms, as OpenMetrics and protobuf carry them.
+	if s.Families["vllm:prompt_tokens_created"] != nil {
+		t.Error("vllm:prompt_tokens_created kept as a family of its own")
+	}
+	if ct := s.Families["vllm:prompt_tokens_total"].GetMetric()[0].GetCounter().GetCreatedTimestamp(); ct.GetSeconds() == 0 {
+		t.Errorf("vllm:prompt_tokens_total has no created timestamp (%v)", ct)
+	}
+	if s.Format != FormatText {
+		t.Errorf("Format = %q, want %q", s.Format, FormatText)
+	}
 	tests := []struct {
 		name, header, want string
 	}{
 		{name: "bearer", header: "Authorization", want: "Bearer s3cret"},
 		{name: "user agent", header: "User-Agent", want: "llmprobe/test"},
-		{name: "accept text format", header: "Accept", want: acceptHeader},
+		{name: "accept as Prometheus", header: "Accept", want: acceptHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,13 +127,17 @@ func TestFetchErrors(t *testing.T) {
 		{name: "garbage text", h: handler(200, textContentType, "<html><body>hello</body></html>\n", 0),
 			want: []string{"parse text exposition", "line 1"}},
 		{name: "garbage value", h: handler(200, textContentType, "vllm:num_requests_running{engine=\"0\"} lots\n", 0),
-			want: []string{"parse text exposition", `expected float as value, got "lots"`}},
+			want: []string{"parse text exposition: line 1", `"lots"`}},
 		{name: "html content type", h: handler(200, "text/html; charset=utf-8", "<html></html>", 0),
 			want: []string{`unexpected content type "text/html; charset=utf-8"`}},
-		{name: "protobuf refused", h: handler(200, "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited", "x", 0),
-			want: []string{"unexpected content type"}},
-		{name: "openmetrics refused", h: handler(200, "application/openmetrics-text; version=1.0.0; charset=utf-8", "a 1\n# EOF\n", 0),
-			want: []string{"server sent OpenMetrics", "not supported"}},
+		{name: "protobuf garbage", h: handler(200, "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited", "x", 0),
+			want: []string{"parse protobuf exposition: message 1"}},
+		{name: "protobuf text encoding refused", h: handler(200, "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=text", "x", 0),
+			want: []string{"unexpected content type", `protobuf encoding "text" is not supported`}},
+		{name: "openmetrics 2 refused", h: handler(200, "application/openmetrics-text; version=2.0.0; charset=utf-8", "a 1\n# EOF\n", 0),
+			want: []string{"unexpected content type", `OpenMetrics version "2.0.0" is not supported`}},
+		{name: "openmetrics without EOF", h: handler(200, "application/openmetrics-text; version=1.0.0; charset=utf-8", "a 1\n", 0),
+			want: []string{"parse OpenMetrics exposition: line 2: data does not end with # EOF"}},
 		{name: "too large", h: handler(200, textContentType, "a 1\nb 2\nc 3\n", 0), opts: []Option{WithMaxBytes(8)},
 			want: []string{"response body announced 12 bytes (Content-Length), more than the 8 allowed"}},
 		{name: "timeout", h: handler(200, textContentType, "a 1\n", 2*time.Second), opts: []Option{WithTimeout(50 * time.Millisecond)},
@@ -497,18 +512,5 @@ func TestHistogramDeltaMismatchedBounds(t *testing.T) {
 	}
 	if h, ok := s.Histogram("h", map[string]string{"a": "2"}); !ok || h.Quantile(0.5) != 1 {
 		t.Errorf("single series: %v %v", h, ok)
-	}
-}
-
-// BenchmarkParseVLLM measures parsing one vLLM /metrics page (the
-// Recorder's per-scrape cost besides the HTTP round trip).
-func BenchmarkParseVLLM(b *testing.B) {
-	raw := fixture(b, "vllm-dp2.prom")
-	b.SetBytes(int64(len(raw)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := NewSnapshot(time.Now(), raw); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
