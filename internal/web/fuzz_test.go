@@ -50,7 +50,7 @@ func FuzzSweepBody(f *testing.F) {
 			checkNamesKey(t, body, err.Error())
 			return
 		}
-		c, err := req.SweepSpec.SweepConfig(target)
+		c, err := sweep.FromSpec(req.SweepSpec, target)
 		if err != nil {
 			se := config.AsSpecError(err)
 			var fe *sweep.FieldError

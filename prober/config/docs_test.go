@@ -11,7 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
-	"github.com/llmprobe/llmprobe/prober/sweep"
+	"github.com/llmprobe/llmprobe/prober/knob"
 )
 
 // TestDocsStateTheBounds holds docs/configuration.md to the defaults and
@@ -70,7 +70,7 @@ func TestDocsStateTheBounds(t *testing.T) {
 		{"targets[].api default", row(target, "api"), "| `" + tc.API + "` |"},
 		{"targets[].api_key_env pattern", row(target, "api_key_env"), "`" + envPattern + "`"},
 		{"targets[].max_body_bytes default", row(target, "max_body_bytes"), "| `" + DefaultMaxBodyBytes.String() + "` |"},
-		{"targets[].cost_per_hour bound", row(target, "cost_per_hour"), "at most " + thousands(sweep.MaxCostPerHour)},
+		{"targets[].cost_per_hour bound", row(target, "cost_per_hour"), "at most " + thousands(knob.MaxCostPerHour)},
 		{"targets[].probes default probe rate", row(target, "probes"), fmt.Sprintf("%v request/s", DefaultProbe.Rate)},
 		{"targets[].probes default probe max_concurrency", row(target, "probes"), fmt.Sprintf("max concurrency %d", MinDefaultConcurrency)},
 		{"probes[].name pattern", row(probe, "name"), "`" + namePattern + "`"},

@@ -264,9 +264,13 @@ func (c *Config) validateBounds() error {
 	return nil
 }
 
-// fieldValue returns the field at a dotted path of a struct value.
+// fieldValue returns the field at a dotted path of a struct value (through
+// the pointers on the way: false at a nil one).
 func fieldValue(v reflect.Value, path string) (reflect.Value, bool) {
 	for part := range strings.SplitSeq(path, ".") {
+		if v.Kind() == reflect.Pointer && !v.IsNil() {
+			v = v.Elem()
+		}
 		if v.Kind() != reflect.Struct {
 			return reflect.Value{}, false
 		}

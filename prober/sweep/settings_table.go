@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/knob"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -15,12 +16,9 @@ const MaxShards = 1024
 
 // Bounds of the load a sweep may ask of one process.
 const (
-	// MaxInFlight bounds Concurrency levels and MaxConcurrency: every
-	// request in flight holds a socket (an ephemeral port: about 28,000 per
-	// destination with Linux's defaults), a goroutine and its buffers, so a
-	// level of 1e8 took a daemon to 1.35 GB and 30,000 sockets before it
-	// died. Beyond it, shard the sweep (docs/scaling.md).
-	MaxInFlight = 10_000
+	// MaxInFlight bounds Concurrency levels and MaxConcurrency
+	// (knob.MaxInFlight, a probe's bound too).
+	MaxInFlight = knob.MaxInFlight
 	// MinRate is the lowest open-loop rate of a step, in req/s: one request
 	// per 100 s, so a step of the default --min-prompts lasts at most about
 	// 17 minutes (a rate of 1e-6 made an 11-day step; 1e-300 was sent as
@@ -38,9 +36,8 @@ const (
 	// MaxAutoSteps bounds --auto-max-steps, the steps of an adaptive search.
 	MaxAutoSteps = MaxLevels
 	// MaxTimeout bounds a request's timeouts (--timeout, --ttft-timeout,
-	// --stall-timeout, and a daemon probe's): a request held longer holds
-	// its connection and buffers for an answer no figure can use.
-	MaxTimeout = 24 * time.Hour
+	// --stall-timeout; knob.MaxTimeout, a daemon probe's bound too).
+	MaxTimeout = knob.MaxTimeout
 	// MaxStepDuration bounds --duration, a step's arrival window.
 	MaxStepDuration = 24 * time.Hour
 	// MaxWait bounds a sweep's waits and intervals: --idle-timeout,
