@@ -64,8 +64,9 @@ type Bound struct {
 // Setting describes one sweep setting: its Config field, type, default,
 // bounds, unit, doc and its spelling on each surface.
 type Setting struct {
-	// Field is the Go field path in Config ("Validity.MaxSendLag"); ""
-	// for a setting of the command alone (--no-progress, --push.url).
+	// Field is the Go field path in Config ("Validity.MaxSendLag"). The
+	// settings of the commands alone (--no-progress, --push.url) are no
+	// row of this table: internal/rundir holds them.
 	Field string
 	// Flag is the CLI flag ("max-send-lag"), Key the YAML / JSON key of a
 	// scheduled sweep and the sweep API ("max_send_lag"); "" where none.
@@ -94,7 +95,8 @@ type Setting struct {
 }
 
 // Settings returns the table of sweep settings, in the order of `llmprobe
-// sweep --help`. The caller must not modify it.
+// sweep --help` (the commands' own flags, internal/rundir's, between
+// them). The caller must not modify it.
 func Settings() []Setting { return settingsTable }
 
 // LookupField returns the table entry of a Config field path (nil when

@@ -195,11 +195,6 @@ var settingsTable = []Setting{
 		CompareDoc: "Rounds of each look, both sides together (even, >= 2), in --order: 4 is one " +
 			"A/B/B/A block. Each pair of rounds uses its own seed (--seed + pair), the same on both sides. With --budget off, " +
 			"the rounds in all."},
-	{Flag: "budget", Kind: KindString, Default: DefaultCompareBudget, Surfaces: SurfaceCompare,
-		Doc: "Sequential rounds: after each look of --rounds rounds every figure is judged at a group-sequential boundary " +
-			"(O'Brien-Fleming-type alpha spending: the error stays 2.5 % per side over all looks), and another look is added " +
-			"until the verdict decides or the next look would pass this budget: a wall time (20m), measured requests per " +
-			"side (2000) or both (20m,2000); off: one look of --rounds rounds (docs/compare.md)."},
 	{Field: "Seed", Flag: "seed", Key: "seed", Kind: KindInt64, Default: "0", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Seed of the arrival times and workload draws (each step derives its own)."},
 	{Field: "PromptNonce", Flag: "prompt-nonce", Key: "prompt_nonce", Kind: KindInt64, Default: "0", Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
@@ -271,13 +266,6 @@ var settingsTable = []Setting{
 		CompareDefault: "compare", SpecDefault: "api"},
 	{Field: "Metadata", Flag: "metadata", Kind: KindStrings, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "KEY=VALUE written into result.json and the fingerprint (repeatable), as vLLM's --metadata."},
-	{Flag: "no-progress", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "No progress bar, plain log lines (the default when stderr is not a terminal)."},
-	{Flag: "decision", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "The decision this run serves (methodology §1), e.g. \"ship TP=2 if goodput at 8 req/s " +
-			"rises\": written as metadata key decision (result.json, the manifest) and opening analysis.md with the SLO."},
-	{Flag: "rollback-if", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "The condition that rolls the decision back, written as metadata key rollback_if beside it."},
 	{Field: "CostPerHour", Flag: "cost-per-hour", Kind: KindFloat, Default: "0", Bound: Bound{HasMin: true, Max: MaxCostPerHour, HasMax: true, Finite: true, Text: "must be >= 0 and at most " + strconv.FormatFloat(MaxCostPerHour, 'g', -1, 64) + " USD per hour (0: no price)"}, Unit: "USD per hour", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Price of the target's serving in USD per hour (e.g. 2.5 for one GPU): every step and " +
 			"the knee then report the cost per million good output tokens, price / (good output tokens/s x 3600) x 1e6, " +
@@ -289,37 +277,6 @@ var settingsTable = []Setting{
 			"step's figures count them. Default: none.",
 		CompareDoc: "Answer checks run against both sides after the rounds, for the verdict's quality section: " +
 			"builtin (the embedded set) or the path of a JSONL check set (docs/quality.md). Default: none."},
-	{Flag: "save-detailed", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Write vllm bench serve's --save-detailed arrays (input_lens, output_lens, ttfts, itls, " +
-			"start_times, errors) into the vLLM-form file of every step (vllm/ in the run directory)."},
-	{Flag: "server-log", Kind: KindString, Surfaces: SurfaceSweep,
-		Doc: "The server's log file (a local setup): the lines it gains during each step are copied into " +
-			"server.log in the run directory (without it the manifest says not-recorded)."},
-	{Flag: "push.url", Kind: KindString, Surfaces: SurfaceSweep,
-		Doc: "Push the run's summary metrics (knee, max goodput, per-step goodput and p99s, labelled " +
-			"run=<--name>) in Prometheus text format to this URL when the sweep ends, through the same push code as " +
-			"serve --push.url (VictoriaMetrics /api/v1/import/prometheus, vmagent, a Pushgateway /metrics/job/<job>)."},
-	{Flag: "push.extra-label", Kind: KindStrings, Surfaces: SurfaceSweep,
-		Doc: "Extra label added to every pushed series, as name=value. Repeatable."},
-	{Flag: "push.method", Kind: KindString, Default: "POST", Surfaces: SurfaceSweep,
-		Doc: "HTTP method of the push (PUT replaces a Pushgateway group as a whole)."},
-	{Flag: "push.timeout", Kind: KindDuration, Default: "30s", Surfaces: SurfaceSweep,
-		Doc: "Time limit of the push."},
-	{Flag: "push.required", Kind: KindBool, Surfaces: SurfaceSweep,
-		Doc: "Exit 1 when the --push.url push fails. Without it a failed push is a logged warning and the " +
-			"exit code is the sweep's own (the run directory holds every result): a Kubernetes Job's pod " +
-			"succeeds although no push receiver answers."},
-	{Flag: "tracing.endpoint", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Trace the requests with OpenTelemetry and export the spans over OTLP to this collector " +
-			"(http://host:4318 for http/protobuf, host:4317 for grpc); each request carries its W3C traceparent " +
-			"(docs/tracing.md). Off by default."},
-	{Flag: "tracing.enabled", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Trace as --tracing.endpoint does, with the collector, headers and TLS from the standard " +
-			"OTEL_EXPORTER_OTLP_* variables (serve: or its config file's tracing block)."},
-	{Flag: "tracing.protocol", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "OTLP protocol of the exporter: http/protobuf (default) or grpc."},
-	{Flag: "tracing.insecure", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Export spans without TLS (an http:// endpoint never uses it)."},
 	{Field: "Trace", Flag: "trace", Kind: KindString, Surfaces: SurfaceSweep,
 		Doc: "Replay a trace instead of --rates: JSONL of Mooncake entries {\"timestamp\" (ms), \"input_length\", " +
 			"\"output_length\", \"hash_ids\"} or {\"offset_ms\", \"input_tokens\", \"output_tokens\"}, sent open loop on its own " +
@@ -328,8 +285,6 @@ var settingsTable = []Setting{
 	{Field: "TraceSpeeds", Flag: "trace-speed", Kind: KindString, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Max: MaxTraceSpeed, HasMax: true, Finite: true, MaxLen: MaxLevels}, Surfaces: SurfaceSweep,
 		Doc: "With --trace: replay speeds, one step each (1: the trace's own timing, 2: twice as fast; " +
 			"a list such as 1,2,4 is a ladder)."},
-	{Flag: "trace-block-size", Kind: KindInt, Default: "512", Unit: "tokens", Surfaces: SurfaceSweep,
-		Doc: "With --trace: the tokens one hash id stands for (512 in Mooncake's traces)."},
 
 	// Config fields that are no user setting: the program fills them.
 	{Field: "WorkloadSource", Internal: true, Doc: "Where the workload came from: flags, config or the file path."},
