@@ -52,4 +52,3 @@ func TestSettingsMatchDocs(t *testing.T) {
 		}
 	}
 }
-
