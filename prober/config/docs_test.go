@@ -80,7 +80,7 @@ func TestDocsStateTheBounds(t *testing.T) {
 		{"probes[].arrival default", row(probe, "arrival"), "| `" + p.Arrival + "` |"},
 		{"probes[].burstiness default", row(probe, "burstiness"), fmt.Sprintf("| `%v` |", p.Burstiness)},
 		{"probes[].burstiness bounds", row(probe, "burstiness"), fmt.Sprintf("Between `%v` and `%v`", arrival.MinBurstiness, float64(arrival.MaxBurstiness))},
-		{"probes[].burstiness gap CV", row(probe, "burstiness"), gapCV(arrival.MinBurstiness) + " to " + gapCV(arrival.MaxBurstiness)},
+		{"probes[].burstiness gap CV", row(probe, "burstiness"), knob.GapCV(arrival.MinBurstiness) + " to " + knob.GapCV(arrival.MaxBurstiness)},
 		{"probes[].max_concurrency default", row(probe, "max_concurrency"),
 			fmt.Sprintf("| `%d × ceil(rate)`, at least %d, at most %d |", DefaultConcurrencyPerRate, MinDefaultConcurrency, MaxDefaultConcurrency)},
 		{"load bounds: max_rate", section("### Bounds on the load a probe makes"), fmt.Sprintf("(default %v req/s)", float64(DefaultMaxRate))},

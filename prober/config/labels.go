@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -69,15 +68,11 @@ func validateLabels(l *problems, labels map[string]string) {
 	}
 }
 
-// validateCostPerHour checks cost_per_hour: 0 (no price) or > 0, finite
-// and at most knob.MaxCostPerHour (the sweeps it prices take the same
-// rule).
+// validateCostPerHour checks cost_per_hour: knob.CostPerHour, the rule of
+// a sweep's --cost-per-hour (the sweeps it prices take the same).
 func validateCostPerHour(v float64) error {
-	if math.IsInf(v, 0) || !(v >= 0) {
-		return fmt.Errorf("must be >= 0 and finite (0: no price), got %v", v)
-	}
-	if v > knob.MaxCostPerHour {
-		return fmt.Errorf("must be at most %g USD per hour, got %v", knob.MaxCostPerHour, v)
+	if p := knob.CostPerHour("CostPerHour", v); p != nil {
+		return errors.New(p.Reason)
 	}
 	return nil
 }

@@ -128,7 +128,7 @@ func TestSweepConfig(t *testing.T) {
 		{"over cap", config.SweepSpec{Rates: config.Rates{Values: []float64{41}}}, "rates: rate 41 req/s is over the target's max_sweep_rate (40 req/s)"},
 		{"closed loop with a cap", config.SweepSpec{Concurrency: []int{4}}, "concurrency: the target has a max_sweep_rate (40 req/s), which a closed loop cannot keep: use rates"},
 		{"no load", config.SweepSpec{}, `rates: required: "auto", a list of rates, or concurrency levels`},
-		{"both", config.SweepSpec{Rates: config.Rates{Auto: true}, Concurrency: []int{1}}, "concurrency: give rates or concurrency, not both"},
+		{"both", config.SweepSpec{Rates: config.Rates{Auto: true}, Concurrency: []int{1}}, "concurrency: give rates or concurrency, not both (use rates with max_concurrency for an open loop with a cap)"},
 		{"bad name", config.SweepSpec{Name: "a b", Rates: config.Rates{Auto: true}}, `name: must match [a-zA-Z0-9_.:-]+, got "a b"`},
 		{"both prompts and duration", config.SweepSpec{Rates: config.Rates{Auto: true}, NumPrompts: 5, Duration: config.Duration(time.Second)},
 			"num_prompts: give num_prompts or duration per step, not both"},
@@ -189,7 +189,7 @@ func TestSweepLoadBounds(t *testing.T) {
 			t.Errorf("%s: error %v, want it to contain %q", load, err, want)
 		}
 	}
-	f("concurrency: [1000000000]", "concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 1000000000")
+	f("concurrency: [1000000000]", "concurrency: must be at most 10000 requests in flight (each holds a socket and a goroutine; shard a sweep for more), got 1000000000")
 	f("max_concurrency: 20000\n        rates: [1]", "max_concurrency: must be at most 10000 requests in flight")
 	f("rates: [1e-300]", "rate must be >= 0.01, got 1e-300")
 }

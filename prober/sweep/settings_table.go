@@ -45,8 +45,9 @@ const (
 	MaxWait = time.Hour
 )
 
-// inFlightText is the bound text of a level above MaxInFlight.
-var inFlightText = "must be at most " + strconv.Itoa(MaxInFlight) + " requests in flight (shard the sweep for more)"
+// inFlightText is the bound text of a level above MaxInFlight (the
+// probes' too).
+var inFlightText = knob.InFlightText
 
 // DefaultCompareBudget is compare's --budget (prober/compare.ParseBudget):
 // a wall time and requests per side that bound a comparison to about 20
@@ -98,11 +99,11 @@ var settingsTable = []Setting{
 		Doc: "The server's engine, whose metric names the idle proofs, server-side figures and the throughput " +
 			"probe read: auto (detected from /metrics names, /v1/models owned_by or the engine's info endpoint), vllm, " +
 			"sglang, tgi, llamacpp or ollama. See docs/engines.md."},
-	{Field: "Timeout", Flag: "timeout", Kind: KindDuration, Default: DefaultTimeout.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Timeout", Flag: "timeout", Kind: KindDuration, Default: DefaultTimeout.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Total time limit of one request."},
-	{Field: "TTFTTimeout", Flag: "ttft-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "TTFTTimeout", Flag: "ttft-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Time limit to the first token event of a request (0: only --timeout)."},
-	{Field: "StallTimeout", Flag: "stall-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "StallTimeout", Flag: "stall-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Longest pause between events of a stream before the request fails as a stall (0: none)."},
 	{Field: "Workload.InputTokens", Flag: "input-len", Key: "input_len", Kind: KindInt, Default: strconv.Itoa(workload.DefaultSpec().InputTokens.Value), Bound: Bound{Min: 1, HasMin: true}, Unit: "tokens", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Prompt tokens per request (vllm bench serve's --random-input-len), sized with the " +
@@ -172,7 +173,7 @@ var settingsTable = []Setting{
 	{Field: "Arrival", Flag: "arrival", Key: "arrival", Kind: KindString, Default: arrival.KindPoisson, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Arrival process of the open loop: " + strings.Join(arrival.Kinds, ", ") +
 			" (gamma with --burstiness)."},
-	{Field: "Burstiness", Flag: "burstiness", Key: "burstiness", Kind: KindFloat, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Finite: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "Burstiness", Flag: "burstiness", Key: "burstiness", Kind: KindFloat, Default: "1", Bound: Bound{Min: arrival.MinBurstiness, HasMin: true, Max: arrival.MaxBurstiness, HasMax: true, Finite: true, Text: knob.BurstinessText}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Gamma shape of the inter-arrival times (vLLM's parametrisation): 1 = Poisson, " +
 			"< 1 burstier, > 1 more regular."},
 	{Field: "Unscaled", Flag: "unscaled-arrivals", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
@@ -266,7 +267,7 @@ var settingsTable = []Setting{
 		CompareDefault: "compare", SpecDefault: "api"},
 	{Field: "Metadata", Flag: "metadata", Kind: KindStrings, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "KEY=VALUE written into result.json and the fingerprint (repeatable), as vLLM's --metadata."},
-	{Field: "CostPerHour", Flag: "cost-per-hour", Kind: KindFloat, Default: "0", Bound: Bound{HasMin: true, Max: MaxCostPerHour, HasMax: true, Finite: true, Text: "must be >= 0 and at most " + strconv.FormatFloat(MaxCostPerHour, 'g', -1, 64) + " USD per hour (0: no price)"}, Unit: "USD per hour", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "CostPerHour", Flag: "cost-per-hour", Kind: KindFloat, Default: "0", Bound: Bound{HasMin: true, Max: MaxCostPerHour, HasMax: true, Finite: true, Text: knob.CostPerHourText}, Unit: "USD per hour", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Price of the target's serving in USD per hour (e.g. 2.5 for one GPU): every step and " +
 			"the knee then report the cost per million good output tokens, price / (good output tokens/s x 3600) x 1e6, " +
 			"counting only requests that met every SLO (so SLO misses cost more). Recorded in result.json and the manifest. " +

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/knob"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -132,7 +133,7 @@ func specWorkload(s config.SweepSpec, c *Config) error {
 			c.MinPrompts = 0 // the whole trace
 		}
 	case s.Workload != nil && specRandom(s):
-		return specErrf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
+		return specError(ProblemError(knob.WorkloadOrLengths(true, true)))
 	case s.Workload != nil:
 		c.Workload, c.WorkloadSource = *s.Workload, "config"
 		if c.Workload.Dataset == nil && (c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "") {
@@ -162,7 +163,7 @@ func specLoad(s config.SweepSpec, c *Config, t config.TargetConfig) error {
 	switch {
 	case isTrace: // its speeds, checked by specTrace
 	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
-		return specErrf("concurrency", "give rates or concurrency, not both")
+		return specError(ProblemError(knob.RatesOrConcurrency(true, true)))
 	case len(s.Concurrency) > 0:
 		c.Concurrency = s.Concurrency
 	case s.Rates.Auto:
@@ -225,8 +226,8 @@ func specTrace(s config.SweepSpec, c *Config) error {
 		}
 		return specErrf(key, "a trace replay has its own timing: give workload.trace.speeds, not rates or concurrency")
 	}
-	if specRandom(s) {
-		return specErrf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
+	if err := ProblemError(knob.WorkloadOrLengths(true, specRandom(s))); err != nil {
+		return specError(err)
 	}
 	w := workload.DefaultSpec() // the warmups' plain prompts, as sweep --trace
 	w.IgnoreEOS, w.Request = s.Workload.IgnoreEOS, s.Workload.Request

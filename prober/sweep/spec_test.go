@@ -119,6 +119,9 @@ func TestSweepSpecTakesTheTableBounds(t *testing.T) {
 			}
 			n++
 			spec := config.SweepSpec{Rates: config.Rates{Values: []float64{1, 2}}}
+			if s.Key == "burstiness" {
+				spec.Arrival = "gamma" // a shape other than 1 needs gamma arrivals (knob.Arrival)
+			}
 			set(&spec, s.Key, v)
 			if _, err := FromSpec(spec, specTarget()); config.AsSpecError(err) == nil || config.AsSpecError(err).Key != s.Key {
 				t.Errorf("%s: %v (outside the table's bound): got %v, want an error naming %s", s.Key, v, err, s.Key)
@@ -127,6 +130,9 @@ func TestSweepSpecTakesTheTableBounds(t *testing.T) {
 		for _, v := range inside {
 			n++
 			spec := config.SweepSpec{Rates: config.Rates{Values: []float64{1, 2}}}
+			if s.Key == "burstiness" {
+				spec.Arrival = "gamma" // a shape other than 1 needs gamma arrivals (knob.Arrival)
+			}
 			set(&spec, s.Key, v)
 			if _, err := FromSpec(spec, specTarget()); config.AsSpecError(err) != nil && config.AsSpecError(err).Key == s.Key {
 				t.Errorf("%s: %v (inside the table's bound) refused: %v", s.Key, v, err)
