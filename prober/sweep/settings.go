@@ -79,6 +79,15 @@ type Setting struct {
 	// (an API sweep's name).
 	Default, CompareDefault, SpecDefault string
 	Bound                                Bound
+	// SpecVia is the spec key that decides a field no spec key sets
+	// (the search's options come with rates: auto, a step's least
+	// requests with its num_prompts or duration, a replay with
+	// workload.trace): an error about the field names that key.
+	SpecVia string
+	// DaemonDefault: a sweep the daemon runs, which has no key for it,
+	// takes Default (a spec leaves every other setting without a key to
+	// its target or to the Config's zero).
+	DaemonDefault bool
 	// Unit is the unit of a number ("req/s", "USD per hour").
 	Unit string
 	// Doc is the flag's help, one line; CompareDoc compare's own.

@@ -185,7 +185,7 @@ var settingsTable = []Setting{
 	{Field: "Duration", Flag: "duration", Key: "duration", Kind: KindDuration, Default: DefaultDuration.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxStepDuration), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Length of each step's arrival window (instead of --num-prompts); the step then drains " +
 			"its requests in flight."},
-	{Field: "MinPrompts", Flag: "min-prompts", Kind: KindInt, Default: strconv.Itoa(DefaultMinPrompts), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests per step", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "MinPrompts", SpecVia: "num_prompts", Flag: "min-prompts", Kind: KindInt, Default: strconv.Itoa(DefaultMinPrompts), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests per step", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "With --duration: the least number of requests of an open-loop step; at a low rate the " +
 			"step runs past --duration until this many have been sent, so every step has a sample."},
 	{Field: "Warmups", Flag: "warmups", Key: "warmups", Kind: KindInt, Default: strconv.Itoa(DefaultWarmups), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
@@ -222,10 +222,10 @@ var settingsTable = []Setting{
 		Doc: "Extra latency percentiles reported beside p50, p90 and p99 (e.g. 75,99.9)."},
 	{Field: "Validity.MaxSendLag", Flag: "max-send-lag", Key: "max_send_lag", Kind: KindDuration, Default: DefaultMaxSendLag.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step whose client send-lag p99 exceeds this is client-saturated."},
-	{Field: "Validity.MaxClientCPU", Flag: "max-client-cpu", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxClientCPU, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Unit: "cores", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Validity.MaxClientCPU", DaemonDefault: true, Flag: "max-client-cpu", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxClientCPU, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Unit: "cores", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Validity: a step during which this process used more CPU than this many cores " +
 			"is client-saturated (not checked against the in-process simulator, which shares the process)."},
-	{Field: "Validity.MaxErrorRate", Flag: "max-error-rate", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxErrorRate, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Validity.MaxErrorRate", DaemonDefault: true, Flag: "max-error-rate", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxErrorRate, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Validity: a step whose failed/requests ratio exceeds this is flagged errors."},
 	{Field: "Validity.MaxSchedLatency", Flag: "max-sched-latency", Key: "max_sched_latency", Kind: KindDuration, Default: DefaultMaxSchedLatency.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step over which the p99 of Go's scheduling latency (runtime/metrics /sched/latencies:seconds: how long " +
@@ -238,25 +238,25 @@ var settingsTable = []Setting{
 	{Field: "BackgroundBand", Flag: "background-band", Key: "background_band", Kind: KindFloat, Default: strconv.FormatFloat(DefaultBackgroundBand, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: MaxBackgroundBand, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceSpec,
 		Doc: "--sweep-mode background: a step is flagged production-unsteady when the production rate of either half of it " +
 			"differs from the whole step's by more than this fraction (of at least 1 req/s), in (0, 1]."},
-	{Field: "Search.Start", Flag: "auto-start", Kind: KindString, Default: "probe", Bound: Bound{HasMin: true, MinOpen: true, Finite: true, ZeroDefault: true}, Unit: "req/s", Surfaces: SurfaceSweep,
+	{Field: "Search.Start", SpecVia: "rates", Flag: "auto-start", Kind: KindString, Default: "probe", Bound: Bound{HasMin: true, MinOpen: true, Finite: true, ZeroDefault: true}, Unit: "req/s", Surfaces: SurfaceSweep,
 		Doc: "--rates auto: the first rate tried, in req/s, or probe: a short closed-loop throughput probe " +
 			"(concurrency 32, 128, 512, 2048 until the throughput stops growing) estimates the capacity and the search starts there.",
 		CompareHidden: true},
-	{Field: "Search.MaxSteps", Flag: "auto-max-steps", Kind: KindInt, Default: strconv.Itoa(DefaultAutoMaxSteps), Bound: Bound{Min: 1, Max: MaxAutoSteps, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "steps", Surfaces: SurfaceSweep,
+	{Field: "Search.MaxSteps", SpecVia: "rates", DaemonDefault: true, Flag: "auto-max-steps", Kind: KindInt, Default: strconv.Itoa(DefaultAutoMaxSteps), Bound: Bound{Min: 1, Max: MaxAutoSteps, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "steps", Surfaces: SurfaceSweep,
 		Doc:           "--rates auto: the most steps run, reruns of invalid levels included.",
 		CompareHidden: true},
 	{Field: "Search.Repeats", Flag: "knee-repeats", Kind: KindInt, Default: strconv.Itoa(DefaultKneeRepeats), Bound: Bound{Min: 1, Max: MaxKneeRepeats, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "runs", Surfaces: SurfaceSweep,
 		Doc: "--rates auto: the valid runs, each with arrivals of its own, of the knee level and of the first failing level " +
 			"above it; the runs after the confirmation back the knee's interval with their spread and cost at most this many steps per level (1: none).",
 		CompareHidden: true},
-	{Field: "Search.Tolerance", Flag: "auto-tolerance", Kind: KindFloat, Default: strconv.FormatFloat(DefaultAutoTolerance, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, MaxOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep,
+	{Field: "Search.Tolerance", SpecVia: "rates", DaemonDefault: true, Flag: "auto-tolerance", Kind: KindFloat, Default: strconv.FormatFloat(DefaultAutoTolerance, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, MaxOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep,
 		Doc: "--rates auto: stop when the highest passing and lowest failing rates are within " +
 			"this relative distance.",
 		CompareHidden: true},
-	{Field: "MetricsInterval", Flag: "metrics-interval", Kind: KindDuration, Default: DefaultMetricsInterval.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "MetricsInterval", DaemonDefault: true, Flag: "metrics-interval", Kind: KindDuration, Default: DefaultMetricsInterval.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Period of the /metrics scrapes during a step (metrics-during.txt, max running, " +
 			"waiting and KV usage)."},
-	{Field: "IdleTimeout", Flag: "idle-timeout", Kind: KindDuration, Default: DefaultIdleTimeout.String(), Bound: Bound{HasMin: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "IdleTimeout", DaemonDefault: true, Flag: "idle-timeout", Kind: KindDuration, Default: DefaultIdleTimeout.String(), Bound: Bound{HasMin: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Before each step, wait up to this long for the server's running + waiting request gauges " +
 			"(vLLM's vllm:num_requests_running and _waiting, or the detected engine's: docs/engines.md) " +
 			"to read 0; a step that never saw it is flagged not-idle."},
@@ -278,12 +278,12 @@ var settingsTable = []Setting{
 			"step's figures count them. Default: none.",
 		CompareDoc: "Answer checks run against both sides after the rounds, for the verdict's quality section: " +
 			"builtin (the embedded set) or the path of a JSONL check set (docs/quality.md). Default: none."},
-	{Field: "Trace", Flag: "trace", Kind: KindString, Surfaces: SurfaceSweep,
+	{Field: "Trace", SpecVia: "workload.trace", Flag: "trace", Kind: KindString, Surfaces: SurfaceSweep,
 		Doc: "Replay a trace instead of --rates: JSONL of Mooncake entries {\"timestamp\" (ms), \"input_length\", " +
 			"\"output_length\", \"hash_ids\"} or {\"offset_ms\", \"input_tokens\", \"output_tokens\"}, sent open loop on its own " +
 			"timing divided by --trace-speed, prompts of its lengths, hash_ids as shared prompt prefixes. --num-prompts " +
 			"(the first N entries) or --duration (the entries due within it) cut it. See docs/workload.md."},
-	{Field: "TraceSpeeds", Flag: "trace-speed", Kind: KindString, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Max: MaxTraceSpeed, HasMax: true, Finite: true, MaxLen: MaxLevels}, Surfaces: SurfaceSweep,
+	{Field: "TraceSpeeds", SpecVia: "workload.trace.speeds", Flag: "trace-speed", Kind: KindString, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Max: MaxTraceSpeed, HasMax: true, Finite: true, MaxLen: MaxLevels}, Surfaces: SurfaceSweep,
 		Doc: "With --trace: replay speeds, one step each (1: the trace's own timing, 2: twice as fast; " +
 			"a list such as 1,2,4 is a ladder)."},
 

@@ -308,28 +308,18 @@ func checkStepBudget(c Config) error {
 	return nil
 }
 
-// specAliases spell the Config fields that no spec key sets but a spec
-// key decides (the search's options come with rates: auto; a step's least
-// requests with its duration; a trace with the workload's).
-var specAliases = map[string]string{
-	"Search.Start": "rates", "Search.MaxSteps": "rates", "Search.Tolerance": "rates", "MinPrompts": "num_prompts",
-	"Trace": "workload.trace", "TraceSpeeds": "workload.trace.speeds",
-}
-
 // SpecKey returns the spec key (YAML and JSON) that a Config field path
-// names (the settings table's key), "" when no key sets it (a target
-// setting or a default).
+// names (the settings table's Key, or SpecVia of a field a key decides),
+// "" when no key sets it (a target setting or a default).
 func SpecKey(field string) string {
-	if k := KeySpelling(field); k != "" {
-		return k
+	if s := LookupField(field); s != nil {
+		if s.Key != "" {
+			return s.Key
+		}
+		return s.SpecVia
 	}
-	return specAliases[field]
+	return ""
 }
-
-// daemonDefaults are the settings a daemon sweep takes at the settings
-// table's default: the spec has no key for them.
-var daemonDefaults = []string{"MetricsInterval", "IdleTimeout", "Search.MaxSteps", "Search.Tolerance",
-	"Validity.MaxClientCPU", "Validity.MaxErrorRate"}
 
 // specSpecial are the spec keys FromSpec sets itself: the load, the
 // workload, the SLO, the keys whose zero means something else and the
@@ -363,7 +353,7 @@ func specValue(s config.SweepSpec, key string) (v any, ok bool) {
 // applySpecSettings sets the table's spec settings of c from the spec,
 // each left out at the table's default (the CLI's), through Setting.Apply
 // (the table's bounds), and the settings the spec has no key for at their
-// defaults.
+// defaults (the rows marked DaemonDefault).
 func applySpecSettings(s config.SweepSpec, c *Config) error {
 	for _, st := range Settings() {
 		if st.Surfaces&SurfaceSpec == 0 || specSpecial[st.Key] {
@@ -379,10 +369,11 @@ func applySpecSettings(s config.SweepSpec, c *Config) error {
 			return err
 		}
 	}
-	for _, f := range daemonDefaults {
-		st := LookupField(f)
-		if err := st.Apply(c, st.DefaultValue()); err != nil {
-			return err
+	for _, st := range Settings() {
+		if st.DaemonDefault {
+			if err := st.Apply(c, st.DefaultValue()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -43,7 +43,7 @@ func TestSweepSpecDefaultsAreTheTable(t *testing.T) {
 	n := 0
 	for _, s := range Settings() {
 		spec := s.Surfaces&SurfaceSpec != 0
-		if (!spec && !contains(daemonDefaults, s.Field)) || s.Default == "" || s.Kind == KindString && s.Field != "Arrival" {
+		if (!spec && !s.DaemonDefault) || s.Default == "" || s.Kind == KindString && s.Field != "Arrival" {
 			continue
 		}
 		n++
@@ -57,15 +57,6 @@ func TestSweepSpecDefaultsAreTheTable(t *testing.T) {
 	if name := LookupField("Name").SpecDefault; c.Name != name || DefaultSpecName != name {
 		t.Errorf("name %q, DefaultSpecName %q, the table's %q", c.Name, DefaultSpecName, name)
 	}
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSweepSpecTakesTheTableBounds fails when a spec key refuses a value
