@@ -4,6 +4,10 @@
 // file, the line and the field, API keys read from a file or an environment
 // variable at load, restart keys to see what a reload changed, and
 // SafeConfig, the holder the daemon swaps on SIGHUP and POST /-/reload.
+// It is the daemon's schema only: a scheduled sweep's spec is data here,
+// built into a sweep by prober/sweep (FromSpec, registered with
+// RegisterSweepCheck), and the rules a probe shares with a sweep are
+// prober/knob's; this package imports no sweep engine.
 //
 // The schema and every default are documented in docs/configuration.md; a
 // full example is deploy/examples/llmprobe.yml.

@@ -54,7 +54,7 @@ func cloneWorkload(w *workload.Spec) *workload.Spec {
 }
 
 // readSweepFiles reads, for every sweep of the target, the schema files of
-// its request features and its trace (kept for SweepConfig), and resolves
+// its request features and its trace (kept for sweep.FromSpec), and resolves
 // its dataset's path; relative paths are relative to dir. Called before
 // Validate, which builds each sweep's sweep.Config.
 func (t *TargetConfig) readSweepFiles(dir string) error {
@@ -154,7 +154,7 @@ func (s SweepSpec) CheckNoFiles() error {
 
 // readAnswerChecks loads the check-set file of the spec's answer_checks
 // (relative to dir unless absolute; builtin is no file) and keeps it for
-// SweepConfig, the path resolved.
+// sweep.FromSpec, the path resolved.
 func (s *SweepSpec) readAnswerChecks(dir string) error {
 	if s.AnswerChecks == "" || s.AnswerChecks == answer.BuiltinName {
 		return nil
