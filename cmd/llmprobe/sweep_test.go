@@ -35,7 +35,7 @@ func TestSweepBadFlags(t *testing.T) {
 	}{
 		{"rate zero", []string{"--rates", "0"}, "llmprobe: error: --rates: rate must be >= 0.01, got 0\n"},
 		{"rate tiny", []string{"--rates", "1e-300"}, "llmprobe: error: --rates: rate must be >= 0.01, got 1e-300\n"},
-		{"concurrency huge", []string{"--concurrency", "100000000"}, "llmprobe: error: --concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 100000000\n"},
+		{"concurrency huge", []string{"--concurrency", "100000000"}, "llmprobe: error: --concurrency: must be at most 10000 requests in flight (each holds a socket and a goroutine; shard a sweep for more), got 100000000\n"},
 		{"negative input length", []string{"--input-len=-5"}, "llmprobe: error: --input-len: must be >= 1, got -5\n"},
 		{"negative prefix", []string{"--prefix-len=-1"}, "llmprobe: error: --prefix-len: must be >= 0, got -1\n"},
 		{"bad goodput key", []string{"--goodput", "ttft:800", "foo:3"}, `llmprobe: error: --goodput: invalid goodput key "foo": must be one of ttft, tpot, e2el, ttfa` + "\n"},
@@ -43,7 +43,7 @@ func TestSweepBadFlags(t *testing.T) {
 		{"rates and concurrency", []string{"--rates", "1", "--concurrency", "2"}, "llmprobe: error: --concurrency: give --rates or --concurrency, not both"},
 		{"burst without a count", []string{"--rates", "inf"}, "llmprobe: error: --num-prompts: --rates inf sends a step's requests at once: give --num-prompts\n"},
 		{"unknown workload key", []string{"--workload", wl}, "llmprobe: error: --workload: " + wl + ": yaml: unmarshal errors:"},
-		{"workload and lengths", []string{"--workload", wl, "--input-len", "4"}, "llmprobe: error: --workload: give --workload or --input-len/--output-len/--range-ratio, not both\n"},
+		{"workload and lengths", []string{"--workload", wl, "--input-len", "4"}, "llmprobe: error: --workload: give --workload or --input-len/--output-len/--range-ratio/--prefix-len, not both\n"},
 		{"bad metadata", []string{"--metadata", "duration=3"}, `llmprobe: error: --metadata: key "duration" is reserved` + "\n"},
 		{"bad target", []string{"--target", "localhost:8000"}, `llmprobe: error: --target: must be an http:// or https:// URL, got "localhost:8000"` + "\n"},
 		{"unknown arrival", []string{"--arrival", "weird"}, "llmprobe: error: --arrival: "},

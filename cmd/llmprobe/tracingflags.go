@@ -8,7 +8,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/daemon"
 	"github.com/llmprobe/llmprobe/internal/rundir"
-	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // tracingFlush bounds the flush of the spans still queued when sweep or
@@ -21,7 +20,7 @@ const tracingFlush = 5 * time.Second
 // is empty (0, false), so that the config file's tracing block and the
 // defaults apply (daemon.Tracing.Resolved).
 func addTracingFlags(cmd *kingpin.CmdClause, tr *daemon.Tracing) {
-	doc := func(flag string) string { return sweep.LookupFlag(flag).Doc }
+	doc := func(flag string) string { return rundir.LookupFlag(flag).Doc }
 	cmd.Flag("tracing.endpoint", doc("tracing.endpoint")+" Overrides the config file's tracing.endpoint.").StringVar(&tr.Endpoint)
 	cmd.Flag("tracing.enabled", doc("tracing.enabled")).BoolVar(&tr.Enabled)
 	cmd.Flag("tracing.protocol", doc("tracing.protocol")+" Overrides the config file's tracing.protocol.").

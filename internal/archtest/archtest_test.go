@@ -182,6 +182,46 @@ func TestImportsRunOneWay(t *testing.T) {
 	}
 }
 
+// TestConfigImportsNoSweepEngine checks that the daemon's config schema
+// does not depend on the sweep engine (issue 35 Deliver 1: prober/manager's
+// closure carried 10k lines only through config→sweep): prober/sweep
+// decodes a scheduled sweep's spec (sweep.FromSpec) and registers its check
+// with prober/config, never the other way. prober/knob, the rules both
+// share, imports nothing of llmprobe but prober/arrival.
+func TestConfigImportsNoSweepEngine(t *testing.T) {
+	pkgs := goPackages(t)
+	closure := func(root string) map[string]bool {
+		seen := map[string]bool{}
+		var walk func(p string)
+		walk = func(p string) {
+			if seen[p] {
+				return
+			}
+			seen[p] = true
+			for _, imp := range pkgs[p] {
+				walk(imp)
+			}
+		}
+		walk(root)
+		return seen
+	}
+	for _, root := range []string{"prober/config", "prober/manager", "prober/discovery"} {
+		for p := range closure(root) {
+			if p == "prober/sweep" || strings.HasPrefix(p, "prober/sweep/") || p == "prober/compare" {
+				t.Errorf("%s depends on %s: the daemon's config is its schema only (the sweep engine decodes a sweep's spec)", root, p)
+			}
+		}
+	}
+	if _, ok := pkgs["prober/knob"]; !ok {
+		t.Fatal("no prober/knob package")
+	}
+	for _, imp := range pkgs["prober/knob"] {
+		if imp != "prober/arrival" {
+			t.Errorf("prober/knob imports %s: it is the leaf config and sweep both call", imp)
+		}
+	}
+}
+
 // TestMetricsPackageDeps checks that llmprobe's metrics package depends on
 // no plotting library, no report and no run-directory package (the sweep
 // daemon's observer types are a leaf package, prober/capacity).

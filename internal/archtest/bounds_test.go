@@ -141,7 +141,7 @@ var boundRows = []boundRow{
 	{"prober/endpoint", "MaxInfoBodyBytes", "a target's `/v1/models` or `/version` answer", "targets"},
 	{"prober/sse", "DefaultMaxEventBytes", "one server-sent event or line of a stream", "targets"},
 	{"prober/scrape", "DefaultMaxBytes", "a `/metrics` scrape body", "targets"},
-	{"prober/sweep", "MaxGPUSelector", "`--gpu-selector`, a target's `gpu_selector`", "flags, YAML"},
+	{"prober/gpusel", "MaxBytes", "`--gpu-selector`, a target's `gpu_selector`, a discovered `__gpu_selector__`", "flags, YAML, discovered"},
 	{"internal/web", "MaxSweepStarts", "`POST /api/v1/sweeps` requests served at once (more: 429 with Retry-After)", "API"},
 	{"internal/web", "MaxSweepReads", "sweep `GET` / `DELETE` requests served at once (more: 429)", "API"},
 	{"internal/web", "MaxSweepFileReads", "run-directory file downloads served at once (more: 429)", "API"},

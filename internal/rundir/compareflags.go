@@ -86,7 +86,7 @@ func (f *CompareFlags) Procedure(logger log.Logger) (p *compare.Procedure, err e
 		return nil, err
 	}
 	base, cand := cfgs[compare.SideBaseline], cfgs[compare.SideCandidate]
-	p = &compare.Procedure{Baseline: base, Candidate: cand, Order: f.order, Rounds: f.Sweep.rounds, Seed: f.Sweep.seed,
+	p = &compare.Procedure{Baseline: base, Candidate: cand, Order: f.order, Rounds: f.Sweep.num("rounds"), Seed: f.Sweep.num64("seed"),
 		MaxRegression: f.maxRegression, Iters: f.bootstrapIters,
 		Decision: base.Metadata[report.MetaDecision], RollbackIf: base.Metadata[report.MetaRollbackIf]}
 	if p.Thresholds, err = compare.ParseThresholds(f.maxRegression); err != nil {
@@ -144,8 +144,8 @@ func (f *CompareFlags) check() error {
 		return &FlagError{Flag: "target", Err: errors.New("compare has no single target: give --baseline and --candidate")}
 	case sw.str("metrics-url") != "":
 		return &FlagError{Flag: "metrics-url", Err: errors.New("give --baseline-metrics-url and --candidate-metrics-url")}
-	case sw.rounds < 2 || sw.rounds%2 != 0:
-		return &FlagError{Flag: "rounds", Err: fmt.Errorf("must be even and >= 2 (both sides alike), got %d", sw.rounds)}
+	case sw.num("rounds") < 2 || sw.num("rounds")%2 != 0:
+		return &FlagError{Flag: "rounds", Err: fmt.Errorf("must be even and >= 2 (both sides alike), got %d", sw.num("rounds"))}
 	case f.order != compare.OrderABBA && f.order != compare.OrderRandom:
 		return &FlagError{Flag: "order", Err: fmt.Errorf("must be abba or random, got %q", f.order)}
 	case f.bootstrapIters < 100:
@@ -184,8 +184,8 @@ func (f *CompareFlags) side(side compareSide) (sweep.Config, error) {
 	sf := f.Sweep.clone()
 	sf.set("target", side.url)
 	sf.set("metrics-url", side.metrics)
-	sf.rounds = 1
-	sf.costPerHour = f.cost.price(side.name, f.Sweep.costPerHour)
+	sf.setValue("rounds", 1)
+	sf.setValue("cost-per-hour", f.cost.price(side.name, f.Sweep.flt("cost-per-hour")))
 	for flag, v := range map[string]string{"model": side.model, "api-key-file": side.key, "http.config.file": side.http} {
 		if v != "" {
 			sf.set(flag, v)

@@ -12,12 +12,15 @@ import (
 	"github.com/llmprobe/llmprobe/prober/answer"
 	lpconfig "github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/knob"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // Config turns the flags into a validated sweep.Config: the
-// table's settings (applySettings), then the ones read from files or built
-// together, then Config.Validate, the only validation. Errors are
+// table's settings (applySettings, each checked against its bound), then
+// the ones read from files or built together (flags given together are
+// refused by prober/knob's rules, those a scheduled sweep and the API
+// keep), then Config.Validate, every rule of a Config. Errors are
 // *FlagError or *sweep.FieldError (exit 2; FlagErrorText names the flag)
 // unless reading a file failed.
 func (f *SweepFlags) Config() (sweep.Config, error) {
@@ -49,18 +52,18 @@ func applyWorkload(f *SweepFlags, c *sweep.Config) error {
 			return err
 		}
 	case file != "":
-		if f.isSet("input-len") || f.isSet("output-len") || f.isSet("range-ratio") {
-			return &FlagError{Flag: "workload", Err: errors.New("give --workload or --input-len/--output-len/--range-ratio, not both")}
+		// One rule with a scheduled sweep's and the API's (prober/knob):
+		// --prefix-len over a workload file is refused as the other
+		// length flags are (the file has prefix_tokens).
+		lengths := f.isSet("input-len") || f.isSet("output-len") || f.isSet("range-ratio") || f.num("prefix-len") != 0
+		if err := sweep.ProblemError(knob.WorkloadOrLengths(true, lengths)); err != nil {
+			return err
 		}
 		w, err := lpconfig.LoadWorkloadFile(file)
 		if err != nil {
 			return &FlagError{Flag: "workload", Err: err}
 		}
-		c.Workload = w
-		if n := f.num("prefix-len"); n != 0 {
-			c.Workload.PrefixTokens = n
-		}
-		c.WorkloadSource = file
+		c.Workload, c.WorkloadSource = w, file
 	default:
 		w, err := sweep.FlagWorkload(f.num("input-len"), f.num("output-len"), f.flt("range-ratio"), f.num("prefix-len"))
 		if err != nil {
@@ -73,9 +76,10 @@ func applyWorkload(f *SweepFlags, c *sweep.Config) error {
 
 // applyLoad sets --rates (default auto) or --concurrency.
 func applyLoad(f *SweepFlags, c *sweep.Config) error {
+	if err := sweep.ProblemError(knob.RatesOrConcurrency(f.isSet("rates"), f.isSet("concurrency"))); err != nil {
+		return err
+	}
 	switch {
-	case f.isSet("rates") && f.isSet("concurrency"):
-		return &FlagError{Flag: "concurrency", Err: errors.New("give --rates or --concurrency, not both (use --rates with --max-concurrency for an open loop with a cap)")}
 	case f.isSet("concurrency"):
 		return sweep.LookupField("Concurrency").Apply(c, f.str("concurrency"))
 	}

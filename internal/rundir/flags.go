@@ -10,18 +10,15 @@ import (
 )
 
 // SweepFlags holds the flag values of `llmprobe sweep` (and compare's copy
-// of them): one per setting of the sweep settings table, which generates
-// the flags (AddSweepFlags); Config turns them into a sweep.Config. The
-// values the commands read themselves are exported fields; the others live
-// in vals by flag name.
+// of them): one per setting of the sweep settings table and of the
+// commands' own (cliSettings), which generate the flags (AddSweepFlags);
+// Config turns them into a sweep.Config. Every value lives in vals by flag
+// name; the commands' own settings the commands read are exported fields
+// too (their rows bind them).
 type SweepFlags struct {
 	vals  map[string]any // *string, *bool, *int, *int64, *float64, *time.Duration or *[]string
 	given map[string]*bool
 
-	out, name   string
-	seed        int64
-	rounds      int
-	costPerHour float64
 	goodputArgs []string // the goodput-pairs argument
 
 	// NoProgress and SaveDetailed are --no-progress and --save-detailed.
@@ -55,28 +52,12 @@ type PushFlags struct {
 	Required bool
 }
 
-// fields are the flags bound to a field of f.
-func (f *SweepFlags) fields() map[string]any {
-	return map[string]any{
-		"out": &f.out, "name": &f.name, "seed": &f.seed, "rounds": &f.rounds, "no-progress": &f.NoProgress,
-		"save-detailed": &f.SaveDetailed, "cost-per-hour": &f.costPerHour, "server-log": &f.ServerLog,
-		"push.url": &f.Push.URL, "push.extra-label": &f.Push.ExtraLabels, "push.method": &f.Push.Method,
-		"push.timeout": &f.Push.Timeout, "push.required": &f.Push.Required,
-		"tracing.endpoint": &f.Tracing.Endpoint, "tracing.enabled": &f.Tracing.Enabled,
-		"tracing.protocol": &f.Tracing.Protocol, "tracing.insecure": &f.Tracing.Insecure,
-	}
-}
-
 // AddSweepFlags adds the flags of the settings the surface takes (sweep or
-// compare), in the table's order, with the table's help and default;
-// compare hides the ones it takes but does not offer.
+// compare), in the order of flagSettings, with the table's help and
+// default; compare hides the ones it takes but does not offer.
 func AddSweepFlags(cmd *kingpin.CmdClause, f *SweepFlags, surface sweep.Surface) {
 	f.vals, f.given = map[string]any{}, map[string]*bool{}
-	bound := f.fields()
-	for _, s := range sweep.Settings() {
-		if s.Flag == "" || s.Internal {
-			continue
-		}
+	for _, s := range flagSettings() {
 		hidden := surface == sweep.SurfaceCompare && s.CompareHidden
 		if s.Surfaces&surface == 0 && !hidden {
 			continue
@@ -97,11 +78,11 @@ func AddSweepFlags(cmd *kingpin.CmdClause, f *SweepFlags, surface sweep.Surface)
 		}
 		f.given[s.Flag] = new(bool)
 		fc.IsSetByUser(f.given[s.Flag])
-		p, ok := bound[s.Flag]
-		if !ok {
-			p = newValue(s.Kind)
-			f.vals[s.Flag] = p
+		p := newValue(s.Kind)
+		if s.bind != nil {
+			p = s.bind(f)
 		}
+		f.vals[s.Flag] = p
 		bindValue(fc, p)
 	}
 	cmd.Arg("goodput-pairs", "More --goodput KEY:VALUE pairs (vLLM's `--goodput ttft:800 tpot:50` form).").
@@ -141,18 +122,23 @@ func bindValue(fc *kingpin.FlagClause, p any) {
 // value returns a flag's value (a string, bool, int, ...); nil for a flag
 // the command does not have.
 func (f *SweepFlags) value(flag string) any {
-	p, ok := f.fields()[flag]
+	p, ok := f.vals[flag]
 	if !ok {
-		if p, ok = f.vals[flag]; !ok {
-			return nil
-		}
+		return nil
 	}
 	return reflect.ValueOf(p).Elem().Interface()
+}
+
+// setValue sets a flag's value (of its kind) as if it had been given:
+// compare's sides change their copies.
+func (f *SweepFlags) setValue(flag string, v any) {
+	reflect.ValueOf(f.vals[flag]).Elem().Set(reflect.ValueOf(v))
 }
 
 func (f *SweepFlags) str(flag string) string        { s, _ := f.value(flag).(string); return s }
 func (f *SweepFlags) num(flag string) int           { n, _ := f.value(flag).(int); return n }
 func (f *SweepFlags) flt(flag string) float64       { x, _ := f.value(flag).(float64); return x }
+func (f *SweepFlags) num64(flag string) int64       { n, _ := f.value(flag).(int64); return n }
 func (f *SweepFlags) dur(flag string) time.Duration { d, _ := f.value(flag).(time.Duration); return d }
 func (f *SweepFlags) strs(flag string) []string     { s, _ := f.value(flag).([]string); return s }
 func (f *SweepFlags) isSet(flag string) bool        { p := f.given[flag]; return p != nil && *p }

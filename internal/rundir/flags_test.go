@@ -75,6 +75,9 @@ func TestSweepFlagsTakeTheTableBounds(t *testing.T) {
 		}
 		outside, inside := boundCases(s)
 		ctx := []string{"--rates", "1,2"}
+		if s.Field == "Burstiness" {
+			ctx = append(ctx, "--arrival", "gamma") // a shape other than 1 needs gamma arrivals (knob.Arrival)
+		}
 		if strings.HasPrefix(s.Field, "Workload.Dataset.") {
 			ctx = append(ctx, "--dataset", "d.jsonl") // the flag applies with a dataset
 		}

@@ -65,20 +65,20 @@ func TestLastHeadroomInputs(t *testing.T) {
 // TestCommandLineBackground: a background sweep's command.txt reruns it in
 // the same mode and band; an isolated one names neither.
 func TestCommandLineBackground(t *testing.T) {
-	cfg, err := small().SweepConfig(targetsConfig(t, "", "sim", "http://127.0.0.1:1").Targets[0])
+	cfg, err := sweep.FromSpec(small(), targetsConfig(t, "", "sim", "http://127.0.0.1:1").Targets[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if line := strings.Join(CommandLine(cfg), " "); strings.Contains(line, "--sweep-mode") || strings.Contains(line, "--background-band") {
+	if line := strings.Join(sweep.CommandLine(&cfg), " "); strings.Contains(line, "--sweep-mode") || strings.Contains(line, "--background-band") {
 		t.Errorf("isolated: %s", line)
 	}
 	spec := small()
 	spec.SweepMode, spec.BackgroundBand = sweep.SweepBackground, 0.4
-	cfg, err = spec.SweepConfig(targetsConfig(t, "", "sim", "http://127.0.0.1:1").Targets[0])
+	cfg, err = sweep.FromSpec(spec, targetsConfig(t, "", "sim", "http://127.0.0.1:1").Targets[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if line := strings.Join(CommandLine(cfg), " "); !strings.Contains(line, "--sweep-mode background --background-band 0.4") {
+	if line := strings.Join(sweep.CommandLine(&cfg), " "); !strings.Contains(line, "--sweep-mode background --background-band 0.4") {
 		t.Errorf("background: %s", line)
 	}
 }

@@ -189,7 +189,7 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 	err := s.makeRoom()
 	if err == nil {
 		out, err = rundir.Run(ctx, cfg, rundir.Options{
-			Logger: logger, Args: CommandLine(cfg), Observer: &progress{r: r, obs: s.obs},
+			Logger: logger, Args: sweep.CommandLine(&cfg), Observer: &progress{r: r, obs: s.obs},
 			HTTPClient: s.opts.HTTPClient, Now: s.opts.Now,
 		})
 	}
@@ -213,7 +213,7 @@ func (s *Service) execute(ctx context.Context, r *run, cfg sweep.Config, t confi
 		state, result = StatusFailed, capacity.ResultFailed
 		switch {
 		case err != nil:
-			msg = config.SpecErrorText(err)
+			msg = sweep.SpecErrorText(err)
 		case out != nil && out.Result != nil:
 			msg = out.Result.InterruptedReason
 		}
@@ -366,100 +366,4 @@ func finite(v float64) float64 {
 		return 0
 	}
 	return v
-}
-
-// CommandLine is the `llmprobe sweep` command line equivalent to cfg (the
-// API key left out: the CLI reads it from --api-key-file), written to the
-// run directory's command.txt so that the sweep can be rerun by hand.
-func CommandLine(c sweep.Config) []string {
-	a := []string{"llmprobe", "sweep", "--target", c.Target, "--api", c.API}
-	add := func(flag, v string) { a = append(a, "--"+flag, v) }
-	if c.Model != "" {
-		add("model", c.Model)
-	}
-	if c.MetricsURL != "" && c.MetricsURL != c.Target+"/metrics" {
-		add("metrics-url", c.MetricsURL)
-	}
-	add("timeout", c.Timeout.String())
-	if c.TTFTTimeout > 0 {
-		add("ttft-timeout", c.TTFTTimeout.String())
-	}
-	if c.StallTimeout > 0 {
-		add("stall-timeout", c.StallTimeout.String())
-	}
-	switch {
-	case c.Trace != nil:
-		parts := make([]string, len(c.TraceSpeeds))
-		for i, v := range c.TraceSpeeds {
-			parts[i] = strconv.FormatFloat(v, 'f', -1, 64)
-		}
-		add("trace", c.Trace.Path)
-		add("trace-speed", strings.Join(parts, ","))
-		add("trace-block-size", strconv.Itoa(c.Trace.BlockSize))
-	case len(c.Concurrency) > 0:
-		parts := make([]string, len(c.Concurrency))
-		for i, n := range c.Concurrency {
-			parts[i] = strconv.Itoa(n)
-		}
-		add("concurrency", strings.Join(parts, ","))
-	default:
-		add("rates", c.RatesText)
-		if c.Auto && c.Search.Start > 0 {
-			add("auto-start", strconv.FormatFloat(c.Search.Start, 'f', -1, 64))
-		}
-	}
-	if c.MaxConcurrency > 0 {
-		add("max-concurrency", strconv.Itoa(c.MaxConcurrency))
-	}
-	add("arrival", c.Arrival)
-	if c.Burstiness != 1 {
-		add("burstiness", strconv.FormatFloat(c.Burstiness, 'f', -1, 64))
-	}
-	if c.NumPrompts > 0 {
-		add("num-prompts", strconv.Itoa(c.NumPrompts))
-	} else if c.Duration > 0 || c.Trace == nil {
-		add("duration", c.Duration.String())
-	}
-	switch {
-	case c.Trace != nil:
-		if c.Workload.Request != nil {
-			add("workload", "<the sweep's request features: see the manifest>")
-		}
-	case c.WorkloadSource == "flags":
-		add("input-len", strconv.Itoa(c.Workload.InputTokens.Value))
-		add("output-len", strconv.Itoa(c.Workload.OutputTokens.Value))
-		if rr := c.Workload.InputTokens.RangeRatio; rr > 0 {
-			add("range-ratio", strconv.FormatFloat(rr, 'f', -1, 64))
-		}
-		if c.Workload.PrefixTokens > 0 {
-			add("prefix-len", strconv.Itoa(c.Workload.PrefixTokens))
-		}
-	default:
-		add("workload", "<the sweep's workload: see the manifest>")
-	}
-	add("warmups", strconv.Itoa(c.Warmups))
-	add("rounds", strconv.Itoa(c.Rounds))
-	add("seed", strconv.FormatInt(c.Seed, 10))
-	add("prompt-nonce", strconv.FormatInt(c.PromptNonce, 10)) // 0: a fresh one (execute draws it first)
-	if c.Validity.MaxSendLag > 0 {
-		add("max-send-lag", c.Validity.MaxSendLag.String())
-	}
-	if c.Validity.MaxSchedLatency > 0 {
-		add("max-sched-latency", c.Validity.MaxSchedLatency.String())
-	}
-	if c.Background() {
-		add("sweep-mode", c.SweepMode)
-		if c.BackgroundBand > 0 {
-			add("background-band", strconv.FormatFloat(c.BackgroundBand, 'f', -1, 64))
-		}
-	}
-	if c.AnswerChecks != nil {
-		add("answer-checks", c.AnswerChecks.Name)
-	}
-	if g := c.SLO.GoodputArgs(); g != "" {
-		a = append(a, "--goodput")
-		a = append(a, strings.Fields(g)...)
-	}
-	add("name", c.Name)
-	return a
 }

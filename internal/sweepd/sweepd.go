@@ -9,7 +9,7 @@
 //
 // A sweep is the sweep engine called as a library: internal/rundir.Run with
 // a sweep.Config built from the target's config and the spec
-// (config.SweepSpec.SweepConfig), its progress followed through a
+// (sweep.FromSpec), its progress followed through a
 // sweep.Observer. What finished sweeps measured goes to a capacity.Observer
 // (collector/probemetrics in the daemon); the package imports no consumer.
 //
@@ -221,7 +221,7 @@ func (s *Service) start(target string, spec config.SweepSpec, origin string) (*r
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTarget, target)
 	}
-	cfg, err := spec.SweepConfig(t)
+	cfg, err := sweep.FromSpec(spec, t)
 	if err != nil {
 		return nil, config.AsSpecError(err)
 	}

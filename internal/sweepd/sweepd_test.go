@@ -22,6 +22,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -154,7 +155,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != StatusRunning || st.Name != config.DefaultSweepName || st.Origin != OriginAPI {
+	if st.Status != StatusRunning || st.Name != sweep.DefaultSpecName || st.Origin != OriginAPI {
 		t.Errorf("started: %+v", st)
 	}
 	// One sweep per target.
@@ -255,7 +256,7 @@ func TestLifecycle(t *testing.T) {
 	if len(calls) != 1 || calls[0].result != capacity.ResultSuccess || calls[0].last == nil || calls[0].last.Knee != done.Result.Knee {
 		t.Errorf("observer: %+v", calls)
 	}
-	if name, l, ok := s.LastOf("sim"); !ok || name != config.DefaultSweepName || l.Knee != done.Result.Knee {
+	if name, l, ok := s.LastOf("sim"); !ok || name != sweep.DefaultSpecName || l.Knee != done.Result.Knee {
 		t.Errorf("LastOf = %q %+v %v", name, l, ok)
 	}
 	// Refusals.

@@ -22,10 +22,10 @@ var bodyErrors = []string{
 }
 
 // FuzzSweepBody fuzzes the body of POST /api/v1/sweeps as the handler
-// takes it: DecodeStrict into a SweepRequest, then the spec's SweepConfig
+// takes it: DecodeStrict into a SweepRequest, then sweep.FromSpec
 // against a target with max_sweep_rate 100. It checks that nothing panics,
 // that every rejection names a key of the body (or, for the body as a
-// whole, says why), that a spec SweepConfig refuses names its key (or the
+// whole, says why), that a spec sweep.FromSpec refuses names its key (or the
 // sweep.Config field), and that an accepted spec gives a sweep.Config that
 // validates and keeps under the target's max_sweep_rate. Seeds:
 // testdata/fuzz/FuzzSweepBody.
@@ -50,21 +50,21 @@ func FuzzSweepBody(f *testing.F) {
 			checkNamesKey(t, body, err.Error())
 			return
 		}
-		c, err := req.SweepSpec.SweepConfig(target)
+		c, err := sweep.FromSpec(req.SweepSpec, target)
 		if err != nil {
 			se := config.AsSpecError(err)
 			var fe *sweep.FieldError
 			if (se == nil || se.Key == "") && !errors.As(err, &fe) {
-				t.Fatalf("SweepConfig refused %q without naming a key: %v", body, err)
+				t.Fatalf("FromSpec refused %q without naming a key: %v", body, err)
 			}
 			if msg := err.Error(); msg == "" || strings.ContainsRune(msg, '\n') {
-				t.Fatalf("SweepConfig error %q: want one non-empty line", msg)
+				t.Fatalf("FromSpec error %q: want one non-empty line", msg)
 			}
 			return
 		}
 		c.OutDir = t.TempDir()
 		if err := c.Validate(); err != nil {
-			t.Fatalf("SweepConfig accepted %q but its Config does not validate: %v", body, err)
+			t.Fatalf("FromSpec accepted %q but its Config does not validate: %v", body, err)
 		}
 		if c.NumPrompts > sweep.MaxStepRequests || c.MinPrompts > sweep.MaxStepRequests || c.Warmups > sweep.MaxStepRequests {
 			t.Fatalf("accepted a step over %d requests (num_prompts %d, min %d, warmups %d) from %q",

@@ -335,7 +335,7 @@ func TestSweepAPILoadBounds(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	for body, want := range map[string]string{
-		`{"target": "open", "concurrency": [100000000]}`:              "concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 100000000",
+		`{"target": "open", "concurrency": [100000000]}`:              "concurrency: must be at most 10000 requests in flight (each holds a socket and a goroutine; shard a sweep for more), got 100000000",
 		`{"target": "open", "rates": [1], "max_concurrency": 100000}`: "max_concurrency: must be at most 10000 requests in flight",
 		`{"target": "open", "rates": [1e-300]}`:                       "rates: rate must be >= 0.01, got 1e-300",
 		`{"target": "open", "rates": [1], "workload": {"input_tokens": {"dist": "fixed", "value": 8}, "output_tokens": {"dist": "fixed", "value": 4}, "request": {"features": [{"kind": "json_schema", "share": 1, "schema": {"$ref": "#"}}]}}}`: "leads back to the root on the same value",

@@ -4,6 +4,10 @@
 // file, the line and the field, API keys read from a file or an environment
 // variable at load, restart keys to see what a reload changed, and
 // SafeConfig, the holder the daemon swaps on SIGHUP and POST /-/reload.
+// It is the daemon's schema only: a scheduled sweep's spec is data here,
+// built into a sweep by prober/sweep (FromSpec, registered with
+// RegisterSweepCheck), and the rules a probe shares with a sweep are
+// prober/knob's; this package imports no sweep engine.
 //
 // The schema and every default are documented in docs/configuration.md; a
 // full example is deploy/examples/llmprobe.yml.
@@ -21,8 +25,8 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/knob"
 	"github.com/llmprobe/llmprobe/prober/slo"
-	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -73,18 +77,18 @@ const DefaultMaxRate = 100
 const MinProbeRate = 0.001
 
 // MaxPromptNonce bounds a probe's prompt_nonce: the nonces of sweeps and
-// probes share the range [1, 2^63-1] (sweep.Config.PromptNonce is an
+// probes share the range [1, 2^63-1] (a sweep's prompt_nonce is an
 // int64), so a sweep's nonce can be given to a probe and back.
 const MaxPromptNonce = math.MaxInt64
 
 // MaxProbeConcurrency bounds a probe's max_concurrency: every request in
 // flight holds a socket, a goroutine and its buffers (as the sweeps'
-// sweep.MaxInFlight).
-const MaxProbeConcurrency = sweep.MaxInFlight
+// knob.MaxInFlight).
+const MaxProbeConcurrency = knob.MaxInFlight
 
 // MaxTimeout bounds a target's or probe's timeout (and so its ttft_timeout
-// and stall_timeout, which may not exceed it): sweep.MaxTimeout, 24h.
-const MaxTimeout = sweep.MaxTimeout
+// and stall_timeout, which may not exceed it): knob.MaxTimeout, 24h.
+const MaxTimeout = knob.MaxTimeout
 
 // MaxConfigFileBytes caps what Load reads from a configuration file: a
 // larger (or endless, such as /dev/zero) file is an error naming the cap.

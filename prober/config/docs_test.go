@@ -11,7 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
-	"github.com/llmprobe/llmprobe/prober/sweep"
+	"github.com/llmprobe/llmprobe/prober/knob"
 )
 
 // TestDocsStateTheBounds holds docs/configuration.md to the defaults and
@@ -70,7 +70,7 @@ func TestDocsStateTheBounds(t *testing.T) {
 		{"targets[].api default", row(target, "api"), "| `" + tc.API + "` |"},
 		{"targets[].api_key_env pattern", row(target, "api_key_env"), "`" + envPattern + "`"},
 		{"targets[].max_body_bytes default", row(target, "max_body_bytes"), "| `" + DefaultMaxBodyBytes.String() + "` |"},
-		{"targets[].cost_per_hour bound", row(target, "cost_per_hour"), "at most " + thousands(sweep.MaxCostPerHour)},
+		{"targets[].cost_per_hour bound", row(target, "cost_per_hour"), "at most " + thousands(knob.MaxCostPerHour)},
 		{"targets[].probes default probe rate", row(target, "probes"), fmt.Sprintf("%v request/s", DefaultProbe.Rate)},
 		{"targets[].probes default probe max_concurrency", row(target, "probes"), fmt.Sprintf("max concurrency %d", MinDefaultConcurrency)},
 		{"probes[].name pattern", row(probe, "name"), "`" + namePattern + "`"},
@@ -80,7 +80,7 @@ func TestDocsStateTheBounds(t *testing.T) {
 		{"probes[].arrival default", row(probe, "arrival"), "| `" + p.Arrival + "` |"},
 		{"probes[].burstiness default", row(probe, "burstiness"), fmt.Sprintf("| `%v` |", p.Burstiness)},
 		{"probes[].burstiness bounds", row(probe, "burstiness"), fmt.Sprintf("Between `%v` and `%v`", arrival.MinBurstiness, float64(arrival.MaxBurstiness))},
-		{"probes[].burstiness gap CV", row(probe, "burstiness"), gapCV(arrival.MinBurstiness) + " to " + gapCV(arrival.MaxBurstiness)},
+		{"probes[].burstiness gap CV", row(probe, "burstiness"), knob.GapCV(arrival.MinBurstiness) + " to " + knob.GapCV(arrival.MaxBurstiness)},
 		{"probes[].max_concurrency default", row(probe, "max_concurrency"),
 			fmt.Sprintf("| `%d × ceil(rate)`, at least %d, at most %d |", DefaultConcurrencyPerRate, MinDefaultConcurrency, MaxDefaultConcurrency)},
 		{"load bounds: max_rate", section("### Bounds on the load a probe makes"), fmt.Sprintf("(default %v req/s)", float64(DefaultMaxRate))},

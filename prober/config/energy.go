@@ -3,7 +3,7 @@ package config
 import (
 	"errors"
 
-	"github.com/llmprobe/llmprobe/prober/sweep"
+	"github.com/llmprobe/llmprobe/prober/gpusel"
 )
 
 // ValidateGPUSource checks a target's gpu_metrics_url and gpu_selector (the
@@ -14,7 +14,7 @@ func ValidateGPUSource(rawURL, selector string) error {
 	if rawURL != "" {
 		l.add("gpu_metrics_url", validateURL(rawURL, true))
 	}
-	if _, err := sweep.ParseGPUSelector(selector); err != nil {
+	if _, err := gpusel.Parse(selector); err != nil {
 		l.add("gpu_selector", err)
 	} else if selector != "" && rawURL == "" {
 		l.add("gpu_selector", errors.New("needs gpu_metrics_url"))

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestTargetGPUSource: a target's gpu_metrics_url and gpu_selector reach
-// its scheduled sweeps, and the URL's secrets stay out of Redacted.
+// TestTargetGPUSource: a target's gpu_metrics_url and gpu_selector are
+// kept for its scheduled sweeps (prober/sweep TestFromSpecGPUSource), and
+// the URL's secrets stay out of Redacted.
 func TestTargetGPUSource(t *testing.T) {
 	c, err := Parse([]byte(`targets:
   - name: sim
@@ -22,12 +23,8 @@ func TestTargetGPUSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := c.Targets[0]
-	sc, err := tg.Sweeps[0].SweepConfig(tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sc.GPUMetricsURL != "http://127.0.0.1:9400/metrics?token=s3cret" || sc.GPUSelector != `pod="vllm-0",namespace="llm"` {
-		t.Errorf("sweep config: %q %q", sc.GPUMetricsURL, sc.GPUSelector)
+	if tg.GPUMetricsURL != "http://127.0.0.1:9400/metrics?token=s3cret" || tg.GPUSelector != `pod="vllm-0",namespace="llm"` {
+		t.Errorf("target: %q %q", tg.GPUMetricsURL, tg.GPUSelector)
 	}
 	if r := c.Redacted(); strings.Contains(r, "s3cret") || !strings.Contains(r, "gpu_metrics_url") {
 		t.Errorf("Redacted:\n%s", r)

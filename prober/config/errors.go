@@ -136,6 +136,10 @@ func flatten(err error) []*fieldError {
 	if errors.As(err, &fe) {
 		return []*fieldError{fe}
 	}
+	var se *SpecError
+	if errors.As(err, &se) {
+		return []*fieldError{{path: se.Key, err: se.Err}}
+	}
 	return []*fieldError{{err: err}}
 }
 

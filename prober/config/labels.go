@@ -3,14 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/llmprobe/llmprobe/prober/sweep"
+	"github.com/llmprobe/llmprobe/prober/knob"
 )
 
 // MaxTargetLabels is the most static labels one target may carry.
@@ -69,15 +68,11 @@ func validateLabels(l *problems, labels map[string]string) {
 	}
 }
 
-// validateCostPerHour checks cost_per_hour: 0 (no price) or > 0, finite
-// and at most sweep.MaxCostPerHour (the sweeps it prices take the same
-// rule).
+// validateCostPerHour checks cost_per_hour: knob.CostPerHour, the rule of
+// a sweep's --cost-per-hour (the sweeps it prices take the same).
 func validateCostPerHour(v float64) error {
-	if math.IsInf(v, 0) || !(v >= 0) {
-		return fmt.Errorf("must be >= 0 and finite (0: no price), got %v", v)
-	}
-	if v > sweep.MaxCostPerHour {
-		return fmt.Errorf("must be at most %g USD per hour, got %v", sweep.MaxCostPerHour, v)
+	if p := knob.CostPerHour("CostPerHour", v); p != nil {
+		return errors.New(p.Reason)
 	}
 	return nil
 }

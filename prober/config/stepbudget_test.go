@@ -1,8 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // TestSweepStepBudget: a scheduled sweep whose rate x duration makes a step
@@ -14,12 +16,12 @@ func TestSweepStepBudget(t *testing.T) {
 		return "targets:\n  - name: a\n    base_url: http://127.0.0.1:1\n    sweeps:\n      - name: n\n        every: 1h\n" +
 			"        rates: " + rates + "\n        duration: " + duration + "\n"
 	}
-	_, err := Parse([]byte(doc("[1, 100]", "24h")), "t.yml")
+	_, err := config.Parse([]byte(doc("[1, 100]", "24h")), "t.yml")
 	want := "targets[0].sweeps[0].duration: duration 24h0m0s at rates 100 req/s makes 8640000 requests per step, more than 2000000: shorten duration or lower rates"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	if _, err := Parse([]byte(doc("[100]", "20000s")), "t.yml"); err != nil {
+	if _, err := config.Parse([]byte(doc("[100]", "20000s")), "t.yml"); err != nil {
 		t.Errorf("at the budget: %v", err)
 	}
 }

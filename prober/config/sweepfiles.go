@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
-	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -56,7 +54,7 @@ func cloneWorkload(w *workload.Spec) *workload.Spec {
 }
 
 // readSweepFiles reads, for every sweep of the target, the schema files of
-// its request features and its trace (kept for SweepConfig), and resolves
+// its request features and its trace (kept for sweep.FromSpec), and resolves
 // its dataset's path; relative paths are relative to dir. Called before
 // Validate, which builds each sweep's sweep.Config.
 func (t *TargetConfig) readSweepFiles(dir string) error {
@@ -122,67 +120,6 @@ func (t *TargetConfig) loadSweepDatasets() error {
 	return l.err()
 }
 
-// traceConfig fills the trace replay of a spec whose workload has a trace:
-// the trace loaded with the config (an error when it was not: only a
-// config file's scheduled sweeps load one), the speeds, the workload of
-// the warmups and request features. Rates and concurrency are refused:
-// the trace has its own timing.
-func (s SweepSpec) traceConfig(c *traceTarget) error {
-	ts := s.Workload.Trace
-	if err := s.Workload.Validate(); err != nil {
-		return underKey("workload", err)
-	}
-	if s.trace == nil {
-		return errf("workload.trace", "not loaded: a trace is read when the config file is loaded (a scheduled sweep's workload)")
-	}
-	if !s.Rates.IsZero() || len(s.Concurrency) > 0 {
-		key := "rates"
-		if len(s.Concurrency) > 0 {
-			key = "concurrency"
-		}
-		return errf(key, "a trace replay has its own timing: give workload.trace.speeds, not rates or concurrency")
-	}
-	if s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0 {
-		return errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
-	}
-	c.trace, c.speeds = s.trace, ts.SpeedsOrDefault()
-	w := workload.DefaultSpec() // the warmups' plain prompts, as sweep --trace
-	w.IgnoreEOS, w.Request = s.Workload.IgnoreEOS, s.Workload.Request
-	c.workload = w
-	return nil
-}
-
-// traceTarget receives what traceConfig fills.
-type traceTarget struct {
-	trace    *workload.Trace
-	speeds   []float64
-	workload workload.Spec
-}
-
-// underKey prefixes a "key: why" error of a spec's own Validate with
-// prefix, as a *fieldError ("workload.trace.speeds", why).
-func underKey(prefix string, err error) error {
-	if key, why, ok := strings.Cut(err.Error(), ": "); ok && !strings.Contains(key, " ") {
-		return &fieldError{path: prefix + "." + key, err: errors.New(why)}
-	}
-	return &fieldError{path: prefix, err: err}
-}
-
-// checkTraceRate refuses a replay speed whose mean rate is over the
-// target's max_sweep_rate (0: no cap).
-func checkTraceRate(tr *workload.Trace, numPrompts int, d Duration, speeds []float64, maxRate float64) error {
-	if maxRate <= 0 {
-		return nil
-	}
-	for _, sp := range speeds {
-		n := tr.Cut(numPrompts, time.Duration(d), sp)
-		if r := tr.MeanRate(n, sp); r > maxRate {
-			return errf("workload.trace.speeds", "speed %v replays %.4g req/s on average, over the target's max_sweep_rate (%v req/s)", sp, r, maxRate)
-		}
-	}
-	return nil
-}
-
 // CheckNoFiles refuses a spec that names a file — a dataset, a trace or a
 // json_schema feature's schema_file in its workload, an answer_checks set
 // other than builtin — with an error naming the key (AsSpecError makes it
@@ -217,7 +154,7 @@ func (s SweepSpec) CheckNoFiles() error {
 
 // readAnswerChecks loads the check-set file of the spec's answer_checks
 // (relative to dir unless absolute; builtin is no file) and keeps it for
-// SweepConfig, the path resolved.
+// sweep.FromSpec, the path resolved.
 func (s *SweepSpec) readAnswerChecks(dir string) error {
 	if s.AnswerChecks == "" || s.AnswerChecks == answer.BuiltinName {
 		return nil
@@ -228,22 +165,5 @@ func (s *SweepSpec) readAnswerChecks(dir string) error {
 		return errf("answer_checks", "%s", strings.TrimPrefix(err.Error(), "answer check set: "))
 	}
 	s.AnswerChecks, s.answers = path, set
-	return nil
-}
-
-// answerChecksConfig sets c's answer checks: the builtin set, or the file
-// loaded with the config (an error when it was not: only a config file's
-// scheduled sweeps load one). Config.Validate checks that the target's API
-// can send every check.
-func (s SweepSpec) answerChecksConfig(c *sweep.Config) error {
-	switch {
-	case s.AnswerChecks == "":
-	case s.AnswerChecks == answer.BuiltinName:
-		c.AnswerChecks = answer.Builtin()
-	case s.answers == nil:
-		return errf("answer_checks", "not loaded: a check set file is read when the config file is loaded (a scheduled sweep's answer_checks)")
-	default:
-		c.AnswerChecks = s.answers
-	}
 	return nil
 }

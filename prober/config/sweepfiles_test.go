@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"encoding/json"
@@ -9,12 +9,14 @@ import (
 	"testing"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
+	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // sweepFilesDir writes a trace, datasets and a schema into a new directory
 // and returns it with a function that parses a config file there whose one
 // target has the given sweeps: block.
-func sweepFilesDir(t *testing.T) (string, func(extra, sweeps string) (*Config, error)) {
+func sweepFilesDir(t *testing.T) (string, func(extra, sweeps string) (*config.Config, error)) {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name, body string) {
@@ -30,9 +32,9 @@ func sweepFilesDir(t *testing.T) (string, func(extra, sweeps string) (*Config, e
 	write("data.jsonl", "{\"prompt\": \"a b c\", \"max_tokens\": 3}\n")
 	write("bad-data.jsonl", "{\"prompt\": \"a b c\", \"max_tokens\": 3}\n{\"prompt\": 1}\n")
 	write("order.json", `{"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}`)
-	parse := func(extra, sweeps string) (*Config, error) {
+	parse := func(extra, sweeps string) (*config.Config, error) {
 		yml := "targets:\n- name: t\n  base_url: http://127.0.0.1:1\n" + extra + "  sweeps:\n" + sweeps
-		return Parse([]byte(yml), filepath.Join(dir, "c.yml"))
+		return config.Parse([]byte(yml), filepath.Join(dir, "c.yml"))
 	}
 	return dir, parse
 }
@@ -51,14 +53,14 @@ func TestSweepTrace(t *testing.T) {
 	tg := c.Targets[0]
 	sw := tg.Sweeps[0]
 	ts := sw.Workload.Trace
-	if ts.Path != filepath.Join(dir, "trace.jsonl") || !strings.HasPrefix(ts.SHA256, "sha256:") || sw.trace == nil {
-		t.Fatalf("trace spec %+v, loaded %v", ts, sw.trace != nil)
+	if ts.Path != filepath.Join(dir, "trace.jsonl") || !strings.HasPrefix(ts.SHA256, "sha256:") || sw.LoadedTrace() == nil {
+		t.Fatalf("trace spec %+v, loaded %v", ts, sw.LoadedTrace() != nil)
 	}
-	sc, err := sw.SweepConfig(tg)
+	sc, err := sweep.FromSpec(sw.SweepSpec, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Trace != sw.trace || !reflect.DeepEqual(sc.TraceSpeeds, []float64{1, 2}) || sc.Duration != 0 || sc.MinPrompts != 0 ||
+	if sc.Trace != sw.LoadedTrace() || !reflect.DeepEqual(sc.TraceSpeeds, []float64{1, 2}) || sc.Duration != 0 || sc.MinPrompts != 0 ||
 		len(sc.Rates) != 0 || sc.Auto || sc.Workload.Trace != nil || sc.Workload.Request == nil || *sc.Workload.Request.Temperature != 0.5 {
 		t.Errorf("sweep.Config: trace %v speeds %v duration %v min %d rates %v auto %v workload %+v",
 			sc.Trace != nil, sc.TraceSpeeds, sc.Duration, sc.MinPrompts, sc.Rates, sc.Auto, sc.Workload)
@@ -136,7 +138,7 @@ func TestSweepDatasetAndSchemaFiles(t *testing.T) {
 	if f := w.Request.Features[0]; f.Schema["type"] != "object" {
 		t.Errorf("schema_file not read: %+v", f)
 	}
-	sc, err := tg.Sweeps[0].SweepConfig(tg)
+	sc, err := sweep.FromSpec(tg.Sweeps[0].SweepSpec, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestSweepDatasetAndSchemaFiles(t *testing.T) {
 func TestCheckNoFiles(t *testing.T) {
 	f := func(body, wantKey string) {
 		t.Helper()
-		var s SweepSpec
+		var s config.SweepSpec
 		if err := json.Unmarshal([]byte(body), &s); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +176,7 @@ func TestCheckNoFiles(t *testing.T) {
 			}
 			return
 		}
-		se := AsSpecError(err)
+		se := config.AsSpecError(err)
 		if err == nil || se.Key != wantKey || !strings.Contains(err.Error(), "accepted only in a scheduled sweep of the config file") {
 			t.Errorf("%s: %v, want key %s", body, err, wantKey)
 		}
@@ -210,7 +212,7 @@ func TestSweepAnswerChecksFile(t *testing.T) {
 	}
 	tg := c.Targets[0]
 	sw := tg.Sweeps[0]
-	sc, err := sw.SweepConfig(tg)
+	sc, err := sweep.FromSpec(sw.SweepSpec, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,18 +237,18 @@ func TestSweepAnswerChecksFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc, err := c3.Targets[0].Sweeps[0].SweepConfig(c3.Targets[0]); err != nil || sc.AnswerChecks != answer.Builtin() ||
+	if sc, err := sweep.FromSpec(c3.Targets[0].Sweeps[0].SweepSpec, c3.Targets[0]); err != nil || sc.AnswerChecks != answer.Builtin() ||
 		c3.Targets[0].Sweeps[0].AnswerChecksSHA256() != "" {
 		t.Errorf("builtin: %v, %v", sc.AnswerChecks, err)
 	}
 	// Without one: none.
-	if sc, err := (SweepSpec{Rates: Rates{Values: []float64{1}}}).SweepConfig(tg); err != nil || sc.AnswerChecks != nil {
+	if sc, err := sweep.FromSpec(config.SweepSpec{Rates: config.Rates{Values: []float64{1}}}, tg); err != nil || sc.AnswerChecks != nil {
 		t.Errorf("no answer_checks: %v, %v", sc.AnswerChecks, err)
 	}
 	// A spec naming a file that no config load read (an API body past
 	// CheckNoFiles) is refused, not read.
-	if _, err := (SweepSpec{Rates: Rates{Values: []float64{1}}, AnswerChecks: set}).SweepConfig(tg); AsSpecError(err) == nil ||
-		AsSpecError(err).Key != "answer_checks" || !strings.Contains(err.Error(), "not loaded") {
+	if _, err := sweep.FromSpec(config.SweepSpec{Rates: config.Rates{Values: []float64{1}}, AnswerChecks: set}, tg); config.AsSpecError(err) == nil ||
+		config.AsSpecError(err).Key != "answer_checks" || !strings.Contains(err.Error(), "not loaded") {
 		t.Errorf("an unloaded file: %v", err)
 	}
 	write(`{"id":"greet","messages":[{"role":"user","content":"Say hi"}],"contains":"hi"}` + "\n")

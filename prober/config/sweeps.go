@@ -14,15 +14,11 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/slo"
-	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // Defaults of a sweep run by the daemon (a sweeps: entry or the sweep API).
 const (
-	// DefaultSweepName names a sweep started through the API without a
-	// name.
-	DefaultSweepName = "api"
 	// DefaultSweepKeep is how many run directories of one target and sweep
 	// name are kept when retention leaves count out.
 	DefaultSweepKeep = 10
@@ -138,8 +134,8 @@ func (r Rates) MarshalJSON() ([]byte, error) {
 // left zero takes the CLI's default; the SLO defaults to the target's slo.
 type SweepSpec struct {
 	// Name names the sweep: the sweep label of its metrics and the suffix
-	// of its run directories ([a-zA-Z0-9_.:-]+; DefaultSweepName for an
-	// API sweep without one).
+	// of its run directories ([a-zA-Z0-9_.:-]+; "api" for an API
+	// sweep without one: the Name row's SpecDefault).
 	Name string `yaml:"name" json:"name,omitempty"`
 	// Rates ("auto" or a list) or Concurrency (closed-loop levels): exactly
 	// one is set.
@@ -262,173 +258,29 @@ func (r Retention) Keep() int {
 // @every 6h).
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// SweepConfig builds the sweep.Config of spec against target t: base URL,
-// metrics URL, model, API, API key and timeouts from t, the load and
-// workload from the spec with the settings table's defaults (the sweep
-// CLI's), and t's max_sweep_rate enforced (an open-loop rate above it, a
-// closed loop, or rates auto searching above it are refused; auto is
-// capped at it). OutDir is left empty for the caller. An error is a
-// *FieldError whose Path is the spec key at fault (Err: the reason, other
-// settings named by their keys), or the *sweep.FieldError of a field no
-// key sets.
-func (s SweepSpec) SweepConfig(t TargetConfig) (sweep.Config, error) {
-	name := s.Name
-	if name == "" {
-		name = DefaultSweepName
-	}
-	c := sweep.Config{
-		Target:       t.BaseURL,
-		MetricsURL:   t.MetricsURL(),
-		Model:        t.Model,
-		API:          t.API,
-		APIKey:       t.APIKey(),
-		HTTPConfig:   t.HTTPConfig,
-		Timeout:      t.Timeout,
-		TTFTTimeout:  t.TTFTTimeout,
-		StallTimeout: t.StallTimeout,
-		Duration:     time.Duration(s.Duration),
-		SLO:          s.Goodput,
-		Name:         name,
-		Metadata:     map[string]string{"target": t.Name, "sweep": name},
-		// The target's attribution_headers: its sweeps record them too.
-		AttributionHeaders: t.AttributionHeaders,
-		GPUMetricsURL:      t.GPUMetricsURL, GPUSelector: t.GPUSelector,
-	}
-	if err := s.applySettings(&c); err != nil {
-		return c, specError(err)
-	}
-	switch s.Warmups {
-	case 0:
-		c.Warmups = defaultOf[int]("Warmups")
-	case -1:
-		c.Warmups = 0
-	default:
-		c.Warmups = s.Warmups
-	}
-	if c.NumPrompts == 0 && c.Duration == 0 {
-		c.Duration = defaultOf[time.Duration]("Duration")
-	}
-	if c.Duration > 0 {
-		c.MinPrompts = defaultOf[int]("MinPrompts")
-	}
-	if c.SLO.IsZero() {
-		c.SLO = t.SLO
-	}
-	if err := validateName(name); err != nil {
-		return c, errf("name", "%w", err)
-	}
-	if err := s.workloadConfig(&c); err != nil {
-		return c, err
-	}
-	if err := s.loadConfig(&c, t); err != nil {
-		return c, err
-	}
-	if err := s.answerChecksConfig(&c); err != nil { // sweepfiles.go
-		return c, err
-	}
-	c.OutDir = "-" // checked by the caller, which sets it
-	if err := c.Validate(); err != nil {
-		c.OutDir = ""
-		return c, specError(err)
-	}
-	c.OutDir = ""
-	if err := checkStepBudget(c); err != nil {
-		return c, specError(err)
-	}
-	return c, nil
-}
+// sweepCheck builds a scheduled sweep's spec against its target at load
+// (prober/sweep.FromSpec, registered by that package): nil in a program
+// that does not link the sweep engine, which runs no sweep.
+var sweepCheck func(SweepSpec, TargetConfig) error
 
-// isTrace reports whether the spec replays a trace (workload.trace).
-func (s SweepSpec) isTrace() bool { return s.Workload != nil && s.Workload.Trace != nil }
+// RegisterSweepCheck sets the check of every scheduled sweep at load:
+// prober/sweep registers FromSpec when it is linked, so that the daemon's
+// config imports no sweep engine and still refuses, at load, a sweep that
+// cannot run. Its error is a *SpecError (or one naming a spec key).
+func RegisterSweepCheck(check func(SweepSpec, TargetConfig) error) { sweepCheck = check }
 
-// workloadConfig sets c's workload: a trace's, the spec's workload, or
-// vllm bench serve's random one of input_len, output_len, range_ratio and
-// prefix_len (the settings table's defaults).
-func (s SweepSpec) workloadConfig(c *sweep.Config) error {
-	random := s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0
-	isTrace := s.isTrace()
-	switch {
-	case isTrace: // sweepfiles.go
-		var tt traceTarget
-		if err := s.traceConfig(&tt); err != nil {
-			return err
-		}
-		c.Workload, c.WorkloadSource, c.Trace, c.TraceSpeeds = tt.workload, "config", tt.trace, tt.speeds
-		if c.Duration = time.Duration(s.Duration); c.Duration == 0 {
-			c.MinPrompts = 0 // the whole trace
-		}
-	case s.Workload != nil && random:
-		return errf("workload", "give workload or input_len/output_len/range_ratio/prefix_len, not both")
-	case s.Workload != nil:
-		c.Workload, c.WorkloadSource = *s.Workload, "config"
-		if c.Workload.Dataset == nil && (c.Workload.InputTokens.Dist == "" || c.Workload.OutputTokens.Dist == "") {
-			return errf("workload", "needs input_tokens and output_tokens")
-		}
-	default:
-		in, out := s.InputLen, s.OutputLen
-		if in == 0 {
-			in = defaultOf[int]("Workload.InputTokens")
-		}
-		if out == 0 {
-			out = defaultOf[int]("Workload.OutputTokens")
-		}
-		w, err := sweep.FlagWorkload(in, out, s.RangeRatio, s.PrefixLen)
-		if err != nil {
-			return specError(err)
-		}
-		c.Workload, c.WorkloadSource = w, "flags"
-	}
-	return nil
-}
+// LoadedTrace is workload.trace's file as loaded with the config
+// (readSweepFiles); nil for a spec that did not come from a config file.
+func (s SweepSpec) LoadedTrace() *workload.Trace { return s.trace }
 
-// loadConfig sets c's load (rates, auto or concurrency; a trace's speeds
-// were set with its workload) within t's max_sweep_rate.
-func (s SweepSpec) loadConfig(c *sweep.Config, t TargetConfig) error {
-	isTrace := s.isTrace()
-	switch {
-	case isTrace: // its speeds, checked by traceConfig
-	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
-		return errf("concurrency", "give rates or concurrency, not both")
-	case len(s.Concurrency) > 0:
-		c.Concurrency = s.Concurrency
-	case s.Rates.Auto:
-		c.Auto, c.RatesText = true, "auto"
-	case len(s.Rates.Values) > 0:
-		seen := map[float64]bool{}
-		for _, r := range s.Rates.Values {
-			if !(r > 0) || math.IsInf(r, 0) {
-				return errf("rates", "rate must be > 0 and finite, got %v", r)
-			}
-			if seen[r] {
-				return errf("rates", "rate %v given twice", r)
-			}
-			seen[r] = true
-		}
-		c.Rates, c.RatesText = s.Rates.Values, s.Rates.String()
-	default:
-		return errf("rates", `required: "auto", a list of rates, or concurrency levels`)
-	}
-	if isTrace {
-		if err := checkTraceRate(c.Trace, s.NumPrompts, s.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
-			return err
-		}
-	}
-	if max := t.MaxSweepRate; max > 0 {
-		for _, r := range c.Rates {
-			if r > max {
-				return errf("rates", "rate %v req/s is over the target's max_sweep_rate (%v req/s)", r, max)
-			}
-		}
-		if len(c.Concurrency) > 0 {
-			return errf("concurrency", "the target has a max_sweep_rate (%v req/s), which a closed loop cannot keep: use rates", max)
-		}
-		if c.Auto {
-			c.Search.Start = math.Min(sweep.DefaultAutoStart, max)
-			c.Search.MaxRate = max
-		}
-	}
-	return nil
-}
+// LoadedAnswers is answer_checks's file as loaded with the config
+// (readSweepFiles); nil for builtin and for a spec that did not come from
+// a config file.
+func (s SweepSpec) LoadedAnswers() *answer.Set { return s.answers }
+
+// ValidateSweepName checks a sweep's name ([a-zA-Z0-9_.:-]+), as a
+// probe's.
+func ValidateSweepName(name string) error { return validateName(name) }
 
 // SpecError is the error of a sweep spec that names its key: Key is the
 // spec key at fault ("rates", "goodput", ...; "" when no key is to blame)
@@ -449,7 +301,8 @@ func (e *SpecError) Error() string {
 // Unwrap returns the reason.
 func (e *SpecError) Unwrap() error { return e.Err }
 
-// AsSpecError returns SweepConfig's error as a *SpecError (nil for nil).
+// AsSpecError returns a spec's error (prober/sweep.FromSpec's,
+// CheckNoFiles's) as a *SpecError (nil for nil).
 func AsSpecError(err error) *SpecError {
 	if err == nil {
 		return nil
@@ -470,7 +323,7 @@ func validateMaxSweepRate(v float64) error {
 }
 
 // validateSweeps checks the target's max_sweep_rate and sweeps: each entry
-// builds a valid sweep.Config against t, has a valid schedule and
+// builds a valid sweep against t (sweepCheck), has a valid schedule and
 // retention, and names are unique in the target.
 func (t TargetConfig) validateSweeps() error {
 	var l problems
@@ -487,10 +340,8 @@ func (t TargetConfig) validateSweeps() error {
 		} else {
 			seen[s.Name] = i
 		}
-		if s.Name != "" {
-			if _, err := s.SweepConfig(t); err != nil {
-				l.add(path, err)
-			}
+		if s.Name != "" && sweepCheck != nil {
+			l.add(path, sweepCheck(s.SweepSpec, t))
 		}
 		switch {
 		case s.Every != 0 && s.Cron != "":

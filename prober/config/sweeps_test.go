@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -38,7 +39,7 @@ targets:
 `
 
 func TestSweepsBlock(t *testing.T) {
-	c, err := Parse([]byte(sweepsYAML), "f.yml")
+	c, err := config.Parse([]byte(sweepsYAML), "f.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestSweepsBlock(t *testing.T) {
 		n.Retention.Keep() != 5 || time.Duration(n.Retention.Age) != 720*time.Hour {
 		t.Errorf("nightly = %+v", n)
 	}
-	if q.Every != Duration(time.Minute) || q.Rates.String() != "1,2" || q.Retention.Keep() != DefaultSweepKeep {
+	if q.Every != config.Duration(time.Minute) || q.Rates.String() != "1,2" || q.Retention.Keep() != config.DefaultSweepKeep {
 		t.Errorf("quick = %+v", q)
 	}
 	// The schedules.
@@ -68,7 +69,7 @@ func TestSweepsBlock(t *testing.T) {
 		t.Errorf("every next = %v", got)
 	}
 	// The config prints and parses back to the same sweeps.
-	back, err := Parse([]byte(c.String()), "back.yml")
+	back, err := config.Parse([]byte(c.String()), "back.yml")
 	if err != nil {
 		t.Fatalf("String() does not parse back: %v\n%s", err, c.String())
 	}
@@ -89,13 +90,13 @@ func TestSweepsBlock(t *testing.T) {
 }
 
 func TestSweepConfig(t *testing.T) {
-	c, err := Parse([]byte(sweepsYAML), "f.yml")
+	c, err := config.Parse([]byte(sweepsYAML), "f.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tg := c.Targets[0]
 	// Defaults: the CLI's, the target's SLO, auto capped at max_sweep_rate.
-	sc, err := tg.Sweeps[0].SweepConfig(tg)
+	sc, err := sweep.FromSpec(tg.Sweeps[0].SweepSpec, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestSweepConfig(t *testing.T) {
 	if sc.SLO != tg.SLO || sc.Name != "nightly" || sc.Metadata["target"] != "sim" {
 		t.Errorf("slo %v name %q metadata %v", sc.SLO, sc.Name, sc.Metadata)
 	}
-	sc, err = tg.Sweeps[1].SweepConfig(tg)
+	sc, err = sweep.FromSpec(tg.Sweeps[1].SweepSpec, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,26 +122,26 @@ func TestSweepConfig(t *testing.T) {
 	// Errors name the spec key.
 	tests := []struct {
 		name string
-		spec SweepSpec
+		spec config.SweepSpec
 		want string
 	}{
-		{"over cap", SweepSpec{Rates: Rates{Values: []float64{41}}}, "rates: rate 41 req/s is over the target's max_sweep_rate (40 req/s)"},
-		{"closed loop with a cap", SweepSpec{Concurrency: []int{4}}, "concurrency: the target has a max_sweep_rate (40 req/s), which a closed loop cannot keep: use rates"},
-		{"no load", SweepSpec{}, `rates: required: "auto", a list of rates, or concurrency levels`},
-		{"both", SweepSpec{Rates: Rates{Auto: true}, Concurrency: []int{1}}, "concurrency: give rates or concurrency, not both"},
-		{"bad name", SweepSpec{Name: "a b", Rates: Rates{Auto: true}}, `name: must match [a-zA-Z0-9_.:-]+, got "a b"`},
-		{"both prompts and duration", SweepSpec{Rates: Rates{Auto: true}, NumPrompts: 5, Duration: Duration(time.Second)},
+		{"over cap", config.SweepSpec{Rates: config.Rates{Values: []float64{41}}}, "rates: rate 41 req/s is over the target's max_sweep_rate (40 req/s)"},
+		{"closed loop with a cap", config.SweepSpec{Concurrency: []int{4}}, "concurrency: the target has a max_sweep_rate (40 req/s), which a closed loop cannot keep: use rates"},
+		{"no load", config.SweepSpec{}, `rates: required: "auto", a list of rates, or concurrency levels`},
+		{"both", config.SweepSpec{Rates: config.Rates{Auto: true}, Concurrency: []int{1}}, "concurrency: give rates or concurrency, not both (use rates with max_concurrency for an open loop with a cap)"},
+		{"bad name", config.SweepSpec{Name: "a b", Rates: config.Rates{Auto: true}}, `name: must match [a-zA-Z0-9_.:-]+, got "a b"`},
+		{"both prompts and duration", config.SweepSpec{Rates: config.Rates{Auto: true}, NumPrompts: 5, Duration: config.Duration(time.Second)},
 			"num_prompts: give num_prompts or duration per step, not both"},
-		{"rounds", SweepSpec{Rates: Rates{Auto: true}, Rounds: -1}, "rounds: must be in [1, 100], got -1"},
-		{"input", SweepSpec{Rates: Rates{Auto: true}, InputLen: -3}, "input_len: must be >= 1, got -3"},
-		{"workload and lengths", SweepSpec{Rates: Rates{Auto: true}, InputLen: 3, Workload: &workload.Spec{}},
+		{"rounds", config.SweepSpec{Rates: config.Rates{Auto: true}, Rounds: -1}, "rounds: must be in [1, 100], got -1"},
+		{"input", config.SweepSpec{Rates: config.Rates{Auto: true}, InputLen: -3}, "input_len: must be >= 1, got -3"},
+		{"workload and lengths", config.SweepSpec{Rates: config.Rates{Auto: true}, InputLen: 3, Workload: &workload.Spec{}},
 			"workload: give workload or input_len/output_len/range_ratio/prefix_len, not both"},
-		{"zero rate", SweepSpec{Rates: Rates{Values: []float64{0}}}, "rates: rate must be > 0 and finite, got 0"},
+		{"zero rate", config.SweepSpec{Rates: config.Rates{Values: []float64{0}}}, "rates: rate must be > 0 and finite, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.spec.SweepConfig(tg)
-			se := AsSpecError(err)
+			_, err := sweep.FromSpec(tt.spec, tg)
+			se := config.AsSpecError(err)
 			if se == nil || se.Error() != tt.want {
 				t.Errorf("error %v, want %s", err, tt.want)
 			}
@@ -149,12 +150,12 @@ func TestSweepConfig(t *testing.T) {
 }
 
 func TestSweepSpecJSON(t *testing.T) {
-	var s SweepSpec
+	var s config.SweepSpec
 	body := `{"rates": [1, 2], "num_prompts": 20, "goodput": {"ttft": "800ms", "tpot": "50ms"}, "duration": "3s"}`
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Rates.String() != "1,2" || s.NumPrompts != 20 || s.Goodput.TTFT != 800*time.Millisecond || s.Duration != Duration(3*time.Second) {
+	if s.Rates.String() != "1,2" || s.NumPrompts != 20 || s.Goodput.TTFT != 800*time.Millisecond || s.Duration != config.Duration(3*time.Second) {
 		t.Errorf("decoded %+v", s)
 	}
 	if err := json.Unmarshal([]byte(`{"rates": "auto"}`), &s); err != nil || !s.Rates.Auto {
@@ -169,7 +170,7 @@ func TestSweepSpecJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"duration": 5}`), &s); !errors.As(err, &te) || te.Field != "duration" {
 		t.Errorf("duration as a number: %v", err)
 	}
-	b, err := json.Marshal(SweepSpec{Rates: Rates{Auto: true}})
+	b, err := json.Marshal(config.SweepSpec{Rates: config.Rates{Auto: true}})
 	if err != nil || string(b) != `{"rates":"auto"}` {
 		t.Errorf("marshal: %s %v", b, err)
 	}
@@ -183,12 +184,12 @@ func TestSweepLoadBounds(t *testing.T) {
 	f := func(load, want string) {
 		t.Helper()
 		yml := "targets:\n  - name: sim\n    base_url: http://127.0.0.1:8000\n    sweeps:\n      - name: s\n        every: 1h\n        num_prompts: 10\n        " + load + "\n"
-		_, err := Parse([]byte(yml), "f.yml")
+		_, err := config.Parse([]byte(yml), "f.yml")
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want it to contain %q", load, err, want)
 		}
 	}
-	f("concurrency: [1000000000]", "concurrency: must be at most 10000 requests in flight (shard the sweep for more), got 1000000000")
+	f("concurrency: [1000000000]", "concurrency: must be at most 10000 requests in flight (each holds a socket and a goroutine; shard a sweep for more), got 1000000000")
 	f("max_concurrency: 20000\n        rates: [1]", "max_concurrency: must be at most 10000 requests in flight")
 	f("rates: [1e-300]", "rate must be >= 0.01, got 1e-300")
 }
@@ -199,7 +200,7 @@ func TestSweepLoadBounds(t *testing.T) {
 func TestProbeSchemaRecursion(t *testing.T) {
 	yml := "targets:\n  - name: sim\n    base_url: http://127.0.0.1:8000\n    probes:\n      - name: p\n        rate: 1\n" +
 		"        workload: {request: {features: [{kind: json_schema, share: 1, schema: {$ref: \"#\"}}]}}\n"
-	_, err := Parse([]byte(yml), "f.yml")
+	_, err := config.Parse([]byte(yml), "f.yml")
 	if err == nil || !strings.Contains(err.Error(), "leads back to the root on the same value") {
 		t.Errorf("error %v, want the schema's recursion named", err)
 	}

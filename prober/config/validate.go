@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/knob"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
@@ -154,25 +154,12 @@ func (p ProbeConfig) Validate() error {
 	var l problems
 	l.add("name", validateName(p.Name))
 	rateBad := l.add("rate", validateProbeRate(p.Rate))
-	arrivalOK := true
-	switch p.Arrival {
-	case ArrivalPoisson, ArrivalGamma, ArrivalConstant:
-	default:
-		arrivalOK = false
-		l.add("arrival", fmt.Errorf("must be one of %s, %s, %s, got %q", ArrivalPoisson, ArrivalGamma, ArrivalConstant, p.Arrival))
-	}
-	burstBad := l.add("burstiness", validatePositive(p.Burstiness))
-	if !burstBad && arrivalOK && p.Burstiness != 1 && p.Arrival != ArrivalGamma {
-		burstBad = l.add("burstiness", fmt.Errorf("%v needs arrival: gamma (arrival is %s)", p.Burstiness, p.Arrival))
-	}
-	if !burstBad && (p.Burstiness < arrival.MinBurstiness || p.Burstiness > arrival.MaxBurstiness) {
-		// Below the minimum nearly every gap is 0: runs of millions of
-		// arrivals at once.
-		burstBad = l.add("burstiness", fmt.Errorf("must be between %v and %v (gaps with a coefficient of variation of %s to %s), got %v",
-			arrival.MinBurstiness, float64(arrival.MaxBurstiness),
-			gapCV(arrival.MinBurstiness), gapCV(arrival.MaxBurstiness), p.Burstiness))
-	}
-	if !rateBad && arrivalOK && !burstBad {
+	// The rule of a sweep's arrival and burstiness too (prober/knob): a
+	// kind of arrival.Kinds, a shape within arrival's bounds (below the
+	// minimum nearly every gap is 0: runs of millions of arrivals at
+	// once), and a shape other than 1 only with gamma arrivals.
+	arrivalBad := l.add("", knobProblem(knob.Arrival(p.Arrival, p.Burstiness)))
+	if !rateBad && !arrivalBad {
 		// Whatever else the arrival process refuses, refused here, at load,
 		// and never when the probe starts.
 		l.add("arrival", arrival.Validate(p.Arrival, p.Rate, p.Burstiness))
@@ -180,9 +167,7 @@ func (p ProbeConfig) Validate() error {
 	if p.MaxConcurrency < 1 && (!rateBad || p.set.has("max_concurrency", p.MaxConcurrency != 0)) {
 		l.add("max_concurrency", fmt.Errorf("must be >= 1, got %d", p.MaxConcurrency))
 	}
-	if p.MaxConcurrency > MaxProbeConcurrency {
-		l.add("max_concurrency", fmt.Errorf("must be <= %d (requests in flight: a socket and a goroutine each), got %d", MaxProbeConcurrency, p.MaxConcurrency))
-	}
+	l.add("", knobProblem(knob.InFlight("MaxConcurrency", p.MaxConcurrency)))
 	if p.PromptNonce > MaxPromptNonce {
 		l.add("prompt_nonce", fmt.Errorf("must be <= %d (0: a fresh nonce each start), got %d", uint64(MaxPromptNonce), p.PromptNonce))
 	}
@@ -207,12 +192,13 @@ func (p ProbeConfig) Validate() error {
 	return l.err()
 }
 
-// gapCV is the coefficient of variation of the gaps of gamma arrivals of
-// shape burstiness, 1/√burstiness, to one significant digit.
-func gapCV(burstiness float64) string {
-	cv := 1 / math.Sqrt(burstiness)
-	unit := math.Pow10(int(math.Floor(math.Log10(cv))))
-	return strconv.FormatFloat(math.Round(cv/unit)*unit, 'f', -1, 64)
+// knobProblem is a rule's problem as a *fieldError at the knob's key (a
+// probe's keys are a sweep's: knob.Key), nil for nil.
+func knobProblem(p *knob.Problem) error {
+	if p == nil {
+		return nil
+	}
+	return &fieldError{path: knob.Key(p.Knob), err: errors.New(p.Text(knob.Key))}
 }
 
 func validateName(s string) error {
@@ -283,7 +269,7 @@ func validateTimeouts(timeout, ttft, stall time.Duration) error {
 	if timeout <= 0 {
 		l.add("timeout", fmt.Errorf("must be > 0, got %v", timeout))
 	} else if timeout > MaxTimeout {
-		l.add("timeout", fmt.Errorf("must be at most %v, got %v", MaxTimeout, timeout))
+		l.add("timeout", fmt.Errorf("%s, got %v", knob.TimeoutText, timeout)) // a sweep's --timeout's too
 	}
 	for _, f := range []struct {
 		name string

@@ -14,10 +14,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
-	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/knob"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -378,6 +378,9 @@ func (c *Config) Validate() error {
 	if len(c.Concurrency) > 0 {
 		n++
 	}
+	if err := ProblemError(knob.RatesOrConcurrency(len(c.Rates) > 0 || c.Auto, len(c.Concurrency) > 0)); err != nil {
+		return err
+	}
 	if n != 1 {
 		return fieldErr("Rates", "give exactly one of {Rates} LIST, {Rates} auto or {Concurrency} LIST")
 	}
@@ -397,8 +400,8 @@ func (c *Config) Validate() error {
 	if len(c.Concurrency) > 0 && c.MaxConcurrency > 0 {
 		return fieldErr("MaxConcurrency", "applies to {Rates} only; {Concurrency} already bounds the requests in flight")
 	}
-	if err := arrival.Validate(c.Arrival, 1, c.Burstiness); err != nil {
-		return fieldErr("Arrival", "%w", err)
+	if err := ProblemError(knob.Arrival(c.Arrival, c.Burstiness)); err != nil {
+		return err
 	}
 	switch {
 	case c.NumPrompts > 0 && c.Duration > 0:
@@ -603,6 +606,16 @@ func ParseMetadata(kvs []string) (map[string]string, error) {
 		out[k] = fingerprint.RedactText(v)
 	}
 	return out, nil
+}
+
+// ProblemError is the *FieldError of a rule of prober/knob (nil for
+// nil): its knob is the field, its reason names other settings as
+// references each surface spells.
+func ProblemError(p *knob.Problem) error {
+	if p == nil {
+		return nil
+	}
+	return &FieldError{Field: p.Knob, Err: errors.New(p.Reason)}
 }
 
 // IsFieldError reports whether err is (or wraps) a *FieldError.

@@ -3,11 +3,13 @@ package sweep
 import (
 	"errors"
 	"math"
+
+	"github.com/llmprobe/llmprobe/prober/knob"
 )
 
-// MaxCostPerHour bounds Config.CostPerHour (USD per hour): a price above it
-// is a typo, not a deployment.
-const MaxCostPerHour = 1e6
+// MaxCostPerHour bounds Config.CostPerHour (USD per hour;
+// knob.MaxCostPerHour, a target's cost_per_hour's bound too).
+const MaxCostPerHour = knob.MaxCostPerHour
 
 // validateCostPerHour checks a price: 0 (none) or > 0, finite and at most
 // MaxCostPerHour.

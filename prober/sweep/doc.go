@@ -14,8 +14,12 @@
 // Config field once, with its flag, YAML / API key, default, bound, unit
 // and doc; the sweep and compare flags, the scheduled-sweep YAML and the
 // sweep API body are built from it, and a FieldError's reason refers to
-// other settings by field path for each surface to spell), config.go
-// (Config, validation, flag-value parsers),
+// other settings by field path for each surface to spell),
+// settings_format.go (Setting.Format and CommandLine: a Config as the
+// sweep command line that gives it), spec.go (FromSpec: a scheduled
+// sweep's or the sweep API's spec against its target, registered as
+// prober/config's check at load), config.go (Config, validation, flag-value
+// parsers; the rules shared with probes are prober/knob's),
 // preflight.go (target, model, max_model_len, /metrics), fingerprint.go
 // (the experiment fingerprint), prompts.go (prompt sizing and the bounded
 // prompt window), levels.go (the ladder and the search over levels),

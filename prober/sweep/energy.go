@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"github.com/llmprobe/llmprobe/prober/gpusel"
 	"math"
 	"net/http"
 	"net/url"
@@ -15,7 +16,6 @@ import (
 	"github.com/go-kit/log/level"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
@@ -46,9 +46,6 @@ const (
 	// step's window (trapezoids); less exact than the counter.
 	EnergyPowerTime = "power-x-time"
 )
-
-// MaxGPUSelector bounds Config.GPUSelector in bytes.
-const MaxGPUSelector = 1024
 
 // StepEnergy is a step's GPU energy (result.json: a step's "energy").
 // NotRecorded says why there is none; the figures are then absent, never 0.
@@ -83,31 +80,8 @@ type StepEnergy struct {
 	WhPer1000GoodRequests    *float64 `json:"wh_per_1000_good_requests,omitempty"`
 }
 
-// ParseGPUSelector parses a GPU label selector: PromQL matchers, with or
-// without braces (`pod="vllm-0",namespace="llm"`, `{UUID=~"GPU-1.*"}`).
-// Empty selects every GPU the exporter serves.
-func ParseGPUSelector(s string) ([]*labels.Matcher, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	if len(s) > MaxGPUSelector {
-		return nil, fmt.Errorf("must be at most %d bytes, got %d", MaxGPUSelector, len(s))
-	}
-	if !strings.HasPrefix(s, "{") {
-		s = "{" + s + "}"
-	}
-	ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(s)
-	if err != nil {
-		return nil, fmt.Errorf("not a label selector: %w", err)
-	}
-	for _, m := range ms {
-		if m.Name == labels.MetricName {
-			return nil, fmt.Errorf("selects GPUs by label, not by metric name (%s)", m)
-		}
-	}
-	return ms, nil
-}
+// ParseGPUSelector is gpusel.Parse, the one rule for a GPU selector.
+func ParseGPUSelector(s string) ([]*labels.Matcher, error) { return gpusel.Parse(s) }
 
 // validateEnergy checks GPUMetricsURL and GPUSelector.
 func (c *Config) validateEnergy() error {

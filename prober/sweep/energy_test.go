@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"github.com/llmprobe/llmprobe/prober/gpusel"
 	"math"
 	"strings"
 	"testing"
@@ -131,7 +132,7 @@ func TestParseGPUSelector(t *testing.T) {
 		{``, ""},
 		{`pod=`, "not a label selector"},
 		{`{__name__="x"}`, "selects GPUs by label, not by metric name"},
-		{strings.Repeat("a", MaxGPUSelector+1), "must be at most 1024 bytes"},
+		{strings.Repeat("a", gpusel.MaxBytes+1), "must be at most 1024 bytes"},
 	} {
 		_, err := ParseGPUSelector(tc.in)
 		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {

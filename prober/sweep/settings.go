@@ -64,8 +64,9 @@ type Bound struct {
 // Setting describes one sweep setting: its Config field, type, default,
 // bounds, unit, doc and its spelling on each surface.
 type Setting struct {
-	// Field is the Go field path in Config ("Validity.MaxSendLag"); ""
-	// for a setting of the command alone (--no-progress, --push.url).
+	// Field is the Go field path in Config ("Validity.MaxSendLag"). The
+	// settings of the commands alone (--no-progress, --push.url) are no
+	// row of this table: internal/rundir holds them.
 	Field string
 	// Flag is the CLI flag ("max-send-lag"), Key the YAML / JSON key of a
 	// scheduled sweep and the sweep API ("max_send_lag"); "" where none.
@@ -78,6 +79,15 @@ type Setting struct {
 	// (an API sweep's name).
 	Default, CompareDefault, SpecDefault string
 	Bound                                Bound
+	// SpecVia is the spec key that decides a field no spec key sets
+	// (the search's options come with rates: auto, a step's least
+	// requests with its num_prompts or duration, a replay with
+	// workload.trace): an error about the field names that key.
+	SpecVia string
+	// DaemonDefault: a sweep the daemon runs, which has no key for it,
+	// takes Default (a spec leaves every other setting without a key to
+	// its target or to the Config's zero).
+	DaemonDefault bool
 	// Unit is the unit of a number ("req/s", "USD per hour").
 	Unit string
 	// Doc is the flag's help, one line; CompareDoc compare's own.
@@ -94,7 +104,8 @@ type Setting struct {
 }
 
 // Settings returns the table of sweep settings, in the order of `llmprobe
-// sweep --help`. The caller must not modify it.
+// sweep --help` (the commands' own flags, internal/rundir's, between
+// them). The caller must not modify it.
 func Settings() []Setting { return settingsTable }
 
 // LookupField returns the table entry of a Config field path (nil when
@@ -264,9 +275,13 @@ func (c *Config) validateBounds() error {
 	return nil
 }
 
-// fieldValue returns the field at a dotted path of a struct value.
+// fieldValue returns the field at a dotted path of a struct value (through
+// the pointers on the way: false at a nil one).
 func fieldValue(v reflect.Value, path string) (reflect.Value, bool) {
 	for part := range strings.SplitSeq(path, ".") {
+		if v.Kind() == reflect.Pointer && !v.IsNil() {
+			v = v.Elem()
+		}
 		if v.Kind() != reflect.Struct {
 			return reflect.Value{}, false
 		}

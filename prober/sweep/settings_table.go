@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/knob"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -15,12 +16,9 @@ const MaxShards = 1024
 
 // Bounds of the load a sweep may ask of one process.
 const (
-	// MaxInFlight bounds Concurrency levels and MaxConcurrency: every
-	// request in flight holds a socket (an ephemeral port: about 28,000 per
-	// destination with Linux's defaults), a goroutine and its buffers, so a
-	// level of 1e8 took a daemon to 1.35 GB and 30,000 sockets before it
-	// died. Beyond it, shard the sweep (docs/scaling.md).
-	MaxInFlight = 10_000
+	// MaxInFlight bounds Concurrency levels and MaxConcurrency
+	// (knob.MaxInFlight, a probe's bound too).
+	MaxInFlight = knob.MaxInFlight
 	// MinRate is the lowest open-loop rate of a step, in req/s: one request
 	// per 100 s, so a step of the default --min-prompts lasts at most about
 	// 17 minutes (a rate of 1e-6 made an 11-day step; 1e-300 was sent as
@@ -38,9 +36,8 @@ const (
 	// MaxAutoSteps bounds --auto-max-steps, the steps of an adaptive search.
 	MaxAutoSteps = MaxLevels
 	// MaxTimeout bounds a request's timeouts (--timeout, --ttft-timeout,
-	// --stall-timeout, and a daemon probe's): a request held longer holds
-	// its connection and buffers for an answer no figure can use.
-	MaxTimeout = 24 * time.Hour
+	// --stall-timeout; knob.MaxTimeout, a daemon probe's bound too).
+	MaxTimeout = knob.MaxTimeout
 	// MaxStepDuration bounds --duration, a step's arrival window.
 	MaxStepDuration = 24 * time.Hour
 	// MaxWait bounds a sweep's waits and intervals: --idle-timeout,
@@ -48,8 +45,9 @@ const (
 	MaxWait = time.Hour
 )
 
-// inFlightText is the bound text of a level above MaxInFlight.
-var inFlightText = "must be at most " + strconv.Itoa(MaxInFlight) + " requests in flight (shard the sweep for more)"
+// inFlightText is the bound text of a level above MaxInFlight (the
+// probes' too).
+var inFlightText = knob.InFlightText
 
 // DefaultCompareBudget is compare's --budget (prober/compare.ParseBudget):
 // a wall time and requests per side that bound a comparison to about 20
@@ -105,11 +103,11 @@ var settingsTable = []Setting{
 		Doc: "The server's engine, whose metric names the idle proofs, server-side figures and the throughput " +
 			"probe read: auto (detected from /metrics names, /v1/models owned_by or the engine's info endpoint), vllm, " +
 			"sglang, tgi, llamacpp or ollama. See docs/engines.md."},
-	{Field: "Timeout", Flag: "timeout", Kind: KindDuration, Default: DefaultTimeout.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Timeout", Flag: "timeout", Kind: KindDuration, Default: DefaultTimeout.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Total time limit of one request."},
-	{Field: "TTFTTimeout", Flag: "ttft-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "TTFTTimeout", Flag: "ttft-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Time limit to the first token event of a request (0: only --timeout)."},
-	{Field: "StallTimeout", Flag: "stall-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "StallTimeout", Flag: "stall-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Longest pause between events of a stream before the request fails as a stall (0: none)."},
 	{Field: "Workload.InputTokens", Flag: "input-len", Key: "input_len", Kind: KindInt, Default: strconv.Itoa(workload.DefaultSpec().InputTokens.Value), Bound: Bound{Min: 1, HasMin: true}, Unit: "tokens", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Prompt tokens per request (vllm bench serve's --random-input-len), sized with the " +
@@ -179,7 +177,7 @@ var settingsTable = []Setting{
 	{Field: "Arrival", Flag: "arrival", Key: "arrival", Kind: KindString, Default: arrival.KindPoisson, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Arrival process of the open loop: " + strings.Join(arrival.Kinds, ", ") +
 			" (gamma with --burstiness)."},
-	{Field: "Burstiness", Flag: "burstiness", Key: "burstiness", Kind: KindFloat, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Finite: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
+	{Field: "Burstiness", Flag: "burstiness", Key: "burstiness", Kind: KindFloat, Default: "1", Bound: Bound{Min: arrival.MinBurstiness, HasMin: true, Max: arrival.MaxBurstiness, HasMax: true, Finite: true, Text: knob.BurstinessText}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Gamma shape of the inter-arrival times (vLLM's parametrisation): 1 = Poisson, " +
 			"< 1 burstier, > 1 more regular."},
 	{Field: "Unscaled", Flag: "unscaled-arrivals", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
@@ -191,7 +189,7 @@ var settingsTable = []Setting{
 	{Field: "Duration", Flag: "duration", Key: "duration", Kind: KindDuration, Default: DefaultDuration.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxStepDuration), HasMax: true, MaxText: "must be at most 24h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Length of each step's arrival window (instead of --num-prompts); the step then drains " +
 			"its requests in flight."},
-	{Field: "MinPrompts", Flag: "min-prompts", Kind: KindInt, Default: strconv.Itoa(DefaultMinPrompts), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests per step", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "MinPrompts", SpecVia: "num_prompts", Flag: "min-prompts", Kind: KindInt, Default: strconv.Itoa(DefaultMinPrompts), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests per step", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "With --duration: the least number of requests of an open-loop step; at a low rate the " +
 			"step runs past --duration until this many have been sent, so every step has a sample."},
 	{Field: "Warmups", Flag: "warmups", Key: "warmups", Kind: KindInt, Default: strconv.Itoa(DefaultWarmups), Bound: Bound{HasMin: true, Max: MaxStepRequests, HasMax: true, MaxText: stepRequestsText}, Unit: "requests", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
@@ -202,11 +200,6 @@ var settingsTable = []Setting{
 		CompareDoc: "Rounds of each look, both sides together (even, >= 2), in --order: 4 is one " +
 			"A/B/B/A block. Each pair of rounds uses its own seed (--seed + pair), the same on both sides. With --budget off, " +
 			"the rounds in all."},
-	{Flag: "budget", Kind: KindString, Default: DefaultCompareBudget, Surfaces: SurfaceCompare,
-		Doc: "Sequential rounds: after each look of --rounds rounds every figure is judged at a group-sequential boundary " +
-			"(O'Brien-Fleming-type alpha spending: the error stays 2.5 % per side over all looks), and another look is added " +
-			"until the verdict decides or the next look would pass this budget: a wall time (20m), measured requests per " +
-			"side (2000) or both (20m,2000); off: one look of --rounds rounds (docs/compare.md)."},
 	{Field: "Seed", Flag: "seed", Key: "seed", Kind: KindInt64, Default: "0", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Seed of the arrival times and workload draws (each step derives its own)."},
 	{Field: "PromptNonce", Flag: "prompt-nonce", Key: "prompt_nonce", Kind: KindInt64, Default: "0", Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
@@ -233,10 +226,10 @@ var settingsTable = []Setting{
 		Doc: "Extra latency percentiles reported beside p50, p90 and p99 (e.g. 75,99.9)."},
 	{Field: "Validity.MaxSendLag", Flag: "max-send-lag", Key: "max_send_lag", Kind: KindDuration, Default: DefaultMaxSendLag.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step whose client send-lag p99 exceeds this is client-saturated."},
-	{Field: "Validity.MaxClientCPU", Flag: "max-client-cpu", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxClientCPU, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Unit: "cores", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Validity.MaxClientCPU", DaemonDefault: true, Flag: "max-client-cpu", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxClientCPU, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Unit: "cores", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Validity: a step during which this process used more CPU than this many cores " +
 			"is client-saturated (not checked against the in-process simulator, which shares the process)."},
-	{Field: "Validity.MaxErrorRate", Flag: "max-error-rate", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxErrorRate, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Validity.MaxErrorRate", DaemonDefault: true, Flag: "max-error-rate", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxErrorRate, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Validity: a step whose failed/requests ratio exceeds this is flagged errors."},
 	{Field: "Validity.MaxSchedLatency", Flag: "max-sched-latency", Key: "max_sched_latency", Kind: KindDuration, Default: DefaultMaxSchedLatency.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step over which the p99 of Go's scheduling latency (runtime/metrics /sched/latencies:seconds: how long " +
@@ -249,11 +242,11 @@ var settingsTable = []Setting{
 	{Field: "BackgroundBand", Flag: "background-band", Key: "background_band", Kind: KindFloat, Default: strconv.FormatFloat(DefaultBackgroundBand, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: MaxBackgroundBand, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceSpec,
 		Doc: "--sweep-mode background: a step is flagged production-unsteady when the production rate of either half of it " +
 			"differs from the whole step's by more than this fraction (of at least 1 req/s), in (0, 1]."},
-	{Field: "Search.Start", Flag: "auto-start", Kind: KindString, Default: "probe", Bound: Bound{HasMin: true, MinOpen: true, Finite: true, ZeroDefault: true}, Unit: "req/s", Surfaces: SurfaceSweep,
+	{Field: "Search.Start", SpecVia: "rates", Flag: "auto-start", Kind: KindString, Default: "probe", Bound: Bound{HasMin: true, MinOpen: true, Finite: true, ZeroDefault: true}, Unit: "req/s", Surfaces: SurfaceSweep,
 		Doc: "--rates auto: the first rate tried, in req/s, or probe: a short closed-loop throughput probe " +
 			"(concurrency 32, 128, 512, 2048 until the throughput stops growing) estimates the capacity and the search starts there.",
 		CompareHidden: true},
-	{Field: "Search.MaxSteps", Flag: "auto-max-steps", Kind: KindInt, Default: strconv.Itoa(DefaultAutoMaxSteps), Bound: Bound{Min: 1, Max: MaxAutoSteps, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "steps", Surfaces: SurfaceSweep,
+	{Field: "Search.MaxSteps", SpecVia: "rates", DaemonDefault: true, Flag: "auto-max-steps", Kind: KindInt, Default: strconv.Itoa(DefaultAutoMaxSteps), Bound: Bound{Min: 1, Max: MaxAutoSteps, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "steps", Surfaces: SurfaceSweep,
 		Doc:           "--rates auto: the most steps run, reruns of invalid levels included.",
 		CompareHidden: true},
 	{Field: "Search.Repeats", Flag: "knee-repeats", Kind: KindInt, Default: strconv.Itoa(DefaultKneeRepeats), Bound: Bound{Min: 1, Max: MaxKneeRepeats, HasMin: true, HasMax: true, ZeroDefault: true}, Unit: "runs", Surfaces: SurfaceSweep,
@@ -261,14 +254,14 @@ var settingsTable = []Setting{
 			"(--rates auto, and a ladder of one round, which reruns them after its last level); the reruns back the knee's " +
 			"interval with their spread and cost at most this many steps per level (1: none).",
 		CompareHidden: true},
-	{Field: "Search.Tolerance", Flag: "auto-tolerance", Kind: KindFloat, Default: strconv.FormatFloat(DefaultAutoTolerance, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, MaxOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep,
+	{Field: "Search.Tolerance", SpecVia: "rates", DaemonDefault: true, Flag: "auto-tolerance", Kind: KindFloat, Default: strconv.FormatFloat(DefaultAutoTolerance, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, MaxOpen: true, ZeroDefault: true}, Surfaces: SurfaceSweep,
 		Doc: "--rates auto: stop when the highest passing and lowest failing rates are within " +
 			"this relative distance.",
 		CompareHidden: true},
-	{Field: "MetricsInterval", Flag: "metrics-interval", Kind: KindDuration, Default: DefaultMetricsInterval.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "MetricsInterval", DaemonDefault: true, Flag: "metrics-interval", Kind: KindDuration, Default: DefaultMetricsInterval.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Period of the /metrics scrapes during a step (metrics-during.txt, max running, " +
 			"waiting and KV usage)."},
-	{Field: "IdleTimeout", Flag: "idle-timeout", Kind: KindDuration, Default: DefaultIdleTimeout.String(), Bound: Bound{HasMin: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "IdleTimeout", DaemonDefault: true, Flag: "idle-timeout", Kind: KindDuration, Default: DefaultIdleTimeout.String(), Bound: Bound{HasMin: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Before each step, wait up to this long for the server's running + waiting request gauges " +
 			"(vLLM's vllm:num_requests_running and _waiting, or the detected engine's: docs/engines.md) " +
 			"to read 0; a step that never saw it is flagged not-idle."},
@@ -279,14 +272,7 @@ var settingsTable = []Setting{
 		CompareDefault: "compare", SpecDefault: "api"},
 	{Field: "Metadata", Flag: "metadata", Kind: KindStrings, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "KEY=VALUE written into result.json and the fingerprint (repeatable), as vLLM's --metadata."},
-	{Flag: "no-progress", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "No progress bar, plain log lines (the default when stderr is not a terminal)."},
-	{Flag: "decision", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "The decision this run serves (methodology §1), e.g. \"ship TP=2 if goodput at 8 req/s " +
-			"rises\": written as metadata key decision (result.json, the manifest) and opening analysis.md with the SLO."},
-	{Flag: "rollback-if", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "The condition that rolls the decision back, written as metadata key rollback_if beside it."},
-	{Field: "CostPerHour", Flag: "cost-per-hour", Kind: KindFloat, Default: "0", Bound: Bound{HasMin: true, Max: MaxCostPerHour, HasMax: true, Finite: true, Text: "must be >= 0 and at most " + strconv.FormatFloat(MaxCostPerHour, 'g', -1, 64) + " USD per hour (0: no price)"}, Unit: "USD per hour", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "CostPerHour", Flag: "cost-per-hour", Kind: KindFloat, Default: "0", Bound: Bound{HasMin: true, Max: MaxCostPerHour, HasMax: true, Finite: true, Text: knob.CostPerHourText}, Unit: "USD per hour", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Price of the target's serving in USD per hour (e.g. 2.5 for one GPU): every step and " +
 			"the knee then report the cost per million good output tokens, price / (good output tokens/s x 3600) x 1e6, " +
 			"counting only requests that met every SLO (so SLO misses cost more). Recorded in result.json and the manifest. " +
@@ -297,47 +283,14 @@ var settingsTable = []Setting{
 			"step's figures count them. Default: none.",
 		CompareDoc: "Answer checks run against both sides after the rounds, for the verdict's quality section: " +
 			"builtin (the embedded set) or the path of a JSONL check set (docs/quality.md). Default: none."},
-	{Flag: "save-detailed", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Write vllm bench serve's --save-detailed arrays (input_lens, output_lens, ttfts, itls, " +
-			"start_times, errors) into the vLLM-form file of every step (vllm/ in the run directory)."},
-	{Flag: "server-log", Kind: KindString, Surfaces: SurfaceSweep,
-		Doc: "The server's log file (a local setup): the lines it gains during each step are copied into " +
-			"server.log in the run directory (without it the manifest says not-recorded)."},
-	{Flag: "push.url", Kind: KindString, Surfaces: SurfaceSweep,
-		Doc: "Push the run's summary metrics (knee, max goodput, per-step goodput and p99s, labelled " +
-			"run=<--name>) in Prometheus text format to this URL when the sweep ends, through the same push code as " +
-			"serve --push.url (VictoriaMetrics /api/v1/import/prometheus, vmagent, a Pushgateway /metrics/job/<job>)."},
-	{Flag: "push.extra-label", Kind: KindStrings, Surfaces: SurfaceSweep,
-		Doc: "Extra label added to every pushed series, as name=value. Repeatable."},
-	{Flag: "push.method", Kind: KindString, Default: "POST", Surfaces: SurfaceSweep,
-		Doc: "HTTP method of the push (PUT replaces a Pushgateway group as a whole)."},
-	{Flag: "push.timeout", Kind: KindDuration, Default: "30s", Surfaces: SurfaceSweep,
-		Doc: "Time limit of the push."},
-	{Flag: "push.required", Kind: KindBool, Surfaces: SurfaceSweep,
-		Doc: "Exit 1 when the --push.url push fails. Without it a failed push is a logged warning and the " +
-			"exit code is the sweep's own (the run directory holds every result): a Kubernetes Job's pod " +
-			"succeeds although no push receiver answers."},
-	{Flag: "tracing.endpoint", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Trace the requests with OpenTelemetry and export the spans over OTLP to this collector " +
-			"(http://host:4318 for http/protobuf, host:4317 for grpc); each request carries its W3C traceparent " +
-			"(docs/tracing.md). Off by default."},
-	{Flag: "tracing.enabled", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Trace as --tracing.endpoint does, with the collector, headers and TLS from the standard " +
-			"OTEL_EXPORTER_OTLP_* variables (serve: or its config file's tracing block)."},
-	{Flag: "tracing.protocol", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "OTLP protocol of the exporter: http/protobuf (default) or grpc."},
-	{Flag: "tracing.insecure", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "Export spans without TLS (an http:// endpoint never uses it)."},
-	{Field: "Trace", Flag: "trace", Kind: KindString, Surfaces: SurfaceSweep,
+	{Field: "Trace", SpecVia: "workload.trace", Flag: "trace", Kind: KindString, Surfaces: SurfaceSweep,
 		Doc: "Replay a trace instead of --rates: JSONL of Mooncake entries {\"timestamp\" (ms), \"input_length\", " +
 			"\"output_length\", \"hash_ids\"} or {\"offset_ms\", \"input_tokens\", \"output_tokens\"}, sent open loop on its own " +
 			"timing divided by --trace-speed, prompts of its lengths, hash_ids as shared prompt prefixes. --num-prompts " +
 			"(the first N entries) or --duration (the entries due within it) cut it. See docs/workload.md."},
-	{Field: "TraceSpeeds", Flag: "trace-speed", Kind: KindString, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Max: MaxTraceSpeed, HasMax: true, Finite: true, MaxLen: MaxLevels}, Surfaces: SurfaceSweep,
+	{Field: "TraceSpeeds", SpecVia: "workload.trace.speeds", Flag: "trace-speed", Kind: KindString, Default: "1", Bound: Bound{HasMin: true, MinOpen: true, Max: MaxTraceSpeed, HasMax: true, Finite: true, MaxLen: MaxLevels}, Surfaces: SurfaceSweep,
 		Doc: "With --trace: replay speeds, one step each (1: the trace's own timing, 2: twice as fast; " +
 			"a list such as 1,2,4 is a ladder)."},
-	{Flag: "trace-block-size", Kind: KindInt, Default: "512", Unit: "tokens", Surfaces: SurfaceSweep,
-		Doc: "With --trace: the tokens one hash id stands for (512 in Mooncake's traces)."},
 
 	// Config fields that are no user setting: the program fills them.
 	{Field: "WorkloadSource", Internal: true, Doc: "Where the workload came from: flags, config or the file path."},

@@ -57,6 +57,7 @@ func TestSettingsCoverConfig(t *testing.T) {
 	}
 	for _, s := range Settings() {
 		if s.Field == "" {
+			t.Errorf("row --%s has no Config field: a setting of the commands alone lives in internal/rundir (cliSettings)", s.Flag)
 			continue
 		}
 		typ := reflect.TypeFor[Config]()
@@ -213,45 +214,6 @@ func TestBoundText(t *testing.T) {
 // docFlag matches the flags a row of a flag table in docs/sweep.md
 // documents: the `--name` spans of its first cell.
 var docFlag = regexp.MustCompile("`--([a-z][a-z0-9.-]*)")
-
-// TestSettingsMatchDocs fails when a sweep flag of the table is missing
-// from docs/sweep.md's flag tables, or the docs list a flag the table
-// does not have.
-func TestSettingsMatchDocs(t *testing.T) {
-	b, err := os.ReadFile("../../docs/sweep.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	documented := map[string]bool{}
-	inFlags := false
-	for line := range strings.SplitSeq(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "| flag |"):
-			inFlags = true
-		case !strings.HasPrefix(line, "|"):
-			inFlags = false
-		case inFlags:
-			cells := strings.Split(line, "|")
-			for _, m := range docFlag.FindAllStringSubmatch(cells[1], -1) {
-				documented[m[1]] = true
-			}
-		}
-	}
-	var table []string
-	for _, s := range Settings() {
-		if s.Flag != "" && s.Surfaces&SurfaceSweep != 0 {
-			table = append(table, s.Flag)
-			if !documented[s.Flag] {
-				t.Errorf("--%s is a sweep setting but docs/sweep.md's flag tables lack it", s.Flag)
-			}
-		}
-	}
-	for f := range documented {
-		if !slices.Contains(table, f) {
-			t.Errorf("docs/sweep.md documents --%s, which the settings table lacks", f)
-		}
-	}
-}
 
 // TestSettingsMatchAPIDocs fails when docs/sweep-api.md's body key table
 // lacks a spec key of the table, lists one the table lacks, or cites a

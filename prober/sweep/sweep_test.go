@@ -249,7 +249,7 @@ func TestPrepareNamesFields(t *testing.T) {
 	f("rate", func(c *Config) { c.Rates = []float64{-1} }, "Rates", "rate must be >= 0.01")
 	// Issue 22 D1: a closed loop of 1e8 took the daemon down.
 	f("concurrency", func(c *Config) { c.Rates, c.Concurrency = nil, []int{100_000_000} }, "Concurrency",
-		"must be at most 10000 requests in flight (shard the sweep for more), got 100000000")
+		"must be at most 10000 requests in flight (each holds a socket and a goroutine; shard a sweep for more), got 100000000")
 	f("max concurrency", func(c *Config) { c.MaxConcurrency = MaxInFlight + 1 }, "MaxConcurrency", "must be at most 10000 requests in flight")
 	f("levels", func(c *Config) {
 		c.Rates = make([]float64, MaxLevels+1)

@@ -1,25 +1,24 @@
-package config
+package sweep
 
 import (
 	"errors"
 	"fmt"
+	"github.com/llmprobe/llmprobe/prober/config"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// fieldAt returns the value of a sweep.Config field path (a length spec
+// fieldAt returns the value of a Config field path (a length spec
 // as its value).
-func fieldAt(t *testing.T, c *sweep.Config, path string) any {
+func fieldAt(t *testing.T, c *Config, path string) any {
 	t.Helper()
 	v := reflect.ValueOf(c).Elem()
 	for part := range strings.SplitSeq(path, ".") {
 		v = v.FieldByName(part)
 		if !v.IsValid() {
-			t.Fatalf("sweep.Config has no %s", path)
+			t.Fatalf("Config has no %s", path)
 		}
 	}
 	if v.Type().Name() == "LengthSpec" {
@@ -29,22 +28,22 @@ func fieldAt(t *testing.T, c *sweep.Config, path string) any {
 }
 
 // specTarget is a target to build sweep configs against.
-func specTarget() TargetConfig {
-	return TargetConfig{Name: "t", BaseURL: "http://127.0.0.1:1", API: APICompletions, Timeout: time.Minute}
+func specTarget() config.TargetConfig {
+	return config.TargetConfig{Name: "t", BaseURL: "http://127.0.0.1:1", API: config.APICompletions, Timeout: time.Minute}
 }
 
 // TestSweepSpecDefaultsAreTheTable fails when a sweep the daemon runs
 // (a scheduled sweep's YAML, the sweep API's body) takes another default
 // than the settings table, the sweep CLI's, for a setting it leaves out.
 func TestSweepSpecDefaultsAreTheTable(t *testing.T) {
-	c, err := SweepSpec{Rates: Rates{Auto: true}}.SweepConfig(specTarget())
+	c, err := FromSpec(config.SweepSpec{Rates: config.Rates{Auto: true}}, specTarget())
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, s := range sweep.Settings() {
-		spec := s.Surfaces&sweep.SurfaceSpec != 0
-		if (!spec && !contains(daemonDefaults, s.Field)) || s.Default == "" || s.Kind == sweep.KindString && s.Field != "Arrival" {
+	for _, s := range Settings() {
+		spec := s.Surfaces&SurfaceSpec != 0
+		if (!spec && !s.DaemonDefault) || s.Default == "" || s.Kind == KindString && s.Field != "Arrival" {
 			continue
 		}
 		n++
@@ -55,25 +54,16 @@ func TestSweepSpecDefaultsAreTheTable(t *testing.T) {
 	if n < 12 {
 		t.Errorf("only %d defaults compared", n)
 	}
-	if name := sweep.LookupField("Name").SpecDefault; c.Name != name || DefaultSweepName != name {
-		t.Errorf("name %q, DefaultSweepName %q, the table's %q", c.Name, DefaultSweepName, name)
+	if name := LookupField("Name").SpecDefault; c.Name != name || DefaultSpecName != name {
+		t.Errorf("name %q, DefaultSpecName %q, the table's %q", c.Name, DefaultSpecName, name)
 	}
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSweepSpecTakesTheTableBounds fails when a spec key refuses a value
 // the settings table's bound allows, or takes one it refuses (the CLI's
 // side is cmd/llmprobe's TestSweepFlagsTakeTheTableBounds).
 func TestSweepSpecTakesTheTableBounds(t *testing.T) {
-	set := func(spec *SweepSpec, key string, v float64) {
+	set := func(spec *config.SweepSpec, key string, v float64) {
 		rv := reflect.ValueOf(spec).Elem()
 		for i := 0; i < rv.NumField(); i++ {
 			if tag, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ","); tag == key {
@@ -90,13 +80,13 @@ func TestSweepSpecTakesTheTableBounds(t *testing.T) {
 		t.Fatalf("SweepSpec has no key %q", key)
 	}
 	n := 0
-	for _, s := range sweep.Settings() {
+	for _, s := range Settings() {
 		b := s.Bound
-		if s.Surfaces&sweep.SurfaceSpec == 0 || s.Kind == sweep.KindString || (b == sweep.Bound{}) || s.Key == "warmups" {
+		if s.Surfaces&SurfaceSpec == 0 || s.Kind == KindString || (b == Bound{}) || s.Key == "warmups" {
 			continue // warmups: -1 is the spec's "none"
 		}
 		step := 1.0
-		if s.Kind == sweep.KindFloat {
+		if s.Kind == KindFloat {
 			step = 1e-3
 		}
 		var outside, inside []float64
@@ -119,17 +109,23 @@ func TestSweepSpecTakesTheTableBounds(t *testing.T) {
 				continue // 0 leaves the key out: the default
 			}
 			n++
-			spec := SweepSpec{Rates: Rates{Values: []float64{1, 2}}}
+			spec := config.SweepSpec{Rates: config.Rates{Values: []float64{1, 2}}}
+			if s.Key == "burstiness" {
+				spec.Arrival = "gamma" // a shape other than 1 needs gamma arrivals (knob.Arrival)
+			}
 			set(&spec, s.Key, v)
-			if _, err := spec.SweepConfig(specTarget()); AsSpecError(err) == nil || AsSpecError(err).Key != s.Key {
+			if _, err := FromSpec(spec, specTarget()); config.AsSpecError(err) == nil || config.AsSpecError(err).Key != s.Key {
 				t.Errorf("%s: %v (outside the table's bound): got %v, want an error naming %s", s.Key, v, err, s.Key)
 			}
 		}
 		for _, v := range inside {
 			n++
-			spec := SweepSpec{Rates: Rates{Values: []float64{1, 2}}}
+			spec := config.SweepSpec{Rates: config.Rates{Values: []float64{1, 2}}}
+			if s.Key == "burstiness" {
+				spec.Arrival = "gamma" // a shape other than 1 needs gamma arrivals (knob.Arrival)
+			}
 			set(&spec, s.Key, v)
-			if _, err := spec.SweepConfig(specTarget()); AsSpecError(err) != nil && AsSpecError(err).Key == s.Key {
+			if _, err := FromSpec(spec, specTarget()); config.AsSpecError(err) != nil && config.AsSpecError(err).Key == s.Key {
 				t.Errorf("%s: %v (inside the table's bound) refused: %v", s.Key, v, err)
 			}
 		}
@@ -142,7 +138,7 @@ func TestSweepSpecTakesTheTableBounds(t *testing.T) {
 // TestSweepSpecKeysAreTheTable fails when a SweepSpec key (YAML or JSON)
 // has no entry in the settings table, or a table key no SweepSpec field.
 func TestSweepSpecKeysAreTheTable(t *testing.T) {
-	rt := reflect.TypeFor[SweepSpec]()
+	rt := reflect.TypeFor[config.SweepSpec]()
 	keys := map[string]bool{}
 	for i := 0; i < rt.NumField(); i++ {
 		f := rt.Field(i)
@@ -155,9 +151,9 @@ func TestSweepSpecKeysAreTheTable(t *testing.T) {
 			t.Errorf("SweepSpec.%s: yaml key %q, json key %q", f.Name, y, j)
 		}
 		keys[y] = true
-		var s *sweep.Setting
-		for _, st := range sweep.Settings() {
-			if st.Key == y && st.Surfaces&sweep.SurfaceSpec != 0 {
+		var s *Setting
+		for _, st := range Settings() {
+			if st.Key == y && st.Surfaces&SurfaceSpec != 0 {
 				s = &st
 			}
 		}
@@ -165,8 +161,8 @@ func TestSweepSpecKeysAreTheTable(t *testing.T) {
 			t.Errorf("SweepSpec key %q has no spec setting in the settings table", y)
 		}
 	}
-	for _, s := range sweep.Settings() {
-		if s.Surfaces&sweep.SurfaceSpec != 0 && !keys[s.Key] {
+	for _, s := range Settings() {
+		if s.Surfaces&SurfaceSpec != 0 && !keys[s.Key] {
 			t.Errorf("the settings table's key %q (%s) is no SweepSpec field", s.Key, s.Field)
 		}
 	}
@@ -175,11 +171,37 @@ func TestSweepSpecKeysAreTheTable(t *testing.T) {
 // TestSpecErrorText checks that a sweep's error after its spec was
 // accepted names the spec's keys, not the CLI's flags.
 func TestSpecErrorText(t *testing.T) {
-	fe := &sweep.FieldError{Field: "Workload.InputTokens", Err: errors.New("{Workload.InputTokens} 9000 + {Workload.OutputTokens} 16 = 9016 tokens")}
+	fe := &FieldError{Field: "Workload.InputTokens", Err: errors.New("{Workload.InputTokens} 9000 + {Workload.OutputTokens} 16 = 9016 tokens")}
 	if got, want := SpecErrorText(fmt.Errorf("prepare: %w", fe)), "prepare: input_len: input_len 9000 + output_len 16 = 9016 tokens"; got != want {
 		t.Errorf("SpecErrorText = %q, want %q", got, want)
 	}
 	if got := SpecErrorText(errors.New("plain")); got != "plain" {
 		t.Errorf("SpecErrorText = %q", got)
+	}
+}
+
+// TestFromSpecGPUSource: a target's gpu_metrics_url and gpu_selector reach
+// its scheduled sweeps.
+func TestFromSpecGPUSource(t *testing.T) {
+	c, err := config.Parse([]byte(`targets:
+  - name: sim
+    base_url: http://127.0.0.1:8000
+    gpu_metrics_url: http://127.0.0.1:9400/metrics?token=s3cret
+    gpu_selector: pod="vllm-0",namespace="llm"
+    sweeps:
+      - name: nightly
+        every: 24h
+        rates: [1]
+`), "llmprobe.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := c.Targets[0]
+	sc, err := FromSpec(tg.Sweeps[0].SweepSpec, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.GPUMetricsURL != "http://127.0.0.1:9400/metrics?token=s3cret" || sc.GPUSelector != `pod="vllm-0",namespace="llm"` {
+		t.Errorf("sweep config: %q %q", sc.GPUMetricsURL, sc.GPUSelector)
 	}
 }
