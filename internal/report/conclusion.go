@@ -18,8 +18,9 @@ func kneeStep(res *sweep.Result) int {
 		return -1
 	}
 	idx := -1
+	ks := res.KneeSteps()
 	for i, st := range res.Steps {
-		if st.InKnee() && st.Level == res.Knee.Level {
+		if slices.Contains(ks, st) {
 			idx = i
 		}
 	}

@@ -81,6 +81,9 @@ func TestCommandLineRoundTripsEveryRow(t *testing.T) {
 				"--min-tokens", "2", "--extra-body", `{"repetition_penalty":1.1}`}},
 		{rows: []string{"Workload.Dataset", "Workload.Dataset.Format", "Workload.Dataset.Sampling", "Workload.Dataset.MaxEntries"},
 			args: []string{"--dataset", ds, "--dataset-format", "jsonl", "--dataset-sampling", "cycle", "--dataset-max-entries", "1", "--output-len", "5"}},
+		{rows: []string{"GPUMetricsURL", "GPUSelector"}, edit: func(c *sweep.Config) {
+			c.GPUMetricsURL, c.GPUSelector = "http://127.0.0.1:9400/metrics", `pod="vllm-0"`
+		}},
 		{rows: []string{"SavePrompts", "AttributionHeaders", "Unscaled", "MaxStepBytes", "Metadata", "CostPerHour", "Name", "OutDir"}, edit: func(c *sweep.Config) {
 			c.SavePrompts, c.AttributionHeaders, c.Unscaled, c.MaxStepBytes = true, []string{"x-served-by"}, true, 512<<20
 			c.Metadata, c.CostPerHour, c.Name, c.OutDir = map[string]string{"a": "1", "b": "x=y"}, 2.5, "n", "out"

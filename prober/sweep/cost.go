@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/llmprobe/llmprobe/prober/knob"
 )
@@ -59,10 +60,8 @@ func (r *Result) KneeGoodOutputThroughput() (float64, bool) {
 		return 0, false
 	}
 	var xs []float64
-	for _, st := range r.Steps {
-		if st.Level == r.Knee.Level && st.InKnee() {
-			xs = append(xs, st.Stats.GoodOutputThroughput)
-		}
+	for _, st := range r.KneeSteps() {
+		xs = append(xs, st.Stats.GoodOutputThroughput)
 	}
 	if len(xs) == 0 {
 		return 0, false
@@ -72,6 +71,25 @@ func (r *Result) KneeGoodOutputThroughput() (float64, bool) {
 		sum += x
 	}
 	return sum / float64(len(xs)), true
+}
+
+// KneeSteps are the steps whose figures are the knee's: the knee level's
+// valid steps (its rounds; a search's runs of it), a ladder's reruns of
+// the bracket left out (they back the interval only: repeatLadderBrackets).
+// None without a knee.
+func (r *Result) KneeSteps() []*Step {
+	if !r.Knee.Found {
+		return nil
+	}
+	// A ladder's own steps carry no search verdict; a search's all do.
+	ladder := slices.ContainsFunc(r.Steps, func(s *Step) bool { return s.Search == nil })
+	var out []*Step
+	for _, st := range r.Steps {
+		if st.Level == r.Knee.Level && st.InKnee() && !(ladder && st.isRepeat()) {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // KneeCost is the cost per million good output tokens at the knee

@@ -395,8 +395,8 @@ func (r *Result) KneeEnergyPerGoodToken() (float64, bool) {
 		return 0, false
 	}
 	sum, n := 0.0, 0
-	for _, st := range r.Steps {
-		if st.Level == r.Knee.Level && st.InKnee() && st.Energy != nil && st.Energy.JoulesPerGoodOutputToken != nil {
+	for _, st := range r.KneeSteps() {
+		if st.Energy != nil && st.Energy.JoulesPerGoodOutputToken != nil {
 			sum += *st.Energy.JoulesPerGoodOutputToken
 			n++
 		}
