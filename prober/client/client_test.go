@@ -467,7 +467,7 @@ func TestErrorClasses(t *testing.T) {
 		check     func(t *testing.T, rec prober.Record)
 	}{
 		{
-			name:      "timeout mid-stream",
+			name: "timeout mid-stream",
 			// 1 s, not less: the first token must be read within it on
 			// a busy machine (80 ms missed it at load 17).
 			handler:   script(now(tok("a")), after(long, tok("b")), now(done)),
