@@ -170,7 +170,11 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 // for gRPC an https:// one unless insecure is asked for elsewhere). For
 // HTTP, a URL without a path gets OTLP's /v1/traces, as the exporters do
 // with OTEL_EXPORTER_OTLP_ENDPOINT.
-func endpointURL(s, scheme string) string {
+func endpointURL(s, scheme string) string { return signalURL(s, scheme, "/v1/traces") }
+
+// signalURL is endpointURL with the signal's OTLP path (/v1/traces,
+// /v1/metrics) for an HTTP URL without one.
+func signalURL(s, scheme, path string) string {
 	if !strings.Contains(s, "://") {
 		if scheme == "grpc" {
 			return "https://" + s
@@ -179,7 +183,7 @@ func endpointURL(s, scheme string) string {
 	}
 	if scheme == "http" {
 		if u, err := url.Parse(s); err == nil && (u.Path == "" || u.Path == "/") {
-			u.Path = "/v1/traces"
+			u.Path = path
 			return u.String()
 		}
 	}
