@@ -211,7 +211,7 @@ type ClientMetrics struct {
 	base []attribute.KeyValue
 	n    atomic.Int32
 	mu   sync.RWMutex
-	sets map[attrKey]metric.MeasurementOption
+	sets map[attrKey][]metric.RecordOption
 }
 
 type attrKey struct {
@@ -238,7 +238,7 @@ func (m *Metrics) Client(operation string, server *url.URL, red Redactor) *Clien
 			base = append(base, attribute.Int("server.port", port))
 		}
 	}
-	return &ClientMetrics{m: m, red: red, base: base, sets: map[attrKey]metric.MeasurementOption{}}
+	return &ClientMetrics{m: m, red: red, base: base, sets: map[attrKey][]metric.RecordOption{}}
 }
 
 // Record records one finished generation request rec, sent by a client
@@ -256,20 +256,21 @@ func (c *ClientMetrics) Record(ctx context.Context, provider string, rec *prober
 	if provider == "" {
 		provider = ProviderOpenAI
 	}
-	opt := c.attrs(attrKey{provider: provider, model: rec.Model, responseModel: rec.ResponseModel, err: rec.Error})
-	c.m.duration.Record(ctx, rec.E2E.Seconds(), opt)
+	// A slice built once: passed as opts... it costs no allocation.
+	opts := c.attrs(attrKey{provider: provider, model: rec.Model, responseModel: rec.ResponseModel, err: rec.Error})
+	c.m.duration.Record(ctx, rec.E2E.Seconds(), opts...)
 	if rec.OK() && !rec.NoStream {
-		c.m.ttfc.Record(ctx, rec.TTFT.Seconds(), opt)
+		c.m.ttfc.Record(ctx, rec.TTFT.Seconds(), opts...)
 		for _, gap := range rec.ITL {
-			c.m.tpoc.Record(ctx, gap.Seconds(), opt)
+			c.m.tpoc.Record(ctx, gap.Seconds(), opts...)
 		}
 	}
-	c.m.inTok.Record(ctx, int64(max(rec.PromptTokens, 0)), opt)
-	c.m.outTok.Record(ctx, int64(max(rec.CompletionTokens, 0)), opt)
+	c.m.inTok.Record(ctx, int64(max(rec.PromptTokens, 0)), opts...)
+	c.m.outTok.Record(ctx, int64(max(rec.CompletionTokens, 0)), opts...)
 }
 
-// attrs returns the measurement option of k's attribute set, built once.
-func (c *ClientMetrics) attrs(k attrKey) metric.MeasurementOption {
+// attrs returns the record options of k's attribute set, built once.
+func (c *ClientMetrics) attrs(k attrKey) []metric.RecordOption {
 	c.mu.RLock()
 	opt, ok := c.sets[k]
 	c.mu.RUnlock()
@@ -289,7 +290,7 @@ func (c *ClientMetrics) attrs(k attrKey) metric.MeasurementOption {
 		kv = append(kv, attribute.String("error.type", string(k.err)))
 	}
 	set := attribute.NewSet(redactAttributes(c.red, kv)...)
-	opt = metric.WithAttributeSet(set)
+	opt = []metric.RecordOption{metric.WithAttributeSet(set)}
 	if c.n.Load() < maxAttrSets {
 		c.mu.Lock()
 		if _, ok := c.sets[k]; !ok && len(c.sets) < maxAttrSets {
