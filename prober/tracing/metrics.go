@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"google.golang.org/grpc/credentials"
@@ -124,7 +125,10 @@ func NewMetrics(ctx context.Context, o Options) (*Metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics resource: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(ce)))
+	// No exemplars: the per-chunk observations stay cheap (the request's
+	// trace id is on the Prometheus exemplars and in the span).
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(ce)),
+		sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
 	m, err := newMetrics(mp)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
@@ -302,7 +303,9 @@ func BenchmarkMetricsRecord(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := testutil.ProcessCPU()
 	for range b.N {
 		c.Record(ctx, "vllm", &rec)
 	}
+	b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
 }
