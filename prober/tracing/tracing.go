@@ -4,7 +4,9 @@
 // a probe), the W3C trace context put on every request llmprobe sends
 // (generation, discovery, /tokenize: Inject, Transport), and the client
 // span of a generation request with OpenTelemetry's GenAI semantic
-// conventions and llmprobe's own figures (StartRequest, EndRequest).
+// conventions and llmprobe's own figures (StartRequest, EndRequest); and,
+// opt-in, the conventions' GenAI client histograms over OTLP (Metrics,
+// metrics.go), from the same measurement of each request.
 //
 // Tracing is off unless a Provider is built: callers hold a nil
 // trace.Tracer then and skip every call of this package, so an untraced
