@@ -26,6 +26,10 @@ func addTracingFlags(cmd *kingpin.CmdClause, tr *daemon.Tracing) {
 	cmd.Flag("tracing.protocol", doc("tracing.protocol")+" Overrides the config file's tracing.protocol.").
 		PlaceHolder("http/protobuf").EnumVar(&tr.Protocol, "http/protobuf", "grpc")
 	cmd.Flag("tracing.insecure", doc("tracing.insecure")).BoolVar(&tr.Insecure)
+	cmd.Flag("tracing.metrics", "Also export the OpenTelemetry GenAI client histograms (gen_ai.client.inference.*: "+
+		"duration, time to first chunk, time per output chunk, tokens) over OTLP to the tracing collector (or "+
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT), every OTEL_METRIC_EXPORT_INTERVAL (default 60s); off by default.").
+		BoolVar(&tr.Metrics)
 	cmd.Flag("tracing.sample-ratio", "Share of probe requests traced, in [1e-6, 1] (default 1, or the config file's "+
 		"tracing.sample_ratio); a sampled request's trace id is on its exemplars and the landing page.").
 		PlaceHolder("RATIO").Float64Var(&tr.SampleRatio)

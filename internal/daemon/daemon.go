@@ -179,7 +179,13 @@ func Run(ctx context.Context, o Options) error {
 	// Deferred first, run last: the spans of the last probes are flushed
 	// after the probes stopped.
 	defer StopTracing(tp, o.ShutdownTimeout, logger)
-	d := build(o, tp)
+	mp, err := StartMetrics(ctx, o.Tracing, logger)
+	if err != nil {
+		level.Error(logger).Log("msg", "invalid tracing settings", "err", err)
+		return err
+	}
+	defer StopMetrics(mp, o.ShutdownTimeout, logger)
+	d := build(o, tp, mp)
 	d.first = first
 	defer d.mgr.Stop()
 	defer d.sweeps.Stop()
@@ -211,7 +217,7 @@ func Run(ctx context.Context, o Options) error {
 
 // build makes the registries, the metrics, the landing page's window, the
 // manager (observed by both) and the sweep service.
-func build(o Options, tp *tracing.Provider) *daemon {
+func build(o Options, tp *tracing.Provider, mp *tracing.Metrics) *daemon {
 	d := &daemon{o: o, logger: o.Logger, reg: prometheus.NewRegistry()}
 	selfReg := prometheus.NewRegistry()
 	selfReg.MustRegister(
@@ -230,6 +236,10 @@ func build(o Options, tp *tracing.Provider) *daemon {
 	if tp != nil {
 		mo.Tracer, mo.TraceSampleRatio = tp.Tracer, o.Tracing.SampleRatio
 		registerTracing(d.reg, tp)
+	}
+	if mp != nil {
+		mo.Metrics = mp
+		registerMetrics(d.reg, mp)
 	}
 	d.mgr = manager.New(mo)
 	registerShardGauges(d.reg, d.mgr)

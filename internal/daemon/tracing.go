@@ -37,6 +37,11 @@ type Tracing struct {
 	// SampleRatio is the share of probe requests traced, 0 < r <= 1; 0:
 	// the file's sample_ratio, then 1 (every one).
 	SampleRatio float64
+	// Metrics turns on the OTLP export of the GenAI client histograms
+	// (--tracing.metrics; tracing.Metrics, docs/tracing.md "Metrics over
+	// OTLP") to the collector the spans go to; on its own (tracing off),
+	// to OTEL_EXPORTER_OTLP_METRICS_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT.
+	Metrics bool
 	// File is the config file's tracing block (headers, tls_config,
 	// timeout, and the keys no flag sets), read at start; Run fills it in
 	// from ConfigFile.
@@ -131,6 +136,71 @@ func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 		"sample_ratio", t.SampleRatio, "headers", strings.Join(t.File.HeaderNames(), ","),
 		"tls_config", t.File.TLSConfig != (promconfig.TLSConfig{}))
 	return p, nil
+}
+
+// StartMetrics builds the OTLP metrics exporter of a resolved t when
+// t.Metrics is set (nil, nil when not): the same collector, protocol,
+// headers and TLS as the spans'. The SDK's errors go to the handler
+// StartTracing set, or to logger when tracing is off.
+func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.Metrics, error) {
+	if !t.Metrics {
+		return nil, nil
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	opts, err := t.Options()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	m, err := tracing.NewMetrics(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --tracing.metrics: %w", ErrUsage, err)
+	}
+	if !t.On() {
+		red := fingerprint.NewRedactor()
+		for _, v := range t.File.HeaderValues() {
+			red.AddCredential(v)
+		}
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			level.Warn(logger).Log("msg", "tracing: OpenTelemetry error", "err", red.Redact(err.Error()))
+		}))
+	}
+	endpoint := t.Endpoint
+	if endpoint == "" {
+		endpoint = firstEnv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	level.Info(logger).Log("msg", "OTLP metrics on", "endpoint", redactURL(endpoint), "protocol", t.Protocol,
+		"semconv", tracing.SemconvVersion, "interval", orDefault(os.Getenv("OTEL_METRIC_EXPORT_INTERVAL"), "60000"))
+	return m, nil
+}
+
+// registerMetrics exports the OTLP metrics exports that succeeded and
+// failed.
+func registerMetrics(reg prometheus.Registerer, m *tracing.Metrics) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "llmprobe_tracing_metric_exports_total",
+			Help: "OTLP metrics exports (--tracing.metrics) the collector accepted.",
+		}, func() float64 { return float64(m.Exports()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "llmprobe_tracing_metric_exports_failed_total",
+			Help: "OTLP metrics exports (--tracing.metrics) that failed; their data points are lost, cumulative histograms catch up at the next export.",
+		}, func() float64 { return float64(m.FailedExports()) }),
+	)
+}
+
+// StopMetrics exports what was recorded since the last export (within
+// timeout) and stops the exporter; nil m: nothing.
+func StopMetrics(m *tracing.Metrics, timeout time.Duration, logger log.Logger) {
+	if m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		level.Warn(logger).Log("msg", "tracing: metrics not exported at shutdown", "err", err)
+	}
 }
 
 // registerTracing exports the spans p queued, sent and failed to send.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -353,5 +354,96 @@ func TestTracingPrecedence(t *testing.T) {
 	}
 	if !(Tracing{Enabled: true}).On() || !(Tracing{File: config.TracingConfig{Endpoint: "c:4317"}}).On() {
 		t.Error("--tracing.enabled or the file's endpoint does not turn tracing on")
+	}
+}
+
+// TestTracingMetricsOnItsOwn runs the daemon with --tracing.metrics and
+// tracing off, the collector from OTEL_EXPORTER_OTLP_METRICS_ENDPOINT:
+// the shutdown's export carries the GenAI client histograms of the
+// probe's requests (as many durations as llmprobe_requests_total counted
+// at least), no span is sent, and the exports are counted on /metrics.
+func TestTracingMetricsOnItsOwn(t *testing.T) {
+	sim, _ := simtest.Start(t, simtest.Fast())
+	var mu sync.Mutex
+	var paths []string
+	durations := map[string]uint64{} // gen_ai.provider.name -> count
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
+		var msg colmetric.ExportMetricsServiceRequest
+		if err == nil {
+			err = proto.Unmarshal(b, &msg)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		paths = append(paths, req.URL.Path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		clear(durations) // cumulative: the last export has every request
+		for _, rm := range msg.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name != "gen_ai.client.inference.duration" {
+						continue
+					}
+					for _, dp := range m.GetHistogram().GetDataPoints() {
+						for _, a := range dp.Attributes {
+							if a.Key == "gen_ai.provider.name" {
+								durations[a.Value.GetStringValue()] += dp.Count
+							}
+						}
+					}
+				}
+			}
+		}
+	}))
+	t.Cleanup(collector.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", collector.URL+"/v1/metrics")
+
+	logs := &testutil.SyncBuffer{}
+	o, url := options(t, logs)
+	o.Tracing = Tracing{Metrics: true}
+	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
+	yml := fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    probes:\n      - name: p\n        rate: 20\n", sim)
+	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, o)
+	requests := regexp.MustCompile(`(?m)^llmprobe_requests_total\{[^}]*outcome="success"[^}]*\} (\d+)`)
+	var seen int
+	testutil.Eventually(t, "three finished requests and the exports counter", func() bool {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := requests.FindStringSubmatch(string(b))
+		if m == nil || !strings.Contains(string(b), "llmprobe_tracing_metric_exports_total") {
+			return false
+		}
+		_, _ = fmt.Sscan(m[1], &seen)
+		return seen >= 3
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range paths {
+		if p != "/v1/metrics" {
+			t.Errorf("collector got %s; tracing is off", p)
+		}
+	}
+	var total uint64
+	for _, n := range durations {
+		total += n
+	}
+	if total < uint64(seen) {
+		t.Errorf("exported %d durations (%v), /metrics counted %d ok requests before", total, durations, seen)
+	}
+	if !strings.Contains(logs.String(), "OTLP metrics on") || strings.Contains(logs.String(), "level=error") {
+		t.Errorf("log:\n%s", logs.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/sse"
+	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
 // benchStream is a realistic vLLM /v1/completions stream of n tokens (as
@@ -167,14 +169,28 @@ func BenchmarkDo(b *testing.B) {
 	const tokens = 64
 	evs := benchStream(tokens)
 	for _, tc := range []struct {
-		name string
-		o    Options
+		name    string
+		o       Options
+		metrics bool
 	}{
 		{name: "plain", o: Options{}},
 		{name: "timeouts+trace", o: Options{Timeout: time.Minute, TTFTTimeout: time.Minute, StallTimeout: time.Minute, Trace: true}},
+		// --tracing.metrics: the OTLP GenAI histograms (exported every
+		// 60 s, so not within the loop).
+		{name: "otlp-metrics", o: Options{}, metrics: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			o := tc.o
+			if tc.metrics {
+				rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				b.Cleanup(rcv.Close)
+				m, err := tracing.NewMetrics(context.Background(), tracing.Options{Endpoint: rcv.URL, Insecure: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = m.Shutdown(context.Background()) })
+				o.Metrics = m
+			}
 			o.BaseURL = "http://127.0.0.1:1"
 			o.Model = "m"
 			o.HTTPClient = &http.Client{Transport: memTransport{evs: evs}}

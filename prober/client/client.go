@@ -137,6 +137,11 @@ type Options struct {
 	// span: the engine the endpoint detected (it may learn it after the
 	// client is built); "" or nil: tracing.ProviderOpenAI.
 	Provider func() string
+	// Metrics, when not nil, records every generation request (not the
+	// pooling APIs') into the OTLP GenAI client histograms
+	// (tracing.Metrics: duration, time to first chunk, time per output
+	// chunk, tokens), with the span's attributes. Nil records nothing.
+	Metrics *tracing.Metrics
 	// RerankPath is the path of rerank requests (APIRerank): RerankV1
 	// (default when empty), RerankBare or RerankScore (pooling.go).
 	RerankPath string
@@ -259,6 +264,7 @@ type Client struct {
 	// noResend turns resending off (tests that show what it prevents).
 	noResend bool
 	red      *fingerprint.Redactor
+	metrics  *tracing.ClientMetrics
 }
 
 // New validates o and returns a Client.
@@ -339,6 +345,9 @@ func New(o Options) (*Client, error) {
 	}
 	c.secrets = fingerprint.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
 	c.red = o.Redactor
+	if c.pooling == "" {
+		c.metrics = o.Metrics.Client(c.operation(), c.server, c.red)
+	}
 	c.hc, c.resend = o.HTTPClient, o.ResendHTTPClient
 	if c.hc == nil {
 		c.hc = bounded.NewClient(NewTransport(), 0)
@@ -435,13 +444,17 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	if req.Check != nil && req.Collect == nil {
 		req.Collect = &bytes.Buffer{}
 	}
-	// The span ends after the recovery below has classified a panic.
+	var provider string
+	if c.o.Provider != nil && (c.o.Tracer != nil || c.metrics != nil) {
+		provider = c.o.Provider()
+	}
+	// The span ends, and the metrics record, after the recovery below has
+	// classified a panic.
+	if c.metrics != nil {
+		defer c.metrics.Record(ctx, provider, rec)
+	}
 	if c.o.Tracer != nil {
 		var span trace.Span
-		var provider string
-		if c.o.Provider != nil {
-			provider = c.o.Provider()
-		}
 		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, tracing.Request{Operation: c.operation(), Model: rec.Model,
 			Provider: provider, RequestID: req.ID, Server: c.server, Stream: !req.NoStream}, c.red)
 		rec.TraceID = tracing.TraceID(span)

@@ -157,6 +157,9 @@ type Options struct {
 	// client span with its traceparent for each discovery, engine-info,
 	// /metrics and /tokenize request (tracing.Transport). Nil: no tracing.
 	Tracer trace.Tracer
+	// Metrics, when not nil, records every generation request into the
+	// OTLP GenAI client histograms (client.Options.Metrics).
+	Metrics *tracing.Metrics
 }
 
 // NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
@@ -325,6 +328,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		Redactor:         e.red,
 		Attribution:      e.attribution,
 		Tracer:           e.o.Tracer,
+		Metrics:          e.o.Metrics,
 		Provider:         e.provider,
 	})
 	if err != nil {

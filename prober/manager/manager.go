@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
 // ErrReload is the cancel cause of requests of probes removed or changed by
@@ -54,7 +55,10 @@ type Options struct {
 	// span per request with its traceparent, and Record.TraceID when
 	// sampled; each target at its trace_sample_ratio, else at
 	// TraceSampleRatio. Nil: no tracing.
-	Tracer           func(ratio float64) trace.Tracer
+	Tracer func(ratio float64) trace.Tracer
+	// Metrics, when not nil, records every generation request into the
+	// OTLP GenAI client histograms (endpoint.Options.Metrics); nil: none.
+	Metrics          *tracing.Metrics
 	TraceSampleRatio float64
 }
 

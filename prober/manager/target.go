@@ -81,6 +81,7 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		// Which backend answered (docs/discovery.md).
 		AttributionHeaders: tc.AttributionHeaders,
 		Tracer:             m.tracer(tc),
+		Metrics:            m.opts.Metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -29,7 +29,12 @@ const maxCertFileBytes = 1 << 20
 // from the OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE, _CLIENT_CERTIFICATE
 // and _CLIENT_KEY variables, which the exporter reads only into its own
 // client.
-func exportClient(o Options) (*http.Client, error) {
+func exportClient(o Options) (*http.Client, error) { return exportClientFor(o, "TRACES") }
+
+// exportClientFor is exportClient for one OTLP signal: "TRACES" or
+// "METRICS", whose OTEL_EXPORTER_OTLP_<signal>_* certificate variables
+// come before the general ones.
+func exportClientFor(o Options, signal string) (*http.Client, error) {
 	base, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
 		return nil, errors.New("http.DefaultTransport is not an *http.Transport")
@@ -37,7 +42,7 @@ func exportClient(o Options) (*http.Client, error) {
 	t := base.Clone()
 	t.TLSClientConfig = o.TLS
 	if o.TLS == nil && !o.Insecure {
-		c, err := envTLS()
+		c, err := envTLS(signal)
 		if err != nil {
 			return nil, err
 		}
@@ -60,10 +65,10 @@ func firstEnv(names ...string) (string, string) {
 // envTLS is the TLS configuration the OTEL_EXPORTER_OTLP_* certificate
 // variables ask for (nil when none is set), their files read through the
 // bounded reader.
-func envTLS() (*tls.Config, error) {
-	ca, caVar := firstEnv("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE")
-	cert, certVar := firstEnv("OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
-	key, keyVar := firstEnv("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY")
+func envTLS(signal string) (*tls.Config, error) {
+	ca, caVar := firstEnv("OTEL_EXPORTER_OTLP_"+signal+"_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE")
+	cert, certVar := firstEnv("OTEL_EXPORTER_OTLP_"+signal+"_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
+	key, keyVar := firstEnv("OTEL_EXPORTER_OTLP_"+signal+"_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY")
 	if ca == "" && cert == "" && key == "" {
 		return nil, nil
 	}

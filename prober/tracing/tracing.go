@@ -4,7 +4,9 @@
 // a probe), the W3C trace context put on every request llmprobe sends
 // (generation, discovery, /tokenize: Inject, Transport), and the client
 // span of a generation request with OpenTelemetry's GenAI semantic
-// conventions and llmprobe's own figures (StartRequest, EndRequest).
+// conventions and llmprobe's own figures (StartRequest, EndRequest); and,
+// opt-in, the conventions' GenAI client histograms over OTLP (Metrics,
+// metrics.go), from the same measurement of each request.
 //
 // Tracing is off unless a Provider is built: callers hold a nil
 // trace.Tracer then and skip every call of this package, so an untraced
@@ -170,7 +172,11 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 // for gRPC an https:// one unless insecure is asked for elsewhere). For
 // HTTP, a URL without a path gets OTLP's /v1/traces, as the exporters do
 // with OTEL_EXPORTER_OTLP_ENDPOINT.
-func endpointURL(s, scheme string) string {
+func endpointURL(s, scheme string) string { return signalURL(s, scheme, "/v1/traces") }
+
+// signalURL is endpointURL with the signal's OTLP path (/v1/traces,
+// /v1/metrics) for an HTTP URL without one.
+func signalURL(s, scheme, path string) string {
 	if !strings.Contains(s, "://") {
 		if scheme == "grpc" {
 			return "https://" + s
@@ -179,7 +185,7 @@ func endpointURL(s, scheme string) string {
 	}
 	if scheme == "http" {
 		if u, err := url.Parse(s); err == nil && (u.Path == "" || u.Path == "/") {
-			u.Path = "/v1/traces"
+			u.Path = path
 			return u.String()
 		}
 	}
