@@ -58,6 +58,10 @@ const (
 	// stretch may take at most (about 13 minutes when all goes well).
 	liveFaultsBudget = 25 * time.Minute
 
+	// liveRestartGap is how long llmprobe stays down in its restart: a
+	// third of keep_firing_for, and far from LLMProbeDown's `for`.
+	liveRestartGap = 20 * time.Second
+
 	// liveHookMaxBody bounds one webhook call's body.
 	liveHookMaxBody = 1 << 20
 )
@@ -475,11 +479,17 @@ scrape_configs:
 	startSim("burn", "--fault.http-500", "0.9")
 	burn.injected = time.Now()
 	burn.notified = waitNote(burn.key(), "firing", burn.injected, 8*time.Minute).at
+	// llmprobe down until Prometheus has seen it down (its series stale) and
+	// for liveRestartGap at least, then started again: its counters from 0.
 	stop(t, serve)
 	restartAt := time.Now()
+	api.waitValue(t, `up{job="llmprobe"}`, valuesTimeout, equals(0))
+	for time.Since(restartAt) < liveRestartGap {
+		time.Sleep(time.Second)
+	}
 	serve = start(t, dir, "serve-restarted", bin, serveArgs...)
 	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
-	t.Logf("llmprobe restarted in %s while %s fires", time.Since(restartAt).Round(time.Millisecond), burn.key())
+	t.Logf("llmprobe down %s (unscraped) while %s fires, then restarted", time.Since(restartAt).Round(time.Second), burn.key())
 	// Hold the fault longer than keep_firing_for: the alert must stay firing
 	// on the restarted llmprobe's series, not only on keep_firing_for.
 	holdEnd := time.Now().Add(liveKeepFiringFor + 30*time.Second)
@@ -549,6 +559,15 @@ scrape_configs:
 	for _, n := range notes {
 		if n.key() != slow.key() && n.key() != down.key() && n.key() != burn.key() {
 			t.Errorf("a notification no fault accounts for: %s", n)
+			if n.Group["alertname"] == "LLMProbeProberSaturated" {
+				// The host, not a fault: say how late llmprobe sent.
+				var late []string
+				for _, s := range api.query(t, `target_probe:llmprobe_requests_sent_late:ratio_rate10m`) {
+					late = append(late, fmt.Sprintf("%s/%s %.3f", s.Metric["target"], s.Metric["probe"], s.float()))
+				}
+				t.Logf("share of sends more than 10ms late over 10 minutes now: %s; host load average each minute of the healthy stretch %s, now %s (%d CPUs)",
+					strings.Join(late, ", "), strings.Join(loads, " "), loadavg(), runtime.NumCPU())
+			}
 		}
 	}
 	// What fired in Prometheus (muted by inhibition or routed to null:
