@@ -434,7 +434,7 @@ scrape_configs:
 
 	// 1. The healthy stretch: no notification at all.
 	healthyStart := time.Now()
-	var loads []string
+	var loads, allLoads []string
 	end, capped := until(healthy)
 	if capped {
 		t.Fatalf("no time left for a healthy stretch of %s%s", healthy, cappedNote(capped))
@@ -447,6 +447,24 @@ scrape_configs:
 		time.Sleep(2 * time.Second)
 	}
 	healthyEnd := time.Now()
+	// The load average of every minute after it, for the figures.
+	loadDone := make(chan struct{})
+	var loadMu sync.Mutex
+	go func() {
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-loadDone:
+				return
+			case <-tick.C:
+				loadMu.Lock()
+				allLoads = append(allLoads, loadavg())
+				loadMu.Unlock()
+			}
+		}
+	}()
+	defer close(loadDone)
 	healthyNotes := hook.all()
 	t.Logf("healthy stretch: %s, %d notification(s) %v; load average each minute: %s",
 		healthy, len(healthyNotes), healthyNotes, strings.Join(loads, " "))
@@ -579,8 +597,11 @@ scrape_configs:
 	}
 	slices.Sort(fired)
 	t.Logf("alerts that fired in Prometheus during the test: %v", fired)
-	t.Logf("figures: healthy %s with %d notifications (load %s); %d notifications in all for %d faults; load average at the end %s",
-		healthy, len(healthyNotes), strings.Join(loads, " "), len(notes), len(faults), loadavg())
+	loadMu.Lock()
+	after := strings.Join(allLoads, " ")
+	loadMu.Unlock()
+	t.Logf("figures: healthy %s with %d notifications (load average each minute %s); %d notifications in all for %d faults (load average each minute after the healthy stretch %s); %s in all",
+		healthy, len(healthyNotes), strings.Join(loads, " "), len(notes), len(faults), after, time.Since(healthyStart).Round(time.Second))
 }
 
 // alerts returns every alert of Prometheus, pending and firing.
