@@ -13,7 +13,7 @@ LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
              -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
 
-.PHONY: all build docker image-test test test-race test-short lint vet fmt bench bench-quick bench-go compare-oc test-rules mixin e2e clean browser
+.PHONY: all build docker image-test test test-race test-short lint vet fmt bench bench-quick bench-go compare-oc test-rules mixin e2e e2e-live clean browser
 
 all: lint test build
 
@@ -100,6 +100,12 @@ mixin:
 
 e2e:
 	bash .ci/e2e.sh
+
+# The live one-page-per-incident test (internal/e2e TestAlertmanagerLive):
+# simulators with faults, llmprobe serve, Prometheus and Alertmanager, about
+# 15 minutes; LLMPROBE_E2E_HEALTHY=30m for docs/runbook.md's figure.
+e2e-live:
+	bash .ci/e2e-live.sh
 
 browser:
 	bash .ci/browser.sh

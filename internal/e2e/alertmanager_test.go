@@ -679,7 +679,8 @@ func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 	defer hook.Close()
 
 	amAddr := testutil.FreeAddr(t)
-	cfg := alertmanagerConfig(t, filepath.Join(root, "deploy", "alertmanager", "alertmanager.yml"), hook.URL)
+	cfg := alertmanagerConfig(t, filepath.Join(root, "deploy", "alertmanager", "alertmanager.yml"), hook.URL,
+		func(_ string, d time.Duration) time.Duration { return d / speed })
 	writeFile(t, filepath.Join(dir, "alertmanager.yml"), cfg)
 	am := start(t, dir, "alertmanager", amBin,
 		"--config.file="+filepath.Join(dir, "alertmanager.yml"),
@@ -766,8 +767,9 @@ func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 
 // alertmanagerConfig returns the Alertmanager configuration of path with
 // its receiver "page" sending to a webhook at url and its route's timings
-// divided by speed; the inhibition rules and the routing are unchanged.
-func alertmanagerConfig(t *testing.T, path, url string) string {
+// (group_wait, group_interval, repeat_interval) replaced by timing(key,
+// value); the inhibition rules and the routing are unchanged.
+func alertmanagerConfig(t *testing.T, path, url string, timing func(key string, d time.Duration) time.Duration) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -784,7 +786,7 @@ func alertmanagerConfig(t *testing.T, path, url string) string {
 		if err != nil {
 			t.Fatalf("route %s %q: %v", k, s, err)
 		}
-		route[k] = (d / speed).String()
+		route[k] = timing(k, d).String()
 	}
 	found := false
 	for _, r := range cfg["receivers"].([]any) {

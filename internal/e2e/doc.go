@@ -21,6 +21,17 @@
 // none resolved while llmprobe is down. It logs each incident's detection
 // time (docs/runbook.md quotes them).
 //
+// TestAlertmanagerLive (live_test.go; opt-in, LLMPROBE_E2E_LIVE=1, run by
+// .ci/e2e-live.sh or `make e2e-live`) is the same count live: three
+// simulators probed by `llmprobe serve`, a real Prometheus evaluating the
+// shipped rules (every `for` capped at 2m, keep_firing_for 1m, nothing else
+// changed) and a real Alertmanager with deploy/alertmanager/alertmanager.yml
+// (group_wait 10s, group_interval 1m) and a webhook receiver. A healthy
+// stretch (LLMPROBE_E2E_HEALTHY, default 4m) gives no notification; each
+// fault (slow TTFT, a killed target, HTTP 500s on two probes of a target
+// with llmprobe restarted while the burn fires) exactly one firing and one
+// resolved, and nothing else notifies (docs/runbook.md quotes the figures).
+//
 // TestProbeEndpointEndToEnd (probe_test.go) has a real Prometheus scrape
 // llmprobe's GET /probe for a simulator listed in a file_sd file, through
 // the relabelling of deploy/examples/probe/prometheus.yml, and checks
