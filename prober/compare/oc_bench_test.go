@@ -112,6 +112,7 @@ func ocRun(b *testing.B, c ocCase, n int) string {
 		last := s.Looks[len(s.Looks)-1]
 		looks, reqs, walls = append(looks, float64(len(s.Looks))), append(reqs, float64(last.NPerSide)), append(walls, wall)
 		for _, f := range res.Result.Figures {
+			fmt.Fprintf(os.Stderr, "oc %s run %d: %s rounds: baseline %.4g, candidate %.4g\n", c.name, i+1, f.Name, f.BaselineRounds, f.CandidateRounds)
 			switch f.Name {
 			case "ttft_p99":
 				ttft = append(ttft, f.Change)
@@ -179,10 +180,10 @@ func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *comp
 	side := func(target string) sweep.Config {
 		return sweep.Config{
 			Target: target, API: "completions", Timeout: 30 * time.Second,
-			Workload: workload.DefaultSpec(), WorkloadSource: "flags", Rates: []float64{20}, RatesText: "20", Arrival: "poisson", Burstiness: 1,
-			NumPrompts: 40, Warmups: sweep.DefaultWarmups, Rounds: 1, MetricsInterval: time.Second, IdleTimeout: 10 * time.Second,
+			Workload: workload.DefaultSpec(), WorkloadSource: "flags", Rates: []float64{float64(ocEnvInt("LLMPROBE_OC_RATE", 20))}, RatesText: strconv.Itoa(ocEnvInt("LLMPROBE_OC_RATE", 20)), Arrival: "poisson", Burstiness: 1,
+			NumPrompts: ocEnvInt("LLMPROBE_OC_PROMPTS", 40), Warmups: sweep.DefaultWarmups, Rounds: 1, MetricsInterval: time.Second, IdleTimeout: 10 * time.Second,
 			OutDir: os.TempDir(), Name: "oc", Embedded: true,
-			Validity: sweep.ValidityOptions{MaxSendLag: ocClientLag, MaxSchedLatency: ocClientLag},
+			Validity: ocValidity(),
 		}
 	}
 	th, err := compare.ParseThresholds(compare.DefaultThresholds)
@@ -204,6 +205,25 @@ func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *comp
 		p.AnswerChecks = answer.Builtin()
 	}
 	return p
+}
+
+// ocValidity is the client limits of the table's comparisons: ocClientLag
+// for send lag and scheduling latency, or the sweep's defaults when
+// LLMPROBE_OC_LAG is "default".
+func ocValidity() sweep.ValidityOptions {
+	if os.Getenv("LLMPROBE_OC_LAG") == "default" {
+		return sweep.ValidityOptions{}
+	}
+	return sweep.ValidityOptions{MaxSendLag: ocClientLag, MaxSchedLatency: ocClientLag}
+}
+
+// ocEnvInt is the positive integer in the environment variable name, or
+// def.
+func ocEnvInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // ocClientLag is the send-lag and scheduling-latency limit of the table's

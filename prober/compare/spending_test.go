@@ -72,7 +72,7 @@ func TestParseBudget(t *testing.T) {
 	f("2000", Budget{Requests: 2000}, "")
 	f("20m,2000", Budget{Time: 20 * time.Minute, Requests: 2000}, "")
 	f("2000, 90s", Budget{Time: 90 * time.Second, Requests: 2000}, "")
-	f(DefaultBudget, Budget{Time: 20 * time.Minute, Requests: 2000}, "")
+	f(DefaultBudget, Budget{Time: 20 * time.Minute, Requests: 5000}, "")
 	f("0", Budget{}, `requests per side must be given once and be >= 1, got "0"`)
 	f("20m,30m", Budget{}, `got "30m"`)
 	f("soon", Budget{}, `want off, a duration (20m), a count of requests per side (2000) or both (20m,2000), got "soon"`)
