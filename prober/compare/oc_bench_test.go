@@ -79,7 +79,9 @@ func BenchmarkCompareOC(b *testing.B) {
 			if pick != nil && !slices.ContainsFunc(pick, func(p string) bool { return strings.HasPrefix(c.name, p) }) {
 				continue
 			}
-			rows = append(rows, ocRun(b, c, runs))
+			row := ocRun(b, c, runs)
+			fmt.Fprint(os.Stderr, "oc row: "+row)
+			rows = append(rows, row)
 		}
 		fmt.Print("\n| case | runs | pass | fail | inconclusive | wrong | median looks | median requests per side | median wall time | median change (ttft_p99, tpot_p99) |\n" +
 			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n" + strings.Join(rows, ""))
@@ -173,15 +175,15 @@ func ocSimulator(b *testing.B, change func(*simulator.Config)) (url string, stop
 }
 
 // ocProcedure is the comparison of the table: the default workload (64
-// tokens in, 16 out) at 20 req/s, 40 requests per round, looks of one
-// A/B/B/A block, the default thresholds without an SLO (ttft_p99=10%,
-// tpot_p99=10%) and the default --budget.
+// tokens in, 16 out) at LLMPROBE_OC_RATE req/s (100), LLMPROBE_OC_PROMPTS
+// requests per round (200), blocks of one A/B/B/A, the default thresholds
+// without an SLO (ttft_p99=10%, tpot_p99=10%) and the default --budget.
 func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *compare.Procedure {
 	side := func(target string) sweep.Config {
 		return sweep.Config{
 			Target: target, API: "completions", Timeout: 30 * time.Second,
-			Workload: workload.DefaultSpec(), WorkloadSource: "flags", Rates: []float64{float64(ocEnvInt("LLMPROBE_OC_RATE", 20))}, RatesText: strconv.Itoa(ocEnvInt("LLMPROBE_OC_RATE", 20)), Arrival: "poisson", Burstiness: 1,
-			NumPrompts: ocEnvInt("LLMPROBE_OC_PROMPTS", 40), Warmups: sweep.DefaultWarmups, Rounds: 1, MetricsInterval: time.Second, IdleTimeout: 10 * time.Second,
+			Workload: workload.DefaultSpec(), WorkloadSource: "flags", Rates: []float64{float64(ocEnvInt("LLMPROBE_OC_RATE", 100))}, RatesText: strconv.Itoa(ocEnvInt("LLMPROBE_OC_RATE", 100)), Arrival: "poisson", Burstiness: 1,
+			NumPrompts: ocEnvInt("LLMPROBE_OC_PROMPTS", 200), Warmups: sweep.DefaultWarmups, Rounds: 1, MetricsInterval: time.Second, IdleTimeout: 10 * time.Second,
 			OutDir: os.TempDir(), Name: "oc", Embedded: true,
 			Validity: ocValidity(),
 		}
