@@ -209,14 +209,23 @@ func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *comp
 	return p
 }
 
-// ocValidity is the client limits of the table's comparisons: ocClientLag
-// for send lag and scheduling latency, or the sweep's defaults when
-// LLMPROBE_OC_LAG is "default".
+// ocValidity is the client limits of the table's comparisons: the
+// sweep's defaults when LLMPROBE_OC_LAG is "default", else its duration
+// (ocClientLag when unset) for both send lag and scheduling latency.
 func ocValidity() sweep.ValidityOptions {
-	if os.Getenv("LLMPROBE_OC_LAG") == "default" {
+	lag := ocClientLag
+	switch s := os.Getenv("LLMPROBE_OC_LAG"); s {
+	case "":
+	case "default":
 		return sweep.ValidityOptions{}
+	default:
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			panic(fmt.Sprintf("LLMPROBE_OC_LAG: want default or a duration, got %q", s))
+		}
+		lag = d
 	}
-	return sweep.ValidityOptions{MaxSendLag: ocClientLag, MaxSchedLatency: ocClientLag}
+	return sweep.ValidityOptions{MaxSendLag: lag, MaxSchedLatency: lag}
 }
 
 // ocEnvInt is the positive integer in the environment variable name, or

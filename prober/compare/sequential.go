@@ -205,7 +205,7 @@ const MaxSequentialRounds = 400
 // taken every few blocks of --rounds rounds (lookPlan), so that the
 // boundaries, which O'Brien-Fleming spending keeps high until the last
 // looks whatever their number, are not recomputed for looks that could
-// not decide, and the final boundary stays near the fixed design's (2.16
+// not decide, and the final boundary stays near the fixed design's (2.12
 // for the fail decision at 20 looks, 2.03 at 5, 1.96 at one).
 const MaxLooks = 20
 
