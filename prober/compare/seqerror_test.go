@@ -73,10 +73,11 @@ func runSequential(t *testing.T, sc scenario, shape synthShape, maxLooks, n, ite
 // TestSequentialErrorRates measures the sequential design on synthetic
 // comparisons (the distributions of TestVerdictErrorRates: TTFT lognormal
 // median 120 ms log-sd 0.35, TPOT median 25 ms log-sd 0.1, 3 % between
-// rounds; 100 requests per round, looks of 2 rounds per side, up to 10
-// looks: 2000 requests per side): however many looks, identical sides fail
-// at most 5 % of the time (2.5 % per side and figure, spent over the
-// looks), and a candidate 50 % slower never passes. It logs the table of
+// rounds; 100 requests per round, looks of 2 rounds per side, up to 25
+// looks: 5000 requests per side, the default --budget's count; fail at
+// 2.5 % and pass at 5 % one-sided, each spent over the looks): however
+// many looks, identical sides fail at most 5 % of the time, and a
+// candidate 50 % slower never passes. It logs the table of
 // docs/compare.md "Sequential rounds" (go test ./prober/compare -run
 // TestSequentialErrorRates -v).
 func TestSequentialErrorRates(t *testing.T) {
