@@ -199,10 +199,11 @@ var settingsTable = []Setting{
 			"A/B/B/A block. Each pair of rounds uses its own seed (--seed + pair), the same on both sides. With --budget off, " +
 			"the rounds in all."},
 	{Flag: "budget", Kind: KindString, Default: DefaultCompareBudget, Surfaces: SurfaceCompare,
-		Doc: "Sequential rounds: after each look of --rounds rounds every figure is judged at a group-sequential boundary " +
-			"(O'Brien-Fleming-type alpha spending: the error stays 2.5 % per side over all looks), and another look is added " +
-			"until the verdict decides or the next look would pass this budget: a wall time (20m), measured requests per " +
-			"side (2000) or both (20m,2000); off: one look of --rounds rounds (docs/compare.md)."},
+		Doc: "Sequential rounds: blocks of --rounds rounds are added, and after the first block and then every few (at most " +
+			"20 looks) every figure is judged at group-sequential boundaries (O'Brien-Fleming-type alpha spending over all " +
+			"looks: 2.5 % for fail, 5 % for pass, an equivalence test), until the verdict decides or the next block would " +
+			"pass this budget: a wall time (20m), measured requests per side (5000) or both (20m,5000); at most 400 rounds; " +
+			"off: one look of --rounds rounds (docs/compare.md)."},
 	{Field: "Seed", Flag: "seed", Key: "seed", Kind: KindInt64, Default: "0", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Seed of the arrival times and workload draws (each step derives its own)."},
 	{Field: "PromptNonce", Flag: "prompt-nonce", Key: "prompt_nonce", Kind: KindInt64, Default: "0", Bound: Bound{HasMin: true}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
