@@ -77,11 +77,16 @@ bench-quick: build
 	nice ./$(BIN) bench --quick $(BENCH_FLAGS)
 
 # Sequential compare's operating characteristics on the simulator, the table of docs/compare.md:
-# OC_RUNS comparisons per case (hours at 20; OC_CASES picks cases by name prefix, comma separated;
-# OC_BUDGET replaces the default --budget).
+# OC_RUNS comparisons per case (about 2 hours at 20; OC_CASES picks cases by name prefix, comma
+# separated; OC_BUDGET replaces the default --budget). Each round is OC_PROMPTS requests at OC_RATE
+# req/s against the default simulator (10 ms steps), with the sweep's default client limits
+# (OC_LAG=default; empty: 250 ms, for a host too busy for them).
 OC_RUNS ?= 20
+OC_RATE ?= 100
+OC_PROMPTS ?= 200
+OC_LAG ?= default
 compare-oc:
-	LLMPROBE_OC_RUNS=$(OC_RUNS) LLMPROBE_OC_CASES=$(OC_CASES) LLMPROBE_OC_BUDGET=$(OC_BUDGET) $(GO) test -run '^$$' -bench BenchmarkCompareOC -benchtime 1x -timeout 0 ./prober/compare
+	LLMPROBE_OC_RUNS=$(OC_RUNS) LLMPROBE_OC_CASES=$(OC_CASES) LLMPROBE_OC_BUDGET=$(OC_BUDGET) LLMPROBE_OC_RATE=$(OC_RATE) LLMPROBE_OC_PROMPTS=$(OC_PROMPTS) LLMPROBE_OC_LAG=$(OC_LAG) $(GO) test -run '^$$' -bench BenchmarkCompareOC -benchtime 1x -timeout 0 ./prober/compare
 
 # The Go micro-benchmarks of the hot paths.
 bench-go:

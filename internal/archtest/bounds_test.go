@@ -195,6 +195,10 @@ var notUserBounds = map[string]string{
 	"MinSecretLen":          "the shortest literal secret the redactor removes (shorter values would mangle output; the shape rules still apply)",
 	"MaxLogprobTokens":      "a library option's cap (client.Logprobs.Max); no flag or key sets it",
 	"MinQualityChecks":      "a statistical rule (compare's quality section decides from 10 checks on)",
+	// issue 40 Deliver 2: sequential compare's design.
+	"MaxSequentialRounds": "a sequential compare's round cap: its looks stop there as at --budget, saying so; no input is refused",
+	"MaxLooks":            "the sequential design's look plan (a look every few blocks past it), not a limit",
+	"MinClusterRounds":    "a statistical rule (the bootstrap draws rounds only from 10 rounds per side)",
 
 	// issue 26: the least samples over the limit that flag client-read-lag.
 	"MinSchedLatencyOverLimit": "a validity rule",

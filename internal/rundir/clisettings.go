@@ -18,10 +18,11 @@ type cliSetting struct {
 // settings table's row each names.
 var cliSettings = []cliSetting{
 	{Setting: sweep.Setting{Flag: "budget", Kind: sweep.KindString, Default: sweep.DefaultCompareBudget, Surfaces: sweep.SurfaceCompare,
-		Doc: "Sequential rounds: after each look of --rounds rounds every figure is judged at a group-sequential boundary " +
-			"(O'Brien-Fleming-type alpha spending: the error stays 2.5 % per side over all looks), and another look is added " +
-			"until the verdict decides or the next look would pass this budget: a wall time (20m), measured requests per " +
-			"side (2000) or both (20m,2000); off: one look of --rounds rounds (docs/compare.md)."}, after: "rounds"},
+		Doc: "Sequential rounds: blocks of --rounds rounds are added, and after the first block and then every few (at most " +
+			"20 looks) every figure is judged at group-sequential boundaries (O'Brien-Fleming-type alpha spending over all " +
+			"looks: 2.5 % for fail, 5 % for pass, an equivalence test), until the verdict decides or the next block would " +
+			"pass this budget: a wall time (20m), measured requests per side (5000) or both (20m,5000); at most 400 rounds; " +
+			"off: one look of --rounds rounds (docs/compare.md)."}, after: "rounds"},
 	{Setting: sweep.Setting{Flag: "no-progress", Kind: sweep.KindBool, Surfaces: sweep.SurfaceSweep | sweep.SurfaceCompare,
 		Doc: "No progress bar, plain log lines (the default when stderr is not a terminal)."}, after: "metadata", bind: func(f *SweepFlags) any { return &f.NoProgress }},
 	{Setting: sweep.Setting{Flag: "decision", Kind: sweep.KindString, Surfaces: sweep.SurfaceSweep | sweep.SurfaceCompare,

@@ -110,8 +110,8 @@ func TestCompareFlagsProcedure(t *testing.T) {
 	if b.CostPerHour != 3 || c.CostPerHour != 4 {
 		t.Errorf("prices %v %v, want 3 (shared) and 4 (the candidate's own)", b.CostPerHour, c.CostPerHour)
 	}
-	if p.Budget != (compare.Budget{Time: 20 * time.Minute, Requests: 2000}) {
-		t.Errorf("budget %+v, want the default 20m,2000", p.Budget)
+	if p.Budget != (compare.Budget{Time: 20 * time.Minute, Requests: 5000}) {
+		t.Errorf("budget %+v, want the default 20m,5000", p.Budget)
 	}
 	if p, err := compareProcedure(t, "--rates", "2", "--budget", "off"); err != nil || !p.Budget.IsZero() {
 		t.Errorf("--budget off: %+v, %v", p, err)

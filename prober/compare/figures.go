@@ -177,9 +177,16 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 	if o.Z > 0 {
 		// A sequential look: the interval at the look's boundary, its
 		// half-widths scaled as a normal interval's (Options.Z).
-		w := o.Z / ZOfConf(o.Conf)
-		lo, hi = f.Change-(f.Change-lo)*w, f.Change+(hi-f.Change)*w
-		f.Conf = ConfOfZ(o.Z)
+		wLo, wHi := o.Z/ZOfConf(o.Conf), o.Z/ZOfConf(o.Conf)
+		if o.ZPass > 0 { // the worse end at the pass decision's boundary
+			if t.HigherWorse() {
+				wHi = o.ZPass / ZOfConf(o.Conf)
+			} else {
+				wLo = o.ZPass / ZOfConf(o.Conf)
+			}
+		}
+		lo, hi = f.Change-(f.Change-lo)*wLo, f.Change+(hi-f.Change)*wHi
+		f.Conf = confOfZs(o.Z, o.ZPass)
 	}
 	f.CILo, f.CIHi = lo, hi
 	judge(&f, t, leaveOneOut(fb, fc, t))

@@ -79,7 +79,9 @@ func BenchmarkCompareOC(b *testing.B) {
 			if pick != nil && !slices.ContainsFunc(pick, func(p string) bool { return strings.HasPrefix(c.name, p) }) {
 				continue
 			}
-			rows = append(rows, ocRun(b, c, runs))
+			row := ocRun(b, c, runs)
+			fmt.Fprint(os.Stderr, "oc row: "+row)
+			rows = append(rows, row)
 		}
 		fmt.Print("\n| case | runs | pass | fail | inconclusive | wrong | median looks | median requests per side | median wall time | median change (ttft_p99, tpot_p99) |\n" +
 			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n" + strings.Join(rows, ""))
@@ -112,6 +114,7 @@ func ocRun(b *testing.B, c ocCase, n int) string {
 		last := s.Looks[len(s.Looks)-1]
 		looks, reqs, walls = append(looks, float64(len(s.Looks))), append(reqs, float64(last.NPerSide)), append(walls, wall)
 		for _, f := range res.Result.Figures {
+			fmt.Fprintf(os.Stderr, "oc %s run %d: %s rounds: baseline %.4g, candidate %.4g\n", c.name, i+1, f.Name, f.BaselineRounds, f.CandidateRounds)
 			switch f.Name {
 			case "ttft_p99":
 				ttft = append(ttft, f.Change)
@@ -172,17 +175,17 @@ func ocSimulator(b *testing.B, change func(*simulator.Config)) (url string, stop
 }
 
 // ocProcedure is the comparison of the table: the default workload (64
-// tokens in, 16 out) at 20 req/s, 40 requests per round, looks of one
-// A/B/B/A block, the default thresholds without an SLO (ttft_p99=10%,
-// tpot_p99=10%) and the default --budget.
+// tokens in, 16 out) at LLMPROBE_OC_RATE req/s (100), LLMPROBE_OC_PROMPTS
+// requests per round (200), blocks of one A/B/B/A, the default thresholds
+// without an SLO (ttft_p99=10%, tpot_p99=10%) and the default --budget.
 func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *compare.Procedure {
 	side := func(target string) sweep.Config {
 		return sweep.Config{
 			Target: target, API: "completions", Timeout: 30 * time.Second,
-			Workload: workload.DefaultSpec(), WorkloadSource: "flags", Rates: []float64{20}, RatesText: "20", Arrival: "poisson", Burstiness: 1,
-			NumPrompts: 40, Warmups: sweep.DefaultWarmups, Rounds: 1, MetricsInterval: time.Second, IdleTimeout: 10 * time.Second,
+			Workload: workload.DefaultSpec(), WorkloadSource: "flags", Rates: []float64{float64(ocEnvInt("LLMPROBE_OC_RATE", 100))}, RatesText: strconv.Itoa(ocEnvInt("LLMPROBE_OC_RATE", 100)), Arrival: "poisson", Burstiness: 1,
+			NumPrompts: ocEnvInt("LLMPROBE_OC_PROMPTS", 200), Warmups: sweep.DefaultWarmups, Rounds: 1, MetricsInterval: time.Second, IdleTimeout: 10 * time.Second,
 			OutDir: os.TempDir(), Name: "oc", Embedded: true,
-			Validity: sweep.ValidityOptions{MaxSendLag: ocClientLag, MaxSchedLatency: ocClientLag},
+			Validity: ocValidity(),
 		}
 	}
 	th, err := compare.ParseThresholds(compare.DefaultThresholds)
@@ -204,6 +207,34 @@ func ocProcedure(b *testing.B, base, cand string, seed int64, checks bool) *comp
 		p.AnswerChecks = answer.Builtin()
 	}
 	return p
+}
+
+// ocValidity is the client limits of the table's comparisons: the
+// sweep's defaults when LLMPROBE_OC_LAG is "default", else its duration
+// (ocClientLag when unset) for both send lag and scheduling latency.
+func ocValidity() sweep.ValidityOptions {
+	lag := ocClientLag
+	switch s := os.Getenv("LLMPROBE_OC_LAG"); s {
+	case "":
+	case "default":
+		return sweep.ValidityOptions{}
+	default:
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			panic(fmt.Sprintf("LLMPROBE_OC_LAG: want default or a duration, got %q", s))
+		}
+		lag = d
+	}
+	return sweep.ValidityOptions{MaxSendLag: lag, MaxSchedLatency: lag}
+}
+
+// ocEnvInt is the positive integer in the environment variable name, or
+// def.
+func ocEnvInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // ocClientLag is the send-lag and scheduling-latency limit of the table's

@@ -193,9 +193,9 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 	rerunCount := 0
 	var pending []pendingRound // the rounds of the pair under way
 	discards := 0              // pairs discarded (sequential only)
-	plan := p.newLookPlan(sweep.MaxRounds)
+	plan := p.newLookPlan(MaxSequentialRounds)
 	var v *Verdict
-	var z float64
+	var z, zPass float64
 	start := time.Now()
 	for look := 1; ; look++ {
 		lookStart := time.Now()
@@ -252,11 +252,14 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 		}
 		now := time.Now()
 		l := plan.next(look, len(order), perSide(sides), now.Sub(start), now.Sub(lookStart))
-		z = l.Z
-		v = p.verdict(sides, reruns, z)
+		if l == nil { // no look after this block
+			continue
+		}
+		z, zPass = l.Z, l.ZPass
+		v = p.verdict(sides, reruns, z, zPass)
 		stop := plan.judged(l, v)
 		kitlevel.Info(logger).Log("msg", "compare look", "look", l.Look, "of", plan.seq.MaxLooks, "n_per_side", l.NPerSide,
-			"z", fmt.Sprintf("%.3f", l.Z), "spent_alpha", fmt.Sprintf("%.4g", l.Spent), "verdict", v.Outcome, "final", l.Final,
+			"z", fmt.Sprintf("%.3f", l.Z), "z_pass", fmt.Sprintf("%.3f", l.ZPass), "spent_alpha", fmt.Sprintf("%.4g", l.Spent), "verdict", v.Outcome, "final", l.Final,
 			"figures", l.FiguresText())
 		if stop {
 			break
@@ -266,7 +269,7 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 		cr.Sequential = plan.seq
 	}
 	if v == nil || !complete {
-		v = p.verdict(sides, reruns, z)
+		v = p.verdict(sides, reruns, z, zPass)
 	}
 	cr.Sequential.apply(v)
 	if complete && p.AnswerChecks != nil {
@@ -410,13 +413,13 @@ func addEvidence(sides map[string]*Evidence, side string, round int, ev *Evidenc
 
 // verdict compares the sides' pooled evidence (inconclusive when a side
 // has none).
-func (p *Procedure) verdict(sides map[string]*Evidence, reruns []string, z float64) *Verdict {
+func (p *Procedure) verdict(sides map[string]*Evidence, reruns []string, z, zPass float64) *Verdict {
 	if sides[SideBaseline] == nil || sides[SideCandidate] == nil {
 		return &Verdict{Outcome: OutcomeInconclusive, Rules: []Rule{}, Figures: []Figure{},
 			Reasons: []string{"no round of one side was measured"}, Missing: []string{}}
 	}
 	return Compare(sides[SideBaseline], sides[SideCandidate], Options{
-		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed), Reruns: reruns, Z: z,
+		Thresholds: p.Thresholds, Vary: p.Vary, SLO: p.Baseline.SLO, Iters: p.Iters, Seed: uint64(p.Seed), Reruns: reruns, Z: z, ZPass: zPass,
 	})
 }
 

@@ -133,7 +133,8 @@ func (r *Result) Options(o Options, given Given) Options {
 	if !given.Seed {
 		o.Seed = uint64(r.Seed)
 	}
-	o.Z = r.Sequential.Z() // the last look's boundary
+	o.Z = r.Sequential.Z() // the last look's boundaries
+	o.ZPass = r.Sequential.ZPass()
 	o.Reruns = r.Reruns()
 	return o
 }

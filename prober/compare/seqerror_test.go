@@ -37,6 +37,10 @@ func runSequential(t *testing.T, sc scenario, shape synthShape, maxLooks, n, ite
 	if err != nil {
 		t.Fatal(err)
 	}
+	zp, err := Boundaries(ts, PassAlpha)
+	if err != nil {
+		t.Fatal(err)
+	}
 	shape.rounds = 2 * maxLooks
 	out := make([]seqOutcome, n)
 	var wg sync.WaitGroup
@@ -49,7 +53,7 @@ func runSequential(t *testing.T, sc scenario, shape synthShape, maxLooks, n, ite
 				for k := 1; k <= maxLooks; k++ {
 					bk, ck := *b, *c
 					bk.Steps, ck.Steps = b.Steps[:2*k], c.Steps[:2*k]
-					v := Compare(&bk, &ck, Options{Thresholds: th, SLO: defaultSLO, Iters: iters, Seed: uint64(i), Z: zs[k-1]})
+					v := Compare(&bk, &ck, Options{Thresholds: th, SLO: defaultSLO, Iters: iters, Seed: uint64(i), Z: zs[k-1], ZPass: zp[k-1]})
 					out[i] = seqOutcome{verdict: v.Outcome, looks: k}
 					if v.Outcome != OutcomeInconclusive {
 						break
@@ -69,13 +73,15 @@ func runSequential(t *testing.T, sc scenario, shape synthShape, maxLooks, n, ite
 // TestSequentialErrorRates measures the sequential design on synthetic
 // comparisons (the distributions of TestVerdictErrorRates: TTFT lognormal
 // median 120 ms log-sd 0.35, TPOT median 25 ms log-sd 0.1, 3 % between
-// rounds; 100 requests per round, looks of 2 rounds per side, up to 10
-// looks: 2000 requests per side): however many looks, identical sides fail
-// at most 5 % of the time (2.5 % per side and figure, spent over the
-// looks), and a candidate 50 % slower never passes. It logs the table of
+// rounds; 100 requests per round, looks of 2 rounds per side, up to 25
+// looks: 5000 requests per side, the default --budget's count; fail at
+// 2.5 % and pass at 5 % one-sided, each spent over the looks): however
+// many looks, identical sides fail at most 5 % of the time, and a
+// candidate 50 % slower never passes. It logs the table of
 // docs/compare.md "Sequential rounds" (go test ./prober/compare -run
 // TestSequentialErrorRates -v).
 func TestSequentialErrorRates(t *testing.T) {
+	const seqLooks = 25 // 5000 requests per side: the default --budget's count
 	n := 100
 	if testing.Short() || testutil.RaceEnabled {
 		n = 24
@@ -92,9 +98,9 @@ func TestSequentialErrorRates(t *testing.T) {
 		{scenario{"+50 % TPOT", 1, 1.5}, []string{OutcomeFail}},
 		{scenario{"+50 % TTFT", 1.5, 1}, []string{OutcomeFail}},
 	}
-	table := "| candidate | comparisons | pass | fail | inconclusive | wrong | median looks (of 10) |\n|---|---:|---:|---:|---:|---:|---:|\n"
+	table := fmt.Sprintf("| candidate | comparisons | pass | fail | inconclusive | wrong | median looks (of %d) |\n|---|---:|---:|---:|---:|---:|---:|\n", seqLooks)
 	for ci, c := range cases {
-		out := runSequential(t, c.scenario, shape, 10, n, 500, uint64(100+ci))
+		out := runSequential(t, c.scenario, shape, seqLooks, n, 500, uint64(100+ci))
 		count := map[string]int{}
 		wrong := 0
 		looks := make([]int, 0, n)

@@ -76,8 +76,11 @@ func ParseBudget(s string) (Budget, error) {
 type Sequential struct {
 	// Design is DesignOBF; Alpha the one-sided error of each decision
 	// (SeqAlpha).
-	Design string  `json:"design"`
-	Alpha  float64 `json:"alpha"`
+	// PassAlpha is the pass decision's one-sided error (PassAlpha; 0 in a
+	// result.json written before it: Alpha for both).
+	Design    string  `json:"design"`
+	Alpha     float64 `json:"alpha"`
+	PassAlpha float64 `json:"pass_alpha,omitempty"`
 	// Budget is --budget as given ("20m0s,2000"); RoundsPerLook the rounds
 	// of each look (--rounds); MaxLooks the looks the budget allows,
 	// planned after the first look from its requests and wall time.
@@ -98,10 +101,13 @@ type Look struct {
 	Rounds   int `json:"rounds"`
 	NPerSide int `json:"n_per_side"`
 	// Fraction is the information fraction (look / MaxLooks; 1 at the
-	// final look); Z the boundary (Boundaries), Conf the two-sided level
-	// of the intervals at it, Spent the alpha spent so far (SpentOBF).
+	// final look); Z the boundary (Boundaries) of the fail decision (the
+	// interval's better end), ZPass that of the pass decision (its worse
+	// end, at PassAlpha), Conf the two-sided level of the intervals at
+	// them, Spent the fail decision's alpha spent so far (SpentOBF).
 	Fraction float64 `json:"fraction"`
 	Z        float64 `json:"z"`
+	ZPass    float64 `json:"z_pass,omitempty"`
 	Conf     float64 `json:"conf"`
 	Spent    float64 `json:"spent_alpha"`
 	Final    bool    `json:"final"`
@@ -154,6 +160,20 @@ func (s *Sequential) Z() float64 {
 	return zs[len(zs)-1]
 }
 
+// ZPass is the pass decision's boundary at the last look (0: none taken,
+// or a result.json written before PassAlpha: the pass decision at Z),
+// recomputed from the looks' fractions.
+func (s *Sequential) ZPass() float64 {
+	if s == nil || len(s.Looks) == 0 || !(s.PassAlpha > 0) {
+		return 0
+	}
+	zs, err := Boundaries(s.fractions(), s.PassAlpha)
+	if err != nil {
+		return 0
+	}
+	return zs[len(zs)-1]
+}
+
 // apply adds to an inconclusive verdict why the looks stopped (what the
 // next evidence is: a larger budget), as Procedure.Run and Reapply do.
 func (s *Sequential) apply(v *Verdict) {
@@ -174,12 +194,33 @@ const (
 	stoppedRule    = "a rule that more rounds do not mend: "
 )
 
-// lookPlan is the state of a sequential comparison between looks.
+// MaxSequentialRounds bounds the rounds of a sequential comparison, both
+// sides together (a fixed design is bounded by sweep.MaxRounds): enough
+// that the default --budget's time, not the count of rounds, ends a
+// comparison of short rounds (the README's --rates 4: about 20 requests
+// per round and 6–9 s per round with its warmups and idle proof, so its
+// 20 minutes end after 130–200 rounds, where 100 ended it after 11).
+const MaxSequentialRounds = 400
+
+// MaxLooks bounds the looks of a sequential comparison: past it, a look is
+// taken every few blocks of --rounds rounds (lookPlan), so that the
+// boundaries, which O'Brien-Fleming spending keeps high until the last
+// looks whatever their number, are not recomputed for looks that could
+// not decide, and the final boundary stays near the fixed design's (2.12
+// for the fail decision at 20 looks, 2.03 at 5, 1.96 at one).
+const MaxLooks = 20
+
+// lookPlan is the state of a sequential comparison between blocks of
+// rounds: a block is --rounds rounds (an A/B/B/A block by default); a look
+// is taken after the first block (a plain difference decides there), then
+// every `every` blocks, and after the block that ends the budget.
 type lookPlan struct {
-	seq      *Sequential
-	budget   Budget
-	maxLooks int // MaxRounds / rounds per look
-	lookDur  time.Duration
+	seq       *Sequential
+	budget    Budget
+	maxBlocks int // MaxSequentialRounds / rounds per block
+	blocks    int // the blocks the budget allows, planned after the first
+	every     int // blocks between looks
+	blockDur  time.Duration
 }
 
 // newLookPlan is the plan of p's looks (nil: the fixed design).
@@ -187,47 +228,66 @@ func (p *Procedure) newLookPlan(maxRounds int) *lookPlan {
 	if p.Budget.IsZero() {
 		return nil
 	}
-	return &lookPlan{seq: &Sequential{Design: DesignOBF, Alpha: SeqAlpha, Budget: p.Budget.String(), RoundsPerLook: p.Rounds, Looks: []Look{}},
-		budget: p.Budget, maxLooks: max(1, maxRounds/p.Rounds)}
+	return &lookPlan{seq: &Sequential{Design: DesignOBF, Alpha: SeqAlpha, PassAlpha: PassAlpha, Budget: p.Budget.String(), RoundsPerLook: p.Rounds, Looks: []Look{}},
+		budget: p.Budget, maxBlocks: max(1, maxRounds/p.Rounds), every: 1}
 }
 
-// next is look k (from 1) after its rounds, n requests per side so far,
-// elapsed the rounds' wall time and took that of this look's rounds: it
-// plans the looks after the first, decides whether this one is final (the
-// next would not fit the budget) and returns its boundary.
+// next is called after block k (from 1) with its rounds so far, n
+// requests per side so far, elapsed the rounds' wall time and took that of
+// this block's rounds: it plans the blocks and looks after the first (the
+// information fraction of a look is its blocks over the blocks planned:
+// calendar information, set before any figure is seen), decides whether
+// this block is final (the next would not fit the budget) and returns the
+// look taken after it, with its boundaries, or nil when no look is taken
+// there.
 func (lp *lookPlan) next(k, rounds, n int, elapsed, took time.Duration) *Look {
-	lp.lookDur = max(lp.lookDur, took)
+	lp.blockDur = max(lp.blockDur, took)
 	if k == 1 {
-		looks := lp.maxLooks
+		blocks := lp.maxBlocks
 		if lp.budget.Requests > 0 && n > 0 {
-			looks = min(looks, lp.budget.Requests/n)
+			blocks = min(blocks, lp.budget.Requests/n)
 		}
 		if lp.budget.Time > 0 && took > 0 {
-			looks = min(looks, int(lp.budget.Time/took))
+			blocks = min(blocks, int(lp.budget.Time/took))
 		}
-		lp.seq.MaxLooks = max(1, looks)
+		lp.blocks = max(1, blocks)
+		lp.every = (lp.blocks + MaxLooks - 2) / (MaxLooks - 1) // look 1, then at most MaxLooks-1 more
+		lp.every = max(1, lp.every)
+		lp.seq.MaxLooks = 1 + (lp.blocks-1+lp.every-1)/lp.every
+		if lp.blocks == 1 {
+			lp.seq.MaxLooks = 1
+		}
+		lp.seq.RoundsPerLook = lp.seq.RoundsPerLook * lp.every
 	}
 	final, why := false, ""
 	switch {
-	case k >= lp.seq.MaxLooks:
-		final, why = true, fmt.Sprintf("%s%d looks of %d rounds planned (--budget %s)", stoppedBudget, lp.seq.MaxLooks, lp.seq.RoundsPerLook, lp.seq.Budget)
-	case lp.budget.Time > 0 && elapsed+lp.lookDur > lp.budget.Time:
-		final, why = true, fmt.Sprintf("%sanother look (about %s) would pass the time budget %s", stoppedBudget, lp.lookDur.Round(time.Second), lp.budget.Time)
+	case k >= lp.blocks:
+		final, why = true, fmt.Sprintf("%s%d looks planned, %d blocks of %d rounds (--budget %s)", stoppedBudget, lp.seq.MaxLooks, lp.blocks,
+			lp.seq.RoundsPerLook/lp.every, lp.seq.Budget)
+	case lp.budget.Time > 0 && elapsed+lp.blockDur > lp.budget.Time:
+		final, why = true, fmt.Sprintf("%sanother block of rounds (about %s) would pass the time budget %s", stoppedBudget, lp.blockDur.Round(time.Second), lp.budget.Time)
 	case lp.budget.Requests > 0 && n+n/k > lp.budget.Requests:
-		final, why = true, fmt.Sprintf("%sanother look would pass %d requests per side", stoppedBudget, lp.budget.Requests)
+		final, why = true, fmt.Sprintf("%sanother block of rounds would pass %d requests per side", stoppedBudget, lp.budget.Requests)
 	}
-	l := Look{Look: k, Rounds: rounds, NPerSide: n, Fraction: float64(k) / float64(lp.seq.MaxLooks), Final: final, Elapsed: elapsed.Seconds()}
+	if !final && k != 1 && (k-1)%lp.every != 0 {
+		return nil
+	}
+	l := Look{Look: len(lp.seq.Looks) + 1, Rounds: rounds, NPerSide: n, Fraction: float64(k) / float64(lp.blocks), Final: final, Elapsed: elapsed.Seconds()}
 	if final {
 		l.Fraction = 1
 	}
 	lp.seq.Looks = append(lp.seq.Looks, l)
 	zs, err := Boundaries(lp.seq.fractions(), lp.seq.Alpha)
-	if err != nil { // fractions always increase: k < MaxLooks until final
+	if err != nil { // fractions always increase: k < blocks until final
+		panic(err)
+	}
+	zp, err := Boundaries(lp.seq.fractions(), lp.seq.PassAlpha)
+	if err != nil {
 		panic(err)
 	}
 	last := &lp.seq.Looks[len(lp.seq.Looks)-1]
-	last.Z = zs[len(zs)-1]
-	last.Conf, last.Spent = ConfOfZ(last.Z), SpentOBF(last.Fraction, lp.seq.Alpha)
+	last.Z, last.ZPass = zs[len(zs)-1], zp[len(zp)-1]
+	last.Conf, last.Spent = confOfZs(last.Z, last.ZPass), SpentOBF(last.Fraction, lp.seq.Alpha)
 	if final {
 		lp.seq.Stopped = why
 	}
@@ -292,4 +352,13 @@ func perSide(sides map[string]*Evidence) int {
 		}
 	}
 	return max(n, 0)
+}
+
+// confOfZs is the two-sided level of an interval whose better end sits at
+// z standard errors and its worse end at zPass (0: at z as well).
+func confOfZs(z, zPass float64) float64 {
+	if !(zPass > 0) {
+		return ConfOfZ(z)
+	}
+	return normCDF(z) + normCDF(zPass) - 1
 }

@@ -17,6 +17,17 @@ import (
 // interval spends 2.5 % per side at its one look.
 const SeqAlpha = 0.025
 
+// PassAlpha is the one-sided error of a sequential comparison's pass
+// decision (an equivalence test: the interval's worse end below the
+// limit), spent over the looks like SeqAlpha: the two one-sided tests'
+// convention (Schuirmann 1987; a 90 % interval inside the margin, as
+// bioequivalence is shown), twice the fail decision's SeqAlpha. A wrong
+// pass needs the true change at or beyond the limit; a wrong fail (an
+// identical candidate rejected, the error a canary pays for most often)
+// keeps SeqAlpha. The fixed design (--budget off) keeps SeqAlpha for
+// both.
+const PassAlpha = 0.05
+
 // DesignOBF names the spending function in result.json.
 const DesignOBF = "lan-demets-obrien-fleming"
 

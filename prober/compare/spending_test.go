@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestParseBudget(t *testing.T) {
 	f("2000", Budget{Requests: 2000}, "")
 	f("20m,2000", Budget{Time: 20 * time.Minute, Requests: 2000}, "")
 	f("2000, 90s", Budget{Time: 90 * time.Second, Requests: 2000}, "")
-	f(DefaultBudget, Budget{Time: 20 * time.Minute, Requests: 2000}, "")
+	f(DefaultBudget, Budget{Time: 20 * time.Minute, Requests: 5000}, "")
 	f("0", Budget{}, `requests per side must be given once and be >= 1, got "0"`)
 	f("20m,30m", Budget{}, `got "30m"`)
 	f("soon", Budget{}, `want off, a duration (20m), a count of requests per side (2000) or both (20m,2000), got "soon"`)
@@ -112,6 +113,79 @@ func TestBoundariesEarlyLook(t *testing.T) {
 	for i := 2; i < 25; i++ {
 		if zs[i] >= zs[i-1] {
 			t.Errorf("look %d: z %.3f not below look %d's %.3f", i+1, zs[i], i, zs[i-1])
+		}
+	}
+}
+
+// TestLookPlan follows a sequential comparison's plan block by block: a
+// budget of 60 blocks takes a look after the first block and then every
+// 4th (at most MaxLooks), each at fraction blocks/60 with the pass
+// boundary below the fail boundary (but at MaxZ, where both spend
+// nothing), and the block that would pass the
+// budget is the final look at fraction 1; a budget of 5 blocks looks after
+// every block.
+func TestLookPlan(t *testing.T) {
+	f := func(blocks, wantEvery, wantLooks int) {
+		t.Helper()
+		p := &Procedure{Rounds: 4, Budget: Budget{Requests: blocks * 40}}
+		lp := p.newLookPlan(MaxSequentialRounds)
+		var looks []*Look
+		for k := 1; k <= blocks; k++ {
+			l := lp.next(k, 4*k, 40*k, time.Duration(k)*time.Second, time.Second)
+			if l == nil {
+				continue
+			}
+			looks = append(looks, l)
+			if l.Final {
+				break
+			}
+		}
+		if lp.every != wantEvery || lp.seq.MaxLooks != wantLooks || len(looks) != wantLooks || lp.seq.MaxLooks > MaxLooks {
+			t.Fatalf("%d blocks: every %d, %d looks of %d planned, want every %d and %d looks", blocks, lp.every, len(looks), lp.seq.MaxLooks,
+				wantEvery, wantLooks)
+		}
+		for i, l := range looks {
+			if l.Look != i+1 || !(l.ZPass > 0 && (l.ZPass < l.Z || l.Z == MaxZ)) || (i > 0 && !(l.Fraction > looks[i-1].Fraction)) {
+				t.Errorf("%d blocks: look %+v", blocks, *l)
+			}
+		}
+		last := looks[len(looks)-1]
+		if !last.Final || last.Fraction != 1 || math.Abs(last.Spent-SeqAlpha) > 1e-12 || !strings.HasPrefix(lp.seq.Stopped, stoppedBudget) {
+			t.Errorf("%d blocks: last look %+v, stopped %q", blocks, *last, lp.seq.Stopped)
+		}
+		if want := normQuantile(1 - PassAlpha); blocks == 1 && math.Abs(last.ZPass-want) > 1e-9 {
+			t.Errorf("one block: z pass %.4f, want %.4f", last.ZPass, want)
+		}
+	}
+	f(60, 4, 16) // looks after blocks 1, 5, 9, ..., 57 and the final 60
+	f(5, 1, 5)
+	f(1, 1, 1)
+}
+
+// TestPassIntervalAsymmetric: at a look with a pass boundary, a latency's
+// interval reaches to its upper (worse) end at z_pass and its lower end
+// at z; a rate's the other way round.
+func TestPassIntervalAsymmetric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	b, c := synthSide(defaultShape, 1, 1, rng), synthSide(defaultShape, 1, 1, rng)
+	th, err := ParseThresholds("tpot_p99=10%,throughput=5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(z, zp float64) []Figure {
+		return Compare(b, c, Options{Thresholds: th, Iters: 500, Z: z, ZPass: zp}).Figures
+	}
+	sym, asym := at(3, 3), at(3, 1.5)
+	for i := range sym {
+		s, a := sym[i], asym[i]
+		worseWide, betterWide := s.CIHi-s.Change, s.Change-s.CILo
+		worseNarrow, betterSame := a.CIHi-a.Change, a.Change-a.CILo
+		if s.Name == FigureThroughput {
+			worseWide, betterWide, worseNarrow, betterSame = betterWide, worseWide, betterSame, worseNarrow
+		}
+		if math.Abs(betterSame-betterWide) > 1e-12 || math.Abs(worseNarrow-worseWide/2) > 1e-9 {
+			t.Errorf("%s: symmetric %+.4f [%+.4f, %+.4f], with z pass half of z %+.4f [%+.4f, %+.4f]", s.Name, s.Change, s.CILo, s.CIHi,
+				a.Change, a.CILo, a.CIHi)
 		}
 	}
 }

@@ -167,6 +167,12 @@ type Options struct {
 	// Z / ZOfConf(Conf), a two-sided level of ConfOfZ(Z) (Figure.Conf).
 	// 0: the bootstrap's interval at Conf as it is (one look).
 	Z float64
+	// ZPass, when > 0 with Z, is the pass decision's boundary: the
+	// interval's worse end (a latency's upper, a rate's lower) is widened
+	// by ZPass / ZOfConf(Conf) instead, its better end by Z; the two ends
+	// are then one-sided bounds at the two decisions' levels (PassAlpha,
+	// SeqAlpha) and Figure.Conf their joint two-sided level.
+	ZPass float64
 	// Reruns names the rounds rerun because their client was flagged
 	// ("round 2 (candidate) rerun: ..."; Procedure.Run), for the client
 	// rule's detail.
