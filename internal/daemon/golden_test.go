@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,11 +29,15 @@ var update = flag.Bool("update", false, "rewrite testdata/metrics.golden from th
 // goldenFile is the whole daemon's /metrics, normalised (normalise).
 const goldenFile = "testdata/metrics.golden"
 
+// enumLabels are the labels whose values are a fixed set the daemon
+// exports from the start (zero series made up front), so the golden keeps
+// them: a renamed outcome or reason is an interface change.
+var enumLabels = map[string]bool{"outcome": true, "result": true, "reason": true, "state": true, "phase": true, "slo": true}
+
 // normalise writes an exposition's shape: per family its name, TYPE and
-// HELP, then each distinct set of label names its series carry, sorted.
-// Sample values, timestamps, exemplars and label values are dropped: which
-// values appear (an outcome, an error reason) depends on timing, the names
-// and families do not. go_ and process_ families keep their name and type
+// HELP, the values of its enumLabels, then each distinct set of label names
+// its series carry, sorted. Sample values, timestamps, exemplars and other
+// label values (targets, addresses, versions) are dropped. go_ and process_ families keep their name and type
 // only (their HELP and labels follow the Go release).
 func normalise(mfs map[string]*dto.MetricFamily) string {
 	var names []string
@@ -49,13 +54,23 @@ func normalise(mfs map[string]*dto.MetricFamily) string {
 		}
 		fmt.Fprintf(&b, "  # %s\n", mf.GetHelp())
 		sets := map[string]bool{}
+		enums := map[string]map[string]bool{}
 		for _, m := range mf.Metric {
 			var ls []string
 			for _, l := range m.Label {
 				ls = append(ls, l.GetName())
+				if enumLabels[l.GetName()] {
+					if enums[l.GetName()] == nil {
+						enums[l.GetName()] = map[string]bool{}
+					}
+					enums[l.GetName()][l.GetValue()] = true
+				}
 			}
 			slices.Sort(ls)
 			sets["{"+strings.Join(ls, ",")+"}"] = true
+		}
+		for _, k := range slices.Sorted(maps.Keys(enums)) {
+			fmt.Fprintf(&b, "  %s: %s\n", k, strings.Join(slices.Sorted(maps.Keys(enums[k])), " "))
 		}
 		var keys []string
 		for k := range sets {
