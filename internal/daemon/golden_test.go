@@ -120,7 +120,8 @@ func sweepRuns(mfs map[string]*dto.MetricFamily, result string) float64 {
 
 // TestGoldenMetrics is issue 35 Deliver 5 (node_exporter's e2e-output
 // idea): a daemon with a static target (a workload probe and an
-// answer-check probe), a discovered target (static_configs), a scheduled
+// answer-check probe), one with an SLO, a cost per hour and labels (apart:
+// the sweep would inherit the SLO, and 4 requests are too few for its p99), a discovered target (static_configs), a scheduled
 // sweep that has run once (its send-lag and scheduling-latency checks
 // off: a busy host must not fail it), tracing on (an in-process OTLP receiver) and a
 // /probe request answered; its /metrics, normalised, equals
@@ -156,6 +157,12 @@ func TestGoldenMetrics(t *testing.T) {
         output_len: 4
         max_send_lag: 1h
         max_sched_latency: 1h
+  - name: priced
+    base_url: %[1]s
+    slo: {ttft: 5s, tpot: 1s}
+    cost_per_hour: 2
+    labels: {team: golden}
+    probes: [{name: p, rate: 2}]
 discovery:
   - name: found
     static_configs: [{targets: [%[2]q]}]
