@@ -12,7 +12,7 @@
 // The package only observes; it never decides. The caller evaluates the SLO
 // and passes the verdict to Observe. Metrics implements manager.Observer and
 // every optional observer interface of the manager (skips, arrivals, probe
-// and target starts and stops): cmd/llmprobe hands it to the probe manager,
+// and target starts and stops): internal/daemon hands it to the probe manager,
 // which does not import this package.
 package probemetrics
 

@@ -10,7 +10,7 @@ import (
 
 // The sections of analysis.md, in the order of
 // docs/templates/experiment-report.md. The compare run's analysis.md
-// (cmd/llmprobe/comparereport.go) uses the same headings.
+// (verdict.go, WriteCompareAnalysis) uses the same headings.
 const (
 	SectionDecision    = "Decision and SLO"
 	SectionFingerprint = "Fingerprint"

@@ -37,8 +37,18 @@
 // that bracket a found knee), assemble.go (the Result and its notes), result.go
 // (the Result's types), resultjson.go (result.json's keys: one table per
 // object, used to write and to read) and decode.go (MarshalJSON,
-// DecodeResult and the value codecs). Error text that reaches a sink or the Result loses
-// credentials and echoed prompt text.
+// DecodeResult and the value codecs), view.go (small readings of a Result
+// that reports need). Workload and measurement variants: answers.go
+// (answer checks after the last step), background.go (the background mode
+// beside production traffic), dataset.go (a dataset file), multiturn.go
+// (multi-turn chat sessions), trace.go (trace replay), features.go (request
+// features /v1/models does not list), shard.go and merge.go (sharded sweeps
+// and their Merger), cost.go (cost per hour), energy.go (GPU energy from
+// DCGM), kneeci.go (the knee's bootstrap interval), schedlatency.go (Go
+// scheduling latency of a step), cpu_unix.go and cpu_other.go (the
+// process's CPU time), httpconfig.go (the sweep's HTTP clients). Error text
+// that reaches a sink or the Result loses credentials and echoed prompt
+// text.
 //
 // docs/sweep.md describes the flags, the statistics, the validity rules,
 // the knee algorithm, the result.json keys and the Go API for people.
