@@ -11,7 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/compare"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -41,7 +41,7 @@ func runCompare(e *env, f *rundir.CompareFlags) int {
 		secrets = append(p.Baseline.Secrets(), p.Candidate.Secrets()...)
 	}
 	fail := func(msg string) int {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(msg, secrets...)))
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(redact.Secrets(msg, secrets...)))
 		return compare.ExitBadInput
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 func init() {
@@ -22,7 +22,7 @@ func init() {
 		return cmd.FullCommand(), func(e *env) int {
 			o, err := rundir.Merge(*dirs, rundir.MergeOptions{OutDir: *out, Name: *name, Args: append([]string{"llmprobe"}, e.args...)})
 			if err != nil {
-				fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", fingerprint.RedactText(err.Error()))
+				fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", redact.Text(err.Error()))
 				if o == nil {
 					return 2
 				}

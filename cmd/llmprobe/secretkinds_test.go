@@ -26,7 +26,7 @@ import (
 )
 
 // The secrets of TestEverySecretKindNeverLeaves, each recognisable and at
-// least fingerprint.MinSecretLen long.
+// least redact.MinSecretLen long.
 const (
 	kindCredV1     = "rotated-cred-v1-7f3a91"  // authorization.credentials_file, before the rotation
 	kindCredV2     = "rotated-cred-v2-c40e5d"  // ... after it

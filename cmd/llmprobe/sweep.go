@@ -10,7 +10,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/internal/simulator"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -94,7 +94,7 @@ func runSweep(e *env, f *rundir.SweepFlags) int {
 func sweepConfig(e *env, f *rundir.SweepFlags) (sweep.Config, int) {
 	cfg, err := f.Config()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(rundir.FlagErrorText(err), cfg.Secrets()...)))
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(redact.Secrets(rundir.FlagErrorText(err), cfg.Secrets()...)))
 		if rundir.IsFlagError(err) {
 			return cfg, 2
 		}
@@ -115,7 +115,7 @@ func sweepConfig(e *env, f *rundir.SweepFlags) (sweep.Config, int) {
 // and returns the exit code.
 func sweepExit(e *env, cfg sweep.Config, res *rundir.Outcome, err error) int {
 	if err != nil {
-		msg := fingerprint.RedactSecrets(rundir.FlagErrorText(err), cfg.Secrets()...)
+		msg := redact.Secrets(rundir.FlagErrorText(err), cfg.Secrets()...)
 		if rundir.IsFlagError(err) {
 			// Refused before any load (e.g. the lengths exceed the model's
 			// max_model_len): one line naming the flag, exit 2.

@@ -11,7 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/daemon"
 	"github.com/llmprobe/llmprobe/internal/rundir"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -33,7 +33,7 @@ func checkSweepPush(p *rundir.PushFlags) error {
 // went: a failure is an error with --push.required, a warning without;
 // false when the push failed.
 func pushSweep(e *env, p *rundir.PushFlags, name string, res *sweep.Result) bool {
-	url := fingerprint.RedactText(p.URL)
+	url := redact.Text(p.URL)
 	if err := pushResult(context.WithoutCancel(e.ctx), p, name, res); err != nil {
 		if p.Required {
 			level.Error(e.logger).Log("msg", "push failed (--push.required)", "url", url, "err", err)

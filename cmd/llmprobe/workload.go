@@ -12,7 +12,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -104,7 +104,7 @@ func runWorkloadStats(e *env, f *workloadFlags) int {
 	}
 	st, info, err := workload.DatasetStats(e.ctx, ds, tok)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), secrets...)))
+		fmt.Fprintf(e.stderr, "llmprobe: error: %s\n", oneLine(redact.Secrets(err.Error(), secrets...)))
 		if errors.Is(err, workload.ErrAllPruned) {
 			return 2
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/rundir"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -66,11 +66,11 @@ func statsTokenizer(e *env, f *workloadFlags) (workload.Tokenizer, []string, fun
 		fmt.Fprintf(e.stderr, "llmprobe: error: --http.config.file: %s\n", oneLine(err.Error()))
 		return nil, nil, nil, 2
 	}
-	secrets := fingerprint.SortSecrets(append([]string{string(key)}, client.SecretValues(hs)...))
+	secrets := redact.SortSecrets(append([]string{string(key)}, client.SecretValues(hs)...))
 	sz, closeTarget, err := endpoint.DiscoverSizing(e.ctx, endpoint.Options{BaseURL: f.target, API: f.api, Model: f.model,
 		APIKey: key, HTTPConfig: h, Logger: e.logger, Timeout: time.Minute})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "llmprobe: error: --target: %s\n", oneLine(fingerprint.RedactSecrets(err.Error(), secrets...)))
+		fmt.Fprintf(e.stderr, "llmprobe: error: --target: %s\n", oneLine(redact.Secrets(err.Error(), secrets...)))
 		return nil, nil, nil, 1
 	}
 	return sz.Tokenizer, secrets, closeTarget, 0

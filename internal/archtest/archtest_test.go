@@ -222,6 +222,37 @@ func TestConfigImportsNoSweepEngine(t *testing.T) {
 	}
 }
 
+// TestRedactIsALeaf checks that redaction is a leaf package (issue 35
+// Deliver 4): prober/redact imports nothing of llmprobe, so any layer can
+// redact, and the daemon's probe path, which only redacts, does not depend
+// on the experiment fingerprint.
+func TestRedactIsALeaf(t *testing.T) {
+	pkgs := goPackages(t)
+	if _, ok := pkgs["prober/redact"]; !ok {
+		t.Fatal("no prober/redact package")
+	}
+	for _, imp := range pkgs["prober/redact"] {
+		t.Errorf("prober/redact imports %s: it is a leaf and imports nothing of llmprobe", imp)
+	}
+	for _, root := range []string{"prober/config", "prober/client", "prober/endpoint", "prober/manager", "prober/discovery", "prober/tracing", "prober/scrape"} {
+		seen := map[string]bool{}
+		var walk func(p string)
+		walk = func(p string) {
+			if seen[p] {
+				return
+			}
+			seen[p] = true
+			for _, imp := range pkgs[p] {
+				walk(imp)
+			}
+		}
+		walk(root)
+		if seen["prober/fingerprint"] {
+			t.Errorf("%s depends on prober/fingerprint: redaction lives in prober/redact", root)
+		}
+	}
+}
+
 // TestMetricsPackageDeps checks that llmprobe's metrics package depends on
 // no plotting library, no report and no run-directory package (the sweep
 // daemon's observer types are a leaf package, prober/capacity).

@@ -158,7 +158,7 @@ var boundRows = []boundRow{
 	{"prober", "MaxHeaderValueLen", "a recorded response header value (an attribution header, the `x-request-id` echo): cut there", "targets"},
 	{"prober", "MaxAttributionValues", "the distinct values of one attribution header per target (later new ones are recorded as `other`)", "targets"},
 	{"prober", "MaxResponseIDBytes", "a streamed reply's `id` and `model` as a trace span carries them (`gen_ai.response.id`, `gen_ai.response.model`): cut there", "targets"},
-	{"prober/fingerprint", "MaxRecentSecrets", "secrets learned from sent requests that a target's redactor keeps besides the config's (the oldest dropped first)", "targets"},
+	{"prober/redact", "MaxRecentSecrets", "secrets learned from sent requests that a target's redactor keeps besides the config's (the oldest dropped first)", "targets"},
 	{"prober/sweep", "MaxRounds", "`--rounds` / `rounds`: a sweep's repeats of each level, compare's rounds in all", "flags, YAML, API"},
 	{"prober/sweep", "MaxAutoSteps", "`--auto-max-steps`: the steps of an adaptive search", "flags"},
 	{"prober/sweep", "MaxKneeRepeats", "`--knee-repeats`: the runs of the levels that bracket the knee", "flags"},

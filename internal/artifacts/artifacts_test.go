@@ -20,6 +20,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 var testNow = time.Date(2026, 5, 6, 7, 8, 9, 0, time.FixedZone("CEST", 2*3600))
@@ -373,7 +374,7 @@ func TestFinish(t *testing.T) {
 			if strings.Contains(string(raw), "sk-secret") || strings.Contains(string(raw), "abcdef123") {
 				t.Error("manifest contains the api key or a secret metadata value")
 			}
-			if m.Fingerprint.Metadata["hf_token"] != fingerprint.Redacted || m.Fingerprint.Metadata["gpu"] != "h100" {
+			if m.Fingerprint.Metadata["hf_token"] != redact.Redacted || m.Fingerprint.Metadata["gpu"] != "h100" {
 				t.Errorf("metadata %v", m.Fingerprint.Metadata)
 			}
 			if !strings.Contains(string(raw), `"--api-key=<redacted>"`) {

@@ -16,6 +16,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/capfile"
 
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // SchemaVersion is the version of manifest.json this package writes; Verify
@@ -61,8 +62,8 @@ type File struct {
 // failed one) the Run accepts no more writes. The error joins every failure;
 // the manifest is still written when closing an appender failed, so the
 // directory can be verified as it is. m.InterruptedReason passes through
-// fingerprint.RedactText and the values of secret-looking metadata keys
-// become "<redacted>" (fingerprint.RedactMetadata) whatever the caller
+// redact.Text and the values of secret-looking metadata keys
+// become "<redacted>" (redact.Metadata) whatever the caller
 // gave.
 func (r *Run) Finish(m Manifest, complete bool) error {
 	r.mu.Lock()
@@ -91,8 +92,8 @@ func (r *Run) Finish(m Manifest, complete bool) error {
 	m.Files = files
 	// Reasons often quote a server's error text: never let a credential
 	// through, whatever the caller passed.
-	m.InterruptedReason = fingerprint.RedactText(m.InterruptedReason)
-	m.Fingerprint.Metadata = fingerprint.RedactMetadata(m.Fingerprint.Metadata)
+	m.InterruptedReason = redact.Text(m.InterruptedReason)
+	m.Fingerprint.Metadata = redact.Metadata(m.Fingerprint.Metadata)
 	m.Complete = complete
 	if complete {
 		m.InterruptedReason = ""

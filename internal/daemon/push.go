@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // Push pushes every metric in the Prometheus text format to URL every
@@ -47,7 +47,7 @@ func startPush(ctx context.Context, p Push, g prometheus.Gatherer, logger log.Lo
 		wg.Wait()
 		return nil, err
 	}
-	level.Info(logger).Log("msg", "pushing metrics", "url", fingerprint.RedactText(p.URL), "interval", p.Interval)
+	level.Info(logger).Log("msg", "pushing metrics", "url", redact.Text(p.URL), "interval", p.Interval)
 	return func() { cancel(); wg.Wait() }, nil
 }
 

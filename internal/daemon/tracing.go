@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/llmprobe/llmprobe/prober/config"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
@@ -119,7 +119,7 @@ func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 	if err != nil {
 		return nil, fmt.Errorf("%w: --tracing: %w", ErrUsage, err)
 	}
-	red := fingerprint.NewRedactor()
+	red := redact.New()
 	for _, v := range t.File.HeaderValues() {
 		red.AddCredential(v)
 	}
@@ -158,7 +158,7 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 		return nil, fmt.Errorf("%w: --tracing.metrics: %w", ErrUsage, err)
 	}
 	if !t.On() {
-		red := fingerprint.NewRedactor()
+		red := redact.New()
 		for _, v := range t.File.HeaderValues() {
 			red.AddCredential(v)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -76,7 +77,7 @@ func RunCompare(ctx context.Context, p *compare.Procedure, o CompareOptions) (*C
 		return nil, &OutDirError{Err: err}
 	}
 	fp := fingerprint.New(p.Args, start)
-	cmd := fingerprint.ShellJoin(fingerprint.Redact(p.Args)) + "\n"
+	cmd := fingerprint.ShellJoin(redact.Args(p.Args)) + "\n"
 	if err := errors.Join(run.WriteFile(artifacts.CommandFile, []byte(cmd)), writeHelp(run, o.Help)); err != nil {
 		_ = run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: "failed: " + err.Error()}, false)
 		return nil, err

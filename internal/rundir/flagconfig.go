@@ -11,8 +11,8 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/answer"
 	lpconfig "github.com/llmprobe/llmprobe/prober/config"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/knob"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -260,7 +260,7 @@ func addDecision(md map[string]string, decision, rollbackIf string) error {
 		if _, dup := md[kv.key]; dup {
 			return &FlagError{Flag: kv.flag, Err: fmt.Errorf("also given as --metadata %s=...", kv.key)}
 		}
-		md[kv.key] = fingerprint.RedactText(kv.v)
+		md[kv.key] = redact.Text(kv.v)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -62,7 +63,7 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 		ferr := run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: "merge failed: " + err.Error()}, false)
 		return out, errors.Join(err, ferr)
 	}
-	cmd := fingerprint.ShellJoin(fingerprint.Redact(o.Args)) + "\n"
+	cmd := fingerprint.ShellJoin(redact.Args(o.Args)) + "\n"
 	if err := run.WriteFile(artifacts.CommandFile, []byte(cmd)); err != nil {
 		return fail(err)
 	}

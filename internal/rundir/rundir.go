@@ -36,6 +36,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -45,7 +46,7 @@ type Options struct {
 	// Logger receives the sweep's progress and warnings (nil: none).
 	Logger log.Logger
 	// Args is the full command line, program name first: command.txt and
-	// the fingerprint hold it redacted (fingerprint.Redact).
+	// the fingerprint hold it redacted (redact.Args).
 	Args []string
 	// Help is written to help.txt (the command's --help of this build; ""
 	// writes no help.txt).
@@ -100,7 +101,7 @@ func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
 		return nil, fmt.Errorf("out dir: %w", err)
 	}
 	out := &Outcome{Dir: run.Dir()}
-	level.Info(logger).Log("msg", "sweep starting", "target", fingerprint.RedactText(cfg.Target), "model", p.Model(), "prompt_nonce", p.PromptNonce(),
+	level.Info(logger).Log("msg", "sweep starting", "target", redact.Text(cfg.Target), "model", p.Model(), "prompt_nonce", p.PromptNonce(),
 		"mode", cfg.Mode(), "dir", run.Dir())
 	sink, err := openFiles(run, o)
 	if err != nil {
@@ -125,7 +126,7 @@ func Run(ctx context.Context, cfg sweep.Config, o Options) (*Outcome, error) {
 
 // openFiles writes command.txt and help.txt and opens the sink's files.
 func openFiles(run *artifacts.Run, o Options) (*artifacts.Sink, error) {
-	cmd := fingerprint.ShellJoin(fingerprint.Redact(o.Args)) + "\n"
+	cmd := fingerprint.ShellJoin(redact.Args(o.Args)) + "\n"
 	if err := run.WriteFile(artifacts.CommandFile, []byte(cmd)); err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func openFiles(run *artifacts.Run, o Options) (*artifacts.Sink, error) {
 // first step; it returns err joined with the failure to finish.
 func abort(run *artifacts.Run, cfg sweep.Config, fp fingerprint.Fingerprint, err error) error {
 	fp.End = time.Now().UTC()
-	reason := "failed: " + fingerprint.RedactSecrets(err.Error(), cfg.Secrets()...)
+	reason := "failed: " + redact.Secrets(err.Error(), cfg.Secrets()...)
 	ferr := run.Finish(artifacts.Manifest{Fingerprint: fp, InterruptedReason: reason}, false)
 	return errors.Join(err, ferr)
 }

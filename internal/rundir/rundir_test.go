@@ -27,7 +27,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -949,7 +949,7 @@ func TestRunScrubsPromptEcho(t *testing.T) {
 	verifyClean(t, out.Dir)
 	recs := readFile(t, out.Dir, artifacts.RecordsFile)
 	errs := readFile(t, out.Dir, artifacts.ErrorsFile)
-	if !strings.Contains(errs, fingerprint.PromptEcho) || !strings.Contains(recs, fingerprint.PromptEcho) || !strings.Contains(errs, "cannot serve prompt") {
+	if !strings.Contains(errs, redact.PromptEcho) || !strings.Contains(recs, redact.PromptEcho) || !strings.Contains(errs, "cannot serve prompt") {
 		t.Errorf("the echo was not replaced:\n%s", errs)
 	}
 	mu.Lock()

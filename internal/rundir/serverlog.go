@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/llmprobe/llmprobe/prober/capfile"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/prober"
@@ -30,7 +30,7 @@ const MaxServerLogBytes = 64 << 20
 type serverLog struct {
 	sweep.Observer
 	path string
-	red  *fingerprint.Redactor // the sweep's secrets, removed from the copy
+	red  *redact.Redactor // the sweep's secrets, removed from the copy
 
 	mu    sync.Mutex
 	start int64
@@ -38,7 +38,7 @@ type serverLog struct {
 	full  bool
 }
 
-func newServerLog(path string, inner sweep.Observer, red *fingerprint.Redactor) *serverLog {
+func newServerLog(path string, inner sweep.Observer, red *redact.Redactor) *serverLog {
 	if inner == nil {
 		inner = sweep.NopObserver{}
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/llmprobe/llmprobe/prober/config"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // StatusSource reports the current targets; implemented by the probe
@@ -154,9 +154,9 @@ func NewHandler(o Options) http.Handler {
 }
 
 // cmdline is pprof.Cmdline with secret-looking flag values and URL
-// credentials redacted (fingerprint.Redact), e.g. those of --push.url.
+// credentials redacted (redact.Args), e.g. those of --push.url.
 func cmdline(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprint(w, strings.Join(fingerprint.Redact(os.Args), "\x00"))
+	fmt.Fprint(w, strings.Join(redact.Args(os.Args), "\x00"))
 }

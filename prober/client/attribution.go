@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // MaxAttributionHeaders bounds the attribution headers of a target (its
@@ -87,7 +87,7 @@ func (a *Attribution) Headers() []string {
 
 // record fills rec.Attribution and rec.Backend from the response headers
 // h; red (may be nil) and secrets are removed from the values.
-func (a *Attribution) record(h http.Header, rec *prober.Record, red *fingerprint.Redactor, secrets []string) {
+func (a *Attribution) record(h http.Header, rec *prober.Record, red *redact.Redactor, secrets []string) {
 	if a == nil {
 		return
 	}
@@ -128,8 +128,8 @@ func fold(seen map[string]struct{}, v string, limit int) string {
 // removed, control
 // characters and invalid UTF-8 replaced by "?", cut to
 // prober.MaxHeaderValueLen bytes at a UTF-8 boundary.
-func HeaderValue(v string, red *fingerprint.Redactor, secrets ...string) string {
-	v = red.Redact(fingerprint.RedactSecrets(v, secrets...)) // a nil red removes credential shapes only
+func HeaderValue(v string, red *redact.Redactor, secrets ...string) string {
+	v = red.Redact(redact.Secrets(v, secrets...)) // a nil red removes credential shapes only
 	v = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
 			return '?'

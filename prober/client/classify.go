@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // ctxClass classifies a failure when ctx is done: by the timer that
@@ -42,7 +42,7 @@ func statusError(resp *http.Response) (prober.ErrorClass, string, bool) {
 	n, _ := readFull(resp.Body, buf)
 	msg := "HTTP " + resp.Status
 	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		msg += " (redirect to " + trimTo(fingerprint.RedactText(loc), 120) + "; redirects are not followed: fix base_url)"
+		msg += " (redirect to " + trimTo(redact.Text(loc), 120) + "; redirects are not followed: fix base_url)"
 	} else if detail := errorBodyMessage(buf[:n]); detail != "" {
 		msg += ": " + detail
 	}
@@ -95,7 +95,7 @@ func errorBodyMessage(b []byte) string {
 // clean makes an error message safe and short: the API key and the other
 // secrets are redacted, a
 // server message that echoes the prompt loses every echoed piece
-// (fingerprint.ScrubPrompt),
+// (redact.ScrubPrompt),
 // control characters become spaces, and the length is bounded.
 func (c *Client) clean(msg string, req *Request, fromServer bool) string {
 	redacted := false
@@ -109,9 +109,9 @@ func (c *Client) clean(msg string, req *Request, fromServer bool) string {
 	}
 	msg = c.red.RedactLiterals(msg)
 	if fromServer {
-		msg = fingerprint.ScrubPrompt(msg, req.Prompt)
+		msg = redact.ScrubPrompt(msg, req.Prompt)
 		for _, m := range req.Messages {
-			msg = fingerprint.ScrubPrompt(msg, m.Content)
+			msg = redact.ScrubPrompt(msg, m.Content)
 		}
 	}
 	msg = strings.Map(func(r rune) rune {

@@ -28,7 +28,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/bounded"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sse"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 )
@@ -122,7 +122,7 @@ type Options struct {
 	// Redactor, when set, also removes the secrets it knows (those the
 	// HTTP client registered as it sent them: OAuth2 access tokens,
 	// rotated files) from Record.ErrorMessage.
-	Redactor *fingerprint.Redactor
+	Redactor *redact.Redactor
 	// Attribution, when set, records the response headers that say which
 	// backend answered (attribution.go); nil records none. The response's
 	// x-request-id is always kept (Record.RequestIDEcho).
@@ -263,7 +263,7 @@ type Client struct {
 	secrets   []string // APIKey and Options.Secrets, longest first
 	// noResend turns resending off (tests that show what it prevents).
 	noResend bool
-	red      *fingerprint.Redactor
+	red      *redact.Redactor
 	metrics  *tracing.ClientMetrics
 }
 
@@ -343,7 +343,7 @@ func New(o Options) (*Client, error) {
 		}
 		c.extra = append(append(append(append(c.extra, ','), kb...), ':'), vb...)
 	}
-	c.secrets = fingerprint.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
+	c.secrets = redact.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
 	c.red = o.Redactor
 	if c.pooling == "" {
 		c.metrics = o.Metrics.Client(c.operation(), c.server, c.red)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 func TestMain(m *testing.M) {
@@ -701,7 +701,7 @@ func TestErrorMessageRedaction(t *testing.T) {
 	if strings.Contains(rec.ErrorMessage, testKey) || strings.Contains(rec.ErrorMessage, prompt[:20]) {
 		t.Fatalf("message leaks: %q", rec.ErrorMessage)
 	}
-	if !strings.Contains(rec.ErrorMessage, "bad key <secret>") || !strings.Contains(rec.ErrorMessage, fingerprint.PromptEcho) {
+	if !strings.Contains(rec.ErrorMessage, "bad key <secret>") || !strings.Contains(rec.ErrorMessage, redact.PromptEcho) {
 		t.Fatalf("message %q lacks the redaction markers", rec.ErrorMessage)
 	}
 }

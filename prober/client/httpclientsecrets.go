@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // NewRedactor returns the Redactor of one target: it knows the API key and
@@ -23,9 +23,9 @@ import (
 // transport of NewHTTPClient as it is sent. An unreadable file is an
 // *HTTPConfigError, as from HTTPSecrets; the Redactor is returned anyway
 // with what could be read.
-func NewRedactor(apiKey config.Secret, cfg config.HTTPClientConfig) (*fingerprint.Redactor, error) {
+func NewRedactor(apiKey config.Secret, cfg config.HTTPClientConfig) (*redact.Redactor, error) {
 	secrets, err := HTTPSecrets(cfg)
-	red := fingerprint.NewRedactor(append([]string{string(apiKey)}, SecretValues(secrets)...)...)
+	red := redact.New(append([]string{string(apiKey)}, SecretValues(secrets)...)...)
 	if b := cfg.BasicAuth; b != nil {
 		user, pw := b.Username, string(b.Password)
 		for _, s := range secrets {
@@ -58,7 +58,7 @@ func NewRedactor(apiKey config.Secret, cfg config.HTTPClientConfig) (*fingerprin
 
 // addProxyUser registers the userinfo of a proxy URL as the transport
 // sends it (Proxy-Authorization: Basic base64(user:password)).
-func addProxyUser(red *fingerprint.Redactor, u *url.URL) {
+func addProxyUser(red *redact.Redactor, u *url.URL) {
 	if u == nil || u.User == nil {
 		return
 	}
@@ -92,7 +92,7 @@ func stampOf(fi os.FileInfo) fileStamp {
 // refresh registers the file's content with red when it changed since the
 // last read: one stat per request, a read only on a change, so the
 // redactor knows a rotated secret before the request that sends it.
-func (f *secretFile) refresh(red *fingerprint.Redactor) {
+func (f *secretFile) refresh(red *redact.Redactor) {
 	fi, err := os.Stat(f.path)
 	if err != nil {
 		return
@@ -122,14 +122,14 @@ func (f *secretFile) refresh(red *fingerprint.Redactor) {
 // the hook.
 type secretsTransport struct {
 	next    http.RoundTripper
-	red     *fingerprint.Redactor
+	red     *redact.Redactor
 	proxy   func(*http.Request) (*url.URL, error)
 	headers map[string]bool        // canonical names of http_headers with secrets or files
 	hook    func(string, []string) // wroteHeaderField, bound once
 	files   []*secretFile          // secret files re-read when they change
 }
 
-func newSecretsTransport(next http.RoundTripper, cfg config.HTTPClientConfig, red *fingerprint.Redactor) *secretsTransport {
+func newSecretsTransport(next http.RoundTripper, cfg config.HTTPClientConfig, red *redact.Redactor) *secretsTransport {
 	t := &secretsTransport{next: next, red: red, headers: map[string]bool{}}
 	if cfg.ProxyURL.URL != nil || cfg.ProxyFromEnvironment {
 		t.proxy = cfg.Proxy()
@@ -205,7 +205,7 @@ func (t *secretsTransport) wroteHeaderField(key string, values []string) {
 // every credential it sends, as NewHTTPClient's does (for a client a
 // caller built itself; cfg says which headers carry secrets and which
 // proxy is used). Redirects are off in the copy.
-func WithRedactor(hc *http.Client, cfg config.HTTPClientConfig, red *fingerprint.Redactor) *http.Client {
+func WithRedactor(hc *http.Client, cfg config.HTTPClientConfig, red *redact.Redactor) *http.Client {
 	c := *hc
 	c.CheckRedirect = NoRedirects
 	if red == nil {

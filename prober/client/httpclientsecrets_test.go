@@ -21,7 +21,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // sentSecretsServer answers every request with 204, keeps the last
@@ -55,9 +55,9 @@ func newSentSecretsServer(t *testing.T) *sentSecretsServer {
 
 // redactingClient is NewHTTPClient(cfg) with an empty Redactor: what the
 // Redactor knows afterwards came from the sending.
-func redactingClient(t *testing.T, cfg config.HTTPClientConfig) (*http.Client, *fingerprint.Redactor) {
+func redactingClient(t *testing.T, cfg config.HTTPClientConfig) (*http.Client, *redact.Redactor) {
 	t.Helper()
-	red := fingerprint.NewRedactor()
+	red := redact.New()
 	hc, err := NewHTTPClient(cfg, "test", red)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func sendGet(t *testing.T, hc *http.Client, target string) {
 	resp.Body.Close()
 }
 
-func mustKnow(t *testing.T, red *fingerprint.Redactor, secrets ...string) {
+func mustKnow(t *testing.T, red *redact.Redactor, secrets ...string) {
 	t.Helper()
 	for _, s := range secrets {
 		if !red.Holds(s) {

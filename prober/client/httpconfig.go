@@ -15,7 +15,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/capfile"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // MaxSecretFileBytes caps what HTTPSecrets reads from one secret file of an
@@ -51,7 +51,7 @@ const MaxSecretFileBytes = 64 << 10
 //
 // A zero cfg gives a plain client with no credentials. The client is safe
 // for concurrent use; CloseIdleConnections releases its pool.
-func NewHTTPClient(cfg config.HTTPClientConfig, name string, red *fingerprint.Redactor) (*http.Client, error) {
+func NewHTTPClient(cfg config.HTTPClientConfig, name string, red *redact.Redactor) (*http.Client, error) {
 	cfg.FollowRedirects = false
 	cfg.EnableHTTP2 = false
 	if err := cfg.Validate(); err != nil {
@@ -203,7 +203,7 @@ func HTTPSecrets(cfg config.HTTPClientConfig) ([]HTTPSecret, error) {
 	return out, errors.Join(errs...)
 }
 
-// SecretValues returns the values of secrets (for RedactSecrets and
+// SecretValues returns the values of secrets (for redact.Secrets and
 // Options.Secrets).
 func SecretValues(secrets []HTTPSecret) []string {
 	out := make([]string, 0, len(secrets))

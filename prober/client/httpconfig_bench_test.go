@@ -11,7 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // BenchmarkTransport is one whole request of 64 token events over loopback
@@ -37,7 +37,7 @@ func BenchmarkTransport(b *testing.B) {
 		// With the Redactor every target's client has: the hook that
 		// registers each credential header as it is written.
 		{"NewHTTPClient+auth+header+redactor", func() *http.Client {
-			c, _ := NewHTTPClient(withAuth, "bench", fingerprint.NewRedactor())
+			c, _ := NewHTTPClient(withAuth, "bench", redact.New())
 			return c
 		}},
 	} {

@@ -13,7 +13,7 @@ import (
 	kitlevel "github.com/go-kit/log/level"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -222,7 +222,7 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 			case ctx.Err() != nil:
 				complete, stopReason = false, fmt.Sprintf("interrupted during round %d (%s)", i+1, side)
 			case err != nil:
-				complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", i+1, side, fingerprint.RedactSecrets(err.Error(), secrets...))
+				complete, stopReason = false, fmt.Sprintf("round %d (%s) failed: %s", i+1, side, redact.Secrets(err.Error(), secrets...))
 			case out == nil || !out.Complete:
 				complete, stopReason = false, fmt.Sprintf("round %d (%s) did not complete", i+1, side)
 			}
@@ -278,7 +278,7 @@ func (p *Procedure) Run(ctx context.Context) *Result {
 		case ctx.Err() != nil:
 			complete, stopReason = false, "interrupted during the answer checks"
 		case err != nil:
-			complete, stopReason = false, fingerprint.RedactSecrets(err.Error(), secrets...)
+			complete, stopReason = false, redact.Secrets(err.Error(), secrets...)
 		}
 		ApplyQuality(v, q)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -155,8 +155,8 @@ func (r *Result) Reruns() []string {
 func (p *Procedure) newResult() *Result {
 	return &Result{
 		Schema: ResultSchema, Decision: p.Decision, RollbackIf: p.RollbackIf,
-		Baseline:  Side{Target: fingerprint.RedactText(p.Baseline.Target), Model: p.Baseline.Model, CostPerHour: p.Baseline.CostPerHour},
-		Candidate: Side{Target: fingerprint.RedactText(p.Candidate.Target), Model: p.Candidate.Model, CostPerHour: p.Candidate.CostPerHour},
+		Baseline:  Side{Target: redact.Text(p.Baseline.Target), Model: p.Baseline.Model, CostPerHour: p.Baseline.CostPerHour},
+		Candidate: Side{Target: redact.Text(p.Candidate.Target), Model: p.Candidate.Model, CostPerHour: p.Candidate.CostPerHour},
 		Order:     p.Order, Seed: p.Seed, PromptNonce: p.Baseline.PromptNonce, MaxRegression: p.MaxRegression, Compared: FormatThresholds(p.Thresholds),
 		Vary: p.Vary, SLO: SLOMS(p.Baseline.SLO),
 		BootstrapIters: p.Iters, Rounds: []Round{},

@@ -24,8 +24,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/llmprobe/llmprobe/prober/client"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/knob"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -385,7 +385,7 @@ func (t TargetConfig) APIKey() config.Secret {
 // Redacted returns String with the credentials a URL can carry removed:
 // the userinfo and every query value of base_url and metrics_url become
 // <redacted> (a signed metrics URL holds its secret in any parameter), and
-// so does anything else fingerprint.RedactText recognises. Use it for
+// so does anything else redact.Text recognises. Use it for
 // whatever people or other systems see: the /config page, logs.
 func (c *Config) Redacted() string {
 	cp := *c
@@ -404,7 +404,7 @@ func (c *Config) Redacted() string {
 
 // redactURL removes the userinfo and every query value of a URL.
 func redactURL(s string) string {
-	s = fingerprint.RedactText(s)
+	s = redact.Text(s)
 	base, query, ok := strings.Cut(s, "?")
 	if !ok {
 		return s
@@ -414,9 +414,9 @@ func redactURL(s string) string {
 		k, v, hasValue := strings.Cut(p, "=")
 		switch {
 		case hasValue && v != "":
-			parts[i] = k + "=" + fingerprint.Redacted
+			parts[i] = k + "=" + redact.Redacted
 		case !hasValue && p != "":
-			parts[i] = fingerprint.Redacted
+			parts[i] = redact.Redacted
 		}
 	}
 	return base + "?" + strings.Join(parts, "&")

@@ -17,7 +17,7 @@
 //     options over one shared connection pool;
 //   - redaction of the API key, the secrets of the HTTP config, every
 //     credential its client sent (an OAuth2 access token, a rotated file:
-//     the client registers them with the endpoint's fingerprint.Redactor
+//     the client registers them with the endpoint's redact.Redactor
 //     as it sends them) and credential-shaped text from every message
 //     (Redact).
 //
@@ -51,7 +51,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -146,7 +146,7 @@ type Options struct {
 	// rotated file as read at send time). A caller that passes HTTPClient
 	// passes the Redactor that client registers with (sweeps do); without
 	// one only the secrets of the config are known.
-	Redactor *fingerprint.Redactor
+	Redactor *redact.Redactor
 	// AttributionHeaders are the response headers that say which backend
 	// answered (the target's attribution_headers): every request of the
 	// endpoint records them (client.Attribution, one per endpoint, so the
@@ -175,8 +175,8 @@ type Endpoint struct {
 	// info carries discovery, engine info, /metrics and /tokenize: hc's
 	// transport, in a span of its own when tracing is on.
 	info   http.RoundTripper
-	resend *http.Client          // resends on stale connections (client.Options.ResendHTTPClient)
-	red    *fingerprint.Redactor // the API key, the HTTP config's secrets, what the client sent
+	resend *http.Client     // resends on stale connections (client.Options.ResendHTTPClient)
+	red    *redact.Redactor // the API key, the HTTP config's secrets, what the client sent
 	logger log.Logger
 	now    func() time.Time // tests replace it
 
@@ -289,7 +289,7 @@ func (e *Endpoint) API() string { return e.o.API }
 
 // Redact removes the API key, every secret of the HTTP config, every
 // credential the endpoint's client has sent (Options.Redactor) and
-// anything else credential-shaped (fingerprint.RedactText) from a message
+// anything else credential-shaped (redact.Text) from a message
 // that may echo request data.
 func (e *Endpoint) Redact(msg string) string { return e.red.Redact(msg) }
 
@@ -300,7 +300,7 @@ func (e *Endpoint) Secrets() []string { return e.red.Secrets() }
 // Redactor returns the endpoint's registry of secrets, for callers that
 // redact text the endpoint did not produce (a /metrics body written to an
 // artifact).
-func (e *Endpoint) Redactor() *fingerprint.Redactor { return e.red }
+func (e *Endpoint) Redactor() *redact.Redactor { return e.red }
 
 // Client returns the streaming client for model (empty: the server's
 // default), built from the endpoint's options. The latest client is kept

@@ -22,6 +22,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // NotRecorded is the value of every fingerprint field that could not be read.
@@ -35,7 +37,7 @@ type Fingerprint struct {
 	// Tool is the llmprobe build that ran the experiment.
 	Tool Tool `json:"llmprobe"`
 	// Command is the full command line (program name first), redacted with
-	// Redact.
+	// redact.Args.
 	Command []string `json:"command"`
 	// Client is the host that generated the load.
 	Client Host `json:"client"`
@@ -267,7 +269,7 @@ type StepWindow struct {
 func New(args []string, start time.Time) Fingerprint {
 	return Fingerprint{
 		Tool:    ReadTool(),
-		Command: Redact(args),
+		Command: redact.Args(args),
 		Client:  ReadHost(),
 		Target: Target{
 			URL: NotRecorded, API: NotRecorded, Model: NotRecorded, ServedModel: NotRecorded,

@@ -25,7 +25,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/client"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // Defaults of Fetch.
@@ -190,7 +190,7 @@ func fetch(ctx context.Context, hc *http.Client, u *url.URL, o options) (*Snapsh
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
 		if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-			se.Location = fingerprint.RedactText(loc)
+			se.Location = redact.Text(loc)
 			if len(se.Location) > 200 {
 				se.Location = strings.ToValidUTF8(se.Location[:200], "") + "..."
 			}

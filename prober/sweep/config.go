@@ -16,8 +16,8 @@ import (
 	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/knob"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -581,9 +581,9 @@ var percentileKey = regexp.MustCompile(`^(mean|median|std|p[0-9.]+)_[a-z_]+_ms$`
 // ParseMetadata parses repeated --metadata KEY=VALUE pairs. Keys must be
 // non-empty, unique and not one of result.json's own keys (they are written
 // beside them, as vllm bench serve does). The value of a key that looks
-// secret (fingerprint.SecretKey: hf_token, api_key, password, ...) is
+// secret (redact.SecretKey: hf_token, api_key, password, ...) is
 // replaced by "<redacted>" here, so it reaches no artifact; other values
-// pass through fingerprint.RedactText (a Bearer token or sk-... key in a
+// pass through redact.Text (a Bearer token or sk-... key in a
 // value is removed too).
 func ParseMetadata(kvs []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -600,10 +600,10 @@ func ParseMetadata(kvs []string) (map[string]string, error) {
 		if _, dup := out[k]; dup {
 			return nil, fieldErr("Metadata", "key %q given twice", k)
 		}
-		if fingerprint.SecretKey(k) {
-			v = fingerprint.Redacted
+		if redact.SecretKey(k) {
+			v = redact.Redacted
 		}
-		out[k] = fingerprint.RedactText(v)
+		out[k] = redact.Text(v)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
@@ -88,7 +89,7 @@ func (c *Config) validateEnergy() error {
 	if c.GPUMetricsURL != "" {
 		u, err := url.Parse(c.GPUMetricsURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fieldErr("GPUMetricsURL", "must be an http:// or https:// URL, got %q", fingerprint.RedactText(c.GPUMetricsURL))
+			return fieldErr("GPUMetricsURL", "must be an http:// or https:// URL, got %q", redact.Text(c.GPUMetricsURL))
 		}
 	}
 	if _, err := ParseGPUSelector(c.GPUSelector); err != nil {
@@ -208,7 +209,7 @@ func newEnergySource(ctx context.Context, c *Config, logger log.Logger) *energyS
 		e.reason = "no GPU metrics source: set --gpu-metrics-url (a DCGM exporter) to record energy"
 		return e
 	}
-	e.shown = fingerprint.RedactText(e.url)
+	e.shown = redact.Text(e.url)
 	e.sel, _ = ParseGPUSelector(e.selector) // validated
 	// A client of its own: the target's credentials (--http.config.file,
 	// the API key) never go to the exporter.
@@ -233,7 +234,7 @@ func newEnergySource(ctx context.Context, c *Config, logger log.Logger) *energyS
 func (e *energySource) read(ctx context.Context) (gpuReading, error) {
 	snap, err := scrape.Fetch(ctx, e.http, e.url)
 	if err != nil {
-		return gpuReading{}, fmt.Errorf("%s", fingerprint.RedactText(err.Error()))
+		return gpuReading{}, fmt.Errorf("%s", redact.Text(err.Error()))
 	}
 	return readGPUs(snap.Families, e.sel, snap.Time), nil
 }

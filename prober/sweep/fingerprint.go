@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
@@ -14,7 +15,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 	c := r.cfg
 	fp := fingerprint.New(r.opts.Args, start)
 	info := r.info
-	fp.Target.URL = fingerprint.RedactText(c.Target)
+	fp.Target.URL = redact.Text(c.Target)
 	fp.Target.API = c.API
 	fp.Target.CostPerHour = c.CostPerHour
 	fp.Target.HTTPConfig = fingerprint.SummarizeHTTP(c.Target, c.HTTPConfig, c.APIKey != "")
@@ -34,7 +35,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 		fp.Target.EngineSource = fingerprint.OrNotRecorded(info.EngineSource)
 	}
 	if r.metricsOK {
-		fp.Target.MetricsURL = fingerprint.RedactText(r.metricsURL)
+		fp.Target.MetricsURL = redact.Text(r.metricsURL)
 		if len(info.EngineConfig) > 0 {
 			fp.Target.EngineConfig = fingerprint.Labels(info.EngineConfig)
 		} else if snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...); err == nil {
@@ -97,7 +98,7 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 		}
 	}
 	if len(c.Metadata) > 0 {
-		fp.Metadata = fingerprint.RedactMetadata(c.Metadata)
+		fp.Metadata = redact.Metadata(c.Metadata)
 	}
 	r.fp = fp
 }

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/client"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // metricsTimeout bounds each /metrics read of the sweep's own client.
@@ -41,7 +41,7 @@ func (r *runner) httpClients() ([]func(), error) {
 // redact removes credentials from text that may quote a server (an error
 // message, a reason): the secrets of the sweep's Redactor (the API key,
 // those of the HTTP config, every credential its clients sent) and
-// whatever fingerprint.RedactText removes.
+// whatever redact.Text removes.
 func (r *runner) redact(s string) string { return r.red.Redact(s) }
 
 // redactBody removes the secrets of the sweep's Redactor from a /metrics
@@ -54,16 +54,16 @@ func (r *runner) redactBody(b []byte) []byte { return r.red.RedactBytes(b) }
 // Redactor returns the sweep's registry of secrets (nil before Prepare
 // built the clients), for callers that write what the sweep did not
 // produce (a copy of the server's log).
-func (p *Prepared) Redactor() *fingerprint.Redactor { return p.r.red }
+func (p *Prepared) Redactor() *redact.Redactor { return p.r.red }
 
 // Secrets returns the literal secrets the sweep sends: the API key and
 // those of HTTPConfig (client.HTTPSecrets, files read now; an unreadable
 // one is left out), longest first. Callers redact text the sweep did not
-// produce with them (fingerprint.RedactSecrets), e.g. an error before
+// produce with them (redact.Secrets), e.g. an error before
 // Prepare.
 func (c Config) Secrets() []string {
 	secrets, _ := client.HTTPSecrets(c.HTTPConfig)
-	return fingerprint.SortSecrets(append([]string{string(c.APIKey)}, client.SecretValues(secrets)...))
+	return redact.SortSecrets(append([]string{string(c.APIKey)}, client.SecretValues(secrets)...))
 }
 
 // CheckClient returns the prepared sweep's client of its model, its API

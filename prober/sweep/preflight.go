@@ -11,7 +11,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/engine"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -54,7 +54,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	r.ep = ep
-	target := fingerprint.RedactText(c.Target)
+	target := redact.Text(c.Target)
 	info, err := ep.Discover(ctx)
 	switch {
 	case errors.Is(err, endpoint.ErrNoModel):

@@ -8,7 +8,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/llmprobe/llmprobe/prober/engine"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
@@ -46,7 +46,7 @@ func (r *runner) settledSnapshot(ctx context.Context, st *Step, phase string, be
 		_ = r.sink.Snapshot(meta)
 		return nil
 	}
-	meta.Source = fingerprint.RedactText(r.metricsURL)
+	meta.Source = redact.Text(r.metricsURL)
 	snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...)
 	if err == nil && before != nil && completed > 0 {
 		deadline := time.Now().Add(settleTimeout)

@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/schedlat"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -87,7 +88,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	var maxima map[string]float64
 	var stopRec func() error
 	if r.metricsOK {
-		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), Source: fingerprint.RedactText(r.metricsURL)})
+		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseDuring, Time: time.Now(), Source: redact.Text(r.metricsURL)})
 		rec := scrape.NewRecorder(r.http, r.metricsURL, c.MetricsInterval, scrapeWriter{r, idx},
 			append(r.scrapeOpts(), scrape.WithGauges(r.gauges()))...)
 		stop := rec.Start(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -74,7 +75,7 @@ type StepRecord struct {
 	Index int64
 	// Record is the measurement. Its ErrorMessage is already redacted:
 	// credentials removed and, without Config.SavePrompts, any echo of the
-	// prompt scrubbed (fingerprint.ScrubPrompt). The sink may keep it; the
+	// prompt scrubbed (redact.ScrubPrompt). The sink may keep it; the
 	// sweep does not touch it after handing it over.
 	Record *prober.Record
 	// Prompt is the prompt text, only with Config.SavePrompts ("" else).
@@ -197,8 +198,8 @@ type runner struct {
 	close  func() // closes the transports runner created
 
 	client        *client.Client
-	loadClient    *http.Client          // carries the endpoint's requests (client.NewHTTPClient)
-	red           *fingerprint.Redactor // the secrets the sweep sends (redact)
+	loadClient    *http.Client     // carries the endpoint's requests (client.NewHTTPClient)
+	red           *redact.Redactor // the secrets the sweep sends (redact)
 	model         string
 	metricsURL    string
 	metricsOK     bool           // /metrics was readable at preflight
@@ -365,7 +366,7 @@ func (p *Prepared) Run(ctx context.Context, sink RecordSink, obs Observer) (*Res
 		obs = NopObserver{}
 	}
 	r.sink, r.obs = sink, obs
-	obs.SweepStarted(SweepInfo{Target: fingerprint.RedactText(r.cfg.Target), Model: r.model, Mode: r.cfg.Mode(), Start: r.start})
+	obs.SweepStarted(SweepInfo{Target: redact.Text(r.cfg.Target), Model: r.model, Mode: r.cfg.Mode(), Start: r.start})
 	var runErr error
 	var err error
 	if r.prompts, err = newPromptSource(r); err != nil && ctx.Err() == nil {
@@ -441,7 +442,7 @@ func (r *runner) deliver(st *Step, acc *StatsAccumulator, i int64, rec *prober.R
 	if rec.ErrorMessage != "" {
 		msg := r.redact(rec.ErrorMessage)
 		if !r.cfg.SavePrompts {
-			msg = fingerprint.ScrubPrompt(msg, prompt)
+			msg = redact.ScrubPrompt(msg, prompt)
 		}
 		rec.ErrorMessage = msg
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 )
 
@@ -290,7 +291,7 @@ func (r *runner) traceTiming(st *Step) *TraceTiming {
 	t := r.cfg.Trace
 	n := len(tc.offsets)
 	tt := &TraceTiming{
-		Source: fingerprint.RedactText(t.Path), SHA256: t.SHA256, Format: t.Format, Speed: tc.speed, Entries: n,
+		Source: redact.Text(t.Path), SHA256: t.SHA256, Format: t.Format, Speed: tc.speed, Entries: n,
 		TraceSpanS: t.Entries[n-1].Offset.Seconds(), ScheduledSpanS: tc.offsets[n-1].Seconds(),
 		SendLagP99MS: st.Stats.SendLag.P99, BlockSize: t.BlockSize, Windows: []TraceWindow{},
 	}
@@ -379,7 +380,7 @@ func (r *runner) traceFingerprint(fp *fingerprint.Fingerprint) {
 	t := c.Trace
 	shared, input := t.PrefixShare(0)
 	ft := &fingerprint.Trace{
-		Source: fingerprint.RedactText(t.Path), SHA256: t.SHA256, Format: t.Format, Entries: len(t.Entries),
+		Source: redact.Text(t.Path), SHA256: t.SHA256, Format: t.Format, Entries: len(t.Entries),
 		BlockSize: t.BlockSize, HashIDs: t.HashIDs, Reordered: t.Reordered, SpanS: t.Span().Seconds(),
 		Speeds: slices.Clone(c.TraceSpeeds), SharedPrefixTokens: shared, InputTokens: input,
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
 // otlpReceiver is an OTLP/HTTP metrics collector: it decodes every
@@ -134,7 +134,7 @@ func TestMetricsExport(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 	const secret = "sk-metrics-secret-123456"
-	red := fingerprint.NewRedactor(secret)
+	red := redact.New(secret)
 	server, _ := url.Parse("http://llm.example:8000")
 	c := m.Client(OperationChat, server, red)
 
@@ -294,7 +294,7 @@ func BenchmarkMetricsRecord(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 	server, _ := url.Parse("http://llm.example:8000")
-	c := m.Client(OperationChat, server, fingerprint.NewRedactor("sk-x"))
+	c := m.Client(OperationChat, server, redact.New("sk-x"))
 	rec := prober.Record{Model: "m", ResponseModel: "m", E2E: time.Second, TTFT: 100 * time.Millisecond,
 		PromptTokens: 100, CompletionTokens: 64}
 	for i := range 63 {

@@ -8,11 +8,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 )
 
-// Redactor removes secrets from text: a target's *fingerprint.Redactor
-// (a nil one still removes what fingerprint.RedactText does).
+// Redactor removes secrets from text: a target's *redact.Redactor
+// (a nil one still removes what redact.Text does).
 type Redactor interface {
 	Redact(string) string
 }
@@ -23,7 +23,7 @@ type Redactor interface {
 // So a span carries nothing a server echoed unredacted, whichever call
 // site writes it (issue 34 N6: a reason phrase "401 Unauthorized Bearer
 // sk-..." as the status description). A nil red redacts with
-// fingerprint.RedactText (the shapes: Bearer, Basic, URL userinfo).
+// redact.Text (the shapes: Bearer, Basic, URL userinfo).
 func Redacting(span trace.Span, red Redactor) trace.Span {
 	if red == nil {
 		red = shapes{}
@@ -34,7 +34,7 @@ func Redacting(span trace.Span, red Redactor) trace.Span {
 // shapes is the Redactor that knows no literal secret.
 type shapes struct{}
 
-func (shapes) Redact(s string) string { return fingerprint.RedactText(s) }
+func (shapes) Redact(s string) string { return redact.Text(s) }
 
 type redactingSpan struct {
 	trace.Span

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
@@ -51,7 +51,7 @@ func TestRedactingSpan(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
 	tr := tp.Tracer("test")
-	red := fingerprint.NewRedactor(secret)
+	red := redact.New(secret)
 
 	_, span := tracing.StartRequest(context.Background(), tr, tracing.Request{Operation: tracing.OperationChat, Model: "model-" + secret, RequestID: "req-" + secret}, red)
 	span.SetName("renamed " + secret)
@@ -90,9 +90,9 @@ func TestRedactingSpan(t *testing.T) {
 			t.Errorf("span %q holds the secret:\n%s", s.Name, text)
 		}
 	}
-	if text := spanText(spans[0]); strings.Count(text, fingerprint.Redacted) < 10 {
+	if text := spanText(spans[0]); strings.Count(text, redact.Redacted) < 10 {
 		t.Errorf("the request span has %d redactions, want one per string given (10 and more):\n%s",
-			strings.Count(text, fingerprint.Redacted), text)
+			strings.Count(text, redact.Redacted), text)
 	}
 	if got := spans[1].Status; got.Code != codes.Error || got.Description != "401 Unauthorized" {
 		t.Errorf("Transport span status %v %q, want Error \"401 Unauthorized\"", got.Code, got.Description)

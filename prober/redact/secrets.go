@@ -1,4 +1,4 @@
-package fingerprint
+package redact
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 )
 
 // MinSecretLen is the shortest literal secret a Redactor (and
-// RedactSecrets) removes: 8 bytes. A shorter value ("abc", "1234") would
+// Secrets) removes: 8 bytes. A shorter value ("abc", "1234") would
 // also match words, numbers and label values by chance and mangle the
-// output; such a secret is still caught where it has a shape (RedactText:
+// output; such a secret is still caught where it has a shape (Text:
 // "Bearer ...", "Basic ...", URL userinfo) and, for basic auth, by the
 // base64 of user:password, which is at least 8 bytes.
 const MinSecretLen = 8
@@ -25,11 +25,11 @@ const MaxRecentSecrets = 256
 
 // Redactor is the registry of the literal secrets one target's HTTP client
 // sends, and the redaction of them: the secrets known from its config
-// (NewRedactor) and those registered as they are sent (Add, called by the
+// (New) and those registered as they are sent (Add, called by the
 // client's transport for every credential header it writes). It removes
 // them by value, whatever their shape, from any text or body that may
 // quote a server. Safe for concurrent use; a nil *Redactor knows no
-// literal secret (Redact is then RedactText).
+// literal secret (Redact is then Text).
 //
 // Add costs one atomic load and a map lookup when the secret is known
 // (every request but the first with a given credential); Redact costs one
@@ -50,9 +50,9 @@ type secretSet struct {
 	order []string // longest first (a secret holding another goes whole)
 }
 
-// NewRedactor returns a Redactor that knows secrets (empty and short ones,
+// New returns a Redactor that knows secrets (empty and short ones,
 // below MinSecretLen, are ignored).
-func NewRedactor(secrets ...string) *Redactor {
+func New(secrets ...string) *Redactor {
 	r := &Redactor{}
 	for _, s := range secrets {
 		if len(s) >= MinSecretLen && !slices.Contains(r.fixed, s) {
@@ -172,9 +172,9 @@ func (r *Redactor) Holds(s string) bool {
 }
 
 // Redact removes every secret r knows (each occurrence becomes Redacted)
-// and then everything RedactText removes.
+// and then everything Text removes.
 func (r *Redactor) Redact(s string) string {
-	return RedactText(r.RedactLiterals(s))
+	return Text(r.RedactLiterals(s))
 }
 
 // RedactLiterals removes every secret r knows, and nothing else: for text

@@ -1,4 +1,4 @@
-package fingerprint
+package redact
 
 import (
 	"encoding/base64"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestRedactor(t *testing.T) {
-	r := NewRedactor("fixed-secret-1", "short", "")
+	r := New("fixed-secret-1", "short", "")
 	r.AddCredential("Bearer oauth-token-0001")
 	r.AddCredential("Basic " + base64.StdEncoding.EncodeToString([]byte("alice:pw-of-alice")))
 	r.AddCredential("Token tiny") // the credential alone is too short: the whole value
@@ -34,13 +34,13 @@ func TestRedactor(t *testing.T) {
 	var nilR *Redactor
 	nilR.Add("ignored-by-nil")
 	if nilR.RedactLiterals("a-secret-x") != "a-secret-x" || nilR.Redact("Bearer abc") != "Bearer <redacted>" || nilR.Holds("x") {
-		t.Error("a nil Redactor must know no literal and still apply RedactText")
+		t.Error("a nil Redactor must know no literal and still apply Text")
 	}
 }
 
 // TestRedactorLongestFirst: a secret holding another goes whole.
 func TestRedactorLongestFirst(t *testing.T) {
-	r := NewRedactor("abcdefgh")
+	r := New("abcdefgh")
 	r.Add("abcdefgh-and-more")
 	if got := r.RedactLiterals("x abcdefgh-and-more y abcdefgh"); got != "x <redacted> y <redacted>" {
 		t.Errorf("got %q", got)
@@ -50,7 +50,7 @@ func TestRedactorLongestFirst(t *testing.T) {
 // TestRedactorBound: learned secrets are bounded by MaxRecentSecrets, the
 // oldest forgotten first; the fixed ones stay.
 func TestRedactorBound(t *testing.T) {
-	r := NewRedactor("fixed-secret-1")
+	r := New("fixed-secret-1")
 	name := func(i int) string { return fmt.Sprintf("learned-%06d", i) }
 	for i := range MaxRecentSecrets + 10 {
 		r.Add(name(i))
@@ -76,7 +76,7 @@ func TestRedactorBound(t *testing.T) {
 }
 
 func TestRedactorConcurrent(t *testing.T) {
-	r := NewRedactor()
+	r := New()
 	var wg sync.WaitGroup
 	// At most MaxRecentSecrets in all, so that no Add by another goroutine
 	// can push a secret out of the ring between its Add and its check.
@@ -98,8 +98,8 @@ func TestRedactorConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-func TestRedactSecretsMinLength(t *testing.T) {
-	if got := RedactSecrets("pw 1234 in abcd1234x", "1234", "abcd1234"); got != "pw 1234 in <redacted>x" {
+func TestSecretsMinLength(t *testing.T) {
+	if got := Secrets("pw 1234 in abcd1234x", "1234", "abcd1234"); got != "pw 1234 in <redacted>x" {
 		t.Errorf("got %q", got)
 	}
 	if got := SortSecrets([]string{"short", "long-enough", "long-enough", ""}); len(got) != 1 || got[0] != "long-enough" {
@@ -110,7 +110,7 @@ func TestRedactSecretsMinLength(t *testing.T) {
 // BenchmarkRedactorAdd is the per-request cost of registering a credential
 // already known (every request but the first with it).
 func BenchmarkRedactorAdd(b *testing.B) {
-	r := NewRedactor("fixed-secret-1", "fixed-secret-2")
+	r := New("fixed-secret-1", "fixed-secret-2")
 	r.AddCredential("Bearer oauth-token-0001")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -122,7 +122,7 @@ func BenchmarkRedactorAdd(b *testing.B) {
 // known secrets (none present: the common case), and of a 1 MiB /metrics
 // body.
 func BenchmarkRedactorRedact(b *testing.B) {
-	r := NewRedactor()
+	r := New()
 	for i := range 16 {
 		r.Add(fmt.Sprintf("learned-secret-%04d", i))
 	}

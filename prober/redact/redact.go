@@ -1,4 +1,14 @@
-package fingerprint
+// Package redact owns the removal of secrets from everything llmprobe writes
+// (logs, metrics pages, artifacts, traces, API answers): by shape (Text: URL
+// userinfo, secret query parameters, Bearer/Basic credentials, sk-... keys,
+// credential headers; Args: a command line's secret flags; Metadata: secret
+// keys), by value (Redactor: a target's registry of the literal secrets its
+// HTTP client sends, the config's and the MaxRecentSecrets last sent;
+// Secrets for a fixed list), and of echoed prompts (ScrubPrompt).
+//
+// It is a leaf: it imports nothing of llmprobe's, so any layer may redact
+// without depending on the experiment fingerprint or on a client.
+package redact
 
 import (
 	"regexp"
@@ -7,10 +17,10 @@ import (
 	"strings"
 )
 
-// Redacted replaces every secret that Redact and RedactText remove.
+// Redacted replaces every secret that Args and Text remove.
 const Redacted = "<redacted>"
 
-// Redact returns a copy of a command line with secrets replaced by
+// Args returns a copy of a command line with secrets replaced by
 // "<redacted>"; args is not modified. It removes:
 //
 //   - the value of a flag whose name looks secret, in both "--flag=value" and
@@ -25,9 +35,9 @@ const Redacted = "<redacted>"
 //   - in any value: the value of a secret-looking HTTP header
 //     ("Authorization: Bearer x" becomes "Authorization: <redacted>"), the
 //     value of a secret-looking key=value pair (--metadata token=abc), and
-//     everything RedactText removes (URL userinfo, secret query parameters,
+//     everything Text removes (URL userinfo, secret query parameters,
 //     Bearer/Basic credentials, sk-... keys).
-func Redact(args []string) []string {
+func Args(args []string) []string {
 	out := make([]string, 0, len(args))
 	positional := false
 	for i := 0; i < len(args); i++ {
@@ -92,14 +102,14 @@ func splitName(name string) []string {
 // parts (split on "-", "_", "." and spaces, case-insensitive) ends in key,
 // token, secret, password, passwd, credential(s) or cookie, or starts with
 // auth ("hf_token", "api-key", "Authorization"). Plural or longer words
-// ("max_tokens", "tokenizer") are not secret. It is the test Redact applies
+// ("max_tokens", "tokenizer") are not secret. It is the test Args applies
 // to flags and key=value pairs.
 func SecretKey(name string) bool { return secretName(name) }
 
-// RedactMetadata returns a copy of key=value metadata whose values are
+// Metadata returns a copy of key=value metadata whose values are
 // Redacted where the key looks secret (SecretKey) and passed through
-// RedactText elsewhere; nil stays nil.
-func RedactMetadata(m map[string]string) map[string]string {
+// Text elsewhere; nil stays nil.
+func Metadata(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
 	}
@@ -109,18 +119,18 @@ func RedactMetadata(m map[string]string) map[string]string {
 			out[k] = Redacted
 			continue
 		}
-		out[k] = RedactText(v)
+		out[k] = Text(v)
 	}
 	return out
 }
 
-// RedactSecrets is RedactText that also replaces every occurrence of the
+// Secrets is Text that also replaces every occurrence of the
 // given literal secrets (an API key read from a file, the bearer token,
 // password or header values of an http_config, which may have any shape),
 // the longest first so that a secret holding another is removed whole;
 // secrets shorter than MinSecretLen are ignored (a Redactor does the same
 // for the secrets it learns while it runs).
-func RedactSecrets(s string, secrets ...string) string {
+func Secrets(s string, secrets ...string) string {
 	if len(secrets) > 1 {
 		secrets = SortSecrets(secrets)
 	}
@@ -129,7 +139,7 @@ func RedactSecrets(s string, secrets ...string) string {
 			s = strings.ReplaceAll(s, sec, Redacted)
 		}
 	}
-	return RedactText(s)
+	return Text(s)
 }
 
 // SortSecrets returns the secrets of a list of at least MinSecretLen
@@ -175,7 +185,7 @@ var (
 )
 
 // redactValue redacts one argument value: a secret header, a secret
-// key=value pair, then RedactText.
+// key=value pair, then Text.
 func redactValue(v string) string {
 	if m := headerRe.FindStringSubmatch(v); m != nil && secretHeader(m[2]) {
 		return m[1] + m[2] + m[3] + Redacted
@@ -183,7 +193,7 @@ func redactValue(v string) string {
 	if m := kvRe.FindStringSubmatch(v); m != nil && secretName(m[1]) {
 		return m[1] + "=" + Redacted
 	}
-	return RedactText(v)
+	return Text(v)
 }
 
 // secretHeader reports whether an HTTP header name carries credentials.
@@ -205,13 +215,13 @@ var (
 	headerInRe = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api-key|cookie)(\s*:\s*)[^\r\n]+`)
 )
 
-// RedactText removes credentials from free text such as an error message or
+// Text removes credentials from free text such as an error message or
 // a URL: URL userinfo ("https://u:p@host" becomes "https://<redacted>@host"),
 // values of secret-looking query parameters (?api_key=...), Bearer
 // credentials, Basic credentials (8 or more base64 characters), OpenAI-style
 // "sk-..." keys, and the rest of the line after an Authorization, X-Api-Key,
 // Api-Key or Cookie header name. It is safe for concurrent use.
-func RedactText(s string) string {
+func Text(s string) string {
 	s = userinfoRe.ReplaceAllString(s, "${1}"+Redacted+"@")
 	s = queryRe.ReplaceAllStringFunc(s, func(m string) string {
 		p := queryRe.FindStringSubmatch(m)
@@ -225,35 +235,4 @@ func RedactText(s string) string {
 	s = basicRe.ReplaceAllString(s, "${1}${2}"+Redacted)
 	s = skKeyRe.ReplaceAllString(s, Redacted)
 	return s
-}
-
-// ShellJoin joins args into one line that a POSIX shell would split back
-// into the same words: arguments outside [A-Za-z0-9_@%+=:,./-] are single
-// quoted. Used for command.txt.
-func ShellJoin(args []string) string {
-	var b strings.Builder
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(shellQuote(a))
-	}
-	return b.String()
-}
-
-func shellQuote(a string) string {
-	if a == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range a {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }

@@ -1,4 +1,4 @@
-package fingerprint
+package redact
 
 import (
 	"math/rand/v2"
