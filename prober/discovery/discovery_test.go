@@ -284,3 +284,24 @@ discovery:
 		t.Errorf("dropped{invalid} = %v, want 1 (a selector that does not parse, without a URL)", got)
 	}
 }
+
+// TestGPUSelectorDefaultsToPod: a discovered Kubernetes pod with a GPU
+// source and no selector gets its own pod's GPUs (dcgm-exporter's pod and
+// namespace labels).
+func TestGPUSelectorDefaultsToPod(t *testing.T) {
+	r, _ := run(t, `
+discovery:
+  - name: pods
+    static_configs:
+      - targets: [10.0.0.7:8000]
+        labels: {__meta_kubernetes_pod_name: vllm-0, __meta_kubernetes_namespace: llm, __meta_host_ip: 10.1.0.3}
+    relabel_configs:
+      - source_labels: [__meta_host_ip]
+        target_label: __gpu_metrics_url__
+        replacement: http://$1:9400/metrics
+`)
+	ts := waitTargets(t, r, nil, "pods:10.0.0.7:8000")
+	if c := ts[0].Config; c.GPUMetricsURL != "http://10.1.0.3:9400/metrics" || c.GPUSelector != `pod="vllm-0",namespace="llm"` {
+		t.Errorf("gpu source %q %q", c.GPUMetricsURL, c.GPUSelector)
+	}
+}

@@ -38,6 +38,13 @@ const (
 	GPUSelectorLabel   = "__gpu_selector__"
 )
 
+// The kubernetes_sd labels of a pod target that give its default GPU
+// selector.
+const (
+	metaPodName      = model.MetaLabelPrefix + "kubernetes_pod_name"
+	metaPodNamespace = model.MetaLabelPrefix + "kubernetes_namespace"
+)
+
 // The reasons a discovered target is dropped (the reason label of
 // llmprobe_discovery_dropped_targets).
 const (
@@ -209,7 +216,16 @@ func derive(cfg config.DiscoveryConfig, group, target model.LabelSet) (Target, s
 	if err != nil {
 		return Target{}, DropInvalid, fmt.Errorf("target %q: %w", name, err)
 	}
-	if u, sel := lb.Get(GPUMetricsURLLabel), lb.Get(GPUSelectorLabel); u != "" || sel != "" {
+	u, sel := lb.Get(GPUMetricsURLLabel), lb.Get(GPUSelectorLabel)
+	if pod := lb.Get(metaPodName); sel == "" && tc.GPUSelector == "" && pod != "" && (u != "" || tc.GPUMetricsURL != "") {
+		// By default a Kubernetes pod's GPUs are the ones dcgm-exporter
+		// labels with it (its --kubernetes mapping: pod, namespace).
+		sel = fmt.Sprintf("pod=%q", pod)
+		if ns := lb.Get(metaPodNamespace); ns != "" {
+			sel += fmt.Sprintf(",namespace=%q", ns)
+		}
+	}
+	if u != "" || sel != "" {
 		if u != "" {
 			tc.GPUMetricsURL = u
 		}
