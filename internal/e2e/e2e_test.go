@@ -340,8 +340,11 @@ scrape_configs:
 			// which this minute-long stack does not reach (promtool's
 			// rules/tests/replicas.yml covers the replica rules); the
 			// failing answer checks are none while the simulator answers
-			// right.
+			// right; the energy panels need a DCGM exporter scraped with the
+			// target label, which this stack does not run (promtool's
+			// rules/tests/energy.yml covers the energy rules).
 			if n == 0 && !strings.Contains(q.expr, "ALERTS{") && !nativeQuery.MatchString(q.expr) &&
+				!strings.Contains(q.expr, "energy_per_good_token_joules") && !strings.Contains(q.expr, "dcgm_gpu_power_watts") &&
 				!strings.Contains(q.expr, "llmprobe_sweep_running{") && !strings.Contains(q.expr, "llmprobe_capacity_headroom:") &&
 				!strings.Contains(q.expr, "service_probe:") && !strings.Contains(q.expr, "service_target_probe:") &&
 				!strings.HasSuffix(q.expr, "llmprobe_answer_checks_pass:ratio30m{cluster=~\".*\", target=~\".*\", probe=~\".*\"} < 1") {
