@@ -122,8 +122,8 @@ func sweepRuns(mfs map[string]*dto.MetricFamily, result string) float64 {
 // idea): a daemon with a static target (a workload probe and an
 // answer-check probe), one with an SLO, a cost per hour and labels (apart:
 // the sweep would inherit the SLO, and 4 requests are too few for its p99), a discovered target (static_configs), a scheduled
-// sweep that has run once (its send-lag and scheduling-latency checks
-// off: a busy host must not fail it), tracing on (an in-process OTLP receiver) and a
+// sweep that has run once (its send-lag, scheduling-latency and CPU checks
+// off: a busy host must not fail it, and the simulator shares the process), tracing on (an in-process OTLP receiver) and a
 // /probe request answered; its /metrics, normalised, equals
 // testdata/metrics.golden (-update rewrites it), and so does /probe's
 // answer (its own section). TestMetricsDocumented holds every llmprobe_
@@ -157,6 +157,7 @@ func TestGoldenMetrics(t *testing.T) {
         output_len: 4
         max_send_lag: 1h
         max_sched_latency: 1h
+        max_client_cpu: 16
   - name: priced
     base_url: %[1]s
     slo: {ttft: 5s, tpot: 1s}

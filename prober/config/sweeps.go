@@ -178,6 +178,11 @@ type SweepSpec struct {
 	// sweep.DefaultMaxSchedLatency): a step above it is flagged
 	// client-read-lag.
 	MaxSchedLatency Duration `yaml:"max_sched_latency,omitempty" json:"max_sched_latency,omitempty"`
+	// MaxClientCPU is the validity threshold of the process's CPU use over
+	// a step, in cores (default sweep.DefaultMaxClientCPU): a step above it
+	// is flagged client-saturated. A daemon's process also runs its
+	// probes, discovery and scrapes, so a busy daemon may need it raised.
+	MaxClientCPU float64 `yaml:"max_client_cpu,omitempty" json:"max_client_cpu,omitempty"`
 	// SweepMode is isolated (default) or background, and BackgroundBand
 	// the background mode's band of the production rate (default
 	// sweep.DefaultBackgroundBand); docs/sweep.md#background-sweeps.

@@ -226,7 +226,7 @@ var settingsTable = []Setting{
 		Doc: "Extra latency percentiles reported beside p50, p90 and p99 (e.g. 75,99.9)."},
 	{Field: "Validity.MaxSendLag", Flag: "max-send-lag", Key: "max_send_lag", Kind: KindDuration, Default: DefaultMaxSendLag.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step whose client send-lag p99 exceeds this is client-saturated."},
-	{Field: "Validity.MaxClientCPU", DaemonDefault: true, Flag: "max-client-cpu", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxClientCPU, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true}, Unit: "cores", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Validity.MaxClientCPU", Flag: "max-client-cpu", Key: "max_client_cpu", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxClientCPU, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: 1024, HasMax: true}, Unit: "cores", Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step during which this process used more CPU than this many cores " +
 			"is client-saturated (not checked against the in-process simulator, which shares the process)."},
 	{Field: "Validity.MaxErrorRate", DaemonDefault: true, Flag: "max-error-rate", Kind: KindFloat, Default: strconv.FormatFloat(DefaultMaxErrorRate, 'g', -1, 64), Bound: Bound{HasMin: true, MinOpen: true, Max: 1, HasMax: true, ZeroDefault: true}, Surfaces: SurfaceSweep | SurfaceCompare,
