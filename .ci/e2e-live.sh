@@ -17,8 +17,8 @@
 #
 # Every process the test starts is stopped by PID: by the test's cleanups,
 # and, when those do not run (a -timeout panic, a kill), by this script's
-# EXIT trap from the PID file the test keeps ($LLMPROBE_E2E_PIDFILE, as in
-# .ci/e2e.sh, whose trap this one repeats). LLMPROBE_E2E_KEEP=1 keeps the
+# EXIT trap of .ci/pidtrap.sh (shared with .ci/e2e.sh) from the PID file the
+# test keeps ($LLMPROBE_E2E_PIDFILE). LLMPROBE_E2E_KEEP=1 keeps the
 # temporary directory (configs, logs, TSDB). Extra arguments go to go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,51 +26,9 @@ cd "$(dirname "$0")/.."
 bash .ci/install-prometheus.sh
 bash .ci/install-alertmanager.sh
 
-pidfile=$(mktemp "${TMPDIR:-/tmp}/llmprobe-e2e-live-pids.XXXXXX")
-export LLMPROBE_E2E_PIDFILE="$pidfile"
+. .ci/pidtrap.sh
+pidtrap_start e2e-live
 export LLMPROBE_E2E_LIVE=1
-
-# started PID BINARY: whether PID is still a process running BINARY.
-started() {
-  local exe
-  if [ -d /proc/self ]; then
-    exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
-    exe=${exe% (deleted)}
-    [ "$exe" = "$2" ]
-  else
-    exe=$(ps -o comm= -p "$1" 2>/dev/null) || return 1
-    [ "$(basename -- "$exe")" = "$(basename -- "$2")" ]
-  fi
-}
-
-# signal_left SIG: sends SIG to every process of the PID file still running
-# its binary (and to its process group); prints how many there were.
-signal_left() {
-  local n=0 pid bin
-  while read -r pid bin; do
-    [ -n "${pid:-}" ] || continue
-    if started "$pid" "$bin"; then
-      echo "e2e-live: $1 to leftover $bin (pid $pid)" >&2
-      kill "-$1" -- "-$pid" 2>/dev/null || kill "-$1" "$pid" 2>/dev/null || true
-      n=$((n + 1))
-    fi
-  done <"$pidfile"
-  echo "$n"
-}
-
-cleanup() {
-  local status=$? i
-  if [ -s "$pidfile" ] && [ "$(signal_left TERM)" != 0 ]; then
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-      sleep 0.5
-      if [ "$(signal_left 0 2>/dev/null)" = 0 ]; then break; fi
-    done
-    signal_left KILL >/dev/null
-  fi
-  rm -f "$pidfile" "$pidfile.tmp"
-  exit "$status"
-}
-trap cleanup EXIT
 
 # go test's -timeout: 35 minutes plus the healthy stretch (minutes, rounded
 # up), read from the Go duration with hours, minutes and seconds.

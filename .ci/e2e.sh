@@ -13,9 +13,9 @@
 #
 # Every process the test starts is stopped by PID: by the test's cleanups
 # when it ends normally or fails, and, when those do not run (go test's
-# -timeout panic, a kill), by this script's EXIT trap from the PID file the
-# test keeps ($LLMPROBE_E2E_PIDFILE: "<pid> <binary>" per running process).
-# The trap signals a PID only while it still runs that binary.
+# -timeout panic, a kill), by the EXIT trap of .ci/pidtrap.sh from the PID
+# file the test keeps ($LLMPROBE_E2E_PIDFILE: "<pid> <binary>" per running
+# process). The trap signals a PID only while it still runs that binary.
 #
 # LLMPROBE_E2E_KEEP=1 keeps the temporary directory (configs, logs, TSDB).
 # Extra arguments go to go test (e.g. -run, -timeout; the last -timeout wins).
@@ -25,52 +25,11 @@ cd "$(dirname "$0")/.."
 bash .ci/install-prometheus.sh
 bash .ci/install-alertmanager.sh
 
-pidfile=$(mktemp "${TMPDIR:-/tmp}/llmprobe-e2e-pids.XXXXXX")
-export LLMPROBE_E2E_PIDFILE="$pidfile"
-
-# started PID BINARY: whether PID is still a process running BINARY.
-started() {
-  local exe
-  if [ -d /proc/self ]; then
-    exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
-    exe=${exe% (deleted)}
-    [ "$exe" = "$2" ]
-  else
-    exe=$(ps -o comm= -p "$1" 2>/dev/null) || return 1
-    [ "$(basename -- "$exe")" = "$(basename -- "$2")" ]
-  fi
-}
-
-# signal_left SIG: sends SIG to every process of the PID file still running
-# its binary (and to its process group: the test makes each one a group
-# leader); prints how many there were.
-signal_left() {
-  local n=0 pid bin
-  while read -r pid bin; do
-    [ -n "${pid:-}" ] || continue
-    if started "$pid" "$bin"; then
-      echo "e2e: $1 to leftover $bin (pid $pid)" >&2
-      kill "-$1" -- "-$pid" 2>/dev/null || kill "-$1" "$pid" 2>/dev/null || true
-      n=$((n + 1))
-    fi
-  done <"$pidfile"
-  echo "$n"
-}
-
-cleanup() {
-  local status=$? i
-  if [ -s "$pidfile" ] && [ "$(signal_left TERM)" != 0 ]; then
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-      sleep 0.5
-      if [ "$(signal_left 0 2>/dev/null)" = 0 ]; then break; fi
-    done
-    signal_left KILL >/dev/null
-  fi
-  rm -f "$pidfile" "$pidfile.tmp"
-  if [ -n "${jaeger_dir:-}" ]; then rm -rf "$jaeger_dir"; fi
-  exit "$status"
-}
-trap cleanup EXIT
+# The PID file and the EXIT trap (.ci/pidtrap.sh); remove_jaeger runs after
+# the leftover processes are stopped.
+remove_jaeger() { if [ -n "${jaeger_dir:-}" ]; then rm -rf "$jaeger_dir"; fi; }
+. .ci/pidtrap.sh
+pidtrap_start e2e remove_jaeger
 
 # Jaeger all-in-one for TestTracingWithJaeger, built from its own module
 # (.ci/tools/jaeger: the main module's graph stays lean). The first build
