@@ -101,6 +101,18 @@ func (t Tracing) Options() (tracing.Options, error) {
 	return o, nil
 }
 
+// logSDKErrors routes the OpenTelemetry SDK's errors (failed exports) to
+// logger as warnings, with the headers' values redacted.
+func (t Tracing) logSDKErrors(logger log.Logger) {
+	red := redact.New()
+	for _, v := range t.File.HeaderValues() {
+		red.AddCredential(v)
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		level.Warn(logger).Log("msg", "tracing: OpenTelemetry error", "err", red.Redact(err.Error()))
+	}))
+}
+
 // StartTracing builds the tracer provider of a resolved t when tracing is
 // on (nil, nil when off; serve, sweep and compare), and routes the OpenTelemetry SDK's errors (failed
 // exports) to logger as warnings, with the headers' values redacted.
@@ -119,13 +131,7 @@ func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 	if err != nil {
 		return nil, fmt.Errorf("%w: --tracing: %w", ErrUsage, err)
 	}
-	red := redact.New()
-	for _, v := range t.File.HeaderValues() {
-		red.AddCredential(v)
-	}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		level.Warn(logger).Log("msg", "tracing: OpenTelemetry error", "err", red.Redact(err.Error()))
-	}))
+	t.logSDKErrors(logger)
 	endpoint := t.Endpoint
 	if endpoint == "" {
 		endpoint = firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -158,13 +164,7 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 		return nil, fmt.Errorf("%w: --tracing.metrics: %w", ErrUsage, err)
 	}
 	if !t.On() {
-		red := redact.New()
-		for _, v := range t.File.HeaderValues() {
-			red.AddCredential(v)
-		}
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			level.Warn(logger).Log("msg", "tracing: OpenTelemetry error", "err", red.Redact(err.Error()))
-		}))
+		t.logSDKErrors(logger)
 	}
 	endpoint := t.Endpoint
 	if endpoint == "" {
@@ -175,19 +175,36 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 	return m, nil
 }
 
+// counter is a counter read from a running exporter.
+type counter struct {
+	name, help string
+	value      func() uint64
+}
+
+// registerCounters registers each counter as a CounterFunc.
+func registerCounters(reg prometheus.Registerer, cs ...counter) {
+	for _, c := range cs {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
+			func() float64 { return float64(c.value()) }))
+	}
+}
+
 // registerMetrics exports the OTLP metrics exports that succeeded and
 // failed.
 func registerMetrics(reg prometheus.Registerer, m *tracing.Metrics) {
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "llmprobe_tracing_metric_exports_total",
-			Help: "OTLP metrics exports (--tracing.metrics) the collector accepted.",
-		}, func() float64 { return float64(m.Exports()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "llmprobe_tracing_metric_exports_failed_total",
-			Help: "OTLP metrics exports (--tracing.metrics) that failed; their data points are lost, cumulative histograms catch up at the next export.",
-		}, func() float64 { return float64(m.FailedExports()) }),
+	registerCounters(reg,
+		counter{"llmprobe_tracing_metric_exports_total",
+			"OTLP metrics exports (--tracing.metrics) the collector accepted.", m.Exports},
+		counter{"llmprobe_tracing_metric_exports_failed_total",
+			"OTLP metrics exports (--tracing.metrics) that failed; their data points are lost, cumulative histograms catch up at the next export.", m.FailedExports},
 	)
+}
+
+// shutdownWithin runs shutdown with a context that ends after timeout.
+func shutdownWithin(shutdown func(context.Context) error, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return shutdown(ctx)
 }
 
 // StopMetrics exports what was recorded since the last export (within
@@ -196,28 +213,20 @@ func StopMetrics(m *tracing.Metrics, timeout time.Duration, logger log.Logger) {
 	if m == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := m.Shutdown(ctx); err != nil {
+	if err := shutdownWithin(m.Shutdown, timeout); err != nil {
 		level.Warn(logger).Log("msg", "tracing: metrics not exported at shutdown", "err", err)
 	}
 }
 
 // registerTracing exports the spans p queued, sent and failed to send.
 func registerTracing(reg prometheus.Registerer, p *tracing.Provider) {
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "llmprobe_tracing_spans_exported_total",
-			Help: "Spans the OTLP collector accepted (--tracing.endpoint).",
-		}, func() float64 { return float64(p.Exported()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "llmprobe_tracing_spans_ended_total",
-			Help: "Sampled spans handed to the export queue; minus exported and failed: those still queued (at most the queue, 2048, and one batch) or dropped from a full queue.",
-		}, func() float64 { return float64(p.Ended()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "llmprobe_tracing_spans_failed_total",
-			Help: "Spans of OTLP exports that failed (collector unreachable, refusing or too slow); they are dropped.",
-		}, func() float64 { return float64(p.Failed()) }),
+	registerCounters(reg,
+		counter{"llmprobe_tracing_spans_exported_total",
+			"Spans the OTLP collector accepted (--tracing.endpoint).", p.Exported},
+		counter{"llmprobe_tracing_spans_ended_total",
+			"Sampled spans handed to the export queue; minus exported and failed: those still queued (at most the queue, 2048, and one batch) or dropped from a full queue.", p.Ended},
+		counter{"llmprobe_tracing_spans_failed_total",
+			"Spans of OTLP exports that failed (collector unreachable, refusing or too slow); they are dropped.", p.Failed},
 	)
 }
 
@@ -228,9 +237,7 @@ func StopTracing(p *tracing.Provider, timeout time.Duration, logger log.Logger) 
 	if p == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := p.Shutdown(ctx); err != nil {
+	if err := shutdownWithin(p.Shutdown, timeout); err != nil {
 		level.Warn(logger).Log("msg", "tracing: spans not flushed at shutdown", "err", err)
 	}
 	// Once flushed, the spans neither exported nor failed were dropped from

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/llmprobe/llmprobe/prober/bounded"
 	"github.com/llmprobe/llmprobe/prober/capfile"
@@ -109,4 +110,34 @@ func envTLS(signal string) (*tls.Config, error) {
 		c.Certificates = []tls.Certificate{pair}
 	}
 	return c, nil
+}
+
+// exporterOptions are one OTLP exporter package's option constructors
+// (otlptracehttp, otlptracegrpc, otlpmetrichttp, otlpmetricgrpc), so that
+// Options map to each the same way.
+type exporterOptions[O any] struct {
+	timeout  func(time.Duration) O
+	endpoint func(string) O
+	insecure func() O
+	headers  func(map[string]string) O
+	tls      func(*tls.Config) O
+}
+
+// of returns o's options: the timeout, the endpoint (url, when o has
+// one), insecure, the headers, and the TLS configuration unless insecure.
+func (e exporterOptions[O]) of(o Options, url string) []O {
+	opts := []O{e.timeout(o.Timeout)}
+	if o.Endpoint != "" {
+		opts = append(opts, e.endpoint(url))
+	}
+	if o.Insecure {
+		opts = append(opts, e.insecure())
+	}
+	if len(o.Headers) > 0 {
+		opts = append(opts, e.headers(o.Headers))
+	}
+	if o.TLS != nil && !o.Insecure {
+		opts = append(opts, e.tls(o.TLS))
+	}
+	return opts
 }

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -76,19 +77,8 @@ func NewMetrics(ctx context.Context, o Options) (*Metrics, error) {
 	var exp sdkmetric.Exporter
 	switch o.Protocol {
 	case "", ProtocolHTTP, "http":
-		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithTimeout(o.Timeout)}
-		if o.Endpoint != "" {
-			opts = append(opts, otlpmetrichttp.WithEndpointURL(signalURL(o.Endpoint, "http", "/v1/metrics")))
-		}
-		if o.Insecure {
-			opts = append(opts, otlpmetrichttp.WithInsecure())
-		}
-		if len(o.Headers) > 0 {
-			opts = append(opts, otlpmetrichttp.WithHeaders(o.Headers))
-		}
-		if o.TLS != nil && !o.Insecure {
-			opts = append(opts, otlpmetrichttp.WithTLSClientConfig(o.TLS))
-		}
+		opts := exporterOptions[otlpmetrichttp.Option]{otlpmetrichttp.WithTimeout, otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithInsecure,
+			otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTLSClientConfig}.of(o, signalURL(o.Endpoint, "http", "/v1/metrics"))
 		hc, err := exportClientFor(o, "METRICS") // follows no redirect, bounds the answer
 		if err != nil {
 			return nil, err
@@ -99,19 +89,10 @@ func NewMetrics(ctx context.Context, o Options) (*Metrics, error) {
 		}
 		exp = e
 	case ProtocolGRPC:
-		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(o.Timeout)}
-		if o.Endpoint != "" {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(endpointURL(o.Endpoint, "grpc")))
-		}
-		if o.Insecure {
-			opts = append(opts, otlpmetricgrpc.WithInsecure())
-		}
-		if len(o.Headers) > 0 {
-			opts = append(opts, otlpmetricgrpc.WithHeaders(o.Headers))
-		}
-		if o.TLS != nil && !o.Insecure {
-			opts = append(opts, otlpmetricgrpc.WithTLSCredentials(credentials.NewTLS(o.TLS)))
-		}
+		opts := exporterOptions[otlpmetricgrpc.Option]{otlpmetricgrpc.WithTimeout, otlpmetricgrpc.WithEndpointURL, otlpmetricgrpc.WithInsecure,
+			otlpmetricgrpc.WithHeaders, func(c *tls.Config) otlpmetricgrpc.Option {
+				return otlpmetricgrpc.WithTLSCredentials(credentials.NewTLS(c))
+			}}.of(o, endpointURL(o.Endpoint, "grpc"))
 		e, err := otlpmetricgrpc.New(ctx, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("otlp metrics exporter: %w", err)

@@ -115,38 +115,16 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	var client otlptrace.Client
 	switch o.Protocol {
 	case "", ProtocolHTTP, "http":
-		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(o.Timeout)}
-		if o.Endpoint != "" {
-			opts = append(opts, otlptracehttp.WithEndpointURL(endpointURL(o.Endpoint, "http")))
-		}
-		if o.Insecure {
-			opts = append(opts, otlptracehttp.WithInsecure())
-		}
-		if len(o.Headers) > 0 {
-			opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
-		}
-		if o.TLS != nil && !o.Insecure {
-			opts = append(opts, otlptracehttp.WithTLSClientConfig(o.TLS))
-		}
+		opts := exporterOptions[otlptracehttp.Option]{otlptracehttp.WithTimeout, otlptracehttp.WithEndpointURL, otlptracehttp.WithInsecure,
+			otlptracehttp.WithHeaders, otlptracehttp.WithTLSClientConfig}.of(o, endpointURL(o.Endpoint, "http"))
 		hc, err := exportClient(o) // exportclient.go: follows no redirect
 		if err != nil {
 			return nil, err
 		}
 		client = otlptracehttp.NewClient(append(opts, otlptracehttp.WithHTTPClient(hc))...)
 	case ProtocolGRPC:
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(o.Timeout)}
-		if o.Endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(endpointURL(o.Endpoint, "grpc")))
-		}
-		if o.Insecure {
-			opts = append(opts, otlptracegrpc.WithInsecure())
-		}
-		if len(o.Headers) > 0 {
-			opts = append(opts, otlptracegrpc.WithHeaders(o.Headers))
-		}
-		if o.TLS != nil && !o.Insecure {
-			opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(o.TLS)))
-		}
+		opts := exporterOptions[otlptracegrpc.Option]{otlptracegrpc.WithTimeout, otlptracegrpc.WithEndpointURL, otlptracegrpc.WithInsecure,
+			otlptracegrpc.WithHeaders, func(c *tls.Config) otlptracegrpc.Option { return otlptracegrpc.WithTLSCredentials(credentials.NewTLS(c)) }}.of(o, endpointURL(o.Endpoint, "grpc"))
 		client = otlptracegrpc.NewClient(opts...)
 	default:
 		return nil, fmt.Errorf("tracing protocol must be %q or %q, got %q", ProtocolHTTP, ProtocolGRPC, o.Protocol)
