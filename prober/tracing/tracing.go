@@ -124,7 +124,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		client = otlptracehttp.NewClient(append(opts, otlptracehttp.WithHTTPClient(hc))...)
 	case ProtocolGRPC:
 		opts := exporterOptions[otlptracegrpc.Option]{otlptracegrpc.WithTimeout, otlptracegrpc.WithEndpointURL, otlptracegrpc.WithInsecure,
-			otlptracegrpc.WithHeaders, func(c *tls.Config) otlptracegrpc.Option { return otlptracegrpc.WithTLSCredentials(credentials.NewTLS(c)) }}.of(o, endpointURL(o.Endpoint, "grpc"))
+			otlptracegrpc.WithHeaders, func(c *tls.Config) otlptracegrpc.Option {
+				return otlptracegrpc.WithTLSCredentials(credentials.NewTLS(c))
+			}}.of(o, endpointURL(o.Endpoint, "grpc"))
 		client = otlptracegrpc.NewClient(opts...)
 	default:
 		return nil, fmt.Errorf("tracing protocol must be %q or %q, got %q", ProtocolHTTP, ProtocolGRPC, o.Protocol)
