@@ -643,12 +643,7 @@ func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 	if dl, ok := t.Deadline(); ok {
 		hardDeadline = dl.Add(-deadlineMargin)
 	}
-	amBin, err := exec.LookPath("prometheus-alertmanager")
-	if err != nil {
-		if amBin, err = exec.LookPath("alertmanager"); err != nil {
-			t.Fatal("alertmanager not found in PATH: run .ci/e2e.sh (it installs Debian's prometheus-alertmanager package)")
-		}
-	}
+	amBin := lookPath(t, ".ci/e2e.sh", "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -75,11 +75,12 @@ func cappedNote(capped bool) string {
 	return ""
 }
 
-// TestPrometheusEndToEnd runs llmprobe against the simulator under a real
-// Prometheus with the project's rules. See the package comment. Each step is
-// a subtest; the first that fails ends the test (later steps would only wait
-// for what cannot come).
-func TestPrometheusEndToEnd(t *testing.T) {
+// setUp is every end-to-end test's start: hardDeadline from go test's
+// -timeout, the repository's root, a temporary directory (kept, and
+// logged, with LLMPROBE_E2E_KEEP set when keep names its prefix) and
+// llmprobe built into it.
+func setUp(t *testing.T, keep string) (root, dir, bin string) {
+	t.Helper()
 	if dl, ok := t.Deadline(); ok {
 		hardDeadline = dl.Add(-deadlineMargin)
 	}
@@ -87,22 +88,14 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not found in PATH: run .ci/e2e.sh (it installs Debian's prometheus package)")
-	}
-	promMajor := prometheusMajor(t, promBin)
-
-	dir := t.TempDir()
-	if os.Getenv("LLMPROBE_E2E_KEEP") != "" {
-		dir, err = os.MkdirTemp("", "llmprobe-e2e-")
-		if err != nil {
+	dir = t.TempDir()
+	if keep != "" && os.Getenv("LLMPROBE_E2E_KEEP") != "" {
+		if dir, err = os.MkdirTemp("", keep); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("keeping %s", dir)
 	}
-
-	bin := filepath.Join(dir, "llmprobe")
+	bin = filepath.Join(dir, "llmprobe")
 	buildEnd, capped := until(buildTimeout)
 	ctx, cancel := context.WithDeadline(context.Background(), buildEnd)
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/llmprobe")
@@ -112,6 +105,30 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go build ./cmd/llmprobe: %v%s\n%s", err, cappedNote(capped), out)
 	}
+	return root, dir, bin
+}
+
+// lookPath finds one of names in PATH, or fails naming the script that
+// installs it.
+func lookPath(t *testing.T, script, pkg string, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s not found in PATH: run %s (it installs Debian's %s package)", names[len(names)-1], script, pkg)
+	return ""
+}
+
+// TestPrometheusEndToEnd runs llmprobe against the simulator under a real
+// Prometheus with the project's rules. See the package comment. Each step is
+// a subtest; the first that fails ends the test (later steps would only wait
+// for what cannot come).
+func TestPrometheusEndToEnd(t *testing.T) {
+	promBin := lookPath(t, ".ci/e2e.sh", "prometheus", "prometheus")
+	root, dir, bin := setUp(t, "llmprobe-e2e-")
+	promMajor := prometheusMajor(t, promBin)
 
 	simAddr := testutil.FreeAddr(t)
 	serveAddr := testutil.FreeAddr(t)

@@ -3,14 +3,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -246,45 +244,15 @@ func TestAlertmanagerLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	if dl, ok := t.Deadline(); ok {
-		hardDeadline = dl.Add(-deadlineMargin)
-		if need := buildTimeout + healthy + liveFaultsBudget; time.Until(hardDeadline) < need {
+		if need := buildTimeout + healthy + liveFaultsBudget; time.Until(dl.Add(-deadlineMargin)) < need {
 			t.Fatalf("go test -timeout leaves %s; a healthy stretch of %s needs %s (.ci/e2e-live.sh sets it from LLMPROBE_E2E_HEALTHY)",
-				time.Until(hardDeadline).Round(time.Second), healthy, need+deadlineMargin)
+				time.Until(dl.Add(-deadlineMargin)).Round(time.Second), healthy, need+deadlineMargin)
 		}
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not found in PATH: run .ci/e2e-live.sh (it installs Debian's prometheus package)")
-	}
-	amBin, err := exec.LookPath("prometheus-alertmanager")
-	if err != nil {
-		if amBin, err = exec.LookPath("alertmanager"); err != nil {
-			t.Fatal("alertmanager not found in PATH: run .ci/e2e-live.sh (it installs Debian's prometheus-alertmanager package)")
-		}
-	}
+	promBin := lookPath(t, ".ci/e2e-live.sh", "prometheus", "prometheus")
+	amBin := lookPath(t, ".ci/e2e-live.sh", "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
 	prometheusMajor(t, promBin)
-	dir := t.TempDir()
-	if os.Getenv("LLMPROBE_E2E_KEEP") != "" {
-		if dir, err = os.MkdirTemp("", "llmprobe-e2e-live-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("keeping %s", dir)
-	}
-
-	bin := filepath.Join(dir, "llmprobe")
-	buildEnd, capped := until(buildTimeout)
-	ctx, cancel := context.WithDeadline(context.Background(), buildEnd)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/llmprobe")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	cancel()
-	if err != nil {
-		t.Fatalf("go build ./cmd/llmprobe: %v%s\n%s", err, cappedNote(capped), out)
-	}
+	root, dir, bin := setUp(t, "llmprobe-e2e-live-")
 
 	hook := &hookLog{}
 	hookSrv := httptest.NewServer(hook)

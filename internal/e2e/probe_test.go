@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,28 +21,8 @@ import (
 // Prometheus' query API must give probe_success 1, the status code and the
 // backend the simulator names in x-served-by.
 func TestProbeEndpointEndToEnd(t *testing.T) {
-	if dl, ok := t.Deadline(); ok {
-		hardDeadline = dl.Add(-deadlineMargin)
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not found in PATH: run .ci/e2e.sh (it installs Debian's prometheus package)")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "llmprobe")
-	buildEnd, capped := until(buildTimeout)
-	ctx, cancel := context.WithDeadline(context.Background(), buildEnd)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/llmprobe")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	cancel()
-	if err != nil {
-		t.Fatalf("go build ./cmd/llmprobe: %v%s\n%s", err, cappedNote(capped), out)
-	}
+	promBin := lookPath(t, ".ci/e2e.sh", "prometheus", "prometheus")
+	root, dir, bin := setUp(t, "")
 
 	simAddr, serveAddr, promAddr := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	sim := start(t, dir, "simulate", bin, "simulate", "--web.listen-address", simAddr, "--served-by", "pod-e2e")

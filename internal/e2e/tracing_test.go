@@ -3,13 +3,11 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -69,28 +67,11 @@ exporters:
 // span (its llmprobe.request_id and GenAI attributes); and the simulator
 // received the same trace id in its traceparent (its --trace-file).
 func TestTracingWithJaeger(t *testing.T) {
-	if dl, ok := t.Deadline(); ok {
-		hardDeadline = dl.Add(-deadlineMargin)
-	}
 	jaegerBin := os.Getenv("LLMPROBE_E2E_JAEGER")
 	if jaegerBin == "" {
 		t.Fatal("LLMPROBE_E2E_JAEGER is not set: run .ci/e2e.sh (it builds Jaeger from .ci/tools/jaeger)")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "llmprobe")
-	buildEnd, capped := until(buildTimeout)
-	ctx, cancel := context.WithDeadline(context.Background(), buildEnd)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/llmprobe")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	cancel()
-	if err != nil {
-		t.Fatalf("go build ./cmd/llmprobe: %v%s\n%s", err, cappedNote(capped), out)
-	}
+	_, dir, bin := setUp(t, "")
 
 	queryHTTP, queryGRPC, otlpGRPC, otlpHTTP := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cfg := filepath.Join(dir, "jaeger.yml")
