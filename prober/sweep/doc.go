@@ -30,7 +30,8 @@
 // vllm bench serve's figures plus llmprobe's extras, from Records fed one
 // at a time), server.go (server-side deltas), validity.go (Judge:
 // client-saturated, not-idle, errors, interrupted), knee.go (LadderKnee)
-// and search.go (Search), written against plain StepOutcomes so they can be
+// and search.go (Search; searchopts.go: SearchOptions and its defaults),
+// written against plain StepOutcomes so they can be
 // tested with a synthetic system (Search reruns an invalid level once and
 // steps down from one that stays invalid; searchbound.go: the bound it
 // states below a level it could not measure, and the repeats of the levels
