@@ -40,7 +40,12 @@ type keyRow struct {
 	// ("^api"); a nil value removes a key of the skeleton.
 	with map[string]any
 	// ok is a valid value of the key, set in the minimal configuration
-	// the check starts from (which must load); nil: the key left out.
+	// the check starts from (which must load); nil: the key left out. For
+	// a list, a mapping or a string with a bound it is the template of an
+	// entry (a string's %d, a number: the entry's index + 1; a mapping's
+	// values alike) or of the string (%s: the padding): the check then
+	// writes max+1 entries, or a string max+1 bytes long, and requires a
+	// refusal naming the key.
 	ok any
 	// namesMapping: the error may name the key's mapping only (a bound
 	// derived from several keys: "turns: can draw 65 turns").
@@ -81,11 +86,11 @@ var traceWith = map[string]any{"path": "trace.jsonl", "../../rates": nil, "../in
 // bound from there and have no row here.
 var configKeyRows = map[string]keyRow{
 	// The top level.
-	"targets":                 {max: "prober/config.MaxTargets"},
-	"modules":                 {max: "prober/config.MaxModules"},
-	"probe_allowed_targets":   {max: "prober/config.MaxProbeAllowedTargets"},
-	"probe_allowed_targets[]": {max: "prober/config.MaxProbeTargetLen", why: "a URL prefix, parsed and normalised at load"},
-	"discovery":               {max: "prober/config.MaxDiscoveryEntries"},
+	"targets":                 {ok: map[string]any{"name": "t%d", "base_url": "http://127.0.0.1:9"}, max: "prober/config.MaxTargets"},
+	"modules":                 {ok: map[string]any{}, max: "prober/config.MaxModules"},
+	"probe_allowed_targets":   {ok: "http://h%d.example/", max: "prober/config.MaxProbeAllowedTargets"},
+	"probe_allowed_targets[]": {ok: "http://127.0.0.1:9/%s", max: "prober/config.MaxProbeTargetLen", why: "a URL prefix, parsed and normalised at load"},
+	"discovery":               {ok: map[string]any{"name": "d%d", "max_targets": 1, "static_configs": []any{map[string]any{"targets": []any{"127.0.0.1:9"}}}}, max: "prober/config.MaxDiscoveryEntries"},
 
 	// global.
 	"global.timeout":           {max: "prober/config.MaxTimeout", min: "0"},
@@ -117,17 +122,17 @@ var configKeyRows = map[string]keyRow{
 	"target.ttft_timeout":          {max: "prober/config.MaxTimeout", min: "0"},
 	"target.stall_timeout":         {max: "prober/config.MaxTimeout", min: "0"},
 	"target.max_body_bytes":        {max: "prober/config.MaxResponseBodyBytes", min: "0"},
-	"target.probes":                {max: "prober/config.MaxProbesPerTarget"},
+	"target.probes":                {ok: map[string]any{"name": "p%d", "rate": 1}, max: "prober/config.MaxProbesPerTarget"},
 	"target.max_sweep_rate":        {max: "prober/arrival.MaxRate", min: "0"},
-	"target.sweeps":                {max: "prober/config.MaxSweepsPerTarget"},
-	"target.labels":                {max: "prober/config.MaxTargetLabels"},
-	"target.labels.*":              {max: "prober/config.MaxTargetLabelValueLen", why: "a label value"},
+	"target.sweeps":                {ok: map[string]any{"name": "s%d", "every": "24h", "rates": []any{1}}, max: "prober/config.MaxSweepsPerTarget"},
+	"target.labels":                {ok: "v", max: "prober/config.MaxTargetLabels"},
+	"target.labels.*":              {ok: "%s", max: "prober/config.MaxTargetLabelValueLen", why: "a label value"},
 	"target.cost_per_hour":         {max: "prober/knob.MaxCostPerHour", min: "0"},
 	"target.gpu_metrics_url":       {why: whyURL},
-	"target.gpu_selector":          {max: "prober/gpusel.MaxBytes", why: "a label selector, parsed at load"},
+	"target.gpu_selector":          {ok: `a="%s"`, with: map[string]any{"gpu_metrics_url": "http://127.0.0.1:9/metrics"}, max: "prober/gpusel.MaxBytes", why: "a label selector, parsed at load"},
 	"target.trace_sample_ratio":    {max: "1", min: "0", why: "a share of requests: in (0, 1]"},
 	"target.http_config":           {why: whyExternal},
-	"target.attribution_headers":   {max: "prober/client.MaxAttributionHeaders"},
+	"target.attribution_headers":   {ok: "x-h%d", max: "prober/client.MaxAttributionHeaders"},
 	"target.attribution_headers[]": {why: "a header name: validated as one, refused otherwise"},
 
 	// A target's probes.
@@ -145,7 +150,7 @@ var configKeyRows = map[string]keyRow{
 	// does not bound, and the schedule's.
 	"target.sweeps[].name":            {why: whyName},
 	"target.sweeps[].rates":           {max: "prober/arrival.MaxRate", min: "prober/sweep.MinRate"},
-	"target.sweeps[].concurrency":     {max: "prober/sweep.MaxLevels"},
+	"target.sweeps[].concurrency":     {ok: 1, with: map[string]any{"rates": nil}, max: "prober/sweep.MaxLevels"},
 	"target.sweeps[].arrival":         {why: whyEnum},
 	"target.sweeps[].input_len":       {max: "prober/workload.MaxLength", min: "0", with: map[string]any{"output_len": 8}},
 	"target.sweeps[].output_len":      {max: "prober/workload.MaxLength", min: "0", with: map[string]any{"input_len": 8}},
@@ -198,15 +203,15 @@ var configKeyRows = map[string]keyRow{
 	"workload.request.temperature":                     {why: whySampling, min: "0"},
 	"workload.request.top_p":                           {max: "1", min: "0", why: "a probability in (0, 1]"},
 	"workload.request.seed":                            {why: whySeed},
-	"workload.request.stop":                            {max: "prober/workload.MaxStops"},
-	"workload.request.stop[]":                          {max: "prober/workload.MaxStopBytes", why: "a stop string"},
+	"workload.request.stop":                            {ok: "s%d", max: "prober/workload.MaxStops"},
+	"workload.request.stop[]":                          {ok: "%s", max: "prober/workload.MaxStopBytes", why: "a stop string"},
 	"workload.request.min_tokens":                      {max: "prober/workload.MaxLength", min: "0"},
 	"workload.request.reasoning_effort":                {why: whyEnum},
 	"workload.request.chat_template_kwargs":            {max: "prober/workload.MaxExtraBodyBytes", why: "encoded with extra_body, bounded together"},
 	"workload.request.chat_template_kwargs.*":          {max: "prober/workload.MaxExtraBodyBytes", why: "any JSON value, bounded by its encoding"},
 	"workload.request.extra_body":                      {max: "prober/workload.MaxExtraBodyBytes", why: "encoded; keys that multiply server work (n, best_of, ...) refused"},
 	"workload.request.extra_body.*":                    {max: "prober/workload.MaxExtraBodyBytes", why: "any JSON value, bounded by its encoding"},
-	"workload.request.features":                        {max: "prober/workload.MaxFeatures"},
+	"workload.request.features":                        {ok: map[string]any{"kind": "lora", "model": "a%d", "share": 0.01}, max: "prober/workload.MaxFeatures"},
 	"workload.request.features[].kind":                 {why: whyEnum},
 	"workload.request.features[].share":                {ok: 1, max: "1", min: "0", why: whyShare, with: map[string]any{"kind": "no_stream"}},
 	"workload.request.features[].top_logprobs":         {max: "prober/workload.MaxTopLogprobs", min: "0", with: map[string]any{"kind": "logprobs", "share": 1}},
@@ -215,9 +220,9 @@ var configKeyRows = map[string]keyRow{
 	"workload.request.features[].schema.*":             {max: "prober/workload.MaxSchemaBytes", why: "part of a JSON schema"},
 	"workload.request.features[].schema_file":          {why: whyPath},
 	"workload.request.features[].model":                {why: whyString + " (a LoRA adapter's model)"},
-	"workload.request.features[].tools":                {max: "prober/workload.MaxTools"},
+	"workload.request.features[].tools":                {ok: map[string]any{"name": "t%d"}, with: map[string]any{"kind": "tools", "share": 1}, max: "prober/workload.MaxTools"},
 	"workload.request.features[].tools[].name":         {why: whyName},
-	"workload.request.features[].tools[].description":  {max: "prober/workload.MaxToolDescriptionBytes", why: "a tool's description"},
+	"workload.request.features[].tools[].description":  {ok: "%s", with: map[string]any{"name": "t", "../kind": "tools", "../share": 1}, max: "prober/workload.MaxToolDescriptionBytes", why: "a tool's description"},
 	"workload.request.features[].tools[].parameters":   {max: "prober/workload.MaxSchemaBytes", why: "a JSON schema, bounded as a json_schema feature's"},
 	"workload.request.features[].tools[].parameters.*": {max: "prober/workload.MaxSchemaBytes", why: "part of a JSON schema"},
 	"workload.request.features[].tool_choice":          {why: whyEnum + " (or a tool's name)"},
@@ -231,7 +236,7 @@ var configKeyRows = map[string]keyRow{
 	"workload.dataset.sampling":                        {why: whyEnum},
 	"workload.dataset.max_entries":                     {max: "prober/workload.MaxDatasetEntries", min: "0", with: map[string]any{"path": "dataset.jsonl", "../input_tokens": nil}},
 	"workload.trace.path":                              {why: whyPath},
-	"workload.trace.speeds":                            {max: "prober/workload.MaxTraceSpeeds"},
+	"workload.trace.speeds":                            {ok: 1, with: traceWith, only: "sweeps[]", max: "prober/workload.MaxTraceSpeeds"},
 	"workload.trace.speeds[]":                          {max: "prober/sweep.MaxTraceSpeed", min: "0", with: traceWith, only: "sweeps[]"},
 	"workload.trace.block_size":                        {max: "prober/workload.MaxTraceBlockSize", min: "0", with: traceWith, only: "sweeps[]"},
 
@@ -246,7 +251,7 @@ var configKeyRows = map[string]keyRow{
 	"modules.*.stall_timeout":         {max: "prober/config.MaxTimeout", min: "0"},
 	"modules.*.max_body_bytes":        {max: "prober/config.MaxResponseBodyBytes", min: "0"},
 	"modules.*.http_config":           {why: whyExternal},
-	"modules.*.attribution_headers":   {max: "prober/client.MaxAttributionHeaders"},
+	"modules.*.attribution_headers":   {ok: "x-h%d", max: "prober/client.MaxAttributionHeaders"},
 	"modules.*.attribution_headers[]": {why: "a header name: validated as one, refused otherwise"},
 	"modules.*.seed":                  {why: whySeed},
 	"modules.*.prompt_nonce":          {max: "prober/config.MaxPromptNonce"},
@@ -267,8 +272,8 @@ var configKeyRows = map[string]keyRow{
 	"tracing.protocol":       {why: whyEnum},
 	"tracing.insecure":       {why: whyBool},
 	"tracing.sample_ratio":   {max: "1", min: "prober/config.MinTracingSampleRatio", why: "a share of requests: in (0, 1]", with: map[string]any{"endpoint": "127.0.0.1:4318"}},
-	"tracing.headers":        {max: "prober/config.MaxTracingHeaders"},
-	"tracing.headers.*":      {max: "prober/config.MaxTracingHeaderBytes", why: "a header value"},
+	"tracing.headers":        {ok: "v", with: map[string]any{"endpoint": "127.0.0.1:4318"}, max: "prober/config.MaxTracingHeaders"},
+	"tracing.headers.*":      {ok: "%s", with: map[string]any{"../endpoint": "127.0.0.1:4318"}, max: "prober/config.MaxTracingHeaderBytes", why: "a header value"},
 	"tracing.header_files":   {max: "prober/config.MaxTracingHeaders"},
 	"tracing.header_files.*": {max: "prober/config.MaxTracingHeaderBytes", why: "a file read through prober/capfile at this cap"},
 	"tracing.tls_config":     {why: whyExternal},
@@ -330,9 +335,10 @@ func boundValue(consts map[string]*constSource, s string) (float64, error) {
 func TestConfigKeysRegistry(t *testing.T) {
 	consts := readConsts(t)
 	keys := configKeys()
-	rowKinds := map[string]string{}
+	rowKinds, rowPaths := map[string]string{}, map[string][]string{}
 	for _, k := range keys {
 		rowKinds[k.row] = k.kind
+		rowPaths[k.row] = append(rowPaths[k.row], k.path)
 	}
 	bounds := map[string]keyBound{}
 	var rows []string
@@ -354,8 +360,8 @@ func TestConfigKeysRegistry(t *testing.T) {
 			continue
 		}
 		if !listed {
-			t.Errorf("%s (a %s key): no row in internal/archtest's configKeyRows: add one with its bound (a constant of the module, "+
-				"enforced at load) or why it needs none (docs/security.md, \"Configuration keys\")", r, kind)
+			t.Errorf("%s (a %s key at %s): no row in internal/archtest's configKeyRows: add one with its bound (a constant of the module, "+
+				"enforced at load) or why it needs none (docs/security.md, \"Configuration keys\")", r, kind, strings.Join(rowPaths[r], ", "))
 			continue
 		}
 		if row.max == "" && row.why == "" {
@@ -381,7 +387,8 @@ func TestConfigKeysRegistry(t *testing.T) {
 			}
 			b.min, b.hasMin = v, true
 		}
-		if (b.hasMax || b.hasMin) && numericKinds[kind] {
+		sized := (kind == kindList || kind == kindMap || kind == kindString) && b.hasMax && row.ok != nil
+		if (b.hasMax || b.hasMin) && numericKinds[kind] || sized {
 			bounds[r] = b
 		}
 	}
@@ -418,7 +425,9 @@ func TestConfigKeysRegistry(t *testing.T) {
 		}
 		row := configKeyRows[k.row]
 		var okValue any
-		if row.ok != nil {
+		if !numericKinds[k.kind] {
+			okValue = sizedValue(k.kind, row.ok, 1)
+		} else if row.ok != nil {
 			okValue = row.ok
 			if k.typ == reflect.TypeFor[config.Rates]() {
 				okValue = []any{row.ok}
@@ -456,10 +465,13 @@ func TestConfigKeysRegistry(t *testing.T) {
 			}
 			checked++
 		}
-		if b.hasMax {
+		switch {
+		case !numericKinds[k.kind]:
+			try("beyond", sizedValue(k.kind, row.ok, int(b.max)+1))
+		case b.hasMax:
 			try("beyond", keyValue(k, b.max, +1))
 		}
-		if b.hasMin {
+		if b.hasMin && numericKinds[k.kind] {
 			try("below", keyValue(k, b.min, -1))
 		}
 	}
@@ -497,6 +509,50 @@ func keyValue(k configKey, v float64, dir int) any {
 		return []any{out}
 	}
 	return out
+}
+
+// sizedValue is a list or a mapping of n entries made from the template
+// tmpl, or a string of n bytes (tmpl's %s padded).
+func sizedValue(kind string, tmpl any, n int) any {
+	switch kind {
+	case kindList:
+		l := make([]any, n)
+		for i := range l {
+			l[i] = fillTemplate(tmpl, i)
+		}
+		return l
+	case kindMap:
+		m := make(map[string]any, n)
+		for i := range n {
+			m[fmt.Sprintf("k%d", i)] = fillTemplate(tmpl, i)
+		}
+		return m
+	}
+	t := tmpl.(string)
+	return fmt.Sprintf(t, strings.Repeat("a", max(1, n-(len(t)-2))))
+}
+
+// fillTemplate is entry i of a template: %d in strings is i, a number
+// i+1, a mapping's values alike.
+func fillTemplate(tmpl any, i int) any {
+	switch t := tmpl.(type) {
+	case string:
+		if strings.Contains(t, "%d") {
+			return fmt.Sprintf(t, i)
+		}
+		return t
+	case int:
+		return i + 1
+	case float64:
+		return float64(i + 1)
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, v := range t {
+			m[k] = fillTemplate(v, i)
+		}
+		return m
+	}
+	return tmpl
 }
 
 // concretePath is a key's path as an error names it: the first entry of
@@ -636,4 +692,57 @@ func keyDoc(path string, v any, with map[string]any) (map[string]any, error) {
 		cur[name] = v
 	}
 	return root, nil
+}
+
+// TestConfigKeysWalk pins what configKeys finds: keys through structs,
+// lists, mappings, pointers, inlined and embedded structs, the anchors'
+// rows and discovery's mechanisms.
+func TestConfigKeysWalk(t *testing.T) {
+	got := map[string]configKey{}
+	for _, k := range configKeys() {
+		got[k.path] = k
+	}
+	for _, w := range []struct{ path, row, kind string }{
+		{"targets", "targets", kindList},
+		{"targets[].probes[].rate", "target.probes[].rate", kindFloat},
+		{"targets[].probes[].answer_checks.every", "target.probes[].answer_checks.every", kindDuration},         // a pointer
+		{"targets[].sweeps[].every", "target.sweeps[].every", kindDuration},                                     // inlined SweepSpec beside it
+		{"targets[].sweeps[].num_prompts", "target.sweeps[].num_prompts", kindInt},                              // inlined SweepSpec
+		{"targets[].sweeps[].rates", "target.sweeps[].rates", kindFloat},                                        // Rates: a list of numbers
+		{"discovery[].target.probes[].workload.multi_turn.turns.max", "workload.multi_turn.turns.max", kindInt}, // embedded LengthSpec
+		{"modules.*.workload.request.features[].tools[].description", "workload.request.features[].tools[].description", kindString},
+		{"modules.*.timeout", "modules.*.timeout", kindDuration},
+		{"global.slo.tpot", "slo.tpot", kindDuration},
+		{"targets[].max_body_bytes", "target.max_body_bytes", kindBytes},
+		{"targets[].labels", "target.labels", kindMap},
+		{"targets[].http_config", "target.http_config", kindExternal},
+		{"discovery[].file_sd_configs", "discovery[].file_sd_configs", kindExternal},
+		{"tracing.headers.*", "tracing.headers.*", kindString},
+	} {
+		k, ok := got[w.path]
+		if !ok || k.row != w.row || k.kind != w.kind {
+			t.Errorf("configKeys()[%q] = %+v (found %v), want row %q kind %s", w.path, k, ok, w.row, w.kind)
+		}
+	}
+}
+
+// TestNamesKey pins when a refusal names its key.
+func TestNamesKey(t *testing.T) {
+	for _, c := range []struct {
+		msg, path string
+		mapping   bool
+		want      bool
+	}{
+		{"f.yml:3: targets[0].probes[0].rate: must be > 0, got -1", "targets[].probes[].rate", false, true},
+		{"f.yml:3: targets[0].sweeps[0]: Workload.Dataset: dataset: max_entries: must be 0 to 200000", "targets[].sweeps[].workload.dataset.max_entries", false, true},
+		{"f.yml:3: modules.k.workload.input_tokens: choices[0].value must be >= 1", "modules.*.workload.input_tokens.choices[].value", false, true},
+		{"f.yml:3: targets[0].probes[0]: must be > 0", "targets[].probes[].rate", false, false},
+		{"f.yml:3: targets[0].probes[0].workload.multi_turn.turns: can draw 65 turns", "targets[].probes[].workload.multi_turn.turns.max", false, false},
+		{"f.yml:3: targets[0].probes[0].workload.multi_turn.turns: can draw 65 turns", "targets[].probes[].workload.multi_turn.turns.max", true, true},
+		{"f.yml:3: targets[0].name: required", "targets[].timeout", false, false},
+	} {
+		if got := namesKey(c.msg, c.path, c.mapping); got != c.want {
+			t.Errorf("namesKey(%q, %q, %v) = %v, want %v", c.msg, c.path, c.mapping, got, c.want)
+		}
+	}
 }
