@@ -123,6 +123,9 @@ var boundRows = []boundRow{
 	{"prober/config", "MinDefaultConcurrency", "a probe's derived default `max_concurrency`, lowest", "YAML"},
 	{"prober/config", "MaxDefaultConcurrency", "a probe's derived default `max_concurrency`, highest", "YAML"},
 	{"prober/config", "MinSweepInterval", "a scheduled sweep's `every`", "YAML"},
+	{"prober/config", "MaxTargets", "the `targets` list (discovery's targets are bounded apart)", "YAML"},
+	{"prober/config", "MaxProbesPerTarget", "a target's `probes` (a discovery template's too)", "YAML"},
+	{"prober/config", "MaxSweepsPerTarget", "a target's scheduled `sweeps`", "YAML"},
 	{"prober/config", "MaxTargetLabels", "a target's static labels", "YAML"},
 	{"prober/config", "MaxTargetLabelValueLen", "one static label value", "YAML"},
 	{"prober/config", "MaxDiscoveredTargets", "the targets service discovery starts, all `discovery` entries together: their `max_targets` (each reserved for its entry) add up to at most this", "YAML, discovered"},
@@ -135,6 +138,7 @@ var boundRows = []boundRow{
 	// Network.
 	{"internal/web", "DefaultMaxRequests", "`--web.max-requests` default: connections and requests served at once", "flags"},
 	{"prober/client", "DefaultMaxBodyBytes", "a target's response body (`max_body_bytes` default)", "YAML"},
+	{"prober/config", "MaxResponseBodyBytes", "a target's or module's `max_body_bytes`", "YAML"},
 	{"prober/client", "MaxCollect", "the text a request collects for checks", "YAML, API"},
 	{"prober/client", "MaxToolCalls", "the tool calls assembled from one response (more: `invalid_response`)", "targets"},
 	{"prober/client", "MaxToolCallBytes", "the arguments of one response's tool calls together (more: `invalid_response`)", "targets"},
@@ -345,6 +349,12 @@ func eval(consts map[string]*constSource, c *constSource, e ast.Expr) (constValu
 		pkg, ok := x.X.(*ast.Ident)
 		if !ok {
 			return constValue{}, fmt.Errorf("selector %T", x.X)
+		}
+		if c.imports[pkg.Name] == "math" {
+			limits := map[string]float64{"MaxInt64": math.MaxInt64, "MaxInt32": math.MaxInt32, "MaxUint32": math.MaxUint32}
+			if v, ok := limits[x.Sel.Name]; ok {
+				return constValue{v: v}, nil
+			}
 		}
 		if c.imports[pkg.Name] == "time" {
 			units := map[string]time.Duration{"Nanosecond": time.Nanosecond, "Microsecond": time.Microsecond,

@@ -209,6 +209,7 @@ var inputSurfaces = []inputSurface{
 	{"response", "OTLP collector: redirect not followed with the export headers; answer bounded", "prober/tracing.maxCollectorReplyBytes", "prober/tracing.TestExportNoRedirect"},
 	{"response", "any body read through bounded.Read / bounded.Transport", "", "prober/bounded.TestTransport"},
 	{"API", "`POST /api/v1/sweeps` body", "internal/web.MaxSweepBodyBytes", "internal/web.TestSweepAPIRefusals"},
+	{"YAML", "every key of the daemon's configuration: its bound, or why it needs none; refusals generated", "prober/config.MaxConfigFileBytes", "internal/archtest.TestConfigKeysRegistry"},
 }
 
 // TestInputSurfacesRegistry checks the registry of input surfaces: each

@@ -90,6 +90,23 @@ const MaxProbeConcurrency = knob.MaxInFlight
 // and stall_timeout, which may not exceed it): knob.MaxTimeout, 24h.
 const MaxTimeout = knob.MaxTimeout
 
+// MaxTargets bounds the targets list: every target runs its probes (each
+// its own arrivals, goroutines and clients) and exports its series;
+// discovery's targets are bounded apart (MaxDiscoveredTargets).
+const MaxTargets = 1000
+
+// MaxProbesPerTarget bounds a target's probes (and a discovery template's):
+// each probe runs its own arrival process and requests.
+const MaxProbesPerTarget = 64
+
+// MaxSweepsPerTarget bounds a target's scheduled sweeps: each holds a
+// schedule and its run directories.
+const MaxSweepsPerTarget = 64
+
+// MaxResponseBodyBytes bounds a target's or module's max_body_bytes: each
+// request in flight may hold a body that large.
+const MaxResponseBodyBytes = 1 << 30
+
 // MaxConfigFileBytes caps what Load reads from a configuration file: a
 // larger (or endless, such as /dev/zero) file is an error naming the cap.
 const MaxConfigFileBytes = 4 << 20

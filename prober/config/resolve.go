@@ -40,6 +40,9 @@ func (c *Config) resolve(dir string) error {
 	if len(c.Targets) == 0 && len(c.Discovery) == 0 && len(c.Modules) == 0 && len(c.ProbeAllowedTargets) == 0 {
 		all.add("targets", errors.New("at least one target or discovery entry is required"))
 	}
+	if len(c.Targets) > MaxTargets {
+		all.add("targets", fmt.Errorf("at most %d targets (each runs its probes; use discovery for more, bounded apart), got %d", MaxTargets, len(c.Targets)))
+	}
 	seen := make(map[string]int, len(c.Targets))
 	for i := range c.Targets {
 		t := &c.Targets[i]

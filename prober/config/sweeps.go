@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
+	"github.com/llmprobe/llmprobe/prober/arrival"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -319,10 +320,14 @@ func AsSpecError(err error) *SpecError {
 	return &SpecError{Key: fes[0].path, Err: fes[0].err}
 }
 
-// validateMaxSweepRate checks max_sweep_rate: 0 (no cap) or > 0 and finite.
+// validateMaxSweepRate checks max_sweep_rate: 0 (no cap) or > 0 and at
+// most arrival.MaxRate.
 func validateMaxSweepRate(v float64) error {
 	if math.IsInf(v, 0) || !(v >= 0) {
 		return fmt.Errorf("must be >= 0 and finite (0: no cap), got %v", v)
+	}
+	if v > arrival.MaxRate {
+		return fmt.Errorf("must be <= %v (the most arrivals per second an arrival process yields), got %v", float64(arrival.MaxRate), v)
 	}
 	return nil
 }
@@ -335,9 +340,20 @@ func (t TargetConfig) validateSweeps() error {
 	if l.add("max_sweep_rate", validateMaxSweepRate(t.MaxSweepRate)) {
 		t.MaxSweepRate = 0
 	}
+	if len(t.Sweeps) > MaxSweepsPerTarget {
+		l.add("sweeps", fmt.Errorf("at most %d scheduled sweeps a target, got %d", MaxSweepsPerTarget, len(t.Sweeps)))
+	}
 	seen := map[string]int{}
 	for i, s := range t.Sweeps {
 		path := fmt.Sprintf("sweeps[%d]", i)
+		for _, th := range []struct {
+			name string
+			v    time.Duration
+		}{{"ttft", s.Goodput.TTFT}, {"tpot", s.Goodput.TPOT}, {"e2el", s.Goodput.E2EL}, {"ttfa", s.Goodput.TTFA}} {
+			if th.v > MaxTimeout {
+				l.add(path+".goodput."+th.name, fmt.Errorf("must be <= %v (no request runs longer), got %v", time.Duration(MaxTimeout), th.v))
+			}
+		}
 		if s.Name == "" {
 			l.add(path+".name", errors.New("required"))
 		} else if j, dup := seen[s.Name]; dup {

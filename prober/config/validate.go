@@ -109,11 +109,17 @@ func (t TargetConfig) Validate() error {
 	}
 	l.add("", validateSLO(t.SLO, t.Timeout, note))
 	l.add("", validateObjective(t.GoodputObjective))
-	if t.MaxBodyBytes <= 0 {
+	switch {
+	case t.MaxBodyBytes <= 0:
 		l.add("max_body_bytes", fmt.Errorf("must be > 0, got %d", int64(t.MaxBodyBytes)))
+	case t.MaxBodyBytes > MaxResponseBodyBytes:
+		l.add("max_body_bytes", fmt.Errorf("must be <= %v (each request in flight may hold that much), got %v", ByteSize(MaxResponseBodyBytes), t.MaxBodyBytes))
 	}
-	if len(t.Probes) == 0 {
+	switch {
+	case len(t.Probes) == 0:
 		l.add("probes", errors.New("at least one probe is required (leave probes out for the default probe)"))
+	case len(t.Probes) > MaxProbesPerTarget:
+		l.add("probes", fmt.Errorf("at most %d probes a target (each runs its own arrivals and requests), got %d", MaxProbesPerTarget, len(t.Probes)))
 	}
 	l.add("", t.validateSweeps())
 	validateLabels(&l, t.Labels)
@@ -297,7 +303,7 @@ func validateSLO(s slo.SLO, timeout time.Duration, note string) error {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"e2el", s.E2EL}} {
+	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"e2el", s.E2EL}, {"ttfa", s.TTFA}} {
 		if f.v > timeout {
 			l.add("slo."+f.name, fmt.Errorf("must be <= timeout (%v), got %v%s", timeout, f.v, note))
 		}
