@@ -207,7 +207,7 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 		}
 		m += len(pos)
 	}
-	return percentileOfCounts(f.sorted, counts, m, f.p)
+	return stats.PercentileOfCounts(f.sorted, counts, m, f.p)
 }
 
 // MinClusterRounds is the rounds per side from which a bootstrap
@@ -251,51 +251,7 @@ func (f *figure) resampleRounds(rng *rand.Rand, counts []int) float64 {
 		}
 		m += len(pos)
 	}
-	return percentileOfCounts(f.sorted, counts, m, f.p)
-}
-
-// percentileOfCounts is numpy's linear percentile p of the sample holding
-// sorted[j] counts[j] times (m values in all): stats.PercentileOfCounts,
-// which walks the counts from the bottom; a percentile above the median
-// is found walking from the top instead, which for a p99 visits a few
-// values rather than all of them.
-func percentileOfCounts(sorted []float64, counts []int, m int, p float64) float64 {
-	if p <= 50 || m == 0 || p > 100 {
-		return stats.PercentileOfCounts(sorted, counts, m, p)
-	}
-	// numpy's linear rule (stats' virtualIndex and lerp, step by step so
-	// that the result is the same to the bit): the value at fractional
-	// rank h = (m-1) p/100 (from 0), between ranks lo and lo+1.
-	h := float64(m-1) * (p / 100)
-	fl := math.Floor(h)
-	lo, gamma := int(fl), h-fl
-	if lo >= m-1 {
-		lo, gamma = m-1, 0
-	}
-	hi := min(lo+1, m-1)
-	a, b := math.NaN(), math.NaN()
-	above := 0 // values at ranks above the current position
-	for j := len(counts) - 1; j >= 0; j-- {
-		c := counts[j]
-		if c == 0 {
-			continue
-		}
-		// sorted[j] holds ranks m-above-c ... m-above-1.
-		first := m - above - c
-		if math.IsNaN(b) && hi >= first {
-			b = sorted[j]
-		}
-		if lo >= first {
-			a = sorted[j]
-			break
-		}
-		above += c
-	}
-	d := b - a
-	if gamma >= 0.5 {
-		return b - d*(1-gamma)
-	}
-	return a + d*gamma
+	return stats.PercentileOfCounts(f.sorted, counts, m, f.p)
 }
 
 // diffCI is the bootstrap interval at level conf of the relative
@@ -303,7 +259,7 @@ func percentileOfCounts(sorted []float64, counts []int, m int, p float64) float6
 // drawn independently (seeded, so the interval is reproducible). ok is false
 // when fewer than half of the replicates were defined (b resampled to 0).
 func diffCI(b, c *figure, iters int, conf float64, seed uint64) (lo, hi float64, ok bool) {
-	rng := rand.New(rand.NewPCG(seed, bootstrapStream))
+	rng := stats.NewRand(seed, bootstrapStream)
 	cb, cc := make([]int, len(b.sorted)), make([]int, len(c.sorted))
 	est := make([]float64, 0, iters)
 	for range iters {
@@ -315,9 +271,7 @@ func diffCI(b, c *figure, iters int, conf float64, seed uint64) (lo, hi float64,
 	if len(est) < iters/2 || len(est) == 0 {
 		return 0, 0, false
 	}
-	slices.Sort(est)
-	alpha := (1 - conf) / 2
-	lo, hi = stats.PercentileSorted(est, 100*alpha), stats.PercentileSorted(est, 100*(1-alpha))
+	lo, hi = stats.PercentileInterval(est, conf)
 	if r := min(len(b.rounds), len(c.rounds)); r >= MinClusterRounds {
 		// A cluster bootstrap of r rounds gives (r−1)/r of the variance:
 		// widen the half-widths around the change of the pooled figures.

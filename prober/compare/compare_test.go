@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/slo"
-	"github.com/llmprobe/llmprobe/prober/stats"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -342,38 +341,6 @@ func TestDiffCI(t *testing.T) {
 	rb := newFigure([][]float64{{1, 1, 1, 1}, {1, 1, 1, 0}}, []float64{1, 1}, 0)
 	if v := rb.value(); v != 3.5 {
 		t.Errorf("rate value %v, want 3.5", v)
-	}
-}
-
-func TestPercentileOfCounts(t *testing.T) {
-	sorted := []float64{1, 2, 3, 10}
-	counts := []int{1, 1, 1, 1}
-	for _, p := range []float64{0, 25, 50, 90, 99, 100} {
-		want := map[float64]float64{0: 1, 25: 1.75, 50: 2.5, 90: 7.9, 99: 9.79, 100: 10}[p]
-		if got := percentileOfCounts(sorted, counts, 4, p); math.Abs(got-want) > 1e-9 {
-			t.Errorf("p%v = %v, want %v", p, got, want)
-		}
-	}
-	// Walking from the top gives stats.PercentileOfCounts' value to the
-	// bit, on replicates with gaps, repeats and ties.
-	rng := rand.New(rand.NewPCG(5, 6))
-	for trial := range 500 {
-		n := 1 + rng.IntN(300)
-		sorted := make([]float64, n)
-		for i := range sorted {
-			sorted[i] = math.Floor(100 * rng.Float64())
-		}
-		slices.Sort(sorted)
-		counts, m := make([]int, n), 0
-		for range n {
-			counts[rng.IntN(n)]++
-			m++
-		}
-		for _, p := range []float64{50.5, 75, 90, 99, 99.9, 100, 100 * rng.Float64()} {
-			if got, want := percentileOfCounts(sorted, counts, m, p), stats.PercentileOfCounts(sorted, counts, m, p); got != want {
-				t.Fatalf("trial %d: p%v = %v, want %v", trial, p, got, want)
-			}
-		}
 	}
 }
 

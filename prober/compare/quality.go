@@ -2,8 +2,8 @@ package compare
 
 import (
 	"fmt"
+	"github.com/llmprobe/llmprobe/prober/stats"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -457,7 +457,7 @@ func mean(xs []float64) float64 {
 // bootstrapMean is the percentile bootstrap interval at conf of the mean
 // of xs (iters resamples, seeded).
 func bootstrapMean(xs []float64, iters int, conf float64, seed uint64) (lo, hi float64) {
-	rng := rand.New(rand.NewPCG(seed, bootstrapStream^0x7175616c)) // "qual"
+	rng := stats.NewRand(seed, bootstrapStream^0x7175616c) // "qual"
 	ms := make([]float64, iters)
 	for i := range ms {
 		s := 0.0
@@ -466,10 +466,7 @@ func bootstrapMean(xs []float64, iters int, conf float64, seed uint64) (lo, hi f
 		}
 		ms[i] = s / float64(len(xs))
 	}
-	slices.Sort(ms)
-	a := (1 - conf) / 2
-	at := func(p float64) float64 { return ms[min(len(ms)-1, max(0, int(math.Floor(p*float64(len(ms))))))] }
-	return at(a), at(1 - a)
+	return stats.PercentileInterval(ms, conf)
 }
 
 // ApplyQuality folds the quality section q into v as the figures combine:

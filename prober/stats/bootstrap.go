@@ -41,7 +41,7 @@ func BootstrapCI(xs []float64, p, conf float64, iters int, seed uint64) (CI, err
 	}
 	s := sortedCopy(xs)
 	n := len(s)
-	rng := newBootstrapRand(seed)
+	rng := NewRand(seed, bootstrapStream)
 	counts := make([]int, n)
 	est := make([]float64, iters)
 	for it := range est {
@@ -52,45 +52,72 @@ func BootstrapCI(xs []float64, p, conf float64, iters int, seed uint64) (CI, err
 		// The resample sorted is s[j] repeated counts[j] times.
 		est[it] = PercentileOfCounts(s, counts, n, p)
 	}
-	slices.Sort(est)
-	alpha := (1 - conf) / 2
-	return CI{
-		Lo:    percentileSorted(est, 100*alpha),
-		Hi:    percentileSorted(est, 100*(1-alpha)),
-		Conf:  conf,
-		Iters: iters,
-	}, nil
+	lo, hi := PercentileInterval(est, conf)
+	return CI{Lo: lo, Hi: hi, Conf: conf, Iters: iters}, nil
 }
 
-func newBootstrapRand(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, bootstrapStream))
+// PercentileInterval is the percentile-bootstrap interval at level conf of
+// the replicates est (sorted in place): their (1-conf)/2 and (1+conf)/2
+// percentiles, numpy's linear rule. Every bootstrap of llmprobe that
+// interpolates between replicates takes its bounds here (the knee's,
+// whose bounds are levels that ran, takes replicate values instead).
+func PercentileInterval(est []float64, conf float64) (lo, hi float64) {
+	slices.Sort(est)
+	alpha := (1 - conf) / 2
+	return percentileSorted(est, 100*alpha), percentileSorted(est, 100*(1-alpha))
 }
+
+// NewRand is a bootstrap's random source: PCG seeded by seed, on the
+// caller's own stream (a constant per caller, so two bootstraps seeded
+// alike still draw apart).
+func NewRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
 
 // PercentileOfCounts is Percentile's numpy-linear percentile p of the
 // sample that holds sorted[j] counts[j] times (m values in all, sorted
 // ascending): a bootstrap replicate drawn as counts over the sorted data,
-// taken in O(len(sorted)) without building or sorting it. No value (m 0)
-// gives NaN.
+// taken without building or sorting it. It walks the counts from the
+// nearer end (from the top above the median), so a p99 visits a few
+// values rather than all of them. No value (m 0) gives NaN.
 func PercentileOfCounts(sorted []float64, counts []int, m int, p float64) float64 {
 	if m == 0 || !(p >= 0 && p <= 100) {
 		return math.NaN()
 	}
-	prev, gamma := virtualIndex(m, p)
-	next := min(prev+1, m-1)
+	lo, gamma := virtualIndex(m, p)
+	hi := min(lo+1, m-1)
 	a, b := math.NaN(), math.NaN()
-	rank := 0
-	for j, c := range counts {
+	if p <= 50 {
+		rank := 0 // values at ranks up to the current position
+		for j, c := range counts {
+			if c == 0 {
+				continue
+			}
+			rank += c
+			if math.IsNaN(a) && rank > lo {
+				a = sorted[j]
+			}
+			if rank > hi {
+				b = sorted[j]
+				break
+			}
+		}
+		return lerp(a, b, gamma)
+	}
+	above := 0 // values at ranks above the current position
+	for j := len(counts) - 1; j >= 0; j-- {
+		c := counts[j]
 		if c == 0 {
 			continue
 		}
-		rank += c
-		if math.IsNaN(a) && rank > prev {
-			a = sorted[j]
-		}
-		if rank > next {
+		// sorted[j] holds ranks m-above-c ... m-above-1.
+		first := m - above - c
+		if math.IsNaN(b) && hi >= first {
 			b = sorted[j]
+		}
+		if lo >= first {
+			a = sorted[j]
 			break
 		}
+		above += c
 	}
 	return lerp(a, b, gamma)
 }

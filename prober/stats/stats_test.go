@@ -2,6 +2,8 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,7 +289,7 @@ func TestBootstrapMatchesSort(t *testing.T) {
 		}
 		// One iteration: the interval is the single bootstrap estimate.
 		s := sortedCopy(xs)
-		rng := newBootstrapRand(5)
+		rng := NewRand(5, bootstrapStream)
 		re := make([]float64, len(s))
 		for i := range re {
 			re[i] = s[rng.IntN(len(s))]
@@ -327,6 +329,49 @@ func BenchmarkBootstrapCI10k(b *testing.B) {
 	for b.Loop() {
 		if _, err := BootstrapCI(xs, 99, 0.95, 1000, 1); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPercentileOfCounts: the percentile of a sample given as counts over
+// sorted values equals Percentile of the sample written out, to the bit,
+// walking from either end (p at or below 50 from the bottom, above from
+// the top), on replicates with gaps, repeats and ties.
+func TestPercentileOfCounts(t *testing.T) {
+	sorted := []float64{1, 2, 3, 10}
+	counts := []int{1, 1, 1, 1}
+	for _, p := range []float64{0, 25, 50, 90, 99, 100} {
+		want := map[float64]float64{0: 1, 25: 1.75, 50: 2.5, 90: 7.9, 99: 9.79, 100: 10}[p]
+		if got := PercentileOfCounts(sorted, counts, 4, p); math.Abs(got-want) > 1e-9 {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if got := PercentileOfCounts(sorted, []int{0, 0, 0, 0}, 0, 50); !math.IsNaN(got) {
+		t.Errorf("no value: %v, want NaN", got)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 500 {
+		n := 1 + rng.IntN(300)
+		sorted := make([]float64, n)
+		for i := range sorted {
+			sorted[i] = math.Floor(100 * rng.Float64())
+		}
+		slices.Sort(sorted)
+		counts, m := make([]int, n), 0
+		var sample []float64
+		for range n {
+			counts[rng.IntN(n)]++
+			m++
+		}
+		for j, c := range counts {
+			for range c {
+				sample = append(sample, sorted[j])
+			}
+		}
+		for _, p := range []float64{0, 10, 50, 50.5, 75, 90, 99, 99.9, 100, 100 * rng.Float64()} {
+			if got, want := PercentileOfCounts(sorted, counts, m, p), PercentileSorted(sample, p); got != want {
+				t.Fatalf("trial %d: p%v = %v, want %v", trial, p, got, want)
+			}
 		}
 	}
 }

@@ -372,7 +372,7 @@ func (r *runner) kneeBootstrap(res *Result, iters int, seed uint64) *KneeInterva
 	if len(ki.Resampled) == 0 {
 		return nil
 	}
-	rng := rand.New(rand.NewPCG(seed, kneeStream))
+	rng := stats.NewRand(seed, kneeStream)
 	est := make([]float64, 0, iters)
 	drawn := make([]StepOutcome, len(levels))
 	for range iters {
