@@ -212,12 +212,12 @@ func TestSearchBounds(t *testing.T) {
 			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 0.25 req/s could be measured", saturated[0]},
 		},
 		{
-			name: "three unmeasurable levels in a row end the search: the host is too busy",
+			name: "four unmeasurable levels in a row end the search: the host is too busy",
 			probe: func(rate float64, _ int) (StepOutcome, error) {
 				return StepOutcome{Offered: rate, Goodput: rate, SLOHeld: true, Invalid: saturated}, nil
 			},
-			opts: SearchOptions{Start: 100}, wantSteps: 6, // 100 25 6.25, each run twice
-			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 6.25 req/s could be measured (3 rates tried from 100 req/s, each invalid in all 2 attempts", "too busy to measure"},
+			opts: SearchOptions{Start: 100}, wantSteps: 8, // 100 25 6.25 1.5625 (start / 64), each run twice
+			wantEnd: SearchInvalid, wantStop: []string{"no rate down to 1.562 req/s could be measured (4 rates tried from 100 req/s, each invalid in all 2 attempts", "too busy to measure"},
 		},
 		{
 			// A failing level below the unmeasurable one brackets the

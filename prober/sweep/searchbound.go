@@ -18,7 +18,7 @@ import (
 // 64 times with 2). A client that cannot keep its schedule that far below
 // where it started is on a host too busy to measure anything, and each
 // slower step costs more time.
-const maxUnmeasurableDown = 3
+const maxUnmeasurableDown = 4
 
 // UnmeasurableTolerance is the relative width at which the search stops
 // narrowing between a passing rate and a rate above it that could not be
