@@ -175,6 +175,9 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 		math.IsInf(f.Baseline, 0) || math.IsInf(f.Candidate, 0) {
 		f.Status = StatusNotRecorded
 		f.Detail = "no sample on one side"
+		if math.IsInf(f.Baseline, 0) || math.IsInf(f.Candidate, 0) {
+			f.Detail = "no good output token on one side: its figure is not finite"
+		}
 		f.Baseline, f.Candidate = finiteOr0(f.Baseline), finiteOr0(f.Candidate)
 		return f
 	}
