@@ -68,6 +68,7 @@ func WriteVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64)
 	for _, f := range v.Figures {
 		fmt.Fprintf(w, "  %-13s %-12s %-14s %s\n", f.Status, f.Name, f.Level, f.Detail)
 	}
+	writeEnergyText(w, v.Energy)
 	if qs := v.Quality; qs != nil {
 		fmt.Fprintf(w, "\nquality (%s):\n  %-13s %s\n", qs.Set, qs.Status, qs.Detail)
 		for _, c := range qs.FailingSends() {
@@ -206,6 +207,7 @@ func writeFigures(w io.Writer, v *compare.Verdict, q VerdictReport) {
 			roundValues(f.BaselineRounds), roundValues(f.CandidateRounds), f.Status)
 	}
 	fmt.Fprintln(w)
+	writeEnergyMarkdown(w, v.Energy)
 	if q.Rounds != nil {
 		q.Rounds(w)
 	}

@@ -24,6 +24,8 @@ type CompareFlags struct {
 	baselineKeyFile, candidateKeyFile string
 	baselineMetrics, candidateMetrics string
 	baselineHTTP, candidateHTTP       string // --baseline-http-config-file, --candidate-http-config-file
+	baselineGPU, candidateGPU         string // --baseline-gpu-metrics-url, --candidate-gpu-metrics-url
+	baselineGPUSel, candidateGPUSel   string // --baseline-gpu-selector, --candidate-gpu-selector
 	order, maxRegression, vary        string
 	maxRegressionSet                  bool
 	bootstrapIters                    int
@@ -52,11 +54,19 @@ func AddCompareFlags(cmd *kingpin.CmdClause, f *CompareFlags) {
 		"--http.config.file).").StringVar(&f.candidateHTTP)
 	cmd.Flag("baseline-metrics-url", "The baseline's /metrics (default --baseline + /metrics).").StringVar(&f.baselineMetrics)
 	cmd.Flag("candidate-metrics-url", "The candidate's /metrics (default --candidate + /metrics).").StringVar(&f.candidateMetrics)
+	cmd.Flag("baseline-gpu-metrics-url", "The baseline's DCGM exporter /metrics: each round's GPU energy, for the joules per good "+
+		"output token of each side (docs/measurement.md). Default: none (energy not-recorded).").StringVar(&f.baselineGPU)
+	cmd.Flag("candidate-gpu-metrics-url", "The candidate's DCGM exporter /metrics (default: none).").StringVar(&f.candidateGPU)
+	cmd.Flag("baseline-gpu-selector", "Label selector choosing the baseline's GPUs on --baseline-gpu-metrics-url, e.g. "+
+		"pod=\"vllm-a-0\" (default: every GPU).").StringVar(&f.baselineGPUSel)
+	cmd.Flag("candidate-gpu-selector", "Label selector choosing the candidate's GPUs on --candidate-gpu-metrics-url "+
+		"(default: every GPU).").StringVar(&f.candidateGPUSel)
 	cmd.Flag("order", "Order of the rounds: abba (A/B/B/A/A/B/B/A...) or random (each pair A/B or B/A by --seed).").
 		Default(compare.OrderABBA).StringVar(&f.order)
 	cmd.Flag("max-regression", "Compared figures and the largest regression allowed: latency percentiles "+
 		"(ttft_pNN, tpot_pNN, e2el_pNN: an increase), goodput or throughput (a drop) and cost (the cost per million "+
-		"good output tokens: an increase; needs both sides' price). goodput needs --goodput; without it the default drops goodput.").Default(compare.DefaultThresholds).
+		"good output tokens: an increase; needs both sides' price) and energy (the joules per good output token: an increase; needs "+
+		"both sides' --<side>-gpu-metrics-url). goodput needs --goodput; without it the default drops goodput.").Default(compare.DefaultThresholds).
 		IsSetByUser(&f.maxRegressionSet).StringVar(&f.maxRegression)
 	cmd.Flag("vary", "Fingerprint fields allowed to differ between the sides ("+strings.Join(compare.FieldNames, ", ")+").").
 		Default(strings.Join(compare.DefaultVary, ",")).StringVar(&f.vary)
@@ -103,6 +113,10 @@ func (f *CompareFlags) Procedure(logger log.Logger) (p *compare.Procedure, err e
 		return p, errors.New("--max-regression: cost needs the price per hour of both sides: give --cost-per-hour " +
 			"(or --baseline-cost-per-hour and --candidate-cost-per-hour)")
 	}
+	if compare.HasFigure(p.Thresholds, compare.FigureEnergy) && (base.GPUMetricsURL == "" || cand.GPUMetricsURL == "") {
+		return p, errors.New("--max-regression: energy needs the GPU energy of both sides: give --baseline-gpu-metrics-url " +
+			"and --candidate-gpu-metrics-url")
+	}
 	if p.Vary, err = compare.ParseVary(f.vary); err != nil {
 		return p, fmt.Errorf("--vary: %v", err)
 	}
@@ -144,6 +158,10 @@ func (f *CompareFlags) check() error {
 		return &FlagError{Flag: "target", Err: errors.New("compare has no single target: give --baseline and --candidate")}
 	case sw.str("metrics-url") != "":
 		return &FlagError{Flag: "metrics-url", Err: errors.New("give --baseline-metrics-url and --candidate-metrics-url")}
+	case sw.str("gpu-metrics-url") != "":
+		return &FlagError{Flag: "gpu-metrics-url", Err: errors.New("each side has its own GPUs: give --baseline-gpu-metrics-url and --candidate-gpu-metrics-url")}
+	case sw.str("gpu-selector") != "":
+		return &FlagError{Flag: "gpu-selector", Err: errors.New("each side has its own GPUs: give --baseline-gpu-selector and --candidate-gpu-selector")}
 	case sw.num("rounds") < 2 || sw.num("rounds")%2 != 0:
 		return &FlagError{Flag: "rounds", Err: fmt.Errorf("must be even and >= 2 (both sides alike), got %d", sw.num("rounds"))}
 	case f.order != compare.OrderABBA && f.order != compare.OrderRandom:
@@ -157,6 +175,7 @@ func (f *CompareFlags) check() error {
 // compareSide is one side's own flags.
 type compareSide struct {
 	name, url, model, key, metrics, http string
+	gpu, gpuSel                          string
 }
 
 // sides builds both sides' sweep configs from the flags.
@@ -166,8 +185,8 @@ func (f *CompareFlags) sides() (map[string]sweep.Config, error) {
 	}
 	out := map[string]sweep.Config{}
 	for _, side := range []compareSide{
-		{compare.SideBaseline, f.baseline, f.baselineModel, f.baselineKeyFile, f.baselineMetrics, f.baselineHTTP},
-		{compare.SideCandidate, f.candidate, f.candidateModel, f.candidateKeyFile, f.candidateMetrics, f.candidateHTTP},
+		{compare.SideBaseline, f.baseline, f.baselineModel, f.baselineKeyFile, f.baselineMetrics, f.baselineHTTP, f.baselineGPU, f.baselineGPUSel},
+		{compare.SideCandidate, f.candidate, f.candidateModel, f.candidateKeyFile, f.candidateMetrics, f.candidateHTTP, f.candidateGPU, f.candidateGPUSel},
 	} {
 		cfg, err := f.side(side)
 		if err != nil {
@@ -184,6 +203,8 @@ func (f *CompareFlags) side(side compareSide) (sweep.Config, error) {
 	sf := f.Sweep.clone()
 	sf.set("target", side.url)
 	sf.set("metrics-url", side.metrics)
+	sf.set("gpu-metrics-url", side.gpu)
+	sf.set("gpu-selector", side.gpuSel)
 	sf.setValue("rounds", 1)
 	sf.setValue("cost-per-hour", f.cost.price(side.name, f.Sweep.flt("cost-per-hour")))
 	for flag, v := range map[string]string{"model": side.model, "api-key-file": side.key, "http.config.file": side.http} {
@@ -206,6 +227,16 @@ func (f *CompareFlags) side(side compareSide) (sweep.Config, error) {
 		var ce *sweep.FieldError
 		if errors.As(err, &ce) && ce.Field == "CostPerHour" && f.cost.set(side.name) {
 			return cfg, &FlagError{Flag: side.name + "-cost-per-hour", Err: ce.Err}
+		}
+		if gpuFlags := map[string]string{"GPUMetricsURL": side.name + "-gpu-metrics-url", "GPUSelector": side.name + "-gpu-selector"}; errors.As(err, &ce) && gpuFlags[ce.Field] != "" {
+			// The side's own flags, in the flag and in the reason.
+			reason := ce.Reason(func(field string) string {
+				if fl := gpuFlags[field]; fl != "" {
+					return "--" + fl
+				}
+				return sweep.FlagSpelling(field)
+			})
+			return cfg, &FlagError{Flag: gpuFlags[ce.Field], Err: errors.New(reason)}
 		}
 		return cfg, err
 	}

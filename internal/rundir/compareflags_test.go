@@ -56,6 +56,17 @@ func TestCompareFlagsRefused(t *testing.T) {
 		{"empty candidate", []string{"--rates", "1", "--candidate", ""}, "--candidate: must not be empty", false},
 		{"bad candidate url", []string{"--rates", "1", "--candidate", "b:8000"}, "--candidate: must be an http:// or https:// URL", false},
 		{"side price", []string{"--rates", "1", "--baseline-cost-per-hour=-1"}, "--baseline-cost-per-hour: ", false},
+		{"shared gpu source", []string{"--rates", "1", "--gpu-metrics-url", "http://dcgm:9400/metrics"},
+			"--gpu-metrics-url: each side has its own GPUs: give --baseline-gpu-metrics-url and --candidate-gpu-metrics-url", false},
+		{"shared gpu selector", []string{"--rates", "1", "--gpu-selector", `pod="a"`},
+			"--gpu-selector: each side has its own GPUs: give --baseline-gpu-selector and --candidate-gpu-selector", false},
+		{"side gpu source", []string{"--rates", "1", "--candidate-gpu-metrics-url", "dcgm:9400"},
+			"--candidate-gpu-metrics-url: must be an http:// or https:// URL", false},
+		{"side gpu selector", []string{"--rates", "1", "--baseline-gpu-selector", `pod=`}, "--baseline-gpu-selector: ", false},
+		{"side gpu selector alone", []string{"--rates", "1", "--baseline-gpu-selector", `pod="a"`},
+			"--baseline-gpu-selector: needs --baseline-gpu-metrics-url", false},
+		{"energy without sources", []string{"--rates", "1", "--baseline-gpu-metrics-url", "http://dcgm-a:9400/metrics", "--max-regression", "energy=10%"},
+			"--max-regression: energy needs the GPU energy of both sides", true},
 		{"shared price", []string{"--rates", "1", "--cost-per-hour=-1"}, "--cost-per-hour: ", false},
 		{"side http config", []string{"--rates", "1", "--candidate-http-config-file", filepath.Join(t.TempDir(), "none.yml")},
 			"--candidate-http-config-file: ", false},
@@ -109,6 +120,23 @@ func TestCompareFlagsProcedure(t *testing.T) {
 	}
 	if b.CostPerHour != 3 || c.CostPerHour != 4 {
 		t.Errorf("prices %v %v, want 3 (shared) and 4 (the candidate's own)", b.CostPerHour, c.CostPerHour)
+	}
+	if b.GPUMetricsURL != "" || c.GPUMetricsURL != "" {
+		t.Errorf("GPU sources %q %q without the flags", b.GPUMetricsURL, c.GPUMetricsURL)
+	}
+	p, err = compareProcedure(t, "--rates", "2", "--baseline-gpu-metrics-url", "http://dcgm-a:9400/metrics", "--candidate-gpu-metrics-url",
+		"http://dcgm-b:9400/metrics", "--candidate-gpu-selector", `pod="vllm-b-0"`, "--max-regression", "energy=10%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, c := p.Baseline, p.Candidate; b.GPUMetricsURL != "http://dcgm-a:9400/metrics" || b.GPUSelector != "" ||
+		c.GPUMetricsURL != "http://dcgm-b:9400/metrics" || c.GPUSelector != `pod="vllm-b-0"` || !compare.HasFigure(p.Thresholds, compare.FigureEnergy) {
+		t.Errorf("GPU sources: baseline %q %q, candidate %q %q, thresholds %v", b.GPUMetricsURL, b.GPUSelector, c.GPUMetricsURL, c.GPUSelector, p.Thresholds)
+	}
+	p, err = compareProcedure(t, "--rates", "2,4", "--model", "m", "--candidate-model", "m2", "--cost-per-hour", "3",
+		"--candidate-cost-per-hour", "4", "--rounds", "4", "--order", "random", "--seed", "7", "--bootstrap-iters", "200")
+	if err != nil {
+		t.Fatal(err)
 	}
 	if p.Budget != (compare.Budget{Time: 20 * time.Minute, Requests: 5000}) {
 		t.Errorf("budget %+v, want the default 20m,5000", p.Budget)

@@ -36,11 +36,24 @@ type figure struct {
 	// figure is then price / (rate × 3600) × 1e6 (USD per million good
 	// output tokens), in value, perRound and every resample alike.
 	price float64
+	// perJoule makes a rate of good output tokens per joule (durations
+	// holding each round's GPU energy in J instead of its seconds) the
+	// joules per good output token, 1 / rate, in value, perRound and every
+	// resample alike (energy.go).
+	perJoule bool
 }
 
 // costOf turns a rate of good output tokens per second into the cost per
-// million of them at f.price; a rate without price is returned as it is.
+// million of them at f.price, or a rate of good output tokens per joule
+// into the joules per good output token (f.perJoule); a rate without
+// either is returned as it is.
 func (f *figure) costOf(rate float64) float64 {
+	if f.perJoule && !math.IsNaN(rate) {
+		if rate <= 0 {
+			return math.Inf(1)
+		}
+		return 1 / rate
+	}
 	if f.price <= 0 || math.IsNaN(rate) {
 		return rate
 	}
@@ -94,7 +107,7 @@ func (f *figure) without(i int) *figure {
 		durs = append(slices.Clone(f.durations[:i]), f.durations[i+1:]...)
 	}
 	g := newFigure(rounds, durs, f.p)
-	g.price = f.price
+	g.price, g.perJoule = f.price, f.perJoule
 	return g
 }
 
@@ -278,6 +291,34 @@ func diffCI(b, c *figure, iters int, conf float64, seed uint64) (lo, hi float64,
 		d := (c.value() - b.value()) / b.value()
 		w := math.Sqrt(float64(r) / float64(r-1))
 		lo, hi = d-(d-lo)*w, d+(hi-d)*w
+	}
+	return lo, hi, true
+}
+
+// sideCI is the bootstrap interval at level conf of one side's figure f
+// itself, from iters of its replicates (resample: the same two-level or
+// cluster draw as diffCI's, seeded), widened as diffCI's from
+// MinClusterRounds rounds on. ok is false when fewer than half of the
+// replicates were finite.
+func sideCI(f *figure, iters int, conf float64, seed uint64) (lo, hi float64, ok bool) {
+	rng := rand.New(rand.NewPCG(seed, bootstrapStream))
+	counts := make([]int, len(f.sorted))
+	est := make([]float64, 0, iters)
+	for range iters {
+		if x := f.resample(rng, counts); !math.IsNaN(x) && !math.IsInf(x, 0) {
+			est = append(est, x)
+		}
+	}
+	if len(est) < iters/2 || len(est) == 0 {
+		return 0, 0, false
+	}
+	slices.Sort(est)
+	alpha := (1 - conf) / 2
+	lo, hi = stats.PercentileSorted(est, 100*alpha), stats.PercentileSorted(est, 100*(1-alpha))
+	if r := len(f.rounds); r >= MinClusterRounds {
+		v := f.value()
+		w := math.Sqrt(float64(r) / float64(r-1))
+		lo, hi = v-(v-lo)*w, v+(hi-v)*w
 	}
 	return lo, hi, true
 }

@@ -128,6 +128,13 @@ type Step struct {
 	// (nil: not recorded).
 	OutputThroughput     *float64
 	GoodOutputThroughput *float64
+	// Energy is the step's GPU energy in joules over its window (an
+	// llmprobe step's energy.joules; nil: not recorded, EnergyNote says
+	// why) and EnergyMethod how it was measured (sweep.EnergyCounter, or
+	// sweep.EnergyPowerTime, the fallback).
+	Energy       *float64
+	EnergyMethod string
+	EnergyNote   string
 }
 
 // Request is what the comparison needs of one request. Latencies are in
@@ -233,6 +240,15 @@ func FromSweep(name string, res *sweep.Result, requests map[int][]Request) *Evid
 		if st.Stats.GoodOutputTokens > 0 || st.Stats.Good == 0 {
 			// result.json before good_output_tokens was recorded reads 0.
 			s.GoodOutputThroughput = &gt
+		}
+		switch e := st.Energy; {
+		case e == nil:
+			s.EnergyNote = "the run recorded no energy (written before llmprobe measured it)"
+		case e.NotRecorded != "":
+			s.EnergyNote = e.NotRecorded
+		default:
+			j := e.Joules
+			s.Energy, s.EnergyMethod = &j, e.Method
 		}
 		v := st.Validity
 		s.Validity = &v

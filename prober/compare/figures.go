@@ -142,6 +142,16 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 		}
 		fb, fc = newFigure(rb, db, 0), newFigure(rc, dc, 0)
 		fb.price, fc.price = pb, pc
+	} else if t.Metric == FigureEnergy {
+		f.Unit = EnergyUnit
+		var nb, nc string
+		fb, _, nb = energyFigure(l.b, o.SLO)
+		fc, _, nc = energyFigure(l.c, o.SLO)
+		if fb == nil || fc == nil {
+			f.Status = StatusNotRecorded
+			f.Detail = energyNotRecorded(sideNote(SideBaseline, nb), sideNote(SideCandidate, nc))
+			return f
+		}
 	} else {
 		f.Unit = "req/s"
 		if t.Metric == FigureGoodput && o.SLO.IsZero() {
@@ -161,9 +171,13 @@ func compareFigure(l level, t Threshold, o Options, seed uint64) Figure {
 	f.NBaseline, f.NCandidate = fb.n(), fc.n()
 	f.Baseline, f.Candidate = fb.value(), fc.value()
 	f.BaselineRounds, f.CandidateRounds = fb.perRound(), fc.perRound()
-	if f.NBaseline == 0 || f.NCandidate == 0 || math.IsNaN(f.Baseline) || math.IsNaN(f.Candidate) || f.Baseline == 0 {
+	if f.NBaseline == 0 || f.NCandidate == 0 || math.IsNaN(f.Baseline) || math.IsNaN(f.Candidate) || f.Baseline == 0 ||
+		math.IsInf(f.Baseline, 0) || math.IsInf(f.Candidate, 0) {
 		f.Status = StatusNotRecorded
 		f.Detail = "no sample on one side"
+		if math.IsInf(f.Baseline, 0) || math.IsInf(f.Candidate, 0) {
+			f.Detail = "no good output token on one side: its figure is not finite"
+		}
 		f.Baseline, f.Candidate = finiteOr0(f.Baseline), finiteOr0(f.Candidate)
 		return f
 	}

@@ -45,6 +45,10 @@ type Side struct {
 	Model  string `json:"model"`
 	// CostPerHour is the side's price in USD per hour (0: none).
 	CostPerHour float64 `json:"cost_per_hour_usd,omitempty"`
+	// GPUMetricsURL is the side's DCGM exporter (redacted; "": none, its
+	// energy not-recorded) and GPUSelector the selector of its GPUs.
+	GPUMetricsURL string `json:"gpu_metrics_url,omitempty"`
+	GPUSelector   string `json:"gpu_selector,omitempty"`
 }
 
 // Result is the outcome of a Procedure: a compare run directory's
@@ -155,12 +159,18 @@ func (r *Result) Reruns() []string {
 func (p *Procedure) newResult() *Result {
 	return &Result{
 		Schema: ResultSchema, Decision: p.Decision, RollbackIf: p.RollbackIf,
-		Baseline:  Side{Target: redact.Text(p.Baseline.Target), Model: p.Baseline.Model, CostPerHour: p.Baseline.CostPerHour},
-		Candidate: Side{Target: redact.Text(p.Candidate.Target), Model: p.Candidate.Model, CostPerHour: p.Candidate.CostPerHour},
+		Baseline:  p.side(&p.Baseline),
+		Candidate: p.side(&p.Candidate),
 		Order:     p.Order, Seed: p.Seed, PromptNonce: p.Baseline.PromptNonce, MaxRegression: p.MaxRegression, Compared: FormatThresholds(p.Thresholds),
 		Vary: p.Vary, SLO: SLOMS(p.Baseline.SLO),
 		BootstrapIters: p.Iters, Rounds: []Round{},
 	}
+}
+
+// side is the result.json identification of a side's config.
+func (p *Procedure) side(c *sweep.Config) Side {
+	return Side{Target: redact.Text(c.Target), Model: c.Model, CostPerHour: c.CostPerHour,
+		GPUMetricsURL: redact.Text(c.GPUMetricsURL), GPUSelector: c.GPUSelector}
 }
 
 // finish sets the verdict; an incomplete comparison is inconclusive,

@@ -20,6 +20,11 @@ const (
 	// FigureCost is the cost per million good output tokens (needs both
 	// sides' price per hour); an increase is a regression.
 	FigureCost = "cost"
+	// FigureEnergy is the joules per good output token (needs both sides'
+	// GPU energy: --baseline-gpu-metrics-url, --candidate-gpu-metrics-url);
+	// an increase is a regression. Opt-in, as cost: Verdict.Energy reports
+	// it, never judged, whatever the thresholds.
+	FigureEnergy = "energy"
 )
 
 // Threshold is one compared figure and the largest regression allowed: a
@@ -47,15 +52,18 @@ func (t Threshold) Name() string {
 func (t Threshold) Latency() bool { return t.P != 0 }
 
 // HigherWorse reports whether an increase of the figure is a regression: a
-// latency percentile or the cost; a drop is for goodput and throughput.
-func (t Threshold) HigherWorse() bool { return t.Latency() || t.Metric == FigureCost }
+// latency percentile, the cost or the energy; a drop is for goodput and
+// throughput.
+func (t Threshold) HigherWorse() bool {
+	return t.Latency() || t.Metric == FigureCost || t.Metric == FigureEnergy
+}
 
 // DefaultThresholds is --max-regression's default text.
 const DefaultThresholds = "ttft_p99=10%,tpot_p99=10%,goodput=5%"
 
 // ParseThresholds parses --max-regression: comma-separated NAME=LIMIT pairs,
 // NAME a latency percentile (ttft_p99, tpot_p90, e2el_p50, ...), goodput,
-// throughput or cost, LIMIT a percentage ("10%") or a fraction ("0.1").
+// throughput, cost or energy, LIMIT a percentage ("10%") or a fraction ("0.1").
 func ParseThresholds(s string) ([]Threshold, error) {
 	var out []Threshold
 	seen := map[string]bool{}
@@ -96,7 +104,7 @@ func ParseThresholds(s string) ([]Threshold, error) {
 
 func parseFigure(name string) (Threshold, error) {
 	switch name {
-	case FigureGoodput, FigureThroughput, FigureCost:
+	case FigureGoodput, FigureThroughput, FigureCost, FigureEnergy:
 		return Threshold{Metric: name}, nil
 	}
 	m, p, ok := strings.Cut(name, "_p")
@@ -109,7 +117,7 @@ func parseFigure(name string) (Threshold, error) {
 			}
 		}
 	}
-	return Threshold{}, fmt.Errorf("unknown figure %q (ttft_pNN, tpot_pNN, e2el_pNN, goodput, throughput or cost)", name)
+	return Threshold{}, fmt.Errorf("unknown figure %q (ttft_pNN, tpot_pNN, e2el_pNN, goodput, throughput, cost or energy)", name)
 }
 
 // HasFigure reports whether ths compares the figure metric (FigureGoodput,

@@ -133,6 +133,10 @@ type Verdict struct {
 	// Quality is the quality section (compare --answer-checks; nil: no
 	// check set was run).
 	Quality *Quality `json:"quality,omitempty"`
+	// Energy is the joules per good output token of both sides at each
+	// level, reported beside the figures and never judged (energy.go);
+	// absent in a result.json written before it was.
+	Energy []Energy `json:"energy,omitempty"`
 }
 
 // ExitCode is the process exit code of the verdict: pass 0, fail 1,
@@ -219,6 +223,7 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 		for j, t := range o.Thresholds {
 			v.Figures = append(v.Figures, compareFigure(l, t, o, o.Seed+uint64(i*len(o.Thresholds)+j)))
 		}
+		v.Energy = append(v.Energy, compareEnergy(l, o, o.Seed^energySeed+uint64(3*i)))
 	}
 
 	inconclusive := false
@@ -279,6 +284,8 @@ func figureReasons(v *Verdict, o Options) (regressed, undecided, notRecorded []s
 				next = "an SLO (--goodput) to count good requests"
 			case f.Name == FigureCost && !(o.prices[0] > 0 && o.prices[1] > 0):
 				next = "the price per hour of both sides (--cost-per-hour, or --baseline-cost-per-hour and --candidate-cost-per-hour)"
+			case f.Name == FigureEnergy:
+				next = "the GPU energy of both sides (--baseline-gpu-metrics-url and --candidate-gpu-metrics-url: each side's DCGM exporter)"
 			}
 			addMissing(v, next)
 		case StatusUndecided:

@@ -96,9 +96,11 @@ var settingsTable = []Setting{
 			"Default: --target + /metrics.",
 		CompareHidden: true},
 	{Field: "GPUMetricsURL", Flag: "gpu-metrics-url", Kind: KindString, Surfaces: SurfaceSweep,
-		Doc: "A DCGM exporter's /metrics: each step's GPU energy, power and joules per good output token (docs/measurement.md). Default: none (energy not-recorded)."},
+		Doc:           "A DCGM exporter's /metrics: each step's GPU energy, power and joules per good output token (docs/measurement.md). Default: none (energy not-recorded).",
+		CompareHidden: true},
 	{Field: "GPUSelector", Flag: "gpu-selector", Kind: KindString, Surfaces: SurfaceSweep,
-		Doc: "Label selector choosing the target's GPUs on --gpu-metrics-url, e.g. pod=\"vllm-0\",namespace=\"llm\". Default: every GPU."},
+		Doc:           "Label selector choosing the target's GPUs on --gpu-metrics-url, e.g. pod=\"vllm-0\",namespace=\"llm\". Default: every GPU.",
+		CompareHidden: true},
 	{Field: "Engine", Flag: "engine", Kind: KindString, Default: "auto", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "The server's engine, whose metric names the idle proofs, server-side figures and the throughput " +
 			"probe read: auto (detected from /metrics names, /v1/models owned_by or the engine's info endpoint), vllm, " +
