@@ -197,11 +197,8 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if m.timeout > 0 && end.Sub(m.t0) > m.timeout {
 		return prober.ClassTimeout, "no complete response within timeout " + m.timeout.String(), false
 	}
-	if m.responses {
-		return m.measureResponses(body, end)
-	}
-	if m.pooling != "" {
-		return m.measurePooling(body, end) // pooling.go
+	if m.api.whole != nil {
+		return m.api.whole(m, body, end) // respevent.go, pooling.go
 	}
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil {

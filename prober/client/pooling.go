@@ -38,20 +38,6 @@ const (
 	RerankScore = "/score"
 )
 
-// poolingPath is the request path of a pooling API.
-func poolingPath(api, rerank string) (string, error) {
-	if api == APIEmbeddings {
-		return "/v1/embeddings", nil // RerankPath does not apply
-	}
-	switch rerank {
-	case "":
-		return RerankV1, nil
-	case RerankV1, RerankBare, RerankScore:
-		return rerank, nil
-	}
-	return "", fmt.Errorf("rerank path must be %q, %q or %q, got %q", RerankV1, RerankBare, RerankScore, rerank)
-}
-
 type embeddingsPayload struct {
 	Model          string   `json:"model,omitempty"`
 	Input          []string `json:"input"`
@@ -71,19 +57,25 @@ type scorePayload struct {
 	Text2 []string `json:"text_2"`
 }
 
-// poolingBody is the body of an embeddings or rerank request.
-func (c *Client) poolingBody(req *Request, model string) any {
-	in := req.Inputs
-	if in == nil {
-		in = []string{}
+// inputs is req.Inputs, never nil.
+func inputs(req *Request) []string {
+	if req.Inputs == nil {
+		return []string{}
 	}
-	switch {
-	case c.pooling == APIEmbeddings:
-		return embeddingsPayload{Model: model, Input: in, EncodingFormat: "float"}
-	case c.o.RerankPath == RerankScore:
-		return scorePayload{Model: model, Text1: req.Prompt, Text2: in}
+	return req.Inputs
+}
+
+// embeddingsBody is the body of an embeddings request.
+func embeddingsBody(_ *Client, req *Request, model string, _ *streamOptions, _ *int) any {
+	return embeddingsPayload{Model: model, Input: inputs(req), EncodingFormat: "float"}
+}
+
+// rerankBody is the body of a rerank request.
+func rerankBody(c *Client, req *Request, model string, _ *streamOptions, _ *int) any {
+	if c.o.RerankPath == RerankScore {
+		return scorePayload{Model: model, Text1: req.Prompt, Text2: inputs(req)}
 	}
-	return rerankPayload{Model: model, Query: req.Prompt, Documents: in, TopN: req.TopN}
+	return rerankPayload{Model: model, Query: req.Prompt, Documents: inputs(req), TopN: req.TopN}
 }
 
 // poolingResponse is what the measurement needs of a pooling answer.
@@ -104,8 +96,19 @@ type poolingResponse struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// measurePooling measures and checks a pooling answer.
-func (m *measurer) measurePooling(body []byte, end time.Time) (prober.ErrorClass, string, bool) {
+// measureEmbeddings measures and checks an embeddings answer.
+func (m *measurer) measureEmbeddings(body []byte, end time.Time) (prober.ErrorClass, string, bool) {
+	return m.measurePooling(body, end, m.checkEmbeddings)
+}
+
+// measureRerank measures and checks a rerank (or score) answer.
+func (m *measurer) measureRerank(body []byte, end time.Time) (prober.ErrorClass, string, bool) {
+	return m.measurePooling(body, end, m.checkRanks)
+}
+
+// measurePooling measures a pooling answer and checks it with check.
+func (m *measurer) measurePooling(body []byte, end time.Time, check func(*poolingResponse) string) (
+	prober.ErrorClass, string, bool) {
 	rec := m.rec
 	var r poolingResponse
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -126,24 +129,23 @@ func (m *measurer) measurePooling(body []byte, end time.Time) (prober.ErrorClass
 			rec.PromptTokens = *u.TotalTokens
 		}
 	}
-	var why string
-	switch {
-	case m.pooling == APIEmbeddings:
-		why = m.checkEmbeddings(&r)
-	case m.rerankPath == RerankScore:
-		why = checkScores(&r, m.inputs)
-	default:
-		want := m.inputs
-		if m.topN > 0 && m.topN < want {
-			want = m.topN
-		}
-		why = checkResults(&r, m.inputs, want)
-	}
-	if why != "" {
+	if why := check(&r); why != "" {
 		return prober.ClassInvalidResponse, why, false
 	}
 	rec.FinishReason = "stop"
 	return prober.ClassNone, "", false
+}
+
+// checkRanks checks a rerank answer (a score answer with RerankScore).
+func (m *measurer) checkRanks(r *poolingResponse) string {
+	if m.rerankPath == RerankScore {
+		return checkScores(r, m.inputs)
+	}
+	want := m.inputs
+	if m.topN > 0 && m.topN < want {
+		want = m.topN
+	}
+	return checkResults(r, m.inputs, want)
 }
 
 // checkIndex checks an answer's index: present, in [0, n), not repeated.
