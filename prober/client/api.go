@@ -154,11 +154,14 @@ var (
 	WithPooling = func(a API) bool { return a.Pooling }
 	// Generating: not Pooling.
 	Generating = func(a API) bool { return !a.Pooling }
+	// WithPathChoice: several Paths (Options.RerankPath chooses).
+	WithPathChoice = func(a API) bool { return len(a.Paths) > 1 }
 )
 
-// path returns the request path of a under the server root: Paths[0], or
-// choice when a has several paths and choice is not empty.
-func (a API) path(choice string) (string, error) {
+// Path returns the request path of a under the server root: Paths[0], or
+// choice when a has several paths and choice is not empty (an error when
+// choice is none of them).
+func (a API) Path(choice string) (string, error) {
 	if choice == "" || len(a.Paths) == 1 {
 		return a.Paths[0], nil
 	}
@@ -167,5 +170,5 @@ func (a API) path(choice string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s path must be %s, got %q", a.Name, join(a.Paths, "or"), choice)
+	return "", fmt.Errorf("must be %s, got %q", join(a.Paths, "or"), choice)
 }

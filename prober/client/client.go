@@ -271,9 +271,9 @@ func New(o Options) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
 	u.RawPath = ""
-	p, err := api.path(o.RerankPath)
+	p, err := api.Path(o.RerankPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s path %w", api.Name, err)
 	}
 	u.Path += p
 	c.url = u.String()
