@@ -71,7 +71,7 @@ var settingsTable = []Setting{
 		Doc: "Model id to request. Default: the first model /v1/models lists.",
 		CompareDoc: "Model id requested from both sides (--baseline-model and --candidate-model override it). " +
 			"Default: each side's first /v1/models entry."},
-	{Field: "API", Flag: "api", Kind: KindString, Default: "completions", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "API", Flag: "api", Kind: KindString, Default: client.DefaultAPI, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "OpenAI API to call: completions (/v1/completions), chat (/v1/chat/completions), responses " +
 			"(/v1/responses, the Responses API's event stream), embeddings (/v1/embeddings) or rerank " +
 			"(/v1/rerank, --rerank-path); embeddings and rerank are sent non-streamed and measured by E2E."},
