@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,12 +87,12 @@ var apis = []API{
 		Messages: true, Images: true, streamEnd: "response.completed", body: responsesBody,
 		events: (*measurer).respEvent, whole: (*measurer).measureResponses},
 	{Name: APIEmbeddings, Paths: []string{"/v1/embeddings"}, Operation: tracing.OperationEmbeddings, Pooling: true,
-		body: embeddingsBody, whole: (*measurer).measureEmbeddings},
+		body: embeddingsBody, whole: (*measurer).measurePooling},
 	{Name: APIRerank, Paths: []string{RerankV1, RerankBare, RerankScore}, Operation: tracing.OperationRerank, Pooling: true,
-		Query: true, body: rerankBody, whole: (*measurer).measureRerank},
+		Query: true, body: rerankBody, whole: (*measurer).measurePooling},
 }
 
-// APIs returns the rows of the API table, in its order (a copy).
+// APIs returns the rows of the API table in order (a copy).
 func APIs() []API { return append([]API(nil), apis...) }
 
 // Lookup returns the row of the API named name.
@@ -114,18 +115,8 @@ func ParseAPI(name string) (API, error) {
 	return a, nil
 }
 
-// Names returns the API names in table order.
-func Names() []string {
-	names := make([]string, len(apis))
-	for i, a := range apis {
-		names[i] = a.Name
-	}
-	return names
-}
-
-// NamesWith lists, for messages, the names of the APIs with fact (all when
-// nil): "chat", "chat and responses", "completions, chat or responses"
-// with conj "or".
+// NamesWith lists the names of the APIs with fact (all when nil) for a
+// message: "chat", "chat and responses", "completions, chat or rerank".
 func NamesWith(fact func(API) bool, conj string) string {
 	var names []string
 	for _, a := range apis {
@@ -144,18 +135,14 @@ func join(names []string, conj string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 }
 
-// Facts callers ask NamesWith about.
+// The facts callers name the APIs of (NamesWith); WithPathChoice: several
+// Paths, Options.RerankPath chooses.
 var (
-	// WithImages: Images.
-	WithImages = func(a API) bool { return a.Images }
-	// WithConversations: Conversations.
+	WithImages        = func(a API) bool { return a.Images }
 	WithConversations = func(a API) bool { return a.Conversations }
-	// WithPooling: Pooling.
-	WithPooling = func(a API) bool { return a.Pooling }
-	// Generating: not Pooling.
-	Generating = func(a API) bool { return !a.Pooling }
-	// WithPathChoice: several Paths (Options.RerankPath chooses).
-	WithPathChoice = func(a API) bool { return len(a.Paths) > 1 }
+	WithPooling       = func(a API) bool { return a.Pooling }
+	Generating        = func(a API) bool { return !a.Pooling }
+	WithPathChoice    = func(a API) bool { return len(a.Paths) > 1 }
 )
 
 // Path returns the request path of a under the server root: Paths[0], or
@@ -165,10 +152,8 @@ func (a API) Path(choice string) (string, error) {
 	if choice == "" || len(a.Paths) == 1 {
 		return a.Paths[0], nil
 	}
-	for _, p := range a.Paths {
-		if p == choice {
-			return p, nil
-		}
+	if !slices.Contains(a.Paths, choice) {
+		return "", fmt.Errorf("must be %s, got %q", join(a.Paths, "or"), choice)
 	}
-	return "", fmt.Errorf("must be %s, got %q", join(a.Paths, "or"), choice)
+	return choice, nil
 }

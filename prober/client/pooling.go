@@ -96,19 +96,8 @@ type poolingResponse struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// measureEmbeddings measures and checks an embeddings answer.
-func (m *measurer) measureEmbeddings(body []byte, end time.Time) (prober.ErrorClass, string, bool) {
-	return m.measurePooling(body, end, m.checkEmbeddings)
-}
-
-// measureRerank measures and checks a rerank (or score) answer.
-func (m *measurer) measureRerank(body []byte, end time.Time) (prober.ErrorClass, string, bool) {
-	return m.measurePooling(body, end, m.checkRanks)
-}
-
-// measurePooling measures a pooling answer and checks it with check.
-func (m *measurer) measurePooling(body []byte, end time.Time, check func(*poolingResponse) string) (
-	prober.ErrorClass, string, bool) {
+// measurePooling measures and checks a pooling answer.
+func (m *measurer) measurePooling(body []byte, end time.Time) (prober.ErrorClass, string, bool) {
 	rec := m.rec
 	var r poolingResponse
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -129,23 +118,24 @@ func (m *measurer) measurePooling(body []byte, end time.Time, check func(*poolin
 			rec.PromptTokens = *u.TotalTokens
 		}
 	}
-	if why := check(&r); why != "" {
+	var why string
+	switch {
+	case !m.api.Query:
+		why = m.checkEmbeddings(&r)
+	case m.rerankPath == RerankScore:
+		why = checkScores(&r, m.inputs)
+	default:
+		want := m.inputs
+		if m.topN > 0 && m.topN < want {
+			want = m.topN
+		}
+		why = checkResults(&r, m.inputs, want)
+	}
+	if why != "" {
 		return prober.ClassInvalidResponse, why, false
 	}
 	rec.FinishReason = "stop"
 	return prober.ClassNone, "", false
-}
-
-// checkRanks checks a rerank answer (a score answer with RerankScore).
-func (m *measurer) checkRanks(r *poolingResponse) string {
-	if m.rerankPath == RerankScore {
-		return checkScores(r, m.inputs)
-	}
-	want := m.inputs
-	if m.topN > 0 && m.topN < want {
-		want = m.topN
-	}
-	return checkResults(r, m.inputs, want)
 }
 
 // checkIndex checks an answer's index: present, in [0, n), not repeated.
