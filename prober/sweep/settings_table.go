@@ -78,7 +78,7 @@ var settingsTable = []Setting{
 	{Field: "BatchSize", Flag: "batch-size", Kind: KindInt, Default: "1", Bound: Bound{HasMin: true, Max: float64(client.MaxInputs), HasMax: true}, Unit: "inputs", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Inputs per embeddings request, documents per rerank query (api embeddings and rerank only; " +
 			"each input's length is drawn from the input length distribution; 0 is 1; the other APIs ignore it)."},
-	{Field: "RerankPath", Flag: "rerank-path", Kind: KindString, Default: "/v1/rerank", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "RerankPath", Flag: "rerank-path", Kind: KindString, Default: client.RerankV1, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Path of rerank requests: /v1/rerank (vLLM, Cohere-style), /rerank (vLLM, Jina-style) or /score " +
 			"(vLLM's score API, text_1 and text_2)."},
 	{Field: "APIKey", Flag: "api-key-file", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,
