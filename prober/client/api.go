@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
@@ -16,10 +14,10 @@ import (
 // read its facts; nothing outside this file switches on an API's name.
 //
 // Adding an API is one row plus its functions: a body builder (payload.go's
-// shape), and, when its answers are not OpenAI's choices, an events decoder
-// (a stream that is not chat-completion chunks, as respevent.go) and a whole
-// decoder (a non-streamed answer, as nostream.go's measureResponses); its
-// facts say which features callers may send with it. The built-in simulator
+// shape) and, when its answers are not OpenAI's choices, a decoding of its
+// own (a stream event decoder, as respevent.go, and a whole-answer one, as
+// nostream.go's measureResponses, each one case where the measurer
+// dispatches); its facts say which features callers may send with it. The built-in simulator
 // must serve each of its Paths (TestSimulatorServesEveryAPI).
 
 // The API names (Options.API, a target's and a sweep's api).
@@ -69,13 +67,25 @@ type API struct {
 	streamEnd string
 	// body builds the request payload (payload.go, pooling.go).
 	body func(c *Client, req *Request, model string, so *streamOptions, top *int) any
-	// events measures one stream event (nil: chat-completion chunks,
-	// measure.go); end is true when the stream is over.
-	events func(m *measurer, at time.Time, since time.Duration, data []byte) (
-		class prober.ErrorClass, msg string, fromServer, end bool)
-	// whole measures a non-streamed answer (nil: OpenAI choices, nostream.go).
-	whole func(m *measurer, body []byte, end time.Time) (prober.ErrorClass, string, bool)
+	// decode is how its answers are measured.
+	decode decoding
 }
+
+// decoding names a decoder of answers. The measurer switches on it rather
+// than calling a function value, which would move each request's
+// measurer to the heap.
+type decoding uint8
+
+const (
+	// decodeChoices: OpenAI choices, streamed as chat-completion chunks
+	// (measure.go, chunk.go) or whole (nostream.go).
+	decodeChoices decoding = iota
+	// decodeResponses: the Responses API's events (respevent.go) or its
+	// whole response (nostream.go's measureResponses).
+	decodeResponses
+	// decodePooling: a non-streamed pooling answer (pooling.go).
+	decodePooling
+)
 
 // apis is the API table.
 var apis = []API{
@@ -85,11 +95,11 @@ var apis = []API{
 		Messages: true, Conversations: true, Images: true, BenchBackends: []string{"openai-chat"}, streamEnd: "[DONE]", body: chatBody},
 	{Name: APIResponses, Paths: []string{"/v1/responses"}, Operation: tracing.OperationChat, Streams: true,
 		Messages: true, Images: true, streamEnd: "response.completed", body: responsesBody,
-		events: (*measurer).respEvent, whole: (*measurer).measureResponses},
+		decode: decodeResponses},
 	{Name: APIEmbeddings, Paths: []string{"/v1/embeddings"}, Operation: tracing.OperationEmbeddings, Pooling: true,
-		body: embeddingsBody, whole: (*measurer).measurePooling},
+		body: embeddingsBody, decode: decodePooling},
 	{Name: APIRerank, Paths: []string{RerankV1, RerankBare, RerankScore}, Operation: tracing.OperationRerank, Pooling: true,
-		Query: true, body: rerankBody, whole: (*measurer).measurePooling},
+		Query: true, body: rerankBody, decode: decodePooling},
 }
 
 // APIs returns the rows of the API table in order (a copy).

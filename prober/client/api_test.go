@@ -16,8 +16,8 @@ import (
 func TestAPITable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, a := range APIs() {
-		if a.Name == "" || seen[a.Name] || len(a.Paths) == 0 || a.Operation == "" || a.body == nil {
-			t.Errorf("row %q: name, paths, operation and body are required, and the name once", a.Name)
+		if a.Name == "" || seen[a.Name] || len(a.Paths) == 0 || a.Operation == "" || a.body == nil || a.Pooling != (a.decode == decodePooling) {
+			t.Errorf("row %q: name, paths, operation and body are required, the name once, pooling decoded as pooling", a.Name)
 		}
 		seen[a.Name] = true
 		if a.Streams && a.streamEnd == "" {

@@ -140,8 +140,8 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		if ev.Partial {
 			return prober.ClassStream, "stream ended in the middle of an event", false
 		}
-		if m.api.events != nil {
-			if class, msg, fromServer, end := m.api.events(m, at, since, ev.Data); end {
+		if m.api.decode == decodeResponses {
+			if class, msg, fromServer, end := m.respEvent(at, since, ev.Data); end {
 				return class, msg, fromServer
 			}
 			continue

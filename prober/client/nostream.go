@@ -197,8 +197,11 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if m.timeout > 0 && end.Sub(m.t0) > m.timeout {
 		return prober.ClassTimeout, "no complete response within timeout " + m.timeout.String(), false
 	}
-	if m.api.whole != nil {
-		return m.api.whole(m, body, end) // respevent.go, pooling.go
+	switch m.api.decode {
+	case decodeResponses:
+		return m.measureResponses(body, end)
+	case decodePooling:
+		return m.measurePooling(body, end) // pooling.go
 	}
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil {
