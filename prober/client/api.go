@@ -8,17 +8,11 @@ import (
 	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
-// The API table: every request API llmprobe speaks is one row of apis, and
-// the row is the only place that knows it. Callers (config and sweep
-// validation, request building in prober/endpoint, the CLI) Lookup a row and
-// read its facts; nothing outside this file switches on an API's name.
-//
-// Adding an API is one row plus its functions: a body builder (payload.go's
-// shape) and, when its answers are not OpenAI's choices, a decoding of its
-// own (a stream event decoder, as respevent.go, and a whole-answer one, as
-// nostream.go's measureResponses, each one case where the measurer
-// dispatches); its facts say which features callers may send with it. The built-in simulator
-// must serve each of its Paths (TestSimulatorServesEveryAPI).
+// The API table: each request API is one row of apis, the only place that
+// knows it; callers Lookup a row and read its facts, nothing else switches
+// on an API's name. A new API is a row, its body builder and, when its
+// answers are not OpenAI choices, a decoding (docs/architecture.md, "Where
+// to add"); the simulator must serve its Paths (TestSimulatorServesEveryAPI).
 
 // The API names (Options.API, a target's and a sweep's api).
 const (
@@ -27,75 +21,52 @@ const (
 	APIResponses   = "responses"
 	APIEmbeddings  = "embeddings"
 	APIRerank      = "rerank"
+	// DefaultAPI is the API of a target, sweep or Options naming none.
+	DefaultAPI = APICompletions
 )
-
-// DefaultAPI is the API of a target, sweep or Options that names none.
-const DefaultAPI = APICompletions
 
 // API is one row of the API table.
 type API struct {
-	// Name is the API's name in api:, --api and Options.API.
-	Name string
-	// Paths are the request paths under the server root; the first is the
-	// default, another is chosen with Options.RerankPath (rerank_path) where
-	// there are several.
-	Paths []string
-	// Operation is the gen_ai.operation.name of its requests.
-	Operation string
-	// Streams is false for an API sent non-streamed only (Request.NoStream
-	// is forced).
-	Streams bool
-	// Messages: the prompt is sent as chat messages (an item's messages, or
-	// one user message), rendered through the chat template.
-	Messages bool
-	// Conversations: a request may carry a conversation of its own (multi-turn
-	// sessions, a dataset's messages entries, answer checks with messages).
-	Conversations bool
-	// Images: image content parts may be attached (Request.Images).
-	Images bool
-	// Pooling: the request carries Inputs (batch_size) and generates no
-	// text: no answer checks, no GenAI client metrics.
-	Pooling bool
-	// Query: Request.Prompt is a query sent beside the Inputs (rerank).
-	Query bool
-	// BenchBackends are the names `vllm bench serve` results give the API
-	// (backend, endpoint_type); the first is written in a sweep's result.
+	Name string // in api:, --api and Options.API
+	// Paths are its request paths under the server root: the first by
+	// default, another chosen by Options.RerankPath (rerank_path).
+	Paths     []string
+	Operation string // gen_ai.operation.name
+	Streams   bool   // false: always sent non-streamed
+	// Messages: the prompt is sent as chat messages (chat template).
+	// Conversations: it takes a conversation of the caller's (multi-turn
+	// sessions, dataset messages entries, answer checks with messages).
+	// Images: image content parts. Pooling: Inputs (batch_size), no text
+	// generated (no answer checks, no GenAI client metrics). Query:
+	// Request.Prompt is a query beside the Inputs.
+	Messages, Conversations, Images, Pooling, Query bool
+	// BenchBackends are its names in `vllm bench serve` results; the
+	// first is what a sweep's result.json says.
 	BenchBackends []string
 
-	// streamEnd names what ends its stream, for the error of a stream
-	// that stopped before it.
-	streamEnd string
-	// body builds the request payload (payload.go, pooling.go).
-	body func(c *Client, req *Request, model string, so *streamOptions, top *int) any
-	// decode is how its answers are measured.
-	decode decoding
+	streamEnd string // what ends its stream, for the error of one cut short
+	body      func(c *Client, req *Request, model string, so *streamOptions, top *int) any
+	decode    decoding
 }
 
-// decoding names a decoder of answers. The measurer switches on it rather
-// than calling a function value, which would move each request's
+// decoding is how a row's answers are measured. The measurer switches on it
+// (measure.go, nostream.go): a function value would move each request's
 // measurer to the heap.
 type decoding uint8
 
 const (
-	// decodeChoices: OpenAI choices, streamed as chat-completion chunks
-	// (measure.go, chunk.go) or whole (nostream.go).
-	decodeChoices decoding = iota
-	// decodeResponses: the Responses API's events (respevent.go) or its
-	// whole response (nostream.go's measureResponses).
-	decodeResponses
-	// decodePooling: a non-streamed pooling answer (pooling.go).
-	decodePooling
+	decodeChoices   decoding = iota // OpenAI choices: chunk.go, nostream.go
+	decodeResponses                 // the Responses API: respevent.go
+	decodePooling                   // a pooling answer: pooling.go
 )
 
-// apis is the API table.
 var apis = []API{
 	{Name: APICompletions, Paths: []string{"/v1/completions"}, Operation: tracing.OperationTextCompletion, Streams: true,
 		BenchBackends: []string{"openai", "vllm"}, streamEnd: "[DONE]", body: completionsBody},
 	{Name: APIChat, Paths: []string{"/v1/chat/completions"}, Operation: tracing.OperationChat, Streams: true,
 		Messages: true, Conversations: true, Images: true, BenchBackends: []string{"openai-chat"}, streamEnd: "[DONE]", body: chatBody},
 	{Name: APIResponses, Paths: []string{"/v1/responses"}, Operation: tracing.OperationChat, Streams: true,
-		Messages: true, Images: true, streamEnd: "response.completed", body: responsesBody,
-		decode: decodeResponses},
+		Messages: true, Images: true, streamEnd: "response.completed", body: responsesBody, decode: decodeResponses},
 	{Name: APIEmbeddings, Paths: []string{"/v1/embeddings"}, Operation: tracing.OperationEmbeddings, Pooling: true,
 		body: embeddingsBody, decode: decodePooling},
 	{Name: APIRerank, Paths: []string{RerankV1, RerankBare, RerankScore}, Operation: tracing.OperationRerank, Pooling: true,
@@ -103,20 +74,20 @@ var apis = []API{
 }
 
 // APIs returns the rows of the API table in order (a copy).
-func APIs() []API { return append([]API(nil), apis...) }
+func APIs() []API { return slices.Clone(apis) }
 
-// Lookup returns the row of the API named name.
+// Lookup returns the row of the API named name (the zero row and false for
+// none).
 func Lookup(name string) (API, bool) {
-	for _, a := range apis {
-		if a.Name == name {
-			return a, true
-		}
+	i := slices.IndexFunc(apis, func(a API) bool { return a.Name == name })
+	if i < 0 {
+		return API{}, false
 	}
-	return API{}, false
+	return apis[i], true
 }
 
-// ParseAPI returns the row of the API named name, or an error listing the
-// names there are: the one validation of an API name.
+// ParseAPI is Lookup with an error naming every API: the one validation
+// of an API name.
 func ParseAPI(name string) (API, error) {
 	a, ok := Lookup(name)
 	if !ok {
@@ -137,7 +108,6 @@ func NamesWith(fact func(API) bool, conj string) string {
 	return join(names, conj)
 }
 
-// join lists names as "a, b or c" (conj "or").
 func join(names []string, conj string) string {
 	if len(names) <= 1 {
 		return strings.Join(names, "")
@@ -155,9 +125,8 @@ var (
 	WithPathChoice    = func(a API) bool { return len(a.Paths) > 1 }
 )
 
-// Path returns the request path of a under the server root: Paths[0], or
-// choice when a has several paths and choice is not empty (an error when
-// choice is none of them).
+// Path returns a's request path: Paths[0], or choice when a has several
+// and choice is not empty (an error when it is none of them).
 func (a API) Path(choice string) (string, error) {
 	if choice == "" || len(a.Paths) == 1 {
 		return a.Paths[0], nil

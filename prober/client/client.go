@@ -10,6 +10,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -254,9 +255,7 @@ type Client struct {
 // New validates o and returns a Client.
 func New(o Options) (*Client, error) {
 	c := &Client{o: o}
-	if c.o.API == "" {
-		c.o.API = DefaultAPI
-	}
+	c.o.API = cmp.Or(o.API, DefaultAPI)
 	api, err := ParseAPI(c.o.API)
 	if err != nil {
 		return nil, fmt.Errorf("api %w", err)

@@ -75,7 +75,6 @@ var includeUsage = &streamOptions{IncludeUsage: true}
 
 // payload encodes the request body.
 func (c *Client) payload(req *Request) ([]byte, error) {
-	var v any
 	so := includeUsage
 	if req.NoStream {
 		so = nil // vLLM refuses stream_options without stream
@@ -91,8 +90,7 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 	if c.api.Pooling && (len(req.Inputs) == 0 || len(req.Inputs) > MaxInputs) {
 		return nil, fmt.Errorf("%s request with %d inputs, want 1 to %d", c.api.Name, len(req.Inputs), MaxInputs)
 	}
-	v = c.api.body(c, req, model, so, top)
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(c.api.body(c, req, model, so, top))
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ type Config struct {
 	Engine string
 	// Model is the model id; empty means the first of /v1/models.
 	Model string
-	// API names a row of prober/client's API table (client.Names).
+	// API names a row of prober/client's API table (client.APIs).
 	API string
 	// BatchSize is the inputs of an embeddings request, the documents of a
 	// rerank query; RerankPath the path of rerank requests.
