@@ -16,6 +16,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/internal/web"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
@@ -60,7 +61,7 @@ func init() {
 		cmd.Flag("answer-checks", "Also run answer checks against --target: builtin (the embedded set) or a JSONL check set file, "+
 			"every 5m, as the probe \"answers\" (docs/quality.md).").PlaceHolder("builtin|FILE").StringVar(&t.AnswerChecks)
 		cmd.Flag("model", "Model to request with --target (default: the first model of GET /v1/models).").StringVar(&t.Model)
-		cmd.Flag("api", "API to probe with --target: completions, chat, responses, embeddings or rerank (batch size 1, /v1/rerank; a config file sets batch_size and rerank_path).").Default("completions").StringVar(&t.API)
+		cmd.Flag("api", "API to probe with --target: "+client.NamesWith(nil, "or")+" (batch size 1, /v1/rerank; a config file sets batch_size and rerank_path).").Default(client.DefaultAPI).StringVar(&t.API)
 		engines := []string{"auto"}
 		for _, n := range engine.Names {
 			engines = append(engines, string(n))
@@ -156,11 +157,11 @@ func checkServeConfig(e *env, file, sweepsDir string, fromFile bool) int {
 func (f *serveFlags) options(fromFile bool) (daemon.Options, error) {
 	o := f.Options
 	o.SweepsMaxBytes = int64(f.sweepsMaxBytes)
+	if _, err := client.ParseAPI(f.target.API); err != nil {
+		return o, fmt.Errorf("--api %w", err)
+	}
 	var err error
 	switch {
-	case f.target.API != "completions" && f.target.API != "chat" && f.target.API != "responses" &&
-		f.target.API != "embeddings" && f.target.API != "rerank":
-		return o, fmt.Errorf("--api must be completions, chat, responses, embeddings or rerank, got %q", f.target.API)
 	case o.Push.Method != "POST" && o.Push.Method != "PUT":
 		return o, fmt.Errorf("--push.method must be POST or PUT, got %q", o.Push.Method)
 	case o.SweepsMaxConcurrent < 1:

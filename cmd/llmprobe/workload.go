@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -42,7 +43,7 @@ func init() {
 			"without it the offline estimate (4 characters per token) is used.").StringVar(&f.target)
 		st.Flag("model", "Model of --target (default: the first /v1/models lists).").StringVar(&f.model)
 		st.Flag("api", "API whose prompt counting to use with --target: completions or chat (the chat template counted).").
-			Default("completions").StringVar(&f.api)
+			Default(client.DefaultAPI).StringVar(&f.api)
 		st.Flag("api-key-file", "File holding --target's API key.").StringVar(&f.apiKeyFile)
 		addHTTPConfigFlag(st, &f.httpConfigFile)
 		return st.FullCommand(), func(e *env) int { return runWorkloadStats(e, f) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-kit/log/level"
 
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/config"
 )
 
@@ -60,7 +61,7 @@ func (d *daemon) source(ctx context.Context) (stop func(), err error) {
 		level.Error(d.logger).Log("msg", "cannot start the built-in simulator", "err", err)
 		return nil, err
 	}
-	cfg, err := config.ForTarget(baseURL, "", "completions")
+	cfg, err := config.ForTarget(baseURL, "", client.DefaultAPI)
 	if err != nil {
 		stop()
 		level.Error(d.logger).Log("msg", "cannot build the simulator config", "err", err)

@@ -55,8 +55,8 @@ type RequestOptions struct {
 	TopLogprobs int
 }
 
-// Request builds the client request of the check for api (client.APIChat or
-// completions): temperature 0, the seed, max_tokens, the stop sequence of a
+// Request builds the client request of the check for api (a generating
+// row of client's API table): temperature 0, the seed, max_tokens, the stop sequence of a
 // stop expectation, streaming, its reply collected. A prompt is sent as
 // one user message to a chat target; messages need a chat target.
 func (it *Item) Request(api, id string, o RequestOptions) (client.Request, error) {

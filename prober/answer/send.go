@@ -17,8 +17,8 @@ type Doer interface {
 
 // SendOptions are the settings of Send.
 type SendOptions struct {
-	// API is the target's API (client.APICompletions, client.APIChat,
-	// client.APIResponses): how each check's request is built.
+	// API is the target's API (a generating row of client's API table):
+	// how each check's request is built.
 	API string
 	// Model is written into each request's Record.
 	Model string

@@ -84,7 +84,7 @@ func BenchmarkMeasure(b *testing.B) {
 			for range b.N {
 				p.Reset(tc.reader())
 				rec = prober.Record{}
-				m := measurer{rec: &rec, t0: time.Now(), maxTokens: tokens}
+				m := measurer{rec: &rec, api: &apis[0], t0: time.Now(), maxTokens: tokens}
 				if class, msg, _ := m.run(p); class != prober.ClassNone {
 					b.Fatalf("%s: %s", class, msg)
 				}

@@ -10,6 +10,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,20 +32,6 @@ import (
 	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/sse"
 	"github.com/llmprobe/llmprobe/prober/tracing"
-)
-
-// API kinds accepted in Options.API.
-const (
-	APICompletions = "completions"
-	APIChat        = "chat"
-	// APIResponses is the Responses API (POST /v1/responses), measured
-	// from its event stream (respevent.go).
-	APIResponses = "responses"
-	// APIEmbeddings (POST /v1/embeddings) and APIRerank (POST /v1/rerank,
-	// Options.RerankPath) are the pooling APIs, sent non-streamed
-	// (pooling.go).
-	APIEmbeddings = "embeddings"
-	APIRerank     = "rerank"
 )
 
 // DefaultMaxBodyBytes is the default Options.MaxBodyBytes.
@@ -77,8 +64,8 @@ type Options struct {
 	// "/v1" is accepted). Requests go to BaseURL/v1/completions or
 	// BaseURL/v1/chat/completions.
 	BaseURL string
-	// API is "completions" (default when empty), "chat" or "responses"
-	// (POST /v1/responses).
+	// API is the name of a row of the API table (api.go); empty:
+	// DefaultAPI.
 	API string
 	// Model is sent as "model"; empty omits the field (the server's
 	// default model).
@@ -142,8 +129,8 @@ type Options struct {
 	// (tracing.Metrics: duration, time to first chunk, time per output
 	// chunk, tokens), with the span's attributes. Nil records nothing.
 	Metrics *tracing.Metrics
-	// RerankPath is the path of rerank requests (APIRerank): RerankV1
-	// (default when empty), RerankBare or RerankScore (pooling.go).
+	// RerankPath chooses the request path of an API with several (rerank:
+	// RerankV1, the default when empty, RerankBare or RerankScore).
 	RerankPath string
 }
 
@@ -249,18 +236,16 @@ const MaxCollect = 4 << 20
 // Client sends streaming requests to one endpoint and measures them. It is
 // safe for concurrent use; each Do call is independent.
 type Client struct {
-	o         Options
-	chat      bool
-	responses bool
-	pooling   string // APIEmbeddings, APIRerank or "" (pooling.go)
-	url       string
-	server    *url.URL // the request URL, for the span's server.address and server.port
-	auth      []string // the Authorization header value, nil without a key
-	extra     []byte   // `,"key":value` pairs, sorted by key
-	hc        *http.Client
-	resend    *http.Client // nil: resends go through hc
-	parsers   sync.Pool
-	secrets   []string // APIKey and Options.Secrets, longest first
+	o       Options
+	api     *API // the row of o.API (api.go)
+	url     string
+	server  *url.URL // the request URL, for the span's server.address and server.port
+	auth    []string // the Authorization header value, nil without a key
+	extra   []byte   // `,"key":value` pairs, sorted by key
+	hc      *http.Client
+	resend  *http.Client // nil: resends go through hc
+	parsers sync.Pool
+	secrets []string // APIKey and Options.Secrets, longest first
 	// noResend turns resending off (tests that show what it prevents).
 	noResend bool
 	red      *redact.Redactor
@@ -270,19 +255,12 @@ type Client struct {
 // New validates o and returns a Client.
 func New(o Options) (*Client, error) {
 	c := &Client{o: o}
-	switch o.API {
-	case "", APICompletions:
-		c.o.API = APICompletions
-	case APIChat:
-		c.chat = true
-	case APIResponses:
-		c.responses = true
-	case APIEmbeddings, APIRerank:
-		c.pooling = o.API
-	default:
-		return nil, fmt.Errorf("api must be %q, %q, %q, %q or %q, got %q", APICompletions, APIChat, APIResponses,
-			APIEmbeddings, APIRerank, o.API)
+	c.o.API = cmp.Or(o.API, DefaultAPI)
+	api, err := ParseAPI(c.o.API)
+	if err != nil {
+		return nil, fmt.Errorf("api %w", err)
 	}
+	c.api = &api
 	u, err := url.Parse(o.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("base url: %w", err)
@@ -292,20 +270,11 @@ func New(o Options) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
 	u.RawPath = ""
-	switch {
-	case c.chat:
-		u.Path += "/v1/chat/completions"
-	case c.responses:
-		u.Path += "/v1/responses"
-	case c.pooling != "":
-		p, err := poolingPath(o.API, o.RerankPath)
-		if err != nil {
-			return nil, err
-		}
-		u.Path += p
-	default:
-		u.Path += "/v1/completions"
+	p, err := api.Path(o.RerankPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s path %w", api.Name, err)
 	}
+	u.Path += p
 	c.url = u.String()
 	c.server = &url.URL{Scheme: u.Scheme, Host: u.Host}
 	for name, d := range map[string]time.Duration{"timeout": o.Timeout, "ttft_timeout": o.TTFTTimeout, "stall_timeout": o.StallTimeout} {
@@ -345,8 +314,8 @@ func New(o Options) (*Client, error) {
 	}
 	c.secrets = redact.SortSecrets(append([]string{string(o.APIKey)}, o.Secrets...))
 	c.red = o.Redactor
-	if c.pooling == "" {
-		c.metrics = o.Metrics.Client(c.operation(), c.server, c.red)
+	if !api.Pooling {
+		c.metrics = o.Metrics.Client(api.Operation, c.server, c.red)
 	}
 	c.hc, c.resend = o.HTTPClient, o.ResendHTTPClient
 	if c.hc == nil {
@@ -436,8 +405,10 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	for _, im := range req.Images {
 		rec.ImageBytes += int64(im.Bytes)
 	}
-	if c.pooling != "" {
-		req.NoStream = true // the pooling APIs do not stream
+	if !c.api.Streams {
+		req.NoStream = true
+	}
+	if c.api.Pooling {
 		rec.Inputs = len(req.Inputs)
 	}
 	rec.NoStream = req.NoStream
@@ -455,7 +426,7 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 	}
 	if c.o.Tracer != nil {
 		var span trace.Span
-		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, tracing.Request{Operation: c.operation(), Model: rec.Model,
+		ctx, span = tracing.StartRequest(ctx, c.o.Tracer, tracing.Request{Operation: c.api.Operation, Model: rec.Model,
 			Provider: provider, RequestID: req.ID, Server: c.server, Stream: !req.NoStream}, c.red)
 		rec.TraceID = tracing.TraceID(span)
 		defer tracing.EndRequest(span, rec)
@@ -478,19 +449,6 @@ func (c *Client) Do(ctx context.Context, req Request, rec *prober.Record) {
 		rec.Error = class
 		rec.ErrorMessage = c.clean(msg, &req, fromServer)
 	}
-}
-
-// operation is the gen_ai.operation.name of the Client's requests.
-func (c *Client) operation() string {
-	switch {
-	case c.chat, c.responses:
-		return tracing.OperationChat
-	case c.pooling == APIEmbeddings:
-		return tracing.OperationEmbeddings
-	case c.pooling == APIRerank:
-		return tracing.OperationRerank
-	}
-	return tracing.OperationTextCompletion
 }
 
 // Header values shared by every request (the transport only reads them).
@@ -553,9 +511,7 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 
 	m := measurer{
 		rec:          rec,
-		chat:         c.chat,
-		responses:    c.responses,
-		pooling:      c.pooling,
+		api:          c.api,
 		rerankPath:   c.o.RerankPath,
 		inputs:       len(req.Inputs),
 		topN:         req.TopN,

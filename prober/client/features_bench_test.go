@@ -45,7 +45,7 @@ func BenchmarkMeasureLogprobs(b *testing.B) {
 	for range b.N {
 		p.Reset(&eventReader{evs: evs})
 		rec = prober.Record{}
-		m := measurer{rec: &rec, t0: time.Now(), maxTokens: tokens}
+		m := measurer{rec: &rec, api: &apis[0], t0: time.Now(), maxTokens: tokens}
 		if class, msg, _ := m.run(p); class != prober.ClassNone {
 			b.Fatalf("%s: %s", class, msg)
 		}

@@ -60,7 +60,7 @@ func TestMeasureCollectsLogprobs(t *testing.T) {
 		p := sse.NewParser(nil, sse.Options{MaxBodyBytes: DefaultMaxBodyBytes})
 		p.Reset(&eventReader{evs: evs})
 		var rec prober.Record
-		m := measurer{rec: &rec, t0: time.Now(), maxTokens: tokens}
+		m := measurer{rec: &rec, api: &apis[0], t0: time.Now(), maxTokens: tokens}
 		var lps *Logprobs
 		if collect {
 			lps = &Logprobs{Max: 32}

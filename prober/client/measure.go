@@ -20,12 +20,10 @@ import (
 // hot path: per event it does one parser call, one allocation-free JSON
 // decode and a few field updates.
 type measurer struct {
-	rec       *prober.Record
-	chat      bool
-	responses bool // the Responses API's event stream (respevent.go)
-	// pooling, rerankPath, inputs, topN: an embeddings or rerank request
+	rec *prober.Record
+	api *API // the request's API (api.go)
+	// rerankPath, inputs, topN: an embeddings or rerank request
 	// (pooling.go).
-	pooling    string
 	rerankPath string
 	inputs     int
 	topN       int
@@ -142,7 +140,7 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		if ev.Partial {
 			return prober.ClassStream, "stream ended in the middle of an event", false
 		}
-		if m.responses {
+		if m.api.decode == decodeResponses {
 			if class, msg, fromServer, end := m.respEvent(at, since, ev.Data); end {
 				return class, msg, fromServer
 			}
@@ -236,7 +234,7 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	// chat's role-only chunk (a role and no content) and the finish-only
 	// chunk (no text or content, a finish_reason), which carry none. The
 	// events still count for TTFT, ITL and E2E (vLLM's rule).
-	if c.hasText || !(m.chat && c.hasRole) && !c.hasFinish {
+	if c.hasText || !(m.api.Messages && c.hasRole) && !c.hasFinish {
 		m.counted++
 	}
 	if c.hasLogprobs {
@@ -386,10 +384,8 @@ func (m *measurer) collectText(raw []byte, esc bool) {
 func (m *measurer) endError(err error) (prober.ErrorClass, string, bool) {
 	m.readErr = true
 	switch {
-	case errors.Is(err, io.EOF) && m.responses:
-		return prober.ClassStream, "stream ended before response.completed after " + strconv.Itoa(m.rec.Events) + " token events", false
 	case errors.Is(err, io.EOF):
-		return prober.ClassStream, "stream ended before [DONE] after " + strconv.Itoa(m.rec.Events) + " token events", false
+		return prober.ClassStream, "stream ended before " + m.api.streamEnd + " after " + strconv.Itoa(m.rec.Events) + " token events", false
 	case errors.Is(err, sse.ErrTooLarge):
 		if !m.gotToken {
 			return prober.ClassInvalidResponse, err.Error(), false

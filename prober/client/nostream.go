@@ -197,10 +197,10 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if m.timeout > 0 && end.Sub(m.t0) > m.timeout {
 		return prober.ClassTimeout, "no complete response within timeout " + m.timeout.String(), false
 	}
-	if m.responses {
+	switch m.api.decode {
+	case decodeResponses:
 		return m.measureResponses(body, end)
-	}
-	if m.pooling != "" {
+	case decodePooling:
 		return m.measurePooling(body, end) // pooling.go
 	}
 	var r response

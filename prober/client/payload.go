@@ -75,7 +75,6 @@ var includeUsage = &streamOptions{IncludeUsage: true}
 
 // payload encodes the request body.
 func (c *Client) payload(req *Request) ([]byte, error) {
-	var v any
 	so := includeUsage
 	if req.NoStream {
 		so = nil // vLLM refuses stream_options without stream
@@ -85,38 +84,13 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 		top = &req.TopLogprobs
 	}
 	model := c.model(req)
-	if len(req.Images) > 0 && !c.chat && !c.responses {
-		return nil, fmt.Errorf("images are sent with the chat and responses APIs only")
+	if len(req.Images) > 0 && !c.api.Images {
+		return nil, fmt.Errorf("images are sent with the %s APIs only", NamesWith(WithImages, "and"))
 	}
-	if c.pooling != "" && (len(req.Inputs) == 0 || len(req.Inputs) > MaxInputs) {
-		return nil, fmt.Errorf("%s request with %d inputs, want 1 to %d", c.pooling, len(req.Inputs), MaxInputs)
+	if c.api.Pooling && (len(req.Inputs) == 0 || len(req.Inputs) > MaxInputs) {
+		return nil, fmt.Errorf("%s request with %d inputs, want 1 to %d", c.api.Name, len(req.Inputs), MaxInputs)
 	}
-	switch {
-	case c.pooling != "":
-		v = c.poolingBody(req, model)
-	case c.responses:
-		v = c.responsesBody(req, model)
-	case c.chat:
-		var msgs any = req.Messages
-		if req.Messages == nil {
-			msgs = []Message{}
-		}
-		if len(req.Images) > 0 {
-			msgs = withImages(req.Messages, req.Images)
-		}
-		p := chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
-			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
-			Logprobs: req.Logprobs, TopLogprobs: top, ReasoningEffort: req.ReasoningEffort, ToolChoice: toolChoice(req.ToolChoice, false)}
-		for _, t := range req.Tools {
-			p.Tools = append(p.Tools, chatTool{Type: "function", Function: functionSpec(t)})
-		}
-		v = p
-	default:
-		v = completionsPayload{Model: model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
-			MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
-			Logprobs: top}
-	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(c.api.body(c, req, model, so, top))
 	if err != nil {
 		return nil, err
 	}
@@ -126,9 +100,34 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 	return b, nil
 }
 
+// completionsBody is the body of a completions request.
+func completionsBody(_ *Client, req *Request, model string, so *streamOptions, top *int) any {
+	return completionsPayload{Model: model, Prompt: req.Prompt, MaxTokens: req.MaxTokens,
+		MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
+		Logprobs: top}
+}
+
+// chatBody is the body of a chat request.
+func chatBody(_ *Client, req *Request, model string, so *streamOptions, top *int) any {
+	var msgs any = req.Messages
+	if req.Messages == nil {
+		msgs = []Message{}
+	}
+	if len(req.Images) > 0 {
+		msgs = withImages(req.Messages, req.Images)
+	}
+	p := chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
+		MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
+		Logprobs: req.Logprobs, TopLogprobs: top, ReasoningEffort: req.ReasoningEffort, ToolChoice: toolChoice(req.ToolChoice, false)}
+	for _, t := range req.Tools {
+		p.Tools = append(p.Tools, chatTool{Type: "function", Function: functionSpec(t)})
+	}
+	return p
+}
+
 // responsesBody is the body of a Responses API request: the prompt (or the
 // chat messages) as input.
-func (c *Client) responsesBody(req *Request, model string) responsesPayload {
+func responsesBody(_ *Client, req *Request, model string, _ *streamOptions, _ *int) any {
 	p := responsesPayload{Model: model, MaxOutputTokens: req.MaxTokens, MinTokens: req.MinTokens,
 		IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, ToolChoice: toolChoice(req.ToolChoice, true)}
 	switch {

@@ -140,7 +140,7 @@ func BenchmarkMeasurePhases(b *testing.B) {
 		p.Reset(&eventReader{evs: evs})
 		rec = prober.Record{}
 		t0 := time.Now()
-		m := measurer{rec: &rec, t0: t0, maxTokens: tokens}
+		m := measurer{rec: &rec, api: &apis[0], t0: t0, maxTokens: tokens}
 		class, msg, _ := m.run(p)
 		if class != prober.ClassNone {
 			b.Fatalf("%s: %s", class, msg)

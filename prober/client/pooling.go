@@ -38,20 +38,6 @@ const (
 	RerankScore = "/score"
 )
 
-// poolingPath is the request path of a pooling API.
-func poolingPath(api, rerank string) (string, error) {
-	if api == APIEmbeddings {
-		return "/v1/embeddings", nil // RerankPath does not apply
-	}
-	switch rerank {
-	case "":
-		return RerankV1, nil
-	case RerankV1, RerankBare, RerankScore:
-		return rerank, nil
-	}
-	return "", fmt.Errorf("rerank path must be %q, %q or %q, got %q", RerankV1, RerankBare, RerankScore, rerank)
-}
-
 type embeddingsPayload struct {
 	Model          string   `json:"model,omitempty"`
 	Input          []string `json:"input"`
@@ -71,19 +57,25 @@ type scorePayload struct {
 	Text2 []string `json:"text_2"`
 }
 
-// poolingBody is the body of an embeddings or rerank request.
-func (c *Client) poolingBody(req *Request, model string) any {
-	in := req.Inputs
-	if in == nil {
-		in = []string{}
+// inputs is req.Inputs, never nil.
+func inputs(req *Request) []string {
+	if req.Inputs == nil {
+		return []string{}
 	}
-	switch {
-	case c.pooling == APIEmbeddings:
-		return embeddingsPayload{Model: model, Input: in, EncodingFormat: "float"}
-	case c.o.RerankPath == RerankScore:
-		return scorePayload{Model: model, Text1: req.Prompt, Text2: in}
+	return req.Inputs
+}
+
+// embeddingsBody is the body of an embeddings request.
+func embeddingsBody(_ *Client, req *Request, model string, _ *streamOptions, _ *int) any {
+	return embeddingsPayload{Model: model, Input: inputs(req), EncodingFormat: "float"}
+}
+
+// rerankBody is the body of a rerank request.
+func rerankBody(c *Client, req *Request, model string, _ *streamOptions, _ *int) any {
+	if c.o.RerankPath == RerankScore {
+		return scorePayload{Model: model, Text1: req.Prompt, Text2: inputs(req)}
 	}
-	return rerankPayload{Model: model, Query: req.Prompt, Documents: in, TopN: req.TopN}
+	return rerankPayload{Model: model, Query: req.Prompt, Documents: inputs(req), TopN: req.TopN}
 }
 
 // poolingResponse is what the measurement needs of a pooling answer.
@@ -128,7 +120,7 @@ func (m *measurer) measurePooling(body []byte, end time.Time) (prober.ErrorClass
 	}
 	var why string
 	switch {
-	case m.pooling == APIEmbeddings:
+	case !m.api.Query:
 		why = m.checkEmbeddings(&r)
 	case m.rerankPath == RerankScore:
 		why = checkScores(&r, m.inputs)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -242,11 +243,10 @@ func decodeVLLM(ev *Evidence, o map[string]json.RawMessage) (Step, error) {
 		return st, err
 	}
 	fields := map[string]string{FieldModel: model, FieldTokenizer: tok}
-	switch backend {
-	case "openai-chat":
-		fields[FieldAPI] = "chat"
-	case "openai", "vllm":
-		fields[FieldAPI] = "completions"
+	for _, a := range client.APIs() {
+		if slices.Contains(a.BenchBackends, backend) {
+			fields[FieldAPI] = a.Name
+		}
 	}
 	fields[FieldRate] = rateText(rate)
 	st.Label = "rate=" + rateText(rate)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
+	"github.com/llmprobe/llmprobe/prober/client"
 )
 
 // A probe's answer_checks: the probe sends an answer-check set (prober/
@@ -113,10 +114,10 @@ func (t *TargetConfig) loadAnswerSets(dir string) error {
 			l.add(field, errors.New(strings.TrimPrefix(err.Error(), "answer check set: ")))
 			continue
 		}
-		if t.API != APIChat {
+		if !t.api().Conversations {
 			for _, it := range s.Items {
 				if len(it.Messages) > 0 {
-					l.add(field, fmt.Errorf("check %q has messages: they need api: %s", it.ID, APIChat))
+					l.add(field, fmt.Errorf("check %q has messages: they need api: %s", it.ID, client.NamesWith(client.WithConversations, "or")))
 					break
 				}
 			}

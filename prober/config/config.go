@@ -30,15 +30,6 @@ import (
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// The APIs a target can be probed on.
-const (
-	APICompletions = "completions" // POST /v1/completions
-	APIChat        = "chat"        // POST /v1/chat/completions
-	APIResponses   = "responses"   // POST /v1/responses (the Responses API)
-	APIEmbeddings  = "embeddings"  // POST /v1/embeddings (non-streamed)
-	APIRerank      = "rerank"      // POST /v1/rerank, /rerank or /score (rerank_path; non-streamed)
-)
-
 // The arrival processes of a probe (the names of prober/arrival).
 const (
 	ArrivalPoisson  = "poisson"
@@ -148,7 +139,7 @@ var DefaultGlobalConfig = GlobalConfig{
 // response body cap of DefaultMaxBodyBytes (64MiB). Timeouts and SLO are
 // inherited from global.
 var DefaultTargetConfig = TargetConfig{
-	API:          APICompletions,
+	API:          client.DefaultAPI,
 	MaxBodyBytes: DefaultMaxBodyBytes,
 }
 
@@ -231,8 +222,8 @@ type TargetConfig struct {
 	// BaseURL is the server root, e.g. http://vllm:8000 (http or https, no
 	// query, no credentials, no trailing slash after load, not ending in /v1).
 	BaseURL string `yaml:"base_url"`
-	// API is APICompletions (default), APIChat, APIResponses,
-	// APIEmbeddings or APIRerank.
+	// API names a row of the API table (prober/client's api.go);
+	// default client.DefaultAPI.
 	API string `yaml:"api"`
 	// BatchSize is the inputs of an embeddings request or the documents
 	// of a rerank query (api embeddings and rerank only; 0 is 1, at most

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -40,8 +41,9 @@ func (t *TargetConfig) loadDatasets(dir string) error {
 			l.add(field, errors.New(strings.TrimPrefix(msg, "dataset ")))
 			continue
 		}
-		if ds.HasMessages && t.API != APIChat {
-			l.add(field, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", path, APIChat))
+		if ds.HasMessages && !t.api().Conversations {
+			l.add(field, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", path,
+				client.NamesWith(client.WithConversations, "or")))
 			continue
 		}
 		withSum := *d

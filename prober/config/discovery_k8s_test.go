@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/prometheus/discovery/file"
 	"github.com/prometheus/prometheus/discovery/kubernetes"
+
+	"github.com/llmprobe/llmprobe/prober/client"
 )
 
 // TestDiscoveryDecodes decodes an entry with three mechanisms (kubernetes
@@ -48,7 +50,7 @@ discovery:
 		t.Fatal(err)
 	}
 	d := c.Discovery[0]
-	if d.MaxTargets != 7 || len(d.ServiceDiscoveryConfigs) != 3 || len(d.RelabelConfigs) != 1 || d.Target.API != APIChat {
+	if d.MaxTargets != 7 || len(d.ServiceDiscoveryConfigs) != 3 || len(d.RelabelConfigs) != 1 || d.Target.API != client.APIChat {
 		t.Fatalf("decoded %+v", d)
 	}
 	var files []string

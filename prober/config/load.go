@@ -161,7 +161,7 @@ func withIntegerProblems(ints []*Error, err error) error {
 // DefaultProbe: the target is named after the URL's host:port and path
 // (http://gw:8080/llama is gw:8080_llama, so two targets on one host get
 // two names and two seeds; characters not allowed in a name become _), the
-// api is APICompletions when empty, and
+// api is client.DefaultAPI when empty, and
 // everything else is a default. Errors name the field (base_url, api): an
 // *Error, or Errors when both are invalid.
 // Setting Name afterwards keeps the seed derived from the original name.

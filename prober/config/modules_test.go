@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/client"
 )
 
 const modulesYAML = `
@@ -41,7 +43,7 @@ func TestModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := tc.Probes[0]
-	if tc.BaseURL != "http://10.0.0.5:8000" || tc.API != APIChat || tc.Timeout != 40*time.Second ||
+	if tc.BaseURL != "http://10.0.0.5:8000" || tc.API != client.APIChat || tc.Timeout != 40*time.Second ||
 		tc.TTFTTimeout != 5*time.Second || tc.MetricsURL() != "" || len(tc.AttributionHeaders) != 1 {
 		t.Errorf("chat_short target %+v", tc)
 	}
@@ -53,7 +55,7 @@ func TestModules(t *testing.T) {
 		t.Fatal("the built-in default module is missing")
 	}
 	dt, err := def.Target("http://vllm:8000")
-	if err != nil || dt.API != APICompletions || dt.Timeout != 40*time.Second || dt.Probes[0].Workload.InputTokens.Value != 64 {
+	if err != nil || dt.API != client.APICompletions || dt.Timeout != 40*time.Second || dt.Probes[0].Workload.InputTokens.Value != 64 {
 		t.Errorf("default module target %+v, %v", dt, err)
 	}
 	if _, ok := c.Module("nope"); ok {
@@ -120,7 +122,7 @@ func TestProbeAllowed(t *testing.T) {
 func TestModuleErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"rate in a module", "modules:\n  m:\n    rate: 1\n", "f.yml:3: modules.m.rate: unknown key"},
-		{"bad api", "modules:\n  m:\n    api: images\n", `f.yml:3: modules.m.api: must be one of completions, chat, responses, embeddings, rerank, got "images"`},
+		{"bad api", "modules:\n  m:\n    api: images\n", `f.yml:3: modules.m.api: must be completions, chat, responses, embeddings or rerank, got "images"`},
 		{"bad workload", "modules:\n  m:\n    workload:\n      input_tokens: {dist: normal}\n",
 			`f.yml:4: modules.m.workload.input_tokens: unknown dist "normal" (one of fixed, uniform, lognormal, choice)`},
 		{"bad header", "modules:\n  m:\n    attribution_headers: [\"x y\"]\n",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -27,17 +28,18 @@ func validateMultiTurn(l *problems, mt *workload.MultiTurn) bool {
 	return l.add("workload.multi_turn."+key, errors.New(why))
 }
 
-// validateMultiTurn refuses a multi-turn probe on a target that does not
-// use the chat API: a session's context is a list of chat messages.
+// validateMultiTurn refuses a multi-turn probe on a target whose API takes
+// no conversations: a session's context is a list of chat messages.
 func (t TargetConfig) validateMultiTurn() error {
-	if t.API == APIChat {
+	if t.api().Conversations {
 		return nil
 	}
 	var l problems
 	for i, p := range t.Probes {
 		if p.Workload.MultiTurn != nil {
 			l.add(fmt.Sprintf("probes[%d].workload.multi_turn", i),
-				fmt.Errorf("needs the target's api: %s (a session's context is a list of chat messages), the target has api: %s", APIChat, t.API))
+				fmt.Errorf("needs the target's api: %s (a session's context is a list of chat messages), the target has api: %s",
+					client.NamesWith(client.WithConversations, "or"), t.API))
 		}
 	}
 	return l.err()

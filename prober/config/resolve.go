@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/llmprobe/llmprobe/prober/capfile"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
@@ -113,7 +114,7 @@ func (t *TargetConfig) resolve(g GlobalConfig) error {
 		t.Engine = string(n) // "auto" is stored as ""
 	}
 	if t.API == "" && !t.set.has("api", false) {
-		t.API = APICompletions
+		t.API = client.DefaultAPI
 	}
 	if !t.set.has("max_body_bytes", t.MaxBodyBytes != 0) {
 		t.MaxBodyBytes = DefaultTargetConfig.MaxBodyBytes

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -108,8 +109,9 @@ func (t *TargetConfig) loadSweepDatasets() error {
 			l.add(field, errors.New(strings.TrimPrefix(msg, "dataset ")))
 			continue
 		}
-		if ds.HasMessages && t.API != APIChat {
-			l.add(field, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", w.Dataset.Path, APIChat))
+		if ds.HasMessages && !t.api().Conversations {
+			l.add(field, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", w.Dataset.Path,
+				client.NamesWith(client.WithConversations, "or")))
 			continue
 		}
 		w.Dataset.SHA256 = ds.SHA256

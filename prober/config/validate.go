@@ -41,6 +41,12 @@ func validateMaxRate(v float64) error {
 // validateRates checks the rate of every probe against global.max_rate
 // (maxRate, valid); a rate that is invalid on its own is left to
 // ProbeConfig.Validate.
+// api is the row of the target's API (the zero row when it names none).
+func (t TargetConfig) api() client.API {
+	a, _ := client.Lookup(t.API)
+	return a
+}
+
 func (t TargetConfig) validateRates(maxRate float64) error {
 	var l problems
 	for i, p := range t.Probes {
@@ -67,22 +73,20 @@ func (t TargetConfig) Validate() error {
 			l.add("base_url", errors.New("must be the server root, without /v1 (llmprobe adds /v1/completions or /v1/chat/completions)"))
 		}
 	}
-	if t.API != APICompletions && t.API != APIChat && t.API != APIResponses && t.API != APIEmbeddings && t.API != APIRerank {
-		l.add("api", fmt.Errorf("must be one of %s, %s, %s, %s, %s, got %q", APICompletions, APIChat, APIResponses,
-			APIEmbeddings, APIRerank, t.API))
-	}
-	pooling := t.API == APIEmbeddings || t.API == APIRerank
+	api, err := client.ParseAPI(t.API)
+	l.add("api", err)
 	switch {
 	case t.BatchSize < 0 || t.BatchSize > client.MaxInputs:
 		l.add("batch_size", fmt.Errorf("must be in [0, %d], got %d", client.MaxInputs, t.BatchSize))
-	case t.BatchSize > 1 && !pooling:
-		l.add("batch_size", fmt.Errorf("is for api %s and %s only, this target's api is %s", APIEmbeddings, APIRerank, t.API))
+	case t.BatchSize > 1 && !api.Pooling:
+		l.add("batch_size", fmt.Errorf("is for api %s only, this target's api is %s", client.NamesWith(client.WithPooling, "and"), t.API))
 	}
-	switch {
-	case t.RerankPath != "" && t.API != APIRerank:
-		l.add("rerank_path", fmt.Errorf("is for api %s only, this target's api is %s", APIRerank, t.API))
-	case t.RerankPath != "" && t.RerankPath != client.RerankV1 && t.RerankPath != client.RerankBare && t.RerankPath != client.RerankScore:
-		l.add("rerank_path", fmt.Errorf("must be %s, %s or %s, got %q", client.RerankV1, client.RerankBare, client.RerankScore, t.RerankPath))
+	if t.RerankPath != "" {
+		if !client.WithPathChoice(api) {
+			l.add("rerank_path", fmt.Errorf("is for api %s only, this target's api is %s", client.NamesWith(client.WithPathChoice, "and"), t.API))
+		} else if _, err := api.Path(t.RerankPath); err != nil {
+			l.add("rerank_path", err)
+		}
 	}
 	if _, err := engine.Parse(t.Engine); err != nil {
 		names := []string{"auto"}
@@ -133,9 +137,9 @@ func (t TargetConfig) Validate() error {
 	for i, p := range t.Probes {
 		path := fmt.Sprintf("probes[%d]", i)
 		l.add(path, p.Validate())
-		if i := p.Workload.Request.ImagesFeature(); i >= 0 && t.API != APIChat && t.API != APIResponses {
+		if i := p.Workload.Request.ImagesFeature(); i >= 0 && !api.Images {
 			l.add(fmt.Sprintf("%s.workload.request.features[%d].kind", path, i),
-				fmt.Errorf("images are sent with api %s and %s only (image content parts), this target's api is %s", APIChat, APIResponses, t.API))
+				fmt.Errorf("images are sent with api %s only (image content parts), this target's api is %s", client.NamesWith(client.WithImages, "and"), t.API))
 		}
 		if validateName(p.Name) != nil {
 			continue

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/config"
 )
 
@@ -113,7 +114,7 @@ discovery:
 		t.Errorf("labels of pool:a:1: %v, want %v", labels["pool:a:1"], want)
 	}
 	for _, tt := range ts {
-		if tt.Config.API != config.APIChat || tt.Config.Probes[0].Seed != config.DeriveSeed(tt.Config.Name, "default") {
+		if tt.Config.API != client.APIChat || tt.Config.Probes[0].Seed != config.DeriveSeed(tt.Config.Name, "default") {
 			t.Errorf("%s: not the template with its own seed: %+v", tt.Config.Name, tt.Config)
 		}
 	}

@@ -36,18 +36,20 @@ type CheckRequest struct {
 	TopLogprobs, LogprobTokens int
 }
 
-// NewCheckRequest builds the client request of c for api (client.APIChat or
-// completions), streaming, with its reply collected into a buffer of its own
+// NewCheckRequest builds the client request of c for api (an API with
+// client.API.Conversations: messages; another: the prompt), streaming, with its reply collected into a buffer of its own
 // (client.Request.Collect) and, when c asks for them, the first tokens'
 // log-probabilities (client.Request.CollectLogprobs).
 func NewCheckRequest(api, id string, c CheckRequest) (client.Request, error) {
 	req := client.Request{ID: id, MaxTokens: c.MaxTokens, Collect: &bytes.Buffer{}}
+	a, _ := client.Lookup(api)
 	switch {
-	case len(c.Messages) > 0 && api != client.APIChat:
-		return client.Request{}, fmt.Errorf("messages need a chat target (api: %s), this one is %s", client.APIChat, api)
+	case len(c.Messages) > 0 && !a.Conversations:
+		return client.Request{}, fmt.Errorf("messages need a chat target (api: %s), this one is %s",
+			client.NamesWith(client.WithConversations, "or"), api)
 	case len(c.Messages) > 0:
 		req.Messages = c.Messages
-	case api == client.APIChat:
+	case a.Conversations:
 		req.Messages = []client.Message{{Role: "user", Content: c.Prompt}}
 	default:
 		req.Prompt = c.Prompt

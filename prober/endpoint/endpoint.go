@@ -99,7 +99,7 @@ type Options struct {
 	// BaseURL is the server root, e.g. http://vllm:8000; a trailing "/" or
 	// "/v1" is removed.
 	BaseURL string
-	// API is client.APICompletions (default when empty) or client.APIChat.
+	// API names a row of client's API table (default client.DefaultAPI).
 	API string
 	// RerankPath is the path of rerank requests (client.Options.RerankPath).
 	RerankPath string
@@ -210,7 +210,7 @@ type failure struct {
 // fail here and not at the first request.
 func New(o Options) (*Endpoint, error) {
 	if o.API == "" {
-		o.API = client.APICompletions
+		o.API = client.DefaultAPI
 	}
 	if o.DiscoveryTimeout <= 0 {
 		o.DiscoveryTimeout = DefaultDiscoveryTimeout
@@ -284,7 +284,7 @@ func New(o Options) (*Endpoint, error) {
 // BaseURL is the server root requests go to (no trailing "/" or "/v1").
 func (e *Endpoint) BaseURL() string { return e.base }
 
-// API is the endpoint's API (client.APICompletions or client.APIChat).
+// API is the name of the endpoint's API (a row of client's API table).
 func (e *Endpoint) API() string { return e.o.API }
 
 // Redact removes the API key, every secret of the HTTP config, every
@@ -359,10 +359,10 @@ func (e *Endpoint) CloseIdleConnections() {
 	e.resend.CloseIdleConnections()
 }
 
-// NewRequest builds the client request of one workload item for api
-// (client.APIChat and client.APIResponses: the item's Messages, or one user
-// message holding the prompt, sent as messages or as the Responses API's
-// input; anything else: a completions prompt), with max_tokens = the drawn output length and
+// NewRequest builds the client request of one workload item for api (an
+// API with client.API.Messages: the item's Messages, or one user message
+// holding the prompt; a pooling API: its inputs, pooling.go; anything else:
+// a completions prompt), with max_tokens = the drawn output length and
 // ignore_eos as given. Its InputTokens, kept as Record.InputTokens, is the
 // drawn prompt length including the shared prefix (PrefixTokens +
 // InputTokens): the figure the server should report as prompt_tokens (a
@@ -374,13 +374,14 @@ func NewRequest(api, id string, it workload.Item, ignoreEOS bool) client.Request
 		IgnoreEOS:   ignoreEOS,
 		InputTokens: it.PrefixTokens + it.InputTokens,
 	}
-	switch api {
-	case client.APIChat, client.APIResponses:
+	a, _ := client.Lookup(api)
+	switch {
+	case a.Messages:
 		for _, m := range it.ChatMessages() {
 			req.Messages = append(req.Messages, client.Message{Role: m.Role, Content: m.Content})
 		}
-	case client.APIEmbeddings, client.APIRerank:
-		poolingRequest(&req, api, it.Prompt, 1) // pooling.go
+	case a.Pooling:
+		poolingRequest(&req, a, it.Prompt, 1) // pooling.go
 	default:
 		req.Prompt = it.Prompt
 	}

@@ -19,7 +19,7 @@ const rerankQueryWords = 16
 
 // poolingRequest sets req's inputs (and a rerank query) from prompt: n of
 // them.
-func poolingRequest(req *client.Request, api, prompt string, n int) {
+func poolingRequest(req *client.Request, api client.API, prompt string, n int) {
 	words := strings.Fields(prompt)
 	req.Inputs = make([]string, 0, n)
 	for i := range n {
@@ -30,7 +30,7 @@ func poolingRequest(req *client.Request, api, prompt string, n int) {
 		k := i % len(words)
 		req.Inputs = append(req.Inputs, strings.Join(append(words[k:len(words):len(words)], words[:k]...), " "))
 	}
-	if api == client.APIRerank {
+	if api.Query {
 		req.Prompt = strings.Join(words[:min(len(words), rerankQueryWords)], " ")
 	}
 	req.MaxTokens, req.IgnoreEOS = 0, false
@@ -41,12 +41,13 @@ func poolingRequest(req *client.Request, api, prompt string, n int) {
 // Request.InputTokens becomes n times the drawn length. Other APIs and
 // n <= 1 leave req as it is.
 func WithBatch(req *client.Request, api string, n int) {
-	if n <= 1 || len(req.Inputs) != 1 || (api != client.APIEmbeddings && api != client.APIRerank) {
+	a, _ := client.Lookup(api)
+	if n <= 1 || len(req.Inputs) != 1 || !a.Pooling {
 		return
 	}
 	prompt := req.Inputs[0]
 	query := req.Prompt
-	poolingRequest(req, api, prompt, n)
+	poolingRequest(req, a, prompt, n)
 	req.Prompt = query
 	req.InputTokens *= n
 }

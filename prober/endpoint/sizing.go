@@ -113,7 +113,8 @@ func (e *Endpoint) PromptSizing(ctx context.Context, model string) (*Sizing, err
 func (e *Endpoint) setUpSizing(ctx context.Context, model string) (*Sizing, *Error) {
 	// The Responses API's input is a list of messages rendered through the
 	// chat template, as chat's.
-	chat := e.o.API == client.APIChat || e.o.API == client.APIResponses
+	api, _ := client.Lookup(e.o.API)
+	chat := api.Messages
 	eng, _, _ := e.detect(ctx, nil, "")
 	var whys []string
 	shapes := tokenizeShapes(eng, chat)

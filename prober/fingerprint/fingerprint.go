@@ -63,7 +63,7 @@ type Fingerprint struct {
 type Target struct {
 	// URL is the base URL, with any userinfo redacted.
 	URL string `json:"url"`
-	// API is "completions" or "chat".
+	// API is the name of a row of prober/client's API table.
 	API string `json:"api"`
 	// Model is the model id the requests named.
 	Model string `json:"model"`

@@ -73,8 +73,9 @@ func (c *Config) validateAnswerChecks() error {
 	switch {
 	case s == nil:
 		return nil
-	case c.API == client.APIEmbeddings || c.API == client.APIRerank:
-		return fieldErr("AnswerChecks", "answer checks judge a generated reply: they need {API} completions, chat or responses, not %s", c.API)
+	case c.api().Pooling:
+		return fieldErr("AnswerChecks", "answer checks judge a generated reply: they need {API} %s, not %s",
+			client.NamesWith(client.Generating, "or"), c.API)
 	case len(s.Items) == 0:
 		return fieldErr("AnswerChecks", "the set %s has no checks", s.Name)
 	}

@@ -30,8 +30,8 @@ func (r *runner) result(complete bool) *Result {
 		Name:        c.Name,
 		Rounds:      c.Rounds,
 	}
-	if c.API == "chat" {
-		res.Backend = "openai-chat"
+	if b := c.api().BenchBackends; len(b) > 0 {
+		res.Backend = b[0]
 	}
 	if res.TokenizerID == fingerprint.NotRecorded {
 		res.TokenizerID = r.model

@@ -106,7 +106,7 @@ type Config struct {
 	Engine string
 	// Model is the model id; empty means the first of /v1/models.
 	Model string
-	// API is "completions", "chat", "responses", "embeddings" or "rerank".
+	// API names a row of prober/client's API table (client.APIs).
 	API string
 	// BatchSize is the inputs of an embeddings request, the documents of a
 	// rerank query; RerankPath the path of rerank requests.
@@ -321,8 +321,8 @@ func (c *Config) Validate() error {
 	if c.Target != "" && !strings.HasPrefix(c.Target, "http://") && !strings.HasPrefix(c.Target, "https://") {
 		return fieldErr("Target", "must be an http:// or https:// URL, got %q", c.Target)
 	}
-	if c.API != "completions" && c.API != "chat" && c.API != "responses" && c.API != client.APIEmbeddings && c.API != client.APIRerank {
-		return fieldErr("API", "must be completions, chat, responses, embeddings or rerank, got %q", c.API)
+	if _, err := client.ParseAPI(c.API); err != nil {
+		return &FieldError{Field: "API", Err: err}
 	}
 	switch c.RerankPath {
 	case "", client.RerankV1, client.RerankBare, client.RerankScore:
@@ -338,8 +338,9 @@ func (c *Config) Validate() error {
 		}
 		return workloadFieldError(err)
 	}
-	if i := c.Workload.Request.ImagesFeature(); i >= 0 && c.API != "chat" && c.API != "responses" {
-		return fieldErr("Workload", "request.features[%d].kind: images are sent with api chat and responses only (image content parts), the api is %s", i, c.API)
+	if i := c.Workload.Request.ImagesFeature(); i >= 0 && !c.api().Images {
+		return fieldErr("Workload", "request.features[%d].kind: images are sent with api %s only (image content parts), the api is %s",
+			i, client.NamesWith(client.WithImages, "and"), c.API)
 	}
 	if err := c.validateShard(); err != nil {
 		return err
@@ -636,8 +637,14 @@ func engineNames() string {
 // rerankPath is the endpoint's rerank path: RerankPath for api rerank, ""
 // for the others.
 func (c *Config) rerankPath() string {
-	if c.API != client.APIRerank {
+	if !client.WithPathChoice(c.api()) {
 		return ""
 	}
 	return c.RerankPath
+}
+
+// api is the row of the sweep's API (the zero row when it names none).
+func (c *Config) api() client.API {
+	a, _ := client.Lookup(c.API)
+	return a
 }

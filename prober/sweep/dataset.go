@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-kit/log/level"
 
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -27,8 +28,9 @@ func (r *runner) loadDataset() error {
 	if err != nil {
 		return &FieldError{Field: "Workload.Dataset", Err: err}
 	}
-	if ds.HasMessages && c.API != "chat" {
-		return fieldErr("API", "the dataset %s has messages entries (chat conversations): they need {API} chat", ds.Path)
+	if ds.HasMessages && !c.api().Conversations {
+		return fieldErr("API", "the dataset %s has messages entries (chat conversations): they need {API} %s", ds.Path,
+			client.NamesWith(client.WithConversations, "or"))
 	}
 	// The workload's hash holds the file's SHA-256 and the subset's size in
 	// canonical form (the same entries measured: the same hash).

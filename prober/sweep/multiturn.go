@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/stats"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -231,8 +232,9 @@ func (c *Config) validateMultiTurn() error {
 	if mt == nil {
 		return nil
 	}
-	if c.API != "chat" {
-		return fieldErr("API", "the workload's multi_turn sessions need {API} chat (a conversation is a list of chat messages), got %q", c.API)
+	if !c.api().Conversations {
+		return fieldErr("API", "the workload's multi_turn sessions need {API} %s (a conversation is a list of chat messages), got %q",
+			client.NamesWith(client.WithConversations, "or"), c.API)
 	}
 	if c.NumPrompts > 0 {
 		if hi := maxTurns(mt); c.NumPrompts*hi > MaxStepRequests {

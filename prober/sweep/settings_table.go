@@ -71,14 +71,14 @@ var settingsTable = []Setting{
 		Doc: "Model id to request. Default: the first model /v1/models lists.",
 		CompareDoc: "Model id requested from both sides (--baseline-model and --candidate-model override it). " +
 			"Default: each side's first /v1/models entry."},
-	{Field: "API", Flag: "api", Kind: KindString, Default: "completions", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "API", Flag: "api", Kind: KindString, Default: client.DefaultAPI, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "OpenAI API to call: completions (/v1/completions), chat (/v1/chat/completions), responses " +
 			"(/v1/responses, the Responses API's event stream), embeddings (/v1/embeddings) or rerank " +
 			"(/v1/rerank, --rerank-path); embeddings and rerank are sent non-streamed and measured by E2E."},
 	{Field: "BatchSize", Flag: "batch-size", Kind: KindInt, Default: "1", Bound: Bound{HasMin: true, Max: float64(client.MaxInputs), HasMax: true}, Unit: "inputs", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Inputs per embeddings request, documents per rerank query (api embeddings and rerank only; " +
 			"each input's length is drawn from the input length distribution; 0 is 1; the other APIs ignore it)."},
-	{Field: "RerankPath", Flag: "rerank-path", Kind: KindString, Default: "/v1/rerank", Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "RerankPath", Flag: "rerank-path", Kind: KindString, Default: client.RerankV1, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Path of rerank requests: /v1/rerank (vLLM, Cohere-style), /rerank (vLLM, Jina-style) or /score " +
 			"(vLLM's score API, text_1 and text_2)."},
 	{Field: "APIKey", Flag: "api-key-file", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,

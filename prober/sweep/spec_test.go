@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"reflect"
 	"strings"
@@ -29,7 +30,7 @@ func fieldAt(t *testing.T, c *Config, path string) any {
 
 // specTarget is a target to build sweep configs against.
 func specTarget() config.TargetConfig {
-	return config.TargetConfig{Name: "t", BaseURL: "http://127.0.0.1:1", API: config.APICompletions, Timeout: time.Minute}
+	return config.TargetConfig{Name: "t", BaseURL: "http://127.0.0.1:1", API: client.APICompletions, Timeout: time.Minute}
 }
 
 // TestSweepSpecDefaultsAreTheTable fails when a sweep the daemon runs
