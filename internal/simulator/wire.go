@@ -28,7 +28,8 @@ import (
 //   - Ollama: system_fingerprint "fp_ollama", the role on the first chat
 //     delta only and no role chunk, the finish_reason on a last chunk with
 //     an empty delta or empty text, then the usage chunk when include_usage
-//     (openai/openai.go ToStreamChunks, FinishChunk).
+//     (github.com/ollama/ollama/openai/openai.go ToStreamChunks,
+//     FinishChunk).
 type wire struct {
 	engine string
 	g      *genRequest
