@@ -77,7 +77,7 @@ func metricDiffs(persona, corpus map[string]signature) []string {
 // persona and returns the SSE body.
 func personaStream(t *testing.T, base, model, api string) []byte {
 	t.Helper()
-	body := map[string]any{"model": model, "max_tokens": 5, "stream": true,
+	body := map[string]any{"model": model, "max_tokens": 8, "ignore_eos": true, "stream": true,
 		"stream_options": map[string]any{"include_usage": true}}
 	path := "/v1/completions"
 	if api == "chat" {
@@ -124,7 +124,7 @@ func TestPersonaConformance(t *testing.T) {
 			if pc.format != "" {
 				cfg.MetricsFormat = pc.format
 			}
-			cfg.StepBase = time.Millisecond
+			cfg.StepBase = 2 * time.Millisecond
 			cfg.StepPerSeq, cfg.StepPerPrefillToken = 0, 0
 			base, _ := simtest.Start(t, cfg)
 
@@ -167,7 +167,13 @@ func TestPersonaConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// A persona that coalesced every token into one chunk
+				// (the client read late) cannot show where the role goes:
+				// ask again.
 				got, err := framing(personaStream(t, base, cfg.Model, s.API))
+				for try := 0; err == nil && got["role"] == "single-chunk" && try < 5; try++ {
+					got, err = framing(personaStream(t, base, cfg.Model, s.API))
+				}
 				if err != nil {
 					diffs = append(diffs, fmt.Sprintf("framing %s: %v", s.File, err))
 					continue

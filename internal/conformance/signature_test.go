@@ -67,7 +67,8 @@ func equalSignatures(a, b map[string]signature) bool {
 //   - role (chat): "own-chunk" when the first chunk carries the role and no
 //     content, "first-chunk" when the first content chunk carries it and
 //     later ones do not, "every-chunk" when every content chunk does,
-//     "none" when no chunk does;
+//     "none" when no chunk does, "single-chunk" when one chunk holds all
+//     the content (first and every cannot be told apart);
 //   - reasoning_field (chat): the delta field that carries reasoning text
 //     ("reasoning_content", "reasoning"), absent when none does.
 //
@@ -166,6 +167,8 @@ func framing(body []byte) (map[string]string, error) {
 	}
 	if chat && f["role"] == "" {
 		switch {
+		case len(roles) == 1:
+			f["role"] = "single-chunk" // first or every: the stream cannot tell
 		case len(roles) > 0 && !slices.Contains(roles, false):
 			f["role"] = "every-chunk"
 		case len(roles) > 0 && roles[0] && !slices.Contains(roles[1:], true):
