@@ -1,12 +1,17 @@
 package conformance_test
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"net/http"
+	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
@@ -47,53 +52,100 @@ func TestCorpusMetrics(t *testing.T) {
 			if got, want := signatures(again), signatures(snap); !equalSignatures(got, want) {
 				t.Errorf("NewSnapshot families differ from the scrape's: %v vs %v", got, want)
 			}
-			eng, ok := engine.FromMetrics(snap)
-			if !ok || string(eng.Name()) != m.Expect.Engine {
-				t.Fatalf("detected %q (ok %v), want %q", eng.Name(), ok, m.Expect.Engine)
+			checkExposition(t, m, snap)
+			// The same families as Go servers send them (length-delimited
+			// protobuf, negotiated first) read the same.
+			pb := protobufOf(t, snap)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+				_, _ = w.Write(pb)
+			}))
+			defer srv.Close()
+			psnap, err := scrape.Fetch(context.Background(), http.DefaultClient, srv.URL)
+			if err != nil {
+				t.Fatalf("scrape protobuf: %v", err)
 			}
-			if idle, known := eng.Idle(snap); !known || !idle {
-				t.Errorf("idle proof: idle=%v known=%v, want an idle server known to be idle", idle, known)
+			if psnap.Format != scrape.FormatProtobuf {
+				t.Errorf("format %s, want protobuf", psnap.Format)
 			}
-			for q, want := range m.Expect.Quantities {
-				v := eng.Read(snap, engine.Quantity(q))
-				if !v.Known || math.Abs(v.Value-want) > 1e-9*math.Max(1, want) {
-					t.Errorf("%s = %v (known %v), want %v", q, v.Value, v.Known, want)
-				}
+			if got, want := signatures(psnap), signatures(snap); !equalSignatures(got, want) {
+				t.Errorf("protobuf families differ from the exposition's: %v vs %v", got, want)
 			}
-			for _, q := range m.Expect.Unknown {
-				if v := eng.Read(snap, engine.Quantity(q)); v.Known {
-					t.Errorf("%s = %v, want unknown: this release does not export %v", q, v.Value, eng.Source(engine.Quantity(q)))
-				}
-			}
-			for _, l := range engine.Latencies {
-				want, listed := m.Expect.Latencies[string(l)]
-				h, ok := eng.Histogram(snap, l)
-				switch {
-				case !listed && ok:
-					t.Errorf("latency %s read from %v, but the manifest lists none", l, eng.LatencySource(l))
-				case listed && !ok:
-					t.Errorf("latency %s not read (sources %v)", l, eng.LatencySource(l))
-				case listed && h.Count() != float64(want):
-					t.Errorf("latency %s count %v, want %d", l, h.Count(), want)
-				}
-			}
-			if eng.HasConfigLabels() {
-				labels := eng.ConfigLabels(snap)
-				for k, v := range m.Expect.Config {
-					if labels[k] != v {
-						t.Errorf("config %s = %q, want %q", k, labels[k], v)
-					}
-				}
-				// The fingerprint reads the same labels from the raw exposition.
-				fp := fingerprint.EngineConfig(snap.Raw)
-				for k, v := range labels {
-					if fp[k] != v {
-						t.Errorf("fingerprint config %s = %q, scrape says %q", k, fp[k], v)
-					}
-				}
-			}
+			checkExposition(t, m, psnap)
 		})
 	}
+}
+
+// checkExposition holds a scraped corpus exposition to its manifest: the
+// engine is detected from the names, the idle proof is known, and every
+// figure the adapter reads is the one the file holds (or unknown where the
+// engine's release lacks its metric).
+func checkExposition(t *testing.T, m *manifest, snap *scrape.Snapshot) {
+	t.Helper()
+	eng, ok := engine.FromMetrics(snap)
+	if !ok || string(eng.Name()) != m.Expect.Engine {
+		t.Fatalf("detected %q (ok %v), want %q", eng.Name(), ok, m.Expect.Engine)
+	}
+	if idle, known := eng.Idle(snap); !known || !idle {
+		t.Errorf("idle proof: idle=%v known=%v, want an idle server known to be idle", idle, known)
+	}
+	for q, want := range m.Expect.Quantities {
+		v := eng.Read(snap, engine.Quantity(q))
+		if !v.Known || math.Abs(v.Value-want) > 1e-9*math.Max(1, want) {
+			t.Errorf("%s = %v (known %v), want %v", q, v.Value, v.Known, want)
+		}
+	}
+	for _, q := range m.Expect.Unknown {
+		if v := eng.Read(snap, engine.Quantity(q)); v.Known {
+			t.Errorf("%s = %v, want unknown: this release does not export %v", q, v.Value, eng.Source(engine.Quantity(q)))
+		}
+	}
+	for _, l := range engine.Latencies {
+		want, listed := m.Expect.Latencies[string(l)]
+		h, ok := eng.Histogram(snap, l)
+		switch {
+		case !listed && ok:
+			t.Errorf("latency %s read from %v, but the manifest lists none", l, eng.LatencySource(l))
+		case listed && !ok:
+			t.Errorf("latency %s not read (sources %v)", l, eng.LatencySource(l))
+		case listed && h.Count() != float64(want):
+			t.Errorf("latency %s count %v, want %d", l, h.Count(), want)
+		}
+	}
+	if eng.HasConfigLabels() {
+		labels := eng.ConfigLabels(snap)
+		for k, v := range m.Expect.Config {
+			if labels[k] != v {
+				t.Errorf("config %s = %q, want %q", k, labels[k], v)
+			}
+		}
+		// The fingerprint reads the same labels from the raw exposition.
+		fp := fingerprint.EngineConfig(snap.Raw)
+		for k, v := range labels {
+			if fp[k] != v {
+				t.Errorf("fingerprint config %s = %q, scrape says %q", k, fp[k], v)
+			}
+		}
+	}
+}
+
+// protobufOf encodes the families of snap as length-delimited protobuf,
+// in name order.
+func protobufOf(t *testing.T, snap *scrape.Snapshot) []byte {
+	t.Helper()
+	names := make([]string, 0, len(snap.Families))
+	for n := range snap.Families {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeProtoDelim))
+	for _, n := range names {
+		if err := enc.Encode(snap.Families[n]); err != nil {
+			t.Fatalf("encode %s: %v", n, err)
+		}
+	}
+	return buf.Bytes()
 }
 
 // TestCorpusDiscover runs discovery against each corpus server: the

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
 // corpusRoot is the corpus, from this package's directory.
@@ -234,6 +237,42 @@ func TestCorpusFraming(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestFormatsKeyedAlike: vLLM's Python frontend (text) and Rust frontend
+// (OpenMetrics) expositions of the same families parse to the same family
+// names, types and label names, so one adapter reads both.
+func TestFormatsKeyedAlike(t *testing.T) {
+	corpora := map[string]*manifest{}
+	for _, m := range loadCorpus(t) {
+		corpora[m.name()] = m
+	}
+	text, om := corpora["vllm/0.24"], corpora["vllm/0.24-rust-frontend"]
+	if text == nil || om == nil {
+		t.Fatal("the vLLM text and OpenMetrics corpora are missing")
+	}
+	a, err := scrape.NewSnapshot(time.Now(), text.read(t, text.Metrics.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := scrape.NewSnapshot(time.Now(), om.read(t, om.Metrics.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Format != scrape.FormatText || b.Format != scrape.FormatOpenMetrics {
+		t.Fatalf("formats %s and %s, want text and OpenMetrics", a.Format, b.Format)
+	}
+	sa, sb := signatures(a), signatures(b)
+	for name, sig := range sa {
+		if sb[name] != sig {
+			t.Errorf("%s: text %v, OpenMetrics %v", name, sig, sb[name])
+		}
+	}
+	for name := range sb {
+		if _, ok := sa[name]; !ok {
+			t.Errorf("%s only in the OpenMetrics exposition", name)
 		}
 	}
 }
