@@ -561,8 +561,9 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		}
 	}
 	if w.separateFinish() {
-		// llama.cpp and Ollama end with a chunk that has no text and the
-		// finish_reason (llama.cpp: with usage and timings on it).
+		// llama.cpp, Ollama and SGLang's chat end with a chunk that has
+		// no text and the finish_reason (llama.cpp: with usage and
+		// timings on it unless a usage chunk follows; wire.go).
 		if err := c.event(w.finish(c.tr.FinishReason, sent), true); err != nil {
 			return
 		}

@@ -91,36 +91,50 @@ func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		m.engineSteps, m.engineStepSeconds, m.engineLag = dummyCounter(), dummyCounter(), dummyCounter()
 		return m // Ollama and the generic server have no /metrics
 	}
-	var labels prometheus.Labels
+	// labels are those of every family (TGI and llama.cpp label none);
+	// SGLang's scheduler families (sched: running, queued, token usage,
+	// queue time) carry its scheduler's labels, its tokenizer families
+	// the tokenizer manager's (labels).
+	var labels, sched prometheus.Labels
 	if cfg.Engine == EngineSGLang {
-		labels = prometheus.Labels{"model_name": cfg.Model}
+		labels = prometheus.Labels{"model_name": cfg.Model, "engine_type": "unified"}
+		sched = prometheus.Labels{"model_name": cfg.Model, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0"}
 	}
-	names := make([]string, 0, len(labels))
-	for k := range labels {
-		names = append(names, k)
+	names := func(l prometheus.Labels) []string {
+		n := make([]string, 0, len(l))
+		for k := range l {
+			n = append(n, k)
+		}
+		return n
 	}
-	gauge := func(name, help string) prometheus.Gauge {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, names)
+	gaugeWith := func(l prometheus.Labels, name, help string) prometheus.Gauge {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, names(l))
 		reg.MustRegister(g)
-		return g.With(labels)
+		return g.With(l)
 	}
+	histogramWith := func(l prometheus.Labels, name, help string, buckets []float64) prometheus.Observer {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, names(l))
+		reg.MustRegister(h)
+		return h.With(l)
+	}
+	gauge := func(name, help string) prometheus.Gauge { return gaugeWith(labels, name, help) }
 	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, names)
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, names(labels))
 		reg.MustRegister(c)
 		return c.With(labels)
 	}
 	histogram := func(name, help string, buckets []float64) prometheus.Observer {
-		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, names)
-		reg.MustRegister(h)
-		return h.With(labels)
+		return histogramWith(labels, name, help, buckets)
 	}
 	switch cfg.Engine {
 	case EngineSGLang:
 		// python/sglang/srt/metrics/collector.py (SGLang's default buckets
-		// are not reproduced: vLLM's are used).
-		m.running = gauge("sglang:num_running_reqs", "The number of running requests.")
-		m.waiting = gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.")
-		m.kvUsage = gauge("sglang:token_usage", "The token usage.")
+		// are not reproduced: vLLM's are used); the labels are those the
+		// scheduler and the tokenizer manager give their collectors
+		// (testdata/engines/sglang/0.5/README.md).
+		m.running = gaugeWith(sched, "sglang:num_running_reqs", "The number of running requests.")
+		m.waiting = gaugeWith(sched, "sglang:num_queue_reqs", "The number of requests in the waiting queue.")
+		m.kvUsage = gaugeWith(sched, "sglang:token_usage", "The token usage.")
 		m.promptTokens = counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.")
 		m.generationTokens = counter("sglang:generation_tokens_total", "Number of generation tokens processed.")
 		m.prefixHits = counter("sglang:cached_tokens_total", "Number of cached prompt tokens.")
@@ -129,7 +143,7 @@ func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		m.itl = histogram("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", bucketsITL)
 		m.e2e = histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
 			bucketsRequestLatency)
-		m.queue = histogram("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", bucketsRequestLatency)
+		m.queue = histogramWith(sched, "sglang:queue_time_seconds", "Histogram of queueing time in seconds.", bucketsRequestLatency)
 	case EngineTGI:
 		// docs/source/reference/metrics.md of text-generation-inference.
 		m.running = gauge("tgi_batch_current_size", "Current batch size")

@@ -18,12 +18,15 @@ import (
 // finish_reason and the usage ride, the role chunk, system_fingerprint.
 func TestPersonaStreamQuirks(t *testing.T) {
 	type shape struct {
-		fingerprint  string
-		roleChunk    bool // chat: a first chunk with the role and no text
-		finishAlone  bool // a last choices chunk with no text carries the finish_reason
-		usageOnIt    bool // ... and the usage (and no usage chunk follows)
-		timingsOnIt  bool
-		promptTokens bool // the first completions chunk has prompt_token_ids (vLLM 0.11)
+		fingerprint string
+		roleChunk   bool // chat: a first chunk with the role and no text
+		finishAlone bool // a last choices chunk with no text carries the finish_reason
+		usageOnIt   bool // ... and the usage (and no usage chunk follows)
+		timingsOnIt bool
+		// timingsOnUsage: the timings ride on the trailing usage chunk
+		// (llama.cpp's chat asked for include_usage).
+		timingsOnUsage bool
+		promptTokens   bool // the first completions chunk has prompt_token_ids (vLLM 0.11)
 	}
 	f := func(persona string, kind string, want shape) {
 		t.Helper()
@@ -85,6 +88,11 @@ func TestPersonaStreamQuirks(t *testing.T) {
 			if _, ok := raw[lastChoices]["timings"]; ok != want.timingsOnIt {
 				t.Errorf("timings on the finish chunk: %v, want %v", ok, want.timingsOnIt)
 			}
+			if lastChoices < len(raw)-1 {
+				if _, ok := raw[len(raw)-1]["timings"]; ok != want.timingsOnUsage {
+					t.Errorf("timings on the usage chunk: %v, want %v", ok, want.timingsOnUsage)
+				}
+			}
 			if kind == "chat" {
 				d := chunks[0].Choices[0].Delta
 				isRole := d != nil && d.Role != nil && (d.Content == nil || *d.Content == "")
@@ -99,14 +107,21 @@ func TestPersonaStreamQuirks(t *testing.T) {
 			}
 		})
 	}
+	// The shapes of each engine's source (testdata/engines/*/*/README.md;
+	// internal/conformance holds the personas to that corpus).
 	for _, kind := range []string{"completions", "chat"} {
 		f(simulator.EngineVLLM, kind, shape{roleChunk: true, promptTokens: true})
-		f(simulator.EngineSGLang, kind, shape{roleChunk: true})
-		f(simulator.EngineTGI, kind, shape{fingerprint: simulator.VersionTGI + "-native", roleChunk: true})
-		f(simulator.EngineLlamaCpp, kind, shape{fingerprint: simulator.VersionLlamaCpp, roleChunk: true, finishAlone: true,
-			usageOnIt: true, timingsOnIt: true})
 		f(simulator.EngineOllama, kind, shape{fingerprint: "fp_ollama", finishAlone: true})
 	}
+	f(simulator.EngineSGLang, "completions", shape{})
+	f(simulator.EngineSGLang, "chat", shape{roleChunk: true, finishAlone: true})
+	tgi := simulator.VersionTGI + "-native"
+	f(simulator.EngineTGI, "completions", shape{fingerprint: tgi, usageOnIt: true})
+	f(simulator.EngineTGI, "chat", shape{fingerprint: tgi})
+	f(simulator.EngineLlamaCpp, "completions", shape{fingerprint: simulator.VersionLlamaCpp, finishAlone: true,
+		usageOnIt: true, timingsOnIt: true})
+	f(simulator.EngineLlamaCpp, "chat", shape{fingerprint: simulator.VersionLlamaCpp, roleChunk: true, finishAlone: true,
+		timingsOnUsage: true})
 }
 
 // TestErrorEventFault: the error-event fault ends a stream with an error

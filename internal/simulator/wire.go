@@ -11,15 +11,25 @@ import (
 //   - vLLM: vllm 0.11's chunks (prompt token ids on the first completions
 //     chunk, the finish_reason on the last token chunk, a usage chunk with
 //     empty choices when include_usage);
-//   - SGLang and TGI: the same shapes without vLLM's extra fields (TGI adds
-//     its system_fingerprint "<version>-native" to every chunk);
+//   - SGLang and TGI: the same shapes without vLLM's extra fields; SGLang's
+//     chat sends the finish_reason on a chunk of its own with an empty delta
+//     (serving_chat.py); TGI adds its system_fingerprint "<version>-native"
+//     to every chunk, puts the role on every chat delta and sends no role
+//     chunk (router/src/lib.rs TextMessage), and ends a completions stream
+//     with the finish_reason and usage on its last token chunk, with no
+//     usage chunk (CompletionFinal);
 //   - llama.cpp: system_fingerprint "b<build>-<commit>", the chat role
 //     chunk with "content": null, token chunks without finish_reason, then
-//     a last choices chunk with no text, the finish_reason, usage and
-//     timings (whether or not include_usage was asked), and no usage chunk;
-//   - Ollama: system_fingerprint "fp_ollama", the role on every chat delta
-//     and no role chunk, the finish_reason on a last chunk with empty text,
-//     then the usage chunk when include_usage.
+//     a last choices chunk with no text and the finish_reason; a chat asked
+//     for include_usage then gets a usage chunk with empty choices carrying
+//     the timings (server-task.cpp to_json_oaicompat_chat_stream); a
+//     completion, or a chat not asked for usage, has usage and timings on
+//     the finish chunk;
+//   - Ollama: system_fingerprint "fp_ollama", the role on the first chat
+//     delta only and no role chunk, the finish_reason on a last chunk with
+//     an empty delta or empty text, then the usage chunk when include_usage
+//     (github.com/ollama/ollama/openai/openai.go ToStreamChunks,
+//     FinishChunk).
 type wire struct {
 	engine string
 	g      *genRequest
@@ -70,10 +80,22 @@ func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
 
 // separateFinish reports whether the finish_reason comes on a chunk of its
 // own after the last token.
-func (w *wire) separateFinish() bool { return w.engine == EngineLlamaCpp || w.engine == EngineOllama }
+func (w *wire) separateFinish() bool {
+	return w.engine == EngineLlamaCpp || w.engine == EngineOllama || w.engine == EngineSGLang && w.g.kind == kindChat
+}
 
-// usageOnFinish reports whether usage rides on that finish chunk.
-func (w *wire) usageOnFinish() bool { return w.engine == EngineLlamaCpp }
+// usageOnFinish reports whether the usage rides on the chunk with the
+// finish_reason instead of a usage chunk of its own: llama.cpp's
+// completions and its chats not asked for include_usage, TGI's completions.
+func (w *wire) usageOnFinish() bool {
+	switch w.engine {
+	case EngineLlamaCpp:
+		return w.g.kind != kindChat || !w.g.includeUsage
+	case EngineTGI:
+		return w.g.kind != kindChat
+	}
+	return false
+}
 
 func (w *wire) vllmLike() bool {
 	return w.engine == "" || w.engine == EngineVLLM || w.engine == EngineSGLang || w.engine == EngineTGI
@@ -90,7 +112,7 @@ func (w *wire) continuous(completion int) *usage {
 // role is the chat role chunk, nil when the persona sends none.
 func (w *wire) role() []byte {
 	switch {
-	case w.vllmLike():
+	case w.vllmLike() && w.engine != EngineTGI:
 		c := chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model,
 			Usage: w.continuous(0), SystemFingerprint: w.fp}
 		c.Choices = []chatChunkChoice{{Delta: chatDelta{Role: "assistant"}}}
@@ -115,7 +137,7 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 		var delta any
 		if w.g.kind == kindChat {
 			d := map[string]any{"content": text}
-			if w.engine == EngineOllama {
+			if w.engine == EngineOllama && first {
 				d["role"] = "assistant"
 			}
 			delta = d
@@ -128,6 +150,9 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 		c := chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model, Usage: use,
 			SystemFingerprint: w.fp}
 		ch := chatChunkChoice{Delta: chatDelta{Content: text}, FinishReason: finish, Logprobs: w.lp}
+		if w.engine == EngineTGI {
+			ch.Delta.Role = "assistant"
+		}
 		if w.reasoningField == ReasoningField {
 			ch.Delta.Reasoning = w.reasoning
 		} else {
@@ -156,6 +181,10 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 	if use != nil {
 		use.PromptTokensDetails = jsonNull
 	}
+	if finish != nil && w.usageOnFinish() {
+		p := len(w.g.prompt)
+		use = &usage{PromptTokens: p, CompletionTokens: completion, TotalTokens: p + completion}
+	}
 	ch := completionStreamChoice{Text: text, FinishReason: finish, Logprobs: w.lp}
 	if first && vllm {
 		ch.PromptTokenIDs = w.g.prompt
@@ -171,39 +200,53 @@ func (w *wire) finish(reason string, completion int) []byte {
 	var delta any
 	if w.g.kind == kindChat {
 		delta = map[string]any{}
-		if w.engine == EngineOllama {
-			delta = map[string]any{"role": "assistant", "content": ""}
-		}
 	}
 	var use *usage
 	extra := map[string]any{}
 	if w.usageOnFinish() {
-		p := len(w.g.prompt)
-		cached := 0
-		if w.seq != nil {
-			cached = w.seq.cachedPrompt()
-		}
-		use = &usage{PromptTokens: p, CompletionTokens: completion, TotalTokens: p + completion,
-			PromptTokensDetails: cachedDetails(cached)}
-		now := time.Now()
-		promptMS := float64(w.first.Sub(w.start).Microseconds()) / 1000
-		predictedMS := float64(now.Sub(w.first).Microseconds()) / 1000
-		// llama.cpp's timings: prompt_n counts the tokens evaluated,
-		// cache_n the ones reused.
-		p -= cached
-		t := map[string]any{"cache_n": cached, "prompt_n": p, "prompt_ms": promptMS, "predicted_n": completion, "predicted_ms": predictedMS}
-		if p > 0 && promptMS > 0 {
-			t["prompt_per_token_ms"], t["prompt_per_second"] = promptMS/float64(p), 1000*float64(p)/promptMS
-		}
-		if completion > 0 && predictedMS > 0 {
-			t["predicted_per_token_ms"], t["predicted_per_second"] = predictedMS/float64(completion), 1000*float64(completion)/predictedMS
-		}
-		specTimings(t, completion, w.specK, w.specP, w.tr)
-		extra["timings"] = t
+		use = w.llamaUsage(completion)
+		extra["timings"] = w.llamaTimings(completion)
 	} else {
 		use = w.continuous(completion)
 	}
 	return w.personaExtra(delta, "", &reason, use, extra)
+}
+
+// cached is the number of prompt tokens found cached (llama.cpp's usage).
+func (w *wire) cached() int {
+	if w.seq != nil {
+		return w.seq.cachedPrompt()
+	}
+	return 0
+}
+
+// llamaUsage is llama.cpp's usage, with the cached prompt tokens.
+func (w *wire) llamaUsage(completion int) *usage {
+	p := len(w.g.prompt)
+	return &usage{PromptTokens: p, CompletionTokens: completion, TotalTokens: p + completion,
+		PromptTokensDetails: cachedDetails(w.cached())}
+}
+
+// llamaTimings is llama.cpp's timings object: prompt_n counts the tokens
+// evaluated, cache_n the ones reused.
+func (w *wire) llamaTimings(completion int) map[string]any {
+	cached := w.cached()
+	p := len(w.g.prompt) - cached
+	now, first := time.Now(), w.first
+	if first.IsZero() {
+		first = now // no token was sent (the empty-answer fault)
+	}
+	promptMS := float64(first.Sub(w.start).Microseconds()) / 1000
+	predictedMS := float64(now.Sub(first).Microseconds()) / 1000
+	t := map[string]any{"cache_n": cached, "prompt_n": p, "prompt_ms": promptMS, "predicted_n": completion, "predicted_ms": predictedMS}
+	if p > 0 && promptMS > 0 {
+		t["prompt_per_token_ms"], t["prompt_per_second"] = promptMS/float64(p), 1000*float64(p)/promptMS
+	}
+	if completion > 0 && predictedMS > 0 {
+		t["predicted_per_token_ms"], t["predicted_per_second"] = predictedMS/float64(completion), 1000*float64(completion)/predictedMS
+	}
+	specTimings(t, completion, w.specK, w.specP, w.tr)
+	return t
 }
 
 // usage is the trailing usage chunk (empty choices).
@@ -219,6 +262,12 @@ func (w *wire) usage(completion int) []byte {
 	}
 	if w.seq != nil {
 		use.CompletionTokensDetails = completionDetails(w.g, w.seq, completion)
+	}
+	if w.engine == EngineLlamaCpp {
+		// llama.cpp's usage chunk: empty choices, usage with the cached
+		// prompt tokens, and the timings.
+		return w.personaExtra(nil, "", nil, w.llamaUsage(completion),
+			map[string]any{"choices": []any{}, "timings": w.llamaTimings(completion)})
 	}
 	var b []byte
 	if w.g.kind == kindChat {
@@ -258,6 +307,9 @@ func (w *wire) personaExtra(delta any, text string, finish *string, use *usage, 
 	}
 	c := map[string]any{"id": w.id, "object": obj, "created": w.created, "model": w.model,
 		"system_fingerprint": w.fp, "choices": []any{choice}}
+	if w.fp == "" {
+		delete(c, "system_fingerprint") // SGLang's chunks have none
+	}
 	if use != nil {
 		c["usage"] = use
 	}

@@ -1,0 +1,205 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/scrape"
+)
+
+// personaCase pairs a simulator persona with the corpus version it must
+// match.
+type personaCase struct {
+	persona, format string
+	corpus          string // engine/version under corpusRoot
+}
+
+func (p personaCase) name() string {
+	if p.format == "" {
+		return p.persona
+	}
+	return p.persona + "+" + p.format
+}
+
+var personaCases = []personaCase{
+	{persona: simulator.EngineVLLM, corpus: "vllm/0.24"},
+	{persona: simulator.EngineVLLM, format: simulator.MetricsFormatOpenMetrics, corpus: "vllm/0.24-rust-frontend"},
+	{persona: simulator.EngineSGLang, corpus: "sglang/0.5"},
+	{persona: simulator.EngineTGI, corpus: "tgi/3.3.6"},
+	{persona: simulator.EngineLlamaCpp, corpus: "llamacpp/2025-12"},
+	{persona: simulator.EngineOllama, corpus: "ollama/0.33"},
+}
+
+// engineFamilies keeps the families of snap that belong to eng (its metric
+// prefix): the simulator's own and Go runtime families are no engine's.
+func engineFamilies(snap *scrape.Snapshot, prefix string) map[string]signature {
+	out := map[string]signature{}
+	for name, sig := range signatures(snap) {
+		if strings.HasPrefix(name, prefix) {
+			out[name] = sig
+		}
+	}
+	return out
+}
+
+// metricDiffs names every family the persona serves that the corpus lacks
+// or serves with another type or other label names (info families'
+// labels, the fields of an engine's config object, are not compared).
+func metricDiffs(persona, corpus map[string]signature) []string {
+	var d []string
+	for name, ps := range persona {
+		cs, ok := corpus[name]
+		switch {
+		case !ok:
+			d = append(d, "metric "+name+" not served by the engine")
+		case ps.Type != cs.Type:
+			d = append(d, fmt.Sprintf("metric %s type %s, engine %s", name, ps.Type, cs.Type))
+		case ps.Labels != cs.Labels && !strings.HasSuffix(name, "_info"):
+			d = append(d, fmt.Sprintf("metric %s labels {%s}, engine {%s}", name, ps.Labels, cs.Labels))
+		}
+	}
+	return d
+}
+
+// personaStream posts a streamed request with include_usage to the
+// persona and returns the SSE body.
+func personaStream(t *testing.T, base, model, api string) []byte {
+	t.Helper()
+	body := map[string]any{"model": model, "max_tokens": 8, "ignore_eos": true, "stream": true,
+		"stream_options": map[string]any{"include_usage": true}}
+	path := "/v1/completions"
+	if api == "chat" {
+		path = "/v1/chat/completions"
+		body["messages"] = []map[string]string{{"role": "user", "content": "What is the capital of France?"}}
+	} else {
+		body["prompt"] = "The capital of France is"
+	}
+	b, _ := json.Marshal(body)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %v: %s", path, resp.StatusCode, err, out)
+	}
+	return out
+}
+
+// TestPersonaConformance is the drift alarm: each simulator persona serves
+// the metric names, types and label names and the SSE framing of the
+// engine release its corpus holds. Every difference fails the test unless
+// allowed lists it with its reason; an allowed entry that no longer
+// differs fails it too.
+func TestPersonaConformance(t *testing.T) {
+	corpora := map[string]*manifest{}
+	for _, m := range loadCorpus(t) {
+		corpora[m.name()] = m
+	}
+	for _, pc := range personaCases {
+		t.Run(pc.name(), func(t *testing.T) {
+			m := corpora[pc.corpus]
+			if m == nil {
+				t.Fatalf("no corpus %s", pc.corpus)
+			}
+			cfg := simulator.DefaultConfig()
+			cfg.Engine = pc.persona
+			if pc.format != "" {
+				cfg.MetricsFormat = pc.format
+			}
+			cfg.StepBase = 2 * time.Millisecond
+			cfg.StepPerSeq, cfg.StepPerPrefillToken = 0, 0
+			base, _ := simtest.Start(t, cfg)
+
+			var diffs []string
+			eng := engine.Get(engine.Name(m.Expect.Engine))
+			if m.Metrics == nil {
+				resp, err := http.Get(base + "/metrics")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					diffs = append(diffs, "metrics: the persona serves /metrics, the engine does not")
+				}
+			} else {
+				snap, err := scrape.Fetch(context.Background(), http.DefaultClient, base+"/metrics")
+				if err != nil {
+					t.Fatal(err)
+				}
+				corpusSnap, err := scrape.NewSnapshot(time.Now(), m.read(t, m.Metrics.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if snap.Format != corpusSnap.Format {
+					diffs = append(diffs, fmt.Sprintf("metrics format %s, engine %s", snap.Format, corpusSnap.Format))
+				}
+				prefix := map[engine.Name]string{engine.VLLM: "vllm:", engine.SGLang: "sglang:", engine.TGI: "tgi_",
+					engine.LlamaCpp: "llamacpp:"}[eng.Name()]
+				ps := engineFamilies(snap, prefix)
+				if len(ps) == 0 {
+					t.Fatalf("the persona serves no %s family", prefix)
+				}
+				diffs = append(diffs, metricDiffs(ps, engineFamilies(corpusSnap, prefix))...)
+			}
+			for _, s := range m.Streams {
+				if s.File != "completion.sse" && s.File != "chat.sse" {
+					continue // reasoning and tool streams: the personas' are options, not defaults
+				}
+				want, err := framing(m.read(t, s.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// A persona that coalesced every token into one chunk
+				// (the client read late) cannot show where the role goes:
+				// ask again.
+				got, err := framing(personaStream(t, base, cfg.Model, s.API))
+				for try := 0; err == nil && got["role"] == "single-chunk" && try < 5; try++ {
+					got, err = framing(personaStream(t, base, cfg.Model, s.API))
+				}
+				if err != nil {
+					diffs = append(diffs, fmt.Sprintf("framing %s: %v", s.File, err))
+					continue
+				}
+				for k := range s.Framing {
+					if got[k] != want[k] {
+						diffs = append(diffs, fmt.Sprintf("framing %s %s %q, engine %q", s.File, k, got[k], want[k]))
+					}
+				}
+			}
+			sort.Strings(diffs)
+			allow := allowed[pc.name()]
+			seen := map[string]bool{}
+			for _, d := range diffs {
+				if reason, ok := allow[d]; ok {
+					seen[d] = true
+					t.Logf("allowed: %s (%s)", d, reason)
+					continue
+				}
+				t.Errorf("persona %s drifts from %s (%s): %s", pc.name(), pc.corpus, filepath.Join(corpusRoot, pc.corpus), d)
+			}
+			for d := range allow {
+				if !seen[d] {
+					t.Errorf("allowed difference %q of %s no longer occurs: remove it from allowlist_test.go", d, pc.name())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,183 @@
+package conformance_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/llmprobe/llmprobe/prober/scrape"
+)
+
+// signature is what the drift alarm compares of one metric family: its type
+// and the names of its labels (over every series; a histogram's le is not
+// a label).
+type signature struct {
+	Type   string
+	Labels string // sorted, comma-separated
+}
+
+func (s signature) String() string { return s.Type + "{" + s.Labels + "}" }
+
+// signatures returns the signature of every family of snap, keyed as the
+// scraper keys them.
+func signatures(snap *scrape.Snapshot) map[string]signature {
+	out := make(map[string]signature, len(snap.Families))
+	for name, mf := range snap.Families {
+		set := map[string]bool{}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				set[lp.GetName()] = true
+			}
+		}
+		names := make([]string, 0, len(set))
+		for n := range set {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		out[name] = signature{Type: strings.ToLower(mf.GetType().String()), Labels: strings.Join(names, ",")}
+	}
+	return out
+}
+
+func equalSignatures(a, b map[string]signature) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// framing returns the facets of an SSE body that the drift alarm compares:
+//
+//   - terminator: "[DONE]" when the last event is data: [DONE], else "none";
+//   - finish: "last-token" when the finish_reason rides on a chunk that
+//     carries text (or a delta with content, reasoning or tool calls),
+//     "own-chunk" when it comes on a chunk of its own;
+//   - usage: where the final usage (the last one with a non-zero
+//     total_tokens; Ollama's zero usage on every completions chunk is not
+//     it) is: "own-chunk" (empty choices), "finish-chunk", or "none";
+//   - role (chat): "own-chunk" when the first chunk carries the role and no
+//     content, "first-chunk" when the first content chunk carries it and
+//     later ones do not, "every-chunk" when every content chunk does,
+//     "none" when no chunk does, "single-chunk" when one chunk holds all
+//     the content (first and every cannot be told apart);
+//   - reasoning_field (chat): the delta field that carries reasoning text
+//     ("reasoning_content", "reasoning"), absent when none does.
+//
+// Every event must be a "data:" line; an error names the first that is not.
+func framing(body []byte) (map[string]string, error) {
+	type choice struct {
+		Text         *string                    `json:"text"`
+		Delta        map[string]json.RawMessage `json:"delta"`
+		FinishReason *string                    `json:"finish_reason"`
+	}
+	type chunk struct {
+		Choices *[]choice `json:"choices"`
+		Usage   *struct {
+			TotalTokens int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	var chunks []chunk
+	last := ""
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if line == "" || strings.HasPrefix(line, ":") {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data:")
+		if !ok {
+			return nil, fmt.Errorf("event line %q is not a data line", line)
+		}
+		data = strings.TrimSpace(data)
+		last = data
+		if data == "[DONE]" {
+			continue
+		}
+		var c chunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return nil, fmt.Errorf("chunk %q: %w", data, err)
+		}
+		chunks = append(chunks, c)
+	}
+	f := map[string]string{"terminator": "none", "usage": "none"}
+	if last == "[DONE]" {
+		f["terminator"] = "[DONE]"
+	}
+	nonEmpty := func(raw json.RawMessage) bool {
+		s := strings.TrimSpace(string(raw))
+		return s != "" && s != "null" && s != `""` && s != "[]"
+	}
+	carries := func(ch choice) bool {
+		if ch.Text != nil && *ch.Text != "" {
+			return true
+		}
+		for _, k := range []string{"content", "reasoning_content", "reasoning", "tool_calls"} {
+			if nonEmpty(ch.Delta[k]) {
+				return true
+			}
+		}
+		return false
+	}
+	chat := false
+	var roles []bool // per content chunk: does it carry the role
+	for i, c := range chunks {
+		if c.Usage != nil && c.Usage.TotalTokens > 0 {
+			switch {
+			case c.Choices != nil && len(*c.Choices) == 0:
+				f["usage"] = "own-chunk"
+			default:
+				f["usage"] = "finish-chunk"
+			}
+		}
+		if c.Choices == nil || len(*c.Choices) == 0 {
+			continue
+		}
+		ch := (*c.Choices)[0]
+		if ch.Delta != nil {
+			chat = true
+			for _, k := range []string{"reasoning_content", "reasoning"} {
+				if nonEmpty(ch.Delta[k]) {
+					f["reasoning_field"] = k
+				}
+			}
+			hasRole := nonEmpty(ch.Delta["role"])
+			if i == 0 && hasRole && !carries(ch) {
+				f["role"] = "own-chunk"
+			} else if carries(ch) {
+				roles = append(roles, hasRole)
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			if carries(ch) {
+				f["finish"] = "last-token"
+			} else {
+				f["finish"] = "own-chunk"
+			}
+		}
+	}
+	if chat && f["role"] == "" {
+		switch {
+		case len(roles) == 1:
+			f["role"] = "single-chunk" // first or every: the stream cannot tell
+		case len(roles) > 0 && !slices.Contains(roles, false):
+			f["role"] = "every-chunk"
+		case len(roles) > 0 && roles[0] && !slices.Contains(roles[1:], true):
+			f["role"] = "first-chunk"
+		case !slices.Contains(roles, true):
+			f["role"] = "none"
+		default:
+			f["role"] = "mixed"
+		}
+	}
+	return f, nil
+}
