@@ -177,15 +177,15 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 
 // counter is a counter read from a running exporter.
 type counter struct {
-	name, help string
-	value      func() uint64
+	Name, Help string
+	Value      func() uint64
 }
 
 // registerCounters registers each counter as a CounterFunc.
 func registerCounters(reg prometheus.Registerer, cs ...counter) {
 	for _, c := range cs {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
-			func() float64 { return float64(c.value()) }))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.Name, Help: c.Help},
+			func() float64 { return float64(c.Value()) }))
 	}
 }
 
@@ -193,10 +193,10 @@ func registerCounters(reg prometheus.Registerer, cs ...counter) {
 // failed.
 func registerMetrics(reg prometheus.Registerer, m *tracing.Metrics) {
 	registerCounters(reg,
-		counter{"llmprobe_tracing_metric_exports_total",
-			"OTLP metrics exports (--tracing.metrics) the collector accepted.", m.Exports},
-		counter{"llmprobe_tracing_metric_exports_failed_total",
-			"OTLP metrics exports (--tracing.metrics) that failed; their data points are lost, cumulative histograms catch up at the next export.", m.FailedExports},
+		counter{Name: "llmprobe_tracing_metric_exports_total",
+			Help: "OTLP metrics exports (--tracing.metrics) the collector accepted.", Value: m.Exports},
+		counter{Name: "llmprobe_tracing_metric_exports_failed_total",
+			Help: "OTLP metrics exports (--tracing.metrics) that failed; their data points are lost, cumulative histograms catch up at the next export.", Value: m.FailedExports},
 	)
 }
 
@@ -221,12 +221,12 @@ func StopMetrics(m *tracing.Metrics, timeout time.Duration, logger log.Logger) {
 // registerTracing exports the spans p queued, sent and failed to send.
 func registerTracing(reg prometheus.Registerer, p *tracing.Provider) {
 	registerCounters(reg,
-		counter{"llmprobe_tracing_spans_exported_total",
-			"Spans the OTLP collector accepted (--tracing.endpoint).", p.Exported},
-		counter{"llmprobe_tracing_spans_ended_total",
-			"Sampled spans handed to the export queue; minus exported and failed: those still queued (at most the queue, 2048, and one batch) or dropped from a full queue.", p.Ended},
-		counter{"llmprobe_tracing_spans_failed_total",
-			"Spans of OTLP exports that failed (collector unreachable, refusing or too slow); they are dropped.", p.Failed},
+		counter{Name: "llmprobe_tracing_spans_exported_total",
+			Help: "Spans the OTLP collector accepted (--tracing.endpoint).", Value: p.Exported},
+		counter{Name: "llmprobe_tracing_spans_ended_total",
+			Help: "Sampled spans handed to the export queue; minus exported and failed: those still queued (at most the queue, 2048, and one batch) or dropped from a full queue.", Value: p.Ended},
+		counter{Name: "llmprobe_tracing_spans_failed_total",
+			Help: "Spans of OTLP exports that failed (collector unreachable, refusing or too slow); they are dropped.", Value: p.Failed},
 	)
 }
 
