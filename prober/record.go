@@ -281,6 +281,20 @@ const (
 	BackendNone = "none"
 )
 
+// MinCacheHitTokens is the fewest cached prompt tokens that make a
+// request a prefix-cache hit (CacheHit): one vLLM KV-cache block (16
+// tokens, vLLM's default block size, whose prefix cache reports whole
+// blocks only). Below it a report is a miss: llama.cpp and SGLang cache
+// single tokens and report the BOS token and the chat template's opening
+// tokens, which every prompt shares, as cached (llama.cpp reported 1 cached
+// token on every fresh prompt, 100 % "hits").
+const MinCacheHitTokens = 16
+
+// CacheHit reports whether the server's usage reported at least
+// MinCacheHitTokens cached prompt tokens; only meaningful when
+// CachedTokensReported.
+func (r *Record) CacheHit() bool { return r.CachedTokens >= MinCacheHitTokens }
+
 // OK reports whether the request succeeded.
 func (r *Record) OK() bool { return r.Error == ClassNone }
 

@@ -18,9 +18,11 @@ const (
 
 // The values of the result label of llmprobe_prompt_cache_requests_total.
 const (
-	// CacheHit: the response reported at least one cached prompt token.
+	// CacheHit: the response reported at least prober.MinCacheHitTokens
+	// (16) cached prompt tokens.
 	CacheHit = "hit"
-	// CacheMiss: the response reported zero cached prompt tokens.
+	// CacheMiss: the response reported fewer (the BOS token and a chat
+	// template's opening, which every prompt shares, are not a hit).
 	CacheMiss = "miss"
 )
 
@@ -42,7 +44,8 @@ func newCachedTokens() *prometheus.CounterVec {
 func newCacheRequests() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePromptCacheRequests,
 		Help: "Successful requests whose response reported usage.prompt_tokens_details.cached_tokens, by result: " +
-			"hit (at least one cached prompt token) or miss (none); only for targets whose responses report it."},
+			"hit (at least 16 cached prompt tokens, one vLLM KV-cache block) or miss (fewer: the BOS token and a chat template's opening, " +
+			"which every prompt shares, are not a hit); only for targets whose responses report it."},
 		[]string{"target", "probe", "result"})
 }
 
@@ -61,10 +64,10 @@ func (m *Metrics) observeCache(pm *probeMetrics, r *prober.Record) {
 		}
 		pm.cache.CompareAndSwap(nil, c)
 	}
-	if r.CachedTokens <= 0 {
+	c.tokens.Add(float64(max(r.CachedTokens, 0)))
+	if !r.CacheHit() {
 		c.miss.Inc()
 		return
 	}
-	c.tokens.Add(float64(r.CachedTokens))
 	c.hit.Inc()
 }

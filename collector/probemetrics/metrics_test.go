@@ -959,3 +959,44 @@ func TestCacheSeriesOnlyWhereReported(t *testing.T) {
 			series, NamePromptCacheRequests, NamePromptCachedTokens)
 	}
 }
+
+// TestCacheHitThreshold: a response that reports fewer than
+// prober.MinCacheHitTokens cached prompt tokens (llama.cpp's BOS token on
+// a fresh prompt) is a miss, one that reports exactly that many a hit; the
+// cached-tokens counter adds every reported token either way.
+func TestCacheHitThreshold(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	for _, cached := range []int{0, 1, prober.MinCacheHitTokens - 1, prober.MinCacheHitTokens, 64} {
+		m.Observe(&prober.Record{Target: "t", Probe: "p", HTTPStatus: 200, PromptTokens: 100, CompletionTokens: 1,
+			CachedTokens: cached, CachedTokensReported: true}, slo.Verdict{})
+	}
+	want := fmt.Sprintf(`# HELP %[1]s x
+# TYPE %[1]s counter
+%[1]s{probe="p",result="hit",target="t"} 2
+%[1]s{probe="p",result="miss",target="t"} 3
+`, NamePromptCacheRequests)
+	if err := testutil.CollectAndCompare(m.cacheRequests, strings.NewReader(strings.Replace(want, "# HELP "+NamePromptCacheRequests+" x",
+		"# HELP "+NamePromptCacheRequests+" "+helpOf(t, reg, NamePromptCacheRequests), 1)), NamePromptCacheRequests); err != nil {
+		t.Error(err)
+	}
+	if got := testutil.ToFloat64(m.cachedTokens.WithLabelValues("t", "p")); got != float64(1+prober.MinCacheHitTokens-1+prober.MinCacheHitTokens+64) {
+		t.Errorf("cached tokens %v", got)
+	}
+}
+
+// helpOf is the HELP text of family name in reg.
+func helpOf(t *testing.T, reg *prometheus.Registry, name string) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetHelp()
+		}
+	}
+	t.Fatalf("no family %s", name)
+	return ""
+}
