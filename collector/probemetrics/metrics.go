@@ -104,7 +104,7 @@ func Names() []string {
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
 		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NameBackendRequests, NamePhase,
-		NamePromptCachedTokens, NamePromptCacheRequests,
+		NamePromptCachedTokens, NamePromptCacheRequests, NameSessionTurns,
 		NameAnswerChecks, NameAnswerLastPass,
 		NameReasoningTok, NameThinkingTime,
 	}
