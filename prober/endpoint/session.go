@@ -15,8 +15,8 @@ import (
 // Session is one multi-turn chat session (workload.MultiTurn) as the
 // daemon's probes and sweeps both run it, every turn carrying ID in the
 // workload's session header (MultiTurn.SessionHeaderName, none when it is
-// off) so that a session-aware router can keep it on one replica: turn k sends the conversation so
-// far, [u1, a1, ..., uk], where a_i is the reply the server streamed for
+// off) so that a session-aware router can keep it on one replica. Turn k
+// sends the conversation so far, [u1, a1, ..., uk], where a_i is the reply the server streamed for
 // turn i (collected with client.Request.Collect); turn k+1 is scheduled at
 // turn k's completion plus the think time, with its own Record.Scheduled so
 // that its send lag is measured as for every request. A failed turn ends the
