@@ -130,7 +130,8 @@ max by (cluster, target, probe) (target_probe:llmprobe_requests_sent:increase10m
 		}},
 		canarySection(),
 		replicasSection(),
-		answerSection(), // answers.go
+		answerSection(),  // answers.go
+		sessionSection(), // sessions.go
 	)
 }
 

@@ -227,6 +227,14 @@ type Record struct {
 	// single-turn request. A failed turn is its session's last.
 	SessionID string `json:"session_id,omitempty"`
 	Turn      int    `json:"turn,omitempty"`
+	// SessionReplica is, for turn 2 and up of a session, whether the
+	// replica that answered it (Backend) is the one that answered the
+	// previous turn: SessionSameReplica, SessionOtherReplica or
+	// SessionReplicaUnknown (either backend not known: no attribution
+	// header configured or answered, or folded into AttributionOther);
+	// empty for turn 1, a turn not sent and single-turn requests
+	// (docs/measurement.md, "Session affinity").
+	SessionReplica string `json:"session_replica,omitempty"`
 	// Features names the request features the request carried
 	// (workload.request.features kinds: no_stream, logprobs, json_schema,
 	// lora, tools, images), nil when none; a LoRA adapter is also Model.
@@ -261,6 +269,32 @@ type Record struct {
 	// names no attribution header (docs/discovery.md, "Which backend
 	// answered").
 	Backend string `json:"backend,omitempty"`
+}
+
+// The values of Record.SessionReplica, a closed set (the result label of
+// llmprobe_session_turns_total).
+const (
+	SessionSameReplica    = "same_replica"
+	SessionOtherReplica   = "other_replica"
+	SessionReplicaUnknown = "unknown"
+)
+
+// SessionReplicaResults lists Record.SessionReplica's values in a stable
+// order.
+var SessionReplicaResults = []string{SessionSameReplica, SessionOtherReplica, SessionReplicaUnknown}
+
+// SameReplica returns Record.SessionReplica of a later turn answered by
+// backend when the previous turn was answered by prev (Record.Backend
+// values).
+func SameReplica(prev, backend string) string {
+	known := func(b string) bool { return b != "" && b != BackendNone && b != AttributionOther }
+	switch {
+	case !known(prev) || !known(backend):
+		return SessionReplicaUnknown
+	case prev == backend:
+		return SessionSameReplica
+	}
+	return SessionOtherReplica
 }
 
 // Bounds and values of the attribution of a request (Record.Attribution,

@@ -104,7 +104,7 @@ func Names() []string {
 		NamePromptTokens, NameGenTokens,
 		NameInFlight, NameSLOThreshold, NameTargetInfo, NameTargetLabels,
 		NameArrivalRate, NameLastArrival, NameObjective, NameTargetCost, NameRetries, NameBackendRequests, NamePhase,
-		NamePromptCachedTokens, NamePromptCacheRequests,
+		NamePromptCachedTokens, NamePromptCacheRequests, NameSessionTurns,
 		NameAnswerChecks, NameAnswerLastPass,
 		NameReasoningTok, NameThinkingTime,
 	}
@@ -149,6 +149,7 @@ type Metrics struct {
 	cachedTokens  *prometheus.CounterVec // cache.go
 	cacheRequests *prometheus.CounterVec // cache.go
 	backends      *prometheus.CounterVec // backend.go
+	sessionTurns  *prometheus.CounterVec // session.go
 
 	inFlight     *prometheus.GaugeVec
 	sloThreshold *prometheus.GaugeVec
@@ -188,6 +189,9 @@ type probeMetrics struct {
 	// cache is nil until the probe's first response that reports cached
 	// prompt tokens (cache.go).
 	cache atomic.Pointer[cacheCounters]
+	// session is nil until the probe's first later turn of a session
+	// (session.go).
+	session atomic.Pointer[sessionCounters]
 }
 
 // exemplarObserver is what client_golang's histogram children implement.
@@ -272,6 +276,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		labels:        map[string]map[string]string{},
 		answers:       newAnswerVecs(),
 		backends:      newBackendRequests(),
+		sessionTurns:  newSessionTurns(),
 		phases:        newPhases(histConst),
 	}
 	if reg != nil {
@@ -284,7 +289,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
-		m.cachedTokens, m.cacheRequests, m.backends,
+		m.cachedTokens, m.cacheRequests, m.backends, m.sessionTurns,
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,
@@ -421,6 +426,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	m.observeRetry(pm, r)
 	m.observeCache(pm, r)
 	m.observeBackend(r)
+	m.observeSession(pm, r)
 	if r.PromptTokens > 0 {
 		pm.prompt.Add(float64(r.PromptTokens))
 	}
@@ -681,7 +687,7 @@ func (m *Metrics) probeVecs() []partialDeleter {
 	ds := []partialDeleter{
 		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
 		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
-		m.cachedTokens, m.cacheRequests, m.backends,
+		m.cachedTokens, m.cacheRequests, m.backends, m.sessionTurns,
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,

@@ -50,9 +50,11 @@ func verdict(good bool, violated ...string) slo.Verdict {
 func fixture() []observation {
 	obs := []observation{
 		{ // 4 tokens: TTFT 120ms (text in the first event), gaps 20/30/25ms, E2E 195ms, TPOT 25ms.
-			// Its usage reported 48 of its 64 prompt tokens cached.
+			// Its usage reported 48 of its 64 prompt tokens cached; it is turn 2
+			// of a session, answered by turn 1's replica.
 			rec: prober.Record{
 				Target: "sim", Probe: "small", RequestID: "req-1", SendLag: 200 * time.Microsecond,
+				SessionID: "s-1", Turn: 2, SessionReplica: prober.SessionSameReplica,
 				TTFT: 120 * ms, TTFTText: 120 * ms, ITL: []time.Duration{20 * ms, 30 * ms, 25 * ms}, E2E: 195 * ms,
 				PromptTokens: 64, CompletionTokens: 4, Events: 4, HTTPStatus: 200,
 				CachedTokens: 48, CachedTokensReported: true,

@@ -287,6 +287,10 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	if r.Turn != 0 {
 		b = appendInt(b, `,"turn":`, int64(r.Turn))
 	}
+	if r.SessionReplica != "" {
+		b = append(b, `,"session_replica":`...)
+		b = appendJSONString(b, r.SessionReplica)
+	}
 	b = appendFeatures(b, r)
 	b = appendAttribution(b, r)
 	if line.Prompt != "" {

@@ -120,7 +120,7 @@ func sweepRuns(mfs map[string]*dto.MetricFamily, result string) float64 {
 
 // TestGoldenMetrics is issue 35 Deliver 5 (node_exporter's e2e-output
 // idea): a daemon with a static target (a workload probe and an
-// answer-check probe), one with an SLO, a cost per hour and labels (apart:
+// answer-check probe), a multi-turn probe on a simulator of its own, one with an SLO, a cost per hour and labels (apart:
 // the sweep would inherit the SLO, and 4 requests are too few for its p99), a discovered target (static_configs), a scheduled
 // sweep that has run once (its send-lag, scheduling-latency and CPU checks
 // off: a busy host must not fail it, and the simulator shares the process), tracing on (an in-process OTLP receiver) and a
@@ -130,6 +130,9 @@ func sweepRuns(mfs map[string]*dto.MetricFamily, result string) float64 {
 // family of the golden to docs/metrics.md.
 func TestGoldenMetrics(t *testing.T) {
 	sim, _ := simtest.Start(t, simtest.Fast())
+	// The multi-turn probe's server of its own: its resent context would
+	// hit the sweep's prefix cache (unintended-prefix-cache).
+	sessions, _ := simtest.Start(t, simtest.Fast())
 	rcv := &otlpReceiver{names: map[string]int{}, traceOf: map[string]string{}}
 	collector := httptest.NewServer(rcv)
 	t.Cleanup(collector.Close)
@@ -158,6 +161,10 @@ func TestGoldenMetrics(t *testing.T) {
         max_send_lag: 1h
         max_sched_latency: 1h
         max_client_cpu: 16
+  - name: sessions
+    base_url: %[3]s
+    api: chat
+    probes: [{name: mt, rate: 5, workload: {multi_turn: {turns: 2}}}]
   - name: priced
     base_url: %[1]s
     slo: {ttft: 5s, tpot: 1s}
@@ -169,7 +176,7 @@ discovery:
     static_configs: [{targets: [%[2]q]}]
     target:
       probes: [{name: p, rate: 10}]
-`, sim, strings.TrimPrefix(sim, "http://"))
+`, sim, strings.TrimPrefix(sim, "http://"), sessions)
 	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +210,8 @@ discovery:
 		mfs := parse(t, body)
 		names, _ := rcv.snapshot()
 		files, _ := filepath.Glob(filepath.Join(o.SweepsDir, "sim", "*", "result.json"))
-		state = fmt.Sprintf("static requests %v, discovered requests %v, answer checks %v, sweep success %v, successful sweeps %v, result.json %d, span names %d",
+		state = fmt.Sprintf("session turns %v, static requests %v, discovered requests %v, answer checks %v, sweep success %v, successful sweeps %v, result.json %d, span names %d",
+			hasSeries(mfs, "llmprobe_session_turns_total", map[string]string{"target": "sessions"}),
 			hasSeries(mfs, "llmprobe_requests_total", map[string]string{"target": "sim", "probe": "p"}),
 			hasSeries(mfs, "llmprobe_requests_total", map[string]string{"target": "found:" + strings.TrimPrefix(sim, "http://")}),
 			hasSeries(mfs, "llmprobe_answer_checks_total", map[string]string{"target": "sim"}),
@@ -214,6 +222,7 @@ discovery:
 			t.Fatalf("the scheduled sweep failed (it runs once an hour):\n%s", logs.String())
 		}
 		return hasSeries(mfs, "llmprobe_requests_total", map[string]string{"target": "sim", "probe": "p"}) &&
+			hasSeries(mfs, "llmprobe_session_turns_total", map[string]string{"target": "sessions", "probe": "mt"}) &&
 			hasSeries(mfs, "llmprobe_requests_total", map[string]string{"target": "found:" + strings.TrimPrefix(sim, "http://")}) &&
 			hasSeries(mfs, "llmprobe_answer_checks_total", map[string]string{"target": "sim"}) &&
 			hasSeries(mfs, "llmprobe_sweep_last_success_timestamp_seconds", nil) && sweepRuns(mfs, "success") > 0 &&

@@ -68,6 +68,35 @@ func writeMultiTurn(b *bytes.Buffer, res *sweep.Result) {
 		}
 	}
 	b.WriteString("\n")
+	writeAffinity(b, res)
+}
+
+// writeAffinity writes the "Session affinity" table: per step, where the
+// later turns were answered (the previous turn's replica or another) and
+// what they found cached.
+func writeAffinity(b *bytes.Buffer, res *sweep.Result) {
+	b.WriteString("#### Session affinity\n\n| step | same replica | other replica | unknown | affinity | cache reported | cache hits | cache-hit share |\n" +
+		"|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	ratio := func(r *float64) string {
+		if r == nil {
+			return "not-recorded"
+		}
+		return pct(*r)
+	}
+	for _, st := range res.Steps {
+		a := st.MultiTurn
+		if a == nil {
+			continue
+		}
+		f := a.Affinity
+		fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %d | %d | %s |\n", stepName(st), f.SameReplica, f.OtherReplica, f.Unknown,
+			ratio(f.Ratio), f.CacheReported, f.CacheHits, ratio(f.CacheHitRatio))
+	}
+	b.WriteString("\nLater turns (turn 2 and up) by whether the replica that answered (the --attribution-header's value) is the one " +
+		"that answered the session's previous turn; unknown when either was not named. Affinity is same / (same + other): 1 behind " +
+		"a router that keeps sessions (each turn sent its session's id in X-Session-ID), about 1/n behind one that spreads them over n " +
+		"replicas. The cache-hit share counts the later turns whose usage reported cached prompt tokens and found at least one; " +
+		"not-recorded without --attribution-header, or when the server reports no cached tokens.\n\n")
 }
 
 func turnMean(t sweep.TurnStats) string {

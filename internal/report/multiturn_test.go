@@ -24,6 +24,7 @@ func TestMultiTurnSection(t *testing.T) {
 			{Turn: 2, Requests: 40, Completed: 39, MeanPromptTokens: 170, TTFTMeanMS: 12, TTFTP50MS: 11, TTFTP99MS: 24},
 			{Turn: 3, Requests: 30, Completed: 29, MeanPromptTokens: 330, TTFTMeanMS: 13, TTFTP50MS: 12, TTFTP99MS: 25},
 		},
+		Affinity: sweep.SessionAffinity{SameReplica: 45, OtherReplica: 15, Unknown: 10, Ratio: ptr(0.75), CacheReported: 68, CacheHits: 51},
 	}
 	a := string(Analysis(res))
 	for _, want := range []string{
@@ -33,6 +34,8 @@ func TestMultiTurnSection(t *testing.T) {
 		"| 1 | 2 | 40 | 2.75 | 5.5 | 35 | 3 | 2 | 0 | 28 | 60* | 11 | 25* | 5120 |",
 		"### TTFT by turn (ms)",
 		"| 1 | 3 | 30 | 29 | 330 | 13 | 12 | 25* |",
+		"### Session affinity",
+		"| 1 | 45 | 15 | 10 | 75% | 68 | 51 | not-recorded |",
 	} {
 		if !strings.Contains(a, want) {
 			t.Errorf("analysis lacks %q", want)
@@ -54,3 +57,5 @@ func TestMultiTurnSection(t *testing.T) {
 		}
 	}
 }
+
+func ptr(v float64) *float64 { return &v }

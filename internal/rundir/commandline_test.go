@@ -84,8 +84,8 @@ func TestCommandLineRoundTripsEveryRow(t *testing.T) {
 		{rows: []string{"GPUMetricsURL", "GPUSelector"}, edit: func(c *sweep.Config) {
 			c.GPUMetricsURL, c.GPUSelector = "http://127.0.0.1:9400/metrics", `pod="vllm-0"`
 		}},
-		{rows: []string{"SavePrompts", "AttributionHeaders", "Unscaled", "MaxStepBytes", "Metadata", "CostPerHour", "Name", "OutDir"}, edit: func(c *sweep.Config) {
-			c.SavePrompts, c.AttributionHeaders, c.Unscaled, c.MaxStepBytes = true, []string{"x-served-by"}, true, 512<<20
+		{rows: []string{"SavePrompts", "AttributionHeaders", "SLOHeaders", "Unscaled", "MaxStepBytes", "Metadata", "CostPerHour", "Name", "OutDir"}, edit: func(c *sweep.Config) {
+			c.SavePrompts, c.AttributionHeaders, c.SLOHeaders, c.Unscaled, c.MaxStepBytes = true, []string{"x-served-by"}, true, true, 512<<20
 			c.Metadata, c.CostPerHour, c.Name, c.OutDir = map[string]string{"a": "1", "b": "x=y"}, 2.5, "n", "out"
 		}},
 		{rows: []string{"Rates", "MaxConcurrency", "Arrival", "Burstiness", "NumPrompts", "Warmups", "Rounds", "Seed", "PromptNonce",

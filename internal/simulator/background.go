@@ -108,7 +108,7 @@ func (s *Simulator) backgroundSequence(b Background, k uint64) *sequence {
 	}
 	return &sequence{
 		prompt:    prompt,
-		hashes:    promptBlockHashes(prompt, s.cfg.BlockSize),
+		hashes:    promptBlockHashes(prompt, s.cfg.BlockSize, 0),
 		maxTokens: b.OutputTokens,
 		finishLen: b.OutputTokens,
 		finishWhy: finishLength,

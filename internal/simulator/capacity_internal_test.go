@@ -37,7 +37,7 @@ func virtualRun(t *testing.T, cfg Config, in, out, warmup, measure int) float64 
 			for i := range prompt {
 				prompt[i] = int(hash2(next, uint64(i)) % VocabSize)
 			}
-			e.waiting = append(e.waiting, &sequence{prompt: prompt, hashes: promptBlockHashes(prompt, cfg.BlockSize),
+			e.waiting = append(e.waiting, &sequence{prompt: prompt, hashes: promptBlockHashes(prompt, cfg.BlockSize, 0),
 				maxTokens: out, finishLen: out, finishWhy: finishLength, notify: make(chan struct{}, 1),
 				arrival: time.Now(), state: stateWaiting})
 		}
@@ -117,7 +117,7 @@ func TestSequenceNeverOutgrowsContext(t *testing.T) {
 		for i := range prompt {
 			prompt[i] = int(hash2(uint64(promptLen), uint64(i)) % VocabSize)
 		}
-		return &sequence{prompt: prompt, hashes: promptBlockHashes(prompt, cfg.BlockSize), maxTokens: finishLen,
+		return &sequence{prompt: prompt, hashes: promptBlockHashes(prompt, cfg.BlockSize, 0), maxTokens: finishLen,
 			finishLen: finishLen, finishWhy: finishLength, notify: make(chan struct{}, 1), arrival: time.Now(), state: stateWaiting}
 	}
 	runaway, normal := mk(10, math.MaxInt), mk(20, 5)

@@ -159,6 +159,13 @@ type Config struct {
 	// (`--served-by-replicas`), as a gateway spreading requests.
 	ServedBy         string
 	ServedByReplicas int
+	// SessionHeader names the request header that keeps a conversation on
+	// one replica (`--session-header`, default DefaultSessionHeader; empty:
+	// none): with ServedByReplicas > 1, a request carrying it is answered
+	// by the replica its value hashes to, as a KV-cache-aware router keeps
+	// sessions (Faults.SessionScatter breaks that). Each replica's prefix
+	// cache is its own (servedby.go).
+	SessionHeader string
 	// LoRAModules are the LoRA adapters served beside Model: name=path
 	// pairs separated by spaces, as vLLM's `--lora-modules` takes them (the
 	// flag is repeatable; none by default). A string keeps Config
@@ -244,6 +251,13 @@ type Faults struct {
 	// a non-streamed answer has empty content (text) and no tool call.
 	// The finish_reason is stop.
 	EmptyAnswer float64
+	// SessionScatter sends a request that names its session
+	// (Config.SessionHeader) to another replica than its session's
+	// (`--fault.session-scatter`): a router that stopped keeping sessions,
+	// whose later turns find none of their prefix cached. Only with
+	// ServedByReplicas > 1; it draws apart from the other faults and is
+	// not named in trace lines.
+	SessionScatter float64
 }
 
 // DefaultConfig returns the defaults of `llmprobe simulate`. The timing
@@ -254,6 +268,7 @@ func DefaultConfig() Config {
 	return Config{
 		Engine:              EngineVLLM,
 		Model:               "llmprobe-sim",
+		SessionHeader:       DefaultSessionHeader,
 		MaxNumSeqs:          256,
 		MaxNumBatchedTokens: 8192,
 		MaxModelLen:         8192,
@@ -397,7 +412,8 @@ func (f Faults) probabilities() []namedProbability {
 		{faultNondeterministic, f.Nondeterministic}, // appending keeps the draws of the others
 		{faultBrokenTool, f.BrokenToolCall},         // appending keeps the draws of the others
 		{faultWrongCount, f.WrongCount},             // appending keeps the draws of the others
-		{faultEmptyAnswer, f.EmptyAnswer},           // last: appending keeps the draws of the others
+		{faultEmptyAnswer, f.EmptyAnswer},           // appending keeps the draws of the others
+		{faultSessionScatter, f.SessionScatter},     // last; drawn in servedby.go, skipped by drawFaults
 	}
 }
 
@@ -564,6 +580,8 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 		BoolVar(&f.TemplateBroken)
 	prob(faultBrokenTool, "Break the JSON of a tool call's arguments (requests with tools).", &f.BrokenToolCall)
 	prob(faultWrongCount, "Leave the last embedding, rerank result or score out of an answer (a wrong count).", &f.WrongCount)
+	prob(faultSessionScatter, "With --served-by-replicas: answer a request that names its session (--session-header) "+
+		"from another replica than its session's, as a router that stopped keeping sessions.", &f.SessionScatter)
 	prob(faultEmptyAnswer, "Answer with nothing: chat's role chunk (and the usage, when asked), then [DONE]; non-streamed: empty content.", &f.EmptyAnswer)
 }
 
@@ -611,4 +629,5 @@ const (
 	faultBrokenTool       = "broken-tool-call"
 	faultWrongCount       = "wrong-count"
 	faultEmptyAnswer      = "empty-answer"
+	faultSessionScatter   = "session-scatter"
 )

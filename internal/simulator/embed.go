@@ -138,7 +138,7 @@ func (s *Simulator) startPooling(w http.ResponseWriter, r *http.Request) (*call,
 		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
 	}
 	w.Header().Set("X-Request-Id", rid)
-	s.servedBy(w.Header(), reqNo)
+	s.servedBy(w.Header(), r, reqNo)
 	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context()}
 	fp := s.drawFaults(reqNo)
 	switch fp.terminal {

@@ -31,7 +31,7 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 	fp := faultPlan{stallFor: f.StallDuration, dripEvery: f.SlowDripInterval}
 	base := hash2(uint64(s.cfg.Seed)^0xfa017, reqNo)
 	for i, p := range f.probabilities() {
-		if !(p.p > 0) || uniform(hash2(base, uint64(i))) >= p.p {
+		if p.name == faultSessionScatter || !(p.p > 0) || uniform(hash2(base, uint64(i))) >= p.p {
 			continue
 		}
 		switch p.name {
@@ -82,7 +82,7 @@ func (s *Simulator) drawFaults(reqNo uint64) faultPlan {
 func (s *Simulator) newSequence(g *genRequest) *sequence {
 	seq := &sequence{
 		prompt:     g.prompt,
-		hashes:     promptBlockHashes(g.prompt, s.cfg.BlockSize),
+		hashes:     promptBlockHashes(g.prompt, s.cfg.BlockSize, replicaSeed(g.replica)),
 		maxTokens:  g.maxTokens,
 		finishLen:  g.maxTokens,
 		finishWhy:  finishLength,
@@ -226,7 +226,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
 	}
 	w.Header().Set("X-Request-Id", rid)
-	s.servedBy(w.Header(), reqNo)
+	replica := s.servedBy(w.Header(), r, reqNo)
 	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
 		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}}
 	if s.trace != nil {
@@ -241,6 +241,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 		c.fail(e)
 		return
 	}
+	g.replica = replica + 1
 	c.tr.Stream = g.stream
 	c.tr.PromptTokens = len(g.prompt)
 	c.tr.Model, c.tr.Features = g.model, g.traceFeatures() // features.go

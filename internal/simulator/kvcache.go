@@ -158,11 +158,12 @@ func (k *kvCache) register(s *sequence) {
 	s.registered = max(s.registered, full)
 }
 
-// promptBlockHashes returns the chain hashes of the full blocks of prompt.
-func promptBlockHashes(prompt []int, blockSize int) []uint64 {
+// promptBlockHashes returns the chain hashes of the full blocks of prompt,
+// the chain starting from seed (0, or a replica's: replicaSeed).
+func promptBlockHashes(prompt []int, blockSize int, seed uint64) []uint64 {
 	n := len(prompt) / blockSize
 	hashes := make([]uint64, n)
-	var h uint64
+	h := seed
 	for j := range n {
 		h = hashTokens(h, prompt[j*blockSize:(j+1)*blockSize])
 		hashes[j] = h

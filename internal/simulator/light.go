@@ -150,7 +150,7 @@ func (s *Simulator) generateLight(w http.ResponseWriter, r *http.Request, kind a
 		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
 	}
 	w.Header().Set("X-Request-Id", rid)
-	s.servedBy(w.Header(), reqNo)
+	s.servedBy(w.Header(), r, reqNo)
 	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
 		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}}
 	if s.trace != nil {

@@ -63,6 +63,9 @@ type genRequest struct {
 	// images are the request's images (images.go), looked up in the
 	// multimodal cache once the request is accepted.
 	images []chatImage
+	// replica is 1 + the replica that answers the request (servedby.go;
+	// 0: no replicas): its prefix cache is its own.
+	replica int
 }
 
 // parseGen reads and validates a generation request as vLLM does.

@@ -97,7 +97,7 @@ func TestKVCache(t *testing.T) {
 	k := newKVCache(6, bs, true)
 	seq := func(prompt string) *sequence {
 		ids := tokenize(prompt)
-		return &sequence{prompt: ids, hashes: promptBlockHashes(ids, bs)}
+		return &sequence{prompt: ids, hashes: promptBlockHashes(ids, bs, 0)}
 	}
 	a := seq(strings.Repeat("a ", 8)) // 2 full blocks
 	if hits := k.lookup(a); len(hits) != 0 {

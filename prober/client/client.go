@@ -216,6 +216,11 @@ type Request struct {
 	// top_n (0: not sent, every document is ranked).
 	Inputs []string
 	TopN   int
+	// Header holds extra request headers (a session's affinity header,
+	// the SLO headers of SLO-aware routing), set before the client's own:
+	// it cannot replace Content-Type, Accept, User-Agent, Authorization or
+	// X-Request-Id. The client only reads it.
+	Header http.Header
 	// Images, when not empty, are attached to the last user message of a
 	// chat request as image_url content parts after its text (a Responses
 	// request: input_image parts; the other APIs refuse the request);
@@ -579,6 +584,9 @@ func (c *Client) attempt(parent context.Context, req *Request, rec *prober.Recor
 
 // setHeaders sets the request headers of req.
 func (c *Client) setHeaders(h http.Header, req *Request) {
+	for k, v := range req.Header {
+		h[k] = v
+	}
 	h["Content-Type"] = headerJSON
 	h["Accept"] = headerEventStream
 	if req.NoStream {

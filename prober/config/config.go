@@ -307,6 +307,13 @@ type TargetConfig struct {
 	// client.MaxAttributionHeaders header names, no duplicates
 	// (attribution.go; docs/discovery.md, "Which backend answered").
 	AttributionHeaders []string `yaml:"attribution_headers,omitempty"`
+	// SLOHeaders sends the target's SLO with every workload request (not
+	// the answer checks) for an SLO-aware router: x-slo-ttft-ms and
+	// x-slo-tpot-ms in milliseconds for the thresholds slo sets, and
+	// x-prediction-based-scheduling: true (endpoint.SLOHeaders; the Gateway
+	// API Inference Extension's names, docs/configuration.md). Default
+	// false: no such header.
+	SLOHeaders bool `yaml:"slo_headers,omitempty"`
 
 	set keySet
 	// key is a pointer so that fmt's %v of a TargetConfig prints an address,

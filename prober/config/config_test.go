@@ -135,6 +135,8 @@ func TestInvalid(t *testing.T) {
 		{"multi-turn-completions", `:9: targets[0].probes[0].workload.multi_turn: needs the target's api: chat (a session's context is a list of chat messages), the target has api: completions`},
 		{"multi-turn-turns", `:10: targets[0].probes[0].workload.multi_turn.turns: can draw 100 turns, more than the 64 a session may have`},
 		{"multi-turn-think-time", `:11: targets[0].probes[0].workload.multi_turn.think_time: must be between 0s and 10m0s, got -2s`},
+		{"multi-turn-session-header", `:11: targets[0].probes[0].workload.multi_turn.session_header: "X Session" is not a header name (character ' ')`},
+		{"multi-turn-session-header-own", `:9: targets[0].probes[0].workload.multi_turn.session_header: "Authorization" is a header llmprobe sets itself`},
 		{"multi-turn-unknown-key", `:9: targets[0].probes[0].workload.multi_turn.max_context: unknown key`},
 		{"bad-engine", `:4: targets[0].engine: must be one of auto, vllm, sglang, tgi, llamacpp, ollama, got "llama.cpp"`},
 		{"max-body-bytes-over-cap", `:4: targets[0].max_body_bytes: must be <= 1GiB (each request in flight may hold that much), got 2GiB`},

@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/redact"
+	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
@@ -386,4 +388,33 @@ func NewRequest(api, id string, it workload.Item, ignoreEOS bool) client.Request
 		req.Prompt = it.Prompt
 	}
 	return req
+}
+
+// The SLO headers of SLO-aware routing (the Gateway API Inference
+// Extension's predicted-latency scorer reads the first two as float
+// milliseconds; llm-d's guide turns prediction-based scheduling on per
+// request with the third; docs/configuration.md cites the sources).
+const (
+	HeaderSLOTTFT              = "X-Slo-Ttft-Ms"
+	HeaderSLOTPOT              = "X-Slo-Tpot-Ms"
+	HeaderPredictionScheduling = "X-Prediction-Based-Scheduling"
+)
+
+// SLOHeaders returns the request headers that carry s to an SLO-aware
+// router (a target's or sweep's slo_headers: true): x-slo-ttft-ms and
+// x-slo-tpot-ms for the thresholds s sets, in milliseconds, and
+// x-prediction-based-scheduling: true. The result is shared by every
+// request: callers only read it.
+func SLOHeaders(s slo.SLO) http.Header {
+	h := http.Header{HeaderPredictionScheduling: {"true"}}
+	ms := func(d time.Duration) []string {
+		return []string{strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64)}
+	}
+	if s.TTFT > 0 {
+		h[HeaderSLOTTFT] = ms(s.TTFT)
+	}
+	if s.TPOT > 0 {
+		h[HeaderSLOTPOT] = ms(s.TPOT)
+	}
+	return h
 }

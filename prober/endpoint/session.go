@@ -3,6 +3,7 @@ package endpoint
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober"
@@ -12,8 +13,10 @@ import (
 )
 
 // Session is one multi-turn chat session (workload.MultiTurn) as the
-// daemon's probes and sweeps both run it: turn k sends the conversation so
-// far, [u1, a1, ..., uk], where a_i is the reply the server streamed for
+// daemon's probes and sweeps both run it, every turn carrying ID in the
+// workload's session header (MultiTurn.SessionHeaderName, none when it is
+// off) so that a session-aware router can keep it on one replica. Turn k
+// sends the conversation so far, [u1, a1, ..., uk], where a_i is the reply the server streamed for
 // turn i (collected with client.Request.Collect); turn k+1 is scheduled at
 // turn k's completion plus the think time, with its own Record.Scheduled so
 // that its send lag is measured as for every request. A failed turn ends the
@@ -48,12 +51,17 @@ type Session struct {
 	// so a session keeps one model (LoRA adapter) and one set of sampling
 	// parameters. The zero draw carries none.
 	Features workload.RequestDraw
+	// Header holds the headers sent with every turn besides the session
+	// header (the SLO headers, SLOHeaders; nil: none). Run only reads it.
+	Header http.Header
 	// MaxModelLen is the model's context length (0: unknown); with the
 	// workload's max_context_tokens it bounds the context
 	// (workload.MultiTurn.ContextLimit).
 	MaxModelLen int
 	// NewRecord returns the Record of a turn with Target, Probe, Model and
-	// RequestID filled; Run sets Scheduled, QueueWait, SessionID and Turn.
+	// RequestID filled; Run sets Scheduled, QueueWait, SessionID, Turn and,
+	// from turn 2, SessionReplica (prober.SameReplica of the previous
+	// turn's Backend and this one's).
 	NewRecord func(turn int) *prober.Record
 	// Done receives each turn's finished Record, in turn order, with the
 	// turn's user message (to scrub its echo from error messages). The
@@ -98,7 +106,16 @@ func (s *Session) Run(ctx context.Context) SessionEnd {
 		}()
 		return ch
 	}
+	header := s.Header
+	if name := mt.SessionHeaderName(); name != "" {
+		header = s.Header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		header.Set(name, s.ID)
+	}
 	var conv workload.Conversation
+	prevBackend := ""
 	item := s.First
 	scheduled, queueWait := s.Scheduled, s.QueueWait
 	for k := 1; ; k++ {
@@ -138,6 +155,7 @@ func (s *Session) Run(ctx context.Context) SessionEnd {
 		req := NewRequest(client.APIChat, rec.RequestID, it, s.IgnoreEOS)
 		WithFeatures(&req, s.Features)
 		req.InputTokens = intended
+		req.Header = header
 		var reply bytes.Buffer
 		if k < turns {
 			req.Collect = &reply
@@ -145,6 +163,10 @@ func (s *Session) Run(ctx context.Context) SessionEnd {
 		s.Client.Do(ctx, req, rec)
 		completed := time.Now()
 		rec.SessionID, rec.Turn = s.ID, k // Do starts the Record afresh
+		if k > 1 {
+			rec.SessionReplica = prober.SameReplica(prevBackend, rec.Backend)
+		}
+		prevBackend = rec.Backend
 		ok, prompt, completion := rec.OK(), rec.PromptTokens, rec.CompletionTokens
 		if prompt <= 0 {
 			prompt = intended

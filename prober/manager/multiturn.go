@@ -24,7 +24,7 @@ func (p *probeRunner) runSession(ctx context.Context, rec *prober.Record, c *cli
 		ID: t.m.requestID("session-"), Client: c, Sessions: p.sessions, Index: item.Index, Tokenizer: tok,
 		First: item, Scheduled: rec.Scheduled, QueueWait: rec.QueueWait,
 		IgnoreEOS: p.cfg.Workload.IgnoreEOSOrDefault(), MaxModelLen: maxModelLen,
-		Features: p.features.Draw(p.cfg.Seed, item.Index),
+		Features: p.features.Draw(p.cfg.Seed, item.Index), Header: t.sloHeader(),
 		NewRecord: func(turn int) *prober.Record {
 			if turn == 1 {
 				return first

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,8 +276,19 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 	req := endpoint.NewRequest(t.cfg.API, rec.RequestID, item, p.cfg.Workload.IgnoreEOSOrDefault())
 	endpoint.WithBatch(&req, t.cfg.API, t.cfg.BatchSize)
 	endpoint.WithFeatures(&req, draw)
+	req.Header = t.sloHeader()
 	c.Do(ctx, req, rec)
 	p.finish(rec)
+}
+
+// sloHeader returns the SLO headers of the target's workload requests
+// (slo_headers: true; endpoint.SLOHeaders of its current SLO), nil when
+// it sends none.
+func (t *targetRunner) sloHeader() http.Header {
+	if !t.cfg.SLOHeaders {
+		return nil
+	}
+	return endpoint.SLOHeaders(t.slo.Load().SLO)
 }
 
 // fail finishes a record that failed before its request could be sent.

@@ -237,6 +237,10 @@ type Config struct {
 	// attribution_headers): every request records them (Record.Attribution,
 	// Record.Backend in records.jsonl). At most client.MaxAttributionHeaders.
 	AttributionHeaders []string
+	// SLOHeaders sends SLO with every request as the headers of SLO-aware
+	// routing (endpoint.SLOHeaders; --slo-headers, a daemon sweep's
+	// target's slo_headers). Default false.
+	SLOHeaders bool
 
 	// Trace, when set, replays a trace instead of drawing arrivals (sweep
 	// --trace, see trace.go): one step per TraceSpeeds value (and round),

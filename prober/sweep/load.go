@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -24,7 +25,17 @@ func (r *runner) request(id string, it promptItem) client.Request {
 	req := endpoint.NewRequest(r.cfg.API, id, it, r.cfg.Workload.IgnoreEOSOrDefault())
 	endpoint.WithBatch(&req, r.cfg.API, r.cfg.BatchSize)
 	endpoint.WithFeatures(&req, r.features.Draw(uint64(r.cfg.shardSeed()), it.Index))
+	req.Header = r.sloHeader()
 	return req
+}
+
+// sloHeader returns the SLO headers of the sweep's requests
+// (Config.SLOHeaders), nil when it sends none.
+func (r *runner) sloHeader() http.Header {
+	if !r.cfg.SLOHeaders {
+		return nil
+	}
+	return endpoint.SLOHeaders(r.cfg.SLO)
 }
 
 // load runs the step's schedule. Each request, once completed, goes to

@@ -51,6 +51,64 @@ type MultiTurnStats struct {
 	FirstTurn  TurnStats   `json:"first_turn"`
 	LaterTurns TurnStats   `json:"later_turns"`
 	ByTurn     []TurnStats `json:"by_turn"`
+	// Affinity is where the later turns were answered and what they found
+	// cached (docs/measurement.md, "Session affinity").
+	Affinity SessionAffinity `json:"session_affinity"`
+}
+
+// SessionAffinity is how a step's later turns (turn N > 1) were routed:
+// whether the replica that answered each (Record.Backend, from the
+// target's attribution headers) is the one that answered turn N-1
+// (Record.SessionReplica), and how many found prompt tokens cached
+// (usage.prompt_tokens_details.cached_tokens > 0).
+type SessionAffinity struct {
+	// SameReplica, OtherReplica and Unknown count the later turns sent by
+	// Record.SessionReplica.
+	SameReplica  int `json:"same_replica"`
+	OtherReplica int `json:"other_replica"`
+	Unknown      int `json:"unknown"`
+	// Ratio is SameReplica / (SameReplica + OtherReplica): the share of
+	// later turns served where the previous turn was; null when no later
+	// turn's replica was known (no attribution_headers, or none answered).
+	Ratio *float64 `json:"ratio"`
+	// CacheReported counts the later turns that succeeded with a usage
+	// reporting cached prompt tokens, CacheHits those of them with at
+	// least one; CacheHitRatio is CacheHits / CacheReported, null when the
+	// server reported none (vLLM without --enable-prompt-tokens-details).
+	CacheReported int      `json:"cache_reported"`
+	CacheHits     int      `json:"cache_hits"`
+	CacheHitRatio *float64 `json:"cache_hit_ratio"`
+}
+
+// add counts one later turn's record.
+func (a *SessionAffinity) add(rec *prober.Record) {
+	switch rec.SessionReplica {
+	case prober.SessionSameReplica:
+		a.SameReplica++
+	case prober.SessionOtherReplica:
+		a.OtherReplica++
+	case prober.SessionReplicaUnknown:
+		a.Unknown++
+	}
+	if rec.Turn > 1 && rec.OK() && rec.CachedTokensReported {
+		a.CacheReported++
+		if rec.CachedTokens > 0 {
+			a.CacheHits++
+		}
+	}
+}
+
+// ratios fills Ratio and CacheHitRatio from the counts.
+func (a *SessionAffinity) ratios() {
+	a.Ratio, a.CacheHitRatio = nil, nil
+	if n := a.SameReplica + a.OtherReplica; n > 0 {
+		r := float64(a.SameReplica) / float64(n)
+		a.Ratio = &r
+	}
+	if a.CacheReported > 0 {
+		r := float64(a.CacheHits) / float64(a.CacheReported)
+		a.CacheHitRatio = &r
+	}
 }
 
 // TurnStats are the requests of one turn number (or a group of them):
@@ -79,6 +137,7 @@ type stepSessions struct {
 	reasons  map[string]int
 	resent   int64
 	turns    []turnSamples // by turn - 1
+	affinity SessionAffinity
 }
 
 type turnSamples struct {
@@ -129,7 +188,7 @@ func (r *runner) runSession(ctx context.Context, st *Step, acc *StatsAccumulator
 		ID: sid, Client: r.client, Sessions: r.prompts.sessions, Index: it.Index,
 		Tokenizer: r.prompts.tok, First: it, Scheduled: scheduled, QueueWait: queueWait,
 		IgnoreEOS: r.cfg.Workload.IgnoreEOSOrDefault(), MaxModelLen: maxLen, NewRecord: newRecord,
-		Features: r.features.Draw(uint64(r.cfg.shardSeed()), it.Index),
+		Features: r.features.Draw(uint64(r.cfg.shardSeed()), it.Index), Header: r.sloHeader(),
 		Done: func(rec *prober.Record, prompt string) {
 			resent := int64(0)
 			if rec.Turn > 1 && !rec.NotSent {
@@ -175,6 +234,7 @@ func (ss *stepSessions) add(rec *prober.Record, resent int64) {
 	t := &ss.turns[k-1]
 	t.requests++
 	t.prompt += int64(in)
+	ss.affinity.add(rec)
 	if rec.OK() {
 		t.completed++
 		t.ttft = append(t.ttft, ms(rec.TTFT))
@@ -187,7 +247,9 @@ func (ss *stepSessions) add(rec *prober.Record, resent int64) {
 func (ss *stepSessions) stats(level float64, mode string) *MultiTurnStats {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	out := &MultiTurnStats{Sessions: ss.sessions, EndReasons: maps.Clone(ss.reasons), ContextTokensResent: ss.resent}
+	out := &MultiTurnStats{Sessions: ss.sessions, EndReasons: maps.Clone(ss.reasons), ContextTokensResent: ss.resent,
+		Affinity: ss.affinity}
+	out.Affinity.ratios()
 	var later turnSamples
 	for k, t := range ss.turns {
 		out.Requests += t.requests

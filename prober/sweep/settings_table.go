@@ -156,6 +156,10 @@ var settingsTable = []Setting{
 	{Field: "AttributionHeaders", Flag: "attribution-header", Kind: KindStrings, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "A response header that names the backend that answered behind a gateway (repeatable, at most 8, e.g. " +
 			"x-served-by): recorded per request in records.jsonl (attribution, backend); docs/discovery.md."},
+	{Field: "SLOHeaders", Flag: "slo-headers", Kind: KindBool, Surfaces: SurfaceSweep | SurfaceCompare,
+		Doc: "Send the --goodput SLO with every request for an SLO-aware router: x-slo-ttft-ms and x-slo-tpot-ms " +
+			"(milliseconds, for the thresholds set) and x-prediction-based-scheduling: true, the Gateway API Inference " +
+			"Extension's headers (docs/configuration.md). A daemon sweep takes its target's slo_headers."},
 	{Field: "Workload.Request.MinTokens", Flag: "min-tokens", Kind: KindInt, Default: "0", Unit: "tokens", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "min_tokens sent with every request (vLLM; 0: none)."},
 	{Field: "Workload.Request.ExtraBody", Flag: "extra-body", Kind: KindString, Surfaces: SurfaceSweep | SurfaceCompare,

@@ -61,6 +61,8 @@ func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
 		Metadata:     map[string]string{"target": t.Name, "sweep": name},
 		// The target's attribution_headers: its sweeps record them too.
 		AttributionHeaders: t.AttributionHeaders,
+		// and its slo_headers.
+		SLOHeaders: t.SLOHeaders,
 		// The target's GPU energy source (issue 38).
 		GPUMetricsURL: t.GPUMetricsURL, GPUSelector: t.GPUSelector,
 	}

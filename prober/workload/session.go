@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -63,6 +65,51 @@ type MultiTurn struct {
 	// max_model_len does): a session ends, with SessionContextLimit, before
 	// a turn whose prompt plus output tokens would exceed it.
 	MaxContextTokens int `yaml:"max_context_tokens,omitempty" json:"max_context_tokens,omitempty"`
+	// SessionHeader names the request header that carries the session's
+	// id on every turn, so that a KV-cache-aware router keeps the
+	// conversation on the replica holding its prefix (vllm-bench's and
+	// llm-d's X-Session-ID): nil (left out) is DefaultSessionHeader, ""
+	// sends none. An HTTP header name of at most 64 bytes, none of those
+	// the client sets itself (SessionHeaderName).
+	SessionHeader *string `yaml:"session_header,omitempty" json:"session_header,omitempty"`
+}
+
+// DefaultSessionHeader is MultiTurn.SessionHeader's default.
+const DefaultSessionHeader = "X-Session-ID"
+
+// SessionHeaderName returns the header that carries the session id: the
+// configured one, DefaultSessionHeader when left out, "" when turned off.
+func (m MultiTurn) SessionHeaderName() string {
+	if m.SessionHeader == nil {
+		return DefaultSessionHeader
+	}
+	return *m.SessionHeader
+}
+
+// ownHeaders are the request headers the client sets itself (lower case):
+// a session header may not name one.
+var ownHeaders = []string{"accept", "authorization", "content-length", "content-type", "host", "traceparent",
+	"tracestate", "transfer-encoding", "user-agent", "x-request-id"}
+
+// validSessionHeader checks a session_header value ("" is off).
+func validSessionHeader(h string) error {
+	if h == "" {
+		return nil
+	}
+	if len(h) > 64 {
+		return fmt.Errorf("want a header name of at most 64 bytes, got %d", len(h))
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return fmt.Errorf("%q is not a header name (character %q)", h, c)
+	}
+	if slices.Contains(ownHeaders, strings.ToLower(h)) {
+		return fmt.Errorf("%q is a header llmprobe sets itself", h)
+	}
+	return nil
 }
 
 // TurnsSpec is MultiTurn.Turns: a LengthSpec that YAML may also give as a
@@ -92,7 +139,7 @@ func (t *TurnsSpec) UnmarshalJSON(b []byte) error {
 }
 
 // Validate checks every field; each error starts with the field's YAML name
-// (turns, think_time, max_context_tokens).
+// (turns, think_time, max_context_tokens, session_header).
 func (m MultiTurn) Validate() error {
 	if m.Turns.Dist == "" {
 		return errors.New("turns: required (an integer >= 1 or a length distribution such as {dist: uniform, min: 2, max: 6})")
@@ -109,6 +156,9 @@ func (m MultiTurn) Validate() error {
 	}
 	if m.MaxContextTokens < 0 || m.MaxContextTokens > MaxLength {
 		return fmt.Errorf("max_context_tokens: must be between 0 (no cap) and %d, got %d", MaxLength, m.MaxContextTokens)
+	}
+	if err := validSessionHeader(m.SessionHeaderName()); err != nil {
+		return fmt.Errorf("session_header: %w", err)
 	}
 	return nil
 }

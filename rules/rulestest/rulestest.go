@@ -61,6 +61,9 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	// A request of a target with attribution_headers: its backend counter
 	// exists only once one was observed.
 	pm.Observe(&prober.Record{Target: "t", Probe: "p", Backend: "b"}, slo.Verdict{})
+	// A later turn of a multi-turn session: the session-turn counters
+	// exist from the first one on.
+	pm.Observe(&prober.Record{Target: "t", Probe: "p", Turn: 2, SessionReplica: prober.SessionSameReplica}, slo.Verdict{})
 	// The reasoning histograms appear with the first request that reasoned.
 	pm.Observe(&prober.Record{Target: "t", Probe: "p", TTFT: time.Millisecond, TTFR: time.Millisecond,
 		ThinkingTime: time.Millisecond, TTFTText: 2 * time.Millisecond, E2E: 3 * time.Millisecond, ReasoningTokens: 1,

@@ -16,6 +16,7 @@ import (
 // body the client received.
 type Exchange struct {
 	Path     string
+	Header   http.Header // the request's headers
 	Request  []byte
 	Status   int
 	Response []byte
@@ -118,7 +119,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
 			_, _ = w.Write(msg)
-			r.add(Exchange{Path: req.URL.Path, Request: body, Status: code, Response: msg})
+			r.add(Exchange{Path: req.URL.Path, Header: req.Header.Clone(), Request: body, Status: code, Response: msg})
 			return
 		}
 	}
@@ -157,7 +158,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if post {
-		r.add(Exchange{Path: req.URL.Path, Request: body, Status: resp.StatusCode, Response: got.Bytes()})
+		r.add(Exchange{Path: req.URL.Path, Header: req.Header.Clone(), Request: body, Status: resp.StatusCode, Response: got.Bytes()})
 	}
 }
 
