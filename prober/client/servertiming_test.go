@@ -153,12 +153,12 @@ func TestServerTimingOverSimulator(t *testing.T) {
 func TestServerFiguresNonStreamed(t *testing.T) {
 	for raw, want := range map[string][3]bool{
 		`{"queue_time_ms":1.5,"time_to_first_token_ms":2,"generation_time_ms":30.25,"mean_itl_ms":null}`: {true, true, true},
-		`{"queue_time_ms":null,"time_to_first_token_ms":"2","generation_time_ms":-1}`:                   {},
+		`{"queue_time_ms":null,"time_to_first_token_ms":"2","generation_time_ms":-1}`:                    {},
 		`{"queue_time_ms":0,"time_to_first_token_ms":1e400}`:                                             {true, false, false},
-		`{"queue_time_ms":2e9}`:                                                                           {}, // beyond MaxServerMillis
-		`[{"queue_time_ms":1}]`:                                                                           {},
-		`null`:                                                                                            {},
-		``:                                                                                                {},
+		`{"queue_time_ms":2e9}`: {}, // beyond MaxServerMillis
+		`[{"queue_time_ms":1}]`: {},
+		`null`:                  {},
+		``:                      {},
 	} {
 		var rec prober.Record
 		serverFigures(json.RawMessage(raw), &rec)
