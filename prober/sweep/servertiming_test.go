@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
 
@@ -17,9 +18,12 @@ import (
 // --server-timing off, or against a simulator that does not serve the
 // object, the step says not-recorded and why.
 func TestSweepServerTiming(t *testing.T) {
-	run := func(serve bool, setting string) (*Result, *memSink) {
+	run := func(serve bool, setting, persona string) (*Result, *memSink) {
 		t.Helper()
 		sc := simtest.Fast()
+		if persona != "" {
+			sc.Engine = persona
+		}
 		sc.EnablePerRequestMetrics = serve
 		url, _ := simtest.Start(t, sc)
 		cfg := testConfig(t, url)
@@ -37,7 +41,7 @@ func TestSweepServerTiming(t *testing.T) {
 		}
 		return res, sink
 	}
-	res, sink := run(true, "")
+	res, sink := run(true, "", "")
 	for _, sr := range sink.recs {
 		r := sr.Record
 		if !r.OK() || !r.HasServerQueue || !r.HasServerTTFT || !r.HasServerGenerationTime {
@@ -80,12 +84,15 @@ func TestSweepServerTiming(t *testing.T) {
 	for _, tt := range []struct {
 		serve   bool
 		setting string
+		persona string
 		reason  string
 	}{
 		{serve: true, setting: ServerTimingOff, reason: "server_timing is off"},
 		{serve: false, setting: ServerTimingAuto, reason: "--enable-per-request-metrics"},
+		// SGLang is detected from its /metrics and never asked.
+		{serve: true, setting: ServerTimingAuto, persona: simulator.EngineSGLang, reason: "engine sglang returns no per-request timing"},
 	} {
-		res, _ := run(tt.serve, tt.setting)
+		res, _ := run(tt.serve, tt.setting, tt.persona)
 		sv := res.Steps[0].Stats.ServerTiming
 		if sv == nil || sv.Requests != 0 || !strings.Contains(sv.NotRecorded, tt.reason) {
 			t.Errorf("serve %v, setting %q: server timing %+v, want not-recorded with %q", tt.serve, tt.setting, sv, tt.reason)
