@@ -206,6 +206,17 @@ func latencyDetail() *Dashboard {
 				q(fmt.Sprintf(`target_probe:llmprobe_ttft_server_queue_share:ratio_5m{%s}`, sel), "server queue "+tp),
 				q(fmt.Sprintf(`target_probe:llmprobe_ttft_server_prefill_share:ratio_5m{%s}`, sel), "server prefill "+tp),
 			).minZero(),
+			timeseries("Where the TTFT went, per request: server queue, server TTFT, overhead", "The probe's own "+
+				"requests split by the server's timing of each (vLLM's per-request metrics, asked with include_metrics "+
+				"when the server runs with --enable-per-request-metrics; docs/measurement.md): means over 5 minutes of "+
+				"the server's queue, its TTFT (scheduled to first token: the prefill) and the overhead (client TTFT - both: "+
+				"network, gateways, frontend), which add up to those requests' mean TTFT; and the overhead's p99. "+
+				"Empty for targets whose responses carry no such figure."+join, "s", 24,
+				q(fmt.Sprintf(`target_probe:llmprobe_server_queue_seconds:mean_5m{%s}`, sel), "server queue "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_server_ttft_seconds:mean_5m{%s}`, sel), "server TTFT "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_ttft_overhead_seconds:mean_5m{%s}`, sel), "overhead "+tp),
+				q(fmt.Sprintf(`target_probe:llmprobe_ttft_overhead_seconds:p99_5m{%s}`, sel), "overhead p99 "+tp),
+			).minZero(),
 		}},
 	)
 }

@@ -176,6 +176,21 @@ type Record struct {
 	DraftTokens   int  `json:"draft_tokens,omitempty"`
 	DraftAccepted int  `json:"draft_accepted,omitempty"`
 	DraftReported bool `json:"draft_reported,omitempty"`
+	// ServerQueueTime, ServerTTFT and ServerGenerationTime are the
+	// server's own timing of this request, from vLLM's per-request metrics
+	// object (--enable-per-request-metrics, asked with include_metrics):
+	// queue_time_ms (queued to scheduled), time_to_first_token_ms
+	// (scheduled to the first output token: the prefill) and
+	// generation_time_ms (first to last output token). Each Has flag is
+	// true when the response carried that figure (a finite non-negative
+	// number), so that 0 is a reported zero. TTFTOverhead gives the rest
+	// of the client's TTFT.
+	ServerQueueTime         time.Duration `json:"server_queue_ns,omitempty"`
+	ServerTTFT              time.Duration `json:"server_ttft_ns,omitempty"`
+	ServerGenerationTime    time.Duration `json:"server_generation_ns,omitempty"`
+	HasServerQueue          bool          `json:"server_queue_reported,omitempty"`
+	HasServerTTFT           bool          `json:"server_ttft_reported,omitempty"`
+	HasServerGenerationTime bool          `json:"server_generation_reported,omitempty"`
 	// ReasoningTokens is usage.completion_tokens_details.reasoning_tokens
 	// (Responses API: usage.output_tokens_details.reasoning_tokens), part of
 	// CompletionTokens; without it, the number of reasoning deltas, and
@@ -427,3 +442,20 @@ func (r *Record) PhaseTime(p Phase) time.Duration {
 // MaxResponseIDBytes caps Record.ResponseID and Record.ResponseModel: a
 // longer value the server sent is cut (with "...").
 const MaxResponseIDBytes = 256
+
+// TTFTOverhead is the part of the client's TTFT the server's own timing
+// does not cover: TTFT − ServerQueueTime − ServerTTFT (the network both
+// ways, gateways and proxies, the server's HTTP frontend, tokenization and
+// detokenization, and the first event's flush). ok is false unless the
+// request has a TTFT and the server reported both figures. A negative
+// remainder (the server's figures exceed what the client saw: clocks of
+// different resolution, or a server that counts from an earlier instant
+// than the request's send) is returned as it is, with negative true, for
+// the caller to count or clamp; it is never silently folded into zero.
+func (r *Record) TTFTOverhead() (overhead time.Duration, negative, ok bool) {
+	if r.TTFT <= 0 || !r.HasServerQueue || !r.HasServerTTFT {
+		return 0, false, false
+	}
+	o := r.TTFT - r.ServerQueueTime - r.ServerTTFT
+	return o, o < 0, true
+}

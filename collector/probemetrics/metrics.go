@@ -107,6 +107,7 @@ func Names() []string {
 		NamePromptCachedTokens, NamePromptCacheRequests, NameSessionTurns,
 		NameAnswerChecks, NameAnswerLastPass,
 		NameReasoningTok, NameThinkingTime,
+		NameServerQueue, NameServerTTFT, NameTTFTOverhead, NameTTFTOverheadNegative,
 	}
 }
 
@@ -138,6 +139,7 @@ type Metrics struct {
 	// that reasoned; their series appear with the first such request.
 	reasoningTok, thinking *prometheus.HistogramVec
 	phases                 []*prometheus.HistogramVec // indexed like prober.Phases (phases.go)
+	serverTiming           serverTimingVecs           // servertiming.go
 
 	requests      *prometheus.CounterVec
 	good          *prometheus.CounterVec
@@ -192,6 +194,9 @@ type probeMetrics struct {
 	// session is nil until the probe's first later turn of a session
 	// (session.go).
 	session atomic.Pointer[sessionCounters]
+	// server is nil until the probe's first response that reports the
+	// server's per-request timing (servertiming.go).
+	server atomic.Pointer[serverTimingObservers]
 }
 
 // exemplarObserver is what client_golang's histogram children implement.
@@ -278,6 +283,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		backends:      newBackendRequests(),
 		sessionTurns:  newSessionTurns(),
 		phases:        newPhases(histConst),
+		serverTiming:  newServerTiming(hist),
 	}
 	if reg != nil {
 		reg.MustRegister(m, targetLabels{m}, targetCost{m})
@@ -293,6 +299,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.inFlight, m.sloThreshold, m.targetInfo,
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,
+		m.serverTiming.queue, m.serverTiming.ttft, m.serverTiming.overhead, m.serverTiming.negative,
 	}
 	for _, v := range m.phases {
 		cs = append(cs, v)
@@ -425,6 +432,7 @@ func (m *Metrics) Observe(r *prober.Record, v slo.Verdict) {
 	}
 	m.observeRetry(pm, r)
 	m.observeCache(pm, r)
+	m.observeServerTiming(pm, r, ex)
 	m.observeBackend(r)
 	m.observeSession(pm, r)
 	if r.PromptTokens > 0 {
@@ -691,6 +699,7 @@ func (m *Metrics) probeVecs() []partialDeleter {
 		m.inFlight, m.sloThreshold,
 		m.arrivalRate, m.lastArrival, m.objective,
 		m.answers.checks, m.answers.lastPass,
+		m.serverTiming.queue, m.serverTiming.ttft, m.serverTiming.overhead, m.serverTiming.negative,
 	}
 	for _, v := range m.phases {
 		ds = append(ds, v)

@@ -84,11 +84,15 @@ func fixture() []observation {
 			good: true,
 		},
 		{ // Other probe: TPOT and E2EL violations at once; a chat role chunk 150ms before the content.
+			// The server reported its timing: queued 120ms, first token 230ms after scheduling, so
+			// 50ms of the TTFT were outside the server's timing.
 			rec: prober.Record{
 				Target: "sim", Probe: "large", RequestID: "req-4", SendLag: 20 * ms,
 				TTFT: 400 * ms, TTFTText: 550 * ms, ITL: []time.Duration{100 * ms, 200 * ms}, E2E: 700 * ms,
 				PromptTokens: 1000, CompletionTokens: 3, Events: 3, HTTPStatus: 200,
 				Backend: "pod-a", Attribution: map[string]string{"x-served-by": "pod-a"},
+				ServerQueueTime: 120 * ms, ServerTTFT: 230 * ms, ServerGenerationTime: 300 * ms,
+				HasServerQueue: true, HasServerTTFT: true, HasServerGenerationTime: true,
 			},
 			violated: []string{slo.NameTPOT, slo.NameE2EL},
 		},

@@ -191,6 +191,7 @@ var notUserBounds = map[string]string{
 	"MinSendsOverLimit":     "a validity rule",
 	"MinSizingBackoff":      "a retry delay",
 	"MaxSizingBackoff":      "a retry delay",
+	"MaxServerMillis":       "a server-reported time above it is not kept (vLLM's per-request metrics), not a limit on input",
 	"MaxLogprobs":           "the built-in simulator's",
 	"MaxEvidenceFactor":     "the verdict's wording: past it compare says more of the same evidence would not decide",
 	"MaxRoundReruns":        "compare reruns a client-flagged round at most once; not an input",

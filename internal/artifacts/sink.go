@@ -242,6 +242,24 @@ func AppendRecordLine(b []byte, line RecordLine) ([]byte, bool) {
 	if r.DraftReported {
 		b = append(b, `,"draft_reported":true`...)
 	}
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{{`,"server_queue_ns":`, r.ServerQueueTime}, {`,"server_ttft_ns":`, r.ServerTTFT},
+		{`,"server_generation_ns":`, r.ServerGenerationTime}} {
+		if f.v != 0 {
+			b = appendInt(b, f.key, int64(f.v))
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   bool
+	}{{`,"server_queue_reported":true`, r.HasServerQueue}, {`,"server_ttft_reported":true`, r.HasServerTTFT},
+		{`,"server_generation_reported":true`, r.HasServerGenerationTime}} {
+		if f.v {
+			b = append(b, f.key...)
+		}
+	}
 	if r.ReasoningTokens != 0 {
 		b = appendInt(b, `,"reasoning_tokens":`, int64(r.ReasoningTokens))
 	}

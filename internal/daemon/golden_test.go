@@ -129,7 +129,9 @@ func sweepRuns(mfs map[string]*dto.MetricFamily, result string) float64 {
 // answer (its own section). TestMetricsDocumented holds every llmprobe_
 // family of the golden to docs/metrics.md.
 func TestGoldenMetrics(t *testing.T) {
-	sim, _ := simtest.Start(t, simtest.Fast())
+	simCfg := simtest.Fast()
+	simCfg.EnablePerRequestMetrics = true // the per-request server timing families (server_timing)
+	sim, _ := simtest.Start(t, simCfg)
 	// The multi-turn probe's server of its own: its resent context would
 	// hit the sweep's prefix cache (unintended-prefix-cache).
 	sessions, _ := simtest.Start(t, simtest.Fast())
@@ -225,6 +227,7 @@ discovery:
 			hasSeries(mfs, "llmprobe_session_turns_total", map[string]string{"target": "sessions", "probe": "mt"}) &&
 			hasSeries(mfs, "llmprobe_requests_total", map[string]string{"target": "found:" + strings.TrimPrefix(sim, "http://")}) &&
 			hasSeries(mfs, "llmprobe_answer_checks_total", map[string]string{"target": "sim"}) &&
+			hasSeries(mfs, "llmprobe_server_queue_seconds", map[string]string{"target": "sim", "probe": "p"}) &&
 			hasSeries(mfs, "llmprobe_sweep_last_success_timestamp_seconds", nil) && sweepRuns(mfs, "success") > 0 &&
 			len(files) > 0 && len(names) > 0
 	})

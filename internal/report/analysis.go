@@ -44,6 +44,7 @@ func Analysis(res *sweep.Result) []byte {
 	writeLatency(&b, res)
 	writeErrors(&b, res)
 	writeServer(&b, res)
+	writeServerTiming(&b, res) // servertiming.go
 	writeCacheHits(&b, res)
 	writeReasoning(&b, res)
 	writePooling(&b, res)    // pooling.go

@@ -66,9 +66,9 @@ func TestCommandLineRoundTripsEveryRow(t *testing.T) {
 		args []string // instead of edit: the command line that builds it
 	}
 	variants := []variant{
-		{rows: []string{"Target", "Model", "API", "BatchSize", "RerankPath", "MetricsURL", "Engine"}, edit: func(c *sweep.Config) {
+		{rows: []string{"Target", "Model", "API", "BatchSize", "RerankPath", "MetricsURL", "Engine", "ServerTiming"}, edit: func(c *sweep.Config) {
 			c.Target, c.Model, c.API, c.BatchSize, c.RerankPath = "http://127.0.0.2:9", "m", "rerank", 4, "/score"
-			c.MetricsURL, c.Engine = "http://127.0.0.3:9/metrics", "vllm"
+			c.MetricsURL, c.Engine, c.ServerTiming = "http://127.0.0.3:9/metrics", "vllm", sweep.ServerTimingOff
 		}},
 		{rows: []string{"Timeout", "TTFTTimeout", "StallTimeout"}, edit: func(c *sweep.Config) {
 			c.Timeout, c.TTFTTimeout, c.StallTimeout = time.Minute, 2*time.Second, 3*time.Second

@@ -49,6 +49,12 @@ type Config struct {
 	// (`--enable-prompt-tokens-details`; llama.cpp's persona always does).
 	// Default false, as vLLM.
 	EnablePromptTokensDetails bool
+	// EnablePerRequestMetrics answers a completions or chat request that
+	// sets include_metrics with vLLM's per-request timing object
+	// (`--enable-per-request-metrics`; servertiming.go): on the final usage
+	// chunk of a stream, on the body of a non-streamed answer. The vLLM
+	// persona only. Default false, as vLLM.
+	EnablePerRequestMetrics bool
 	// LegacyMetricNames serves the vLLM persona's metrics under the names
 	// vLLM V1 used before 0.9.2 (`--legacy-metric-names`):
 	// vllm:gpu_cache_usage_perc, vllm:gpu_prefix_cache_*, the per-step
@@ -519,6 +525,10 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	cmd.Flag("enable-prompt-tokens-details", "Report usage.prompt_tokens_details.cached_tokens (prompt tokens found "+
 		"in the cache), as vLLM's flag of that name; llama.cpp's persona always does.").
 		Default(strconv.FormatBool(c.EnablePromptTokensDetails)).BoolVar(&c.EnablePromptTokensDetails)
+	cmd.Flag("enable-per-request-metrics", "Answer requests that set include_metrics with vLLM's per-request timing "+
+		"(metrics{queue_time_ms, time_to_first_token_ms, generation_time_ms, ...}) from the simulator's own clock, as vLLM's flag "+
+		"of that name; the vLLM persona only.").
+		Default(strconv.FormatBool(c.EnablePerRequestMetrics)).BoolVar(&c.EnablePerRequestMetrics)
 	cmd.Flag("legacy-metric-names", "Serve vLLM's metrics under the names of vLLM V1 before 0.9.2 "+
 		"(vllm:gpu_cache_usage_perc, vllm:gpu_prefix_cache_*, vllm:time_per_output_token_seconds as the ITL histogram) "+
 		"instead of the current ones (docs/engines.md).").

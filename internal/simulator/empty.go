@@ -16,7 +16,7 @@ func (s *Simulator) streamEmpty(c *call, g *genRequest, id string) {
 		}
 	}
 	if g.includeUsage {
-		if err := c.event(w.usage(0), false); err != nil {
+		if err := c.event(w.usage(0, nil), false); err != nil {
 			return
 		}
 	}

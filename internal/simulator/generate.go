@@ -422,10 +422,11 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 		}
 		resp = chatResponse{ID: id, Object: "chat.completion", Created: created, Model: g.model,
 			Choices: []chatChoice{{Message: msg, FinishReason: reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}},
-			Usage:   use, Timings: timings}
+			Usage:   use, Timings: timings, Metrics: s.serverTiming(g, seq, &c.tr)}
 	} else {
 		resp = completionResponse{ID: id, Object: "text_completion", Created: created, Model: g.model,
-			Choices: []completionChoice{{Text: text, FinishReason: &reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}}, Usage: use, Timings: timings}
+			Choices: []completionChoice{{Text: text, FinishReason: &reason, Logprobs: logprobsOf(g, seq, 0, produced, 0)}}, Usage: use, Timings: timings,
+			Metrics: s.serverTiming(g, seq, &c.tr)}
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
@@ -570,7 +571,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		}
 	}
 	if g.includeUsage && !w.usageOnFinish() {
-		if err := c.event(w.usage(sent), false); err != nil {
+		if err := c.event(w.usage(sent, s.serverTiming(g, seq, &c.tr)), false); err != nil {
 			return
 		}
 	}

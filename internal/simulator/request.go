@@ -31,6 +31,7 @@ type genRequestJSON struct {
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	N                   *int            `json:"n"`
+	IncludeMetrics      bool            `json:"include_metrics"`
 	featureFields                       // logprobs, response_format, sampling (features.go)
 	reasoningFields                     // reasoning, tools, the Responses API's input (reasoning.go)
 }
@@ -45,6 +46,9 @@ type genRequest struct {
 	stream          bool
 	includeUsage    bool
 	continuousUsage bool
+	// includeMetrics is the request's include_metrics (vLLM's per-request
+	// timing, servertiming.go).
+	includeMetrics bool
 	// Request features (features.go): the model named (the served one or
 	// a LoRA adapter), logprobs, and the JSON of a response_format.
 	model       string
@@ -77,7 +81,7 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 	if e := s.checkModel(body.Model); e != nil {
 		return nil, e
 	}
-	g := &genRequest{kind: kind, ignoreEOS: body.IgnoreEOS, stream: body.Stream}
+	g := &genRequest{kind: kind, ignoreEOS: body.IgnoreEOS, stream: body.Stream, includeMetrics: body.IncludeMetrics}
 	if e := s.parseFeatures(&body, g); e != nil {
 		return nil, e
 	}

@@ -46,6 +46,7 @@ type completionResponse struct {
 	Usage             usage              `json:"usage"`
 	KVTransferParams  any                `json:"kv_transfer_params"`
 	Timings           map[string]any     `json:"timings,omitempty"` // llama.cpp's
+	Metrics           *perRequestMetrics `json:"metrics,omitempty"` // vLLM's include_metrics
 }
 
 // completionStreamChoice is CompletionResponseStreamChoice; a nil
@@ -71,6 +72,8 @@ type completionChunk struct {
 	Usage   *usage                   `json:"usage"`
 	// SystemFingerprint is set by the TGI persona only (vLLM has none).
 	SystemFingerprint string `json:"system_fingerprint,omitempty"`
+	// Metrics rides on the final usage chunk (include_metrics).
+	Metrics *perRequestMetrics `json:"metrics,omitempty"`
 }
 
 // chatDelta is DeltaMessage with the fields serving_chat sets.
@@ -119,6 +122,8 @@ type chatChunk struct {
 	PromptTokenIDs json.RawMessage   `json:"prompt_token_ids,omitempty"`
 	// SystemFingerprint is set by the TGI persona only (vLLM has none).
 	SystemFingerprint string `json:"system_fingerprint,omitempty"`
+	// Metrics rides on the final usage chunk (include_metrics).
+	Metrics *perRequestMetrics `json:"metrics,omitempty"`
 }
 
 // chatMessageOut is ChatMessage.
@@ -158,4 +163,6 @@ type chatResponse struct {
 	PromptTokenIDs    any            `json:"prompt_token_ids"`
 	KVTransferParams  any            `json:"kv_transfer_params"`
 	Timings           map[string]any `json:"timings,omitempty"` // llama.cpp's
+	// Metrics is vLLM's per-request timing (include_metrics).
+	Metrics *perRequestMetrics `json:"metrics,omitempty"`
 }

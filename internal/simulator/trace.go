@@ -41,6 +41,15 @@ type TraceRecord struct {
 	// the response's timings carried (--spec-draft-tokens; 0: none sent).
 	DraftTokens   int `json:"draft_tokens,omitempty"`
 	DraftAccepted int `json:"draft_accepted,omitempty"`
+	// ArrivalNS (when the engine queued the request, Unix nanoseconds),
+	// QueueNS (queued to scheduled) and ServerTTFTNS (scheduled to the
+	// first output token) are the simulator's own timing of the request,
+	// set when it sent its per-request metrics
+	// (--enable-per-request-metrics): the truth the metrics object's
+	// milliseconds carry.
+	ArrivalNS    int64 `json:"arrival_ns,omitempty"`
+	QueueNS      int64 `json:"queue_ns,omitempty"`
+	ServerTTFTNS int64 `json:"server_ttft_ns,omitempty"`
 	// FinishReason is stop, length or abort; empty for error responses.
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Faults names the injected faults (the --fault.<name> suffixes).

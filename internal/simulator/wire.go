@@ -249,8 +249,9 @@ func (w *wire) llamaTimings(completion int) map[string]any {
 	return t
 }
 
-// usage is the trailing usage chunk (empty choices).
-func (w *wire) usage(completion int) []byte {
+// usage is the trailing usage chunk (empty choices), with the request's
+// per-request metrics when m is not nil.
+func (w *wire) usage(completion int, m *perRequestMetrics) []byte {
 	p := len(w.g.prompt)
 	use := usage{PromptTokens: p, CompletionTokens: completion, TotalTokens: p + completion}
 	if w.details {
@@ -272,10 +273,10 @@ func (w *wire) usage(completion int) []byte {
 	var b []byte
 	if w.g.kind == kindChat {
 		b, _ = json.Marshal(chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model,
-			Choices: []chatChunkChoice{}, Usage: &use, SystemFingerprint: w.fp})
+			Choices: []chatChunkChoice{}, Usage: &use, SystemFingerprint: w.fp, Metrics: m})
 	} else {
 		b, _ = json.Marshal(completionChunk{ID: w.id, Object: "text_completion", Created: w.created, Model: w.model,
-			Choices: []completionStreamChoice{}, Usage: &use, SystemFingerprint: w.fp})
+			Choices: []completionStreamChoice{}, Usage: &use, SystemFingerprint: w.fp, Metrics: m})
 	}
 	return b
 }

@@ -40,6 +40,9 @@ type API struct {
 	// generated (no answer checks, no GenAI client metrics). Query:
 	// Request.Prompt is a query beside the Inputs.
 	Messages, Conversations, Images, Pooling, Query bool
+	// ServerTiming: vLLM answers include_metrics with its per-request
+	// timing (Options.IncludeMetrics).
+	ServerTiming bool
 	// BenchBackends are its names in `vllm bench serve` results; the
 	// first is what a sweep's result.json says.
 	BenchBackends []string
@@ -62,9 +65,10 @@ const (
 
 var apis = []API{
 	{Name: APICompletions, Paths: []string{"/v1/completions"}, Operation: tracing.OperationTextCompletion, Streams: true,
+		ServerTiming:  true,
 		BenchBackends: []string{"openai", "vllm"}, streamEnd: "[DONE]", body: completionsBody},
 	{Name: APIChat, Paths: []string{"/v1/chat/completions"}, Operation: tracing.OperationChat, Streams: true,
-		Messages: true, Conversations: true, Images: true, BenchBackends: []string{"openai-chat"}, streamEnd: "[DONE]", body: chatBody},
+		Messages: true, Conversations: true, Images: true, ServerTiming: true, BenchBackends: []string{"openai-chat"}, streamEnd: "[DONE]", body: chatBody},
 	{Name: APIResponses, Paths: []string{"/v1/responses"}, Operation: tracing.OperationChat, Streams: true,
 		Messages: true, Images: true, streamEnd: "response.completed", body: responsesBody, decode: decodeResponses},
 	{Name: APIEmbeddings, Paths: []string{"/v1/embeddings"}, Operation: tracing.OperationEmbeddings, Pooling: true,

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"math"
 	"strconv"
 )
 
@@ -33,6 +34,12 @@ import (
 //     tokens) each when a non-negative integer; any other value of either,
 //     or of "timings", is validated and skipped, not an error (servers
 //     differ), and every other timings key is skipped.
+//   - "metrics" (vLLM's per-request timing, --enable-per-request-metrics
+//     with the request's include_metrics): when an object, its
+//     "queue_time_ms", "time_to_first_token_ms" and "generation_time_ms"
+//     each when a finite non-negative number; any other value of either,
+//     or of "metrics", is validated and skipped, not an error, and every
+//     other metrics key is skipped.
 //   - "error" not null, or "object" equal to "error", marks an error event;
 //     its message is "error" itself when a string, "error.message" when
 //     "error" is an object, or the top-level "message" for the old form.
@@ -64,6 +71,12 @@ type chunk struct {
 	hasDraftAccepted bool // timings.draft_n_accepted a non-negative integer
 	draftTokens      int
 	draftAccepted    int
+
+	// The server's timing of the request (vLLM's metrics object), in
+	// milliseconds, each with its has flag (srvQueue: metrics.queue_time_ms,
+	// srvTTFT: time_to_first_token_ms, srvGen: generation_time_ms).
+	hasSrvQueue, hasSrvTTFT, hasSrvGen bool
+	srvQueue, srvTTFT, srvGen          float64
 
 	isError       bool
 	errMsg        []byte
@@ -101,31 +114,33 @@ type decoder struct {
 // topState collects top-level members; decodeChunk resolves it at the end
 // so that the last of duplicate keys wins.
 type topState struct {
-	errSet, errMsgSet      bool
-	errMsg                 []byte
-	errMsgEsc              bool
-	objectError            bool
-	topMsgSet              bool
-	topMsg                 []byte
-	topMsgEsc              bool
-	textSet, contentSet    bool
-	text                   []byte // the last non-empty text or content
-	textEsc                bool
-	finishSet, roleSet     bool
-	logprobsSet            bool
-	logprobs               []byte
-	finish                 []byte
-	finishEsc              bool
-	promptSet, complSet    bool
-	promptTok, complTokens int
-	cachedSet              bool
-	cachedTok              int
-	reasonCSet, reasonSet  bool // delta.reasoning_content, delta.reasoning non-empty
-	toolCalls              []byte
-	reasonTokSet           bool
-	reasonTok              int
-	draftSet, draftAccSet  bool
-	draftTok, draftAcc     int
+	errSet, errMsgSet                  bool
+	errMsg                             []byte
+	errMsgEsc                          bool
+	objectError                        bool
+	topMsgSet                          bool
+	topMsg                             []byte
+	topMsgEsc                          bool
+	textSet, contentSet                bool
+	text                               []byte // the last non-empty text or content
+	textEsc                            bool
+	finishSet, roleSet                 bool
+	logprobsSet                        bool
+	logprobs                           []byte
+	finish                             []byte
+	finishEsc                          bool
+	promptSet, complSet                bool
+	promptTok, complTokens             int
+	cachedSet                          bool
+	cachedTok                          int
+	reasonCSet, reasonSet              bool // delta.reasoning_content, delta.reasoning non-empty
+	toolCalls                          []byte
+	reasonTokSet                       bool
+	reasonTok                          int
+	draftSet, draftAccSet              bool
+	draftTok, draftAcc                 int
+	srvQueueSet, srvTTFTSet, srvGenSet bool
+	srvQueue, srvTTFT, srvGen          float64
 }
 
 // decodeChunk parses data into c, which it overwrites.
@@ -163,6 +178,16 @@ func decodeChunk(data []byte, c *chunk) error {
 	}
 	if c.hasDraftAccepted = st.draftAccSet; c.hasDraftAccepted {
 		c.draftAccepted = st.draftAcc
+	}
+	c.hasSrvQueue, c.hasSrvTTFT, c.hasSrvGen = st.srvQueueSet, st.srvTTFTSet, st.srvGenSet
+	if c.hasSrvQueue {
+		c.srvQueue = st.srvQueue
+	}
+	if c.hasSrvTTFT {
+		c.srvTTFT = st.srvTTFT
+	}
+	if c.hasSrvGen {
+		c.srvGen = st.srvGen
 	}
 	switch {
 	case st.errSet:
@@ -277,6 +302,8 @@ func (d *decoder) top(c *chunk, st *topState) error {
 			err = d.usage(c, st)
 		case "timings":
 			err = d.timings(st)
+		case "metrics":
+			err = d.serverMetrics(st)
 		case "error":
 			err = d.errorValue(st)
 		case "object":
@@ -618,6 +645,61 @@ func (d *decoder) timings(st *topState) error {
 			return err
 		}
 	}
+}
+
+// serverMetrics reads vLLM's per-request metrics object: its
+// queue_time_ms, time_to_first_token_ms and generation_time_ms when it is
+// an object (the last of duplicate keys wins), else the value is skipped
+// and none is known.
+func (d *decoder) serverMetrics(st *topState) error {
+	st.srvQueueSet, st.srvTTFTSet, st.srvGenSet = false, false, false
+	if d.peek() != '{' {
+		return d.skip(2)
+	}
+	if empty, err := d.objectOpen(); empty || err != nil {
+		return err
+	}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "queue_time_ms":
+			st.srvQueue, st.srvQueueSet, err = d.millisOrSkip()
+		case "time_to_first_token_ms":
+			st.srvTTFT, st.srvTTFTSet, err = d.millisOrSkip()
+		case "generation_time_ms":
+			st.srvGen, st.srvGenSet, err = d.millisOrSkip()
+		default:
+			err = d.skip(3)
+		}
+		if err != nil {
+			return err
+		}
+		if end, err := d.objectNext(); end || err != nil {
+			return err
+		}
+	}
+}
+
+// millisOrSkip reads any value and reports it when it is a finite
+// non-negative number; any other value (a string, a negative number, one
+// out of float64's range, null, an array or object) is validated and
+// skipped.
+func (d *decoder) millisOrSkip() (float64, bool, error) {
+	if p := d.peek(); p != '-' && (p < '0' || p > '9') {
+		return 0, false, d.skip(3)
+	}
+	start := d.i
+	if err := d.number(); err != nil {
+		return 0, false, err
+	}
+	v, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) {
+		return 0, false, nil
+	}
+	return v, true, nil
 }
 
 // countOrSkip reads any value and reports it when it is a non-negative

@@ -26,6 +26,10 @@ type refChunk struct {
 	ReasonTokens             int
 	HasDraft, HasDraftAcc    bool
 	Draft, DraftAcc          int
+	HasSrvQueue, HasSrvTTFT  bool
+	HasSrvGen                bool
+	SrvQueue, SrvTTFT        float64
+	SrvGen                   float64
 	IsError                  bool
 	ErrMsg                   string
 }
@@ -38,6 +42,16 @@ func viewChunk(c *chunk) refChunk {
 		HasCached: c.hasCached, Cached: c.cachedTokens,
 		HasReasoning: c.hasReasoning, HasReasonTokens: c.hasReasonTokens, ReasonTokens: c.reasonTokens,
 		HasDraft: c.hasDraft, Draft: c.draftTokens, HasDraftAcc: c.hasDraftAccepted, DraftAcc: c.draftAccepted,
+		HasSrvQueue: c.hasSrvQueue, HasSrvTTFT: c.hasSrvTTFT, HasSrvGen: c.hasSrvGen,
+	}
+	if c.hasSrvQueue {
+		r.SrvQueue = c.srvQueue
+	}
+	if c.hasSrvTTFT {
+		r.SrvTTFT = c.srvTTFT
+	}
+	if c.hasSrvGen {
+		r.SrvGen = c.srvGen
 	}
 	// A figure not known (its has flag false) is read by no one: its
 	// leftover value from an earlier duplicate key is not compared.
@@ -218,6 +232,23 @@ func refDecode(data []byte) (refChunk, error) {
 		r.Draft, r.HasDraft = count("draft_n")
 		r.DraftAcc, r.HasDraftAcc = count("draft_n_accepted")
 	}
+	if raw, ok := top["metrics"]; ok && first(raw) == '{' {
+		var sm map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &sm); err != nil {
+			return r, err
+		}
+		millis := func(key string) (float64, bool) {
+			var v float64
+			raw, ok := sm[key]
+			if !ok || isNull(raw) || json.Unmarshal(raw, &v) != nil || v < 0 {
+				return 0, false
+			}
+			return v, true
+		}
+		r.SrvQueue, r.HasSrvQueue = millis("queue_time_ms")
+		r.SrvTTFT, r.HasSrvTTFT = millis("time_to_first_token_ms")
+		r.SrvGen, r.HasSrvGen = millis("generation_time_ms")
+	}
 	if raw, ok := top["error"]; ok && !isNull(raw) {
 		r.IsError = true
 		switch first(raw) {
@@ -322,6 +353,32 @@ func TestDecodeChunk(t *testing.T) {
 			name: "last timings wins",
 			data: `{"timings":{"draft_n":5,"draft_n_accepted":4},"timings":{"draft_n":6}}`,
 			want: refChunk{HasDraft: true, Draft: 6},
+		},
+		{
+			name: "vLLM per-request metrics on the final usage chunk",
+			data: `{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":8},"metrics":{"time_to_first_token_ms":85.2,"generation_time_ms":1240.5,"queue_time_ms":12.3,"mean_itl_ms":9.1,"tokens_per_second":103.2}}`,
+			want: refChunk{HasUsage: true, HasPrompt: true, Prompt: 4, HasCompletion: true, Completion: 8,
+				HasSrvQueue: true, SrvQueue: 12.3, HasSrvTTFT: true, SrvTTFT: 85.2, HasSrvGen: true, SrvGen: 1240.5},
+		},
+		{
+			name: "metrics with nulls, strings, negatives and out-of-range figures are not known",
+			data: `{"choices":[],"metrics":{"time_to_first_token_ms":null,"generation_time_ms":"5","queue_time_ms":-1,"mean_itl_ms":null}}`,
+			want: refChunk{},
+		},
+		{
+			name: "metrics overflowing, nested, integer zero",
+			data: `{"metrics":{"queue_time_ms":0,"time_to_first_token_ms":1e400,"generation_time_ms":{"v":1},"x":{"queue_time_ms":5}}}`,
+			want: refChunk{HasSrvQueue: true},
+		},
+		{
+			name: "metrics not an object is ignored; the last metrics wins",
+			data: `{"metrics":{"queue_time_ms":3},"metrics":[1],"choices":[]}`,
+			want: refChunk{},
+		},
+		{
+			name:    "metrics with invalid JSON inside is an error",
+			data:    `{"metrics":{"queue_time_ms":1.}}`,
+			wantErr: true,
 		},
 		{
 			name:    "timings with invalid JSON inside is an error",
@@ -505,6 +562,8 @@ func FuzzDecodeChunk(f *testing.F) {
 		`{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":7}}}`,
 		`{"choices":[],"timings":{"prompt_n":3,"predicted_ms":1.5,"draft_n":12,"draft_n_accepted":9}}`,
 		`{"timings":{"draft_n":"12","draft_n_accepted":-1,"draft_n":1e1},"timings":{"draft_n_accepted":2.0,"x":{"draft_n":1}}}`,
+		`{"choices":[],"usage":{"completion_tokens":3},"metrics":{"time_to_first_token_ms":8.5,"generation_time_ms":20,"queue_time_ms":1.25e1,"mean_itl_ms":null}}`,
+		`{"metrics":{"queue_time_ms":-0,"queue_time_ms":"1","time_to_first_token_ms":1e-400,"generation_time_ms":1e309}}`,
 	} {
 		f.Add([]byte(s))
 	}

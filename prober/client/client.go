@@ -124,6 +124,15 @@ type Options struct {
 	// span: the engine the endpoint detected (it may learn it after the
 	// client is built); "" or nil: tracing.ProviderOpenAI.
 	Provider func() string
+	// IncludeMetrics, when set and returning true, adds
+	// "include_metrics": true to every completions and chat request, so
+	// that a vLLM started with --enable-per-request-metrics returns its
+	// per-request timing (the metrics object of the final usage chunk or of
+	// the non-streamed body: Record.ServerQueueTime, ServerTTFT,
+	// ServerGenerationTime). It is asked per request (the endpoint may
+	// learn the engine after the client is built) and must be cheap and
+	// safe for concurrent use. ExtraBody may not set include_metrics then.
+	IncludeMetrics func() bool
 	// Metrics, when not nil, records every generation request (not the
 	// pooling APIs') into the OTLP GenAI client histograms
 	// (tracing.Metrics: duration, time to first chunk, time per output
@@ -305,6 +314,9 @@ func New(o Options) (*Client, error) {
 	for k := range o.ExtraBody {
 		if slices.Contains(reservedKeys, k) {
 			return nil, fmt.Errorf("extra body may not set %q: the client sets it", k)
+		}
+		if k == includeMetricsKey && o.IncludeMetrics != nil {
+			return nil, fmt.Errorf("extra body may not set %q: server_timing sets it", k)
 		}
 		keys = append(keys, k)
 	}

@@ -191,6 +191,29 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		if c.hasDraft && c.hasDraftAccepted {
 			rec.DraftTokens, rec.DraftAccepted, rec.DraftReported = c.draftTokens, c.draftAccepted, true
 		}
+		if c.hasSrvQueue || c.hasSrvTTFT || c.hasSrvGen {
+			serverTiming(rec, c.hasSrvQueue, c.srvQueue, c.hasSrvTTFT, c.srvTTFT, c.hasSrvGen, c.srvGen)
+		}
+	}
+}
+
+// MaxServerMillis bounds a server-reported time (vLLM's per-request
+// metrics, in milliseconds): a figure above it (about 11.6 days, longer
+// than any request's timeout) is not a request's timing and is not kept.
+const MaxServerMillis = 1e9
+
+// serverTiming keeps the server's per-request timing figures (each known
+// when its has flag is set and it is at most MaxServerMillis) in rec.
+func serverTiming(rec *prober.Record, hasQueue bool, queue float64, hasTTFT bool, ttft float64, hasGen bool, gen float64) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	if hasQueue && queue <= MaxServerMillis {
+		rec.ServerQueueTime, rec.HasServerQueue = ms(queue), true
+	}
+	if hasTTFT && ttft <= MaxServerMillis {
+		rec.ServerTTFT, rec.HasServerTTFT = ms(ttft), true
+	}
+	if hasGen && gen <= MaxServerMillis {
+		rec.ServerGenerationTime, rec.HasServerGenerationTime = ms(gen), true
 	}
 }
 

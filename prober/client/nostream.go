@@ -47,6 +47,7 @@ type response struct {
 		CompletionDetails   json.RawMessage `json:"completion_tokens_details"`
 	} `json:"usage"`
 	Timings json.RawMessage `json:"timings"` // llama-server's; see draftFigures
+	Metrics json.RawMessage `json:"metrics"` // vLLM's per-request timing; see serverFigures
 	Error   json.RawMessage `json:"error"`
 }
 
@@ -74,6 +75,32 @@ func draftFigures(raw json.RawMessage, rec *prober.Record) {
 	if ok1 && ok2 {
 		rec.DraftTokens, rec.DraftAccepted, rec.DraftReported = drafted, accepted, true
 	}
+}
+
+// serverFigures reads vLLM's per-request metrics object (queue_time_ms,
+// time_to_first_token_ms, generation_time_ms) into rec when it is an
+// object; each figure is kept when a finite non-negative number, anything
+// else is ignored, as the streamed decoder does.
+func serverFigures(raw json.RawMessage, rec *prober.Record) {
+	var m struct {
+		Queue json.RawMessage `json:"queue_time_ms"`
+		TTFT  json.RawMessage `json:"time_to_first_token_ms"`
+		Gen   json.RawMessage `json:"generation_time_ms"`
+	}
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return
+	}
+	millis := func(raw json.RawMessage) (float64, bool) {
+		var v float64
+		if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &v) != nil || v < 0 {
+			return 0, false
+		}
+		return v, true
+	}
+	q, okQ := millis(m.Queue)
+	t, okT := millis(m.TTFT)
+	g, okG := millis(m.Gen)
+	serverTiming(rec, okQ, q, okT, t, okG, g)
 }
 
 // responsesResponse is what the measurement needs of a non-streamed
@@ -254,6 +281,7 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		rec.ReasoningTokens, _ = detailInt(u.CompletionDetails, "reasoning_tokens")
 	}
 	draftFigures(r.Timings, rec)
+	serverFigures(r.Metrics, rec)
 	if text == "" && (ch.Message == nil || len(ch.Message.ToolCalls) == 0 &&
 		nonEmpty(ch.Message.ReasoningContent) == "" && nonEmpty(ch.Message.Reasoning) == "") {
 		return prober.ClassInvalidResponse, EmptyAnswer, false

@@ -94,8 +94,13 @@ func (c *Client) payload(req *Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(c.extra) > 0 || len(req.Body) > 0 {
-		b = append(append(append(b[:len(b)-1], c.extra...), req.Body...), '}')
+	metrics := c.api.ServerTiming && c.o.IncludeMetrics != nil && c.o.IncludeMetrics()
+	if len(c.extra) > 0 || len(req.Body) > 0 || metrics {
+		b = append(append(b[:len(b)-1], c.extra...), req.Body...)
+		if metrics {
+			b = append(b, includeMetricsField...)
+		}
+		b = append(b, '}')
 	}
 	return b, nil
 }
@@ -124,6 +129,14 @@ func chatBody(_ *Client, req *Request, model string, so *streamOptions, top *int
 	}
 	return p
 }
+
+// includeMetricsKey is vLLM's request field asking for the per-request
+// metrics object (Options.IncludeMetrics); includeMetricsField is the
+// member the payload gains.
+const (
+	includeMetricsKey   = "include_metrics"
+	includeMetricsField = `,"include_metrics":true`
+)
 
 // responsesBody is the body of a Responses API request: the prompt (or the
 // chat messages) as input.

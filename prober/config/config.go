@@ -141,6 +141,7 @@ var DefaultGlobalConfig = GlobalConfig{
 var DefaultTargetConfig = TargetConfig{
 	API:          client.DefaultAPI,
 	MaxBodyBytes: DefaultMaxBodyBytes,
+	ServerTiming: true,
 }
 
 // DefaultProbeConfig holds the defaults of a probe written in a file: Poisson
@@ -239,6 +240,14 @@ type TargetConfig struct {
 	// empty (or "auto", stored as empty) detects it (prober/engine,
 	// docs/engines.md).
 	Engine string `yaml:"engine,omitempty"`
+	// ServerTiming asks a vLLM target (engine: vllm, or detected) for its
+	// per-request timing with include_metrics on completions and chat
+	// requests (the server must run with --enable-per-request-metrics):
+	// each request's server queue, server TTFT and generation time, and the
+	// rest of its TTFT (llmprobe_server_*_seconds,
+	// llmprobe_ttft_overhead_seconds; docs/measurement.md). Other engines
+	// are never sent the field. Default true; false sends it to no one.
+	ServerTiming bool `yaml:"server_timing"`
 	// APIKeyFile and APIKeyEnv name where the API key is read at load (a
 	// file, relative to the config file's directory, or an environment
 	// variable); at most one is set. The key itself is returned by APIKey.

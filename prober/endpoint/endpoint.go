@@ -162,6 +162,14 @@ type Options struct {
 	// Metrics, when not nil, records every generation request into the
 	// OTLP GenAI client histograms (client.Options.Metrics).
 	Metrics *tracing.Metrics
+	// ServerTiming asks a vLLM server (configured, or detected: until the
+	// engine is known nothing is asked) for its per-request timing with
+	// include_metrics on every completions and chat request
+	// (client.Options.IncludeMetrics; the server must run with
+	// --enable-per-request-metrics to answer). Other engines are never
+	// sent the field. False (the Go zero value; the config surfaces
+	// default it to true) asks nothing.
+	ServerTiming bool
 }
 
 // NoMetrics is the Options.MetricsURL of a server whose /metrics is not to
@@ -332,6 +340,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		Tracer:           e.o.Tracer,
 		Metrics:          e.o.Metrics,
 		Provider:         e.provider,
+		IncludeMetrics:   e.includeMetrics(),
 	})
 	if err != nil {
 		return nil, err
@@ -352,6 +361,33 @@ func (e *Endpoint) provider() string {
 		return ""
 	}
 	return string(e.detected.Name())
+}
+
+// includeMetrics is the client's IncludeMetrics: nil without
+// ServerTiming, else whether the engine (configured or detected so far) is
+// vLLM, the one engine whose requests take include_metrics.
+func (e *Endpoint) includeMetrics() func() bool {
+	if !e.o.ServerTiming {
+		return nil
+	}
+	return func() bool { return e.provider() == string(engine.VLLM) }
+}
+
+// ServerTimingAsked reports whether the endpoint's requests ask the server
+// for its per-request timing now, and when not, why (for a
+// not-recorded reason).
+func (e *Endpoint) ServerTimingAsked() (bool, string) {
+	switch p := e.provider(); {
+	case !e.o.ServerTiming:
+		return false, "server_timing is off"
+	case e.o.API != client.APICompletions && e.o.API != client.APIChat:
+		return false, "vLLM returns per-request metrics on completions and chat only, not on api " + e.o.API
+	case p == "":
+		return false, "the engine is not known (set engine: vllm)"
+	case p != string(engine.VLLM):
+		return false, "engine " + p + " returns no per-request timing (vLLM's --enable-per-request-metrics only)"
+	}
+	return true, ""
 }
 
 // CloseIdleConnections closes the idle connections of the endpoint's pool

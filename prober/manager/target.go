@@ -82,6 +82,8 @@ func newTargetRunner(m *Manager, tc config.TargetConfig) (*targetRunner, error) 
 		AttributionHeaders: tc.AttributionHeaders,
 		Tracer:             m.tracer(tc),
 		Metrics:            m.opts.Metrics,
+		// include_metrics to vLLM (docs/measurement.md, "Where the TTFT went").
+		ServerTiming: tc.ServerTiming,
 	})
 	if err != nil {
 		return nil, err

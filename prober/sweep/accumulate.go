@@ -79,6 +79,11 @@ type reqSample struct {
 	itlN                      int32
 	present, ok, good         bool
 	noStream                  bool // no TTFT, TTFTText, ITL or TPOT (Record.NoStream)
+	// The server's timing (Record.ServerQueueTime, ServerTTFT,
+	// ServerGenerationTime): srvSplit when both the queue and the TTFT
+	// were reported, srvGenOK when the generation time was.
+	srvQueue, srvTTFT, srvGen time.Duration
+	srvSplit, srvGenOK        bool
 }
 
 // NewStatsAccumulator returns an empty accumulator for a step whose
@@ -102,6 +107,8 @@ func (a *StatsAccumulator) Add(i int64, r *prober.Record) {
 		reasonTok: int32(min(r.ReasoningTokens, math.MaxInt32)), answerTok: int32(min(r.AnswerTokens(), math.MaxInt32)),
 		toolCalls: int16(min(r.ToolCalls, math.MaxInt16)), reasoned: r.Reasoned(), counted: r.ReasoningTokensCounted,
 		reqOut: r.OutputTokensRequested, present: true, ok: r.OK(), noStream: r.NoStream,
+		srvQueue: r.ServerQueueTime, srvTTFT: r.ServerTTFT, srvGen: r.ServerGenerationTime,
+		srvSplit: r.HasServerQueue && r.HasServerTTFT, srvGenOK: r.HasServerGenerationTime,
 	}
 	s.in = r.PromptTokens
 	if s.in <= 0 {
@@ -237,6 +244,8 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.peaks()
 	var ttft, ttftText, ttfa, tpot, e2el, e2elSched []float64
 	var ttfr, thinking, firstTool []float64
+	var srvQueue, srvTTFT, srvGen, srvOver []float64
+	var srv ServerTimingStats
 	var rs ReasoningStats
 	lag, queue, inLens, reqOut := floats(a.n), floats(a.n), floats(a.n), floats(a.n)
 	outLens, itl := floats(a.n), floats(a.itl.len())
@@ -287,6 +296,17 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 			ttftText = append(ttftText, ms(r.ttftText))
 		}
 		ttfa = append(ttfa, ms(r.ttfa))
+		if r.srvSplit {
+			srv.Requests++
+			over := r.ttft - r.srvQueue - r.srvTTFT
+			if over < 0 {
+				srv.NegativeOverhead++
+			}
+			srvQueue, srvTTFT, srvOver = append(srvQueue, ms(r.srvQueue)), append(srvTTFT, ms(r.srvTTFT)), append(srvOver, ms(over))
+			if r.srvGenOK {
+				srvGen = append(srvGen, ms(r.srvGen))
+			}
+		}
 		if r.reasoned {
 			rs.Requests++
 			rs.ReasoningTokens += int(r.reasonTok)
@@ -345,6 +365,10 @@ func (a *StatsAccumulator) Stats(duration time.Duration) Stats {
 	if rs.Requests > 0 || rs.ToolCallRequests > 0 {
 		rs.TTFR, rs.ThinkingTime, rs.FirstToolCall = lat(ttfr, 10), lat(thinking, 11), lat(firstTool, 12)
 		s.Reasoning = &rs
+	}
+	if srv.Requests > 0 {
+		srv.Queue, srv.ServerTTFT, srv.Generation, srv.Overhead = lat(srvQueue, 13), lat(srvTTFT, 14), lat(srvGen, 15), lat(srvOver, 16)
+		s.ServerTiming = &srv
 	}
 
 	if a.poolingN > 0 {

@@ -104,6 +104,9 @@ type Config struct {
 	// detects it (prober/endpoint), else one of engine.Names ("vllm",
 	// "sglang", "tgi", "llamacpp", "ollama").
 	Engine string
+	// ServerTiming is ServerTimingAuto ("" is auto: include_metrics to a
+	// vLLM server) or ServerTimingOff (docs/measurement.md).
+	ServerTiming string
 	// Model is the model id; empty means the first of /v1/models.
 	Model string
 	// API names a row of prober/client's API table (client.APIs).
@@ -318,6 +321,12 @@ func (c *Config) HasBurst() bool {
 	return slices.ContainsFunc(c.Rates, func(r float64) bool { return math.IsInf(r, 1) })
 }
 
+// The values of Config.ServerTiming.
+const (
+	ServerTimingAuto = "auto" // include_metrics to a vLLM server
+	ServerTimingOff  = "off"  // to no server
+)
+
 // Validate checks every field, the numbers against the settings table's
 // bounds, and the rules between fields; it is the only validation of a
 // sweep's settings. An error is a *FieldError naming the field.
@@ -335,6 +344,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := engine.Parse(c.Engine); err != nil {
 		return fieldErr("Engine", "must be auto, %s, got %q", engineNames(), c.Engine)
+	}
+	switch c.ServerTiming {
+	case "", ServerTimingAuto, ServerTimingOff:
+	default:
+		return fieldErr("ServerTiming", "must be %s or %s, got %q", ServerTimingAuto, ServerTimingOff, c.ServerTiming)
 	}
 	if err := c.Workload.Validate(); err != nil {
 		if c.WorkloadSource != "" && c.WorkloadSource != "flags" && c.Workload.Dataset == nil {

@@ -28,7 +28,8 @@
 // proof and /metrics snapshots), probe.go (the closed-loop throughput
 // probe before --rates auto), accumulate.go and stats.go (StatsAccumulator:
 // vllm bench serve's figures plus llmprobe's extras, from Records fed one
-// at a time), server.go (server-side deltas), validity.go (Judge:
+// at a time), servertiming.go (why a step has no per-request server
+// timing), server.go (server-side deltas), validity.go (Judge:
 // client-saturated, not-idle, errors, interrupted), knee.go (LadderKnee)
 // and search.go (Search; searchopts.go: SearchOptions and its defaults),
 // written against plain StepOutcomes so they can be

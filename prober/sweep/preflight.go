@@ -45,6 +45,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		Logger:       r.logger,
 		MetricsURL:   c.MetricsURL,
 		Engine:       eng,
+		ServerTiming: c.ServerTiming != ServerTimingOff,
 		Tracer:       c.tracer(),
 		NewRequestID: func() string { return fmt.Sprintf("llmprobe-%s-calibrate-%d", r.runID, calib.Add(1)) },
 		// Which backend answered (docs/discovery.md).

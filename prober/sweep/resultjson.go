@@ -321,6 +321,7 @@ func (r *Result) stepKeys(s *Step) object {
 		optional("pooling", &st.Pooling, st.Pooling != nil),
 		optional("images", &st.Images, st.Images != nil),
 		optional("speculative_decoding", &st.SpecDecode, st.SpecDecode != nil),
+		optional("server_timing", &st.ServerTiming, st.ServerTiming != nil),
 		field{key: "send_lag_ms", v: &st.SendLag},
 		field{key: "client_queue_time_ms", v: &st.QueueTime},
 		field{key: "e2el_from_scheduled_ms", v: &st.E2ELFromScheduled},

@@ -105,6 +105,11 @@ var settingsTable = []Setting{
 		Doc: "The server's engine, whose metric names the idle proofs, server-side figures and the throughput " +
 			"probe read: auto (detected from /metrics names, /v1/models owned_by or the engine's info endpoint), vllm, " +
 			"sglang, tgi, llamacpp or ollama. See docs/engines.md."},
+	{Field: "ServerTiming", Flag: "server-timing", Kind: KindString, Default: ServerTimingAuto, Surfaces: SurfaceSweep | SurfaceCompare,
+		Doc: "Per-request server timing: auto asks a vLLM server (configured with --engine or detected) for its " +
+			"per-request metrics with include_metrics on completions and chat requests (vLLM must run with " +
+			"--enable-per-request-metrics), so that each request's TTFT splits into server queue, server TTFT and the rest " +
+			"(records.jsonl, result.json, analysis.md); off sends it to no server. See docs/measurement.md."},
 	{Field: "Timeout", Flag: "timeout", Kind: KindDuration, Default: DefaultTimeout.String(), Bound: Bound{HasMin: true, MinOpen: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Total time limit of one request."},
 	{Field: "TTFTTimeout", Flag: "ttft-timeout", Kind: KindDuration, Default: "0s", Bound: Bound{HasMin: true, Max: float64(MaxTimeout), HasMax: true, MaxText: knob.TimeoutText}, Surfaces: SurfaceSweep | SurfaceCompare,

@@ -66,6 +66,9 @@ func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
 		// The target's GPU energy source (issue 38).
 		GPUMetricsURL: t.GPUMetricsURL, GPUSelector: t.GPUSelector,
 	}
+	if !t.ServerTiming {
+		c.ServerTiming = ServerTimingOff // the target's server_timing: false
+	}
 	if err := applySpecSettings(s, &c); err != nil {
 		return c, specError(err)
 	}

@@ -140,6 +140,11 @@ type Stats struct {
 	// when no successful request carried them with a token drafted
 	// (result.json "speculative_decoding").
 	SpecDecode *SpecDecodeStats
+	// ServerTiming holds the per-request server timing split of the TTFT
+	// (vLLM's per-request metrics); nil when no successful streamed
+	// request carried it, and then the step runner puts the reason there
+	// (result.json "server_timing").
+	ServerTiming *ServerTimingStats
 	// SendLag is the client's own lateness (actual - intended send, minus
 	// any concurrency-slot wait), over every request.
 	SendLag Latency
@@ -320,6 +325,29 @@ type SpecDecodeStats struct {
 	Drafted        int     `json:"draft_tokens"`
 	Accepted       int     `json:"accepted_tokens"`
 	AcceptanceRate float64 `json:"acceptance_rate"`
+}
+
+// ServerTimingStats split a step's TTFT per request (result.json
+// "server_timing"; docs/measurement.md, "Where the TTFT went, per
+// request"): over its successful streamed requests whose response carried
+// vLLM's per-request metrics with both the queue and the TTFT
+// (Record.HasServerQueue, HasServerTTFT; Requests of them), the server's
+// queue time (queued to scheduled), its TTFT (scheduled to the first
+// token: the prefill), its generation time (first to last token) and the
+// Overhead, the client's TTFT minus both (network, gateways, the HTTP
+// frontend, tokenization, the first event's flush), all in ms. A negative
+// overhead (the server's figures exceed the client's TTFT) is kept as it
+// is in the quantiles and counted in NegativeOverhead. NotRecorded says
+// why a step has none (the engine, the setting, or a vLLM without
+// --enable-per-request-metrics); empty when Requests > 0.
+type ServerTimingStats struct {
+	Requests         int     `json:"requests"`
+	Queue            Latency `json:"server_queue_ms"`
+	ServerTTFT       Latency `json:"server_ttft_ms"`
+	Generation       Latency `json:"server_generation_ms"`
+	Overhead         Latency `json:"ttft_overhead_ms"`
+	NegativeOverhead int     `json:"negative_overhead_requests"`
+	NotRecorded      string  `json:"not_recorded,omitempty"`
 }
 
 // ReasoningStats are a step's reasoning and tool-call figures (result.json

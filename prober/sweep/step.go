@@ -142,6 +142,9 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	}
 	st.Interrupted = ctx.Err() != nil
 	st.Stats = acc.Stats(dur)
+	if st.Stats.ServerTiming == nil {
+		st.Stats.ServerTiming = &ServerTimingStats{NotRecorded: r.serverTimingReason()}
+	}
 	var after *scrape.Snapshot
 	if st.Interrupted {
 		_ = r.sink.Snapshot(Snapshot{Step: idx, Label: label, Phase: PhaseAfter, Time: time.Now(), NotRecorded: "interrupted"})

@@ -68,6 +68,11 @@ func LLMProbeRegistry() (*prometheus.Registry, error) {
 	pm.Observe(&prober.Record{Target: "t", Probe: "p", TTFT: time.Millisecond, TTFR: time.Millisecond,
 		ThinkingTime: time.Millisecond, TTFTText: 2 * time.Millisecond, E2E: 3 * time.Millisecond, ReasoningTokens: 1,
 		CompletionTokens: 2}, slo.Verdict{Good: true})
+	// The server timing histograms appear with the first response that
+	// carried vLLM's per-request metrics.
+	pm.Observe(&prober.Record{Target: "t", Probe: "p", TTFT: 3 * time.Millisecond, E2E: 3 * time.Millisecond,
+		ServerQueueTime: time.Millisecond, ServerTTFT: time.Millisecond, HasServerQueue: true, HasServerTTFT: true,
+		CompletionTokens: 1}, slo.Verdict{Good: true})
 	sw := probemetrics.NewSweeps(reg)
 	sw.SweepRunning("t", false)
 	sw.SweepScheduled("t", "s", time.Hour)
