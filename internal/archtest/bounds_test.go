@@ -188,6 +188,7 @@ var notUserBounds = map[string]string{
 	"MinPromptEcho":         "the shortest prompt echo the scrubber removes",
 	"MaxKneeSamples":        "the bootstrap's sample cap; a larger step's interval says so",
 	"MinSLOSamples":         "a statistical rule (a p99 needs 100 samples)",
+	"MinCacheHitTokens":     "a classification threshold (a prefix-cache hit from one vLLM block), not a limit",
 	"MinSendsOverLimit":     "a validity rule",
 	"MinSizingBackoff":      "a retry delay",
 	"MaxSizingBackoff":      "a retry delay",
