@@ -68,7 +68,7 @@ func (m *Metrics) observeSession(pm *probeMetrics, r *prober.Record) {
 	j := 2 // not reported
 	if r.OK() && r.CachedTokensReported {
 		j = 1
-		if r.CachedTokens > 0 {
+		if r.CacheHit() {
 			j = 0
 		}
 	}

@@ -92,7 +92,7 @@ func (a *SessionAffinity) add(rec *prober.Record) {
 	}
 	if rec.Turn > 1 && rec.OK() && rec.CachedTokensReported {
 		a.CacheReported++
-		if rec.CachedTokens > 0 {
+		if rec.CacheHit() {
 			a.CacheHits++
 		}
 	}
