@@ -132,7 +132,7 @@ func TestInvalid(t *testing.T) {
 		want string // after "testdata/invalid-<name>.yml"
 	}{
 		{"bad-api", `:4: targets[0].api: must be completions, chat, responses, embeddings, rerank or messages, got "images"`},
-		{"multi-turn-completions", `:9: targets[0].probes[0].workload.multi_turn: needs the target's api: chat (a session's context is a list of chat messages), the target has api: completions`},
+		{"multi-turn-completions", `:9: targets[0].probes[0].workload.multi_turn: needs the target's api: chat or messages (a session's context is a list of chat messages), the target has api: completions`},
 		{"multi-turn-turns", `:10: targets[0].probes[0].workload.multi_turn.turns: can draw 100 turns, more than the 64 a session may have`},
 		{"multi-turn-think-time", `:11: targets[0].probes[0].workload.multi_turn.think_time: must be between 0s and 10m0s, got -2s`},
 		{"multi-turn-unknown-key", `:9: targets[0].probes[0].workload.multi_turn.max_context: unknown key`},
