@@ -47,7 +47,7 @@ func TestSweepBadFlags(t *testing.T) {
 		{"bad metadata", []string{"--metadata", "duration=3"}, `llmprobe: error: --metadata: key "duration" is reserved` + "\n"},
 		{"bad target", []string{"--target", "localhost:8000"}, `llmprobe: error: --target: must be an http:// or https:// URL, got "localhost:8000"` + "\n"},
 		{"unknown arrival", []string{"--arrival", "weird"}, "llmprobe: error: --arrival: "},
-		{"unknown api", []string{"--api", "foo"}, `llmprobe: error: --api: must be completions, chat, responses, embeddings or rerank, got "foo"` + "\n"},
+		{"unknown api", []string{"--api", "foo"}, `llmprobe: error: --api: must be completions, chat, responses, embeddings, rerank or messages, got "foo"` + "\n"},
 		{"unknown engine", []string{"--engine", "llama.cpp"}, `llmprobe: error: --engine: must be auto, vllm, sglang, tgi, llamacpp, ollama, got "llama.cpp"` + "\n"},
 		{"bad auto-start", []string{"--auto-start", "fast"}, `llmprobe: error: --auto-start: must be probe or a rate > 0 in req/s, got "fast"` + "\n"},
 		{"bad step byte cap", []string{"--max-step-bytes", "lots"}, `llmprobe: error: --max-step-bytes: invalid size "lots"`},

@@ -35,9 +35,9 @@ func TestSweepAnswerChecksFlag(t *testing.T) {
 			"llmprobe: error: --answer-checks: answer check set: open " + filepath.Join(dir, "none.jsonl") + ": no such file or directory\n"},
 		{"bad line", []string{"--answer-checks", bad}, "llmprobe: error: --answer-checks: " + bad + ":1: number: must be a number, got string\n"},
 		{"messages on completions", []string{"--answer-checks", msgs},
-			"llmprobe: error: --answer-checks: check greet: messages need a chat target (api: chat), this one is completions\n"},
+			"llmprobe: error: --answer-checks: check greet: messages need a chat target (api: chat or messages), this one is completions\n"},
 		{"embeddings", []string{"--answer-checks", "builtin", "--api", "embeddings"},
-			"llmprobe: error: --answer-checks: answer checks judge a generated reply: they need --api completions, chat or responses, not embeddings\n"},
+			"llmprobe: error: --answer-checks: answer checks judge a generated reply: they need --api completions, chat, responses or messages, not embeddings\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

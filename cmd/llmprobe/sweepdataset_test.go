@@ -131,7 +131,7 @@ func TestSweepDatasetRefused(t *testing.T) {
 		want string
 	}{
 		{"broken line", []string{"--dataset", bad}, "llmprobe: error: --dataset: " + bad + ":2: max_tokens: must be a number, got string\n"},
-		{"messages need chat", []string{"--dataset", msgs}, "llmprobe: error: --api: the dataset " + msgs + " has messages entries (chat conversations): they need --api chat\n"},
+		{"messages need chat", []string{"--dataset", msgs}, "llmprobe: error: --api: the dataset " + msgs + " has messages entries (chat conversations): they need --api chat or messages\n"},
 		{"input-len too", []string{"--dataset", msgs, "--input-len", "5"}, "llmprobe: error: --dataset: the dataset's prompts set the input lengths: drop --input-len\n"},
 		{"shuffle too small", []string{"--dataset", msgs, "--api", "chat", "--dataset-sampling", "shuffle"},
 			"llmprobe: error: --dataset: sampling shuffle (without replacement): a step sends up to 4 requests (2 warmups included) but the dataset has 1 usable entries"},

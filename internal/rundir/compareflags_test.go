@@ -84,7 +84,7 @@ func TestCompareFlagsRefused(t *testing.T) {
 		// config is built (applyAnswerChecks, Config.Validate).
 		{"answer-checks file", []string{"--rates", "1", "--answer-checks", filepath.Join(t.TempDir(), "none.jsonl")}, "--answer-checks: ", false},
 		{"answer-checks messages on completions", []string{"--rates", "1", "--answer-checks", messagesSet},
-			"--answer-checks: check greet: messages need a chat target (api: chat), this one is completions", false},
+			"--answer-checks: check greet: messages need a chat target (api: chat or messages), this one is completions", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,6 +65,9 @@ func (s *Simulator) routes() http.Handler {
 		handle(http.MethodPost, "/v1/responses", func(w http.ResponseWriter, r *http.Request) {
 			s.generate(w, r, kindResponses)
 		})
+		handle(http.MethodPost, "/v1/messages", func(w http.ResponseWriter, r *http.Request) {
+			s.generate(w, r, kindMessages) // messages.go
+		})
 		handle(http.MethodPost, "/v1/embeddings", s.handleEmbeddings) // embed.go
 		handle(http.MethodPost, "/rerank", s.handleRerank)
 		handle(http.MethodPost, "/v1/rerank", s.handleRerank)

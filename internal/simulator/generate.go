@@ -139,6 +139,8 @@ type call struct {
 	dripped bool
 	tr      TraceRecord
 	buf     []byte
+	// anthropic: errors in the Messages API's shape (messages.go).
+	anthropic bool
 }
 
 var errInterrupted = errors.New("interrupted")
@@ -196,7 +198,11 @@ func (c *call) event(payload []byte, content bool) error {
 
 // fail answers with a vLLM-shaped error.
 func (c *call) fail(e *apiError) {
-	writeError(c.w, e)
+	if c.anthropic {
+		writeJSON(c.w, e.Status, anthropicError(e))
+	} else {
+		writeError(c.w, e)
+	}
 	c.rc.Flush()
 	c.tr.Status = e.Status
 	c.tr.HeadersNS = time.Now().UnixNano()
@@ -228,7 +234,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 	w.Header().Set("X-Request-Id", rid)
 	replica := s.servedBy(w.Header(), r, reqNo)
 	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
-		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}}
+		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}, anthropic: kind == kindMessages}
 	if s.trace != nil {
 		defer func() {
 			if err := s.trace.write(&c.tr); err != nil {
@@ -276,10 +282,15 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 		id = "chatcmpl-" + rid
 	case kindResponses:
 		id = "resp_" + rid
+	case kindMessages:
+		id = "msg_" + rid
 	}
 	switch {
 	case g.stream && kind == kindResponses:
 		s.streamResponses(c, g, seq, fp, id)
+		return
+	case g.stream && kind == kindMessages:
+		s.streamMessages(c, g, seq, fp, id) // messages.go
 		return
 	}
 	if g.stream {
@@ -389,6 +400,10 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 	}
 	if g.kind == kindResponses {
 		s.completeResponses(c, g, seq, produced, reason, id)
+		return
+	}
+	if g.kind == kindMessages {
+		s.completeMessages(c, g, seq, produced, reason, id) // messages.go
 		return
 	}
 	created := time.Now().Unix()

@@ -11,6 +11,7 @@ const (
 	kindCompletion apiKind = iota
 	kindChat
 	kindResponses // POST /v1/responses (reasoning.go, respapi.go)
+	kindMessages  // POST /v1/messages, Anthropic Messages (messages.go)
 )
 
 type streamOptions struct {
@@ -34,6 +35,7 @@ type genRequestJSON struct {
 	IncludeMetrics      bool            `json:"include_metrics"`
 	featureFields                       // logprobs, response_format, sampling (features.go)
 	reasoningFields                     // reasoning, tools, the Responses API's input (reasoning.go)
+	messagesFields                      // the Messages API's system and stop_sequences (messages.go)
 }
 
 // genRequest is a validated generation request.
@@ -82,6 +84,11 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 		return nil, e
 	}
 	g := &genRequest{kind: kind, ignoreEOS: body.IgnoreEOS, stream: body.Stream, includeMetrics: body.IncludeMetrics}
+	if kind == kindMessages {
+		if e := messagesRequest(&body); e != nil { // messages.go: in chat's terms
+			return nil, e
+		}
+	}
 	if e := s.parseFeatures(&body, g); e != nil {
 		return nil, e
 	}
@@ -111,7 +118,7 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 			sixteen := 16 // vLLM's (and OpenAI's) completions default
 			maxTokens = &sixteen
 		}
-	case kindChat:
+	case kindChat, kindMessages:
 		if body.Messages == nil || len(*body.Messages) == 0 {
 			return nil, badRequest("messages", "messages must be a non-empty list")
 		}

@@ -224,7 +224,7 @@ func (s *Simulator) LogStartup(addr string) {
 		EngineGeneric:  "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /version /health (every other GET: the version)",
 	}[c.Engine]
 	if endpoints == "" {
-		endpoints = "/v1/models /v1/completions /v1/chat/completions /v1/responses /v1/embeddings /rerank /v1/rerank /score /tokenize /detokenize /version /health /metrics"
+		endpoints = "/v1/models /v1/completions /v1/chat/completions /v1/responses /v1/messages /v1/embeddings /rerank /v1/rerank /score /tokenize /detokenize /version /health /metrics"
 	}
 	persona := c.Engine
 	if persona == "" {

@@ -21,6 +21,7 @@ const (
 	APIResponses   = "responses"
 	APIEmbeddings  = "embeddings"
 	APIRerank      = "rerank"
+	APIMessages    = "messages" // Anthropic Messages (messages.go)
 	// DefaultAPI is the API of a target, sweep or Options naming none.
 	DefaultAPI = APICompletions
 )
@@ -61,6 +62,7 @@ const (
 	decodeChoices   decoding = iota // OpenAI choices: chunk.go, nostream.go
 	decodeResponses                 // the Responses API: respevent.go
 	decodePooling                   // a pooling answer: pooling.go
+	decodeMessages                  // the Anthropic Messages API: messages.go
 )
 
 var apis = []API{
@@ -75,6 +77,8 @@ var apis = []API{
 		body: embeddingsBody, decode: decodePooling},
 	{Name: APIRerank, Paths: []string{RerankV1, RerankBare, RerankScore}, Operation: tracing.OperationRerank, Pooling: true,
 		Query: true, body: rerankBody, decode: decodePooling},
+	{Name: APIMessages, Paths: []string{"/v1/messages"}, Operation: tracing.OperationChat, Streams: true,
+		Messages: true, Conversations: true, streamEnd: "message_stop", body: messagesBody, decode: decodeMessages},
 }
 
 // APIs returns the rows of the API table in order (a copy).

@@ -37,13 +37,13 @@ func TestAPITable(t *testing.T) {
 		t.Errorf("DefaultAPI %q is no row", DefaultAPI)
 	}
 	_, err := ParseAPI("images")
-	if want := `must be completions, chat, responses, embeddings or rerank, got "images"`; err == nil || err.Error() != want {
+	if want := `must be completions, chat, responses, embeddings, rerank or messages, got "images"`; err == nil || err.Error() != want {
 		t.Errorf("ParseAPI(images) = %v, want %s", err, want)
 	}
 	if got := NamesWith(WithImages, "and"); got != "chat and responses" {
 		t.Errorf("NamesWith(images) = %q", got)
 	}
-	if got := NamesWith(WithConversations, "or"); got != "chat" {
+	if got := NamesWith(WithConversations, "or"); got != "chat or messages" {
 		t.Errorf("NamesWith(conversations) = %q", got)
 	}
 }

@@ -611,6 +611,9 @@ func (c *Client) setHeaders(h http.Header, req *Request) {
 	if req.ID != "" {
 		h["X-Request-Id"] = []string{req.ID}
 	}
+	if c.api.decode == decodeMessages {
+		c.setMessagesHeaders(h) // messages.go
+	}
 }
 
 // read checks and measures the response of one attempt. timeout is the

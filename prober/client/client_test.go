@@ -766,7 +766,7 @@ func TestNew(t *testing.T) {
 		{name: "completions default", opts: Options{BaseURL: "http://h:8000"}, wantURL: "http://h:8000/v1/completions"},
 		{name: "trailing slash and v1", opts: Options{BaseURL: "http://h:8000/v1/"}, wantURL: "http://h:8000/v1/completions"},
 		{name: "path prefix", opts: Options{BaseURL: "https://gw/llm", API: APIChat}, wantURL: "https://gw/llm/v1/chat/completions"},
-		{name: "bad api", opts: Options{BaseURL: "http://h", API: "images"}, wantErr: `api must be completions, chat, responses, embeddings or rerank, got "images"`},
+		{name: "bad api", opts: Options{BaseURL: "http://h", API: "images"}, wantErr: `api must be completions, chat, responses, embeddings, rerank or messages, got "images"`},
 		{name: "no scheme", opts: Options{BaseURL: "h:8000"}, wantErr: "want http(s)://"},
 		{name: "password redacted", opts: Options{BaseURL: "ftp://u:pw@h"}, wantErr: `base url "ftp://u:xxxxx@h"`},
 		{name: "negative timeout", opts: Options{BaseURL: "http://h", StallTimeout: -1}, wantErr: "stall_timeout must not be negative"},

@@ -38,6 +38,7 @@ type measurer struct {
 
 	c           chunk
 	re          respEvent
+	me          msgEvent   // the Messages API (messages.go)
 	tools       *toolCalls // Request.Tools: the calls assembled (nil when off)
 	toolList    []Tool
 	checkTool   func(name string, args []byte) error
@@ -142,6 +143,12 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		}
 		if m.api.decode == decodeResponses {
 			if class, msg, fromServer, end := m.respEvent(at, since, ev.Data); end {
+				return class, msg, fromServer
+			}
+			continue
+		}
+		if m.api.decode == decodeMessages {
+			if class, msg, fromServer, end := m.msgEvent(at, since, ev.Data); end {
 				return class, msg, fromServer
 			}
 			continue

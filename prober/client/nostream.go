@@ -229,6 +229,8 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		return m.measureResponses(body, end)
 	case decodePooling:
 		return m.measurePooling(body, end) // pooling.go
+	case decodeMessages:
+		return m.measureMessages(body, end) // messages.go
 	}
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil {

@@ -40,7 +40,7 @@ func TestAnswerChecksInvalid(t *testing.T) {
 		{"no-set", `:6: targets[0].probes[0].answer_checks.set: required: builtin or the path of a JSONL check set`},
 		{"unknown-key", `:8: targets[0].probes[0].answer_checks.seed: unknown key (seed belongs in a probe)`},
 		{"bad-file", `:7: targets[0].probes[0].answer_checks.set: testdata/answers/bad.jsonl:2: number: must be a number, got string`},
-		{"messages-completions", `:7: targets[0].probes[0].answer_checks.set: check "hello" has messages: they need api: chat`},
+		{"messages-completions", `:7: targets[0].probes[0].answer_checks.set: check "hello" has messages: they need api: chat or messages`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := "testdata/answers/invalid-" + tc.name + ".yml"

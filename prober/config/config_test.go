@@ -131,8 +131,8 @@ func TestInvalid(t *testing.T) {
 		name string
 		want string // after "testdata/invalid-<name>.yml"
 	}{
-		{"bad-api", `:4: targets[0].api: must be completions, chat, responses, embeddings or rerank, got "images"`},
-		{"multi-turn-completions", `:9: targets[0].probes[0].workload.multi_turn: needs the target's api: chat (a session's context is a list of chat messages), the target has api: completions`},
+		{"bad-api", `:4: targets[0].api: must be completions, chat, responses, embeddings, rerank or messages, got "images"`},
+		{"multi-turn-completions", `:9: targets[0].probes[0].workload.multi_turn: needs the target's api: chat or messages (a session's context is a list of chat messages), the target has api: completions`},
 		{"multi-turn-turns", `:10: targets[0].probes[0].workload.multi_turn.turns: can draw 100 turns, more than the 64 a session may have`},
 		{"multi-turn-think-time", `:11: targets[0].probes[0].workload.multi_turn.think_time: must be between 0s and 10m0s, got -2s`},
 		{"multi-turn-session-header", `:11: targets[0].probes[0].workload.multi_turn.session_header: "X Session" is not a header name (character ' ')`},
@@ -163,7 +163,7 @@ func TestInvalid(t *testing.T) {
 		{"duplicate-key", `:4: targets[0].name: duplicate key (first defined at line 2)`},
 		{"duplicate-probe", `:7: targets[0].probes[1].name: duplicate probe name "small" (also probes[0])`},
 		{"duplicate-target", `:4: targets[1].name: duplicate target name "sim" (also targets[0])`},
-		{"empty-api", `:4: targets[0].api: must be completions, chat, responses, embeddings or rerank, got ""`},
+		{"empty-api", `:4: targets[0].api: must be completions, chat, responses, embeddings, rerank or messages, got ""`},
 		{"empty-entry", `:7: targets[0].probes[1]: empty list entry`},
 		{"goodput-objective", `:4: targets[0].goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 99`},
 		{"global-goodput-objective", `:2: global.goodput_objective: must be > 0 and < 1 (e.g. 0.99 for 99 %), got 1`},
@@ -311,7 +311,7 @@ func TestMultipleProblems(t *testing.T) {
 		want := []string{
 			path + `:7: targets[0].probes[0].arrival: must be one of poisson, gamma, constant, got "gamma2"`,
 			path + `:8: targets[0].probes[0].rate: must be > 0, got -2`,
-			path + `:13: targets[1].api: must be completions, chat, responses, embeddings or rerank, got "images"`,
+			path + `:13: targets[1].api: must be completions, chat, responses, embeddings, rerank or messages, got "images"`,
 		}
 		if err == nil || err.Error() != strings.Join(want, "\n") {
 			t.Fatalf("error\n got: %v\nwant: %s", err, strings.Join(want, "\n"))
@@ -363,7 +363,7 @@ func TestMultipleProblems(t *testing.T) {
 		{"key of an invalid target not read",
 			"targets:\n  - {name: a, base_url: http://x, api: x, api_key_env: LLMPROBE_TEST_NEVER_SET}\n  - {name: b, base_url: http://y, api_key_env: LLMPROBE_TEST_NEVER_SET}\n",
 			[]string{
-				`f.yml:2: targets[0].api: must be completions, chat, responses, embeddings or rerank, got "x"`,
+				`f.yml:2: targets[0].api: must be completions, chat, responses, embeddings, rerank or messages, got "x"`,
 				`f.yml:3: targets[1].api_key_env: environment variable LLMPROBE_TEST_NEVER_SET is not set`,
 			}},
 	}
@@ -687,7 +687,7 @@ func TestForTarget(t *testing.T) {
 		{"nested path", "https://gw/models/qwen-7b", "", "", "gw_models_qwen-7b", ""},
 		{"escaped path", "http://gw/a b", "", "", "gw_a_20b", ""},
 		{"bad scheme", "vllm:8000", "", "", "", "base_url: scheme must be http or https, got \"vllm\""},
-		{"bad api", "http://vllm:8000", "", "images", "", `api: must be completions, chat, responses, embeddings or rerank, got "images"`},
+		{"bad api", "http://vllm:8000", "", "images", "", `api: must be completions, chat, responses, embeddings, rerank or messages, got "images"`},
 		{"credentials", "http://u:hunter2@vllm:8000", "", "", "", "base_url: must not contain credentials (user:password@); use api_key_file or api_key_env"},
 	}
 	for _, tt := range tests {

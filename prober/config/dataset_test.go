@@ -36,7 +36,7 @@ func TestProbeDataset(t *testing.T) {
 	}
 	for _, tc := range []struct{ workload, want string }{
 		{"{dataset: {path: bad.jsonl}}", cfgFile + ":7: targets[0].probes[0].workload.dataset: " + filepath.Join(dir, "bad.jsonl") + ":2: prompt: must be a string, got number"},
-		{"{dataset: {path: msgs.jsonl}}", "workload.dataset: " + filepath.Join(dir, "msgs.jsonl") + " has messages entries (chat conversations): they need api: chat"},
+		{"{dataset: {path: msgs.jsonl}}", "workload.dataset: " + filepath.Join(dir, "msgs.jsonl") + " has messages entries (chat conversations): they need api: chat or messages"},
 		{"{dataset: {path: noout.jsonl}}", "workload.dataset: " + filepath.Join(dir, "noout.jsonl") + ":1: max_tokens or output_tokens: required"},
 		{"{dataset: {path: good.jsonl, sampling: shuffle}}", "workload.dataset: sampling shuffle (without replacement) ends when the entries do"},
 		{"{dataset: {path: good.jsonl, sampling: often}}", "workload.dataset: sampling: must be one of"},

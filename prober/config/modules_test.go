@@ -122,7 +122,7 @@ func TestProbeAllowed(t *testing.T) {
 func TestModuleErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"rate in a module", "modules:\n  m:\n    rate: 1\n", "f.yml:3: modules.m.rate: unknown key"},
-		{"bad api", "modules:\n  m:\n    api: images\n", `f.yml:3: modules.m.api: must be completions, chat, responses, embeddings or rerank, got "images"`},
+		{"bad api", "modules:\n  m:\n    api: images\n", `f.yml:3: modules.m.api: must be completions, chat, responses, embeddings, rerank or messages, got "images"`},
 		{"bad workload", "modules:\n  m:\n    workload:\n      input_tokens: {dist: normal}\n",
 			`f.yml:4: modules.m.workload.input_tokens: unknown dist "normal" (one of fixed, uniform, lognormal, choice)`},
 		{"bad header", "modules:\n  m:\n    attribution_headers: [\"x y\"]\n",

@@ -259,7 +259,7 @@ func TestSweepAnswerChecksFile(t *testing.T) {
 		{"  - name: q\n    every: 1h\n    rates: [1]\n    answer_checks: bad-data.jsonl\n",
 			cfg + ":8: targets[0].sweeps[0].answer_checks: " + filepath.Join(dir, "bad-data.jsonl") + ":1: id: required"},
 		{"  - name: q\n    every: 1h\n    rates: [1]\n    answer_checks: checks.jsonl\n",
-			cfg + ":8: targets[0].sweeps[0].answer_checks: check greet: messages need a chat target (api: chat), this one is completions"},
+			cfg + ":8: targets[0].sweeps[0].answer_checks: check greet: messages need a chat target (api: chat or messages), this one is completions"},
 	} {
 		_, err := parse("", tc.sweeps)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

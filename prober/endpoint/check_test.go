@@ -41,7 +41,7 @@ func TestNewCheckRequest(t *testing.T) {
 		t.Errorf("chat with messages: %+v, %v", r.Messages, err)
 	}
 	if _, err := endpoint.NewCheckRequest(client.APICompletions, "id-4", msgs); err == nil ||
-		err.Error() != "messages need a chat target (api: chat), this one is completions" {
+		err.Error() != "messages need a chat target (api: chat or messages), this one is completions" {
 		t.Errorf("messages on completions: %v", err)
 	}
 	// Each request collects into a buffer of its own.

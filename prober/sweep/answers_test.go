@@ -282,7 +282,7 @@ func TestConfigAnswerChecks(t *testing.T) {
 	f(client.APICompletions, answer.Builtin(), "")
 	f(client.APIChat, msgs, "")
 	f(client.APIResponses, answer.Builtin(), "")
-	f(client.APICompletions, msgs, "AnswerChecks: check greet: messages need a chat target (api: chat), this one is completions")
-	f(client.APIEmbeddings, answer.Builtin(), "AnswerChecks: answer checks judge a generated reply: they need --api completions, chat or responses, not embeddings")
+	f(client.APICompletions, msgs, "AnswerChecks: check greet: messages need a chat target (api: chat or messages), this one is completions")
+	f(client.APIEmbeddings, answer.Builtin(), "AnswerChecks: answer checks judge a generated reply: they need --api completions, chat, responses or messages, not embeddings")
 	f(client.APIChat, &answer.Set{Name: "empty"}, "AnswerChecks: the set empty has no checks")
 }

@@ -145,7 +145,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "rates and concurrency", mutate: func(c *Config) { c.Concurrency = []int{1} }, wantErr: "Concurrency: give --rates or --concurrency, not both"},
 		{name: "closed loop with a cap", mutate: func(c *Config) { c.Rates, c.Concurrency, c.MaxConcurrency = nil, []int{2}, 3 },
 			wantErr: "MaxConcurrency: applies to --rates only"},
-		{name: "bad api", mutate: func(c *Config) { c.API = "images" }, wantErr: `API: must be completions, chat, responses, embeddings or rerank, got "images"`},
+		{name: "bad api", mutate: func(c *Config) { c.API = "images" }, wantErr: `API: must be completions, chat, responses, embeddings, rerank or messages, got "images"`},
 		{name: "bad arrival", mutate: func(c *Config) { c.Arrival = "uniform" }, wantErr: `Arrival: must be one of poisson, gamma, constant, got "uniform"`},
 		{name: "bad burstiness", mutate: func(c *Config) { c.Burstiness = 0 }, wantErr: "Burstiness: must be between 0.01 and 1000"},
 		{name: "prompts and duration", mutate: func(c *Config) { c.Duration = time.Second }, wantErr: "NumPrompts: give --num-prompts or --duration per step, not both"},

@@ -72,9 +72,10 @@ var settingsTable = []Setting{
 		CompareDoc: "Model id requested from both sides (--baseline-model and --candidate-model override it). " +
 			"Default: each side's first /v1/models entry."},
 	{Field: "API", Flag: "api", Kind: KindString, Default: client.DefaultAPI, Surfaces: SurfaceSweep | SurfaceCompare,
-		Doc: "OpenAI API to call: completions (/v1/completions), chat (/v1/chat/completions), responses " +
-			"(/v1/responses, the Responses API's event stream), embeddings (/v1/embeddings) or rerank " +
-			"(/v1/rerank, --rerank-path); embeddings and rerank are sent non-streamed and measured by E2E."},
+		Doc: "API to call: completions (/v1/completions), chat (/v1/chat/completions), responses " +
+			"(/v1/responses, the Responses API's event stream), embeddings (/v1/embeddings), rerank " +
+			"(/v1/rerank, --rerank-path) or messages (/v1/messages, the Anthropic Messages API's event stream); " +
+			"embeddings and rerank are sent non-streamed and measured by E2E."},
 	{Field: "BatchSize", Flag: "batch-size", Kind: KindInt, Default: "1", Bound: Bound{HasMin: true, Max: float64(client.MaxInputs), HasMax: true}, Unit: "inputs", Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Inputs per embeddings request, documents per rerank query (api embeddings and rerank only; " +
 			"each input's length is drawn from the input length distribution; 0 is 1; the other APIs ignore it)."},
