@@ -133,6 +133,14 @@ type Options struct {
 	// learn the engine after the client is built) and must be cheap and
 	// safe for concurrent use. ExtraBody may not set include_metrics then.
 	IncludeMetrics func() bool
+	// BothOutputLimits, when set and returning true, sends a chat
+	// request's output limit as max_tokens beside max_completion_tokens:
+	// Ollama reads only max_tokens (a chat probe ran minutes long without
+	// it), vLLM, SGLang, TGI and llama.cpp read either, and OpenAI's own
+	// reasoning models refuse max_tokens, so the endpoint sends both only
+	// to a server whose engine it knows. Asked per request, as
+	// IncludeMetrics.
+	BothOutputLimits func() bool
 	// Metrics, when not nil, records every generation request (not the
 	// pooling APIs') into the OTLP GenAI client histograms
 	// (tracing.Metrics: duration, time to first chunk, time per output

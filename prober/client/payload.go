@@ -20,6 +20,7 @@ type chatPayload struct {
 	Model               string          `json:"model,omitempty"`
 	Messages            any             `json:"messages"` // []Message, or withImages' parts
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"` // Options.BothOutputLimits
 	MinTokens           int             `json:"min_tokens,omitempty"`
 	IgnoreEOS           bool            `json:"ignore_eos,omitempty"`
 	Stream              bool            `json:"stream"`
@@ -113,7 +114,7 @@ func completionsBody(_ *Client, req *Request, model string, so *streamOptions, t
 }
 
 // chatBody is the body of a chat request.
-func chatBody(_ *Client, req *Request, model string, so *streamOptions, top *int) any {
+func chatBody(c *Client, req *Request, model string, so *streamOptions, top *int) any {
 	var msgs any = req.Messages
 	if req.Messages == nil {
 		msgs = []Message{}
@@ -124,6 +125,9 @@ func chatBody(_ *Client, req *Request, model string, so *streamOptions, top *int
 	p := chatPayload{Model: model, Messages: msgs, MaxCompletionTokens: req.MaxTokens,
 		MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, Stream: !req.NoStream, StreamOptions: so,
 		Logprobs: req.Logprobs, TopLogprobs: top, ReasoningEffort: req.ReasoningEffort, ToolChoice: toolChoice(req.ToolChoice, false)}
+	if c.o.BothOutputLimits != nil && c.o.BothOutputLimits() {
+		p.MaxTokens = req.MaxTokens
+	}
 	for _, t := range req.Tools {
 		p.Tools = append(p.Tools, chatTool{Type: "function", Function: functionSpec(t)})
 	}

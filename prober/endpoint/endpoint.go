@@ -341,6 +341,7 @@ func (e *Endpoint) Client(model string) (*client.Client, error) {
 		Metrics:          e.o.Metrics,
 		Provider:         e.provider,
 		IncludeMetrics:   e.includeMetrics(),
+		BothOutputLimits: e.knownEngine,
 	})
 	if err != nil {
 		return nil, err
@@ -362,6 +363,11 @@ func (e *Endpoint) provider() string {
 	}
 	return string(e.detected.Name())
 }
+
+// knownEngine is the client's BothOutputLimits: whether the engine is
+// configured or detected (a self-hosted server that reads max_tokens on
+// chat; an unknown one may be OpenAI's, which refuses it).
+func (e *Endpoint) knownEngine() bool { return e.provider() != "" }
 
 // includeMetrics is the client's IncludeMetrics: nil without
 // ServerTiming, else whether the engine (configured or detected so far) is
