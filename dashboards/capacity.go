@@ -110,7 +110,7 @@ func capacity() *Dashboard {
 			timeseries("GPU power and good tokens", "The target's GPU power (the energy counter's rate, summed over its GPUs) "+
 				"and its good output tokens/s (right axis).", "watt", 12,
 				q(fmt.Sprintf(`target:dcgm_gpu_power_watts:rate5m{%s}`, ssel), "power {{target}}"),
-				q(fmt.Sprintf(`target:vllm_good_generation_tokens:rate5m{%s}`, ssel), "good tokens/s {{target}}"),
+				q(fmt.Sprintf(`target:server_good_generation_tokens:rate5m{%s}`, ssel), "good tokens/s {{target}}"),
 			).minZero().rightAxis("good tokens.*", "short"),
 		}},
 		section{title: "Last sweep's goodput curve", panels: []*Panel{
