@@ -69,8 +69,19 @@ func TestRunMessages(t *testing.T) {
 		t.Errorf("input tokens: chat %d, messages %d", chat.TotalInputTokens, msgs.TotalInputTokens)
 	}
 	stepMS := float64(sc.StepBase) / float64(time.Millisecond)
-	if d := msgs.TTFT.P50 - chat.TTFT.P50; d > 2*stepMS || d < -2*stepMS {
-		t.Errorf("TTFT p50: chat %.2f ms, messages %.2f ms", chat.TTFT.P50, msgs.TTFT.P50)
+	// Two sweeps one after the other on a shared host: their TTFT medians
+	// differ by the host's load of the moment (prober/client's
+	// TestMessagesSameFiguresAsChat compares the same stream's TTFT
+	// closely). Here each must be the first token's, not message_start's
+	// (at least one engine step) nor the end's (well before the E2E).
+	for _, s := range []struct {
+		api string
+		st  sweep.Stats
+	}{{"chat", chat}, {"messages", msgs}} {
+		if s.st.TTFT.P50 < stepMS/2 || s.st.TTFT.P50 > s.st.E2EL.P50/2 {
+			t.Errorf("%s: TTFT p50 %.2f ms, want after one engine step (%.0f ms) and before half the E2E p50 %.2f ms",
+				s.api, s.st.TTFT.P50, stepMS, s.st.E2EL.P50)
+		}
 	}
 	if d := msgs.TPOT.P50 - chat.TPOT.P50; d > stepMS/2 || d < -stepMS/2 {
 		t.Errorf("TPOT p50: chat %.2f ms, messages %.2f ms", chat.TPOT.P50, msgs.TPOT.P50)
