@@ -178,14 +178,7 @@ func (d *decoder) msgMessage(e *msgEvent) error {
 	if d.peek() != '{' {
 		return d.skip(2)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "id":
 			err = d.strOrSkip(3, &e.id, &e.idEsc)
@@ -196,13 +189,8 @@ func (d *decoder) msgMessage(e *msgEvent) error {
 		default:
 			err = d.skip(3)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // msgBlock reads content_block_start's "content_block": its type and name.
@@ -210,14 +198,7 @@ func (d *decoder) msgBlock(e *msgEvent) error {
 	if d.peek() != '{' {
 		return d.skip(2)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			var s []byte
@@ -229,13 +210,8 @@ func (d *decoder) msgBlock(e *msgEvent) error {
 		default:
 			err = d.skip(3)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // msgDelta reads "delta": a content block's (type and its text, thinking
@@ -314,14 +290,7 @@ func (d *decoder) msgUsage(e *msgEvent, depth int) error {
 	if d.peek() != '{' {
 		return d.fail("usage is not an object")
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "input_tokens":
 			e.input, e.hasInput, err = d.optInt("input_tokens")
@@ -332,13 +301,8 @@ func (d *decoder) msgUsage(e *msgEvent, depth int) error {
 		default:
 			err = d.skip(depth + 1)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // msgErr reads an error event's "error": its type and message.
@@ -346,14 +310,7 @@ func (d *decoder) msgErr(e *msgEvent) error {
 	if d.peek() != '{' {
 		return d.skip(2)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		var esc bool
 		switch string(k) {
 		case "type":
@@ -365,13 +322,8 @@ func (d *decoder) msgErr(e *msgEvent) error {
 		default:
 			err = d.skip(3)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // msgEvent measures one Messages API event; end is true when the stream

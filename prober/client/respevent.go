@@ -156,14 +156,7 @@ func (d *decoder) respItem(e *respEvent) error {
 	if d.peek() != '{' {
 		return d.skip(2)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		switch {
 		case string(k) == "type" && d.peek() == '"':
 			var s []byte
@@ -175,13 +168,8 @@ func (d *decoder) respItem(e *respEvent) error {
 		default:
 			err = d.skip(3)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // respResponse reads "response": status, usage, error.message and
@@ -190,14 +178,7 @@ func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) er
 	if d.peek() != '{' {
 		return d.skip(2)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "status":
 			e.status = nil
@@ -223,13 +204,8 @@ func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) er
 		default:
 			err = d.skip(3)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // objectString reads an object (anything else is skipped) and its string
@@ -238,14 +214,7 @@ func (d *decoder) objectString(depth int, key string, s *[]byte, esc *bool) erro
 	if d.peek() != '{' {
 		return d.skip(depth)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		if string(k) == key {
 			*s = nil
 			if d.peek() == '"' {
@@ -256,13 +225,8 @@ func (d *decoder) objectString(depth int, key string, s *[]byte, esc *bool) erro
 		} else {
 			err = d.skip(depth + 1)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // respUsage reads response.usage.
@@ -275,14 +239,7 @@ func (d *decoder) respUsage(e *respEvent) error {
 		return d.fail("usage is not an object")
 	}
 	e.hasUsage = true
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "input_tokens":
 			e.input, e.hasInput, err = d.optInt("input_tokens")
@@ -297,13 +254,8 @@ func (d *decoder) respUsage(e *respEvent) error {
 		default:
 			err = d.skip(4)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // detailInt reads a usage details object and its integer member key (an
@@ -313,24 +265,12 @@ func (d *decoder) detailInt(key string, v *int, ok *bool) error {
 	if d.peek() != '{' {
 		return d.skip(4)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	return d.members(func(k []byte) (err error) {
 		if string(k) == key {
 			*v, *ok, err = d.optInt(key)
 		} else {
 			err = d.skip(5)
 		}
-		if err != nil {
-			return err
-		}
-		if end, err := d.objectNext(); end || err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
