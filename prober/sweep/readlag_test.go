@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/schedlat"
 )
 
@@ -155,6 +156,13 @@ func TestClientReadLag(t *testing.T) {
 	})
 
 	t.Run("quiet", func(t *testing.T) {
+		if testutil.RaceEnabled {
+			// The race detector slows the client and the in-process
+			// simulator 5 to 10 times: at 30 req/s the process saturates
+			// its own processors and the flag is right (CI's race step
+			// flagged both tries with the host otherwise idle).
+			t.Skip("the race detector's overhead saturates the client: a quiet step cannot be shown")
+		}
 		if p99, n := baselineSchedP99(); p99 > limit/2 {
 			t.Skipf("this machine's Go scheduling-latency p99 is %v over %d samples before the step, over half the %v limit: "+
 				"too busy to show a quiet step", p99, n, limit)
