@@ -359,9 +359,16 @@ scrape_configs:
 			// failing answer checks are none while the simulator answers
 			// right; the energy panels need a DCGM exporter scraped with the
 			// target label, which this stack does not run (promtool's
-			// rules/tests/energy.yml covers the energy rules).
+			// rules/tests/energy.yml covers the energy rules); the
+			// per-request server timing panels need a vLLM started with
+			// --enable-per-request-metrics and the session panels a
+			// multi-turn probe with attribution headers, which this stack
+			// does not run either (rules/tests/server.yml and sessions.yml,
+			// and the daemon's golden test, cover them).
 			if n == 0 && !strings.Contains(q.expr, "ALERTS{") && !nativeQuery.MatchString(q.expr) &&
 				!strings.Contains(q.expr, "energy_per_good_token_joules") && !strings.Contains(q.expr, "dcgm_gpu_power_watts") &&
+				!strings.Contains(q.expr, "llmprobe_server_queue_seconds") && !strings.Contains(q.expr, "llmprobe_server_ttft_seconds") &&
+				!strings.Contains(q.expr, "llmprobe_ttft_overhead_seconds") && !strings.Contains(q.expr, "llmprobe_session_") &&
 				!strings.Contains(q.expr, "llmprobe_sweep_running{") && !strings.Contains(q.expr, "llmprobe_capacity_headroom:") &&
 				!strings.Contains(q.expr, "service_probe:") && !strings.Contains(q.expr, "service_target_probe:") &&
 				!strings.HasSuffix(q.expr, "llmprobe_answer_checks_pass:ratio30m{cluster=~\".*\", target=~\".*\", probe=~\".*\"} < 1") {
