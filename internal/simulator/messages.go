@@ -318,22 +318,7 @@ func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp fau
 				c.tr.FinishReason = finishError
 				return
 			}
-			if fp.malformed {
-				if err := c.namedEvent("content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`), false); err != nil {
-					abort()
-					return
-				}
-			}
-			if fp.cut {
-				if !finished {
-					abort()
-				}
-				return
-			}
-			if fp.stallMid && !c.sleep(fp.stallFor) {
-				if !finished {
-					abort()
-				}
+			if c.namedMidFaults(fp, finished, "content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`), abort) {
 				return
 			}
 		}

@@ -58,6 +58,27 @@ func (r *respStream) response(status string, use any, incomplete any) map[string
 		"parallel_tool_calls": true, "tools": []any{}, "tool_choice": "auto"}
 }
 
+// namedMidFaults runs the mid-stream faults of a named-event stream (the
+// Responses and Messages APIs) after a token event: malformed sends the
+// truncated event (its JSON cut inside a string), cut ends the stream, a
+// stall sleeps; it reports whether the stream ends here (aborted unless it
+// had finished).
+func (c *call) namedMidFaults(fp faultPlan, finished bool, event string, truncated []byte, abort func()) (stop bool) {
+	if fp.malformed {
+		if err := c.namedEvent(event, truncated, false); err != nil {
+			abort()
+			return true
+		}
+	}
+	if fp.cut || (fp.stallMid && !c.sleep(fp.stallFor)) {
+		if !finished {
+			abort()
+		}
+		return true
+	}
+	return false
+}
+
 // namedEvent writes an SSE event with an event: line.
 func (c *call) namedEvent(name string, payload []byte, content bool) error {
 	c.buf = append(c.buf[:0], "event: "...)
@@ -185,22 +206,7 @@ func (s *Simulator) streamResponses(c *call, g *genRequest, seq *sequence, fp fa
 				c.tr.FinishReason = finishError
 				return
 			}
-			if fp.malformed {
-				if err := c.namedEvent("response.output_text.delta", []byte(`{"type":"response.output_text.delta","delta":"`), false); err != nil {
-					abort()
-					return
-				}
-			}
-			if fp.cut {
-				if !finished {
-					abort()
-				}
-				return
-			}
-			if fp.stallMid && !c.sleep(fp.stallFor) {
-				if !finished {
-					abort()
-				}
+			if c.namedMidFaults(fp, finished, "response.output_text.delta", []byte(`{"type":"response.output_text.delta","delta":"`), abort) {
 				return
 			}
 		}
