@@ -57,7 +57,7 @@ func sloOverview() *Dashboard {
 				"period). The fast burn-rate alert needs 14.4 over 1h and 5m, the slow one 6 over 6h and 30m.", "x", 6,
 				steps("green", 6.0, "orange", 14.4, "red"),
 				instant(fmt.Sprintf(`target_probe:llmprobe_goodput_budget_burn:ratio_rate1h{%s}`, sel), tp)),
-			stat("Results valid?", "INVALID when more than 5 % of the sends of the last 10 minutes left over 10 ms "+
+			stat("Results valid?", "INVALID when more than 5 % of the sends of the last 10 minutes left over 100 ms "+
 				"after their scheduled time (target_probe:llmprobe_requests_sent_late:ratio_rate10m), out of at least "+
 				"100 sends: the prober cannot keep its schedule, so it offers less load than configured and its latency "+
 				"includes its own delays. Fewer sends are not judged. The condition of LLMProbeProberSaturated, which "+
@@ -120,8 +120,8 @@ max by (cluster, target, probe) (target_probe:llmprobe_requests_sent:increase10m
 				q(fmt.Sprintf(`sum by (cluster, target, probe, reason) (rate(llmprobe_requests_skipped_total{%s}[$__rate_interval]))`, sel), "skipped ({{reason}}) "+tp),
 			).minZero(),
 			timeseries("Late sends (results invalid above 5 %)", "Share of the sends of the last 10 minutes that "+
-				"left more than 10 ms after their scheduled arrival (target_probe:llmprobe_requests_sent_late:ratio_rate10m, "+
-				"counted from the le=\"0.01\" bucket), and the send-lag p99 over 5 minutes (right axis, shown only: a p99 "+
+				"left more than 100 ms after their scheduled arrival (target_probe:llmprobe_requests_sent_late:ratio_rate10m, "+
+				"counted from the le=\"0.1\" bucket), and the send-lag p99 over 5 minutes (right axis, shown only: a p99 "+
 				"of a few sends is one late send). Red area: above 5 % with at least 100 sends the prober is saturated "+
 				"and its results are not trustworthy.", "percentunit", 8,
 				q(fmt.Sprintf(`target_probe:llmprobe_requests_sent_late:ratio_rate10m{%s}`, sel), "late share "+tp),

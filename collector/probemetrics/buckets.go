@@ -41,16 +41,17 @@ var (
 		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
 		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
 	}
-	// SendLagBuckets is llmprobe's own family for
-	// llmprobe_request_send_lag_seconds (vLLM has no equivalent): fine
-	// 1-2.5-5 steps from 100µs, so that the default client-saturation
-	// threshold of 10 ms is a bucket boundary, up to 10 s.
 	// ReasoningTokenBuckets is llmprobe's family for
 	// llmprobe_reasoning_tokens: 1-2-5 steps from 1 to 100000 tokens, as
 	// vLLM's request token histograms (build_1_2_5_buckets).
 	ReasoningTokenBuckets = []float64{
 		1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000,
 	}
+	// SendLagBuckets is llmprobe's own family for
+	// llmprobe_request_send_lag_seconds (vLLM has no equivalent): fine
+	// 1-2.5-5 steps from 100µs, so that a sweep's default client-saturation
+	// limit (10 ms) and LLMProbeProberSaturated's (100 ms) are bucket
+	// boundaries, up to 10 s.
 	SendLagBuckets = []float64{
 		0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 		0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
