@@ -144,7 +144,15 @@ func TestCompareQualityModelSwap(t *testing.T) {
 func TestCompareQualityIdentical(t *testing.T) {
 	res, _ := qualityCompare(t, simulator.Faults{})
 	q := res.Result.Result.Quality
-	if res.Result.Verdict != compare.OutcomePass || q.Status != compare.StatusOK || q.Agreement[compare.AgreeEqual] != len(q.Checks) ||
+	verdictOK := res.Result.Verdict == compare.OutcomePass
+	if !verdictOK && res.Result.Verdict == compare.OutcomeInconclusive && latencyOnly(res.Result.Result) {
+		// A busy host makes a millisecond TPOT noisy enough that its
+		// interval reaches past even the wide limit: inconclusive through
+		// latency evidence alone, honestly; the quality section is judged.
+		verdictOK = true
+		t.Logf("inconclusive on this host through latency evidence: %v", res.Result.Result.Reasons)
+	}
+	if !verdictOK || q.Status != compare.StatusOK || q.Agreement[compare.AgreeEqual] != len(q.Checks) ||
 		q.N != len(answer.Builtin().Items) || len(q.Checks) != compare.DefaultAnswerRepeats*q.N || q.BaselinePass != 1 {
 		t.Fatalf("verdict %s %q, quality %s: %s %v", res.Result.Verdict, res.Result.Result.Reasons, q.Status, q.Detail, q.Agreement)
 	}
@@ -216,6 +224,23 @@ func TestCompareQualityLogprobsRefused(t *testing.T) {
 			t.Errorf("check %s: baseline %d logprobs, candidate %d (%s)", c.Check, len(c.Baseline.Logprobs), len(c.Candidate.Logprobs), c.Candidate.Outcome)
 		}
 	}
+}
+
+// latencyOnly reports whether v is inconclusive through latency evidence
+// alone: no rule but the client's is off, and no figure failed (some are
+// undecided, or a round's client stayed flagged).
+func latencyOnly(v *compare.Verdict) bool {
+	for _, r := range v.Rules {
+		if r.Status != compare.StatusOK && r.Name != compare.RuleClient {
+			return false
+		}
+	}
+	for _, f := range v.Figures {
+		if f.Status == compare.StatusFailed {
+			return false
+		}
+	}
+	return v.Quality == nil || v.Quality.Status == compare.StatusOK
 }
 
 // clientOnly reports whether the client rule (a round whose client was
