@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 )
 
@@ -322,7 +325,9 @@ func TestMessagesSameFiguresAsChat(t *testing.T) {
 	cfg := simtest.Fast()
 	cfg.StepBase = step
 	cfg.ReasoningTokens = 8
+	cfg.TraceFile = filepath.Join(t.TempDir(), "trace.jsonl")
 	url, _ := simtest.Start(t, cfg)
+	var recs []prober.Record
 	measure := func(api string) (ttft, tpot time.Duration, rec prober.Record) {
 		c := newClient(t, Options{BaseURL: url, API: api})
 		var ttfts, tpots []time.Duration
@@ -332,6 +337,7 @@ func TestMessagesSameFiguresAsChat(t *testing.T) {
 			if !rec.OK() {
 				t.Fatalf("%s: %s %s", api, rec.Error, rec.ErrorMessage)
 			}
+			recs = append(recs, rec)
 			tp, _ := rec.TPOT()
 			ttfts, tpots = append(ttfts, rec.TTFT), append(tpots, tp)
 		}
@@ -341,23 +347,69 @@ func TestMessagesSameFiguresAsChat(t *testing.T) {
 	}
 	chatTTFT, chatTPOT, chat := measure(APIChat)
 	msgTTFT, msgTPOT, msg := measure(APIMessages)
+	// The simulator's trace holds the token-bearing events it sent each
+	// request. One that falls behind on a busy host sends the tokens of
+	// late steps together (so a stream can only lose events): the client
+	// must count what was sent, and each API's framing (chat's role chunk,
+	// the Messages API's reasoning counted from thinking events) is
+	// compared on the streams sent a token per event.
+	truth := map[string]simulator.TraceRecord{}
+	testutil.Eventually(t, "every request in the simulator's trace file", func() bool {
+		b, err := os.ReadFile(cfg.TraceFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			var tr simulator.TraceRecord
+			if json.Unmarshal([]byte(line), &tr) == nil {
+				truth[tr.RequestID] = tr
+			}
+		}
+		return len(truth) >= len(recs)
+	})
+	whole := map[string]int{} // each API's streams sent a token per event
+	for _, rec := range recs {
+		sent, api := len(truth[rec.RequestID].EventsNS), strings.TrimRight(rec.RequestID, "abc")
+		if rec.Events != sent {
+			t.Errorf("%s: the client counted %d token events, the simulator sent %d", rec.RequestID, rec.Events, sent)
+		}
+		tokenEvents := maxTokens // the Messages API: one event per token
+		if api == APIChat {
+			tokenEvents++ // chat: and the role chunk
+		}
+		switch {
+		case sent == tokenEvents:
+			whole[api]++
+			if api == APIMessages && rec.ReasoningTokens != cfg.ReasoningTokens {
+				t.Errorf("%s: %d reasoning tokens counted from a stream of one token per event, want %d", rec.RequestID, rec.ReasoningTokens, cfg.ReasoningTokens)
+			}
+		case sent > tokenEvents:
+			t.Errorf("%s: %d token events for %d tokens", rec.RequestID, sent, maxTokens)
+		}
+	}
+	t.Logf("streams sent a token per event: %v", whole)
 	if chat.CompletionTokens != maxTokens || msg.CompletionTokens != chat.CompletionTokens || msg.PromptTokens != chat.PromptTokens ||
-		msg.ReasoningTokens != chat.ReasoningTokens || msg.TokensCounted || chat.TokensCounted || msg.FinishReason != chat.FinishReason {
+		chat.ReasoningTokens != cfg.ReasoningTokens || msg.ReasoningTokens > chat.ReasoningTokens ||
+		msg.TokensCounted || chat.TokensCounted || msg.FinishReason != chat.FinishReason {
 		t.Errorf("chat: completion %d, prompt %d, reasoning %d, finish %q; messages: completion %d, prompt %d, reasoning %d, finish %q",
 			chat.CompletionTokens, chat.PromptTokens, chat.ReasoningTokens, chat.FinishReason,
 			msg.CompletionTokens, msg.PromptTokens, msg.ReasoningTokens, msg.FinishReason)
 	}
-	if msg.Events != chat.Events-1 {
-		t.Errorf("events: chat %d, messages %d, want one fewer (the role chunk)", chat.Events, msg.Events)
-	}
-	if d := (msgTTFT - chatTTFT).Abs(); d > step {
-		t.Errorf("TTFT: chat %v, messages %v (%v apart, more than a step)", chatTTFT, msgTTFT, d)
-	}
-	if d := (msgTPOT - chatTPOT).Abs(); d > step/4 {
-		t.Errorf("TPOT: chat %v, messages %v (%v apart)", chatTPOT, msgTPOT, d)
-	}
-	if d := (msg.ThinkingTime - chat.ThinkingTime).Abs(); d > 2*step {
-		t.Errorf("thinking time: chat %v, messages %v", chat.ThinkingTime, msg.ThinkingTime)
+	// Timing is compared where the simulator kept its schedule: every
+	// stream of both APIs sent a token per event. A busy host delays its
+	// steps (and merges their events) differently on each request.
+	if whole[APIChat] == 3 && whole[APIMessages] == 3 {
+		if d := (msgTTFT - chatTTFT).Abs(); d > step {
+			t.Errorf("TTFT: chat %v, messages %v (%v apart, more than a step)", chatTTFT, msgTTFT, d)
+		}
+		if d := (msgTPOT - chatTPOT).Abs(); d > step/4 {
+			t.Errorf("TPOT: chat %v, messages %v (%v apart)", chatTPOT, msgTPOT, d)
+		}
+		if d := (msg.ThinkingTime - chat.ThinkingTime).Abs(); d > 2*step {
+			t.Errorf("thinking time: chat %v, messages %v", chat.ThinkingTime, msg.ThinkingTime)
+		}
+	} else {
+		t.Logf("timing not compared: the simulator fell behind on this host (streams merged)")
 	}
 	t.Logf("median TTFT chat %v messages %v; median TPOT chat %v messages %v", chatTTFT, msgTTFT, chatTPOT, msgTPOT)
 }
