@@ -61,8 +61,12 @@ func TestDaemonSessionAffinity(t *testing.T) {
 		}
 		return n
 	}
-	evs := col.waitFor(t, 30*time.Second, "12 later turns of each target", func(evs []event) bool {
-		return later(evs, "sticky") >= 12 && later(evs, "scattered") >= 12
+	// A scattered turn goes to one of the 3 replicas other than its
+	// session's, drawn, so it meets its previous turn's replica with
+	// probability 1/3: of 120 later turns, half or more are same_replica
+	// with probability about 5e-5 (12 turns gave 6 and 6 about once in 6).
+	evs := col.waitFor(t, 90*time.Second, "12 later turns of sticky, 120 of scattered", func(evs []event) bool {
+		return later(evs, "sticky") >= 12 && later(evs, "scattered") >= 120
 	})
 	m.Stop()
 
