@@ -95,53 +95,31 @@ type msgEvent struct {
 func decodeMsgEvent(data []byte, e *msgEvent) error {
 	*e = msgEvent{}
 	d := decoder{b: data}
-	d.ws()
 	var typ []byte
 	var typEsc bool
-	if empty, err := d.objectOpen(); err != nil {
-		return err
-	} else if !empty {
-		for {
-			k, err := d.key()
-			if err != nil {
-				return err
-			}
-			switch string(k) {
-			case "type":
-				typ, typEsc, _, err = d.optString("type")
-			case "index":
-				e.index = 0
-				if c := d.peek(); c == '-' || c >= '0' && c <= '9' {
-					e.index, _, err = d.optInt("index")
-				} else {
-					err = d.skip(2)
-				}
-			case "message":
-				err = d.msgMessage(e)
-			case "content_block":
-				err = d.msgBlock(e)
-			case "delta":
-				err = d.msgDelta(e)
-			case "usage":
-				err = d.msgUsage(e, 2)
-			case "error":
-				err = d.msgErr(e)
-			default:
-				err = d.skip(2)
-			}
-			if err != nil {
-				return err
-			}
-			if end, err := d.objectNext(); err != nil {
-				return err
-			} else if end {
-				break
-			}
+	err := d.event(func(k []byte) (err error) {
+		switch string(k) {
+		case "type":
+			typ, typEsc, _, err = d.optString("type")
+		case "index":
+			e.index, err = d.intOrSkip("index", 2)
+		case "message":
+			err = d.msgMessage(e)
+		case "content_block":
+			err = d.msgBlock(e)
+		case "delta":
+			err = d.msgDelta(e)
+		case "usage":
+			err = d.msgUsage(e, 2)
+		case "error":
+			err = d.msgErr(e)
+		default:
+			err = d.skip(2)
 		}
-	}
-	d.ws()
-	if d.i != len(d.b) {
-		return d.fail("data after top-level value")
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if typEsc {
 		typ = unescape(typ)
@@ -161,16 +139,6 @@ func decodeMsgEvent(data []byte, e *msgEvent) error {
 		e.kind = msgError
 	}
 	return nil
-}
-
-// strOrSkip reads a string member into *s (nil when not a string).
-func (d *decoder) strOrSkip(depth int, s *[]byte, esc *bool) (err error) {
-	*s = nil
-	if d.peek() == '"' {
-		*s, *esc, err = d.str()
-		return err
-	}
-	return d.skip(depth)
 }
 
 // msgMessage reads message_start's "message": id, model and usage.
@@ -220,16 +188,9 @@ func (d *decoder) msgDelta(e *msgEvent) error {
 	if d.peek() != '{' {
 		return d.skip(2)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
 	var text, thinking, args []byte
 	var textEsc, thinkingEsc, argsEsc bool
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	err := d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			var s []byte
@@ -259,17 +220,8 @@ func (d *decoder) msgDelta(e *msgEvent) error {
 		default:
 			err = d.skip(3)
 		}
-		if err != nil {
-			return err
-		}
-		end, err := d.objectNext()
-		if err != nil {
-			return err
-		}
-		if end {
-			break
-		}
-	}
+		return err
+	})
 	switch e.dkind {
 	case deltaText:
 		e.delta, e.deltaEsc = text, textEsc
@@ -278,7 +230,7 @@ func (d *decoder) msgDelta(e *msgEvent) error {
 	case deltaToolArgs:
 		e.delta, e.deltaEsc = args, argsEsc
 	}
-	return nil
+	return err
 }
 
 // msgUsage reads a usage object (message_start's message.usage at depth

@@ -76,64 +76,32 @@ var respTypes = map[string]respKind{
 func decodeRespEvent(data []byte, e *respEvent) error {
 	*e = respEvent{}
 	d := decoder{b: data}
-	d.ws()
 	var typ []byte
 	var typEsc bool
 	var topMsg, errMsg []byte
 	var topMsgEsc, errMsgEsc bool
-	if empty, err := d.objectOpen(); err != nil {
-		return err
-	} else if !empty {
-		for {
-			k, err := d.key()
-			if err != nil {
-				return err
-			}
-			switch string(k) {
-			case "type":
-				typ, typEsc, _, err = d.optString("type")
-			case "delta":
-				e.delta, e.deltaEsc = nil, false
-				if d.peek() == '"' {
-					e.delta, e.deltaEsc, err = d.str()
-				} else {
-					err = d.skip(2)
-				}
-			case "output_index":
-				e.index = 0
-				if c := d.peek(); c == '-' || c >= '0' && c <= '9' {
-					e.index, _, err = d.optInt("output_index")
-				} else {
-					err = d.skip(2)
-				}
-			case "message":
-				topMsg = nil
-				if d.peek() == '"' {
-					topMsg, topMsgEsc, err = d.str()
-				} else {
-					err = d.skip(2)
-				}
-			case "item":
-				err = d.respItem(e)
-			case "response":
-				errMsg = nil
-				err = d.respResponse(e, &errMsg, &errMsgEsc)
-			default:
-				err = d.skip(2)
-			}
-			if err != nil {
-				return err
-			}
-			if end, err := d.objectNext(); err != nil {
-				return err
-			} else if end {
-				break
-			}
+	err := d.event(func(k []byte) (err error) {
+		switch string(k) {
+		case "type":
+			typ, typEsc, _, err = d.optString("type")
+		case "delta":
+			err = d.strOrSkip(2, &e.delta, &e.deltaEsc)
+		case "output_index":
+			e.index, err = d.intOrSkip("output_index", 2)
+		case "message":
+			err = d.strOrSkip(2, &topMsg, &topMsgEsc)
+		case "item":
+			err = d.respItem(e)
+		case "response":
+			errMsg = nil
+			err = d.respResponse(e, &errMsg, &errMsgEsc)
+		default:
+			err = d.skip(2)
 		}
-	}
-	d.ws()
-	if d.i != len(d.b) {
-		return d.fail("data after top-level value")
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if typ != nil {
 		if typEsc {
@@ -157,14 +125,14 @@ func (d *decoder) respItem(e *respEvent) error {
 		return d.skip(2)
 	}
 	return d.members(func(k []byte) (err error) {
-		switch {
-		case string(k) == "type" && d.peek() == '"':
+		switch string(k) {
+		case "type":
 			var s []byte
 			var esc bool
-			s, esc, err = d.str()
+			err = d.strOrSkip(3, &s, &esc)
 			e.fnItem = stringIs(s, esc, "function_call")
-		case string(k) == "name" && d.peek() == '"':
-			e.name, e.nameEsc, err = d.str()
+		case "name":
+			err = d.strOrSkip(3, &e.name, &e.nameEsc)
 		default:
 			err = d.skip(3)
 		}
@@ -181,14 +149,9 @@ func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) er
 	return d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "status":
-			e.status = nil
-			if d.peek() == '"' {
-				var esc bool
-				if e.status, esc, err = d.str(); esc {
-					e.status = unescape(e.status)
-				}
-			} else {
-				err = d.skip(3)
+			var esc bool
+			if err = d.strOrSkip(3, &e.status, &esc); esc {
+				e.status = unescape(e.status)
 			}
 		case "usage":
 			err = d.respUsage(e)
@@ -216,16 +179,9 @@ func (d *decoder) objectString(depth int, key string, s *[]byte, esc *bool) erro
 	}
 	return d.members(func(k []byte) (err error) {
 		if string(k) == key {
-			*s = nil
-			if d.peek() == '"' {
-				*s, *esc, err = d.str()
-			} else {
-				err = d.skip(depth + 1)
-			}
-		} else {
-			err = d.skip(depth + 1)
+			return d.strOrSkip(depth+1, s, esc)
 		}
-		return err
+		return d.skip(depth + 1)
 	})
 }
 
