@@ -278,6 +278,29 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	}
 }
 
+// delta measures one delta event of the Responses or the Messages API (its
+// answer text, reasoning or a tool call's arguments, of output item or
+// content block index) as a chat chunk with choices: the same TTFT, ITL
+// and E2E rules.
+func (m *measurer) delta(at time.Time, since time.Duration, k deltaKind, index int, delta []byte, esc bool) {
+	c := &m.c
+	*c = chunk{choices: 1}
+	switch k {
+	case deltaText:
+		c.hasText = len(delta) > 0
+		c.text, c.textEscaped = delta, esc
+	case deltaThinking:
+		c.hasReasoning = true
+	}
+	m.token(at, since, c)
+	if k == deltaToolArgs {
+		m.toolCall(since, nil)
+		if m.tools != nil {
+			m.tools.add(index, "", rawString(delta, esc))
+		}
+	}
+}
+
 // respEvent measures one Responses API event; end is true when the stream
 // is over (completed, incomplete, failed or an error), with its class.
 func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
@@ -290,25 +313,12 @@ func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
 		return prober.ClassStream, "malformed event: " + err.Error(), false, true
 	}
 	switch e.kind {
-	case respText, respReasoning, respToolArgs:
-		// A delta is a token event, as a chat chunk with choices: the
-		// same TTFT, ITL and E2E rules.
-		c := &m.c
-		*c = chunk{choices: 1}
-		switch e.kind {
-		case respText:
-			c.hasText = len(e.delta) > 0
-			c.text, c.textEscaped = e.delta, e.deltaEsc
-		case respReasoning:
-			c.hasReasoning = true
-		}
-		m.token(at, since, c)
-		if e.kind == respToolArgs {
-			m.toolCall(since, nil)
-			if m.tools != nil {
-				m.tools.add(e.index, "", rawString(e.delta, e.deltaEsc))
-			}
-		}
+	case respText:
+		m.delta(at, since, deltaText, e.index, e.delta, e.deltaEsc)
+	case respReasoning:
+		m.delta(at, since, deltaThinking, e.index, e.delta, e.deltaEsc)
+	case respToolArgs:
+		m.delta(at, since, deltaToolArgs, e.index, e.delta, e.deltaEsc)
 	case respItemAdded:
 		if e.fnItem && m.tools != nil {
 			m.tools.add(e.index, rawString(e.name, e.nameEsc), "")

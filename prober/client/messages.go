@@ -56,11 +56,12 @@ const (
 	msgError
 )
 
-// msgDeltaKind is the type of a content_block_delta's delta.
-type msgDeltaKind uint8
+// deltaKind is what a delta event carries: a content_block_delta's delta
+// type, or the Responses API's delta events (measurer.delta).
+type deltaKind uint8
 
 const (
-	deltaOther msgDeltaKind = iota // signature_delta and unknown ones
+	deltaOther deltaKind = iota // signature_delta and unknown ones
 	deltaText
 	deltaThinking
 	deltaToolArgs
@@ -74,7 +75,7 @@ type msgEvent struct {
 	toolBlock bool // content_block.type is tool_use
 	name      []byte
 	nameEsc   bool
-	dkind     msgDeltaKind
+	dkind     deltaKind
 	delta     []byte // the text, thinking or partial_json of the delta
 	deltaEsc  bool
 	stop      []byte // delta.stop_reason
@@ -303,25 +304,8 @@ func (m *measurer) msgEvent(at time.Time, since time.Duration, data []byte) (
 			m.tools.add(e.index, rawString(e.name, e.nameEsc), "")
 		}
 	case msgDelta:
-		if e.dkind == deltaOther {
-			break // a signature: no token
-		}
-		// A delta is a token event, as a chat chunk with choices.
-		c := &m.c
-		*c = chunk{choices: 1}
-		switch e.dkind {
-		case deltaText:
-			c.hasText = len(e.delta) > 0
-			c.text, c.textEscaped = e.delta, e.deltaEsc
-		case deltaThinking:
-			c.hasReasoning = true
-		}
-		m.token(at, since, c)
-		if e.dkind == deltaToolArgs {
-			m.toolCall(since, nil)
-			if m.tools != nil {
-				m.tools.add(e.index, "", rawString(e.delta, e.deltaEsc))
-			}
+		if e.dkind != deltaOther { // deltaOther: a signature, no token
+			m.delta(at, since, e.dkind, e.index, e.delta, e.deltaEsc)
 		}
 	case msgMessageDelta:
 		m.msgUsage(e)
