@@ -357,6 +357,48 @@ func (c *call) hang() {
 	}
 }
 
+// openStream answers a streamed request: status 200 and the event-stream
+// header, flushed. A hang fault (hang) then holds the stream open without a
+// byte. It reports whether the stream goes on.
+func (c *call) openStream(hang bool) bool {
+	c.w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	c.w.WriteHeader(http.StatusOK)
+	if err := c.rc.Flush(); err != nil {
+		return false
+	}
+	c.tr.Status = http.StatusOK
+	c.tr.HeadersNS = time.Now().UnixNano()
+	if hang {
+		c.hang()
+		return false
+	}
+	return true
+}
+
+// answer writes a non-streamed answer's JSON body with status 200 and
+// records it (the tokens produced, the finish reason). fp's body faults:
+// malformed sends half of the body (as the whole, by its Content-Length),
+// cut half of the declared body before it aborts the connection.
+func (c *call) answer(body []byte, produced int, reason string, fp faultPlan) {
+	if fp.malformed {
+		body = body[:len(body)/2]
+	}
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	c.w.WriteHeader(http.StatusOK)
+	c.tr.Status = http.StatusOK
+	c.tr.CompletionTokens = produced
+	c.tr.FinishReason = reason
+	if fp.cut {
+		c.write(body[:len(body)/2])
+		c.tr.HeadersNS = time.Now().UnixNano()
+		panic(http.ErrAbortHandler)
+	}
+	c.write(body)
+	c.tr.HeadersNS = time.Now().UnixNano()
+}
+
 // complete serves a non-streaming request.
 func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan, id string) {
 	if fp.terminal == faultHang {
@@ -448,39 +490,12 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 		c.fail(&apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: err.Error()})
 		return
 	}
-	h := c.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(body)))
-	if fp.malformed {
-		body = body[:len(body)/2]
-		h.Set("Content-Length", fmt.Sprint(len(body)))
-	}
-	c.w.WriteHeader(http.StatusOK)
-	c.tr.Status = http.StatusOK
-	c.tr.CompletionTokens = produced
-	c.tr.FinishReason = reason
-	if fp.cut {
-		// Half of the declared body, then abort the connection.
-		c.write(body[:len(body)/2])
-		c.tr.HeadersNS = time.Now().UnixNano()
-		panic(http.ErrAbortHandler)
-	}
-	c.write(body)
-	c.tr.HeadersNS = time.Now().UnixNano()
+	c.answer(body, produced, reason, fp)
 }
 
 // stream serves a streaming request as vLLM's OpenAI server does.
 func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, id string) {
-	h := c.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	c.w.WriteHeader(http.StatusOK)
-	if err := c.rc.Flush(); err != nil {
-		return
-	}
-	c.tr.Status = http.StatusOK
-	c.tr.HeadersNS = time.Now().UnixNano()
-	if fp.terminal == faultHang {
-		c.hang()
+	if !c.openStream(fp.terminal == faultHang) {
 		return
 	}
 	if fp.stallBefore && !c.sleep(fp.stallFor) {

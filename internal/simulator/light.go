@@ -190,14 +190,9 @@ func (s *Simulator) generateLight(w http.ResponseWriter, r *http.Request, kind a
 		s.completeLight(c, kind, start, prompt, n)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	if err := c.rc.Flush(); err != nil {
+	if !c.openStream(false) {
 		return
 	}
-	c.tr.Status = http.StatusOK
-	c.tr.HeadersNS = time.Now().UnixNano()
 	c.tr.EventsNS = make([]int64, 0, n+1)
 	if !s.streamLight(c, kind, start, n) {
 		return
