@@ -280,6 +280,15 @@ func (d *decoder) objectNext() (end bool, err error) {
 	return false, d.fail("expected comma or end of object")
 }
 
+// objectOrSkip reads an object member by member as members does; a value
+// that is not an object is skipped at depth.
+func (d *decoder) objectOrSkip(depth int, field func(k []byte) error) error {
+	if d.peek() != '{' {
+		return d.skip(depth)
+	}
+	return d.members(field)
+}
+
 // event reads the whole of d.b as one JSON object, member by member as
 // members does, with nothing but white space around it: an event's data.
 func (d *decoder) event(field func(k []byte) error) error {

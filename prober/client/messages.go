@@ -144,10 +144,7 @@ func decodeMsgEvent(data []byte, e *msgEvent) error {
 
 // msgMessage reads message_start's "message": id, model and usage.
 func (d *decoder) msgMessage(e *msgEvent) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "id":
 			err = d.strOrSkip(3, &e.id, &e.idEsc)
@@ -164,10 +161,7 @@ func (d *decoder) msgMessage(e *msgEvent) error {
 
 // msgBlock reads content_block_start's "content_block": its type and name.
 func (d *decoder) msgBlock(e *msgEvent) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			var s []byte
@@ -260,10 +254,7 @@ func (d *decoder) msgUsage(e *msgEvent, depth int) error {
 
 // msgErr reads an error event's "error": its type and message.
 func (d *decoder) msgErr(e *msgEvent) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		var esc bool
 		switch string(k) {
 		case "type":

@@ -121,10 +121,7 @@ func decodeRespEvent(data []byte, e *respEvent) error {
 // respItem reads "item": its type (function_call) and name.
 func (d *decoder) respItem(e *respEvent) error {
 	e.fnItem, e.name = false, nil
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			var s []byte
@@ -143,10 +140,7 @@ func (d *decoder) respItem(e *respEvent) error {
 // respResponse reads "response": status, usage, error.message and
 // incomplete_details.reason.
 func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "status":
 			var esc bool
@@ -174,10 +168,7 @@ func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) er
 // objectString reads an object (anything else is skipped) and its string
 // member key into *s (nil when absent or not a string).
 func (d *decoder) objectString(depth int, key string, s *[]byte, esc *bool) error {
-	if d.peek() != '{' {
-		return d.skip(depth)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(depth, func(k []byte) (err error) {
 		if string(k) == key {
 			return d.strOrSkip(depth+1, s, esc)
 		}
@@ -218,10 +209,7 @@ func (d *decoder) respUsage(e *respEvent) error {
 // integer or null; anything else is an error, as for chat's usage); a
 // value that is not an object is skipped.
 func (d *decoder) detailInt(key string, v *int, ok *bool) error {
-	if d.peek() != '{' {
-		return d.skip(4)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(4, func(k []byte) (err error) {
 		if string(k) == key {
 			*v, *ok, err = d.optInt(key)
 		} else {
