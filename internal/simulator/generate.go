@@ -184,16 +184,7 @@ func (c *call) write(b []byte) error {
 // event writes one SSE event and records its flush time if it is a
 // content event.
 func (c *call) event(payload []byte, content bool) error {
-	c.buf = append(c.buf[:0], "data: "...)
-	c.buf = append(c.buf, payload...)
-	c.buf = append(c.buf, "\n\n"...)
-	if err := c.write(c.buf); err != nil {
-		return err
-	}
-	if content {
-		c.tr.EventsNS = append(c.tr.EventsNS, time.Now().UnixNano())
-	}
-	return nil
+	return c.namedEvent("", payload, content)
 }
 
 // fail answers with a vLLM-shaped error.

@@ -91,11 +91,14 @@ func (s *Simulator) namedTokens(c *call, seq *sequence, fp faultPlan, ns namedSt
 	}
 }
 
-// namedEvent writes an SSE event with an event: line.
+// namedEvent writes an SSE event, with an event: line when name is not
+// empty, and records its flush time if it is a content event.
 func (c *call) namedEvent(name string, payload []byte, content bool) error {
-	c.buf = append(c.buf[:0], "event: "...)
-	c.buf = append(c.buf, name...)
-	c.buf = append(c.buf, "\ndata: "...)
+	c.buf = c.buf[:0]
+	if name != "" {
+		c.buf = append(append(append(c.buf, "event: "...), name...), '\n')
+	}
+	c.buf = append(c.buf, "data: "...)
 	c.buf = append(c.buf, payload...)
 	c.buf = append(c.buf, "\n\n"...)
 	if err := c.write(c.buf); err != nil {
