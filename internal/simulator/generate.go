@@ -211,28 +211,43 @@ func (c *call) reset() {
 	conn.Close()
 }
 
+// startCall begins serving a request: its number, its request id (the
+// client's X-Request-Id, or one drawn from the seed; answered as
+// X-Request-Id), the replica that serves it (servedby.go) and its call. A
+// handler that traces defers c.record.
+func (s *Simulator) startCall(w http.ResponseWriter, r *http.Request) (c *call, reqNo uint64, replica int) {
+	reqNo = s.reqNo.Add(1)
+	rid := r.Header.Get("X-Request-Id")
+	if rid == "" {
+		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
+	}
+	w.Header().Set("X-Request-Id", rid)
+	replica = s.servedBy(w.Header(), r, reqNo)
+	c = &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
+		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}}
+	return c, reqNo, replica
+}
+
+// record writes c's trace record when the simulator writes a trace file.
+func (c *call) record() {
+	if c.s.trace == nil {
+		return
+	}
+	if err := c.s.trace.write(&c.tr); err != nil {
+		level.Warn(c.s.logger).Log("msg", "trace record lost", "err", err)
+	}
+}
+
 // generate serves /v1/completions and /v1/chat/completions.
 func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKind) {
 	if s.light != nil {
 		s.generateLight(w, r, kind)
 		return
 	}
-	reqNo := s.reqNo.Add(1)
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" {
-		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
-	}
-	w.Header().Set("X-Request-Id", rid)
-	replica := s.servedBy(w.Header(), r, reqNo)
-	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
-		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}, anthropic: kind == kindMessages}
-	if s.trace != nil {
-		defer func() {
-			if err := s.trace.write(&c.tr); err != nil {
-				level.Warn(s.logger).Log("msg", "trace record lost", "err", err)
-			}
-		}()
-	}
+	c, reqNo, replica := s.startCall(w, r)
+	c.anthropic = kind == kindMessages
+	defer c.record()
+	rid := c.tr.RequestID
 	g, e := s.parseGen(w, r, kind)
 	if e != nil {
 		c.fail(e)
