@@ -469,11 +469,8 @@ func (m *measurer) measureMessages(body []byte, end time.Time) (prober.ErrorClas
 	if err := json.Unmarshal(body, &r); err != nil {
 		return prober.ClassInvalidResponse, "response body: " + err.Error(), false
 	}
-	if r.Type == "error" || len(r.Error) > 0 && string(r.Error) != "null" {
-		if msg := errorBodyMessage(body); msg != "" {
-			return prober.ClassInvalidResponse, "server error in a 200 response: " + msg, true
-		}
-		return prober.ClassInvalidResponse, "server error in a 200 response", false
+	if r.Type == "error" || isSet(r.Error) {
+		return answerError(body)
 	}
 	if r.Content == nil {
 		return prober.ClassInvalidResponse, "response without content", false
