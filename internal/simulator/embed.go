@@ -168,12 +168,7 @@ func (s *Simulator) relevance(query, doc []int) float64 {
 
 func (s *Simulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	var body embeddingsJSON
-	if e := readJSON(w, r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(body.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
 	in, e := texts("input", body.Input)
@@ -226,12 +221,7 @@ func pairs(query string, docs []string) (q []int, d [][]int, prompts [][]int, to
 
 func (s *Simulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 	var body rerankJSON
-	if e := readJSON(w, r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(body.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
 	if body.Query == nil {
@@ -277,12 +267,7 @@ func (s *Simulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 
 func (s *Simulator) handleScore(w http.ResponseWriter, r *http.Request) {
 	var body scoreJSON
-	if e := readJSON(w, r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(body.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
 	if body.Text1 == nil {
