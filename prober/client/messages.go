@@ -159,22 +159,10 @@ func (d *decoder) msgMessage(e *msgEvent) error {
 	})
 }
 
-// msgBlock reads content_block_start's "content_block": its type and name.
+// msgBlock reads content_block_start's "content_block": whether it is a
+// tool_use block, and its name.
 func (d *decoder) msgBlock(e *msgEvent) error {
-	return d.objectOrSkip(2, func(k []byte) (err error) {
-		switch string(k) {
-		case "type":
-			var s []byte
-			var esc bool
-			err = d.strOrSkip(3, &s, &esc)
-			e.toolBlock = stringIs(s, esc, "tool_use")
-		case "name":
-			err = d.strOrSkip(3, &e.name, &e.nameEsc)
-		default:
-			err = d.skip(3)
-		}
-		return err
-	})
+	return d.typeAndName("tool_use", &e.toolBlock, &e.name, &e.nameEsc)
 }
 
 // msgDelta reads "delta": a content block's (type and its text, thinking

@@ -118,18 +118,26 @@ func decodeRespEvent(data []byte, e *respEvent) error {
 	return nil
 }
 
-// respItem reads "item": its type (function_call) and name.
+// respItem reads "item": whether it is a function_call, and its name.
 func (d *decoder) respItem(e *respEvent) error {
 	e.fnItem, e.name = false, nil
+	return d.typeAndName("function_call", &e.fnItem, &e.name, &e.nameEsc)
+}
+
+// typeAndName reads a member of an event that may open a tool call (the
+// Responses API's output item, the Messages API's content block): *is
+// says whether its "type" is typ, *name is its "name" (a value that is not
+// an object is skipped).
+func (d *decoder) typeAndName(typ string, is *bool, name *[]byte, nameEsc *bool) error {
 	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			var s []byte
 			var esc bool
 			err = d.strOrSkip(3, &s, &esc)
-			e.fnItem = stringIs(s, esc, "function_call")
+			*is = stringIs(s, esc, typ)
 		case "name":
-			err = d.strOrSkip(3, &e.name, &e.nameEsc)
+			err = d.strOrSkip(3, name, nameEsc)
 		default:
 			err = d.skip(3)
 		}
