@@ -1,9 +1,10 @@
 package client
 
-// The Responses API's stream (POST /v1/responses, "stream": true): one JSON
-// object per SSE event, its "type" naming the event (the SSE event: line
-// repeats it). What the measurement needs of each, decoded without
-// allocation like a chat chunk (chunk.go):
+// The Responses API's stream (POST /v1/responses, "stream": true), decoded
+// and measured (measurer.respEvent): one JSON object per SSE event, its
+// "type" naming the event (the SSE event: line repeats it). What the
+// measurement needs of each, decoded without allocation like a chat chunk
+// (chunk.go):
 //
 //	response.output_text.delta            {"delta": "..."}: answer text
 //	response.reasoning_text.delta,
@@ -19,6 +20,12 @@ package client
 //
 // Every other event (response.created, response.in_progress, the *.added
 // and *.done events) is validated and carries nothing measured.
+
+import (
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+)
 
 // respKind is the kind of a Responses API event.
 type respKind uint8
@@ -225,4 +232,71 @@ func (d *decoder) detailInt(key string, v *int, ok *bool) error {
 		}
 		return err
 	})
+}
+
+// respEvent measures one Responses API event; end is true when the stream
+// is over (completed, incomplete, failed or an error), with its class.
+func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
+	class prober.ErrorClass, msg string, fromServer, end bool) {
+	rec, e := m.rec, &m.re
+	if err := decodeRespEvent(data, e); err != nil {
+		if !m.gotToken {
+			return prober.ClassInvalidResponse, "first event: " + err.Error(), false, true
+		}
+		return prober.ClassStream, "malformed event: " + err.Error(), false, true
+	}
+	switch e.kind {
+	case respText:
+		m.delta(at, since, deltaText, e.index, e.delta, e.deltaEsc)
+	case respReasoning:
+		m.delta(at, since, deltaThinking, e.index, e.delta, e.deltaEsc)
+	case respToolArgs:
+		m.delta(at, since, deltaToolArgs, e.index, e.delta, e.deltaEsc)
+	case respItemAdded:
+		if e.fnItem && m.tools != nil {
+			m.tools.add(e.index, rawString(e.name, e.nameEsc), "")
+		}
+	case respCompleted, respIncomplete:
+		if e.hasUsage {
+			if e.hasOutput {
+				rec.CompletionTokens, m.usageTokens = e.output, true
+			}
+			if e.hasInput {
+				rec.PromptTokens = e.input
+			}
+			if e.hasCached {
+				rec.CachedTokens, rec.CachedTokensReported = e.cached, true
+			}
+			if e.hasReasonTokens {
+				rec.ReasoningTokens, m.reasonTok = e.reasonTokens, true
+			}
+		}
+		incomplete := e.kind == respIncomplete || string(e.status) == "incomplete"
+		switch {
+		case incomplete && string(e.incReason) == "max_output_tokens":
+			rec.FinishReason = "length"
+		case incomplete:
+			rec.FinishReason = "incomplete"
+			if len(e.incReason) > 0 {
+				rec.FinishReason += ": " + trimTo(string(e.incReason), 64)
+			}
+		case m.gotTool:
+			rec.FinishReason = "tool_calls"
+		default:
+			rec.FinishReason = "stop"
+		}
+		rec.Done = since
+		m.done = true
+		return prober.ClassNone, "", false, true
+	case respFailed, respError:
+		msg := "server error event"
+		if e.kind == respFailed {
+			msg = "response.failed"
+		}
+		if e.msg != nil {
+			msg += ": " + rawString(e.msg, e.msgEsc)
+		}
+		return prober.ClassStream, msg, true, true
+	}
+	return prober.ClassNone, "", false, false
 }
