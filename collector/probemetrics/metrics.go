@@ -17,9 +17,6 @@
 package probemetrics
 
 import (
-	"maps"
-	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -291,34 +288,20 @@ func New(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{
-		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
-		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
-		m.cachedTokens, m.cacheRequests, m.backends, m.sessionTurns,
-		m.inFlight, m.sloThreshold, m.targetInfo,
-		m.arrivalRate, m.lastArrival, m.objective,
-		m.answers.checks, m.answers.lastPass,
-		m.serverTiming.queue, m.serverTiming.ttft, m.serverTiming.overhead, m.serverTiming.negative,
-	}
-	for _, v := range m.phases {
-		cs = append(cs, v)
-	}
-	return cs
-}
-
 // Describe implements prometheus.Collector. New registers m already.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range m.collectors() {
-		c.Describe(ch)
+	for _, v := range m.probeVecs() {
+		v.Describe(ch)
 	}
+	m.targetInfo.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range m.collectors() {
-		c.Collect(ch)
+	for _, v := range m.probeVecs() {
+		v.Collect(ch)
 	}
+	m.targetInfo.Collect(ch)
 }
 
 // Init creates every series of a (target, probe) with value zero — each
@@ -525,184 +508,4 @@ func (m *Metrics) Skipped(target, probe string, reason manager.SkipReason) {
 		return
 	}
 	m.skipped.WithLabelValues(target, probe, string(reason)).Inc()
-}
-
-// ProbeStarted initialises the series of (target, probe) (Init) and exports
-// its settings: SLO thresholds, goodput objective, arrival rate, and its
-// start as its last arrival.
-func (m *Metrics) ProbeStarted(target, probe string, s manager.ProbeSettings) {
-	m.Init(target, probe)
-	m.SLOChanged(target, probe, s.SLO, s.GoodputObjective)
-	m.SetProbeRate(target, probe, s.Rate)
-	m.SetLastArrival(target, probe, s.Start)
-	m.initAnswerChecks(target, probe, s.AnswerChecks)
-}
-
-// SLOChanged exports new SLO thresholds and goodput objective of (target,
-// probe) (SetSLO, SetGoodputObjective).
-func (m *Metrics) SLOChanged(target, probe string, s slo.SLO, goodputObjective float64) {
-	m.SetSLO(target, probe, s.TTFT, s.TPOT, s.E2EL)
-	m.setThreshold(target, probe, slo.NameTTFA, s.TTFA)
-	m.SetGoodputObjective(target, probe, goodputObjective)
-}
-
-// SetSLO exports the SLO thresholds of (target, probe) as
-// llmprobe_slo_threshold_seconds{slo}. A zero (or negative) duration means
-// the SLO is not set: its series is deleted.
-func (m *Metrics) SetSLO(target, probe string, ttft, tpot, e2el time.Duration) {
-	for i, d := range []time.Duration{ttft, tpot, e2el} {
-		m.setThreshold(target, probe, SLONames[i], d)
-	}
-}
-
-// setThreshold sets (d > 0) or deletes the threshold series of one SLO.
-func (m *Metrics) setThreshold(target, probe, name string, d time.Duration) {
-	if d <= 0 {
-		m.sloThreshold.DeleteLabelValues(target, probe, name)
-		return
-	}
-	m.sloThreshold.WithLabelValues(target, probe, name).Set(d.Seconds())
-}
-
-// SetProbeRate exports the configured mean arrival rate of (target, probe)
-// in requests per second as llmprobe_probe_arrival_rate. A rate that is not
-// positive and finite deletes the series. Call it when the probe starts; the
-// alert on a probe that stopped scheduling reads it.
-func (m *Metrics) SetProbeRate(target, probe string, rate float64) {
-	if !(rate > 0) || math.IsInf(rate, 0) {
-		m.arrivalRate.DeleteLabelValues(target, probe)
-		return
-	}
-	m.arrivalRate.WithLabelValues(target, probe).Set(rate)
-}
-
-// SetLastArrival sets llmprobe_probe_last_arrival_timestamp_seconds of
-// (target, probe) to at (Unix time). Call it for every scheduled arrival,
-// sent or skipped, and once with the start time when the probe starts. It is
-// a label lookup and a gauge Set: cheap enough for every arrival. Concurrent
-// calls for one probe may land out of order by the few microseconds between
-// them.
-func (m *Metrics) SetLastArrival(target, probe string, at time.Time) {
-	m.lastArrival.WithLabelValues(target, probe).Set(float64(at.Unix()) + float64(at.Nanosecond())/1e9)
-}
-
-// SetGoodputObjective exports the goodput objective of (target, probe), the
-// share of requests that must be good (0 < objective < 1), as
-// llmprobe_goodput_objective_ratio. The burn-rate rules divide by
-// 1 - objective. A value outside (0, 1) deletes the series.
-func (m *Metrics) SetGoodputObjective(target, probe string, objective float64) {
-	if !(objective > 0 && objective < 1) {
-		m.objective.DeleteLabelValues(target, probe)
-		return
-	}
-	m.objective.WithLabelValues(target, probe).Set(objective)
-}
-
-// SetTargetInfo sets llmprobe_target_info for target to 1 with the labels
-// of info (server_version, model, max_model_len, engine, server_instance),
-// replacing the target's previous info series. Empty values are exported as
-// empty labels (that is, absent in PromQL).
-func (m *Metrics) SetTargetInfo(target string, info manager.TargetInfo) {
-	l := prometheus.Labels{
-		"target": target, "server_version": info.ServerVersion, "model": info.Model,
-		"max_model_len": info.MaxModelLen, "engine": info.Engine, "server_instance": info.ServerInstance,
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if old, ok := m.info[target]; ok {
-		m.targetInfo.Delete(old)
-	}
-	m.targetInfo.With(l).Set(1)
-	m.info[target] = l
-}
-
-// SetTargetLabels sets llmprobe_target_labels for target: one series, value
-// 1, with the target label and the target's static labels from the
-// configuration (config.TargetConfig.Labels), replacing its previous series;
-// no labels remove it. The histograms never carry these labels: rules join
-// them on target. m keeps its own copy of labels.
-func (m *Metrics) SetTargetLabels(target string, labels map[string]string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(labels) == 0 {
-		delete(m.labels, target)
-		return
-	}
-	m.labels[target] = maps.Clone(labels)
-}
-
-// targetLabels exports llmprobe_target_labels. Its label names differ from
-// target to target, so it is an unchecked collector (Describe sends
-// nothing), registered beside Metrics by New.
-type targetLabels struct{ m *Metrics }
-
-// Describe implements prometheus.Collector: nothing (unchecked).
-func (targetLabels) Describe(chan<- *prometheus.Desc) {}
-
-// Collect implements prometheus.Collector: one series per target with
-// static labels, in target order.
-func (c targetLabels) Collect(ch chan<- prometheus.Metric) {
-	c.m.mu.RLock()
-	defer c.m.mu.RUnlock()
-	for _, target := range slices.Sorted(maps.Keys(c.m.labels)) {
-		l := prometheus.Labels{"target": target}
-		maps.Copy(l, c.m.labels[target])
-		d := prometheus.NewDesc(NameTargetLabels, "Static labels of the target from the configuration "+
-			"(targets[].labels, e.g. canary and role), for rules to join on target; value 1.", nil, l)
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 1)
-	}
-}
-
-// DeleteProbe removes every series of (target, probe), for a probe removed
-// by a config reload. Call it after the probe's in-flight requests have
-// been observed: a later Observe re-creates the series.
-func (m *Metrics) DeleteProbe(target, probe string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.probes, probeKey{target, probe})
-	match := prometheus.Labels{"target": target, "probe": probe}
-	for _, v := range m.probeVecs() {
-		v.DeletePartialMatch(match)
-	}
-}
-
-// DeleteTarget removes every series of target (all its probes and its info
-// series), for a target removed by a config reload.
-func (m *Metrics) DeleteTarget(target string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k := range m.probes {
-		if k.target == target {
-			delete(m.probes, k)
-		}
-	}
-	delete(m.info, target)
-	delete(m.labels, target)
-	delete(m.costs, target)
-	match := prometheus.Labels{"target": target}
-	for _, v := range m.probeVecs() {
-		v.DeletePartialMatch(match)
-	}
-	m.targetInfo.DeletePartialMatch(match)
-}
-
-// partialDeleter is the part of the *Vec types DeleteProbe needs.
-type partialDeleter interface {
-	DeletePartialMatch(prometheus.Labels) int
-}
-
-func (m *Metrics) probeVecs() []partialDeleter {
-	ds := []partialDeleter{
-		m.ttft, m.ttfc, m.itl, m.tpot, m.e2e, m.sendLag, m.reasoningTok, m.thinking,
-		m.requests, m.good, m.sloViolations, m.skipped, m.promptTokens, m.genTokens, m.retries,
-		m.cachedTokens, m.cacheRequests, m.backends, m.sessionTurns,
-		m.inFlight, m.sloThreshold,
-		m.arrivalRate, m.lastArrival, m.objective,
-		m.answers.checks, m.answers.lastPass,
-		m.serverTiming.queue, m.serverTiming.ttft, m.serverTiming.overhead, m.serverTiming.negative,
-	}
-	for _, v := range m.phases {
-		ds = append(ds, v)
-	}
-	return ds
 }

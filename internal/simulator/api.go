@@ -251,6 +251,21 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	return nil
 }
 
+// readModelRequest reads a request body into v (readJSON) and checks the
+// model it names (*model, read once v is decoded: checkModel); false when
+// it answered with the error.
+func (s *Simulator) readModelRequest(w http.ResponseWriter, r *http.Request, v any, model **string) bool {
+	e := readJSON(w, r, v)
+	if e == nil {
+		e = s.checkModel(*model)
+	}
+	if e != nil {
+		writeError(w, e)
+		return false
+	}
+	return true
+}
+
 // checkModel answers vLLM's 404 for a model other than the served one; an
 // absent model means the served one.
 func (s *Simulator) checkModel(model *string) *apiError {
@@ -288,12 +303,7 @@ type tokenizeRequest struct {
 
 func (s *Simulator) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &req, &req.Model) {
 		return
 	}
 	var ids []int
@@ -324,12 +334,7 @@ func (s *Simulator) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		Model  *string `json:"model"`
 		Tokens *[]int  `json:"tokens"`
 	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &req, &req.Model) {
 		return
 	}
 	if req.Tokens == nil {

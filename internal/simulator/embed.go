@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -132,14 +131,7 @@ func (s *Simulator) pool(c *call, prompts [][]int) bool {
 // request id, the served-by headers and the faults drawn; false when a
 // terminal fault answered.
 func (s *Simulator) startPooling(w http.ResponseWriter, r *http.Request) (*call, faultPlan, string, bool) {
-	reqNo := s.reqNo.Add(1)
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" {
-		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
-	}
-	w.Header().Set("X-Request-Id", rid)
-	s.servedBy(w.Header(), r, reqNo)
-	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context()}
+	c, reqNo, _ := s.startCall(w, r)
 	fp := s.drawFaults(reqNo)
 	switch fp.terminal {
 	case faultReset:
@@ -149,7 +141,7 @@ func (s *Simulator) startPooling(w http.ResponseWriter, r *http.Request) (*call,
 		c.fail(&apiError{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "simulated fault: " + fp.terminal})
 		return nil, fp, "", false
 	}
-	return c, fp, rid, true
+	return c, fp, c.tr.RequestID, true
 }
 
 // vector is the unit embedding of tokens: deterministic in the seed and
@@ -176,12 +168,7 @@ func (s *Simulator) relevance(query, doc []int) float64 {
 
 func (s *Simulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	var body embeddingsJSON
-	if e := readJSON(w, r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(body.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
 	in, e := texts("input", body.Input)
@@ -234,12 +221,7 @@ func pairs(query string, docs []string) (q []int, d [][]int, prompts [][]int, to
 
 func (s *Simulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 	var body rerankJSON
-	if e := readJSON(w, r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(body.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
 	if body.Query == nil {
@@ -285,12 +267,7 @@ func (s *Simulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 
 func (s *Simulator) handleScore(w http.ResponseWriter, r *http.Request) {
 	var body scoreJSON
-	if e := readJSON(w, r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(body.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
 	if body.Text1 == nil {

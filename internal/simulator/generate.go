@@ -1,16 +1,10 @@
 package simulator
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/go-kit/log/level"
 )
 
 // faultPlan is the faults drawn for one request.
@@ -128,120 +122,16 @@ func outputText(seq *sequence, from, to int) string {
 	return b.String()
 }
 
-// call is the per-request response state: the writer, its controller, the
-// slow-drip setting and the trace record being filled.
-type call struct {
-	s       *Simulator
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	ctx     context.Context
-	drip    time.Duration
-	dripped bool
-	tr      TraceRecord
-	buf     []byte
-	// anthropic: errors in the Messages API's shape (messages.go).
-	anthropic bool
-}
-
-var errInterrupted = errors.New("interrupted")
-
-// sleep waits d; false when the client left or the simulator stops first.
-func (c *call) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-	case <-c.s.quit:
-	case <-c.s.done:
-	}
-	return false
-}
-
-// write sends b and flushes it (one byte at a time under slow drip).
-func (c *call) write(b []byte) error {
-	if !c.dripped {
-		if _, err := c.w.Write(b); err != nil {
-			return err
-		}
-		return c.rc.Flush()
-	}
-	for i := range b {
-		if _, err := c.w.Write(b[i : i+1]); err != nil {
-			return err
-		}
-		if err := c.rc.Flush(); err != nil {
-			return err
-		}
-		if c.drip > 0 && i < len(b)-1 && !c.sleep(c.drip) {
-			return errInterrupted
-		}
-	}
-	return nil
-}
-
-// event writes one SSE event and records its flush time if it is a
-// content event.
-func (c *call) event(payload []byte, content bool) error {
-	c.buf = append(c.buf[:0], "data: "...)
-	c.buf = append(c.buf, payload...)
-	c.buf = append(c.buf, "\n\n"...)
-	if err := c.write(c.buf); err != nil {
-		return err
-	}
-	if content {
-		c.tr.EventsNS = append(c.tr.EventsNS, time.Now().UnixNano())
-	}
-	return nil
-}
-
-// fail answers with a vLLM-shaped error.
-func (c *call) fail(e *apiError) {
-	if c.anthropic {
-		writeJSON(c.w, e.Status, anthropicError(e))
-	} else {
-		writeError(c.w, e)
-	}
-	c.rc.Flush()
-	c.tr.Status = e.Status
-	c.tr.HeadersNS = time.Now().UnixNano()
-}
-
-// reset closes the connection with a TCP RST and no response bytes.
-func (c *call) reset() {
-	conn, _, err := c.rc.Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler) // HTTP/2: abort the stream instead
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetLinger(0)
-	}
-	conn.Close()
-}
-
 // generate serves /v1/completions and /v1/chat/completions.
 func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKind) {
 	if s.light != nil {
 		s.generateLight(w, r, kind)
 		return
 	}
-	reqNo := s.reqNo.Add(1)
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" {
-		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
-	}
-	w.Header().Set("X-Request-Id", rid)
-	replica := s.servedBy(w.Header(), r, reqNo)
-	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
-		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}, anthropic: kind == kindMessages}
-	if s.trace != nil {
-		defer func() {
-			if err := s.trace.write(&c.tr); err != nil {
-				level.Warn(s.logger).Log("msg", "trace record lost", "err", err)
-			}
-		}()
-	}
+	c, reqNo, replica := s.startCall(w, r)
+	c.anthropic = kind == kindMessages
+	defer c.record()
+	rid := c.tr.RequestID
 	g, e := s.parseGen(w, r, kind)
 	if e != nil {
 		c.fail(e)
@@ -297,63 +187,6 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 		s.stream(c, g, seq, fp, id)
 	} else {
 		s.complete(c, g, seq, fp, id)
-	}
-}
-
-// errShuttingDown is the answer to requests the stopping engine will not take.
-var errShuttingDown = &apiError{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailableError",
-	Message: "the simulator is shutting down"}
-
-// wait blocks until seq finishes; false when the client left (the sequence
-// is aborted) or the simulator closed.
-func (c *call) wait(seq *sequence) bool {
-	for {
-		if _, finished, _ := seq.snapshot(); finished {
-			return true
-		}
-		select {
-		case <-seq.notify:
-		case <-c.ctx.Done():
-			c.s.eng.abort(seq)
-			return false
-		case <-c.s.done:
-			return false
-		}
-	}
-}
-
-// progress blocks until seq has produced past sent tokens or finished and
-// returns what it has produced (and its finish reason); ok is false when the stream must end: the
-// client left (the sequence is aborted), the engine aborted it, or the
-// simulator closed.
-func (c *call) progress(seq *sequence, sent int) (produced int, finished bool, reason string, ok bool) {
-	for {
-		select {
-		case <-seq.notify:
-		case <-c.ctx.Done():
-			c.s.eng.abort(seq)
-			c.tr.FinishReason = finishAbort
-			return 0, false, "", false
-		case <-c.s.done:
-			return 0, false, "", false
-		}
-		produced, finished, reason := seq.snapshot()
-		if reason == finishAbort {
-			c.tr.FinishReason = finishAbort
-			return 0, false, "", false
-		}
-		if produced != sent || finished {
-			return produced, finished, reason, true
-		}
-	}
-}
-
-// hang blocks until the client leaves or serving stops.
-func (c *call) hang() {
-	select {
-	case <-c.ctx.Done():
-	case <-c.s.quit:
-	case <-c.s.done:
 	}
 }
 
@@ -448,39 +281,12 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 		c.fail(&apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: err.Error()})
 		return
 	}
-	h := c.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(body)))
-	if fp.malformed {
-		body = body[:len(body)/2]
-		h.Set("Content-Length", fmt.Sprint(len(body)))
-	}
-	c.w.WriteHeader(http.StatusOK)
-	c.tr.Status = http.StatusOK
-	c.tr.CompletionTokens = produced
-	c.tr.FinishReason = reason
-	if fp.cut {
-		// Half of the declared body, then abort the connection.
-		c.write(body[:len(body)/2])
-		c.tr.HeadersNS = time.Now().UnixNano()
-		panic(http.ErrAbortHandler)
-	}
-	c.write(body)
-	c.tr.HeadersNS = time.Now().UnixNano()
+	c.answer(body, produced, reason, fp)
 }
 
 // stream serves a streaming request as vLLM's OpenAI server does.
 func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, id string) {
-	h := c.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	c.w.WriteHeader(http.StatusOK)
-	if err := c.rc.Flush(); err != nil {
-		return
-	}
-	c.tr.Status = http.StatusOK
-	c.tr.HeadersNS = time.Now().UnixNano()
-	if fp.terminal == faultHang {
-		c.hang()
+	if !c.openStream(fp.terminal == faultHang) {
 		return
 	}
 	if fp.stallBefore && !c.sleep(fp.stallFor) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/go-kit/log/level"
 )
 
 // Light configures the light streaming mode (`--light`): generation requests
@@ -144,22 +143,8 @@ type lightRequest struct {
 // generateLight serves a generation request in light mode.
 func (s *Simulator) generateLight(w http.ResponseWriter, r *http.Request, kind apiKind) {
 	start := time.Now()
-	reqNo := s.reqNo.Add(1)
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" {
-		rid = fmt.Sprintf("%016x%016x", hash2(s.idSeed, reqNo), hash2(reqNo, s.idSeed))
-	}
-	w.Header().Set("X-Request-Id", rid)
-	s.servedBy(w.Header(), r, reqNo)
-	c := &call{s: s, w: w, rc: http.NewResponseController(w), ctx: r.Context(),
-		tr: TraceRecord{RequestID: rid, Traceparent: traceparent(r), Endpoint: r.URL.Path}}
-	if s.trace != nil {
-		defer func() {
-			if err := s.trace.write(&c.tr); err != nil {
-				level.Warn(s.logger).Log("msg", "trace record lost", "err", err)
-			}
-		}()
-	}
+	c, _, _ := s.startCall(w, r)
+	defer c.record()
 	var body lightRequest
 	if e := readJSON(w, r, &body); e != nil {
 		c.fail(e)
@@ -190,14 +175,9 @@ func (s *Simulator) generateLight(w http.ResponseWriter, r *http.Request, kind a
 		s.completeLight(c, kind, start, prompt, n)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	if err := c.rc.Flush(); err != nil {
+	if !c.openStream(false) {
 		return
 	}
-	c.tr.Status = http.StatusOK
-	c.tr.HeadersNS = time.Now().UnixNano()
 	c.tr.EventsNS = make([]int64, 0, n+1)
 	if !s.streamLight(c, kind, start, n) {
 		return

@@ -2,7 +2,6 @@ package simulator
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -154,6 +153,8 @@ func stopReason(reason string) string {
 type msgStream struct {
 	c      *call
 	id     string
+	model  string
+	prompt int    // the prompt's tokens
 	active string // the open content block's type ("" none)
 	index  int    // the open (or next) content block's index
 }
@@ -162,6 +163,45 @@ func (m *msgStream) emit(typ string, fields map[string]any, content bool) error 
 	fields["type"] = typ
 	b, _ := json.Marshal(fields)
 	return m.c.namedEvent(typ, b, content)
+}
+
+// begin implements namedStream: message_start, then a ping. vLLM sends
+// message_start on the first chat chunk (the role chunk, at the first
+// engine output); Anthropic follows it with a ping.
+func (m *msgStream) begin() error {
+	if err := m.emit("message_start", map[string]any{"message": map[string]any{"id": m.id, "type": "message",
+		"role": "assistant", "content": []any{}, "model": m.model, "stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": m.prompt, "output_tokens": 0}}}, false); err != nil {
+		return err
+	}
+	return m.emit("ping", map[string]any{}, false)
+}
+
+// end closes the stream: the open content block, message_delta (the stop
+// reason, the usage of sent tokens), message_stop and vLLM's [DONE].
+func (m *msgStream) end(reason string, sent int) {
+	if m.stop() != nil {
+		return
+	}
+	if m.emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(reason), "stop_sequence": nil},
+		"usage": map[string]any{"input_tokens": m.prompt, "output_tokens": sent}}, false) != nil {
+		return
+	}
+	if m.emit("message_stop", map[string]any{}, false) != nil || m.c.write([]byte("data: [DONE]\n\n")) != nil {
+		return
+	}
+	m.c.tr.DoneNS = time.Now().UnixNano()
+}
+
+// fail implements namedStream: an error event.
+func (m *msgStream) fail() error {
+	return m.emit("error", map[string]any{"error": map[string]any{"type": "internal_error",
+		"message": "simulated fault: error during generation"}}, false)
+}
+
+// truncated implements namedStream.
+func (m *msgStream) truncated() (string, []byte) {
+	return "content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`)
 }
 
 // start opens a content block of type typ, closing the open one.
@@ -228,106 +268,23 @@ func (m *msgStream) deltas(seq *sequence, from, to int) error {
 
 // streamMessages serves a streamed Messages API request.
 func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp faultPlan, id string) {
-	h := c.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	c.w.WriteHeader(http.StatusOK)
-	if err := c.rc.Flush(); err != nil {
-		return
-	}
-	c.tr.Status = http.StatusOK
-	c.tr.HeadersNS = time.Now().UnixNano()
-	if fp.terminal == faultHang {
-		c.hang()
+	if !c.openStream(fp.terminal == faultHang) {
 		return
 	}
 	if fp.stallBefore && !c.sleep(fp.stallFor) {
 		return
 	}
-	m := &msgStream{c: c, id: id}
-	startEvents := func() error {
-		// vLLM sends message_start on the first chat chunk (the role
-		// chunk, at the first engine output); Anthropic follows it with a
-		// ping.
-		if err := m.emit("message_start", map[string]any{"message": map[string]any{"id": id, "type": "message",
-			"role": "assistant", "content": []any{}, "model": g.model, "stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": len(g.prompt), "output_tokens": 0}}}, false); err != nil {
-			return err
-		}
-		return m.emit("ping", map[string]any{}, false)
-	}
-	end := func(reason string, sent int) {
-		if m.stop() != nil {
-			return
-		}
-		if m.emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(reason), "stop_sequence": nil},
-			"usage": map[string]any{"input_tokens": len(g.prompt), "output_tokens": sent}}, false) != nil {
-			return
-		}
-		if m.emit("message_stop", map[string]any{}, false) != nil || c.write([]byte("data: [DONE]\n\n")) != nil {
-			return
-		}
-		c.tr.DoneNS = time.Now().UnixNano()
-	}
+	m := &msgStream{c: c, id: id, model: g.model, prompt: len(g.prompt)}
 	if fp.empty {
-		if startEvents() != nil {
-			return
+		if m.begin() == nil {
+			c.tr.FinishReason = finishStop
+			m.end(finishStop, 0)
 		}
-		c.tr.FinishReason = finishStop
-		end(finishStop, 0)
 		return
 	}
-	if err := s.eng.submit(seq); err != nil {
-		return
+	if sent, ok := s.namedTokens(c, seq, fp, m); ok {
+		m.end(c.tr.FinishReason, sent)
 	}
-	abort := func() {
-		s.eng.abort(seq)
-		c.tr.FinishReason = finishAbort
-	}
-	sent, started, midDone := 0, false, false
-	half := max(1, seq.finishLen/2)
-	for {
-		produced, finished, reason, ok := c.progress(seq, sent)
-		if !ok {
-			return
-		}
-		if !started {
-			started = true
-			if err := startEvents(); err != nil {
-				abort()
-				return
-			}
-		}
-		if fp.cut && produced > half {
-			produced, finished = half, false
-		}
-		if produced > sent {
-			if err := m.deltas(seq, sent, produced); err != nil {
-				abort()
-				return
-			}
-		}
-		sent = produced
-		c.tr.CompletionTokens = sent
-		if !midDone && (sent >= half || finished) {
-			midDone = true
-			if fp.errorEvent {
-				if err := m.emit("error", map[string]any{"error": map[string]any{"type": "internal_error",
-					"message": "simulated fault: error during generation"}}, false); err == nil && !finished {
-					abort()
-				}
-				c.tr.FinishReason = finishError
-				return
-			}
-			if c.namedMidFaults(fp, finished, "content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`), abort) {
-				return
-			}
-		}
-		if finished {
-			c.tr.FinishReason = toolFinish(seq, reason)
-			break
-		}
-	}
-	end(c.tr.FinishReason, sent)
 }
 
 // completeMessages answers a non-streamed Messages API request: the
@@ -354,13 +311,5 @@ func (s *Simulator) completeMessages(c *call, g *genRequest, seq *sequence, prod
 	}
 	body, _ := json.Marshal(map[string]any{"id": id, "type": "message", "role": "assistant", "content": content,
 		"model": g.model, "stop_reason": stopReason(reason), "usage": map[string]any{"input_tokens": len(g.prompt), "output_tokens": produced}})
-	h := c.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(body)))
-	c.w.WriteHeader(http.StatusOK)
-	c.tr.Status = http.StatusOK
-	c.tr.CompletionTokens = produced
-	c.tr.FinishReason = reason
-	c.write(body)
-	c.tr.HeadersNS = time.Now().UnixNano()
+	c.answer(body, produced, reason, faultPlan{}) // this API's answers take no body faults
 }

@@ -42,12 +42,7 @@ func (s *Simulator) handleTokenizeSGLang(w http.ResponseWriter, r *http.Request)
 		Model  *string `json:"model"`
 		Prompt *string `json:"prompt"`
 	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(w, e)
+	if !s.readModelRequest(w, r, &req, &req.Model) {
 		return
 	}
 	if req.Prompt == nil {

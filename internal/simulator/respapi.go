@@ -2,8 +2,6 @@ package simulator
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -58,41 +56,19 @@ func (r *respStream) response(status string, use any, incomplete any) map[string
 		"parallel_tool_calls": true, "tools": []any{}, "tool_choice": "auto"}
 }
 
-// namedMidFaults runs the mid-stream faults of a named-event stream (the
-// Responses and Messages APIs) after a token event: malformed sends the
-// truncated event (its JSON cut inside a string), cut ends the stream, a
-// stall sleeps; it reports whether the stream ends here (aborted unless it
-// had finished).
-func (c *call) namedMidFaults(fp faultPlan, finished bool, event string, truncated []byte, abort func()) (stop bool) {
-	if fp.malformed {
-		if err := c.namedEvent(event, truncated, false); err != nil {
-			abort()
-			return true
-		}
-	}
-	if fp.cut || (fp.stallMid && !c.sleep(fp.stallFor)) {
-		if !finished {
-			abort()
-		}
-		return true
-	}
-	return false
+// begin implements namedStream: nothing (response.created and
+// response.in_progress precede the engine's first output).
+func (r *respStream) begin() error { return nil }
+
+// fail implements namedStream: an error event.
+func (r *respStream) fail() error {
+	return r.emit("error", map[string]any{"code": "server_error", "message": "simulated fault: error during generation",
+		"param": nil}, false)
 }
 
-// namedEvent writes an SSE event with an event: line.
-func (c *call) namedEvent(name string, payload []byte, content bool) error {
-	c.buf = append(c.buf[:0], "event: "...)
-	c.buf = append(c.buf, name...)
-	c.buf = append(c.buf, "\ndata: "...)
-	c.buf = append(c.buf, payload...)
-	c.buf = append(c.buf, "\n\n"...)
-	if err := c.write(c.buf); err != nil {
-		return err
-	}
-	if content {
-		c.tr.EventsNS = append(c.tr.EventsNS, time.Now().UnixNano())
-	}
-	return nil
+// truncated implements namedStream.
+func (r *respStream) truncated() (string, []byte) {
+	return "response.output_text.delta", []byte(`{"type":"response.output_text.delta","delta":"`)
 }
 
 // deltas writes the deltas of output tokens [from, to): reasoning text,
@@ -151,16 +127,7 @@ func (r *respStream) deltas(seq *sequence, from, to int) error {
 
 // streamResponses serves a streamed Responses API request.
 func (s *Simulator) streamResponses(c *call, g *genRequest, seq *sequence, fp faultPlan, id string) {
-	h := c.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	c.w.WriteHeader(http.StatusOK)
-	if err := c.rc.Flush(); err != nil {
-		return
-	}
-	c.tr.Status = http.StatusOK
-	c.tr.HeadersNS = time.Now().UnixNano()
-	if fp.terminal == faultHang {
-		c.hang()
+	if !c.openStream(fp.terminal == faultHang) {
 		return
 	}
 	r := &respStream{c: c, id: id, model: g.model, created: time.Now().Unix()}
@@ -171,49 +138,9 @@ func (s *Simulator) streamResponses(c *call, g *genRequest, seq *sequence, fp fa
 	if fp.stallBefore && !c.sleep(fp.stallFor) {
 		return
 	}
-	if err := s.eng.submit(seq); err != nil {
+	sent, ok := s.namedTokens(c, seq, fp, r)
+	if !ok {
 		return
-	}
-	abort := func() {
-		s.eng.abort(seq)
-		c.tr.FinishReason = finishAbort
-	}
-	sent, midDone := 0, false
-	half := max(1, seq.finishLen/2)
-	for {
-		produced, finished, reason, ok := c.progress(seq, sent)
-		if !ok {
-			return
-		}
-		if fp.cut && produced > half {
-			produced, finished = half, false
-		}
-		if produced > sent {
-			if err := r.deltas(seq, sent, produced); err != nil {
-				abort()
-				return
-			}
-		}
-		sent = produced
-		c.tr.CompletionTokens = sent
-		if !midDone && (sent >= half || finished) {
-			midDone = true
-			if fp.errorEvent {
-				if err := r.emit("error", map[string]any{"code": "server_error", "message": "simulated fault: error during generation",
-					"param": nil}, false); err == nil && !finished {
-					abort()
-				}
-				c.tr.FinishReason = finishError
-				return
-			}
-			if c.namedMidFaults(fp, finished, "response.output_text.delta", []byte(`{"type":"response.output_text.delta","delta":"`), abort) {
-				return
-			}
-		}
-		if finished {
-			c.tr.FinishReason = toolFinish(seq, reason)
-			break
-		}
 	}
 	if r.answerOpen {
 		typ := "message"
@@ -268,15 +195,7 @@ func (s *Simulator) completeResponses(c *call, g *genRequest, seq *sequence, pro
 	resp := r.response(status, responsesUsage(g, seq, produced), incomplete)
 	resp["output"] = output
 	body, _ := json.Marshal(resp)
-	h := c.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(body)))
-	c.w.WriteHeader(http.StatusOK)
-	c.tr.Status = http.StatusOK
-	c.tr.CompletionTokens = produced
-	c.tr.FinishReason = reason
-	c.write(body)
-	c.tr.HeadersNS = time.Now().UnixNano()
+	c.answer(body, produced, reason, faultPlan{}) // this API's answers take no body faults
 }
 
 // toolFinish is the finish reason of a finished sequence: tool_calls for

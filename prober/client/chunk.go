@@ -147,13 +147,8 @@ func decodeChunk(data []byte, c *chunk) error {
 	*c = chunk{}
 	d := decoder{b: data}
 	var st topState
-	d.ws()
 	if err := d.top(c, &st); err != nil {
 		return err
-	}
-	d.ws()
-	if d.i != len(d.b) {
-		return d.fail("data after top-level value")
 	}
 	if c.choices > 0 {
 		c.hasText = st.textSet || st.contentSet
@@ -285,6 +280,29 @@ func (d *decoder) objectNext() (end bool, err error) {
 	return false, d.fail("expected comma or end of object")
 }
 
+// objectOrSkip reads an object member by member as members does; a value
+// that is not an object is skipped at depth.
+func (d *decoder) objectOrSkip(depth int, field func(k []byte) error) error {
+	if d.peek() != '{' {
+		return d.skip(depth)
+	}
+	return d.members(field)
+}
+
+// event reads the whole of d.b as one JSON object, member by member as
+// members does, with nothing but white space around it: an event's data.
+func (d *decoder) event(field func(k []byte) error) error {
+	d.ws()
+	if err := d.members(field); err != nil {
+		return err
+	}
+	d.ws()
+	if d.i != len(d.b) {
+		return d.fail("data after top-level value")
+	}
+	return nil
+}
+
 // members reads an object member by member: field gets each key, with the
 // decoder at the member's value, and must consume that value (or return an
 // error, which ends the object). Every object loop of the decoders is this
@@ -308,8 +326,9 @@ func (d *decoder) members(field func(k []byte) error) error {
 	}
 }
 
+// top reads a chunk's data: the top-level object.
 func (d *decoder) top(c *chunk, st *topState) error {
-	return d.members(func(k []byte) (err error) {
+	return d.event(func(k []byte) (err error) {
 		switch string(k) {
 		case "choices":
 			err = d.choices(c, st)
@@ -322,37 +341,17 @@ func (d *decoder) top(c *chunk, st *topState) error {
 		case "error":
 			err = d.errorValue(st)
 		case "object":
-			st.objectError = false
-			if d.peek() == '"' {
-				var s []byte
-				var esc bool
-				if s, esc, err = d.str(); err == nil {
-					st.objectError = stringIs(s, esc, "error")
-				}
-			} else {
-				err = d.skip(2)
-			}
-		case "id", "model":
-			var v []byte
+			var s []byte
 			var esc bool
-			if d.peek() == '"' {
-				v, esc, err = d.str()
-			} else {
-				err = d.skip(2)
-			}
-			if k[0] == 'i' {
-				c.id, c.idEsc = v, esc
-			} else {
-				c.model, c.modelEsc = v, esc
-			}
+			err = d.strOrSkip(2, &s, &esc)
+			st.objectError = stringIs(s, esc, "error")
+		case "id":
+			err = d.strOrSkip(2, &c.id, &c.idEsc)
+		case "model":
+			err = d.strOrSkip(2, &c.model, &c.modelEsc)
 		case "message":
-			st.topMsgSet = false
-			if d.peek() == '"' {
-				st.topMsg, st.topMsgEsc, err = d.str()
-				st.topMsgSet = err == nil
-			} else {
-				err = d.skip(2)
-			}
+			st.topMsgSet = d.peek() == '"'
+			err = d.strOrSkip(2, &st.topMsg, &st.topMsgEsc)
 		default:
 			err = d.skip(2)
 		}
@@ -412,6 +411,17 @@ func (d *decoder) optString(what string) (s []byte, esc, ok bool, err error) {
 	}
 	s, esc, err = d.str()
 	return s, esc, err == nil, err
+}
+
+// strOrSkip reads a string member into *s and *esc (nil and false when
+// the value is not a string, which is skipped at depth).
+func (d *decoder) strOrSkip(depth int, s *[]byte, esc *bool) (err error) {
+	*s, *esc = nil, false
+	if d.peek() == '"' {
+		*s, *esc, err = d.str()
+		return err
+	}
+	return d.skip(depth)
 }
 
 func (d *decoder) choice(st *topState) error {
@@ -533,6 +543,16 @@ func (d *decoder) optInt(what string) (int, bool, error) {
 		return 0, false, d.fail(what + " is not an integer")
 	}
 	return int(n), true, nil
+}
+
+// intOrSkip reads an integer member (0 when the value is not a number,
+// which is skipped at depth; a number that is not an integer is an error).
+func (d *decoder) intOrSkip(what string, depth int) (n int, err error) {
+	if c := d.peek(); c == '-' || c >= '0' && c <= '9' {
+		n, _, err = d.optInt(what)
+		return n, err
+	}
+	return 0, d.skip(depth)
 }
 
 func (d *decoder) errorValue(st *topState) error {

@@ -45,10 +45,7 @@ func (d *decoder) usage(c *chunk, st *topState) error {
 // skipped and the cached tokens are not known.
 func (d *decoder) promptDetails(st *topState) error {
 	st.cachedSet = false
-	if d.peek() != '{' {
-		return d.skip(3)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(3, func(k []byte) (err error) {
 		if string(k) == "cached_tokens" {
 			var ok bool
 			st.cachedTok, ok, err = d.optInt("cached_tokens")
@@ -65,10 +62,7 @@ func (d *decoder) promptDetails(st *topState) error {
 // else the value is skipped and the reasoning tokens are not known.
 func (d *decoder) completionDetails(st *topState) error {
 	st.reasonTokSet = false
-	if d.peek() != '{' {
-		return d.skip(3)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(3, func(k []byte) (err error) {
 		if string(k) == "reasoning_tokens" {
 			var ok bool
 			st.reasonTok, ok, err = d.optInt("reasoning_tokens")
@@ -85,10 +79,7 @@ func (d *decoder) completionDetails(st *topState) error {
 // skipped and neither is known.
 func (d *decoder) timings(st *topState) error {
 	st.draftSet, st.draftAccSet = false, false
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "draft_n":
 			st.draftTok, st.draftSet, err = d.countOrSkip()
@@ -107,10 +98,7 @@ func (d *decoder) timings(st *topState) error {
 // and none is known.
 func (d *decoder) serverMetrics(st *topState) error {
 	st.srvQueueSet, st.srvTTFTSet, st.srvGenSet = false, false, false
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "queue_time_ms":
 			st.srvQueue, st.srvQueueSet, err = d.millisOrSkip()

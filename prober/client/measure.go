@@ -278,84 +278,27 @@ func (m *measurer) token(at time.Time, since time.Duration, c *chunk) {
 	}
 }
 
-// respEvent measures one Responses API event; end is true when the stream
-// is over (completed, incomplete, failed or an error), with its class.
-func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
-	class prober.ErrorClass, msg string, fromServer, end bool) {
-	rec, e := m.rec, &m.re
-	if err := decodeRespEvent(data, e); err != nil {
-		if !m.gotToken {
-			return prober.ClassInvalidResponse, "first event: " + err.Error(), false, true
-		}
-		return prober.ClassStream, "malformed event: " + err.Error(), false, true
+// delta measures one delta event of the Responses or the Messages API (its
+// answer text, reasoning or a tool call's arguments, of output item or
+// content block index) as a chat chunk with choices: the same TTFT, ITL
+// and E2E rules.
+func (m *measurer) delta(at time.Time, since time.Duration, k deltaKind, index int, delta []byte, esc bool) {
+	c := &m.c
+	*c = chunk{choices: 1}
+	switch k {
+	case deltaText:
+		c.hasText = len(delta) > 0
+		c.text, c.textEscaped = delta, esc
+	case deltaThinking:
+		c.hasReasoning = true
 	}
-	switch e.kind {
-	case respText, respReasoning, respToolArgs:
-		// A delta is a token event, as a chat chunk with choices: the
-		// same TTFT, ITL and E2E rules.
-		c := &m.c
-		*c = chunk{choices: 1}
-		switch e.kind {
-		case respText:
-			c.hasText = len(e.delta) > 0
-			c.text, c.textEscaped = e.delta, e.deltaEsc
-		case respReasoning:
-			c.hasReasoning = true
+	m.token(at, since, c)
+	if k == deltaToolArgs {
+		m.toolCall(since, nil)
+		if m.tools != nil {
+			m.tools.add(index, "", rawString(delta, esc))
 		}
-		m.token(at, since, c)
-		if e.kind == respToolArgs {
-			m.toolCall(since, nil)
-			if m.tools != nil {
-				m.tools.add(e.index, "", rawString(e.delta, e.deltaEsc))
-			}
-		}
-	case respItemAdded:
-		if e.fnItem && m.tools != nil {
-			m.tools.add(e.index, rawString(e.name, e.nameEsc), "")
-		}
-	case respCompleted, respIncomplete:
-		if e.hasUsage {
-			if e.hasOutput {
-				rec.CompletionTokens, m.usageTokens = e.output, true
-			}
-			if e.hasInput {
-				rec.PromptTokens = e.input
-			}
-			if e.hasCached {
-				rec.CachedTokens, rec.CachedTokensReported = e.cached, true
-			}
-			if e.hasReasonTokens {
-				rec.ReasoningTokens, m.reasonTok = e.reasonTokens, true
-			}
-		}
-		incomplete := e.kind == respIncomplete || string(e.status) == "incomplete"
-		switch {
-		case incomplete && string(e.incReason) == "max_output_tokens":
-			rec.FinishReason = "length"
-		case incomplete:
-			rec.FinishReason = "incomplete"
-			if len(e.incReason) > 0 {
-				rec.FinishReason += ": " + trimTo(string(e.incReason), 64)
-			}
-		case m.gotTool:
-			rec.FinishReason = "tool_calls"
-		default:
-			rec.FinishReason = "stop"
-		}
-		rec.Done = since
-		m.done = true
-		return prober.ClassNone, "", false, true
-	case respFailed, respError:
-		msg := "server error event"
-		if e.kind == respFailed {
-			msg = "response.failed"
-		}
-		if e.msg != nil {
-			msg += ": " + rawString(e.msg, e.msgEsc)
-		}
-		return prober.ClassStream, msg, true, true
 	}
-	return prober.ClassNone, "", false, false
 }
 
 // reasoning records a reasoning delta.

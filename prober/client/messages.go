@@ -56,11 +56,12 @@ const (
 	msgError
 )
 
-// msgDeltaKind is the type of a content_block_delta's delta.
-type msgDeltaKind uint8
+// deltaKind is what a delta event carries: a content_block_delta's delta
+// type, or the Responses API's delta events (measurer.delta).
+type deltaKind uint8
 
 const (
-	deltaOther msgDeltaKind = iota // signature_delta and unknown ones
+	deltaOther deltaKind = iota // signature_delta and unknown ones
 	deltaText
 	deltaThinking
 	deltaToolArgs
@@ -74,7 +75,7 @@ type msgEvent struct {
 	toolBlock bool // content_block.type is tool_use
 	name      []byte
 	nameEsc   bool
-	dkind     msgDeltaKind
+	dkind     deltaKind
 	delta     []byte // the text, thinking or partial_json of the delta
 	deltaEsc  bool
 	stop      []byte // delta.stop_reason
@@ -95,53 +96,31 @@ type msgEvent struct {
 func decodeMsgEvent(data []byte, e *msgEvent) error {
 	*e = msgEvent{}
 	d := decoder{b: data}
-	d.ws()
 	var typ []byte
 	var typEsc bool
-	if empty, err := d.objectOpen(); err != nil {
-		return err
-	} else if !empty {
-		for {
-			k, err := d.key()
-			if err != nil {
-				return err
-			}
-			switch string(k) {
-			case "type":
-				typ, typEsc, _, err = d.optString("type")
-			case "index":
-				e.index = 0
-				if c := d.peek(); c == '-' || c >= '0' && c <= '9' {
-					e.index, _, err = d.optInt("index")
-				} else {
-					err = d.skip(2)
-				}
-			case "message":
-				err = d.msgMessage(e)
-			case "content_block":
-				err = d.msgBlock(e)
-			case "delta":
-				err = d.msgDelta(e)
-			case "usage":
-				err = d.msgUsage(e, 2)
-			case "error":
-				err = d.msgErr(e)
-			default:
-				err = d.skip(2)
-			}
-			if err != nil {
-				return err
-			}
-			if end, err := d.objectNext(); err != nil {
-				return err
-			} else if end {
-				break
-			}
+	err := d.event(func(k []byte) (err error) {
+		switch string(k) {
+		case "type":
+			typ, typEsc, _, err = d.optString("type")
+		case "index":
+			e.index, err = d.intOrSkip("index", 2)
+		case "message":
+			err = d.msgMessage(e)
+		case "content_block":
+			err = d.msgBlock(e)
+		case "delta":
+			err = d.msgDelta(e)
+		case "usage":
+			err = d.msgUsage(e, 2)
+		case "error":
+			err = d.msgErr(e)
+		default:
+			err = d.skip(2)
 		}
-	}
-	d.ws()
-	if d.i != len(d.b) {
-		return d.fail("data after top-level value")
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if typEsc {
 		typ = unescape(typ)
@@ -163,22 +142,9 @@ func decodeMsgEvent(data []byte, e *msgEvent) error {
 	return nil
 }
 
-// strOrSkip reads a string member into *s (nil when not a string).
-func (d *decoder) strOrSkip(depth int, s *[]byte, esc *bool) (err error) {
-	*s = nil
-	if d.peek() == '"' {
-		*s, *esc, err = d.str()
-		return err
-	}
-	return d.skip(depth)
-}
-
 // msgMessage reads message_start's "message": id, model and usage.
 func (d *decoder) msgMessage(e *msgEvent) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "id":
 			err = d.strOrSkip(3, &e.id, &e.idEsc)
@@ -193,25 +159,10 @@ func (d *decoder) msgMessage(e *msgEvent) error {
 	})
 }
 
-// msgBlock reads content_block_start's "content_block": its type and name.
+// msgBlock reads content_block_start's "content_block": whether it is a
+// tool_use block, and its name.
 func (d *decoder) msgBlock(e *msgEvent) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
-		switch string(k) {
-		case "type":
-			var s []byte
-			var esc bool
-			err = d.strOrSkip(3, &s, &esc)
-			e.toolBlock = stringIs(s, esc, "tool_use")
-		case "name":
-			err = d.strOrSkip(3, &e.name, &e.nameEsc)
-		default:
-			err = d.skip(3)
-		}
-		return err
-	})
+	return d.typeAndName("tool_use", &e.toolBlock, &e.name, &e.nameEsc)
 }
 
 // msgDelta reads "delta": a content block's (type and its text, thinking
@@ -220,16 +171,9 @@ func (d *decoder) msgDelta(e *msgEvent) error {
 	if d.peek() != '{' {
 		return d.skip(2)
 	}
-	if empty, err := d.objectOpen(); empty || err != nil {
-		return err
-	}
 	var text, thinking, args []byte
 	var textEsc, thinkingEsc, argsEsc bool
-	for {
-		k, err := d.key()
-		if err != nil {
-			return err
-		}
+	err := d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			var s []byte
@@ -259,17 +203,8 @@ func (d *decoder) msgDelta(e *msgEvent) error {
 		default:
 			err = d.skip(3)
 		}
-		if err != nil {
-			return err
-		}
-		end, err := d.objectNext()
-		if err != nil {
-			return err
-		}
-		if end {
-			break
-		}
-	}
+		return err
+	})
 	switch e.dkind {
 	case deltaText:
 		e.delta, e.deltaEsc = text, textEsc
@@ -278,7 +213,7 @@ func (d *decoder) msgDelta(e *msgEvent) error {
 	case deltaToolArgs:
 		e.delta, e.deltaEsc = args, argsEsc
 	}
-	return nil
+	return err
 }
 
 // msgUsage reads a usage object (message_start's message.usage at depth
@@ -307,10 +242,7 @@ func (d *decoder) msgUsage(e *msgEvent, depth int) error {
 
 // msgErr reads an error event's "error": its type and message.
 func (d *decoder) msgErr(e *msgEvent) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		var esc bool
 		switch string(k) {
 		case "type":
@@ -351,25 +283,8 @@ func (m *measurer) msgEvent(at time.Time, since time.Duration, data []byte) (
 			m.tools.add(e.index, rawString(e.name, e.nameEsc), "")
 		}
 	case msgDelta:
-		if e.dkind == deltaOther {
-			break // a signature: no token
-		}
-		// A delta is a token event, as a chat chunk with choices.
-		c := &m.c
-		*c = chunk{choices: 1}
-		switch e.dkind {
-		case deltaText:
-			c.hasText = len(e.delta) > 0
-			c.text, c.textEscaped = e.delta, e.deltaEsc
-		case deltaThinking:
-			c.hasReasoning = true
-		}
-		m.token(at, since, c)
-		if e.dkind == deltaToolArgs {
-			m.toolCall(since, nil)
-			if m.tools != nil {
-				m.tools.add(e.index, "", rawString(e.delta, e.deltaEsc))
-			}
+		if e.dkind != deltaOther { // deltaOther: a signature, no token
+			m.delta(at, since, e.dkind, e.index, e.delta, e.deltaEsc)
 		}
 	case msgMessageDelta:
 		m.msgUsage(e)
@@ -542,11 +457,8 @@ func (m *measurer) measureMessages(body []byte, end time.Time) (prober.ErrorClas
 	if err := json.Unmarshal(body, &r); err != nil {
 		return prober.ClassInvalidResponse, "response body: " + err.Error(), false
 	}
-	if r.Type == "error" || len(r.Error) > 0 && string(r.Error) != "null" {
-		if msg := errorBodyMessage(body); msg != "" {
-			return prober.ClassInvalidResponse, "server error in a 200 response: " + msg, true
-		}
-		return prober.ClassInvalidResponse, "server error in a 200 response", false
+	if r.Type == "error" || isSet(r.Error) {
+		return answerError(body)
 	}
 	if r.Content == nil {
 		return prober.ClassInvalidResponse, "response without content", false

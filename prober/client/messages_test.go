@@ -26,7 +26,7 @@ type msgView struct {
 	Tool                           bool
 	Name, Delta, Stop, ErrType     string
 	ErrMsg, ID, Model              string
-	DKind                          msgDeltaKind
+	DKind                          deltaKind
 	HasInput, HasOutput, HasCached bool
 	Input, Output, Cached          int
 }

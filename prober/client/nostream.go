@@ -63,15 +63,8 @@ func draftFigures(raw json.RawMessage, rec *prober.Record) {
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &t) != nil {
 		return
 	}
-	count := func(raw json.RawMessage) (int, bool) {
-		var n int
-		if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &n) != nil || n < 0 {
-			return 0, false
-		}
-		return n, true
-	}
-	drafted, ok1 := count(t.Drafted)
-	accepted, ok2 := count(t.Accepted)
+	drafted, ok1 := nonNegative[int](t.Drafted)
+	accepted, ok2 := nonNegative[int](t.Accepted)
 	if ok1 && ok2 {
 		rec.DraftTokens, rec.DraftAccepted, rec.DraftReported = drafted, accepted, true
 	}
@@ -90,17 +83,32 @@ func serverFigures(raw json.RawMessage, rec *prober.Record) {
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 		return
 	}
-	millis := func(raw json.RawMessage) (float64, bool) {
-		var v float64
-		if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &v) != nil || v < 0 {
-			return 0, false
-		}
-		return v, true
-	}
-	q, okQ := millis(m.Queue)
-	t, okT := millis(m.TTFT)
-	g, okG := millis(m.Gen)
+	q, okQ := nonNegative[float64](m.Queue)
+	t, okT := nonNegative[float64](m.TTFT)
+	g, okG := nonNegative[float64](m.Gen)
 	serverTiming(rec, okQ, q, okT, t, okG, g)
+}
+
+// answerError classifies a 200 answer whose body carries an error:
+// invalid_response, with the server's message when it has one.
+func answerError(body []byte) (prober.ErrorClass, string, bool) {
+	if msg := errorBodyMessage(body); msg != "" {
+		return prober.ClassInvalidResponse, "server error in a 200 response: " + msg, true
+	}
+	return prober.ClassInvalidResponse, "server error in a 200 response", false
+}
+
+// isSet reports whether a JSON member is present and not null.
+func isSet(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// nonNegative decodes raw as a non-negative number of type T; false when
+// it is absent, null, not a T or negative.
+func nonNegative[T int | float64](raw json.RawMessage) (T, bool) {
+	var v T
+	if !isSet(raw) || json.Unmarshal(raw, &v) != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 // responsesResponse is what the measurement needs of a non-streamed
@@ -146,11 +154,8 @@ func (m *measurer) measureResponses(body []byte, end time.Time) (prober.ErrorCla
 	if err := json.Unmarshal(body, &r); err != nil {
 		return prober.ClassInvalidResponse, "response body: " + err.Error(), false
 	}
-	if len(r.Error) > 0 && string(r.Error) != "null" {
-		if msg := errorBodyMessage(body); msg != "" {
-			return prober.ClassInvalidResponse, "server error in a 200 response: " + msg, true
-		}
-		return prober.ClassInvalidResponse, "server error in a 200 response", false
+	if isSet(r.Error) {
+		return answerError(body)
 	}
 	if r.Status == nil || r.Output == nil {
 		return prober.ClassInvalidResponse, "response without status or output", false
@@ -236,11 +241,8 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 	if err := json.Unmarshal(body, &r); err != nil {
 		return prober.ClassInvalidResponse, "response body: " + err.Error(), false
 	}
-	if len(r.Error) > 0 && string(r.Error) != "null" {
-		if msg := errorBodyMessage(body); msg != "" {
-			return prober.ClassInvalidResponse, "server error in a 200 response: " + msg, true
-		}
-		return prober.ClassInvalidResponse, "server error in a 200 response", false
+	if isSet(r.Error) {
+		return answerError(body)
 	}
 	if len(r.Choices) == 0 {
 		return prober.ClassInvalidResponse, "response without choices", false

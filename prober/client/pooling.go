@@ -103,11 +103,8 @@ func (m *measurer) measurePooling(body []byte, end time.Time) (prober.ErrorClass
 	if err := json.Unmarshal(body, &r); err != nil {
 		return prober.ClassInvalidResponse, "response body: " + err.Error(), false
 	}
-	if len(r.Error) > 0 && string(r.Error) != "null" {
-		if msg := errorBodyMessage(body); msg != "" {
-			return prober.ClassInvalidResponse, "server error in a 200 response: " + msg, true
-		}
-		return prober.ClassInvalidResponse, "server error in a 200 response", false
+	if isSet(r.Error) {
+		return answerError(body)
 	}
 	rec.E2E = end.Sub(m.t0)
 	if u := r.Usage; u != nil {

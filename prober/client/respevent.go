@@ -1,9 +1,10 @@
 package client
 
-// The Responses API's stream (POST /v1/responses, "stream": true): one JSON
-// object per SSE event, its "type" naming the event (the SSE event: line
-// repeats it). What the measurement needs of each, decoded without
-// allocation like a chat chunk (chunk.go):
+// The Responses API's stream (POST /v1/responses, "stream": true), decoded
+// and measured (measurer.respEvent): one JSON object per SSE event, its
+// "type" naming the event (the SSE event: line repeats it). What the
+// measurement needs of each, decoded without allocation like a chat chunk
+// (chunk.go):
 //
 //	response.output_text.delta            {"delta": "..."}: answer text
 //	response.reasoning_text.delta,
@@ -19,6 +20,12 @@ package client
 //
 // Every other event (response.created, response.in_progress, the *.added
 // and *.done events) is validated and carries nothing measured.
+
+import (
+	"time"
+
+	"github.com/llmprobe/llmprobe/prober"
+)
 
 // respKind is the kind of a Responses API event.
 type respKind uint8
@@ -76,64 +83,32 @@ var respTypes = map[string]respKind{
 func decodeRespEvent(data []byte, e *respEvent) error {
 	*e = respEvent{}
 	d := decoder{b: data}
-	d.ws()
 	var typ []byte
 	var typEsc bool
 	var topMsg, errMsg []byte
 	var topMsgEsc, errMsgEsc bool
-	if empty, err := d.objectOpen(); err != nil {
-		return err
-	} else if !empty {
-		for {
-			k, err := d.key()
-			if err != nil {
-				return err
-			}
-			switch string(k) {
-			case "type":
-				typ, typEsc, _, err = d.optString("type")
-			case "delta":
-				e.delta, e.deltaEsc = nil, false
-				if d.peek() == '"' {
-					e.delta, e.deltaEsc, err = d.str()
-				} else {
-					err = d.skip(2)
-				}
-			case "output_index":
-				e.index = 0
-				if c := d.peek(); c == '-' || c >= '0' && c <= '9' {
-					e.index, _, err = d.optInt("output_index")
-				} else {
-					err = d.skip(2)
-				}
-			case "message":
-				topMsg = nil
-				if d.peek() == '"' {
-					topMsg, topMsgEsc, err = d.str()
-				} else {
-					err = d.skip(2)
-				}
-			case "item":
-				err = d.respItem(e)
-			case "response":
-				errMsg = nil
-				err = d.respResponse(e, &errMsg, &errMsgEsc)
-			default:
-				err = d.skip(2)
-			}
-			if err != nil {
-				return err
-			}
-			if end, err := d.objectNext(); err != nil {
-				return err
-			} else if end {
-				break
-			}
+	err := d.event(func(k []byte) (err error) {
+		switch string(k) {
+		case "type":
+			typ, typEsc, _, err = d.optString("type")
+		case "delta":
+			err = d.strOrSkip(2, &e.delta, &e.deltaEsc)
+		case "output_index":
+			e.index, err = d.intOrSkip("output_index", 2)
+		case "message":
+			err = d.strOrSkip(2, &topMsg, &topMsgEsc)
+		case "item":
+			err = d.respItem(e)
+		case "response":
+			errMsg = nil
+			err = d.respResponse(e, &errMsg, &errMsgEsc)
+		default:
+			err = d.skip(2)
 		}
-	}
-	d.ws()
-	if d.i != len(d.b) {
-		return d.fail("data after top-level value")
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if typ != nil {
 		if typEsc {
@@ -150,21 +125,26 @@ func decodeRespEvent(data []byte, e *respEvent) error {
 	return nil
 }
 
-// respItem reads "item": its type (function_call) and name.
+// respItem reads "item": whether it is a function_call, and its name.
 func (d *decoder) respItem(e *respEvent) error {
 	e.fnItem, e.name = false, nil
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
-		switch {
-		case string(k) == "type" && d.peek() == '"':
+	return d.typeAndName("function_call", &e.fnItem, &e.name, &e.nameEsc)
+}
+
+// typeAndName reads a member of an event that may open a tool call (the
+// Responses API's output item, the Messages API's content block): *is
+// says whether its "type" is typ, *name is its "name" (a value that is not
+// an object is skipped).
+func (d *decoder) typeAndName(typ string, is *bool, name *[]byte, nameEsc *bool) error {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
+		switch string(k) {
+		case "type":
 			var s []byte
 			var esc bool
-			s, esc, err = d.str()
-			e.fnItem = stringIs(s, esc, "function_call")
-		case string(k) == "name" && d.peek() == '"':
-			e.name, e.nameEsc, err = d.str()
+			err = d.strOrSkip(3, &s, &esc)
+			*is = stringIs(s, esc, typ)
+		case "name":
+			err = d.strOrSkip(3, name, nameEsc)
 		default:
 			err = d.skip(3)
 		}
@@ -175,20 +155,12 @@ func (d *decoder) respItem(e *respEvent) error {
 // respResponse reads "response": status, usage, error.message and
 // incomplete_details.reason.
 func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) error {
-	if d.peek() != '{' {
-		return d.skip(2)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(2, func(k []byte) (err error) {
 		switch string(k) {
 		case "status":
-			e.status = nil
-			if d.peek() == '"' {
-				var esc bool
-				if e.status, esc, err = d.str(); esc {
-					e.status = unescape(e.status)
-				}
-			} else {
-				err = d.skip(3)
+			var esc bool
+			if err = d.strOrSkip(3, &e.status, &esc); esc {
+				e.status = unescape(e.status)
 			}
 		case "usage":
 			err = d.respUsage(e)
@@ -211,21 +183,11 @@ func (d *decoder) respResponse(e *respEvent, errMsg *[]byte, errMsgEsc *bool) er
 // objectString reads an object (anything else is skipped) and its string
 // member key into *s (nil when absent or not a string).
 func (d *decoder) objectString(depth int, key string, s *[]byte, esc *bool) error {
-	if d.peek() != '{' {
-		return d.skip(depth)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(depth, func(k []byte) (err error) {
 		if string(k) == key {
-			*s = nil
-			if d.peek() == '"' {
-				*s, *esc, err = d.str()
-			} else {
-				err = d.skip(depth + 1)
-			}
-		} else {
-			err = d.skip(depth + 1)
+			return d.strOrSkip(depth+1, s, esc)
 		}
-		return err
+		return d.skip(depth + 1)
 	})
 }
 
@@ -262,10 +224,7 @@ func (d *decoder) respUsage(e *respEvent) error {
 // integer or null; anything else is an error, as for chat's usage); a
 // value that is not an object is skipped.
 func (d *decoder) detailInt(key string, v *int, ok *bool) error {
-	if d.peek() != '{' {
-		return d.skip(4)
-	}
-	return d.members(func(k []byte) (err error) {
+	return d.objectOrSkip(4, func(k []byte) (err error) {
 		if string(k) == key {
 			*v, *ok, err = d.optInt(key)
 		} else {
@@ -273,4 +232,71 @@ func (d *decoder) detailInt(key string, v *int, ok *bool) error {
 		}
 		return err
 	})
+}
+
+// respEvent measures one Responses API event; end is true when the stream
+// is over (completed, incomplete, failed or an error), with its class.
+func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
+	class prober.ErrorClass, msg string, fromServer, end bool) {
+	rec, e := m.rec, &m.re
+	if err := decodeRespEvent(data, e); err != nil {
+		if !m.gotToken {
+			return prober.ClassInvalidResponse, "first event: " + err.Error(), false, true
+		}
+		return prober.ClassStream, "malformed event: " + err.Error(), false, true
+	}
+	switch e.kind {
+	case respText:
+		m.delta(at, since, deltaText, e.index, e.delta, e.deltaEsc)
+	case respReasoning:
+		m.delta(at, since, deltaThinking, e.index, e.delta, e.deltaEsc)
+	case respToolArgs:
+		m.delta(at, since, deltaToolArgs, e.index, e.delta, e.deltaEsc)
+	case respItemAdded:
+		if e.fnItem && m.tools != nil {
+			m.tools.add(e.index, rawString(e.name, e.nameEsc), "")
+		}
+	case respCompleted, respIncomplete:
+		if e.hasUsage {
+			if e.hasOutput {
+				rec.CompletionTokens, m.usageTokens = e.output, true
+			}
+			if e.hasInput {
+				rec.PromptTokens = e.input
+			}
+			if e.hasCached {
+				rec.CachedTokens, rec.CachedTokensReported = e.cached, true
+			}
+			if e.hasReasonTokens {
+				rec.ReasoningTokens, m.reasonTok = e.reasonTokens, true
+			}
+		}
+		incomplete := e.kind == respIncomplete || string(e.status) == "incomplete"
+		switch {
+		case incomplete && string(e.incReason) == "max_output_tokens":
+			rec.FinishReason = "length"
+		case incomplete:
+			rec.FinishReason = "incomplete"
+			if len(e.incReason) > 0 {
+				rec.FinishReason += ": " + trimTo(string(e.incReason), 64)
+			}
+		case m.gotTool:
+			rec.FinishReason = "tool_calls"
+		default:
+			rec.FinishReason = "stop"
+		}
+		rec.Done = since
+		m.done = true
+		return prober.ClassNone, "", false, true
+	case respFailed, respError:
+		msg := "server error event"
+		if e.kind == respFailed {
+			msg = "response.failed"
+		}
+		if e.msg != nil {
+			msg += ": " + rawString(e.msg, e.msgEsc)
+		}
+		return prober.ClassStream, msg, true, true
+	}
+	return prober.ClassNone, "", false, false
 }

@@ -111,6 +111,11 @@ func TestDecodeRespEvent(t *testing.T) {
 			data: `{"type":"response.future.thing","delta":"x"}`,
 			want: respView{Kind: respOther, Delta: "x"},
 		},
+		{
+			name: "the last of duplicate keys wins, a non-string one too",
+			data: `{"type":"response.output_item.added","output_index":"2","item":{"type":"function_call","name":"f","type":1,"name":null}}`,
+			want: respView{Kind: respItemAdded},
+		},
 		{name: "usage not an object", data: `{"type":"response.completed","response":{"usage":[1]}}`, wantErr: true},
 		{name: "output_tokens not an integer", data: `{"type":"response.completed","response":{"usage":{"output_tokens":1.5}}}`, wantErr: true},
 		{name: "truncated", data: `{"type":"response.output_text.delta","delta":"`, wantErr: true},
@@ -133,6 +138,29 @@ func TestDecodeRespEvent(t *testing.T) {
 				t.Fatalf("got  %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestEventDecodersAllocs: the Responses and Messages API decoders, one
+// object loop (decoder.event, members) beside chat's, allocate nothing
+// per token event.
+func TestEventDecodersAllocs(t *testing.T) {
+	resp := []byte(`{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":" Paris","logprobs":[]}`)
+	msg := []byte(`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" Paris"}}`)
+	var re respEvent
+	var me msgEvent
+	if n := testing.AllocsPerRun(100, func() {
+		if err := decodeRespEvent(resp, &re); err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeMsgEvent(msg, &me); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per pair of events", n)
+	}
+	if string(re.delta) != " Paris" || string(me.delta) != " Paris" {
+		t.Errorf("deltas %q, %q", re.delta, me.delta)
 	}
 }
 
