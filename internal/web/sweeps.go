@@ -39,10 +39,29 @@ type SweepService interface {
 }
 
 // SweepRequest is the body of POST /api/v1/sweeps: the target's name and
-// the sweep's spec (the sweep CLI's fields, docs/sweep-api.md).
+// the sweep's spec (the sweep CLI's fields, docs/sweep-api.md), whose keys
+// sweep.FromSpec decodes.
 type SweepRequest struct {
-	Target string `json:"target"`
+	Target string
 	config.SweepSpec
+}
+
+// decodeSweepRequest reads the body of POST /api/v1/sweeps: a JSON object
+// (decodeObject's checks), target a string.
+func decodeSweepRequest(body []byte) (SweepRequest, error) {
+	raw, err := decodeObject(body)
+	if err != nil {
+		return SweepRequest{}, err
+	}
+	var req SweepRequest
+	if t, ok := raw["target"]; ok {
+		if err := json.Unmarshal(t, &req.Target); err != nil {
+			return SweepRequest{}, fieldDecodeError("target", err)
+		}
+		delete(raw, "target")
+	}
+	req.SweepSpec, err = config.SweepSpecFromJSON(raw)
+	return req, err
 }
 
 // sweepsDisabled answers every sweep API path when the API is off.
@@ -144,8 +163,8 @@ func postSweep(svc SweepService, w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusBadRequest, "cannot read the body: "+err.Error(), nil)
 		return
 	}
-	var req SweepRequest
-	if err := DecodeStrict(body, &req); err != nil {
+	req, err := decodeSweepRequest(body)
+	if err != nil {
 		jsonError(w, http.StatusBadRequest, err.Error(), nil)
 		return
 	}
@@ -248,28 +267,8 @@ func jsonError(w http.ResponseWriter, code int, msg string, extra map[string]any
 // ("rates: given twice ..."). Keys match the json tags exactly (case-sensitive), embedded
 // structs' fields included.
 func DecodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var raw map[string]json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
-		}
-		if errors.Is(err, io.EOF) {
-			return errors.New("the body is empty: want a JSON object")
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return errors.New("invalid JSON: the body ends inside the object")
-		}
-		return errors.New("the body must be a JSON object")
-	}
-	if raw == nil {
-		return errors.New("the body must be a JSON object")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("data after the JSON object")
-	}
-	if err := jsonkind.DuplicateKey(body); err != nil {
+	raw, err := decodeObject(body)
+	if err != nil {
 		return err
 	}
 	fields := map[string]reflect.Value{}
@@ -296,6 +295,36 @@ func DecodeStrict(body []byte, v any) error {
 		}
 	}
 	return nil
+}
+
+// decodeObject reads body as one JSON object, no key twice: its keys and
+// their values.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the body is empty: want a JSON object")
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, errors.New("invalid JSON: the body ends inside the object")
+		}
+		return nil, errors.New("the body must be a JSON object")
+	}
+	if raw == nil {
+		return nil, errors.New("the body must be a JSON object")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("data after the JSON object")
+	}
+	if err := jsonkind.DuplicateKey(body); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // collectFields maps the json keys of struct value v (embedded structs
