@@ -11,7 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// bodyErrors are the rejections of DecodeStrict that concern the whole
+// bodyErrors are the rejections of decodeSweepRequest that concern the whole
 // body rather than one key.
 var bodyErrors = []string{
 	"invalid JSON at byte ",

@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -56,7 +54,7 @@ func decodeSweepRequest(body []byte) (SweepRequest, error) {
 	var req SweepRequest
 	if t, ok := raw["target"]; ok {
 		if err := json.Unmarshal(t, &req.Target); err != nil {
-			return SweepRequest{}, fieldDecodeError("target", err)
+			return SweepRequest{}, errors.New("target: want a string, the name of a configured target")
 		}
 		delete(raw, "target")
 	}
@@ -258,45 +256,6 @@ func jsonError(w http.ResponseWriter, code int, msg string, extra map[string]any
 	writeJSON(w, code, body)
 }
 
-// DecodeStrict decodes a JSON object into the struct v points to, one key
-// at a time, so that every error names its key: an unknown key ("foo:
-// unknown field (known: ...)"), a value of the wrong type ("num_prompts:
-// want int, got string"), a value its type refuses ("rates: must be ...").
-// Nested objects are strict too. Trailing data after the object is an
-// error, and so is a key given twice in one object, at any depth
-// ("rates: given twice ..."). Keys match the json tags exactly (case-sensitive), embedded
-// structs' fields included.
-func DecodeStrict(body []byte, v any) error {
-	raw, err := decodeObject(body)
-	if err != nil {
-		return err
-	}
-	fields := map[string]reflect.Value{}
-	collectFields(reflect.ValueOf(v).Elem(), fields)
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fv, ok := fields[k]
-		if !ok {
-			known := make([]string, 0, len(fields))
-			for n := range fields {
-				known = append(known, n)
-			}
-			sort.Strings(known)
-			return fmt.Errorf("%s: unknown field (known: %s)", k, strings.Join(known, ", "))
-		}
-		d := json.NewDecoder(bytes.NewReader(raw[k]))
-		d.DisallowUnknownFields()
-		if err := d.Decode(fv.Addr().Interface()); err != nil {
-			return fieldDecodeError(k, err)
-		}
-	}
-	return nil
-}
-
 // decodeObject reads body as one JSON object, no key twice: its keys and
 // their values.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
@@ -325,41 +284,4 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	return raw, nil
-}
-
-// collectFields maps the json keys of struct value v (embedded structs
-// flattened) to the field values.
-func collectFields(v reflect.Value, out map[string]reflect.Value) {
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			collectFields(v.Field(i), out)
-			continue
-		}
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = v.Field(i)
-	}
-}
-
-// fieldDecodeError words a decoding error of key.
-func fieldDecodeError(key string, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		at := key
-		if te.Field != "" {
-			at += "." + te.Field
-		}
-		return fmt.Errorf("%s: want %s, got %s", at, jsonkind.Describe(te.Type), te.Value)
-	}
-	return fmt.Errorf("%s: %s", key, strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -87,14 +88,9 @@ type sweepSpecYAML struct {
 func ParseSweepSpec(text string) (SweepSpec, error) {
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	dec.KnownFields(true)
-	var v struct {
-		Workload *workload.Spec       `yaml:"workload,omitempty"`
-		Keys     map[string]yaml.Node `yaml:",inline"`
-	}
-	if err := dec.Decode(&v); err != nil {
-		return SweepSpec{}, err
-	}
-	return SweepSpec{Workload: v.Workload, Keys: v.Keys}, nil
+	var v ScheduledSweep
+	err := dec.Decode(&v)
+	return v.SweepSpec, err
 }
 
 // SweepSpecFromJSON builds a sweep's spec from the keys of a JSON object
@@ -141,12 +137,8 @@ func (s SweepSpec) Text(key string) (string, bool) {
 // setText sets key to a string (a copy of Keys: the spec it came from is
 // left as it was).
 func (s *SweepSpec) setText(key, text string) {
-	keys := make(map[string]yaml.Node, len(s.Keys))
-	for k, v := range s.Keys {
-		keys[k] = v
-	}
-	keys[key] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text}
-	s.Keys = keys
+	s.Keys = maps.Clone(s.Keys)
+	s.Keys[key] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text}
 }
 
 // Name is the spec's name key ("" when none).

@@ -118,7 +118,7 @@ func specWorkload(s config.SweepSpec, sp specKeys, c *Config) error {
 		if !sp.given["duration"] {
 			c.Duration, c.MinPrompts = 0, 0 // the whole trace
 		}
-	case s.Workload != nil && sp.random():
+	case s.Workload != nil && sp.random:
 		return specError(ProblemError(knob.WorkloadOrLengths(true, true)))
 	case s.Workload != nil:
 		c.Workload, c.WorkloadSource = *s.Workload, "config"
@@ -191,7 +191,7 @@ func specTrace(s config.SweepSpec, sp specKeys, c *Config) error {
 		}
 		return specErrf(key, "a trace replay has its own timing: give workload.trace.speeds, not rates or concurrency")
 	}
-	if err := ProblemError(knob.WorkloadOrLengths(true, sp.random())); err != nil {
+	if err := ProblemError(knob.WorkloadOrLengths(true, sp.random)); err != nil {
 		return specError(err)
 	}
 	w := workload.DefaultSpec() // the warmups' plain prompts, as sweep --trace

@@ -22,21 +22,12 @@ import (
 // kept for FlagWorkload, which builds the workload of all four.
 
 // specKeys are a spec's decoded keys: the keys given (with a value other
-// than zero) and the random workload's lengths, given or defaulted.
+// than zero), the random workload's lengths (given or defaulted) and
+// whether one was given.
 type specKeys struct {
 	given   map[string]bool
 	lengths map[string]any
-}
-
-// random reports whether the spec gives vllm bench serve's random
-// workload's keys.
-func (sp specKeys) random() bool {
-	for k := range sp.given {
-		if s := lookupKey(k); s != nil && strings.HasPrefix(s.Field, "Workload.") {
-			return true
-		}
-	}
-	return false
+	random  bool
 }
 
 // lookupKey returns the spec row of a key (nil when none).
@@ -132,76 +123,47 @@ func stripLine(err error) string {
 	return msg
 }
 
-// kindWords word the value of each kind, for a value of another type.
-var kindWords = map[Kind]string{
-	KindString: "text", KindBool: "true or false", KindInt: "an integer", KindInt64: "an integer",
-	KindFloat: "a number", KindDuration: `a duration string such as "30s"`, KindStrings: "a list of strings",
+// kinds are the Go type Setting.Apply takes of each kind but durations,
+// and its words for a value of another type.
+var kinds = map[Kind]struct {
+	typ   reflect.Type
+	words string
+}{
+	KindString: {reflect.TypeFor[string](), "text"}, KindBool: {reflect.TypeFor[bool](), "true or false"},
+	KindInt: {reflect.TypeFor[int](), "an integer"}, KindInt64: {reflect.TypeFor[int64](), "an integer"},
+	KindFloat: {reflect.TypeFor[float64](), "a number"}, KindDuration: {nil, `a duration string such as "30s"`},
+	KindStrings: {reflect.TypeFor[[]string](), "a list of strings"},
 }
+
+// nodeWords word the type of a value as given (JSON's names; else string).
+var nodeWords = map[string]string{"!!int": "number", "!!float": "number", "!!bool": "boolean", "!!null": "null", "!!seq": "array", "!!map": "object"}
 
 // kindError is the error of a value n that is not of kind k.
 func kindError(k Kind, n *yaml.Node) error {
-	return fmt.Errorf("want %s, got %s", kindWords[k], nodeWord(n))
-}
-
-// nodeWord words the type of a value as given (JSON's names).
-func nodeWord(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "array"
-	case yaml.MappingNode:
-		return "object"
+	got, ok := nodeWords[n.ShortTag()]
+	if !ok {
+		got = "string"
 	}
-	switch n.ShortTag() {
-	case "!!int", "!!float":
-		return "number"
-	case "!!bool":
-		return "boolean"
-	case "!!null":
-		return "null"
-	}
-	return "string"
+	return fmt.Errorf("want %s, got %s", kinds[k].words, got)
 }
 
 // decodeKind decodes n as a value of kind k, as Setting.Apply takes it.
 func decodeKind(k Kind, n *yaml.Node) (any, error) {
-	var v any
-	var err error
-	switch k {
-	case KindBool:
-		var x bool
-		err, v = n.Decode(&x), x
-	case KindInt:
-		var x int
-		err, v = n.Decode(&x), x
-	case KindInt64:
-		var x int64
-		err, v = n.Decode(&x), x
-	case KindFloat:
-		var x float64
-		err, v = n.Decode(&x), x
-	case KindDuration:
-		var x config.Duration
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-			return nil, kindError(k, n)
-		}
-		if err := n.Decode(&x); err != nil {
-			return nil, errors.New(stripLine(err))
-		}
-		return time.Duration(x), nil
-	case KindStrings:
-		var x []string
-		err, v = n.Decode(&x), x
-	default:
-		var x string
-		if n.Kind != yaml.ScalarNode {
-			return nil, kindError(k, n)
-		}
-		err, v = n.Decode(&x), x
-	}
-	if err != nil {
+	if (k == KindString || k == KindDuration) && n.ShortTag() != "!!str" && (k == KindDuration || n.Kind != yaml.ScalarNode) {
 		return nil, kindError(k, n)
 	}
-	return v, nil
+	if k == KindDuration {
+		var d config.Duration
+		if err := n.Decode(&d); err != nil {
+			return nil, errors.New(stripLine(err))
+		}
+		return time.Duration(d), nil
+	}
+	v := reflect.New(kinds[k].typ)
+	if err := n.Decode(v.Interface()); err != nil {
+		return nil, kindError(k, n)
+	}
+	return v.Elem().Interface(), nil
 }
 
 // applySpec sets c from the spec's keys, each through its row, and every
@@ -229,7 +191,7 @@ func applySpec(s config.SweepSpec, c *Config) (specKeys, error) {
 			errs = append(errs, unknownKey(k))
 			continue
 		}
-		if err := applyKey(st, c, v, sp); err != nil {
+		if err := applyKey(st, c, v, &sp); err != nil {
 			var se *config.SpecError
 			if !errors.As(err, &se) {
 				if se, _ = specError(err).(*config.SpecError); se == nil {
@@ -270,7 +232,7 @@ func applySpec(s config.SweepSpec, c *Config) (specKeys, error) {
 
 // applyKey decodes one given key's value n into c (a length of the random
 // workload into sp) and records it as given unless it is zero.
-func applyKey(st *Setting, c *Config, n *yaml.Node, sp specKeys) error {
+func applyKey(st *Setting, c *Config, n *yaml.Node, sp *specKeys) error {
 	if dec, ok := specDecoders[st.Field]; ok {
 		sp.given[st.Key] = true
 		return dec(c, n)
@@ -284,7 +246,7 @@ func applyKey(st *Setting, c *Config, n *yaml.Node, sp specKeys) error {
 	}
 	sp.given[st.Key] = true
 	if strings.HasPrefix(st.Field, "Workload.") {
-		sp.lengths[st.Field] = v
+		sp.lengths[st.Field], sp.random = v, true
 		return nil
 	}
 	return st.Apply(c, v)
