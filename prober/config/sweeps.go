@@ -349,7 +349,7 @@ func (t TargetConfig) validateSweeps() error {
 		} else {
 			seen[name] = i
 		}
-		if name != "" && sweepCheck != nil {
+		if sweepCheck != nil { // an unknown key is reported beside a missing name
 			l.add(path, sweepCheck(s.SweepSpec, t))
 		}
 		switch {
