@@ -55,12 +55,12 @@ func checkConfig(e *env, files []string, sweepsDir string) int {
 func firstSweep(c *config.Config) string {
 	for i, t := range c.Targets {
 		if len(t.Sweeps) > 0 {
-			return fmt.Sprintf("targets[%d].sweeps[0] (%s)", i, t.Sweeps[0].Name)
+			return fmt.Sprintf("targets[%d].sweeps[0] (%s)", i, t.Sweeps[0].Name())
 		}
 	}
 	for i, d := range c.Discovery {
 		if len(d.Target.Sweeps) > 0 {
-			return fmt.Sprintf("discovery[%d].target.sweeps[0] (%s)", i, d.Target.Sweeps[0].Name)
+			return fmt.Sprintf("discovery[%d].target.sweeps[0] (%s)", i, d.Target.Sweeps[0].Name())
 		}
 	}
 	return ""

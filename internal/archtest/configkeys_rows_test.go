@@ -132,7 +132,8 @@ var configKeyRows = map[string]keyRow{
 	// A target's scheduled sweeps: the keys prober/sweep's settings table
 	// does not bound, and the schedule's.
 	"target.sweeps[].name":            {why: whyName},
-	"target.sweeps[].rates":           {max: "prober/arrival.MaxRate", min: "prober/sweep.MinRate"},
+	"target.sweeps[].rates":           {ok: 1, max: "prober/sweep.MaxLevels"},
+	"target.sweeps[].rates[]":         {max: "prober/arrival.MaxRate", min: "prober/sweep.MinRate"},
 	"target.sweeps[].concurrency":     {ok: 1, with: map[string]any{"rates": nil}, max: "prober/sweep.MaxLevels"},
 	"target.sweeps[].arrival":         {why: whyEnum},
 	"target.sweeps[].input_len":       {max: "prober/workload.MaxLength", min: "0", with: map[string]any{"output_len": 8}},

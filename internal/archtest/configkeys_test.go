@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -168,9 +167,6 @@ func TestConfigKeysRegistry(t *testing.T) {
 			okValue = sizedValue(k.kind, row.ok, 1)
 		} else if row.ok != nil {
 			okValue = row.ok
-			if k.typ == reflect.TypeFor[config.Rates]() {
-				okValue = []any{row.ok}
-			}
 		}
 		base, err := keyDoc(k.path, okValue, row.with)
 		if err != nil {
@@ -299,9 +295,6 @@ func keyValue(k configKey, v float64, dir int) any {
 		default:
 			out = int64(v) + int64(dir)
 		}
-	}
-	if k.typ == reflect.TypeFor[config.Rates]() {
-		return []any{out}
 	}
 	return out
 }
@@ -501,9 +494,11 @@ func TestConfigKeysWalk(t *testing.T) {
 		{"targets", "targets", kindList},
 		{"targets[].probes[].rate", "target.probes[].rate", kindFloat},
 		{"targets[].probes[].answer_checks.every", "target.probes[].answer_checks.every", kindDuration},         // a pointer
-		{"targets[].sweeps[].every", "target.sweeps[].every", kindDuration},                                     // inlined SweepSpec beside it
-		{"targets[].sweeps[].num_prompts", "target.sweeps[].num_prompts", kindInt},                              // inlined SweepSpec
-		{"targets[].sweeps[].rates", "target.sweeps[].rates", kindFloat},                                        // Rates: a list of numbers
+		{"targets[].sweeps[].every", "target.sweeps[].every", kindDuration},                                     // the schedule beside the spec
+		{"targets[].sweeps[].num_prompts", "target.sweeps[].num_prompts", kindInt},                              // the sweep table's row
+		{"targets[].sweeps[].rates[]", "target.sweeps[].rates[]", kindFloat},                                    // the table's Rates: a list of numbers
+		{"targets[].sweeps[].goodput.ttft", "slo.ttft", kindDuration},                                           // the table's SLO
+		{"targets[].sweeps[].workload.prefix_tokens", "workload.prefix_tokens", kindInt},                        // the spec's workload
 		{"discovery[].target.probes[].workload.multi_turn.turns.max", "workload.multi_turn.turns.max", kindInt}, // embedded LengthSpec
 		{"modules.*.workload.request.features[].tools[].description", "workload.request.features[].tools[].description", kindString},
 		{"modules.*.timeout", "modules.*.timeout", kindDuration},

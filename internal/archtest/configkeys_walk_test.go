@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -56,7 +57,6 @@ var scalarKinds = map[reflect.Type]string{
 	reflect.TypeFor[config.Duration]():   kindDuration,
 	reflect.TypeFor[config.ByteSize]():   kindBytes,
 	reflect.TypeFor[promconfig.Secret](): kindString,
-	reflect.TypeFor[config.Rates]():      kindFloat, // "auto" or a list of rates: each rate a number
 }
 
 // externalTypes are types of other modules whose keys are validated by
@@ -65,6 +65,34 @@ var externalTypes = map[reflect.Type]bool{
 	reflect.TypeFor[promconfig.HTTPClientConfig](): true,
 	reflect.TypeFor[promconfig.TLSConfig]():        true,
 	reflect.TypeFor[relabel.Config]():              true,
+}
+
+// sweepSpecKeys are the keys of a sweep's spec, from prober/sweep's
+// settings table: path is the key, typ the Go type walked for it (the
+// workload's, the SLO's, a list's) or nil for a scalar of kind.
+func sweepSpecKeys() []configKey {
+	kinds := map[sweep.Kind]string{sweep.KindInt: kindInt, sweep.KindInt64: kindInt, sweep.KindFloat: kindFloat,
+		sweep.KindDuration: kindDuration, sweep.KindString: kindString, sweep.KindBool: kindBool}
+	types := map[string]reflect.Type{ // the rows whose value is no scalar of their kind
+		"Workload": reflect.TypeFor[workload.Spec](), "SLO": reflect.TypeFor[slo.SLO](),
+		"Rates": reflect.TypeFor[[]float64](), "Concurrency": reflect.TypeFor[[]int](),
+	}
+	var out []configKey
+	for _, s := range sweep.Settings() {
+		if s.Key == "" || s.Surfaces&sweep.SurfaceSpec == 0 || s.Internal {
+			continue
+		}
+		if t, ok := types[s.Field]; ok {
+			out = append(out, configKey{path: s.Key, typ: t})
+			continue
+		}
+		k, ok := kinds[s.Kind]
+		if !ok {
+			panic("configKeys: the spec key " + s.Key + " is a list of strings: teach sweepSpecKeys its kind")
+		}
+		out = append(out, configKey{path: s.Key, kind: k})
+	}
+	return out
 }
 
 // configKeys walks config.Config by reflection, following yaml tags
@@ -101,6 +129,19 @@ func configKeys() []configKey {
 		}
 		if externalTypes[t] {
 			add(path, row, kindExternal, t)
+			return
+		}
+		if t == reflect.TypeFor[config.SweepSpec]() {
+			// A sweep's spec: its keys are prober/sweep's settings
+			// table's spec rows (sweep.FromSpec decodes them), its
+			// workload a workload.Spec.
+			for _, k := range sweepSpecKeys() {
+				if k.typ == nil {
+					add(join(path, k.path), join(row, k.path), k.kind, nil)
+					continue
+				}
+				walk(join(path, k.path), join(row, k.path), k.typ, depth+1)
+			}
 			return
 		}
 		switch t.Kind() {

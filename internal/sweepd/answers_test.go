@@ -135,12 +135,12 @@ func TestStartAnswerChecks(t *testing.T) {
 	s := newService(t, t.TempDir(), newRecorder())
 	s.Apply(targetsConfig(t, "", "sim", url))
 	spec := small()
-	spec.AnswerChecks = "/etc/passwd"
+	spec = with(t, spec, "answer_checks: /etc/passwd")
 	_, err := s.Start("sim", spec)
 	if se, ok := err.(*config.SpecError); !ok || se.Key != "answer_checks" || !strings.Contains(err.Error(), "the sweep API reads no file") {
 		t.Fatalf("Start with a check set file: %v", err)
 	}
-	spec.AnswerChecks = answer.BuiltinName
+	spec = with(t, spec, "answer_checks: "+answer.BuiltinName)
 	st, err := s.Start("sim", spec)
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,6 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/capacity"
-	"github.com/llmprobe/llmprobe/prober/config"
-	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
 // falsePageSweeps is how many sweeps of an unchanged server
@@ -64,9 +62,7 @@ func TestCapacityRegressionFalsePages(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir, nil)
 	s.Apply(targetsConfig(t, "", "sim", url))
-	spec := config.SweepSpec{Name: "quick", Rates: config.Rates{Values: []float64{20, 40, 60, 90, 135, 200}}, NumPrompts: 100,
-		InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag, MaxSchedLatency: lag,
-		Goodput: slo.SLO{TTFT: 50 * time.Millisecond}}
+	spec := specOf(t, "name: quick\nrates: [20, 40, 60, 90, 135, 200]\nnum_prompts: 100\ninput_len: 32\noutput_len: 4\nwarmups: -1\nmax_send_lag: 250ms\nmax_sched_latency: 250ms\ngoodput: {ttft: 50ms}")
 	var knees, prevs []float64 // as the gauges hold them after each sweep; -1: absent
 	knee, prev := -1.0, -1.0
 	states := map[string]int{}

@@ -153,7 +153,8 @@ func TestStartRefusesFiles(t *testing.T) {
 	s.Apply(targetsConfig(t, "", "sim", url))
 	dataset := small()
 	dataset.Workload = &workload.Spec{Dataset: &workload.DatasetSpec{Path: "/etc/passwd"}}
-	trace := config.SweepSpec{Workload: &workload.Spec{Trace: &workload.TraceSpec{Path: "/etc/passwd"}}}
+	trace := specOf(t, "{}")
+	trace.Workload = &workload.Spec{Trace: &workload.TraceSpec{Path: "/etc/passwd"}}
 	for _, spec := range []config.SweepSpec{dataset, trace} {
 		_, err := s.Start("sim", spec)
 		se, ok := err.(*config.SpecError)
@@ -161,10 +162,10 @@ func TestStartRefusesFiles(t *testing.T) {
 			t.Errorf("Start with a file: %v", err)
 		}
 	}
-	inline := config.SweepSpec{Rates: config.Rates{Values: []float64{20}}, NumPrompts: 4, Warmups: -1, MaxSendLag: lag, MaxSchedLatency: lag,
-		Workload: &workload.Spec{InputTokens: workload.Fixed(16), OutputTokens: workload.Fixed(8), IgnoreEOS: new(false),
-			Request: &workload.Request{Features: []workload.RequestFeature{{Kind: workload.FeatureJSONSchema, Share: 1,
-				Schema: map[string]any{"type": "object"}}}}}}
+	inline := specOf(t, "rates: [20]\nnum_prompts: 4\nwarmups: -1\nmax_send_lag: 250ms\nmax_sched_latency: 250ms")
+	inline.Workload = &workload.Spec{InputTokens: workload.Fixed(16), OutputTokens: workload.Fixed(8), IgnoreEOS: new(false),
+		Request: &workload.Request{Features: []workload.RequestFeature{{Kind: workload.FeatureJSONSchema, Share: 1,
+			Schema: map[string]any{"type": "object"}}}}}
 	st, err := s.Start("sim", inline)
 	if err != nil {
 		t.Fatalf("an inline schema: %v", err)

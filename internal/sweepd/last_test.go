@@ -73,7 +73,7 @@ func TestCommandLineBackground(t *testing.T) {
 		t.Errorf("isolated: %s", line)
 	}
 	spec := small()
-	spec.SweepMode, spec.BackgroundBand = sweep.SweepBackground, 0.4
+	spec = with(t, spec, "sweep_mode: "+sweep.SweepBackground+"\nbackground_band: 0.4")
 	cfg, err = sweep.FromSpec(spec, targetsConfig(t, "", "sim", "http://127.0.0.1:1").Targets[0])
 	if err != nil {
 		t.Fatal(err)

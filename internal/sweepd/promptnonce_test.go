@@ -2,6 +2,7 @@ package sweepd
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -30,8 +31,7 @@ func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
 	// 50 requests at 10 req/s: a 5 s window, so that the drain of the
 	// step's last requests on a busy host (TPOT p99 over 100 ms at load
 	// 25) leaves its served throughput above 90 % of the rate.
-	spec := config.SweepSpec{Rates: config.Rates{Values: []float64{10, 1000}}, NumPrompts: 50, InputLen: 32, OutputLen: 4,
-		PrefixLen: 32, Warmups: 1, Seed: 7, MaxSendLag: lag, MaxSchedLatency: lag}
+	spec := specOf(t, "rates: [10, 1000]\nnum_prompts: 50\ninput_len: 32\noutput_len: 4\nprefix_len: 32\nwarmups: 1\nseed: 7\nmax_send_lag: 250ms\nmax_sched_latency: 250ms")
 	read := func(id, name string) string {
 		t.Helper()
 		f, err := s.File(id, name)
@@ -104,7 +104,7 @@ func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
 			}
 		}
 	}
-	spec.PromptNonce = n1
+	spec = with(t, spec, fmt.Sprintf("prompt_nonce: %d", n1))
 	again, n3 := run(spec)
 	if n3 != n1 || len(again.Steps) == 0 || !slices.Contains(again.Steps[0].Flags, sweep.FlagUnintendedPrefixCache) {
 		t.Errorf("the first sweep's nonce given back (%d, used %d): steps %+v, want the first flagged %s", n1, n3, again.Steps,

@@ -303,7 +303,7 @@ func (s *Service) setLast(target, name string, l capacity.Last) {
 // name, the default for any other.
 func retentionOf(t config.TargetConfig, name string) config.Retention {
 	for _, sw := range t.Sweeps {
-		if sw.Name == name {
+		if sw.Name() == name {
 			return sw.Retention
 		}
 	}

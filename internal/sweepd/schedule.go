@@ -75,7 +75,7 @@ func (s *Service) Apply(cfg *config.Config) {
 	for _, t := range cfg.Targets {
 		s.restore(t.Name)
 		for _, sw := range t.Sweeps {
-			key := t.Name + "/" + sw.Name
+			key := t.Name + "/" + sw.Name()
 			want[key] = true
 			d := scheduleDigest(t, sw)
 			if old, ok := s.schedules[key]; ok {
@@ -85,8 +85,8 @@ func (s *Service) Apply(cfg *config.Config) {
 				old.cancel()
 			}
 			ctx, cancel := context.WithCancel(s.ctx)
-			s.schedules[key] = &scheduled{digest: d, cancel: cancel, target: t.Name, sweep: sw.Name}
-			s.obs.SweepScheduled(t.Name, sw.Name, interval(sw, s.opts.Now()))
+			s.schedules[key] = &scheduled{digest: d, cancel: cancel, target: t.Name, sweep: sw.Name()}
+			s.obs.SweepScheduled(t.Name, sw.Name(), interval(sw, s.opts.Now()))
 			s.wg.Add(1)
 			go s.loop(ctx, t.Name, sw)
 		}
@@ -127,7 +127,7 @@ func (s *Service) loop(ctx context.Context, target string, sw config.ScheduledSw
 	logger := s.logger
 	sched, err := sw.Schedule()
 	if err != nil { // validated at load
-		level.Error(logger).Log("msg", "invalid sweep schedule", "target", target, "sweep", sw.Name, "err", err)
+		level.Error(logger).Log("msg", "invalid sweep schedule", "target", target, "sweep", sw.Name(), "err", err)
 		return
 	}
 	now := s.opts.Now()
@@ -135,7 +135,7 @@ func (s *Service) loop(ctx context.Context, target string, sw config.ScheduledSw
 	if sw.Cron == "" {
 		next = now
 		s.mu.Lock()
-		l, ok := s.last[target][sw.Name]
+		l, ok := s.last[target][sw.Name()]
 		s.mu.Unlock()
 		if due := l.Finished.Add(time.Duration(sw.Every)); ok && due.After(now) {
 			next = due
@@ -145,7 +145,7 @@ func (s *Service) loop(ctx context.Context, target string, sw config.ScheduledSw
 		if j := time.Duration(sw.Jitter); j > 0 {
 			next = next.Add(s.opts.Jitter(j))
 		}
-		level.Debug(logger).Log("msg", "next scheduled sweep", "target", target, "sweep", sw.Name, "at", next)
+		level.Debug(logger).Log("msg", "next scheduled sweep", "target", target, "sweep", sw.Name(), "at", next)
 		timer := time.NewTimer(max(0, next.Sub(s.opts.Now())))
 		select {
 		case <-ctx.Done():
@@ -155,7 +155,7 @@ func (s *Service) loop(ctx context.Context, target string, sw config.ScheduledSw
 		}
 		r, err := s.start(target, sw.SweepSpec, OriginSchedule)
 		if err != nil {
-			level.Warn(logger).Log("msg", "scheduled sweep skipped", "target", target, "sweep", sw.Name, "err", err)
+			level.Warn(logger).Log("msg", "scheduled sweep skipped", "target", target, "sweep", sw.Name(), "err", err)
 		} else {
 			select {
 			case <-r.done:

@@ -58,7 +58,7 @@ func TestRetentionBySize(t *testing.T) {
 	// sweep is not run.
 	s.opts.MaxBytes = run / 2
 	spec := small()
-	spec.Name = "nightly"
+	spec = with(t, spec, "name: nightly")
 	st, err := s.Start("sim", spec)
 	if err != nil {
 		t.Fatal(err)

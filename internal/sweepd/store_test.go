@@ -81,7 +81,7 @@ func TestRetention(t *testing.T) {
 func sweepDone(t *testing.T, s *Service, name string) Status {
 	t.Helper()
 	spec := small()
-	spec.Name = name
+	spec = with(t, spec, "name: "+name)
 	st, err := s.Start("sim", spec)
 	if err != nil {
 		t.Fatal(err)

@@ -130,7 +130,11 @@ const lag = config.Duration(250 * time.Millisecond)
 
 // small is a short open-loop sweep: two steps of 20 requests.
 func small() config.SweepSpec {
-	return config.SweepSpec{Rates: config.Rates{Values: []float64{20, 40}}, NumPrompts: 20, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag, MaxSchedLatency: lag}
+	s, err := config.ParseSweepSpec("rates: [20, 40]\nnum_prompts: 20\ninput_len: 32\noutput_len: 4\nwarmups: -1\nmax_send_lag: 250ms\nmax_sched_latency: 250ms")
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 func wait(t *testing.T, s *Service, id string) Status {
@@ -261,7 +265,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	// Refusals.
 	over := small()
-	over.Rates.Values = []float64{60}
+	over = with(t, over, "rates: [60]")
 	var se *config.SpecError
 	if _, err := s.Start("sim", over); !errors.As(err, &se) || se.Key != "rates" ||
 		se.Error() != "rates: rate 60 req/s is over the target's max_sweep_rate (50 req/s)" {
@@ -285,7 +289,7 @@ func TestCancel(t *testing.T) {
 	rec := newRecorder()
 	s := newService(t, t.TempDir(), rec)
 	s.Apply(targetsConfig(t, "", "sim", url))
-	spec := config.SweepSpec{Rates: config.Rates{Values: []float64{5}}, Duration: config.Duration(time.Minute), InputLen: 32, OutputLen: 4, Warmups: -1}
+	spec := specOf(t, "rates: [5]\nduration: 1m\ninput_len: 32\noutput_len: 4\nwarmups: -1")
 	st, err := s.Start("sim", spec)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +367,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
 
 	// A failing sweep keeps the previous knee.
 	sim.SetFaults(simulator.Faults{HTTP500: 1})
-	st, err := s2.Start("sim", config.SweepSpec{Name: "nightly", Rates: config.Rates{Values: []float64{20}}, NumPrompts: 5, InputLen: 32, OutputLen: 4, Warmups: -1, MaxSendLag: lag, MaxSchedLatency: lag})
+	st, err := s2.Start("sim", specOf(t, "name: nightly\nrates: [20]\nnum_prompts: 5\ninput_len: 32\noutput_len: 4\nwarmups: -1\nmax_send_lag: 250ms\nmax_sched_latency: 250ms"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +402,7 @@ func TestGlobalCap(t *testing.T) {
 	s := New(Options{Dir: t.TempDir(), MaxConcurrent: 1})
 	defer s.Stop()
 	s.Apply(targetsConfig(t, "", "a", url, "b", url))
-	spec := config.SweepSpec{Rates: config.Rates{Values: []float64{5}}, Duration: config.Duration(time.Minute), InputLen: 32, OutputLen: 4}
+	spec := specOf(t, "rates: [5]\nduration: 1m\ninput_len: 32\noutput_len: 4")
 	if _, err := s.Start("a", spec); err != nil {
 		t.Fatal(err)
 	}

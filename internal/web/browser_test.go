@@ -37,9 +37,7 @@ func chromium(t *testing.T) string {
 func TestLandingPageInChromium(t *testing.T) {
 	bin := chromium(t)
 	_, svc := sweepHandler(t)
-	st, err := svc.Start("sim", config.SweepSpec{Rates: config.Rates{Values: []float64{20}}, NumPrompts: 10,
-		InputLen: 32, OutputLen: 4, MaxSendLag: config.Duration(250 * time.Millisecond),
-		MaxSchedLatency: config.Duration(250 * time.Millisecond)})
+	st, err := svc.Start("sim", mustSpec(t, "rates: [20]\nnum_prompts: 10\ninput_len: 32\noutput_len: 4\nmax_send_lag: 250ms\nmax_sched_latency: 250ms"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
-// bodyErrors are the rejections of DecodeStrict that concern the whole
+// bodyErrors are the rejections of decodeSweepRequest that concern the whole
 // body rather than one key.
 var bodyErrors = []string{
 	"invalid JSON at byte ",
@@ -22,7 +22,7 @@ var bodyErrors = []string{
 }
 
 // FuzzSweepBody fuzzes the body of POST /api/v1/sweeps as the handler
-// takes it: DecodeStrict into a SweepRequest, then sweep.FromSpec
+// takes it: decodeSweepRequest, then sweep.FromSpec
 // against a target with max_sweep_rate 100. It checks that nothing panics,
 // that every rejection names a key of the body (or, for the body as a
 // whole, says why), that a spec sweep.FromSpec refuses names its key (or the
@@ -44,8 +44,7 @@ func FuzzSweepBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req SweepRequest
-		err := DecodeStrict(body, &req)
+		req, err := decodeSweepRequest(body)
 		if err != nil {
 			checkNamesKey(t, body, err.Error())
 			return
@@ -57,7 +56,7 @@ func FuzzSweepBody(f *testing.F) {
 			if (se == nil || se.Key == "") && !errors.As(err, &fe) {
 				t.Fatalf("FromSpec refused %q without naming a key: %v", body, err)
 			}
-			if msg := err.Error(); msg == "" || strings.ContainsRune(msg, '\n') {
+			if msg := se.Error(); msg == "" || strings.ContainsRune(msg, '\n') {
 				t.Fatalf("FromSpec error %q: want one non-empty line", msg)
 			}
 			return
@@ -91,7 +90,7 @@ func FuzzSweepBody(f *testing.F) {
 	})
 }
 
-// checkNamesKey fails t unless msg, a DecodeStrict rejection of body, is a
+// checkNamesKey fails t unless msg, a decodeSweepRequest rejection of body, is a
 // whole-body error or begins with one of the body's top-level keys ("key:"
 // or "key.sub:").
 func checkNamesKey(t *testing.T, body []byte, msg string) {
@@ -106,7 +105,7 @@ func checkNamesKey(t *testing.T, body []byte, msg string) {
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		t.Fatalf("DecodeStrict's rejection %q of %q is not a whole-body error, yet the body is no JSON object (%v)", msg, body, err)
+		t.Fatalf("decodeSweepRequest's rejection %q of %q is not a whole-body error, yet the body is no JSON object (%v)", msg, body, err)
 	}
 	for k := range raw {
 		if strings.HasPrefix(msg, k+": ") || strings.HasPrefix(msg, k+".") {

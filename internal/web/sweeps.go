@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -39,10 +37,29 @@ type SweepService interface {
 }
 
 // SweepRequest is the body of POST /api/v1/sweeps: the target's name and
-// the sweep's spec (the sweep CLI's fields, docs/sweep-api.md).
+// the sweep's spec (the sweep CLI's fields, docs/sweep-api.md), whose keys
+// sweep.FromSpec decodes.
 type SweepRequest struct {
-	Target string `json:"target"`
+	Target string
 	config.SweepSpec
+}
+
+// decodeSweepRequest reads the body of POST /api/v1/sweeps: a JSON object
+// (decodeObject's checks), target a string.
+func decodeSweepRequest(body []byte) (SweepRequest, error) {
+	raw, err := decodeObject(body)
+	if err != nil {
+		return SweepRequest{}, err
+	}
+	var req SweepRequest
+	if t, ok := raw["target"]; ok {
+		if err := json.Unmarshal(t, &req.Target); err != nil {
+			return SweepRequest{}, errors.New("target: want a string, the name of a configured target")
+		}
+		delete(raw, "target")
+	}
+	req.SweepSpec, err = config.SweepSpecFromJSON(raw)
+	return req, err
 }
 
 // sweepsDisabled answers every sweep API path when the API is off.
@@ -144,8 +161,8 @@ func postSweep(svc SweepService, w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusBadRequest, "cannot read the body: "+err.Error(), nil)
 		return
 	}
-	var req SweepRequest
-	if err := DecodeStrict(body, &req); err != nil {
+	req, err := decodeSweepRequest(body)
+	if err != nil {
 		jsonError(w, http.StatusBadRequest, err.Error(), nil)
 		return
 	}
@@ -239,98 +256,32 @@ func jsonError(w http.ResponseWriter, code int, msg string, extra map[string]any
 	writeJSON(w, code, body)
 }
 
-// DecodeStrict decodes a JSON object into the struct v points to, one key
-// at a time, so that every error names its key: an unknown key ("foo:
-// unknown field (known: ...)"), a value of the wrong type ("num_prompts:
-// want int, got string"), a value its type refuses ("rates: must be ...").
-// Nested objects are strict too. Trailing data after the object is an
-// error, and so is a key given twice in one object, at any depth
-// ("rates: given twice ..."). Keys match the json tags exactly (case-sensitive), embedded
-// structs' fields included.
-func DecodeStrict(body []byte, v any) error {
+// decodeObject reads body as one JSON object, no key twice: its keys and
+// their values.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var raw map[string]json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
+			return nil, fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
 		}
 		if errors.Is(err, io.EOF) {
-			return errors.New("the body is empty: want a JSON object")
+			return nil, errors.New("the body is empty: want a JSON object")
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return errors.New("invalid JSON: the body ends inside the object")
+			return nil, errors.New("invalid JSON: the body ends inside the object")
 		}
-		return errors.New("the body must be a JSON object")
+		return nil, errors.New("the body must be a JSON object")
 	}
 	if raw == nil {
-		return errors.New("the body must be a JSON object")
+		return nil, errors.New("the body must be a JSON object")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("data after the JSON object")
+		return nil, errors.New("data after the JSON object")
 	}
 	if err := jsonkind.DuplicateKey(body); err != nil {
-		return err
+		return nil, err
 	}
-	fields := map[string]reflect.Value{}
-	collectFields(reflect.ValueOf(v).Elem(), fields)
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fv, ok := fields[k]
-		if !ok {
-			known := make([]string, 0, len(fields))
-			for n := range fields {
-				known = append(known, n)
-			}
-			sort.Strings(known)
-			return fmt.Errorf("%s: unknown field (known: %s)", k, strings.Join(known, ", "))
-		}
-		d := json.NewDecoder(bytes.NewReader(raw[k]))
-		d.DisallowUnknownFields()
-		if err := d.Decode(fv.Addr().Interface()); err != nil {
-			return fieldDecodeError(k, err)
-		}
-	}
-	return nil
-}
-
-// collectFields maps the json keys of struct value v (embedded structs
-// flattened) to the field values.
-func collectFields(v reflect.Value, out map[string]reflect.Value) {
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			collectFields(v.Field(i), out)
-			continue
-		}
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = v.Field(i)
-	}
-}
-
-// fieldDecodeError words a decoding error of key.
-func fieldDecodeError(key string, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		at := key
-		if te.Field != "" {
-			at += "." + te.Field
-		}
-		return fmt.Errorf("%s: want %s, got %s", at, jsonkind.Describe(te.Type), te.Value)
-	}
-	return fmt.Errorf("%s: %s", key, strings.TrimPrefix(err.Error(), "json: "))
+	return raw, nil
 }

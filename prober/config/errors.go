@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -471,12 +473,16 @@ var schemaKeys = func() map[string][]string {
 
 // keyHint says where a key misplaced in the schema belongs, or which key a
 // misspelt one probably is (edit distance <= 2 and under half its length).
-func keyHint(unknown string) string {
+func keyHint(unknown string) string { return KeyHint(unknown) }
+
+// KeyHint is keyHint with more keys a misspelt one may be (a sweep's, which
+// prober/sweep's settings table holds): the hint of an unknown key.
+func KeyHint(unknown string, keys ...string) string {
 	if where, ok := schemaKeys[unknown]; ok {
 		return fmt.Sprintf("%s belongs in %s", unknown, strings.Join(where, " or "))
 	}
 	best, bestD := "", 3
-	for k := range schemaKeys {
+	for _, k := range append(slices.Collect(maps.Keys(schemaKeys)), keys...) {
 		if d := editDistance(unknown, k); d < bestD || d == bestD && best != "" && k < best {
 			best, bestD = k, d
 		}

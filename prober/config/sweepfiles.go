@@ -131,7 +131,7 @@ func (t *TargetConfig) loadSweepDatasets() error {
 // and the builtin check set pass.
 func (s SweepSpec) CheckNoFiles() error {
 	const why = "the sweep API reads no file named in a request body: %s is accepted only in a scheduled sweep of the config file (targets[].sweeps[])%s"
-	if s.AnswerChecks != "" && s.AnswerChecks != answer.BuiltinName {
+	if checks, _ := s.Text("answer_checks"); checks != "" && checks != answer.BuiltinName {
 		return errf("answer_checks", why, "a check set file", "; the API takes "+answer.BuiltinName)
 	}
 	w := s.Workload
@@ -158,14 +158,16 @@ func (s SweepSpec) CheckNoFiles() error {
 // (relative to dir unless absolute; builtin is no file) and keeps it for
 // sweep.FromSpec, the path resolved.
 func (s *SweepSpec) readAnswerChecks(dir string) error {
-	if s.AnswerChecks == "" || s.AnswerChecks == answer.BuiltinName {
+	checks, _ := s.Text("answer_checks")
+	if checks == "" || checks == answer.BuiltinName {
 		return nil
 	}
-	path := resolvePath(dir, s.AnswerChecks)
+	path := resolvePath(dir, checks)
 	set, err := answer.Load(path)
 	if err != nil {
 		return errf("answer_checks", "%s", strings.TrimPrefix(err.Error(), "answer check set: "))
 	}
-	s.AnswerChecks, s.answers = path, set
+	s.setText("answer_checks", path)
+	s.answers = set
 	return nil
 }

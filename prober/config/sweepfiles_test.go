@@ -160,16 +160,26 @@ func TestSweepDatasetAndSchemaFiles(t *testing.T) {
 	}
 }
 
+// mustSpec is the spec of YAML text.
+func mustSpec(t *testing.T, text string) config.SweepSpec {
+	t.Helper()
+	s, err := config.ParseSweepSpec(text)
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	return s
+}
+
 // TestCheckNoFiles: a spec naming a file is refused with the key at fault;
 // an inline schema passes.
 func TestCheckNoFiles(t *testing.T) {
 	f := func(body, wantKey string) {
 		t.Helper()
-		var s config.SweepSpec
-		if err := json.Unmarshal([]byte(body), &s); err != nil {
+		s, err := config.ParseSweepSpec(body)
+		if err != nil {
 			t.Fatal(err)
 		}
-		err := s.CheckNoFiles()
+		err = s.CheckNoFiles()
 		if wantKey == "" {
 			if err != nil {
 				t.Errorf("%s: %v", body, err)
@@ -216,9 +226,9 @@ func TestSweepAnswerChecksFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sw.AnswerChecks != set || sc.AnswerChecks == nil || sc.AnswerChecks.Name != set || len(sc.AnswerChecks.Items) != 1 ||
+	if checks, _ := sw.Text("answer_checks"); checks != set || sc.AnswerChecks == nil || sc.AnswerChecks.Name != set || len(sc.AnswerChecks.Items) != 1 ||
 		len(sw.AnswerChecksSHA256()) != 64 || sw.AnswerChecksSHA256() != sc.AnswerChecks.SHA256 {
-		t.Fatalf("spec %q (sha256 %q), sweep.Config set %+v", sw.AnswerChecks, sw.AnswerChecksSHA256(), sc.AnswerChecks)
+		t.Fatalf("spec %q (sha256 %q), sweep.Config set %+v", checks, sw.AnswerChecksSHA256(), sc.AnswerChecks)
 	}
 	if strings.Contains(c.String(), "sha256") {
 		t.Errorf("the config view shows the digest as a key:\n%s", c)
@@ -242,12 +252,12 @@ func TestSweepAnswerChecksFile(t *testing.T) {
 		t.Errorf("builtin: %v, %v", sc.AnswerChecks, err)
 	}
 	// Without one: none.
-	if sc, err := sweep.FromSpec(config.SweepSpec{Rates: config.Rates{Values: []float64{1}}}, tg); err != nil || sc.AnswerChecks != nil {
+	if sc, err := sweep.FromSpec(mustSpec(t, "rates: [1]"), tg); err != nil || sc.AnswerChecks != nil {
 		t.Errorf("no answer_checks: %v, %v", sc.AnswerChecks, err)
 	}
 	// A spec naming a file that no config load read (an API body past
 	// CheckNoFiles) is refused, not read.
-	if _, err := sweep.FromSpec(config.SweepSpec{Rates: config.Rates{Values: []float64{1}}, AnswerChecks: set}, tg); config.AsSpecError(err) == nil ||
+	if _, err := sweep.FromSpec(mustSpec(t, "rates: [1]\nanswer_checks: "+set), tg); config.AsSpecError(err) == nil ||
 		config.AsSpecError(err).Key != "answer_checks" || !strings.Contains(err.Error(), "not loaded") {
 		t.Errorf("an unloaded file: %v", err)
 	}

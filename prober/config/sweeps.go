@@ -1,11 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/arrival"
-	"github.com/llmprobe/llmprobe/prober/slo"
+	"github.com/llmprobe/llmprobe/prober/jsonkind"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -47,166 +48,134 @@ func (Duration) DescribeJSON() string { return `a duration string such as "30s"`
 // MarshalText writes the duration as time.Duration.String does.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
-// Rates are the open-loop rates of a sweep: "auto" (the adaptive knee
-// search) or a list of rates in requests per second. The zero value is
-// neither (Concurrency is then required).
-type Rates struct {
-	Auto   bool
-	Values []float64
-}
-
-// IsZero reports whether neither auto nor any rate is set.
-func (r Rates) IsZero() bool { return !r.Auto && len(r.Values) == 0 }
-
-// String is "auto" or the rates joined with commas (sweep --rates syntax).
-func (r Rates) String() string {
-	if r.Auto {
-		return "auto"
-	}
-	parts := make([]string, len(r.Values))
-	for i, v := range r.Values {
-		parts[i] = strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	return strings.Join(parts, ",")
-}
-
-var errRatesShape = errors.New(`must be "auto" or a list of rates in req/s such as [1, 2, 4]`)
-
-// UnmarshalYAML reads `auto` or a sequence of numbers.
-func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if n.ShortTag() == "!!str" && strings.EqualFold(n.Value, "auto") {
-			*r = Rates{Auto: true}
-			return nil
-		}
-	case yaml.SequenceNode:
-		var vs []float64
-		if err := n.Decode(&vs); err != nil {
-			return fmt.Errorf("line %d: rates %w", n.Line, errRatesShape)
-		}
-		*r = Rates{Values: vs}
-		return nil
-	}
-	return fmt.Errorf("line %d: rates %w", n.Line, errRatesShape)
-}
-
-// MarshalYAML writes "auto" or the list.
-func (r Rates) MarshalYAML() (any, error) {
-	if r.Auto {
-		return "auto", nil
-	}
-	return r.Values, nil
-}
-
-// UnmarshalJSON reads "auto" or an array of numbers.
-func (r *Rates) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		if strings.EqualFold(s, "auto") {
-			*r = Rates{Auto: true}
-			return nil
-		}
-		return errRatesShape
-	}
-	var vs []float64
-	if err := json.Unmarshal(b, &vs); err != nil {
-		return errRatesShape
-	}
-	*r = Rates{Values: vs}
-	return nil
-}
-
-// MarshalJSON writes "auto" or the array.
-func (r Rates) MarshalJSON() ([]byte, error) {
-	if r.Auto {
-		return []byte(`"auto"`), nil
-	}
-	if r.Values == nil {
-		return []byte("[]"), nil
-	}
-	return json.Marshal(r.Values)
-}
-
-// SweepSpec is the load and workload of one sweep the daemon runs: a
-// target's sweeps: entry, or the body of POST /api/v1/sweeps (beside its
-// target). The keys are the sweep CLI's flags with underscores. Every field
-// left zero takes the CLI's default; the SLO defaults to the target's slo.
+// SweepSpec is the spec of a sweep the daemon runs, as given: a target's
+// sweeps: entry (its schedule's keys aside) or the body of POST
+// /api/v1/sweeps (its target aside). Its keys are the sweep CLI's flags
+// with underscores; prober/sweep.FromSpec decodes them one by one through
+// the sweep settings table, which refuses a key it has no row of, so this
+// package, the daemon's schema, holds no copy of the sweep's settings.
+// Only workload is decoded here: its schema is a probe's, and the files it
+// names are read at load.
 type SweepSpec struct {
-	// Name names the sweep: the sweep label of its metrics and the suffix
-	// of its run directories ([a-zA-Z0-9_.:-]+; "api" for an API
-	// sweep without one: the Name row's SpecDefault).
-	Name string `yaml:"name" json:"name,omitempty"`
-	// Rates ("auto" or a list) or Concurrency (closed-loop levels): exactly
-	// one is set.
-	Rates       Rates `yaml:"rates,omitempty" json:"rates,omitzero"`
-	Concurrency []int `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
-	// MaxConcurrency caps the requests in flight of an open loop (0: none).
-	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
-	// Arrival ("poisson", "gamma", "constant"; default poisson) and its
-	// gamma shape Burstiness (default 1).
-	Arrival    string  `yaml:"arrival,omitempty" json:"arrival,omitempty"`
-	Burstiness float64 `yaml:"burstiness,omitempty" json:"burstiness,omitempty"`
-	// NumPrompts (requests per step) or Duration (per step, default
-	// sweep.DefaultDuration with at least sweep.DefaultMinPrompts requests).
-	NumPrompts int      `yaml:"num_prompts,omitempty" json:"num_prompts,omitempty"`
-	Duration   Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
-	// Workload is the request distribution (as a probe's workload:), or
-	// InputLen, OutputLen, RangeRatio and PrefixLen build vllm bench
-	// serve's random one; not both. Default: workload.DefaultSpec().
-	Workload   *workload.Spec `yaml:"workload,omitempty" json:"workload,omitempty"`
-	InputLen   int            `yaml:"input_len,omitempty" json:"input_len,omitempty"`
-	OutputLen  int            `yaml:"output_len,omitempty" json:"output_len,omitempty"`
-	RangeRatio float64        `yaml:"range_ratio,omitempty" json:"range_ratio,omitempty"`
-	PrefixLen  int            `yaml:"prefix_len,omitempty" json:"prefix_len,omitempty"`
-	// Goodput is the SLO a good request meets (default: the target's slo).
-	Goodput slo.SLO `yaml:"goodput,omitempty" json:"goodput,omitzero"`
-	// Rounds (default 1), Warmups (default sweep.DefaultWarmups; -1 for
-	// none) and Seed (default 0).
-	Rounds  int   `yaml:"rounds,omitempty" json:"rounds,omitempty"`
-	Warmups int   `yaml:"warmups,omitempty" json:"warmups,omitempty"`
-	Seed    int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
-	// PromptNonce is mixed into the prompt texts (sweep.Config.PromptNonce;
-	// 0, the default: a fresh one per run).
-	PromptNonce int64 `yaml:"prompt_nonce,omitempty" json:"prompt_nonce,omitempty"`
-	// MaxSendLag is the validity threshold of the client's send-lag p99
-	// (default sweep.DefaultMaxSendLag): a step above it is flagged
-	// client-saturated.
-	MaxSendLag Duration `yaml:"max_send_lag,omitempty" json:"max_send_lag,omitempty"`
-	// MaxSchedLatency is the validity threshold of the Go
-	// scheduling-latency p99 over a step (default
-	// sweep.DefaultMaxSchedLatency): a step above it is flagged
-	// client-read-lag.
-	MaxSchedLatency Duration `yaml:"max_sched_latency,omitempty" json:"max_sched_latency,omitempty"`
-	// MaxClientCPU is the validity threshold of the process's CPU use over
-	// a step, in cores (default sweep.DefaultMaxClientCPU): a step above it
-	// is flagged client-saturated. A daemon's process also runs its
-	// probes, discovery and scrapes, so a busy daemon may need it raised.
-	MaxClientCPU float64 `yaml:"max_client_cpu,omitempty" json:"max_client_cpu,omitempty"`
-	// SweepMode is isolated (default) or background, and BackgroundBand
-	// the background mode's band of the production rate (default
-	// sweep.DefaultBackgroundBand); docs/sweep.md#background-sweeps.
-	SweepMode      string  `yaml:"sweep_mode,omitempty" json:"sweep_mode,omitempty"`
-	BackgroundBand float64 `yaml:"background_band,omitempty" json:"background_band,omitempty"`
-	// TraceSampleRatio is the share of the sweep's requests traced with
-	// the daemon's tracing on (default sweep.DefaultTraceSampleRatio).
-	TraceSampleRatio float64 `yaml:"trace_sample_ratio,omitempty" json:"trace_sample_ratio,omitempty"`
-	// AnswerChecks is the answer-check set sent once after the last step
-	// of a complete sweep (sweep.Config.AnswerChecks): "builtin", or in a
-	// scheduled sweep the path of a JSONL check set, relative to the config
-	// file's directory (read at load; the sweep API takes builtin only:
-	// CheckNoFiles). Empty: none.
-	AnswerChecks string `yaml:"answer_checks,omitempty" json:"answer_checks,omitempty"`
+	// Workload is the workload key (nil when left out).
+	Workload *workload.Spec
+	// Keys are the other keys and their values, as given.
+	Keys map[string]yaml.Node
 
 	// trace is Workload.Trace's file as loaded with the config
 	// (readSweepFiles); nil for a spec that did not come from a config file.
 	trace *workload.Trace
-	// answers is AnswerChecks's file as loaded with the config
+	// answers is answer_checks's file as loaded with the config
 	// (readSweepFiles); nil for builtin and for a spec that did not come
 	// from a config file.
 	answers *answer.Set
 }
+
+// sweepSpecYAML is a sweep's YAML mapping: the schedule's keys, the
+// workload and every other key as given.
+type sweepSpecYAML struct {
+	Every     Duration             `yaml:"every,omitempty"`
+	Cron      string               `yaml:"cron,omitempty"`
+	Jitter    Duration             `yaml:"jitter,omitempty"`
+	Retention Retention            `yaml:"retention,omitempty"`
+	Workload  *workload.Spec       `yaml:"workload,omitempty"`
+	Keys      map[string]yaml.Node `yaml:",inline"`
+}
+
+// ParseSweepSpec reads a sweep's spec from YAML (or JSON) text: a mapping
+// of spec keys, the workload decoded strictly. Tests and tools build specs
+// with it; its keys are checked by prober/sweep.FromSpec.
+func ParseSweepSpec(text string) (SweepSpec, error) {
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	dec.KnownFields(true)
+	var v ScheduledSweep
+	err := dec.Decode(&v)
+	return v.SweepSpec, err
+}
+
+// SweepSpecFromJSON builds a sweep's spec from the keys of a JSON object
+// (the sweep API's body, its target taken out): the workload decoded
+// strictly (an unknown key in it is an error naming it), every other value
+// kept for prober/sweep.FromSpec.
+func SweepSpecFromJSON(raw map[string]json.RawMessage) (SweepSpec, error) {
+	s := SweepSpec{Keys: make(map[string]yaml.Node, len(raw))}
+	for k, v := range raw {
+		if k == "workload" {
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&s.Workload); err != nil {
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) && te.Field != "" {
+					return SweepSpec{}, &SpecError{Key: k + "." + te.Field, Err: fmt.Errorf("want %s, got %s", jsonkind.Describe(te.Type), te.Value)}
+				}
+				return SweepSpec{}, &SpecError{Key: k, Err: errors.New(strings.TrimPrefix(err.Error(), "json: "))}
+			}
+			continue
+		}
+		var n yaml.Node // JSON is YAML
+		if err := yaml.Unmarshal(v, &n); err != nil || len(n.Content) != 1 {
+			return SweepSpec{}, &SpecError{Key: k, Err: errors.New("not a JSON value")}
+		}
+		s.Keys[k] = *n.Content[0]
+	}
+	return s, nil
+}
+
+// Text returns the text of key, when it is given as a scalar.
+func (s SweepSpec) Text(key string) (string, bool) {
+	n, ok := s.Keys[key]
+	if !ok {
+		return "", false
+	}
+	v := resolveAlias(&n)
+	if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" {
+		return "", false
+	}
+	return v.Value, true
+}
+
+// setText sets key to a string (a copy of Keys: the spec it came from is
+// left as it was).
+func (s *SweepSpec) setText(key, text string) {
+	s.Keys = maps.Clone(s.Keys)
+	s.Keys[key] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text}
+}
+
+// Name is the spec's name key ("" when none).
+func (s SweepSpec) Name() string {
+	name, _ := s.Text("name")
+	return name
+}
+
+// values returns the spec as plain values (each key's value as YAML
+// decodes it, the workload as its struct), for JSON and YAML.
+func (s SweepSpec) values() map[string]any {
+	m := make(map[string]any, len(s.Keys)+1)
+	for k, n := range s.Keys {
+		var v any
+		if err := n.Decode(&v); err == nil {
+			m[k] = v
+		}
+	}
+	if s.Workload != nil {
+		m["workload"] = s.Workload
+	}
+	return m
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (SweepSpecFromJSON).
+func (s *SweepSpec) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	spec, err := SweepSpecFromJSON(raw)
+	*s = spec
+	return err
+}
+
+// MarshalJSON writes the spec as a JSON object of its keys.
+func (s SweepSpec) MarshalJSON() ([]byte, error) { return json.Marshal(s.values()) }
 
 // AnswerChecksSHA256 is the hex SHA-256 of the check-set file the spec's
 // answer_checks named, as loaded with the config ("" for builtin or none):
@@ -231,13 +200,39 @@ type Retention struct {
 // ScheduledSweep is one entry of a target's sweeps: block, a capacity sweep
 // the daemon runs on a schedule: Every (an interval) or Cron (a standard
 // five-field cron expression, or a descriptor such as @daily), exactly one,
-// each run delayed by a random share of Jitter.
+// each run delayed by a random share of Jitter. Its other keys are the
+// sweep's spec.
 type ScheduledSweep struct {
-	SweepSpec `yaml:",inline"`
-	Every     Duration  `yaml:"every,omitempty" json:"every,omitempty"`
-	Cron      string    `yaml:"cron,omitempty" json:"cron,omitempty"`
-	Jitter    Duration  `yaml:"jitter,omitempty" json:"jitter,omitempty"`
-	Retention Retention `yaml:"retention,omitempty" json:"retention,omitzero"`
+	SweepSpec
+	Every     Duration
+	Cron      string
+	Jitter    Duration
+	Retention Retention
+}
+
+// UnmarshalYAML splits the entry into its schedule and its spec (the
+// document's strictness holds for the workload).
+func (s *ScheduledSweep) UnmarshalYAML(unmarshal func(any) error) error {
+	var v sweepSpecYAML
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	*s = ScheduledSweep{SweepSpec: SweepSpec{Workload: v.Workload, Keys: v.Keys}, Every: v.Every, Cron: v.Cron,
+		Jitter: v.Jitter, Retention: v.Retention}
+	return nil
+}
+
+// MarshalYAML writes the entry as one mapping: its schedule and its spec.
+func (s ScheduledSweep) MarshalYAML() (any, error) {
+	return sweepSpecYAML{Every: s.Every, Cron: s.Cron, Jitter: s.Jitter, Retention: s.Retention,
+		Workload: s.Workload, Keys: s.Keys}, nil
+}
+
+// MarshalJSON writes the entry as one object: its schedule and its spec.
+func (s ScheduledSweep) MarshalJSON() ([]byte, error) {
+	m := s.values()
+	m["every"], m["cron"], m["jitter"], m["retention"] = s.Every, s.Cron, s.Jitter, s.Retention
+	return json.Marshal(m)
 }
 
 // Schedule returns the sweep's schedule: its next run after a given time,
@@ -346,22 +341,15 @@ func (t TargetConfig) validateSweeps() error {
 	seen := map[string]int{}
 	for i, s := range t.Sweeps {
 		path := fmt.Sprintf("sweeps[%d]", i)
-		for _, th := range []struct {
-			name string
-			v    time.Duration
-		}{{"ttft", s.Goodput.TTFT}, {"tpot", s.Goodput.TPOT}, {"e2el", s.Goodput.E2EL}, {"ttfa", s.Goodput.TTFA}} {
-			if th.v > MaxTimeout {
-				l.add(path+".goodput."+th.name, fmt.Errorf("must be <= %v (no request runs longer), got %v", time.Duration(MaxTimeout), th.v))
-			}
-		}
-		if s.Name == "" {
+		name := s.Name()
+		if name == "" {
 			l.add(path+".name", errors.New("required"))
-		} else if j, dup := seen[s.Name]; dup {
-			l.add(path+".name", fmt.Errorf("duplicate sweep name %q (also sweeps[%d])", s.Name, j))
+		} else if j, dup := seen[name]; dup {
+			l.add(path+".name", fmt.Errorf("duplicate sweep name %q (also sweeps[%d])", name, j))
 		} else {
-			seen[s.Name] = i
+			seen[name] = i
 		}
-		if s.Name != "" && sweepCheck != nil {
+		if sweepCheck != nil { // an unknown key is reported beside a missing name
 			l.add(path, sweepCheck(s.SweepSpec, t))
 		}
 		switch {

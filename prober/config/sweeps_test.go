@@ -2,15 +2,15 @@ package config_test
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/sweep"
-	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 const sweepsYAML = `
@@ -48,11 +48,11 @@ func TestSweepsBlock(t *testing.T) {
 		t.Fatalf("max_sweep_rate %v, %d sweeps", tg.MaxSweepRate, len(tg.Sweeps))
 	}
 	n, q := tg.Sweeps[0], tg.Sweeps[1]
-	if n.Name != "nightly" || n.Cron != "0 3 * * *" || time.Duration(n.Jitter) != 10*time.Minute || !n.Rates.Auto ||
+	if n.Name() != "nightly" || n.Cron != "0 3 * * *" || time.Duration(n.Jitter) != 10*time.Minute || keyText(n.SweepSpec, "rates") != "auto" ||
 		n.Retention.Keep() != 5 || time.Duration(n.Retention.Age) != 720*time.Hour {
 		t.Errorf("nightly = %+v", n)
 	}
-	if q.Every != config.Duration(time.Minute) || q.Rates.String() != "1,2" || q.Retention.Keep() != config.DefaultSweepKeep {
+	if q.Every != config.Duration(time.Minute) || keyText(q.SweepSpec, "rates") != "[1, 2]" || q.Retention.Keep() != config.DefaultSweepKeep {
 		t.Errorf("quick = %+v", q)
 	}
 	// The schedules.
@@ -74,8 +74,8 @@ func TestSweepsBlock(t *testing.T) {
 		t.Fatalf("String() does not parse back: %v\n%s", err, c.String())
 	}
 	bt := back.Targets[0]
-	if bt.MaxSweepRate != 40 || bt.Sweeps[0].Cron != n.Cron || !bt.Sweeps[0].Rates.Auto || bt.Sweeps[1].Rates.String() != "1,2" ||
-		bt.Sweeps[1].Goodput != q.Goodput || bt.Sweeps[0].Workload.InputTokens.Value != 512 {
+	if bt.MaxSweepRate != 40 || bt.Sweeps[0].Cron != n.Cron || keyText(bt.Sweeps[0].SweepSpec, "rates") != "auto" || keyText(bt.Sweeps[1].SweepSpec, "rates") != "[1, 2]" ||
+		keyText(bt.Sweeps[1].SweepSpec, "goodput") != keyText(q.SweepSpec, "goodput") || bt.Sweeps[0].Workload.InputTokens.Value != 512 {
 		t.Errorf("round trip lost sweeps: %+v", bt.Sweeps)
 	}
 	// A sweeps change does not restart the target's probes.
@@ -122,25 +122,29 @@ func TestSweepConfig(t *testing.T) {
 	// Errors name the spec key.
 	tests := []struct {
 		name string
-		spec config.SweepSpec
+		spec string
 		want string
 	}{
-		{"over cap", config.SweepSpec{Rates: config.Rates{Values: []float64{41}}}, "rates: rate 41 req/s is over the target's max_sweep_rate (40 req/s)"},
-		{"closed loop with a cap", config.SweepSpec{Concurrency: []int{4}}, "concurrency: the target has a max_sweep_rate (40 req/s), which a closed loop cannot keep: use rates"},
-		{"no load", config.SweepSpec{}, `rates: required: "auto", a list of rates, or concurrency levels`},
-		{"both", config.SweepSpec{Rates: config.Rates{Auto: true}, Concurrency: []int{1}}, "concurrency: give rates or concurrency, not both (use rates with max_concurrency for an open loop with a cap)"},
-		{"bad name", config.SweepSpec{Name: "a b", Rates: config.Rates{Auto: true}}, `name: must match [a-zA-Z0-9_.:-]+, got "a b"`},
-		{"both prompts and duration", config.SweepSpec{Rates: config.Rates{Auto: true}, NumPrompts: 5, Duration: config.Duration(time.Second)},
+		{"over cap", "rates: [41]", "rates: rate 41 req/s is over the target's max_sweep_rate (40 req/s)"},
+		{"closed loop with a cap", "concurrency: [4]", "concurrency: the target has a max_sweep_rate (40 req/s), which a closed loop cannot keep: use rates"},
+		{"no load", "{}", `rates: required: "auto", a list of rates, or concurrency levels`},
+		{"both", "rates: auto\nconcurrency: [1]", "concurrency: give rates or concurrency, not both (use rates with max_concurrency for an open loop with a cap)"},
+		{"bad name", "name: a b\nrates: auto", `name: must match [a-zA-Z0-9_.:-]+, got "a b"`},
+		{"both prompts and duration", "rates: auto\nnum_prompts: 5\nduration: 1s",
 			"num_prompts: give num_prompts or duration per step, not both"},
-		{"rounds", config.SweepSpec{Rates: config.Rates{Auto: true}, Rounds: -1}, "rounds: must be in [1, 100], got -1"},
-		{"input", config.SweepSpec{Rates: config.Rates{Auto: true}, InputLen: -3}, "input_len: must be >= 1, got -3"},
-		{"workload and lengths", config.SweepSpec{Rates: config.Rates{Auto: true}, InputLen: 3, Workload: &workload.Spec{}},
+		{"rounds", "rates: auto\nrounds: -1", "rounds: must be in [1, 100], got -1"},
+		{"input", "rates: auto\ninput_len: -3", "input_len: must be >= 1, got -3"},
+		{"workload and lengths", "rates: auto\ninput_len: 3\nworkload: {}",
 			"workload: give workload or input_len/output_len/range_ratio/prefix_len, not both"},
-		{"zero rate", config.SweepSpec{Rates: config.Rates{Values: []float64{0}}}, "rates: rate must be > 0 and finite, got 0"},
+		{"zero rate", "rates: [0]", "rates: rate must be >= 0.01, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := sweep.FromSpec(tt.spec, tg)
+			spec, err := config.ParseSweepSpec(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = sweep.FromSpec(spec, tg)
 			se := config.AsSpecError(err)
 			if se == nil || se.Error() != tt.want {
 				t.Errorf("error %v, want %s", err, tt.want)
@@ -150,30 +154,37 @@ func TestSweepConfig(t *testing.T) {
 }
 
 func TestSweepSpecJSON(t *testing.T) {
-	var s config.SweepSpec
-	body := `{"rates": [1, 2], "num_prompts": 20, "goodput": {"ttft": "800ms", "tpot": "50ms"}, "duration": "3s"}`
-	if err := json.Unmarshal([]byte(body), &s); err != nil {
+	body := `{"rates": [1, 2], "num_prompts": 20, "goodput": {"ttft": "800ms", "tpot": "50ms"}, "duration": "3s", "workload": {"prefix_tokens": 3}}`
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
 		t.Fatal(err)
 	}
-	if s.Rates.String() != "1,2" || s.NumPrompts != 20 || s.Goodput.TTFT != 800*time.Millisecond || s.Duration != config.Duration(3*time.Second) {
-		t.Errorf("decoded %+v", s)
+	s, err := config.SweepSpecFromJSON(raw)
+	if err != nil || keyText(s, "rates") != "[1, 2]" || keyText(s, "duration") != "3s" || s.Workload == nil || s.Workload.PrefixTokens != 3 {
+		t.Errorf("decoded %+v %v", s, err)
 	}
-	if err := json.Unmarshal([]byte(`{"rates": "auto"}`), &s); err != nil || !s.Rates.Auto {
-		t.Errorf("auto: %v %+v", err, s.Rates)
+	if _, err := config.SweepSpecFromJSON(map[string]json.RawMessage{"workload": json.RawMessage(`{"prefix_tokenz": 3}`)}); config.AsSpecError(err) == nil ||
+		config.AsSpecError(err).Key != "workload" || !strings.Contains(err.Error(), "prefix_tokenz") {
+		t.Errorf("unknown workload key: %v", err)
 	}
-	for _, bad := range []string{`{"rates": "fast"}`, `{"rates": {"a": 1}}`} {
-		if err := json.Unmarshal([]byte(bad), &s); err == nil || !strings.Contains(err.Error(), `"auto" or a list`) {
-			t.Errorf("%s: %v", bad, err)
-		}
-	}
-	var te *json.UnmarshalTypeError
-	if err := json.Unmarshal([]byte(`{"duration": 5}`), &s); !errors.As(err, &te) || te.Field != "duration" {
-		t.Errorf("duration as a number: %v", err)
-	}
-	b, err := json.Marshal(config.SweepSpec{Rates: config.Rates{Auto: true}})
-	if err != nil || string(b) != `{"rates":"auto"}` {
+	b, err := json.Marshal(s)
+	if err != nil || !strings.Contains(string(b), `"rates":[1,2]`) || !strings.Contains(string(b), `"duration":"3s"`) {
 		t.Errorf("marshal: %s %v", b, err)
 	}
+}
+
+// keyText is a spec key's value as YAML text ("" when left out).
+func keyText(s config.SweepSpec, key string) string {
+	n, ok := s.Keys[key]
+	if !ok {
+		return ""
+	}
+	n.Style = yaml.FlowStyle
+	b, err := yaml.Marshal(&n)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // TestSweepLoadBounds: a scheduled sweep's levels are bounded at load from

@@ -18,8 +18,10 @@
 // settings_format.go (Setting.Format and CommandLine: a Config as the
 // sweep command line that gives it), spec.go (FromSpec: a scheduled
 // sweep's or the sweep API's spec against its target, registered as
-// prober/config's check at load), config.go (Config, validation, flag-value
-// parsers; the rules shared with probes are prober/knob's),
+// prober/config's check at load), speckeys.go (a spec's keys decoded one
+// by one through the settings table's rows, an unknown key refused), config.go (Config and its validation;
+// the rules shared with probes are prober/knob's), parse.go (the list and
+// text values a surface gives: rates, levels, goodput, metadata),
 // preflight.go (target, model, max_model_len, /metrics), fingerprint.go
 // (the experiment fingerprint), prompts.go (prompt sizing and the bounded
 // prompt window), levels.go (the ladder and the search over levels),

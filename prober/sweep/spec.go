@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -41,10 +40,6 @@ var DefaultSpecName = LookupField("Name").SpecDefault
 // is the spec key at fault (its reason names other settings by their
 // keys).
 func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
-	name := s.Name
-	if name == "" {
-		name = DefaultSpecName
-	}
 	c := Config{
 		Target:       t.BaseURL,
 		MetricsURL:   t.MetricsURL(),
@@ -55,10 +50,6 @@ func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
 		Timeout:      t.Timeout,
 		TTFTTimeout:  t.TTFTTimeout,
 		StallTimeout: t.StallTimeout,
-		Duration:     time.Duration(s.Duration),
-		SLO:          s.Goodput,
-		Name:         name,
-		Metadata:     map[string]string{"target": t.Name, "sweep": name},
 		// The target's attribution_headers: its sweeps record them too.
 		AttributionHeaders: t.AttributionHeaders,
 		// and its slo_headers.
@@ -69,19 +60,13 @@ func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
 	if !t.ServerTiming {
 		c.ServerTiming = ServerTimingOff // the target's server_timing: false
 	}
-	if err := applySpecSettings(s, &c); err != nil {
-		return c, specError(err)
+	sp, err := applySpec(s, &c)
+	if err != nil {
+		return c, err
 	}
-	switch s.Warmups {
-	case 0:
-		c.Warmups = defaultOf[int]("Warmups")
-	case -1:
-		c.Warmups = 0
-	default:
-		c.Warmups = s.Warmups
-	}
-	if c.NumPrompts == 0 && c.Duration == 0 {
-		c.Duration = defaultOf[time.Duration]("Duration")
+	c.Metadata = map[string]string{"target": t.Name, "sweep": c.Name}
+	if !sp.given["duration"] && c.NumPrompts > 0 {
+		c.Duration = 0 // num_prompts bounds the steps
 	}
 	if c.Duration > 0 {
 		c.MinPrompts = defaultOf[int]("MinPrompts")
@@ -89,10 +74,10 @@ func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
 	if c.SLO.IsZero() {
 		c.SLO = t.SLO
 	}
-	if err := config.ValidateSweepName(name); err != nil {
+	if err := config.ValidateSweepName(c.Name); err != nil {
 		return c, specErrf("name", "%w", err)
 	}
-	if err := specWorkload(s, &c); err != nil {
+	if err := specWorkload(s, sp, &c); err != nil {
 		return c, err
 	}
 	if err := specLoad(s, &c, t); err != nil {
@@ -121,25 +106,19 @@ func specErrf(key, format string, args ...any) error {
 // isTraceSpec reports whether the spec replays a trace (workload.trace).
 func isTraceSpec(s config.SweepSpec) bool { return s.Workload != nil && s.Workload.Trace != nil }
 
-// specRandom reports whether the spec gives vllm bench serve's random
-// workload's keys.
-func specRandom(s config.SweepSpec) bool {
-	return s.InputLen != 0 || s.OutputLen != 0 || s.RangeRatio != 0 || s.PrefixLen != 0
-}
-
 // specWorkload sets c's workload: a trace's, the spec's workload, or vllm
 // bench serve's random one of input_len, output_len, range_ratio and
 // prefix_len (the settings table's defaults).
-func specWorkload(s config.SweepSpec, c *Config) error {
+func specWorkload(s config.SweepSpec, sp specKeys, c *Config) error {
 	switch {
 	case isTraceSpec(s):
-		if err := specTrace(s, c); err != nil {
+		if err := specTrace(s, sp, c); err != nil {
 			return err
 		}
-		if c.Duration = time.Duration(s.Duration); c.Duration == 0 {
-			c.MinPrompts = 0 // the whole trace
+		if !sp.given["duration"] {
+			c.Duration, c.MinPrompts = 0, 0 // the whole trace
 		}
-	case s.Workload != nil && specRandom(s):
+	case s.Workload != nil && sp.random:
 		return specError(ProblemError(knob.WorkloadOrLengths(true, true)))
 	case s.Workload != nil:
 		c.Workload, c.WorkloadSource = *s.Workload, "config"
@@ -147,14 +126,8 @@ func specWorkload(s config.SweepSpec, c *Config) error {
 			return specErrf("workload", "needs input_tokens and output_tokens")
 		}
 	default:
-		in, out := s.InputLen, s.OutputLen
-		if in == 0 {
-			in = defaultOf[int]("Workload.InputTokens")
-		}
-		if out == 0 {
-			out = defaultOf[int]("Workload.OutputTokens")
-		}
-		w, err := FlagWorkload(in, out, s.RangeRatio, s.PrefixLen)
+		w, err := FlagWorkload(sp.lengths["Workload.InputTokens"].(int), sp.lengths["Workload.OutputTokens"].(int),
+			sp.lengths["Workload.InputTokens.RangeRatio"].(float64), sp.lengths["Workload.PrefixTokens"].(int))
 		if err != nil {
 			return specError(err)
 		}
@@ -169,29 +142,14 @@ func specLoad(s config.SweepSpec, c *Config, t config.TargetConfig) error {
 	isTrace := isTraceSpec(s)
 	switch {
 	case isTrace: // its speeds, checked by specTrace
-	case !s.Rates.IsZero() && len(s.Concurrency) > 0:
+	case (c.Auto || len(c.Rates) > 0) && len(c.Concurrency) > 0:
 		return specError(ProblemError(knob.RatesOrConcurrency(true, true)))
-	case len(s.Concurrency) > 0:
-		c.Concurrency = s.Concurrency
-	case s.Rates.Auto:
-		c.Auto, c.RatesText = true, "auto"
-	case len(s.Rates.Values) > 0:
-		seen := map[float64]bool{}
-		for _, r := range s.Rates.Values {
-			if !(r > 0) || math.IsInf(r, 0) {
-				return specErrf("rates", "rate must be > 0 and finite, got %v", r)
-			}
-			if seen[r] {
-				return specErrf("rates", "rate %v given twice", r)
-			}
-			seen[r] = true
-		}
-		c.Rates, c.RatesText = s.Rates.Values, s.Rates.String()
+	case c.Auto || len(c.Rates) > 0 || len(c.Concurrency) > 0:
 	default:
 		return specErrf("rates", `required: "auto", a list of rates, or concurrency levels`)
 	}
 	if isTrace {
-		if err := checkTraceRate(c.Trace, s.NumPrompts, time.Duration(s.Duration), c.TraceSpeeds, t.MaxSweepRate); err != nil {
+		if err := checkTraceRate(c.Trace, c.NumPrompts, c.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
 			return err
 		}
 	}
@@ -217,7 +175,7 @@ func specLoad(s config.SweepSpec, c *Config, t config.TargetConfig) error {
 // config file's scheduled sweeps load one), the speeds, the workload of
 // the warmups and request features. Rates and concurrency are refused:
 // the trace has its own timing.
-func specTrace(s config.SweepSpec, c *Config) error {
+func specTrace(s config.SweepSpec, sp specKeys, c *Config) error {
 	ts := s.Workload.Trace
 	if err := s.Workload.Validate(); err != nil {
 		return underKey("workload", err)
@@ -226,14 +184,14 @@ func specTrace(s config.SweepSpec, c *Config) error {
 	if tr == nil {
 		return specErrf("workload.trace", "not loaded: a trace is read when the config file is loaded (a scheduled sweep's workload)")
 	}
-	if !s.Rates.IsZero() || len(s.Concurrency) > 0 {
+	if c.Auto || len(c.Rates) > 0 || len(c.Concurrency) > 0 {
 		key := "rates"
-		if len(s.Concurrency) > 0 {
+		if len(c.Concurrency) > 0 {
 			key = "concurrency"
 		}
 		return specErrf(key, "a trace replay has its own timing: give workload.trace.speeds, not rates or concurrency")
 	}
-	if err := ProblemError(knob.WorkloadOrLengths(true, specRandom(s))); err != nil {
+	if err := ProblemError(knob.WorkloadOrLengths(true, sp.random)); err != nil {
 		return specError(err)
 	}
 	w := workload.DefaultSpec() // the warmups' plain prompts, as sweep --trace
@@ -271,9 +229,9 @@ func checkTraceRate(tr *workload.Trace, numPrompts int, d time.Duration, speeds 
 // scheduled sweeps load one). Config.Validate checks that the target's API
 // can send every check.
 func specAnswerChecks(s config.SweepSpec, c *Config) error {
-	switch {
-	case s.AnswerChecks == "":
-	case s.AnswerChecks == answer.BuiltinName:
+	switch checks, _ := s.Text("answer_checks"); {
+	case checks == "":
+	case checks == answer.BuiltinName:
 		c.AnswerChecks = answer.Builtin()
 	case s.LoadedAnswers() == nil:
 		return specErrf("answer_checks", "not loaded: a check set file is read when the config file is loaded (a scheduled sweep's answer_checks)")
@@ -326,64 +284,6 @@ func SpecKey(field string) string {
 		return s.SpecVia
 	}
 	return ""
-}
-
-// specSpecial are the spec keys FromSpec sets itself: the load, the
-// workload, the SLO, the keys whose zero means something else and the
-// answer checks (a set loaded with the config).
-var specSpecial = map[string]bool{
-	"name": true, "rates": true, "concurrency": true, "workload": true, "input_len": true, "output_len": true,
-	"range_ratio": true, "prefix_len": true, "goodput": true, "warmups": true, "duration": true, "answer_checks": true,
-}
-
-// specValue returns the value of the spec's field of a key (by its yaml
-// tag); ok is false when the field is zero.
-func specValue(s config.SweepSpec, key string) (v any, ok bool) {
-	rv, rt := reflect.ValueOf(s), reflect.TypeFor[config.SweepSpec]()
-	for i := 0; i < rt.NumField(); i++ {
-		tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("yaml"), ",")
-		if tag != key {
-			continue
-		}
-		f := rv.Field(i)
-		if f.IsZero() {
-			return nil, false
-		}
-		if d, isDur := f.Interface().(config.Duration); isDur {
-			return time.Duration(d), true
-		}
-		return f.Interface(), true
-	}
-	return nil, false
-}
-
-// applySpecSettings sets the table's spec settings of c from the spec,
-// each left out at the table's default (the CLI's), through Setting.Apply
-// (the table's bounds), and the settings the spec has no key for at their
-// defaults (the rows marked DaemonDefault).
-func applySpecSettings(s config.SweepSpec, c *Config) error {
-	for _, st := range Settings() {
-		if st.Surfaces&SurfaceSpec == 0 || specSpecial[st.Key] {
-			continue
-		}
-		v, ok := specValue(s, st.Key)
-		if !ok {
-			if v = st.DefaultValue(); v == nil {
-				continue
-			}
-		}
-		if err := st.Apply(c, v); err != nil {
-			return err
-		}
-	}
-	for _, st := range Settings() {
-		if st.DaemonDefault {
-			if err := st.Apply(c, st.DefaultValue()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // defaultOf is the table's default of a field.

@@ -3,12 +3,13 @@ package sweep
 import (
 	"errors"
 	"fmt"
-	"github.com/llmprobe/llmprobe/prober/client"
-	"github.com/llmprobe/llmprobe/prober/config"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/client"
+	"github.com/llmprobe/llmprobe/prober/config"
 )
 
 // fieldAt returns the value of a Config field path (a length spec
@@ -28,6 +29,16 @@ func fieldAt(t *testing.T, c *Config, path string) any {
 	return v.Interface()
 }
 
+// mustSpec is the spec of YAML text.
+func mustSpec(t *testing.T, text string) config.SweepSpec {
+	t.Helper()
+	s, err := config.ParseSweepSpec(text)
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	return s
+}
+
 // specTarget is a target to build sweep configs against.
 func specTarget() config.TargetConfig {
 	return config.TargetConfig{Name: "t", BaseURL: "http://127.0.0.1:1", API: client.APICompletions, Timeout: time.Minute}
@@ -37,7 +48,7 @@ func specTarget() config.TargetConfig {
 // (a scheduled sweep's YAML, the sweep API's body) takes another default
 // than the settings table, the sweep CLI's, for a setting it leaves out.
 func TestSweepSpecDefaultsAreTheTable(t *testing.T) {
-	c, err := FromSpec(config.SweepSpec{Rates: config.Rates{Auto: true}}, specTarget())
+	c, err := FromSpec(mustSpec(t, "rates: auto"), specTarget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,26 +71,23 @@ func TestSweepSpecDefaultsAreTheTable(t *testing.T) {
 	}
 }
 
+// boundSpec is a spec of rates [1, 2] with key set to v (burstiness with
+// gamma arrivals: a shape other than 1 needs them, knob.Arrival).
+func boundSpec(t *testing.T, key string, v float64) config.SweepSpec {
+	text := fmt.Sprintf("rates: [1, 2]\n%s: %v\n", key, v)
+	if lookupKey(key).Kind == KindDuration {
+		text = fmt.Sprintf("rates: [1, 2]\n%s: %v\n", key, time.Duration(v))
+	}
+	if key == "burstiness" {
+		text += "arrival: gamma\n"
+	}
+	return mustSpec(t, text)
+}
+
 // TestSweepSpecTakesTheTableBounds fails when a spec key refuses a value
 // the settings table's bound allows, or takes one it refuses (the CLI's
 // side is cmd/llmprobe's TestSweepFlagsTakeTheTableBounds).
 func TestSweepSpecTakesTheTableBounds(t *testing.T) {
-	set := func(spec *config.SweepSpec, key string, v float64) {
-		rv := reflect.ValueOf(spec).Elem()
-		for i := 0; i < rv.NumField(); i++ {
-			if tag, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ","); tag == key {
-				f := rv.Field(i)
-				switch f.Kind() {
-				case reflect.Float64:
-					f.SetFloat(v)
-				default:
-					f.SetInt(int64(v))
-				}
-				return
-			}
-		}
-		t.Fatalf("SweepSpec has no key %q", key)
-	}
 	n := 0
 	for _, s := range Settings() {
 		b := s.Bound
@@ -110,22 +118,14 @@ func TestSweepSpecTakesTheTableBounds(t *testing.T) {
 				continue // 0 leaves the key out: the default
 			}
 			n++
-			spec := config.SweepSpec{Rates: config.Rates{Values: []float64{1, 2}}}
-			if s.Key == "burstiness" {
-				spec.Arrival = "gamma" // a shape other than 1 needs gamma arrivals (knob.Arrival)
-			}
-			set(&spec, s.Key, v)
+			spec := boundSpec(t, s.Key, v)
 			if _, err := FromSpec(spec, specTarget()); config.AsSpecError(err) == nil || config.AsSpecError(err).Key != s.Key {
 				t.Errorf("%s: %v (outside the table's bound): got %v, want an error naming %s", s.Key, v, err, s.Key)
 			}
 		}
 		for _, v := range inside {
 			n++
-			spec := config.SweepSpec{Rates: config.Rates{Values: []float64{1, 2}}}
-			if s.Key == "burstiness" {
-				spec.Arrival = "gamma" // a shape other than 1 needs gamma arrivals (knob.Arrival)
-			}
-			set(&spec, s.Key, v)
+			spec := boundSpec(t, s.Key, v)
 			if _, err := FromSpec(spec, specTarget()); config.AsSpecError(err) != nil && config.AsSpecError(err).Key == s.Key {
 				t.Errorf("%s: %v (inside the table's bound) refused: %v", s.Key, v, err)
 			}
@@ -136,36 +136,20 @@ func TestSweepSpecTakesTheTableBounds(t *testing.T) {
 	}
 }
 
-// TestSweepSpecKeysAreTheTable fails when a SweepSpec key (YAML or JSON)
-// has no entry in the settings table, or a table key no SweepSpec field.
-func TestSweepSpecKeysAreTheTable(t *testing.T) {
-	rt := reflect.TypeFor[config.SweepSpec]()
-	keys := map[string]bool{}
-	for i := 0; i < rt.NumField(); i++ {
-		f := rt.Field(i)
-		if !f.IsExported() {
-			continue
+// TestSweepSpecRefusesUnknownKeys: a key no row of the settings table has
+// is refused with the key named, every such key at once.
+func TestSweepSpecRefusesUnknownKeys(t *testing.T) {
+	_, err := FromSpec(mustSpec(t, "rates: [1]\nmax_concurency: 4\nburstyness: 2\n"), specTarget())
+	var keys []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		se := config.AsSpecError(e)
+		if !strings.Contains(se.Err.Error(), "unknown key") {
+			t.Errorf("%s: %v", se.Key, se.Err)
 		}
-		y, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		j, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if y != j {
-			t.Errorf("SweepSpec.%s: yaml key %q, json key %q", f.Name, y, j)
-		}
-		keys[y] = true
-		var s *Setting
-		for _, st := range Settings() {
-			if st.Key == y && st.Surfaces&SurfaceSpec != 0 {
-				s = &st
-			}
-		}
-		if s == nil {
-			t.Errorf("SweepSpec key %q has no spec setting in the settings table", y)
-		}
+		keys = append(keys, se.Key)
 	}
-	for _, s := range Settings() {
-		if s.Surfaces&SurfaceSpec != 0 && !keys[s.Key] {
-			t.Errorf("the settings table's key %q (%s) is no SweepSpec field", s.Key, s.Field)
-		}
+	if want := []string{"burstyness", "max_concurency"}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("refused keys %q, want %q (%v)", keys, want, err)
 	}
 }
 
