@@ -13,7 +13,7 @@ import (
 func TestServerTimingText(t *testing.T) {
 	p := func(a, b float64) *compare.SplitPart { return &compare.SplitPart{P50: a, P99: b} }
 	ss := []compare.ServerTiming{{Level: "rate=4",
-		Baseline: compare.ServerTimingSide{N: 40, ClientTTFT: p(12, 30), Queue: p(1, 4), ServerTTFT: p(10, 24), Overhead: p(1, 2)},
+		Baseline:  compare.ServerTimingSide{N: 40, ClientTTFT: p(12, 30), Queue: p(1, 4), ServerTTFT: p(10, 24), Overhead: p(1, 2)},
 		Candidate: compare.ServerTimingSide{NotRecorded: "engine sglang returns no per-request timing"}}}
 	var b bytes.Buffer
 	writeServerTimingText(&b, ss)
