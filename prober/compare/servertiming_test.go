@@ -160,7 +160,9 @@ func TestCompareServerTimingOverHTTP(t *testing.T) {
 			}
 		}
 		queueP50[i] = got.Queue.P50
-		t.Logf("%s: n %d, TTFT p50 %.2f = queue %.2f + server TTFT %.2f + overhead %.2f ms", name, got.N, got.ClientTTFT.P50, got.Queue.P50, got.ServerTTFT.P50, got.Overhead.P50)
+		pp := func(p *SplitPart) string { return Num(p.P50) + "/" + Num(p.P99) }
+		t.Logf("%s: TTFT %s = queue %s + server TTFT %s + overhead %s ms p50/p99 (n %d)", name, pp(got.ClientTTFT), pp(got.Queue),
+			pp(got.ServerTTFT), pp(got.Overhead), got.N)
 	}
 	if queueP50[1] <= queueP50[0] {
 		t.Errorf("queue p50: baseline %.3f ms, candidate (one sequence at a time) %.3f ms", queueP50[0], queueP50[1])
