@@ -135,6 +135,12 @@ var EngineMetrics = map[string]map[string]dto.MetricType{
 		// In the counter group of the handler although a mean and a maximum.
 		"llamacpp:n_busy_slots_per_decode": dto.MetricType_COUNTER,
 		"llamacpp:n_tokens_max":            dto.MetricType_COUNTER,
+		// Releases after the late-2025 split (server-task.cpp; testdata/
+		// engines/llamacpp/2025-12/README.md, "Later revisions").
+		"llamacpp:spec_decode_num_draft_tokens_total":            dto.MetricType_COUNTER,
+		"llamacpp:spec_decode_num_accepted_tokens_total":         dto.MetricType_COUNTER,
+		"llamacpp:spec_decode_num_drafts_total":                  dto.MetricType_COUNTER,
+		"llamacpp:spec_decode_num_accepted_tokens_per_pos_total": dto.MetricType_COUNTER,
 	},
 }
 

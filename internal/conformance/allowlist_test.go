@@ -17,5 +17,13 @@ var allowed = map[string]map[string]string{
 			"of the revision read (server-context.cpp, late 2025); the persona serves it for the releases " +
 			"with the RAM prompt cache its comment cites, which no source read for the corpus confirms; " +
 			"without it the adapter's prefix-cache figures are unknown (corpus.json expect.unknown)",
+		"metric llamacpp:spec_decode_num_draft_tokens_total not served by the engine": "served by a later " +
+			"revision than the corpus's (server-task.cpp's metrics, read for issue 36 Deliver 7; " +
+			"testdata/engines/llamacpp/2025-12/README.md, \"Later revisions\"), at 0 without a draft model; the " +
+			"persona serves it so the sweep's server-side acceptance rate stays tested",
+		"metric llamacpp:spec_decode_num_accepted_tokens_total not served by the engine": "as " +
+			"llamacpp:spec_decode_num_draft_tokens_total",
+		"metric llamacpp:spec_decode_num_drafts_total not served by the engine": "as " +
+			"llamacpp:spec_decode_num_draft_tokens_total",
 	},
 }

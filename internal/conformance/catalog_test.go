@@ -26,18 +26,22 @@ var catalogCorpus = map[string]string{
 // from names the engine does not have) and on a listed one that is
 // served after all.
 var catalogAbsent = map[string]string{
-	"vllm:request_num_preemptions":                       "not in the loggers.py revision the corpus holds; dashboards read it where a release serves it",
-	"vllm:prompt_tokens_recomputed_total":                "not in the loggers.py revision the corpus holds (docs/engines.md cites a later copy)",
-	"vllm:engine_healthy":                                "not in the loggers.py revision the corpus holds",
-	"vllm:lora_requests_info":                            "served only with LoRA enabled (loggers.py gauge_lora_info); the corpus server runs without",
-	"vllm:spec_decode_num_drafts_total":                  "served only with a speculative config (vllm/v1/spec_decode/metrics.py); the corpus server runs without",
-	"vllm:spec_decode_num_draft_tokens_total":            "as vllm:spec_decode_num_drafts_total",
-	"vllm:spec_decode_num_accepted_tokens_total":         "as vllm:spec_decode_num_drafts_total",
-	"vllm:spec_decode_num_accepted_tokens_per_pos_total": "as vllm:spec_decode_num_drafts_total",
-	"sglang:time_per_output_token_seconds":               "older name of sglang:inter_token_latency_seconds, read only as its fallback",
-	"llamacpp:kv_cache_usage_ratio":                      "served before llama-server's late-2025 split (see the persona allow-list); not-recorded on the corpus release",
-	"llamacpp:kv_cache_tokens":                           "as llamacpp:kv_cache_usage_ratio",
-	"llamacpp:prompt_tokens_cached_total":                "releases with the RAM prompt cache (persona allow-list); no source read for the corpus confirms it",
+	"vllm:request_num_preemptions":                           "not in the loggers.py revision the corpus holds; dashboards read it where a release serves it",
+	"vllm:prompt_tokens_recomputed_total":                    "not in the loggers.py revision the corpus holds (docs/engines.md cites a later copy)",
+	"vllm:engine_healthy":                                    "not in the loggers.py revision the corpus holds",
+	"vllm:lora_requests_info":                                "served only with LoRA enabled (loggers.py gauge_lora_info); the corpus server runs without",
+	"vllm:spec_decode_num_drafts_total":                      "served only with a speculative config (vllm/v1/spec_decode/metrics.py); the corpus server runs without",
+	"vllm:spec_decode_num_draft_tokens_total":                "as vllm:spec_decode_num_drafts_total",
+	"vllm:spec_decode_num_accepted_tokens_total":             "as vllm:spec_decode_num_drafts_total",
+	"vllm:spec_decode_num_accepted_tokens_per_pos_total":     "as vllm:spec_decode_num_drafts_total",
+	"sglang:time_per_output_token_seconds":                   "older name of sglang:inter_token_latency_seconds, read only as its fallback",
+	"llamacpp:kv_cache_usage_ratio":                          "served before llama-server's late-2025 split (see the persona allow-list); not-recorded on the corpus release",
+	"llamacpp:kv_cache_tokens":                               "as llamacpp:kv_cache_usage_ratio",
+	"llamacpp:prompt_tokens_cached_total":                    "releases with the RAM prompt cache (persona allow-list); no source read for the corpus confirms it",
+	"llamacpp:spec_decode_num_draft_tokens_total":            "served by a later revision than the corpus's (server-task.cpp; the corpus README's \"Later revisions\"); read as unknown on the corpus release",
+	"llamacpp:spec_decode_num_accepted_tokens_total":         "as llamacpp:spec_decode_num_draft_tokens_total",
+	"llamacpp:spec_decode_num_drafts_total":                  "as llamacpp:spec_decode_num_draft_tokens_total",
+	"llamacpp:spec_decode_num_accepted_tokens_per_pos_total": "as llamacpp:spec_decode_num_draft_tokens_total, and only once a draft token was accepted",
 }
 
 // TestRulesCatalogInCorpus holds rules' engine metric catalogues (the names

@@ -69,6 +69,7 @@ func WriteVerdictText(w io.Writer, v *compare.Verdict, sloMS map[string]float64)
 		fmt.Fprintf(w, "  %-13s %-12s %-14s %s\n", f.Status, f.Name, f.Level, f.Detail)
 	}
 	writeEnergyText(w, v.Energy)
+	writeServerTimingText(w, v.ServerTiming)
 	if qs := v.Quality; qs != nil {
 		fmt.Fprintf(w, "\nquality (%s):\n  %-13s %s\n", qs.Set, qs.Status, qs.Detail)
 		for _, c := range qs.FailingSends() {
@@ -208,6 +209,7 @@ func writeFigures(w io.Writer, v *compare.Verdict, q VerdictReport) {
 	}
 	fmt.Fprintln(w)
 	writeEnergyMarkdown(w, v.Energy)
+	writeServerTimingMarkdown(w, v.ServerTiming)
 	if q.Rounds != nil {
 		q.Rounds(w)
 	}

@@ -454,6 +454,13 @@ func (e *engine) finish(s *sequence, reason string, now time.Time) {
 		// choices is its own (vLLM's ParentRequest.observe_finished_request).
 		e.m.maxNumGeneration.Observe(float64(n))
 		e.m.paramsN.Observe(1)
+		if k := e.cfg.SpecDraftTokens; k > 0 {
+			// Before publish: a scrape after the answer sees its drafts.
+			drafted, accepted := specDraft(n, k, e.cfg.SpecAcceptance)
+			e.m.specDrafted.Add(float64(drafted))
+			e.m.specAccepted.Add(float64(accepted))
+			e.m.specSteps.Add(float64(drafted / k))
+		}
 	}
 	s.publish(s.outputs, true, reason)
 }

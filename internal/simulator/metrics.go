@@ -78,6 +78,11 @@ type metrics struct {
 	// (not aborted), prompt tokens computed in engine steps (prefix-cache
 	// hits excluded, recomputes included) and engine steps.
 	finished, prefillComputed, engineCalls prometheus.Counter
+	// specDrafted, specAccepted and specSteps are llama.cpp's
+	// llamacpp:spec_decode_num_draft_tokens_total, _accepted_tokens_total
+	// and _drafts_total, counted at a sequence's end by specDraft's rule
+	// (the figures its timings carry).
+	specDrafted, specAccepted, specSteps prometheus.Counter
 
 	// Simulator-only self metrics (llmprobe_simulator_ prefix).
 	engineSteps, engineStepSeconds, engineLag prometheus.Counter
@@ -90,6 +95,7 @@ func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 	}
 	m := newVLLMMetrics(reg, cfg)
 	m.finished, m.prefillComputed, m.engineCalls = dummyCounter(), dummyCounter(), dummyCounter()
+	m.specDrafted, m.specAccepted, m.specSteps = dummyCounter(), dummyCounter(), dummyCounter()
 	return m
 }
 

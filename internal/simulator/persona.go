@@ -79,6 +79,7 @@ func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		mmQueries: dummyCounter(), mmHits: dummyCounter(),
 		promptTokens: dummyCounter(), generationTokens: dummyCounter(),
 		finished: dummyCounter(), prefillComputed: dummyCounter(), engineCalls: dummyCounter(),
+		specDrafted: dummyCounter(), specAccepted: dummyCounter(), specSteps: dummyCounter(),
 		ttft: dummyObserver(), itl: dummyObserver(), tpot: dummyObserver(),
 		e2e: dummyObserver(), queue: dummyObserver(), inference: dummyObserver(), prefill: dummyObserver(),
 		decode: dummyObserver(), requestPrompt: dummyObserver(), requestGeneration: dummyObserver(),
@@ -171,6 +172,13 @@ func newPersonaMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 		m.kvUsage = gauge("llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.")
 		m.running = gauge("llamacpp:requests_processing", "Number of requests processing.")
 		m.waiting = gauge("llamacpp:requests_deferred", "Number of requests deferred.")
+		// server-task.cpp's counters of releases after the late-2025
+		// split (testdata/engines/llamacpp/2025-12/README.md), served
+		// whether or not a draft model runs.
+		m.specDrafted = counter("llamacpp:spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated")
+		m.specAccepted = counter("llamacpp:spec_decode_num_accepted_tokens_total",
+			"Speculative: Total draft tokens accepted by the target model")
+		m.specSteps = counter("llamacpp:spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps")
 	}
 	registerSelfMetrics(reg, m)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

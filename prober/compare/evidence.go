@@ -135,6 +135,10 @@ type Step struct {
 	Energy       *float64
 	EnergyMethod string
 	EnergyNote   string
+	// ServerTimingNote says why the step's requests carry no server
+	// timing (an llmprobe step's server_timing.not_recorded; "": it has
+	// some, or the input does not say).
+	ServerTimingNote string
 }
 
 // Request is what the comparison needs of one request. Latencies are in
@@ -151,6 +155,12 @@ type Request struct {
 	// FinishReason ("" when none was sent) and ErrorClass ("" when OK).
 	FinishReason string
 	ErrorClass   string
+	// ServerTiming is true when the response of a successful request
+	// carried the server's queue time and TTFT (ServerQueue, ServerTTFT,
+	// in ms: prober.Record.ServerQueueTime, ServerTTFT); its client TTFT
+	// less both is the client-side overhead (ServerTimingSide).
+	ServerTiming            bool
+	ServerQueue, ServerTTFT float64
 }
 
 // Good applies the goodput rule (slo.SLO.Verdict's, vLLM's) to r.
@@ -196,6 +206,10 @@ func RequestOf(rec *prober.Record) Request {
 	}
 	r.TTFT = float64(rec.TTFT) / 1e6
 	r.E2EL = float64(rec.E2E) / 1e6
+	if _, _, ok := rec.TTFTOverhead(); ok {
+		r.ServerTiming = true
+		r.ServerQueue, r.ServerTTFT = float64(rec.ServerQueueTime)/1e6, float64(rec.ServerTTFT)/1e6
+	}
 	if tpot, ok := rec.TPOT(); ok {
 		r.TPOT = float64(tpot) / 1e6
 	}
@@ -249,6 +263,9 @@ func FromSweep(name string, res *sweep.Result, requests map[int][]Request) *Evid
 		default:
 			j := e.Joules
 			s.Energy, s.EnergyMethod = &j, e.Method
+		}
+		if sv := st.Stats.ServerTiming; sv != nil {
+			s.ServerTimingNote = sv.NotRecorded
 		}
 		v := st.Validity
 		s.Validity = &v

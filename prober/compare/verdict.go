@@ -137,6 +137,11 @@ type Verdict struct {
 	// level, reported beside the figures and never judged (energy.go);
 	// absent in a result.json written before it was.
 	Energy []Energy `json:"energy,omitempty"`
+	// ServerTiming is both sides' TTFT split (server queue, server TTFT,
+	// client overhead) at each level, reported beside the figures and
+	// never judged (servertiming.go); absent in a result.json written
+	// before it was.
+	ServerTiming []ServerTiming `json:"server_timing,omitempty"`
 }
 
 // ExitCode is the process exit code of the verdict: pass 0, fail 1,
@@ -224,6 +229,7 @@ func Compare(baseline, candidate *Evidence, o Options) *Verdict {
 			v.Figures = append(v.Figures, compareFigure(l, t, o, o.Seed+uint64(i*len(o.Thresholds)+j)))
 		}
 		v.Energy = append(v.Energy, compareEnergy(l, o, o.Seed^energySeed+uint64(3*i)))
+		v.ServerTiming = append(v.ServerTiming, compareServerTiming(l))
 	}
 
 	inconclusive := false

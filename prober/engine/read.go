@@ -37,6 +37,14 @@ const (
 	// cache (vLLM's processor cache).
 	MultimodalCacheQueries Quantity = "mm_cache_queries"
 	MultimodalCacheHits    Quantity = "mm_cache_hits"
+	// SpecDraftTokens and SpecAcceptedTokens count the tokens a
+	// speculative decoder's drafter proposed and those the target model
+	// accepted (vLLM: vllm:spec_decode_num_draft_tokens_total and
+	// _accepted_tokens_total, only with a speculative config; llama.cpp:
+	// llamacpp:spec_decode_num_draft_tokens_total and
+	// _accepted_tokens_total, in releases after the late-2025 server split).
+	SpecDraftTokens    Quantity = "spec_draft_tokens"
+	SpecAcceptedTokens Quantity = "spec_accepted_tokens"
 	// Preemptions counts preempted requests.
 	Preemptions Quantity = "preemptions"
 	// FinishedRequests counts requests the engine finished.
@@ -46,7 +54,7 @@ const (
 // Quantities lists every Quantity in a stable order.
 var Quantities = []Quantity{Running, Waiting, KVCacheUsage, PromptTokens, GenerationTokens,
 	PrefillSeconds, DecodeSeconds, PrefixCacheQueries, PrefixCacheHits, MultimodalCacheQueries, MultimodalCacheHits,
-	Preemptions, FinishedRequests}
+	SpecDraftTokens, SpecAcceptedTokens, Preemptions, FinishedRequests}
 
 // Latency is a server-side latency histogram (seconds).
 type Latency string

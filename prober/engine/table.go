@@ -28,8 +28,11 @@ var engines = map[Name]*Engine{
 			// vLLM 0.12 on (vllm-project/vllm#26285); absent before.
 			MultimodalCacheQueries: {{name: "vllm:mm_cache_queries_total", kind: counter}},
 			MultimodalCacheHits:    {{name: "vllm:mm_cache_hits_total", kind: counter}},
-			Preemptions:            {{name: "vllm:num_preemptions_total", kind: counter}},
-			FinishedRequests:       {{name: "vllm:request_success_total", kind: counter}},
+			// vllm/v1/spec_decode/metrics.py, only with a speculative config.
+			SpecDraftTokens:    {{name: "vllm:spec_decode_num_draft_tokens_total", kind: counter}},
+			SpecAcceptedTokens: {{name: "vllm:spec_decode_num_accepted_tokens_total", kind: counter}},
+			Preemptions:        {{name: "vllm:num_preemptions_total", kind: counter}},
+			FinishedRequests:   {{name: "vllm:request_success_total", kind: counter}},
 		},
 		latencies: map[Latency][]string{
 			TTFT:      {"vllm:time_to_first_token_seconds"},
@@ -103,6 +106,11 @@ var engines = map[Name]*Engine{
 			PrefixCacheQueries: {{name: "llamacpp:prompt_tokens_total", kind: counter,
 				plus: "llamacpp:prompt_tokens_cached_total"}},
 			PrefixCacheHits: {{name: "llamacpp:prompt_tokens_cached_total", kind: counter}},
+			// server-task.cpp's metrics of releases after the late-2025
+			// split (testdata/engines/llamacpp/2025-12/README.md): zero
+			// without a draft model.
+			SpecDraftTokens:    {{name: "llamacpp:spec_decode_num_draft_tokens_total", kind: counter}},
+			SpecAcceptedTokens: {{name: "llamacpp:spec_decode_num_accepted_tokens_total", kind: counter}},
 		},
 		tokenize: workload.TokenizeLlamaCpp, tokenizeChat: workload.TokenizeLlamaCpp,
 	},

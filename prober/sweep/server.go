@@ -101,6 +101,10 @@ type ServerStats struct {
 	// measured part; nil when the server does not expose them (vLLM
 	// before #26285, other engines).
 	MultimodalCache *MultimodalCacheStats `json:"multimodal_cache,omitempty"`
+	// SpecDecode holds the server's speculative decoding counters over the
+	// measured part; nil when the server does not expose them or drafted
+	// no token in the step (no draft model).
+	SpecDecode *ServerSpecDecodeStats `json:"speculative_decoding,omitempty"`
 	// MaxRunning, MaxWaiting (summed over engines) and MaxKVCacheUsage (the
 	// fullest engine, 0..1) are maxima over the before, during and after
 	// scrapes.
@@ -186,6 +190,7 @@ func computeServerStats(eng *engine.Engine, preWarmup, before, after *scrape.Sna
 		_, _, s.WarmupPrefixCacheHitRate = prefixCache(eng, preWarmup, before)
 	}
 	s.MultimodalCache = multimodalCache(eng, before, after)
+	s.SpecDecode = serverSpecDecode(eng, before, after)
 
 	maxOf := func(key string, q engine.Quantity, what string) Figure {
 		var f Figure
@@ -283,6 +288,31 @@ func multimodalCache(eng *engine.Engine, before, after *scrape.Snapshot) *Multim
 		m.HitRate = Figure{Value: h.Value / q.Value, Known: true}
 	}
 	return m
+}
+
+// ServerSpecDecodeStats are a step's speculative decoding figures from the
+// server's counters (the deltas over the measured part, all traffic the
+// server served): the draft tokens proposed (vLLM:
+// vllm:spec_decode_num_draft_tokens_total, llama.cpp:
+// llamacpp:spec_decode_num_draft_tokens_total), those the target model
+// accepted (..._num_accepted_tokens_total) and AcceptanceRate,
+// accepted / drafted: the server-side counterpart of the per-request
+// figures llama.cpp's timings carry (Stats.SpecDecode).
+type ServerSpecDecodeStats struct {
+	DraftTokens    float64 `json:"draft_tokens"`
+	AcceptedTokens float64 `json:"accepted_tokens"`
+	AcceptanceRate float64 `json:"acceptance_rate"`
+}
+
+// serverSpecDecode returns the server's speculative decoding figures
+// between two snapshots, nil when the server lacks the counters or drafted
+// nothing.
+func serverSpecDecode(eng *engine.Engine, before, after *scrape.Snapshot) *ServerSpecDecodeStats {
+	d, a := eng.Delta(before, after, engine.SpecDraftTokens), eng.Delta(before, after, engine.SpecAcceptedTokens)
+	if !d.Known || !a.Known || d.Value <= 0 {
+		return nil
+	}
+	return &ServerSpecDecodeStats{DraftTokens: d.Value, AcceptedTokens: a.Value, AcceptanceRate: a.Value / d.Value}
 }
 
 // engineNotes are result notes naming what the server's engine does not

@@ -13,8 +13,10 @@ import (
 // TestSweepSpecDecode sweeps the simulator's llamacpp persona with
 // speculative decoding (--spec-draft-tokens 4) over HTTP: every Record
 // carries the response's draft figures, and the step's result (and its
-// result.json) sums them with their acceptance rate; without the option
-// the step has no such figure.
+// result.json) sums them with their acceptance rate, and so do the step's
+// server figures from llama.cpp's /metrics counters
+// (llamacpp:spec_decode_num_draft_tokens_total, _accepted_tokens_total);
+// without the option the step has no such figure.
 func TestSweepSpecDecode(t *testing.T) {
 	run := func(draft int) (*Result, *memSink) {
 		t.Helper()
@@ -55,6 +57,13 @@ func TestSweepSpecDecode(t *testing.T) {
 	if sd.Drafted != 10*68 || sd.Accepted != 10*47 {
 		t.Errorf("%d drafted, %d accepted (rate %v), want 680, 470", sd.Drafted, sd.Accepted, sd.AcceptanceRate)
 	}
+	// The server's counters (llamacpp:spec_decode_*, snapshot deltas over
+	// the step) count the same drafts: no warmup, no other traffic.
+	if ss := res.Steps[0].Server.SpecDecode; ss == nil || ss.DraftTokens != float64(drafted) || ss.AcceptedTokens != float64(accepted) ||
+		ss.AcceptanceRate != float64(accepted)/float64(drafted) {
+		t.Errorf("server speculative decoding %+v (server status %s %s), want %d drafted, %d accepted", ss,
+			res.Steps[0].Server.Status, res.Steps[0].Server.Reason, drafted, accepted)
+	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +89,10 @@ func TestSweepSpecDecode(t *testing.T) {
 	off, _ := run(0)
 	if sd := off.Steps[0].Stats.SpecDecode; sd != nil {
 		t.Errorf("without speculative decoding the step has %+v", sd)
+	}
+	// The counters are served at 0 without a draft model: no server figure.
+	if ss := off.Steps[0].Server.SpecDecode; ss != nil || off.Steps[0].Server.Status != statusRecorded {
+		t.Errorf("without speculative decoding the server figures have %+v (status %s)", ss, off.Steps[0].Server.Status)
 	}
 	var offDoc resultDoc
 	if b, _ := json.Marshal(off); json.Unmarshal(b, &offDoc) != nil || len(offDoc.Steps) != 1 || offDoc.Steps[0].Spec != nil {
