@@ -36,8 +36,12 @@ type manifest struct {
 	Posts     map[string]string `json:"posts"`  // POST path -> file
 	Streams   []streamCase      `json:"streams"`
 	Errors    []errorCase       `json:"errors"`
-	Expect    expect            `json:"expect"`
-	Note      string            `json:"note"`
+	// InfoErrors are the engine's own answers when one of its info
+	// endpoints fails ("POST /api/show" -> file, status, message), e.g.
+	// Ollama's 404 for a model it has not pulled.
+	InfoErrors map[string]errorCase `json:"info_errors"`
+	Expect     expect               `json:"expect"`
+	Note       string               `json:"note"`
 
 	dir string // the version directory
 }
@@ -130,6 +134,9 @@ func (m *manifest) files() []string {
 		fs = append(fs, s.File)
 	}
 	for _, e := range m.Errors {
+		fs = append(fs, e.File)
+	}
+	for _, e := range m.InfoErrors {
 		fs = append(fs, e.File)
 	}
 	return fs
