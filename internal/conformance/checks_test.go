@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -196,7 +197,7 @@ func TestCorpusDiscover(t *testing.T) {
 // request is the probe request of a corpus stream.
 func request(s streamCase) client.Request {
 	r := client.Request{ID: "corpus", MaxTokens: 5}
-	if s.API == client.APIChat {
+	if s.API == client.APIChat || s.API == client.APIMessages {
 		r.Messages = []client.Message{{Role: "user", Content: "What is the capital of France?"}}
 	} else {
 		r.Prompt = "The capital of France is"
@@ -213,7 +214,7 @@ func request(s streamCase) client.Request {
 // and tool calls are the stream's.
 func TestCorpusStreams(t *testing.T) {
 	for _, m := range loadCorpus(t) {
-		for _, s := range m.Streams {
+		for _, s := range slices.Concat(m.Streams, m.MessagesStreams) {
 			t.Run(m.name()+"/"+s.File, func(t *testing.T) {
 				base := serve(t, m, &s, nil)
 				c, err := client.New(client.Options{BaseURL: base, API: s.API, Model: m.Model, Timeout: 10 * time.Second})

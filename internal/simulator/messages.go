@@ -25,6 +25,17 @@ import (
 // Errors are {"type":"error","error":{"type","message"}} (api_router.py's
 // translate_error_response), on a stream an "error" event. The faults act
 // as on chat streams.
+//
+// The SGLang persona answers as SGLang's converter does
+// (sglang/srt/entrypoints/anthropic/serving.py
+// _generate_anthropic_stream, testdata/engines/sglang/0.5/README.md): its
+// pydantic events are dumped with exclude_none (no null fields),
+// message_start's usage has input_tokens 0 (the chat role chunk carries no
+// usage) and cache_read_input_tokens, no ping, **no thinking block** (the
+// chat chunks' reasoning_content is not converted: reasoning tokens are
+// counted in output_tokens but never streamed), message_delta's usage
+// holds input, output and cache-read tokens, and no data: [DONE] follows
+// message_stop.
 
 // messagesFields are the Messages API's request fields chat has not.
 type messagesFields struct {
@@ -156,6 +167,7 @@ type msgStream struct {
 	id     string
 	active string // the open content block's type ("" none)
 	index  int    // the open (or next) content block's index
+	sglang bool   // SGLang's shape (see the file comment)
 }
 
 func (m *msgStream) emit(typ string, fields map[string]any, content bool) error {
@@ -200,7 +212,7 @@ func (m *msgStream) stop() error {
 // arguments), as vLLM converts each chat chunk.
 func (m *msgStream) deltas(seq *sequence, from, to int) error {
 	reasoning, answer := parts(seq, from, to)
-	if reasoning != "" {
+	if reasoning != "" && !m.sglang {
 		if err := m.start("thinking", map[string]any{"thinking": ""}); err != nil {
 			return err
 		}
@@ -243,8 +255,15 @@ func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp fau
 	if fp.stallBefore && !c.sleep(fp.stallFor) {
 		return
 	}
-	m := &msgStream{c: c, id: id}
+	m := &msgStream{c: c, id: id, sglang: s.cfg.Engine == EngineSGLang}
 	startEvents := func() error {
+		if m.sglang {
+			// SGLang: message_start on the role chunk, whose usage is
+			// null (input_tokens 0); no ping.
+			return m.emit("message_start", map[string]any{"message": map[string]any{"id": id, "type": "message",
+				"role": "assistant", "content": []any{}, "model": g.model,
+				"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0}}}, false)
+		}
 		// vLLM sends message_start on the first chat chunk (the role
 		// chunk, at the first engine output); Anthropic follows it with a
 		// ping.
@@ -259,11 +278,24 @@ func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp fau
 		if m.stop() != nil {
 			return
 		}
-		if m.emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(reason), "stop_sequence": nil},
-			"usage": map[string]any{"input_tokens": len(g.prompt), "output_tokens": sent}}, false) != nil {
+		delta, usage := map[string]any{"stop_reason": stopReason(reason), "stop_sequence": nil},
+			map[string]any{"input_tokens": len(g.prompt), "output_tokens": sent}
+		if m.sglang {
+			// cache_read_input_tokens is the usage chunk's
+			// prompt_tokens_details.cached_tokens: 0 unless SGLang runs
+			// with --enable-cache-report (here
+			// --enable-prompt-tokens-details).
+			cached := 0
+			if s.cfg.EnablePromptTokensDetails {
+				cached = seq.cachedPrompt()
+			}
+			delta, usage = map[string]any{"stop_reason": stopReason(reason)},
+				map[string]any{"input_tokens": len(g.prompt), "output_tokens": sent, "cache_read_input_tokens": cached}
+		}
+		if m.emit("message_delta", map[string]any{"delta": delta, "usage": usage}, false) != nil {
 			return
 		}
-		if m.emit("message_stop", map[string]any{}, false) != nil || c.write([]byte("data: [DONE]\n\n")) != nil {
+		if m.emit("message_stop", map[string]any{}, false) != nil || !m.sglang && c.write([]byte("data: [DONE]\n\n")) != nil {
 			return
 		}
 		c.tr.DoneNS = time.Now().UnixNano()
