@@ -2,12 +2,17 @@ package endpoint
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // TestOllamaEndpointsMissing: an Ollama behind a gateway that exposes only
@@ -60,4 +65,43 @@ func TestOllamaEndpointsMissing(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"error":"llama runner process has terminated"}`))
 	}}, simulator.VersionOllama, false, "POST /api/show: HTTP 500 Internal Server Error (http_5xx)")
+}
+
+// TestUnservedAPI: api messages against a TGI (the persona, detected from
+// its /metrics) is refused before any request with a classified error
+// naming the engine and the source that shows it; the same API against the
+// SGLang and vLLM personas gets a client, and a streamed answer.
+func TestUnservedAPI(t *testing.T) {
+	f := func(persona string, wantErr string) {
+		t.Helper()
+		t.Run(persona, func(t *testing.T) {
+			sc := fastSim()
+			sc.Engine = persona
+			base, _ := simtest.Start(t, sc)
+			e := newEndpoint(t, Options{BaseURL: base, API: client.APIMessages})
+			info, err := e.Discover(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := e.Client(info.Model)
+			if wantErr != "" {
+				var ee *Error
+				if !errors.As(err, &ee) || ee.Class != prober.ClassHTTP4xx || !strings.Contains(ee.Msg, wantErr) {
+					t.Fatalf("error %v, want http_4xx containing %q", err, wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &prober.Record{}
+			c.Do(context.Background(), NewRequest(client.APIMessages, "m1", workload.Item{Prompt: "hello there", OutputTokens: 4}, true), rec)
+			if !rec.OK() || rec.CompletionTokens != 4 || rec.PromptTokens == 0 || rec.TTFT <= 0 {
+				t.Errorf("record ok=%v %s %q prompt %d completion %d ttft %v", rec.OK(), rec.Error, rec.ErrorMessage, rec.PromptTokens, rec.CompletionTokens, rec.TTFT)
+			}
+		})
+	}
+	f(simulator.EngineTGI, "api messages: TGI serves no Anthropic Messages API")
+	f(simulator.EngineSGLang, "")
+	f(simulator.EngineVLLM, "")
 }
