@@ -36,6 +36,13 @@ import (
 // counted in output_tokens but never streamed), message_delta's usage
 // holds input, output and cache-read tokens, and no data: [DONE] follows
 // message_stop.
+//
+// The Ollama persona answers as Ollama's StreamConverter does
+// (github.com/ollama/ollama/anthropic/anthropic.go,
+// testdata/engines/ollama/0.33/README.md): no null fields, message_start
+// with the prompt's input_tokens, no ping, a thinking block without a
+// signature_delta, message_delta with input and output tokens, and no
+// data: [DONE].
 
 // messagesFields are the Messages API's request fields chat has not.
 type messagesFields struct {
@@ -168,6 +175,7 @@ type msgStream struct {
 	active string // the open content block's type ("" none)
 	index  int    // the open (or next) content block's index
 	sglang bool   // SGLang's shape (see the file comment)
+	ollama bool   // Ollama's shape (see the file comment)
 }
 
 func (m *msgStream) emit(typ string, fields map[string]any, content bool) error {
@@ -195,7 +203,7 @@ func (m *msgStream) stop() error {
 	if m.active == "" {
 		return nil
 	}
-	if m.active == "thinking" {
+	if m.active == "thinking" && !m.ollama {
 		if err := m.emit("content_block_delta", map[string]any{"index": m.index,
 			"delta": map[string]any{"type": "signature_delta", "signature": "sig_" + m.id}}, false); err != nil {
 			return err
@@ -255,8 +263,16 @@ func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp fau
 	if fp.stallBefore && !c.sleep(fp.stallFor) {
 		return
 	}
-	m := &msgStream{c: c, id: id, sglang: s.cfg.Engine == EngineSGLang}
+	m := &msgStream{c: c, id: id, sglang: s.cfg.Engine == EngineSGLang, ollama: s.cfg.Engine == EngineOllama}
 	startEvents := func() error {
+		if m.ollama {
+			// Ollama: message_start on the first chunk with the prompt
+			// count (Ollama's len/4 estimate of the request while its
+			// prompt_eval_count is 0; the persona has its count), no ping.
+			return m.emit("message_start", map[string]any{"message": map[string]any{"id": id, "type": "message",
+				"role": "assistant", "model": g.model, "content": []any{},
+				"usage": map[string]any{"input_tokens": len(g.prompt), "output_tokens": 0}}}, false)
+		}
 		if m.sglang {
 			// SGLang: message_start on the role chunk, whose usage is
 			// null (input_tokens 0); no ping.
@@ -292,10 +308,13 @@ func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp fau
 			delta, usage = map[string]any{"stop_reason": stopReason(reason)},
 				map[string]any{"input_tokens": len(g.prompt), "output_tokens": sent, "cache_read_input_tokens": cached}
 		}
+		if m.ollama {
+			delta = map[string]any{"stop_reason": stopReason(reason)}
+		}
 		if m.emit("message_delta", map[string]any{"delta": delta, "usage": usage}, false) != nil {
 			return
 		}
-		if m.emit("message_stop", map[string]any{}, false) != nil || !m.sglang && c.write([]byte("data: [DONE]\n\n")) != nil {
+		if m.emit("message_stop", map[string]any{}, false) != nil || !m.sglang && !m.ollama && c.write([]byte("data: [DONE]\n\n")) != nil {
 			return
 		}
 		c.tr.DoneNS = time.Now().UnixNano()

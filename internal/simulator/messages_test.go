@@ -134,6 +134,50 @@ func TestMessagesStreamSGLang(t *testing.T) {
 	}
 }
 
+// TestMessagesStreamOllama: the Ollama persona streams Ollama's converted
+// sequence: message_start with the prompt's input tokens, no ping, one
+// text block, message_delta with input and output tokens and no
+// stop_sequence, message_stop, no [DONE], and no null field anywhere.
+func TestMessagesStreamOllama(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Engine = simulator.EngineOllama
+	base, _ := simtest.Start(t, cfg)
+	resp := post(t, base+"/v1/messages", map[string]any{"max_tokens": 8, "ignore_eos": true, "stream": true,
+		"messages": []map[string]any{{"role": "user", "content": "hello"}}}, "anthropic-version", "2023-06-01")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	names, data, done := msgSSE(t, resp)
+	var seq []string
+	for i, n := range names {
+		for k, v := range data[i] {
+			if v == nil {
+				t.Errorf("event %s has a null %s", n, k)
+			}
+		}
+		if n == "content_block_delta" {
+			if len(seq) > 0 && seq[len(seq)-1] == "delta" {
+				continue
+			}
+			n = "delta"
+		}
+		seq = append(seq, n)
+	}
+	want := "message_start content_block_start delta content_block_stop message_delta message_stop"
+	if got := strings.Join(seq, " "); got != want || done {
+		t.Fatalf("events %s (done %v), want %s and no [DONE]", got, done, want)
+	}
+	start := data[0]["message"].(map[string]any)
+	if _, ok := start["stop_reason"]; ok || start["usage"].(map[string]any)["input_tokens"].(float64) <= 0 {
+		t.Errorf("message_start %v: want input_tokens > 0 and no stop_reason", start)
+	}
+	md := data[len(data)-2]
+	if delta := md["delta"].(map[string]any); len(delta) != 1 || delta["stop_reason"] != "max_tokens" ||
+		md["usage"].(map[string]any)["output_tokens"].(float64) != 8 {
+		t.Errorf("message_delta %v", md)
+	}
+}
+
 // TestMessagesErrors: the Messages API's errors are in Anthropic's shape
 // {"type": "error", "error": {"type", "message"}}: max_tokens is required,
 // roles are user and assistant, an unknown model is a 404.
