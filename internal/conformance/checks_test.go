@@ -3,9 +3,13 @@ package conformance_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -178,6 +182,9 @@ func TestCorpusDiscover(t *testing.T) {
 					t.Errorf("engine config %s = %q, want %q (all: %v)", k, info.EngineConfig[k], v, info.EngineConfig)
 				}
 			}
+			if len(info.EngineNotes) > 0 {
+				t.Errorf("every info endpoint is served, yet: %q", info.EngineNotes)
+			}
 			if m.NoMetrics != "" {
 				if reason := engine.Get(info.Engine).NoMetricsReason(); reason == "" {
 					t.Errorf("engine %s has no /metrics, but its adapter gives no reason", info.Engine)
@@ -190,7 +197,7 @@ func TestCorpusDiscover(t *testing.T) {
 // request is the probe request of a corpus stream.
 func request(s streamCase) client.Request {
 	r := client.Request{ID: "corpus", MaxTokens: 5}
-	if s.API == client.APIChat {
+	if s.API == client.APIChat || s.API == client.APIMessages {
 		r.Messages = []client.Message{{Role: "user", Content: "What is the capital of France?"}}
 	} else {
 		r.Prompt = "The capital of France is"
@@ -207,7 +214,7 @@ func request(s streamCase) client.Request {
 // and tool calls are the stream's.
 func TestCorpusStreams(t *testing.T) {
 	for _, m := range loadCorpus(t) {
-		for _, s := range m.Streams {
+		for _, s := range slices.Concat(m.Streams, m.MessagesStreams) {
 			t.Run(m.name()+"/"+s.File, func(t *testing.T) {
 				base := serve(t, m, &s, nil)
 				c, err := client.New(client.Options{BaseURL: base, API: s.API, Model: m.Model, Timeout: 10 * time.Second})
@@ -262,4 +269,78 @@ func TestCorpusErrors(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCorpusInfoErrors serves each corpus with one info endpoint failing
+// as the engine fails it (its own status and body): discovery still
+// succeeds, the engine is still known, and Info.EngineNotes names the call,
+// the status and its class, so that the fingerprint's field is
+// not-recorded with that reason.
+func TestCorpusInfoErrors(t *testing.T) {
+	for _, m := range loadCorpus(t) {
+		for call, ec := range m.InfoErrors {
+			t.Run(m.name()+"/"+call, func(t *testing.T) {
+				method, path, ok := strings.Cut(call, " ")
+				if !ok {
+					t.Fatalf("info_errors key %q is not \"METHOD /path\"", call)
+				}
+				body := m.read(t, ec.File)
+				if !strings.Contains(string(body), ec.Message) {
+					t.Fatalf("%s does not hold %q", ec.File, ec.Message)
+				}
+				// The failing route replaces the corpus's own.
+				mc := *m
+				mc.Routes, mc.Posts = without(m.Routes, method == http.MethodGet, path), without(m.Posts, method == http.MethodPost, path)
+				base := serveWith(t, &mc, call, ec.Status, body)
+				ep, err := endpoint.New(endpoint.Options{BaseURL: base, Model: m.Model})
+				if err != nil {
+					t.Fatal(err)
+				}
+				info, err := ep.Discover(context.Background())
+				if err != nil {
+					t.Fatalf("discover: %v", err)
+				}
+				if string(info.Engine) != m.Expect.Engine {
+					t.Errorf("engine %q, want %q", info.Engine, m.Expect.Engine)
+				}
+				want := fmt.Sprintf("%s: HTTP %d %s (%s)", call, ec.Status, http.StatusText(ec.Status), prober.ClassForStatus(ec.Status))
+				if len(info.EngineNotes) != 1 || info.EngineNotes[0] != want {
+					t.Errorf("engine notes %q, want [%q]", info.EngineNotes, want)
+				}
+			})
+		}
+	}
+}
+
+// without returns routes less path when drop is set.
+func without(routes map[string]string, drop bool, path string) map[string]string {
+	out := map[string]string{}
+	for p, f := range routes {
+		if !drop || p != path {
+			out[p] = f
+		}
+	}
+	return out
+}
+
+// serveWith is serve with one more route, call ("METHOD /path"),
+// answering status and body.
+func serveWith(t *testing.T, m *manifest, call string, status int, body []byte) string {
+	t.Helper()
+	base := serve(t, m, nil, nil)
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	mux := http.NewServeMux()
+	mux.HandleFunc(call, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	})
+	mux.Handle("/", proxy)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

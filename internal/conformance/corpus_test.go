@@ -35,9 +35,16 @@ type manifest struct {
 	Routes    map[string]string `json:"routes"` // GET path -> file
 	Posts     map[string]string `json:"posts"`  // POST path -> file
 	Streams   []streamCase      `json:"streams"`
-	Errors    []errorCase       `json:"errors"`
-	Expect    expect            `json:"expect"`
-	Note      string            `json:"note"`
+	// MessagesStreams are streamed Anthropic Messages answers
+	// (POST /v1/messages), framed by msgFraming.
+	MessagesStreams []streamCase `json:"messages_streams"`
+	Errors          []errorCase  `json:"errors"`
+	// InfoErrors are the engine's own answers when one of its info
+	// endpoints fails ("POST /api/show" -> file, status, message), e.g.
+	// Ollama's 404 for a model it has not pulled.
+	InfoErrors map[string]errorCase `json:"info_errors"`
+	Expect     expect               `json:"expect"`
+	Note       string               `json:"note"`
 
 	dir string // the version directory
 }
@@ -129,7 +136,13 @@ func (m *manifest) files() []string {
 	for _, s := range m.Streams {
 		fs = append(fs, s.File)
 	}
+	for _, s := range m.MessagesStreams {
+		fs = append(fs, s.File)
+	}
 	for _, e := range m.Errors {
+		fs = append(fs, e.File)
+	}
+	for _, e := range m.InfoErrors {
 		fs = append(fs, e.File)
 	}
 	return fs
@@ -179,6 +192,7 @@ func serve(t *testing.T, m *manifest, stream *streamCase, fail *errorCase) strin
 	}
 	mux.HandleFunc("POST /v1/completions", gen)
 	mux.HandleFunc("POST /v1/chat/completions", gen)
+	mux.HandleFunc("POST /v1/messages", gen)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -273,6 +287,26 @@ func TestFormatsKeyedAlike(t *testing.T) {
 	for name := range sb {
 		if _, ok := sa[name]; !ok {
 			t.Errorf("%s only in the OpenMetrics exposition", name)
+		}
+	}
+}
+
+// TestCorpusMessagesFraming holds each manifest's Messages framing facets
+// to its stream file.
+func TestCorpusMessagesFraming(t *testing.T) {
+	for _, m := range loadCorpus(t) {
+		for _, s := range m.MessagesStreams {
+			t.Run(m.name()+"/"+s.File, func(t *testing.T) {
+				got, err := msgFraming(m.read(t, s.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, want := range s.Framing {
+					if got[k] != want {
+						t.Errorf("framing %s = %q, manifest says %q", k, got[k], want)
+					}
+				}
+			})
 		}
 	}
 }

@@ -103,6 +103,29 @@ func personaStream(t *testing.T, base, model, api string) []byte {
 	return out
 }
 
+// personaMessages posts a streamed Anthropic Messages request to the
+// persona and returns the SSE body.
+func personaMessages(t *testing.T, base, model string) []byte {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 8, "ignore_eos": true, "stream": true,
+		"messages": []map[string]string{{"role": "user", "content": "What is the capital of France?"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/messages: %d %v: %s", resp.StatusCode, err, out)
+	}
+	return out
+}
+
 // TestPersonaConformance is the drift alarm: each simulator persona serves
 // the metric names, types and label names and the SSE framing of the
 // engine release its corpus holds. Every difference fails the test unless
@@ -174,6 +197,22 @@ func TestPersonaConformance(t *testing.T) {
 				for try := 0; err == nil && got["role"] == "single-chunk" && try < 5; try++ {
 					got, err = framing(personaStream(t, base, cfg.Model, s.API))
 				}
+				if err != nil {
+					diffs = append(diffs, fmt.Sprintf("framing %s: %v", s.File, err))
+					continue
+				}
+				for k := range s.Framing {
+					if got[k] != want[k] {
+						diffs = append(diffs, fmt.Sprintf("framing %s %s %q, engine %q", s.File, k, got[k], want[k]))
+					}
+				}
+			}
+			for _, s := range m.MessagesStreams {
+				want, err := msgFraming(m.read(t, s.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := msgFraming(personaMessages(t, base, cfg.Model))
 				if err != nil {
 					diffs = append(diffs, fmt.Sprintf("framing %s: %v", s.File, err))
 					continue

@@ -181,3 +181,66 @@ func framing(body []byte) (map[string]string, error) {
 	}
 	return f, nil
 }
+
+// msgFraming describes a streamed Anthropic Messages answer: whether
+// data: [DONE] ends it ("terminator"), whether it has a ping event, whether
+// message_start's usage.input_tokens is "zero" or "set" (vLLM counts the
+// prompt there; SGLang's role chunk has no usage) and whether events carry
+// null fields ("nulls": "yes" or "none"; SGLang dumps with exclude_none).
+// Each event's data must be JSON whose type repeats the event name.
+func msgFraming(body []byte) (map[string]string, error) {
+	f := map[string]string{"terminator": "none", "ping": "none", "start_input_tokens": "none", "nulls": "none"}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	name, last := "", ""
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if line == "" || strings.HasPrefix(line, ":") {
+			continue
+		}
+		if ev, ok := strings.CutPrefix(line, "event:"); ok {
+			name = strings.TrimSpace(ev)
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data:")
+		if !ok {
+			return nil, fmt.Errorf("line %q is neither an event nor a data line", line)
+		}
+		data = strings.TrimSpace(data)
+		last = data
+		if data == "[DONE]" {
+			continue
+		}
+		var ev struct {
+			Type    string `json:"type"`
+			Message *struct {
+				Usage struct {
+					InputTokens int `json:"input_tokens"`
+				} `json:"usage"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			return nil, fmt.Errorf("event %s: %w", name, err)
+		}
+		if ev.Type != name {
+			return nil, fmt.Errorf("event %q has type %q", name, ev.Type)
+		}
+		if strings.Contains(data, ":null") {
+			f["nulls"] = "yes"
+		}
+		switch ev.Type {
+		case "ping":
+			f["ping"] = "yes"
+		case "message_start":
+			f["start_input_tokens"] = "zero"
+			if ev.Message != nil && ev.Message.Usage.InputTokens > 0 {
+				f["start_input_tokens"] = "set"
+			}
+		}
+		name = ""
+	}
+	if last == "[DONE]" {
+		f["terminator"] = "[DONE]"
+	}
+	return f, sc.Err()
+}

@@ -72,8 +72,14 @@ func writeRun(b *bytes.Buffer, res *sweep.Result) {
 	t := fp.Target
 	row("target", fmt.Sprintf("%s (API %s)", t.URL, t.API))
 	row("model", fmt.Sprintf("%s (served %s, root %s, max_model_len %s)", t.Model, t.ServedModel, t.Root, t.MaxModelLen))
-	row("server version", t.ServerVersion)
-	ec := fingerprint.NotRecorded
+	withReason := func(v, field string) string {
+		if why := t.NotRecorded[field]; v == fingerprint.NotRecorded && why != "" {
+			return v + " (" + why + ")"
+		}
+		return v
+	}
+	row("server version", withReason(t.ServerVersion, "server_version"))
+	ec := withReason(fingerprint.NotRecorded, "engine_config")
 	if t.EngineConfig != nil {
 		keys := make([]string, 0, len(t.EngineConfig))
 		for k := range t.EngineConfig {

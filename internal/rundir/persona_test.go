@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -70,6 +71,14 @@ func TestRunPersonas(t *testing.T) {
 			}
 			if tg.ServerVersion != tt.version {
 				t.Errorf("server_version %q, want %q", tg.ServerVersion, tt.version)
+			}
+			// Every persona's configuration is recorded, Ollama's from
+			// /api/show though it has no /metrics (issue 36 Deliver 7).
+			if len(tg.EngineConfig) == 0 || tg.NotRecorded != nil {
+				t.Errorf("engine_config %v (not recorded: %v)", tg.EngineConfig, tg.NotRecorded)
+			}
+			if tt.engine == simulator.EngineOllama && (tg.EngineConfig["num_ctx"] != strconv.Itoa(sc.MaxModelLen) || tg.EngineConfig["family"] == "") {
+				t.Errorf("Ollama engine_config %v lacks /api/show's num_ctx and family", tg.EngineConfig)
 			}
 			if !tg.MaxModelLen.Recorded || tg.MaxModelLen.Value != int64(sc.MaxModelLen) || tg.MaxModelLenSource != tt.contextSource {
 				t.Errorf("max_model_len %v from %q, want %d from %q", tg.MaxModelLen, tg.MaxModelLenSource, sc.MaxModelLen, tt.contextSource)

@@ -24,6 +24,24 @@ import (
 // Errors are {"type":"error","error":{"type","message"}} (api_router.py's
 // translate_error_response), on a stream an "error" event. The faults act
 // as on chat streams.
+//
+// The SGLang persona answers as SGLang's converter does
+// (sglang/srt/entrypoints/anthropic/serving.py
+// _generate_anthropic_stream, testdata/engines/sglang/0.5/README.md): its
+// pydantic events are dumped with exclude_none (no null fields),
+// message_start's usage has input_tokens 0 (the chat role chunk carries no
+// usage) and cache_read_input_tokens, no ping, **no thinking block** (the
+// chat chunks' reasoning_content is not converted: reasoning tokens are
+// counted in output_tokens but never streamed), message_delta's usage
+// holds input, output and cache-read tokens, and no data: [DONE] follows
+// message_stop.
+//
+// The Ollama persona answers as Ollama's StreamConverter does
+// (github.com/ollama/ollama/anthropic/anthropic.go,
+// testdata/engines/ollama/0.33/README.md): no null fields, message_start
+// with the prompt's input_tokens, no ping, a thinking block without a
+// signature_delta, message_delta with input and output tokens, and no
+// data: [DONE].
 
 // messagesFields are the Messages API's request fields chat has not.
 type messagesFields struct {
@@ -157,6 +175,11 @@ type msgStream struct {
 	prompt int    // the prompt's tokens
 	active string // the open content block's type ("" none)
 	index  int    // the open (or next) content block's index
+	sglang bool   // SGLang's shape (see the file comment)
+	ollama bool   // Ollama's shape (see the file comment)
+	// seq and cacheReport give SGLang's cache_read_input_tokens.
+	seq         *sequence
+	cacheReport bool
 }
 
 func (m *msgStream) emit(typ string, fields map[string]any, content bool) error {
@@ -169,6 +192,21 @@ func (m *msgStream) emit(typ string, fields map[string]any, content bool) error 
 // message_start on the first chat chunk (the role chunk, at the first
 // engine output); Anthropic follows it with a ping.
 func (m *msgStream) begin() error {
+	if m.ollama {
+		// Ollama: message_start on the first chunk with the prompt
+		// count (Ollama's len/4 estimate of the request while its
+		// prompt_eval_count is 0; the persona has its count), no ping.
+		return m.emit("message_start", map[string]any{"message": map[string]any{"id": m.id, "type": "message",
+			"role": "assistant", "model": m.model, "content": []any{},
+			"usage": map[string]any{"input_tokens": m.prompt, "output_tokens": 0}}}, false)
+	}
+	if m.sglang {
+		// SGLang: message_start on the role chunk, whose usage is
+		// null (input_tokens 0); no ping.
+		return m.emit("message_start", map[string]any{"message": map[string]any{"id": m.id, "type": "message",
+			"role": "assistant", "content": []any{}, "model": m.model,
+			"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0}}}, false)
+	}
 	if err := m.emit("message_start", map[string]any{"message": map[string]any{"id": m.id, "type": "message",
 		"role": "assistant", "content": []any{}, "model": m.model, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": m.prompt, "output_tokens": 0}}}, false); err != nil {
@@ -178,16 +216,33 @@ func (m *msgStream) begin() error {
 }
 
 // end closes the stream: the open content block, message_delta (the stop
-// reason, the usage of sent tokens), message_stop and vLLM's [DONE].
+// reason, the usage of sent tokens), message_stop and vLLM's [DONE] (not
+// SGLang's or Ollama's).
 func (m *msgStream) end(reason string, sent int) {
 	if m.stop() != nil {
 		return
 	}
-	if m.emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(reason), "stop_sequence": nil},
-		"usage": map[string]any{"input_tokens": m.prompt, "output_tokens": sent}}, false) != nil {
+	delta, usage := map[string]any{"stop_reason": stopReason(reason), "stop_sequence": nil},
+		map[string]any{"input_tokens": m.prompt, "output_tokens": sent}
+	if m.sglang {
+		// cache_read_input_tokens is the usage chunk's
+		// prompt_tokens_details.cached_tokens: 0 unless SGLang runs
+		// with --enable-cache-report (here
+		// --enable-prompt-tokens-details).
+		cached := 0
+		if m.cacheReport {
+			cached = m.seq.cachedPrompt()
+		}
+		delta, usage = map[string]any{"stop_reason": stopReason(reason)},
+			map[string]any{"input_tokens": m.prompt, "output_tokens": sent, "cache_read_input_tokens": cached}
+	}
+	if m.ollama {
+		delta = map[string]any{"stop_reason": stopReason(reason)}
+	}
+	if m.emit("message_delta", map[string]any{"delta": delta, "usage": usage}, false) != nil {
 		return
 	}
-	if m.emit("message_stop", map[string]any{}, false) != nil || m.c.write([]byte("data: [DONE]\n\n")) != nil {
+	if m.emit("message_stop", map[string]any{}, false) != nil || !m.sglang && !m.ollama && m.c.write([]byte("data: [DONE]\n\n")) != nil {
 		return
 	}
 	m.c.tr.DoneNS = time.Now().UnixNano()
@@ -223,7 +278,7 @@ func (m *msgStream) stop() error {
 	if m.active == "" {
 		return nil
 	}
-	if m.active == "thinking" {
+	if m.active == "thinking" && !m.ollama {
 		if err := m.emit("content_block_delta", map[string]any{"index": m.index,
 			"delta": map[string]any{"type": "signature_delta", "signature": "sig_" + m.id}}, false); err != nil {
 			return err
@@ -240,7 +295,7 @@ func (m *msgStream) stop() error {
 // arguments), as vLLM converts each chat chunk.
 func (m *msgStream) deltas(seq *sequence, from, to int) error {
 	reasoning, answer := parts(seq, from, to)
-	if reasoning != "" {
+	if reasoning != "" && !m.sglang {
 		if err := m.start("thinking", map[string]any{"thinking": ""}); err != nil {
 			return err
 		}
@@ -274,7 +329,8 @@ func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp fau
 	if fp.stallBefore && !c.sleep(fp.stallFor) {
 		return
 	}
-	m := &msgStream{c: c, id: id, model: g.model, prompt: len(g.prompt)}
+	m := &msgStream{c: c, id: id, model: g.model, prompt: len(g.prompt), seq: seq,
+		sglang: s.cfg.Engine == EngineSGLang, ollama: s.cfg.Engine == EngineOllama, cacheReport: s.cfg.EnablePromptTokensDetails}
 	if fp.empty {
 		if m.begin() == nil {
 			c.tr.FinishReason = finishStop

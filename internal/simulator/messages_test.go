@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
 
@@ -85,6 +86,94 @@ func TestMessagesStream(t *testing.T) {
 	}
 	md := data[len(data)-2]
 	if md["delta"].(map[string]any)["stop_reason"] != "max_tokens" || md["usage"].(map[string]any)["output_tokens"].(float64) != 8 {
+		t.Errorf("message_delta %v", md)
+	}
+}
+
+// TestMessagesStreamSGLang: the SGLang persona streams SGLang's converted
+// sequence: message_start with input_tokens 0, no ping, one text block,
+// message_delta with input, output and cache-read tokens and no
+// stop_sequence, message_stop, and no [DONE]. (The persona has no
+// reasoning, whose chat deltas SGLang would not convert.)
+func TestMessagesStreamSGLang(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Engine = simulator.EngineSGLang
+	base, _ := simtest.Start(t, cfg)
+	resp := post(t, base+"/v1/messages", map[string]any{"max_tokens": 8, "ignore_eos": true, "stream": true,
+		"messages": []map[string]any{{"role": "user", "content": "hello"}}}, "anthropic-version", "2023-06-01")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	names, data, done := msgSSE(t, resp)
+	var seq []string
+	for i, n := range names {
+		if n == "content_block_delta" {
+			if typ := data[i]["delta"].(map[string]any)["type"]; typ != "text_delta" {
+				t.Errorf("delta of type %v: SGLang streams text and tool input only", typ)
+			}
+			if len(seq) > 0 && seq[len(seq)-1] == "delta" {
+				continue
+			}
+			n = "delta"
+		}
+		seq = append(seq, n)
+	}
+	want := "message_start content_block_start delta content_block_stop message_delta message_stop"
+	if got := strings.Join(seq, " "); got != want || done {
+		t.Fatalf("events %s (done %v), want %s and no [DONE]", got, done, want)
+	}
+	start := data[0]["message"].(map[string]any)
+	if _, ok := start["stop_reason"]; ok || start["usage"].(map[string]any)["input_tokens"].(float64) != 0 {
+		t.Errorf("message_start %v: want input_tokens 0 and no null fields", start)
+	}
+	md := data[len(data)-2]
+	delta, usage := md["delta"].(map[string]any), md["usage"].(map[string]any)
+	if _, ok := delta["stop_sequence"]; ok || delta["stop_reason"] != "max_tokens" || usage["output_tokens"].(float64) != 8 ||
+		usage["input_tokens"].(float64) <= 0 || usage["cache_read_input_tokens"] == nil {
+		t.Errorf("message_delta %v", md)
+	}
+}
+
+// TestMessagesStreamOllama: the Ollama persona streams Ollama's converted
+// sequence: message_start with the prompt's input tokens, no ping, one
+// text block, message_delta with input and output tokens and no
+// stop_sequence, message_stop, no [DONE], and no null field anywhere.
+func TestMessagesStreamOllama(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Engine = simulator.EngineOllama
+	base, _ := simtest.Start(t, cfg)
+	resp := post(t, base+"/v1/messages", map[string]any{"max_tokens": 8, "ignore_eos": true, "stream": true,
+		"messages": []map[string]any{{"role": "user", "content": "hello"}}}, "anthropic-version", "2023-06-01")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	names, data, done := msgSSE(t, resp)
+	var seq []string
+	for i, n := range names {
+		for k, v := range data[i] {
+			if v == nil {
+				t.Errorf("event %s has a null %s", n, k)
+			}
+		}
+		if n == "content_block_delta" {
+			if len(seq) > 0 && seq[len(seq)-1] == "delta" {
+				continue
+			}
+			n = "delta"
+		}
+		seq = append(seq, n)
+	}
+	want := "message_start content_block_start delta content_block_stop message_delta message_stop"
+	if got := strings.Join(seq, " "); got != want || done {
+		t.Fatalf("events %s (done %v), want %s and no [DONE]", got, done, want)
+	}
+	start := data[0]["message"].(map[string]any)
+	if _, ok := start["stop_reason"]; ok || start["usage"].(map[string]any)["input_tokens"].(float64) <= 0 {
+		t.Errorf("message_start %v: want input_tokens > 0 and no stop_reason", start)
+	}
+	md := data[len(data)-2]
+	if delta := md["delta"].(map[string]any); len(delta) != 1 || delta["stop_reason"] != "max_tokens" ||
+		md["usage"].(map[string]any)["output_tokens"].(float64) != 8 {
 		t.Errorf("message_delta %v", md)
 	}
 }

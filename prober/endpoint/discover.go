@@ -54,6 +54,11 @@ type Info struct {
 	// dtype and batching limits; SGLang: parallelism and cache settings;
 	// Ollama: num_ctx, family, quantization); nil when none.
 	EngineConfig map[string]string
+	// EngineNotes says, per engine endpoint that told nothing, why: the
+	// call, the classified error or "not in <engine>'s shape", e.g.
+	// "POST /api/show: HTTP 404 Not Found (http_4xx)" (at most
+	// maxEngineNotes, redacted); nil when every one answered.
+	EngineNotes []string
 	// Parent is the base model of Model when Model is a LoRA adapter
 	// (vLLM lists adapters with a "parent"); "" for a base model.
 	Parent string

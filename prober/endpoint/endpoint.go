@@ -315,12 +315,18 @@ func (e *Endpoint) Redactor() *redact.Redactor { return e.red }
 // Client returns the streaming client for model (empty: the server's
 // default), built from the endpoint's options. The latest client is kept
 // and returned again while the model stays the same; all clients share the
-// endpoint's connections.
+// endpoint's connections. An API the endpoint's engine is known not to
+// serve (engine.Unserved: TGI and api messages) is an *Error of class
+// http_4xx naming the engine and why, instead of the server's bare 404.
 func (e *Endpoint) Client(model string) (*client.Client, error) {
 	e.clientMu.Lock()
 	defer e.clientMu.Unlock()
 	if e.client != nil && e.clientMdl == model {
 		return e.client, nil
+	}
+	if reason := e.Engine().Unserved(e.o.API); reason != "" {
+		// The server would answer a bare 404: say which engine and why.
+		return nil, &Error{Class: prober.ClassHTTP4xx, Msg: "api " + e.o.API + ": " + reason}
 	}
 	c, err := client.New(client.Options{
 		BaseURL:          e.base,

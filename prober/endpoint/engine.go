@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -140,15 +141,24 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 		}
 	}
 	if ie, ok := eng.Info(); ok {
-		if body, err := e.getBody(ctx, ie.Path); err == nil {
-			if f, ok := ie.Parse(body); ok {
-				// The version goes into a metric label, logs and the
-				// landing page: a server that echoes the key there must
-				// not publish it.
-				info.ServerVersion = e.Redact(f.Version)
-				setContext(f)
-				addConfig(f.Config)
-			}
+		body, err := e.getBody(ctx, ie.Path)
+		f, parsed := engine.Fingerprint{}, false
+		if err == nil {
+			f, parsed = ie.Parse(body)
+		}
+		switch {
+		case err != nil:
+			info.noteEngine("GET "+ie.Path, err)
+		case !parsed:
+			info.noteEngine("GET "+ie.Path, &Error{Class: prober.ClassInvalidResponse,
+				Msg: "GET " + ie.Path + ": not in " + string(eng.Name()) + "'s shape"})
+		default:
+			// The version goes into a metric label, logs and the
+			// landing page: a server that echoes the key there must
+			// not publish it.
+			info.ServerVersion = e.Redact(f.Version)
+			setContext(f)
+			addConfig(f.Config)
 		}
 	}
 	if eng.HasConfigLabels() {
@@ -158,13 +168,46 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 		addConfig(eng.ConfigLabels(snap))
 	}
 	if mi, ok := eng.ModelInfo(); ok && info.Model != "" {
-		if body, err := e.postBody(ctx, mi.Path, map[string]string{"model": info.Model}); err == nil {
-			if f, ok := mi.Parse(body); ok {
-				setContext(f)
-				addConfig(f.Config)
-			}
+		body, err := e.postBody(ctx, mi.Path, map[string]string{"model": info.Model})
+		f, parsed := engine.Fingerprint{}, false
+		if err == nil {
+			f, parsed = mi.Parse(body)
+		}
+		switch {
+		case err != nil:
+			info.noteEngine("POST "+mi.Path, err)
+		case !parsed:
+			info.noteEngine("POST "+mi.Path, &Error{Class: prober.ClassInvalidResponse,
+				Msg: "POST " + mi.Path + ": not in " + string(eng.Name()) + "'s shape"})
+		default:
+			setContext(f)
+			addConfig(f.Config)
 		}
 	}
+}
+
+// maxEngineNotes bounds Info.EngineNotes (one per engine endpoint read;
+// no engine reads more than three).
+const maxEngineNotes = 8
+
+// noteEngine records why the engine endpoint call (e.g. "POST /api/show")
+// told nothing: the classified error's text (already redacted) and its
+// class.
+// Nothing is noted for an unknown engine: its GET /version is a guess
+// (vLLM's), whose absence says nothing.
+func (info *Info) noteEngine(call string, err error) {
+	if info.Engine == engine.Unknown || len(info.EngineNotes) >= maxEngineNotes {
+		return
+	}
+	msg, class := err.Error(), prober.ClassInvalidResponse
+	var ee *Error
+	if errors.As(err, &ee) {
+		class = ee.Class
+	}
+	if !strings.HasPrefix(msg, call) {
+		msg = call + ": " + msg
+	}
+	info.EngineNotes = append(info.EngineNotes, msg+" ("+string(class)+")")
 }
 
 // getBody GETs path and returns a 200 answer's body (bounded); errors are

@@ -93,6 +93,12 @@ type Target struct {
 	// EngineConfig holds the engine's settings: the labels of
 	// vllm:cache_config_info, or what the engine's info endpoint reports.
 	EngineConfig Labels `json:"engine_config"`
+	// NotRecorded says, per field read from the server's own endpoints
+	// ("server_version", "engine_config") that is NotRecorded, why: the
+	// engine endpoint calls that failed with their error class (e.g.
+	// "POST /api/show: HTTP 404 Not Found (http_4xx)"); nil (left out)
+	// when each was recorded.
+	NotRecorded map[string]string `json:"not_recorded,omitempty"`
 	// Tokenizer is how token lengths were made to match the server:
 	// "server /tokenize", "calibrated" or NotRecorded.
 	Tokenizer string `json:"tokenizer"`

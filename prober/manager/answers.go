@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/config"
+	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -129,8 +130,15 @@ func (p *probeRunner) sendCheck(ctx context.Context, it *answer.Item, rec *probe
 	}
 	rec.Model = model
 	c, err := t.ep.Client(model)
-	if err != nil { // cannot happen: the options were validated at load
-		p.fail(ctx, rec, prober.ClassInvalidResponse, err.Error())
+	if err != nil {
+		// An API the detected engine does not serve (engine.Unserved),
+		// classified as the endpoint says.
+		class := prober.ClassInvalidResponse
+		var ee *endpoint.Error
+		if errors.As(err, &ee) {
+			class = ee.Class
+		}
+		p.fail(ctx, rec, class, err.Error())
 		return nil, false
 	}
 	req, err := it.Request(t.cfg.API, rec.RequestID, answer.RequestOptions{})

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
+	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/answer"
@@ -144,5 +145,52 @@ targets:
 		if !r.OK() || r.TTFT <= 0 {
 			t.Errorf("record %+v", r)
 		}
+	}
+}
+
+// TestDaemonProbeMessagesTGI: api: messages against the TGI persona
+// (detected from its /metrics) fails every probe before any request with
+// class http_4xx and a message naming TGI, instead of TGI's bare 404.
+func TestDaemonProbeMessagesTGI(t *testing.T) {
+	sim := fastSim()
+	sim.Engine = simulator.EngineTGI
+	base, _ := simtest.Start(t, sim)
+	path := filepath.Join(t.TempDir(), "llmprobe.yml")
+	os.WriteFile(path, []byte(fmt.Sprintf(`
+targets:
+  - name: tgi
+    base_url: %s
+    api: messages
+    probes:
+      - name: msgs
+        rate: 40
+        workload:
+          input_tokens: {dist: fixed, value: 32}
+          output_tokens: {dist: fixed, value: 8}
+`, base)), 0o600)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := newCollector()
+	m := newManager(prometheus.NewRegistry(), col)
+	if err := m.Apply(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	col.waitFor(t, 30*time.Second, "3 records", func(evs []event) bool { return len(evs) >= 3 })
+	m.Stop()
+	refused := 0
+	for _, e := range col.snapshot() {
+		r := e.Record
+		if r.Error == "canceled" {
+			continue
+		}
+		refused++
+		if r.Error != "http_4xx" || !strings.Contains(r.ErrorMessage, "TGI serves no Anthropic Messages API") || r.HTTPStatus != 0 {
+			t.Errorf("record %s: %s (status %d): %s", r.RequestID, r.Error, r.HTTPStatus, r.ErrorMessage)
+		}
+	}
+	if refused < 3 {
+		t.Errorf("%d refused records, want at least 3", refused)
 	}
 }

@@ -232,8 +232,15 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 	}
 	rec.Model = model
 	c, err := t.ep.Client(model)
-	if err != nil { // cannot happen: the options were validated at load
-		p.fail(ctx, rec, prober.ClassInvalidResponse, err.Error())
+	if err != nil {
+		// The options were validated at load; what is left is an API the
+		// detected engine does not serve (engine.Unserved), classified.
+		class := prober.ClassInvalidResponse
+		var ee *endpoint.Error
+		if errors.As(err, &ee) {
+			class = ee.Class
+		}
+		p.fail(ctx, rec, class, err.Error())
 		return
 	}
 	sz, err := t.ep.PromptSizing(ctx, model)

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/llmprobe/llmprobe/prober/engine"
@@ -34,14 +35,20 @@ func (r *runner) fingerprintStart(ctx context.Context, start time.Time) {
 		fp.Target.Engine = string(r.eng.Name())
 		fp.Target.EngineSource = fingerprint.OrNotRecorded(info.EngineSource)
 	}
+	if len(info.EngineConfig) > 0 {
+		// Read from the engine's own endpoints (Ollama's /api/show,
+		// llama.cpp's /props, ...), with or without a /metrics.
+		fp.Target.EngineConfig = fingerprint.Labels(info.EngineConfig)
+	}
 	if r.metricsOK {
 		fp.Target.MetricsURL = redact.Text(r.metricsURL)
-		if len(info.EngineConfig) > 0 {
-			fp.Target.EngineConfig = fingerprint.Labels(info.EngineConfig)
-		} else if snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...); err == nil {
-			fp.Target.EngineConfig = fingerprint.EngineConfig(snap.Raw)
+		if fp.Target.EngineConfig == nil {
+			if snap, err := scrape.Fetch(ctx, r.http, r.metricsURL, r.scrapeOpts()...); err == nil {
+				fp.Target.EngineConfig = fingerprint.EngineConfig(snap.Raw)
+			}
 		}
 	}
+	fp.Target.NotRecorded = r.engineNotRecorded(fp.Target)
 	if w, err := fingerprint.HashWorkload(c.Workload, c.WorkloadSource); err == nil {
 		fp.Workload = w
 	}
@@ -155,6 +162,29 @@ func sloMillis(c Config) map[string]float64 {
 	m := map[string]float64{}
 	for _, t := range c.SLO.Thresholds() {
 		m[t.Name] = float64(t.Value) / 1e6
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// engineNotRecorded says why the fingerprint's server_version and
+// engine_config are NotRecorded when discovery left reasons
+// (endpoint.Info.EngineNotes: the engine endpoint calls that told nothing,
+// classified); nil when both were recorded or no call failed.
+func (r *runner) engineNotRecorded(t fingerprint.Target) map[string]string {
+	notes := r.info.EngineNotes
+	if len(notes) == 0 {
+		return nil
+	}
+	why := strings.Join(notes, "; ")
+	m := map[string]string{}
+	if t.ServerVersion == fingerprint.NotRecorded {
+		m["server_version"] = why
+	}
+	if t.EngineConfig == nil {
+		m["engine_config"] = why
 	}
 	if len(m) == 0 {
 		return nil

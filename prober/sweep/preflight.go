@@ -66,6 +66,9 @@ func (r *runner) preflight(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
 	}
 	r.info, r.model = info, info.Model
+	for _, note := range info.EngineNotes {
+		level.Warn(r.logger).Log("msg", "an engine endpoint told nothing: what it serves will be not-recorded", "engine", info.Engine, "reason", note)
+	}
 	if err := r.prepareFeatures(); err != nil {
 		return err
 	}
