@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 )
 
@@ -353,20 +351,7 @@ func TestMessagesSameFiguresAsChat(t *testing.T) {
 	// must count what was sent, and each API's framing (chat's role chunk,
 	// the Messages API's reasoning counted from thinking events) is
 	// compared on the streams sent a token per event.
-	truth := map[string]simulator.TraceRecord{}
-	testutil.Eventually(t, "every request in the simulator's trace file", func() bool {
-		b, err := os.ReadFile(cfg.TraceFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(string(b)) {
-			var tr simulator.TraceRecord
-			if json.Unmarshal([]byte(line), &tr) == nil {
-				truth[tr.RequestID] = tr
-			}
-		}
-		return len(truth) >= len(recs)
-	})
+	truth := simTrace(t, cfg.TraceFile, len(recs))
 	whole := map[string]int{} // each API's streams sent a token per event
 	for _, rec := range recs {
 		sent, api := len(truth[rec.RequestID].EventsNS), strings.TrimRight(rec.RequestID, "abc")

@@ -72,20 +72,7 @@ func TestServerTimingOverSimulator(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			truth := map[string]simulator.TraceRecord{}
-			testutil.Eventually(t, "every request in the simulator's trace file", func() bool {
-				b, err := os.ReadFile(cfg.TraceFile)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for line := range strings.Lines(string(b)) {
-					var tr simulator.TraceRecord
-					if json.Unmarshal([]byte(line), &tr) == nil {
-						truth[tr.RequestID] = tr
-					}
-				}
-				return len(truth) == requests
-			})
+			truth := simTrace(t, cfg.TraceFile, requests)
 			queued := false
 			for i, rec := range recs {
 				if !rec.OK() {
@@ -219,4 +206,25 @@ func TestIncludeMetricsPayload(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `extra body may not set "include_metrics"`) {
 		t.Errorf("extra body include_metrics with server timing: %v", err)
 	}
+}
+
+// simTrace waits until the simulator's trace file at path holds n
+// requests, and returns them by request id.
+func simTrace(t *testing.T, path string, n int) map[string]simulator.TraceRecord {
+	t.Helper()
+	truth := map[string]simulator.TraceRecord{}
+	testutil.Eventually(t, "every request in the simulator's trace file", func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			var tr simulator.TraceRecord
+			if json.Unmarshal([]byte(line), &tr) == nil {
+				truth[tr.RequestID] = tr
+			}
+		}
+		return len(truth) >= n
+	})
+	return truth
 }

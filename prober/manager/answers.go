@@ -14,7 +14,6 @@ import (
 	"github.com/llmprobe/llmprobe/prober/answer"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/config"
-	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -123,22 +122,8 @@ func (p *probeRunner) check(ctx context.Context, it *answer.Item) {
 // is then finished as failed).
 func (p *probeRunner) sendCheck(ctx context.Context, it *answer.Item, rec *prober.Record) (*client.Request, bool) {
 	t := p.t
-	model, eerr := t.model(ctx)
-	if eerr != nil {
-		p.fail(ctx, rec, eerr.Class, eerr.Msg)
-		return nil, false
-	}
-	rec.Model = model
-	c, err := t.ep.Client(model)
-	if err != nil {
-		// An API the detected engine does not serve (engine.Unserved),
-		// classified as the endpoint says.
-		class := prober.ClassInvalidResponse
-		var ee *endpoint.Error
-		if errors.As(err, &ee) {
-			class = ee.Class
-		}
-		p.fail(ctx, rec, class, err.Error())
+	c, _, ok := p.client(ctx, rec)
+	if !ok {
 		return nil, false
 	}
 	req, err := it.Request(t.cfg.API, rec.RequestID, answer.RequestOptions{})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/arrival"
+	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/schedule"
@@ -225,32 +226,13 @@ func (p *probeRunner) fire(ctx context.Context, scheduled time.Time, queueWait t
 	obs.InFlight(tname, pname, 1)
 	defer obs.InFlight(tname, pname, -1)
 
-	model, eerr := t.model(ctx)
-	if eerr != nil {
-		p.fail(ctx, rec, eerr.Class, eerr.Msg)
-		return
-	}
-	rec.Model = model
-	c, err := t.ep.Client(model)
-	if err != nil {
-		// The options were validated at load; what is left is an API the
-		// detected engine does not serve (engine.Unserved), classified.
-		class := prober.ClassInvalidResponse
-		var ee *endpoint.Error
-		if errors.As(err, &ee) {
-			class = ee.Class
-		}
-		p.fail(ctx, rec, class, err.Error())
+	c, model, ok := p.client(ctx, rec)
+	if !ok {
 		return
 	}
 	sz, err := t.ep.PromptSizing(ctx, model)
 	if err != nil {
-		class := prober.ClassInvalidResponse
-		var ee *endpoint.Error
-		if errors.As(err, &ee) {
-			class = ee.Class
-		}
-		p.fail(ctx, rec, class, err.Error())
+		p.failErr(ctx, rec, err)
 		return
 	}
 	item, err := p.nextItem(ctx, sz.Tokenizer)
@@ -299,6 +281,35 @@ func (t *targetRunner) sloHeader() http.Header {
 }
 
 // fail finishes a record that failed before its request could be sent.
+// client returns the client of the target's model; ok false when rec
+// was finished as failed (no model, or an API the detected engine does not
+// serve, engine.Unserved: the options were validated at load).
+func (p *probeRunner) client(ctx context.Context, rec *prober.Record) (c *client.Client, model string, ok bool) {
+	model, eerr := p.t.model(ctx)
+	if eerr != nil {
+		p.fail(ctx, rec, eerr.Class, eerr.Msg)
+		return nil, "", false
+	}
+	rec.Model = model
+	c, err := p.t.ep.Client(model)
+	if err != nil {
+		p.failErr(ctx, rec, err)
+		return nil, "", false
+	}
+	return c, model, true
+}
+
+// failErr finishes rec as failed with err's class (an endpoint.Error's,
+// else invalid_response).
+func (p *probeRunner) failErr(ctx context.Context, rec *prober.Record, err error) {
+	class := prober.ClassInvalidResponse
+	var ee *endpoint.Error
+	if errors.As(err, &ee) {
+		class = ee.Class
+	}
+	p.fail(ctx, rec, class, err.Error())
+}
+
 func (p *probeRunner) fail(ctx context.Context, rec *prober.Record, class prober.ErrorClass, msg string) {
 	now := time.Now()
 	rec.Sent, rec.WallStart = now, now
