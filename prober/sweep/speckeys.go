@@ -43,6 +43,9 @@ func lookupKey(key string) *Setting {
 // unknownKey is the error of a key no spec row has, with a hint where it
 // belongs or which key it probably is (config.KeyHint).
 func unknownKey(key string) error {
+	if key == "" {
+		return specErrf(`""`, "unknown key: a key needs a name")
+	}
 	var keys []string
 	for _, s := range settingsTable {
 		if s.Key != "" && s.Surfaces&SurfaceSpec != 0 && !s.Internal {
