@@ -15,7 +15,6 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/llmprobe/llmprobe/internal/sweepd"
-	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
