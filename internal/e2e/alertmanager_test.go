@@ -368,7 +368,7 @@ func canarySpread() []string {
 
 // hostSaturated is one llmprobe process with eight targets that answer
 // (probe p, 30 requests per step): from incidentStart 10 % of every
-// target's sends leave more than 10 ms late (a busy host).
+// target's sends leave more than 100 ms late (a busy host).
 func hostSaturated() []string {
 	var out []string
 	for n := 1; n <= 8; n++ {
@@ -379,7 +379,7 @@ func hostSaturated() []string {
 			sel("llmprobe_requests_total", `,outcome="success"`)+counter(constant(30), 0),
 			sel("llmprobe_good_requests_total", "")+counter(constant(30), 0),
 			sel("llmprobe_goodput_objective_ratio", "")+values(constant(0.99), 0),
-			sel("llmprobe_request_send_lag_seconds_bucket", `,le="0.01"`)+counter(func(i int) float64 {
+			sel("llmprobe_request_send_lag_seconds_bucket", `,le="0.1"`)+counter(func(i int) float64 {
 				return during(i, incidentStart, simEnd, 27, 30)
 			}, 0),
 			sel("llmprobe_request_send_lag_seconds_bucket", `,le="+Inf"`)+counter(constant(30), 0),
