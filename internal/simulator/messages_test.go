@@ -96,32 +96,13 @@ func TestMessagesStream(t *testing.T) {
 // stop_sequence, message_stop, and no [DONE]. (The persona has no
 // reasoning, whose chat deltas SGLang would not convert.)
 func TestMessagesStreamSGLang(t *testing.T) {
-	cfg := fastConfig()
-	cfg.Engine = simulator.EngineSGLang
-	base, _ := simtest.Start(t, cfg)
-	resp := post(t, base+"/v1/messages", map[string]any{"max_tokens": 8, "ignore_eos": true, "stream": true,
-		"messages": []map[string]any{{"role": "user", "content": "hello"}}}, "anthropic-version", "2023-06-01")
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	names, data, done := msgSSE(t, resp)
-	var seq []string
-	for i, n := range names {
+	data := personaMessages(t, simulator.EngineSGLang, func(n string, ev map[string]any) {
 		if n == "content_block_delta" {
-			if typ := data[i]["delta"].(map[string]any)["type"]; typ != "text_delta" {
+			if typ := ev["delta"].(map[string]any)["type"]; typ != "text_delta" {
 				t.Errorf("delta of type %v: SGLang streams text and tool input only", typ)
 			}
-			if len(seq) > 0 && seq[len(seq)-1] == "delta" {
-				continue
-			}
-			n = "delta"
 		}
-		seq = append(seq, n)
-	}
-	want := "message_start content_block_start delta content_block_stop message_delta message_stop"
-	if got := strings.Join(seq, " "); got != want || done {
-		t.Fatalf("events %s (done %v), want %s and no [DONE]", got, done, want)
-	}
+	})
 	start := data[0]["message"].(map[string]any)
 	if _, ok := start["stop_reason"]; ok || start["usage"].(map[string]any)["input_tokens"].(float64) != 0 {
 		t.Errorf("message_start %v: want input_tokens 0 and no null fields", start)
@@ -139,34 +120,13 @@ func TestMessagesStreamSGLang(t *testing.T) {
 // text block, message_delta with input and output tokens and no
 // stop_sequence, message_stop, no [DONE], and no null field anywhere.
 func TestMessagesStreamOllama(t *testing.T) {
-	cfg := fastConfig()
-	cfg.Engine = simulator.EngineOllama
-	base, _ := simtest.Start(t, cfg)
-	resp := post(t, base+"/v1/messages", map[string]any{"max_tokens": 8, "ignore_eos": true, "stream": true,
-		"messages": []map[string]any{{"role": "user", "content": "hello"}}}, "anthropic-version", "2023-06-01")
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	names, data, done := msgSSE(t, resp)
-	var seq []string
-	for i, n := range names {
-		for k, v := range data[i] {
+	data := personaMessages(t, simulator.EngineOllama, func(n string, ev map[string]any) {
+		for k, v := range ev {
 			if v == nil {
 				t.Errorf("event %s has a null %s", n, k)
 			}
 		}
-		if n == "content_block_delta" {
-			if len(seq) > 0 && seq[len(seq)-1] == "delta" {
-				continue
-			}
-			n = "delta"
-		}
-		seq = append(seq, n)
-	}
-	want := "message_start content_block_start delta content_block_stop message_delta message_stop"
-	if got := strings.Join(seq, " "); got != want || done {
-		t.Fatalf("events %s (done %v), want %s and no [DONE]", got, done, want)
-	}
+	})
 	start := data[0]["message"].(map[string]any)
 	if _, ok := start["stop_reason"]; ok || start["usage"].(map[string]any)["input_tokens"].(float64) <= 0 {
 		t.Errorf("message_start %v: want input_tokens > 0 and no stop_reason", start)
@@ -246,4 +206,38 @@ func TestMessagesNotStreamed(t *testing.T) {
 		m.StopReason != "tool_use" {
 		t.Errorf("tool use %+v", m)
 	}
+}
+
+// personaMessages streams a Messages API request of 8 tokens from a
+// simulator of engine, checks each event with check, and requires the
+// converted sequence of SGLang and Ollama: message_start, one text block
+// (its deltas as one), message_delta, message_stop and no [DONE]. It
+// returns the events' data.
+func personaMessages(t *testing.T, engine string, check func(name string, ev map[string]any)) []map[string]any {
+	t.Helper()
+	cfg := fastConfig()
+	cfg.Engine = engine
+	base, _ := simtest.Start(t, cfg)
+	resp := post(t, base+"/v1/messages", map[string]any{"max_tokens": 8, "ignore_eos": true, "stream": true,
+		"messages": []map[string]any{{"role": "user", "content": "hello"}}}, "anthropic-version", "2023-06-01")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	names, data, done := msgSSE(t, resp)
+	var seq []string
+	for i, n := range names {
+		check(n, data[i])
+		if n == "content_block_delta" {
+			if len(seq) > 0 && seq[len(seq)-1] == "delta" {
+				continue
+			}
+			n = "delta"
+		}
+		seq = append(seq, n)
+	}
+	want := "message_start content_block_start delta content_block_stop message_delta message_stop"
+	if got := strings.Join(seq, " "); got != want || done {
+		t.Fatalf("events %s (done %v), want %s and no [DONE]", got, done, want)
+	}
+	return data
 }
