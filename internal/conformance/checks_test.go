@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"slices"
 	"sort"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
@@ -332,7 +332,7 @@ func serveWith(t *testing.T, m *manifest, call string, status int, body []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy := simtest.Proxy(target)
 	mux := http.NewServeMux()
 	mux.HandleFunc(call, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -31,7 +30,7 @@ type authGate struct {
 	want  string
 	ok    map[string]int
 	n     atomic.Int64
-	proxy *httputil.ReverseProxy
+	proxy http.Handler
 }
 
 func (g *authGate) set(secret string) {
@@ -108,7 +107,7 @@ func TestSecretRotationWithoutRestart(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			simURL, _ := simtest.Start(t, simtest.Fast())
 			u, _ := url.Parse(simURL)
-			gate := &authGate{kind: tc.kind, ok: map[string]int{}, proxy: httputil.NewSingleHostReverseProxy(u)}
+			gate := &authGate{kind: tc.kind, ok: map[string]int{}, proxy: simtest.Proxy(u)}
 			old, rotated := "first-"+tc.kind+"-s3cr3t", "second-"+tc.kind+"-r0tated"
 			gate.set(old)
 			srv := httptest.NewServer(gate)

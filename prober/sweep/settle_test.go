@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"testing"
@@ -24,7 +23,7 @@ func laggingMetrics(t *testing.T, upstream string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy := simtest.Proxy(u)
 	var mu sync.Mutex
 	var prev []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

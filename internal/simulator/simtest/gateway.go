@@ -82,25 +82,11 @@ func RedirectFront(t testing.TB, upstream string, redirect ...string) (string, *
 	if err != nil {
 		t.Fatalf("simtest: upstream %q: %v", upstream, err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(up)
+	proxy := Proxy(up)
 	front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if slices.Contains(redirect, r.URL.Path) {
 			http.Redirect(w, r, e.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 			return
-		}
-		// Read the request body before proxying: the transport reads it
-		// once more after Content-Length bytes (to see its end) and may
-		// do so after the streamed response's first flush, when the
-		// server has made the body unavailable; the failed read closes
-		// the upstream connection mid-stream (seen under load as a
-		// request ending in "unexpected EOF").
-		if r.Body != nil {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		proxy.ServeHTTP(w, r)
 	}))
@@ -113,4 +99,28 @@ func RedirectFront(t testing.TB, upstream string, redirect ...string) (string, *
 	front.Start()
 	t.Cleanup(front.Close)
 	return front.URL, e
+}
+
+// Proxy returns a reverse proxy to upstream (httputil's single-host one)
+// that reads each request body whole before proxying it. Without that, the
+// transport reads the body once more after Content-Length bytes (to see its
+// end) and may do so after the response's headers went back, when the
+// server has closed the inbound body; the failed read closes the upstream
+// connection mid-answer (seen as a request ending in "unexpected EOF" and
+// "ReverseProxy read error during body copy: use of closed network
+// connection", golang/go#40747). Every test gateway in front of a simulator
+// proxies through one of these.
+func Proxy(upstream *url.URL) http.Handler {
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	})
 }
