@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -33,15 +32,8 @@ func affinitySweep(t *testing.T, scatter float64, edit func(*Config)) (SessionAf
 	if edit != nil {
 		edit(&cfg)
 	}
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	mt := res.Steps[0].MultiTurn
 	if mt == nil || mt.LaterTurns.Completed != 20 {
 		t.Fatalf("multi_turn %+v, want 20 later turns completed", mt)

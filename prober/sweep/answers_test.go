@@ -97,15 +97,8 @@ func answerSweep(t *testing.T, api string, wrong float64) (*Result, *memSink, *s
 	cfg.API = api
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{40}, "40", 10
 	cfg.AnswerChecks = answer.Builtin()
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	if !res.Complete || len(res.Steps) != 1 {
 		t.Fatalf("complete %v (%s), %d steps", res.Complete, res.InterruptedReason, len(res.Steps))
 	}

@@ -51,14 +51,7 @@ func TestBackgroundKnee(t *testing.T) {
 	cfg.Arrival = "constant"
 	cfg.NumPrompts, cfg.Duration, cfg.MinPrompts = 0, 3*time.Second, 3
 	cfg.SweepMode = SweepBackground
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), DiscardSink{}, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, DiscardSink{})
 	t.Logf("capacity %.2f req/s; knee %+v", capacity, res.Knee)
 	for _, s := range res.Steps {
 		b := s.Background

@@ -64,14 +64,7 @@ func TestCostAndKneeInterval(t *testing.T) {
 	cfg.SLO = slo.SLO{TTFT: 2 * time.Second}
 	cfg.CostPerHour = 3.6
 	sink := &recordingSink{slo: cfg.SLO, good: map[int]int{}}
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), sink, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	if res.CostPerHour != 3.6 || res.Fingerprint.Target.CostPerHour != 3.6 {
 		t.Errorf("price %v in the result, %v in the fingerprint, want 3.6", res.CostPerHour, res.Fingerprint.Target.CostPerHour)
 	}

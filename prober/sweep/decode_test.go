@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -111,14 +110,7 @@ func TestDecodeResultRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, url)
 			tc.cfg(&cfg)
-			p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := p.Run(context.Background(), DiscardSink{}, NopObserver{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runSweep(t, cfg, DiscardSink{})
 			if tc.check != nil {
 				tc.check(t, res)
 			}

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"github.com/llmprobe/llmprobe/prober/gpusel"
 	"math"
 	"strings"
@@ -51,15 +50,8 @@ func TestSweepEnergyPerGoodToken(t *testing.T) {
 	cfg.Workload = workload.Spec{InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(32)}
 	cfg.GPUMetricsURL = url + simulator.DCGMPath
 	cfg.GPUSelector = `pod="vllm-0",gpu="1"`
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	bodies := map[[2]any][]byte{}
 	for _, s := range sink.snaps {
 		bodies[[2]any{s.Step, s.Phase}] = s.Body
@@ -106,14 +98,7 @@ func TestSweepEnergyNotRecorded(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{40}, "40", 10
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), &memSink{}, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, &memSink{})
 	for _, st := range res.Steps {
 		e := st.Energy
 		if e == nil || !strings.Contains(e.NotRecorded, "--gpu-metrics-url") || e.Joules != 0 || e.JoulesPerGoodOutputToken != nil {

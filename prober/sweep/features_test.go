@@ -27,15 +27,8 @@ func TestSweepFeatures(t *testing.T) {
 		{Kind: workload.FeatureNoStream, Share: 0.25}, {Kind: workload.FeatureLogprobs, Share: 0.5, TopLogprobs: 2},
 		{Kind: workload.FeatureJSONSchema, Share: 0.25, Schema: schema}, {Kind: workload.FeatureLoRA, Share: 0.5, Model: "sql-lora"},
 	}}
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	count := map[string]int{}
 	noStream := 0
 	for _, sr := range sink.recs {

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -26,15 +25,8 @@ func TestSweepOverTLSWithHeader(t *testing.T) {
 		TLSConfig:   config.TLSConfig{CAFile: certs.CAFile},
 		HTTPHeaders: &config.Headers{Headers: map[string]config.Header{"X-Gateway-Key": {Secrets: []config.Secret{"gw-secret-1"}}}},
 	}
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	if !res.Complete || len(res.Steps) != 1 || res.Steps[0].Stats.Completed != 10 {
 		t.Fatalf("complete %v, steps %+v", res.Complete, res.Steps)
 	}
@@ -61,15 +53,8 @@ func TestSweepMetricsRedirectNotFollowed(t *testing.T) {
 	cfg := testConfig(t, front)
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{20}, "20", 10
 	cfg.APIKey = "sk-sweep-redirect-secret"
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	if !res.Complete || res.Steps[0].Stats.Completed != 10 {
 		for _, r := range sink.recs {
 			if r.Record.Error != "" {

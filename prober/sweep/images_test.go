@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -27,15 +26,8 @@ func TestSweepImages(t *testing.T) {
 		cfg.PromptNonce = nonce
 		cfg.Workload.Request = &workload.Request{Features: []workload.RequestFeature{
 			{Kind: workload.FeatureImages, Share: 1, Count: 2, Width: 56, Height: 40, Format: workload.ImagePNG}}}
-		p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
 		sink := &memSink{}
-		res, err := p.Run(context.Background(), sink, NopObserver{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runSweep(t, cfg, sink)
 		return res, sink
 	}
 	first, sink := run(11)
@@ -109,15 +101,8 @@ func TestSweepImagesResponses(t *testing.T) {
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Warmups = []float64{50}, "50", 10, 0
 	cfg.Workload.Request = &workload.Request{Features: []workload.RequestFeature{
 		{Kind: workload.FeatureImages, Share: 1, Count: 1, Width: 28, Height: 84, Format: workload.ImageJPEG}}}
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	for _, sr := range sink.recs {
 		r := sr.Record
 		if !r.OK() || r.Images != 1 || r.ImageBytes <= 0 || r.PromptTokens != r.InputTokens+3 {

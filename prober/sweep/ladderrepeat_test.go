@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -28,14 +27,7 @@ func TestLadderRepeatsBracket(t *testing.T) {
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{20, 100}, "20,100", 100
 	cfg.SLO = slo.SLO{TTFT: 300 * time.Millisecond}
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), &memSink{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, &memSink{})
 	k := res.Knee
 	if !k.Found || k.Level != 20 || k.Upper != 100 {
 		t.Fatalf("knee %+v, want 20 bracketed by 100", k)

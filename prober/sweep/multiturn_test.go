@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -30,15 +29,8 @@ func TestSweepMultiTurnSessions(t *testing.T) {
 	base, _ := simtest.Start(t, simtest.Fast())
 	rec := simtest.Record(t, base)
 	cfg := multiTurnConfig(t, rec.URL)
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	st := res.Steps[0]
 	if st.Stats.Requests != 18 || len(sink.recs) != 18 || st.Stats.Failed != 0 {
 		t.Fatalf("%d requests (%d records, %d failed), want 6 sessions x 3 turns", st.Stats.Requests, len(sink.recs), st.Stats.Failed)

@@ -28,35 +28,7 @@ func TestUnintendedPrefixCache(t *testing.T) {
 	url, _ := simtest.Start(t, sim)
 	run := func(t *testing.T, repeat bool) *sweep.Result {
 		t.Helper()
-		cfg := sweep.Config{
-			Target: url, API: "completions", Timeout: 30 * time.Second,
-			Workload:       workload.Spec{InputTokens: workload.Fixed(64), OutputTokens: workload.Fixed(4), PrefixTokens: 32},
-			WorkloadSource: "flags", Rates: []float64{50}, RatesText: "50", Arrival: "poisson", Burstiness: 1,
-			NumPrompts: 20, Warmups: 1, Rounds: 1, MetricsInterval: 100 * time.Millisecond, IdleTimeout: 2 * time.Second,
-			OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 7,
-			Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
-		}
-		if repeat {
-			cfg.Seed = 8 // prompts the first run did not leave in the cache
-		}
-		var opts sweep.Options
-		if repeat {
-			var once sync.Once
-			var first string
-			sweep.WithPromptRewrite(&opts, func(it workload.Item) workload.Item {
-				once.Do(func() { first = it.Prompt })
-				it.Prompt = first
-				return it
-			})
-		}
-		p, err := sweep.Prepare(context.Background(), cfg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := p.Run(context.Background(), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := prefixCacheSweep(t, url, repeat)
 		if len(res.Steps) != 1 || !res.Steps[0].Server.PrefixCacheHits.Known {
 			t.Fatalf("steps %d, server %+v", len(res.Steps), res.Steps[0].Server)
 		}
@@ -115,33 +87,7 @@ func TestUnintendedPrefixCacheFromUsage(t *testing.T) {
 	url, _ := simtest.Start(t, sim)
 	run := func(t *testing.T, repeat bool) *sweep.Step {
 		t.Helper()
-		cfg := sweep.Config{
-			Target: url, API: "completions", Timeout: 30 * time.Second,
-			Workload:       workload.Spec{InputTokens: workload.Fixed(64), OutputTokens: workload.Fixed(4), PrefixTokens: 32},
-			WorkloadSource: "flags", Rates: []float64{50}, RatesText: "50", Arrival: "poisson", Burstiness: 1,
-			NumPrompts: 20, Warmups: 1, Rounds: 1, MetricsInterval: 100 * time.Millisecond, IdleTimeout: 2 * time.Second,
-			OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 7,
-			Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
-		}
-		var opts sweep.Options
-		if repeat {
-			cfg.Seed = 8
-			var once sync.Once
-			var first string
-			sweep.WithPromptRewrite(&opts, func(it workload.Item) workload.Item {
-				once.Do(func() { first = it.Prompt })
-				it.Prompt = first
-				return it
-			})
-		}
-		p, err := sweep.Prepare(context.Background(), cfg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := p.Run(context.Background(), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := prefixCacheSweep(t, url, repeat)
 		st := res.Steps[0]
 		if st.Server.PrefixCacheHits.Known {
 			t.Fatalf("server prefix-cache hits known without /metrics: %+v", st.Server.PrefixCacheHits)
@@ -171,4 +117,40 @@ func TestUnintendedPrefixCacheFromUsage(t *testing.T) {
 			t.Errorf("reason %q does not name the usage field", r)
 		}
 	})
+}
+
+// prefixCacheSweep runs one step of 20 requests sharing a 32-token prefix
+// against url; with repeat every prompt is forced to the first one (and the
+// seed changed, so the prompts are not the ones an earlier run left in the
+// cache).
+func prefixCacheSweep(t *testing.T, url string, repeat bool) *sweep.Result {
+	t.Helper()
+	cfg := sweep.Config{
+		Target: url, API: "completions", Timeout: 30 * time.Second,
+		Workload:       workload.Spec{InputTokens: workload.Fixed(64), OutputTokens: workload.Fixed(4), PrefixTokens: 32},
+		WorkloadSource: "flags", Rates: []float64{50}, RatesText: "50", Arrival: "poisson", Burstiness: 1,
+		NumPrompts: 20, Warmups: 1, Rounds: 1, MetricsInterval: 100 * time.Millisecond, IdleTimeout: 2 * time.Second,
+		OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 7,
+		Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
+	}
+	var opts sweep.Options
+	if repeat {
+		cfg.Seed = 8
+		var once sync.Once
+		var first string
+		sweep.WithPromptRewrite(&opts, func(it workload.Item) workload.Item {
+			once.Do(func() { first = it.Prompt })
+			it.Prompt = first
+			return it
+		})
+	}
+	p, err := sweep.Prepare(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

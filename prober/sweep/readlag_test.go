@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -60,14 +59,7 @@ func readLagStep(t *testing.T, url string, n int) *Step {
 	cfg.Rates, cfg.RatesText = []float64{30}, "30"
 	cfg.NumPrompts = n
 	cfg.Validity = ValidityOptions{MaxSendLag: time.Minute, MaxErrorRate: 0.5} // MaxSchedLatency: the default, 1 ms
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), &memSink{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, &memSink{})
 	if len(res.Steps) != 1 {
 		t.Fatalf("%d steps", len(res.Steps))
 	}

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -30,15 +29,8 @@ func TestSweepServerTiming(t *testing.T) {
 		cfg.API = "chat"
 		cfg.ServerTiming = setting
 		cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Warmups = []float64{50}, "50", 10, 0
-		p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
 		sink := &memSink{}
-		res, err := p.Run(context.Background(), sink, NopObserver{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runSweep(t, cfg, sink)
 		return res, sink
 	}
 	res, sink := run(true, "", "")

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -73,14 +72,7 @@ func TestAfterSnapshotSettles(t *testing.T) {
 	upstream, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, laggingMetrics(t, upstream))
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{40}, "40", 10
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background(), &memSink{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, &memSink{})
 	if len(res.Steps) != 1 {
 		t.Fatalf("%d steps", len(res.Steps))
 	}

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -27,15 +26,8 @@ func TestSweepSpecDecode(t *testing.T) {
 		cfg.API = "chat"
 		cfg.Workload.OutputTokens = workload.Fixed(64) // 17 steps of K=4 each, 47 accepted
 		cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Warmups = []float64{50}, "50", 10, 0
-		p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
 		sink := &memSink{}
-		res, err := p.Run(context.Background(), sink, NopObserver{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runSweep(t, cfg, sink)
 		return res, sink
 	}
 	res, sink := run(4)

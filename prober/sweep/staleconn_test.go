@@ -28,15 +28,8 @@ func TestClosedLoopOnStaleConnections(t *testing.T) {
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.Concurrency = nil, "", []int{4, 8, 32}
 	cfg.NumPrompts = 96
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	if !res.Complete || len(res.Steps) != 3 {
 		t.Fatalf("complete %v, %d steps", res.Complete, len(res.Steps))
 	}

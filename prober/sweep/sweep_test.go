@@ -65,6 +65,21 @@ func testLogger(t *testing.T) log.Logger {
 	return log.NewLogfmtLogger(log.NewSyncWriter(&lockedWriter{mu: &mu, w: &logs}))
 }
 
+// runSweep prepares cfg with a test logger and runs it into sink (nil: a
+// DiscardSink) with no observer, failing the test on either error.
+func runSweep(t *testing.T, cfg Config, sink RecordSink) *Result {
+	t.Helper()
+	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  *bytes.Buffer

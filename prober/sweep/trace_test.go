@@ -51,15 +51,8 @@ func TestTraceReplay(t *testing.T) {
 	const n = 40
 	tr := testTrace(t, n)
 	cfg := traceConfig(t, url, tr, 1, 2)
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	res, err := p.Run(context.Background(), sink, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	if !res.Complete || len(res.Steps) != 2 {
 		t.Fatalf("complete %v, %d steps", res.Complete, len(res.Steps))
 	}
