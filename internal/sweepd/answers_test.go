@@ -132,8 +132,7 @@ func TestScheduledSweepAnswerChecks(t *testing.T) {
 // answer_checks, before anything is read or sent.
 func TestStartAnswerChecks(t *testing.T) {
 	url, _ := simtest.Start(t, fastSim())
-	s := newService(t, t.TempDir(), newRecorder())
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, t.TempDir(), newRecorder(), url)
 	spec := small()
 	spec = with(t, spec, "answer_checks: /etc/passwd")
 	_, err := s.Start("sim", spec)
@@ -141,20 +140,11 @@ func TestStartAnswerChecks(t *testing.T) {
 		t.Fatalf("Start with a check set file: %v", err)
 	}
 	spec = with(t, spec, "answer_checks: "+answer.BuiltinName)
-	st, err := s.Start("sim", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := wait(t, s, st.ID)
+	done := startWait(t, s, spec)
 	if done.Status != StatusDone {
 		t.Fatalf("sweep %s: %s", done.Status, done.Error)
 	}
-	f, err := s.File(st.ID, artifacts.ResultFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res, err := sweep.DecodeResult(f)
+	res, err := sweep.DecodeResult(bytes.NewReader(runFile(t, s, done.ID, artifacts.ResultFile)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,18 +60,13 @@ func TestCapacityRegressionFalsePages(t *testing.T) {
 	}
 	url, _ := simtest.Start(t, modelBoundSim())
 	dir := t.TempDir()
-	s := newService(t, dir, nil)
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, dir, nil, url)
 	spec := specOf(t, "name: quick\nrates: [20, 40, 60, 90, 135, 200]\nnum_prompts: 100\ninput_len: 32\noutput_len: 4\nwarmups: -1\nmax_send_lag: 250ms\nmax_sched_latency: 250ms\ngoodput: {ttft: 50ms}")
 	var knees, prevs []float64 // as the gauges hold them after each sweep; -1: absent
 	knee, prev := -1.0, -1.0
 	states := map[string]int{}
 	sweep := func(i int) {
-		st, err := s.Start("sim", spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := wait(t, s, st.ID)
+		done := startWait(t, s, spec)
 		if done.Status == StatusDone && done.Result != nil {
 			if i < falsePageSweeps {
 				states[done.Result.KneeState]++

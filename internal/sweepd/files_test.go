@@ -149,8 +149,7 @@ func TestScheduledTraceAndDatasetSweeps(t *testing.T) {
 // before it reads anything, and takes an inline schema.
 func TestStartRefusesFiles(t *testing.T) {
 	url, _ := simtest.Start(t, fastSim())
-	s := newService(t, t.TempDir(), newRecorder())
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, t.TempDir(), newRecorder(), url)
 	dataset := small()
 	dataset.Workload = &workload.Spec{Dataset: &workload.DatasetSpec{Path: "/etc/passwd"}}
 	trace := specOf(t, "{}")

@@ -49,8 +49,7 @@ func undecide(t *testing.T, dir string) {
 func TestReadBackKeepsDecidedKnee(t *testing.T) {
 	url, _ := simtest.Start(t, fastSim())
 	dir := t.TempDir()
-	s := newService(t, dir, nil)
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, dir, nil, url)
 	done := sweepDone(t, s, "nightly")
 	if done.Result == nil || done.Result.KneeState == "undecided" {
 		t.Fatalf("sweep: %+v", done)

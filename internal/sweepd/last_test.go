@@ -31,11 +31,7 @@ func TestLastHeadroomInputs(t *testing.T) {
 	s := newService(t, dir, rec)
 	probes := "    probes:\n      - name: a\n        rate: 0.5\n      - name: b\n        rate: 1.5\n"
 	s.Apply(targetsConfig(t, probes, "sim", url))
-	st, err := s.Start("sim", small())
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := wait(t, s, st.ID)
+	done := startWait(t, s, small())
 	calls := rec.calls()
 	if done.Status != StatusDone || len(calls) != 1 || calls[0].last == nil {
 		t.Fatalf("done %+v, calls %+v", done, calls)

@@ -3,7 +3,6 @@ package sweepd
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,39 +25,21 @@ func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
 	sc := fastSim()
 	sc.MaxNumSeqs, sc.StepBase = 1, 5*time.Millisecond // about 50 req/s
 	url, _ := simtest.Start(t, sc)
-	s := newService(t, t.TempDir(), newRecorder())
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, t.TempDir(), newRecorder(), url)
 	// 50 requests at 10 req/s: a 5 s window, so that the drain of the
 	// step's last requests on a busy host (TPOT p99 over 100 ms at load
 	// 25) leaves its served throughput above 90 % of the rate.
 	spec := specOf(t, "rates: [10, 1000]\nnum_prompts: 50\ninput_len: 32\noutput_len: 4\nprefix_len: 32\nwarmups: 1\nseed: 7\nmax_send_lag: 250ms\nmax_sched_latency: 250ms")
-	read := func(id, name string) string {
-		t.Helper()
-		f, err := s.File(id, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		b, err := io.ReadAll(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	run := func(spec config.SweepSpec) (Status, int64) {
 		t.Helper()
-		st, err := s.Start("sim", spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := wait(t, s, st.ID)
+		done := startWait(t, s, spec)
 		var res struct {
 			PromptNonce int64 `json:"prompt_nonce"`
 		}
-		if err := json.Unmarshal([]byte(read(st.ID, artifacts.ResultFile)), &res); err != nil || res.PromptNonce == 0 {
+		if err := json.Unmarshal(runFile(t, s, done.ID, artifacts.ResultFile), &res); err != nil || res.PromptNonce == 0 {
 			t.Fatalf("result.json prompt_nonce %d (%v)", res.PromptNonce, err)
 		}
-		if cmd := read(st.ID, artifacts.CommandFile); !strings.Contains(cmd, "--prompt-nonce "+strconv.FormatInt(res.PromptNonce, 10)) {
+		if cmd := string(runFile(t, s, done.ID, artifacts.CommandFile)); !strings.Contains(cmd, "--prompt-nonce "+strconv.FormatInt(res.PromptNonce, 10)) {
 			t.Errorf("the command line does not repeat the run: %s", cmd)
 		}
 		return done, res.PromptNonce

@@ -18,8 +18,7 @@ import (
 func TestRetentionBySize(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	dir := t.TempDir()
-	s := newService(t, dir, nil)
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, dir, nil, url)
 	good := sweepDone(t, s, "nightly")
 	src := filepath.Join(dir, "sim", good.RunDir)
 	run, err := dirBytes(src)
@@ -32,14 +31,6 @@ func TestRetentionBySize(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		older = append(older, copyRun(t, src, now.Add(-time.Duration(i)*time.Hour), true))
 	}
-	left := func() []string {
-		var names []string
-		for _, sr := range s.scan("sim") {
-			names = append(names, filepath.Base(sr.dir))
-		}
-		slices.Sort(names)
-		return names
-	}
 	// Room for two and a half runs: the four older ones go, oldest first.
 	s.opts.MaxBytes = run*5/2 + 1024
 	if err := s.makeRoom(); err != nil {
@@ -47,7 +38,7 @@ func TestRetentionBySize(t *testing.T) {
 	}
 	want := []string{good.RunDir, newerBad}
 	slices.Sort(want)
-	if got := left(); !slices.Equal(got, want) {
+	if got := runDirs(s); !slices.Equal(got, want) {
 		t.Errorf("after trimming to %d bytes: %v, want %v (older: %v)", s.opts.MaxBytes, got, want, older)
 	}
 	if total, _ := dirBytes(dir); total > s.opts.MaxBytes {
@@ -59,15 +50,11 @@ func TestRetentionBySize(t *testing.T) {
 	s.opts.MaxBytes = run / 2
 	spec := small()
 	spec = with(t, spec, "name: nightly")
-	st, err := s.Start("sim", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed := wait(t, s, st.ID)
+	failed := startWait(t, s, spec)
 	if failed.Status != StatusFailed || !strings.Contains(failed.Error, "--sweeps.retention.size") {
 		t.Errorf("sweep over the size: %+v, want failed naming --sweeps.retention.size", failed)
 	}
-	if got := left(); !slices.Equal(got, []string{good.RunDir}) {
+	if got := runDirs(s); !slices.Equal(got, []string{good.RunDir}) {
 		t.Errorf("after a sweep that did not fit: %v, want only the newest successful run %s", got, good.RunDir)
 	}
 }

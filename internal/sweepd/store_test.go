@@ -42,8 +42,7 @@ func copyRun(t *testing.T, src string, at time.Time, complete bool) string {
 func TestRetention(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	dir := t.TempDir()
-	s := newService(t, dir, nil)
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, dir, nil, url)
 	good := sweepDone(t, s, "nightly")
 	now := time.Now()
 	src := filepath.Join(dir, "sim", good.RunDir)
@@ -52,25 +51,17 @@ func TestRetention(t *testing.T) {
 	h2 := copyRun(t, src, now.Add(-2*time.Hour), true)
 	h3 := copyRun(t, src, now.Add(-3*time.Hour), true)
 	old := copyRun(t, src, now.Add(-30*24*time.Hour), true)
-	left := func() []string {
-		var names []string
-		for _, sr := range s.scan("sim") {
-			names = append(names, filepath.Base(sr.dir))
-		}
-		slices.Sort(names)
-		return names
-	}
 	// Count 3 and 7 days: the interrupted newest, the good one, one more.
 	s.retain("sim", "nightly", config.Retention{Count: 3, Age: config.Duration(7 * 24 * time.Hour)})
 	want := []string{h1, good.RunDir, newerBad}
 	slices.Sort(want)
-	if got := left(); !slices.Equal(got, want) {
+	if got := runDirs(s); !slices.Equal(got, want) {
 		t.Errorf("after count 3, age 7d: %v, want %v (removed: %s %s %s)", got, want, h2, h3, old)
 	}
 	// Count 1: the newest successful one stays, even though it is not the
 	// newest.
 	s.retain("sim", "nightly", config.Retention{Count: 1})
-	if got := left(); !slices.Equal(got, []string{good.RunDir}) {
+	if got := runDirs(s); !slices.Equal(got, []string{good.RunDir}) {
 		t.Errorf("after count 1: %v, want [%s]", got, good.RunDir)
 	}
 }
@@ -82,13 +73,19 @@ func sweepDone(t *testing.T, s *Service, name string) Status {
 	t.Helper()
 	spec := small()
 	spec = with(t, spec, "name: "+name)
-	st, err := s.Start("sim", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := wait(t, s, st.ID)
+	done := startWait(t, s, spec)
 	if done.Status != StatusDone {
 		t.Fatalf("sweep: %+v", done)
 	}
 	return done
+}
+
+// runDirs lists the names of target "sim"'s run directories, sorted.
+func runDirs(s *Service) []string {
+	var names []string
+	for _, sr := range s.scan("sim") {
+		names = append(names, filepath.Base(sr.dir))
+	}
+	slices.Sort(names)
+	return names
 }

@@ -124,6 +124,41 @@ func newService(t *testing.T, dir string, obs capacity.Observer) *Service {
 	return s
 }
 
+// simService is newService with one target, "sim", at url.
+func simService(t *testing.T, dir string, obs capacity.Observer, url string) *Service {
+	t.Helper()
+	s := newService(t, dir, obs)
+	s.Apply(targetsConfig(t, "", "sim", url))
+	return s
+}
+
+// startWait starts spec on target "sim" through the API and returns its
+// status once it has ended; a refused start fails the test.
+func startWait(t *testing.T, s *Service, spec config.SweepSpec) Status {
+	t.Helper()
+	st, err := s.Start("sim", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wait(t, s, st.ID)
+}
+
+// runFile reads the file name of run id through the API; an error fails
+// the test.
+func runFile(t *testing.T, s *Service, id, name string) []byte {
+	t.Helper()
+	f, err := s.File(id, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // lag is the send-lag validity limit of the tests' sweeps: the machine is
 // shared and busy, a scheduler hiccup must not flag a step.
 const lag = config.Duration(250 * time.Millisecond)
@@ -186,23 +221,13 @@ func TestLifecycle(t *testing.T) {
 	if len(done.Files) == 0 || done.RunDir == "" {
 		t.Fatalf("files %v dir %q", done.Files, done.RunDir)
 	}
-	f, err := s.File(st.ID, artifacts.ManifestFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(f)
-	f.Close()
+	b := runFile(t, s, st.ID, artifacts.ManifestFile)
 	if len(b) == 0 {
 		t.Error("empty manifest")
 	}
 	// The target's cost_per_hour prices the sweep (result.json, the
 	// manifest's fingerprint).
-	f, err = s.File(st.ID, artifacts.ResultFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, _ := io.ReadAll(f)
-	f.Close()
+	rb := runFile(t, s, st.ID, artifacts.ResultFile)
 	if !bytes.Contains(rb, []byte(`"cost_per_hour_usd": 2.5`)) || !bytes.Contains(b, []byte(`"cost_per_hour_usd": 2.5`)) ||
 		!bytes.Contains(rb, []byte(`"cost_per_million_good_output_tokens": `)) {
 		t.Errorf("the target's cost_per_hour is not in result.json and the manifest:\n%s", rb)
@@ -287,8 +312,7 @@ func TestLifecycle(t *testing.T) {
 func TestCancel(t *testing.T) {
 	url, _ := simtest.Start(t, fastSim())
 	rec := newRecorder()
-	s := newService(t, t.TempDir(), rec)
-	s.Apply(targetsConfig(t, "", "sim", url))
+	s := simService(t, t.TempDir(), rec, url)
 	spec := specOf(t, "rates: [5]\nduration: 1m\ninput_len: 32\noutput_len: 4\nwarmups: -1")
 	st, err := s.Start("sim", spec)
 	if err != nil {
