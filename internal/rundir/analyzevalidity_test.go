@@ -2,7 +2,6 @@ package rundir
 
 import (
 	"bytes"
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -24,10 +23,7 @@ func TestAnalyzeHonoursRecordedValidity(t *testing.T) {
 	url, _ := simtest.Start(t, sc)
 	cfg := testConfig(t, url)
 	cfg.SLO = slo.SLO{TTFT: 30 * time.Second}
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	for _, st := range out.Result.Steps {
 		if st.Validity.Valid {
 			t.Fatalf("step %d valid with %d of %d failed: the test needs invalid steps", st.Index, st.Stats.Failed, st.Stats.Requests)

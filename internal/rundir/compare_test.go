@@ -284,10 +284,7 @@ func TestAnalyzeRefusesEditedResult(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Warmups = []float64{40}, "40", 4, 0
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	a, err := Analyze([]string{out.Dir}, AnalyzeOptions{})
 	if err != nil || len(a.Unverified) != 0 {
 		t.Fatalf("analyze of an intact run: %+v, %v", a, err)

@@ -3,7 +3,6 @@ package rundir
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -28,10 +27,7 @@ func TestDetailedFailedRequestsWriteZero(t *testing.T) {
 	cfg := testConfig(t, url)
 	o := testOptions(t)
 	o.SaveDetailed = true
-	out, err := Run(context.Background(), cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, o)
 	verifyClean(t, out.Dir)
 
 	// What records.jsonl says of the failed requests, so that a file that

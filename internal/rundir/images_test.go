@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,10 +32,7 @@ func TestRunImages(t *testing.T) {
 	cfg.API = "chat"
 	cfg.Workload, cfg.WorkloadSource = spec, wl
 	cfg.Rates, cfg.RatesText, cfg.Warmups = []float64{40}, "40", 0
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustRun(t, cfg, testOptions(t))
 	verifyClean(t, res.Dir)
 	n := 0
 	err = artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, raw []byte) error {

@@ -179,10 +179,7 @@ func TestMergeRejectsMismatch(t *testing.T) {
 		cfg.Rates, cfg.RatesText = []float64{40}, "40"
 		cfg.NumPrompts, cfg.Warmups, cfg.Seed = 4, 0, seed
 		cfg.ShardIndex, cfg.ShardCount = k, 2
-		out, err := Run(context.Background(), cfg, testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := mustRun(t, cfg, testOptions(t))
 		dirs = append(dirs, out.Dir)
 	}
 	if _, err := Merge(dirs, MergeOptions{OutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "not the same experiment") {
@@ -204,10 +201,7 @@ func twoShards(t *testing.T) []string {
 		cfg.Rates, cfg.RatesText = []float64{40}, "40"
 		cfg.NumPrompts, cfg.Warmups, cfg.Seed = 4, 0, 3
 		cfg.ShardIndex, cfg.ShardCount = k, 2
-		out, err := Run(context.Background(), cfg, testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := mustRun(t, cfg, testOptions(t))
 		dirs = append(dirs, out.Dir)
 	}
 	return dirs

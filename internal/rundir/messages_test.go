@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -34,21 +33,13 @@ func TestRunMessages(t *testing.T) {
 		cfg.API = api
 		cfg.Rates, cfg.RatesText = []float64{20}, "20"
 		cfg.Workload = workload.Spec{InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(out)}
-		res, err := Run(context.Background(), cfg, testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		verifyClean(t, res.Dir)
-		back, err := sweep.DecodeResult(bytes.NewReader(mustRead(t, filepath.Join(res.Dir, "result.json"))))
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, back := runResult(t, cfg)
 		st := back.Steps[0].Stats
 		if st.Completed != 20 || st.Failed != 0 || st.TotalOutputTokens != 20*out || st.TTFT.N != 20 || st.FinishReasons["length"] != 20 {
 			t.Fatalf("%s: completed %d, failed %d, output tokens %d, TTFT n %d, finish %v", api, st.Completed, st.Failed,
 				st.TotalOutputTokens, st.TTFT.N, st.FinishReasons)
 		}
-		err = artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
+		err := artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
 			if l.TokensCounted || l.CompletionTokens != out || l.PromptTokens <= 0 || l.ReasoningTokens <= 0 || l.TTFR <= 0 {
 				t.Errorf("%s %s: completion %d (counted %v), prompt %d, reasoning %d, TTFR %v", api, l.RequestID, l.CompletionTokens,
 					l.TokensCounted, l.PromptTokens, l.ReasoningTokens, l.TTFR)

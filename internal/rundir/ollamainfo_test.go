@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -41,10 +40,7 @@ func TestRunOllamaShowMissing(t *testing.T) {
 	t.Cleanup(gw.Close)
 	cfg := testConfig(t, gw.URL)
 	cfg.Rates, cfg.RatesText = []float64{50}, "50"
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustRun(t, cfg, testOptions(t))
 	m := verifyClean(t, res.Dir)
 	tg := m.Fingerprint.Target
 	const why = "POST /api/show: HTTP 404 Not Found (http_4xx)"

@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -60,10 +59,7 @@ func TestRunPersonas(t *testing.T) {
 			url, _ := simtest.Start(t, sc)
 			cfg := testConfig(t, url)
 			cfg.Rates, cfg.RatesText = []float64{50}, "50"
-			res, err := Run(context.Background(), cfg, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := mustRun(t, cfg, testOptions(t))
 			m := verifyClean(t, res.Dir)
 			tg := m.Fingerprint.Target
 			if tg.Engine != tt.engine || tg.EngineSource != tt.source {

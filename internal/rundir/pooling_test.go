@@ -1,8 +1,6 @@
 package rundir
 
 import (
-	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/slo"
-	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // TestRunPooling sweeps the simulator's pooling endpoints (`sweep --api
@@ -33,15 +30,7 @@ func TestRunPooling(t *testing.T) {
 			cfg := testConfig(t, url)
 			cfg.API, cfg.RerankPath, cfg.BatchSize = tt.api, tt.path, 4
 			cfg.SLO = slo.SLO{E2EL: 30 * time.Second}
-			res, err := Run(context.Background(), cfg, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			verifyClean(t, res.Dir)
-			back, err := sweep.DecodeResult(bytes.NewReader(mustRead(t, filepath.Join(res.Dir, "result.json"))))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, back := runResult(t, cfg)
 			if len(back.Steps) != 2 {
 				t.Fatalf("%d steps in result.json", len(back.Steps))
 			}
@@ -61,7 +50,7 @@ func TestRunPooling(t *testing.T) {
 					t.Errorf("step %d: pooling %+v", st.Index, p)
 				}
 			}
-			err = artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
+			err := artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
 				if !l.NoStream || l.Inputs != 4 || l.Dimension != wantDim || l.PromptTokens <= 0 || l.E2E <= 0 {
 					t.Errorf("%s: no_stream %v, inputs %d, dimension %d, prompt %d, e2e %v", l.RequestID, l.NoStream, l.Inputs,
 						l.Dimension, l.PromptTokens, l.E2E)
@@ -92,10 +81,7 @@ func TestRunPoolingKnee(t *testing.T) {
 	cfg.API, cfg.BatchSize = client.APIEmbeddings, 4
 	cfg.Rates, cfg.RatesText, cfg.Seed, cfg.NumPrompts = []float64{50, 10000}, "50,10000", 7, 100
 	cfg.SLO = slo.SLO{E2EL: 2 * time.Second}
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	res := out.Result
 	if !res.Knee.Found || res.Knee.Level != 50 {
 		for _, st := range res.Steps {

@@ -52,10 +52,7 @@ func TestRunTwiceOnCachingServer(t *testing.T) {
 				cfg.Workload = workload.Spec{InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(4), PrefixTokens: 32}
 				cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Seed = []float64{10, 1000}, "10,1000", 20, 7
 				cfg.PromptNonce = nonce
-				out, err := Run(context.Background(), cfg, testOptions(t))
-				if err != nil {
-					t.Fatal(err)
-				}
+				out := mustRun(t, cfg, testOptions(t))
 				return out
 			}
 			first, second := run(0), run(0)

@@ -2,7 +2,6 @@ package rundir
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,10 +40,7 @@ func TestRunReasoningChat(t *testing.T) {
 			cfg.Rates, cfg.RatesText = []float64{40}, "40"
 			cfg.Workload = workload.Spec{InputTokens: workload.Fixed(32), OutputTokens: workload.Fixed(80)}
 			cfg.SLO = slo.SLO{TTFT: 30 * time.Second, TTFA: tt.ttfa}
-			res, err := Run(context.Background(), cfg, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := mustRun(t, cfg, testOptions(t))
 			verifyClean(t, res.Dir)
 			st := res.Result.Steps[0].Stats
 			if st.Completed != 20 || st.Failed != 0 {
@@ -59,7 +55,7 @@ func TestRunReasoningChat(t *testing.T) {
 				t.Fatalf("reasoning stats %+v", r)
 			}
 			n := 0
-			err = artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
+			err := artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
 				n++
 				rec := l.Record
 				if rec.ReasoningTokens != 64 || rec.ReasoningTokensCounted || rec.AnswerTokens() != 16 {
@@ -100,15 +96,7 @@ func TestRunResponses(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.API = "responses"
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifyClean(t, res.Dir)
-	back, err := sweep.DecodeResult(bytes.NewReader(mustRead(t, filepath.Join(res.Dir, "result.json"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, back := runResult(t, cfg)
 	if len(back.Steps) != 2 {
 		t.Fatalf("%d steps in result.json", len(back.Steps))
 	}
@@ -119,7 +107,7 @@ func TestRunResponses(t *testing.T) {
 				s.TotalOutputTokens, s.TTFT.N, s.FinishReasons)
 		}
 	}
-	err = artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
+	err := artifacts.ReadRecords(filepath.Join(res.Dir, "records.jsonl"), func(l artifacts.RecordLine, _ []byte) error {
 		if l.TokensCounted || l.CompletionTokens != 4 || l.PromptTokens <= 0 || l.Done <= 0 {
 			t.Errorf("%s: completion %d (counted %v), prompt %d, done %v", l.RequestID, l.CompletionTokens, l.TokensCounted, l.PromptTokens, l.Done)
 		}
@@ -132,6 +120,19 @@ func TestRunResponses(t *testing.T) {
 	if !strings.Contains(md, "(API responses)") {
 		t.Errorf("analysis.md does not name the API:\n%s", md[:min(len(md), 600)])
 	}
+}
+
+// runResult runs cfg with testOptions, checks the run directory is clean
+// (verifyClean) and decodes its result.json.
+func runResult(t *testing.T, cfg sweep.Config) (*Outcome, *sweep.Result) {
+	t.Helper()
+	res := mustRun(t, cfg, testOptions(t))
+	verifyClean(t, res.Dir)
+	back, err := sweep.DecodeResult(bytes.NewReader(mustRead(t, filepath.Join(res.Dir, artifacts.ResultFile))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, back
 }
 
 func mustRead(t *testing.T, path string) []byte {

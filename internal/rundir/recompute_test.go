@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -37,10 +36,7 @@ func TestRecomputeContentTTFTAndTokens(t *testing.T) {
 	cfg.Workload.Request = &workload.Request{Features: []workload.RequestFeature{{Kind: workload.FeatureTools, Share: 0.5,
 		Tools: []workload.ToolSpec{{Name: "get_weather", Parameters: map[string]any{"type": "object",
 			"properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}}}}}
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	verifyClean(t, out.Dir)
 	res, err := report.Load(out.Dir) // result.json as written
 	if err != nil {

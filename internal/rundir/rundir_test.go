@@ -77,6 +77,17 @@ func testOptions(t *testing.T) Options {
 	}
 }
 
+// mustRun runs cfg into a run directory with o, failing the test on an
+// error.
+func mustRun(t *testing.T, cfg sweep.Config, o Options) *Outcome {
+	t.Helper()
+	out, err := Run(context.Background(), cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // countingHandler counts generation requests before handing them on.
 type countingHandler struct {
 	next http.Handler
@@ -172,10 +183,7 @@ func TestRunLadderArtifacts(t *testing.T) {
 	cfg.SLO = slo.SLO{TTFT: 5 * time.Second}
 	cfg.Metadata = map[string]string{"gpu": "none"}
 	cfg.Percentiles = []float64{99.9}
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	if !out.Complete || len(out.Result.Steps) != 2 {
 		t.Fatalf("complete %v, %d steps", out.Complete, len(out.Result.Steps))
 	}
@@ -328,10 +336,7 @@ func TestRunAutoKnee(t *testing.T) {
 	cfg.Arrival = "constant"
 	cfg.NumPrompts, cfg.Duration, cfg.MinPrompts = 0, 1500*time.Millisecond, 3
 	cfg.SLO = slo.SLO{TTFT: 100 * time.Millisecond}
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustRun(t, cfg, testOptions(t))
 	k := res.Result.Knee
 	t.Logf("capacity %.2f req/s; knee %+v; %d steps", capacity, k, len(res.Result.Steps))
 	for _, s := range res.Result.Steps {
@@ -431,10 +436,7 @@ func TestRunClosedLoop(t *testing.T) {
 	cfg.Rates, cfg.RatesText = nil, ""
 	cfg.Concurrency = []int{1, 3}
 	cfg.NumPrompts = 12
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustRun(t, cfg, testOptions(t))
 	if res.Result.Mode != sweep.ModeClosed || res.Result.KneeUnit != "concurrency" || len(res.Result.Steps) != 2 {
 		t.Fatalf("mode %s unit %s steps %d", res.Result.Mode, res.Result.KneeUnit, len(res.Result.Steps))
 	}
@@ -464,10 +466,7 @@ func TestRunRounds(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.Rounds, cfg.NumPrompts = []float64{50}, "50", 3, 10
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustRun(t, cfg, testOptions(t))
 	if len(res.Result.Steps) != 3 || len(res.Result.Levels) != 1 {
 		t.Fatalf("%d steps, %d levels", len(res.Result.Steps), len(res.Result.Levels))
 	}
@@ -556,10 +555,7 @@ func TestRunBurstAndMaxConcurrency(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t, url)
 			tt.setup(&cfg)
-			res, err := Run(context.Background(), cfg, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := mustRun(t, cfg, testOptions(t))
 			tt.check(t, res)
 			verifyClean(t, res.Dir)
 		})
@@ -626,10 +622,7 @@ func TestRunServerMetrics(t *testing.T) {
 			cfg := testConfig(t, url)
 			cfg.Rates, cfg.RatesText = []float64{50}, "50"
 			cfg.IdleTimeout = 400 * time.Millisecond
-			res, err := Run(context.Background(), cfg, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := mustRun(t, cfg, testOptions(t))
 			tt.check(t, res)
 			verifyClean(t, res.Dir)
 		})
@@ -642,10 +635,7 @@ func TestRunCalibratedWithoutTokenize(t *testing.T) {
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText = []float64{50}, "50"
 	cfg.API = "chat"
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustRun(t, cfg, testOptions(t))
 	m := verifyClean(t, res.Dir)
 	if m.Fingerprint.Target.Tokenizer != workload.MethodCalibrated {
 		t.Errorf("tokenizer %q, want %q", m.Fingerprint.Target.Tokenizer, workload.MethodCalibrated)
@@ -667,10 +657,7 @@ func TestRunPrefixCache(t *testing.T) {
 		cfg.FreshPrefix = fresh
 		cfg.Warmups = 2
 		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50, 60}, "50,60", 10
-		res, err := Run(context.Background(), cfg, testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustRun(t, cfg, testOptions(t))
 		s0, s1 := res.Result.Steps[0].Server, res.Result.Steps[1].Server
 		if !s0.WarmupPrefixCacheHitRate.Known || !s0.PrefixCacheHitRate.Known {
 			t.Fatalf("fresh=%v: hit rates not recorded: %+v", fresh, s0)
@@ -824,13 +811,15 @@ func allFiles(t *testing.T, dir string) map[string]string {
 func TestRunRedactsSecrets(t *testing.T) {
 	// An opaque key: only the literal replacement can catch it.
 	const key = "opaque-key-0123456789"
+	// echoKey refuses the request, echoing its credentials and the key.
+	echoKey := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"rejected Authorization: %s; key %s is unknown"}}`, r.Header.Get("Authorization"), key)
+	}
 	t.Run("a server echoing the credentials in a preflight error", func(t *testing.T) {
 		url, h := startWrapped(t, simtest.Fast(), nil)
-		h.override["/tokenize"] = func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprintf(w, `{"error":{"message":"rejected Authorization: %s; key %s is unknown"}}`, r.Header.Get("Authorization"), key)
-		}
+		h.override["/tokenize"] = echoKey
 		cfg := testConfig(t, url)
 		cfg.APIKey = key
 		out, err := Run(context.Background(), cfg, testOptions(t))
@@ -847,18 +836,11 @@ func TestRunRedactsSecrets(t *testing.T) {
 	})
 	t.Run("a server echoing the credentials in request errors", func(t *testing.T) {
 		url, h := startWrapped(t, simtest.Fast(), nil)
-		h.override["/v1/completions"] = func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprintf(w, `{"error":{"message":"rejected Authorization: %s; key %s is unknown"}}`, r.Header.Get("Authorization"), key)
-		}
+		h.override["/v1/completions"] = echoKey
 		cfg := testConfig(t, url)
 		cfg.APIKey = key
 		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
-		out, err := Run(context.Background(), cfg, testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := mustRun(t, cfg, testOptions(t))
 		verifyClean(t, out.Dir)
 		errs := readFile(t, out.Dir, artifacts.ErrorsFile)
 		if !strings.Contains(errs, "http_4xx") || !strings.Contains(errs, "401") {
@@ -879,10 +861,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 		cfg := testConfig(t, url)
 		cfg.APIKey = key
 		cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
-		out, err := Run(context.Background(), cfg, testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := mustRun(t, cfg, testOptions(t))
 		verifyClean(t, out.Dir)
 		files := allFiles(t, out.Dir)
 		if !strings.Contains(files[artifacts.MetricsBeforeFile], "echo_info") {
@@ -903,10 +882,7 @@ func TestRunRedactsSecrets(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Metadata = md
-		out, err := Run(context.Background(), cfg, testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := mustRun(t, cfg, testOptions(t))
 		verifyClean(t, out.Dir)
 		for name, content := range allFiles(t, out.Dir) {
 			if strings.Contains(content, "abcdef123") || strings.Contains(content, "sk-abcdefgh") {
@@ -942,10 +918,7 @@ func TestRunScrubsPromptEcho(t *testing.T) {
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{50}, "50", 5
 	cfg.Workload.InputTokens = workload.Fixed(200)
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	verifyClean(t, out.Dir)
 	recs := readFile(t, out.Dir, artifacts.RecordsFile)
 	errs := readFile(t, out.Dir, artifacts.ErrorsFile)
@@ -987,10 +960,7 @@ func TestRunSearchRerunsInvalid(t *testing.T) {
 	cfg.Rates, cfg.Auto, cfg.RatesText = nil, true, "auto"
 	cfg.Search = sweep.SearchOptions{Start: 40, MaxSteps: 2}
 	cfg.IdleTimeout = 300 * time.Millisecond
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	steps := out.Result.Steps
 	if len(steps) != 2 {
 		t.Fatalf("%d steps, want 2", len(steps))
@@ -1053,10 +1023,7 @@ func TestRunUnscaledArrivals(t *testing.T) {
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText = []float64{40}, "40"
 	cfg.Unscaled = true
-	out, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, testOptions(t))
 	if len(out.Result.Steps) != 1 || out.Result.Steps[0].Stats.Completed != 20 {
 		t.Fatalf("want one step of 20 completed requests, got %+v", out.Result.Steps)
 	}
@@ -1075,10 +1042,7 @@ func TestRunStepByteCap(t *testing.T) {
 	cfg := testConfig(t, url)
 	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{100, 200}, "100,200", 400 // 4 s, then 2 s
 	cfg.MaxStepBytes = 4 << 10                                                     // a few records
-	res, err := Run(context.Background(), cfg, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustRun(t, cfg, testOptions(t))
 	if res.Complete || len(res.Result.Steps) != 1 {
 		t.Fatalf("complete %v, %d steps: want the sweep to stop after the capped step", res.Complete, len(res.Result.Steps))
 	}

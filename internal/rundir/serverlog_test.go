@@ -45,10 +45,7 @@ func TestServerLog(t *testing.T) {
 	o := testOptions(t)
 	o.ServerLog = logPath
 	o.Observer = &loggingServer{path: logPath}
-	out, err := Run(context.Background(), cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRun(t, cfg, o)
 	b, err := os.ReadFile(filepath.Join(out.Dir, ServerLogFile))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -28,10 +27,7 @@ func TestRunVLLMFiles(t *testing.T) {
 		cfg.SLO = slo.SLO{TTFT: 5 * time.Second}
 		o := testOptions(t)
 		o.SaveDetailed = detailed
-		out, err := Run(context.Background(), cfg, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := mustRun(t, cfg, o)
 		m := verifyClean(t, out.Dir)
 		var files []string
 		for _, f := range m.Files {
