@@ -1,8 +1,6 @@
 package sweep
 
 import (
-	"bytes"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -38,14 +36,7 @@ func affinitySweep(t *testing.T, scatter float64, edit func(*Config)) (SessionAf
 	if mt == nil || mt.LaterTurns.Completed != 20 {
 		t.Fatalf("multi_turn %+v, want 20 later turns completed", mt)
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeResult(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, res)
 	if got := back.Steps[0].MultiTurn.Affinity; got.SameReplica != mt.Affinity.SameReplica || (got.Ratio == nil) != (mt.Affinity.Ratio == nil) {
 		t.Fatalf("result.json's session_affinity read back as %+v, was %+v", got, mt.Affinity)
 	}

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -95,14 +94,7 @@ func TestBackgroundKnee(t *testing.T) {
 		t.Errorf("total knee %v is not the knee %v + production %v", bk.KneeTotal, res.Knee.Estimate(), bk.ProductionAtKnee)
 	}
 	// result.json carries it, and reads it back.
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeResult(strings.NewReader(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, res)
 	if back.SweepMode != SweepBackground || back.Background == nil || *back.Background != *bk ||
 		back.Steps[0].Background == nil || *back.Steps[0].Background != *res.Steps[0].Background {
 		t.Errorf("read back: mode %q, knee %+v, step 0 %+v", back.SweepMode, back.Background, back.Steps[0].Background)

@@ -28,6 +28,26 @@ func encodeResult(t *testing.T, res *Result) []byte {
 	return b.Bytes()
 }
 
+// decodeBack decodes result.json's bytes b; an error fails the test.
+func decodeBack(t *testing.T, b []byte) *Result {
+	t.Helper()
+	res, err := DecodeResult(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// roundTrip is res written as result.json (json.Marshal) and read back.
+func roundTrip(t *testing.T, res *Result) *Result {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeBack(t, b)
+}
+
 // readBack is what result.json holds of res: a copy without the Go-only
 // fields and the figures result.json does not write (see
 // Result.UnmarshalJSON), times in UTC without a monotonic reading.
@@ -117,10 +137,7 @@ func TestDecodeResultRoundTrip(t *testing.T) {
 			// result.json as internal/rundir writes it (artifacts.Run.WriteJSON;
 			// internal/rundir's tests read real run directories back).
 			b := encodeResult(t, res)
-			got, err := DecodeResult(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := decodeBack(t, b)
 			if again := encodeResult(t, got); !bytes.Equal(again, b) {
 				t.Errorf("result.json encoded again differs:\n%s\nwant:\n%s", again, b)
 			}
@@ -148,10 +165,7 @@ func TestDecodeResultHandBuilt(t *testing.T) {
 	res := handBuiltResult()
 	st := res.Steps[0]
 	b := encodeResult(t, res)
-	got, err := DecodeResult(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := decodeBack(t, b)
 	if again := encodeResult(t, got); !bytes.Equal(again, b) {
 		t.Errorf("encoded again:\n%s\nwant:\n%s", again, b)
 	}

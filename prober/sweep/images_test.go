@@ -79,10 +79,7 @@ func TestSweepImages(t *testing.T) {
 			t.Errorf("result.json lacks %s", want)
 		}
 	}
-	back, err := DecodeResult(bytesReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := decodeBack(t, b)
 	if got := back.Steps[0].Stats.Images; got == nil || *got != *im {
 		t.Errorf("result.json read back: images %+v, want %+v", got, im)
 	}
@@ -130,5 +127,3 @@ func TestSweepImagesNeedChat(t *testing.T) {
 		}
 	}
 }
-
-func bytesReader(b []byte) *strings.Reader { return strings.NewReader(string(b)) }

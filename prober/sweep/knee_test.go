@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -708,10 +707,7 @@ func TestKneeJSON(t *testing.T) {
 					t.Errorf("knee.%s = %v, want it absent", k, v)
 				}
 			}
-			back, err := DecodeResult(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
+			back := decodeBack(t, b)
 			if back.Knee != tt.knee {
 				t.Errorf("read back %+v, want %+v", back.Knee, tt.knee)
 			}

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -79,14 +78,7 @@ func TestSweepMultiTurnSessions(t *testing.T) {
 	if flags := slices.DeleteFunc(slices.Clone(st.Validity.Flags), func(f string) bool { return f == FlagClientSaturated }); len(flags) > 0 {
 		t.Errorf("step invalid: %v %v", st.Validity.Flags, st.Validity.Reasons)
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeResult(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, res)
 	if got := back.Steps[0].MultiTurn; got == nil || got.Sessions != 6 || len(got.ByTurn) != 3 || got.LaterTurns.TTFTP99MS != mt.LaterTurns.TTFTP99MS {
 		t.Fatalf("result.json's multi_turn read back as %+v", got)
 	}

@@ -235,10 +235,7 @@ func TestResultKeysReadBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := encodeResult(t, tc.res)
-			got, err := DecodeResult(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := decodeBack(t, b)
 			if again := encodeResult(t, got); !bytes.Equal(again, b) {
 				t.Fatalf("result.json encoded again differs:\n%s\nwant:\n%s", again, b)
 			}

@@ -167,10 +167,7 @@ func TestTraceReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeResult(bytes.NewReader(b1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := decodeBack(t, b1)
 	b2, _ := back.MarshalJSON()
 	if !bytes.Equal(b1, b2) || back.Steps[1].Trace == nil || back.Steps[1].Trace.Speed != 2 {
 		t.Errorf("result.json does not round-trip the trace timing")
