@@ -1,7 +1,9 @@
 package sweep
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,10 +38,7 @@ func (r *runner) result(complete bool) *Result {
 	if res.TokenizerID == fingerprint.NotRecorded {
 		res.TokenizerID = r.model
 	}
-	for k := range c.Metadata {
-		res.MetadataOrder = append(res.MetadataOrder, k)
-	}
-	slices.Sort(res.MetadataOrder)
+	res.MetadataOrder = slices.Sorted(maps.Keys(c.Metadata))
 	if len(c.Concurrency) > 0 {
 		res.KneeUnit, res.Rates = "concurrency", ""
 	}
@@ -61,15 +60,7 @@ func (r *runner) result(complete bool) *Result {
 		res.Levels = append(res.Levels, l)
 		outcomes = append(outcomes, l.Outcome)
 	}
-	slices.SortStableFunc(res.Levels, func(a, b Level) int {
-		switch {
-		case a.Level < b.Level:
-			return -1
-		case a.Level > b.Level:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(res.Levels, func(a, b Level) int { return cmp.Compare(a.Level, b.Level) })
 	res.Knee = LadderKnee(outcomes, DefaultGoodputRatio)
 	res.Probe = r.probe
 	res.Dataset = r.datasetInfo

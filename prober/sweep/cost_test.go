@@ -1,8 +1,6 @@
 package sweep
 
 import (
-	"context"
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -55,12 +53,8 @@ func (s *recordingSink) Record(r StepRecord) error {
 // (with its evidence) is the right answer: that level is then neither the
 // knee nor its bracket, and no knee is found.
 func TestCostAndKneeInterval(t *testing.T) {
-	sc := simtest.Fast()
-	sc.MaxNumSeqs = 1
-	url, _ := simtest.Start(t, sc)
-	cfg := testConfig(t, url)
-	cfg.Workload = workload.Spec{InputTokens: workload.Fixed(16), OutputTokens: workload.Fixed(16)}
-	cfg.Rates, cfg.RatesText, cfg.NumPrompts = []float64{20, 400}, "20,400", 110
+	cfg := saturatingConfig(t)
+	cfg.NumPrompts = 110
 	cfg.SLO = slo.SLO{TTFT: 2 * time.Second}
 	cfg.CostPerHour = 3.6
 	sink := &recordingSink{slo: cfg.SLO, good: map[int]int{}}
@@ -127,10 +121,7 @@ func TestCostAndKneeInterval(t *testing.T) {
 // checkResultKeys fails unless the JSON of res holds every key.
 func checkResultKeys(t *testing.T, res *Result, keys []string) {
 	t.Helper()
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := resultJSON(t, res)
 	for _, key := range keys {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("result.json has no %s", key)
@@ -138,26 +129,29 @@ func checkResultKeys(t *testing.T, res *Result, keys []string) {
 	}
 }
 
-// TestKneeOverRounds states the knee of a two-round ladder from the knee
-// rule run on each round alone. A machine too busy for the client to keep
-// a level's rate (a step flagged client-saturated, with its evidence) may
-// leave no knee, and then no interval.
-func TestKneeOverRounds(t *testing.T) {
+// saturatingConfig is testConfig against a simulator serving one sequence
+// at a time, 16 tokens in and out, at 20 and 400 req/s: the second level
+// is past the server's capacity.
+func saturatingConfig(t *testing.T) Config {
+	t.Helper()
 	sc := simtest.Fast()
 	sc.MaxNumSeqs = 1
 	url, _ := simtest.Start(t, sc)
 	cfg := testConfig(t, url)
 	cfg.Workload = workload.Spec{InputTokens: workload.Fixed(16), OutputTokens: workload.Fixed(16)}
-	cfg.Rates, cfg.RatesText, cfg.NumPrompts, cfg.Rounds = []float64{20, 400}, "20,400", 40, 2
-	p, err := Prepare(context.Background(), cfg, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.Rates, cfg.RatesText = []float64{20, 400}, "20,400"
+	return cfg
+}
+
+// TestKneeOverRounds states the knee of a two-round ladder from the knee
+// rule run on each round alone. A machine too busy for the client to keep
+// a level's rate (a step flagged client-saturated, with its evidence) may
+// leave no knee, and then no interval.
+func TestKneeOverRounds(t *testing.T) {
+	cfg := saturatingConfig(t)
+	cfg.NumPrompts, cfg.Rounds = 40, 2
 	sink := &recordingSink{good: map[int]int{}}
-	res, err := p.Run(context.Background(), sink, NopObserver{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweep(t, cfg, sink)
 	ki := res.Knee.Interval
 	saturated := false
 	for _, st := range res.Steps {

@@ -38,14 +38,20 @@ func decodeBack(t *testing.T, b []byte) *Result {
 	return res
 }
 
-// roundTrip is res written as result.json (json.Marshal) and read back.
-func roundTrip(t *testing.T, res *Result) *Result {
+// resultJSON is res as JSON (json.Marshal); an error fails the test.
+func resultJSON(t *testing.T, res *Result) []byte {
 	t.Helper()
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return decodeBack(t, b)
+	return b
+}
+
+// roundTrip is res written as result.json (resultJSON) and read back.
+func roundTrip(t *testing.T, res *Result) *Result {
+	t.Helper()
+	return decodeBack(t, resultJSON(t, res))
 }
 
 // readBack is what result.json holds of res: a copy without the Go-only

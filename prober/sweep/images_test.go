@@ -70,10 +70,7 @@ func TestSweepImages(t *testing.T) {
 		t.Errorf("another nonce's multimodal cache %+v, want no hit", mm)
 	}
 
-	b, err := first.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := resultJSON(t, first)
 	for _, want := range []string{`"images":{"requests":20,"images":40,`, `"multimodal_cache":{"queries":40,"hits":0,"hit_rate":0}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("result.json lacks %s", want)

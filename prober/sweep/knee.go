@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -378,15 +379,7 @@ func (k Knee) Estimate() float64 {
 // upper bracket. Outcomes may come in any order.
 func LadderKnee(outcomes []StepOutcome, ratio float64) Knee {
 	os := slices.Clone(outcomes)
-	slices.SortStableFunc(os, func(a, b StepOutcome) int {
-		switch {
-		case a.Level < b.Level:
-			return -1
-		case a.Level > b.Level:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(os, func(a, b StepOutcome) int { return cmp.Compare(a.Level, b.Level) })
 	var k Knee
 	failed := false
 	valid := 0

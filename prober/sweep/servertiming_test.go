@@ -52,10 +52,7 @@ func TestSweepServerTiming(t *testing.T) {
 	if sv.NegativeOverhead != 0 || sv.Overhead.Min < 0 {
 		t.Errorf("negative overheads %d (min %v ms) against the simulator on the same host", sv.NegativeOverhead, sv.Overhead.Min)
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := resultJSON(t, res)
 	var doc struct {
 		Steps []struct {
 			ST *struct {

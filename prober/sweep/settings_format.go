@@ -3,8 +3,9 @@ package sweep
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,13 +181,8 @@ var formatters = map[string]func(s *Setting, c *Config) []string{
 		return a
 	},
 	"Metadata": func(s *Setting, c *Config) []string {
-		keys := make([]string, 0, len(c.Metadata))
-		for k := range c.Metadata {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var a []string
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(c.Metadata)) {
 			a = append(a, "--"+s.Flag, k+"="+c.Metadata[k])
 		}
 		return a

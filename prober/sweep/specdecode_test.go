@@ -56,10 +56,7 @@ func TestSweepSpecDecode(t *testing.T) {
 		t.Errorf("server speculative decoding %+v (server status %s %s), want %d drafted, %d accepted", ss,
 			res.Steps[0].Server.Status, res.Steps[0].Server.Reason, drafted, accepted)
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := resultJSON(t, res)
 	type resultDoc struct {
 		Steps []struct {
 			Spec *struct {

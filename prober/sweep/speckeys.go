@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -174,13 +175,8 @@ func decodeKind(k Kind, n *yaml.Node) (any, error) {
 // Every key's problem is returned at once, each a *config.SpecError.
 func applySpec(s config.SweepSpec, c *Config) (specKeys, error) {
 	sp := specKeys{given: map[string]bool{}, lengths: map[string]any{}}
-	keys := make([]string, 0, len(s.Keys))
-	for k := range s.Keys {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var errs []error
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.Keys)) {
 		n := s.Keys[k]
 		v := &n
 		for v.Kind == yaml.AliasNode {

@@ -163,10 +163,7 @@ func TestTraceReplay(t *testing.T) {
 		t.Errorf("fingerprint trace %+v", ft)
 	}
 	// result.json keeps the comparison and reads back to the same bytes.
-	b1, err := res.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b1 := resultJSON(t, res)
 	back := decodeBack(t, b1)
 	b2, _ := back.MarshalJSON()
 	if !bytes.Equal(b1, b2) || back.Steps[1].Trace == nil || back.Steps[1].Trace.Speed != 2 {
