@@ -75,10 +75,7 @@ func TestDetailedFailedRequestsWriteZero(t *testing.T) {
 
 	failed, kinds := 0, map[string]int{}
 	for _, st := range out.Result.Steps {
-		b, err := os.ReadFile(filepath.Join(out.Dir, filepath.FromSlash(VLLMFileName(out.Result, st))))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustRead(t, filepath.Join(out.Dir, filepath.FromSlash(VLLMFileName(out.Result, st))))
 		var v struct {
 			Failed     int       `json:"failed"`
 			InputLens  []int     `json:"input_lens"`

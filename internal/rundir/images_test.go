@@ -57,17 +57,11 @@ func TestRunImages(t *testing.T) {
 	if mm == nil || mm.Queries != 20 || mm.Hits != 18 || mm.HitRate.Value != 0.9 {
 		t.Errorf("multimodal cache %+v, want 20 queries and 18 hits", mm)
 	}
-	b, err := os.ReadFile(filepath.Join(res.Dir, "analysis.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustRead(t, filepath.Join(res.Dir, "analysis.md"))
 	if !strings.Contains(string(b), "### Images") || !strings.Contains(string(b), "| 20 | 20 | 1 |") || !strings.Contains(string(b), "| 20 | 18 | 90") {
 		t.Errorf("analysis.md images section:\n%s", section(string(b), "### Images"))
 	}
-	b, err = os.ReadFile(filepath.Join(res.Dir, "result.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = mustRead(t, filepath.Join(res.Dir, "result.json"))
 	if !strings.Contains(string(b), `"multimodal_cache": {`) && !strings.Contains(string(b), `"multimodal_cache":{`) {
 		t.Errorf("result.json has no multimodal_cache")
 	}

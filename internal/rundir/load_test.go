@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,10 +119,7 @@ func TestLoadSameAsRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			md, err := os.ReadFile(filepath.Join(out.Dir, artifacts.AnalysisFile))
-			if err != nil {
-				t.Fatal(err)
-			}
+			md := mustRead(t, filepath.Join(out.Dir, artifacts.AnalysisFile))
 			if got := report.Analysis(res); !bytes.Equal(got, md) {
 				t.Errorf("analysis.md from the run directory differs:\n%s", firstDiff(string(got), string(md)))
 			}
@@ -131,10 +127,7 @@ func TestLoadSameAsRun(t *testing.T) {
 				name   string
 				render func(*sweep.Result) ([]byte, error)
 			}{{artifacts.GoodputPlotFile, report.GoodputSVG}, {artifacts.LatencyPlotFile, report.LatencySVG}} {
-				want, err := os.ReadFile(filepath.Join(out.Dir, p.name))
-				if err != nil {
-					t.Fatal(err)
-				}
+				want := mustRead(t, filepath.Join(out.Dir, p.name))
 				if got, err := p.render(res); err != nil || !bytes.Equal(got, want) {
 					t.Errorf("%s from the run directory differs (err %v)", p.name, err)
 				}
@@ -176,10 +169,7 @@ func TestRunRoundsSpread(t *testing.T) {
 		t.Fatalf("levels %+v, want one of 2 rounds", res.Result.Levels)
 	}
 	l := res.Result.Levels[0]
-	b, err := os.ReadFile(filepath.Join(res.Dir, artifacts.AnalysisFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustRead(t, filepath.Join(res.Dir, artifacts.AnalysisFile))
 	md := string(b)
 	for _, want := range []string{"## Spread over rounds", "| rate (req/s) | rounds | req/s | spread |", "\n| 50 | "} {
 		if !strings.Contains(md, want) {

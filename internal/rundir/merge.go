@@ -102,20 +102,7 @@ func Merge(dirs []string, o MergeOptions) (*Outcome, error) {
 	res := m.Result()
 	res.Name = name
 	out.Result, out.Complete = res, res.Complete
-	var ferrs []error
-	if err := run.WriteJSON(artifacts.ResultFile, res); err != nil {
-		ferrs = append(ferrs, err)
-	}
-	if err := writeVLLMFiles(run, res, false); err != nil {
-		ferrs = append(ferrs, fmt.Errorf("vllm files: %w", err))
-	}
-	if err := report.WriteFiles(run, res); err != nil {
-		ferrs = append(ferrs, fmt.Errorf("analysis: %w", err))
-	}
-	if err := run.Finish(artifacts.Manifest{Fingerprint: res.Fingerprint, InterruptedReason: res.InterruptedReason}, res.Complete); err != nil {
-		ferrs = append(ferrs, err)
-	}
-	return out, errors.Join(ferrs...)
+	return out, writeResult(run, res, false, artifacts.Manifest{Fingerprint: res.Fingerprint, InterruptedReason: res.InterruptedReason}, nil)
 }
 
 // loadShards verifies and reads every shard's run directory and makes

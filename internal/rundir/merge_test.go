@@ -212,10 +212,7 @@ func twoShards(t *testing.T) []string {
 // updates shard to's manifest entry so that the shard verifies again.
 func appendShardRecords(t *testing.T, from, to string, rehash bool) {
 	t.Helper()
-	extra, err := os.ReadFile(filepath.Join(from, artifacts.RecordsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	extra := mustRead(t, filepath.Join(from, artifacts.RecordsFile))
 	p := filepath.Join(to, artifacts.RecordsFile)
 	b, err := os.ReadFile(p)
 	if err != nil {

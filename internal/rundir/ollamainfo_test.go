@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,10 +49,7 @@ func TestRunOllamaShowMissing(t *testing.T) {
 	if _, ok := tg.NotRecorded["server_version"]; ok {
 		t.Errorf("server_version was recorded, yet not_recorded names it: %v", tg.NotRecorded)
 	}
-	b, err := os.ReadFile(filepath.Join(res.Dir, "analysis.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustRead(t, filepath.Join(res.Dir, "analysis.md"))
 	if want := "| engine config | " + fingerprint.NotRecorded + " (" + why + ") |"; !strings.Contains(string(b), want) {
 		t.Errorf("analysis.md lacks %q", want)
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,10 +53,7 @@ func qualityCompareWith(t *testing.T, candidate func(*simulator.Config)) (*Compa
 		t.Fatalf("no quality section: %+v", res.Result.Result)
 	}
 	t.Logf("verdict %s; quality %s", res.Result.Verdict, res.Result.Result.Quality.Detail)
-	stored, err := os.ReadFile(filepath.Join(res.Dir, artifacts.AnalysisFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := mustRead(t, filepath.Join(res.Dir, artifacts.AnalysisFile))
 	// analyze re-derives the same verdict, quality section included, byte
 	// for byte.
 	a := analyzeGivesCompareVerdict(t, res)

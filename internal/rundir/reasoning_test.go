@@ -76,10 +76,7 @@ func TestRunReasoningChat(t *testing.T) {
 			if err != nil || n != 20 {
 				t.Fatalf("records: %d, %v", n, err)
 			}
-			b, err := os.ReadFile(filepath.Join(res.Dir, "analysis.md"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := mustRead(t, filepath.Join(res.Dir, "analysis.md"))
 			for _, want := range []string{"### Reasoning and tool calls", "answer TTFT <= "} {
 				if !strings.Contains(string(b), want) {
 					t.Errorf("analysis.md lacks %q", want)

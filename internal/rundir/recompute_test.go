@@ -3,7 +3,6 @@ package rundir
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,10 +105,7 @@ func TestRecomputeContentTTFTAndTokens(t *testing.T) {
 			s.failed[string(prober.ClassInvalidResponse)] != s.empty || x.Failed != sumCounts(s.failed) {
 			t.Errorf("step %d: failed %d by class %v; records give %v with %d empty answers", st.Index, x.Failed, x.FailedByClass, s.failed, s.empty)
 		}
-		b, err := os.ReadFile(filepath.Join(out.Dir, "analysis.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustRead(t, filepath.Join(out.Dir, "analysis.md"))
 		row := fmt.Sprintf("| %d | %d |", st.Index, want.N) // the step, n
 		_, detail, _ := strings.Cut(string(b), "#### Content TTFT")
 		if !strings.Contains(detail, row) {

@@ -167,6 +167,13 @@ func finish(run *artifacts.Run, sink *artifacts.Sink, res *sweep.Result, detaile
 			m.InterruptedReason = res.InterruptedReason
 		}
 	}
+	return writeResult(run, res, detailed, m, errs)
+}
+
+// writeResult writes result.json, the vLLM-form step files, analysis.md
+// with its plots and, last, the manifest m (run and merge end so); it
+// returns errs joined with each failure.
+func writeResult(run *artifacts.Run, res *sweep.Result, detailed bool, m artifacts.Manifest, errs []error) error {
 	if err := run.WriteJSON(artifacts.ResultFile, res); err != nil {
 		errs = append(errs, err)
 	}

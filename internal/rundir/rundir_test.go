@@ -150,10 +150,7 @@ func readRecords(t *testing.T, dir string) []artifacts.RecordLine {
 
 func readResult(t *testing.T, dir string) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, artifacts.ResultFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustRead(t, filepath.Join(dir, artifacts.ResultFile))
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("result.json: %v", err)
@@ -303,11 +300,7 @@ func roundRate(v float64) float64 {
 
 func readFile(t *testing.T, dir, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(mustRead(t, filepath.Join(dir, name)))
 }
 
 // TestRunAutoKnee runs --rates auto against a simulator whose capacity is

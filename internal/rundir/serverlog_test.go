@@ -46,10 +46,7 @@ func TestServerLog(t *testing.T) {
 	o.ServerLog = logPath
 	o.Observer = &loggingServer{path: logPath}
 	out := mustRun(t, cfg, o)
-	b, err := os.ReadFile(filepath.Join(out.Dir, ServerLogFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustRead(t, filepath.Join(out.Dir, ServerLogFile))
 	got := string(b)
 	for _, want := range []string{"### step 0 rate=20: bytes 33 to ", "### step 1 rate=40: bytes ", "server: request of rate=40 done\n"} {
 		if !strings.Contains(got, want) {

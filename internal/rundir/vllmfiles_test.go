@@ -3,7 +3,6 @@ package rundir
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,10 +43,7 @@ func TestRunVLLMFiles(t *testing.T) {
 				!strings.Contains(name, "qps-llmprobe-sim-"+st.Start.UTC().Format(vllmDateLayout)) {
 				t.Errorf("step %d: file %s not among %v", i, name, files)
 			}
-			b, err := os.ReadFile(filepath.Join(out.Dir, filepath.FromSlash(name)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := mustRead(t, filepath.Join(out.Dir, filepath.FromSlash(name)))
 			keys, _, err := orderedObject(b)
 			if err != nil {
 				t.Fatal(err)
