@@ -97,6 +97,9 @@ func TestSweepEachMetricsFormat(t *testing.T) {
 			NumPrompts: 10, Warmups: 1, Rounds: 1, MetricsInterval: 50 * time.Millisecond, IdleTimeout: 5 * time.Second,
 			OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 11,
 			Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
+			// Two steps whatever the host: a busy one can put the knee
+			// between 20 and 40 req/s, whose bracket a ladder repeats.
+			Search: sweep.SearchOptions{Repeats: 1},
 		}
 		p, err := sweep.Prepare(context.Background(), cfg, sweep.Options{})
 		if err != nil {
