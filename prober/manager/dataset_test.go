@@ -1,15 +1,12 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -33,12 +30,7 @@ func TestDaemonProbeWithDataset(t *testing.T) {
 	if sum := cfg.Targets[0].Probes[0].Workload.Dataset.SHA256; len(sum) != 64 {
 		t.Fatalf("dataset sha256 %q not recorded at load", sum)
 	}
-	col := newCollector()
-	m := newManager(prometheus.NewRegistry(), col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	m, _, col := start(t, cfg)
 	evs := col.waitFor(t, 20*time.Second, "9 successful records", func(evs []event) bool {
 		ok := 0
 		for _, e := range evs {

@@ -1,19 +1,14 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -31,8 +26,7 @@ func TestDaemonProbeFeatures(t *testing.T) {
 		`"properties":{"id":{"type":"string","minLength":4},"qty":{"type":"integer","minimum":1}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "llmprobe.yml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`
+	reg, evs := runFor(t, loadIn(t, dir, fmt.Sprintf(`
 targets:
   - name: sim
     base_url: %s
@@ -55,28 +49,13 @@ targets:
               - {kind: lora, share: 0.4, model: sql-lora}
               - {kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}
               - {kind: images, share: 0.4, count: 2, width: 56, height: 56}
-`, base)), 0o600)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	col.waitFor(t, 30*time.Second, "60 records", func(evs []event) bool { return len(evs) >= 60 })
-	m.Stop()
-	evs := col.snapshot()
+`, base)), 60)
 	seen := map[string]int{}
 	ok, streamed := 0, 0
 	for _, e := range evs {
 		r := e.Record
+		failedUnlessCanceled(t, r)
 		if !r.OK() {
-			if r.Error != "canceled" {
-				t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
-			}
 			continue
 		}
 		ok++
@@ -119,8 +98,7 @@ func TestDaemonProbeTools(t *testing.T) {
 	sim := fastSim()
 	sim.Faults.BrokenToolCall = 0.5
 	base, _ := simtest.Start(t, sim)
-	path := filepath.Join(t.TempDir(), "llmprobe.yml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`
+	_, evs := runFor(t, parse(t, fmt.Sprintf(`
 targets:
   - name: sim
     base_url: %s
@@ -135,21 +113,9 @@ targets:
             features:
               - {kind: tools, share: 1, tool_choice: required, tools: [{name: get_weather, description: the weather,
                  parameters: {type: object, required: [city], properties: {city: {type: string, minLength: 2}}}}]}
-`, base)), 0o600)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	col.waitFor(t, 30*time.Second, "30 records", func(evs []event) bool { return len(evs) >= 30 })
-	m.Stop()
+`, base)), 30)
 	good, broken := 0, 0
-	for _, e := range col.snapshot() {
+	for _, e := range evs {
 		r := e.Record
 		switch {
 		case r.OK():
@@ -162,8 +128,8 @@ targets:
 			if r.FirstToolCall <= 0 || r.ErrorMessage == "" || !strings.Contains(r.ErrorMessage, "tool call 0 (get_weather): arguments are not JSON") {
 				t.Errorf("record %s: first tool call %v, message %q", r.RequestID, r.FirstToolCall, r.ErrorMessage)
 			}
-		case r.Error != "canceled":
-			t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
+		default:
+			failedUnlessCanceled(t, r)
 		}
 	}
 	if good == 0 || broken == 0 {

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
@@ -52,7 +50,7 @@ func TestDaemonProbeUnlistedAdapter(t *testing.T) {
 	simCfg.LoRAModules = "sql-lora=/adapters/sql"
 	simCfg.TraceFile = filepath.Join(t.TempDir(), "sim-trace.jsonl")
 	base, sim := simtest.Start(t, simCfg)
-	cfg := parse(t, fmt.Sprintf(`
+	m, reg, col := start(t, parse(t, fmt.Sprintf(`
 targets:
   - name: sim
     base_url: %s
@@ -65,15 +63,7 @@ targets:
           request:
             features:
               - {kind: lora, share: 0.5, model: late-lora}
-`, base))
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	ctx := context.Background()
-	if err := m.Apply(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+`, base)))
 	isLoRA := func(r *prober.Record) bool { return slices.Contains(r.Features, workload.FeatureLoRA) }
 	const msg = "GET /v1/models: model late-lora not listed (it serves: llmprobe-sim, sql-lora)"
 	evs := col.waitFor(t, 30*time.Second, "10 unlisted-adapter and 10 plain records", func(evs []event) bool {
@@ -110,7 +100,7 @@ targets:
 
 	// The adapter appears; the next discovery lists it.
 	sim.SetLoRA(append(simCfg.LoRA(), simulator.LoRAModule{Name: "late-lora", Path: "/adapters/late"}))
-	if !m.Rediscover(ctx, "sim") {
+	if !m.Rediscover(context.Background(), "sim") {
 		t.Fatal("rediscovery failed")
 	}
 	from := len(col.snapshot())
