@@ -101,6 +101,29 @@ func (t Tracing) Options() (tracing.Options, error) {
 	return o, nil
 }
 
+// validOptions is Options after Validate, either's error an ErrUsage.
+func (t Tracing) validOptions() (tracing.Options, error) {
+	if err := t.Validate(); err != nil {
+		return tracing.Options{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	opts, err := t.Options()
+	if err != nil {
+		return opts, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return opts, nil
+}
+
+// loggedEndpoint is the collector's URL for logging, without its userinfo
+// or query (never a secret): the flag's, else the signal's environment
+// variable signalEnv, else OTEL_EXPORTER_OTLP_ENDPOINT.
+func (t Tracing) loggedEndpoint(signalEnv string) string {
+	endpoint := t.Endpoint
+	if endpoint == "" {
+		endpoint = firstEnv(signalEnv, "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	return redactURL(endpoint)
+}
+
 // logSDKErrors routes the OpenTelemetry SDK's errors (failed exports) to
 // logger as warnings, with the headers' values redacted.
 func (t Tracing) logSDKErrors(logger log.Logger) {
@@ -120,25 +143,17 @@ func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 	if !t.On() {
 		return nil, nil
 	}
-	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	opts, err := t.Options()
+	opts, err := t.validOptions()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, err
 	}
 	p, err := tracing.New(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --tracing: %w", ErrUsage, err)
 	}
 	t.logSDKErrors(logger)
-	endpoint := t.Endpoint
-	if endpoint == "" {
-		endpoint = firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	// The endpoint is logged without its userinfo or query (never a secret);
-	// the headers' names only, never their values.
-	level.Info(logger).Log("msg", "tracing on", "endpoint", redactURL(endpoint), "protocol", t.Protocol,
+	// The headers' names only are logged, never their values.
+	level.Info(logger).Log("msg", "tracing on", "endpoint", t.loggedEndpoint("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), "protocol", t.Protocol,
 		"sample_ratio", t.SampleRatio, "headers", strings.Join(t.File.HeaderNames(), ","),
 		"tls_config", t.File.TLSConfig != (promconfig.TLSConfig{}))
 	return p, nil
@@ -152,12 +167,9 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 	if !t.Metrics {
 		return nil, nil
 	}
-	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	opts, err := t.Options()
+	opts, err := t.validOptions()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, err
 	}
 	m, err := tracing.NewMetrics(ctx, opts)
 	if err != nil {
@@ -166,11 +178,7 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 	if !t.On() {
 		t.logSDKErrors(logger)
 	}
-	endpoint := t.Endpoint
-	if endpoint == "" {
-		endpoint = firstEnv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	level.Info(logger).Log("msg", "OTLP metrics on", "endpoint", redactURL(endpoint), "protocol", t.Protocol,
+	level.Info(logger).Log("msg", "OTLP metrics on", "endpoint", t.loggedEndpoint("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), "protocol", t.Protocol,
 		"semconv", tracing.SemconvVersion, "interval", orDefault(os.Getenv("OTEL_METRIC_EXPORT_INTERVAL"), "60000"))
 	return m, nil
 }
