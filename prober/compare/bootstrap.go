@@ -43,6 +43,14 @@ type figure struct {
 	perJoule bool
 }
 
+// costOver is costOf the rate sum / dur: NaN when dur is not positive.
+func (f *figure) costOver(sum, dur float64) float64 {
+	if dur <= 0 {
+		return math.NaN()
+	}
+	return f.costOf(sum / dur)
+}
+
 // costOf turns a rate of good output tokens per second into the cost per
 // million of them at f.price, or a rate of good output tokens per joule
 // into the joules per good output token (f.perJoule); a rate without
@@ -134,10 +142,7 @@ func (f *figure) value() float64 {
 		sum += stats.Sum(xs)
 		dur += f.durations[r]
 	}
-	if dur <= 0 {
-		return math.NaN()
-	}
-	return f.costOf(sum / dur)
+	return f.costOver(sum, dur)
 }
 
 // perRound is the figure of each round alone.
@@ -206,10 +211,7 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 			}
 			dur += f.durations[r]
 		}
-		if dur <= 0 {
-			return math.NaN()
-		}
-		return f.costOf(sum / dur)
+		return f.costOver(sum, dur)
 	}
 	clear(counts)
 	m := 0
@@ -250,10 +252,7 @@ func (f *figure) resampleRounds(rng *rand.Rand, counts []int) float64 {
 			}
 			dur += f.durations[r]
 		}
-		if dur <= 0 {
-			return math.NaN()
-		}
-		return f.costOf(sum / dur)
+		return f.costOver(sum, dur)
 	}
 	clear(counts)
 	m := 0
