@@ -223,9 +223,7 @@ discovery:
         target_label: pod
 `, api.srv.URL))
 	ts := waitTargets(t, r, nil, "pods:10.1.0.1:8000")
-	if !sameLabels(ts[0].Labels, map[string]string{"pod": "vllm-0"}) {
-		t.Errorf("labels %v", ts[0].Labels)
-	}
+	wantLabels(t, ts[0].Config.Name, ts[0].Labels, map[string]string{"pod": "vllm-0"})
 	api.put(pods, pod("vllm-1", "10.1.0.2", 8000, map[string]string{"app": "vllm"}))
 	waitTargets(t, r, nil, "pods:10.1.0.1:8000", "pods:10.1.0.2:8000")
 	api.remove(pods, "vllm-0")
@@ -377,9 +375,7 @@ discovery:
         target_label: pod
 `, api.srv.URL))
 	ts := waitTargets(t, r, nil, "replicas:10.1.0.1:8000")
-	if !sameLabels(ts[0].Labels, map[string]string{"pod": "vllm-0"}) {
-		t.Errorf("labels %v", ts[0].Labels)
-	}
+	wantLabels(t, ts[0].Config.Name, ts[0].Labels, map[string]string{"pod": "vllm-0"})
 	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1", "vllm-1": "10.1.0.2"}))
 	waitTargets(t, r, nil, "replicas:10.1.0.1:8000", "replicas:10.1.0.2:8000")
 	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1", "vllm-1": "10.1.0.2"}, "vllm-0"))
