@@ -51,14 +51,9 @@ targets:
               - {kind: images, share: 0.4, count: 2, width: 56, height: 56}
 `, base)), 60)
 	seen := map[string]int{}
-	ok, streamed := 0, 0
-	for _, e := range evs {
-		r := e.Record
-		failedUnlessCanceled(t, r)
-		if !r.OK() {
-			continue
-		}
-		ok++
+	good := succeeded(t, evs)
+	ok, streamed := len(good), 0
+	for _, r := range good {
 		if !r.NoStream {
 			streamed++
 		}
@@ -98,22 +93,8 @@ func TestDaemonProbeTools(t *testing.T) {
 	sim := fastSim()
 	sim.Faults.BrokenToolCall = 0.5
 	base, _ := simtest.Start(t, sim)
-	_, evs := runFor(t, parse(t, fmt.Sprintf(`
-targets:
-  - name: sim
-    base_url: %s
-    api: chat
-    probes:
-      - name: tools
-        rate: 40
-        workload:
-          input_tokens: {dist: fixed, value: 32}
-          output_tokens: {dist: fixed, value: 24}
-          request:
-            features:
-              - {kind: tools, share: 1, tool_choice: required, tools: [{name: get_weather, description: the weather,
-                 parameters: {type: object, required: [city], properties: {city: {type: string, minLength: 2}}}}]}
-`, base)), 30)
+	_, evs := runFor(t, oneProbe(t, "sim", base, "chat", "tools", 32, 24,
+		`{kind: tools, share: 1, tool_choice: required, tools: [{name: get_weather, description: the weather, parameters: {type: object, required: [city], properties: {city: {type: string, minLength: 2}}}}]}`), 30)
 	good, broken := 0, 0
 	for _, e := range evs {
 		r := e.Record

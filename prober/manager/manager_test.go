@@ -121,6 +121,26 @@ func start(t *testing.T, cfg *config.Config) (*manager.Manager, *prometheus.Regi
 	return m, reg, col
 }
 
+// oneProbe parses a config of one target, name at base (api: api unless
+// ""), with one probe at 40 req/s of in fixed input and out fixed output
+// tokens whose requests carry features (YAML flow mappings, one a line).
+func oneProbe(t *testing.T, name, base, api, probe string, in, out int, features ...string) *config.Config {
+	t.Helper()
+	yml := fmt.Sprintf("targets:\n  - name: %s\n    base_url: %s\n", name, base)
+	if api != "" {
+		yml += "    api: " + api + "\n"
+	}
+	yml += fmt.Sprintf("    probes:\n      - name: %s\n        rate: 40\n        workload:\n"+
+		"          input_tokens: {dist: fixed, value: %d}\n          output_tokens: {dist: fixed, value: %d}\n", probe, in, out)
+	if len(features) > 0 {
+		yml += "          request:\n            features:\n"
+		for _, f := range features {
+			yml += "              - " + f + "\n"
+		}
+	}
+	return parse(t, yml)
+}
+
 // atLeast is a waitFor predicate: n records or more.
 func atLeast(n int) func([]event) bool { return func(evs []event) bool { return len(evs) >= n } }
 
@@ -157,6 +177,20 @@ func failedUnlessCanceled(t *testing.T, r *prober.Record) {
 	if !r.OK() && r.Error != prober.ClassCanceled {
 		t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
 	}
+}
+
+// succeeded reports the records that failed (see failedUnlessCanceled)
+// and returns the successful ones.
+func succeeded(t *testing.T, evs []event) []*prober.Record {
+	t.Helper()
+	var out []*prober.Record
+	for _, e := range evs {
+		failedUnlessCanceled(t, e.Record)
+		if e.Record.OK() {
+			out = append(out, e.Record)
+		}
+	}
+	return out
 }
 
 // noProbeSeries fails the test if a series of reg still carries probe.

@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -21,30 +20,11 @@ func TestDaemonProbeMessages(t *testing.T) {
 	sim := fastSim()
 	sim.ReasoningTokens = 4
 	base, _ := simtest.Start(t, sim)
-	reg, evs := runFor(t, parse(t, fmt.Sprintf(`
-targets:
-  - name: sim
-    base_url: %s
-    api: messages
-    probes:
-      - name: msgs
-        rate: 40
-        workload:
-          input_tokens: {dist: fixed, value: 32}
-          output_tokens: {dist: fixed, value: 16}
-          request:
-            features:
-              - {kind: no_stream, share: 0.3}
-              - {kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}
-`, base)), 40)
-	ok, streamed, tools := 0, 0, 0
-	for _, e := range evs {
-		r := e.Record
-		failedUnlessCanceled(t, r)
-		if !r.OK() {
-			continue
-		}
-		ok++
+	reg, evs := runFor(t, oneProbe(t, "sim", base, "messages", "msgs", 32, 16, `{kind: no_stream, share: 0.3}`,
+		`{kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}`), 40)
+	good := succeeded(t, evs)
+	ok, streamed, tools := len(good), 0, 0
+	for _, r := range good {
 		if slices.Contains(r.Features, workload.FeatureTools) {
 			tools++
 			if r.ToolCalls != 1 || r.FinishReason != "tool_calls" {
@@ -98,18 +78,7 @@ func TestDaemonProbeMessagesTGI(t *testing.T) {
 	sim := fastSim()
 	sim.Engine = simulator.EngineTGI
 	base, _ := simtest.Start(t, sim)
-	_, evs := runFor(t, parse(t, fmt.Sprintf(`
-targets:
-  - name: tgi
-    base_url: %s
-    api: messages
-    probes:
-      - name: msgs
-        rate: 40
-        workload:
-          input_tokens: {dist: fixed, value: 32}
-          output_tokens: {dist: fixed, value: 8}
-`, base)), 3)
+	_, evs := runFor(t, oneProbe(t, "tgi", base, "messages", "msgs", 32, 8), 3)
 	refused := 0
 	for _, e := range evs {
 		r := e.Record
