@@ -87,30 +87,22 @@ func (t Tracing) Validate() error {
 }
 
 // Options returns the exporter's options of a resolved t: the file's
-// headers, TLS (read now: its files were checked at load) and timeout.
+// headers, TLS (read now: its files were checked at load) and timeout; an
+// ErrUsage when t is not valid (Validate) or its TLS cannot be built.
 func (t Tracing) Options() (tracing.Options, error) {
+	if err := t.Validate(); err != nil {
+		return tracing.Options{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	o := tracing.Options{Endpoint: t.Endpoint, Protocol: t.Protocol, Insecure: t.Insecure,
 		Headers: t.File.StringHeaders(), Timeout: t.File.Timeout}
 	if tc := t.File.TLSConfig; tc != (promconfig.TLSConfig{}) {
 		c, err := promconfig.NewTLSConfig(&tc)
 		if err != nil {
-			return o, fmt.Errorf("tracing.tls_config: %w", err)
+			return o, fmt.Errorf("%w: tracing.tls_config: %w", ErrUsage, err)
 		}
 		o.TLS = c
 	}
 	return o, nil
-}
-
-// validOptions is Options after Validate, either's error an ErrUsage.
-func (t Tracing) validOptions() (tracing.Options, error) {
-	if err := t.Validate(); err != nil {
-		return tracing.Options{}, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	opts, err := t.Options()
-	if err != nil {
-		return opts, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	return opts, nil
 }
 
 // loggedEndpoint is the collector's URL for logging, without its userinfo
@@ -143,7 +135,7 @@ func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 	if !t.On() {
 		return nil, nil
 	}
-	opts, err := t.validOptions()
+	opts, err := t.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +159,7 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 	if !t.Metrics {
 		return nil, nil
 	}
-	opts, err := t.validOptions()
+	opts, err := t.Options()
 	if err != nil {
 		return nil, err
 	}
