@@ -34,6 +34,12 @@ func run(t *testing.T, yml string) (*Runner, *prometheus.Registry) {
 	return runWith(t, yml, Options{})
 }
 
+// fleetSD is the config of discovery "fleet" reading the http_sd at url,
+// with more of its keys (YAML lines at the key indent, 8 spaces).
+func fleetSD(url, more string) string {
+	return "discovery:\n  - name: fleet\n    http_sd_configs:\n      - url: " + url + "\n" + more
+}
+
 // runWith is run with options (its Registerer is the registry returned).
 func runWith(t *testing.T, yml string, o Options) (*Runner, *prometheus.Registry) {
 	t.Helper()
@@ -180,13 +186,7 @@ func TestHTTPSD(t *testing.T) {
 		fmt.Fprint(w, body.Load().(string))
 	}))
 	defer srv.Close()
-	r, _ := run(t, fmt.Sprintf(`
-discovery:
-  - name: fleet
-    http_sd_configs:
-      - url: %s/targets
-        refresh_interval: 50ms
-`, srv.URL))
+	r, _ := run(t, fleetSD(srv.URL+"/targets", "        refresh_interval: 50ms\n"))
 	ts := waitTargets(t, r, nil, "fleet:10.0.0.1:8000", "fleet:10.0.0.2:8000")
 	wantLabels(t, ts[0].Config.Name, ts[0].Labels, map[string]string{"replica_set": "rs1"})
 	body.Store(`[{"targets": ["10.0.0.2:8000", "10.0.0.3:8000"]}]`)
