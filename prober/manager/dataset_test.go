@@ -31,15 +31,7 @@ func TestDaemonProbeWithDataset(t *testing.T) {
 		t.Fatalf("dataset sha256 %q not recorded at load", sum)
 	}
 	m, _, col := start(t, cfg)
-	evs := col.waitFor(t, 20*time.Second, "9 successful records", func(evs []event) bool {
-		ok := 0
-		for _, e := range evs {
-			if e.Record.OK() {
-				ok++
-			}
-		}
-		return ok >= 9
-	})
+	evs := col.waitFor(t, 20*time.Second, "9 successful records", atLeastOK(9))
 	seen := map[int]bool{}
 	for _, e := range evs {
 		r := e.Record

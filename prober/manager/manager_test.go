@@ -144,6 +144,19 @@ func oneProbe(t *testing.T, name, base, api, probe string, in, out int, features
 // atLeast is a waitFor predicate: n records or more.
 func atLeast(n int) func([]event) bool { return func(evs []event) bool { return len(evs) >= n } }
 
+// atLeastOK is a waitFor predicate: n successful records or more.
+func atLeastOK(n int) func([]event) bool {
+	return func(evs []event) bool {
+		ok := 0
+		for _, e := range evs {
+			if e.Record.OK() {
+				ok++
+			}
+		}
+		return ok >= n
+	}
+}
+
 // runFor starts cfg (see start), waits up to 30 s for n records, stops the
 // manager and returns the registry and every record, the ones Stop
 // canceled included.

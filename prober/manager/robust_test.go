@@ -269,15 +269,7 @@ targets:
 `, base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 successful records", func(evs []event) bool {
-		n := 0
-		for _, e := range evs {
-			if e.Record.OK() {
-				n++
-			}
-		}
-		return n >= 5
-	})
+	evs := col.waitFor(t, 10*time.Second, "5 successful records", atLeastOK(5))
 	for _, e := range evs {
 		r := e.Record
 		if !r.OK() {
