@@ -155,24 +155,28 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	return reg, m
 }
 
+// exposition is g's families in the text format (testutil.GatherAndFormat
+// filters everything out when given no names).
+func exposition(t *testing.T, g prometheus.Gatherer) string {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
 func TestGolden(t *testing.T) {
 	reg, _ := newFixtureRegistry(t)
 	golden := filepath.Join("testdata", "golden.prom")
 	if *update {
-		// testutil.GatherAndFormat filters everything out when given no
-		// names, so encode by hand.
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(golden, []byte(exposition(t, reg)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -888,24 +892,7 @@ func TestObserverEventsAreTheSetters(t *testing.T) {
 	m.SetLastArrival("t", "p", start)
 	m.SetSLO("t", "p", 0, 50*ms, 0)
 	m.SetGoodputObjective("t", "p", 0.995)
-	want, err := bySetters.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := byEvents.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := func(fams []*dto.MetricFamily) string {
-		var b bytes.Buffer
-		for _, f := range fams {
-			if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return b.String()
-	}
-	if g, w := text(got), text(want); g != w || !strings.Contains(g, `slo="tpot"`) {
+	if g, w := exposition(t, byEvents), exposition(t, bySetters); g != w || !strings.Contains(g, `slo="tpot"`) {
 		t.Errorf("events exported\n%s\nsetters\n%s", g, w)
 	}
 }
