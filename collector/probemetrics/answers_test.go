@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
@@ -23,8 +22,7 @@ func answerFixture(m *Metrics) {
 }
 
 func TestAnswerChecks(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	answerFixture(m)
 	want := `
 # HELP llmprobe_answer_check_last_pass_timestamp_seconds Unix time at which the check's request that last passed was sent; absent until a check passes.

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/llmprobe/llmprobe/prober"
@@ -15,17 +14,14 @@ import (
 // by backend and outcome; records without a backend add no series; the
 // series go with their probe.
 func TestBackendRequests(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
-	for _, r := range []prober.Record{
+	reg, m := newMetrics()
+	observeAll(m, slo.Verdict{}, []prober.Record{
 		{Target: "gw", Probe: "p", Backend: "pod-a"},
 		{Target: "gw", Probe: "p", Backend: "pod-a"},
 		{Target: "gw", Probe: "p", Backend: prober.BackendNone, Error: prober.ClassHTTP5xx},
 		{Target: "gw", Probe: "p", Backend: prober.AttributionOther},
 		{Target: "plain", Probe: "p"},
-	} {
-		m.Observe(&r, slo.Verdict{})
-	}
+	})
 	want := `
 # HELP llmprobe_backend_requests_total Requests sent and finished of targets with attribution_headers, by outcome and by backend: the value of the first attribution header the response carried ("none" when it carried none; past the per-target bound of distinct values, "other").
 # TYPE llmprobe_backend_requests_total counter

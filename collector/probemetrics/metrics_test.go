@@ -130,8 +130,7 @@ func fixture() []observation {
 
 func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	m.Init("sim", "small")
 	m.Init("sim", "large")
 	for _, o := range fixture() {
@@ -156,24 +155,28 @@ func newFixtureRegistry(t testing.TB) (*prometheus.Registry, *Metrics) {
 	return reg, m
 }
 
+// exposition is g's families in the text format (testutil.GatherAndFormat
+// filters everything out when given no names).
+func exposition(t *testing.T, g prometheus.Gatherer) string {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
 func TestGolden(t *testing.T) {
 	reg, _ := newFixtureRegistry(t)
 	golden := filepath.Join("testdata", "golden.prom")
 	if *update {
-		// testutil.GatherAndFormat filters everything out when given no
-		// names, so encode by hand.
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(golden, []byte(exposition(t, reg)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,6 +311,19 @@ func TestNames(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("gathered families %v\nNames() %v", got, want)
+	}
+}
+
+// newMetrics is a Metrics on a new pedantic registry.
+func newMetrics() (*prometheus.Registry, *Metrics) {
+	reg := prometheus.NewPedanticRegistry()
+	return reg, New(reg)
+}
+
+// observeAll hands m each of recs with the verdict v.
+func observeAll(m *Metrics, v slo.Verdict, recs []prober.Record) {
+	for _, r := range recs {
+		m.Observe(&r, v)
 	}
 }
 
@@ -514,8 +530,7 @@ func TestExemplarGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := prometheus.NewPedanticRegistry()
-			m := New(reg)
+			reg, m := newMetrics()
 			r := &prober.Record{Target: "t", Probe: "p", RequestID: tt.id, TTFT: 10 * ms, E2E: 20 * ms, CompletionTokens: 1}
 			m.Observe(r, slo.Verdict{Good: true}) // must not panic
 			mf := gatherFamily(t, reg, NameTTFT)
@@ -551,8 +566,7 @@ func TestTraceExemplars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := prometheus.NewPedanticRegistry()
-			m := New(reg)
+			reg, m := newMetrics()
 			// A traced request first, so the pool's map held a trace id.
 			m.Observe(&prober.Record{Target: "t", Probe: "q", RequestID: "warm", TraceID: trace, TTFT: ms, E2E: ms, CompletionTokens: 1}, slo.Verdict{Good: true})
 			m.Observe(&prober.Record{Target: "t", Probe: "p", RequestID: tt.id, TraceID: tt.trace, TTFT: 10 * ms, E2E: 20 * ms, CompletionTokens: 1}, slo.Verdict{Good: true})
@@ -577,8 +591,7 @@ func TestTraceExemplars(t *testing.T) {
 }
 
 func TestInitPrecreatesSeries(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	m.Init("a", "p")
 	m.Init("a", "p") // idempotent
 	tests := []struct {
@@ -627,8 +640,7 @@ func TestInitPrecreatesSeries(t *testing.T) {
 }
 
 func TestSetSLOAndTargetInfo(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	m.SetSLO("a", "p", 800*ms, 50*ms, 5*time.Second)
 	m.SetSLO("a", "p", 500*ms, 0, 0) // unset tpot and e2el
 	m.SetTargetInfo("a", manager.TargetInfo{ServerVersion: "0.10.0", Model: "m1", MaxModelLen: "4096", Engine: "vllm", ServerInstance: "a:8000"})
@@ -704,8 +716,7 @@ llmprobe_probe_last_arrival_timestamp_seconds{probe="p",target="a"} 1.70000006e+
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := prometheus.NewPedanticRegistry()
-			m := New(reg)
+			reg, m := newMetrics()
 			tc.set(m)
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want),
 				NameArrivalRate, NameLastArrival, NameObjective); err != nil {
@@ -768,8 +779,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
@@ -882,24 +892,7 @@ func TestObserverEventsAreTheSetters(t *testing.T) {
 	m.SetLastArrival("t", "p", start)
 	m.SetSLO("t", "p", 0, 50*ms, 0)
 	m.SetGoodputObjective("t", "p", 0.995)
-	want, err := bySetters.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := byEvents.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := func(fams []*dto.MetricFamily) string {
-		var b bytes.Buffer
-		for _, f := range fams {
-			if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return b.String()
-	}
-	if g, w := text(got), text(want); g != w || !strings.Contains(g, `slo="tpot"`) {
+	if g, w := exposition(t, byEvents), exposition(t, bySetters); g != w || !strings.Contains(g, `slo="tpot"`) {
 		t.Errorf("events exported\n%s\nsetters\n%s", g, w)
 	}
 }
@@ -908,8 +901,7 @@ func TestObserverEventsAreTheSetters(t *testing.T) {
 // its own label names, replaced by a later call, removed by no labels and by
 // DeleteTarget, and nothing for a target without labels.
 func TestTargetLabels(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	in := map[string]string{"canary": "chat-v2", "role": "baseline"}
 	m.SetTargetLabels("a", in)
 	in["role"] = "mutated" // m keeps its own copy
@@ -994,15 +986,9 @@ func TestCacheHitThreshold(t *testing.T) {
 // helpOf is the HELP text of family name in reg.
 func helpOf(t *testing.T, reg *prometheus.Registry, name string) string {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	mf := gatherFamily(t, reg, name)
+	if mf == nil {
+		t.Fatalf("no family %s", name)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetHelp()
-		}
-	}
-	t.Fatalf("no family %s", name)
-	return ""
+	return mf.GetHelp()
 }

@@ -86,8 +86,7 @@ func TestPhaseHistogramsOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.CloseIdleConnections)
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	send := func() {
 		t.Helper()
 		rec := prober.Record{Target: "sim", Probe: "p", Scheduled: time.Now()}

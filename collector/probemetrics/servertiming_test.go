@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/llmprobe/llmprobe/prober"
@@ -16,8 +15,7 @@ import (
 // a failed one and one without the figures observe nothing.
 func TestServerTimingObserved(t *testing.T) {
 	const ms = time.Millisecond
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
+	reg, m := newMetrics()
 	base := prober.Record{Target: "t", Probe: "p", TTFT: 100 * ms, E2E: 200 * ms, Events: 2, HTTPStatus: 200,
 		HasServerQueue: true, HasServerTTFT: true}
 	ok := base
@@ -29,9 +27,7 @@ func TestServerTimingObserved(t *testing.T) {
 	failed := ok
 	failed.Error = prober.ClassStream
 	plain := prober.Record{Target: "t", Probe: "q", TTFT: 100 * ms, E2E: 200 * ms, Events: 2, HTTPStatus: 200}
-	for _, r := range []prober.Record{ok, negative, noStream, failed, plain} {
-		m.Observe(&r, verdict(true))
-	}
+	observeAll(m, verdict(true), []prober.Record{ok, negative, noStream, failed, plain})
 	if n := testutil.CollectAndCount(m.serverTiming.queue); n != 1 {
 		t.Errorf("%d queue series, want 1 (probe q reported nothing)", n)
 	}

@@ -3,7 +3,6 @@ package probemetrics
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/llmprobe/llmprobe/prober"
@@ -15,18 +14,15 @@ import (
 // nine, so that rate() sees a zero before the first other_replica; the
 // series go with their probe.
 func TestSessionTurns(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := New(reg)
-	for _, r := range []prober.Record{
+	_, m := newMetrics()
+	observeAll(m, slo.Verdict{}, []prober.Record{
 		{Target: "gw", Probe: "single"},
 		{Target: "gw", Probe: "mt", Turn: 1, SessionID: "s"},
 		{Target: "gw", Probe: "mt", Turn: 2, SessionID: "s", SessionReplica: prober.SessionSameReplica, CachedTokens: 48, CachedTokensReported: true},
 		{Target: "gw", Probe: "mt", Turn: 3, SessionID: "s", SessionReplica: prober.SessionSameReplica, CachedTokens: 96, CachedTokensReported: true},
 		{Target: "gw", Probe: "mt", Turn: 2, SessionID: "u", SessionReplica: prober.SessionOtherReplica, CachedTokensReported: true},
 		{Target: "gw", Probe: "mt", Turn: 2, SessionID: "v", SessionReplica: prober.SessionReplicaUnknown, Error: prober.ClassHTTP5xx},
-	} {
-		m.Observe(&r, slo.Verdict{})
-	}
+	})
 	if n := testutil.CollectAndCount(m.sessionTurns); n != 9 {
 		t.Fatalf("%d session series, want 9 (the multi-turn probe's)", n)
 	}

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -27,13 +25,10 @@ func TestCachedTokensCounters(t *testing.T) {
 	silent, _ := simtest.Start(t, simulator.DefaultConfig())
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
-	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
 	probe := "    probes:\n      - name: p\n        rate: 20\n        workload: {prefix_tokens: 32, input_tokens: {dist: fixed, value: 16}}\n"
 	yml := fmt.Sprintf("targets:\n  - name: reporting\n    base_url: %s\n%s  - name: silent\n    base_url: %s\n%s",
 		reporting, probe, silent, probe)
-	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, t.TempDir(), yml)
 	start(t, o)
 	hits := regexp.MustCompile(`llmprobe_prompt_cache_requests_total\{probe="p",result="hit",target="reporting"\} (\d+)`)
 	var body string

@@ -81,6 +81,35 @@ func get(t *testing.T, url, want string, logs *testutil.SyncBuffer) string {
 	return ""
 }
 
+// writeFile writes content to path (mode 0644).
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setConfig makes llmprobe.yml in dir o's config file, holding yml.
+func setConfig(t *testing.T, o *Options, dir, yml string) {
+	t.Helper()
+	o.ConfigFile = filepath.Join(dir, "llmprobe.yml")
+	writeFile(t, o.ConfigFile, yml)
+}
+
+// reload POSTs the daemon's /-/reload and requires the status want; what
+// names the reload in the error.
+func reload(t *testing.T, url, what string, want int) {
+	t.Helper()
+	resp, err := http.Post(url+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Errorf("%s: %d, want %d", what, resp.StatusCode, want)
+	}
+}
+
 // TestRunFromFile runs the daemon from a config file against the
 // simulator: the landing page's summary (the window observer) counts its
 // requests with the file's goodput objective, SIGHUP reloads a changed
@@ -90,18 +119,11 @@ func TestRunFromFile(t *testing.T) {
 	base, _ := simtest.Start(t, simulator.DefaultConfig())
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
-	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
-	write := func(yml string) {
-		t.Helper()
-		if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	config := func(objective float64) string {
 		return fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    goodput_objective: %v\n    labels: {canary: chat, role: baseline}\n"+
 			"    probes:\n      - name: p\n        rate: 20\n", base, objective)
 	}
-	write(config(0.9))
+	setConfig(t, &o, t.TempDir(), config(0.9))
 	hup := make(chan os.Signal, 1)
 	o.Hup = hup
 	stop := start(t, o)
@@ -111,19 +133,12 @@ func TestRunFromFile(t *testing.T) {
 	get(t, url+"/", `<td class="engine">vllm</td>`, logs)
 	get(t, url+"/", `data-canary="chat"`, logs)
 
-	write(config(0.95))
+	writeFile(t, o.ConfigFile, config(0.95))
 	hup <- syscall.SIGHUP
 	get(t, url+"/", `<td class="objective">95.0 %</td>`, logs)
 
-	write("targets: [{name: sim, base_url: x}]\n")
-	resp, err := http.Post(url+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusInternalServerError {
-		t.Errorf("reload of an invalid file: %d, want 500", resp.StatusCode)
-	}
+	writeFile(t, o.ConfigFile, "targets: [{name: sim, base_url: x}]\n")
+	reload(t, url, "reload of an invalid file", http.StatusInternalServerError)
 	get(t, url+"/metrics", "llmprobe_config_last_reload_successful 0", logs)
 	get(t, url+"/", `<td class="objective">95.0 %</td>`, logs)
 
@@ -173,14 +188,7 @@ func TestRunFixedConfig(t *testing.T) {
 	}
 	hup <- syscall.SIGHUP
 	get(t, url+"/-/healthy", "Healthy", logs)
-	resp, err := http.Post(url+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusConflict {
-		t.Errorf("reload without a config file: %d, want 409", resp.StatusCode)
-	}
+	reload(t, url, "reload without a config file", http.StatusConflict)
 	deadline = time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "SIGHUP ignored") {
 		if time.Now().After(deadline) {

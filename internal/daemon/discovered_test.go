@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,8 +12,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
@@ -29,12 +28,11 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 		return nil
 	}
 	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("/metrics does not parse: %v", err)
+		return nil
 	}
-	return mfs
+	return parse(t, string(b))
 }
 
 // seriesOf returns the label sets of family name's series whose labels
@@ -79,9 +77,7 @@ func targetsWithRequests(mfs map[string]*dto.MetricFamily) []string {
 func writeAtomic(t *testing.T, path, content string) {
 	t.Helper()
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, tmp, content)
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +108,6 @@ func TestDiscoveryFileSD(t *testing.T) {
 	writeAtomic(t, sdFile, fileSDGroups(addrs))
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
-	o.ConfigFile = filepath.Join(dir, "llmprobe.yml")
 	cfg := `discovery:
   - name: sims
     file_sd_configs:
@@ -124,9 +119,7 @@ func TestDiscoveryFileSD(t *testing.T) {
     target:
       probes: [{name: p, rate: 10}]
 `
-	if err := os.WriteFile(o.ConfigFile, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, dir, cfg)
 	stop := start(t, o)
 	var want []string
 	for _, a := range addrs {
@@ -213,7 +206,6 @@ func TestDiscoveryShard(t *testing.T) {
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
 	o.Shard = manager.Shard{Index: 0, Count: 2}
-	o.ConfigFile = filepath.Join(dir, "llmprobe.yml")
 	var groups []string
 	all := []string{"static"}
 	for i := range 8 {
@@ -230,9 +222,7 @@ discovery:
     target:
       probes: [{name: p, rate: 10}]
 `, base, strings.Join(groups, ", "))
-	if err := os.WriteFile(o.ConfigFile, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, dir, cfg)
 	start(t, o)
 	var owned []string
 	for _, n := range all {

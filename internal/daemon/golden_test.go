@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -135,15 +134,9 @@ func TestGoldenMetrics(t *testing.T) {
 	// The multi-turn probe's server of its own: its resent context would
 	// hit the sweep's prefix cache (unintended-prefix-cache).
 	sessions, _ := simtest.Start(t, simtest.Fast())
-	rcv := &otlpReceiver{names: map[string]int{}, traceOf: map[string]string{}}
-	collector := httptest.NewServer(rcv)
-	t.Cleanup(collector.Close)
-
 	logs := &testutil.SyncBuffer{}
-	o, base := options(t, logs)
-	o.Tracing = Tracing{Endpoint: collector.URL, SampleRatio: 1}
+	rcv, o, base := tracedOptions(t, logs)
 	o.EnableSweeps = true
-	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
 	yml := fmt.Sprintf(`targets:
   - name: sim
     base_url: %[1]s
@@ -179,9 +172,7 @@ discovery:
     target:
       probes: [{name: p, rate: 10}]
 `, sim, strings.TrimPrefix(sim, "http://"), sessions)
-	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, t.TempDir(), yml)
 	start(t, o)
 
 	// /probe: one probe of the simulator with the default module.
@@ -233,9 +224,7 @@ discovery:
 	})
 	got := normalise(parse(t, body)) + "\n# /probe\n" + normalise(parse(t, probeBody))
 	if *update {
-		if err := os.WriteFile(goldenFile, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, goldenFile, got)
 		return
 	}
 	want, err := os.ReadFile(goldenFile)

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -25,13 +23,10 @@ func TestPoolingProbes(t *testing.T) {
 	broken, _ := simtest.Start(t, bc)
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
-	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
 	probe := "    probes:\n      - name: p\n        rate: 20\n        workload: {input_tokens: {dist: fixed, value: 16}}\n"
 	yml := fmt.Sprintf("targets:\n  - name: emb\n    base_url: %s\n    api: embeddings\n    batch_size: 4\n    slo: {e2el: 30s}\n%s"+
 		"  - name: rr\n    base_url: %s\n    api: rerank\n    batch_size: 3\n%s", good, probe, broken, probe)
-	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, t.TempDir(), yml)
 	start(t, o)
 	count := regexp.MustCompile(`llmprobe_e2e_request_latency_seconds_count\{probe="p",target="emb"\} (\d+)`)
 	var body string

@@ -87,18 +87,33 @@ func (t Tracing) Validate() error {
 }
 
 // Options returns the exporter's options of a resolved t: the file's
-// headers, TLS (read now: its files were checked at load) and timeout.
+// headers, TLS (read now: its files were checked at load) and timeout; an
+// ErrUsage when t is not valid (Validate) or its TLS cannot be built.
 func (t Tracing) Options() (tracing.Options, error) {
+	if err := t.Validate(); err != nil {
+		return tracing.Options{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	o := tracing.Options{Endpoint: t.Endpoint, Protocol: t.Protocol, Insecure: t.Insecure,
 		Headers: t.File.StringHeaders(), Timeout: t.File.Timeout}
 	if tc := t.File.TLSConfig; tc != (promconfig.TLSConfig{}) {
 		c, err := promconfig.NewTLSConfig(&tc)
 		if err != nil {
-			return o, fmt.Errorf("tracing.tls_config: %w", err)
+			return o, fmt.Errorf("%w: tracing.tls_config: %w", ErrUsage, err)
 		}
 		o.TLS = c
 	}
 	return o, nil
+}
+
+// loggedEndpoint is the collector's URL for logging, without its userinfo
+// or query (never a secret): the flag's, else the signal's environment
+// variable signalEnv, else OTEL_EXPORTER_OTLP_ENDPOINT.
+func (t Tracing) loggedEndpoint(signalEnv string) string {
+	endpoint := t.Endpoint
+	if endpoint == "" {
+		endpoint = firstEnv(signalEnv, "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	return redactURL(endpoint)
 }
 
 // logSDKErrors routes the OpenTelemetry SDK's errors (failed exports) to
@@ -120,25 +135,17 @@ func StartTracing(ctx context.Context, t Tracing, logger log.Logger) (*tracing.P
 	if !t.On() {
 		return nil, nil
 	}
-	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
 	opts, err := t.Options()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, err
 	}
 	p, err := tracing.New(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --tracing: %w", ErrUsage, err)
 	}
 	t.logSDKErrors(logger)
-	endpoint := t.Endpoint
-	if endpoint == "" {
-		endpoint = firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	// The endpoint is logged without its userinfo or query (never a secret);
-	// the headers' names only, never their values.
-	level.Info(logger).Log("msg", "tracing on", "endpoint", redactURL(endpoint), "protocol", t.Protocol,
+	// The headers' names only are logged, never their values.
+	level.Info(logger).Log("msg", "tracing on", "endpoint", t.loggedEndpoint("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), "protocol", t.Protocol,
 		"sample_ratio", t.SampleRatio, "headers", strings.Join(t.File.HeaderNames(), ","),
 		"tls_config", t.File.TLSConfig != (promconfig.TLSConfig{}))
 	return p, nil
@@ -152,12 +159,9 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 	if !t.Metrics {
 		return nil, nil
 	}
-	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
 	opts, err := t.Options()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, err
 	}
 	m, err := tracing.NewMetrics(ctx, opts)
 	if err != nil {
@@ -166,11 +170,7 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 	if !t.On() {
 		t.logSDKErrors(logger)
 	}
-	endpoint := t.Endpoint
-	if endpoint == "" {
-		endpoint = firstEnv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	level.Info(logger).Log("msg", "OTLP metrics on", "endpoint", redactURL(endpoint), "protocol", t.Protocol,
+	level.Info(logger).Log("msg", "OTLP metrics on", "endpoint", t.loggedEndpoint("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), "protocol", t.Protocol,
 		"semconv", tracing.SemconvVersion, "interval", orDefault(os.Getenv("OTEL_METRIC_EXPORT_INTERVAL"), "60000"))
 	return m, nil
 }

@@ -37,6 +37,18 @@ type otlpReceiver struct {
 	traceOf map[string]string // llmprobe.request_id -> trace id
 }
 
+// tracedOptions starts an OTLP/HTTP collector (its receiver returned) and
+// returns a daemon's options (see options) tracing every request to it.
+func tracedOptions(t *testing.T, logs io.Writer) (*otlpReceiver, Options, string) {
+	t.Helper()
+	rcv := &otlpReceiver{names: map[string]int{}, traceOf: map[string]string{}}
+	collector := httptest.NewServer(rcv)
+	t.Cleanup(collector.Close)
+	o, url := options(t, logs)
+	o.Tracing = Tracing{Endpoint: collector.URL, SampleRatio: 1}
+	return rcv, o, url
+}
+
 func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
 	var msg coltrace.ExportTraceServiceRequest
@@ -91,14 +103,8 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	sc := simulator.DefaultConfig()
 	sc.TraceFile = filepath.Join(t.TempDir(), "sim-trace.jsonl")
 	sim, _ := simtest.Start(t, sc)
-	rcv := &otlpReceiver{names: map[string]int{}, traceOf: map[string]string{}}
-	collector := httptest.NewServer(rcv)
-	t.Cleanup(collector.Close)
-
 	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
-	o.Tracing = Tracing{Endpoint: collector.URL, SampleRatio: 1}
-	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
+	rcv, o, url := tracedOptions(t, logs)
 	yml := fmt.Sprintf(`targets:
   - name: sim
     base_url: %[1]s
@@ -121,9 +127,7 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
       - name: p
         rate: 20
 `, sim)
-	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, t.TempDir(), yml)
 	stop := start(t, o)
 
 	// An exemplar of the TTFT histogram names a request and its trace.
@@ -250,16 +254,11 @@ func TestTracingBlockTLSAndHeaders(t *testing.T) {
 	t.Cleanup(collector.Close)
 	dir := t.TempDir()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: collector.Certificate().Raw})
-	if err := os.WriteFile(filepath.Join(dir, "collector-ca.pem"), ca, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "collector-token"), []byte("Bearer "+tracingToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(dir, "collector-ca.pem"), string(ca))
+	writeFile(t, filepath.Join(dir, "collector-token"), "Bearer "+tracingToken+"\n")
 
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
-	o.ConfigFile = filepath.Join(dir, "llmprobe.yml")
 	yml := func(timeout string) string {
 		return fmt.Sprintf(`targets:
   - name: sim
@@ -279,9 +278,7 @@ tracing:
     ca_file: collector-ca.pem
 `, sim, collector.URL, timeout, tracingTenant)
 	}
-	if err := os.WriteFile(o.ConfigFile, []byte(yml("5s")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, dir, yml("5s"))
 	stop := start(t, o)
 	testutil.Eventually(t, "generation spans at the TLS collector, with the headers", func() bool {
 		_, traces := rcv.snapshot()
@@ -293,29 +290,11 @@ tracing:
 	metrics := get(t, url+"/metrics", "llmprobe_tracing_spans_failed_total 0", logs)
 
 	// A reload that changes the block: applied, without the block.
-	if err := os.WriteFile(o.ConfigFile, []byte(yml("7s")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(url+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("reload: %d, want 200", resp.StatusCode)
-	}
+	writeFile(t, o.ConfigFile, yml("7s"))
+	reload(t, url, "reload", http.StatusOK)
 	// An invalid block fails the reload: the old config stays.
-	if err := os.WriteFile(o.ConfigFile, []byte(strings.Replace(yml("7s"), "sample_ratio: 1", "sample_ratio: 2", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	resp, err = http.Post(url+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusInternalServerError {
-		t.Errorf("reload of an invalid tracing block: %d, want 500", resp.StatusCode)
-	}
+	writeFile(t, o.ConfigFile, strings.Replace(yml("7s"), "sample_ratio: 1", "sample_ratio: 2", 1))
+	reload(t, url, "reload of an invalid tracing block", http.StatusInternalServerError)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -404,11 +383,8 @@ func TestTracingMetricsOnItsOwn(t *testing.T) {
 	logs := &testutil.SyncBuffer{}
 	o, url := options(t, logs)
 	o.Tracing = Tracing{Metrics: true}
-	o.ConfigFile = filepath.Join(t.TempDir(), "llmprobe.yml")
 	yml := fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    probes:\n      - name: p\n        rate: 20\n", sim)
-	if err := os.WriteFile(o.ConfigFile, []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, &o, t.TempDir(), yml)
 	stop := start(t, o)
 	requests := regexp.MustCompile(`(?m)^llmprobe_requests_total\{[^}]*outcome="success"[^}]*\} (\d+)`)
 	var seen int

@@ -43,6 +43,14 @@ type figure struct {
 	perJoule bool
 }
 
+// costOver is costOf the rate sum / dur: NaN when dur is not positive.
+func (f *figure) costOver(sum, dur float64) float64 {
+	if dur <= 0 {
+		return math.NaN()
+	}
+	return f.costOf(sum / dur)
+}
+
 // costOf turns a rate of good output tokens per second into the cost per
 // million of them at f.price, or a rate of good output tokens per joule
 // into the joules per good output token (f.perJoule); a rate without
@@ -134,10 +142,7 @@ func (f *figure) value() float64 {
 		sum += stats.Sum(xs)
 		dur += f.durations[r]
 	}
-	if dur <= 0 {
-		return math.NaN()
-	}
-	return f.costOf(sum / dur)
+	return f.costOver(sum, dur)
 }
 
 // perRound is the figure of each round alone.
@@ -177,26 +182,30 @@ func (f *figure) constant(r int) (float64, bool) {
 	return xs[0], f.same[r] == 1
 }
 
-// resample draws one two-level bootstrap replicate: as many rounds as the
-// side has, drawn with replacement, then each drawn round's samples drawn
-// with replacement, and the figure of the pooled draw. Drawing the rounds
-// carries the spread between rounds into the interval; drawing the samples
-// carries the sampling noise within a round. counts is scratch space of
-// len(f.sorted).
+// resample draws one bootstrap replicate: as many rounds as the side has,
+// drawn with replacement, and the figure of the pooled draw. Below
+// MinClusterRounds rounds it is two-level: each drawn round's samples are
+// drawn with replacement too. Drawing the rounds carries the spread
+// between rounds into the interval; drawing the samples carries the
+// sampling noise within a round. From MinClusterRounds on it is a cluster
+// bootstrap: each drawn round with its samples as they are. counts is
+// scratch space of len(f.sorted).
 func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 	R := len(f.rounds)
 	if R == 0 {
 		return math.NaN()
 	}
-	if R >= MinClusterRounds {
-		return f.resampleRounds(rng, counts)
-	}
+	within := R < MinClusterRounds
 	if f.p == 0 {
 		var sum, dur float64
 		for range R {
 			r := rng.IntN(R)
 			xs := f.rounds[r]
-			if c, ok := f.constant(r); ok {
+			if !within {
+				for _, x := range xs {
+					sum += x
+				}
+			} else if c, ok := f.constant(r); ok {
 				// Every draw of the round is the same value.
 				sum += c * float64(len(xs))
 			} else {
@@ -206,17 +215,17 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 			}
 			dur += f.durations[r]
 		}
-		if dur <= 0 {
-			return math.NaN()
-		}
-		return f.costOf(sum / dur)
+		return f.costOver(sum, dur)
 	}
 	clear(counts)
 	m := 0
 	for range R {
 		pos := f.pos[rng.IntN(R)]
-		for range pos {
-			counts[pos[rng.IntN(len(pos))]]++
+		for _, j := range pos {
+			if within {
+				j = pos[rng.IntN(len(pos))]
+			}
+			counts[j]++
 		}
 		m += len(pos)
 	}
@@ -224,7 +233,7 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 }
 
 // MinClusterRounds is the rounds per side from which a bootstrap
-// replicate draws only rounds (resampleRounds), not also each round's
+// replicate draws only rounds (resample), not also each round's
 // samples: a round's own sampling noise already shows in how its figure
 // differs from the other rounds', so drawing its samples again counts that
 // noise twice (Davison and Hinkley 1997, §3.8: the two-stage bootstrap
@@ -236,36 +245,6 @@ func (f *figure) resample(rng *rand.Rand, counts []int) float64 {
 // both levels are drawn, erring wide. At MinClusterRounds and above the
 // interval is widened by √(R/(R−1)) (diffCI) for the same (R−1)/R.
 const MinClusterRounds = 10
-
-// resampleRounds draws one cluster bootstrap replicate: as many rounds as
-// the side has, drawn with replacement, each with its samples as they are.
-func (f *figure) resampleRounds(rng *rand.Rand, counts []int) float64 {
-	R := len(f.rounds)
-	if f.p == 0 {
-		var sum, dur float64
-		for range R {
-			r := rng.IntN(R)
-			for _, x := range f.rounds[r] {
-				sum += x
-			}
-			dur += f.durations[r]
-		}
-		if dur <= 0 {
-			return math.NaN()
-		}
-		return f.costOf(sum / dur)
-	}
-	clear(counts)
-	m := 0
-	for range R {
-		pos := f.pos[rng.IntN(R)]
-		for _, j := range pos {
-			counts[j]++
-		}
-		m += len(pos)
-	}
-	return stats.PercentileOfCounts(f.sorted, counts, m, f.p)
-}
 
 // diffCI is the bootstrap interval at level conf of the relative
 // difference (c - b) / b of two figures, from iters replicates of each side

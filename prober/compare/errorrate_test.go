@@ -72,6 +72,25 @@ func (r rates) n() int { return r.pass + r.fail + r.inconclusive }
 
 func (r rates) share(k int) float64 { return float64(k) / float64(r.n()) }
 
+// forEachSeeded runs f(i, rng) for every i in [0, n) on every CPU, rng
+// seeded with (seed, i): comparison i draws the same whatever the CPUs.
+func forEachSeeded(n int, seed uint64, f func(i int, rng *rand.Rand)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				f(i, rand.New(rand.NewPCG(seed, uint64(i))))
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
 // runScenario runs n comparisons of sc, each with its own seeds, on every
 // CPU.
 func runScenario(t *testing.T, sc scenario, shape synthShape, n, iters int, seed uint64) rates {
@@ -81,24 +100,12 @@ func runScenario(t *testing.T, sc scenario, shape synthShape, n, iters int, seed
 		t.Fatal(err)
 	}
 	outcomes := make([]string, n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				rng := rand.New(rand.NewPCG(seed, uint64(i)))
-				b := synthSide(shape, 1, 1, rng)
-				c := synthSide(shape, sc.ttftX, sc.tpotX, rng)
-				v := Compare(b, c, Options{Thresholds: th, SLO: defaultSLO, Iters: iters, Seed: uint64(i)})
-				outcomes[i] = v.Outcome
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEachSeeded(n, seed, func(i int, rng *rand.Rand) {
+		b := synthSide(shape, 1, 1, rng)
+		c := synthSide(shape, sc.ttftX, sc.tpotX, rng)
+		v := Compare(b, c, Options{Thresholds: th, SLO: defaultSLO, Iters: iters, Seed: uint64(i)})
+		outcomes[i] = v.Outcome
+	})
 	var r rates
 	for _, o := range outcomes {
 		switch o {

@@ -15,18 +15,17 @@ import (
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
-// startSimulator serves the built-in vLLM simulator on a free port of
-// 127.0.0.1 until stop is called.
-func startSimulator() (url string, stop func()) {
-	cfg := simulator.DefaultConfig()
-	cfg.StepBase = time.Millisecond
+// serveSimulator serves the built-in vLLM simulator of cfg on a free port
+// of 127.0.0.1 until stop is called.
+func serveSimulator(cfg simulator.Config) (url string, stop func(), err error) {
 	sim, err := simulator.New(cfg, log.NewNopLogger())
 	if err != nil {
-		panic(err)
+		return "", nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		panic(err)
+		sim.Close()
+		return "", nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -35,7 +34,18 @@ func startSimulator() (url string, stop func()) {
 		sim.Close()
 		cancel()
 		<-done
+	}, nil
+}
+
+// startSimulator serves a simulator with 1 ms steps (see serveSimulator).
+func startSimulator() (url string, stop func()) {
+	cfg := simulator.DefaultConfig()
+	cfg.StepBase = time.Millisecond
+	url, stop, err := serveSimulator(cfg)
+	if err != nil {
+		panic(err)
 	}
+	return url, stop
 }
 
 // A comparison of two servers: four rounds in A/B/B/A order, each the

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -156,22 +155,11 @@ func median(xs []float64) float64 {
 func ocSimulator(b *testing.B, change func(*simulator.Config)) (url string, stop func()) {
 	cfg := simulator.DefaultConfig()
 	change(&cfg)
-	sim, err := simulator.New(cfg, log.NewNopLogger())
+	url, stop, err := serveSimulator(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.Serve(ctx, l) }()
-	return "http://" + l.Addr().String(), func() {
-		sim.Close()
-		cancel()
-		<-done
-	}
+	return url, stop
 }
 
 // ocProcedure is the comparison of the table: the default workload (64

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/testutil"
@@ -44,30 +42,18 @@ func runSequential(t *testing.T, sc scenario, shape synthShape, maxLooks, n, ite
 	}
 	shape.rounds = 2 * maxLooks
 	out := make([]seqOutcome, n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				rng := rand.New(rand.NewPCG(seed, uint64(i)))
-				b, c := synthSide(shape, 1, 1, rng), synthSide(shape, sc.ttftX, sc.tpotX, rng)
-				for k := 1; k <= maxLooks; k++ {
-					bk, ck := *b, *c
-					bk.Steps, ck.Steps = b.Steps[:2*k], c.Steps[:2*k]
-					v := Compare(&bk, &ck, Options{Thresholds: th, SLO: defaultSLO, Iters: iters, Seed: uint64(i), Z: zs[k-1], ZPass: zp[k-1]})
-					out[i] = seqOutcome{verdict: v.Outcome, looks: k}
-					if v.Outcome != OutcomeInconclusive {
-						break
-					}
-				}
+	forEachSeeded(n, seed, func(i int, rng *rand.Rand) {
+		b, c := synthSide(shape, 1, 1, rng), synthSide(shape, sc.ttftX, sc.tpotX, rng)
+		for k := 1; k <= maxLooks; k++ {
+			bk, ck := *b, *c
+			bk.Steps, ck.Steps = b.Steps[:2*k], c.Steps[:2*k]
+			v := Compare(&bk, &ck, Options{Thresholds: th, SLO: defaultSLO, Iters: iters, Seed: uint64(i), Z: zs[k-1], ZPass: zp[k-1]})
+			out[i] = seqOutcome{verdict: v.Outcome, looks: k}
+			if v.Outcome != OutcomeInconclusive {
+				break
 			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		}
+	})
 	return out
 }
 

@@ -76,16 +76,22 @@ func (p *ProbeConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(p)); err != nil {
 		return err
 	}
+	var err error
+	p.set, p.workloadSet, err = presentWorkloadKeys(unmarshal)
+	return err
+}
+
+// presentWorkloadKeys is presentKeys' set (see there) and the keys set
+// under its workload (none when workload is not set).
+func presentWorkloadKeys(unmarshal func(any) error) (set, workload keySet, err error) {
 	set, values, err := presentKeys(unmarshal)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	p.set = set
-	p.workloadSet = keySet{}
 	if w, ok := values["workload"]; ok && set["workload"] {
-		p.workloadSet = mappingKeys(&w)
+		return set, mappingKeys(&w), nil
 	}
-	return nil
+	return set, keySet{}, nil
 }
 
 // presentKeys decodes the mapping being unmarshalled a second time, into its

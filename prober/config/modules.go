@@ -73,16 +73,9 @@ func (m *ModuleConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := unmarshal((*plain)(m)); err != nil {
 		return err
 	}
-	set, values, err := presentKeys(unmarshal)
-	if err != nil {
-		return err
-	}
-	m.set = set
-	m.workloadSet = keySet{}
-	if w, ok := values["workload"]; ok && set["workload"] {
-		m.workloadSet = mappingKeys(&w)
-	}
-	return nil
+	var err error
+	m.set, m.workloadSet, err = presentWorkloadKeys(unmarshal)
+	return err
 }
 
 // probeKeys are the module keys that belong to its probe.

@@ -96,12 +96,7 @@ func TestHTTPSDBounds(t *testing.T) {
 			{"targets": ["10.0.0.2:8000"], "labels": {"__path_prefix__": "/%s"}}]`, long)
 	}))
 	defer srv.Close()
-	r, _ := run(t, fmt.Sprintf(`
-discovery:
-  - name: fleet
-    http_sd_configs:
-      - url: %s/targets
-`, srv.URL))
+	r, _ := run(t, fleetSD(srv.URL+"/targets", ""))
 	waitTargets(t, r, nil, "fleet:10.0.0.1:8000")
 	if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("fleet", DropInvalid)); got != 3 {
 		t.Errorf("dropped{invalid} = %v, want 3 (127.0.0.1:, :, a __path_prefix__ over the bound)", got)

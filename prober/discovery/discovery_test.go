@@ -34,6 +34,12 @@ func run(t *testing.T, yml string) (*Runner, *prometheus.Registry) {
 	return runWith(t, yml, Options{})
 }
 
+// fleetSD is the config of discovery "fleet" reading the http_sd at url,
+// with more of its keys (YAML lines at the key indent, 8 spaces).
+func fleetSD(url, more string) string {
+	return "discovery:\n  - name: fleet\n    http_sd_configs:\n      - url: " + url + "\n" + more
+}
+
 // runWith is run with options (its Registerer is the registry returned).
 func runWith(t *testing.T, yml string, o Options) (*Runner, *prometheus.Registry) {
 	t.Helper()
@@ -110,9 +116,7 @@ discovery:
 	ts := waitTargets(t, r, taken, "pool:a:1", "pool:b:2", "pool:c:3", "pool:d:4")
 	// gw sorts after d: over max_targets (4) with a, b, c, d.
 	_, labels := names(ts)
-	if want := map[string]string{"zone": "z1", "pool": "main"}; !sameLabels(labels["pool:a:1"], want) {
-		t.Errorf("labels of pool:a:1: %v, want %v", labels["pool:a:1"], want)
-	}
+	wantLabels(t, "pool:a:1", labels["pool:a:1"], map[string]string{"zone": "z1", "pool": "main"})
 	for _, tt := range ts {
 		if tt.Config.API != client.APIChat || tt.Config.Probes[0].Seed != config.DeriveSeed(tt.Config.Name, "default") {
 			t.Errorf("%s: not the template with its own seed: %+v", tt.Config.Name, tt.Config)
@@ -133,16 +137,16 @@ discovery:
 	}
 }
 
-func sameLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
+// wantLabels requires the labels of target what to be want, no more.
+func wantLabels(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	same := len(got) == len(want)
+	for k, v := range got {
+		same = same && want[k] == v
 	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
+	if !same {
+		t.Errorf("labels of %s: %v, want %v", what, got, want)
 	}
-	return true
 }
 
 // TestURLAndNames: __scheme__, __path_prefix__ and a name label.
@@ -160,9 +164,7 @@ discovery:
 	if got := ts[0].Config.BaseURL; got != "https://gw:443/llama" {
 		t.Errorf("base URL %q, want https://gw:443/llama", got)
 	}
-	if !sameLabels(ts[0].Labels, map[string]string{"team": "a"}) {
-		t.Errorf("labels %v: want team only (__ labels dropped)", ts[0].Labels)
-	}
+	wantLabels(t, ts[0].Config.Name, ts[0].Labels, map[string]string{"team": "a"}) // __ labels dropped
 	if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("gws", DropInvalid)); got != 1 {
 		t.Errorf("dropped{invalid} = %v, want 1 (a name outside the pattern)", got)
 	}
@@ -184,17 +186,9 @@ func TestHTTPSD(t *testing.T) {
 		fmt.Fprint(w, body.Load().(string))
 	}))
 	defer srv.Close()
-	r, _ := run(t, fmt.Sprintf(`
-discovery:
-  - name: fleet
-    http_sd_configs:
-      - url: %s/targets
-        refresh_interval: 50ms
-`, srv.URL))
+	r, _ := run(t, fleetSD(srv.URL+"/targets", "        refresh_interval: 50ms\n"))
 	ts := waitTargets(t, r, nil, "fleet:10.0.0.1:8000", "fleet:10.0.0.2:8000")
-	if !sameLabels(ts[0].Labels, map[string]string{"replica_set": "rs1"}) {
-		t.Errorf("labels %v", ts[0].Labels)
-	}
+	wantLabels(t, ts[0].Config.Name, ts[0].Labels, map[string]string{"replica_set": "rs1"})
 	body.Store(`[{"targets": ["10.0.0.2:8000", "10.0.0.3:8000"]}]`)
 	waitTargets(t, r, nil, "fleet:10.0.0.2:8000", "fleet:10.0.0.3:8000")
 	fail.Store(true)

@@ -203,29 +203,28 @@ func pod(name, ip string, port int, labels map[string]string) map[string]any {
 // TestKubernetesSD runs kubernetes_sd (role pod, then endpointslice)
 // against the API server stand-in over real HTTP: pods added and deleted
 // while it runs, one dropped by relabelling on its app label.
+// kubeSD is the config of discovery name reading role objects of the
+// namespace llm from the API server at url, with more of its keys (YAML
+// lines at the key indent, 4 spaces).
+func kubeSD(name, role, url, more string) string {
+	return fmt.Sprintf("discovery:\n  - name: %s\n    kubernetes_sd_configs:\n      - role: %s\n"+
+		"        api_server: %s\n        namespaces: {names: [llm]}\n", name, role, url) + more
+}
+
 func TestKubernetesSD(t *testing.T) {
 	const pods = "/api/v1/namespaces/llm/pods"
 	api := newKubeAPI(t, map[string]string{pods: "PodList"})
 	api.put(pods, pod("vllm-0", "10.1.0.1", 8000, map[string]string{"app": "vllm"}))
 	api.put(pods, pod("redis-0", "10.1.0.9", 6379, map[string]string{"app": "redis"}))
-	r, _ := run(t, fmt.Sprintf(`
-discovery:
-  - name: pods
-    kubernetes_sd_configs:
-      - role: pod
-        api_server: %s
-        namespaces: {names: [llm]}
-    relabel_configs:
+	r, _ := run(t, kubeSD("pods", "pod", api.srv.URL, `    relabel_configs:
       - source_labels: [__meta_kubernetes_pod_label_app]
         regex: vllm
         action: keep
       - source_labels: [__meta_kubernetes_pod_name]
         target_label: pod
-`, api.srv.URL))
+`))
 	ts := waitTargets(t, r, nil, "pods:10.1.0.1:8000")
-	if !sameLabels(ts[0].Labels, map[string]string{"pod": "vllm-0"}) {
-		t.Errorf("labels %v", ts[0].Labels)
-	}
+	wantLabels(t, ts[0].Config.Name, ts[0].Labels, map[string]string{"pod": "vllm-0"})
 	api.put(pods, pod("vllm-1", "10.1.0.2", 8000, map[string]string{"app": "vllm"}))
 	waitTargets(t, r, nil, "pods:10.1.0.1:8000", "pods:10.1.0.2:8000")
 	api.remove(pods, "vllm-0")
@@ -248,14 +247,7 @@ func TestKubernetesSDFailuresCounted(t *testing.T) {
 	api := newKubeAPI(t, map[string]string{pods: "PodList"})
 	api.put(pods, pod("vllm-0", "10.1.0.1", 8000, nil))
 	var logs lockedBuffer
-	r, reg := runWith(t, fmt.Sprintf(`
-discovery:
-  - name: pods
-    kubernetes_sd_configs:
-      - role: pod
-        api_server: %s
-        namespaces: {names: [llm]}
-`, api.srv.URL), Options{Slog: slog.New(slog.NewJSONHandler(&logs, nil))})
+	r, reg := runWith(t, kubeSD("pods", "pod", api.srv.URL, ""), Options{Slog: slog.New(slog.NewJSONHandler(&logs, nil))})
 	t.Cleanup(func() { setClientLogger(nil) }) // klog is process-wide: not into a finished test's buffer
 	waitTargets(t, r, nil, "pods:10.1.0.1:8000")
 	if got := r.metrics.failures.value("pods"); got != 0 {
@@ -362,24 +354,15 @@ func TestKubernetesEndpointSlices(t *testing.T) {
 	api.put(pods, pod("vllm-0", "10.1.0.1", 8000, map[string]string{"app": "vllm"}))
 	api.put(pods, pod("vllm-1", "10.1.0.2", 8000, map[string]string{"app": "vllm"}))
 	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1"}))
-	r, _ := run(t, fmt.Sprintf(`
-discovery:
-  - name: replicas
-    kubernetes_sd_configs:
-      - role: endpointslice
-        api_server: %s
-        namespaces: {names: [llm]}
-    relabel_configs:
+	r, _ := run(t, kubeSD("replicas", "endpointslice", api.srv.URL, `    relabel_configs:
       - source_labels: [__meta_kubernetes_service_name, __meta_kubernetes_endpointslice_endpoint_conditions_ready]
         regex: vllm;true
         action: keep
       - source_labels: [__meta_kubernetes_pod_name]
         target_label: pod
-`, api.srv.URL))
+`))
 	ts := waitTargets(t, r, nil, "replicas:10.1.0.1:8000")
-	if !sameLabels(ts[0].Labels, map[string]string{"pod": "vllm-0"}) {
-		t.Errorf("labels %v", ts[0].Labels)
-	}
+	wantLabels(t, ts[0].Config.Name, ts[0].Labels, map[string]string{"pod": "vllm-0"})
 	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1", "vllm-1": "10.1.0.2"}))
 	waitTargets(t, r, nil, "replicas:10.1.0.1:8000", "replicas:10.1.0.2:8000")
 	api.put(slices_, endpointSlice(map[string]string{"vllm-0": "10.1.0.1", "vllm-1": "10.1.0.2"}, "vllm-0"))

@@ -55,13 +55,7 @@ func TestHTTPSDBounded(t *testing.T) {
 	}))
 	defer srv.Close()
 	var buf testutil.SyncBuffer
-	r, _ := runWith(t, fmt.Sprintf(`
-discovery:
-  - name: fleet
-    http_sd_configs:
-      - url: %s/targets?token=hidden
-        refresh_interval: 1s
-`, srv.URL), logged(&buf))
+	r, _ := runWith(t, fleetSD(srv.URL+"/targets?token=hidden", "        refresh_interval: 1s\n"), logged(&buf))
 	waitTargets(t, r, nil, "fleet:10.0.0.1:8000")
 
 	for _, c := range []struct {
@@ -121,15 +115,7 @@ func TestHTTPSDNoRedirect(t *testing.T) {
 	}))
 	defer sd.Close()
 	var buf testutil.SyncBuffer
-	r, _ := runWith(t, fmt.Sprintf(`
-discovery:
-  - name: fleet
-    http_sd_configs:
-      - url: %s/targets
-        refresh_interval: 50ms
-        authorization:
-          credentials: s3cret
-`, sd.URL), logged(&buf))
+	r, _ := runWith(t, fleetSD(sd.URL+"/targets", "        refresh_interval: 50ms\n        authorization:\n          credentials: s3cret\n"), logged(&buf))
 	testutil.Eventually(t, "failures counted", func() bool { return r.metrics.failures.value("fleet") >= 2 })
 	if n := stolen.Load(); n != 0 {
 		t.Errorf("the redirect's target got %d requests (>= 100: with the credentials)", n)

@@ -27,10 +27,7 @@ func TestGenericServerIsNotOllama(t *testing.T) {
 	base, _ := simtest.Start(t, sc)
 	for _, api := range []string{client.APICompletions, client.APIChat} {
 		e := newEndpoint(t, Options{BaseURL: base, API: api})
-		info, err := e.Discover(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		info := discover(t, e)
 		if info.Engine != engine.Unknown || info.EngineSource != "" || info.ServerVersion != simulator.VersionGeneric ||
 			e.Engine().Name() != engine.Unknown {
 			t.Errorf("%s: info %+v, engine %s; want the generic adapter", api, info, e.Engine().Name())
@@ -42,17 +39,7 @@ func TestGenericServerIsNotOllama(t *testing.T) {
 		if sz.Method() != workload.MethodServerTokenize || sz.Fallback != "" {
 			t.Errorf("%s: sizing %s (fallback %q), want the server's /tokenize", api, sz.Method(), sz.Fallback)
 		}
-		text := workload.CalibrationText(50)
-		n, err := sz.Tokenizer.Count(context.Background(), text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := e.Client(info.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := &prober.Record{}
-		c.Do(context.Background(), NewRequest(api, "r1", workload.Item{Prompt: text, OutputTokens: 2}, true), rec)
+		n, rec := countAndSend(t, e, sz, api, info.Model, 50, 2)
 		if !rec.OK() || rec.PromptTokens != n {
 			t.Errorf("%s: counted %d, the server reported %d (%s %s)", api, n, rec.PromptTokens, rec.Error, rec.ErrorMessage)
 		}

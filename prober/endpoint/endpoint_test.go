@@ -63,6 +63,35 @@ func replace(paths map[string]http.HandlerFunc) func(http.Handler) http.Handler 
 	}
 }
 
+// discover is e.Discover, failing the test on an error.
+func discover(t *testing.T, e *Endpoint) Info {
+	t.Helper()
+	info, err := e.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// countAndSend counts a calibration text of words words with sz's
+// tokenizer, sends it for out output tokens through e's client of model on
+// api (streamed), and returns the count and the request's record.
+func countAndSend(t *testing.T, e *Endpoint, sz *Sizing, api, model string, words, out int) (int, *prober.Record) {
+	t.Helper()
+	text := workload.CalibrationText(words)
+	n, err := sz.Tokenizer.Count(context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.Client(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &prober.Record{}
+	c.Do(context.Background(), NewRequest(api, "r1", workload.Item{Prompt: text, OutputTokens: out}, true), rec)
+	return n, rec
+}
+
 func newEndpoint(t *testing.T, o Options) *Endpoint {
 	t.Helper()
 	e, err := New(o)
@@ -91,10 +120,7 @@ func TestDiscoverSimulator(t *testing.T) {
 	sc.MaxModelLen = 2048
 	base, _ := simtest.Start(t, sc)
 	e := newEndpoint(t, Options{BaseURL: base + "/v1/"})
-	info, err := e.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := discover(t, e)
 	if info.Model != "llmprobe-sim" || !info.Listed || info.MaxModelLen != 2048 || info.Root != "llmprobe-sim" ||
 		info.ServerVersion == "" || len(info.Models) != 1 {
 		t.Errorf("info = %+v", info)

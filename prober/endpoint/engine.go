@@ -127,11 +127,6 @@ func (e *Endpoint) detect(ctx context.Context, snap *scrape.Snapshot, ownedBy st
 // Failures leave fields unknown.
 func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engine, snap *scrape.Snapshot) {
 	info.Engine = eng.Name()
-	setContext := func(f engine.Fingerprint) {
-		if info.MaxModelLen == 0 && f.ContextLength > 0 {
-			info.MaxModelLen, info.MaxModelLenSource = f.ContextLength, f.ContextSource
-		}
-	}
 	addConfig := func(m map[string]string) {
 		for k, v := range m {
 			if info.EngineConfig == nil {
@@ -140,25 +135,32 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 			info.EngineConfig[k] = e.Redact(v)
 		}
 	}
+	// read takes the context length and configuration from an engine
+	// endpoint's answer (body, or the error fetching it), noting under
+	// what ("GET /path") why not; ok when it parsed.
+	read := func(what string, body []byte, err error, parse func([]byte) (engine.Fingerprint, bool)) (engine.Fingerprint, bool) {
+		if err != nil {
+			info.noteEngine(what, err)
+			return engine.Fingerprint{}, false
+		}
+		f, parsed := parse(body)
+		if !parsed {
+			info.noteEngine(what, &Error{Class: prober.ClassInvalidResponse, Msg: what + ": not in " + string(eng.Name()) + "'s shape"})
+			return f, false
+		}
+		if info.MaxModelLen == 0 && f.ContextLength > 0 {
+			info.MaxModelLen, info.MaxModelLenSource = f.ContextLength, f.ContextSource
+		}
+		addConfig(f.Config)
+		return f, true
+	}
 	if ie, ok := eng.Info(); ok {
 		body, err := e.getBody(ctx, ie.Path)
-		f, parsed := engine.Fingerprint{}, false
-		if err == nil {
-			f, parsed = ie.Parse(body)
-		}
-		switch {
-		case err != nil:
-			info.noteEngine("GET "+ie.Path, err)
-		case !parsed:
-			info.noteEngine("GET "+ie.Path, &Error{Class: prober.ClassInvalidResponse,
-				Msg: "GET " + ie.Path + ": not in " + string(eng.Name()) + "'s shape"})
-		default:
+		if f, ok := read("GET "+ie.Path, body, err, ie.Parse); ok {
 			// The version goes into a metric label, logs and the
 			// landing page: a server that echoes the key there must
 			// not publish it.
 			info.ServerVersion = e.Redact(f.Version)
-			setContext(f)
-			addConfig(f.Config)
 		}
 	}
 	if eng.HasConfigLabels() {
@@ -169,20 +171,7 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 	}
 	if mi, ok := eng.ModelInfo(); ok && info.Model != "" {
 		body, err := e.postBody(ctx, mi.Path, map[string]string{"model": info.Model})
-		f, parsed := engine.Fingerprint{}, false
-		if err == nil {
-			f, parsed = mi.Parse(body)
-		}
-		switch {
-		case err != nil:
-			info.noteEngine("POST "+mi.Path, err)
-		case !parsed:
-			info.noteEngine("POST "+mi.Path, &Error{Class: prober.ClassInvalidResponse,
-				Msg: "POST " + mi.Path + ": not in " + string(eng.Name()) + "'s shape"})
-		default:
-			setContext(f)
-			addConfig(f.Config)
-		}
+		read("POST "+mi.Path, body, err, mi.Parse)
 	}
 }
 

@@ -33,10 +33,7 @@ func TestOllamaEndpointsMissing(t *testing.T) {
 			sc.Engine = simulator.EngineOllama
 			base := simWith(t, sc, replace(paths))
 			e := newEndpoint(t, Options{BaseURL: base, Engine: engine.Ollama})
-			info, err := e.Discover(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			info := discover(t, e)
 			if info.Engine != engine.Ollama || info.Model != sc.Model || info.ServerVersion != wantVersion {
 				t.Errorf("info = %+v", info)
 			}
@@ -79,10 +76,7 @@ func TestUnservedAPI(t *testing.T) {
 			sc.Engine = persona
 			base, _ := simtest.Start(t, sc)
 			e := newEndpoint(t, Options{BaseURL: base, API: client.APIMessages})
-			info, err := e.Discover(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			info := discover(t, e)
 			c, err := e.Client(info.Model)
 			if wantErr != "" {
 				var ee *Error

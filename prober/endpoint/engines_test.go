@@ -6,7 +6,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -36,10 +35,7 @@ func TestDiscoverAndSizePersonas(t *testing.T) {
 			base, _ := simtest.Start(t, sc)
 			for _, api := range []string{client.APICompletions, client.APIChat} {
 				e := newEndpoint(t, Options{BaseURL: base, API: api})
-				info, err := e.Discover(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
+				info := discover(t, e)
 				if info.Engine != w.engine || info.EngineSource != w.from || info.ServerVersion != w.version ||
 					info.MaxModelLen != 3000 || info.MaxModelLenSource != w.lenSource || info.Model != sc.Model {
 					t.Errorf("%s: info = %+v", api, info)
@@ -61,17 +57,7 @@ func TestDiscoverAndSizePersonas(t *testing.T) {
 				if sz.Method() != wantMethod {
 					t.Errorf("%s: sizing method %s (fallback %q), want %s", api, sz.Method(), sz.Fallback, wantMethod)
 				}
-				text := workload.CalibrationText(77)
-				n, err := sz.Tokenizer.Count(context.Background(), text)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, err := e.Client(info.Model)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rec := &prober.Record{}
-				c.Do(context.Background(), NewRequest(api, "r1", workload.Item{Prompt: text, OutputTokens: 3}, true), rec)
+				n, rec := countAndSend(t, e, sz, api, info.Model, 77, 3)
 				if !rec.OK() || rec.PromptTokens != n || rec.CompletionTokens != 3 || rec.TokensCounted {
 					t.Errorf("%s: counted %d; record ok=%v %s %q prompt_tokens=%d completion_tokens=%d counted=%v",
 						api, n, rec.OK(), rec.Error, rec.ErrorMessage, rec.PromptTokens, rec.CompletionTokens, rec.TokensCounted)
@@ -94,10 +80,7 @@ func TestConfiguredEngineSkipsDetection(t *testing.T) {
 	sc.Engine = simulator.EngineLlamaCpp
 	base, _ := simtest.Start(t, sc)
 	e := newEndpoint(t, Options{BaseURL: base, Engine: engine.LlamaCpp})
-	info, err := e.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := discover(t, e)
 	if info.Engine != engine.LlamaCpp || info.EngineSource != EngineFromConfig || info.ServerVersion != simulator.VersionLlamaCpp ||
 		info.MaxModelLen != sc.MaxModelLen {
 		t.Errorf("info = %+v", info)
@@ -105,10 +88,7 @@ func TestConfiguredEngineSkipsDetection(t *testing.T) {
 	// A wrong configured engine is believed: vLLM's /version does not
 	// exist on llama.cpp, so the version stays unknown (never guessed).
 	e = newEndpoint(t, Options{BaseURL: base, Engine: engine.VLLM})
-	info, err = e.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	info = discover(t, e)
 	if info.Engine != engine.VLLM || info.ServerVersion != "" || info.MaxModelLen != 0 {
 		t.Errorf("info with the wrong engine = %+v", info)
 	}

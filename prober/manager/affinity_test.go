@@ -1,12 +1,9 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
@@ -31,9 +28,6 @@ func TestDaemonSessionAffinity(t *testing.T) {
 	}
 	sticky := simtest.Record(t, sim(0))
 	scattered := sim(1)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
 	target := `
   - name: %s
     base_url: %s
@@ -49,10 +43,7 @@ func TestDaemonSessionAffinity(t *testing.T) {
           output_tokens: {dist: fixed, value: 4}
           multi_turn: {turns: 3}
 `
-	cfg := parse(t, "targets:"+fmt.Sprintf(target, "sticky", sticky.URL, true)+fmt.Sprintf(target, "scattered", scattered, false))
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg, col := start(t, parse(t, "targets:"+fmt.Sprintf(target, "sticky", sticky.URL, true)+fmt.Sprintf(target, "scattered", scattered, false)))
 	later := func(evs []event, target string) (n int) {
 		for _, e := range evs {
 			if e.Record.Target == target && e.Record.Turn > 1 && e.Record.OK() {

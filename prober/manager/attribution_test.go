@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
@@ -23,19 +21,13 @@ func TestDaemonRecordsWhichBackendAnswered(t *testing.T) {
 	cfg.ServedBy = "replica"
 	cfg.ServedByReplicas = 3
 	base, _ := simtest.Start(t, cfg)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`targets:
+	m, reg, col := start(t, parse(t, fmt.Sprintf(`targets:
   - name: gw
     base_url: %s
     attribution_headers: [X-Served-By]
     probes: [{name: p, rate: 50}]
-`, base))); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 20*time.Second, "9 records", func(evs []event) bool { return len(evs) >= 9 })
+`, base)))
+	evs := col.waitFor(t, 20*time.Second, "9 records", atLeast(9))
 	seen := map[string]bool{}
 	for _, e := range evs {
 		r := e.Record

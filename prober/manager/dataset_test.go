@@ -1,15 +1,12 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -33,21 +30,8 @@ func TestDaemonProbeWithDataset(t *testing.T) {
 	if sum := cfg.Targets[0].Probes[0].Workload.Dataset.SHA256; len(sum) != 64 {
 		t.Fatalf("dataset sha256 %q not recorded at load", sum)
 	}
-	col := newCollector()
-	m := newManager(prometheus.NewRegistry(), col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 20*time.Second, "9 successful records", func(evs []event) bool {
-		ok := 0
-		for _, e := range evs {
-			if e.Record.OK() {
-				ok++
-			}
-		}
-		return ok >= 9
-	})
+	m, _, col := start(t, cfg)
+	evs := col.waitFor(t, 20*time.Second, "9 successful records", atLeastOK(9))
 	seen := map[int]bool{}
 	for _, e := range evs {
 		r := e.Record

@@ -21,7 +21,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"go.uber.org/goleak"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
@@ -29,6 +28,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	ltestutil "github.com/llmprobe/llmprobe/internal/testutil"
+	"github.com/llmprobe/llmprobe/internal/web"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
@@ -324,20 +324,21 @@ func checkNoKey(t *testing.T, where, s string) {
 	}
 }
 
+// exposition is g's /metrics page as the daemon's handler serves it.
 func exposition(t *testing.T, g prometheus.Gatherer) string {
 	t.Helper()
-	mfs, err := g.Gather()
+	srv := httptest.NewServer(web.NewHandler(web.Options{Gatherer: g}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			t.Fatal(err)
-		}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d, %v", resp.StatusCode, err)
 	}
-	return b.String()
+	return string(b)
 }
 
 func heapAlloc() uint64 {

@@ -1,19 +1,14 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -31,8 +26,7 @@ func TestDaemonProbeFeatures(t *testing.T) {
 		`"properties":{"id":{"type":"string","minLength":4},"qty":{"type":"integer","minimum":1}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "llmprobe.yml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`
+	reg, evs := runFor(t, loadIn(t, dir, fmt.Sprintf(`
 targets:
   - name: sim
     base_url: %s
@@ -55,31 +49,11 @@ targets:
               - {kind: lora, share: 0.4, model: sql-lora}
               - {kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}
               - {kind: images, share: 0.4, count: 2, width: 56, height: 56}
-`, base)), 0o600)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	col.waitFor(t, 30*time.Second, "60 records", func(evs []event) bool { return len(evs) >= 60 })
-	m.Stop()
-	evs := col.snapshot()
+`, base)), 60)
 	seen := map[string]int{}
-	ok, streamed := 0, 0
-	for _, e := range evs {
-		r := e.Record
-		if !r.OK() {
-			if r.Error != "canceled" {
-				t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
-			}
-			continue
-		}
-		ok++
+	good := succeeded(t, evs)
+	ok, streamed := len(good), 0
+	for _, r := range good {
 		if !r.NoStream {
 			streamed++
 		}
@@ -119,37 +93,10 @@ func TestDaemonProbeTools(t *testing.T) {
 	sim := fastSim()
 	sim.Faults.BrokenToolCall = 0.5
 	base, _ := simtest.Start(t, sim)
-	path := filepath.Join(t.TempDir(), "llmprobe.yml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`
-targets:
-  - name: sim
-    base_url: %s
-    api: chat
-    probes:
-      - name: tools
-        rate: 40
-        workload:
-          input_tokens: {dist: fixed, value: 32}
-          output_tokens: {dist: fixed, value: 24}
-          request:
-            features:
-              - {kind: tools, share: 1, tool_choice: required, tools: [{name: get_weather, description: the weather,
-                 parameters: {type: object, required: [city], properties: {city: {type: string, minLength: 2}}}}]}
-`, base)), 0o600)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	col.waitFor(t, 30*time.Second, "30 records", func(evs []event) bool { return len(evs) >= 30 })
-	m.Stop()
+	_, evs := runFor(t, oneProbe(t, "sim", base, "chat", "tools", 32, 24,
+		`{kind: tools, share: 1, tool_choice: required, tools: [{name: get_weather, description: the weather, parameters: {type: object, required: [city], properties: {city: {type: string, minLength: 2}}}}]}`), 30)
 	good, broken := 0, 0
-	for _, e := range col.snapshot() {
+	for _, e := range evs {
 		r := e.Record
 		switch {
 		case r.OK():
@@ -162,8 +109,8 @@ targets:
 			if r.FirstToolCall <= 0 || r.ErrorMessage == "" || !strings.Contains(r.ErrorMessage, "tool call 0 (get_weather): arguments are not JSON") {
 				t.Errorf("record %s: first tool call %v, message %q", r.RequestID, r.FirstToolCall, r.ErrorMessage)
 			}
-		case r.Error != "canceled":
-			t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
+		default:
+			failedUnlessCanceled(t, r)
 		}
 	}
 	if good == 0 || broken == 0 {

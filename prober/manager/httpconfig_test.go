@@ -1,13 +1,10 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
@@ -29,21 +26,15 @@ func tlsGateway(t *testing.T, want string) (string, string) {
 // the header it requires, given in http_config: every request succeeds.
 func TestDaemonTLSAndRequiredHeader(t *testing.T) {
 	base, ca := tlsGateway(t, "gw-daemon-secret")
-	col := newCollector()
-	m := newManager(prometheus.NewRegistry(), col)
-	defer m.Stop()
-	yml := fmt.Sprintf(`targets:
+	_, _, col := start(t, parse(t, fmt.Sprintf(`targets:
   - name: gw
     base_url: %s
     http_config:
       tls_config: {ca_file: %s}
       http_headers: {X-Gateway-Key: {secrets: [gw-daemon-secret]}}
     probes: [{name: p, rate: 20}]
-`, base, ca)
-	if err := m.Apply(context.Background(), parse(t, yml)); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
+`, base, ca)))
+	evs := col.waitFor(t, 10*time.Second, "5 records", atLeast(5))
 	for _, e := range evs {
 		if !e.Record.OK() {
 			t.Errorf("record %s: %s %q", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
@@ -56,10 +47,7 @@ func TestDaemonTLSAndRequiredHeader(t *testing.T) {
 func TestDaemonEchoedHeaderSecret(t *testing.T) {
 	const secret = "echoed-daemon-secret-31"
 	base, ca := tlsGateway(t, "the-right-value")
-	col := newCollector()
-	m := newManager(prometheus.NewRegistry(), col)
-	defer m.Stop()
-	yml := fmt.Sprintf(`targets:
+	m, _, col := start(t, parse(t, fmt.Sprintf(`targets:
   - name: gw
     base_url: %s
     model: llmprobe-sim
@@ -67,11 +55,8 @@ func TestDaemonEchoedHeaderSecret(t *testing.T) {
       tls_config: {ca_file: %s}
       http_headers: {X-Gateway-Key: {secrets: [%s]}}
     probes: [{name: p, rate: 20}]
-`, base, ca, secret)
-	if err := m.Apply(context.Background(), parse(t, yml)); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
+`, base, ca, secret)))
+	evs := col.waitFor(t, 10*time.Second, "5 records", atLeast(5))
 	echoed := false
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassHTTP4xx {
@@ -97,14 +82,9 @@ func TestDaemonRedirectNotFollowed(t *testing.T) {
 	base, _ := simtest.Start(t, fastSim())
 	front, elsewhere := simtest.RedirectFront(t, base, "/v1/completions")
 	t.Setenv("LLMPROBE_TEST_KEY", "sk-daemon-redirect-key")
-	col := newCollector()
-	m := newManager(prometheus.NewRegistry(), col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(
-		"targets: [{name: r, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", front))); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
+	_, _, col := start(t, parse(t, fmt.Sprintf(
+		"targets: [{name: r, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", front)))
+	evs := col.waitFor(t, 10*time.Second, "5 records", atLeast(5))
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassInvalidResponse || !strings.Contains(e.Record.ErrorMessage, "redirect to "+elsewhere.URL) {
 			t.Errorf("record: %s %q, want invalid_response naming the redirect", e.Record.Error, e.Record.ErrorMessage)

@@ -4,15 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
@@ -52,28 +49,7 @@ func TestDaemonProbeUnlistedAdapter(t *testing.T) {
 	simCfg.LoRAModules = "sql-lora=/adapters/sql"
 	simCfg.TraceFile = filepath.Join(t.TempDir(), "sim-trace.jsonl")
 	base, sim := simtest.Start(t, simCfg)
-	cfg := parse(t, fmt.Sprintf(`
-targets:
-  - name: sim
-    base_url: %s
-    probes:
-      - name: lora
-        rate: 40
-        workload:
-          input_tokens: {dist: fixed, value: 16}
-          output_tokens: {dist: fixed, value: 4}
-          request:
-            features:
-              - {kind: lora, share: 0.5, model: late-lora}
-`, base))
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	ctx := context.Background()
-	if err := m.Apply(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+	m, reg, col := start(t, oneProbe(t, "sim", base, "", "lora", 16, 4, `{kind: lora, share: 0.5, model: late-lora}`))
 	isLoRA := func(r *prober.Record) bool { return slices.Contains(r.Features, workload.FeatureLoRA) }
 	const msg = "GET /v1/models: model late-lora not listed (it serves: llmprobe-sim, sql-lora)"
 	evs := col.waitFor(t, 30*time.Second, "10 unlisted-adapter and 10 plain records", func(evs []event) bool {
@@ -110,7 +86,7 @@ targets:
 
 	// The adapter appears; the next discovery lists it.
 	sim.SetLoRA(append(simCfg.LoRA(), simulator.LoRAModule{Name: "late-lora", Path: "/adapters/late"}))
-	if !m.Rediscover(ctx, "sim") {
+	if !m.Rediscover(context.Background(), "sim") {
 		t.Fatal("rediscovery failed")
 	}
 	from := len(col.snapshot())

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +106,121 @@ func newManager(reg prometheus.Registerer, c *collector) *manager.Manager {
 	return manager.New(manager.Options{Observers: []manager.Observer{probemetrics.New(reg), c}})
 }
 
+// start applies cfg to a new manager observed by a fresh registry's probe
+// metrics and a collector. The manager stops when the test ends (Stop is
+// idempotent: a test may stop it sooner).
+func start(t *testing.T, cfg *config.Config) (*manager.Manager, *prometheus.Registry, *collector) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	col := newCollector()
+	m := newManager(reg, col)
+	t.Cleanup(m.Stop)
+	if err := m.Apply(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return m, reg, col
+}
+
+// oneProbe parses a config of one target, name at base (api: api unless
+// ""), with one probe at 40 req/s of in fixed input and out fixed output
+// tokens whose requests carry features (YAML flow mappings, one a line).
+func oneProbe(t *testing.T, name, base, api, probe string, in, out int, features ...string) *config.Config {
+	t.Helper()
+	yml := fmt.Sprintf("targets:\n  - name: %s\n    base_url: %s\n", name, base)
+	if api != "" {
+		yml += "    api: " + api + "\n"
+	}
+	yml += fmt.Sprintf("    probes:\n      - name: %s\n        rate: 40\n        workload:\n"+
+		"          input_tokens: {dist: fixed, value: %d}\n          output_tokens: {dist: fixed, value: %d}\n", probe, in, out)
+	if len(features) > 0 {
+		yml += "          request:\n            features:\n"
+		for _, f := range features {
+			yml += "              - " + f + "\n"
+		}
+	}
+	return parse(t, yml)
+}
+
+// atLeast is a waitFor predicate: n records or more.
+func atLeast(n int) func([]event) bool { return func(evs []event) bool { return len(evs) >= n } }
+
+// atLeastOK is a waitFor predicate: n successful records or more.
+func atLeastOK(n int) func([]event) bool {
+	return func(evs []event) bool {
+		ok := 0
+		for _, e := range evs {
+			if e.Record.OK() {
+				ok++
+			}
+		}
+		return ok >= n
+	}
+}
+
+// runFor starts cfg (see start), waits up to 30 s for n records, stops the
+// manager and returns the registry and every record, the ones Stop
+// canceled included.
+func runFor(t *testing.T, cfg *config.Config, n int) (*prometheus.Registry, []event) {
+	t.Helper()
+	m, reg, col := start(t, cfg)
+	col.waitFor(t, 30*time.Second, fmt.Sprintf("%d records", n), atLeast(n))
+	m.Stop()
+	return reg, col.snapshot()
+}
+
+// loadIn writes yml to llmprobe.yml in dir and loads it: the paths it
+// names are relative to dir.
+func loadIn(t *testing.T, dir, yml string) *config.Config {
+	t.Helper()
+	path := filepath.Join(dir, "llmprobe.yml")
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// failedUnlessCanceled reports a record that failed for another reason
+// than the manager's Stop canceling it.
+func failedUnlessCanceled(t *testing.T, r *prober.Record) {
+	t.Helper()
+	if !r.OK() && r.Error != prober.ClassCanceled {
+		t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
+	}
+}
+
+// succeeded reports the records that failed (see failedUnlessCanceled)
+// and returns the successful ones.
+func succeeded(t *testing.T, evs []event) []*prober.Record {
+	t.Helper()
+	var out []*prober.Record
+	for _, e := range evs {
+		failedUnlessCanceled(t, e.Record)
+		if e.Record.OK() {
+			out = append(out, e.Record)
+		}
+	}
+	return out
+}
+
+// noProbeSeries fails the test if a series of reg still carries probe.
+func noProbeSeries(t *testing.T, reg *prometheus.Registry, probe string) {
+	t.Helper()
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == "probe" && lp.GetValue() == probe {
+					t.Fatalf("series of the removed probe remain: %s", mf.GetName())
+				}
+			}
+		}
+	}
+}
+
 // counter scrapes reg over real HTTP through the daemon's /metrics handler
 // and returns the sum of the series of name matching labels (histograms:
 // their sample count).
@@ -127,10 +244,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 
 func TestDaemonProbesSimulatorAndMetricsAgreeWithRecords(t *testing.T) {
 	base, _ := simtest.Start(t, fastSim())
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	cfg := parse(t, fmt.Sprintf(`
+	m, reg, col := start(t, parse(t, fmt.Sprintf(`
 targets:
   - name: sim
     base_url: %s
@@ -150,10 +264,7 @@ targets:
         workload:
           input_tokens: {dist: uniform, value: 32, range_ratio: 0.5}
           output_tokens: {dist: fixed, value: 4}
-`, base))
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+`, base)))
 	if !m.Ready() {
 		t.Fatal("not ready after Apply")
 	}
@@ -183,9 +294,8 @@ targets:
 				if r.PromptTokens != r.InputTokens {
 					t.Errorf("record %s: server counted %d prompt tokens, workload asked %d", r.RequestID, r.PromptTokens, r.InputTokens)
 				}
-			} else if r.Error != prober.ClassCanceled {
-				t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
 			}
+			failedUnlessCanceled(t, r)
 			if e.Verdict.Good {
 				good++
 			}
@@ -230,10 +340,6 @@ targets:
 func TestReloadCancelsChangedProbesAndKeepsOthers(t *testing.T) {
 	sc := fastSim()
 	base, sim := simtest.Start(t, sc)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
 	yml := func(rate int) string {
 		return fmt.Sprintf(`
 targets:
@@ -247,9 +353,7 @@ targets:
         max_concurrency: 4
 `, base, rate)
 	}
-	if err := m.Apply(context.Background(), parse(t, yml(10))); err != nil {
-		t.Fatal(err)
-	}
+	m, reg, col := start(t, parse(t, yml(10)))
 	col.waitFor(t, 10*time.Second, "both probes running", func(evs []event) bool {
 		seen := map[string]bool{}
 		for _, e := range evs {
@@ -291,16 +395,7 @@ targets:
 	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: sim, base_url: %s, probes: [{name: steady, rate: 20}]}]", base))); err != nil {
 		t.Fatal(err)
 	}
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		for _, mt := range mf.GetMetric() {
-			for _, lp := range mt.GetLabel() {
-				if lp.GetName() == "probe" && lp.GetValue() == "changing" {
-					t.Fatalf("series of the removed probe remain: %s", mf.GetName())
-				}
-			}
-		}
-	}
+	noProbeSeries(t, reg, "changing")
 }
 
 func TestDownEndpointGivesClassifiedFailuresAndKeepsProbing(t *testing.T) {
@@ -310,14 +405,8 @@ func TestDownEndpointGivesClassifiedFailuresAndKeepsProbing(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: down, base_url: http://%s, probes: [{name: p, rate: 20}]}]", addr))); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "10 failed records", func(evs []event) bool { return len(evs) >= 10 })
+	_, reg, col := start(t, parse(t, fmt.Sprintf("targets: [{name: down, base_url: http://%s, probes: [{name: p, rate: 20}]}]", addr)))
+	evs := col.waitFor(t, 10*time.Second, "10 failed records", atLeast(10))
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassConnect {
 			t.Errorf("record %s: class %q (%s), want connect", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
@@ -335,14 +424,8 @@ func TestSecretNeverInStatusOrErrors(t *testing.T) {
 	f.HTTP500 = 1
 	sim.SetFaults(f)
 	t.Setenv("LLMPROBE_TEST_KEY", key)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
+	m, _, col := start(t, parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base)))
+	evs := col.waitFor(t, 10*time.Second, "5 records", atLeast(5))
 	for _, e := range evs {
 		if e.Record.Error != prober.ClassHTTP5xx {
 			t.Errorf("class %q, want http_5xx", e.Record.Error)

@@ -1,24 +1,13 @@
 package manager_test
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/answer"
-	"github.com/llmprobe/llmprobe/prober/config"
-	"github.com/llmprobe/llmprobe/prober/manager"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -31,45 +20,11 @@ func TestDaemonProbeMessages(t *testing.T) {
 	sim := fastSim()
 	sim.ReasoningTokens = 4
 	base, _ := simtest.Start(t, sim)
-	path := filepath.Join(t.TempDir(), "llmprobe.yml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`
-targets:
-  - name: sim
-    base_url: %s
-    api: messages
-    probes:
-      - name: msgs
-        rate: 40
-        workload:
-          input_tokens: {dist: fixed, value: 32}
-          output_tokens: {dist: fixed, value: 16}
-          request:
-            features:
-              - {kind: no_stream, share: 0.3}
-              - {kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}
-`, base)), 0o600)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	col.waitFor(t, 30*time.Second, "40 records", func(evs []event) bool { return len(evs) >= 40 })
-	m.Stop()
-	ok, streamed, tools := 0, 0, 0
-	for _, e := range col.snapshot() {
-		r := e.Record
-		if !r.OK() {
-			if r.Error != "canceled" {
-				t.Errorf("record %s failed: %s: %s", r.RequestID, r.Error, r.ErrorMessage)
-			}
-			continue
-		}
-		ok++
+	reg, evs := runFor(t, oneProbe(t, "sim", base, "messages", "msgs", 32, 16, `{kind: no_stream, share: 0.3}`,
+		`{kind: tools, share: 0.3, tools: [{name: get_weather, parameters: {type: object, required: [city], properties: {city: {type: string}}}}]}`), 40)
+	good := succeeded(t, evs)
+	ok, streamed, tools := len(good), 0, 0
+	for _, r := range good {
 		if slices.Contains(r.Features, workload.FeatureTools) {
 			tools++
 			if r.ToolCalls != 1 || r.FinishReason != "tool_calls" {
@@ -100,46 +55,14 @@ targets:
 // judged as chat's.
 func TestAnswerChecksMessages(t *testing.T) {
 	base, _ := simtest.Start(t, simtest.Fast())
-	set := filepath.Join(t.TempDir(), "set.jsonl")
-	if err := os.WriteFile(set, []byte(
-		`{"id":"add","prompt":"What is 2 + 2? Answer with the number only.","number":4}`+"\n"+
-			`{"id":"sys","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is 3 + 4? Answer with the number only."}],"number":7}`+"\n"+
-			`{"id":"wrong","prompt":"What is 2 + 3? Answer with the number only.","number":6}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := parse(t, fmt.Sprintf(`
-targets:
-  - name: sim
-    base_url: %s
-    api: messages
-    probes:
-      - name: answers
-        answer_checks: {set: %s, every: 10m}
-`, base, set))
-	obs := &answerCollector{}
-	reg := prometheus.NewRegistry()
-	m := manager.New(manager.Options{Observers: []manager.Observer{probemetrics.New(reg), obs}})
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, "three checks judged", func() bool {
-		res, _, _ := obs.snapshot()
-		return len(res) == 3
-	})
+	m, _, obs := startAnswerChecks(t, base, "api: messages", checkAdd,
+		`{"id":"sys","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is 3 + 4? Answer with the number only."}],"number":7}`,
+		checkWrong)
 	m.Stop()
 	res, recs, _ := obs.snapshot()
-	byID := map[string]answer.Result{}
-	for _, r := range res {
-		byID[r.Check] = r
-	}
-	if r := byID["add"]; r.Outcome != answer.Pass || r.Reply != "4" || r.FinishReason != "stop" {
-		t.Errorf("add: %+v", r)
-	}
+	byID := checkAddAndWrong(t, res)
 	if r := byID["sys"]; r.Outcome != answer.Pass || r.Reply != "7" {
 		t.Errorf("sys: %+v", r)
-	}
-	if r := byID["wrong"]; r.Outcome != answer.Fail || !strings.Contains(r.Reason, `reply "5" is not 6`) {
-		t.Errorf("wrong: %+v", r)
 	}
 	for _, r := range recs {
 		if !r.OK() || r.TTFT <= 0 {
@@ -155,32 +78,9 @@ func TestDaemonProbeMessagesTGI(t *testing.T) {
 	sim := fastSim()
 	sim.Engine = simulator.EngineTGI
 	base, _ := simtest.Start(t, sim)
-	path := filepath.Join(t.TempDir(), "llmprobe.yml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`
-targets:
-  - name: tgi
-    base_url: %s
-    api: messages
-    probes:
-      - name: msgs
-        rate: 40
-        workload:
-          input_tokens: {dist: fixed, value: 32}
-          output_tokens: {dist: fixed, value: 8}
-`, base)), 0o600)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := newCollector()
-	m := newManager(prometheus.NewRegistry(), col)
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	col.waitFor(t, 30*time.Second, "3 records", func(evs []event) bool { return len(evs) >= 3 })
-	m.Stop()
+	_, evs := runFor(t, oneProbe(t, "tgi", base, "messages", "msgs", 32, 8), 3)
 	refused := 0
-	for _, e := range col.snapshot() {
+	for _, e := range evs {
 		r := e.Record
 		if r.Error == "canceled" {
 			continue

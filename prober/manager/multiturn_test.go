@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/scrape"
@@ -22,10 +20,7 @@ import (
 func TestDaemonMultiTurnProbe(t *testing.T) {
 	base, _ := simtest.Start(t, fastSim())
 	rec := simtest.Record(t, base)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	cfg := parse(t, fmt.Sprintf(`
+	m, _, col := start(t, parse(t, fmt.Sprintf(`
 targets:
   - name: sim
     base_url: %s
@@ -38,10 +33,7 @@ targets:
           input_tokens: {dist: fixed, value: 32}
           output_tokens: {dist: fixed, value: 4}
           multi_turn: {turns: 3, think_time: 10ms}
-`, rec.URL))
-	if err := m.Apply(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+`, rec.URL)))
 	complete := func(evs []event) int {
 		n := 0
 		for _, e := range evs {

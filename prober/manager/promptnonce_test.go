@@ -1,13 +1,9 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
@@ -24,9 +20,7 @@ func TestProbePromptsDistinctAcrossRestarts(t *testing.T) {
 	base, _ := simtest.Start(t, sc)
 	start := func(nonceLine string) (cached, n int) {
 		t.Helper()
-		col := newCollector()
-		m := newManager(prometheus.NewRegistry(), col)
-		cfg := parse(t, fmt.Sprintf(`
+		_, evs := runFor(t, parse(t, fmt.Sprintf(`
 targets:
   - name: sim
     base_url: %s
@@ -39,12 +33,7 @@ targets:
 %s        workload:
           input_tokens: {dist: fixed, value: 48}
           output_tokens: {dist: fixed, value: 2}
-`, base, nonceLine))
-		if err := m.Apply(context.Background(), cfg); err != nil {
-			t.Fatal(err)
-		}
-		evs := col.waitFor(t, 20*time.Second, "10 records", func(evs []event) bool { return len(evs) >= 10 })
-		m.Stop()
+`, base, nonceLine)), 10)
 		for _, e := range evs[:10] {
 			r := e.Record
 			if !r.OK() || !r.CachedTokensReported {

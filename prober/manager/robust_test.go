@@ -20,10 +20,10 @@ import (
 	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
-// simWith serves the simulator with some paths overridden.
-func simWith(t *testing.T, override map[string]http.HandlerFunc) string {
+// simWith serves a simulator of sc with some paths overridden.
+func simWith(t *testing.T, sc simulator.Config, override map[string]http.HandlerFunc) string {
 	t.Helper()
-	sim, err := simulator.New(fastSim(), log.NewNopLogger())
+	sim, err := simulator.New(sc, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +37,33 @@ func simWith(t *testing.T, override map[string]http.HandlerFunc) string {
 	}))
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	return srv.URL
+}
+
+// tooLongProbe probes base with a probe drawing 64 or 300 input tokens and
+// 16 output tokens (300 + 16 cannot fit a 256-token model): no record of
+// the first 20 fails, and too_long skips are counted. It returns the
+// registry and those records; the manager stops when the test ends.
+func tooLongProbe(t *testing.T, target, base string) (*prometheus.Registry, []event) {
+	t.Helper()
+	_, reg, col := start(t, parse(t, fmt.Sprintf(`
+targets:
+  - name: %s
+    base_url: %s
+    probes:
+      - name: p
+        rate: 40
+        workload:
+          input_tokens: {dist: choice, choices: [{value: 64, weight: 1}, {value: 300, weight: 1}]}
+          output_tokens: {dist: fixed, value: 16}
+`, target, base)))
+	evs := col.waitFor(t, 10*time.Second, "20 records", atLeast(20))
+	for _, e := range evs {
+		failedUnlessCanceled(t, e.Record)
+	}
+	if got := counter(t, reg, "llmprobe_requests_skipped_total", map[string]string{"reason": "too_long"}); got == 0 {
+		t.Error("no too_long skips counted: the guard is off")
+	}
+	return reg, evs
 }
 
 func TestStatusDoesNotWaitForAHangingTarget(t *testing.T) {
@@ -117,14 +144,9 @@ func TestTokenizeFallbackRedactionAndClasses(t *testing.T) {
 		}, prober.ClassHTTP5xx},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := simWith(t, map[string]http.HandlerFunc{"/tokenize": tc.tokenize})
-			col := newCollector()
-			m := newManager(prometheus.NewRegistry(), col)
-			defer m.Stop()
-			if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base))); err != nil {
-				t.Fatal(err)
-			}
-			evs := col.waitFor(t, 10*time.Second, "5 records", func(evs []event) bool { return len(evs) >= 5 })
+			base := simWith(t, fastSim(), map[string]http.HandlerFunc{"/tokenize": tc.tokenize})
+			m, _, col := start(t, parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, api_key_env: LLMPROBE_TEST_KEY, probes: [{name: p, rate: 20}]}]", base)))
+			evs := col.waitFor(t, 10*time.Second, "5 records", atLeast(5))
 			for _, e := range evs[:5] {
 				r := e.Record
 				if r.Error != tc.wantClass {
@@ -148,14 +170,9 @@ func TestTokenizeFallbackRedactionAndClasses(t *testing.T) {
 }
 
 func TestRequestIDsAreUniqueAcrossProbes(t *testing.T) {
-	base := simWith(t, nil)
-	col := newCollector()
-	m := newManager(prometheus.NewRegistry(), col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: a, rate: 30}, {name: b, rate: 30}]}]", base))); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "40 records", func(evs []event) bool { return len(evs) >= 40 })
+	base := simWith(t, fastSim(), nil)
+	_, _, col := start(t, parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: a, rate: 30}, {name: b, rate: 30}]}]", base)))
+	evs := col.waitFor(t, 10*time.Second, "40 records", atLeast(40))
 	seen := map[string]string{}
 	for _, e := range evs {
 		if p, dup := seen[e.Record.RequestID]; dup {
@@ -166,18 +183,8 @@ func TestRequestIDsAreUniqueAcrossProbes(t *testing.T) {
 }
 
 func TestReplacedTargetDropsSeriesOfRemovedProbes(t *testing.T) {
-	base := simWith(t, nil)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
-	apply := func(yml string) {
-		t.Helper()
-		if err := m.Apply(context.Background(), parse(t, yml)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	apply(fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: keep, rate: 20}, {name: gone, rate: 20}]}]", base))
+	base := simWith(t, fastSim(), nil)
+	m, reg, col := start(t, parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, probes: [{name: keep, rate: 20}, {name: gone, rate: 20}]}]", base)))
 	col.waitFor(t, 10*time.Second, "records of both", func(evs []event) bool {
 		n := map[string]int{}
 		for _, e := range evs {
@@ -187,34 +194,21 @@ func TestReplacedTargetDropsSeriesOfRemovedProbes(t *testing.T) {
 	})
 	before := counter(t, reg, "llmprobe_requests_total", map[string]string{"probe": "keep"})
 	// A new timeout replaces the target (new clients); probe "gone" is removed.
-	apply(fmt.Sprintf("targets: [{name: s, base_url: %s, timeout: 90s, probes: [{name: keep, rate: 20}]}]", base))
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		for _, mt := range mf.GetMetric() {
-			for _, lp := range mt.GetLabel() {
-				if lp.GetName() == "probe" && lp.GetValue() == "gone" {
-					t.Fatalf("series of the removed probe remain: %s", mf.GetName())
-				}
-			}
-		}
+	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf("targets: [{name: s, base_url: %s, timeout: 90s, probes: [{name: keep, rate: 20}]}]", base))); err != nil {
+		t.Fatal(err)
 	}
+	noProbeSeries(t, reg, "gone")
 	if after := counter(t, reg, "llmprobe_requests_total", map[string]string{"probe": "keep"}); after < before {
 		t.Errorf("counter of the continuing probe went back from %v to %v", before, after)
 	}
 }
 
 func TestSLOChangeIsAppliedInPlace(t *testing.T) {
-	base := simWith(t, nil)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
+	base := simWith(t, fastSim(), nil)
 	yml := func(ttft string) string {
 		return fmt.Sprintf("targets: [{name: s, base_url: %s, slo: {ttft: %s}, probes: [{name: p, rate: 20}]}]", base, ttft)
 	}
-	if err := m.Apply(context.Background(), parse(t, yml("800ms"))); err != nil {
-		t.Fatal(err)
-	}
+	m, reg, col := start(t, parse(t, yml("800ms")))
 	col.waitFor(t, 10*time.Second, "a record", func(evs []event) bool { return len(evs) > 0 })
 	pr := m.RunningProbe("s", "p")
 	if err := m.Apply(context.Background(), parse(t, yml("1ms"))); err != nil {
@@ -248,46 +242,16 @@ func TestSLOChangeIsAppliedInPlace(t *testing.T) {
 func TestTooLongArrivalsAreSkippedNotSent(t *testing.T) {
 	sc := fastSim()
 	sc.MaxModelLen = 256
-	sim, err := simulator.New(sc, log.NewNopLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sim.Handler())
-	defer func() { srv.Close(); sim.Close() }()
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
-	// Half the draws (300 + 16 > 256) cannot fit the model.
-	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
-targets:
-  - name: s
-    base_url: %s
-    probes:
-      - name: p
-        rate: 40
-        workload:
-          input_tokens: {dist: choice, choices: [{value: 64, weight: 1}, {value: 300, weight: 1}]}
-          output_tokens: {dist: fixed, value: 16}
-`, srv.URL))); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []event) bool { return len(evs) >= 20 })
+	_, evs := tooLongProbe(t, "s", simWith(t, sc, nil))
 	for _, e := range evs {
-		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
-			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
-		}
 		if e.Record.PromptTokens > 64 {
 			t.Errorf("a too-long prompt was sent (%d tokens)", e.Record.PromptTokens)
 		}
 	}
-	if got := counter(t, reg, "llmprobe_requests_skipped_total", map[string]string{"reason": "too_long"}); got == 0 {
-		t.Error("no too_long skips counted")
-	}
 }
 
 func TestInputTokensIncludeTheSharedPrefix(t *testing.T) {
-	base := simWith(t, nil)
+	base := simWith(t, fastSim(), nil)
 	col := newCollector()
 	m := manager.New(manager.Options{Observers: []manager.Observer{col}}) // the collector only: no metrics
 	defer m.Stop()
@@ -305,15 +269,7 @@ targets:
 `, base))); err != nil {
 		t.Fatal(err)
 	}
-	evs := col.waitFor(t, 10*time.Second, "5 successful records", func(evs []event) bool {
-		n := 0
-		for _, e := range evs {
-			if e.Record.OK() {
-				n++
-			}
-		}
-		return n >= 5
-	})
+	evs := col.waitFor(t, 10*time.Second, "5 successful records", atLeastOK(5))
 	for _, e := range evs {
 		r := e.Record
 		if !r.OK() {
@@ -328,43 +284,9 @@ targets:
 func TestTooLongUsesTokenizeMaxModelLenWhenModelsLacksIt(t *testing.T) {
 	sc := fastSim()
 	sc.MaxModelLen = 256
-	sim, err := simulator.New(sc, log.NewNopLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sim.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/models" { // no max_model_len: only /tokenize says it
+	tooLongProbe(t, "s", simWith(t, sc, map[string]http.HandlerFunc{
+		"/v1/models": func(w http.ResponseWriter, r *http.Request) { // no max_model_len: only /tokenize says it
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"llmprobe-sim","object":"model"}]}`)
-			return
-		}
-		h.ServeHTTP(w, r)
+		},
 	}))
-	defer func() { srv.Close(); sim.Close() }()
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := newManager(reg, col)
-	defer m.Stop()
-	if err := m.Apply(context.Background(), parse(t, fmt.Sprintf(`
-targets:
-  - name: s
-    base_url: %s
-    probes:
-      - name: p
-        rate: 40
-        workload:
-          input_tokens: {dist: choice, choices: [{value: 64, weight: 1}, {value: 300, weight: 1}]}
-          output_tokens: {dist: fixed, value: 16}
-`, srv.URL))); err != nil {
-		t.Fatal(err)
-	}
-	evs := col.waitFor(t, 10*time.Second, "20 records", func(evs []event) bool { return len(evs) >= 20 })
-	for _, e := range evs {
-		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled {
-			t.Errorf("request %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
-		}
-	}
-	if got := counter(t, reg, "llmprobe_requests_skipped_total", map[string]string{"reason": "too_long"}); got == 0 {
-		t.Error("no too_long skips counted")
-	}
 }

@@ -1,18 +1,13 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/manager"
 )
 
 // TestDaemonResendsOnStaleConnections is issue 22 V8 in the daemon: against
@@ -24,11 +19,7 @@ func TestDaemonResendsOnStaleConnections(t *testing.T) {
 	sc := fastSim()
 	sc.CloseAfterStream = simulator.CloseOnReuse
 	url, _ := simtest.Start(t, sc)
-	reg := prometheus.NewRegistry()
-	col := newCollector()
-	m := manager.New(manager.Options{Observers: []manager.Observer{probemetrics.New(reg), col}})
-	defer m.Stop()
-	yml := fmt.Sprintf(`
+	reg, evs := runFor(t, parse(t, fmt.Sprintf(`
 targets:
   - name: t
     base_url: %s
@@ -38,18 +29,10 @@ targets:
         arrival: constant
         max_concurrency: 4
         workload: {input_tokens: {dist: fixed, value: 4}, output_tokens: {dist: fixed, value: 2}}
-`, url)
-	if err := m.Apply(context.Background(), parse(t, yml)); err != nil {
-		t.Fatal(err)
-	}
-	col.waitFor(t, 15*time.Second, "20 records", func(evs []event) bool { return len(evs) >= 20 })
-	m.Stop()
-	evs := col.snapshot()
+`, url)), 20)
 	retried := 0
 	for _, e := range evs {
-		if !e.Record.OK() && e.Record.Error != prober.ClassCanceled { // Stop cancels what is in flight
-			t.Errorf("record %s failed: %s %s", e.Record.RequestID, e.Record.Error, e.Record.ErrorMessage)
-		}
+		failedUnlessCanceled(t, e.Record) // Stop cancels what is in flight
 		if e.Record.Retry != prober.RetryNone {
 			retried++
 		}

@@ -85,6 +85,12 @@ func ScrubPrompt(msg, prompt string) string {
 	if covered == nil {
 		return msg
 	}
+	return replaceCovered(msg, covered)
+}
+
+// replaceCovered is msg with each run of its covered bytes replaced by
+// PromptEcho.
+func replaceCovered(msg string, covered []bool) string {
 	var b strings.Builder
 	for i := 0; i < len(msg); {
 		if !covered[i] {

@@ -29,7 +29,8 @@ func TestScrubPrompt(t *testing.T) {
 }
 
 // naiveScrub is the definition ScrubPrompt implements: every window of
-// MinPromptEcho bytes of msg that occurs in prompt is covered.
+// MinPromptEcho bytes of msg that occurs in prompt is covered (the
+// replacement of the covered runs is TestScrubPrompt's to check).
 func naiveScrub(msg, prompt string) string {
 	if len(msg) < MinPromptEcho || len(prompt) < MinPromptEcho {
 		return msg
@@ -42,19 +43,7 @@ func naiveScrub(msg, prompt string) string {
 			}
 		}
 	}
-	var b strings.Builder
-	for i := 0; i < len(msg); {
-		if !covered[i] {
-			b.WriteByte(msg[i])
-			i++
-			continue
-		}
-		b.WriteString(PromptEcho)
-		for i < len(msg) && covered[i] {
-			i++
-		}
-	}
-	return b.String()
+	return replaceCovered(msg, covered)
 }
 
 // TestScrubPromptMatchesDefinition compares the rolling-hash scrubber with

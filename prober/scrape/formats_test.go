@@ -8,8 +8,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -488,15 +486,7 @@ func TestResponseFormat(t *testing.T) {
 // FuzzNewSnapshot meaningful: each parses as OpenMetrics, so the fuzzer
 // starts from valid expositions and the invariants are checked on them.
 func TestOpenMetricsFuzzSeedsParse(t *testing.T) {
-	files, _ := filepath.Glob("testdata/fuzz/FuzzNewSnapshot/om-*")
-	if len(files) == 0 {
-		t.Fatal("no OpenMetrics seeds")
-	}
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p, b := range readGlob(t, "testdata/fuzz/FuzzNewSnapshot/om-*") {
 		lit, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "go test fuzz v1\n[]byte(")
 		raw, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
 		if !ok || err != nil {

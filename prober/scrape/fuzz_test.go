@@ -35,20 +35,31 @@ func FuzzNewSnapshot(f *testing.F) {
 // TestSnapshotFixturesHoldFuzzInvariants runs FuzzNewSnapshot's checks on
 // the whole vLLM fixtures.
 func TestSnapshotFixturesHoldFuzzInvariants(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.prom")
-	if len(files) == 0 {
-		t.Fatal("no fixtures")
-	}
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p, b := range readGlob(t, "testdata/*.prom") {
 		if _, err := NewSnapshot(time.Unix(0, 0), b); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		checkSnapshotInvariants(t, b)
 	}
+}
+
+// readGlob returns the contents of the files matching pattern, by path; no
+// such file fails the test.
+func readGlob(t *testing.T, pattern string) map[string][]byte {
+	t.Helper()
+	files, _ := filepath.Glob(pattern)
+	if len(files) == 0 {
+		t.Fatalf("no file matches %s", pattern)
+	}
+	out := map[string][]byte{}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = b
+	}
+	return out
 }
 
 func checkSnapshotInvariants(t *testing.T, raw []byte) {

@@ -259,15 +259,19 @@ func TestSumMaxHas(t *testing.T) {
 	}
 }
 
+// mustSnapshot parses text, failing the test on an error.
+func mustSnapshot(t *testing.T, text string) *Snapshot {
+	t.Helper()
+	s, err := NewSnapshot(time.Now(), []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestIdle(t *testing.T) {
-	noVLLM, err := NewSnapshot(time.Now(), []byte("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	onlyRunning, err := NewSnapshot(time.Now(), []byte("vllm:num_requests_running 0\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	noVLLM := mustSnapshot(t, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n")
+	onlyRunning := mustSnapshot(t, "vllm:num_requests_running 0\n")
 	tests := []struct {
 		name      string
 		s         *Snapshot
@@ -324,10 +328,7 @@ func TestCounterDelta(t *testing.T) {
 	before := snapshotOf(t, "vllm-before.prom")
 	after := snapshotOf(t, "vllm-after.prom")
 	restarted := snapshotOf(t, "vllm-restarted.prom")
-	onlyAfter, err := NewSnapshot(time.Now(), []byte("# TYPE x_total counter\nx_total 5\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	onlyAfter := mustSnapshot(t, "# TYPE x_total counter\nx_total 5\n")
 	tests := []struct {
 		name          string
 		before, after *Snapshot
@@ -366,14 +367,8 @@ func TestCounterDelta(t *testing.T) {
 }
 
 func TestCounterDeltaNewSeries(t *testing.T) {
-	b, err := NewSnapshot(time.Now(), []byte("# TYPE r_total counter\nr_total{reason=\"stop\"} 10\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := NewSnapshot(time.Now(), []byte("# TYPE r_total counter\nr_total{reason=\"stop\"} 12\nr_total{reason=\"length\"} 3\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustSnapshot(t, "# TYPE r_total counter\nr_total{reason=\"stop\"} 10\n")
+	a := mustSnapshot(t, "# TYPE r_total counter\nr_total{reason=\"stop\"} 12\nr_total{reason=\"length\"} 3\n")
 	if got, ok := CounterDelta(b, a, "r_total", nil); !ok || got != 5 {
 		t.Errorf("got %v, %v; want 5 (2 + a new series counted in full)", got, ok)
 	}
@@ -503,10 +498,7 @@ func TestHistogramDeltaMismatchedBounds(t *testing.T) {
 	text := "# TYPE h histogram\n" +
 		"h_bucket{a=\"1\",le=\"1\"} 1\nh_bucket{a=\"1\",le=\"+Inf\"} 1\nh_count{a=\"1\"} 1\nh_sum{a=\"1\"} 0.5\n" +
 		"h_bucket{a=\"2\",le=\"2\"} 1\nh_bucket{a=\"2\",le=\"+Inf\"} 1\nh_count{a=\"2\"} 1\nh_sum{a=\"2\"} 1.5\n"
-	s, err := NewSnapshot(time.Now(), []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustSnapshot(t, text)
 	if _, ok := s.Histogram("h", nil); ok {
 		t.Error("summing series with different bounds must fail")
 	}
