@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -50,14 +49,7 @@ func TestHTTPConfigFlagErrors(t *testing.T) {
 			"llmprobe: error: --http.config.file: " + missing + ":3: basic_auth.password_file: "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append(tt.args, "--out", t.TempDir(), "--log.level", "error"), &stdout, &stderr)
-			if code != 2 {
-				t.Errorf("exit code %d, want 2 (stderr %q)", code, stderr.String())
-			}
-			if got := stderr.String(); !strings.HasPrefix(got, tt.want) || strings.Count(got, "\n") != 1 {
-				t.Errorf("stderr = %q, want one line starting with %q", got, tt.want)
-			}
+			wantUsageError(t, append(tt.args, "--out", t.TempDir(), "--log.level", "error"), tt.want)
 		})
 	}
 }
@@ -82,23 +74,16 @@ func TestSweepHTTPConfigSecretsNeverLeave(t *testing.T) {
 	}
 	resp.Body.Close()
 	out := filepath.Join(dir, "runs")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
+	stdout, stderr := runOK(t, "sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
 		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	noSecret(t, "stdout", stdout.String(), secretKey)
-	noSecret(t, "the log", stderr.String(), secretKey)
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-secret"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
+	noSecret(t, "stdout", stdout, secretKey)
+	noSecret(t, "the log", stderr, secretKey)
+	runDir := onlyRunDir(t, out, "*-secret")
+	if b, _ := os.ReadFile(filepath.Join(runDir, artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
 		t.Errorf("errors-redacted.jsonl lacks the echoing 401s (the token was not sent?):\n%s", b)
 	}
-	noSecretInTree(t, dirs[0], secretKey)
+	noSecretInTree(t, runDir, secretKey)
 }
 
 // TestSweepHTTPConfigFingerprint sweeps the echoing server through an HTTP
@@ -125,17 +110,10 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 	}
 	resp.Body.Close()
 	out := filepath.Join(dir, "runs")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
+	stdout, stderr := runOK(t, "sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
 		"--num-prompts", "6", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "fp",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-fp"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
+	runDir := onlyRunDir(t, out, "*-fp")
 	var m struct {
 		Fingerprint struct {
 			Target struct {
@@ -146,7 +124,7 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 			} `json:"target"`
 		} `json:"fingerprint"`
 	}
-	mb, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ManifestFile))
+	mb, _ := os.ReadFile(filepath.Join(runDir, artifacts.ManifestFile))
 	if err := json.Unmarshal(mb, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -154,15 +132,15 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 		strings.Join(h.Headers, ",") != "X-Gateway-Key,X-Team" {
 		t.Fatalf("manifest http_config %+v", h)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
+	if b, _ := os.ReadFile(filepath.Join(runDir, artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
 		t.Errorf("errors-redacted.jsonl lacks the echoing 401s (the credentials were not sent?):\n%s", b)
 	}
 	encoded := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
 	for _, s := range []string{pw, encoded, hdr, plain, user} {
-		noSecret(t, "stdout", stdout.String(), s)
-		noSecretInTree(t, dirs[0], s)
+		noSecret(t, "stdout", stdout, s)
+		noSecretInTree(t, runDir, s)
 	}
 	for _, s := range []string{pw, encoded, hdr} {
-		noSecret(t, "the log", stderr.String(), s)
+		noSecret(t, "the log", stderr, s)
 	}
 }

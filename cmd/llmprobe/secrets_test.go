@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -505,31 +504,24 @@ func TestSweepSecretsNeverLeave(t *testing.T) {
 	}
 	resp.Body.Close()
 	out := filepath.Join(dir, "runs")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", base, "--api-key-file", keyFile, "--rates", "20",
+	stdout, stderr := runOK(t, "sweep", "--target", base, "--api-key-file", keyFile, "--rates", "20",
 		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	for name, s := range map[string]string{"stdout": stdout.String(), "the log": stderr.String()} {
+		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
+	for name, s := range map[string]string{"stdout": stdout, "the log": stderr} {
 		if strings.Contains(s, secretKey) {
 			t.Errorf("%s holds the API key:\n%s", name, s)
 		}
 	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-secret"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
+	runDir := onlyRunDir(t, out, "*-secret")
 	for _, f := range []string{artifacts.RecordsFile, artifacts.ErrorsFile, artifacts.MetricsDuringFile} {
-		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+		if _, err := os.Stat(filepath.Join(runDir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
 	// The echoed errors are there (redacted), so the check had something
 	// to find.
-	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) || !bytes.Contains(b, []byte(`"stream"`)) {
+	if b, _ := os.ReadFile(filepath.Join(runDir, artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) || !bytes.Contains(b, []byte(`"stream"`)) {
 		t.Errorf("errors-redacted.jsonl lacks the echoing 401s and error events:\n%s", b)
 	}
-	noSecretInTree(t, dirs[0], secretKey)
+	noSecretInTree(t, runDir, secretKey)
 }

@@ -29,18 +29,10 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 	url, _ := simtest.Start(t, cfg)
 	out := t.TempDir()
 	data := filepath.Join("testdata", "sharegpt.json")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", url, "--dataset", data, "--dataset-sampling", "shuffle",
+	runOK(t, "sweep", "--target", url, "--dataset", data, "--dataset-sampling", "shuffle",
 		"--rates", "1,2", "--num-prompts", "3", "--warmups", "1", "--out", out, "--name", "ds", "--save-detailed",
-		"--no-progress", "--log.level", "warn", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-ds"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	dir := dirs[0]
+		"--no-progress", "--log.level", "warn", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
+	dir := onlyRunDir(t, out, "*-ds")
 	if v, err := artifacts.Verify(dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
 		t.Fatalf("verify: %v %v", v.Problems, err)
 	}
