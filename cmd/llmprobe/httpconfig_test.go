@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,19 +66,9 @@ func TestSweepHTTPConfigSecretsNeverLeave(t *testing.T) {
 	if err := os.WriteFile(httpCfg, []byte("authorization: {credentials_file: token}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := secretEcho(t)
-	resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"model":"llmprobe-sim","prompt":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	out := filepath.Join(dir, "runs")
-	stdout, stderr := runOK(t, "sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
-		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
+	runDir, stdout, stderr := sweepSecretEcho(t, dir, "9", "--http.config.file", httpCfg)
 	noSecret(t, "stdout", stdout, secretKey)
 	noSecret(t, "the log", stderr, secretKey)
-	runDir := onlyRunDir(t, out, "*-secret")
 	if b, _ := os.ReadFile(filepath.Join(runDir, artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
 		t.Errorf("errors-redacted.jsonl lacks the echoing 401s (the token was not sent?):\n%s", b)
 	}
@@ -103,17 +92,7 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 	if err := os.WriteFile(httpCfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := secretEcho(t)
-	resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"model":"llmprobe-sim","prompt":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	out := filepath.Join(dir, "runs")
-	stdout, stderr := runOK(t, "sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
-		"--num-prompts", "6", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "fp",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
-	runDir := onlyRunDir(t, out, "*-fp")
+	runDir, stdout, stderr := sweepSecretEcho(t, dir, "6", "--http.config.file", httpCfg)
 	var m struct {
 		Fingerprint struct {
 			Target struct {

@@ -22,12 +22,21 @@ import (
 // its web address and log.
 func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, func() int) {
 	t.Helper()
+	return startCommand(t, "serve", "/-/healthy", args...)
+}
+
+// startCommand runs `llmprobe command --web.listen-address ADDR args...`
+// on a free address until the test ends or stop is called, and returns its
+// base URL once GET readyPath answers, its log, and stop (it cancels the
+// command, waits for it and returns its exit code).
+func startCommand(t *testing.T, command, readyPath string, args ...string) (string, *testutil.SyncBuffer, func() int) {
+	t.Helper()
 	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve", "--web.listen-address", addr}, args...), io.Discard, logs)
+		done <- run(ctx, append([]string{command, "--web.listen-address", addr}, args...), io.Discard, logs)
 	}()
 	stopped := false
 	code := 0
@@ -38,7 +47,7 @@ func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, fun
 			select {
 			case code = <-done:
 			case <-time.After(20 * time.Second):
-				t.Fatalf("serve did not stop; log:\n%s", logs.String())
+				t.Fatalf("%s did not stop; log:\n%s", command, logs.String())
 			}
 		}
 		return code
@@ -47,13 +56,13 @@ func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, fun
 	// Wait for the web server.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addr + "/-/healthy")
+		resp, err := http.Get("http://" + addr + readyPath)
 		if err == nil {
 			resp.Body.Close()
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %v; log:\n%s", err, logs.String())
+			t.Fatalf("%s did not come up: %v; log:\n%s", command, err, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
