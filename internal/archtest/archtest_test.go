@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -120,7 +119,7 @@ func TestNamedDocsExist(t *testing.T) {
 	ref := regexp.MustCompile(`docs/[A-Za-z0-9_.-]+\.md`)
 	exts := []string{".go", ".md", ".yml", ".yaml", ".json", ".jsonnet", ".libsonnet", ".txt"}
 	for _, rel := range repoFiles(t) {
-		if !slices.Contains(exts, filepath.Ext(rel)) || path.Base(rel) == "CHANGELOG.md" || strings.Contains("/"+rel, "/fuzz/") {
+		if !slices.Contains(exts, filepath.Ext(rel)) || filepath.Base(rel) == "CHANGELOG.md" || strings.Contains("/"+rel, "/fuzz/") {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(root, rel))
