@@ -410,18 +410,7 @@ const vllmPodInstance = "vllm-0:8000"
 func engineTargets(addrs map[string]string) string {
 	var b strings.Builder
 	for _, e := range otherEngines {
-		fmt.Fprintf(&b, `  - name: %s
-    base_url: http://%s
-    api: completions
-    probes:
-      - name: small
-        rate: 1
-        arrival: poisson
-        max_concurrency: 4
-        workload:
-          input_tokens: {dist: fixed, value: 64}
-          output_tokens: {dist: fixed, value: 16}
-`, e, addrs[e])
+		fmt.Fprintf(&b, "  - name: %s\n    base_url: http://%s\n    api: completions\n    probes:\n%s", e, addrs[e], probeYAML("small", 1, 4))
 	}
 	return b.String()
 }
