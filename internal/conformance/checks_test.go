@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -53,7 +54,7 @@ func TestCorpusMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewSnapshot: %v", err)
 			}
-			if got, want := signatures(again), signatures(snap); !equalSignatures(got, want) {
+			if got, want := signatures(again), signatures(snap); !maps.Equal(got, want) {
 				t.Errorf("NewSnapshot families differ from the scrape's: %v vs %v", got, want)
 			}
 			checkExposition(t, m, snap)
@@ -72,7 +73,7 @@ func TestCorpusMetrics(t *testing.T) {
 			if psnap.Format != scrape.FormatProtobuf {
 				t.Errorf("format %s, want protobuf", psnap.Format)
 			}
-			if got, want := signatures(psnap), signatures(snap); !equalSignatures(got, want) {
+			if got, want := signatures(psnap), signatures(snap); !maps.Equal(got, want) {
 				t.Errorf("protobuf families differ from the exposition's: %v vs %v", got, want)
 			}
 			checkExposition(t, m, psnap)

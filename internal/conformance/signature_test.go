@@ -43,18 +43,6 @@ func signatures(snap *scrape.Snapshot) map[string]signature {
 	return out
 }
 
-func equalSignatures(a, b map[string]signature) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // framing returns the facets of an SSE body that the drift alarm compares:
 //
 //   - terminator: "[DONE]" when the last event is data: [DONE], else "none";
