@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -44,18 +43,11 @@ func TestMultiTurnSection(t *testing.T) {
 	if i, j := strings.Index(a, "## Steps"), strings.Index(a, "## Multi-turn sessions"); !(i >= 0 && j > i) {
 		t.Errorf("multi-turn section at %d, steps at %d: want it after the steps", j, i)
 	}
-	var b bytes.Buffer
-	if err := WriteTable(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	out := tableText(t, res)
+	checkText(t, "table", out, out, []string{
 		"multi-turn: rate = sessions/s, each turn a request (requests/s offered = sessions/s x mean turns)",
 		"step 1: 40 sessions, 2.75 turns each, 5.5 req/s offered; TTFT p50 turn 1 28 ms, later turns 11 ms",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, b.String())
-		}
-	}
+	}, nil)
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -533,11 +533,7 @@ func TestWriteTable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.sweep()
-			var b bytes.Buffer
-			if err := WriteTable(&b, s); err != nil {
-				t.Fatal(err)
-			}
-			out := b.String()
+			out := tableText(t, s)
 			lines := strings.Split(out, "\n")
 			rows := lines[:len(s.Steps)+1]
 			// Right-aligned columns: every row ends where the header does,
