@@ -215,6 +215,20 @@ func sweepChild(t *testing.T, test, env, args string) (*exec.Cmd, *bufio.Scanner
 	return cmd, bufio.NewScanner(stderr), stderr
 }
 
+// scanUntil reads a child's log (sc over its stderr) until a line holds
+// substr, then drains the rest of stderr in the background; it returns the
+// lines read and whether substr came.
+func scanUntil(sc *bufio.Scanner, stderr io.Reader, substr string) (*strings.Builder, bool) {
+	var log strings.Builder
+	found := false
+	for !found && sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		found = strings.Contains(sc.Text(), substr)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return &log, found
+}
+
 // TestSweepSIGTERM runs main in a child process (this test binary) and
 // sends it SIGTERM mid-step: like SIGINT, the run directory is finished
 // with a complete:false manifest and the exit code is 130.
@@ -223,30 +237,23 @@ func TestSweepSIGTERM(t *testing.T) {
 	cmd, sc, stderr := sweepChild(t, "TestSweepSIGTERM", "LLMPROBE_SWEEP_SIGTERM_CHILD",
 		"sweep --rates 20 --num-prompts 400 --warmups 0 --input-len 8 --output-len 2 --no-progress --out "+out)
 	// Wait for the step to start, then SIGTERM.
-	var log strings.Builder
-	started := false
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "step starting") {
-			started = true
-			// Mid-step: wait until the first measured request is in
-			// records.jsonl.partial (it reaches the file within
-			// artifacts.FlushInterval), then SIGTERM.
-			testutil.Eventually(t, "a record in records.jsonl.partial", func() bool {
-				parts, _ := filepath.Glob(filepath.Join(out, "*-sweep", artifacts.RecordsFile+artifacts.PartialSuffix))
-				if len(parts) != 1 {
-					return false
-				}
-				b, _ := os.ReadFile(parts[0])
-				return bytes.Count(b, []byte("\n")) >= 1
-			})
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
+	log, started := scanUntil(sc, stderr, "step starting")
+	if started {
+		// Mid-step: wait until the first measured request is in
+		// records.jsonl.partial (it reaches the file within
+		// artifacts.FlushInterval), then SIGTERM.
+		testutil.Eventually(t, "a record in records.jsonl.partial", func() bool {
+			parts, _ := filepath.Glob(filepath.Join(out, "*-sweep", artifacts.RecordsFile+artifacts.PartialSuffix))
+			if len(parts) != 1 {
+				return false
 			}
-			break
+			b, _ := os.ReadFile(parts[0])
+			return bytes.Count(b, []byte("\n")) >= 1
+		})
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
 		}
 	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var werr error
@@ -285,19 +292,12 @@ func TestSweepSIGKILLKeepsFinishedSteps(t *testing.T) {
 	out := t.TempDir()
 	cmd, sc, stderr := sweepChild(t, "TestSweepSIGKILLKeepsFinishedSteps", "LLMPROBE_SWEEP_SIGKILL_CHILD",
 		"sweep --rates 50,5 --num-prompts 20 --warmups 0 --input-len 8 --output-len 2 --no-progress --max-send-lag 10s --max-sched-latency 10s --out "+out)
-	var log strings.Builder
-	killed := false
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "step done") {
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			killed = true
-			break
+	log, killed := scanUntil(sc, stderr, "step done")
+	if killed {
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	_ = cmd.Wait()
 	if !killed {
 		t.Fatalf("the first step never finished; log:\n%s", log.String())
