@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,6 +46,18 @@ func onlyRunDir(t *testing.T, parts ...string) string {
 		t.Fatalf("run dirs %v", dirs)
 	}
 	return dirs[0]
+}
+
+// readJSON decodes the JSON file path into v.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 }
 
 // loadRun reads a run directory's result (report.Load).

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,10 +102,7 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 			} `json:"target"`
 		} `json:"fingerprint"`
 	}
-	mb, _ := os.ReadFile(filepath.Join(runDir, artifacts.ManifestFile))
-	if err := json.Unmarshal(mb, &m); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(runDir, artifacts.ManifestFile), &m)
 	if h := m.Fingerprint.Target.HTTPConfig; h == nil || h.Scheme != "http" || h.Auth != "basic" ||
 		strings.Join(h.Headers, ",") != "X-Gateway-Key,X-Team" {
 		t.Fatalf("manifest http_config %+v", h)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,10 +49,7 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 			} `json:"token_distributions"`
 		} `json:"steps"`
 	}
-	rb, _ := os.ReadFile(filepath.Join(dir, artifacts.ResultFile))
-	if err := json.Unmarshal(rb, &res); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(dir, artifacts.ResultFile), &res)
 	raw, _ := os.ReadFile(data)
 	sum := sha256.Sum256(raw)
 	d := res.Dataset
@@ -75,10 +71,7 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 			} `json:"workload"`
 		} `json:"fingerprint"`
 	}
-	mb, _ := os.ReadFile(filepath.Join(dir, artifacts.ManifestFile))
-	if err := json.Unmarshal(mb, &m); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(dir, artifacts.ManifestFile), &m)
 	if fd := m.Fingerprint.Workload.Dataset; fd.Path != data || fd.Format != "sharegpt" || fd.Entries != 18 ||
 		fd.SHA256 != d.SHA256 || fd.Tokenizer != "server-tokenize" {
 		t.Fatalf("fingerprint dataset %+v", fd)

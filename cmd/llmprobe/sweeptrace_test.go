@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,10 +40,6 @@ func TestSweepTrace(t *testing.T) {
 	runOK(t, "sweep", "--target", url, "--trace", "../../prober/workload/testdata/trace/mooncake.jsonl",
 		"--trace-speed", "2", "--warmups", "0", "--out", out, "--no-progress", "--log.level", "warn")
 	runDir := onlyRunDir(t, out, "*")
-	b, err := os.ReadFile(filepath.Join(runDir, "result.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var res struct {
 		Steps []struct {
 			Label       string  `json:"label"`
@@ -57,9 +52,7 @@ func TestSweepTrace(t *testing.T) {
 			} `json:"trace"`
 		} `json:"steps"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(runDir, "result.json"), &res)
 	if len(res.Steps) != 1 || res.Steps[0].Label != "trace-speed=2" || res.Steps[0].NumPrompts != 6 || res.Steps[0].Trace == nil ||
 		res.Steps[0].Trace.Sent != 6 || res.Steps[0].Trace.ScheduledSpanS != 0.55 || res.Steps[0].RequestRate != 6/0.55 {
 		t.Fatalf("result.json steps %+v", res.Steps)
