@@ -361,13 +361,8 @@ targets:
 		}
 	}
 	writeCfg(25)
-	resp, err := http.Post(web+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("reload: %d", resp.StatusCode)
+	if code, _ := postReload(t, web); code != http.StatusOK {
+		t.Fatalf("reload: %d", code)
 	}
 	ltestutil.Eventually(t, "the reloaded probe", func() bool {
 		_, body := get(t, web+"/config")

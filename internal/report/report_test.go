@@ -473,16 +473,7 @@ func TestSVG(t *testing.T) {
 					t.Errorf("tick label %q has trailing zeros", tx)
 				}
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(texts, w) {
-					t.Errorf("svg texts lack %q; have:\n%s", w, texts)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(texts, w) {
-					t.Errorf("svg texts contain %q", w)
-				}
-			}
+			checkText(t, "svg texts", texts, texts, tc.want, tc.notWant)
 		})
 	}
 }
