@@ -66,6 +66,19 @@ func buildAll(t *testing.T) map[string][]Object {
 	return builds
 }
 
+// checkEach runs check on the objects of every directory of byDir and fails
+// the test with none when the checks counted nothing.
+func checkEach(t *testing.T, byDir map[string][]Object, check func(t *testing.T, dir string, objs []Object) int, none string) {
+	t.Helper()
+	n := 0
+	for d, objs := range byDir {
+		n += check(t, d, objs)
+	}
+	if n == 0 {
+		t.Fatal(none)
+	}
+}
+
 // workloads returns the app kustomizations (every one but monitoring).
 func workloads(t *testing.T) map[string][]Object {
 	t.Helper()

@@ -256,13 +256,7 @@ func imageRef(image string) (name, tag, digest string) {
 // an untagged image is :latest, which pulls whatever was pushed last and,
 // with imagePullPolicy IfNotPresent, never the same on every node.
 func TestImagesAreTagged(t *testing.T) {
-	n := 0
-	for d, objs := range workloads(t) {
-		n += checkImagesTagged(t, d, objs)
-	}
-	if n == 0 {
-		t.Fatal("no image checked")
-	}
+	checkEach(t, workloads(t), checkImagesTagged, "no image checked")
 	for _, tc := range []struct{ image, tag, digest string }{
 		{"llmprobe", "", ""}, {"llmprobe:dev", "dev", ""}, {"registry:5000/llmprobe", "", ""},
 		{"registry:5000/llmprobe:v1", "v1", ""}, {"llmprobe@sha256:ab", "", "sha256:ab"},
@@ -342,13 +336,7 @@ var shardArg = regexp.MustCompile(`^--shard=\$\(POD_INDEX\)/(\d+)$`)
 // configuration has targets for every shard (a shard without one probes
 // nothing and exports no probe series).
 func TestShardedDemoGivesEveryShardTargets(t *testing.T) {
-	n := 0
-	for d, objs := range workloads(t) {
-		n += checkShards(t, d, objs)
-	}
-	if n == 0 {
-		t.Fatal("no sharded StatefulSet")
-	}
+	checkEach(t, workloads(t), checkShards, "no sharded StatefulSet")
 }
 
 // checkShards checks every sharded StatefulSet of objs (see

@@ -105,13 +105,7 @@ func checkDiscoveryRBAC(objs []Object, ns, sa string) error {
 // each RoleBinding binds a Role and ServiceAccounts of the output in its
 // own namespace; and broken variants fail.
 func TestRBACIsDiscoveryOnly(t *testing.T) {
-	n := 0
-	for d, objs := range buildAll(t) {
-		n += checkRBACObjects(t, d, objs)
-	}
-	if n == 0 {
-		t.Fatal("no RoleBinding in any kustomization")
-	}
+	checkEach(t, buildAll(t), checkRBACObjects, "no RoleBinding in any kustomization")
 
 	role := func(rules ...rbacv1.PolicyRule) []Object {
 		return []Object{

@@ -85,19 +85,27 @@ func TestMixinEqualsRuleFiles(t *testing.T) {
 	compareGroups(t, slices.Concat(recording, alerting), want)
 }
 
-// TestMixinAbsentAlertOptIn: LLMProbeAbsent is left out by default and, with
-// absentAlert, equals optional/llmprobe.absent.yml.
-func TestMixinAbsentAlertOptIn(t *testing.T) {
+// optionalGroups returns the rule groups of the opt-in rule file name
+// (rules.LoadOptional).
+func optionalGroups(t *testing.T, name string) []rulefmt.RuleGroup {
+	t.Helper()
 	opt, err := rules.LoadOptional()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var absent []rulefmt.RuleGroup
+	var groups []rulefmt.RuleGroup
 	for _, f := range opt {
-		if f.Name == "optional/llmprobe.absent.yml" {
-			absent = append(absent, f.Groups...)
+		if f.Name == name {
+			groups = append(groups, f.Groups...)
 		}
 	}
+	return groups
+}
+
+// TestMixinAbsentAlertOptIn: LLMProbeAbsent is left out by default and, with
+// absentAlert, equals optional/llmprobe.absent.yml.
+func TestMixinAbsentAlertOptIn(t *testing.T) {
+	absent := optionalGroups(t, "optional/llmprobe.absent.yml")
 	on := mixinGroups(t, "{_config+:: {absentAlert: true}}", "prometheusAlerts")
 	var got []rulefmt.RuleGroup
 	for _, g := range on {
@@ -117,16 +125,7 @@ func TestMixinAbsentAlertOptIn(t *testing.T) {
 // out by default and, with energyAlert, equals optional/llmprobe.energy.yml;
 // its thresholds are knobs.
 func TestMixinEnergyAlertOptIn(t *testing.T) {
-	opt, err := rules.LoadOptional()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []rulefmt.RuleGroup
-	for _, f := range opt {
-		if f.Name == "optional/llmprobe.energy.yml" {
-			want = append(want, f.Groups...)
-		}
-	}
+	want := optionalGroups(t, "optional/llmprobe.energy.yml")
 	pick := func(gs []rulefmt.RuleGroup) []rulefmt.RuleGroup {
 		var out []rulefmt.RuleGroup
 		for _, g := range gs {

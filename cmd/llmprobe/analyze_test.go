@@ -21,26 +21,34 @@ func runAnalyzeArgs(t *testing.T, args ...string) (code int, stdout, stderr stri
 	return code, o.String(), e.String()
 }
 
+// analyzeWants runs `llmprobe analyze args...`: it must exit wantCode and
+// its output hold every string of want.
+func analyzeWants(t *testing.T, wantCode int, want []string, args ...string) {
+	t.Helper()
+	code, out, errs := runAnalyzeArgs(t, args...)
+	if code != wantCode {
+		t.Errorf("exit code %d, want %d; stderr %q", code, wantCode, errs)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
 // TestAnalyzeTeachingExample is the methodology's §11 example: it must read
 // the four facts and warn that the file is not a native result schema.
 func TestAnalyzeTeachingExample(t *testing.T) {
-	code, out, errs := runAnalyzeArgs(t, compareTestdata+"teaching-example.json")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1 (an SLO failed); stderr %q", code, errs)
-	}
-	for _, w := range []string{
+	// Exit 1: an SLO failed.
+	analyzeWants(t, 1, []string{
 		"warning: not a native result schema",
 		"error rate     2.00 %",
 		"goodput ratio  83.78 %",
 		"TTFT p99 910 > 800 FAIL",
 		"TPOT p99 67 > 50 FAIL",
 		"outcome: fail",
-	} {
-		if !strings.Contains(out, w) {
-			t.Errorf("output lacks %q:\n%s", w, out)
-		}
-	}
-	code, out, _ = runAnalyzeArgs(t, "--format", "markdown", compareTestdata+"teaching-example.json")
+	}, compareTestdata+"teaching-example.json")
+	code, out, _ := runAnalyzeArgs(t, "--format", "markdown", compareTestdata+"teaching-example.json")
 	if code != 1 || !strings.Contains(out, "| rate=4 | 100 | 2 | 2.00 % | 83.78 % | TTFT p99 910 > 800 FAIL; TPOT p99 67 > 50 FAIL |") ||
 		!strings.Contains(out, "> **Warning:** not a native result schema") {
 		t.Errorf("markdown (exit %d):\n%s", code, out)
@@ -49,17 +57,9 @@ func TestAnalyzeTeachingExample(t *testing.T) {
 
 func TestAnalyzeVLLM(t *testing.T) {
 	t.Run("detailed", func(t *testing.T) {
-		code, out, _ := runAnalyzeArgs(t, "--goodput", "ttft:800", "tpot:50", compareTestdata+"vllm-serve-detailed.json")
-		for _, w := range []string{"(vllm-bench-serve)", "SLO: ttft:800 tpot:50 (from --goodput)", "error rate     1.00 %",
+		analyzeWants(t, 0, []string{"(vllm-bench-serve)", "SLO: ttft:800 tpot:50 (from --goodput)", "error rate     1.00 %",
 			"goodput ratio  100.00 % (198 of 198 completed requests met the SLO (per-request samples))", "TTFT p99 178.5 <= 800 PASS",
-			"TPOT p99 32.6 <= 50 PASS", "outcome: pass"} {
-			if !strings.Contains(out, w) {
-				t.Errorf("output lacks %q:\n%s", w, out)
-			}
-		}
-		if code != 0 {
-			t.Errorf("exit code %d", code)
-		}
+			"TPOT p99 32.6 <= 50 PASS", "outcome: pass"}, "--goodput", "ttft:800", "tpot:50", compareTestdata+"vllm-serve-detailed.json")
 	})
 	t.Run("old goodput key", func(t *testing.T) {
 		code, out, _ := runAnalyzeArgs(t, "--format", "json", "--goodput", "ttft:500", compareTestdata+"vllm-serve-old-goodput-key.json")
@@ -77,17 +77,9 @@ func TestAnalyzeVLLM(t *testing.T) {
 		}
 	})
 	t.Run("two files", func(t *testing.T) {
-		code, out, _ := runAnalyzeArgs(t, "--goodput", "ttft:800", "tpot:50", compareTestdata+"vllm-serve-old-goodput-key.json",
-			compareTestdata+"vllm-serve-detailed.json")
-		for _, w := range []string{"verdict: inconclusive", "fingerprint failed: model differs", "per-request output lengths not recorded",
-			"evidence still missing:", "at least 2 rounds per side"} {
-			if !strings.Contains(out, w) {
-				t.Errorf("output lacks %q:\n%s", w, out)
-			}
-		}
-		if code != 3 {
-			t.Errorf("exit code %d, want 3", code)
-		}
+		analyzeWants(t, 3, []string{"verdict: inconclusive", "fingerprint failed: model differs", "per-request output lengths not recorded",
+			"evidence still missing:", "at least 2 rounds per side"}, "--goodput", "ttft:800", "tpot:50",
+			compareTestdata+"vllm-serve-old-goodput-key.json", compareTestdata+"vllm-serve-detailed.json")
 	})
 	t.Run("directory of files", func(t *testing.T) {
 		dir := t.TempDir()

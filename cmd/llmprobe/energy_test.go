@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,23 +24,13 @@ func TestSweepEnergyCLI(t *testing.T) {
 	cfg.StepBase = 2 * time.Millisecond
 	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = 2, 2048
 	url, _ := simtest.Start(t, cfg)
-	var stdout, stderr bytes.Buffer
 	out := t.TempDir()
-	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "20,400", "--num-prompts", "100", "--warmups", "1",
+	stdout, _ := runOK(t, "sweep", "--target", url, "--rates", "20,400", "--num-prompts", "100", "--warmups", "1",
 		"--input-len", "16", "--output-len", "16", "--goodput", "ttft:500", "--out", out, "--name", "energy",
-		"--gpu-metrics-url", url + simulator.DCGMPath, "--gpu-selector", `gpu="0"`,
-		"--max-send-lag", "250ms", "--max-sched-latency", "250ms", "--no-progress", "--log.level", "warn"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-energy"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	res, err := report.Load(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+		"--gpu-metrics-url", url+simulator.DCGMPath, "--gpu-selector", `gpu="0"`,
+		"--max-send-lag", "250ms", "--max-sched-latency", "250ms", "--no-progress", "--log.level", "warn")
+	runDir := onlyRunDir(t, out, "*-energy")
+	res := loadRun(t, runDir)
 	for _, st := range res.Steps {
 		if e := st.Energy; e == nil || e.NotRecorded != "" || e.JoulesPerGoodOutputToken == nil || e.GPUs != 1 {
 			t.Errorf("step %s energy read back: %+v", st.Label, e)
@@ -50,9 +38,9 @@ func TestSweepEnergyCLI(t *testing.T) {
 	}
 	j, ok := res.KneeEnergyPerGoodToken()
 	if !ok {
-		t.Fatalf("no joules per good token at the knee (knee %+v)\n%s", res.Knee, stdout.String())
+		t.Fatalf("no joules per good token at the knee (knee %+v)\n%s", res.Knee, stdout)
 	}
-	md, err := os.ReadFile(filepath.Join(dirs[0], "analysis.md"))
+	md, err := os.ReadFile(filepath.Join(runDir, "analysis.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +49,10 @@ func TestSweepEnergyCLI(t *testing.T) {
 			t.Errorf("analysis.md lacks %q", w)
 		}
 	}
-	if !strings.Contains(stdout.String(), "energy: ") || !strings.Contains(stdout.String(), "J per good output token at the knee") {
-		t.Errorf("the terminal table has no energy line (knee %.4g J):\n%s", j, stdout.String())
+	if !strings.Contains(stdout, "energy: ") || !strings.Contains(stdout, "J per good output token at the knee") {
+		t.Errorf("the terminal table has no energy line (knee %.4g J):\n%s", j, stdout)
 	}
-	if _, err := os.Stat(filepath.Join(dirs[0], report.EnergyPlotFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(runDir, report.EnergyPlotFile)); err != nil {
 		t.Errorf("energy.svg: %v", err)
 	}
 	if g := res.Fingerprint.Target.GPU; g == nil || g.Count != 1 {

@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,14 +47,7 @@ func TestHTTPConfigFlagErrors(t *testing.T) {
 			"llmprobe: error: --http.config.file: " + missing + ":3: basic_auth.password_file: "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append(tt.args, "--out", t.TempDir(), "--log.level", "error"), &stdout, &stderr)
-			if code != 2 {
-				t.Errorf("exit code %d, want 2 (stderr %q)", code, stderr.String())
-			}
-			if got := stderr.String(); !strings.HasPrefix(got, tt.want) || strings.Count(got, "\n") != 1 {
-				t.Errorf("stderr = %q, want one line starting with %q", got, tt.want)
-			}
+			wantUsageError(t, append(tt.args, "--out", t.TempDir(), "--log.level", "error"), tt.want)
 		})
 	}
 }
@@ -75,30 +65,13 @@ func TestSweepHTTPConfigSecretsNeverLeave(t *testing.T) {
 	if err := os.WriteFile(httpCfg, []byte("authorization: {credentials_file: token}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := secretEcho(t)
-	resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"model":"llmprobe-sim","prompt":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	out := filepath.Join(dir, "runs")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
-		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	noSecret(t, "stdout", stdout.String(), secretKey)
-	noSecret(t, "the log", stderr.String(), secretKey)
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-secret"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
+	runDir, stdout, stderr := sweepSecretEcho(t, dir, "9", "--http.config.file", httpCfg)
+	noSecret(t, "stdout", stdout, secretKey)
+	noSecret(t, "the log", stderr, secretKey)
+	if b, _ := os.ReadFile(filepath.Join(runDir, artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
 		t.Errorf("errors-redacted.jsonl lacks the echoing 401s (the token was not sent?):\n%s", b)
 	}
-	noSecretInTree(t, dirs[0], secretKey)
+	noSecretInTree(t, runDir, secretKey)
 }
 
 // TestSweepHTTPConfigFingerprint sweeps the echoing server through an HTTP
@@ -118,24 +91,7 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 	if err := os.WriteFile(httpCfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := secretEcho(t)
-	resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"model":"llmprobe-sim","prompt":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	out := filepath.Join(dir, "runs")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", base, "--http.config.file", httpCfg, "--rates", "20",
-		"--num-prompts", "6", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "fp",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-fp"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
+	runDir, stdout, stderr := sweepSecretEcho(t, dir, "6", "--http.config.file", httpCfg)
 	var m struct {
 		Fingerprint struct {
 			Target struct {
@@ -146,23 +102,20 @@ func TestSweepHTTPConfigFingerprint(t *testing.T) {
 			} `json:"target"`
 		} `json:"fingerprint"`
 	}
-	mb, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ManifestFile))
-	if err := json.Unmarshal(mb, &m); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(runDir, artifacts.ManifestFile), &m)
 	if h := m.Fingerprint.Target.HTTPConfig; h == nil || h.Scheme != "http" || h.Auth != "basic" ||
 		strings.Join(h.Headers, ",") != "X-Gateway-Key,X-Team" {
 		t.Fatalf("manifest http_config %+v", h)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
+	if b, _ := os.ReadFile(filepath.Join(runDir, artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) {
 		t.Errorf("errors-redacted.jsonl lacks the echoing 401s (the credentials were not sent?):\n%s", b)
 	}
 	encoded := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
 	for _, s := range []string{pw, encoded, hdr, plain, user} {
-		noSecret(t, "stdout", stdout.String(), s)
-		noSecretInTree(t, dirs[0], s)
+		noSecret(t, "stdout", stdout, s)
+		noSecretInTree(t, runDir, s)
 	}
 	for _, s := range []string{pw, encoded, hdr} {
-		noSecret(t, "the log", stderr.String(), s)
+		noSecret(t, "the log", stderr, s)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -362,13 +361,8 @@ targets:
 		}
 	}
 	writeCfg(25)
-	resp, err := http.Post(web+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("reload: %d", resp.StatusCode)
+	if code, _ := postReload(t, web); code != http.StatusOK {
+		t.Fatalf("reload: %d", code)
 	}
 	ltestutil.Eventually(t, "the reloaded probe", func() bool {
 		_, body := get(t, web+"/config")
@@ -494,42 +488,43 @@ func TestSweepSecretsNeverLeave(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(secretKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	runDir, stdout, stderr := sweepSecretEcho(t, dir, "9", "--api-key-file", keyFile)
+	for name, s := range map[string]string{"stdout": stdout, "the log": stderr} {
+		if strings.Contains(s, secretKey) {
+			t.Errorf("%s holds the API key:\n%s", name, s)
+		}
+	}
+	for _, f := range []string{artifacts.RecordsFile, artifacts.ErrorsFile, artifacts.MetricsDuringFile} {
+		if _, err := os.Stat(filepath.Join(runDir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// The echoed errors are there (redacted), so the check had something
+	// to find.
+	if b, _ := os.ReadFile(filepath.Join(runDir, artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) || !bytes.Contains(b, []byte(`"stream"`)) {
+		t.Errorf("errors-redacted.jsonl lacks the echoing 401s and error events:\n%s", b)
+	}
+	noSecretInTree(t, runDir, secretKey)
+}
+
+// sweepSecretEcho sweeps the echoing server (secretEcho) at debug log level
+// with the credential flags auth, numPrompts requests a step of 16 tokens
+// in and 4 out, and returns the run directory (under dir/runs), stdout and
+// the log. The server refuses its first /tokenize (a calibration would then
+// meet its failing generations and stop the sweep before any artifact):
+// that refusal is used up first, so prompts are sized by /tokenize and the
+// sweep runs into its echoed errors.
+func sweepSecretEcho(t *testing.T, dir, numPrompts string, auth ...string) (runDir, stdout, stderr string) {
+	t.Helper()
 	base := secretEcho(t)
-	// The echoing server refuses its first /tokenize (a calibration would
-	// then meet its failing generations and stop the sweep before any
-	// artifact): use that refusal up, so prompts are sized by /tokenize and
-	// the sweep runs into its echoed errors.
 	resp, err := http.Post(base+"/tokenize", "application/json", strings.NewReader(`{"model":"llmprobe-sim","prompt":"x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	out := filepath.Join(dir, "runs")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", base, "--api-key-file", keyFile, "--rates", "20",
-		"--num-prompts", "9", "--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "secret",
-		"--no-progress", "--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	for name, s := range map[string]string{"stdout": stdout.String(), "the log": stderr.String()} {
-		if strings.Contains(s, secretKey) {
-			t.Errorf("%s holds the API key:\n%s", name, s)
-		}
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-secret"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	for _, f := range []string{artifacts.RecordsFile, artifacts.ErrorsFile, artifacts.MetricsDuringFile} {
-		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
-	}
-	// The echoed errors are there (redacted), so the check had something
-	// to find.
-	if b, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ErrorsFile)); !bytes.Contains(b, []byte("http_4xx")) || !bytes.Contains(b, []byte(`"stream"`)) {
-		t.Errorf("errors-redacted.jsonl lacks the echoing 401s and error events:\n%s", b)
-	}
-	noSecretInTree(t, dirs[0], secretKey)
+	stdout, stderr = runOK(t, append([]string{"sweep", "--target", base, "--rates", "20", "--num-prompts", numPrompts,
+		"--warmups", "1", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "echo", "--no-progress",
+		"--log.level", "debug", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, auth...)...)
+	return onlyRunDir(t, out, "*-echo"), stdout, stderr
 }

@@ -22,12 +22,21 @@ import (
 // its web address and log.
 func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, func() int) {
 	t.Helper()
+	return startCommand(t, "serve", "/-/healthy", args...)
+}
+
+// startCommand runs `llmprobe command --web.listen-address ADDR args...`
+// on a free address until the test ends or stop is called, and returns its
+// base URL once GET readyPath answers, its log, and stop (it cancels the
+// command, waits for it and returns its exit code).
+func startCommand(t *testing.T, command, readyPath string, args ...string) (string, *testutil.SyncBuffer, func() int) {
+	t.Helper()
 	addr := testutil.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve", "--web.listen-address", addr}, args...), io.Discard, logs)
+		done <- run(ctx, append([]string{command, "--web.listen-address", addr}, args...), io.Discard, logs)
 	}()
 	stopped := false
 	code := 0
@@ -38,7 +47,7 @@ func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, fun
 			select {
 			case code = <-done:
 			case <-time.After(20 * time.Second):
-				t.Fatalf("serve did not stop; log:\n%s", logs.String())
+				t.Fatalf("%s did not stop; log:\n%s", command, logs.String())
 			}
 		}
 		return code
@@ -47,13 +56,13 @@ func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, fun
 	// Wait for the web server.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addr + "/-/healthy")
+		resp, err := http.Get("http://" + addr + readyPath)
 		if err == nil {
 			resp.Body.Close()
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %v; log:\n%s", err, logs.String())
+			t.Fatalf("%s did not come up: %v; log:\n%s", command, err, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -63,6 +72,20 @@ func startServe(t *testing.T, args ...string) (string, *testutil.SyncBuffer, fun
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
+	return httpAnswer(t, resp, err)
+}
+
+// postReload posts /-/reload to base and returns the answer's status and
+// body.
+func postReload(t *testing.T, base string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(base+"/-/reload", "", nil)
+	return httpAnswer(t, resp, err)
+}
+
+// httpAnswer returns the status and body of resp, failing the test on err.
+func httpAnswer(t *testing.T, resp *http.Response, err error) (int, string) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,13 +135,8 @@ func TestServeEmbeddedSimulator(t *testing.T) {
 	if code, _ := get(t, base+"/-/ready"); code != 200 {
 		t.Errorf("ready: %d", code)
 	}
-	resp, err := http.Post(base+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusConflict {
-		t.Errorf("reload without a config file: %d, want 409", resp.StatusCode)
+	if code, _ := postReload(t, base); code != http.StatusConflict {
+		t.Errorf("reload without a config file: %d, want 409", code)
 	}
 	if code, body := get(t, base+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
 		t.Errorf("pprof with --web.enable-pprof: %d", code)
@@ -146,13 +164,8 @@ func TestServeConfigFileReload(t *testing.T) {
 	waitMetric(t, base, `llmprobe_requests_total{outcome="connect",probe="first",target="t1"}`)
 
 	write("second")
-	resp, err := http.Post(base+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("reload: %d; log:\n%s", resp.StatusCode, logs.String())
+	if code, _ := postReload(t, base); code != 200 {
+		t.Fatalf("reload: %d; log:\n%s", code, logs.String())
 	}
 	body := waitMetric(t, base, `probe="second"`)
 	if strings.Contains(body, `probe="first"`) {
@@ -163,14 +176,8 @@ func TestServeConfigFileReload(t *testing.T) {
 	if err := os.WriteFile(path, []byte("targets:\n  - name: t1\n    base_url: http://x\n    probes: [{name: p, rate: -1}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = http.Post(base+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 500 || !strings.Contains(string(msg), "rate") {
-		t.Errorf("bad reload: %d %s", resp.StatusCode, msg)
+	if code, msg := postReload(t, base); code != 500 || !strings.Contains(msg, "rate") {
+		t.Errorf("bad reload: %d %s", code, msg)
 	}
 	body = waitMetric(t, base, "llmprobe_config_last_reload_successful 0")
 	if !strings.Contains(body, `probe="second"`) {
@@ -297,14 +304,8 @@ func TestServeHardenedDefaults(t *testing.T) {
 	waitMetric(t, base, `probe="first"`)
 
 	write("second")
-	resp, err := http.Post(base+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(msg), "--web.enable-lifecycle") {
-		t.Errorf("reload without --web.enable-lifecycle: %d %s", resp.StatusCode, msg)
+	if code, msg := postReload(t, base); code != http.StatusForbidden || !strings.Contains(msg, "--web.enable-lifecycle") {
+		t.Errorf("reload without --web.enable-lifecycle: %d %s", code, msg)
 	}
 	if _, body := get(t, base+"/metrics"); strings.Contains(body, `probe="second"`) {
 		t.Error("a refused reload reloaded")

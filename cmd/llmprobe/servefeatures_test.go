@@ -2,11 +2,8 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,40 +17,16 @@ import (
 
 // startSimulate runs `llmprobe simulate args...` on a free loopback port
 // until the test ends (it is stopped and waited for) and returns its
-// address once it accepts connections.
+// address once it answers GET /health.
 func startSimulate(t *testing.T, args ...string) string {
 	t.Helper()
-	addr := testutil.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &testutil.SyncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"simulate", "--web.listen-address", addr}, args...), io.Discard, logs)
-	}()
+	base, logs, stop := startCommand(t, "simulate", "/health", args...)
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("simulate exited %d; log:\n%s", code, logs.String())
-			}
-		case <-time.After(20 * time.Second):
-			t.Errorf("simulate did not stop; log:\n%s", logs.String())
+		if code := stop(); code != 0 {
+			t.Errorf("simulate exited %d; log:\n%s", code, logs.String())
 		}
 	})
-	testutil.Eventually(t, "the simulator to listen", func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("simulate exited %d; log:\n%s", code, logs.String())
-		default:
-		}
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return addr
+	return strings.TrimPrefix(base, "http://")
 }
 
 // TestServeFeaturesTLSGateway is issue 11's "Done when" for the daemon: a

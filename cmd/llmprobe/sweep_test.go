@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
-	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
@@ -57,16 +56,7 @@ func TestSweepBadFlags(t *testing.T) {
 		{"endless key file", []string{"--api-key-file", "/dev/zero"}, "llmprobe: error: --api-key-file: read: /dev/zero: the file is larger than 64KiB, the cap on an API key file\n"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"sweep"}, tt.args...), &stdout, &stderr)
-			if code != 2 {
-				t.Errorf("exit code %d, want 2 (stderr %q)", code, stderr.String())
-			}
-			if got := stderr.String(); !strings.HasPrefix(got, tt.want) || strings.Count(got, "\n") != 1 {
-				t.Errorf("stderr = %q, want one line starting with %q", got, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantUsageError(t, append([]string{"sweep"}, tt.args...), tt.want) })
 	}
 }
 
@@ -94,35 +84,25 @@ func TestSweepCommand(t *testing.T) {
 	cfg.StepBase = time.Millisecond
 	url, _ := simtest.Start(t, cfg)
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
+	stdout, _ := runOK(t, "sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
 		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", out, "--name", "cli",
 		"--metadata", "note=test", "--metadata", "hf_token=abcdef123", "--no-progress", "--log.level", "warn",
 		// The test checks the CLI's output, not the validity rules: a
 		// loaded test machine must not flag the steps client-saturated.
-		"--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
+		"--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
 	// 10 requests a level under an SLO: every level is too short to
 	// decide, which the knee line says, and no max goodput is quoted from
 	// them (issue 22 V9; this test expected a "max goodput:" line before).
-	if strings.Contains(stdout.String(), "max goodput:") {
-		t.Errorf("stdout quotes a max goodput from levels too short to decide:\n%s", stdout.String())
+	if strings.Contains(stdout, "max goodput:") {
+		t.Errorf("stdout quotes a max goodput from levels too short to decide:\n%s", stdout)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-cli"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
+	runDir := onlyRunDir(t, out, "*-cli")
 	// The process's CPU counts the simulator's (it runs in this test
 	// process) and -race multiplies both: a busy host can flag a step
 	// client-saturated on its CPU. Such a step is accepted with its
 	// evidence: only the client's own flags, each step's reason printed,
 	// and the knee line saying what the valid steps allow.
-	res, err := report.Load(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := loadRun(t, runDir)
 	wants := []string{"knee:", "run directory: "}
 	valid := 0
 	for _, st := range res.Steps {
@@ -145,18 +125,18 @@ func TestSweepCommand(t *testing.T) {
 		wants = append(wants, "knee: not found (no valid level)")
 	}
 	for _, want := range wants {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	if v, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+	if v, err := artifacts.Verify(runDir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
 		t.Fatalf("verify: %v %v", v.Problems, err)
 	}
-	help, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.HelpFile))
+	help, _ := os.ReadFile(filepath.Join(runDir, artifacts.HelpFile))
 	if !strings.Contains(string(help), "usage: llmprobe sweep") || !strings.Contains(string(help), "--goodput") {
 		t.Errorf("help.txt is not the sweep help:\n%.300s", help)
 	}
-	cmd, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.CommandFile))
+	cmd, _ := os.ReadFile(filepath.Join(runDir, artifacts.CommandFile))
 	if !strings.HasPrefix(string(cmd), "llmprobe sweep --target ") {
 		t.Errorf("command.txt = %q", cmd)
 	}
@@ -167,14 +147,14 @@ func TestSweepCommand(t *testing.T) {
 			} `json:"load"`
 		} `json:"fingerprint"`
 	}
-	mb, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.ManifestFile))
+	mb, _ := os.ReadFile(filepath.Join(runDir, artifacts.ManifestFile))
 	if err := json.Unmarshal(mb, &m); err != nil || m.Fingerprint.Load.Goodput["tpot"] != 50 || m.Fingerprint.Load.Goodput["ttft"] != 800 {
 		t.Errorf("fingerprint goodput %v (err %v)", m.Fingerprint.Load.Goodput, err)
 	}
 	// A secret-looking --metadata value reaches no file.
-	entries, _ := os.ReadDir(dirs[0])
+	entries, _ := os.ReadDir(runDir)
 	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(dirs[0], e.Name()))
+		b, _ := os.ReadFile(filepath.Join(runDir, e.Name()))
 		if strings.Contains(string(b), "abcdef123") {
 			t.Errorf("%s holds the hf_token value", e.Name())
 		}
@@ -192,28 +172,17 @@ func TestSweepEngineFlag(t *testing.T) {
 	cfg.StepBase, cfg.Engine = time.Millisecond, simulator.EngineLlamaCpp
 	url, _ := simtest.Start(t, cfg)
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", url, "--engine", "llamacpp", "--rates", "20", "--num-prompts", "5",
-		"--warmups", "0", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "eng", "--no-progress", "--log.level", "warn"},
-		&stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-eng"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	m, err := artifacts.ReadManifest(dirs[0])
+	runOK(t, "sweep", "--target", url, "--engine", "llamacpp", "--rates", "20", "--num-prompts", "5",
+		"--warmups", "0", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "eng", "--no-progress", "--log.level", "warn")
+	runDir := onlyRunDir(t, out, "*-eng")
+	m, err := artifacts.ReadManifest(runDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tg := m.Fingerprint.Target; tg.Engine != "llamacpp" || tg.EngineSource != "config" || tg.ServerVersion != simulator.VersionLlamaCpp {
 		t.Errorf("target engine %q from %q, version %q", tg.Engine, tg.EngineSource, tg.ServerVersion)
 	}
-	res, err := report.Load(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := loadRun(t, runDir)
 	st := res.Steps[0]
 	if st.Validity.Idle.Status != sweep.IdleProven || !st.Server.PromptTokens.Known || st.Server.TTFT.Count.Known {
 		t.Errorf("idle %+v, server prompt tokens %+v, server TTFT count %+v", st.Validity.Idle, st.Server.PromptTokens, st.Server.TTFT.Count)
@@ -246,6 +215,20 @@ func sweepChild(t *testing.T, test, env, args string) (*exec.Cmd, *bufio.Scanner
 	return cmd, bufio.NewScanner(stderr), stderr
 }
 
+// scanUntil reads a child's log (sc over its stderr) until a line holds
+// substr, then drains the rest of stderr in the background; it returns the
+// lines read and whether substr came.
+func scanUntil(sc *bufio.Scanner, stderr io.Reader, substr string) (*strings.Builder, bool) {
+	var log strings.Builder
+	found := false
+	for !found && sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		found = strings.Contains(sc.Text(), substr)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return &log, found
+}
+
 // TestSweepSIGTERM runs main in a child process (this test binary) and
 // sends it SIGTERM mid-step: like SIGINT, the run directory is finished
 // with a complete:false manifest and the exit code is 130.
@@ -254,30 +237,23 @@ func TestSweepSIGTERM(t *testing.T) {
 	cmd, sc, stderr := sweepChild(t, "TestSweepSIGTERM", "LLMPROBE_SWEEP_SIGTERM_CHILD",
 		"sweep --rates 20 --num-prompts 400 --warmups 0 --input-len 8 --output-len 2 --no-progress --out "+out)
 	// Wait for the step to start, then SIGTERM.
-	var log strings.Builder
-	started := false
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "step starting") {
-			started = true
-			// Mid-step: wait until the first measured request is in
-			// records.jsonl.partial (it reaches the file within
-			// artifacts.FlushInterval), then SIGTERM.
-			testutil.Eventually(t, "a record in records.jsonl.partial", func() bool {
-				parts, _ := filepath.Glob(filepath.Join(out, "*-sweep", artifacts.RecordsFile+artifacts.PartialSuffix))
-				if len(parts) != 1 {
-					return false
-				}
-				b, _ := os.ReadFile(parts[0])
-				return bytes.Count(b, []byte("\n")) >= 1
-			})
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
+	log, started := scanUntil(sc, stderr, "step starting")
+	if started {
+		// Mid-step: wait until the first measured request is in
+		// records.jsonl.partial (it reaches the file within
+		// artifacts.FlushInterval), then SIGTERM.
+		testutil.Eventually(t, "a record in records.jsonl.partial", func() bool {
+			parts, _ := filepath.Glob(filepath.Join(out, "*-sweep", artifacts.RecordsFile+artifacts.PartialSuffix))
+			if len(parts) != 1 {
+				return false
 			}
-			break
+			b, _ := os.ReadFile(parts[0])
+			return bytes.Count(b, []byte("\n")) >= 1
+		})
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
 		}
 	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var werr error
@@ -295,18 +271,15 @@ func TestSweepSIGTERM(t *testing.T) {
 	if !errors.As(werr, &ee) || ee.ExitCode() != 130 {
 		t.Errorf("exit %v, want code 130", werr)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-sweep"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	m, err := artifacts.ReadManifest(dirs[0])
+	runDir := onlyRunDir(t, out, "*-sweep")
+	m, err := artifacts.ReadManifest(runDir)
 	if err != nil {
 		t.Fatalf("no manifest after SIGTERM: %v", err)
 	}
 	if m.Complete || !strings.Contains(m.InterruptedReason, "interrupted during step 0") {
 		t.Errorf("manifest complete %v reason %q", m.Complete, m.InterruptedReason)
 	}
-	if v, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+	if v, err := artifacts.Verify(runDir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
 		t.Errorf("verify: %v %v", v.Problems, err)
 	}
 }
@@ -319,33 +292,23 @@ func TestSweepSIGKILLKeepsFinishedSteps(t *testing.T) {
 	out := t.TempDir()
 	cmd, sc, stderr := sweepChild(t, "TestSweepSIGKILLKeepsFinishedSteps", "LLMPROBE_SWEEP_SIGKILL_CHILD",
 		"sweep --rates 50,5 --num-prompts 20 --warmups 0 --input-len 8 --output-len 2 --no-progress --max-send-lag 10s --max-sched-latency 10s --out "+out)
-	var log strings.Builder
-	killed := false
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "step done") {
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			killed = true
-			break
+	log, killed := scanUntil(sc, stderr, "step done")
+	if killed {
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	_ = cmd.Wait()
 	if !killed {
 		t.Fatalf("the first step never finished; log:\n%s", log.String())
 	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-sweep"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
+	runDir := onlyRunDir(t, out, "*-sweep")
 	var stdout, errOut bytes.Buffer
-	code := run(context.Background(), []string{"verify", "--partial", dirs[0]}, &stdout, &errOut)
+	code := run(context.Background(), []string{"verify", "--partial", runDir}, &stdout, &errOut)
 	if code != 0 {
 		t.Fatalf("verify --partial exit %d:\n%s%s", code, stdout.String(), errOut.String())
 	}
-	sum, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{Partial: true})
+	sum, err := artifacts.Verify(runDir, artifacts.VerifyOptions{Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,44 +48,52 @@ func TestSweepAnswerChecksFlag(t *testing.T) {
 		})
 	}
 
-	url, _ := simtest.Start(t, simtest.Fast())
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", url, "--api", "chat", "--rates", "20", "--num-prompts", "6",
-		"--warmups", "0", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "answers", "--no-progress",
-		"--answer-checks", "builtin", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	n := len(answer.Builtin().Items)
-	if want := fmt.Sprintf("answer checks done: %d of %d passed", n, n); !strings.Contains(stderr.String(), want) {
-		t.Errorf("the log lacks %q:\n%s", want, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-answers"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	if v, err := artifacts.Verify(dirs[0], artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
+	runDir, res := sweepBuiltinChecks(t, "chat")
+	if v, err := artifacts.Verify(runDir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
 		t.Fatalf("verify: %v %v", v.Problems, err)
 	}
-	f, err := os.Open(filepath.Join(dirs[0], artifacts.ResultFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res, err := sweep.DecodeResult(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := len(answer.Builtin().Items)
 	if a := res.Answers; a == nil || a.Set != answer.BuiltinName || a.Checks != n || a.Pass != n {
 		t.Errorf("result.json answers %+v", a)
 	}
-	md, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.AnalysisFile))
+	md, _ := os.ReadFile(filepath.Join(runDir, artifacts.AnalysisFile))
 	if !strings.Contains(string(md), "### Answer checks") || !strings.Contains(string(md), "Every check passed.") {
 		t.Errorf("analysis.md lacks the answer checks")
 	}
-	cmd, _ := os.ReadFile(filepath.Join(dirs[0], artifacts.CommandFile))
+	cmd, _ := os.ReadFile(filepath.Join(runDir, artifacts.CommandFile))
 	if !strings.Contains(string(cmd), "--answer-checks builtin") {
+		t.Errorf("command.txt = %q", cmd)
+	}
+}
+
+// sweepBuiltinChecks sweeps the simulator with `--api api --answer-checks
+// builtin` (6 requests of 16 tokens in, 4 out): the log must say every check
+// passed. It returns the run directory and its result.
+func sweepBuiltinChecks(t *testing.T, api string) (string, *sweep.Result) {
+	t.Helper()
+	url, _ := simtest.Start(t, simtest.Fast())
+	out := t.TempDir()
+	_, stderr := runOK(t, "sweep", "--target", url, "--api", api, "--rates", "20", "--num-prompts", "6",
+		"--warmups", "0", "--input-len", "16", "--output-len", "4", "--out", out, "--name", "answers", "--no-progress",
+		"--answer-checks", "builtin", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
+	n := len(answer.Builtin().Items)
+	if want := fmt.Sprintf("answer checks done: %d of %d passed", n, n); !strings.Contains(stderr, want) {
+		t.Errorf("the log lacks %q:\n%s", want, stderr)
+	}
+	runDir := onlyRunDir(t, out, "*-answers")
+	return runDir, loadRun(t, runDir)
+}
+
+// TestSweepAPIMessages runs `llmprobe sweep --api messages` (the Anthropic
+// Messages API) against the simulator with the builtin answer checks:
+// every request completes with its output tokens, every check passes, and
+// command.txt names the API.
+func TestSweepAPIMessages(t *testing.T) {
+	runDir, res := sweepBuiltinChecks(t, "messages")
+	if st := res.Steps[0].Stats; st.Completed != 6 || st.Failed != 0 || st.TotalOutputTokens != 6*4 || st.TTFT.N != 6 {
+		t.Errorf("step: completed %d, failed %d, output tokens %d, TTFT n %d", st.Completed, st.Failed, st.TotalOutputTokens, st.TTFT.N)
+	}
+	if cmd, _ := os.ReadFile(filepath.Join(runDir, artifacts.CommandFile)); !strings.Contains(string(cmd), "--api messages") {
 		t.Errorf("command.txt = %q", cmd)
 	}
 }

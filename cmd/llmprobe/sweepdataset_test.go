@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -29,18 +28,10 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 	url, _ := simtest.Start(t, cfg)
 	out := t.TempDir()
 	data := filepath.Join("testdata", "sharegpt.json")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", url, "--dataset", data, "--dataset-sampling", "shuffle",
+	runOK(t, "sweep", "--target", url, "--dataset", data, "--dataset-sampling", "shuffle",
 		"--rates", "1,2", "--num-prompts", "3", "--warmups", "1", "--out", out, "--name", "ds", "--save-detailed",
-		"--no-progress", "--log.level", "warn", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-ds"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	dir := dirs[0]
+		"--no-progress", "--log.level", "warn", "--max-send-lag", "10s", "--max-sched-latency", "10s", "--max-error-rate", "1")
+	dir := onlyRunDir(t, out, "*-ds")
 	if v, err := artifacts.Verify(dir, artifacts.VerifyOptions{}); err != nil || len(v.Problems) != 0 {
 		t.Fatalf("verify: %v %v", v.Problems, err)
 	}
@@ -58,10 +49,7 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 			} `json:"token_distributions"`
 		} `json:"steps"`
 	}
-	rb, _ := os.ReadFile(filepath.Join(dir, artifacts.ResultFile))
-	if err := json.Unmarshal(rb, &res); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(dir, artifacts.ResultFile), &res)
 	raw, _ := os.ReadFile(data)
 	sum := sha256.Sum256(raw)
 	d := res.Dataset
@@ -83,10 +71,7 @@ func TestSweepDatasetShareGPT(t *testing.T) {
 			} `json:"workload"`
 		} `json:"fingerprint"`
 	}
-	mb, _ := os.ReadFile(filepath.Join(dir, artifacts.ManifestFile))
-	if err := json.Unmarshal(mb, &m); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(dir, artifacts.ManifestFile), &m)
 	if fd := m.Fingerprint.Workload.Dataset; fd.Path != data || fd.Format != "sharegpt" || fd.Entries != 18 ||
 		fd.SHA256 != d.SHA256 || fd.Tokenizer != "server-tokenize" {
 		t.Fatalf("fingerprint dataset %+v", fd)

@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
-	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -52,15 +51,11 @@ func TestSweepPush(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer recv.Close()
-	var stdout, stderr bytes.Buffer
 	out := t.TempDir()
-	code := run(context.Background(), []string{"sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
+	runOK(t, "sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
 		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", out, "--name", "canary",
 		"--max-send-lag", "250ms", "--max-sched-latency", "250ms", "--no-progress", "--log.level", "warn",
-		"--push.url", recv.URL + "/api/v1/import/prometheus", "--push.extra-label", "env=ci"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
+		"--push.url", recv.URL+"/api/v1/import/prometheus", "--push.extra-label", "env=ci")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(bodies) != 1 || paths[0] != "POST /api/v1/import/prometheus" {
@@ -87,14 +82,8 @@ func TestSweepPush(t *testing.T) {
 	}
 	// The pushed knee is the run's own (a lower bound when not bracketed:
 	// with 10 requests per step an SLO p99 decides nothing).
-	dirs, _ := filepath.Glob(filepath.Join(out, "*-canary"))
-	if len(dirs) != 1 {
-		t.Fatalf("run dirs %v", dirs)
-	}
-	res, err := report.Load(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	runDir := onlyRunDir(t, out, "*-canary")
+	res := loadRun(t, runDir)
 	if mf := mfs[probemetrics.NameRunKnee]; mf == nil {
 		t.Error("no knee series")
 	} else {

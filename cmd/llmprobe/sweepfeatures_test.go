@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -36,15 +33,6 @@ func TestSweepBadRequestFlags(t *testing.T) {
 			filepath.Join(dir, "missing.json") + ": no such file or directory\n"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"sweep"}, tt.args...), &stdout, &stderr)
-			if code != 2 {
-				t.Errorf("exit code %d, want 2 (stderr %q)", code, stderr.String())
-			}
-			if got := stderr.String(); !strings.HasPrefix(got, tt.want) || strings.Count(got, "\n") != 1 {
-				t.Errorf("stderr = %q, want one line starting with %q", got, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantUsageError(t, append([]string{"sweep"}, tt.args...), tt.want) })
 	}
 }

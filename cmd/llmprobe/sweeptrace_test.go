@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
@@ -30,16 +27,7 @@ func TestSweepTraceBadFlags(t *testing.T) {
 		{"sharded", []string{"--trace", dir + "mooncake.jsonl", "--shard-count", "2"}, "llmprobe: error: --trace: a trace replay is not sharded"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"sweep"}, tt.args...), &stdout, &stderr)
-			if code != 2 {
-				t.Errorf("exit code %d, want 2 (stderr %q)", code, stderr.String())
-			}
-			if got := stderr.String(); !strings.HasPrefix(got, tt.want) || strings.Count(got, "\n") != 1 {
-				t.Errorf("stderr = %q, want one line starting with %q", got, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantUsageError(t, append([]string{"sweep"}, tt.args...), tt.want) })
 	}
 }
 
@@ -49,20 +37,9 @@ func TestSweepTraceBadFlags(t *testing.T) {
 func TestSweepTrace(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--target", url, "--trace", "../../prober/workload/testdata/trace/mooncake.jsonl",
-		"--trace-speed", "2", "--warmups", "0", "--out", out, "--no-progress", "--log.level", "warn"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d, stderr %s", code, stderr.String())
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	b, err := os.ReadFile(filepath.Join(dirs[0], "result.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runOK(t, "sweep", "--target", url, "--trace", "../../prober/workload/testdata/trace/mooncake.jsonl",
+		"--trace-speed", "2", "--warmups", "0", "--out", out, "--no-progress", "--log.level", "warn")
+	runDir := onlyRunDir(t, out, "*")
 	var res struct {
 		Steps []struct {
 			Label       string  `json:"label"`
@@ -75,14 +52,12 @@ func TestSweepTrace(t *testing.T) {
 			} `json:"trace"`
 		} `json:"steps"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(runDir, "result.json"), &res)
 	if len(res.Steps) != 1 || res.Steps[0].Label != "trace-speed=2" || res.Steps[0].NumPrompts != 6 || res.Steps[0].Trace == nil ||
 		res.Steps[0].Trace.Sent != 6 || res.Steps[0].Trace.ScheduledSpanS != 0.55 || res.Steps[0].RequestRate != 6/0.55 {
 		t.Fatalf("result.json steps %+v", res.Steps)
 	}
-	md, err := os.ReadFile(filepath.Join(dirs[0], "analysis.md"))
+	md, err := os.ReadFile(filepath.Join(runDir, "analysis.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,36 +73,42 @@ func TestSweepTracing(t *testing.T) {
 	collector := httptest.NewServer(sink)
 	defer collector.Close()
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), sweepTraceArgs(url, out, "--tracing.endpoint", collector.URL, "--tracing.sample-ratio", "1"), &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	_, stderr := runOK(t, sweepTraceArgs(url, out, "--tracing.endpoint", collector.URL, "--tracing.sample-ratio", "1")...)
+	onlyRunDir(t, out, "*", artifacts.RecordsFile)
+	// The collector has them now: the command flushed before it exited.
+	checkSpans(t, sink, out, 8)
+	if strings.Contains(stderr, "spans lost") {
+		t.Errorf("spans lost:\n%s", stderr)
 	}
-	files, _ := filepath.Glob(filepath.Join(out, "*", "records.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("records files %v", files)
-	}
+}
+
+// checkSpans requires want records or more in the records.jsonl files
+// under root, each with a trace id of 32 hex digits that the collector
+// received for its request.
+func checkSpans(t *testing.T, sink *spanSink, root string, want int) {
+	t.Helper()
 	records := map[string]string{}
-	err := artifacts.ReadRecords(files[0], func(l artifacts.RecordLine, _ []byte) error {
-		records[l.RequestID] = l.TraceID
-		return nil
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != artifacts.RecordsFile {
+			return err
+		}
+		return artifacts.ReadRecords(p, func(l artifacts.RecordLine, _ []byte) error {
+			records[l.RequestID] = l.TraceID
+			return nil
+		})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The collector has them now: the command flushed before it exited.
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
-	if len(records) < 8 {
-		t.Errorf("%d records, want 8", len(records))
+	if len(records) < want {
+		t.Errorf("%d records, want %d", len(records), want)
 	}
 	for id, tr := range records {
 		if len(tr) != 32 || sink.traceOf[id] != tr {
 			t.Errorf("request %s: records.jsonl trace id %q, the collector's %q", id, tr, sink.traceOf[id])
 		}
-	}
-	if strings.Contains(stderr.String(), "spans lost") {
-		t.Errorf("spans lost:\n%s", stderr.String())
 	}
 }
 
@@ -111,15 +117,11 @@ func TestSweepTracing(t *testing.T) {
 func TestSweepTracingCollectorDown(t *testing.T) {
 	url, _ := simtest.Start(t, simtest.Fast())
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := run(context.Background(), sweepTraceArgs(url, out, "--tracing.endpoint", "http://"+ltestutil.RefusedAddr(t),
-		"--tracing.sample-ratio", "1"), &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), `msg="tracing: spans lost"`) {
-		t.Errorf("no warning of the spans lost:\n%s", stderr.String())
+	_, stderr := runOK(t, sweepTraceArgs(url, out, "--tracing.endpoint", "http://"+ltestutil.RefusedAddr(t),
+		"--tracing.sample-ratio", "1")...)
+	if !strings.Contains(stderr, `msg="tracing: spans lost"`) {
+		t.Errorf("no warning of the spans lost:\n%s", stderr)
 	}
 	if files, _ := filepath.Glob(filepath.Join(out, "*", "records.jsonl")); len(files) != 1 {
 		t.Errorf("records files %v", files)
@@ -153,27 +155,5 @@ func TestCompareTracing(t *testing.T) {
 	if code == compare.ExitBadInput {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}
-	records := map[string]string{}
-	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Name() != artifacts.RecordsFile {
-			return err
-		}
-		return artifacts.ReadRecords(p, func(l artifacts.RecordLine, _ []byte) error {
-			records[l.RequestID] = l.TraceID
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if len(records) < 40 { // 4 rounds of 10
-		t.Errorf("%d records, want 40", len(records))
-	}
-	for id, tr := range records {
-		if len(tr) != 32 || sink.traceOf[id] != tr {
-			t.Errorf("request %s: records.jsonl trace id %q, the collector's %q", id, tr, sink.traceOf[id])
-		}
-	}
+	checkSpans(t, sink, out, 40) // 4 rounds of 10
 }

@@ -13,6 +13,27 @@ import (
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 )
 
+// writeFiles is a tamper that writes each name, content pair into the run
+// directory.
+func writeFiles(nameContent ...string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		for i := 0; i+1 < len(nameContent); i += 2 {
+			if err := os.WriteFile(filepath.Join(dir, nameContent[i]), []byte(nameContent[i+1]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// removeFile is a tamper that deletes name from the run directory.
+func removeFile(name string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // verifyTestRun writes a finished run directory with two files.
 func verifyTestRun(t *testing.T, complete bool) string {
 	t.Helper()
@@ -60,49 +81,30 @@ func TestVerifyCommand(t *testing.T) {
 			wantStdout: []string{"note: the run is incomplete (interrupted: SIGINT)\n", "OK: 2 files verified\n"},
 		},
 		{
-			name:     "tampered and extra file",
-			complete: true,
-			tamper: func(t *testing.T, dir string) {
-				if err := os.WriteFile(filepath.Join(dir, artifacts.CommandFile), []byte("llmprobe sweeP\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, "zz-extra.txt"), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			},
+			name:       "tampered and extra file",
+			complete:   true,
+			tamper:     writeFiles(artifacts.CommandFile, "llmprobe sweeP\n", "zz-extra.txt", ""),
 			wantCode:   1,
 			wantStdout: []string{"changed: command.txt (sha256 ", "extra: zz-extra.txt\n", "FAILED: 2 problem(s) in "},
 		},
 		{
-			name:     "missing file",
-			complete: true,
-			tamper: func(t *testing.T, dir string) {
-				if err := os.Remove(filepath.Join(dir, artifacts.ResultFile)); err != nil {
-					t.Fatal(err)
-				}
-			},
+			name:       "missing file",
+			complete:   true,
+			tamper:     removeFile(artifacts.ResultFile),
 			wantCode:   1,
 			wantStdout: []string{"missing: result.json\n", "FAILED: 1 problem(s)"},
 		},
 		{
-			name:     "no manifest",
-			complete: true,
-			tamper: func(t *testing.T, dir string) {
-				if err := os.Remove(filepath.Join(dir, artifacts.ManifestFile)); err != nil {
-					t.Fatal(err)
-				}
-			},
+			name:       "no manifest",
+			complete:   true,
+			tamper:     removeFile(artifacts.ManifestFile),
 			wantCode:   2,
 			wantStderr: "llmprobe: error: read manifest: ",
 		},
 		{
-			name:     "unparsable manifest",
-			complete: true,
-			tamper: func(t *testing.T, dir string) {
-				if err := os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte("{"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			},
+			name:       "unparsable manifest",
+			complete:   true,
+			tamper:     writeFiles(artifacts.ManifestFile, "{"),
 			wantCode:   2,
 			wantStderr: "llmprobe: error: parse ",
 		},

@@ -118,32 +118,19 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 func TestNamedDocsExist(t *testing.T) {
 	ref := regexp.MustCompile(`docs/[A-Za-z0-9_.-]+\.md`)
 	exts := []string{".go", ".md", ".yml", ".yaml", ".json", ".jsonnet", ".libsonnet", ".txt"}
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	for _, rel := range repoFiles(t) {
+		if !slices.Contains(exts, filepath.Ext(rel)) || filepath.Base(rel) == "CHANGELOG.md" || strings.Contains("/"+rel, "/fuzz/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "runs") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !slices.Contains(exts, filepath.Ext(path)) || d.Name() == "CHANGELOG.md" || strings.Contains(path, string(filepath.Separator)+"fuzz"+string(filepath.Separator)) {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, m := range ref.FindAllString(string(b), -1) {
 			if _, err := os.Stat(filepath.Join(root, m)); err != nil {
-				t.Errorf("%s names %s, which does not exist", path, m)
+				t.Errorf("%s names %s, which does not exist", rel, m)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -190,23 +177,8 @@ func TestImportsRunOneWay(t *testing.T) {
 // share, imports nothing of llmprobe but prober/arrival.
 func TestConfigImportsNoSweepEngine(t *testing.T) {
 	pkgs := goPackages(t)
-	closure := func(root string) map[string]bool {
-		seen := map[string]bool{}
-		var walk func(p string)
-		walk = func(p string) {
-			if seen[p] {
-				return
-			}
-			seen[p] = true
-			for _, imp := range pkgs[p] {
-				walk(imp)
-			}
-		}
-		walk(root)
-		return seen
-	}
 	for _, root := range []string{"prober/config", "prober/manager", "prober/discovery"} {
-		for p := range closure(root) {
+		for p := range importClosure(pkgs, root) {
 			if p == "prober/sweep" || strings.HasPrefix(p, "prober/sweep/") || p == "prober/compare" {
 				t.Errorf("%s depends on %s: the daemon's config is its schema only (the sweep engine decodes a sweep's spec)", root, p)
 			}
@@ -235,19 +207,7 @@ func TestRedactIsALeaf(t *testing.T) {
 		t.Errorf("prober/redact imports %s: it is a leaf and imports nothing of llmprobe", imp)
 	}
 	for _, root := range []string{"prober/config", "prober/client", "prober/endpoint", "prober/manager", "prober/discovery", "prober/tracing", "prober/scrape"} {
-		seen := map[string]bool{}
-		var walk func(p string)
-		walk = func(p string) {
-			if seen[p] {
-				return
-			}
-			seen[p] = true
-			for _, imp := range pkgs[p] {
-				walk(imp)
-			}
-		}
-		walk(root)
-		if seen["prober/fingerprint"] {
+		if importClosure(pkgs, root)["prober/fingerprint"] {
 			t.Errorf("%s depends on prober/fingerprint: redaction lives in prober/redact", root)
 		}
 	}
@@ -257,7 +217,16 @@ func TestRedactIsALeaf(t *testing.T) {
 // no plotting library, no report and no run-directory package (the sweep
 // daemon's observer types are a leaf package, prober/capacity).
 func TestMetricsPackageDeps(t *testing.T) {
-	pkgs := goPackages(t)
+	for p := range importClosure(goPackages(t), "collector/probemetrics") {
+		if strings.HasPrefix(p, "gonum.org/") || p == "internal/report" || p == "internal/rundir" || p == "internal/sweepd" {
+			t.Errorf("collector/probemetrics depends on %s", p)
+		}
+	}
+}
+
+// importClosure returns root and every package it imports, directly or not
+// (pkgs is goPackages').
+func importClosure(pkgs map[string][]string, root string) map[string]bool {
 	seen := map[string]bool{}
 	var walk func(p string)
 	walk = func(p string) {
@@ -269,10 +238,6 @@ func TestMetricsPackageDeps(t *testing.T) {
 			walk(imp)
 		}
 	}
-	walk("collector/probemetrics")
-	for p := range seen {
-		if strings.HasPrefix(p, "gonum.org/") || p == "internal/report" || p == "internal/rundir" || p == "internal/sweepd" {
-			t.Errorf("collector/probemetrics depends on %s", p)
-		}
-	}
+	walk(root)
+	return seen
 }

@@ -219,11 +219,11 @@ type constSource struct {
 	typ     ast.Expr
 }
 
-// readConsts parses every non-test Go file of the module and returns its
-// top-level constants by "dir.Name".
-func readConsts(t *testing.T) map[string]*constSource {
+// walkGoSources calls fn with the path of every non-test Go file of the
+// module (testdata and hidden folders left out), failing the test on the
+// first error.
+func walkGoSources(t *testing.T, fn func(path string) error) {
 	t.Helper()
-	out := map[string]*constSource{}
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -234,6 +234,19 @@ func readConsts(t *testing.T) map[string]*constSource {
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
+		return fn(path)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readConsts parses every non-test Go file of the module and returns its
+// top-level constants by "dir.Name".
+func readConsts(t *testing.T) map[string]*constSource {
+	t.Helper()
+	out := map[string]*constSource{}
+	walkGoSources(t, func(path string) error {
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 		if err != nil {
 			return err
@@ -271,9 +284,6 @@ func readConsts(t *testing.T) map[string]*constSource {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 

@@ -72,16 +72,7 @@ func findReadCalls(t *testing.T) []readCall {
 		"net/http":  {"Client": true},
 	}
 	var out []readCall
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || (strings.HasPrefix(d.Name(), ".") && path != root)) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	walkGoSources(t, func(path string) error {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if boundedReader[filepath.ToSlash(filepath.Dir(rel))] {
@@ -132,9 +123,6 @@ func findReadCalls(t *testing.T) []readCall {
 		})
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 

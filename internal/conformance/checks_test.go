@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -53,7 +54,7 @@ func TestCorpusMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewSnapshot: %v", err)
 			}
-			if got, want := signatures(again), signatures(snap); !equalSignatures(got, want) {
+			if got, want := signatures(again), signatures(snap); !maps.Equal(got, want) {
 				t.Errorf("NewSnapshot families differ from the scrape's: %v vs %v", got, want)
 			}
 			checkExposition(t, m, snap)
@@ -72,7 +73,7 @@ func TestCorpusMetrics(t *testing.T) {
 			if psnap.Format != scrape.FormatProtobuf {
 				t.Errorf("format %s, want protobuf", psnap.Format)
 			}
-			if got, want := signatures(psnap), signatures(snap); !equalSignatures(got, want) {
+			if got, want := signatures(psnap), signatures(snap); !maps.Equal(got, want) {
 				t.Errorf("protobuf families differ from the exposition's: %v vs %v", got, want)
 			}
 			checkExposition(t, m, psnap)
@@ -158,15 +159,7 @@ func protobufOf(t *testing.T, snap *scrape.Snapshot) []byte {
 func TestCorpusDiscover(t *testing.T) {
 	for _, m := range loadCorpus(t) {
 		t.Run(m.name(), func(t *testing.T) {
-			base := serve(t, m, nil, nil)
-			ep, err := endpoint.New(endpoint.Options{BaseURL: base, Model: m.Model})
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := ep.Discover(context.Background())
-			if err != nil {
-				t.Fatalf("discover: %v", err)
-			}
+			info := discover(t, serve(t, m, nil, nil), m.Model)
 			e := m.Expect
 			if string(info.Engine) != e.Engine || info.EngineSource != e.EngineSource {
 				t.Errorf("engine %q from %q, want %q from %q", info.Engine, info.EngineSource, e.Engine, e.EngineSource)
@@ -291,15 +284,7 @@ func TestCorpusInfoErrors(t *testing.T) {
 				// The failing route replaces the corpus's own.
 				mc := *m
 				mc.Routes, mc.Posts = without(m.Routes, method == http.MethodGet, path), without(m.Posts, method == http.MethodPost, path)
-				base := serveWith(t, &mc, call, ec.Status, body)
-				ep, err := endpoint.New(endpoint.Options{BaseURL: base, Model: m.Model})
-				if err != nil {
-					t.Fatal(err)
-				}
-				info, err := ep.Discover(context.Background())
-				if err != nil {
-					t.Fatalf("discover: %v", err)
-				}
+				info := discover(t, serveWith(t, &mc, call, ec.Status, body), m.Model)
 				if string(info.Engine) != m.Expect.Engine {
 					t.Errorf("engine %q, want %q", info.Engine, m.Expect.Engine)
 				}
@@ -343,4 +328,18 @@ func serveWith(t *testing.T, m *manifest, call string, status int, body []byte) 
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// discover runs endpoint discovery against base for model.
+func discover(t *testing.T, base, model string) endpoint.Info {
+	t.Helper()
+	ep, err := endpoint.New(endpoint.Options{BaseURL: base, Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := ep.Discover(context.Background())
+	if err != nil {
+		t.Fatalf("discover: %v", err)
+	}
+	return info
 }

@@ -238,10 +238,17 @@ func TestCorpusProvenance(t *testing.T) {
 // file: what the drift alarm compares a persona with is what the file
 // shows.
 func TestCorpusFraming(t *testing.T) {
+	checkCorpusFraming(t, func(m *manifest) []streamCase { return m.Streams }, framing)
+}
+
+// checkCorpusFraming holds the framing facets of each manifest's streams
+// (as streams picks them) to what parse reads in their files.
+func checkCorpusFraming(t *testing.T, streams func(m *manifest) []streamCase, parse func([]byte) (map[string]string, error)) {
+	t.Helper()
 	for _, m := range loadCorpus(t) {
-		for _, s := range m.Streams {
+		for _, s := range streams(m) {
 			t.Run(m.name()+"/"+s.File, func(t *testing.T) {
-				got, err := framing(m.read(t, s.File))
+				got, err := parse(m.read(t, s.File))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -294,19 +301,5 @@ func TestFormatsKeyedAlike(t *testing.T) {
 // TestCorpusMessagesFraming holds each manifest's Messages framing facets
 // to its stream file.
 func TestCorpusMessagesFraming(t *testing.T) {
-	for _, m := range loadCorpus(t) {
-		for _, s := range m.MessagesStreams {
-			t.Run(m.name()+"/"+s.File, func(t *testing.T) {
-				got, err := msgFraming(m.read(t, s.File))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for k, want := range s.Framing {
-					if got[k] != want {
-						t.Errorf("framing %s = %q, manifest says %q", k, got[k], want)
-					}
-				}
-			})
-		}
-	}
+	checkCorpusFraming(t, func(m *manifest) []streamCase { return m.MessagesStreams }, msgFraming)
 }

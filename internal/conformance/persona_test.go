@@ -86,34 +86,30 @@ func personaStream(t *testing.T, base, model, api string) []byte {
 	} else {
 		body["prompt"] = "The capital of France is"
 	}
-	b, _ := json.Marshal(body)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %d %v: %s", path, resp.StatusCode, err, out)
-	}
-	return out
+	return personaPost(t, base+path, body, nil)
 }
 
 // personaMessages posts a streamed Anthropic Messages request to the
 // persona and returns the SSE body.
 func personaMessages(t *testing.T, base, model string) []byte {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 8, "ignore_eos": true, "stream": true,
-		"messages": []map[string]string{{"role": "user", "content": "What is the capital of France?"}}})
+	return personaPost(t, base+"/v1/messages", map[string]any{"model": model, "max_tokens": 8, "ignore_eos": true, "stream": true,
+		"messages": []map[string]string{{"role": "user", "content": "What is the capital of France?"}}},
+		map[string]string{"anthropic-version": "2023-06-01"})
+}
+
+// personaPost posts body as JSON to url with header and returns the
+// answer's body, which must be a 200.
+func personaPost(t *testing.T, url string, body any, header map[string]string) []byte {
+	t.Helper()
+	b, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", bytes.NewReader(b))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("anthropic-version", "2023-06-01")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +117,7 @@ func personaMessages(t *testing.T, base, model string) []byte {
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/messages: %d %v: %s", resp.StatusCode, err, out)
+		t.Fatalf("POST %s: %d %v: %s", url, resp.StatusCode, err, out)
 	}
 	return out
 }
@@ -197,15 +193,7 @@ func TestPersonaConformance(t *testing.T) {
 				for try := 0; err == nil && got["role"] == "single-chunk" && try < 5; try++ {
 					got, err = framing(personaStream(t, base, cfg.Model, s.API))
 				}
-				if err != nil {
-					diffs = append(diffs, fmt.Sprintf("framing %s: %v", s.File, err))
-					continue
-				}
-				for k := range s.Framing {
-					if got[k] != want[k] {
-						diffs = append(diffs, fmt.Sprintf("framing %s %s %q, engine %q", s.File, k, got[k], want[k]))
-					}
-				}
+				diffs = append(diffs, framingDiffs(s, want, got, err)...)
 			}
 			for _, s := range m.MessagesStreams {
 				want, err := msgFraming(m.read(t, s.File))
@@ -213,15 +201,7 @@ func TestPersonaConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, err := msgFraming(personaMessages(t, base, cfg.Model))
-				if err != nil {
-					diffs = append(diffs, fmt.Sprintf("framing %s: %v", s.File, err))
-					continue
-				}
-				for k := range s.Framing {
-					if got[k] != want[k] {
-						diffs = append(diffs, fmt.Sprintf("framing %s %s %q, engine %q", s.File, k, got[k], want[k]))
-					}
-				}
+				diffs = append(diffs, framingDiffs(s, want, got, err)...)
 			}
 			sort.Strings(diffs)
 			allow := allowed[pc.name()]
@@ -241,4 +221,19 @@ func TestPersonaConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// framingDiffs lists where the persona's framing of stream s (got, or the
+// error reading it) differs from the engine's (want) in s's facets.
+func framingDiffs(s streamCase, want, got map[string]string, err error) []string {
+	if err != nil {
+		return []string{fmt.Sprintf("framing %s: %v", s.File, err)}
+	}
+	var diffs []string
+	for k := range s.Framing {
+		if got[k] != want[k] {
+			diffs = append(diffs, fmt.Sprintf("framing %s %s %q, engine %q", s.File, k, got[k], want[k]))
+		}
+	}
+	return diffs
 }

@@ -43,18 +43,6 @@ func signatures(snap *scrape.Snapshot) map[string]signature {
 	return out
 }
 
-func equalSignatures(a, b map[string]signature) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // framing returns the facets of an SSE body that the drift alarm compares:
 //
 //   - terminator: "[DONE]" when the last event is data: [DONE], else "none";
@@ -86,32 +74,17 @@ func framing(body []byte) (map[string]string, error) {
 		} `json:"usage"`
 	}
 	var chunks []chunk
-	last := ""
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if line == "" || strings.HasPrefix(line, ":") {
-			continue
-		}
-		data, ok := strings.CutPrefix(line, "data:")
-		if !ok {
-			return nil, fmt.Errorf("event line %q is not a data line", line)
-		}
-		data = strings.TrimSpace(data)
-		last = data
-		if data == "[DONE]" {
-			continue
-		}
+	f := map[string]string{"usage": "none"}
+	err := scanSSE(body, false, f, func(_, data string) error {
 		var c chunk
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return nil, fmt.Errorf("chunk %q: %w", data, err)
+			return fmt.Errorf("chunk %q: %w", data, err)
 		}
 		chunks = append(chunks, c)
-	}
-	f := map[string]string{"terminator": "none", "usage": "none"}
-	if last == "[DONE]" {
-		f["terminator"] = "[DONE]"
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	nonEmpty := func(raw json.RawMessage) bool {
 		s := strings.TrimSpace(string(raw))
@@ -189,28 +162,8 @@ func framing(body []byte) (map[string]string, error) {
 // null fields ("nulls": "yes" or "none"; SGLang dumps with exclude_none).
 // Each event's data must be JSON whose type repeats the event name.
 func msgFraming(body []byte) (map[string]string, error) {
-	f := map[string]string{"terminator": "none", "ping": "none", "start_input_tokens": "none", "nulls": "none"}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	name, last := "", ""
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if line == "" || strings.HasPrefix(line, ":") {
-			continue
-		}
-		if ev, ok := strings.CutPrefix(line, "event:"); ok {
-			name = strings.TrimSpace(ev)
-			continue
-		}
-		data, ok := strings.CutPrefix(line, "data:")
-		if !ok {
-			return nil, fmt.Errorf("line %q is neither an event nor a data line", line)
-		}
-		data = strings.TrimSpace(data)
-		last = data
-		if data == "[DONE]" {
-			continue
-		}
+	f := map[string]string{"ping": "none", "start_input_tokens": "none", "nulls": "none"}
+	err := scanSSE(body, true, f, func(name, data string) error {
 		var ev struct {
 			Type    string `json:"type"`
 			Message *struct {
@@ -220,10 +173,10 @@ func msgFraming(body []byte) (map[string]string, error) {
 			} `json:"message"`
 		}
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			return nil, fmt.Errorf("event %s: %w", name, err)
+			return fmt.Errorf("event %s: %w", name, err)
 		}
 		if ev.Type != name {
-			return nil, fmt.Errorf("event %q has type %q", name, ev.Type)
+			return fmt.Errorf("event %q has type %q", name, ev.Type)
 		}
 		if strings.Contains(data, ":null") {
 			f["nulls"] = "yes"
@@ -237,10 +190,50 @@ func msgFraming(body []byte) (map[string]string, error) {
 				f["start_input_tokens"] = "set"
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// scanSSE calls fn with each data line of the SSE body (trimmed; data:
+// [DONE] excepted) and the name of the event line before it (with events;
+// without, an event line is an error), and sets f["terminator"] to "[DONE]"
+// when data: [DONE] ends the body, else "none".
+func scanSSE(body []byte, events bool, f map[string]string, fn func(name, data string) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	name, last := "", ""
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if line == "" || strings.HasPrefix(line, ":") {
+			continue
+		}
+		if ev, ok := strings.CutPrefix(line, "event:"); ok && events {
+			name = strings.TrimSpace(ev)
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data:")
+		if !ok && events {
+			return fmt.Errorf("line %q is neither an event nor a data line", line)
+		} else if !ok {
+			return fmt.Errorf("event line %q is not a data line", line)
+		}
+		data = strings.TrimSpace(data)
+		last = data
+		if data == "[DONE]" {
+			continue
+		}
+		if err := fn(name, data); err != nil {
+			return err
+		}
 		name = ""
 	}
+	f["terminator"] = "none"
 	if last == "[DONE]" {
 		f["terminator"] = "[DONE]"
 	}
-	return f, sc.Err()
+	return sc.Err()
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/rules"
 )
 
@@ -63,38 +62,39 @@ func at(d time.Duration) int { return int(d / simStep) }
 // perStep(i) between step i-1 and step i. A counter that vanishes from step
 // `gone` on (llmprobe killed) is marked stale there and missing after.
 func counter(perStep func(i int) float64, gone int) string {
-	var b strings.Builder
-	v := 0.0
-	for i := 0; i <= steps; i++ {
-		if i > 0 {
-			v += perStep(i)
-		}
-		switch {
-		case gone > 0 && i == gone:
-			b.WriteString(" stale")
-		case gone > 0 && i > gone:
-			b.WriteString(" _")
-		default:
-			fmt.Fprintf(&b, " %g", v)
-		}
-	}
-	return b.String()
+	return gapped(cumulative(perStep, 0), gone, steps+1)
 }
 
 // values returns a gauge's values: value(i) at step i, stale at gone.
-func values(value func(i int) float64, gone int) string {
+func values(value func(i int) float64, gone int) string { return gapped(value, gone, steps+1) }
+
+// gapped returns a series' values at every step: value(i), but stale at
+// step from and missing after it until step to (from 0: no gap).
+func gapped(value func(i int) float64, from, to int) string {
 	var b strings.Builder
 	for i := 0; i <= steps; i++ {
 		switch {
-		case gone > 0 && i == gone:
+		case from > 0 && i == from:
 			b.WriteString(" stale")
-		case gone > 0 && i > gone:
+		case from > 0 && i > from && i < to:
 			b.WriteString(" _")
 		default:
 			fmt.Fprintf(&b, " %g", value(i))
 		}
 	}
 	return b.String()
+}
+
+// cumulative returns a counter's value at each step: the sum of perStep
+// from step 1, back to 0 at step reset (0: never).
+func cumulative(perStep func(i int) float64, reset int) func(i int) float64 {
+	sums := make([]float64, steps+1)
+	for i := 1; i <= steps; i++ {
+		if i != reset {
+			sums[i] = sums[i-1] + perStep(i)
+		}
+	}
+	return func(i int) float64 { return sums[i] }
 }
 
 // during returns a when step i lies after from and up to to, else b: a
@@ -172,11 +172,9 @@ func failingProbe(outcome string, finished, skipped float64) []string {
 // incidentStart, then the candidate's are 60 ms (every request misses the
 // SLO: not good).
 func slowCandidate() []string {
-	var out []string
-	for _, side := range []struct{ target, role string }{{"base", "baseline"}, {"cand", "candidate"}} {
-		slow := func(i int) bool { return side.role == "candidate" && i > at(incidentStart) }
+	return canaryGroup(func(candidate bool, sel func(name, extra string) string) (func(int) float64, []string) {
 		tpot := func(i int) float64 {
-			if slow(i) {
+			if candidate && i > at(incidentStart) {
 				return 0.06
 			}
 			return 0.01
@@ -189,23 +187,36 @@ func slowCandidate() []string {
 				return 0
 			}
 		}
-		sel := func(name, extra string) string {
-			return fmt.Sprintf(`%s{target=%q,probe="p"%s}`, name, side.target, extra)
+		return lt(0.05), []string{
+			sel("llmprobe_slo_threshold_seconds", `,slo="tpot"`) + values(constant(0.05), 0),
+			sel("llmprobe_slo_violations_total", `,slo="tpot"`) + counter(func(i int) float64 { return 30 - lt(0.05)(i) }, 0),
+			sel("llmprobe_time_per_output_token_seconds_sum", "") + counter(func(i int) float64 { return 30 * tpot(i) }, 0),
+			sel("llmprobe_time_per_output_token_seconds_count", "") + counter(constant(30), 0),
+			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="0.0125"`) + counter(lt(0.0125), 0),
+			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="0.05"`) + counter(lt(0.05), 0),
+			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="0.075"`) + counter(lt(0.075), 0),
+			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="+Inf"`) + counter(constant(30), 0),
 		}
+	})
+}
+
+// canaryGroup is a canary group, baseline base and candidate cand, probe p
+// at 30 requests a step each, goodput objective 0.99: each side's target
+// labels and request counters, then what side gives for it (sel names a
+// series of the side's probe; good is its good requests a step).
+func canaryGroup(side func(candidate bool, sel func(name, extra string) string) (good func(int) float64, more []string)) []string {
+	var out []string
+	for _, s := range []struct{ target, role string }{{"base", "baseline"}, {"cand", "candidate"}} {
+		sel := func(name, extra string) string {
+			return fmt.Sprintf(`%s{target=%q,probe="p"%s}`, name, s.target, extra)
+		}
+		good, more := side(s.role == "candidate", sel)
 		out = append(out,
-			fmt.Sprintf(`llmprobe_target_labels{target=%q,canary="rollout",role=%q}`, side.target, side.role)+values(constant(1), 0),
+			fmt.Sprintf(`llmprobe_target_labels{target=%q,canary="rollout",role=%q}`, s.target, s.role)+values(constant(1), 0),
 			sel("llmprobe_requests_total", `,outcome="success"`)+counter(constant(30), 0),
-			sel("llmprobe_good_requests_total", "")+counter(lt(0.05), 0),
-			sel("llmprobe_goodput_objective_ratio", "")+values(constant(0.99), 0),
-			sel("llmprobe_slo_threshold_seconds", `,slo="tpot"`)+values(constant(0.05), 0),
-			sel("llmprobe_slo_violations_total", `,slo="tpot"`)+counter(func(i int) float64 { return 30 - lt(0.05)(i) }, 0),
-			sel("llmprobe_time_per_output_token_seconds_sum", "")+counter(func(i int) float64 { return 30 * tpot(i) }, 0),
-			sel("llmprobe_time_per_output_token_seconds_count", "")+counter(constant(30), 0),
-			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="0.0125"`)+counter(lt(0.0125), 0),
-			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="0.05"`)+counter(lt(0.05), 0),
-			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="0.075"`)+counter(lt(0.075), 0),
-			sel("llmprobe_time_per_output_token_seconds_bucket", `,le="+Inf"`)+counter(constant(30), 0),
-		)
+			sel("llmprobe_good_requests_total", "")+counter(good, 0),
+			sel("llmprobe_goodput_objective_ratio", "")+values(constant(0.99), 0))
+		out = append(out, more...)
 	}
 	return out
 }
@@ -245,20 +256,7 @@ const restartAt = incidentStart + 40*time.Minute
 
 // restartValues is values with llmprobe restarted at step from: stale
 // there, missing until step to, then value(i) again.
-func restartValues(value func(i int) float64, from, to int) string {
-	var b strings.Builder
-	for i := 0; i <= steps; i++ {
-		switch {
-		case i == from:
-			b.WriteString(" stale")
-		case i > from && i < to:
-			b.WriteString(" _")
-		default:
-			fmt.Fprintf(&b, " %g", value(i))
-		}
-	}
-	return b.String()
-}
+func restartValues(value func(i int) float64, from, to int) string { return gapped(value, from, to) }
 
 // restartedLLMProbe is llmprobeSeries(0, true) with llmprobe restarted at
 // restartAt for a minute: not scraped (up 0), its series stale, then its
@@ -283,24 +281,7 @@ func restartedLLMProbe() []string {
 // restartCounter is counter with llmprobe restarted at step from: stale
 // there, missing until step to, then counting again from 0.
 func restartCounter(perStep func(i int) float64, from, to int) string {
-	var b strings.Builder
-	v := 0.0
-	for i := 0; i <= steps; i++ {
-		switch {
-		case i == from:
-			b.WriteString(" stale")
-		case i > from && i < to:
-			b.WriteString(" _")
-		default:
-			if i == to {
-				v = 0
-			} else if i > 0 {
-				v += perStep(i)
-			}
-			fmt.Fprintf(&b, " %g", v)
-		}
-	}
-	return b.String()
+	return gapped(cumulative(perStep, to), from, to)
 }
 
 // halfFailing is probe of target sim (30 requests per step) failing half
@@ -338,32 +319,23 @@ func halfFailing(probe string, after time.Duration, restart bool) []string {
 // the baseline's from incidentStart, its mean TTFT too from 10 minutes
 // later (a second figure joins the regression).
 func canarySpread() []string {
-	var out []string
-	for _, side := range []struct{ target, role string }{{"base", "baseline"}, {"cand", "candidate"}} {
+	return canaryGroup(func(candidate bool, sel func(name, extra string) string) (func(int) float64, []string) {
 		slowFrom := func(d time.Duration) func(int) float64 {
 			return func(i int) float64 {
-				if side.role == "candidate" && i > at(incidentStart+d) {
+				if candidate && i > at(incidentStart+d) {
 					return 1.5
 				}
 				return 1
 			}
 		}
 		tpot, ttft := slowFrom(0), slowFrom(10*time.Minute)
-		sel := func(name, extra string) string {
-			return fmt.Sprintf(`%s{target=%q,probe="p"%s}`, name, side.target, extra)
+		return constant(30), []string{
+			sel("llmprobe_time_per_output_token_seconds_sum", "") + counter(func(i int) float64 { return 30 * 0.01 * tpot(i) }, 0),
+			sel("llmprobe_time_per_output_token_seconds_count", "") + counter(constant(30), 0),
+			sel("llmprobe_time_to_first_token_seconds_sum", "") + counter(func(i int) float64 { return 30 * 0.1 * ttft(i) }, 0),
+			sel("llmprobe_time_to_first_token_seconds_count", "") + counter(constant(30), 0),
 		}
-		out = append(out,
-			fmt.Sprintf(`llmprobe_target_labels{target=%q,canary="rollout",role=%q}`, side.target, side.role)+values(constant(1), 0),
-			sel("llmprobe_requests_total", `,outcome="success"`)+counter(constant(30), 0),
-			sel("llmprobe_good_requests_total", "")+counter(constant(30), 0),
-			sel("llmprobe_goodput_objective_ratio", "")+values(constant(0.99), 0),
-			sel("llmprobe_time_per_output_token_seconds_sum", "")+counter(func(i int) float64 { return 30 * 0.01 * tpot(i) }, 0),
-			sel("llmprobe_time_per_output_token_seconds_count", "")+counter(constant(30), 0),
-			sel("llmprobe_time_to_first_token_seconds_sum", "")+counter(func(i int) float64 { return 30 * 0.1 * ttft(i) }, 0),
-			sel("llmprobe_time_to_first_token_seconds_count", "")+counter(constant(30), 0),
-		)
-	}
-	return out
+	})
 }
 
 // hostSaturated is one llmprobe process with eight targets that answer
@@ -613,15 +585,20 @@ func alertNames(t *testing.T, files []string) []string {
 	return out
 }
 
-// notification is one webhook call of Alertmanager.
-type notification struct {
-	sim    time.Duration     // when it came, in simulated time
+// webhook is the body of one webhook call of Alertmanager.
+type webhook struct {
 	Status string            `json:"status"`
 	Group  map[string]string `json:"groupLabels"`
 	Alerts []struct {
 		Status string            `json:"status"`
 		Labels map[string]string `json:"labels"`
 	} `json:"alerts"`
+}
+
+// notification is one webhook call of Alertmanager.
+type notification struct {
+	sim time.Duration // when it came, in simulated time
+	webhook
 }
 
 // TestAlertmanagerOnePagePerIncident injects the five incidents of issue 21
@@ -673,16 +650,8 @@ func TestAlertmanagerOnePagePerIncident(t *testing.T) {
 	}))
 	defer hook.Close()
 
-	amAddr := testutil.FreeAddr(t)
-	cfg := alertmanagerConfig(t, filepath.Join(root, "deploy", "alertmanager", "alertmanager.yml"), hook.URL,
-		func(_ string, d time.Duration) time.Duration { return d / speed })
-	writeFile(t, filepath.Join(dir, "alertmanager.yml"), cfg)
-	am := start(t, dir, "alertmanager", amBin,
-		"--config.file="+filepath.Join(dir, "alertmanager.yml"),
-		"--storage.path="+filepath.Join(dir, "am-data"),
-		"--web.listen-address="+amAddr,
-		"--cluster.listen-address=")
-	waitHTTP(t, am, "http://"+amAddr+"/-/ready")
+	amAddr, _ := startAlertmanager(t, dir, amBin, alertmanagerConfig(t, filepath.Join(root, "deploy", "alertmanager", "alertmanager.yml"),
+		hook.URL, func(_ string, d time.Duration) time.Duration { return d / speed }))
 
 	// Replay: every batch at its simulated time, compressed by speed.
 	r0 = time.Now()

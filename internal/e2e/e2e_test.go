@@ -136,34 +136,24 @@ func TestPrometheusEndToEnd(t *testing.T) {
 
 	// 1. The simulator, healthy (vLLM persona), and one simulator per other
 	// engine with /metrics (their personas serve each engine's metric names).
-	sim := start(t, dir, "simulate", bin, "simulate", "--web.listen-address", simAddr)
-	waitHTTP(t, sim, "http://"+simAddr+"/health")
+	sim := startUp(t, dir, "simulate", bin, "http://"+simAddr+"/health", "simulate", "--web.listen-address", simAddr)
 	engineAddrs := map[string]string{}
 	for _, e := range otherEngines {
-		addr := testutil.FreeAddr(t)
-		p := start(t, dir, "simulate-"+e, bin, "simulate", "--engine", e, "--web.listen-address", addr)
-		waitHTTP(t, p, "http://"+addr+"/health")
-		engineAddrs[e] = addr
+		engineAddrs[e] = startSim(t, dir, "simulate-"+e, bin, "--engine", e)
 	}
 
 	// The two sides of a continuous canary: servers of their own, as real
 	// sides are (the server-correlation join wants one target per server).
 	canaryAddrs := map[string]string{}
 	for _, role := range []string{"baseline", "candidate"} {
-		addr := testutil.FreeAddr(t)
-		p := start(t, dir, "simulate-canary-"+role, bin, "simulate", "--web.listen-address", addr)
-		waitHTTP(t, p, "http://"+addr+"/health")
-		canaryAddrs[role] = addr
+		canaryAddrs[role] = startSim(t, dir, "simulate-canary-"+role, bin)
 	}
 
 	// Three replicas of one service and the answer checks' server, each a
 	// server of its own (the server join wants one target per server).
 	var replicaAddrs []string
 	for i := range 4 {
-		addr := testutil.FreeAddr(t)
-		p := start(t, dir, fmt.Sprintf("simulate-extra-%d", i), bin, "simulate", "--web.listen-address", addr)
-		waitHTTP(t, p, "http://"+addr+"/health")
-		replicaAddrs = append(replicaAddrs, addr)
+		replicaAddrs = append(replicaAddrs, startSim(t, dir, fmt.Sprintf("simulate-extra-%d", i), bin))
 	}
 
 	// 2. llmprobe serve probing it.
@@ -175,14 +165,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
     slo: {ttft: 800ms, tpot: 100ms, e2el: 10s}
     goodput_objective: 0.98
     probes:
-      - name: small
-        rate: 4
-        arrival: poisson
-        max_concurrency: 8
-        workload:
-          input_tokens: {dist: fixed, value: 64}
-          output_tokens: {dist: fixed, value: 16}
-    # A capacity sweep at once and every minute: the knee gauge and the
+%[3]s    # A capacity sweep at once and every minute: the knee gauge and the
     # capacity rules (docs/sweep-api.md).
     sweeps:
       - name: quick
@@ -204,10 +187,9 @@ func TestPrometheusEndToEnd(t *testing.T) {
     probes:
       - name: answers
         answer_checks: {set: builtin, every: 10s}
-`, simAddr, replicaAddrs[3])+replicaTargets(replicaAddrs[:3])+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
-	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr,
-		"--sweeps.dir", filepath.Join(dir, "sweeps"))
-	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
+`, simAddr, replicaAddrs[3], probeYAML("small", 4, 8))+replicaTargets(replicaAddrs[:3])+canaryTargets(canaryAddrs)+engineTargets(engineAddrs))
+	serve := startUp(t, dir, "serve", bin, "http://"+serveAddr+"/-/ready", "serve", "--config.file", cfgPath,
+		"--web.listen-address", serveAddr, "--sweeps.dir", filepath.Join(dir, "sweeps"))
 
 	// 3. Prometheus with the rules (for: rewritten), scraping llmprobe and
 	// every simulator. The vLLM job stands for a server scraped under another
@@ -224,58 +206,28 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	for _, e := range otherEngines {
 		engineTargetList = append(engineTargetList, strconv.Quote(engineAddrs[e]))
 	}
-	promCfg := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, promCfg, fmt.Sprintf(`global:
-  scrape_interval: %[1]s
-  scrape_timeout: %[1]s
-  evaluation_interval: %[1]s
-rule_files:
-  - %[2]s/*.yml
-scrape_configs:
+	api := startPrometheus(t, dir, "prometheus", promBin, promAddr, promHead(scrapeInterval, rulesDir)+fmt.Sprintf(`scrape_configs:
   - job_name: llmprobe
     static_configs:
-      - targets: [%[3]q]
+      - targets: [%[1]q]
   - job_name: vllm
     static_configs:
-      - targets: [%[4]q]
-%[5]s      - target_label: instance
-        replacement: %[6]s
+      - targets: [%[2]q]
+%[3]s      - target_label: instance
+        replacement: %[4]s
   - job_name: engines
     static_configs:
-      - targets: [%[7]s]
-`, scrapeInterval, rulesDir, serveAddr, simAddr, relabel, vllmPodInstance, strings.Join(engineTargetList, ", ")))
-	prom := start(t, dir, "prometheus", promBin,
-		"--config.file="+promCfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr)
-	waitHTTP(t, prom, "http://"+promAddr+"/-/ready")
-	api := &promAPI{base: "http://" + promAddr, proc: prom}
+      - targets: [%[5]s]
+`, serveAddr, simAddr, relabel, vllmPodInstance, strings.Join(engineTargetList, ", ")))
 
 	// 3b. A second Prometheus ingesting native histograms only (Prometheus
 	// 2.x with the feature flag drops the classic buckets of a histogram that
 	// has native ones): the quantile rules must still give the TTFT p99.
 	var native *promAPI
 	if promMajor == 2 {
-		nativeAddr := testutil.FreeAddr(t)
-		nativeCfg := filepath.Join(dir, "prometheus-native.yml")
-		writeFile(t, nativeCfg, fmt.Sprintf(`global:
-  scrape_interval: %[1]s
-  scrape_timeout: %[1]s
-  evaluation_interval: %[1]s
-rule_files:
-  - %[2]s/*.yml
-scrape_configs:
-  - job_name: llmprobe
-    static_configs:
-      - targets: [%[3]q]
-`, scrapeInterval, rulesDir, serveAddr))
-		p := start(t, dir, "prometheus-native", promBin,
-			"--config.file="+nativeCfg,
-			"--storage.tsdb.path="+filepath.Join(dir, "tsdb-native"),
-			"--web.listen-address="+nativeAddr,
+		native = startPrometheus(t, dir, "prometheus-native", promBin, testutil.FreeAddr(t), promHead(scrapeInterval, rulesDir)+
+			fmt.Sprintf("scrape_configs:\n  - job_name: llmprobe\n    static_configs:\n      - targets: [%q]\n", serveAddr),
 			"--enable-feature=native-histograms")
-		waitHTTP(t, p, "http://"+nativeAddr+"/-/ready")
-		native = &promAPI{base: "http://" + nativeAddr, proc: p}
 	} else {
 		t.Logf("prometheus %d.x: the native-histogram check is written for 2.x's --enable-feature=native-histograms; skipped", promMajor)
 	}
@@ -416,8 +368,8 @@ scrape_configs:
 			t.Fatalf("fast burn alert already firing before any fault: %v", got)
 		}
 		stop(t, sim)
-		sim = start(t, dir, "simulate-500", bin, "simulate", "--web.listen-address", simAddr, "--fault.http-500", "1.0")
-		waitHTTP(t, sim, "http://"+simAddr+"/health")
+		sim = startUp(t, dir, "simulate-500", bin, "http://"+simAddr+"/health", "simulate", "--web.listen-address", simAddr,
+			"--fault.http-500", "1.0")
 		deadline, capped := until(alertTimeout)
 		for {
 			got := api.firing(t, "LLMProbeGoodputBudgetBurnFast")
@@ -434,7 +386,7 @@ scrape_configs:
 			}
 			if time.Now().After(deadline) {
 				v := api.query(t, `target_probe:llmprobe_goodput_budget_burn:ratio_rate5m`+sel)
-				t.Fatalf("LLMProbeGoodputBudgetBurnFast not firing after %s%s (5m burn now %v)%s", alertTimeout, cappedNote(capped), v, logs(serve, sim, prom))
+				t.Fatalf("LLMProbeGoodputBudgetBurnFast not firing after %s%s (5m burn now %v)%s", alertTimeout, cappedNote(capped), v, logs(serve, sim, api.proc))
 			}
 			time.Sleep(time.Second)
 		}
@@ -458,18 +410,7 @@ const vllmPodInstance = "vllm-0:8000"
 func engineTargets(addrs map[string]string) string {
 	var b strings.Builder
 	for _, e := range otherEngines {
-		fmt.Fprintf(&b, `  - name: %s
-    base_url: http://%s
-    api: completions
-    probes:
-      - name: small
-        rate: 1
-        arrival: poisson
-        max_concurrency: 4
-        workload:
-          input_tokens: {dist: fixed, value: 64}
-          output_tokens: {dist: fixed, value: 16}
-`, e, addrs[e])
+		fmt.Fprintf(&b, "  - name: %s\n    base_url: http://%s\n    api: completions\n    probes:\n%s", e, addrs[e], probeYAML("small", 1, 4))
 	}
 	return b.String()
 }
@@ -478,6 +419,19 @@ func engineTargets(addrs map[string]string) string {
 // replicas of one service (namespace, service, pod, as a kubernetes_sd
 // entry's relabelling gives them): at 2 req/s each, every replica passes
 // the replica rules' 200 successful requests in 10 minutes.
+// probeYAML is a probes: entry of llmprobe.yml: rate requests/s, Poisson
+// arrivals, at most maxConcurrency in flight, 64 tokens in and 16 out.
+func probeYAML(name string, rate, maxConcurrency int) string {
+	return fmt.Sprintf(`      - name: %s
+        rate: %d
+        arrival: poisson
+        max_concurrency: %d
+        workload:
+          input_tokens: {dist: fixed, value: 64}
+          output_tokens: {dist: fixed, value: 16}
+`, name, rate, maxConcurrency)
+}
+
 func replicaTargets(addrs []string) string {
 	var b strings.Builder
 	for i, addr := range addrs {
@@ -486,14 +440,7 @@ func replicaTargets(addrs []string) string {
     api: completions
     labels: {namespace: e2e, service: vllm, pod: vllm-%[2]d}
     probes:
-      - name: small
-        rate: 2
-        arrival: poisson
-        max_concurrency: 4
-        workload:
-          input_tokens: {dist: fixed, value: 64}
-          output_tokens: {dist: fixed, value: 16}
-`, addr, i)
+%[3]s`, addr, i, probeYAML("small", 2, 4))
 	}
 	return b.String()
 }
@@ -510,14 +457,7 @@ func canaryTargets(addrs map[string]string) string {
     slo: {ttft: 800ms, tpot: 100ms}
     labels: {canary: e2e, role: %[2]s}
     probes:
-      - name: small
-        rate: 2
-        arrival: poisson
-        max_concurrency: 4
-        workload:
-          input_tokens: {dist: fixed, value: 64}
-          output_tokens: {dist: fixed, value: 16}
-`, addrs[role], role)
+%[3]s`, addrs[role], role, probeYAML("small", 2, 4))
 	}
 	return b.String()
 }
@@ -710,6 +650,52 @@ func waitHTTP(t *testing.T, p *proc, url string) {
 	}
 }
 
+// startUp is start, then waitHTTP on url.
+func startUp(t *testing.T, dir, name, bin, url string, args ...string) *proc {
+	t.Helper()
+	p := start(t, dir, name, bin, args...)
+	waitHTTP(t, p, url)
+	return p
+}
+
+// startSim starts `bin simulate --web.listen-address ADDR args...` on a free
+// address, waits for its /health and returns the address.
+func startSim(t *testing.T, dir, name, bin string, args ...string) string {
+	t.Helper()
+	addr := testutil.FreeAddr(t)
+	startUp(t, dir, name, bin, "http://"+addr+"/health", append([]string{"simulate", "--web.listen-address", addr}, args...)...)
+	return addr
+}
+
+// startPrometheus writes cfg to <dir>/<name>.yml and runs Prometheus on addr
+// with it (its TSDB in <dir>/<name>-tsdb, flags added), ready.
+func startPrometheus(t *testing.T, dir, name, bin, addr, cfg string, flags ...string) *promAPI {
+	t.Helper()
+	cfgPath := filepath.Join(dir, name+".yml")
+	writeFile(t, cfgPath, cfg)
+	args := append([]string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, name+"-tsdb"),
+		"--web.listen-address=" + addr}, flags...)
+	return &promAPI{base: "http://" + addr, proc: startUp(t, dir, name, bin, "http://"+addr+"/-/ready", args...)}
+}
+
+// promHead is a Prometheus configuration's global section (scrape and
+// evaluation every interval) and its rule files, rulesDir/*.yml.
+func promHead(interval, rulesDir string) string {
+	return fmt.Sprintf("global:\n  scrape_interval: %[1]s\n  scrape_timeout: %[1]s\n  evaluation_interval: %[1]s\n"+
+		"rule_files:\n  - %[2]s/*.yml\n", interval, rulesDir)
+}
+
+// startAlertmanager writes cfg to <dir>/alertmanager.yml and runs
+// Alertmanager with it on a free address (no cluster), ready; it returns the
+// address and the process.
+func startAlertmanager(t *testing.T, dir, bin, cfg string) (string, *proc) {
+	t.Helper()
+	addr := testutil.FreeAddr(t)
+	writeFile(t, filepath.Join(dir, "alertmanager.yml"), cfg)
+	return addr, startUp(t, dir, "alertmanager", bin, "http://"+addr+"/-/ready", "--config.file="+filepath.Join(dir, "alertmanager.yml"),
+		"--storage.path="+filepath.Join(dir, "am-data"), "--web.listen-address="+addr, "--cluster.listen-address=")
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -759,18 +745,7 @@ func rewriteSweepWindows(data []byte) []byte {
 // rewriteSweepWindows applied.
 func copyRules(t *testing.T, src, dst string) {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(src, "*.yml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no rule files in %s: %v", src, err)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	copyRuleFiles(t, src, dst, func(p string, data []byte) []byte {
 		out := rewriteFor(data)
 		if bytes.Contains(data, []byte("for:")) && bytes.Equal(out, data) {
 			t.Fatalf("%s: rewriting for: changed nothing", p)
@@ -785,7 +760,27 @@ func copyRules(t *testing.T, src, dst string) {
 		if leftGuard.Match(out) {
 			t.Fatalf("%s: an offset is left after rewriting the history guards", p)
 		}
-		writeFile(t, filepath.Join(dst, filepath.Base(p)), string(out))
+		return out
+	})
+}
+
+// copyRuleFiles writes src/*.yml (not the opt-in files of src/optional), each
+// through rewrite (given the file's path), to dst.
+func copyRuleFiles(t *testing.T, src, dst string, rewrite func(path string, data []byte) []byte) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(src, "*.yml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no rule files in %s: %v", src, err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dst, filepath.Base(p)), string(rewrite(p, data)))
 	}
 }
 

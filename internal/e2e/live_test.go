@@ -93,24 +93,13 @@ func rewriteLive(data []byte) ([]byte, error) {
 // rewriteLive.
 func copyRulesLive(t *testing.T, src, dst string) {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(src, "*.yml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no rule files in %s: %v", src, err)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	copyRuleFiles(t, src, dst, func(p string, data []byte) []byte {
 		out, err := rewriteLive(data)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		writeFile(t, filepath.Join(dst, filepath.Base(p)), string(out))
-	}
+		return out
+	})
 }
 
 // liveHealthy reads LLMPROBE_E2E_HEALTHY.
@@ -131,13 +120,8 @@ func liveHealthy() (time.Duration, error) {
 
 // liveNote is one webhook call of Alertmanager, stamped when it came.
 type liveNote struct {
-	at     time.Time
-	Status string            `json:"status"`
-	Group  map[string]string `json:"groupLabels"`
-	Alerts []struct {
-		Status string            `json:"status"`
-		Labels map[string]string `json:"labels"`
-	} `json:"alerts"`
+	at time.Time
+	webhook
 }
 
 func (n liveNote) key() string { return n.Group["alertname"] + "{target=" + n.Group["target"] + "}" }
@@ -167,7 +151,7 @@ func (h *hookLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		n = liveNote{Status: "unreadable: " + err.Error()}
+		n = liveNote{webhook: webhook{Status: "unreadable: " + err.Error()}}
 	}
 	n.at = time.Now()
 	h.mu.Lock()
@@ -269,8 +253,7 @@ func TestAlertmanagerLive(t *testing.T) {
 		if len(fault) > 0 {
 			label += "-fault"
 		}
-		sims[name] = start(t, dir, label, bin, args...)
-		waitHTTP(t, sims[name], "http://"+simAddr[name]+"/health")
+		sims[name] = startUp(t, dir, label, bin, "http://"+simAddr[name]+"/health", args...)
 	}
 	for _, name := range []string{"slow", "down", "burn"} {
 		simAddr[name] = testutil.FreeAddr(t)
@@ -279,16 +262,7 @@ func TestAlertmanagerLive(t *testing.T) {
 
 	serveAddr := testutil.FreeAddr(t)
 	cfgPath := filepath.Join(dir, "llmprobe.yml")
-	probe := func(name string, rate int) string {
-		return fmt.Sprintf(`      - name: %s
-        rate: %d
-        arrival: poisson
-        max_concurrency: 16
-        workload:
-          input_tokens: {dist: fixed, value: 64}
-          output_tokens: {dist: fixed, value: 16}
-`, name, rate)
-	}
+	probe := func(name string, rate int) string { return probeYAML(name, rate, 16) }
 	writeFile(t, cfgPath, fmt.Sprintf(`targets:
   - name: slow
     base_url: http://%s
@@ -307,11 +281,9 @@ func TestAlertmanagerLive(t *testing.T) {
     probes:
 %s%s`, simAddr["slow"], probe("p", 4), simAddr["down"], probe("p", 2), simAddr["burn"], probe("p", 2), probe("q", 2)))
 	serveArgs := []string{"serve", "--config.file", cfgPath, "--web.listen-address", serveAddr}
-	serve := start(t, dir, "serve", bin, serveArgs...)
-	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
+	serve := startUp(t, dir, "serve", bin, "http://"+serveAddr+"/-/ready", serveArgs...)
 
-	amAddr := testutil.FreeAddr(t)
-	amCfg := alertmanagerConfig(t, filepath.Join(root, "deploy", "alertmanager", "alertmanager.yml"), hookSrv.URL,
+	amAddr, am := startAlertmanager(t, dir, amBin, alertmanagerConfig(t, filepath.Join(root, "deploy", "alertmanager", "alertmanager.yml"), hookSrv.URL,
 		func(k string, d time.Duration) time.Duration {
 			switch k {
 			case "group_wait":
@@ -320,40 +292,20 @@ func TestAlertmanagerLive(t *testing.T) {
 				return liveGroupInterval
 			}
 			return d
-		})
-	writeFile(t, filepath.Join(dir, "alertmanager.yml"), amCfg)
-	am := start(t, dir, "alertmanager", amBin,
-		"--config.file="+filepath.Join(dir, "alertmanager.yml"),
-		"--storage.path="+filepath.Join(dir, "am-data"),
-		"--web.listen-address="+amAddr,
-		"--cluster.listen-address=")
-	waitHTTP(t, am, "http://"+amAddr+"/-/ready")
+		}))
 
 	rulesDir := filepath.Join(dir, "rules")
 	copyRulesLive(t, filepath.Join(root, "rules"), rulesDir)
-	promAddr := testutil.FreeAddr(t)
-	promCfg := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, promCfg, fmt.Sprintf(`global:
-  scrape_interval: %[1]s
-  scrape_timeout: %[1]s
-  evaluation_interval: %[1]s
-rule_files:
-  - %[2]s/*.yml
-alerting:
+	api := startPrometheus(t, dir, "prometheus", promBin, testutil.FreeAddr(t), promHead(liveEvery, rulesDir)+fmt.Sprintf(`alerting:
   alertmanagers:
     - static_configs:
-        - targets: [%[3]q]
+        - targets: [%[1]q]
 scrape_configs:
   - job_name: llmprobe
     static_configs:
-      - targets: [%[4]q]
-`, liveEvery, rulesDir, amAddr, serveAddr))
-	prom := start(t, dir, "prometheus", promBin,
-		"--config.file="+promCfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr)
-	waitHTTP(t, prom, "http://"+promAddr+"/-/ready")
-	api := &promAPI{base: "http://" + promAddr, proc: prom}
+      - targets: [%[2]q]
+`, amAddr, serveAddr))
+	prom := api.proc
 	api.waitValue(t, `count(target_probe:llmprobe_requests:rate5m)`, valuesTimeout, equals(4))
 	api.checkRulesHealthy(t)
 	t.Logf("stack up: %d CPUs, load average %s; for: capped at %s, keep_firing_for %s, group_wait %s, group_interval %s, scrape/eval every %s",

@@ -24,9 +24,7 @@ func TestProbeEndpointEndToEnd(t *testing.T) {
 	promBin := lookPath(t, ".ci/e2e.sh", "prometheus", "prometheus")
 	root, dir, bin := setUp(t, "")
 
-	simAddr, serveAddr, promAddr := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
-	sim := start(t, dir, "simulate", bin, "simulate", "--web.listen-address", simAddr, "--served-by", "pod-e2e")
-	waitHTTP(t, sim, "http://"+simAddr+"/health")
+	simAddr, serveAddr := startSim(t, dir, "simulate", bin, "--served-by", "pod-e2e"), testutil.FreeAddr(t)
 
 	simURL := "http://" + simAddr
 	cfgPath := filepath.Join(dir, "llmprobe.yml")
@@ -39,8 +37,7 @@ func TestProbeEndpointEndToEnd(t *testing.T) {
       output_tokens: {dist: fixed, value: 8}
 probe_allowed_targets: [%q]
 `, simURL))
-	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr)
-	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
+	startUp(t, dir, "serve", bin, "http://"+serveAddr+"/-/ready", "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr)
 
 	// The shipped scrape job, its file_sd path, llmprobe's address and its
 	// intervals set for the test; the relabelling is left as shipped.
@@ -65,14 +62,7 @@ probe_allowed_targets: [%q]
 		}
 		promText = strings.ReplaceAll(promText, r[0], r[1])
 	}
-	promCfg := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, promCfg, "global:\n  evaluation_interval: 1s\n"+promText)
-	prom := start(t, dir, "prometheus", promBin,
-		"--config.file="+promCfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr)
-	waitHTTP(t, prom, "http://"+promAddr+"/-/ready")
-	api := &promAPI{base: "http://" + promAddr, proc: prom}
+	api := startPrometheus(t, dir, "prometheus", promBin, testutil.FreeAddr(t), "global:\n  evaluation_interval: 1s\n"+promText)
 
 	sel := fmt.Sprintf(`{job="llmprobe-probe",instance=%q,pool="e2e"}`, simURL)
 	api.waitValue(t, "up"+sel, valuesTimeout, equals(1))

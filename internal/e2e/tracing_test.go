@@ -76,18 +76,14 @@ func TestTracingWithJaeger(t *testing.T) {
 	queryHTTP, queryGRPC, otlpGRPC, otlpHTTP := testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cfg := filepath.Join(dir, "jaeger.yml")
 	writeFile(t, cfg, fmt.Sprintf(jaegerConfig, queryHTTP, queryGRPC, otlpGRPC, otlpHTTP))
-	jaeger := start(t, dir, "jaeger", jaegerBin, "--config", cfg)
-	waitHTTP(t, jaeger, "http://"+queryHTTP+"/api/services")
+	jaeger := startUp(t, dir, "jaeger", jaegerBin, "http://"+queryHTTP+"/api/services", "--config", cfg)
 
-	simAddr, serveAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	simTrace := filepath.Join(dir, "sim-trace.jsonl")
-	sim := start(t, dir, "simulate", bin, "simulate", "--web.listen-address", simAddr, "--trace-file", simTrace)
-	waitHTTP(t, sim, "http://"+simAddr+"/health")
+	simAddr, serveAddr := startSim(t, dir, "simulate", bin, "--trace-file", simTrace), testutil.FreeAddr(t)
 	cfgPath := filepath.Join(dir, "llmprobe.yml")
 	writeFile(t, cfgPath, fmt.Sprintf("targets:\n  - name: sim\n    base_url: http://%s\n    probes:\n      - name: p\n        rate: 4\n", simAddr))
-	serve := start(t, dir, "serve", bin, "serve", "--config.file", cfgPath, "--web.listen-address", serveAddr,
-		"--sweeps.dir", filepath.Join(dir, "sweeps"), "--tracing.endpoint", "http://"+otlpHTTP)
-	waitHTTP(t, serve, "http://"+serveAddr+"/-/ready")
+	serve := startUp(t, dir, "serve", bin, "http://"+serveAddr+"/-/ready", "serve", "--config.file", cfgPath,
+		"--web.listen-address", serveAddr, "--sweeps.dir", filepath.Join(dir, "sweeps"), "--tracing.endpoint", "http://"+otlpHTTP)
 
 	// 1. An exemplar with a request id and its trace id.
 	ex := regexp.MustCompile(`llmprobe_time_to_first_token_seconds_bucket\{[^}]*\} \d+ # \{([^}]*)\}`)

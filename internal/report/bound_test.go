@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -20,13 +19,10 @@ func TestTableKneeBound(t *testing.T) {
 		Steps: []*sweep.Step{step(119, sweep.FlagClientSaturated), step(84), step(84)},
 		Knee: sweep.Knee{Low: 84, Bound: &sweep.KneeBoundDetail{AtLeast: 84, Confirmed: true, Unmeasurable: 100, Flags: []string{sweep.FlagClientSaturated},
 			Client: true, Shards: 5, ShardsFor: 369}}}
-	var b bytes.Buffer
-	if err := WriteTable(&b, res); err != nil {
-		t.Fatal(err)
-	}
+	out := tableText(t, res)
 	want := "knee ≥ 84 req/s: this client keeps up to 84 req/s on this host; shard the sweep (5 shards) to measure up to 369 req/s"
-	if !strings.Contains(b.String(), "\n"+want+"\n") || strings.Contains(b.String(), "knee: ") {
-		t.Errorf("table lacks the line %q:\n%s", want, b.String())
+	if !strings.Contains(out, "\n"+want+"\n") || strings.Contains(out, "knee: ") {
+		t.Errorf("table lacks the line %q:\n%s", want, out)
 	}
 	if v := strings.Join(verdict(res), "\n"); !strings.Contains(v, "**Capacity: "+want+".**") || !strings.Contains(v, "run 5 shards") {
 		t.Errorf("verdict:\n%s", v)
@@ -34,20 +30,11 @@ func TestTableKneeBound(t *testing.T) {
 
 	res.Knee = sweep.Knee{}
 	res.Steps = []*sweep.Step{step(119, sweep.FlagClientSaturated, sweep.FlagClientReadLag), step(59.5, sweep.FlagClientSaturated)}
-	b.Reset()
-	if err := WriteTable(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	if want := "knee: not found: the client is the limit: it could not keep its own schedule on this host at any level tried, down to 59.5 req/s " +
-		"(every step flagged client-saturated or client-read-lag)"; !strings.Contains(b.String(), want) {
-		t.Errorf("table lacks %q:\n%s", want, b.String())
-	}
+	out = tableText(t, res)
+	checkText(t, "table", out, out, []string{"knee: not found: the client is the limit: it could not keep its own schedule on this host at any " +
+		"level tried, down to 59.5 req/s (every step flagged client-saturated or client-read-lag)"}, nil)
 	res.Steps[1] = step(59.5, sweep.FlagNotIdle)
-	b.Reset()
-	if err := WriteTable(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "knee: not found (no valid level)") {
-		t.Errorf("a not-idle step blamed on the client:\n%s", b.String())
+	if out := tableText(t, res); !strings.Contains(out, "knee: not found (no valid level)") {
+		t.Errorf("a not-idle step blamed on the client:\n%s", out)
 	}
 }

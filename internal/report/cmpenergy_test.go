@@ -26,15 +26,11 @@ func TestVerdictEnergy(t *testing.T) {
 	var b bytes.Buffer
 	WriteVerdictText(&b, v, nil)
 	text := b.String()
-	for _, want := range []string{
+	checkText(t, "text", text, text, []string{
 		"figures:\n  ok            cost         rate=4         no significant difference\n\nenergy (joules per good output token; reported, not judged):\n",
 		"  rate=4         baseline 0.2 J/good tok (95 % interval 0.19 … 0.21); candidate 0.3 J/good tok (95 % interval 0.28 … 0.32); change +50.0 % (95 % interval +41.0 % … +62.0 %)\n",
 		"  rate=8         baseline 0.25 J/good tok (95 % interval 0.24 … 0.26); candidate not-recorded (no GPU metrics source: give --candidate-gpu-metrics-url); change not-recorded: candidate: no GPU metrics source",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("text lacks %q:\n%s", want, text)
-		}
-	}
+	}, nil)
 	b.Reset()
 	WriteVerdictMarkdown(&b, v, VerdictReport{})
 	md := b.String()

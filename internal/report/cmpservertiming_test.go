@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/prober/compare"
@@ -17,21 +16,14 @@ func TestServerTimingText(t *testing.T) {
 		Candidate: compare.ServerTimingSide{NotRecorded: "engine sglang returns no per-request timing"}}}
 	var b bytes.Buffer
 	writeServerTimingText(&b, ss)
-	for _, want := range []string{
+	checkText(t, "text", b.String(), b.String(), []string{
 		"baseline  TTFT 12.0/30.0 = queue 1.00/4.00 + server TTFT 10.0/24.0 + overhead 1.00/2.00 ms p50/p99 (n 40)",
 		"candidate not-recorded (engine sglang returns no per-request timing)",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("text lacks %q:\n%s", want, b.String())
-		}
-	}
+	}, nil)
 	b.Reset()
 	writeServerTimingMarkdown(&b, ss)
-	for _, want := range []string{"| rate=4 | baseline | 40 | 12.0 / 30.0 | 1.00 / 4.00 | 10.0 / 24.0 | 1.00 / 2.00 |", "| rate=4 | candidate | 0 | not-recorded: engine sglang"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("markdown lacks %q:\n%s", want, b.String())
-		}
-	}
+	checkText(t, "markdown", b.String(), b.String(), []string{"| rate=4 | baseline | 40 | 12.0 / 30.0 | 1.00 / 4.00 | 10.0 / 24.0 | 1.00 / 2.00 |",
+		"| rate=4 | candidate | 0 | not-recorded: engine sglang"}, nil)
 	b.Reset()
 	writeServerTimingText(&b, nil)
 	if b.Len() != 0 {

@@ -281,10 +281,15 @@ func addKnee(p *plot.Plot, res *sweep.Result, bottom, top float64) error {
 
 // maxY returns the largest Y of the series (0 when none).
 func maxY(series ...plotter.XYs) float64 {
-	m := 0.0
+	return foldXY(series, 0, func(m float64, xy plotter.XY) float64 { return math.Max(m, xy.Y) })
+}
+
+// foldXY returns f applied to every point of the series in turn, from init.
+func foldXY(series []plotter.XYs, init float64, f func(m float64, xy plotter.XY) float64) float64 {
+	m := init
 	for _, xys := range series {
 		for _, xy := range xys {
-			m = math.Max(m, xy.Y)
+			m = f(m, xy)
 		}
 	}
 	return m
@@ -296,12 +301,7 @@ func maxY(series ...plotter.XYs) float64 {
 // are not squeezed into the right edge.
 func xRange(series ...plotter.XYs) (lo, hi float64) {
 	hi = maxX(series...)
-	min := math.Inf(1)
-	for _, xys := range series {
-		for _, xy := range xys {
-			min = math.Min(min, xy.X)
-		}
-	}
+	min := foldXY(series, math.Inf(1), func(m float64, xy plotter.XY) float64 { return math.Min(m, xy.X) })
 	if math.IsInf(min, 1) || min < hi/2 {
 		return 0, hi * 1.04
 	}
@@ -317,13 +317,7 @@ func xRange(series ...plotter.XYs) (lo, hi float64) {
 }
 
 func maxX(series ...plotter.XYs) float64 {
-	m := 0.0
-	for _, xys := range series {
-		for _, xy := range xys {
-			m = math.Max(m, xy.X)
-		}
-	}
-	return m
+	return foldXY(series, 0, func(m float64, xy plotter.XY) float64 { return math.Max(m, xy.X) })
 }
 
 // noData marks an empty plot.

@@ -473,16 +473,7 @@ func TestSVG(t *testing.T) {
 					t.Errorf("tick label %q has trailing zeros", tx)
 				}
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(texts, w) {
-					t.Errorf("svg texts lack %q; have:\n%s", w, texts)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(texts, w) {
-					t.Errorf("svg texts contain %q", w)
-				}
-			}
+			checkText(t, "svg texts", texts, texts, tc.want, tc.notWant)
 		})
 	}
 }
@@ -533,11 +524,7 @@ func TestWriteTable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.sweep()
-			var b bytes.Buffer
-			if err := WriteTable(&b, s); err != nil {
-				t.Fatal(err)
-			}
-			out := b.String()
+			out := tableText(t, s)
 			lines := strings.Split(out, "\n")
 			rows := lines[:len(s.Steps)+1]
 			// Right-aligned columns: every row ends where the header does,

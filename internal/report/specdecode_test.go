@@ -19,13 +19,9 @@ func TestAnalysisSpecDecode(t *testing.T) {
 	res.Steps[0].Stats.SpecDecode = &sweep.SpecDecodeStats{Requests: 10, Drafted: 680, Accepted: 470, AcceptanceRate: 470.0 / 680}
 	res.Steps[0].Server.SpecDecode = &sweep.ServerSpecDecodeStats{DraftTokens: 700, AcceptedTokens: 480, AcceptanceRate: 480.0 / 700}
 	md := string(Analysis(res))
-	for _, want := range []string{
+	checkText(t, "analysis.md", md, md, []string{
 		"### Speculative decoding\n",
 		"| " + stepName(res.Steps[0]) + " | 10 | 680 | 470 | 69.1% | 700 | 480 | 68.6% |\n",
 		"| " + stepName(res.Steps[1]) + " | 0 | not-recorded | not-recorded | not-recorded | not-recorded | not-recorded | not-recorded |\n",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("analysis.md lacks %q", want)
-		}
-	}
+	}, nil)
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -46,12 +45,7 @@ func rounds() *sweep.Result {
 }
 
 func TestAnalysisSpread(t *testing.T) {
-	tests := []struct {
-		name    string
-		sweep   func() *sweep.Result
-		want    []string
-		notWant []string
-	}{
+	tests := []textCase{
 		{
 			name:  "rounds",
 			sweep: rounds,
@@ -97,16 +91,7 @@ func TestAnalysisSpread(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := string(Analysis(tc.sweep()))
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("analysis.md lacks %q:\n%s", w, section(out, "## Spread over rounds"))
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(out, w) {
-					t.Errorf("analysis.md has %q", w)
-				}
-			}
+			checkText(t, "analysis.md", out, section(out, "## Spread over rounds"), tc.want, tc.notWant)
 			if i := strings.Index(out, "## Spread over rounds"); i >= 0 &&
 				(i < strings.Index(out, "## Steps") || i > strings.Index(out, "## Knee and capacity")) {
 				t.Error("the spread section is not between Steps and Knee and capacity")
@@ -130,12 +115,7 @@ func section(md, heading string) string {
 }
 
 func TestWriteTableSpread(t *testing.T) {
-	tests := []struct {
-		name    string
-		sweep   func() *sweep.Result
-		want    []string
-		notWant []string
-	}{
+	tests := []textCase{
 		{
 			name:  "rounds",
 			sweep: rounds,
@@ -157,21 +137,8 @@ func TestWriteTableSpread(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.sweep()
-			var b bytes.Buffer
-			if err := WriteTable(&b, s); err != nil {
-				t.Fatal(err)
-			}
-			out := b.String()
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("table lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(out, w) {
-					t.Errorf("table has %q:\n%s", w, out)
-				}
-			}
+			out := tableText(t, s)
+			checkText(t, "table", out, out, tc.want, tc.notWant)
 			// The spread lines come after the step rows.
 			rows := strings.Split(out, "\n")[:len(s.Steps)+1]
 			for _, r := range rows {

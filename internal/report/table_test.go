@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,11 +16,7 @@ func TestTableNoSuccesses(t *testing.T) {
 	st := res.Steps[0]
 	st.Stats.Completed, st.Stats.Failed = 0, st.Stats.Requests
 	st.Stats.TTFT, st.Stats.TPOT, st.Stats.E2EL, st.Stats.E2ELFromScheduled = sweep.Latency{}, sweep.Latency{}, sweep.Latency{}, sweep.Latency{}
-	var b bytes.Buffer
-	if err := WriteTable(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(b.String(), "\n")
+	lines := strings.Split(tableText(t, res), "\n")
 	sep := regexp.MustCompile(`\s{2,}`)
 	head, row := sep.Split(strings.TrimSpace(lines[0]), -1), sep.Split(strings.TrimSpace(lines[1]), -1)
 	if len(row) < len(head) {

@@ -98,28 +98,43 @@ func gaugeValue(mfs map[string]*dto.MetricFamily, name, label, value string) (fl
 	return 0, false
 }
 
-func TestProbeSimulator(t *testing.T) {
+// probeSimulator probes the simulator through /probe with module (of the
+// modules added to the default one): the answer must be a 200 whose gauges
+// have the values of want, and the positive ones positive. It returns the
+// simulator's and the server's URL, the body and its families.
+func probeSimulator(t *testing.T, modules, module string, want map[string]float64, positive ...string) (string, string, string, map[string]*dto.MetricFamily) {
+	t.Helper()
 	sim, _ := simtest.Start(t, simtest.Fast())
-	base := probeServer(t, probeConfig(t, "", sim))
-	code, body := getProbe(t, base, url.Values{"target": {sim}, "module": {"default"}})
+	base := probeServer(t, probeConfig(t, modules, sim))
+	code, body := getProbe(t, base, url.Values{"target": {sim}, "module": {module}})
 	if code != http.StatusOK {
 		t.Fatalf("status %d: %s", code, body)
 	}
 	mfs := families(t, body)
-	for _, want := range []struct {
-		name string
-		v    float64
-	}{{"probe_success", 1}, {"probe_http_status_code", 200}, {"probe_output_tokens", 16}, {"probe_requests", 1},
-		{"probe_slo_met", 1}} {
-		if v, ok := gaugeValue(mfs, want.name, "", ""); !ok || v != want.v {
-			t.Errorf("%s = %v (present %v), want %v", want.name, v, ok, want.v)
+	for name, w := range want {
+		if v, ok := gaugeValue(mfs, name, "", ""); !ok || v != w {
+			t.Errorf("%s = %v (present %v), want %v\n%s", name, v, ok, w, body)
 		}
 	}
-	for _, name := range []string{"probe_duration_seconds", "probe_ttft_seconds", "probe_e2e_seconds"} {
+	for _, name := range positive {
 		if v, ok := gaugeValue(mfs, name, "", ""); !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v), want > 0", name, v, ok)
 		}
 	}
+	return sim, base, body, mfs
+}
+
+// TestProbeMessages: /probe with a module of api: messages (the Anthropic
+// Messages API) measures the simulator's /v1/messages: success, status 200,
+// the output tokens from message_delta's usage, TTFT and E2E.
+func TestProbeMessages(t *testing.T) {
+	probeSimulator(t, "  anthropic: {api: messages}\n", "anthropic", map[string]float64{"probe_success": 1,
+		"probe_http_status_code": 200, "probe_output_tokens": 16, "probe_requests": 1}, "probe_ttft_seconds", "probe_e2e_seconds")
+}
+
+func TestProbeSimulator(t *testing.T) {
+	sim, base, body, mfs := probeSimulator(t, "", "default", map[string]float64{"probe_success": 1, "probe_http_status_code": 200,
+		"probe_output_tokens": 16, "probe_requests": 1, "probe_slo_met": 1}, "probe_duration_seconds", "probe_ttft_seconds", "probe_e2e_seconds")
 	// TPOT is measured at the client's reads: on a busy host the 16 tokens
 	// can all be read at once (TPOT 0, truthfully), so it is only bounded
 	// by the time from the first token to the end.
@@ -133,7 +148,7 @@ func TestProbeSimulator(t *testing.T) {
 		t.Errorf("probe_error_info present for a successful probe:\n%s", body)
 	}
 	// host:port alone is http://host:port, as blackbox_exporter takes it.
-	code, body = getProbe(t, base, url.Values{"target": {strings.TrimPrefix(sim, "http://")}})
+	code, body := getProbe(t, base, url.Values{"target": {strings.TrimPrefix(sim, "http://")}})
 	if v, _ := gaugeValue(families(t, body), "probe_success", "", ""); code != http.StatusOK || v != 1 {
 		t.Errorf("target without a scheme: status %d probe_success %v:\n%s", code, v, body)
 	}

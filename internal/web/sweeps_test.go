@@ -19,22 +19,12 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
-
-// fastSim is a simulator whose engine steps take about a millisecond.
-func fastSim() simulator.Config {
-	c := simulator.DefaultConfig()
-	c.StepBase = time.Millisecond
-	c.StepPerPrefillToken = 0
-	c.StepPerSeq = 10 * time.Microsecond
-	return c
-}
 
 // sweepHandler is the daemon's handler with the sweep API on, over a sweep
 // service whose target "sim" is a simulator (max_sweep_rate 100).
@@ -47,7 +37,7 @@ func sweepHandler(t *testing.T) (http.Handler, *sweepd.Service) {
 // a fast simulator, with extra lines of target config.
 func sweepHandlerFor(t *testing.T, name, extra string) (http.Handler, *sweepd.Service) {
 	t.Helper()
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	cfg, err := config.Parse([]byte("targets:\n  - name: "+name+"\n    base_url: "+url+"\n"+extra), "t.yml")
 	if err != nil {
 		t.Fatal(err)
