@@ -77,16 +77,7 @@ func TestDecodeMsgEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var e msgEvent
-			err := decodeMsgEvent([]byte(tt.data), &e)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err %v, want error %v", err, tt.wantErr)
-			}
-			if err == nil {
-				if got := viewMsg(&e); got != tt.want {
-					t.Errorf("got %+v\nwant %+v", got, tt.want)
-				}
-			}
+			checkDecode(t, tt.data, decodeMsgEvent, viewMsg, tt.want, tt.wantErr)
 		})
 	}
 }
