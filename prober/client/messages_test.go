@@ -219,16 +219,12 @@ func TestMessagesOverSimulator(t *testing.T) {
 			}
 			cfg.Faults = tt.faults
 			url, _ := simtest.Start(t, cfg)
-			c := newClient(t, Options{BaseURL: url, API: APIMessages})
 			req := tt.req
 			req.ID, req.MaxTokens, req.IgnoreEOS = "sim-m", maxTokens, true
 			if req.Messages == nil {
 				req.Messages = []Message{{Role: "user", Content: "what is the weather in Paris?"}}
 			}
-			rec := do(t, context.Background(), c, req)
-			if rec.Error != tt.wantClass || !strings.Contains(rec.ErrorMessage, tt.wantMsg) {
-				t.Fatalf("class %q (%s), want %q with %q", rec.Error, rec.ErrorMessage, tt.wantClass, tt.wantMsg)
-			}
+			rec := checkOutcome(t, url, Options{API: APIMessages}, 0, req, tt.wantClass, tt.wantMsg, 0)
 			if tt.check != nil {
 				tt.check(t, rec)
 			}

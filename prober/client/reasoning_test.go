@@ -1,10 +1,8 @@
 package client
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
@@ -173,14 +171,10 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 			cfg.ReasoningField = tt.field
 			cfg.Faults = tt.faults
 			url, _ := simtest.Start(t, cfg)
-			c := newClient(t, Options{BaseURL: url, API: tt.api})
 			req := tt.req
 			req.ID, req.MaxTokens, req.IgnoreEOS = "sim-r", maxTokens, true
 			req.Messages = []Message{{Role: "user", Content: "what is the weather in Paris?"}}
-			rec := do(t, context.Background(), c, req)
-			if rec.Error != tt.wantClass || !strings.Contains(rec.ErrorMessage, tt.wantMsg) {
-				t.Fatalf("class %q (%s), want %q with %q", rec.Error, rec.ErrorMessage, tt.wantClass, tt.wantMsg)
-			}
+			rec := checkOutcome(t, url, Options{API: tt.api}, 0, req, tt.wantClass, tt.wantMsg, 0)
 			if tt.check != nil {
 				tt.check(t, rec)
 			}

@@ -150,7 +150,7 @@ func TestSimulator(t *testing.T) {
 				req.Prompt = "hello there, simulator"
 			}
 			// Within stall: detected before the simulator's stall ended.
-			rec := checkFailure(t, url, tt.opts, tt.cancelIn, req, tt.wantClass, tt.wantMsg, stall)
+			rec := checkOutcome(t, url, tt.opts, tt.cancelIn, req, tt.wantClass, tt.wantMsg, stall)
 			if tt.check != nil {
 				tt.check(t, rec)
 			}
