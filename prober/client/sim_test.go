@@ -144,16 +144,22 @@ func TestSimulator(t *testing.T) {
 				maxTokens = 8
 			}
 			req := Request{ID: "sim-1", Model: tt.model, MaxTokens: maxTokens, IgnoreEOS: true, NoStream: tt.noStream}
-			if tt.opts.API == APIChat {
-				req.Messages = []Message{{Role: "user", Content: "hello there, simulator"}}
-			} else {
-				req.Prompt = "hello there, simulator"
-			}
+			setInput(&req, tt.opts.API, "hello there, simulator")
 			// Within stall: detected before the simulator's stall ended.
 			rec := checkOutcome(t, url, tt.opts, tt.cancelIn, req, tt.wantClass, tt.wantMsg, stall)
 			if tt.check != nil {
 				tt.check(t, rec)
 			}
 		})
+	}
+}
+
+// setInput gives req its input for api: text as the user's one message for
+// chat, else as the prompt.
+func setInput(req *Request, api, text string) {
+	if api == APIChat {
+		req.Messages = []Message{{Role: "user", Content: text}}
+	} else {
+		req.Prompt = text
 	}
 }
