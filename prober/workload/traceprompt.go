@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -231,35 +230,11 @@ func (st *traceState) build(ctx context.Context) error {
 		return err
 	}
 	st.overhead = max(0, one-1)
-	ref := map[int]int{}
-	calls, pos, g := 0, 0, maxAlphabet
-	for pos < len(wordList) && len(st.words) < maxAlphabet && calls < alphabetCalls {
-		g = 1 << (bits.Len(uint(min(g, maxAlphabet-len(st.words), len(wordList)-pos))) - 1)
-		want, ok := ref[g]
-		if !ok {
-			c, err := st.count(ctx, strings.TrimSuffix(strings.Repeat(nonceWord+" ", g), " "))
-			if err != nil {
-				return err
-			}
-			calls++
-			ref[g], want = c, c
-		}
-		group := wordList[pos : pos+g]
-		c, err := st.count(ctx, strings.Join(group, " "))
-		if err != nil {
-			return err
-		}
-		calls++
-		switch {
-		case c == want && want == st.overhead+g:
-			st.words = append(st.words, group...)
-			pos += g
-			g *= 2
-		case g == 1:
-			pos++
-		default:
-			g /= 2
-		}
+	st.words, err = groupSearch(ctx, func(ctx context.Context, words []string) (int, error) {
+		return st.count(ctx, strings.Join(words, " "))
+	}, func(c, want, g int) bool { return c == want && want == st.overhead+g })
+	if err != nil {
+		return err
 	}
 	if len(st.words) < minTraceWords {
 		return nil
