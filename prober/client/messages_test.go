@@ -129,16 +129,9 @@ func TestMessagesOverSimulator(t *testing.T) {
 			},
 		},
 		{
-			name: "tool use",
-			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
-			check: func(t *testing.T, rec prober.Record) {
-				if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
-					t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
-				}
-				if rec.TTFR <= 0 || rec.FirstToolCall < rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
-					t.Errorf("first tool call %v, TTFR %v, thinking %v, TTFTText %v", rec.FirstToolCall, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
-				}
-			},
+			name:  "tool use",
+			req:   Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
+			check: checkToolAfterThinking,
 		},
 		{
 			name: "tool named", req: Request{Tools: []Tool{{Name: "other"}, weatherTool}, ToolChoice: "get_weather"},

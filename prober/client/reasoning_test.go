@@ -67,17 +67,10 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 			},
 		},
 		{
-			name: "chat tool call",
-			api:  APIChat,
-			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
-			check: func(t *testing.T, rec prober.Record) {
-				if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
-					t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
-				}
-				if rec.TTFR <= 0 || rec.FirstToolCall < rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
-					t.Errorf("first tool call %v, TTFR %v, thinking %v, TTFTText %v", rec.FirstToolCall, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
-				}
-			},
+			name:  "chat tool call",
+			api:   APIChat,
+			req:   Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
+			check: checkToolAfterThinking,
 		},
 		{
 			name:      "chat broken tool call is invalid_response",
@@ -179,5 +172,17 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 				tt.check(t, rec)
 			}
 		})
+	}
+}
+
+// checkToolAfterThinking holds a record of one tool call that came after
+// the reasoning and no answer text: its finish, TTFR, first tool call and
+// thinking time.
+func checkToolAfterThinking(t *testing.T, rec prober.Record) {
+	if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
+		t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
+	}
+	if rec.TTFR <= 0 || rec.FirstToolCall < rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
+		t.Errorf("first tool call %v, TTFR %v, thinking %v, TTFTText %v", rec.FirstToolCall, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
 	}
 }
