@@ -340,13 +340,9 @@ func (g *Generator) Info() Info {
 	}
 	info.Method = Method(st.tok)
 	info.TokenizeCalls = st.calls.Load()
-	select {
-	case <-st.done:
-		if st.err == nil {
-			info.OverheadTokens, info.PrefixTokens = st.overhead, st.prefixTokens
-			info.NonceWords, info.NonceAlphabet, info.NonceTested = st.alpha.full, st.alpha.smallest(), st.alpha.tested
-		}
-	default:
+	if built(st.done, &st.err) {
+		info.OverheadTokens, info.PrefixTokens = st.overhead, st.prefixTokens
+		info.NonceWords, info.NonceAlphabet, info.NonceTested = st.alpha.full, st.alpha.smallest(), st.alpha.tested
 	}
 	st.mu.Lock()
 	for el := st.lru.Front(); el != nil; el = el.Next() {
@@ -363,6 +359,17 @@ func (g *Generator) Info() Info {
 	info.Evictions = st.evictions
 	st.mu.Unlock()
 	return info
+}
+
+// built reports whether a state's build is over (done closed) without an
+// error (err, read only then).
+func built(done <-chan struct{}, err *error) bool {
+	select {
+	case <-done:
+		return *err == nil
+	default:
+		return false
+	}
 }
 
 // ready returns the cache state for tok, building the overhead and the

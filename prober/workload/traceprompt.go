@@ -97,12 +97,8 @@ func (p *TracePrompts) Info() TracePromptInfo {
 	}
 	info.Method = Method(st.tok)
 	info.TokenizeCalls = st.calls.Load()
-	select {
-	case <-st.done:
-		if st.err == nil {
-			info.OverheadTokens, info.Words, info.Sized = st.overhead, len(st.words), !st.fast.Load()
-		}
-	default:
+	if built(st.done, &st.err) {
+		info.OverheadTokens, info.Words, info.Sized = st.overhead, len(st.words), !st.fast.Load()
 	}
 	st.mu.Lock()
 	info.CacheBytes, info.Evictions = st.bytes, st.evictions
