@@ -268,6 +268,18 @@ func (d *decoder) objectOpen() (empty bool, err error) {
 // object ended.
 func (d *decoder) objectNext() (end bool, err error) { return d.next('}') }
 
+// arrayOpen consumes the '[' the caller saw and reports whether the array
+// is empty (in which case ']' is consumed too).
+func (d *decoder) arrayOpen() (empty bool) {
+	d.i++
+	d.ws()
+	if d.peek() == ']' {
+		d.i++
+		return true
+	}
+	return false
+}
+
 // arrayNext is objectNext for an array element.
 func (d *decoder) arrayNext() (end bool, err error) { return d.next(']') }
 
@@ -378,10 +390,7 @@ func (d *decoder) choices(c *chunk, st *topState) error {
 	if d.peek() != '[' {
 		return d.fail("choices is not an array")
 	}
-	d.i++
-	d.ws()
-	if d.peek() == ']' {
-		d.i++
+	if d.arrayOpen() {
 		return nil
 	}
 	for {

@@ -35,10 +35,7 @@ func (d *decoder) skip(depth int) error {
 			}
 		}
 	case c == '[':
-		d.i++
-		d.ws()
-		if d.peek() == ']' {
-			d.i++
+		if d.arrayOpen() {
 			return nil
 		}
 		for {
