@@ -290,18 +290,8 @@ func (st *cacheState) entry(ctx context.Context, target int) (*entry, error) {
 			st.lru.MoveToFront(e.elem)
 		}
 		st.mu.Unlock()
-		if !ok {
-			func() {
-				defer close(e.done)
-				e.err = errBuildPanicked // stays if build panics
-				e.err = st.build(ctx, e)
-			}()
-		} else {
-			select {
-			case <-e.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := buildOrWait(ctx, !ok, e.done, &e.err, func() error { return st.build(ctx, e) }); err != nil {
+			return nil, err
 		}
 		if e.err == nil {
 			if !ok {

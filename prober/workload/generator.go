@@ -387,22 +387,15 @@ func (g *Generator) ready(ctx context.Context, tok Tokenizer) (*cacheState, erro
 			build = true
 		}
 		g.mu.Unlock()
-		if build {
-			func() {
-				defer close(st.done)
-				st.err = errBuildPanicked // stays if buildPrefix or buildAlphabet panics
-				err := st.buildPrefix(ctx)
-				if err == nil {
-					err = st.buildAlphabet(ctx)
-				}
-				st.err = err
-			}()
-		} else {
-			select {
-			case <-st.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+		err := buildOrWait(ctx, build, st.done, &st.err, func() error {
+			err := st.buildPrefix(ctx)
+			if err == nil {
+				err = st.buildAlphabet(ctx)
 			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 		if st.err == nil {
 			return st, nil
@@ -428,6 +421,26 @@ func sameTokenizer(a, b Tokenizer) (same bool) {
 		}
 	}()
 	return a == b
+}
+
+// buildOrWait is the build-once step of the prompt caches: the caller that
+// made the value (builder) runs build into *err and closes done (*err
+// stays errBuildPanicked if build panics); the others wait for done. It
+// returns ctx's error when a wait ends with ctx, else nil: the build's
+// outcome is *err.
+func buildOrWait(ctx context.Context, builder bool, done chan struct{}, err *error, build func() error) error {
+	if builder {
+		defer close(done)
+		*err = errBuildPanicked
+		*err = build()
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // errBuildPanicked is what waiters see when the goroutine building a

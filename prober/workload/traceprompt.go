@@ -185,18 +185,8 @@ func (p *TracePrompts) ready(ctx context.Context, tok Tokenizer) (*traceState, e
 		p.state = st
 	}
 	p.mu.Unlock()
-	if build {
-		func() {
-			defer close(st.done)
-			st.err = errBuildPanicked
-			st.err = st.build(ctx)
-		}()
-	} else {
-		select {
-		case <-st.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := buildOrWait(ctx, build, st.done, &st.err, func() error { return st.build(ctx) }); err != nil {
+		return nil, err
 	}
 	if st.err != nil {
 		p.mu.Lock()
