@@ -200,12 +200,7 @@ func (p *TracePrompts) ready(ctx context.Context, tok Tokenizer) (*traceState, e
 }
 
 func (st *traceState) count(ctx context.Context, text string) (int, error) {
-	st.calls.Add(1)
-	n, err := st.tok.Count(ctx, text)
-	if err != nil {
-		return 0, fmt.Errorf("workload: sizing trace prompt: %w", err)
-	}
-	return n, nil
+	return sizeCount(ctx, st.tok, &st.calls, "trace prompt", text)
 }
 
 // build measures the overhead and tests the word list for one-token words,
