@@ -68,12 +68,7 @@ type Metrics struct {
 // OTEL_EXPORTER_OTLP_METRICS_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT. It
 // sends nothing until its first interval ends.
 func NewMetrics(ctx context.Context, o Options) (*Metrics, error) {
-	if o.ServiceName == "" {
-		o.ServiceName = "llmprobe"
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultExportTimeout
-	}
+	o.defaults()
 	var exp sdkmetric.Exporter
 	switch o.Protocol {
 	case "", ProtocolHTTP, "http":

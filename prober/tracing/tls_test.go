@@ -147,14 +147,7 @@ func sendThree(t *testing.T, o tracing.Options) *tracing.Provider {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Second
 	}
-	p, err := tracing.New(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		_, s := p.Tracer(1).Start(context.Background(), "x")
-		s.End()
-	}
+	p := endSpans(t, o, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = p.Shutdown(ctx)
