@@ -83,20 +83,20 @@ func (s *Simulator) routes() http.Handler {
 		handle(http.MethodGet, "/get_server_info", s.handleSGLangServerInfo)
 		handle(http.MethodGet, "/get_model_info", s.handleSGLangModelInfo)
 	case EngineTGI:
-		handle(http.MethodPost, "/tokenize", s.handleTokenizeTGI)
-		handle(http.MethodPost, "/chat_tokenize", s.handleChatTokenizeTGI)
+		handle(http.MethodPost, "/tokenize", jsonBody(s.handleTokenizeTGI))
+		handle(http.MethodPost, "/chat_tokenize", jsonBody(s.handleChatTokenizeTGI))
 		handle(http.MethodGet, "/info", s.handleTGIInfo)
 	case EngineLlamaCpp:
-		handle(http.MethodPost, "/tokenize", s.handleTokenizeLlamaCpp)
-		handle(http.MethodPost, "/detokenize", s.handleDetokenizeLlamaCpp)
-		handle(http.MethodPost, "/apply-template", s.handleApplyTemplate)
+		handle(http.MethodPost, "/tokenize", jsonBody(s.handleTokenizeLlamaCpp))
+		handle(http.MethodPost, "/detokenize", jsonBody(s.handleDetokenizeLlamaCpp))
+		handle(http.MethodPost, "/apply-template", jsonBody(s.handleApplyTemplate))
 		handle(http.MethodGet, "/props", s.handleProps)
 	case EngineOllama:
 		handle(http.MethodGet, "/api/version", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"version": VersionOllama})
 		})
 		handle(http.MethodGet, "/api/tags", s.handleOllamaTags)
-		handle(http.MethodPost, "/api/show", s.handleOllamaShow)
+		handle(http.MethodPost, "/api/show", jsonBody(s.handleOllamaShow))
 	default:
 		handle(http.MethodPost, "/tokenize", s.handleTokenize)
 		handle(http.MethodPost, "/detokenize", s.handleDetokenize)
@@ -234,6 +234,19 @@ func badRequest(param, format string, args ...any) *apiError {
 }
 
 func writeError(w http.ResponseWriter, e *apiError) { writeJSON(w, e.Status, e.body()) }
+
+// jsonBody is a handler that reads the request's JSON body into a T for h,
+// answering readJSON's error (a 400) itself.
+func jsonBody[T any](h func(w http.ResponseWriter, req T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req T
+		if e := readJSON(w, r, &req); e != nil {
+			writeError(w, e)
+			return
+		}
+		h(w, req)
+	}
+}
 
 // readJSON decodes the request body into v; errors are 400s.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {

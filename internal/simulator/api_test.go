@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -317,7 +318,7 @@ func TestTokenizeDetokenize(t *testing.T) {
 	}
 	var again struct{ Tokens []int }
 	postJSON(t, base+"/tokenize", map[string]any{"prompt": detok.Prompt}, 200, &again)
-	if !equalInts(again.Tokens, tok.Tokens) {
+	if !slices.Equal(again.Tokens, tok.Tokens) {
 		t.Errorf("tokenize(detokenize(ids)) = %v, want %v", again.Tokens, tok.Tokens)
 	}
 	var chat struct{ Count int }
@@ -330,18 +331,6 @@ func TestTokenizeDetokenize(t *testing.T) {
 	if chat.Count != 3 {
 		t.Errorf("chat template without generation prompt: count %d, want 3", chat.Count)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestErrors(t *testing.T) {
@@ -465,22 +454,6 @@ func TestModelsVersionHealth(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Model = "my-model"
 	base, _ := simtest.Start(t, cfg)
-	get := func(path string, out any) {
-		t.Helper()
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d", path, resp.StatusCode)
-		}
-		if out != nil {
-			if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-				t.Fatalf("GET %s: %v", path, err)
-			}
-		}
-	}
 	var models struct {
 		Object string `json:"object"`
 		Data   []struct {
@@ -491,7 +464,7 @@ func TestModelsVersionHealth(t *testing.T) {
 			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 	}
-	get("/v1/models", &models)
+	getJSON(t, base+"/v1/models", &models)
 	if models.Object != "list" || len(models.Data) != 1 {
 		t.Fatalf("models: %+v", models)
 	}
@@ -500,11 +473,11 @@ func TestModelsVersionHealth(t *testing.T) {
 		t.Errorf("model card %+v", m)
 	}
 	var v struct{ Version string }
-	get("/version", &v)
+	getJSON(t, base+"/version", &v)
 	if v.Version != simulator.Version {
 		t.Errorf("version %q", v.Version)
 	}
-	get("/health", nil)
+	getJSON(t, base+"/health", nil)
 	var out struct{ Usage usageJSON }
 	postJSON(t, base+"/v1/completions", map[string]any{"model": "my-model", "prompt": "x", "max_tokens": 1}, 200, &out)
 	resp, err := http.Get(base + "/nope")

@@ -128,9 +128,13 @@ func (s *Simulator) pool(c *call, prompts [][]int) bool {
 }
 
 // startPooling is generate's preamble for the pooling endpoints: the
-// request id, the served-by headers and the faults drawn; false when a
-// terminal fault answered.
-func (s *Simulator) startPooling(w http.ResponseWriter, r *http.Request) (*call, faultPlan, string, bool) {
+// request id, the served-by headers and the faults drawn; false when the
+// request's own error bad (not nil) or a terminal fault answered.
+func (s *Simulator) startPooling(w http.ResponseWriter, r *http.Request, bad *apiError) (*call, faultPlan, string, bool) {
+	if bad != nil {
+		writeError(w, bad)
+		return nil, faultPlan{}, "", false
+	}
 	c, reqNo, _ := s.startCall(w, r)
 	fp := s.drawFaults(reqNo)
 	switch fp.terminal {
@@ -171,12 +175,8 @@ func (s *Simulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
-	in, e := texts("input", body.Input)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	c, fp, rid, ok := s.startPooling(w, r)
+	in, bad := texts("input", body.Input)
+	c, fp, rid, ok := s.startPooling(w, r, bad)
 	if !ok {
 		return
 	}
@@ -193,17 +193,24 @@ func (s *Simulator) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if dim == 0 {
 		dim = DefaultEmbeddingDim
 	}
-	n := len(prompts)
+	usage := map[string]any{"prompt_tokens": total, "total_tokens": total, "completion_tokens": 0, "prompt_tokens_details": nil}
+	s.writeList(w, fp, "embd-"+rid, body.Model, len(prompts), usage, func(i int) map[string]any {
+		return map[string]any{"object": "embedding", "index": i, "embedding": s.vector(prompts[i], dim)}
+	})
+}
+
+// writeList answers a pooling call with an OpenAI list of n items made by
+// item (one fewer under the wrong-count fault) and usage.
+func (s *Simulator) writeList(w http.ResponseWriter, fp faultPlan, id string, model *string, n int, usage map[string]any, item func(i int) map[string]any) {
 	if fp.wrongCount {
 		n--
 	}
 	data := make([]map[string]any, 0, n)
 	for i := range n {
-		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": s.vector(prompts[i], dim)})
+		data = append(data, item(i))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": "embd-" + rid, "object": "list", "created": time.Now().Unix(),
-		"model": s.modelName(body.Model), "data": data,
-		"usage": map[string]any{"prompt_tokens": total, "total_tokens": total, "completion_tokens": 0, "prompt_tokens_details": nil}})
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "list", "created": time.Now().Unix(),
+		"model": s.modelName(model), "data": data, "usage": usage})
 }
 
 // pairs tokenizes a query and its documents into one prompt per pair.
@@ -224,15 +231,14 @@ func (s *Simulator) handleRerank(w http.ResponseWriter, r *http.Request) {
 	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
-	if body.Query == nil {
-		writeError(w, badRequest("query", "query is required"))
-		return
+	var bad *apiError
+	switch {
+	case body.Query == nil:
+		bad = badRequest("query", "query is required")
+	case body.TopN < 0:
+		bad = badRequest("top_n", "top_n must be >= 0, got %d", body.TopN)
 	}
-	if body.TopN < 0 {
-		writeError(w, badRequest("top_n", "top_n must be >= 0, got %d", body.TopN))
-		return
-	}
-	c, fp, rid, ok := s.startPooling(w, r)
+	c, fp, rid, ok := s.startPooling(w, r, bad)
 	if !ok {
 		return
 	}
@@ -270,16 +276,11 @@ func (s *Simulator) handleScore(w http.ResponseWriter, r *http.Request) {
 	if !s.readModelRequest(w, r, &body, &body.Model) {
 		return
 	}
+	docs, bad := texts("text_2", body.Text2)
 	if body.Text1 == nil {
-		writeError(w, badRequest("text_1", "text_1 is required"))
-		return
+		bad = badRequest("text_1", "text_1 is required")
 	}
-	docs, e := texts("text_2", body.Text2)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	c, fp, rid, ok := s.startPooling(w, r)
+	c, fp, rid, ok := s.startPooling(w, r, bad)
 	if !ok {
 		return
 	}
@@ -287,17 +288,10 @@ func (s *Simulator) handleScore(w http.ResponseWriter, r *http.Request) {
 	if !s.pool(c, prompts) {
 		return
 	}
-	n := len(d)
-	if fp.wrongCount {
-		n--
-	}
-	data := make([]map[string]any, 0, n)
-	for i := range n {
-		data = append(data, map[string]any{"index": i, "object": "score", "score": s.relevance(q, d[i])})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": "score-" + rid, "object": "list", "created": time.Now().Unix(),
-		"model": s.modelName(body.Model), "data": data,
-		"usage": map[string]any{"prompt_tokens": total, "total_tokens": total, "completion_tokens": 0}})
+	usage := map[string]any{"prompt_tokens": total, "total_tokens": total, "completion_tokens": 0}
+	s.writeList(w, fp, "score-"+rid, body.Model, len(d), usage, func(i int) map[string]any {
+		return map[string]any{"index": i, "object": "score", "score": s.relevance(q, d[i])}
+	})
 }
 
 // modelName is the model an answer names: the request's, else the served one.

@@ -295,18 +295,9 @@ func TestHang(t *testing.T) {
 		resp.Body.Close()
 		t.Errorf("non-streaming hang answered %d", resp.StatusCode)
 	}
-	resp, err := http.Get(base + "/health")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/health during a hang: %v", err)
-	}
-	resp.Body.Close()
+	getJSON(t, base+"/health", nil) // during a hang
 	var models struct{ Data []any }
-	r2, err := http.Get(base + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
-	}
-	json.NewDecoder(r2.Body).Decode(&models)
-	r2.Body.Close()
+	getJSON(t, base+"/v1/models", &models)
 	if len(models.Data) != 1 {
 		t.Error("/v1/models during a hang")
 	}

@@ -27,18 +27,13 @@ func TestLoRAModules(t *testing.T) {
 	cfg := fastConfig()
 	cfg.LoRAModules = "sql-lora=/adapters/sql  chat-lora=/adapters/chat"
 	base, _ := simtest.Start(t, cfg)
-	resp, err := http.Get(base + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var list struct {
 		Data []struct {
 			ID, Root string
 			Parent   *string
 		}
 	}
-	json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
+	getJSON(t, base+"/v1/models", &list)
 	if len(list.Data) != 3 || list.Data[0].Parent != nil || list.Data[1].ID != "sql-lora" || list.Data[1].Root != "/adapters/sql" ||
 		list.Data[1].Parent == nil || *list.Data[1].Parent != cfg.Model || list.Data[2].ID != "chat-lora" {
 		t.Fatalf("models %+v", list.Data)

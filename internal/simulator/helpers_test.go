@@ -167,3 +167,31 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 	}
 	return b
 }
+
+// getOK GETs url and requires a 200; the caller closes the body.
+func getOK(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return resp
+}
+
+// getJSON GETs url, requires a 200 and decodes the JSON answer into v
+// (when not nil).
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp := getOK(t, url)
+	defer resp.Body.Close()
+	if v == nil {
+		return
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}

@@ -2,8 +2,6 @@ package simulator_test
 
 import (
 	"bufio"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,16 +15,7 @@ import (
 func TestLightClientLeaves(t *testing.T) {
 	cfg := lightConfig(t)
 	base, sim := simtest.Start(t, cfg)
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/completions",
-		strings.NewReader(`{"prompt":"a","max_tokens":100000,"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Request-Id", "leaver")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := post(t, base+"/v1/completions", `{"prompt":"a","max_tokens":100000,"stream":true}`, "X-Request-Id", "leaver")
 	br := bufio.NewReader(resp.Body)
 	for range 3 { // three events: "data: ...\n" and a blank line each
 		for range 2 {
@@ -54,16 +43,7 @@ func TestLightLongWaitWatchesTheRequest(t *testing.T) {
 	cfg := lightConfig(t)
 	cfg.Light.TTFT = time.Hour
 	base, sim := simtest.Start(t, cfg)
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/completions",
-		strings.NewReader(`{"prompt":"a","max_tokens":2,"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Request-Id", "waiter")
-	resp, err := http.DefaultClient.Do(req) // the headers come at once
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := post(t, base+"/v1/completions", `{"prompt":"a","max_tokens":2,"stream":true}`, "X-Request-Id", "waiter") // the headers come at once
 	resp.Body.Close()
 	recs := readTrace(t, cfg.TraceFile, 1)
 	if tr := recs["waiter"]; tr.FinishReason != "abort" || len(tr.EventsNS) != 0 {

@@ -2,7 +2,6 @@ package simulator_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -127,20 +126,5 @@ func TestLightNonStreamingAndErrors(t *testing.T) {
 	c.Light.Tokens = 0 // ignored while light mode is off
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate with light mode off: %v", err)
-	}
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatal(err)
 	}
 }

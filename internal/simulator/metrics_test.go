@@ -2,14 +2,11 @@ package simulator_test
 
 import (
 	"math"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
@@ -17,17 +14,7 @@ import (
 // scrape fetches and parses base/metrics in the text format.
 func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return mfs
+	return scrapeFamilies(t, base+"/metrics")
 }
 
 // value returns the value of the family's series matching labels (counter,

@@ -85,14 +85,9 @@ func tgiTokens(text string) []map[string]any {
 }
 
 // handleTokenizeTGI answers TGI's POST /tokenize {"inputs", "parameters"}.
-func (s *Simulator) handleTokenizeTGI(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Inputs *string `json:"inputs"`
-	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Simulator) handleTokenizeTGI(w http.ResponseWriter, req struct {
+	Inputs *string `json:"inputs"`
+}) {
 	if req.Inputs == nil {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "missing field `inputs`", "error_type": "validation"})
 		return
@@ -102,14 +97,9 @@ func (s *Simulator) handleTokenizeTGI(w http.ResponseWriter, r *http.Request) {
 
 // handleChatTokenizeTGI answers TGI's POST /chat_tokenize {"messages"} with
 // {"tokenize_response", "templated_text"}.
-func (s *Simulator) handleChatTokenizeTGI(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Messages []chatMessage `json:"messages"`
-	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Simulator) handleChatTokenizeTGI(w http.ResponseWriter, req struct {
+	Messages []chatMessage `json:"messages"`
+}) {
 	text, err := renderChat(req.Messages, true)
 	if err != nil || len(req.Messages) == 0 {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "invalid messages", "error_type": "validation"})
@@ -134,15 +124,10 @@ func (s *Simulator) handleTGIInfo(w http.ResponseWriter, _ *http.Request) {
 // "add_special", "with_pieces"} with {"tokens": [...]}. Without content it
 // answers {"tokens": []}, as llama-server does (the toy tokenizer has no
 // special tokens, so add_special changes nothing).
-func (s *Simulator) handleTokenizeLlamaCpp(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Content    *string `json:"content"`
-		WithPieces bool    `json:"with_pieces"`
-	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Simulator) handleTokenizeLlamaCpp(w http.ResponseWriter, req struct {
+	Content    *string `json:"content"`
+	WithPieces bool    `json:"with_pieces"`
+}) {
 	var tokens []any
 	if req.Content != nil {
 		for _, id := range tokenize(*req.Content) {
@@ -161,38 +146,29 @@ func (s *Simulator) handleTokenizeLlamaCpp(w http.ResponseWriter, r *http.Reques
 
 // handleDetokenizeLlamaCpp answers llama.cpp's POST /detokenize {"tokens"}
 // with {"content"}.
-func (s *Simulator) handleDetokenizeLlamaCpp(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Tokens []int `json:"tokens"`
-	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Simulator) handleDetokenizeLlamaCpp(w http.ResponseWriter, req struct {
+	Tokens []int `json:"tokens"`
+}) {
 	text, err := detokenize(req.Tokens)
-	if err != nil {
-		writeError(w, badRequest("tokens", "%v", err))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"content": text})
+	writeText(w, "tokens", "content", text, err)
 }
 
 // handleApplyTemplate answers llama.cpp's POST /apply-template {"messages"}
 // with {"prompt"}: the chat prompt /v1/chat/completions would tokenize.
-func (s *Simulator) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Messages []chatMessage `json:"messages"`
-	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Simulator) handleApplyTemplate(w http.ResponseWriter, req struct {
+	Messages []chatMessage `json:"messages"`
+}) {
 	text, err := renderChat(req.Messages, true)
+	writeText(w, "messages", "prompt", text, err)
+}
+
+// writeText answers {key: text}, or err as a 400 naming param.
+func writeText(w http.ResponseWriter, param, key, text string, err error) {
 	if err != nil {
-		writeError(w, badRequest("messages", "%v", err))
+		writeError(w, badRequest(param, "%v", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
+	writeJSON(w, http.StatusOK, map[string]string{key: text})
 }
 
 // handleProps answers llama.cpp's GET /props: n_ctx is the context of one
@@ -222,15 +198,10 @@ func (s *Simulator) handleOllamaTags(w http.ResponseWriter, _ *http.Request) {
 
 // handleOllamaShow answers Ollama's POST /api/show {"model"}: parameters
 // with num_ctx (the served context), model_info with the trained one.
-func (s *Simulator) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model string `json:"model"`
-		Name  string `json:"name"`
-	}
-	if e := readJSON(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
+func (s *Simulator) handleOllamaShow(w http.ResponseWriter, req struct {
+	Model string `json:"model"`
+	Name  string `json:"name"`
+}) {
 	m := req.Model
 	if m == "" {
 		m = req.Name

@@ -160,24 +160,19 @@ func TestPersonaEndpoints(t *testing.T) {
 		c := fastConfig()
 		c.Engine = persona
 		base, _ := simtest.Start(t, c)
-		for _, p := range have {
-			resp, err := http.Get(base + p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			drain(resp)
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("%s: GET %s = %d", persona, p, resp.StatusCode)
-			}
-		}
-		for _, p := range lack {
-			resp, err := http.Get(base + p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			drain(resp)
-			if resp.StatusCode != http.StatusNotFound {
-				t.Errorf("%s: GET %s = %d, want 404", persona, p, resp.StatusCode)
+		for _, c := range []struct {
+			paths []string
+			want  int
+		}{{have, http.StatusOK}, {lack, http.StatusNotFound}} {
+			for _, p := range c.paths {
+				resp, err := http.Get(base + p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				drain(resp)
+				if resp.StatusCode != c.want {
+					t.Errorf("%s: GET %s = %d, want %d", persona, p, resp.StatusCode, c.want)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -60,7 +61,7 @@ func (c *promptCache) insert(prompt []int) {
 	}
 	keep := c.entries[:0]
 	for _, e := range c.entries {
-		if len(e) <= len(prompt) && equalInts(e, prompt[:len(e)]) {
+		if len(e) <= len(prompt) && slices.Equal(e, prompt[:len(e)]) {
 			c.tokens -= len(e)
 			continue
 		}
@@ -74,18 +75,6 @@ func (c *promptCache) insert(prompt []int) {
 		c.entries[0] = nil
 		c.entries = c.entries[1:]
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // cachedPrompt returns the prompt tokens admission found cached for s (the

@@ -8,7 +8,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/prober"
 )
 
 // TestAPITable checks the table's rows: names unique, every row complete,
@@ -60,10 +59,7 @@ func TestSimulatorServesEveryAPI(t *testing.T) {
 				if len(a.Paths) > 1 {
 					o.RerankPath = p
 				}
-				c, err := New(o)
-				if err != nil {
-					t.Fatal(err)
-				}
+				c := newClient(t, o)
 				if !strings.HasSuffix(c.URL(), p) {
 					t.Errorf("url %s, want path %s", c.URL(), p)
 				}
@@ -74,8 +70,7 @@ func TestSimulatorServesEveryAPI(t *testing.T) {
 				if a.Pooling {
 					req.Inputs = []string{"a b", "c d"}
 				}
-				var rec prober.Record
-				c.Do(context.Background(), req, &rec)
+				rec := do(t, context.Background(), c, req)
 				if !rec.OK() || rec.NoStream == a.Streams {
 					t.Errorf("%s %s: %s %s (no stream %v)", a.Name, p, rec.Error, rec.ErrorMessage, rec.NoStream)
 				}

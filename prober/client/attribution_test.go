@@ -25,16 +25,11 @@ func TestAttributionOverSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Options{BaseURL: base, Attribution: attr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseIdleConnections()
+	c := newClient(t, Options{BaseURL: base, Attribution: attr})
 	distinct := map[string]int{}
 	for i := range cfg.ServedByReplicas {
-		var rec prober.Record
 		id := fmt.Sprintf("attr-test-%d", i)
-		c.Do(context.Background(), Request{ID: id, Prompt: "hello", MaxTokens: 2, IgnoreEOS: true}, &rec)
+		rec := do(t, context.Background(), c, Request{ID: id, Prompt: "hello", MaxTokens: 2, IgnoreEOS: true})
 		if !rec.OK() {
 			t.Fatalf("request %d: %s %s", i, rec.Error, rec.ErrorMessage)
 		}
@@ -68,12 +63,8 @@ func TestAttributionNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []*Attribution{attr, nil} {
-		c, err := New(Options{BaseURL: base, Attribution: a})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rec prober.Record
-		c.Do(context.Background(), Request{ID: "none-1", Prompt: "hi", MaxTokens: 1}, &rec)
+		c := newClient(t, Options{BaseURL: base, Attribution: a})
+		rec := do(t, context.Background(), c, Request{ID: "none-1", Prompt: "hi", MaxTokens: 1})
 		c.CloseIdleConnections()
 		want := prober.BackendNone
 		if a == nil {

@@ -19,17 +19,24 @@ import (
 )
 
 // benchStream is a realistic vLLM /v1/completions stream of n tokens (as
-// vLLM serializes chunks), a usage chunk and [DONE], one event per element.
-func benchStream(n int) [][]byte {
+// vLLM serializes chunks), a usage chunk and [DONE], one event per element;
+// with logprobs, every token chunk carries vLLM's completions logprobs
+// object (CompletionLogProbs, top 5 alternatives).
+func benchStream(n int, logprobs bool) [][]byte {
 	var evs [][]byte
 	for i := range n {
 		finish := "null"
 		if i == n-1 {
 			finish = `"length"`
 		}
+		lp := "null"
+		if logprobs {
+			lp = fmt.Sprintf(`{"text_offset":[%d],"token_logprobs":[-0.1234567],"tokens":[" token%d"],`+
+				`"top_logprobs":[{" token%d":-0.1234567," alt1":-1.2345678," alt2":-2.3456789," alt3":-3.4567891," alt4":-4.5678912}]}`, 7*i, i, i)
+		}
 		evs = append(evs, fmt.Appendf(nil, "data: {\"id\":\"cmpl-5f3c0b1e8a2d4c6f9e7b1a3d5c7e9f0b\",\"object\":\"text_completion\","+
 			"\"created\":1718000000,\"model\":\"meta-llama/Llama-3.1-8B-Instruct\",\"choices\":[{\"index\":0,"+
-			"\"text\":\" token%d\",\"logprobs\":null,\"finish_reason\":%s,\"stop_reason\":null}],\"usage\":null}\n\n", i, finish))
+			"\"text\":\" token%d\",\"logprobs\":%s,\"finish_reason\":%s,\"stop_reason\":null}],\"usage\":null}\n\n", i, lp, finish))
 	}
 	evs = append(evs, fmt.Appendf(nil, "data: {\"id\":\"cmpl-5f3c0b1e8a2d4c6f9e7b1a3d5c7e9f0b\",\"object\":\"text_completion\","+
 		"\"created\":1718000000,\"model\":\"meta-llama/Llama-3.1-8B-Instruct\",\"choices\":[],"+
@@ -58,13 +65,64 @@ func (r *eventReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// measureBench is the loop the Measure benchmarks share: b.N runs of a
+// measurer for api (maxTokens tokens) over the reader next returns.
+type measureBench struct {
+	api    *API
+	tokens int
+	next   func() io.Reader
+	// unit names what the per-unit figures count ("event", "token") and
+	// perRun how many of them one run has.
+	unit   string
+	perRun int
+	// extraAllocs are the allocations next makes a run beyond the
+	// reader (a copy of the events), left out of allocs/unit.
+	extraAllocs uint64
+	// phases derives the streaming HTTP phases after each run, as an
+	// attempt with Options.Trace does.
+	phases bool
+}
+
+// run runs the loop and reports ns, CPU ns and allocations per unit
+// (per-request allocations amortised over the run); it returns the last
+// run's Record.
+func (mb measureBench) run(b *testing.B) prober.Record {
+	p := sse.NewParser(nil, sse.Options{MaxBodyBytes: DefaultMaxBodyBytes})
+	var rec prober.Record
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs := ms.Mallocs
+	b.ResetTimer()
+	cpu := testutil.ProcessCPU()
+	for range b.N {
+		p.Reset(mb.next())
+		rec = prober.Record{}
+		m := measurer{rec: &rec, api: mb.api, t0: time.Now(), maxTokens: mb.tokens}
+		class, msg, _ := m.run(p)
+		if class != prober.ClassNone {
+			b.Fatalf("%s: %s", class, msg)
+		}
+		if mb.phases {
+			m.setStreamPhases(m.t0, class)
+		}
+	}
+	b.StopTimer()
+	cpuUsed := testutil.ProcessCPU() - cpu
+	runtime.ReadMemStats(&ms)
+	n := float64(b.N) * float64(mb.perRun)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/"+mb.unit)
+	b.ReportMetric(float64(cpuUsed.Nanoseconds())/n, "cpu-ns/"+mb.unit)
+	b.ReportMetric(float64(ms.Mallocs-mallocs-mb.extraAllocs*uint64(b.N))/n, "allocs/"+mb.unit)
+	return rec
+}
+
 // BenchmarkMeasure is the per-event client hot path end to end: SSE parse,
 // timestamp, JSON decode and Record update, over a 256-token stream. It
 // reports ns/event and allocs/event (per-request allocations, such as the
 // ITL slice, amortised over the stream's 258 events).
 func BenchmarkMeasure(b *testing.B) {
 	const tokens = 256
-	evs := benchStream(tokens)
+	evs := benchStream(tokens, false)
 	whole := bytes.Join(evs, nil)
 	for _, tc := range []struct {
 		name   string
@@ -74,32 +132,24 @@ func BenchmarkMeasure(b *testing.B) {
 		{name: "event_per_read", reader: func() io.Reader { return &eventReader{evs: evs} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			p := sse.NewParser(nil, sse.Options{MaxBodyBytes: DefaultMaxBodyBytes})
-			var rec prober.Record
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			mallocs := ms.Mallocs
-			b.ResetTimer()
-			cpu := testutil.ProcessCPU()
-			for range b.N {
-				p.Reset(tc.reader())
-				rec = prober.Record{}
-				m := measurer{rec: &rec, api: &apis[0], t0: time.Now(), maxTokens: tokens}
-				if class, msg, _ := m.run(p); class != prober.ClassNone {
-					b.Fatalf("%s: %s", class, msg)
-				}
-			}
-			b.StopTimer()
-			cpuUsed := testutil.ProcessCPU() - cpu
-			runtime.ReadMemStats(&ms)
-			events := float64(b.N) * float64(len(evs))
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
-			b.ReportMetric(float64(cpuUsed.Nanoseconds())/events, "cpu-ns/event")
-			b.ReportMetric(float64(ms.Mallocs-mallocs)/events, "allocs/event")
+			rec := measureBench{api: &apis[0], tokens: tokens, next: tc.reader, unit: "event", perRun: len(evs)}.run(b)
 			if rec.Events != tokens || rec.CompletionTokens != tokens || rec.FinishReason != "length" {
 				b.Fatalf("record %+v", rec)
 			}
 		})
+	}
+}
+
+// BenchmarkMeasureLogprobs is BenchmarkMeasure's event_per_read case over a
+// stream whose token chunks carry logprobs (skipped by the decoder, only
+// their presence recorded): ns/event and allocs/event must stay those of
+// the plain stream, plus the bytes skipped.
+func BenchmarkMeasureLogprobs(b *testing.B) {
+	const tokens = 256
+	evs := benchStream(tokens, true)
+	rec := measureBench{api: &apis[0], tokens: tokens, next: func() io.Reader { return &eventReader{evs: evs} }, unit: "event", perRun: len(evs)}.run(b)
+	if rec.Events != tokens || !rec.Logprobs || rec.FinishReason != "length" {
+		b.Fatalf("record %+v", rec)
 	}
 }
 
@@ -124,7 +174,7 @@ type jsonChunk struct {
 // encoding/json into the smallest struct that holds the same fields, on one
 // vLLM token chunk (the reason the client has its own decoder).
 func BenchmarkDecodeChunk(b *testing.B) {
-	data := bytes.TrimSuffix(bytes.TrimPrefix(benchStream(2)[0], []byte("data: ")), []byte("\n\n"))
+	data := bytes.TrimSuffix(bytes.TrimPrefix(benchStream(2, false)[0], []byte("data: ")), []byte("\n\n"))
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		var c chunk
@@ -167,7 +217,7 @@ func (t memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // time, bytes and allocations per request.
 func BenchmarkDo(b *testing.B) {
 	const tokens = 64
-	evs := benchStream(tokens)
+	evs := benchStream(tokens, false)
 	for _, tc := range []struct {
 		name    string
 		o       Options

@@ -266,16 +266,37 @@ func (d *decoder) objectOpen() (empty bool, err error) {
 
 // objectNext consumes the separator after a member and reports whether the
 // object ended.
-func (d *decoder) objectNext() (end bool, err error) {
+func (d *decoder) objectNext() (end bool, err error) { return d.next('}') }
+
+// arrayOpen consumes the '[' the caller saw and reports whether the array
+// is empty (in which case ']' is consumed too).
+func (d *decoder) arrayOpen() (empty bool) {
+	d.i++
+	d.ws()
+	if d.peek() == ']' {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// arrayNext is objectNext for an array element.
+func (d *decoder) arrayNext() (end bool, err error) { return d.next(']') }
+
+// next reads a comma (and the space after it) or closer (end).
+func (d *decoder) next(closer byte) (end bool, err error) {
 	d.ws()
 	switch d.peek() {
 	case ',':
 		d.i++
 		d.ws()
 		return false, nil
-	case '}':
+	case closer:
 		d.i++
 		return true, nil
+	}
+	if closer == ']' {
+		return false, d.fail("expected comma or end of array")
 	}
 	return false, d.fail("expected comma or end of object")
 }
@@ -369,10 +390,7 @@ func (d *decoder) choices(c *chunk, st *topState) error {
 	if d.peek() != '[' {
 		return d.fail("choices is not an array")
 	}
-	d.i++
-	d.ws()
-	if d.peek() == ']' {
-		d.i++
+	if d.arrayOpen() {
 		return nil
 	}
 	for {
@@ -386,16 +404,8 @@ func (d *decoder) choices(c *chunk, st *topState) error {
 			return err
 		}
 		c.choices++
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.i++
-			d.ws()
-		case ']':
-			d.i++
-			return nil
-		default:
-			return d.fail("expected comma or end of array")
+		if end, err := d.arrayNext(); end || err != nil {
+			return err
 		}
 	}
 }

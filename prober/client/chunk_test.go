@@ -85,6 +85,27 @@ func compact(raw []byte) string {
 	return b.String()
 }
 
+// checkDecode holds one decoder table case: decoding data fails with an
+// error wrapping errSyntax when wantErr, else its view is want. The chunk,
+// Responses and Messages decoders' tables share it.
+func checkDecode[E any, V comparable](t *testing.T, data string, decode func([]byte, *E) error, view func(*E) V, want V, wantErr bool) {
+	t.Helper()
+	var e E
+	err := decode([]byte(data), &e)
+	if (err != nil) != wantErr {
+		t.Fatalf("error = %v, wantErr %v", err, wantErr)
+	}
+	if err != nil {
+		if !errors.Is(err, errSyntax) {
+			t.Fatalf("error %v does not wrap errSyntax", err)
+		}
+		return
+	}
+	if got := view(&e); got != want {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+}
+
 // refDecode is the oracle: the semantics documented on chunk, implemented
 // with encoding/json.
 func refDecode(data []byte) (refChunk, error) {
@@ -510,19 +531,9 @@ func TestDecodeChunk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var c chunk
-			err := decodeChunk([]byte(tt.data), &c)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("error = %v, wantErr %v", err, tt.wantErr)
-			}
-			if err != nil {
-				if !errors.Is(err, errSyntax) {
-					t.Fatalf("error %v does not wrap errSyntax", err)
-				}
+			checkDecode(t, tt.data, decodeChunk, viewChunk, tt.want, tt.wantErr)
+			if tt.wantErr {
 				return
-			}
-			if got := viewChunk(&c); got != tt.want {
-				t.Fatalf("got  %+v\nwant %+v", got, tt.want)
 			}
 			ref, rerr := refDecode([]byte(tt.data))
 			if rerr != nil || ref != tt.want {

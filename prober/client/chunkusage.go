@@ -9,14 +9,23 @@ import (
 // and completion details, llama.cpp's timings and vLLM's per-request
 // metrics.
 
+// usageObject reports whether a usage object follows (false for null);
+// anything else is an error.
+func (d *decoder) usageObject() (bool, error) {
+	if d.null() {
+		return false, nil
+	}
+	if d.peek() != '{' {
+		return false, d.fail("usage is not an object")
+	}
+	return true, nil
+}
+
 func (d *decoder) usage(c *chunk, st *topState) error {
 	c.hasUsage = false
 	st.promptSet, st.complSet, st.cachedSet, st.reasonTokSet = false, false, false, false
-	if d.null() {
-		return nil
-	}
-	if d.peek() != '{' {
-		return d.fail("usage is not an object")
+	if ok, err := d.usageObject(); !ok {
+		return err
 	}
 	c.hasUsage = true
 	return d.members(func(k []byte) (err error) {

@@ -651,36 +651,46 @@ func TestErrorClasses(t *testing.T) {
 			if url == "" {
 				url, _ = startServer(t, tt.handler)
 			}
-			o := tt.opts
-			o.BaseURL = url
-			o.APIKey = testKey
-			c := newClient(t, o)
-			ctx := context.Background()
-			if tt.cancelIn > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				time.AfterFunc(tt.cancelIn, cancel)
-				defer cancel()
-			}
-			start := time.Now()
-			rec := do(t, ctx, c, Request{ID: "e1", Prompt: "a prompt that is long enough to be recognised"})
-			if rec.Error != tt.wantClass {
-				t.Fatalf("class %q (%s), want %q", rec.Error, rec.ErrorMessage, tt.wantClass)
-			}
-			if !strings.Contains(rec.ErrorMessage, tt.wantMsg) {
-				t.Errorf("message %q does not contain %q", rec.ErrorMessage, tt.wantMsg)
-			}
-			if strings.Contains(rec.ErrorMessage, testKey) {
-				t.Errorf("message leaks the API key: %q", rec.ErrorMessage)
-			}
-			if elapsed := time.Since(start); elapsed >= long {
-				t.Errorf("took %v: the failure was not detected early", elapsed)
-			}
+			req := Request{ID: "e1", Prompt: "a prompt that is long enough to be recognised"}
+			rec := checkOutcome(t, url, tt.opts, tt.cancelIn, req, tt.wantClass, tt.wantMsg, long)
 			if tt.check != nil {
 				tt.check(t, rec)
 			}
 		})
 	}
+}
+
+// checkOutcome sends req with o to url (API key testKey), canceled after
+// cancelIn when that is set, and holds the record to wantClass and a
+// message that contains wantMsg and not the key, the outcome reached
+// within limit when that is set; it returns the record.
+func checkOutcome(t *testing.T, url string, o Options, cancelIn time.Duration, req Request, wantClass prober.ErrorClass, wantMsg string, limit time.Duration) prober.Record {
+	t.Helper()
+	o.BaseURL = url
+	o.APIKey = testKey
+	c := newClient(t, o)
+	ctx := context.Background()
+	if cancelIn > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		time.AfterFunc(cancelIn, cancel)
+		defer cancel()
+	}
+	start := time.Now()
+	rec := do(t, ctx, c, req)
+	if rec.Error != wantClass {
+		t.Fatalf("class %q (%s), want %q", rec.Error, rec.ErrorMessage, wantClass)
+	}
+	if !strings.Contains(rec.ErrorMessage, wantMsg) {
+		t.Errorf("message %q does not contain %q", rec.ErrorMessage, wantMsg)
+	}
+	if strings.Contains(rec.ErrorMessage, testKey) {
+		t.Errorf("message leaks the API key: %q", rec.ErrorMessage)
+	}
+	if elapsed := time.Since(start); limit > 0 && elapsed >= limit {
+		t.Errorf("took %v: the failure was not detected within %v", elapsed, limit)
+	}
+	return rec
 }
 
 func TestErrorMessageRedaction(t *testing.T) {

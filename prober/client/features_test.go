@@ -131,11 +131,7 @@ func TestFeaturesSimulator(t *testing.T) {
 			t.Run(api+"/"+tt.name, func(t *testing.T) {
 				c := newClient(t, Options{BaseURL: url, API: api})
 				req := Request{ID: "feat-1", MaxTokens: 8, IgnoreEOS: true}
-				if api == APIChat {
-					req.Messages = []Message{{Role: "user", Content: "hello there, simulator"}}
-				} else {
-					req.Prompt = "hello there, simulator"
-				}
+				setInput(&req, api, "hello there, simulator")
 				d := drawAll(t, &tt.req)
 				req.NoStream, req.Logprobs, req.TopLogprobs, req.Body, req.Features = d.NoStream, d.Logprobs, d.TopLogprobs, d.Body, d.Names
 				if d.Model != "" {

@@ -35,26 +35,15 @@ func (d *decoder) skip(depth int) error {
 			}
 		}
 	case c == '[':
-		d.i++
-		d.ws()
-		if d.peek() == ']' {
-			d.i++
+		if d.arrayOpen() {
 			return nil
 		}
 		for {
 			if err := d.skip(depth + 1); err != nil {
 				return err
 			}
-			d.ws()
-			switch d.peek() {
-			case ',':
-				d.i++
-				d.ws()
-			case ']':
-				d.i++
-				return nil
-			default:
-				return d.fail("expected comma or end of array")
+			if end, err := d.arrayNext(); end || err != nil {
+				return err
 			}
 		}
 	case c == '-' || c >= '0' && c <= '9':

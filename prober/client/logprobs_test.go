@@ -56,7 +56,7 @@ func TestLogprobsAdd(t *testing.T) {
 func TestMeasureCollectsLogprobs(t *testing.T) {
 	const tokens = 40
 	for _, collect := range []bool{false, true} {
-		evs := benchStreamLogprobs(tokens) // eventReader consumes it
+		evs := benchStream(tokens, true) // eventReader consumes it
 		p := sse.NewParser(nil, sse.Options{MaxBodyBytes: DefaultMaxBodyBytes})
 		p.Reset(&eventReader{evs: evs})
 		var rec prober.Record

@@ -141,14 +141,8 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		if ev.Partial {
 			return prober.ClassStream, "stream ended in the middle of an event", false
 		}
-		if m.api.decode == decodeResponses {
-			if class, msg, fromServer, end := m.respEvent(at, since, ev.Data); end {
-				return class, msg, fromServer
-			}
-			continue
-		}
-		if m.api.decode == decodeMessages {
-			if class, msg, fromServer, end := m.msgEvent(at, since, ev.Data); end {
+		if m.api.decode == decodeResponses || m.api.decode == decodeMessages {
+			if class, msg, fromServer, end := m.namedEvent(at, since, ev.Data); end {
 				return class, msg, fromServer
 			}
 			continue
@@ -158,10 +152,8 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 		}
 		c := &m.c
 		if err := decodeChunk(ev.Data, c); err != nil {
-			if !m.gotToken {
-				return prober.ClassInvalidResponse, "first event: " + err.Error(), false
-			}
-			return prober.ClassStream, "malformed event: " + err.Error(), false
+			class, msg := m.malformed(err)
+			return class, msg, false
 		}
 		if c.isError {
 			msg := "server error event"
@@ -538,4 +530,13 @@ func (m *measurer) setStreamPhases(firstByte time.Time, class prober.ErrorClass)
 			rec.TransferTime = end - rec.TTFT
 		}
 	}
+}
+
+// malformed classes an event its decoder refused: before the first token
+// an invalid response, after it a broken stream.
+func (m *measurer) malformed(err error) (prober.ErrorClass, string) {
+	if !m.gotToken {
+		return prober.ClassInvalidResponse, "first event: " + err.Error()
+	}
+	return prober.ClassStream, "malformed event: " + err.Error()
 }

@@ -219,11 +219,8 @@ func (d *decoder) msgDelta(e *msgEvent) error {
 // msgUsage reads a usage object (message_start's message.usage at depth
 // 3, message_delta's usage at depth 2).
 func (d *decoder) msgUsage(e *msgEvent, depth int) error {
-	if d.null() {
-		return nil
-	}
-	if d.peek() != '{' {
-		return d.fail("usage is not an object")
+	if ok, err := d.usageObject(); !ok {
+		return err
 	}
 	return d.members(func(k []byte) (err error) {
 		switch string(k) {
@@ -258,17 +255,11 @@ func (d *decoder) msgErr(e *msgEvent) error {
 	})
 }
 
-// msgEvent measures one Messages API event; end is true when the stream
+// msgEvent measures one decoded Messages API event (m.me); end is true when the stream
 // is over (message_stop or an error event), with its class.
-func (m *measurer) msgEvent(at time.Time, since time.Duration, data []byte) (
+func (m *measurer) msgEvent(at time.Time, since time.Duration) (
 	class prober.ErrorClass, msg string, fromServer, end bool) {
 	rec, e := m.rec, &m.me
-	if err := decodeMsgEvent(data, e); err != nil {
-		if !m.gotToken {
-			return prober.ClassInvalidResponse, "first event: " + err.Error(), false, true
-		}
-		return prober.ClassStream, "malformed event: " + err.Error(), false, true
-	}
 	switch e.kind {
 	case msgStart:
 		if rec.ResponseID == "" && e.id != nil {

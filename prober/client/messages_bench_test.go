@@ -2,13 +2,8 @@ package client
 
 import (
 	"fmt"
-	"runtime"
+	"io"
 	"testing"
-	"time"
-
-	"github.com/llmprobe/llmprobe/internal/testutil"
-	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/sse"
 )
 
 // benchChatStream is vLLM's chat stream of n tokens: the role chunk, one
@@ -57,29 +52,10 @@ func BenchmarkMeasureAPI(b *testing.B) {
 	}{{APIChat, benchChatStream(tokens)}, {APIMessages, benchMessagesStream(tokens)}} {
 		b.Run(tc.api, func(b *testing.B) {
 			api, _ := Lookup(tc.api)
-			p := sse.NewParser(nil, sse.Options{MaxBodyBytes: DefaultMaxBodyBytes})
-			var rec prober.Record
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			mallocs := ms.Mallocs
-			b.ResetTimer()
-			cpu := testutil.ProcessCPU()
-			for range b.N {
-				evs := append([][]byte(nil), tc.evs...)
-				p.Reset(&eventReader{evs: evs})
-				rec = prober.Record{}
-				m := measurer{rec: &rec, api: &api, t0: time.Now(), maxTokens: tokens}
-				if class, msg, _ := m.run(p); class != prober.ClassNone {
-					b.Fatalf("%s: %s", class, msg)
-				}
-			}
-			b.StopTimer()
-			cpuUsed := testutil.ProcessCPU() - cpu
-			runtime.ReadMemStats(&ms)
-			n := float64(b.N) * tokens
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/token")
-			b.ReportMetric(float64(cpuUsed.Nanoseconds())/n, "cpu-ns/token")
-			b.ReportMetric(float64(ms.Mallocs-mallocs-uint64(b.N))/n, "allocs/token") // less the slice copy per op
+			// A copy of the events a run (eventReader trims them), less
+			// its allocation.
+			next := func() io.Reader { return &eventReader{evs: append([][]byte(nil), tc.evs...)} }
+			rec := measureBench{api: &api, tokens: tokens, next: next, unit: "token", perRun: tokens, extraAllocs: 1}.run(b)
 			if rec.CompletionTokens != tokens || rec.PromptTokens != 128 || rec.FinishReason != "length" {
 				b.Fatalf("record %+v", rec)
 			}

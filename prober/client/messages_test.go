@@ -77,16 +77,7 @@ func TestDecodeMsgEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var e msgEvent
-			err := decodeMsgEvent([]byte(tt.data), &e)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err %v, want error %v", err, tt.wantErr)
-			}
-			if err == nil {
-				if got := viewMsg(&e); got != tt.want {
-					t.Errorf("got %+v\nwant %+v", got, tt.want)
-				}
-			}
+			checkDecode(t, tt.data, decodeMsgEvent, viewMsg, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -138,16 +129,9 @@ func TestMessagesOverSimulator(t *testing.T) {
 			},
 		},
 		{
-			name: "tool use",
-			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
-			check: func(t *testing.T, rec prober.Record) {
-				if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
-					t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
-				}
-				if rec.TTFR <= 0 || rec.FirstToolCall < rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
-					t.Errorf("first tool call %v, TTFR %v, thinking %v, TTFTText %v", rec.FirstToolCall, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
-				}
-			},
+			name:  "tool use",
+			req:   Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
+			check: checkToolAfterThinking,
 		},
 		{
 			name: "tool named", req: Request{Tools: []Tool{{Name: "other"}, weatherTool}, ToolChoice: "get_weather"},
@@ -228,16 +212,12 @@ func TestMessagesOverSimulator(t *testing.T) {
 			}
 			cfg.Faults = tt.faults
 			url, _ := simtest.Start(t, cfg)
-			c := newClient(t, Options{BaseURL: url, API: APIMessages})
 			req := tt.req
 			req.ID, req.MaxTokens, req.IgnoreEOS = "sim-m", maxTokens, true
 			if req.Messages == nil {
 				req.Messages = []Message{{Role: "user", Content: "what is the weather in Paris?"}}
 			}
-			rec := do(t, context.Background(), c, req)
-			if rec.Error != tt.wantClass || !strings.Contains(rec.ErrorMessage, tt.wantMsg) {
-				t.Fatalf("class %q (%s), want %q with %q", rec.Error, rec.ErrorMessage, tt.wantClass, tt.wantMsg)
-			}
+			rec := checkOutcome(t, url, Options{API: APIMessages}, 0, req, tt.wantClass, tt.wantMsg, 0)
 			if tt.check != nil {
 				tt.check(t, rec)
 			}

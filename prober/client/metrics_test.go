@@ -49,13 +49,9 @@ func TestMetricsOverOTLP(t *testing.T) {
 	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 
 	base, _ := simtest.Start(t, simtest.Fast())
-	c, err := New(Options{BaseURL: base, Model: "llmprobe-sim", Metrics: m, Provider: func() string { return "vllm" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var streamed, unary prober.Record
-	c.Do(context.Background(), Request{ID: "m-1", Prompt: "hello", MaxTokens: 8, IgnoreEOS: true}, &streamed)
-	c.Do(context.Background(), Request{ID: "m-2", Prompt: "hello", MaxTokens: 8, IgnoreEOS: true, NoStream: true}, &unary)
+	c := newClient(t, Options{BaseURL: base, Model: "llmprobe-sim", Metrics: m, Provider: func() string { return "vllm" }})
+	streamed := do(t, context.Background(), c, Request{ID: "m-1", Prompt: "hello", MaxTokens: 8, IgnoreEOS: true})
+	unary := do(t, context.Background(), c, Request{ID: "m-2", Prompt: "hello", MaxTokens: 8, IgnoreEOS: true, NoStream: true})
 	for _, r := range []*prober.Record{&streamed, &unary} {
 		if !r.OK() {
 			t.Fatalf("request failed: %s %s", r.Error, r.ErrorMessage)

@@ -2,7 +2,7 @@ package client
 
 import (
 	"context"
-	"runtime"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober"
-	"github.com/llmprobe/llmprobe/prober/sse"
 )
 
 // TestPhasesOverHTTP measures the HTTP phases of three requests in a row
@@ -129,29 +128,8 @@ func TestPhasesOff(t *testing.T) {
 // the phases add nothing per token.
 func BenchmarkMeasurePhases(b *testing.B) {
 	const tokens = 256
-	evs := benchStream(tokens)
-	p := sse.NewParser(nil, sse.Options{MaxBodyBytes: DefaultMaxBodyBytes})
-	var rec prober.Record
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	mallocs := ms.Mallocs
-	b.ResetTimer()
-	for range b.N {
-		p.Reset(&eventReader{evs: evs})
-		rec = prober.Record{}
-		t0 := time.Now()
-		m := measurer{rec: &rec, api: &apis[0], t0: t0, maxTokens: tokens}
-		class, msg, _ := m.run(p)
-		if class != prober.ClassNone {
-			b.Fatalf("%s: %s", class, msg)
-		}
-		m.setStreamPhases(t0, class)
-	}
-	b.StopTimer()
-	runtime.ReadMemStats(&ms)
-	events := float64(b.N) * float64(len(evs))
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
-	b.ReportMetric(float64(ms.Mallocs-mallocs)/events, "allocs/event")
+	evs := benchStream(tokens, false)
+	rec := measureBench{api: &apis[0], tokens: tokens, next: func() io.Reader { return &eventReader{evs: evs} }, unit: "event", perRun: len(evs), phases: true}.run(b)
 	if rec.FirstTokenTime <= 0 || rec.TransferTime <= 0 {
 		b.Fatalf("phases not set: first_token %v transfer %v", rec.FirstTokenTime, rec.TransferTime)
 	}

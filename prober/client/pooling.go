@@ -183,29 +183,37 @@ func checkResults(r *poolingResponse, docs, want int) string {
 	if len(r.Results) != want {
 		return fmt.Sprintf("wrong rerank result count: %d, want %d (%d documents)", len(r.Results), want, docs)
 	}
-	got := make([]bool, docs)
-	for i, x := range r.Results {
-		if why := checkIndex("result", i, x.Index, docs, got); why != "" {
-			return why
+	return checkItems("result", len(r.Results), docs, func(i int) (*int, string) {
+		if r.Results[i].RelevanceScore == nil {
+			return r.Results[i].Index, "without relevance_score"
 		}
-		if x.RelevanceScore == nil {
-			return fmt.Sprintf("result %d without relevance_score", i)
-		}
-	}
-	return ""
+		return r.Results[i].Index, ""
+	})
 }
 
 func checkScores(r *poolingResponse, docs int) string {
 	if len(r.Data) != docs {
 		return fmt.Sprintf("wrong score count: %d for %d documents", len(r.Data), docs)
 	}
+	return checkItems("score", len(r.Data), docs, func(i int) (*int, string) {
+		if r.Data[i].Score == nil {
+			return r.Data[i].Index, "missing"
+		}
+		return r.Data[i].Index, ""
+	})
+}
+
+// checkItems checks n answers about docs documents: item gives answer i's
+// index (checkIndex) and what its figure lacks ("" when present).
+func checkItems(what string, n, docs int, item func(i int) (idx *int, lacks string)) string {
 	got := make([]bool, docs)
-	for i, x := range r.Data {
-		if why := checkIndex("score", i, x.Index, docs, got); why != "" {
+	for i := range n {
+		idx, lacks := item(i)
+		if why := checkIndex(what, i, idx, docs, got); why != "" {
 			return why
 		}
-		if x.Score == nil {
-			return fmt.Sprintf("score %d missing", i)
+		if lacks != "" {
+			return fmt.Sprintf("%s %d %s", what, i, lacks)
 		}
 	}
 	return ""

@@ -38,13 +38,8 @@ func TestPoolingSimulator(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, base := range []string{url, faulty} {
-				c, err := New(Options{BaseURL: base, API: tt.api, RerankPath: tt.path, Timeout: 30 * time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.CloseIdleConnections()
-				var rec prober.Record
-				c.Do(context.Background(), Request{ID: "r1", Prompt: "which animal", Inputs: docs, TopN: tt.topN}, &rec)
+				c := newClient(t, Options{BaseURL: base, API: tt.api, RerankPath: tt.path, Timeout: 30 * time.Second})
+				rec := do(t, context.Background(), c, Request{ID: "r1", Prompt: "which animal", Inputs: docs, TopN: tt.topN})
 				if base == faulty {
 					if rec.Error != prober.ClassInvalidResponse || rec.ErrorMessage != tt.wrongMsg {
 						t.Errorf("wrong-count fault: class %q, message %q, want invalid_response %q", rec.Error, rec.ErrorMessage, tt.wrongMsg)
@@ -86,13 +81,8 @@ func TestPoolingChecks(t *testing.T) {
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			defer srv.Close()
-			c, err := New(Options{BaseURL: srv.URL, API: tt.api, RerankPath: tt.path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.CloseIdleConnections()
-			var rec prober.Record
-			c.Do(context.Background(), Request{Prompt: "q", Inputs: []string{"a", "b"}}, &rec)
+			c := newClient(t, Options{BaseURL: srv.URL, API: tt.api, RerankPath: tt.path})
+			rec := do(t, context.Background(), c, Request{Prompt: "q", Inputs: []string{"a", "b"}})
 			if rec.Error != prober.ClassInvalidResponse || rec.ErrorMessage != tt.want {
 				t.Errorf("class %q, message %q, want invalid_response %q", rec.Error, rec.ErrorMessage, tt.want)
 			}
@@ -111,16 +101,12 @@ func TestPoolingOptions(t *testing.T) {
 		!strings.Contains(err.Error(), `extra body may not set "documents"`) {
 		t.Errorf("extra body documents: %v", err)
 	}
-	c, err := New(Options{BaseURL: "http://127.0.0.1:1", API: APIEmbeddings})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, Options{BaseURL: "http://127.0.0.1:1", API: APIEmbeddings})
 	if c.URL() != "http://127.0.0.1:1/v1/embeddings" {
 		t.Errorf("url %s", c.URL())
 	}
 	for _, n := range []int{0, MaxInputs + 1} {
-		var rec prober.Record
-		c.Do(context.Background(), Request{Inputs: make([]string, n)}, &rec)
+		rec := do(t, context.Background(), c, Request{Inputs: make([]string, n)})
 		if rec.Error != prober.ClassInvalidResponse || !strings.Contains(rec.ErrorMessage, "want 1 to 2048") {
 			t.Errorf("%d inputs: class %q, message %q", n, rec.Error, rec.ErrorMessage)
 		}

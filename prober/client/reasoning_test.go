@@ -1,10 +1,8 @@
 package client
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
@@ -69,17 +67,10 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 			},
 		},
 		{
-			name: "chat tool call",
-			api:  APIChat,
-			req:  Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
-			check: func(t *testing.T, rec prober.Record) {
-				if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
-					t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
-				}
-				if rec.TTFR <= 0 || rec.FirstToolCall < rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
-					t.Errorf("first tool call %v, TTFR %v, thinking %v, TTFTText %v", rec.FirstToolCall, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
-				}
-			},
+			name:  "chat tool call",
+			api:   APIChat,
+			req:   Request{Tools: []Tool{weatherTool}, ToolChoice: "auto"},
+			check: checkToolAfterThinking,
 		},
 		{
 			name:      "chat broken tool call is invalid_response",
@@ -173,17 +164,25 @@ func TestReasoningAndToolsOverSimulator(t *testing.T) {
 			cfg.ReasoningField = tt.field
 			cfg.Faults = tt.faults
 			url, _ := simtest.Start(t, cfg)
-			c := newClient(t, Options{BaseURL: url, API: tt.api})
 			req := tt.req
 			req.ID, req.MaxTokens, req.IgnoreEOS = "sim-r", maxTokens, true
 			req.Messages = []Message{{Role: "user", Content: "what is the weather in Paris?"}}
-			rec := do(t, context.Background(), c, req)
-			if rec.Error != tt.wantClass || !strings.Contains(rec.ErrorMessage, tt.wantMsg) {
-				t.Fatalf("class %q (%s), want %q with %q", rec.Error, rec.ErrorMessage, tt.wantClass, tt.wantMsg)
-			}
+			rec := checkOutcome(t, url, Options{API: tt.api}, 0, req, tt.wantClass, tt.wantMsg, 0)
 			if tt.check != nil {
 				tt.check(t, rec)
 			}
 		})
+	}
+}
+
+// checkToolAfterThinking holds a record of one tool call that came after
+// the reasoning and no answer text: its finish, TTFR, first tool call and
+// thinking time.
+func checkToolAfterThinking(t *testing.T, rec prober.Record) {
+	if rec.ToolCalls != 1 || rec.FinishReason != "tool_calls" {
+		t.Errorf("tool calls %d, finish %q", rec.ToolCalls, rec.FinishReason)
+	}
+	if rec.TTFR <= 0 || rec.FirstToolCall < rec.TTFR || rec.ThinkingTime != rec.FirstToolCall-rec.TTFR || rec.TTFTText != 0 {
+		t.Errorf("first tool call %v, TTFR %v, thinking %v, TTFTText %v", rec.FirstToolCall, rec.TTFR, rec.ThinkingTime, rec.TTFTText)
 	}
 }

@@ -194,11 +194,8 @@ func (d *decoder) objectString(depth int, key string, s *[]byte, esc *bool) erro
 // respUsage reads response.usage.
 func (d *decoder) respUsage(e *respEvent) error {
 	e.hasUsage, e.hasInput, e.hasOutput, e.hasCached, e.hasReasonTokens = false, false, false, false, false
-	if d.null() {
-		return nil
-	}
-	if d.peek() != '{' {
-		return d.fail("usage is not an object")
+	if ok, err := d.usageObject(); !ok {
+		return err
 	}
 	e.hasUsage = true
 	return d.members(func(k []byte) (err error) {
@@ -234,17 +231,28 @@ func (d *decoder) detailInt(key string, v *int, ok *bool) error {
 	})
 }
 
-// respEvent measures one Responses API event; end is true when the stream
+// namedEvent decodes and measures one event of the Responses or the
+// Messages API (respEvent, msgEvent); end is true when the stream is over,
+// with its class.
+func (m *measurer) namedEvent(at time.Time, since time.Duration, data []byte) (
+	class prober.ErrorClass, msg string, fromServer, end bool) {
+	var err error
+	if m.api.decode == decodeResponses {
+		if err = decodeRespEvent(data, &m.re); err == nil {
+			return m.respEvent(at, since)
+		}
+	} else if err = decodeMsgEvent(data, &m.me); err == nil {
+		return m.msgEvent(at, since)
+	}
+	class, msg = m.malformed(err)
+	return class, msg, false, true
+}
+
+// respEvent measures one decoded Responses API event (m.re); end is true when the stream
 // is over (completed, incomplete, failed or an error), with its class.
-func (m *measurer) respEvent(at time.Time, since time.Duration, data []byte) (
+func (m *measurer) respEvent(at time.Time, since time.Duration) (
 	class prober.ErrorClass, msg string, fromServer, end bool) {
 	rec, e := m.rec, &m.re
-	if err := decodeRespEvent(data, e); err != nil {
-		if !m.gotToken {
-			return prober.ClassInvalidResponse, "first event: " + err.Error(), false, true
-		}
-		return prober.ClassStream, "malformed event: " + err.Error(), false, true
-	}
 	switch e.kind {
 	case respText:
 		m.delta(at, since, deltaText, e.index, e.delta, e.deltaEsc)

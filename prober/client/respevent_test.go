@@ -1,9 +1,6 @@
 package client
 
-import (
-	"errors"
-	"testing"
-)
+import "testing"
 
 // respView is the comparable view of a respEvent.
 type respView struct {
@@ -123,20 +120,7 @@ func TestDecodeRespEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var e respEvent
-			err := decodeRespEvent([]byte(tt.data), &e)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("error = %v, wantErr %v", err, tt.wantErr)
-			}
-			if err != nil {
-				if !errors.Is(err, errSyntax) {
-					t.Fatalf("error %v does not wrap errSyntax", err)
-				}
-				return
-			}
-			if got := viewResp(&e); got != tt.want {
-				t.Fatalf("got  %+v\nwant %+v", got, tt.want)
-			}
+			checkDecode(t, tt.data, decodeRespEvent, viewResp, tt.want, tt.wantErr)
 		})
 	}
 }

@@ -62,11 +62,7 @@ func TestServerTimingOverSimulator(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					req := Request{ID: fmt.Sprintf("st-%d", i), MaxTokens: 6, IgnoreEOS: true, NoStream: tt.noStream}
-					if tt.api == APIChat {
-						req.Messages = []Message{{Role: "user", Content: "where did the time go"}}
-					} else {
-						req.Prompt = "where did the time go"
-					}
+					setInput(&req, tt.api, "where did the time go")
 					recs[i] = prober.Record{Target: "t", Probe: "p", Scheduled: time.Now()}
 					c.Do(context.Background(), req, &recs[i])
 				}()

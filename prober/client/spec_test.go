@@ -3,14 +3,11 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
-	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 )
 
@@ -41,28 +38,12 @@ func TestSpecDecodingOverSimulator(t *testing.T) {
 			url, _ := simtest.Start(t, cfg)
 			c := newClient(t, Options{BaseURL: url, API: tt.api})
 			req := Request{ID: "spec-1", MaxTokens: maxTokens, IgnoreEOS: true, NoStream: tt.noStream}
-			if tt.api == APIChat {
-				req.Messages = []Message{{Role: "user", Content: "tell me a story"}}
-			} else {
-				req.Prompt = "once upon a time"
-			}
+			setInput(&req, tt.api, "tell me a story")
 			rec := do(t, context.Background(), c, req)
 			if !rec.OK() || rec.CompletionTokens != maxTokens {
 				t.Fatalf("class %q (%s), completion tokens %d", rec.Error, rec.ErrorMessage, rec.CompletionTokens)
 			}
-			var sent simulator.TraceRecord
-			testutil.Eventually(t, "the request in the simulator's trace file", func() bool {
-				b, err := os.ReadFile(cfg.TraceFile)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for line := range strings.Lines(string(b)) {
-					if json.Unmarshal([]byte(line), &sent) == nil && sent.RequestID == "spec-1" {
-						return true
-					}
-				}
-				return false
-			})
+			sent := simTrace(t, cfg.TraceFile, 1)["spec-1"]
 			if tt.draft == 0 {
 				if rec.DraftReported || rec.DraftTokens != 0 || rec.DraftAccepted != 0 || sent.DraftTokens != 0 {
 					t.Errorf("without speculative decoding: record %v %d/%d, simulator sent %d", rec.DraftReported, rec.DraftAccepted, rec.DraftTokens, sent.DraftTokens)

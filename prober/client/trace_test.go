@@ -18,7 +18,6 @@ import (
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/internal/testutil"
-	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/tracing"
 )
 
@@ -35,12 +34,8 @@ func TestTracedRequest(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 
-	c, err := New(Options{BaseURL: url, Tracer: tp.Tracer("test")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec prober.Record
-	c.Do(context.Background(), Request{ID: "traced-1", Prompt: "hello", MaxTokens: 8, IgnoreEOS: true}, &rec)
+	c := newClient(t, Options{BaseURL: url, Tracer: tp.Tracer("test")})
+	rec := do(t, context.Background(), c, Request{ID: "traced-1", Prompt: "hello", MaxTokens: 8, IgnoreEOS: true})
 	if !rec.OK() {
 		t.Fatalf("request failed: %s %s", rec.Error, rec.ErrorMessage)
 	}
@@ -116,12 +111,8 @@ func TestTracedRequest(t *testing.T) {
 
 	// The engine, once known, is the provider.
 	exp.Reset()
-	c3, err := New(Options{BaseURL: url, API: APIChat, Tracer: tp.Tracer("test"), Provider: func() string { return "vllm" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec3 prober.Record
-	c3.Do(context.Background(), Request{ID: "traced-3", Prompt: "hello", MaxTokens: 4}, &rec3)
+	c3 := newClient(t, Options{BaseURL: url, API: APIChat, Tracer: tp.Tracer("test"), Provider: func() string { return "vllm" }})
+	do(t, context.Background(), c3, Request{ID: "traced-3", Prompt: "hello", MaxTokens: 4})
 	if sp := exp.GetSpans(); len(sp) != 1 || !hasAttr(sp[0].Attributes, "gen_ai.provider.name", "vllm") || !hasAttr(sp[0].Attributes, "gen_ai.operation.name", "chat") {
 		t.Errorf("chat span with a provider: %+v", sp)
 	}
@@ -130,12 +121,8 @@ func TestTracedRequest(t *testing.T) {
 
 	// The unsampled request.
 	never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSyncer(exp))
-	c2, err := New(Options{BaseURL: url, Tracer: never.Tracer("test")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec2 prober.Record
-	c2.Do(context.Background(), Request{ID: "unsampled-1", Prompt: "hello", MaxTokens: 4}, &rec2)
+	c2 := newClient(t, Options{BaseURL: url, Tracer: never.Tracer("test")})
+	rec2 := do(t, context.Background(), c2, Request{ID: "unsampled-1", Prompt: "hello", MaxTokens: 4})
 	if !rec2.OK() || rec2.TraceID != "" || len(exp.GetSpans()) != spansBefore {
 		t.Errorf("unsampled: ok %v trace id %q, %d spans exported", rec2.OK(), rec2.TraceID, len(exp.GetSpans()))
 	}

@@ -106,10 +106,7 @@ func TestYAML(t *testing.T) {
 				SLO SLO `yaml:"slo"`
 			}
 			err := yaml.Unmarshal([]byte(tc.in), &doc)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
-				}
+			if failedAsWanted(t, err, tc.wantErr) {
 				return
 			}
 			if err != nil {
@@ -153,10 +150,7 @@ func TestJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var s SLO
 			err := json.Unmarshal([]byte(tc.in), &s)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
-				}
+			if failedAsWanted(t, err, tc.wantErr) {
 				return
 			}
 			if err != nil || s != tc.want {
@@ -218,10 +212,7 @@ func TestParseGoodput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseGoodput(tc.args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
-				}
+			if failedAsWanted(t, err, tc.wantErr) {
 				return
 			}
 			if err != nil || got != tc.want {
@@ -249,4 +240,17 @@ func TestThresholdsAndString(t *testing.T) {
 	if got := s.String(); got != "ttft:800 e2el:1000" {
 		t.Fatalf("String = %q", got)
 	}
+}
+
+// failedAsWanted holds err to wantErr: with wantErr set, err must contain
+// it, and true ends the case; without, the caller checks err.
+func failedAsWanted(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr == "" {
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("err = %v, want it to contain %q", err, wantErr)
+	}
+	return true
 }

@@ -68,12 +68,7 @@ type Metrics struct {
 // OTEL_EXPORTER_OTLP_METRICS_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT. It
 // sends nothing until its first interval ends.
 func NewMetrics(ctx context.Context, o Options) (*Metrics, error) {
-	if o.ServiceName == "" {
-		o.ServiceName = "llmprobe"
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultExportTimeout
-	}
+	o.defaults()
 	var exp sdkmetric.Exporter
 	switch o.Protocol {
 	case "", ProtocolHTTP, "http":
@@ -123,22 +118,20 @@ func NewMetrics(ctx context.Context, o Options) (*Metrics, error) {
 func newMetrics(mp *sdkmetric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter(tracerName)
 	m := &Metrics{mp: mp}
+	// Durations in seconds with DurationBuckets, token counts with
+	// TokenBuckets.
+	seconds := func(name, desc string) (metric.Float64Histogram, error) {
+		return meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(DurationBuckets...))
+	}
+	tokens := func(name, desc string) (metric.Int64Histogram, error) {
+		return meter.Int64Histogram(name, metric.WithUnit("{token}"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(TokenBuckets...))
+	}
 	var errs [5]error
-	m.duration, errs[0] = meter.Float64Histogram(MetricDuration, metric.WithUnit("s"),
-		metric.WithDescription("GenAI client inference operation duration."),
-		metric.WithExplicitBucketBoundaries(DurationBuckets...))
-	m.ttfc, errs[1] = meter.Float64Histogram(MetricTimeToFirstChunk, metric.WithUnit("s"),
-		metric.WithDescription("Time to receive the first chunk, measured from when the client issues the generation request to when the first chunk is received in the response stream."),
-		metric.WithExplicitBucketBoundaries(DurationBuckets...))
-	m.tpoc, errs[2] = meter.Float64Histogram(MetricTimePerOutputChunk, metric.WithUnit("s"),
-		metric.WithDescription("Time per output chunk, recorded for each chunk received after the first one, measured as the time elapsed from the end of the previous chunk to the end of the current chunk."),
-		metric.WithExplicitBucketBoundaries(DurationBuckets...))
-	m.inTok, errs[3] = meter.Int64Histogram(MetricInputTokens, metric.WithUnit("{token}"),
-		metric.WithDescription("The number of input (prompt) tokens used per inference operation."),
-		metric.WithExplicitBucketBoundaries(TokenBuckets...))
-	m.outTok, errs[4] = meter.Int64Histogram(MetricOutputTokens, metric.WithUnit("{token}"),
-		metric.WithDescription("The number of output (completion) tokens used per inference operation."),
-		metric.WithExplicitBucketBoundaries(TokenBuckets...))
+	m.duration, errs[0] = seconds(MetricDuration, "GenAI client inference operation duration.")
+	m.ttfc, errs[1] = seconds(MetricTimeToFirstChunk, "Time to receive the first chunk, measured from when the client issues the generation request to when the first chunk is received in the response stream.")
+	m.tpoc, errs[2] = seconds(MetricTimePerOutputChunk, "Time per output chunk, recorded for each chunk received after the first one, measured as the time elapsed from the end of the previous chunk to the end of the current chunk.")
+	m.inTok, errs[3] = tokens(MetricInputTokens, "The number of input (prompt) tokens used per inference operation.")
+	m.outTok, errs[4] = tokens(MetricOutputTokens, "The number of output (completion) tokens used per inference operation.")
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("gen_ai metrics: %w", err)
 	}

@@ -31,6 +31,18 @@ type otlpReceiver struct {
 	errs  []string
 }
 
+// metrics is a Metrics exporting to r over plain HTTP, shut down at the
+// end of the test.
+func (r *otlpReceiver) metrics(t testing.TB) *Metrics {
+	t.Helper()
+	m, err := NewMetrics(context.Background(), Options{Endpoint: r.srv.URL, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
+	return m
+}
+
 func newOTLPReceiver(t testing.TB) *otlpReceiver {
 	r := &otlpReceiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -128,11 +140,7 @@ func TestMetricsNames(t *testing.T) {
 // target's secret redacted) and counts and sums equal to the records'.
 func TestMetricsExport(t *testing.T) {
 	rcv := newOTLPReceiver(t)
-	m, err := NewMetrics(context.Background(), Options{Endpoint: rcv.srv.URL, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
+	m := rcv.metrics(t)
 	const secret = "sk-metrics-secret-123456"
 	red := redact.New(secret)
 	server, _ := url.Parse("http://llm.example:8000")
@@ -288,11 +296,7 @@ func TestMetricsNil(t *testing.T) {
 // the attribute set is built once per client).
 func BenchmarkMetricsRecord(b *testing.B) {
 	rcv := newOTLPReceiver(b)
-	m, err := NewMetrics(context.Background(), Options{Endpoint: rcv.srv.URL, Insecure: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = m.Shutdown(context.Background()) })
+	m := rcv.metrics(b)
 	server, _ := url.Parse("http://llm.example:8000")
 	c := m.Client(OperationChat, server, redact.New("sk-x"))
 	rec := prober.Record{Model: "m", ResponseModel: "m", E2E: time.Second, TTFT: 100 * time.Millisecond,

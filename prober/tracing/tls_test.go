@@ -111,25 +111,6 @@ func TestTLSAndHeaders(t *testing.T) {
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
 
-	send := func(t *testing.T, o tracing.Options) *tracing.Provider {
-		t.Helper()
-		o.Headers = map[string]string{tenantHeader: tenant}
-		if o.Timeout == 0 {
-			o.Timeout = 5 * time.Second
-		}
-		p, err := tracing.New(context.Background(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 3 {
-			_, s := p.Tracer(1).Start(context.Background(), "x")
-			s.End()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = p.Shutdown(ctx)
-		return p
-	}
 	for _, tc := range []struct {
 		name     string
 		o        tracing.Options
@@ -141,7 +122,7 @@ func TestTLSAndHeaders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
 			o.TLS = trust
-			p := send(t, o)
+			p := sendThree(t, o)
 			with, without := tc.received.get()
 			if p.Exported() != 3 || p.Failed() != 0 || with != 3 || without != 0 {
 				t.Errorf("exported %d, failed %d; collector got %d spans with the header, %d without: want 3, 0, 3, 0",
@@ -149,13 +130,28 @@ func TestTLSAndHeaders(t *testing.T) {
 			}
 			untrusted := tc.o               // without Options.TLS: the system's roots do not trust the collector
 			untrusted.Timeout = time.Second // gRPC retries until it
-			p = send(t, untrusted)
+			p = sendThree(t, untrusted)
 			if with2, without2 := tc.received.get(); p.Exported() != 0 || p.Failed() != 3 || with2 != with || without2 != without {
 				t.Errorf("untrusted collector: exported %d, failed %d, collector got %d more: want 0, 3, 0",
 					p.Exported(), p.Failed(), with2+without2-with-without)
 			}
 		})
 	}
+}
+
+// sendThree exports three spans with o and the tenant header (Timeout 5 s
+// unless set) and shuts the provider down (within 10 s).
+func sendThree(t *testing.T, o tracing.Options) *tracing.Provider {
+	t.Helper()
+	o.Headers = map[string]string{tenantHeader: tenant}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	p := endSpans(t, o, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = p.Shutdown(ctx)
+	return p
 }
 
 // TestExportNoRedirect (issue 34, N8): a collector answering every export
@@ -174,18 +170,7 @@ func TestExportNoRedirect(t *testing.T) {
 		col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, other.URL+"/steal", code)
 		}))
-		p, err := tracing.New(context.Background(), tracing.Options{Endpoint: col.URL, Timeout: 5 * time.Second,
-			Headers: map[string]string{tenantHeader: tenant}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 3 {
-			_, s := p.Tracer(1).Start(context.Background(), "x")
-			s.End()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = p.Shutdown(ctx)
-		cancel()
+		p := sendThree(t, tracing.Options{Endpoint: col.URL})
 		col.Close()
 		if p.Exported() != 0 || p.Failed() != 3 {
 			t.Errorf("%d: exported %d, failed %d, want 0, 3", code, p.Exported(), p.Failed())

@@ -96,6 +96,17 @@ type Provider struct {
 	byRatio map[float64]*sdktrace.TracerProvider
 }
 
+// defaults fills the service name ("llmprobe") and the export timeout
+// (DefaultExportTimeout) when unset.
+func (o *Options) defaults() {
+	if o.ServiceName == "" {
+		o.ServiceName = "llmprobe"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultExportTimeout
+	}
+}
+
 // New builds the exporter and the batch processor; it sends nothing until
 // the first span ends (the exporters connect lazily), so a collector that
 // is down at start is no error.
@@ -106,12 +117,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.MaxQueueSize < 1 || o.MaxQueueSize > maxQueueSize {
 		return nil, fmt.Errorf("tracing queue size must be 1..%d, got %d", maxQueueSize, o.MaxQueueSize)
 	}
-	if o.ServiceName == "" {
-		o.ServiceName = "llmprobe"
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultExportTimeout
-	}
+	o.defaults()
 	var client otlptrace.Client
 	switch o.Protocol {
 	case "", ProtocolHTTP, "http":

@@ -59,6 +59,21 @@ func TestProviderExportsAndFlushes(t *testing.T) {
 	}
 }
 
+// endSpans builds a provider with o and ends n spans on its tracer.
+func endSpans(t *testing.T, o tracing.Options, n int) *tracing.Provider {
+	t.Helper()
+	p, err := tracing.New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := p.Tracer(1)
+	for range n {
+		_, s := tr.Start(context.Background(), "x")
+		s.End()
+	}
+	return p
+}
+
 // TestHungCollectorNeverBlocks: with a collector that never answers,
 // ending many more spans than the queue holds returns (the queue drops
 // what does not fit; a blocking End would hang the test), and Shutdown
@@ -68,15 +83,7 @@ func TestHungCollectorNeverBlocks(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 	defer srv.Close()
 	defer close(release)
-	p, err := tracing.New(context.Background(), tracing.Options{Endpoint: srv.URL, MaxQueueSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := p.Tracer(1)
-	for range 10000 {
-		_, s := tr.Start(context.Background(), "x")
-		s.End()
-	}
+	p := endSpans(t, tracing.Options{Endpoint: srv.URL, MaxQueueSize: 64}, 10000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := p.Shutdown(ctx); err == nil {
@@ -92,15 +99,7 @@ func TestHungCollectorNeverBlocks(t *testing.T) {
 // TestUnreachableCollectorCounted: with the collector's port refusing,
 // the spans of the failed exports are counted and none as exported.
 func TestUnreachableCollectorCounted(t *testing.T) {
-	p, err := tracing.New(context.Background(), tracing.Options{Endpoint: "http://" + testutil.RefusedAddr(t), MaxQueueSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := p.Tracer(1)
-	for range 100 {
-		_, s := tr.Start(context.Background(), "x")
-		s.End()
-	}
+	p := endSpans(t, tracing.Options{Endpoint: "http://" + testutil.RefusedAddr(t), MaxQueueSize: 64}, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = p.ForceFlush(ctx)

@@ -99,10 +99,16 @@ func (st *cacheState) learn(tokens, k int) {
 }
 
 func (st *cacheState) count(ctx context.Context, text string) (int, error) {
-	st.calls.Add(1)
-	n, err := st.tok.Count(ctx, text)
+	return sizeCount(ctx, st.tok, &st.calls, "prompt", text)
+}
+
+// sizeCount counts text's tokens with tok, adding the call to calls; its
+// error names what was being sized.
+func sizeCount(ctx context.Context, tok Tokenizer, calls *atomic.Int64, what, text string) (int, error) {
+	calls.Add(1)
+	n, err := tok.Count(ctx, text)
 	if err != nil {
-		return 0, fmt.Errorf("workload: sizing prompt: %w", err)
+		return 0, fmt.Errorf("workload: sizing %s: %w", what, err)
 	}
 	return n, nil
 }
@@ -290,18 +296,8 @@ func (st *cacheState) entry(ctx context.Context, target int) (*entry, error) {
 			st.lru.MoveToFront(e.elem)
 		}
 		st.mu.Unlock()
-		if !ok {
-			func() {
-				defer close(e.done)
-				e.err = errBuildPanicked // stays if build panics
-				e.err = st.build(ctx, e)
-			}()
-		} else {
-			select {
-			case <-e.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := buildOrWait(ctx, !ok, e.done, &e.err, func() error { return st.build(ctx, e) }); err != nil {
+			return nil, err
 		}
 		if e.err == nil {
 			if !ok {

@@ -320,18 +320,8 @@ func (s *DatasetSource) measured(ctx context.Context, tok Tokenizer) (*measureme
 			s.m, build = m, true
 		}
 		s.mu.Unlock()
-		if build {
-			func() {
-				defer close(m.done)
-				m.err = errBuildPanicked
-				m.err = s.measure(ctx, m)
-			}()
-		} else {
-			select {
-			case <-m.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := buildOrWait(ctx, build, m.done, &m.err, func() error { return s.measure(ctx, m) }); err != nil {
+			return nil, err
 		}
 		if m.err == nil {
 			return m, nil

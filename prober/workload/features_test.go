@@ -8,19 +8,22 @@ import (
 	"testing"
 )
 
+// checkValidate holds r.Validate to want: nil for "", else that error.
+func checkValidate(t *testing.T, r Request, want string) {
+	t.Helper()
+	err := r.Validate()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("unexpected error %v", err)
+	case want != "" && (err == nil || err.Error() != want):
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 // TestRequestValidate pins the error of each invalid request spec: the
 // field path and the reason.
 func TestRequestValidate(t *testing.T) {
-	f := func(r Request, want string) {
-		t.Helper()
-		err := r.Validate()
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("unexpected error %v", err)
-		case want != "" && (err == nil || err.Error() != want):
-			t.Errorf("error %v, want %q", err, want)
-		}
-	}
+	f := func(r Request, want string) { t.Helper(); checkValidate(t, r, want) }
 	schema := map[string]any{"type": "object"}
 	f(Request{}, "")
 	f(Request{Temperature: new(0.0), TopP: new(1.0), Seed: new(int64(-3)), Stop: []string{"\n"}, MinTokens: 4,

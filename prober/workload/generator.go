@@ -340,13 +340,9 @@ func (g *Generator) Info() Info {
 	}
 	info.Method = Method(st.tok)
 	info.TokenizeCalls = st.calls.Load()
-	select {
-	case <-st.done:
-		if st.err == nil {
-			info.OverheadTokens, info.PrefixTokens = st.overhead, st.prefixTokens
-			info.NonceWords, info.NonceAlphabet, info.NonceTested = st.alpha.full, st.alpha.smallest(), st.alpha.tested
-		}
-	default:
+	if built(st.done, &st.err) {
+		info.OverheadTokens, info.PrefixTokens = st.overhead, st.prefixTokens
+		info.NonceWords, info.NonceAlphabet, info.NonceTested = st.alpha.full, st.alpha.smallest(), st.alpha.tested
 	}
 	st.mu.Lock()
 	for el := st.lru.Front(); el != nil; el = el.Next() {
@@ -365,6 +361,17 @@ func (g *Generator) Info() Info {
 	return info
 }
 
+// built reports whether a state's build is over (done closed) without an
+// error (err, read only then).
+func built(done <-chan struct{}, err *error) bool {
+	select {
+	case <-done:
+		return *err == nil
+	default:
+		return false
+	}
+}
+
 // ready returns the cache state for tok, building the overhead and the
 // prefix first if needed.
 func (g *Generator) ready(ctx context.Context, tok Tokenizer) (*cacheState, error) {
@@ -380,22 +387,15 @@ func (g *Generator) ready(ctx context.Context, tok Tokenizer) (*cacheState, erro
 			build = true
 		}
 		g.mu.Unlock()
-		if build {
-			func() {
-				defer close(st.done)
-				st.err = errBuildPanicked // stays if buildPrefix or buildAlphabet panics
-				err := st.buildPrefix(ctx)
-				if err == nil {
-					err = st.buildAlphabet(ctx)
-				}
-				st.err = err
-			}()
-		} else {
-			select {
-			case <-st.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+		err := buildOrWait(ctx, build, st.done, &st.err, func() error {
+			err := st.buildPrefix(ctx)
+			if err == nil {
+				err = st.buildAlphabet(ctx)
 			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 		if st.err == nil {
 			return st, nil
@@ -421,6 +421,26 @@ func sameTokenizer(a, b Tokenizer) (same bool) {
 		}
 	}()
 	return a == b
+}
+
+// buildOrWait is the build-once step of the prompt caches: the caller that
+// made the value (builder) runs build into *err and closes done (*err
+// stays errBuildPanicked if build panics); the others wait for done. It
+// returns ctx's error when a wait ends with ctx, else nil: the build's
+// outcome is *err.
+func buildOrWait(ctx context.Context, builder bool, done chan struct{}, err *error, build func() error) error {
+	if builder {
+		defer close(done)
+		*err = errBuildPanicked
+		*err = build()
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // errBuildPanicked is what waiters see when the goroutine building a

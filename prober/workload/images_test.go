@@ -16,13 +16,7 @@ func TestImagesValidate(t *testing.T) {
 	f := func(feat RequestFeature, want string) {
 		t.Helper()
 		feat.Kind, feat.Share = FeatureImages, 0.5
-		err := (&Request{Features: []RequestFeature{feat}}).Validate()
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("unexpected error %v", err)
-		case want != "" && (err == nil || err.Error() != want):
-			t.Errorf("error %v, want %q", err, want)
-		}
+		checkValidate(t, Request{Features: []RequestFeature{feat}}, want)
 	}
 	f(RequestFeature{Count: 2, Width: 64, Height: 32}, "")
 	f(RequestFeature{Count: 1, Width: 64, Height: 32, Format: "jpeg", Distinct: 8}, "")

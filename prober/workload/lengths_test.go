@@ -97,31 +97,30 @@ func TestLengthSamplerDistribution(t *testing.T) {
 			t.Fatalf("std of log lengths %v, want 0.8", s)
 		}
 	})
-	t.Run("lognormal cap share", func(t *testing.T) {
-		// P(X > 400) for median 200, sigma 0.8 = P(Z > ln2/0.8 = 0.866) ~ 0.193
-		l, _ := NewLengthSampler(LengthSpec{Dist: DistLognormal, Median: 200, Sigma: 0.8, Max: 400})
-		r := newRand(4)
-		capped := 0
+	// share is the fraction of n draws of spec (seeded seed) that are v.
+	share := func(t *testing.T, spec LengthSpec, seed uint64, v int) float64 {
+		l, err := NewLengthSampler(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRand(seed)
+		hits := 0
 		for range n {
-			if l.Draw(r) == 400 {
-				capped++
+			if l.Draw(r) == v {
+				hits++
 			}
 		}
-		if f := float64(capped) / n; math.Abs(f-0.193) > 0.01 {
+		return float64(hits) / n
+	}
+	t.Run("lognormal cap share", func(t *testing.T) {
+		// P(X > 400) for median 200, sigma 0.8 = P(Z > ln2/0.8 = 0.866) ~ 0.193
+		if f := share(t, LengthSpec{Dist: DistLognormal, Median: 200, Sigma: 0.8, Max: 400}, 4, 400); math.Abs(f-0.193) > 0.01 {
 			t.Fatalf("share at the cap %v, want ~0.193", f)
 		}
 	})
 	t.Run("choice weights", func(t *testing.T) {
-		l, _ := NewLengthSampler(LengthSpec{Dist: DistChoice, Choices: []Choice{{100, 9}, {9100, 1}}})
-		r := newRand(5)
-		long := 0
-		for range n {
-			if l.Draw(r) == 9100 {
-				long++
-			}
-		}
 		// 10% +- 4.5 SE (SE = 0.0015)
-		if f := float64(long) / n; math.Abs(f-0.1) > 0.007 {
+		if f := share(t, LengthSpec{Dist: DistChoice, Choices: []Choice{{100, 9}, {9100, 1}}}, 5, 9100); math.Abs(f-0.1) > 0.007 {
 			t.Fatalf("share of 9100 %v, want 0.1", f)
 		}
 	})

@@ -38,6 +38,48 @@ const (
 	nonceWord = "the"
 )
 
+// groupSearch is the word list search of buildAlphabet and the trace
+// prompts' build: in order, groups of g candidate words (a power of two,
+// from maxAlphabet; halved on a failure, doubled on a pass) are counted
+// with count, and a group passes when keep holds for its count c, want
+// (the count of g copies of nonceWord) and g; at most maxAlphabet words,
+// alphabetCalls calls. It returns the words that passed so far, with
+// count's error.
+func groupSearch(ctx context.Context, count func(ctx context.Context, words []string) (int, error), keep func(c, want, g int) bool) ([]string, error) {
+	ref := map[int]int{} // count of g copies of nonceWord
+	var words []string
+	calls, pos, g := 0, 0, maxAlphabet
+	for pos < len(wordList) && len(words) < maxAlphabet && calls < alphabetCalls {
+		g = 1 << (bits.Len(uint(min(g, maxAlphabet-len(words), len(wordList)-pos))) - 1) // a power of two
+		want, ok := ref[g]
+		if !ok {
+			c, err := count(ctx, strings.Fields(strings.Repeat(nonceWord+" ", g)))
+			if err != nil {
+				return words, err
+			}
+			calls++
+			ref[g], want = c, c
+		}
+		group := wordList[pos : pos+g]
+		c, err := count(ctx, group)
+		if err != nil {
+			return words, err
+		}
+		calls++
+		switch {
+		case keep(c, want, g):
+			words = append(words, group...)
+			pos += g
+			g *= 2
+		case g == 1:
+			pos++
+		default:
+			g /= 2
+		}
+	}
+	return words, nil
+}
+
 // alphabet is the nonce's digit words for one tokenizer and prefix.
 type alphabet struct {
 	words  []string // distinct, no spaces
@@ -58,43 +100,15 @@ type alphabet struct {
 // tested at the start of the text (startWords), where a group puts only
 // its first word.
 func (st *cacheState) buildAlphabet(ctx context.Context) error {
-	compose := func(words []string) string {
+	words, err := groupSearch(ctx, func(ctx context.Context, words []string) (int, error) {
 		body := strings.Join(words, " ")
-		if st.prefixText == "" {
-			return body
+		if st.prefixText != "" {
+			body = st.prefixText + " " + body
 		}
-		return st.prefixText + " " + body
-	}
-	ref := map[int]int{} // count of g copies of nonceWord
-	var words []string
-	calls, pos, g := 0, 0, maxAlphabet
-	for pos < len(wordList) && len(words) < maxAlphabet && calls < alphabetCalls {
-		g = 1 << (bits.Len(uint(min(g, maxAlphabet-len(words), len(wordList)-pos))) - 1) // a power of two
-		want, ok := ref[g]
-		if !ok {
-			c, err := st.count(ctx, compose(strings.Fields(strings.Repeat(nonceWord+" ", g))))
-			if err != nil {
-				return err
-			}
-			calls++
-			ref[g], want = c, c
-		}
-		group := wordList[pos : pos+g]
-		c, err := st.count(ctx, compose(group))
-		if err != nil {
-			return err
-		}
-		calls++
-		switch {
-		case c == want:
-			words = append(words, group...)
-			pos += g
-			g *= 2
-		case g == 1:
-			pos++
-		default:
-			g /= 2
-		}
+		return st.count(ctx, body)
+	}, func(c, want, _ int) bool { return c == want })
+	if err != nil {
+		return err
 	}
 	a := &alphabet{words: words, first: words, tested: len(words) >= 2}
 	if a.tested && st.prefixText == "" {

@@ -10,16 +10,7 @@ import (
 // TestReasoningAndToolsValidate pins the errors of the reasoning options and
 // the tools feature.
 func TestReasoningAndToolsValidate(t *testing.T) {
-	f := func(r Request, want string) {
-		t.Helper()
-		err := r.Validate()
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("unexpected error %v", err)
-		case want != "" && (err == nil || err.Error() != want):
-			t.Errorf("error %v, want %q", err, want)
-		}
-	}
+	f := func(r Request, want string) { t.Helper(); checkValidate(t, r, want) }
 	weather := ToolSpec{Name: "get_weather", Parameters: map[string]any{"type": "object",
 		"properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}
 	f(Request{ReasoningEffort: "low", ChatTemplateKwargs: map[string]any{"enable_thinking": false},

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,12 +97,8 @@ func (p *TracePrompts) Info() TracePromptInfo {
 	}
 	info.Method = Method(st.tok)
 	info.TokenizeCalls = st.calls.Load()
-	select {
-	case <-st.done:
-		if st.err == nil {
-			info.OverheadTokens, info.Words, info.Sized = st.overhead, len(st.words), !st.fast.Load()
-		}
-	default:
+	if built(st.done, &st.err) {
+		info.OverheadTokens, info.Words, info.Sized = st.overhead, len(st.words), !st.fast.Load()
 	}
 	st.mu.Lock()
 	info.CacheBytes, info.Evictions = st.bytes, st.evictions
@@ -190,18 +185,8 @@ func (p *TracePrompts) ready(ctx context.Context, tok Tokenizer) (*traceState, e
 		p.state = st
 	}
 	p.mu.Unlock()
-	if build {
-		func() {
-			defer close(st.done)
-			st.err = errBuildPanicked
-			st.err = st.build(ctx)
-		}()
-	} else {
-		select {
-		case <-st.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := buildOrWait(ctx, build, st.done, &st.err, func() error { return st.build(ctx) }); err != nil {
+		return nil, err
 	}
 	if st.err != nil {
 		p.mu.Lock()
@@ -215,12 +200,7 @@ func (p *TracePrompts) ready(ctx context.Context, tok Tokenizer) (*traceState, e
 }
 
 func (st *traceState) count(ctx context.Context, text string) (int, error) {
-	st.calls.Add(1)
-	n, err := st.tok.Count(ctx, text)
-	if err != nil {
-		return 0, fmt.Errorf("workload: sizing trace prompt: %w", err)
-	}
-	return n, nil
+	return sizeCount(ctx, st.tok, &st.calls, "trace prompt", text)
 }
 
 // build measures the overhead and tests the word list for one-token words,
@@ -231,35 +211,11 @@ func (st *traceState) build(ctx context.Context) error {
 		return err
 	}
 	st.overhead = max(0, one-1)
-	ref := map[int]int{}
-	calls, pos, g := 0, 0, maxAlphabet
-	for pos < len(wordList) && len(st.words) < maxAlphabet && calls < alphabetCalls {
-		g = 1 << (bits.Len(uint(min(g, maxAlphabet-len(st.words), len(wordList)-pos))) - 1)
-		want, ok := ref[g]
-		if !ok {
-			c, err := st.count(ctx, strings.TrimSuffix(strings.Repeat(nonceWord+" ", g), " "))
-			if err != nil {
-				return err
-			}
-			calls++
-			ref[g], want = c, c
-		}
-		group := wordList[pos : pos+g]
-		c, err := st.count(ctx, strings.Join(group, " "))
-		if err != nil {
-			return err
-		}
-		calls++
-		switch {
-		case c == want && want == st.overhead+g:
-			st.words = append(st.words, group...)
-			pos += g
-			g *= 2
-		case g == 1:
-			pos++
-		default:
-			g /= 2
-		}
+	st.words, err = groupSearch(ctx, func(ctx context.Context, words []string) (int, error) {
+		return st.count(ctx, strings.Join(words, " "))
+	}, func(c, want, g int) bool { return c == want && want == st.overhead+g })
+	if err != nil {
+		return err
 	}
 	if len(st.words) < minTraceWords {
 		return nil
