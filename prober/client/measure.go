@@ -148,7 +148,7 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 			continue
 		}
 		if m.api.decode == decodeMessages {
-			if class, msg, fromServer, end := m.msgEvent(at, since, ev.Data); end {
+			if class, msg, fromServer, end := m.msgEvent(at, since, ev.Type, ev.Data); end {
 				return class, msg, fromServer
 			}
 			continue

@@ -26,7 +26,10 @@ import (
 //	message_delta        {"delta": {"stop_reason"}, "usage": {output_tokens}}
 //	message_stop         the end (vLLM then sends data: [DONE] as well)
 //	ping                 nothing
-//	error                {"error": {"type", "message"}}: a failure
+//	error                {"error": {"type", "message"}}: a failure; an
+//	                     event named error is one whatever its data
+//	                     (llama.cpp sends its OpenAI-style error object,
+//	                     {"code", "message", "type": "server_error"})
 //
 // A text, thinking or input_json delta is a token event (chat's rules for
 // TTFT, ITL and E2E); message_start is not (Anthropic sends it before the
@@ -105,7 +108,11 @@ func decodeMsgEvent(data []byte, e *msgEvent) error {
 		case "index":
 			e.index, err = d.intOrSkip("index", 2)
 		case "message":
-			err = d.msgMessage(e)
+			if d.peek() == '"' { // an OpenAI-style error object's message
+				err = d.strOrSkip(2, &e.errMsg, &e.errEsc)
+			} else {
+				err = d.msgMessage(e)
+			}
 		case "content_block":
 			err = d.msgBlock(e)
 		case "delta":
@@ -260,10 +267,22 @@ func (d *decoder) msgErr(e *msgEvent) error {
 
 // msgEvent measures one Messages API event; end is true when the stream
 // is over (message_stop or an error event), with its class.
-func (m *measurer) msgEvent(at time.Time, since time.Duration, data []byte) (
+func (m *measurer) msgEvent(at time.Time, since time.Duration, name, data []byte) (
 	class prober.ErrorClass, msg string, fromServer, end bool) {
 	rec, e := m.rec, &m.me
-	if err := decodeMsgEvent(data, e); err != nil {
+	err := decodeMsgEvent(data, e)
+	if string(name) == "error" && e.kind != msgError {
+		// An error event in another shape (llama.cpp's): its message,
+		// or its data when that is not JSON.
+		msg := "server error event"
+		if err == nil && e.errMsg != nil {
+			msg += ": " + rawString(e.errMsg, e.errEsc)
+		} else {
+			msg += ": " + trimTo(string(data), maxErrorMessage)
+		}
+		return prober.ClassStream, msg, true, true
+	}
+	if err != nil {
 		if !m.gotToken {
 			return prober.ClassInvalidResponse, "first event: " + err.Error(), false, true
 		}
