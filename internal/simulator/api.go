@@ -98,6 +98,7 @@ func (s *Simulator) routes() http.Handler {
 		})
 		handle(http.MethodGet, "/api/tags", s.handleOllamaTags)
 		handle(http.MethodPost, "/api/show", s.handleOllamaShow)
+		handle(http.MethodGet, "/api/ps", s.handleOllamaPs)
 	default:
 		handle(http.MethodPost, "/tokenize", s.handleTokenize)
 		handle(http.MethodPost, "/detokenize", s.handleDetokenize)
