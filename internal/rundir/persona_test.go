@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -49,7 +50,7 @@ func TestRunPersonas(t *testing.T) {
 			// The prefix-cache figures come from llamacpp:prompt_tokens_total
 			// and llamacpp:prompt_tokens_cached_total (issue 22 V7).
 			missing: []string{"preemptions", "ttft", "itl", "tpot", "e2el", "queue_time", "client_minus_server_ttft_mean_ms"}},
-		{engine: simulator.EngineOllama, title: "Ollama", source: "/api/tags", contextSource: "/api/show parameters num_ctx",
+		{engine: simulator.EngineOllama, title: "Ollama", source: "/api/tags", contextSource: engine.OllamaPsContextSource,
 			version: simulator.VersionOllama},
 	}
 	for _, tt := range tests {

@@ -70,9 +70,10 @@ func (s *Simulator) routes() http.Handler {
 		handle(http.MethodPost, "/v1/rerank", s.handleRerank)
 		handle(http.MethodPost, "/score", s.handleScore)
 	}
-	if s.light == nil && (s.cfg.Engine == "" || s.cfg.Engine == EngineVLLM || s.cfg.Engine == EngineSGLang || s.cfg.Engine == EngineOllama) {
-		// vLLM, SGLang and Ollama serve the Anthropic Messages API
-		// (testdata/engines/sglang/0.5/README.md, ollama/0.33/README.md).
+	if s.light == nil && s.cfg.Engine != EngineTGI && s.cfg.Engine != EngineGeneric {
+		// vLLM, SGLang, llama.cpp and Ollama serve the Anthropic
+		// Messages API (testdata/engines/sglang/0.5/README.md,
+		// llamacpp/2025-12/README.md, ollama/0.33/README.md).
 		handle(http.MethodPost, "/v1/messages", func(w http.ResponseWriter, r *http.Request) {
 			s.generate(w, r, kindMessages) // messages.go
 		})
@@ -97,6 +98,7 @@ func (s *Simulator) routes() http.Handler {
 		})
 		handle(http.MethodGet, "/api/tags", s.handleOllamaTags)
 		handle(http.MethodPost, "/api/show", jsonBody(s.handleOllamaShow))
+		handle(http.MethodGet, "/api/ps", s.handleOllamaPs)
 	default:
 		handle(http.MethodPost, "/tokenize", s.handleTokenize)
 		handle(http.MethodPost, "/detokenize", s.handleDetokenize)

@@ -129,7 +129,7 @@ func (s *Simulator) generate(w http.ResponseWriter, r *http.Request, kind apiKin
 		return
 	}
 	c, reqNo, replica := s.startCall(w, r)
-	c.anthropic = kind == kindMessages
+	c.anthropic = kind == kindMessages && s.cfg.Engine != EngineLlamaCpp // llama.cpp: its OpenAI-style error object
 	defer c.record()
 	rid := c.tr.RequestID
 	g, e := s.parseGen(w, r, kind)

@@ -42,6 +42,17 @@ import (
 // with the prompt's input_tokens, no ping, a thinking block without a
 // signature_delta, message_delta with input and output tokens, and no
 // data: [DONE].
+//
+// The llama.cpp persona answers as llama-server does
+// (tools/server/server-task.cpp to_json_anthropic and
+// to_json_anthropic_stream, testdata/engines/llamacpp/2025-12/README.md):
+// message_start with null stop fields and the prompt's input_tokens, no
+// ping, a thinking block that stays open while the text streams (both
+// closed at the end, the thinking one after an empty signature_delta),
+// message_delta with a null stop_sequence and output_tokens only, no
+// data: [DONE]; an error is an "error" event whose data is its OpenAI-style
+// error object (type "server_error"), and a refused request's body is that
+// object too.
 
 // messagesFields are the Messages API's request fields chat has not.
 type messagesFields struct {
@@ -177,6 +188,10 @@ type msgStream struct {
 	index  int    // the open (or next) content block's index
 	sglang bool   // SGLang's shape (see the file comment)
 	ollama bool   // Ollama's shape (see the file comment)
+	llama  bool   // llama.cpp's shape (see the file comment)
+	// thinking is the index of llama.cpp's thinking block, left open
+	// while the text streams (-1: none).
+	thinking int
 	// seq and cacheReport give SGLang's cache_read_input_tokens.
 	seq         *sequence
 	cacheReport bool
@@ -200,6 +215,13 @@ func (m *msgStream) begin() error {
 			"role": "assistant", "model": m.model, "content": []any{},
 			"usage": map[string]any{"input_tokens": m.prompt, "output_tokens": 0}}}, false)
 	}
+	if m.llama {
+		// llama.cpp: message_start with the first token, null stop
+		// fields, no ping.
+		return m.emit("message_start", map[string]any{"message": map[string]any{"id": m.id, "type": "message",
+			"role": "assistant", "content": []any{}, "model": m.model, "stop_reason": nil, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": m.prompt, "output_tokens": 0}}}, false)
+	}
 	if m.sglang {
 		// SGLang: message_start on the role chunk, whose usage is
 		// null (input_tokens 0); no ping.
@@ -219,6 +241,14 @@ func (m *msgStream) begin() error {
 // reason, the usage of sent tokens), message_stop and vLLM's [DONE] (not
 // SGLang's or Ollama's).
 func (m *msgStream) end(reason string, sent int) {
+	if m.thinking >= 0 { // llama.cpp: the thinking block closes first
+		active, index := m.active, m.index
+		m.active, m.index = "thinking", m.thinking
+		if m.stop() != nil {
+			return
+		}
+		m.active, m.index = active, index
+	}
 	if m.stop() != nil {
 		return
 	}
@@ -239,10 +269,13 @@ func (m *msgStream) end(reason string, sent int) {
 	if m.ollama {
 		delta = map[string]any{"stop_reason": stopReason(reason)}
 	}
+	if m.llama {
+		usage = map[string]any{"output_tokens": sent}
+	}
 	if m.emit("message_delta", map[string]any{"delta": delta, "usage": usage}, false) != nil {
 		return
 	}
-	if m.emit("message_stop", map[string]any{}, false) != nil || !m.sglang && !m.ollama && m.c.write([]byte("data: [DONE]\n\n")) != nil {
+	if m.emit("message_stop", map[string]any{}, false) != nil || !m.sglang && !m.ollama && !m.llama && m.c.write([]byte("data: [DONE]\n\n")) != nil {
 		return
 	}
 	m.c.tr.DoneNS = time.Now().UnixNano()
@@ -250,6 +283,9 @@ func (m *msgStream) end(reason string, sent int) {
 
 // fail implements namedStream: an error event.
 func (m *msgStream) fail() error {
+	if m.llama {
+		return m.c.namedEvent("error", []byte(`{"code":500,"message":"simulated fault: error during generation","type":"server_error"}`), false)
+	}
 	return m.emit("error", map[string]any{"error": map[string]any{"type": "internal_error",
 		"message": "simulated fault: error during generation"}}, false)
 }
@@ -263,6 +299,11 @@ func (m *msgStream) truncated() (string, []byte) {
 func (m *msgStream) start(typ string, block map[string]any) error {
 	if m.active == typ {
 		return nil
+	}
+	if m.llama && m.active == "thinking" {
+		// llama.cpp leaves the thinking block open (end closes it).
+		m.thinking, m.active = m.index, ""
+		m.index++
 	}
 	if err := m.stop(); err != nil {
 		return err
@@ -279,8 +320,12 @@ func (m *msgStream) stop() error {
 		return nil
 	}
 	if m.active == "thinking" && !m.ollama {
+		sig := "sig_" + m.id
+		if m.llama {
+			sig = "" // no signature for a local model
+		}
 		if err := m.emit("content_block_delta", map[string]any{"index": m.index,
-			"delta": map[string]any{"type": "signature_delta", "signature": "sig_" + m.id}}, false); err != nil {
+			"delta": map[string]any{"type": "signature_delta", "signature": sig}}, false); err != nil {
 			return err
 		}
 	}
@@ -330,7 +375,8 @@ func (s *Simulator) streamMessages(c *call, g *genRequest, seq *sequence, fp fau
 		return
 	}
 	m := &msgStream{c: c, id: id, model: g.model, prompt: len(g.prompt), seq: seq,
-		sglang: s.cfg.Engine == EngineSGLang, ollama: s.cfg.Engine == EngineOllama, cacheReport: s.cfg.EnablePromptTokensDetails}
+		sglang: s.cfg.Engine == EngineSGLang, ollama: s.cfg.Engine == EngineOllama, llama: s.cfg.Engine == EngineLlamaCpp,
+		thinking: -1, cacheReport: s.cfg.EnablePromptTokensDetails}
 	if fp.empty {
 		if m.begin() == nil {
 			c.tr.FinishReason = finishStop

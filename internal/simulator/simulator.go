@@ -219,8 +219,8 @@ func (s *Simulator) LogStartup(addr string) {
 	endpoints := map[string]string{
 		EngineSGLang:   "/v1/models /v1/completions /v1/chat/completions /v1/messages /tokenize /get_server_info /get_model_info /health /metrics",
 		EngineTGI:      "/v1/models /v1/completions /v1/chat/completions /tokenize /chat_tokenize /info /health /metrics",
-		EngineLlamaCpp: "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /apply-template /props /health /metrics",
-		EngineOllama:   "/v1/models /v1/completions /v1/chat/completions /v1/messages /api/version /api/tags /api/show",
+		EngineLlamaCpp: "/v1/models /v1/completions /v1/chat/completions /v1/messages /tokenize /detokenize /apply-template /props /health /metrics",
+		EngineOllama:   "/v1/models /v1/completions /v1/chat/completions /v1/messages /api/version /api/tags /api/show /api/ps",
 		EngineGeneric:  "/v1/models /v1/completions /v1/chat/completions /tokenize /detokenize /version /health (every other GET: the version)",
 	}[c.Engine]
 	if endpoints == "" {

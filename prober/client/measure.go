@@ -142,7 +142,7 @@ func (m *measurer) loop(p *sse.Parser) (prober.ErrorClass, string, bool) {
 			return prober.ClassStream, "stream ended in the middle of an event", false
 		}
 		if m.api.decode == decodeResponses || m.api.decode == decodeMessages {
-			if class, msg, fromServer, end := m.namedEvent(at, since, ev.Data); end {
+			if class, msg, fromServer, end := m.namedEvent(at, since, ev.Type, ev.Data); end {
 				return class, msg, fromServer
 			}
 			continue

@@ -26,7 +26,10 @@ import (
 //	message_delta        {"delta": {"stop_reason"}, "usage": {output_tokens}}
 //	message_stop         the end (vLLM then sends data: [DONE] as well)
 //	ping                 nothing
-//	error                {"error": {"type", "message"}}: a failure
+//	error                {"error": {"type", "message"}}: a failure; an
+//	                     event named error is one whatever its data
+//	                     (llama.cpp sends its OpenAI-style error object,
+//	                     {"code", "message", "type": "server_error"})
 //
 // A text, thinking or input_json delta is a token event (chat's rules for
 // TTFT, ITL and E2E); message_start is not (Anthropic sends it before the
@@ -105,7 +108,11 @@ func decodeMsgEvent(data []byte, e *msgEvent) error {
 		case "index":
 			e.index, err = d.intOrSkip("index", 2)
 		case "message":
-			err = d.msgMessage(e)
+			if d.peek() == '"' { // an OpenAI-style error object's message
+				err = d.strOrSkip(2, &e.errMsg, &e.errEsc)
+			} else {
+				err = d.msgMessage(e)
+			}
 		case "content_block":
 			err = d.msgBlock(e)
 		case "delta":

@@ -232,17 +232,30 @@ func (d *decoder) detailInt(key string, v *int, ok *bool) error {
 }
 
 // namedEvent decodes and measures one event of the Responses or the
-// Messages API (respEvent, msgEvent); end is true when the stream is over,
-// with its class.
-func (m *measurer) namedEvent(at time.Time, since time.Duration, data []byte) (
+// Messages API (respEvent, msgEvent), name being its SSE event name; end
+// is true when the stream is over, with its class.
+func (m *measurer) namedEvent(at time.Time, since time.Duration, name, data []byte) (
 	class prober.ErrorClass, msg string, fromServer, end bool) {
 	var err error
 	if m.api.decode == decodeResponses {
 		if err = decodeRespEvent(data, &m.re); err == nil {
 			return m.respEvent(at, since)
 		}
-	} else if err = decodeMsgEvent(data, &m.me); err == nil {
-		return m.msgEvent(at, since)
+	} else {
+		err = decodeMsgEvent(data, &m.me)
+		if string(name) == "error" && m.me.kind != msgError {
+			// A Messages error event in another shape (llama.cpp's
+			// OpenAI-style error object): its message, or its data
+			// when that is not JSON.
+			msg := "server error event: " + trimTo(string(data), maxErrorMessage)
+			if err == nil && m.me.errMsg != nil {
+				msg = "server error event: " + rawString(m.me.errMsg, m.me.errEsc)
+			}
+			return prober.ClassStream, msg, true, true
+		}
+		if err == nil {
+			return m.msgEvent(at, since)
+		}
 	}
 	class, msg = m.malformed(err)
 	return class, msg, false, true

@@ -173,6 +173,25 @@ func (e *Endpoint) engineInfo(ctx context.Context, info *Info, eng *engine.Engin
 		body, err := e.postBody(ctx, mi.Path, map[string]string{"model": info.Model})
 		read("POST "+mi.Path, body, err, mi.Parse)
 	}
+	if eng.Name() == engine.Ollama && info.Model != "" {
+		e.ollamaLoadedContext(ctx, info)
+	}
+}
+
+// ollamaLoadedContext reads the context Ollama's loaded model runs with
+// from GET /api/ps: the served context, which outranks /api/show's num_ctx
+// (Ollama clamps it to the trained one) and is the only source of it when
+// the Modelfile sets none. A model that is not loaded now (before its
+// first request, or after keep_alive) tells nothing, and neither does a
+// failed call: the context stays as /api/show gave it.
+func (e *Endpoint) ollamaLoadedContext(ctx context.Context, info *Info) {
+	body, err := e.getBody(ctx, engine.OllamaPsPath)
+	if err != nil {
+		return
+	}
+	if n, loaded, _ := engine.ParseOllamaPs(body, info.Model); loaded {
+		info.MaxModelLen, info.MaxModelLenSource = n, engine.OllamaPsContextSource
+	}
 }
 
 // maxEngineNotes bounds Info.EngineNotes (one per engine endpoint read;

@@ -70,7 +70,7 @@ func TestDiscoverAndSizePersonas(t *testing.T) {
 	f(simulator.EngineSGLang, want{engine.SGLang, EngineFromMetrics, simulator.VersionSGLang, "/v1/models max_model_len", "max_running_requests", tokenize, calibrated})
 	f(simulator.EngineTGI, want{engine.TGI, EngineFromMetrics, simulator.VersionTGI, "/info max_total_tokens", "max_input_tokens", tokenize, tokenize})
 	f(simulator.EngineLlamaCpp, want{engine.LlamaCpp, EngineFromMetrics, simulator.VersionLlamaCpp, "/props default_generation_settings.n_ctx", "total_slots", tokenize, tokenize})
-	f(simulator.EngineOllama, want{engine.Ollama, "/api/tags", simulator.VersionOllama, "/api/show parameters num_ctx", "context_length_trained", calibrated, calibrated})
+	f(simulator.EngineOllama, want{engine.Ollama, "/api/tags", simulator.VersionOllama, engine.OllamaPsContextSource, "context_length_trained", calibrated, calibrated})
 }
 
 // TestConfiguredEngineSkipsDetection: a configured engine is used as is

@@ -127,7 +127,40 @@ const (
 	OllamaVersionPath = "/api/version"
 	OllamaTagsPath    = "/api/tags"
 	OllamaShowPath    = "/api/show"
+	// OllamaPsPath lists the loaded models, each with the context it runs
+	// with (ProcessModelResponse.context_length): the served context,
+	// which /api/show states only when the Modelfile sets num_ctx.
+	OllamaPsPath = "/api/ps"
 )
+
+// OllamaPsContextSource names ParseOllamaPs's context length as its source.
+const OllamaPsContextSource = "/api/ps context_length (the loaded model's)"
+
+// ParseOllamaPs reads Ollama's GET /api/ps ({"models": [{"name", "model",
+// ..., "context_length"}]}) for model: the context the loaded model runs
+// with (Ollama picks it from num_ctx, OLLAMA_CONTEXT_LENGTH or the VRAM,
+// clamped to the trained one). loaded is false when model is not in the
+// list (Ollama loads a model at its first request and unloads it after
+// keep_alive); ok is false when the body is not that shape.
+func ParseOllamaPs(body []byte, model string) (ctx int, loaded, ok bool) {
+	var v struct {
+		Models []struct {
+			Name          string          `json:"name"`
+			Model         string          `json:"model"`
+			ContextLength json.RawMessage `json:"context_length"`
+		} `json:"models"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0, false, false
+	}
+	for _, m := range v.Models {
+		if m.Name == model || m.Model == model {
+			n := PositiveInt(m.ContextLength)
+			return n, n > 0, true
+		}
+	}
+	return 0, false, true
+}
 
 // DetectionOrder lists the engines whose detection probe (Detection) is
 // tried, in order, when /metrics and /v1/models did not say.
