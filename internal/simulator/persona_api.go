@@ -202,7 +202,7 @@ func (s *Simulator) handleOllamaTags(w http.ResponseWriter, _ *http.Request) {
 func (s *Simulator) handleOllamaPs(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"models": []any{map[string]any{
 		"name": s.cfg.Model, "model": s.cfg.Model, "size": 6654289920,
-		"digest":  "365c0bd3c000a25d28ddbf732fe1c6add414de7275464c4e4d1c3b5fcb5d8ad1",
+		"digest": "365c0bd3c000a25d28ddbf732fe1c6add414de7275464c4e4d1c3b5fcb5d8ad1",
 		"details": map[string]any{"parent_model": "", "format": "gguf", "family": "llama", "families": []string{"llama"},
 			"parameter_size": "8.0B", "quantization_level": "Q4_K_M"},
 		"expires_at": "2099-01-01T00:00:00Z", "size_vram": 6654289920, "context_length": s.cfg.MaxModelLen,
