@@ -188,26 +188,28 @@ func (s *Simulator) handleProps(w http.ResponseWriter, _ *http.Request) {
 // handleOllamaTags answers Ollama's GET /api/tags: the served model as a
 // pulled one, with its digest and details.
 func (s *Simulator) handleOllamaTags(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"models": []any{map[string]any{
-		"name": s.cfg.Model, "model": s.cfg.Model, "modified_at": "2025-10-01T00:00:00Z", "size": 4920753328,
-		"digest": "365c0bd3c000a25d28ddbf732fe1c6add414de7275464c4e4d1c3b5fcb5d8ad1",
-		"details": map[string]any{"parent_model": "", "format": "gguf", "family": "llama", "families": []string{"llama"},
-			"parameter_size": "8.0B", "quantization_level": "Q4_K_M"},
-	}}})
+	s.ollamaModels(w, map[string]any{"modified_at": "2025-10-01T00:00:00Z", "size": 4920753328})
 }
 
 // handleOllamaPs answers Ollama's GET /api/ps: the served model as a
 // loaded one (the simulator's model is always loaded), running with
 // MaxModelLen as its context_length.
 func (s *Simulator) handleOllamaPs(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"models": []any{map[string]any{
-		"name": s.cfg.Model, "model": s.cfg.Model, "size": 6654289920,
-		"digest": "365c0bd3c000a25d28ddbf732fe1c6add414de7275464c4e4d1c3b5fcb5d8ad1",
-		"details": map[string]any{"parent_model": "", "format": "gguf", "family": "llama", "families": []string{"llama"},
-			"parameter_size": "8.0B", "quantization_level": "Q4_K_M"},
-		"expires_at": "2099-01-01T00:00:00Z", "size_vram": 6654289920, "context_length": s.cfg.MaxModelLen,
-	}}})
+	s.ollamaModels(w, map[string]any{"size": 6654289920, "expires_at": "2099-01-01T00:00:00Z",
+		"size_vram": 6654289920, "context_length": s.cfg.MaxModelLen})
 }
+
+// ollamaModels answers {"models": [the served model]}: its name, digest
+// and details with the fields of m.
+func (s *Simulator) ollamaModels(w http.ResponseWriter, m map[string]any) {
+	m["name"], m["model"], m["details"] = s.cfg.Model, s.cfg.Model, ollamaDetails
+	m["digest"] = "365c0bd3c000a25d28ddbf732fe1c6add414de7275464c4e4d1c3b5fcb5d8ad1"
+	writeJSON(w, http.StatusOK, map[string]any{"models": []any{m}})
+}
+
+// ollamaDetails is the served model's ModelDetails.
+var ollamaDetails = map[string]any{"parent_model": "", "format": "gguf", "family": "llama", "families": []string{"llama"},
+	"parameter_size": "8.0B", "quantization_level": "Q4_K_M"}
 
 // handleOllamaShow answers Ollama's POST /api/show {"model"}: parameters
 // with num_ctx (the served context), model_info with the trained one.
@@ -224,11 +226,10 @@ func (s *Simulator) handleOllamaShow(w http.ResponseWriter, req struct {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"modelfile":  "FROM " + m,
-		"parameters": "num_ctx                        " + strconv.Itoa(s.cfg.MaxModelLen) + "\nstop                           \"<|eot_id|>\"",
-		"template":   "{{ .Prompt }}",
-		"details": map[string]any{"parent_model": "", "format": "gguf", "family": "llama", "families": []string{"llama"},
-			"parameter_size": "8.0B", "quantization_level": "Q4_K_M"},
+		"modelfile":    "FROM " + m,
+		"parameters":   "num_ctx                        " + strconv.Itoa(s.cfg.MaxModelLen) + "\nstop                           \"<|eot_id|>\"",
+		"template":     "{{ .Prompt }}",
+		"details":      ollamaDetails,
 		"model_info":   map[string]any{"general.architecture": "llama", "llama.context_length": s.trainedContext()},
 		"capabilities": []string{"completion"},
 	})
