@@ -110,7 +110,8 @@ type Config struct {
 	TraceFile string
 
 	// ReasoningTokens makes a reasoning model (`--reasoning-tokens`; the
-	// vLLM, SGLang and llama.cpp personas): the first ReasoningTokens output tokens of a chat or
+	// vLLM, SGLang, llama.cpp and Ollama personas, Ollama's with
+	// ReasoningField "reasoning"): the first ReasoningTokens output tokens of a chat or
 	// Responses request are its thinking (reasoning.go). Default 0.
 	ReasoningTokens int
 	// SpecDraftTokens makes llama-server's speculative decoding
@@ -254,8 +255,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--reasoning-tokens must be in [0, %d], got %d", MaxReasoningTokens, c.ReasoningTokens)
 	case c.EmbeddingDim < 0 || c.EmbeddingDim > MaxEmbeddingDim:
 		return fmt.Errorf("--embedding-dim must be in [0, %d], got %d", MaxEmbeddingDim, c.EmbeddingDim)
-	case c.ReasoningTokens > 0 && c.Engine != "" && c.Engine != EngineVLLM && c.Engine != EngineSGLang && c.Engine != EngineLlamaCpp:
-		return fmt.Errorf("--reasoning-tokens is served by the vllm, sglang and llamacpp personas only (their chat streams reasoning_content), not --engine %s", c.Engine)
+	case c.ReasoningTokens > 0 && c.Engine == EngineOllama && c.ReasoningField != ReasoningField:
+		return fmt.Errorf("--reasoning-tokens with --engine ollama needs --reasoning-field %s (Ollama streams the thinking as delta.reasoning)", ReasoningField)
+	case c.ReasoningTokens > 0 && c.Engine != "" && c.Engine != EngineVLLM && c.Engine != EngineSGLang && c.Engine != EngineLlamaCpp && c.Engine != EngineOllama:
+		return fmt.Errorf("--reasoning-tokens is served by the vllm, sglang, llamacpp and ollama personas only, not --engine %s", c.Engine)
 	}
 	if err := c.validateLoRA(); err != nil {
 		return err
