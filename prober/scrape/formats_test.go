@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -424,8 +425,19 @@ func TestHostileOpenMetrics(t *testing.T) {
 }
 
 // TestHostileProtobuf: a malformed protobuf body is a *ParseError naming
-// the message that failed.
+// the message that failed. A NUL byte is valid UTF-8 yet no text exposition
+// can carry it (FuzzParseProtobuf found a name with one whose rendering
+// did not parse), so it is refused in names, help and labels.
 func TestHostileProtobuf(t *testing.T) {
+	withFamily := func(name, help, value string) []byte { // marshalled as is (expfmt's encoder escapes names)
+		b, err := proto.Marshal(&dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Label: []*dto.LabelPair{{Name: proto.String("l"), Value: proto.String(value)}},
+				Gauge: &dto.Gauge{Value: proto.Float64(1)}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(protowire.AppendVarint(nil, uint64(len(b))), b...)
+	}
 	good := encode(t, []*dto.MetricFamily{{Name: proto.String("a"), Type: dto.MetricType_GAUGE.Enum(),
 		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}}}, FormatProtobuf)
 	bad := encode(t, []*dto.MetricFamily{{Name: proto.String(""), Type: dto.MetricType_GAUGE.Enum()}}, FormatProtobuf)
@@ -440,6 +452,9 @@ func TestHostileProtobuf(t *testing.T) {
 		{"not a MetricFamily", []byte{0x02, 0xff, 0xff}, "message 1: "},
 		{"second family of a name", append(slices.Clone(good), good...), `message 2: second family "a"`},
 		{"invalid name", append(slices.Clone(good), bad...), `message 2: invalid metric name ""`},
+		{"NUL in a name", withFamily("a\x00b", "", "v"), `message 1: invalid metric name "a\x00b"`},
+		{"NUL in help", withFamily("a", "h\x00", "v"), `message 1: family "a": help or unit is not UTF-8 without NUL bytes`},
+		{"NUL in a label value", withFamily("a", "", "v\x00"), `message 1: family "a": invalid label "l"="v\x00"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
