@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"sort"
-
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -243,14 +241,4 @@ func (c *Catalog) AddRecorded(files []File) {
 func (c *Catalog) Source(name string) (string, bool) {
 	s, ok := c.src[name]
 	return s, ok
-}
-
-// Names returns every name in the catalog, sorted.
-func (c *Catalog) Names() []string {
-	out := make([]string, 0, len(c.src))
-	for n := range c.src {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

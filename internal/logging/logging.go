@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -82,9 +81,6 @@ func New(c Config, w io.Writer) log.Logger {
 	l = level.NewFilter(l, opt)
 	return log.With(l, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller)
 }
-
-// NewStderr is New writing to os.Stderr.
-func NewStderr(c Config) log.Logger { return New(c, os.Stderr) }
 
 // Slog returns a *slog.Logger whose records are forwarded to l with their
 // level, message and attributes as key/value pairs.

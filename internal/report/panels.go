@@ -80,15 +80,3 @@ func fitLegend(pn *panel, c draw.Canvas) {
 // minDataShare is the least of a panel's height its data keeps, however
 // many legend entries it has.
 const minDataShare = 0.4
-
-func savePlot(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	wt, err := p.WriterTo(w, h, "svg")
-	if err != nil {
-		return nil, fmt.Errorf("render svg: %w", err)
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("write svg: %w", err)
-	}
-	return buf.Bytes(), nil
-}

@@ -3,7 +3,6 @@ package engine
 import (
 	"bufio"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -372,14 +371,4 @@ func configFrom(cfg map[string]string, raw map[string]json.RawMessage, keys ...s
 			cfg[k] = s
 		}
 	}
-}
-
-// SortedKeys returns the keys of m in order (for stable output).
-func SortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"crypto/md5"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -73,16 +72,6 @@ func Owner(name string, n int) int {
 		}
 	}
 	return best
-}
-
-// HashmodOwner is Prometheus' hashmod relabel action on the name: the low 8
-// bytes of its MD5, big-endian, mod n. It is here for comparison
-// (docs/scaling.md, the shard tests): a Prometheus that scrapes the
-// replicas can shard the same way only by hashmod, and hashmod moves most
-// targets when n changes.
-func HashmodOwner(name string, n int) int {
-	sum := md5.Sum([]byte(name))
-	return int(binary.BigEndian.Uint64(sum[8:]) % uint64(n))
 }
 
 // mix64 is SplitMix64's finalizer: FNV-1a's low bits mix poorly.

@@ -14,7 +14,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"time"
 )
 
 // pairwiseBlock is numpy's PW_BLOCKSIZE.
@@ -249,24 +248,4 @@ func (s Summary) Percentile(p float64) (v float64, ok bool) {
 		return s.P99, true
 	}
 	return 0, false
-}
-
-// Seconds converts durations to float64 seconds.
-func Seconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
-	}
-	return out
-}
-
-// Millis converts durations to float64 milliseconds (vLLM's *_ms keys). It
-// divides nanoseconds by 1e6, so a figure equals numpy's value of the seconds
-// times 1000 up to one rounding.
-func Millis(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = float64(d) / 1e6
-	}
-	return out
 }

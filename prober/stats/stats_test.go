@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Expected values follow numpy's definitions (np.percentile default
@@ -223,16 +222,6 @@ func TestPercentileKey(t *testing.T) {
 				t.Fatalf("PercentileKey(%v) = %q, want %q", tc.p, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestConversions(t *testing.T) {
-	ds := []time.Duration{1500 * time.Millisecond, 250 * time.Microsecond}
-	if got := Seconds(ds); got[0] != 1.5 || got[1] != 0.00025 {
-		t.Errorf("Seconds = %v", got)
-	}
-	if got := Millis(ds); got[0] != 1500 || got[1] != 0.25 {
-		t.Errorf("Millis = %v", got)
 	}
 }
 

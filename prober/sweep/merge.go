@@ -128,10 +128,6 @@ func (m *Merger) Add(step int, r *prober.Record) error {
 	return nil
 }
 
-// StatsOptionsOf returns the options the merged statistics of step are
-// computed with (for checking a merge against the union of the records).
-func (m *Merger) StatsOptionsOf(step int) StatsOptions { return m.steps[step].acc.o }
-
 // Result returns the merged result; call it once, after the last Add.
 func (m *Merger) Result() *Result {
 	if m.used {
