@@ -223,6 +223,41 @@ func TestVLLMV0Names(t *testing.T) {
 	}
 }
 
+// TestVLLMRustFrontendTokens: vLLM's Rust frontend serves OpenMetrics
+// with no vllm:prompt_tokens or vllm:generation_tokens counters (its
+// registry, testdata/engines/vllm/0.24-rust-frontend/README.md), only the
+// per-request token histograms: the token deltas are their sums'.
+func TestVLLMRustFrontendTokens(t *testing.T) {
+	mk := func(n, prompt, gen float64) *scrape.Snapshot {
+		t.Helper()
+		hist := func(name string, sum float64) string {
+			return "# TYPE " + name + " histogram\n" +
+				name + "_bucket{model_name=\"m\",engine=\"0\",le=\"+Inf\"} " + ftoa(n) + "\n" +
+				name + "_sum{model_name=\"m\",engine=\"0\"} " + ftoa(sum) + "\n" +
+				name + "_count{model_name=\"m\",engine=\"0\"} " + ftoa(n) + "\n"
+		}
+		text := "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\",engine=\"0\"} 0\n" +
+			"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\",engine=\"0\"} 0\n" +
+			"# TYPE vllm:request_success counter\nvllm:request_success_total{model_name=\"m\",engine=\"0\",finish_reason=\"length\"} " + ftoa(n) + "\n" +
+			hist("vllm:request_prompt_tokens", prompt) + hist("vllm:request_generation_tokens", gen) + "# EOF\n"
+		s, err := scrape.NewSnapshot(time.Now(), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before, after := mk(2, 128, 32), mk(5, 320, 80)
+	eng, ok := engine.FromMetrics(after)
+	if !ok || eng.Name() != engine.VLLM {
+		t.Fatalf("detected %s", eng.Name())
+	}
+	for q, want := range map[engine.Quantity]float64{engine.PromptTokens: 192, engine.GenerationTokens: 48, engine.FinishedRequests: 3} {
+		if v := eng.Delta(before, after, q); !v.Known || v.Value != want {
+			t.Errorf("%s delta %+v, want %v", q, v, want)
+		}
+	}
+}
+
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // TestRecorderMaximaForAnyEngine: a scrape.Recorder given the adapter's

@@ -16,11 +16,16 @@ var engines = map[Name]*Engine{
 	VLLM: {
 		name: VLLM, title: "vLLM", prefix: "vllm:",
 		quantities: map[Quantity][]source{
-			Running:            {{name: "vllm:num_requests_running", kind: gaugeSum}},
-			Waiting:            {{name: "vllm:num_requests_waiting", kind: gaugeSum}},
-			KVCacheUsage:       {{name: "vllm:kv_cache_usage_perc", kind: gaugeMax}, {name: "vllm:gpu_cache_usage_perc", kind: gaugeMax}},
-			PromptTokens:       {{name: "vllm:prompt_tokens_total", kind: counter}},
-			GenerationTokens:   {{name: "vllm:generation_tokens_total", kind: counter}},
+			Running:      {{name: "vllm:num_requests_running", kind: gaugeSum}},
+			Waiting:      {{name: "vllm:num_requests_waiting", kind: gaugeSum}},
+			KVCacheUsage: {{name: "vllm:kv_cache_usage_perc", kind: gaugeMax}, {name: "vllm:gpu_cache_usage_perc", kind: gaugeMax}},
+			// The Rust frontend (VLLM_USE_RUST_FRONTEND=1) registers no
+			// token counters, only the per-request histograms; their sums
+			// count the tokens of finished requests (the same over a step
+			// that waits for its requests; testdata/engines/vllm/
+			// 0.24-rust-frontend/README.md).
+			PromptTokens:       {{name: "vllm:prompt_tokens_total", kind: counter}, {name: "vllm:request_prompt_tokens_sum", kind: counter}},
+			GenerationTokens:   {{name: "vllm:generation_tokens_total", kind: counter}, {name: "vllm:request_generation_tokens_sum", kind: counter}},
 			PrefillSeconds:     {{name: "vllm:request_prefill_time_seconds_sum", kind: counter}},
 			DecodeSeconds:      {{name: "vllm:request_decode_time_seconds_sum", kind: counter}},
 			PrefixCacheQueries: {{name: "vllm:prefix_cache_queries_total", kind: counter}, {name: "vllm:gpu_prefix_cache_queries_total", kind: counter}},
