@@ -278,11 +278,12 @@ func serverCorrelation() *Dashboard {
 				serverTarget("llama.cpp", "", gauge("max", "llamacpp:kv_cache_usage_ratio")),
 			).ratio().thresholdLines("dashed", steps("transparent", 0.9, "orange", 0.98, "red"))),
 			half(timeseries("Server: token throughput", "Prompt and generation tokens per second: vLLM and SGLang "+
-				"*:prompt_tokens_total / *:generation_tokens_total, TGI the sums of tgi_request_input_length and "+
+				"*:prompt_tokens_total / *:generation_tokens_total (vLLM's Rust frontend, which has no token counter: the sums of "+
+				"vllm:request_prompt_tokens and vllm:request_generation_tokens), TGI the sums of tgi_request_input_length and "+
 				"tgi_request_generated_tokens, llama.cpp llamacpp:prompt_tokens_total (tokens evaluated: prompt-cache "+
 				"hits not counted) / llamacpp:tokens_predicted_total."+attribution, "short", 12,
-				serverTarget("vLLM", "prompt", rate("vllm:prompt_tokens_total")),
-				serverTarget("vLLM", "generation", rate("vllm:generation_tokens_total")),
+				serverTarget("vLLM", "prompt", rateOr("vllm:prompt_tokens_total", "vllm:request_prompt_tokens_sum")),
+				serverTarget("vLLM", "generation", rateOr("vllm:generation_tokens_total", "vllm:request_generation_tokens_sum")),
 				serverTarget("SGLang", "prompt", rate("sglang:prompt_tokens_total")),
 				serverTarget("SGLang", "generation", rate("sglang:generation_tokens_total")),
 				serverTarget("TGI", "prompt", rate("tgi_request_input_length_sum")),

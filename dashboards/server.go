@@ -98,6 +98,18 @@ func rate(name string) string {
 	})
 }
 
+// rateOr is rate of name, or of fallback for a target that exports no name
+// (vLLM's Rust frontend: no token counters, the per-request histograms'
+// sums instead).
+func rateOr(name, fallback string) string {
+	return serverExpr("sum", func(by, sel string) string {
+		return or([]string{
+			fmt.Sprintf("sum by (%s) (rate(%s%s[$__rate_interval]))", by, name, sel),
+			fmt.Sprintf("sum by (%s) (rate(%s%s[$__rate_interval]))", by, fallback, sel),
+		})
+	})
+}
+
 // ratio is the ratio of two engine counters' rates, per target (a mean from
 // _sum and _count, a hit rate); no series while the denominator is 0.
 func ratio(num, den string) string {
