@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmprobe/llmprobe/prober/jsonkind"
 )
@@ -116,6 +119,9 @@ func (s *Simulator) routes() http.Handler {
 		// vLLM mounts prometheus_client's ASGI app on /metrics (and below): any
 		// method gets the exposition, and it is not counted.
 		metrics := metricsHandler(s.reg, s.cfg.MetricsFormat) // metricsformat.go
+		if s.cfg.rustFrontend() {
+			metrics = rustMetricsHandler(s.reg) // vllmrust.go
+		}
 		mux.Handle("/metrics", metrics)
 		mux.Handle("/metrics/", metrics)
 	}
@@ -181,10 +187,17 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 func (s *Simulator) instrument(name string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
+		start := time.Now()
 		defer func() {
-			if rec.status != 0 {
-				s.m.httpRequests.WithLabelValues(name, r.Method, strconv.Itoa(rec.status/100)+"xx").Inc()
+			if rec.status == 0 {
+				return
 			}
+			status := strconv.Itoa(rec.status/100) + "xx"
+			if s.m.httpDuration != nil {
+				s.m.observeHTTP(name, r.Method, status, time.Since(start).Seconds()) // vllmrust.go
+				return
+			}
+			s.m.httpRequests.With(prometheus.Labels{"handler": name, "method": r.Method, "status": status}).Inc()
 		}()
 		h.ServeHTTP(rec, r)
 	})
@@ -298,6 +311,10 @@ func (s *Simulator) checkModel(model *string) *apiError {
 func (s *Simulator) handleModels(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Engine != "" && s.cfg.Engine != EngineVLLM {
 		s.handlePersonaModels(w, r)
+		return
+	}
+	if s.cfg.rustFrontend() {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.rustModelCard()}})
 		return
 	}
 	card := map[string]any{

@@ -63,6 +63,13 @@ type Config struct {
 	// Accept says, as vLLM's Rust frontend) or MetricsFormatProtobuf (when
 	// Accept asks for it).
 	MetricsFormat string
+	// VLLMFrontend is which of vLLM's HTTP servers the vLLM persona looks
+	// like (`--vllm-frontend`, vllmrust.go): VLLMFrontendPython (the
+	// default; empty means it too) or VLLMFrontendRust, which serves
+	// /metrics as OpenMetrics whatever MetricsFormat and Accept say, with
+	// the Rust frontend's own families, its stream framing and its
+	// /v1/models card.
+	VLLMFrontend string
 	// PromptCache adds a prompt cache as llama.cpp's llama-server keeps
 	// one (`--prompt-cache`, promptcache.go): a prompt's longest common
 	// prefix with a cached prompt, token by token, is not computed again,
@@ -201,6 +208,7 @@ func DefaultConfig() Config {
 		NumGPUBlocks:        24576,
 		EnablePrefixCaching: true,
 		MetricsFormat:       MetricsFormatText,
+		VLLMFrontend:        VLLMFrontendPython,
 		PromptCacheTokens:   DefaultPromptCacheTokens,
 		StepBase:            10 * time.Millisecond,
 		ReasoningField:      ReasoningContentField,
@@ -224,6 +232,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--model must not be empty")
 	case validateMetricsFormat(c.MetricsFormat) != nil:
 		return validateMetricsFormat(c.MetricsFormat)
+	case c.validateVLLMFrontend() != nil:
+		return c.validateVLLMFrontend()
 	case c.LegacyMetricNames && c.Engine != "" && c.Engine != EngineVLLM:
 		return fmt.Errorf("--legacy-metric-names needs --engine %s (vLLM's names), got %q", EngineVLLM, c.Engine)
 	case c.MaxNumSeqs < 1:

@@ -447,6 +447,9 @@ func (e *engine) finish(s *sequence, reason string, now time.Time) {
 		e.m.tpot.Observe(tpot)
 		e.m.requestPrompt.Observe(float64(len(s.prompt)))
 		e.m.requestGeneration.Observe(float64(n))
+		if e.m.prefillKV != nil {
+			e.m.prefillKV.Observe(float64(len(s.prompt) - s.cachedPrompt()))
+		}
 		if s.maxTokens > 0 { // vLLM skips a max_tokens of None/0
 			e.m.paramsMaxTokens.Observe(float64(s.maxTokens))
 		}

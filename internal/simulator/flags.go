@@ -51,6 +51,10 @@ func AddFlags(cmd *kingpin.CmdClause, c *Config) {
 	cmd.Flag("metrics-format", "Exposition format of /metrics: text (whatever Accept says), openmetrics (OpenMetrics 1.0 "+
 		"whatever Accept says, as vLLM's Rust frontend) or protobuf (when Accept asks for it, else text).").
 		Default(c.MetricsFormat).EnumVar(&c.MetricsFormat, MetricsFormats...)
+	cmd.Flag("vllm-frontend", "Which vLLM HTTP server the vllm persona looks like: python (FastAPI) or rust "+
+		"(VLLM_USE_RUST_FRONTEND=1: /metrics always OpenMetrics with its own families, no token counters or cache_config_info; "+
+		"the finish_reason on a chunk of its own; /v1/models owned_by vllm-frontend-rs without max_model_len).").
+		Default(c.VLLMFrontend).EnumVar(&c.VLLMFrontend, VLLMFrontends...)
 	addPromptCacheFlags(cmd, c, intFlag)
 	durationFlag("step-base", "Fixed duration of one engine step.", &c.StepBase)
 	durationFlag("step-per-prefill-token", "Added step duration per prompt token computed in the step.", &c.StepPerPrefillToken)

@@ -73,6 +73,15 @@ type metrics struct {
 	paramsMaxTokens, maxNumGeneration, paramsN  prometheus.Observer
 
 	httpRequests *prometheus.CounterVec // handler, method, status
+	// httpDuration and httpDurationHighR are the Rust frontend's
+	// http_request_duration_seconds{method,handler} and
+	// http_request_duration_highr_seconds (vllmrust.go); nil otherwise.
+	httpDuration      *prometheus.HistogramVec
+	httpDurationHighR prometheus.Observer
+	// prefillKV is vllm:request_prefill_kv_computed_tokens, the prompt
+	// tokens a finished request computed (cache hits excluded): served by
+	// the Rust frontend persona only (nil otherwise).
+	prefillKV prometheus.Observer
 
 	// Persona-only figures (unregistered for vLLM): requests finished
 	// (not aborted), prompt tokens computed in engine steps (prefix-cache
@@ -92,6 +101,9 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 	if cfg.Engine != EngineVLLM && cfg.Engine != "" {
 		return newPersonaMetrics(reg, cfg)
+	}
+	if cfg.rustFrontend() {
+		return newVLLMRustMetrics(reg, cfg) // vllmrust.go
 	}
 	m := newVLLMMetrics(reg, cfg)
 	m.finished, m.prefillComputed, m.engineCalls = dummyCounter(), dummyCounter(), dummyCounter()

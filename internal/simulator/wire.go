@@ -58,12 +58,14 @@ type wire struct {
 	specK int
 	specP float64
 	tr    *TraceRecord
+	// rust frames the chunks as vLLM's Rust frontend does (vllmrust.go).
+	rust bool
 }
 
 func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
 	w := &wire{engine: s.cfg.Engine, g: g, id: id, created: created, model: s.cfg.Model, start: time.Now(),
 		details: s.cfg.EnablePromptTokensDetails, reasoningField: s.cfg.ReasoningField,
-		specK: s.cfg.SpecDraftTokens, specP: s.cfg.SpecAcceptance, tr: &TraceRecord{}}
+		specK: s.cfg.SpecDraftTokens, specP: s.cfg.SpecAcceptance, tr: &TraceRecord{}, rust: s.cfg.rustFrontend()}
 	if g.model != "" {
 		w.model = g.model // a LoRA adapter is echoed, as vLLM does
 	}
@@ -81,7 +83,7 @@ func (s *Simulator) newWire(g *genRequest, id string, created int64) *wire {
 // separateFinish reports whether the finish_reason comes on a chunk of its
 // own after the last token.
 func (w *wire) separateFinish() bool {
-	return w.engine == EngineLlamaCpp || w.engine == EngineOllama || w.engine == EngineSGLang && w.g.kind == kindChat
+	return w.rust || w.engine == EngineLlamaCpp || w.engine == EngineOllama || w.engine == EngineSGLang && w.g.kind == kindChat
 }
 
 // usageOnFinish reports whether the usage rides on the chunk with the
@@ -112,6 +114,8 @@ func (w *wire) continuous(completion int) *usage {
 // role is the chat role chunk, nil when the persona sends none.
 func (w *wire) role() []byte {
 	switch {
+	case w.rust:
+		return w.rustRole()
 	case w.vllmLike() && w.engine != EngineTGI:
 		c := chatChunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model,
 			Usage: w.continuous(0), SystemFingerprint: w.fp}
@@ -132,6 +136,9 @@ func (w *wire) role() []byte {
 func (w *wire) token(text string, finish *string, completion int, first bool) []byte {
 	if w.first.IsZero() {
 		w.first = time.Now()
+	}
+	if w.rust {
+		return w.rustToken(text, completion)
 	}
 	if !w.vllmLike() {
 		var delta any
@@ -197,6 +204,9 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 // finish is the last choices chunk of llama.cpp and Ollama: no text, the
 // finish_reason (llama.cpp: with usage and timings).
 func (w *wire) finish(reason string, completion int) []byte {
+	if w.rust {
+		return w.rustFinish(reason, completion)
+	}
 	var delta any
 	if w.g.kind == kindChat {
 		delta = map[string]any{}
@@ -263,6 +273,9 @@ func (w *wire) usage(completion int, m *perRequestMetrics) []byte {
 	}
 	if w.seq != nil {
 		use.CompletionTokensDetails = completionDetails(w.g, w.seq, completion)
+	}
+	if w.rust {
+		return w.rustUsage(use)
 	}
 	if w.engine == EngineLlamaCpp {
 		// llama.cpp's usage chunk: empty choices, usage with the cached
