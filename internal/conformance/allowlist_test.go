@@ -26,12 +26,4 @@ var allowed = map[string]map[string]string{
 		"metric llamacpp:spec_decode_num_drafts_total not served by the engine": "as " +
 			"llamacpp:spec_decode_num_draft_tokens_total",
 	},
-	"vllm+openmetrics": {
-		`framing chat.sse finish "last-token", engine "own-chunk"`: "the Rust frontend closes a chat " +
-			"stream with a finish chunk of its own (rust/src/server/src/routes/openai/chat_completions.rs " +
-			"final_chunk; testdata/engines/vllm/0.24-rust-frontend/README.md); the persona imitates only " +
-			"its /metrics format and streams as the Python frontend does",
-		`framing completion.sse finish "last-token", engine "own-chunk"`: "as chat.sse " +
-			"(rust/src/server/src/routes/openai/completions.rs final_chunk)",
-	},
 }

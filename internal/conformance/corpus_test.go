@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
 
@@ -262,28 +264,38 @@ func checkCorpusFraming(t *testing.T, streams func(m *manifest) []streamCase, pa
 	}
 }
 
-// TestFormatsKeyedAlike: vLLM's Python frontend (text) and Rust frontend
-// (OpenMetrics) expositions of the same families parse to the same family
-// names, types and label names, so one adapter reads both.
+// TestFormatsKeyedAlike: the same families parse to the same family names,
+// types and label names whether they come as text or as OpenMetrics, so
+// one adapter reads both. The text corpus of vLLM's Python frontend is
+// compared with its own families written as OpenMetrics 1.0 (base-name
+// TYPE, _total and _created samples, # EOF), the format its
+// --metrics-format openmetrics persona serves; and every family that the
+// Rust frontend's OpenMetrics corpus (another encoder: integer values, le
+// first, no _created) shares with it is keyed alike, type and labels
+// included, except the one label the Rust frontend renamed.
 func TestFormatsKeyedAlike(t *testing.T) {
 	corpora := map[string]*manifest{}
 	for _, m := range loadCorpus(t) {
 		corpora[m.name()] = m
 	}
-	text, om := corpora["vllm/0.24"], corpora["vllm/0.24-rust-frontend"]
-	if text == nil || om == nil {
-		t.Fatal("the vLLM text and OpenMetrics corpora are missing")
+	text, rust := corpora["vllm/0.24"], corpora["vllm/0.24-rust-frontend"]
+	if text == nil || rust == nil {
+		t.Fatal("the vLLM text and Rust frontend corpora are missing")
 	}
 	a, err := scrape.NewSnapshot(time.Now(), text.read(t, text.Metrics.File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := scrape.NewSnapshot(time.Now(), om.read(t, om.Metrics.File))
+	b, err := scrape.NewSnapshot(time.Now(), openMetricsOf(t, a))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Format != scrape.FormatText || b.Format != scrape.FormatOpenMetrics {
-		t.Fatalf("formats %s and %s, want text and OpenMetrics", a.Format, b.Format)
+	r, err := scrape.NewSnapshot(time.Now(), rust.read(t, rust.Metrics.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Format != scrape.FormatText || b.Format != scrape.FormatOpenMetrics || r.Format != scrape.FormatOpenMetrics {
+		t.Fatalf("formats %s, %s and %s, want text, OpenMetrics and OpenMetrics", a.Format, b.Format, r.Format)
 	}
 	sa, sb := signatures(a), signatures(b)
 	for name, sig := range sa {
@@ -296,6 +308,53 @@ func TestFormatsKeyedAlike(t *testing.T) {
 			t.Errorf("%s only in the OpenMetrics exposition", name)
 		}
 	}
+	// The Rust frontend's request_success counts by finish_reason, the
+	// Python frontend's by finished_reason (README).
+	renamed := map[string]signature{"vllm:request_success_total": {Type: "counter", Labels: "engine,finish_reason,model_name"}}
+	shared := 0
+	for name, sig := range signatures(r) {
+		want, ok := sa[name]
+		if !ok {
+			continue
+		}
+		shared++
+		if w, ok := renamed[name]; ok {
+			want = w
+		}
+		if sig != want {
+			t.Errorf("%s: Python frontend (text) %v, Rust frontend (OpenMetrics) %v", name, want, sig)
+		}
+	}
+	for _, name := range []string{"vllm:prefix_cache_queries_total", "vllm:request_success_total", "vllm:request_prompt_tokens",
+		"vllm:num_requests_running"} {
+		if _, ok := signatures(r)[name]; !ok {
+			t.Errorf("the Rust frontend's %s is not keyed as the text format keys it", name)
+		}
+	}
+	if shared < 20 {
+		t.Errorf("only %d families shared by the two frontends' expositions", shared)
+	}
+}
+
+// openMetricsOf writes the families of snap as OpenMetrics 1.0 text with
+// _created samples, in name order, and the final # EOF.
+func openMetricsOf(t *testing.T, snap *scrape.Snapshot) []byte {
+	t.Helper()
+	names := make([]string, 0, len(snap.Families))
+	for n := range snap.Families {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	for _, n := range names {
+		if _, err := expfmt.MetricFamilyToOpenMetrics(&buf, snap.Families[n], expfmt.WithCreatedLines()); err != nil {
+			t.Fatalf("encode %s: %v", n, err)
+		}
+	}
+	if _, err := expfmt.FinalizeOpenMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // TestCorpusMessagesFraming holds each manifest's Messages framing facets
