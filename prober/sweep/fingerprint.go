@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,19 +173,26 @@ func sloMillis(c Config) map[string]float64 {
 // engineNotRecorded says why the fingerprint's server_version and
 // engine_config are NotRecorded when discovery left reasons
 // (endpoint.Info.EngineNotes: the engine endpoint calls that told nothing,
-// classified); nil when both were recorded or no call failed.
+// classified), or, for an engine whose configuration is a /metrics info
+// family, that its /metrics has none (vLLM's Rust frontend registers no
+// vllm:cache_config_info); nil when both were recorded or no reason is
+// known.
 func (r *runner) engineNotRecorded(t fingerprint.Target) map[string]string {
 	notes := r.info.EngineNotes
-	if len(notes) == 0 {
+	var noConfig string
+	if t.EngineConfig == nil && r.metricsOK && engine.Get(r.info.Engine).HasConfigLabels() {
+		noConfig = scrape.MetricCacheConfigInfo + " not on /metrics"
+	}
+	if len(notes) == 0 && noConfig == "" {
 		return nil
 	}
 	why := strings.Join(notes, "; ")
 	m := map[string]string{}
-	if t.ServerVersion == fingerprint.NotRecorded {
+	if t.ServerVersion == fingerprint.NotRecorded && why != "" {
 		m["server_version"] = why
 	}
 	if t.EngineConfig == nil {
-		m["engine_config"] = why
+		m["engine_config"] = strings.Join(slices.DeleteFunc([]string{noConfig, why}, func(s string) bool { return s == "" }), "; ")
 	}
 	if len(m) == 0 {
 		return nil

@@ -174,8 +174,13 @@ func computeServerStats(eng *engine.Engine, preWarmup, before, after *scrape.Sna
 	if src := eng.Source(engine.FinishedRequests); len(src) > 0 && after.Has(src[0]) {
 		s.FinishedReasons = map[string]float64{}
 		for _, r := range finishedReasons {
-			if v, ok := scrape.CounterDelta(before, after, src[0], map[string]string{"finished_reason": r}); ok && v > 0 {
-				s.FinishedReasons[r] = v
+			// vLLM's Python frontend labels the reason finished_reason,
+			// its Rust frontend finish_reason (testdata/engines/vllm/
+			// 0.24-rust-frontend/README.md).
+			for _, label := range []string{"finished_reason", "finish_reason"} {
+				if v, ok := scrape.CounterDelta(before, after, src[0], map[string]string{label: r}); ok && v > 0 {
+					s.FinishedReasons[r] += v
+				}
 			}
 		}
 	}
