@@ -17,9 +17,10 @@ const (
 	// OpenMetrics (the default).
 	MetricsFormatText = "text"
 	// MetricsFormatOpenMetrics serves OpenMetrics 1.0 whatever Accept
-	// says, as vLLM's Rust frontend (VLLM_USE_RUST_FRONTEND=1) does:
-	// counters typed by their base name with _total and _created samples,
-	// and a final "# EOF".
+	// says (the format of vLLM's Rust frontend, VLLM_USE_RUST_FRONTEND=1;
+	// its families are VLLMFrontendRust's): counters typed by their base
+	// name with _total and _created samples, and a final "# EOF". The
+	// families stay the persona's.
 	MetricsFormatOpenMetrics = "openmetrics"
 	// MetricsFormatProtobuf serves the delimited protobuf format when
 	// Accept asks for it and the text format otherwise, as a Go server's
