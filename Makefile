@@ -85,8 +85,11 @@ OC_RUNS ?= 20
 OC_RATE ?= 100
 OC_PROMPTS ?= 200
 OC_LAG ?= default
+# OC_SIM=process: each simulator in a process of its own (as a server runs apart from
+# its client); empty: in the benchmark's process.
+OC_SIM ?=
 compare-oc:
-	LLMPROBE_OC_RUNS=$(OC_RUNS) LLMPROBE_OC_CASES=$(OC_CASES) LLMPROBE_OC_BUDGET=$(OC_BUDGET) LLMPROBE_OC_RATE=$(OC_RATE) LLMPROBE_OC_PROMPTS=$(OC_PROMPTS) LLMPROBE_OC_LAG=$(OC_LAG) $(GO) test -run '^$$' -bench BenchmarkCompareOC -benchtime 1x -timeout 0 ./prober/compare
+	LLMPROBE_OC_RUNS=$(OC_RUNS) LLMPROBE_OC_CASES=$(OC_CASES) LLMPROBE_OC_BUDGET=$(OC_BUDGET) LLMPROBE_OC_RATE=$(OC_RATE) LLMPROBE_OC_PROMPTS=$(OC_PROMPTS) LLMPROBE_OC_LAG=$(OC_LAG) LLMPROBE_OC_SIM=$(OC_SIM) $(GO) test -run '^$$' -bench BenchmarkCompareOC -benchtime 1x -timeout 0 ./prober/compare
 
 # The Go micro-benchmarks of the hot paths.
 bench-go:
