@@ -67,6 +67,17 @@ type errorCase struct {
 	File    string `json:"file"`
 	Status  int    `json:"status"`
 	Message string `json:"message"`
+	// Condition is the request condition under which the engine answers
+	// this body (its README): the drift alarm gives each persona the same
+	// (personaErrorRequest lists them). Empty for info_errors.
+	Condition string `json:"condition"`
+	// Route is where the engine answers it, "METHOD /path" with {model}
+	// for the model named; empty: POST /v1/chat/completions. When set,
+	// the engine's chat answers the same condition without an error.
+	Route string `json:"route"`
+	// AnyMessage: the README pins the body's shape but not this message,
+	// so the persona's is not compared.
+	AnyMessage bool `json:"any_message"`
 }
 
 type expect struct {

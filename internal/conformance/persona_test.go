@@ -133,8 +133,9 @@ func personaPost(t *testing.T, url string, body any, header map[string]string) [
 }
 
 // TestPersonaConformance is the drift alarm: each simulator persona serves
-// the metric names, types and label names and the SSE framing of the
-// engine release its corpus holds. Every difference fails the test unless
+// the metric names, types and label names, the SSE framing and the error
+// bodies (status, JSON shape, pinned message: errorDiffs) of the engine
+// release its corpus holds. Every difference fails the test unless
 // allowed lists it with its reason; an allowed entry that no longer
 // differs fails it too.
 func TestPersonaConformance(t *testing.T) {
@@ -216,6 +217,7 @@ func TestPersonaConformance(t *testing.T) {
 				got, err := msgFraming(personaMessages(t, base, cfg.Model))
 				diffs = append(diffs, framingDiffs(s, want, got, err)...)
 			}
+			diffs = append(diffs, errorDiffs(t, cfg, m)...) // errors_test.go
 			sort.Strings(diffs)
 			allow := allowed[pc.name()]
 			seen := map[string]bool{}

@@ -86,21 +86,22 @@ func (s *Simulator) routes() http.Handler {
 		handle(http.MethodPost, "/tokenize", s.handleTokenizeSGLang)
 		handle(http.MethodGet, "/get_server_info", s.handleSGLangServerInfo)
 		handle(http.MethodGet, "/get_model_info", s.handleSGLangModelInfo)
+		handle(http.MethodGet, "/v1/models/{model...}", s.handleSGLangModel)
 	case EngineTGI:
-		handle(http.MethodPost, "/tokenize", jsonBody(s.handleTokenizeTGI))
-		handle(http.MethodPost, "/chat_tokenize", jsonBody(s.handleChatTokenizeTGI))
+		handle(http.MethodPost, "/tokenize", jsonBody(s, s.handleTokenizeTGI))
+		handle(http.MethodPost, "/chat_tokenize", jsonBody(s, s.handleChatTokenizeTGI))
 		handle(http.MethodGet, "/info", s.handleTGIInfo)
 	case EngineLlamaCpp:
-		handle(http.MethodPost, "/tokenize", jsonBody(s.handleTokenizeLlamaCpp))
-		handle(http.MethodPost, "/detokenize", jsonBody(s.handleDetokenizeLlamaCpp))
-		handle(http.MethodPost, "/apply-template", jsonBody(s.handleApplyTemplate))
+		handle(http.MethodPost, "/tokenize", jsonBody(s, s.handleTokenizeLlamaCpp))
+		handle(http.MethodPost, "/detokenize", jsonBody(s, s.handleDetokenizeLlamaCpp))
+		handle(http.MethodPost, "/apply-template", jsonBody(s, s.handleApplyTemplate))
 		handle(http.MethodGet, "/props", s.handleProps)
 	case EngineOllama:
 		handle(http.MethodGet, "/api/version", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"version": VersionOllama})
 		})
 		handle(http.MethodGet, "/api/tags", s.handleOllamaTags)
-		handle(http.MethodPost, "/api/show", jsonBody(s.handleOllamaShow))
+		handle(http.MethodPost, "/api/show", jsonBody(s, s.handleOllamaShow))
 		handle(http.MethodGet, "/api/ps", s.handleOllamaPs)
 	default:
 		handle(http.MethodPost, "/tokenize", s.handleTokenize)
@@ -214,12 +215,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(b)
 }
 
-// apiError is a vLLM-shaped error: {"error": {"message", "type", "param", "code"}}.
+// apiError is a request's failure: its status, vLLM's error type, message
+// and param. Each persona writes it in its engine's own shape
+// (errors.go, writeError).
 type apiError struct {
 	Status  int
 	Type    string
 	Message string
 	Param   string // empty: null
+	// over, when set, says the request does not fit the context (its
+	// figures): the personas word it as their engines do.
+	over *contextExcess
+	// model is the unknown model a 404 names.
+	model string
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -248,15 +256,13 @@ func badRequest(param, format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "BadRequestError", Message: fmt.Sprintf(format, args...), Param: param}
 }
 
-func writeError(w http.ResponseWriter, e *apiError) { writeJSON(w, e.Status, e.body()) }
-
 // jsonBody is a handler that reads the request's JSON body into a T for h,
 // answering readJSON's error (a 400) itself.
-func jsonBody[T any](h func(w http.ResponseWriter, req T)) http.HandlerFunc {
+func jsonBody[T any](s *Simulator, h func(w http.ResponseWriter, req T)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req T
 		if e := readJSON(w, r, &req); e != nil {
-			writeError(w, e)
+			s.writeError(w, e)
 			return
 		}
 		h(w, req)
@@ -292,7 +298,7 @@ func (s *Simulator) readModelRequest(w http.ResponseWriter, r *http.Request, v a
 		e = s.checkModel(*model)
 	}
 	if e != nil {
-		writeError(w, e)
+		s.writeError(w, e)
 		return false
 	}
 	return true
@@ -305,7 +311,7 @@ func (s *Simulator) checkModel(model *string) *apiError {
 		return nil
 	}
 	return &apiError{Status: http.StatusNotFound, Type: "NotFoundError",
-		Message: fmt.Sprintf("The model `%s` does not exist.", *model), Param: "model"}
+		Message: fmt.Sprintf("The model `%s` does not exist.", *model), Param: "model", model: *model}
 }
 
 func (s *Simulator) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -345,19 +351,19 @@ func (s *Simulator) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var ids []int
 	switch {
 	case req.Prompt != nil && req.Messages != nil:
-		writeError(w, badRequest("", "give either prompt or messages, not both"))
+		s.writeError(w, badRequest("", "give either prompt or messages, not both"))
 		return
 	case req.Prompt != nil:
 		ids = tokenize(*req.Prompt)
 	case req.Messages != nil:
 		text, err := renderChat(req.Messages, req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
 		if err != nil {
-			writeError(w, badRequest("messages", "%v", err))
+			s.writeError(w, badRequest("messages", "%v", err))
 			return
 		}
 		ids = tokenize(text)
 	default:
-		writeError(w, badRequest("prompt", "either prompt or messages must be given"))
+		s.writeError(w, badRequest("prompt", "either prompt or messages must be given"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -374,12 +380,12 @@ func (s *Simulator) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Tokens == nil {
-		writeError(w, badRequest("tokens", "tokens must be given"))
+		s.writeError(w, badRequest("tokens", "tokens must be given"))
 		return
 	}
 	text, err := detokenize(*req.Tokens)
 	if err != nil {
-		writeError(w, badRequest("tokens", "%v", err))
+		s.writeError(w, badRequest("tokens", "%v", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})

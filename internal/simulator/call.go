@@ -79,7 +79,7 @@ func (c *call) fail(e *apiError) {
 	if c.anthropic {
 		writeJSON(c.w, e.Status, anthropicError(e))
 	} else {
-		writeError(c.w, e)
+		c.s.writeError(c.w, e)
 	}
 	c.rc.Flush()
 	c.tr.Status = e.Status

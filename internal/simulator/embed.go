@@ -132,7 +132,7 @@ func (s *Simulator) pool(c *call, prompts [][]int) bool {
 // request's own error bad (not nil) or a terminal fault answered.
 func (s *Simulator) startPooling(w http.ResponseWriter, r *http.Request, bad *apiError) (*call, faultPlan, string, bool) {
 	if bad != nil {
-		writeError(w, bad)
+		s.writeError(w, bad)
 		return nil, faultPlan{}, "", false
 	}
 	c, reqNo, _ := s.startCall(w, r)

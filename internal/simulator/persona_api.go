@@ -16,6 +16,34 @@ func (s *Simulator) trainedContext() int { return max(131072, s.cfg.MaxModelLen)
 
 // handlePersonaModels answers GET /v1/models as the persona's server does.
 func (s *Simulator) handlePersonaModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.personaCard()}})
+}
+
+// handleSGLangModel answers SGLang's GET /v1/models/{model}: the served
+// model's card, else its OpenAI-shaped 404 model_not_found (a string code;
+// http_server.py retrieve_model, testdata/engines/sglang/0.5/README.md).
+func (s *Simulator) handleSGLangModel(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("model")
+	if name != s.cfg.Model {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": openAIError{Message: fmt.Sprintf("The model '%s' does not exist", name),
+			Type: "invalid_request_error", Param: "model", Code: "model_not_found"}})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.personaCard())
+}
+
+// openAIError is OpenAI's error object with a string code, fields in
+// OpenAI's order.
+type openAIError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   string `json:"param"`
+	Code    string `json:"code"`
+}
+
+// personaCard is the served model's /v1/models card as the persona's
+// server writes it.
+func (s *Simulator) personaCard() map[string]any {
 	card := map[string]any{"id": s.cfg.Model, "object": "model", "created": s.created}
 	switch s.cfg.Engine {
 	case EngineSGLang:
@@ -31,7 +59,7 @@ func (s *Simulator) handlePersonaModels(w http.ResponseWriter, _ *http.Request) 
 	case EngineGeneric:
 		card["owned_by"] = "system"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{card}})
+	return card
 }
 
 // handleTokenizeSGLang answers SGLang's POST /tokenize {"model", "prompt",
@@ -46,7 +74,7 @@ func (s *Simulator) handleTokenizeSGLang(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	if req.Prompt == nil {
-		writeError(w, badRequest("prompt", "prompt is required"))
+		s.writeError(w, badRequest("prompt", "prompt is required"))
 		return
 	}
 	ids := tokenize(*req.Prompt)
@@ -150,7 +178,7 @@ func (s *Simulator) handleDetokenizeLlamaCpp(w http.ResponseWriter, req struct {
 	Tokens []int `json:"tokens"`
 }) {
 	text, err := detokenize(req.Tokens)
-	writeText(w, "tokens", "content", text, err)
+	s.writeText(w, "tokens", "content", text, err)
 }
 
 // handleApplyTemplate answers llama.cpp's POST /apply-template {"messages"}
@@ -159,13 +187,13 @@ func (s *Simulator) handleApplyTemplate(w http.ResponseWriter, req struct {
 	Messages []chatMessage `json:"messages"`
 }) {
 	text, err := renderChat(req.Messages, true)
-	writeText(w, "messages", "prompt", text, err)
+	s.writeText(w, "messages", "prompt", text, err)
 }
 
 // writeText answers {key: text}, or err as a 400 naming param.
-func writeText(w http.ResponseWriter, param, key, text string, err error) {
+func (s *Simulator) writeText(w http.ResponseWriter, param, key, text string, err error) {
 	if err != nil {
-		writeError(w, badRequest(param, "%v", err))
+		s.writeError(w, badRequest(param, "%v", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{key: text})

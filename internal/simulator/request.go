@@ -80,7 +80,9 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 	if e := readJSON(w, r, &body); e != nil {
 		return nil, e
 	}
-	if e := s.checkModel(body.Model); e != nil {
+	// SGLang's generation routes do not check the model name: any is
+	// answered and echoed (testdata/engines/sglang/0.5/README.md).
+	if e := s.checkModel(body.Model); e != nil && s.cfg.Engine != EngineSGLang {
 		return nil, e
 	}
 	g := &genRequest{kind: kind, ignoreEOS: body.IgnoreEOS, stream: body.Stream, includeMetrics: body.IncludeMetrics}
@@ -143,9 +145,17 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 		}
 		g.prompt, g.images, maxTokens = p, images, body.MaxOutputTokens
 	}
+	if e := s.rendererCheck(kind, len(g.prompt), maxTokens); e != nil { // errors.go
+		return nil, e
+	}
 	if len(g.prompt) >= s.cfg.MaxModelLen {
-		return nil, badRequest("", "This model's maximum context length is %d tokens. However, your request has %d input tokens. "+
+		e := badRequest("", "This model's maximum context length is %d tokens. However, your request has %d input tokens. "+
 			"Please reduce the length of the input messages.", s.cfg.MaxModelLen, len(g.prompt))
+		e.over = &contextExcess{prompt: len(g.prompt), context: s.cfg.MaxModelLen}
+		if maxTokens != nil {
+			e.over.output = max(*maxTokens, 0)
+		}
+		return nil, e
 	}
 	if maxTokens == nil {
 		g.maxTokens = s.cfg.MaxModelLen - len(g.prompt)
@@ -164,9 +174,11 @@ func (s *Simulator) parseGen(w http.ResponseWriter, r *http.Request, kind apiKin
 	}
 	// Written so that a huge max_tokens cannot overflow (len(prompt) < MaxModelLen here).
 	if g.maxTokens > s.cfg.MaxModelLen-len(g.prompt) {
-		return nil, badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens "+
+		e := badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens "+
 			"(%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.cfg.MaxModelLen, uint64(len(g.prompt))+uint64(g.maxTokens), len(g.prompt), g.maxTokens)
+		e.over = &contextExcess{prompt: len(g.prompt), output: g.maxTokens, context: s.cfg.MaxModelLen}
+		return nil, e
 	}
 	if body.MinTokens != nil {
 		g.minTokens = *body.MinTokens
