@@ -338,6 +338,12 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		w.toolStart = seq.tool != nil && sent <= seq.reasoning
 		w.lp = logprobsOf(g, seq, sent, produced, w.offset)
 		w.offset += len(text)
+		if start := w.rustToolStart(text, produced); start != nil { // vllmrust.go: the tool's name alone first
+			if err := c.event(start, true); err != nil {
+				abort()
+				return
+			}
+		}
 		b := w.token(text, finish, produced, sent == 0)
 		if err := c.event(b, true); err != nil {
 			abort()

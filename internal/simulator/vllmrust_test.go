@@ -171,6 +171,71 @@ func TestRustFrontendStreams(t *testing.T) {
 	}
 }
 
+// TestRustFrontendToolCall: the Rust frontend streams a tool call as its
+// source does: first a chunk with the call's id, type and name alone
+// (tool_call_start_chunk), then chunks with argument fragments alone, then
+// the finish chunk with tool_calls; the fragments join into the JSON
+// arguments.
+func TestRustFrontendToolCall(t *testing.T) {
+	base, _ := simtest.Start(t, rustConfig())
+	body := map[string]any{"model": "llmprobe-sim", "max_tokens": 64, "stream": true,
+		"messages": []map[string]string{{"role": "user", "content": "What is the weather in Paris?"}},
+		"tools": []map[string]any{{"type": "function", "function": map[string]any{"name": "get_weather",
+			"parameters": map[string]any{"type": "object", "required": []string{"city"},
+				"properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}}
+	st := readSSE(t, post(t, base+"/v1/chat/completions", body))
+	type call struct {
+		ID       *string `json:"id"`
+		Function struct {
+			Name      *string `json:"name"`
+			Arguments *string `json:"arguments"`
+		} `json:"function"`
+	}
+	var calls []call
+	finish := ""
+	for i, e := range st.events {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					ToolCalls []call `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(e), &c); err != nil {
+			t.Fatalf("event %d %q: %v", i, e, err)
+		}
+		for _, ch := range c.Choices {
+			calls = append(calls, ch.Delta.ToolCalls...)
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	if len(calls) < 2 {
+		t.Fatalf("%d tool call deltas, want the start and argument fragments: %v", len(calls), st.events)
+	}
+	start := calls[0]
+	if start.ID == nil || start.Function.Name == nil || *start.Function.Name != "get_weather" || start.Function.Arguments != nil {
+		t.Errorf("first tool call delta %+v, want id and name alone", start)
+	}
+	var args strings.Builder
+	for i, c := range calls[1:] {
+		if c.ID != nil || c.Function.Name != nil || c.Function.Arguments == nil {
+			t.Errorf("tool call delta %d %+v, want an arguments fragment alone", i+1, c)
+			continue
+		}
+		args.WriteString(*c.Function.Arguments)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(args.String()), &v); err != nil || v["city"] == nil {
+		t.Errorf("arguments %q: %v, want a JSON object with city", args.String(), err)
+	}
+	if finish != "tool_calls" {
+		t.Errorf("finish_reason %q, want tool_calls", finish)
+	}
+}
+
 // TestRustFrontendModels: the Rust frontend's /v1/models card is owned by
 // vllm-frontend-rs and carries no max_model_len, root or permission.
 func TestRustFrontendModels(t *testing.T) {
