@@ -84,11 +84,18 @@ func metricDiffs(persona, corpus map[string]signature) []string {
 }
 
 // personaStream posts a streamed request with include_usage to the
-// persona and returns the SSE body.
-func personaStream(t *testing.T, base, model, api string) []byte {
+// persona and returns the SSE body; with tool, a chat offers that one
+// function (a city argument), which the persona calls.
+func personaStream(t *testing.T, base, model, api, tool string) []byte {
 	t.Helper()
 	body := map[string]any{"model": model, "max_tokens": 8, "ignore_eos": true, "stream": true,
 		"stream_options": map[string]any{"include_usage": true}}
+	if tool != "" {
+		body["max_tokens"], body["ignore_eos"] = 64, false
+		body["tools"] = []map[string]any{{"type": "function", "function": map[string]any{"name": tool,
+			"parameters": map[string]any{"type": "object", "required": []string{"city"},
+				"properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}
+	}
 	path := "/v1/completions"
 	if api == "chat" {
 		path = "/v1/chat/completions"
@@ -193,8 +200,16 @@ func TestPersonaConformance(t *testing.T) {
 				diffs = append(diffs, metricDiffs(ps, engineFamilies(corpusSnap, prefix))...)
 			}
 			for _, s := range m.Streams {
-				if s.File != "completion.sse" && s.File != "chat.sse" {
-					continue // reasoning and tool streams: the personas' are options, not defaults
+				// Reasoning streams are options of the personas, not
+				// defaults; tool streams are compared where the persona
+				// calls tools (vLLM's; the others ignore them).
+				tool := s.ToolCalls > 0 && m.Expect.Engine == string(engine.VLLM)
+				if s.File != "completion.sse" && s.File != "chat.sse" && !tool {
+					continue
+				}
+				name := ""
+				if tool {
+					name = s.Tool
 				}
 				want, err := framing(m.read(t, s.File))
 				if err != nil {
@@ -203,9 +218,9 @@ func TestPersonaConformance(t *testing.T) {
 				// A persona that coalesced every token into one chunk
 				// (the client read late) cannot show where the role goes:
 				// ask again.
-				got, err := framing(personaStream(t, base, cfg.Model, s.API))
+				got, err := framing(personaStream(t, base, cfg.Model, s.API, name))
 				for try := 0; err == nil && got["role"] == "single-chunk" && try < 5; try++ {
-					got, err = framing(personaStream(t, base, cfg.Model, s.API))
+					got, err = framing(personaStream(t, base, cfg.Model, s.API, name))
 				}
 				diffs = append(diffs, framingDiffs(s, want, got, err)...)
 			}

@@ -58,7 +58,10 @@ func signatures(snap *scrape.Snapshot) map[string]signature {
 //     "none" when no chunk does, "single-chunk" when one chunk holds all
 //     the content (first and every cannot be told apart);
 //   - reasoning_field (chat): the delta field that carries reasoning text
-//     ("reasoning_content", "reasoning"), absent when none does.
+//     ("reasoning_content", "reasoning"), absent when none does;
+//   - tool_name (chat): whether the first tool-call delta that names the
+//     function carries it "alone" or "with-arguments" (a non-empty
+//     arguments fragment beside the name), absent when no delta names one.
 //
 // Every event must be a "data:" line; an error names the first that is not.
 func framing(body []byte) (map[string]string, error) {
@@ -121,6 +124,23 @@ func framing(body []byte) (map[string]string, error) {
 			for _, k := range []string{"reasoning_content", "reasoning"} {
 				if nonEmpty(ch.Delta[k]) {
 					f["reasoning_field"] = k
+				}
+			}
+			if _, seen := f["tool_name"]; !seen && nonEmpty(ch.Delta["tool_calls"]) {
+				var calls []struct {
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				}
+				if err := json.Unmarshal(ch.Delta["tool_calls"], &calls); err != nil {
+					return nil, fmt.Errorf("tool_calls %s: %w", ch.Delta["tool_calls"], err)
+				}
+				for _, c := range calls {
+					if c.Function.Name != "" {
+						f["tool_name"] = map[bool]string{true: "alone", false: "with-arguments"}[c.Function.Arguments == ""]
+						break
+					}
 				}
 			}
 			hasRole := nonEmpty(ch.Delta["role"])

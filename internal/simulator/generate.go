@@ -338,7 +338,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 		w.toolStart = seq.tool != nil && sent <= seq.reasoning
 		w.lp = logprobsOf(g, seq, sent, produced, w.offset)
 		w.offset += len(text)
-		if start := w.rustToolStart(text, produced); start != nil { // vllmrust.go: the tool's name alone first
+		if start := w.toolStartChunk(text, produced); start != nil { // wire.go: the tool's name alone first
 			if err := c.event(start, true); err != nil {
 				abort()
 				return

@@ -98,7 +98,7 @@ type toolCallDelta struct {
 
 type toolFunctionDelta struct {
 	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
+	Arguments string `json:"arguments,omitempty"` // absent from the start chunk (toolStartChunk)
 }
 
 // chatChunkChoice is ChatCompletionResponseStreamChoice (exclude_unset).

@@ -252,9 +252,12 @@ func (w *wire) rustToken(text string, completion int) []byte {
 	case w.seq != nil && w.seq.tool != nil:
 		if w.toolStart && completion > w.seq.reasoning {
 			// tool_call_start_chunk: the id, type and name alone; the
-			// arguments follow in their own deltas (rustToolStart).
-			delta["tool_calls"] = []any{map[string]any{"index": 0, "id": "chatcmpl-tool-" + w.id, "type": "function",
-				"function": map[string]any{"name": w.seq.tool.name}}}
+			// arguments follow in their own deltas (toolStartChunk).
+			fn := map[string]any{"name": w.seq.tool.name}
+			if text != "" { // not split by toolStartChunk
+				fn["arguments"] = text
+			}
+			delta["tool_calls"] = []any{map[string]any{"index": 0, "id": "chatcmpl-tool-" + w.id, "type": "function", "function": fn}}
 		} else if text != "" {
 			delta["tool_calls"] = []any{map[string]any{"index": 0, "function": map[string]any{"arguments": text}}}
 		}
@@ -263,25 +266,6 @@ func (w *wire) rustToken(text string, completion int) []byte {
 	}
 	choice["delta"] = delta
 	return w.rustChunk(choice, w.continuous(completion))
-}
-
-// rustToolStart is, when the chunk about to be written starts the tool
-// call and carries argument text, the Rust frontend's tool_call_start_chunk
-// to send before it: the call's id, type and name alone
-// (chat_completions.rs tool_call_start_chunk, then
-// tool_call_arguments_chunk; testdata/engines/vllm/0.24-rust-frontend/README.md).
-// It takes the reasoning of the chunk with it, which then carries the
-// arguments alone. Nil otherwise, and for every other persona.
-func (w *wire) rustToolStart(text string, completion int) []byte {
-	if !w.rust || w.g.kind != kindChat || w.seq == nil || w.seq.tool == nil || !w.toolStart ||
-		completion <= w.seq.reasoning || text == "" {
-		return nil
-	}
-	lp := w.lp
-	w.lp = nil // the logprobs go with the arguments' text
-	b := w.rustToken("", completion)
-	w.toolStart, w.reasoning, w.lp = false, "", lp
-	return b
 }
 
 // rustFinish is the finish chunk: chat delta {}, completions text "", and

@@ -171,13 +171,19 @@ func TestRustFrontendStreams(t *testing.T) {
 	}
 }
 
-// TestRustFrontendToolCall: the Rust frontend streams a tool call as its
-// source does: first a chunk with the call's id, type and name alone
-// (tool_call_start_chunk), then chunks with argument fragments alone, then
-// the finish chunk with tool_calls; the fragments join into the JSON
-// arguments.
-func TestRustFrontendToolCall(t *testing.T) {
-	base, _ := simtest.Start(t, rustConfig())
+// TestToolCallStartChunk: both vLLM frontends stream a tool call as their
+// sources do: first a chunk with the call's id, type and name alone (the
+// Rust frontend's tool_call_start_chunk), then chunks with argument
+// fragments alone, then the finish chunk with tool_calls; the fragments
+// join into the JSON arguments.
+func TestToolCallStartChunk(t *testing.T) {
+	for name, cfg := range map[string]simulator.Config{"python": fastConfig(), "rust": rustConfig()} {
+		t.Run(name, func(t *testing.T) { checkToolCallStart(t, cfg) })
+	}
+}
+
+func checkToolCallStart(t *testing.T, cfg simulator.Config) {
+	base, _ := simtest.Start(t, cfg)
 	body := map[string]any{"model": "llmprobe-sim", "max_tokens": 64, "stream": true,
 		"messages": []map[string]string{{"role": "user", "content": "What is the weather in Paris?"}},
 		"tools": []map[string]any{{"type": "function", "function": map[string]any{"name": "get_weather",

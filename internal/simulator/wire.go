@@ -201,6 +201,24 @@ func (w *wire) token(text string, finish *string, completion int, first bool) []
 	return b
 }
 
+// toolStartChunk is, when the chunk about to be written starts the tool
+// call and carries argument text, the chunk to send before it: the call's
+// id, type and name alone, as both vLLM frontends send it (the Python
+// frontend's tool parser, the Rust frontend's tool_call_start_chunk;
+// testdata/engines/vllm/0.24*/README.md). It takes the chunk's reasoning
+// with it, so that chunk carries the arguments alone. Nil otherwise (only
+// the vLLM persona calls tools).
+func (w *wire) toolStartChunk(text string, completion int) []byte {
+	if w.g.kind != kindChat || w.seq == nil || w.seq.tool == nil || !w.toolStart || completion <= w.seq.reasoning || text == "" {
+		return nil
+	}
+	lp := w.lp
+	w.lp = nil // the logprobs go with the arguments' text
+	b := w.token("", nil, completion, false)
+	w.toolStart, w.reasoning, w.lp = false, "", lp
+	return b
+}
+
 // finish is the last choices chunk of llama.cpp and Ollama: no text, the
 // finish_reason (llama.cpp: with usage and timings).
 func (w *wire) finish(reason string, completion int) []byte {
