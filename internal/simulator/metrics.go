@@ -111,24 +111,37 @@ func newMetrics(reg prometheus.Registerer, cfg Config) *metrics {
 	return m
 }
 
+// vllmFamilies registers families labelled model_name and engine, as
+// both of vLLM's frontends label theirs, and returns each one's child of
+// labels.
+type vllmFamilies struct {
+	reg    prometheus.Registerer
+	labels prometheus.Labels
+}
+
+var vllmLabelNames = []string{"model_name", "engine"}
+
+func (f vllmFamilies) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, vllmLabelNames)
+	f.reg.MustRegister(g)
+	return g.With(f.labels)
+}
+
+func (f vllmFamilies) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, vllmLabelNames)
+	f.reg.MustRegister(c)
+	return c.With(f.labels)
+}
+
+func (f vllmFamilies) histogram(name, help string, buckets []float64) prometheus.Observer {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, vllmLabelNames)
+	f.reg.MustRegister(h)
+	return h.With(f.labels)
+}
+
 func newVLLMMetrics(reg prometheus.Registerer, cfg Config) *metrics {
-	labels := prometheus.Labels{"model_name": cfg.Model, "engine": "0"}
-	names := []string{"model_name", "engine"}
-	gauge := func(name, help string) prometheus.Gauge {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, names)
-		reg.MustRegister(g)
-		return g.With(labels)
-	}
-	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, names)
-		reg.MustRegister(c)
-		return c.With(labels)
-	}
-	histogram := func(name, help string, buckets []float64) prometheus.Observer {
-		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, names)
-		reg.MustRegister(h)
-		return h.With(labels)
-	}
+	f := vllmFamilies{reg: reg, labels: prometheus.Labels{"model_name": cfg.Model, "engine": "0"}}
+	labels, gauge, counter, histogram := f.labels, f.gauge, f.counter, f.histogram
 	m := &metrics{
 		running:          gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
 		waiting:          gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),

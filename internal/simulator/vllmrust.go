@@ -93,23 +93,8 @@ func rustTokenBuckets() []float64 {
 // either. The figures the frontend does not export go to unregistered
 // metrics.
 func newVLLMRustMetrics(reg prometheus.Registerer, cfg Config) *metrics {
-	labels := prometheus.Labels{"model_name": cfg.Model, "engine": "0"}
-	names := []string{"model_name", "engine"}
-	gauge := func(name, help string) prometheus.Gauge {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, names)
-		reg.MustRegister(g)
-		return g.With(labels)
-	}
-	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, names)
-		reg.MustRegister(c)
-		return c.With(labels)
-	}
-	histogram := func(name, help string, buckets []float64) prometheus.Observer {
-		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, names)
-		reg.MustRegister(h)
-		return h.With(labels)
-	}
+	f := vllmFamilies{reg: reg, labels: prometheus.Labels{"model_name": cfg.Model, "engine": "0"}}
+	labels, gauge, counter, histogram := f.labels, f.gauge, f.counter, f.histogram
 	tokens := rustTokenBuckets()
 	m := &metrics{
 		running: gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
