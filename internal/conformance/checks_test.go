@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -138,14 +137,9 @@ func checkExposition(t *testing.T, m *manifest, snap *scrape.Snapshot) {
 // in name order.
 func protobufOf(t *testing.T, snap *scrape.Snapshot) []byte {
 	t.Helper()
-	names := make([]string, 0, len(snap.Families))
-	for n := range snap.Families {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeProtoDelim))
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(snap.Families)) {
 		if err := enc.Encode(snap.Families[n]); err != nil {
 			t.Fatalf("encode %s: %v", n, err)
 		}

@@ -3,10 +3,12 @@ package conformance_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -351,13 +353,8 @@ func TestFormatsKeyedAlike(t *testing.T) {
 // _created samples, in name order, and the final # EOF.
 func openMetricsOf(t *testing.T, snap *scrape.Snapshot) []byte {
 	t.Helper()
-	names := make([]string, 0, len(snap.Families))
-	for n := range snap.Families {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var buf bytes.Buffer
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(snap.Families)) {
 		if _, err := expfmt.MetricFamilyToOpenMetrics(&buf, snap.Families[n], expfmt.WithCreatedLines()); err != nil {
 			t.Fatalf("encode %s: %v", n, err)
 		}

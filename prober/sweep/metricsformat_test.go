@@ -77,6 +77,37 @@ func serverShape(t *testing.T, st sweep.ServerStats) map[string]any {
 	return m
 }
 
+// twoStepSweep sweeps a simulator of sim (EOS off) on api at 20 and 40
+// req/s, 10 requests a step, into sink, and requires both steps.
+func twoStepSweep(t *testing.T, sim simulator.Config, api string, sink sweep.RecordSink) *sweep.Result {
+	t.Helper()
+	sim.EOSProbability = 0
+	url, _ := simtest.Start(t, sim)
+	cfg := sweep.Config{
+		Target: url, API: api, Timeout: 30 * time.Second,
+		Workload:       workload.Spec{InputTokens: workload.Fixed(48), OutputTokens: workload.Fixed(6)},
+		WorkloadSource: "flags", Rates: []float64{20, 40}, RatesText: "20,40", Arrival: "poisson", Burstiness: 1,
+		NumPrompts: 10, Warmups: 1, Rounds: 1, MetricsInterval: 50 * time.Millisecond, IdleTimeout: 5 * time.Second,
+		OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 11,
+		Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
+		// Two steps whatever the host: a busy one can put the knee
+		// between 20 and 40 req/s, whose bracket a ladder repeats.
+		Search: sweep.SearchOptions{Repeats: 1},
+	}
+	p, err := sweep.Prepare(context.Background(), cfg, sweep.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 2 {
+		t.Fatalf("%d steps, want 2", len(res.Steps))
+	}
+	return res
+}
+
 // TestSweepEachMetricsFormat sweeps the simulator serving /metrics as text,
 // OpenMetrics (whatever Accept says, as vLLM's Rust frontend) and protobuf:
 // each sweep detects vLLM from the /metrics names, reads its engine config,
@@ -88,32 +119,8 @@ func TestSweepEachMetricsFormat(t *testing.T) {
 		t.Helper()
 		sim := simtest.Fast()
 		sim.MetricsFormat = format
-		sim.EOSProbability = 0
-		url, _ := simtest.Start(t, sim)
-		cfg := sweep.Config{
-			Target: url, API: "completions", Timeout: 30 * time.Second,
-			Workload:       workload.Spec{InputTokens: workload.Fixed(48), OutputTokens: workload.Fixed(6)},
-			WorkloadSource: "flags", Rates: []float64{20, 40}, RatesText: "20,40", Arrival: "poisson", Burstiness: 1,
-			NumPrompts: 10, Warmups: 1, Rounds: 1, MetricsInterval: 50 * time.Millisecond, IdleTimeout: 5 * time.Second,
-			OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 11,
-			Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
-			// Two steps whatever the host: a busy one can put the knee
-			// between 20 and 40 req/s, whose bracket a ladder repeats.
-			Search: sweep.SearchOptions{Repeats: 1},
-		}
-		p, err := sweep.Prepare(context.Background(), cfg, sweep.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		sink := &snapshotSink{}
-		res, err := p.Run(context.Background(), sink, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Steps) != 2 {
-			t.Fatalf("%d steps, want 2", len(res.Steps))
-		}
-		return res, sink
+		return twoStepSweep(t, sim, "completions", sink), sink
 	}
 	formats := []string{simulator.MetricsFormatText, simulator.MetricsFormatOpenMetrics, simulator.MetricsFormatProtobuf}
 	wantFormat := map[string]scrape.Format{

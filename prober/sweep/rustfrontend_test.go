@@ -1,15 +1,12 @@
 package sweep_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/sweep"
-	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
 // TestSweepRustFrontend sweeps the simulator as vLLM's Python frontend
@@ -28,29 +25,7 @@ func TestSweepRustFrontend(t *testing.T) {
 		t.Helper()
 		sim := simtest.Fast()
 		sim.VLLMFrontend = frontend
-		sim.EOSProbability = 0
-		url, _ := simtest.Start(t, sim)
-		cfg := sweep.Config{
-			Target: url, API: api, Timeout: 30 * time.Second,
-			Workload:       workload.Spec{InputTokens: workload.Fixed(48), OutputTokens: workload.Fixed(6)},
-			WorkloadSource: "flags", Rates: []float64{20, 40}, RatesText: "20,40", Arrival: "poisson", Burstiness: 1,
-			NumPrompts: 10, Warmups: 1, Rounds: 1, MetricsInterval: 50 * time.Millisecond, IdleTimeout: 5 * time.Second,
-			OutDir: t.TempDir(), Name: "test", Embedded: true, Seed: 11,
-			Validity: sweep.ValidityOptions{MaxSendLag: 100 * time.Millisecond},
-			Search:   sweep.SearchOptions{Repeats: 1},
-		}
-		p, err := sweep.Prepare(context.Background(), cfg, sweep.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := p.Run(context.Background(), sweep.DiscardSink{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Steps) != 2 {
-			t.Fatalf("%d steps, want 2", len(res.Steps))
-		}
-		return res
+		return twoStepSweep(t, sim, api, sweep.DiscardSink{})
 	}
 	for _, api := range []string{"completions", "chat"} {
 		t.Run(api, func(t *testing.T) {
