@@ -10,6 +10,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
 // TestSweepEnergyCLI: `llmprobe sweep --gpu-metrics-url` against the
@@ -36,13 +37,27 @@ func TestSweepEnergyCLI(t *testing.T) {
 			t.Errorf("step %s energy read back: %+v", st.Label, e)
 		}
 	}
-	j, ok := res.KneeEnergyPerGoodToken()
-	if !ok {
-		t.Fatalf("no joules per good token at the knee (knee %+v)\n%s", res.Knee, stdout)
-	}
 	md, err := os.ReadFile(filepath.Join(runDir, "analysis.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	j, ok := res.KneeEnergyPerGoodToken()
+	if !ok && clientFlaggedEveryStep(t, res) {
+		// Under -race beside other load the client may keep neither rate
+		// (CI saw a send-lag p99 of 257 ms at 20 req/s): no knee, so no
+		// figure at it, and the report must say so rather than quote one.
+		for _, w := range []string{"### Energy", "](energy.svg)"} {
+			if !strings.Contains(string(md), w) {
+				t.Errorf("analysis.md lacks %q", w)
+			}
+		}
+		if !strings.Contains(stdout, "(no knee figure)") {
+			t.Errorf("stdout does not say the energy has no knee figure:\n%s", stdout)
+		}
+		return
+	}
+	if !ok {
+		t.Fatalf("no joules per good token at the knee (knee %+v)\n%s", res.Knee, stdout)
 	}
 	for _, w := range []string{"### Energy", "J per good output token at the knee", "](energy.svg)"} {
 		if !strings.Contains(string(md), w) {
@@ -58,4 +73,27 @@ func TestSweepEnergyCLI(t *testing.T) {
 	if g := res.Fingerprint.Target.GPU; g == nil || g.Count != 1 {
 		t.Errorf("manifest target.gpu: %+v", g)
 	}
+}
+
+// clientFlaggedEveryStep reports whether no step of res is valid and every
+// step was flagged by the client's own checks only (client-saturated,
+// client-read-lag), each with its reason: the honest outcome of a sweep on a
+// host too busy to keep the schedule. A flag of any other kind fails t.
+func clientFlaggedEveryStep(t *testing.T, res *sweep.Result) bool {
+	t.Helper()
+	for _, st := range res.Steps {
+		if st.Validity.Valid {
+			return false
+		}
+		if len(st.Validity.Flags) == 0 {
+			t.Errorf("step %s invalid without a flag", st.Label)
+		}
+		for i, f := range st.Validity.Flags {
+			if f != sweep.FlagClientSaturated && f != sweep.FlagClientReadLag || st.Validity.Reasons[i] == "" {
+				t.Errorf("step %s flagged %s: %q", st.Label, f, st.Validity.Reasons[i])
+			}
+		}
+		t.Logf("step %s flagged on this host: %v", st.Label, st.Validity.Reasons)
+	}
+	return len(res.Steps) > 0
 }

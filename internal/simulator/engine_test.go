@@ -181,24 +181,44 @@ func TestWaitingQueue(t *testing.T) {
 	cfg.MaxNumSeqs = 1
 	cfg.MaxNumBatchedTokens = 16
 	cfg.StepBase = 2 * time.Millisecond
+	cfg.MaxModelLen, cfg.NumGPUBlocks = 8192, 1024
 	base, _ := simtest.Start(t, cfg)
+	// The first request holds the only running slot (8000 steps, 16 s at
+	// the least) until the other two are seen waiting, and is aborted
+	// then: on a busy host the two may arrive late, and a short first
+	// request would finish before they queue (CI saw that under -race).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions",
+		strings.NewReader(`{"prompt":"a b c","max_tokens":8000,"ignore_eos":true,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: {") {
+		t.Fatalf("first event %q: %v", line, err)
+	}
 	var wg sync.WaitGroup
-	for i := range 3 {
+	for i := range 2 {
 		wg.Go(func() {
 			if _, _, err := tryCompletion(base, map[string]any{"prompt": words("q"+itoa(i), 3), "max_tokens": 40, "ignore_eos": true}); err != nil {
 				t.Error(err)
 			}
 		})
 	}
-	testutil.Eventually(t, "a waiting request", func() bool {
+	testutil.Eventually(t, "two waiting requests", func() bool {
 		mfs := scrape(t, base)
-		return value(t, mfs, "vllm:num_requests_waiting") >= 1 && value(t, mfs, "vllm:num_requests_running") == 1 &&
+		return value(t, mfs, "vllm:num_requests_waiting") == 2 && value(t, mfs, "vllm:num_requests_running") == 1 &&
 			value(t, mfs, "vllm:kv_cache_usage_perc") > 0
 	})
+	cancel()
 	wg.Wait()
 	mfs := scrape(t, base)
+	// The second of the two queued waited for the first's 40 steps of at
+	// least 2 ms each.
 	if q := mfs["vllm:request_queue_time_seconds"].GetMetric()[0].GetHistogram(); q.GetSampleSum() < 0.05 {
-		t.Errorf("queue time sum %v s: the queued requests waited ~80ms and ~160ms", q.GetSampleSum())
+		t.Errorf("queue time sum %v s: one queued request waited for another's 40 steps of 2 ms (80 ms)", q.GetSampleSum())
 	}
 }
 
