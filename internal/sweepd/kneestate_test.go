@@ -47,7 +47,7 @@ func undecide(t *testing.T, dir string) {
 // knee the one before it, decided reads 0 and the undecided reason is
 // exported; retention keeps the newest decided run beside the newest one.
 func TestReadBackKeepsDecidedKnee(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	dir := t.TempDir()
 	s := simService(t, dir, nil, url)
 	done := sweepDone(t, s, "nightly")
