@@ -80,9 +80,7 @@ func TestSweepRefusedByTarget(t *testing.T) {
 }
 
 func TestSweepCommand(t *testing.T) {
-	cfg := simulator.DefaultConfig()
-	cfg.StepBase = time.Millisecond
-	url, _ := simtest.Start(t, cfg)
+	url := msSim(t)
 	out := t.TempDir()
 	stdout, _ := runOK(t, "sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
 		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", out, "--name", "cli",
