@@ -60,6 +60,22 @@ func fileDigest(t *testing.T, dir string) string {
 	return scheduleDigest(c.Targets[0], c.Targets[0].Sweeps[0])
 }
 
+// wantDigestFollows requires that reloading dir's llmprobe.yml keeps the
+// schedule digest before and that writing content to file, a file the
+// config names, changes it (a reload restarts the schedule).
+func wantDigestFollows(t *testing.T, dir, before, file, content string) {
+	t.Helper()
+	if fileDigest(t, dir) != before {
+		t.Error("reloading the same files changed the schedule's digest")
+	}
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fileDigest(t, dir) == before {
+		t.Errorf("a changed %s kept the schedule's digest", filepath.Base(file))
+	}
+}
+
 // readRunFile reads the file name of a finished run directory.
 func readRunFile(t *testing.T, dir, name string) []byte {
 	t.Helper()
@@ -165,18 +181,7 @@ func TestScheduledTraceAndDatasetSweeps(t *testing.T) {
 			t.Errorf("unexpected sweep %+v", c)
 		}
 	}
-
-	// A changed trace file changes the schedule's digest (a reload restarts
-	// the schedule); the same file keeps it.
-	if fileDigest(t, dir) != before {
-		t.Error("reloading the same files changed the schedule's digest")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "trace.jsonl"), []byte(trace+`{"offset_ms": 400, "input_tokens": 16, "output_tokens": 3}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if fileDigest(t, dir) == before {
-		t.Error("a changed trace file kept the schedule's digest")
-	}
+	wantDigestFollows(t, dir, before, filepath.Join(dir, "trace.jsonl"), trace+`{"offset_ms": 400, "input_tokens": 16, "output_tokens": 3}`+"\n")
 }
 
 // TestStartRefusesFiles: the API's Start refuses a spec naming a file
@@ -262,17 +267,7 @@ func TestScheduledSweepAnswerChecks(t *testing.T) {
 	if cmd := readRunFile(t, c.last.Dir, artifacts.CommandFile); !strings.Contains(string(cmd), "--answer-checks "+set) {
 		t.Errorf("command.txt %q lacks --answer-checks %s", cmd, set)
 	}
-
-	// The set's digest is the schedule's: a changed file restarts it.
-	if fileDigest(t, dir) != before {
-		t.Error("reloading the same file changed the schedule's digest")
-	}
-	if err := os.WriteFile(set, []byte(lines[:strings.Index(lines, "\n")+1]), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if fileDigest(t, dir) == before {
-		t.Error("a changed check set kept the schedule's digest")
-	}
+	wantDigestFollows(t, dir, before, set, lines[:strings.Index(lines, "\n")+1])
 }
 
 // TestStartAnswerChecks: an API sweep takes the builtin set (every check
