@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmprobe/llmprobe/internal/report"
-	"github.com/llmprobe/llmprobe/internal/simulator"
-	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -28,16 +25,6 @@ func wantUsageError(t *testing.T, args []string, want string) {
 	if got := stderr.String(); !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
 		t.Errorf("stderr = %q, want one line starting with %q", got, want)
 	}
-}
-
-// msSim starts a simulator whose engine steps take a millisecond and
-// returns its base URL.
-func msSim(t *testing.T) string {
-	t.Helper()
-	cfg := simulator.DefaultConfig()
-	cfg.StepBase = time.Millisecond
-	url, _ := simtest.Start(t, cfg)
-	return url
 }
 
 // runOK runs `llmprobe args...`, which must exit 0, and returns its stdout
