@@ -43,24 +43,26 @@ type (
 	}
 	alertmanagerConfig struct {
 		Route struct {
-			Receiver       string   `json:"receiver"`
-			GroupBy        []string `json:"group_by"`
-			GroupWait      string   `json:"group_wait"`
-			GroupInterval  string   `json:"group_interval"`
-			RepeatInterval string   `json:"repeat_interval"`
-			Routes         []struct {
-				Matchers []string `json:"matchers"`
-				Receiver string   `json:"receiver"`
-			} `json:"routes"`
+			Receiver       string    `json:"receiver"`
+			GroupBy        []string  `json:"group_by"`
+			GroupWait      string    `json:"group_wait"`
+			GroupInterval  string    `json:"group_interval"`
+			RepeatInterval string    `json:"repeat_interval"`
+			Routes         []amRoute `json:"routes"`
 		} `json:"route"`
 		Receivers []struct {
 			Name string `json:"name"`
 		} `json:"receivers"`
-		InhibitRules []struct {
-			SourceMatchers []string `json:"source_matchers"`
-			TargetMatchers []string `json:"target_matchers"`
-			Equal          []string `json:"equal"`
-		} `json:"inhibit_rules"`
+		InhibitRules []inhibitRule `json:"inhibit_rules"`
+	}
+	amRoute struct {
+		Matchers []string `json:"matchers"`
+		Receiver string   `json:"receiver"`
+	}
+	inhibitRule struct {
+		SourceMatchers []string `json:"source_matchers"`
+		TargetMatchers []string `json:"target_matchers"`
+		Equal          []string `json:"equal"`
 	}
 	grafanaDatasources struct {
 		APIVersion  int `json:"apiVersion"`
@@ -266,11 +268,7 @@ func checkComposeInhibitRules(t *testing.T, s composeStack, am alertmanagerConfi
 		t.Errorf("the demo's Alertmanager loads %s, want %s (the shipped configuration)", host, filepath.Join(shipped, "alertmanager.yml"))
 	}
 	var list struct {
-		InhibitRules []struct {
-			SourceMatchers []string `json:"source_matchers"`
-			TargetMatchers []string `json:"target_matchers"`
-			Equal          []string `json:"equal"`
-		} `json:"inhibit_rules"`
+		InhibitRules []inhibitRule `json:"inhibit_rules"`
 	}
 	if err := LoadStrict(filepath.Join(shipped, "inhibit-rules.yml"), &list); err != nil {
 		t.Fatal(err)
@@ -287,12 +285,7 @@ func checkComposeInhibitRules(t *testing.T, s composeStack, am alertmanagerConfi
 			t.Errorf("inhibition rule %d of the demo's alertmanager.yml is %+v, inhibit-rules.yml has %+v", i, got, r)
 		}
 	}
-	if !slices.ContainsFunc(am.Route.Routes, func(r struct {
-		Matchers []string `json:"matchers"`
-		Receiver string   `json:"receiver"`
-	}) bool {
-		return slices.Contains(r.Matchers, "severity = none")
-	}) {
+	if !slices.ContainsFunc(am.Route.Routes, func(r amRoute) bool { return slices.Contains(r.Matchers, "severity = none") }) {
 		t.Error(`the demo's alertmanager.yml does not route severity="none" (the inhibitors) apart`)
 	}
 }

@@ -12,6 +12,18 @@ import (
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
+// verdictSection returns the lines of a section of compare's verdict text
+// (report.WriteVerdictText: "rules", "figures"), from its heading to the
+// blank line that ends it, and whether the output has it.
+func verdictSection(stdout, name string) ([]string, bool) {
+	_, rest, ok := strings.Cut(stdout, "\n"+name+":\n")
+	if !ok {
+		return nil, false
+	}
+	text, _, _ := strings.Cut(rest, "\n\n")
+	return strings.Split(text, "\n"), true
+}
+
 // compareStarved reports whether a compare that exited inconclusive did so
 // only because the client could not keep its rate: the one rule not ok in
 // its output is "client not saturated", failed. On a starved machine that
@@ -24,13 +36,12 @@ func compareStarved(t *testing.T, code int, stdout, dir string) bool {
 	if code != compare.ExitInconclusive {
 		return false
 	}
-	_, rules, ok := strings.Cut(stdout, "\nrules:\n")
+	rules, ok := verdictSection(stdout, "rules")
 	if !ok {
 		return false
 	}
-	rules, _, _ = strings.Cut(rules, "\n\n")
 	clientFailed := false
-	for _, l := range strings.Split(rules, "\n") {
+	for _, l := range rules {
 		f := strings.Fields(l)
 		if len(f) == 0 || f[0] == "ok" {
 			continue
@@ -103,23 +114,21 @@ func compareNoisy(code int, stdout string) bool {
 	if code != compare.ExitInconclusive {
 		return false
 	}
-	_, rest, ok := strings.Cut(stdout, "\nrules:\n")
+	rules, ok := verdictSection(stdout, "rules")
 	if !ok {
 		return false
 	}
-	rules, rest, _ := strings.Cut(rest, "\n\n")
-	for _, l := range strings.Split(rules, "\n") {
+	for _, l := range rules {
 		if f := strings.Fields(l); len(f) > 0 && f[0] != "ok" {
 			return false
 		}
 	}
-	_, figures, ok := strings.Cut(rest, "figures:\n")
+	figures, ok := verdictSection(stdout, "figures")
 	if !ok {
 		return false
 	}
-	figures, _, _ = strings.Cut(figures, "\n\n")
 	undecided := 0
-	for _, l := range strings.Split(figures, "\n") {
+	for _, l := range figures {
 		switch f := strings.Fields(l); {
 		case len(f) == 0 || f[0] == "ok":
 		case f[0] == "undecided":

@@ -22,10 +22,22 @@ import (
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
+// TestSweepBadFlags pins the one-line error (exit 2) of each bad flag of
+// sweep, and of bad workload files (for a bad request section: file, line
+// and field), all refused before anything is sent.
 func TestSweepBadFlags(t *testing.T) {
-	wl := filepath.Join(t.TempDir(), "wl.yml")
-	if err := os.WriteFile(wl, []byte("input_tokens: {dist: fixed, value: 8}\noutput_tokens: {dist: fixed, value: 2}\nbogus: 1\n"), 0o644); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	wl, wl2, wl3 := filepath.Join(dir, "wl.yml"), filepath.Join(dir, "wl2.yml"), filepath.Join(dir, "wl3.yml")
+	for name, body := range map[string]string{
+		wl: "input_tokens: {dist: fixed, value: 8}\noutput_tokens: {dist: fixed, value: 2}\nbogus: 1\n",
+		wl2: "input_tokens: {dist: fixed, value: 8}\noutput_tokens: {dist: fixed, value: 2}\nrequest:\n" +
+			"  features:\n    - {kind: logprobs, share: 0.5}\n    - kind: json_schema\n      share: 1.5\n      schema: {type: object}\n",
+		wl3: "input_tokens: {dist: fixed, value: 8}\noutput_tokens: {dist: fixed, value: 2}\nrequest:\n" +
+			"  features:\n    - {kind: json_schema, share: 0.5, schema_file: missing.json}\n",
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tests := []struct {
 		name string
@@ -54,10 +66,29 @@ func TestSweepBadFlags(t *testing.T) {
 		{"too many prompts per step", []string{"--rates", "1", "--num-prompts", "3000000"}, "llmprobe: error: --num-prompts: must be at most 2000000 requests per step, got 3000000\n"},
 		{"endless workload file", []string{"--workload", "/dev/zero"}, "llmprobe: error: --workload: /dev/zero: the file is larger than 4MiB, the cap on a workload file\n"},
 		{"endless key file", []string{"--api-key-file", "/dev/zero"}, "llmprobe: error: --api-key-file: read: /dev/zero: the file is larger than 64KiB, the cap on an API key file\n"},
+		{"negative temperature", []string{"--temperature=-1"}, "llmprobe: error: --temperature: temperature: must be a finite number >= 0, got -1\n"},
+		{"top-p over 1", []string{"--top-p", "1.5"}, "llmprobe: error: --top-p: top_p: must be in (0, 1], got 1.5\n"},
+		{"negative min tokens", []string{"--min-tokens=-2"}, "llmprobe: error: --min-tokens: min_tokens: must be in [0, 1048576], got -2\n"},
+		{"empty stop", []string{"--stop", ""}, "llmprobe: error: --stop: stop[0]: must be 1 to 1024 bytes, got 0\n"},
+		{"extra body not an object", []string{"--extra-body", "[1]"}, "llmprobe: error: --extra-body: must be a JSON object: json: cannot unmarshal array"},
+		{"extra body sets stream", []string{"--extra-body", `{"stream":false}`}, "llmprobe: error: --extra-body: extra_body.stream: may not be set in extra_body"},
+		{"bad share in the workload file", []string{"--workload", wl2}, "llmprobe: error: --workload: " + wl2 + ":7: request.features[1].share: must be in (0, 1], got 1.5\n"},
+		{"missing schema file", []string{"--workload", wl3}, "llmprobe: error: --workload: " + wl3 + ":5: request.features[0].schema_file: open " +
+			filepath.Join(dir, "missing.json") + ": no such file or directory\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantUsageError(t, append([]string{"sweep"}, tt.args...), tt.want) })
 	}
+}
+
+// msSim starts a simulator for the sweep tests whose engine steps take a millisecond and
+// returns its base URL.
+func msSim(t *testing.T) string {
+	t.Helper()
+	cfg := simulator.DefaultConfig()
+	cfg.StepBase = time.Millisecond
+	url, _ := simtest.Start(t, cfg)
+	return url
 }
 
 // TestSweepRefusedByTarget checks that an error the sweep's preflight
@@ -80,9 +111,7 @@ func TestSweepRefusedByTarget(t *testing.T) {
 }
 
 func TestSweepCommand(t *testing.T) {
-	cfg := simulator.DefaultConfig()
-	cfg.StepBase = time.Millisecond
-	url, _ := simtest.Start(t, cfg)
+	url := msSim(t)
 	out := t.TempDir()
 	stdout, _ := runOK(t, "sweep", "--target", url, "--rates", "20,40", "--num-prompts", "10", "--warmups", "1",
 		"--input-len", "16", "--output-len", "4", "--goodput", "ttft:800", "tpot:50", "--out", out, "--name", "cli",

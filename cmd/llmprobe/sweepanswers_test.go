@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,11 +38,7 @@ func TestSweepAnswerChecksFlag(t *testing.T) {
 			"llmprobe: error: --answer-checks: answer checks judge a generated reply: they need --api completions, chat, responses or messages, not embeddings\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"sweep", "--rates", "1", "--out", t.TempDir()}, tt.args...), &stdout, &stderr)
-			if code != 2 || stderr.String() != tt.want {
-				t.Errorf("exit code %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
-			}
+			wantUsageError(t, append([]string{"sweep", "--rates", "1", "--out", t.TempDir()}, tt.args...), tt.want)
 		})
 	}
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -10,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
@@ -23,9 +20,7 @@ import (
 // fingerprint records the file, and no file of the run holds prompt text
 // (every prompt of the file carries a "zqxmarker" word).
 func TestSweepDatasetShareGPT(t *testing.T) {
-	cfg := simulator.DefaultConfig()
-	cfg.StepBase = time.Millisecond
-	url, _ := simtest.Start(t, cfg)
+	url := msSim(t)
 	out := t.TempDir()
 	data := filepath.Join("testdata", "sharegpt.json")
 	runOK(t, "sweep", "--target", url, "--dataset", data, "--dataset-sampling", "shuffle",
@@ -129,13 +124,8 @@ func TestSweepDatasetRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"sweep", "--target", url, "--rates", "1", "--num-prompts", "2", "--out", out, "--no-progress",
-				"--log.level", "warn"}, tc.args...)
-			code := run(context.Background(), args, &stdout, &stderr)
-			if code != 2 || !strings.HasPrefix(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("exit code %d, stderr %q; want 2 and %q", code, stderr.String(), tc.want)
-			}
+			wantUsageError(t, append([]string{"sweep", "--target", url, "--rates", "1", "--num-prompts", "2", "--out", out, "--no-progress",
+				"--log.level", "warn"}, tc.args...), tc.want)
 			if entries, _ := os.ReadDir(out); len(entries) != 0 {
 				t.Errorf("out dir holds %d entries", len(entries))
 			}

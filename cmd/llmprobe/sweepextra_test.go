@@ -12,23 +12,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/llmprobe/llmprobe/collector/probemetrics"
-	"github.com/llmprobe/llmprobe/internal/simulator"
-	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
 )
 
 // TestSweepPush pushes a one-shot sweep's summary to an httptest receiver
 // that parses the exposition.
 func TestSweepPush(t *testing.T) {
-	cfg := simulator.DefaultConfig()
-	cfg.StepBase = time.Millisecond
-	url, _ := simtest.Start(t, cfg)
+	url := msSim(t)
 	var (
 		mu     sync.Mutex
 		bodies [][]byte
@@ -107,12 +102,10 @@ func TestSweepPushFlags(t *testing.T) {
 		{"--push.extra-label nolabel", "--push.extra-label:"},
 		{"--push.url ftp://x", "--push.url: must be an http:// or https:// URL"},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), append([]string{"sweep", "--rates", "1", "--num-prompts", "1", "--out", t.TempDir()},
-			strings.Fields(tt.args)...), &stdout, &stderr)
-		if code != 2 || !strings.Contains(stderr.String(), tt.want) {
-			t.Errorf("%s: exit %d, stderr %s", tt.args, code, stderr.String())
-		}
+		t.Run(tt.args, func(t *testing.T) {
+			wantUsageError(t, append([]string{"sweep", "--rates", "1", "--num-prompts", "1", "--out", t.TempDir()},
+				strings.Fields(tt.args)...), "llmprobe: error: "+tt.want)
+		})
 	}
 }
 
@@ -120,9 +113,7 @@ func TestSweepPushFlags(t *testing.T) {
 // warning (exit 0: a Kubernetes Job's pod succeeds, its results are in the
 // run directory) unless --push.required makes it exit 1.
 func TestSweepPushFailure(t *testing.T) {
-	cfg := simulator.DefaultConfig()
-	cfg.StepBase = time.Millisecond
-	url, _ := simtest.Start(t, cfg)
+	url := msSim(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -131,12 +131,8 @@ func TestSweepTracingCollectorDown(t *testing.T) {
 
 // TestSweepTracingBadProtocol: a bad --tracing.protocol is one line, exit 2.
 func TestSweepTracingBadProtocol(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--tracing.endpoint", "http://127.0.0.1:1", "--tracing.protocol", "thrift"}, &stdout, &stderr)
-	want := "llmprobe: error: --tracing.protocol must be http/protobuf or grpc, got \"thrift\"\n"
-	if code != 2 || stderr.String() != want {
-		t.Errorf("exit %d, stderr %q; want 2, %q", code, stderr.String(), want)
-	}
+	wantUsageError(t, []string{"sweep", "--tracing.endpoint", "http://127.0.0.1:1", "--tracing.protocol", "thrift"},
+		"llmprobe: error: --tracing.protocol must be http/protobuf or grpc, got \"thrift\"\n")
 }
 
 // TestCompareTracing: compare takes the same --tracing.* flags: every

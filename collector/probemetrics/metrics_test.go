@@ -839,18 +839,25 @@ func BenchmarkObserve(b *testing.B) {
 	})
 }
 
-// TestDocsListEveryMetric keeps docs/metrics.md in step with Names().
+// TestDocsListEveryMetric keeps the docs in step with the families this
+// package exports: docs/metrics.md lists Names() and ClientNames(),
+// docs/sweep-api.md lists SweepNames().
 func TestDocsListEveryMetric(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range Names() {
-		t.Run(name, func(t *testing.T) {
-			if !strings.Contains(string(doc), "`"+name+"`") {
-				t.Errorf("docs/metrics.md does not document %s", name)
-			}
-		})
+	for _, c := range []struct {
+		doc   string
+		names []string
+	}{{"metrics.md", Names()}, {"metrics.md", ClientNames()}, {"sweep-api.md", SweepNames()}} {
+		doc, err := os.ReadFile(filepath.Join("..", "..", "docs", c.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range c.names {
+			t.Run(name, func(t *testing.T) {
+				if !strings.Contains(string(doc), "`"+name+"`") {
+					t.Errorf("docs/%s does not document %s", c.doc, name)
+				}
+			})
+		}
 	}
 }
 

@@ -2,8 +2,6 @@ package probemetrics
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -97,16 +95,4 @@ func schedHistogram(t *testing.T, reg prometheus.Gatherer) *dto.Histogram {
 		t.Fatalf("%s not gathered once: %v", NameSchedLatency, mf)
 	}
 	return mf.GetMetric()[0].GetHistogram()
-}
-
-func TestDocsListClientMetrics(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range ClientNames() {
-		if !strings.Contains(string(doc), "`"+name+"`") {
-			t.Errorf("docs/metrics.md does not document %s", name)
-		}
-	}
 }

@@ -1,7 +1,6 @@
 package probemetrics
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -89,19 +88,6 @@ llmprobe_sweep_step_ttft_p99_seconds{step="rate=8",sweep="nightly",target="sim"}
 	s.TargetRemoved("sim")
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
 		t.Errorf("after TargetRemoved: %d series, %v", n, err)
-	}
-}
-
-// TestSweepDocs keeps docs/sweep-api.md in step with SweepNames().
-func TestSweepDocs(t *testing.T) {
-	b, err := os.ReadFile("../../docs/sweep-api.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range SweepNames() {
-		if !strings.Contains(string(b), "`"+n+"`") {
-			t.Errorf("docs/sweep-api.md does not list %s", n)
-		}
 	}
 }
 

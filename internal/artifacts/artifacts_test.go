@@ -34,6 +34,16 @@ func newRun(t *testing.T) *Run {
 	return r
 }
 
+// mustAppend opens r's appender for name; an error fails the test.
+func mustAppend(t *testing.T, r *Run, name string) *Appender {
+	t.Helper()
+	a, err := r.Append(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // entries lists the names in dir (one level).
 func entries(t *testing.T, dir string) []string {
 	t.Helper()
@@ -197,10 +207,7 @@ func TestInvalidNames(t *testing.T) {
 
 func TestAppender(t *testing.T) {
 	r := newRun(t)
-	a, err := r.Append(RecordsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustAppend(t, r, RecordsFile)
 	if _, err := r.Append(RecordsFile); err == nil {
 		t.Error("a second appender for the same name opened")
 	}
@@ -262,10 +269,7 @@ func TestAppender(t *testing.T) {
 
 func TestSnapshots(t *testing.T) {
 	r := newRun(t)
-	a, err := r.Append(MetricsDuringFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustAppend(t, r, MetricsDuringFile)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
 	want := []SnapshotSection{
 		{Snapshot: Snapshot{Step: 0, Label: "rate=1", Phase: "during", Time: at, Source: "http://127.0.0.1:1/metrics"},
@@ -311,10 +315,7 @@ func finishedRun(t *testing.T, complete bool, reason string) (*Run, Manifest) {
 			t.Fatal(err)
 		}
 	}
-	a, err := r.Append(RecordsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustAppend(t, r, RecordsFile)
 	if err := a.WriteLine(map[string]int{"n": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -554,10 +555,7 @@ func TestFinishRefusesSymlinks(t *testing.T) {
 
 func TestAppenderCloseRenamesAfterWriteError(t *testing.T) {
 	r := newRun(t)
-	a, err := r.Append(ErrorsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustAppend(t, r, ErrorsFile)
 	if err := a.WriteLine(map[string]string{"error": "<redacted>"}); err != nil {
 		t.Fatal(err)
 	}
@@ -600,10 +598,7 @@ func TestAppenderDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := run.Append(RecordsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustAppend(t, run, RecordsFile)
 	defer a.Close()
 	partial := filepath.Join(run.Dir(), RecordsFile+PartialSuffix)
 	read := func() string {
@@ -649,14 +644,8 @@ func TestVerifyPartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := run.Append(RecordsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := run.Append(MetricsBeforeFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := mustAppend(t, run, RecordsFile)
+	snaps := mustAppend(t, run, MetricsBeforeFile)
 	for i := range 3 {
 		if err := recs.WriteLine(map[string]int{"i": i}); err != nil {
 			t.Fatal(err)
@@ -730,10 +719,7 @@ func TestAppenderFullDiskTruncates(t *testing.T) {
 	}{{"flush", false, 3*len(line(0, 100)) + 40}, {"direct write", true, 2*len(line(0, 100)) + 1000}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRun(t)
-			a, err := r.Append(RecordsFile)
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := mustAppend(t, r, RecordsFile)
 			a.mu.Lock()
 			a.w = &fullDisk{f: a.f, budget: tc.budget}
 			a.bw = bufio.NewWriterSize(a.w, appendBuffer)
@@ -764,7 +750,7 @@ func TestAppenderFullDiskTruncates(t *testing.T) {
 			if err := a.Flush(); werr == nil && err == nil {
 				t.Fatal("no write error on a full disk")
 			}
-			err = a.Close()
+			err := a.Close()
 			if err == nil || !strings.Contains(err.Error(), "ended mid-record") || !strings.Contains(err.Error(), fmt.Sprintf("truncated to its last whole record (%d bytes)", len(want))) {
 				t.Errorf("Close = %v", err)
 			}

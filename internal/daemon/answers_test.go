@@ -61,13 +61,8 @@ func serveAnswers(t *testing.T, faults simulator.Faults) (string, map[string]map
 	cfg := simtest.Fast()
 	cfg.Faults = faults
 	base, _ := simtest.Start(t, cfg)
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
-	c, err := Target{URL: base, Name: "sim", API: "chat", AnswerChecks: "builtin"}.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Config, o.ConfigFrom = c, base
+	o, url, _ := options(t)
+	fixedConfig(t, &o, base, Target{Name: "sim", API: "chat", AnswerChecks: "builtin"})
 	start(t, o)
 	items := answer.Builtin().Items
 	var counts map[string]map[answer.Outcome]float64

@@ -23,8 +23,7 @@ func TestCachedTokensCounters(t *testing.T) {
 	sc.EnablePromptTokensDetails = true
 	reporting, _ := simtest.Start(t, sc)
 	silent, _ := simtest.Start(t, simulator.DefaultConfig())
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	probe := "    probes:\n      - name: p\n        rate: 20\n        workload: {prefix_tokens: 32, input_tokens: {dist: fixed, value: 16}}\n"
 	yml := fmt.Sprintf("targets:\n  - name: reporting\n    base_url: %s\n%s  - name: silent\n    base_url: %s\n%s",
 		reporting, probe, silent, probe)

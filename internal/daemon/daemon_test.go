@@ -25,11 +25,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// options are a daemon's options on a free address, logging to logs.
-func options(t *testing.T, logs io.Writer) (Options, string) {
+// options are a daemon's options on a free address, logging to the
+// buffer returned.
+func options(t *testing.T) (Options, string, *testutil.SyncBuffer) {
 	t.Helper()
 	addr := testutil.FreeAddr(t)
 	systemd, webConfig := false, ""
+	logs := &testutil.SyncBuffer{}
 	return Options{
 		Logger:              log.NewLogfmtLogger(logs),
 		Web:                 &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebSystemdSocket: &systemd, WebConfigFile: &webConfig},
@@ -37,7 +39,19 @@ func options(t *testing.T, logs io.Writer) (Options, string) {
 		EnableLifecycle:     true,
 		SweepsDir:           t.TempDir(),
 		SweepsMaxConcurrent: 1,
-	}, "http://" + addr
+	}, "http://" + addr, logs
+}
+
+// fixedConfig gives o the config that flags build for tg at base (never
+// reloaded).
+func fixedConfig(t *testing.T, o *Options, base string, tg Target) {
+	t.Helper()
+	tg.URL = base
+	cfg, err := tg.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Config, o.ConfigFrom = cfg, base
 }
 
 // start runs the daemon until the test ends; stop cancels it and returns
@@ -117,8 +131,7 @@ func reload(t *testing.T, url, what string, want int) {
 // the context shuts down cleanly.
 func TestRunFromFile(t *testing.T) {
 	base, _ := simtest.Start(t, simulator.DefaultConfig())
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	config := func(objective float64) string {
 		return fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    goodput_objective: %v\n    labels: {canary: chat, role: baseline}\n"+
 			"    probes:\n      - name: p\n        rate: 20\n", base, objective)
@@ -156,13 +169,8 @@ func TestRunFromFile(t *testing.T) {
 // never reloaded (SIGHUP is ignored with a warning, /-/reload answers 409).
 func TestRunFixedConfig(t *testing.T) {
 	base, _ := simtest.Start(t, simulator.DefaultConfig())
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
-	cfg, err := Target{URL: base, Name: "flags", API: "completions", SLO: []string{"ttft:800"}}.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Config, o.ConfigFrom = cfg, base
+	o, url, logs := options(t)
+	fixedConfig(t, &o, base, Target{Name: "flags", API: "completions", SLO: []string{"ttft:800"}})
 	hup := make(chan os.Signal, 1)
 	o.Hup = hup
 	start(t, o)
@@ -205,8 +213,7 @@ func TestRunErrors(t *testing.T) {
 	base, _ := simtest.Start(t, simulator.DefaultConfig())
 	f := func(name string, edit func(o *Options), usage bool, logged string) {
 		t.Helper()
-		logs := &testutil.SyncBuffer{}
-		o, _ := options(t, logs)
+		o, _, logs := options(t)
 		cfg, err := Target{URL: base, API: "completions"}.Config()
 		if err != nil {
 			t.Fatal(err)

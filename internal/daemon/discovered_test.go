@@ -106,8 +106,7 @@ func TestDiscoveryFileSD(t *testing.T) {
 	dir := t.TempDir()
 	sdFile := filepath.Join(dir, "sims.json")
 	writeAtomic(t, sdFile, fileSDGroups(addrs))
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	cfg := `discovery:
   - name: sims
     file_sd_configs:
@@ -203,8 +202,7 @@ func TestDiscoveryShard(t *testing.T) {
 	base, _ := simtest.Start(t, simtest.Fast())
 	addr := strings.TrimPrefix(base, "http://")
 	dir := t.TempDir()
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, _ := options(t)
 	o.Shard = manager.Shard{Index: 0, Count: 2}
 	var groups []string
 	all := []string{"static"}

@@ -134,8 +134,7 @@ func TestGoldenMetrics(t *testing.T) {
 	// The multi-turn probe's server of its own: its resent context would
 	// hit the sweep's prefix cache (unintended-prefix-cache).
 	sessions, _ := simtest.Start(t, simtest.Fast())
-	logs := &testutil.SyncBuffer{}
-	rcv, o, base := tracedOptions(t, logs)
+	rcv, o, base, logs := tracedOptions(t)
 	o.EnableSweeps = true
 	yml := fmt.Sprintf(`targets:
   - name: sim

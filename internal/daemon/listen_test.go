@@ -216,14 +216,9 @@ func TestMetricsAnswersBeside1000IdleConnections(t *testing.T) {
 		t.Skipf("open files limited to %d: 1,000 connections need both ends in this process", got)
 	}
 	base, _ := simtest.Start(t, simulator.DefaultConfig())
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	o.MaxRequests = web.DefaultMaxRequests
-	cfg, err := Target{URL: base, Name: "flags", API: "completions"}.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Config, o.ConfigFrom = cfg, base
+	fixedConfig(t, &o, base, Target{Name: "flags", API: "completions"})
 	start(t, o)
 	get(t, url+"/-/healthy", "Healthy", logs)
 	addr := strings.TrimPrefix(url, "http://")

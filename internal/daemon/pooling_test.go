@@ -21,8 +21,7 @@ func TestPoolingProbes(t *testing.T) {
 	bc := simulator.DefaultConfig()
 	bc.Faults.WrongCount = 1
 	broken, _ := simtest.Start(t, bc)
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	probe := "    probes:\n      - name: p\n        rate: 20\n        workload: {input_tokens: {dist: fixed, value: 16}}\n"
 	yml := fmt.Sprintf("targets:\n  - name: emb\n    base_url: %s\n    api: embeddings\n    batch_size: 4\n    slo: {e2el: 30s}\n%s"+
 		"  - name: rr\n    base_url: %s\n    api: rerank\n    batch_size: 3\n%s", good, probe, broken, probe)

@@ -128,8 +128,7 @@ func TestSecretRotationWithoutRestart(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			logs := &testutil.SyncBuffer{}
-			o, base := options(t, logs)
+			o, base, logs := options(t)
 			o.ConfigFile, o.SecretPollInterval = cfg, 200*time.Millisecond
 			stop := start(t, o)
 			testutil.EventuallyWithin(t, time.Minute, "requests with the first credential", func() bool { return gate.accepted(old) >= 3 })

@@ -39,14 +39,14 @@ type otlpReceiver struct {
 
 // tracedOptions starts an OTLP/HTTP collector (its receiver returned) and
 // returns a daemon's options (see options) tracing every request to it.
-func tracedOptions(t *testing.T, logs io.Writer) (*otlpReceiver, Options, string) {
+func tracedOptions(t *testing.T) (*otlpReceiver, Options, string, *testutil.SyncBuffer) {
 	t.Helper()
 	rcv := &otlpReceiver{names: map[string]int{}, traceOf: map[string]string{}}
 	collector := httptest.NewServer(rcv)
 	t.Cleanup(collector.Close)
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	o.Tracing = Tracing{Endpoint: collector.URL, SampleRatio: 1}
-	return rcv, o, url
+	return rcv, o, url, logs
 }
 
 func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -103,8 +103,7 @@ func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
 	sc := simulator.DefaultConfig()
 	sc.TraceFile = filepath.Join(t.TempDir(), "sim-trace.jsonl")
 	sim, _ := simtest.Start(t, sc)
-	logs := &testutil.SyncBuffer{}
-	rcv, o, url := tracedOptions(t, logs)
+	rcv, o, url, logs := tracedOptions(t)
 	yml := fmt.Sprintf(`targets:
   - name: sim
     base_url: %[1]s
@@ -257,8 +256,7 @@ func TestTracingBlockTLSAndHeaders(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "collector-ca.pem"), string(ca))
 	writeFile(t, filepath.Join(dir, "collector-token"), "Bearer "+tracingToken+"\n")
 
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	yml := func(timeout string) string {
 		return fmt.Sprintf(`targets:
   - name: sim
@@ -380,8 +378,7 @@ func TestTracingMetricsOnItsOwn(t *testing.T) {
 	t.Cleanup(collector.Close)
 	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", collector.URL+"/v1/metrics")
 
-	logs := &testutil.SyncBuffer{}
-	o, url := options(t, logs)
+	o, url, logs := options(t)
 	o.Tracing = Tracing{Metrics: true}
 	yml := fmt.Sprintf("targets:\n  - name: sim\n    base_url: %s\n    probes:\n      - name: p\n        rate: 20\n", sim)
 	setConfig(t, &o, t.TempDir(), yml)

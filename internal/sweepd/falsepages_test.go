@@ -26,7 +26,7 @@ const (
 // the host's CPU, as a GPU server's is: a 10 ms step plus 2 ms per running
 // sequence, so with 4 output tokens a step grows past the 50 ms TTFT SLO
 // near 90 req/s, where the client and the simulator use a few percent of
-// one core. (fastSim's capacity is the host's CPU: its knee measured the
+// one core. (simtest.Fast's capacity is the host's CPU: its knee measured the
 // other jobs on a shared machine, 50 to 800 req/s.)
 func modelBoundSim() simulator.Config {
 	c := simulator.DefaultConfig()

@@ -25,7 +25,7 @@ func (c *countingRecorder) SweepRequestsDone(_ string, n int) { c.requests.Add(i
 // readback after a restart restores; every successful measured request is
 // counted for the headroom rules.
 func TestLastHeadroomInputs(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	dir := t.TempDir()
 	rec := &countingRecorder{recorder: newRecorder()}
 	s := newService(t, dir, rec)

@@ -22,7 +22,7 @@ import (
 // manifest's command line carries its own --prompt-nonce. A third sweep
 // given the first one's prompt_nonce repeats its prompts and is flagged.
 func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
-	sc := fastSim()
+	sc := simtest.Fast()
 	sc.MaxNumSeqs, sc.StepBase = 1, 5*time.Millisecond // about 50 req/s
 	url, _ := simtest.Start(t, sc)
 	s := simService(t, t.TempDir(), newRecorder(), url)

@@ -30,15 +30,6 @@ import (
 // behind.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fastSim is a simulator whose engine steps take about a millisecond.
-func fastSim() simulator.Config {
-	c := simulator.DefaultConfig()
-	c.StepBase = time.Millisecond
-	c.StepPerPrefillToken = 0
-	c.StepPerSeq = 10 * time.Microsecond
-	return c
-}
-
 // recorder is an Observer that keeps every call.
 type recorder struct {
 	mu       sync.Mutex
@@ -184,7 +175,7 @@ func wait(t *testing.T, s *Service, id string) Status {
 }
 
 func TestLifecycle(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	dir := t.TempDir()
 	rec := newRecorder()
 	s := newService(t, dir, rec)
@@ -310,7 +301,7 @@ func TestLifecycle(t *testing.T) {
 // TestCancel cancels a sweep mid-step: the run directory is finished as
 // incomplete and verifies.
 func TestCancel(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	rec := newRecorder()
 	s := simService(t, t.TempDir(), rec, url)
 	spec := specOf(t, "rates: [5]\nduration: 1m\ninput_len: 32\noutput_len: 4\nwarmups: -1")
@@ -348,7 +339,7 @@ func TestCancel(t *testing.T) {
 // once without history), restarts the service on the same directory (the
 // last knee is read back), then has a sweep fail: the knee stays.
 func TestScheduleRestartAndFailure(t *testing.T) {
-	url, sim := simtest.Start(t, fastSim())
+	url, sim := simtest.Start(t, simtest.Fast())
 	dir := t.TempDir()
 	block := `    sweeps:
       - name: nightly
@@ -422,7 +413,7 @@ func TestScheduleRestartAndFailure(t *testing.T) {
 
 // TestGlobalCap refuses a sweep beyond --sweeps.max-concurrent.
 func TestGlobalCap(t *testing.T) {
-	url, _ := simtest.Start(t, fastSim())
+	url, _ := simtest.Start(t, simtest.Fast())
 	s := New(Options{Dir: t.TempDir(), MaxConcurrent: 1})
 	defer s.Stop()
 	s.Apply(targetsConfig(t, "", "a", url, "b", url))

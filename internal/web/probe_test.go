@@ -67,6 +67,17 @@ func getProbe(t *testing.T, base string, q url.Values) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// probeOK probes through base's /probe with q, requires status 200 and
+// returns the body and its metric families.
+func probeOK(t *testing.T, base string, q url.Values) (string, map[string]*dto.MetricFamily) {
+	t.Helper()
+	code, body := getProbe(t, base, q)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	return body, families(t, body)
+}
+
 // families parses a text exposition.
 func families(t *testing.T, body string) map[string]*dto.MetricFamily {
 	t.Helper()
@@ -106,11 +117,7 @@ func probeSimulator(t *testing.T, modules, module string, want map[string]float6
 	t.Helper()
 	sim, _ := simtest.Start(t, simtest.Fast())
 	base := probeServer(t, probeConfig(t, modules, sim))
-	code, body := getProbe(t, base, url.Values{"target": {sim}, "module": {module}})
-	if code != http.StatusOK {
-		t.Fatalf("status %d: %s", code, body)
-	}
-	mfs := families(t, body)
+	body, mfs := probeOK(t, base, url.Values{"target": {sim}, "module": {module}})
 	for name, w := range want {
 		if v, ok := gaugeValue(mfs, name, "", ""); !ok || v != w {
 			t.Errorf("%s = %v (present %v), want %v\n%s", name, v, ok, w, body)
@@ -157,11 +164,7 @@ func TestProbeSimulator(t *testing.T) {
 func TestProbeConnectRefused(t *testing.T) {
 	target := "http://" + testutil.RefusedAddr(t)
 	base := probeServer(t, probeConfig(t, "", target))
-	code, body := getProbe(t, base, url.Values{"target": {target}, "module": {"default"}})
-	if code != http.StatusOK {
-		t.Fatalf("status %d: %s", code, body)
-	}
-	mfs := families(t, body)
+	body, mfs := probeOK(t, base, url.Values{"target": {target}, "module": {"default"}})
 	if v, _ := gaugeValue(mfs, "probe_success", "", ""); v != 0 {
 		t.Errorf("probe_success %v, want 0", v)
 	}
@@ -225,11 +228,7 @@ func TestProbeCountAndDebug(t *testing.T) {
 	cfg.ServedBy = "pod-a"
 	sim, _ := simtest.Start(t, cfg)
 	base := probeServer(t, probeConfig(t, "  attr:\n    attribution_headers: [x-served-by]\n", sim))
-	code, body := getProbe(t, base, url.Values{"target": {sim}, "module": {"attr"}, "count": {"3"}})
-	if code != http.StatusOK {
-		t.Fatalf("status %d: %s", code, body)
-	}
-	mfs := families(t, body)
+	body, mfs := probeOK(t, base, url.Values{"target": {sim}, "module": {"attr"}, "count": {"3"}})
 	if v, _ := gaugeValue(mfs, "probe_requests", "", ""); v != 3 {
 		t.Errorf("probe_requests %v, want 3", v)
 	}
@@ -240,7 +239,7 @@ func TestProbeCountAndDebug(t *testing.T) {
 		t.Errorf("probe_backend_info{backend=\"pod-a\"} %v (present %v), want 1:\n%s", v, ok, body)
 	}
 
-	code, body = getProbe(t, base, url.Values{"target": {sim}, "module": {"attr"}, "debug": {"true"}})
+	code, body := getProbe(t, base, url.Values{"target": {sim}, "module": {"attr"}, "debug": {"true"}})
 	if code != http.StatusOK {
 		t.Fatalf("debug: status %d: %s", code, body)
 	}

@@ -252,12 +252,15 @@ func TestApplyReload(t *testing.T) {
 // TestGPUSourceLabels: relabelling from __meta labels sets a discovered
 // target's GPU energy source (__gpu_metrics_url__, __gpu_selector__: the
 // node's DCGM exporter and the pod's GPUs), overriding the template; an
-// invalid one drops the target as invalid.
+// invalid one drops the target as invalid. A Kubernetes pod with a GPU
+// source and no selector gets its own pod's GPUs (dcgm-exporter's pod and
+// namespace labels).
 func TestGPUSourceLabels(t *testing.T) {
-	r, _ := run(t, `
-discovery:
-  - name: pods
-    static_configs:
+	for _, tc := range []struct {
+		name, yml, selector string
+		invalid             float64 // targets dropped as invalid
+	}{
+		{"relabelled", `
       - targets: [10.0.0.7:8000]
         labels: {__meta_host_ip: 10.1.0.3, __meta_pod: vllm-0}
       - targets: [10.0.0.8:8000]
@@ -270,33 +273,25 @@ discovery:
       - source_labels: [__meta_pod]
         target_label: __gpu_selector__
         replacement: pod="$1"
-`)
-	ts := waitTargets(t, r, nil, "pods:10.0.0.7:8000")
-	if c := ts[0].Config; c.GPUMetricsURL != "http://10.1.0.3:9400/metrics" || c.GPUSelector != `pod="vllm-0"` {
-		t.Errorf("gpu source %q %q", c.GPUMetricsURL, c.GPUSelector)
-	}
-	if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("pods", DropInvalid)); got != 1 {
-		t.Errorf("dropped{invalid} = %v, want 1 (a selector that does not parse, without a URL)", got)
-	}
-}
-
-// TestGPUSelectorDefaultsToPod: a discovered Kubernetes pod with a GPU
-// source and no selector gets its own pod's GPUs (dcgm-exporter's pod and
-// namespace labels).
-func TestGPUSelectorDefaultsToPod(t *testing.T) {
-	r, _ := run(t, `
-discovery:
-  - name: pods
-    static_configs:
+`, `pod="vllm-0"`, 1},
+		{"selector defaults to the pod", `
       - targets: [10.0.0.7:8000]
         labels: {__meta_kubernetes_pod_name: vllm-0, __meta_kubernetes_namespace: llm, __meta_host_ip: 10.1.0.3}
     relabel_configs:
       - source_labels: [__meta_host_ip]
         target_label: __gpu_metrics_url__
         replacement: http://$1:9400/metrics
-`)
-	ts := waitTargets(t, r, nil, "pods:10.0.0.7:8000")
-	if c := ts[0].Config; c.GPUMetricsURL != "http://10.1.0.3:9400/metrics" || c.GPUSelector != `pod="vllm-0",namespace="llm"` {
-		t.Errorf("gpu source %q %q", c.GPUMetricsURL, c.GPUSelector)
+`, `pod="vllm-0",namespace="llm"`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := run(t, "discovery:\n  - name: pods\n    static_configs:"+tc.yml)
+			ts := waitTargets(t, r, nil, "pods:10.0.0.7:8000")
+			if c := ts[0].Config; c.GPUMetricsURL != "http://10.1.0.3:9400/metrics" || c.GPUSelector != tc.selector {
+				t.Errorf("gpu source %q %q", c.GPUMetricsURL, c.GPUSelector)
+			}
+			if got := promtest.ToFloat64(r.metrics.dropped.WithLabelValues("pods", DropInvalid)); got != tc.invalid {
+				t.Errorf("dropped{invalid} = %v, want %v (1: a selector that does not parse, without a URL)", got, tc.invalid)
+			}
+		})
 	}
 }
