@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/proccpu"
 )
 
 // DefaultWait is how long Eventually waits before failing the test: long
@@ -87,4 +89,13 @@ func EventuallyWithin(t testing.TB, limit time.Duration, what string, cond func(
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// ProcessCPU returns the CPU time (user + system) the test process has used
+// so far (0 where getrusage is unavailable). Benchmarks on a shared machine
+// report CPU per operation from it: steadier than wall time when other
+// processes compete for the cores.
+func ProcessCPU() time.Duration {
+	cpu, _ := proccpu.Used()
+	return cpu
 }
