@@ -684,3 +684,18 @@ func TestDecodeChunkStringBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// decodeChunkNoAllocs decodes data into a chunk, failing the test when the
+// decoder allocates.
+func decodeChunkNoAllocs(t *testing.T, data []byte) chunk {
+	t.Helper()
+	var c chunk
+	if n := testing.AllocsPerRun(100, func() {
+		if err := decodeChunk(data, &c); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per event", n)
+	}
+	return c
+}
