@@ -23,11 +23,8 @@ const DefaultWait = 20 * time.Second
 // use this only for programs that must bind the address themselves.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := Listen(t)
+	defer l.Close() // at once: the program under test binds the port
 	return l.Addr().String()
 }
 
