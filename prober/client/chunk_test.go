@@ -242,33 +242,17 @@ func refDecode(data []byte) (refChunk, error) {
 		if err := json.Unmarshal(raw, &tm); err != nil {
 			return r, err
 		}
-		count := func(key string) (int, bool) {
-			var n int
-			raw, ok := tm[key]
-			if !ok || isNull(raw) || json.Unmarshal(raw, &n) != nil || n < 0 {
-				return 0, false
-			}
-			return n, true
-		}
-		r.Draft, r.HasDraft = count("draft_n")
-		r.DraftAcc, r.HasDraftAcc = count("draft_n_accepted")
+		r.Draft, r.HasDraft = refNonNegative[int](tm, "draft_n")
+		r.DraftAcc, r.HasDraftAcc = refNonNegative[int](tm, "draft_n_accepted")
 	}
 	if raw, ok := top["metrics"]; ok && first(raw) == '{' {
 		var sm map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &sm); err != nil {
 			return r, err
 		}
-		millis := func(key string) (float64, bool) {
-			var v float64
-			raw, ok := sm[key]
-			if !ok || isNull(raw) || json.Unmarshal(raw, &v) != nil || v < 0 {
-				return 0, false
-			}
-			return v, true
-		}
-		r.SrvQueue, r.HasSrvQueue = millis("queue_time_ms")
-		r.SrvTTFT, r.HasSrvTTFT = millis("time_to_first_token_ms")
-		r.SrvGen, r.HasSrvGen = millis("generation_time_ms")
+		r.SrvQueue, r.HasSrvQueue = refNonNegative[float64](sm, "queue_time_ms")
+		r.SrvTTFT, r.HasSrvTTFT = refNonNegative[float64](sm, "time_to_first_token_ms")
+		r.SrvGen, r.HasSrvGen = refNonNegative[float64](sm, "generation_time_ms")
 	}
 	if raw, ok := top["error"]; ok && !isNull(raw) {
 		r.IsError = true
@@ -295,6 +279,18 @@ func refDecode(data []byte) (refChunk, error) {
 		}
 	}
 	return r, nil
+}
+
+// refNonNegative is refDecode's reading of member key of m (llama.cpp's
+// timings, vLLM's metrics): a non-negative T, or false when it is absent,
+// null, not a T or negative.
+func refNonNegative[T int | float64](m map[string]json.RawMessage, key string) (T, bool) {
+	var v T
+	raw, ok := m[key]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" || json.Unmarshal(raw, &v) != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 func TestDecodeChunk(t *testing.T) {
