@@ -216,25 +216,25 @@ func refDecode(data []byte) (refChunk, error) {
 		if r.Completion, r.HasCompletion, err = optInt(raw, ok); err != nil {
 			return r, err
 		}
-		if raw, ok := u["prompt_tokens_details"]; ok && !isNull(raw) && first(raw) == '{' {
-			var pd map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &pd); err != nil {
-				return r, err
+		// detail reads the integer key of the details object name (none
+		// when it is absent or no object).
+		detail := func(name, key string) (int, bool, error) {
+			raw, ok := u[name]
+			if !ok || isNull(raw) || first(raw) != '{' {
+				return 0, false, nil
 			}
-			raw, ok := pd["cached_tokens"]
-			if r.Cached, r.HasCached, err = optInt(raw, ok); err != nil {
-				return r, err
+			var d map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return 0, false, err
 			}
+			raw, ok = d[key]
+			return optInt(raw, ok)
 		}
-		if raw, ok := u["completion_tokens_details"]; ok && !isNull(raw) && first(raw) == '{' {
-			var cd map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &cd); err != nil {
-				return r, err
-			}
-			raw, ok := cd["reasoning_tokens"]
-			if r.ReasonTokens, r.HasReasonTokens, err = optInt(raw, ok); err != nil {
-				return r, err
-			}
+		if r.Cached, r.HasCached, err = detail("prompt_tokens_details", "cached_tokens"); err != nil {
+			return r, err
+		}
+		if r.ReasonTokens, r.HasReasonTokens, err = detail("completion_tokens_details", "reasoning_tokens"); err != nil {
+			return r, err
 		}
 	}
 	if raw, ok := top["timings"]; ok && first(raw) == '{' {
