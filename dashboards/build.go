@@ -191,73 +191,63 @@ func steps(base string, pairs ...any) Thresholds {
 	return t
 }
 
-// timeseries is a line chart, width w of 24, 8 high.
-func timeseries(title, description, unit string, w int, targets ...Target) *Panel {
+// panel is a panel of type typ, width w of 24 and h high: field defaults
+// d (without value mappings), options o, and the targets with their refIds.
+func panel(typ, title, description string, w, h int, d FieldDefaults, o map[string]any, targets []Target) *Panel {
+	d.Mappings = []any{}
 	return &Panel{
 		Datasource:  DatasourceRef,
 		Description: description,
-		FieldConfig: &FieldConfig{
-			Defaults: FieldDefaults{
-				Color: map[string]any{"mode": "palette-classic"},
-				Custom: map[string]any{
-					"axisBorderShow":    false,
-					"axisPlacement":     "auto",
-					"drawStyle":         "line",
-					"fillOpacity":       10,
-					"gradientMode":      "none",
-					"lineInterpolation": "linear",
-					"lineWidth":         1,
-					"pointSize":         4,
-					"showPoints":        "never",
-					"spanNulls":         false,
-					"stacking":          map[string]any{"group": "A", "mode": "none"},
-					"thresholdsStyle":   map[string]any{"mode": "off"},
-				},
-				Mappings:   []any{},
-				Thresholds: steps("green"),
-				Unit:       unit,
-			},
-			Overrides: []Override{},
-		},
-		GridPos: GridPos{H: 8, W: w},
-		Options: map[string]any{
-			"legend":  map[string]any{"calcs": []string{"mean", "max", "lastNotNull"}, "displayMode": "table", "placement": "bottom", "showLegend": true},
-			"tooltip": map[string]any{"mode": "multi", "sort": "desc"},
-		},
-		Targets: withRefIDs(targets),
-		Title:   title,
-		Type:    "timeseries",
+		FieldConfig: &FieldConfig{Defaults: d, Overrides: []Override{}},
+		GridPos:     GridPos{H: h, W: w},
+		Options:     o,
+		Targets:     withRefIDs(targets),
+		Title:       title,
+		Type:        typ,
 	}
+}
+
+// timeseries is a line chart, width w of 24, 8 high.
+func timeseries(title, description, unit string, w int, targets ...Target) *Panel {
+	return panel("timeseries", title, description, w, 8, FieldDefaults{
+		Color: map[string]any{"mode": "palette-classic"},
+		Custom: map[string]any{
+			"axisBorderShow":    false,
+			"axisPlacement":     "auto",
+			"drawStyle":         "line",
+			"fillOpacity":       10,
+			"gradientMode":      "none",
+			"lineInterpolation": "linear",
+			"lineWidth":         1,
+			"pointSize":         4,
+			"showPoints":        "never",
+			"spanNulls":         false,
+			"stacking":          map[string]any{"group": "A", "mode": "none"},
+			"thresholdsStyle":   map[string]any{"mode": "off"},
+		},
+		Thresholds: steps("green"),
+		Unit:       unit,
+	}, map[string]any{
+		"legend":  map[string]any{"calcs": []string{"mean", "max", "lastNotNull"}, "displayMode": "table", "placement": "bottom", "showLegend": true},
+		"tooltip": map[string]any{"mode": "multi", "sort": "desc"},
+	}, targets)
 }
 
 // stat is a single-value panel, width w, 5 high, colored by thresholds.
 func stat(title, description, unit string, w int, t Thresholds, targets ...Target) *Panel {
-	return &Panel{
-		Datasource:  DatasourceRef,
-		Description: description,
-		FieldConfig: &FieldConfig{
-			Defaults: FieldDefaults{
-				Color:      map[string]any{"mode": "thresholds"},
-				Mappings:   []any{},
-				Thresholds: t,
-				Unit:       unit,
-			},
-			Overrides: []Override{},
-		},
-		GridPos: GridPos{H: 5, W: w},
-		Options: map[string]any{
-			"colorMode":     "background",
-			"graphMode":     "none",
-			"justifyMode":   "auto",
-			"orientation":   "auto",
-			"reduceOptions": map[string]any{"calcs": []string{"lastNotNull"}, "fields": "", "values": false},
-			"textMode":      "value_and_name",
-			"wideLayout":    true,
-		},
-		Targets: withRefIDs(targets),
-		Title:   title,
-		Type:    "stat",
-	}
+	return panel("stat", title, description, w, 5, FieldDefaults{
+		Color:      map[string]any{"mode": "thresholds"},
+		Thresholds: t,
+		Unit:       unit,
+	}, map[string]any{
+		"colorMode":     "background",
+		"graphMode":     "none",
+		"justifyMode":   "auto",
+		"orientation":   "auto",
+		"reduceOptions": map[string]any{"calcs": []string{"lastNotNull"}, "fields": "", "values": false},
+		"textMode":      "value_and_name",
+		"wideLayout":    true,
+	}, targets)
 }
 
 // heatmap shows a latency distribution over time. Native histograms come
@@ -268,40 +258,27 @@ func heatmap(title, description string, t Target, classic bool) *Panel {
 		t.Format = "heatmap"
 		t.LegendFormat = "{{le}}"
 	}
-	return &Panel{
-		Datasource:  DatasourceRef,
-		Description: description,
-		FieldConfig: &FieldConfig{
-			Defaults: FieldDefaults{
-				Custom: map[string]any{
-					"hideFrom":          map[string]any{"legend": false, "tooltip": false, "viz": false},
-					"scaleDistribution": map[string]any{"type": "linear"},
-				},
-				Mappings:   []any{},
-				Thresholds: steps("green"),
-			},
-			Overrides: []Override{},
+	return panel("heatmap", title, description, 12, 9, FieldDefaults{
+		Custom: map[string]any{
+			"hideFrom":          map[string]any{"legend": false, "tooltip": false, "viz": false},
+			"scaleDistribution": map[string]any{"type": "linear"},
 		},
-		GridPos: GridPos{H: 9, W: 12},
-		Options: map[string]any{
-			"calculate":  false,
-			"cellGap":    1,
-			"cellValues": map[string]any{"unit": "reqps"},
-			"color": map[string]any{
-				"exponent": 0.5, "fill": "dark-orange", "mode": "scheme", "reverse": false,
-				"scale": "exponential", "scheme": "Spectral", "steps": 64,
-			},
-			"exemplars":    map[string]any{"color": "rgba(255,0,255,0.7)"},
-			"filterValues": map[string]any{"le": 1e-9},
-			"legend":       map[string]any{"show": true},
-			"rowsFrame":    map[string]any{"layout": "auto"},
-			"tooltip":      map[string]any{"mode": "single", "showColorScale": false, "yHistogram": true},
-			"yAxis":        map[string]any{"axisPlacement": "left", "reverse": false, "unit": "s"},
+		Thresholds: steps("green"),
+	}, map[string]any{
+		"calculate":  false,
+		"cellGap":    1,
+		"cellValues": map[string]any{"unit": "reqps"},
+		"color": map[string]any{
+			"exponent": 0.5, "fill": "dark-orange", "mode": "scheme", "reverse": false,
+			"scale": "exponential", "scheme": "Spectral", "steps": 64,
 		},
-		Targets: withRefIDs([]Target{t}),
-		Title:   title,
-		Type:    "heatmap",
-	}
+		"exemplars":    map[string]any{"color": "rgba(255,0,255,0.7)"},
+		"filterValues": map[string]any{"le": 1e-9},
+		"legend":       map[string]any{"show": true},
+		"rowsFrame":    map[string]any{"layout": "auto"},
+		"tooltip":      map[string]any{"mode": "single", "showColorScale": false, "yHistogram": true},
+		"yAxis":        map[string]any{"axisPlacement": "left", "reverse": false, "unit": "s"},
+	}, []Target{t})
 }
 
 // dashed draws the series of query refID as a dashed line of the given

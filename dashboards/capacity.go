@@ -31,26 +31,19 @@ func table(title, description string, w int, targets ...Target) *Panel {
 	for i := range targets {
 		targets[i].Format = "table"
 	}
-	return &Panel{
-		Datasource:  DatasourceRef,
-		Description: description,
-		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Mappings: []any{}, Thresholds: steps("green")}, Overrides: []Override{}},
-		GridPos:     GridPos{H: 9, W: w},
-		Options:     map[string]any{"showHeader": true, "cellHeight": "sm", "footer": map[string]any{"show": false}},
-		Targets:     withRefIDs(targets),
-		Title:       title,
-		Transformations: []map[string]any{
-			{"id": "merge", "options": map[string]any{}},
-			{"id": "organize", "options": map[string]any{
-				"excludeByName": map[string]any{"Time": true},
-				"renameByName": map[string]any{
-					"Value #A": "goodput (req/s)", "Value #B": "throughput (req/s)",
-					"Value #C": "TTFT p99 (s)", "Value #D": "TPOT p99 (s)", "Value #E": "valid",
-				},
-			}},
-		},
-		Type: "table",
+	p := panel("table", title, description, w, 9, FieldDefaults{Thresholds: steps("green")},
+		map[string]any{"showHeader": true, "cellHeight": "sm", "footer": map[string]any{"show": false}}, targets)
+	p.Transformations = []map[string]any{
+		{"id": "merge", "options": map[string]any{}},
+		{"id": "organize", "options": map[string]any{
+			"excludeByName": map[string]any{"Time": true},
+			"renameByName": map[string]any{
+				"Value #A": "goodput (req/s)", "Value #B": "throughput (req/s)",
+				"Value #C": "TTFT p99 (s)", "Value #D": "TPOT p99 (s)", "Value #E": "valid",
+			},
+		}},
 	}
+	return p
 }
 
 func capacity() *Dashboard {

@@ -99,28 +99,24 @@ func writeAffinity(b *bytes.Buffer, res *sweep.Result) {
 		"not-recorded without --attribution-header, or when the server reports no cached tokens.\n\n")
 }
 
-func turnMean(t sweep.TurnStats) string {
+// turnMS is one of a turn group's TTFT figures in ms: "-" without a
+// completed turn; turnP99 marks an unreliable p99 with "*".
+func turnMS(t sweep.TurnStats, ms float64) string {
 	if t.Completed == 0 {
 		return "-"
 	}
-	return num(t.TTFTMeanMS)
+	return num(ms)
 }
 
-func turnP50(t sweep.TurnStats) string {
-	if t.Completed == 0 {
-		return "-"
-	}
-	return num(t.TTFTP50MS)
-}
+func turnMean(t sweep.TurnStats) string { return turnMS(t, t.TTFTMeanMS) }
+
+func turnP50(t sweep.TurnStats) string { return turnMS(t, t.TTFTP50MS) }
 
 func turnP99(t sweep.TurnStats) string {
-	if t.Completed == 0 {
-		return "-"
-	}
-	if !t.P99Reliable {
+	if t.Completed > 0 && !t.P99Reliable {
 		return num(t.TTFTP99MS) + "*"
 	}
-	return num(t.TTFTP99MS)
+	return turnMS(t, t.TTFTP99MS)
 }
 
 // multiTurnLines are the table's lines for a multi-turn sweep: the rate is

@@ -270,34 +270,18 @@ func (c Config) Validate() error {
 	case c.ReasoningTokens > 0 && c.Engine != "" && c.Engine != EngineVLLM && c.Engine != EngineSGLang && c.Engine != EngineLlamaCpp && c.Engine != EngineOllama:
 		return fmt.Errorf("--reasoning-tokens is served by the vllm, sglang, llamacpp and ollama personas only, not --engine %s", c.Engine)
 	}
-	if err := c.validateLoRA(); err != nil {
-		return err
+	light := func() error {
+		if !c.Light.Enabled {
+			return nil
+		}
+		return c.Light.Validate()
 	}
-	if err := c.validateSpec(); err != nil {
-		return err
-	}
-	if err := c.validatePromptCache(); err != nil {
-		return err
-	}
-	if c.Light.Enabled {
-		if err := c.Light.Validate(); err != nil {
+	background := func() error { return c.Background.validate(c) }
+	for _, check := range []func() error{c.validateLoRA, c.validateSpec, c.validatePromptCache, light, c.Power.Validate,
+		c.validateGateway, c.validateCloseAfterStream, c.validateServedBy, background} {
+		if err := check(); err != nil {
 			return err
 		}
-	}
-	if err := c.Power.Validate(); err != nil {
-		return err
-	}
-	if err := c.validateGateway(); err != nil {
-		return err
-	}
-	if err := c.validateCloseAfterStream(); err != nil {
-		return err
-	}
-	if err := c.validateServedBy(); err != nil {
-		return err
-	}
-	if err := c.Background.validate(c); err != nil {
-		return err
 	}
 	return c.Faults.Validate()
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/llmprobe/llmprobe/prober/proccpu"
 )
 
 // Light configures the light streaming mode (`--light`): generation requests
@@ -283,7 +285,7 @@ func (s *Simulator) completeLight(c *call, kind apiKind, start time.Time, prompt
 // LightStats returns light mode's counters and the process's CPU time.
 func (s *Simulator) LightStats() LightStats {
 	st := LightStats{CPUNS: -1}
-	if cpu, ok := processCPU(); ok {
+	if cpu, ok := proccpu.Used(); ok {
 		st.CPUNS = cpu.Nanoseconds()
 	}
 	if ls := s.light; ls != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/proccpu"
 )
 
 // DefaultWait is how long Eventually waits before failing the test: long
@@ -21,11 +23,8 @@ const DefaultWait = 20 * time.Second
 // use this only for programs that must bind the address themselves.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := Listen(t)
+	defer l.Close() // at once: the program under test binds the port
 	return l.Addr().String()
 }
 
@@ -87,4 +86,13 @@ func EventuallyWithin(t testing.TB, limit time.Duration, what string, cond func(
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// ProcessCPU returns the CPU time (user + system) the test process has used
+// so far (0 where getrusage is unavailable). Benchmarks on a shared machine
+// report CPU per operation from it: steadier than wall time when other
+// processes compete for the cores.
+func ProcessCPU() time.Duration {
+	cpu, _ := proccpu.Used()
+	return cpu
 }

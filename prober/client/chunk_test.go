@@ -216,25 +216,25 @@ func refDecode(data []byte) (refChunk, error) {
 		if r.Completion, r.HasCompletion, err = optInt(raw, ok); err != nil {
 			return r, err
 		}
-		if raw, ok := u["prompt_tokens_details"]; ok && !isNull(raw) && first(raw) == '{' {
-			var pd map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &pd); err != nil {
-				return r, err
+		// detail reads the integer key of the details object name (none
+		// when it is absent or no object).
+		detail := func(name, key string) (int, bool, error) {
+			raw, ok := u[name]
+			if !ok || isNull(raw) || first(raw) != '{' {
+				return 0, false, nil
 			}
-			raw, ok := pd["cached_tokens"]
-			if r.Cached, r.HasCached, err = optInt(raw, ok); err != nil {
-				return r, err
+			var d map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return 0, false, err
 			}
+			raw, ok = d[key]
+			return optInt(raw, ok)
 		}
-		if raw, ok := u["completion_tokens_details"]; ok && !isNull(raw) && first(raw) == '{' {
-			var cd map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &cd); err != nil {
-				return r, err
-			}
-			raw, ok := cd["reasoning_tokens"]
-			if r.ReasonTokens, r.HasReasonTokens, err = optInt(raw, ok); err != nil {
-				return r, err
-			}
+		if r.Cached, r.HasCached, err = detail("prompt_tokens_details", "cached_tokens"); err != nil {
+			return r, err
+		}
+		if r.ReasonTokens, r.HasReasonTokens, err = detail("completion_tokens_details", "reasoning_tokens"); err != nil {
+			return r, err
 		}
 	}
 	if raw, ok := top["timings"]; ok && first(raw) == '{' {
@@ -242,33 +242,17 @@ func refDecode(data []byte) (refChunk, error) {
 		if err := json.Unmarshal(raw, &tm); err != nil {
 			return r, err
 		}
-		count := func(key string) (int, bool) {
-			var n int
-			raw, ok := tm[key]
-			if !ok || isNull(raw) || json.Unmarshal(raw, &n) != nil || n < 0 {
-				return 0, false
-			}
-			return n, true
-		}
-		r.Draft, r.HasDraft = count("draft_n")
-		r.DraftAcc, r.HasDraftAcc = count("draft_n_accepted")
+		r.Draft, r.HasDraft = refNonNegative[int](tm, "draft_n")
+		r.DraftAcc, r.HasDraftAcc = refNonNegative[int](tm, "draft_n_accepted")
 	}
 	if raw, ok := top["metrics"]; ok && first(raw) == '{' {
 		var sm map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &sm); err != nil {
 			return r, err
 		}
-		millis := func(key string) (float64, bool) {
-			var v float64
-			raw, ok := sm[key]
-			if !ok || isNull(raw) || json.Unmarshal(raw, &v) != nil || v < 0 {
-				return 0, false
-			}
-			return v, true
-		}
-		r.SrvQueue, r.HasSrvQueue = millis("queue_time_ms")
-		r.SrvTTFT, r.HasSrvTTFT = millis("time_to_first_token_ms")
-		r.SrvGen, r.HasSrvGen = millis("generation_time_ms")
+		r.SrvQueue, r.HasSrvQueue = refNonNegative[float64](sm, "queue_time_ms")
+		r.SrvTTFT, r.HasSrvTTFT = refNonNegative[float64](sm, "time_to_first_token_ms")
+		r.SrvGen, r.HasSrvGen = refNonNegative[float64](sm, "generation_time_ms")
 	}
 	if raw, ok := top["error"]; ok && !isNull(raw) {
 		r.IsError = true
@@ -295,6 +279,18 @@ func refDecode(data []byte) (refChunk, error) {
 		}
 	}
 	return r, nil
+}
+
+// refNonNegative is refDecode's reading of member key of m (llama.cpp's
+// timings, vLLM's metrics): a non-negative T, or false when it is absent,
+// null, not a T or negative.
+func refNonNegative[T int | float64](m map[string]json.RawMessage, key string) (T, bool) {
+	var v T
+	raw, ok := m[key]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" || json.Unmarshal(raw, &v) != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 func TestDecodeChunk(t *testing.T) {
@@ -683,4 +679,19 @@ func TestDecodeChunkStringBoundaries(t *testing.T) {
 			}
 		}
 	}
+}
+
+// decodeChunkNoAllocs decodes data into a chunk, failing the test when the
+// decoder allocates.
+func decodeChunkNoAllocs(t *testing.T, data []byte) chunk {
+	t.Helper()
+	var c chunk
+	if n := testing.AllocsPerRun(100, func() {
+		if err := decodeChunk(data, &c); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per event", n)
+	}
+	return c
 }

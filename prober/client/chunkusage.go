@@ -31,17 +31,15 @@ func (d *decoder) usage(c *chunk, st *topState) error {
 	return d.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "prompt_tokens":
-			var ok bool
-			st.promptTok, ok, err = d.optInt("prompt_tokens")
-			st.promptSet = ok
+			st.promptTok, st.promptSet, err = d.optInt("prompt_tokens")
 		case "completion_tokens":
-			var ok bool
-			st.complTokens, ok, err = d.optInt("completion_tokens")
-			st.complSet = ok
+			st.complTokens, st.complSet, err = d.optInt("completion_tokens")
 		case "prompt_tokens_details":
-			err = d.promptDetails(st)
+			st.cachedSet = false
+			err = d.detailInt(3, "cached_tokens", &st.cachedTok, &st.cachedSet)
 		case "completion_tokens_details":
-			err = d.completionDetails(st)
+			st.reasonTokSet = false
+			err = d.detailInt(3, "reasoning_tokens", &st.reasonTok, &st.reasonTokSet)
 		default:
 			err = d.skip(3)
 		}
@@ -49,35 +47,18 @@ func (d *decoder) usage(c *chunk, st *topState) error {
 	})
 }
 
-// promptDetails reads usage.prompt_tokens_details: its cached_tokens when
-// it is an object (the last of duplicate keys wins), else the value is
-// skipped and the cached tokens are not known.
-func (d *decoder) promptDetails(st *topState) error {
-	st.cachedSet = false
-	return d.objectOrSkip(3, func(k []byte) (err error) {
-		if string(k) == "cached_tokens" {
-			var ok bool
-			st.cachedTok, ok, err = d.optInt("cached_tokens")
-			st.cachedSet = ok
+// detailInt reads a usage details object at depth (chat's
+// usage.prompt_tokens_details at 3, the Responses API's
+// response.usage.input_tokens_details at 4) and its integer member key (an
+// integer or null; anything else is an error; the last of duplicate keys
+// wins); a value that is not an object is skipped and the figure is not
+// known.
+func (d *decoder) detailInt(depth int, key string, v *int, ok *bool) error {
+	return d.objectOrSkip(depth, func(k []byte) (err error) {
+		if string(k) == key {
+			*v, *ok, err = d.optInt(key)
 		} else {
-			err = d.skip(4)
-		}
-		return err
-	})
-}
-
-// completionDetails reads usage.completion_tokens_details: its
-// reasoning_tokens when it is an object (the last of duplicate keys wins),
-// else the value is skipped and the reasoning tokens are not known.
-func (d *decoder) completionDetails(st *topState) error {
-	st.reasonTokSet = false
-	return d.objectOrSkip(3, func(k []byte) (err error) {
-		if string(k) == "reasoning_tokens" {
-			var ok bool
-			st.reasonTok, ok, err = d.optInt("reasoning_tokens")
-			st.reasonTokSet = ok
-		} else {
-			err = d.skip(4)
+			err = d.skip(depth + 1)
 		}
 		return err
 	})

@@ -473,9 +473,7 @@ func (m *measurer) measureMessages(body []byte, end time.Time) (prober.ErrorClas
 		switch b.Type {
 		case "text":
 			answered = answered || b.Text != ""
-			if m.collect != nil && m.collect.Len() < MaxCollect {
-				m.collect.WriteString(b.Text[:min(len(b.Text), MaxCollect-m.collect.Len())])
-			}
+			m.collectString(b.Text)
 		case "thinking":
 			answered = answered || b.Thinking != ""
 		case "tool_use":
@@ -494,12 +492,7 @@ func (m *measurer) measureMessages(body []byte, end time.Time) (prober.ErrorClas
 		rec.FinishReason = finishOfStop(*r.StopReason)
 	}
 	if u := r.Usage; u != nil {
-		if u.InputTokens != nil {
-			rec.PromptTokens = *u.InputTokens
-		}
-		if u.OutputTokens != nil {
-			rec.CompletionTokens = *u.OutputTokens
-		}
+		setTokens(rec, u.InputTokens, u.OutputTokens)
 		if u.CacheRead != nil {
 			rec.CachedTokens, rec.CachedTokensReported = *u.CacheRead, true
 		}

@@ -98,6 +98,25 @@ func answerError(body []byte) (prober.ErrorClass, string, bool) {
 	return prober.ClassInvalidResponse, "server error in a 200 response", false
 }
 
+// setTokens sets rec's prompt and completion tokens from a non-streamed
+// answer's usage counts where they are given.
+func setTokens(rec *prober.Record, prompt, completion *int) {
+	if prompt != nil {
+		rec.PromptTokens = *prompt
+	}
+	if completion != nil {
+		rec.CompletionTokens = *completion
+	}
+}
+
+// collectString appends a non-streamed answer's text to Request.Collect
+// until it holds MaxCollect bytes.
+func (m *measurer) collectString(s string) {
+	if m.collect != nil && m.collect.Len() < MaxCollect {
+		m.collect.WriteString(s[:min(len(s), MaxCollect-m.collect.Len())])
+	}
+}
+
 // isSet reports whether a JSON member is present and not null.
 func isSet(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
@@ -170,18 +189,13 @@ func (m *measurer) measureResponses(body []byte, end time.Time) (prober.ErrorCla
 			m.tools.add(i, o.Name, o.Arguments)
 		}
 		for _, c := range o.Content {
-			if o.Type == "message" && c.Type == "output_text" && m.collect != nil && m.collect.Len() < MaxCollect {
-				m.collect.WriteString(c.Text[:min(len(c.Text), MaxCollect-m.collect.Len())])
+			if o.Type == "message" && c.Type == "output_text" {
+				m.collectString(c.Text)
 			}
 		}
 	}
 	if u := r.Usage; u != nil {
-		if u.InputTokens != nil {
-			rec.PromptTokens = *u.InputTokens
-		}
-		if u.OutputTokens != nil {
-			rec.CompletionTokens = *u.OutputTokens
-		}
+		setTokens(rec, u.InputTokens, u.OutputTokens)
 		rec.CachedTokens, rec.CachedTokensReported = detailInt(u.InputDetails, "cached_tokens")
 		rec.ReasoningTokens, _ = detailInt(u.OutputDetail, "reasoning_tokens")
 	}
@@ -269,12 +283,7 @@ func (c *Client) readResponse(ctx, parent context.Context, resp *http.Response, 
 		}
 	}
 	if u := r.Usage; u != nil {
-		if u.PromptTokens != nil {
-			rec.PromptTokens = *u.PromptTokens
-		}
-		if u.CompletionTokens != nil {
-			rec.CompletionTokens = *u.CompletionTokens
-		}
+		setTokens(rec, u.PromptTokens, u.CompletionTokens)
 		var details struct {
 			CachedTokens *int `json:"cached_tokens"`
 		}

@@ -206,26 +206,12 @@ func (d *decoder) respUsage(e *respEvent) error {
 			e.output, e.hasOutput, err = d.optInt("output_tokens")
 		case "input_tokens_details":
 			e.hasCached = false
-			err = d.detailInt("cached_tokens", &e.cached, &e.hasCached)
+			err = d.detailInt(4, "cached_tokens", &e.cached, &e.hasCached)
 		case "output_tokens_details":
 			e.hasReasonTokens = false
-			err = d.detailInt("reasoning_tokens", &e.reasonTokens, &e.hasReasonTokens)
+			err = d.detailInt(4, "reasoning_tokens", &e.reasonTokens, &e.hasReasonTokens)
 		default:
 			err = d.skip(4)
-		}
-		return err
-	})
-}
-
-// detailInt reads a usage details object and its integer member key (an
-// integer or null; anything else is an error, as for chat's usage); a
-// value that is not an object is skipped.
-func (d *decoder) detailInt(key string, v *int, ok *bool) error {
-	return d.objectOrSkip(4, func(k []byte) (err error) {
-		if string(k) == key {
-			*v, *ok, err = d.optInt(key)
-		} else {
-			err = d.skip(5)
 		}
 		return err
 	})

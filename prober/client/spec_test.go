@@ -90,14 +90,7 @@ func TestDraftFiguresNonStreamed(t *testing.T) {
 func TestDecodeChunkTimingsAllocs(t *testing.T) {
 	data := []byte(`{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"usage":{"completion_tokens":64,"prompt_tokens":32},` +
 		`"timings":{"cache_n":0,"prompt_n":32,"prompt_ms":3.5,"predicted_n":64,"predicted_ms":80.25,"draft_n":68,"draft_n_accepted":47}}`)
-	var c chunk
-	if n := testing.AllocsPerRun(100, func() {
-		if err := decodeChunk(data, &c); err != nil {
-			t.Fatal(err)
-		}
-	}); n != 0 {
-		t.Errorf("%v allocations per event", n)
-	}
+	c := decodeChunkNoAllocs(t, data)
 	if !c.hasDraft || c.draftTokens != 68 || !c.hasDraftAccepted || c.draftAccepted != 47 {
 		t.Errorf("draft figures %v %d, %v %d", c.hasDraft, c.draftTokens, c.hasDraftAccepted, c.draftAccepted)
 	}

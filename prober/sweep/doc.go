@@ -49,8 +49,8 @@
 // features /v1/models does not list), shard.go and merge.go (sharded sweeps
 // and their Merger), cost.go (cost per hour), energy.go (GPU energy from
 // DCGM), kneeci.go (the knee's bootstrap interval), schedlatency.go (Go
-// scheduling latency of a step), cpu_unix.go and cpu_other.go (the
-// process's CPU time), httpconfig.go (the sweep's HTTP clients). Error text
+// scheduling latency of a step; the process's CPU time is prober/proccpu's),
+// httpconfig.go (the sweep's HTTP clients). Error text
 // that reaches a sink or the Result loses credentials and echoed prompt
 // text.
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/engine"
+	"github.com/llmprobe/llmprobe/prober/proccpu"
 	"github.com/llmprobe/llmprobe/prober/schedlat"
 	"github.com/llmprobe/llmprobe/prober/schedule"
 	"github.com/llmprobe/llmprobe/prober/scrape"
@@ -183,7 +184,7 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	}
 	var mu sync.Mutex
 	var recs []prober.Record
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := proccpu.Used()
 	sched0 := schedlat.Read()
 	t0 := time.Now()
 	lv.Start = t0.UTC()
@@ -209,7 +210,7 @@ func (r *runner) probeLevel(ctx context.Context, n int, items *itemList) ProbeLe
 	}
 	dur := time.Since(t0)
 	lv.End = time.Now().UTC()
-	cpu1, cpuOK1 := processCPU()
+	cpu1, cpuOK1 := proccpu.Used()
 	vo := r.validityOptions()
 	var st Stats
 	st.schedLat = schedFigureOf(schedlat.Read().Sub(sched0), vo.withDefaults().MaxSchedLatency)

@@ -14,6 +14,7 @@ import (
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/endpoint"
 	"github.com/llmprobe/llmprobe/prober/fingerprint"
+	"github.com/llmprobe/llmprobe/prober/proccpu"
 	"github.com/llmprobe/llmprobe/prober/redact"
 	"github.com/llmprobe/llmprobe/prober/schedlat"
 	"github.com/llmprobe/llmprobe/prober/scrape"
@@ -115,7 +116,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 		r.stepNotes = append(r.stepNotes, "step "+label+": "+shardNote(late))
 	}
 	level.Info(logger).Log("msg", "step starting", "mode", st.Mode, "requests", countText(n))
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := proccpu.Used()
 	sched0 := schedlat.Read()
 	t0 := time.Now()
 	st.Start = t0.UTC()
@@ -132,7 +133,7 @@ func (r *runner) runStep(ctx context.Context, lv float64, round int) (*Step, err
 	capErr := r.endStep()
 	stopLoad(nil)
 	dur := time.Since(t0)
-	cpu1, cpuOK1 := processCPU()
+	cpu1, cpuOK1 := proccpu.Used()
 	sched := schedFigureOf(schedlat.Read().Sub(sched0), r.validityOptions().withDefaults().MaxSchedLatency)
 	st.End = time.Now().UTC()
 	if stopRec != nil {
