@@ -183,17 +183,7 @@ func IsFlagError(err error) bool {
 // FlagErrorText is err's message, a *sweep.FieldError in it as
 // "--flag: reason" with the settings it refers to spelled as flags (a
 // field without a flag keeps its name).
-func FlagErrorText(err error) string {
-	var fe *sweep.FieldError
-	if !errors.As(err, &fe) {
-		return err.Error()
-	}
-	name := fe.Field
-	if flag := flagOf(fe); flag != "" {
-		name = "--" + flag
-	}
-	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(sweep.FlagSpelling), 1)
-}
+func FlagErrorText(err error) string { return sweep.ErrorText(err, sweep.FlagSpelling) }
 
 // special are the settings Config sets itself (files to read,
 // a workload to build, flags that go together); applySettings sets the
@@ -236,17 +226,6 @@ func applyStepBytes(f *SweepFlags, c *sweep.Config) error {
 	}
 	c.MaxStepBytes = int64(n)
 	return nil
-}
-
-// flagOf returns the flag of a *sweep.FieldError's field ("" when none).
-func flagOf(err error) string {
-	var fe *sweep.FieldError
-	if errors.As(err, &fe) {
-		if s := sweep.LookupField(fe.Field); s != nil {
-			return s.Flag
-		}
-	}
-	return ""
 }
 
 // addDecision records --decision and --rollback-if as metadata (redacted

@@ -73,8 +73,8 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason(nil) }
 
 // Reason is the reason with its references to other settings spelled by
-// spell (FlagSpelling, KeySpelling; nil: their field paths).
-func (e *FieldError) Reason(spell Spelling) string { return render(e.Err.Error(), spell) }
+// spell (FlagSpelling, SpecKey; nil: their field paths).
+func (e *FieldError) Reason(spell Spelling) string { return knob.Render(e.Err.Error(), spell) }
 
 // Unwrap returns the reason.
 func (e *FieldError) Unwrap() error { return e.Err }

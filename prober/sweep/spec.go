@@ -306,14 +306,20 @@ func specError(err error) error {
 // spec's keys ("input_len: input_len 9000 + output_len 16 = ..."): the
 // daemon's text of an error a sweep met after its spec was accepted (the
 // preflight's max_model_len check).
-func SpecErrorText(err error) string {
+func SpecErrorText(err error) string { return ErrorText(err, SpecKey) }
+
+// ErrorText is err's message with a *FieldError in it as "name: reason",
+// the field and the settings its reason refers to spelled by spell (a
+// field spell has no name for keeps its path): SpecErrorText, and the
+// commands' text of a flag's error (spell FlagSpelling).
+func ErrorText(err error, spell Spelling) string {
 	var fe *FieldError
 	if !errors.As(err, &fe) {
 		return err.Error()
 	}
 	name := fe.Field
-	if k := SpecKey(fe.Field); k != "" {
-		name = k
+	if n := spell(fe.Field); n != "" {
+		name = n
 	}
-	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(SpecKey), 1)
+	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(spell), 1)
 }
