@@ -151,7 +151,7 @@ func (t *TargetConfig) AddAnswerChecks(set string) error {
 		t.Probes = t.Probes[:len(t.Probes)-1]
 		var fe *fieldError
 		if errors.As(err, &fe) {
-			return fe.err
+			return fe.Err
 		}
 		return err
 	}
