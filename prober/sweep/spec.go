@@ -87,11 +87,11 @@ func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
 		return c, err
 	}
 	c.OutDir = "-" // checked by the caller, which sets it
-	if err := c.Validate(); err != nil {
-		c.OutDir = ""
+	err = c.Validate()
+	c.OutDir = ""
+	if err != nil {
 		return c, specError(err)
 	}
-	c.OutDir = ""
 	if err := checkStepBudget(c); err != nil {
 		return c, specError(err)
 	}
