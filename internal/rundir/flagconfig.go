@@ -79,8 +79,7 @@ func applyLoad(f *SweepFlags, c *sweep.Config) error {
 	if err := sweep.ProblemError(knob.RatesOrConcurrency(f.isSet("rates"), f.isSet("concurrency"))); err != nil {
 		return err
 	}
-	switch {
-	case f.isSet("concurrency"):
+	if f.isSet("concurrency") {
 		return sweep.LookupField("Concurrency").Apply(c, f.str("concurrency"))
 	}
 	r := f.str("rates")

@@ -139,19 +139,16 @@ func specWorkload(s config.SweepSpec, sp specKeys, c *Config) error {
 // specLoad sets c's load (rates, auto or concurrency; a trace's speeds
 // were set with its workload) within t's max_sweep_rate.
 func specLoad(s config.SweepSpec, c *Config, t config.TargetConfig) error {
-	isTrace := isTraceSpec(s)
 	switch {
-	case isTrace: // its speeds, checked by specTrace
+	case isTraceSpec(s): // its speeds, checked by specTrace; their mean rates here
+		if err := checkTraceRate(c.Trace, c.NumPrompts, c.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
+			return err
+		}
 	case (c.Auto || len(c.Rates) > 0) && len(c.Concurrency) > 0:
 		return specError(ProblemError(knob.RatesOrConcurrency(true, true)))
 	case c.Auto || len(c.Rates) > 0 || len(c.Concurrency) > 0:
 	default:
 		return specErrf("rates", `required: "auto", a list of rates, or concurrency levels`)
-	}
-	if isTrace {
-		if err := checkTraceRate(c.Trace, c.NumPrompts, c.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
-			return err
-		}
 	}
 	if max := t.MaxSweepRate; max > 0 {
 		for _, r := range c.Rates {
