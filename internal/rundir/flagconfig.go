@@ -98,11 +98,6 @@ func applyGoodput(f *SweepFlags, c *sweep.Config) error {
 	return sweep.LookupField("SLO").Apply(c, append(append([]string{}, pairs...), f.goodputArgs...))
 }
 
-// applyDecision adds --decision and --rollback-if to the metadata.
-func applyDecision(f *SweepFlags, c *sweep.Config) error {
-	return addDecision(c.Metadata, f.str("decision"), f.str("rollback-if"))
-}
-
 // applyAnswerChecks loads the check set of --answer-checks: builtin or a
 // JSONL file (a file it cannot read or parse is a *FlagError: exit 2).
 // Config.Validate checks that the sweep's API can send every check.
@@ -227,18 +222,19 @@ func applyStepBytes(f *SweepFlags, c *sweep.Config) error {
 	return nil
 }
 
-// addDecision records --decision and --rollback-if as metadata (redacted
-// like every metadata value); a --metadata pair of the same key is an
-// error naming the flag.
-func addDecision(md map[string]string, decision, rollbackIf string) error {
-	for _, kv := range []struct{ flag, key, v string }{{"decision", report.MetaDecision, decision}, {"rollback-if", report.MetaRollbackIf, rollbackIf}} {
-		if kv.v == "" {
+// applyDecision records --decision and --rollback-if as metadata
+// (redacted like every metadata value); a --metadata pair of the same key
+// is an error naming the flag.
+func applyDecision(f *SweepFlags, c *sweep.Config) error {
+	for _, kv := range []struct{ flag, key string }{{"decision", report.MetaDecision}, {"rollback-if", report.MetaRollbackIf}} {
+		v := f.str(kv.flag)
+		if v == "" {
 			continue
 		}
-		if _, dup := md[kv.key]; dup {
+		if _, dup := c.Metadata[kv.key]; dup {
 			return &FlagError{Flag: kv.flag, Err: fmt.Errorf("also given as --metadata %s=...", kv.key)}
 		}
-		md[kv.key] = redact.Text(kv.v)
+		c.Metadata[kv.key] = redact.Text(v)
 	}
 	return nil
 }
