@@ -18,20 +18,23 @@ import (
 // workload, load and SLO flags (Sweep), and each side's target; Procedure
 // turns them into a compare.Procedure.
 type CompareFlags struct {
-	Sweep                             SweepFlags
-	baseline, candidate               string
-	baselineModel, candidateModel     string
-	baselineKeyFile, candidateKeyFile string
-	baselineMetrics, candidateMetrics string
-	baselineHTTP, candidateHTTP       string // --baseline-http-config-file, --candidate-http-config-file
-	baselineGPU, candidateGPU         string // --baseline-gpu-metrics-url, --candidate-gpu-metrics-url
-	baselineGPUSel, candidateGPUSel   string // --baseline-gpu-selector, --candidate-gpu-selector
-	order, maxRegression, vary        string
-	maxRegressionSet                  bool
-	bootstrapIters                    int
-	cost                              compareCostFlags // --baseline-cost-per-hour, --candidate-cost-per-hour
-	answerLowMargin, answerMaxDrop    float64          // --answer-low-margin, --answer-max-drop
-	answerRepeats                     int              // --answer-repeats
+	Sweep                          SweepFlags
+	baseline, candidate            compareSide
+	order, maxRegression, vary     string
+	maxRegressionSet               bool
+	bootstrapIters                 int
+	answerLowMargin, answerMaxDrop float64 // --answer-low-margin, --answer-max-drop
+	answerRepeats                  int     // --answer-repeats
+}
+
+// compareSide is one side's own flags (--baseline, --baseline-model, ...;
+// --candidate, ...): each but the URL defaults to the shared sweep flag
+// (--model, --api-key-file, --http.config.file, --cost-per-hour).
+type compareSide struct {
+	name, url, model, key, metrics, http string
+	gpu, gpuSel                          string // --<side>-gpu-metrics-url, --<side>-gpu-selector
+	cost                                 float64
+	costSet                              bool
 }
 
 // AddCompareFlags adds compare's flags to cmd: the sweep settings the
@@ -40,27 +43,29 @@ type CompareFlags struct {
 // differ, the bootstrap and each side's price.
 func AddCompareFlags(cmd *kingpin.CmdClause, f *CompareFlags) {
 	AddSweepFlags(cmd, &f.Sweep, sweep.SurfaceCompare)
-	cmd.Flag("baseline", "Base URL of the baseline server, without /v1.").Required().StringVar(&f.baseline)
-	cmd.Flag("candidate", "Base URL of the candidate server, without /v1.").Required().StringVar(&f.candidate)
+	b, c := &f.baseline, &f.candidate
+	b.name, c.name = compare.SideBaseline, compare.SideCandidate
+	cmd.Flag("baseline", "Base URL of the baseline server, without /v1.").Required().StringVar(&b.url)
+	cmd.Flag("candidate", "Base URL of the candidate server, without /v1.").Required().StringVar(&c.url)
 	cmd.Flag("baseline-model", "Model id requested from the baseline (default --model, else its first /v1/models entry).").
-		StringVar(&f.baselineModel)
+		StringVar(&b.model)
 	cmd.Flag("candidate-model", "Model id requested from the candidate (default --model, else its first /v1/models entry).").
-		StringVar(&f.candidateModel)
-	cmd.Flag("baseline-api-key-file", "File holding the baseline's API key (default --api-key-file).").StringVar(&f.baselineKeyFile)
-	cmd.Flag("candidate-api-key-file", "File holding the candidate's API key (default --api-key-file).").StringVar(&f.candidateKeyFile)
+		StringVar(&c.model)
+	cmd.Flag("baseline-api-key-file", "File holding the baseline's API key (default --api-key-file).").StringVar(&b.key)
+	cmd.Flag("candidate-api-key-file", "File holding the candidate's API key (default --api-key-file).").StringVar(&c.key)
 	cmd.Flag("baseline-http-config-file", "The baseline's HTTP client configuration file (TLS, credentials, "+
-		"headers; default --http.config.file).").StringVar(&f.baselineHTTP)
+		"headers; default --http.config.file).").StringVar(&b.http)
 	cmd.Flag("candidate-http-config-file", "The candidate's HTTP client configuration file (default "+
-		"--http.config.file).").StringVar(&f.candidateHTTP)
-	cmd.Flag("baseline-metrics-url", "The baseline's /metrics (default --baseline + /metrics).").StringVar(&f.baselineMetrics)
-	cmd.Flag("candidate-metrics-url", "The candidate's /metrics (default --candidate + /metrics).").StringVar(&f.candidateMetrics)
+		"--http.config.file).").StringVar(&c.http)
+	cmd.Flag("baseline-metrics-url", "The baseline's /metrics (default --baseline + /metrics).").StringVar(&b.metrics)
+	cmd.Flag("candidate-metrics-url", "The candidate's /metrics (default --candidate + /metrics).").StringVar(&c.metrics)
 	cmd.Flag("baseline-gpu-metrics-url", "The baseline's DCGM exporter /metrics: each round's GPU energy, for the joules per good "+
-		"output token of each side (docs/measurement.md). Default: none (energy not-recorded).").StringVar(&f.baselineGPU)
-	cmd.Flag("candidate-gpu-metrics-url", "The candidate's DCGM exporter /metrics (default: none).").StringVar(&f.candidateGPU)
+		"output token of each side (docs/measurement.md). Default: none (energy not-recorded).").StringVar(&b.gpu)
+	cmd.Flag("candidate-gpu-metrics-url", "The candidate's DCGM exporter /metrics (default: none).").StringVar(&c.gpu)
 	cmd.Flag("baseline-gpu-selector", "Label selector choosing the baseline's GPUs on --baseline-gpu-metrics-url, e.g. "+
-		"pod=\"vllm-a-0\" (default: every GPU).").StringVar(&f.baselineGPUSel)
+		"pod=\"vllm-a-0\" (default: every GPU).").StringVar(&b.gpuSel)
 	cmd.Flag("candidate-gpu-selector", "Label selector choosing the candidate's GPUs on --candidate-gpu-metrics-url "+
-		"(default: every GPU).").StringVar(&f.candidateGPUSel)
+		"(default: every GPU).").StringVar(&c.gpuSel)
 	cmd.Flag("order", "Order of the rounds: abba (A/B/B/A/A/B/B/A...) or random (each pair A/B or B/A by --seed).").
 		Default(compare.OrderABBA).StringVar(&f.order)
 	cmd.Flag("max-regression", "Compared figures and the largest regression allowed: latency percentiles "+
@@ -72,7 +77,11 @@ func AddCompareFlags(cmd *kingpin.CmdClause, f *CompareFlags) {
 		Default(strings.Join(compare.DefaultVary, ",")).StringVar(&f.vary)
 	cmd.Flag("bootstrap-iters", "Resamples of the bootstrap interval on each difference.").
 		Default(fmt.Sprint(compare.DefaultIters)).IntVar(&f.bootstrapIters)
-	f.cost.add(cmd)
+	cmd.Flag("baseline-cost-per-hour", "Price of the baseline's serving in USD per hour (default --cost-per-hour).").
+		IsSetByUser(&b.costSet).Float64Var(&b.cost)
+	cmd.Flag("candidate-cost-per-hour", "Price of the candidate's serving in USD per hour (default --cost-per-hour). "+
+		"With both prices, --max-regression cost=5% judges the cost per million good output tokens (an increase is a regression).").
+		IsSetByUser(&c.costSet).Float64Var(&c.cost)
 	cmd.Flag("answer-low-margin", "With --answer-checks: replies that first differ at a token where the baseline's top-2 "+
 		"log-probability margin is under this many nats count as low_margin (batch variance), not as a mismatch.").
 		Default(fmt.Sprint(compare.DefaultLowMargin)).Float64Var(&f.answerLowMargin)
@@ -172,22 +181,13 @@ func (f *CompareFlags) check() error {
 	return nil
 }
 
-// compareSide is one side's own flags.
-type compareSide struct {
-	name, url, model, key, metrics, http string
-	gpu, gpuSel                          string
-}
-
 // sides builds both sides' sweep configs from the flags.
 func (f *CompareFlags) sides() (map[string]sweep.Config, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
 	out := map[string]sweep.Config{}
-	for _, side := range []compareSide{
-		{compare.SideBaseline, f.baseline, f.baselineModel, f.baselineKeyFile, f.baselineMetrics, f.baselineHTTP, f.baselineGPU, f.baselineGPUSel},
-		{compare.SideCandidate, f.candidate, f.candidateModel, f.candidateKeyFile, f.candidateMetrics, f.candidateHTTP, f.candidateGPU, f.candidateGPUSel},
-	} {
+	for _, side := range []compareSide{f.baseline, f.candidate} {
 		cfg, err := f.side(side)
 		if err != nil {
 			return nil, err
@@ -206,7 +206,9 @@ func (f *CompareFlags) side(side compareSide) (sweep.Config, error) {
 	sf.set("gpu-metrics-url", side.gpu)
 	sf.set("gpu-selector", side.gpuSel)
 	sf.setValue("rounds", 1)
-	sf.setValue("cost-per-hour", f.cost.price(side.name, f.Sweep.flt("cost-per-hour")))
+	if side.costSet {
+		sf.setValue("cost-per-hour", side.cost)
+	}
 	for flag, v := range map[string]string{"model": side.model, "api-key-file": side.key, "http.config.file": side.http} {
 		if v != "" {
 			sf.set(flag, v)
@@ -225,7 +227,7 @@ func (f *CompareFlags) side(side compareSide) (sweep.Config, error) {
 			return cfg, &FlagError{Flag: side.name + "-http-config-file", Err: fe.Err}
 		}
 		var ce *sweep.FieldError
-		if errors.As(err, &ce) && ce.Field == "CostPerHour" && f.cost.set(side.name) {
+		if errors.As(err, &ce) && ce.Field == "CostPerHour" && side.costSet {
 			return cfg, &FlagError{Flag: side.name + "-cost-per-hour", Err: ce.Err}
 		}
 		if gpuFlags := map[string]string{"GPUMetricsURL": side.name + "-gpu-metrics-url", "GPUSelector": side.name + "-gpu-selector"}; errors.As(err, &ce) && gpuFlags[ce.Field] != "" {
@@ -244,41 +246,4 @@ func (f *CompareFlags) side(side compareSide) (sweep.Config, error) {
 		return cfg, &FlagError{Flag: "rates", Err: errors.New("auto is not offered by compare: give one rate or a short ladder")}
 	}
 	return cfg, nil
-}
-
-// compareCostFlags are compare's per-side prices: each side's
-// --<side>-cost-per-hour, defaulting to the shared --cost-per-hour (a
-// sweep flag).
-type compareCostFlags struct {
-	baseline, candidate       float64
-	baselineSet, candidateSet bool
-}
-
-// add adds --baseline-cost-per-hour and --candidate-cost-per-hour to
-// compare.
-func (f *compareCostFlags) add(cmd *kingpin.CmdClause) {
-	cmd.Flag("baseline-cost-per-hour", "Price of the baseline's serving in USD per hour (default --cost-per-hour).").
-		IsSetByUser(&f.baselineSet).Float64Var(&f.baseline)
-	cmd.Flag("candidate-cost-per-hour", "Price of the candidate's serving in USD per hour (default --cost-per-hour). "+
-		"With both prices, --max-regression cost=5% judges the cost per million good output tokens (an increase is a regression).").
-		IsSetByUser(&f.candidateSet).Float64Var(&f.candidate)
-}
-
-// set reports whether the side's own price flag was given.
-func (f *compareCostFlags) set(side string) bool {
-	if side == compare.SideCandidate {
-		return f.candidateSet
-	}
-	return f.baselineSet
-}
-
-// price returns the side's price: its own flag when given, else shared.
-func (f *compareCostFlags) price(side string, shared float64) float64 {
-	switch {
-	case !f.set(side):
-		return shared
-	case side == compare.SideCandidate:
-		return f.candidate
-	}
-	return f.baseline
 }

@@ -79,8 +79,7 @@ func applyLoad(f *SweepFlags, c *sweep.Config) error {
 	if err := sweep.ProblemError(knob.RatesOrConcurrency(f.isSet("rates"), f.isSet("concurrency"))); err != nil {
 		return err
 	}
-	switch {
-	case f.isSet("concurrency"):
+	if f.isSet("concurrency") {
 		return sweep.LookupField("Concurrency").Apply(c, f.str("concurrency"))
 	}
 	r := f.str("rates")
@@ -97,11 +96,6 @@ func applyGoodput(f *SweepFlags, c *sweep.Config) error {
 		return &FlagError{Flag: "goodput", Err: fmt.Errorf("unexpected argument %q (KEY:VALUE pairs follow --goodput)", f.goodputArgs[0])}
 	}
 	return sweep.LookupField("SLO").Apply(c, append(append([]string{}, pairs...), f.goodputArgs...))
-}
-
-// applyDecision adds --decision and --rollback-if to the metadata.
-func applyDecision(f *SweepFlags, c *sweep.Config) error {
-	return addDecision(c.Metadata, f.str("decision"), f.str("rollback-if"))
 }
 
 // applyAnswerChecks loads the check set of --answer-checks: builtin or a
@@ -183,17 +177,7 @@ func IsFlagError(err error) bool {
 // FlagErrorText is err's message, a *sweep.FieldError in it as
 // "--flag: reason" with the settings it refers to spelled as flags (a
 // field without a flag keeps its name).
-func FlagErrorText(err error) string {
-	var fe *sweep.FieldError
-	if !errors.As(err, &fe) {
-		return err.Error()
-	}
-	name := fe.Field
-	if flag := flagOf(fe); flag != "" {
-		name = "--" + flag
-	}
-	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(sweep.FlagSpelling), 1)
-}
+func FlagErrorText(err error) string { return sweep.ErrorText(err, sweep.FlagSpelling) }
 
 // special are the settings Config sets itself (files to read,
 // a workload to build, flags that go together); applySettings sets the
@@ -238,29 +222,19 @@ func applyStepBytes(f *SweepFlags, c *sweep.Config) error {
 	return nil
 }
 
-// flagOf returns the flag of a *sweep.FieldError's field ("" when none).
-func flagOf(err error) string {
-	var fe *sweep.FieldError
-	if errors.As(err, &fe) {
-		if s := sweep.LookupField(fe.Field); s != nil {
-			return s.Flag
-		}
-	}
-	return ""
-}
-
-// addDecision records --decision and --rollback-if as metadata (redacted
-// like every metadata value); a --metadata pair of the same key is an
-// error naming the flag.
-func addDecision(md map[string]string, decision, rollbackIf string) error {
-	for _, kv := range []struct{ flag, key, v string }{{"decision", report.MetaDecision, decision}, {"rollback-if", report.MetaRollbackIf, rollbackIf}} {
-		if kv.v == "" {
+// applyDecision records --decision and --rollback-if as metadata
+// (redacted like every metadata value); a --metadata pair of the same key
+// is an error naming the flag.
+func applyDecision(f *SweepFlags, c *sweep.Config) error {
+	for _, kv := range []struct{ flag, key string }{{"decision", report.MetaDecision}, {"rollback-if", report.MetaRollbackIf}} {
+		v := f.str(kv.flag)
+		if v == "" {
 			continue
 		}
-		if _, dup := md[kv.key]; dup {
+		if _, dup := c.Metadata[kv.key]; dup {
 			return &FlagError{Flag: kv.flag, Err: fmt.Errorf("also given as --metadata %s=...", kv.key)}
 		}
-		md[kv.key] = redact.Text(kv.v)
+		c.Metadata[kv.key] = redact.Text(v)
 	}
 	return nil
 }

@@ -89,15 +89,8 @@ func AddSweepFlags(cmd *kingpin.CmdClause, f *SweepFlags, surface sweep.Surface)
 		StringsVar(&f.goodputArgs)
 }
 
-// kindTypes are the storage types of the settings' kinds.
-var kindTypes = map[sweep.Kind]reflect.Type{
-	sweep.KindBool: reflect.TypeFor[bool](), sweep.KindInt: reflect.TypeFor[int](), sweep.KindInt64: reflect.TypeFor[int64](),
-	sweep.KindFloat: reflect.TypeFor[float64](), sweep.KindDuration: reflect.TypeFor[time.Duration](),
-	sweep.KindStrings: reflect.TypeFor[[]string](), sweep.KindString: reflect.TypeFor[string](),
-}
-
 // newValue allocates the storage of a setting's kind.
-func newValue(k sweep.Kind) any { return reflect.New(kindTypes[k]).Interface() }
+func newValue(k sweep.Kind) any { return reflect.New(k.Type()).Interface() }
 
 // bindValue binds a flag to its storage with kingpin's parser of its type.
 func bindValue(fc *kingpin.FlagClause, p any) {

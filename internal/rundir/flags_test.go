@@ -66,7 +66,8 @@ func TestSweepFlagsTakeTheTableBounds(t *testing.T) {
 	}
 	names := func(err error, s sweep.Setting) bool {
 		var fe *FlagError
-		return flagOf(err) == s.Flag || (errors.As(err, &fe) && fe.Flag == s.Flag)
+		var field *sweep.FieldError
+		return (errors.As(err, &field) && sweep.FlagSpelling(field.Field) == "--"+s.Flag) || (errors.As(err, &fe) && fe.Flag == s.Flag)
 	}
 	n := 0
 	for _, s := range sweep.Settings() {

@@ -126,11 +126,10 @@ func applyDataset(f *SweepFlags, c *sweep.Config) error {
 func applySweepTraceFlags(f *SweepFlags, c *sweep.Config) error {
 	file := f.str("trace")
 	if file == "" {
-		switch {
-		case f.isSet("trace-speed"):
-			return &FlagError{Flag: "trace-speed", Err: errors.New("needs --trace")}
-		case f.isSet("trace-block-size"):
-			return &FlagError{Flag: "trace-block-size", Err: errors.New("needs --trace")}
+		for _, flag := range []string{"trace-speed", "trace-block-size"} {
+			if f.isSet(flag) {
+				return &FlagError{Flag: flag, Err: errors.New("needs --trace")}
+			}
 		}
 		return nil
 	}

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -106,8 +105,8 @@ func (t *TargetConfig) loadAnswerSets(dir string) error {
 		}
 		field := fmt.Sprintf("probes[%d].answer_checks.set", i)
 		path := a.Set
-		if path != answer.BuiltinName && !filepath.IsAbs(path) && dir != "" {
-			path = filepath.Join(dir, path)
+		if path != answer.BuiltinName {
+			path = resolvePath(dir, path)
 		}
 		s, err := answer.LoadSet(path)
 		if err != nil {
@@ -151,7 +150,7 @@ func (t *TargetConfig) AddAnswerChecks(set string) error {
 		t.Probes = t.Probes[:len(t.Probes)-1]
 		var fe *fieldError
 		if errors.As(err, &fe) {
-			return fe.err
+			return fe.Err
 		}
 		return err
 	}

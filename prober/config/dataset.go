@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/client"
@@ -30,32 +29,38 @@ func (t *TargetConfig) loadDatasets(dir string) error {
 		if d == nil {
 			continue
 		}
-		path := d.Path
-		if !filepath.IsAbs(path) && dir != "" {
-			path = filepath.Join(dir, path)
-		}
-		field := fmt.Sprintf("probes[%d].workload.dataset", i)
-		ds, err := workload.LoadDataset(path, workload.DatasetOptions{Format: d.Format})
+		withPath := *d // the spec's copy: the path resolved, the file's SHA-256
+		withPath.Path = resolvePath(dir, d.Path)
+		p.Workload.Dataset = &withPath
+		ds, err := t.loadDataset(&p.Workload, p.Seed)
 		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), "dataset: ")
-			l.add(field, errors.New(strings.TrimPrefix(msg, "dataset ")))
-			continue
-		}
-		if ds.HasMessages && !t.api().Conversations {
-			l.add(field, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", path,
-				client.NamesWith(client.WithConversations, "or")))
-			continue
-		}
-		withSum := *d
-		withSum.Path, withSum.SHA256 = path, ds.SHA256
-		p.Workload.Dataset = &withSum
-		if _, err := workload.NewDatasetSource(ds, p.Workload, p.Seed); err != nil {
-			l.add(field, err)
+			l.add(fmt.Sprintf("probes[%d].workload.dataset", i), err)
 			continue
 		}
 		p.dataset = ds
 	}
 	return l.err()
+}
+
+// loadDataset reads and checks the dataset of w (its path resolved), a
+// probe's or a scheduled sweep's: entries of chat messages need a target
+// API that takes conversations, and w must draw from it (seed, the
+// probe's). It records the file's SHA-256 in w.Dataset.
+func (t *TargetConfig) loadDataset(w *workload.Spec, seed uint64) (*workload.Dataset, error) {
+	ds, err := workload.LoadDataset(w.Dataset.Path, workload.DatasetOptions{Format: w.Dataset.Format})
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "dataset: ")
+		return nil, errors.New(strings.TrimPrefix(msg, "dataset "))
+	}
+	if ds.HasMessages && !t.api().Conversations {
+		return nil, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", w.Dataset.Path,
+			client.NamesWith(client.WithConversations, "or"))
+	}
+	w.Dataset.SHA256 = ds.SHA256
+	if _, err := workload.NewDatasetSource(ds, *w, seed); err != nil {
+		return nil, err
+	}
+	return ds, nil
 }
 
 // validateDatasetWorkload checks a workload with a dataset: the spec's own

@@ -91,25 +91,14 @@ func errorOf(es []*Error) error {
 	return Errors(es)
 }
 
-// fieldError is a validation error of one field; path is relative to the
-// value whose Validate method returned it and grows as it is returned up.
-type fieldError struct {
-	path string
-	err  error
-}
-
-func (e *fieldError) Error() string {
-	if e.path == "" {
-		return e.err.Error()
-	}
-	return e.path + ": " + e.err.Error()
-}
-
-func (e *fieldError) Unwrap() error { return e.err }
+// fieldError is a validation error of one field, a sweep spec's key's
+// error too: its Key is the path relative to the value whose Validate
+// method returned it and grows as it is returned up.
+type fieldError = SpecError
 
 // errf returns a fieldError for the field at path.
 func errf(path, format string, args ...any) error {
-	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
+	return &fieldError{Key: path, Err: fmt.Errorf(format, args...)}
 }
 
 // under prefixes the path of err (a fieldError or any error, or several
@@ -138,11 +127,7 @@ func flatten(err error) []*fieldError {
 	if errors.As(err, &fe) {
 		return []*fieldError{fe}
 	}
-	var se *SpecError
-	if errors.As(err, &se) {
-		return []*fieldError{{path: se.Key, err: se.Err}}
-	}
-	return []*fieldError{{err: err}}
+	return []*fieldError{{Err: err}}
 }
 
 // problems collects the validation problems of a value, at most one per
@@ -156,9 +141,9 @@ func (l *problems) add(prefix string, err error) bool {
 		return false
 	}
 	for _, fe := range flatten(err) {
-		p := joinPath(prefix, fe.path)
+		p := joinPath(prefix, fe.Key)
 		if !l.has(p) {
-			*l = append(*l, &fieldError{path: p, err: fe.err})
+			*l = append(*l, &fieldError{Key: p, Err: fe.Err})
 		}
 	}
 	return true
@@ -167,7 +152,7 @@ func (l *problems) add(prefix string, err error) bool {
 // has reports whether a problem of the field at path was recorded.
 func (l problems) has(path string) bool {
 	for _, fe := range l {
-		if fe.path == path {
+		if fe.Key == path {
 			return true
 		}
 	}

@@ -23,7 +23,7 @@ func (t *TargetConfig) readSchemaFiles(dir string) error {
 // (so that it is located on its line); other errors pass unchanged.
 func workloadProblem(err error) error {
 	if fe, ok := errors.AsType[*workload.FieldError](err); ok {
-		return &fieldError{path: fe.Field, err: fe.Err}
+		return &fieldError{Key: fe.Field, Err: fe.Err}
 	}
 	return err
 }

@@ -290,8 +290,8 @@ func LoadHTTPConfigFile(path string) (config.HTTPClientConfig, error) {
 	if err := l.err(); err != nil {
 		var es []*Error
 		for _, fe := range flatten(err) {
-			p := strings.TrimPrefix(strings.TrimPrefix(fe.path, "http_config"), ".")
-			es = append(es, &Error{File: path, Line: idx.line(p), Path: p, Err: fe.err})
+			p := strings.TrimPrefix(strings.TrimPrefix(fe.Key, "http_config"), ".")
+			es = append(es, &Error{File: path, Line: idx.line(p), Path: p, Err: fe.Err})
 		}
 		return zero, errorOf(es)
 	}

@@ -203,9 +203,9 @@ func nameFromURL(s string) string {
 func located(file string, idx *nodeIndex, err error) []*Error {
 	var es []*Error
 	for _, fe := range flatten(err) {
-		e := &Error{File: file, Path: fe.path, Err: fe.err}
+		e := &Error{File: file, Path: fe.Key, Err: fe.Err}
 		if idx != nil {
-			e.Line = idx.line(fe.path)
+			e.Line = idx.line(fe.Key)
 		}
 		es = append(es, e)
 	}

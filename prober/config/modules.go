@@ -121,11 +121,11 @@ func (m *ModuleConfig) resolve(name string, g GlobalConfig, dir string) error {
 	}
 	var out problems
 	for _, fe := range tp {
-		path := strings.TrimPrefix(strings.TrimPrefix(fe.path, "probes[0]"), ".")
+		path := strings.TrimPrefix(strings.TrimPrefix(fe.Key, "probes[0]"), ".")
 		if path == "name" || path == "probes[0].name" {
 			continue // the module's name is checked by the caller
 		}
-		out = append(out, &fieldError{path: path, err: fe.err})
+		out = append(out, &fieldError{Key: path, Err: fe.Err})
 	}
 	if len(out) == 0 {
 		m.target = &t

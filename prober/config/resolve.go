@@ -94,7 +94,7 @@ var inheritable = []string{"timeout", "ttft_timeout", "stall_timeout", "slo", "g
 func (t *TargetConfig) withoutInherited(l problems) problems {
 	out := l[:0:0]
 	for _, fe := range l {
-		field, _, _ := strings.Cut(fe.path, ".")
+		field, _, _ := strings.Cut(fe.Key, ".")
 		inherited := false
 		for _, k := range inheritable {
 			if field == k && !t.set.has(k, true) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/answer"
-	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/workload"
 )
 
@@ -102,21 +101,8 @@ func (t *TargetConfig) loadSweepDatasets() error {
 		if w == nil || w.Dataset == nil {
 			continue
 		}
-		field := fmt.Sprintf("sweeps[%d].workload.dataset", j)
-		ds, err := workload.LoadDataset(w.Dataset.Path, workload.DatasetOptions{Format: w.Dataset.Format})
-		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), "dataset: ")
-			l.add(field, errors.New(strings.TrimPrefix(msg, "dataset ")))
-			continue
-		}
-		if ds.HasMessages && !t.api().Conversations {
-			l.add(field, fmt.Errorf("%s has messages entries (chat conversations): they need api: %s", w.Dataset.Path,
-				client.NamesWith(client.WithConversations, "or")))
-			continue
-		}
-		w.Dataset.SHA256 = ds.SHA256
-		if _, err := workload.NewDatasetSource(ds, *w, 1); err != nil {
-			l.add(field, err)
+		if _, err := t.loadDataset(w, 1); err != nil {
+			l.add(fmt.Sprintf("sweeps[%d].workload.dataset", j), err)
 		}
 	}
 	return l.err()

@@ -308,11 +308,10 @@ func AsSpecError(err error) *SpecError {
 	if err == nil {
 		return nil
 	}
-	fes := flatten(err)
-	if len(fes) == 0 {
-		return &SpecError{Err: err}
+	if fes := flatten(err); len(fes) > 0 {
+		return fes[0]
 	}
-	return &SpecError{Key: fes[0].path, Err: fes[0].err}
+	return &SpecError{Err: err}
 }
 
 // validateMaxSweepRate checks max_sweep_rate: 0 (no cap) or > 0 and at

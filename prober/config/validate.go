@@ -208,7 +208,7 @@ func knobProblem(p *knob.Problem) error {
 	if p == nil {
 		return nil
 	}
-	return &fieldError{path: knob.Key(p.Knob), err: errors.New(p.Text(knob.Key))}
+	return &fieldError{Key: knob.Key(p.Knob), Err: errors.New(p.Text(knob.Key))}
 }
 
 func validateName(s string) error {

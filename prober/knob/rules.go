@@ -21,17 +21,25 @@ type Problem struct {
 // Error is the reason spelled with the YAML / API keys.
 func (p *Problem) Error() string { return p.Text(Key) }
 
-// refPattern matches a knob named in a reason.
+// Text is the reason with the knobs it names spelled by spell (Render).
+func (p *Problem) Text(spell func(field string) string) string { return Render(p.Reason, spell) }
+
+// refPattern matches a knob named in a reason: its field path in braces
+// ("{Workload.PrefixTokens}").
 var refPattern = regexp.MustCompile(`\{[A-Z][A-Za-z]*(\.[A-Z][A-Za-z]*)*\}`)
 
-// Text is the reason with the knobs it names spelled by spell (a knob it
-// has no name for keeps its field path).
-func (p *Problem) Text(spell func(field string) string) string {
-	return refPattern.ReplaceAllStringFunc(p.Reason, func(m string) string {
-		if s := spell(m[1 : len(m)-1]); s != "" {
-			return s
+// Render replaces the knobs a reason names in braces with their spelling
+// by spell; a knob spell has no name for (or a nil spell) keeps its field
+// path. prober/sweep's FieldError.Reason renders with it too.
+func Render(reason string, spell func(field string) string) string {
+	return refPattern.ReplaceAllStringFunc(reason, func(m string) string {
+		field := m[1 : len(m)-1]
+		if spell != nil {
+			if s := spell(field); s != "" {
+				return s
+			}
 		}
-		return m[1 : len(m)-1]
+		return field
 	})
 }
 

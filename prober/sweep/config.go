@@ -73,8 +73,8 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason(nil) }
 
 // Reason is the reason with its references to other settings spelled by
-// spell (FlagSpelling, KeySpelling; nil: their field paths).
-func (e *FieldError) Reason(spell Spelling) string { return render(e.Err.Error(), spell) }
+// spell (FlagSpelling, SpecKey; nil: their field paths).
+func (e *FieldError) Reason(spell Spelling) string { return knob.Render(e.Err.Error(), spell) }
 
 // Unwrap returns the reason.
 func (e *FieldError) Unwrap() error { return e.Err }
@@ -381,18 +381,11 @@ func (c *Config) Validate() error {
 	if err := c.validateAnswerChecks(); err != nil {
 		return err
 	}
-	n := 0
-	if c.Trace != nil {
-		n++
-	}
-	if len(c.Rates) > 0 {
-		n++
-	}
-	if c.Auto {
-		n++
-	}
-	if len(c.Concurrency) > 0 {
-		n++
+	n := 0 // the loads given: a trace, a rate list, auto, concurrency
+	for _, given := range []bool{c.Trace != nil, len(c.Rates) > 0, c.Auto, len(c.Concurrency) > 0} {
+		if given {
+			n++
+		}
 	}
 	if err := ProblemError(knob.RatesOrConcurrency(len(c.Rates) > 0 || c.Auto, len(c.Concurrency) > 0)); err != nil {
 		return err

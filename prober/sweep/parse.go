@@ -52,28 +52,33 @@ func ParseRates(s string) (rates []float64, auto bool, err error) {
 	if s == "" {
 		return nil, false, fieldErr("Rates", "must not be empty (a list such as 1,2,4,8, auto or inf)")
 	}
-	seen := map[float64]bool{}
+	rates, err = parseLevels("Rates", "rate", "a rate (a number of req/s, inf or auto)", s, true)
+	return rates, false, err
+}
+
+// parseLevels parses the comma-separated levels of a list setting
+// (--rates, --trace-speed) in the order given: each a finite number (or,
+// with burst, inf) within the setting's bound, given once. what names a
+// level in a reason ("rate"), notLevel says what other text is not.
+func parseLevels(field, what, notLevel, s string, burst bool) ([]float64, error) {
+	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		var r float64
-		if strings.EqualFold(f, "inf") {
-			r = math.Inf(1)
-		} else {
-			r, err = strconv.ParseFloat(f, 64)
-			if err != nil || math.IsNaN(r) || math.IsInf(r, 0) {
-				return nil, false, fieldErr("Rates", "%q is not a rate (a number of req/s, inf or auto)", f)
-			}
+		v, err := strconv.ParseFloat(f, 64)
+		if burst && strings.EqualFold(f, "inf") {
+			v = math.Inf(1)
+		} else if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fieldErr(field, "%q is not %s", f, notLevel)
 		}
-		if err := checkRate(r, f); err != nil {
-			return nil, false, err
+		if p := LookupField(field).Bound.check(v); p != "" {
+			return nil, fieldErr(field, "%s %s, got %s", what, p, f)
 		}
-		if seen[r] {
-			return nil, false, fieldErr("Rates", "rate %s given twice", f)
+		if slices.Contains(out, v) {
+			return nil, fieldErr(field, "%s %s given twice", what, f)
 		}
-		seen[r] = true
-		rates = append(rates, r)
+		out = append(out, v)
 	}
-	return rates, false, nil
+	return out, nil
 }
 
 // ParseConcurrency parses --concurrency: a comma-separated list of

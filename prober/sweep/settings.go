@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +38,17 @@ const (
 	KindDuration                 // a Go duration ("5s")
 	KindStrings                  // repeatable text
 )
+
+// kindTypes are the Go types of the kinds' values.
+var kindTypes = map[Kind]reflect.Type{
+	KindString: reflect.TypeFor[string](), KindBool: reflect.TypeFor[bool](), KindInt: reflect.TypeFor[int](),
+	KindInt64: reflect.TypeFor[int64](), KindFloat: reflect.TypeFor[float64](),
+	KindDuration: reflect.TypeFor[time.Duration](), KindStrings: reflect.TypeFor[[]string](),
+}
+
+// Type is the Go type of a value of kind k, as Setting.Apply takes it
+// and a command's flag holds it.
+func (k Kind) Type() reflect.Type { return kindTypes[k] }
 
 // Bound is the range a setting's number (or each number of its list) must
 // lie in; a zero Bound has no limit.
@@ -111,19 +121,17 @@ func Settings() []Setting { return settingsTable }
 // LookupField returns the table entry of a Config field path (nil when
 // none).
 func LookupField(field string) *Setting {
-	for i := range settingsTable {
-		if settingsTable[i].Field == field {
-			return &settingsTable[i]
-		}
-	}
-	return nil
+	return lookup(func(s *Setting) bool { return s.Field == field })
 }
 
 // LookupFlag returns the setting of a flag name (nil when none).
-func LookupFlag(flag string) *Setting {
+func LookupFlag(flag string) *Setting { return lookup(func(s *Setting) bool { return s.Flag == flag }) }
+
+// lookup returns the first row match accepts (nil when none).
+func lookup(match func(*Setting) bool) *Setting {
 	for i := range settingsTable {
-		if settingsTable[i].Flag == flag {
-			return &settingsTable[i]
+		if s := &settingsTable[i]; match(s) {
+			return s
 		}
 	}
 	return nil
@@ -139,32 +147,6 @@ func FlagSpelling(field string) string {
 		return "--" + s.Flag
 	}
 	return ""
-}
-
-// KeySpelling spells a field as its YAML / JSON key ("input_len").
-func KeySpelling(field string) string {
-	if s := LookupField(field); s != nil && s.Key != "" {
-		return s.Key
-	}
-	return ""
-}
-
-// refPattern matches a reference to another setting in a FieldError's
-// reason: its Config field path in braces ("{Workload.PrefixTokens}").
-var refPattern = regexp.MustCompile(`\{[A-Z][A-Za-z]*(\.[A-Z][A-Za-z]*)*\}`)
-
-// render replaces the setting references of a reason with their spelling
-// (a field the spelling has no name for keeps its field path).
-func render(reason string, spell Spelling) string {
-	return refPattern.ReplaceAllStringFunc(reason, func(m string) string {
-		field := m[1 : len(m)-1]
-		if spell != nil {
-			if s := spell(field); s != "" {
-				return s
-			}
-		}
-		return field
-	})
 }
 
 // check returns the bound's problem with v ("must be > 0"), "" when v is
@@ -243,36 +225,36 @@ func (c *Config) validateBounds() error {
 		if !ok {
 			continue
 		}
-		var x float64
-		var got any
-		switch v.Kind() {
-		case reflect.Int, reflect.Int64:
-			if v.Type() == reflect.TypeFor[time.Duration]() {
-				got = time.Duration(v.Int())
-			} else {
-				got = v.Int()
-			}
-			x = float64(v.Int())
-		case reflect.Float64:
-			x, got = v.Float(), v.Float()
-		case reflect.Slice:
+		if v.Kind() == reflect.Slice {
 			// A list: its elements are checked where it is parsed and
 			// in Validate, its length here.
 			if s.Bound.MaxLen > 0 && v.Len() > s.Bound.MaxLen {
 				return fieldErr(s.Field, "must have at most %d values, got %d", s.Bound.MaxLen, v.Len())
 			}
 			continue
-		default:
+		}
+		x, got, ok := number(v)
+		if !ok || (x == 0 && s.Bound.ZeroDefault) {
 			continue
 		}
-		if x == 0 && s.Bound.ZeroDefault {
-			continue
-		}
-		if err := checkBound(s.Field, x, got); err != nil {
+		if err := s.Check(x, got); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// number returns a number (an int, int64, float64 or time.Duration) as the
+// float its bound checks and the value a reason shows; false for a value
+// that is no number.
+func number(v reflect.Value) (x float64, got any, ok bool) {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64:
+		return float64(v.Int()), v.Interface(), true
+	case reflect.Float64:
+		return v.Float(), v.Float(), true
+	}
+	return 0, nil, false
 }
 
 // fieldValue returns the field at a dotted path of a struct value (through
@@ -315,21 +297,8 @@ func (s *Setting) Apply(c *Config, v any) error {
 		f.Set(rv.Convert(f.Type()))
 		return nil
 	}
-	switch x := v.(type) {
-	case int:
-		if err := checkBound(s.Field, float64(x), x); err != nil {
-			return err
-		}
-	case int64:
-		if err := checkBound(s.Field, float64(x), x); err != nil {
-			return err
-		}
-	case float64:
-		if err := checkBound(s.Field, x, x); err != nil {
-			return err
-		}
-	case time.Duration:
-		if err := checkBound(s.Field, float64(x), x); err != nil {
+	if x, got, ok := number(rv); ok {
+		if err := s.Check(x, got); err != nil {
 			return err
 		}
 	}
@@ -416,26 +385,29 @@ func (s *Setting) DefaultValue() any {
 	if s.Default == "" {
 		return nil
 	}
-	var v any
-	var err error
-	switch s.Kind {
-	case KindBool:
-		v, err = strconv.ParseBool(s.Default)
-	case KindInt:
-		v, err = strconv.Atoi(s.Default)
-	case KindInt64:
-		v, err = strconv.ParseInt(s.Default, 10, 64)
-	case KindFloat:
-		v, err = strconv.ParseFloat(s.Default, 64)
-	case KindDuration:
-		v, err = time.ParseDuration(s.Default)
-	case KindStrings:
-		v = []string{s.Default}
-	default:
-		v = s.Default
-	}
+	v, err := parseKind(s.Kind, s.Default)
 	if err != nil {
 		panic(fmt.Sprintf("sweep: setting %s: default %q: %v", s.Field, s.Default, err))
 	}
 	return v
+}
+
+// parseKind parses the text of a value of kind k (a flag's) as Apply
+// takes it.
+func parseKind(k Kind, text string) (any, error) {
+	switch k {
+	case KindBool:
+		return strconv.ParseBool(text)
+	case KindInt:
+		return strconv.Atoi(text)
+	case KindInt64:
+		return strconv.ParseInt(text, 10, 64)
+	case KindFloat:
+		return strconv.ParseFloat(text, 64)
+	case KindDuration:
+		return time.ParseDuration(text)
+	case KindStrings:
+		return []string{text}, nil
+	}
+	return text, nil
 }

@@ -90,20 +90,8 @@ func (s *Setting) isDefault(text string) bool {
 	if s.Default == "" {
 		return false
 	}
-	if text == s.Default {
-		return true
-	}
-	switch s.Kind {
-	case KindDuration:
-		a, err1 := time.ParseDuration(text)
-		b, err2 := time.ParseDuration(s.Default)
-		return err1 == nil && err2 == nil && a == b
-	case KindFloat:
-		a, err1 := strconv.ParseFloat(text, 64)
-		b, err2 := strconv.ParseFloat(s.Default, 64)
-		return err1 == nil && err2 == nil && a == b
-	}
-	return false
+	v, err := parseKind(s.Kind, text)
+	return text == s.Default || (err == nil && reflect.DeepEqual(v, s.DefaultValue()))
 }
 
 // workloadSourceConfig is Config.WorkloadSource of a workload a config

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/knob"
 )
 
 // cliText is err as the sweep CLI shows it: a *FieldError as "Field:
@@ -178,7 +180,7 @@ func TestFieldErrorSpelling(t *testing.T) {
 	}{
 		{nil, "needs Workload.PrefixTokens > 0"},
 		{FlagSpelling, "needs --prefix-len > 0"},
-		{KeySpelling, "needs prefix_len > 0"},
+		{SpecKey, "needs prefix_len > 0"},
 	} {
 		if got := fe.Reason(tt.spell); got != tt.want {
 			t.Errorf("Reason = %q, want %q", got, tt.want)
@@ -188,8 +190,8 @@ func TestFieldErrorSpelling(t *testing.T) {
 		t.Errorf("Error() %q quotes a CLI flag", err)
 	}
 	// A brace that is no setting's path stays as it is.
-	if got := render(`{"prompt"} and {NoSuchField}`, FlagSpelling); got != `{"prompt"} and NoSuchField` {
-		t.Errorf("render = %q", got)
+	if got := knob.Render(`{"prompt"} and {NoSuchField}`, FlagSpelling); got != `{"prompt"} and NoSuchField` {
+		t.Errorf("Render = %q", got)
 	}
 }
 

@@ -87,11 +87,11 @@ func FromSpec(s config.SweepSpec, t config.TargetConfig) (Config, error) {
 		return c, err
 	}
 	c.OutDir = "-" // checked by the caller, which sets it
-	if err := c.Validate(); err != nil {
-		c.OutDir = ""
+	err = c.Validate()
+	c.OutDir = ""
+	if err != nil {
 		return c, specError(err)
 	}
-	c.OutDir = ""
 	if err := checkStepBudget(c); err != nil {
 		return c, specError(err)
 	}
@@ -139,19 +139,16 @@ func specWorkload(s config.SweepSpec, sp specKeys, c *Config) error {
 // specLoad sets c's load (rates, auto or concurrency; a trace's speeds
 // were set with its workload) within t's max_sweep_rate.
 func specLoad(s config.SweepSpec, c *Config, t config.TargetConfig) error {
-	isTrace := isTraceSpec(s)
 	switch {
-	case isTrace: // its speeds, checked by specTrace
+	case isTraceSpec(s): // its speeds, checked by specTrace; their mean rates here
+		if err := checkTraceRate(c.Trace, c.NumPrompts, c.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
+			return err
+		}
 	case (c.Auto || len(c.Rates) > 0) && len(c.Concurrency) > 0:
 		return specError(ProblemError(knob.RatesOrConcurrency(true, true)))
 	case c.Auto || len(c.Rates) > 0 || len(c.Concurrency) > 0:
 	default:
 		return specErrf("rates", `required: "auto", a list of rates, or concurrency levels`)
-	}
-	if isTrace {
-		if err := checkTraceRate(c.Trace, c.NumPrompts, c.Duration, c.TraceSpeeds, t.MaxSweepRate); err != nil {
-			return err
-		}
 	}
 	if max := t.MaxSweepRate; max > 0 {
 		for _, r := range c.Rates {
@@ -306,14 +303,20 @@ func specError(err error) error {
 // spec's keys ("input_len: input_len 9000 + output_len 16 = ..."): the
 // daemon's text of an error a sweep met after its spec was accepted (the
 // preflight's max_model_len check).
-func SpecErrorText(err error) string {
+func SpecErrorText(err error) string { return ErrorText(err, SpecKey) }
+
+// ErrorText is err's message with a *FieldError in it as "name: reason",
+// the field and the settings its reason refers to spelled by spell (a
+// field spell has no name for keeps its path): SpecErrorText, and the
+// commands' text of a flag's error (spell FlagSpelling).
+func ErrorText(err error, spell Spelling) string {
 	var fe *FieldError
 	if !errors.As(err, &fe) {
 		return err.Error()
 	}
 	name := fe.Field
-	if k := SpecKey(fe.Field); k != "" {
-		name = k
+	if n := spell(fe.Field); n != "" {
+		name = n
 	}
-	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(SpecKey), 1)
+	return strings.Replace(err.Error(), fe.Error(), name+": "+fe.Reason(spell), 1)
 }

@@ -165,8 +165,9 @@ func TestSpecErrorText(t *testing.T) {
 	}
 }
 
-// TestFromSpecGPUSource: a target's gpu_metrics_url and gpu_selector reach
-// its scheduled sweeps.
+// TestFromSpecGPUSource: a target's gpu_metrics_url and gpu_selector are
+// kept for its scheduled sweeps and reach them, and the URL's secrets stay
+// out of the config's Redacted.
 func TestFromSpecGPUSource(t *testing.T) {
 	c, err := config.Parse([]byte(`targets:
   - name: sim
@@ -182,6 +183,12 @@ func TestFromSpecGPUSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := c.Targets[0]
+	if tg.GPUMetricsURL != "http://127.0.0.1:9400/metrics?token=s3cret" || tg.GPUSelector != `pod="vllm-0",namespace="llm"` {
+		t.Errorf("target: %q %q", tg.GPUMetricsURL, tg.GPUSelector)
+	}
+	if r := c.Redacted(); strings.Contains(r, "s3cret") || !strings.Contains(r, "gpu_metrics_url") {
+		t.Errorf("Redacted:\n%s", r)
+	}
 	sc, err := FromSpec(tg.Sweeps[0].SweepSpec, tg)
 	if err != nil {
 		t.Fatal(err)

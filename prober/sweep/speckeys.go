@@ -33,13 +33,11 @@ type specKeys struct {
 
 // lookupKey returns the spec row of a key (nil when none).
 func lookupKey(key string) *Setting {
-	for i := range settingsTable {
-		if s := &settingsTable[i]; s.Key == key && s.Surfaces&SurfaceSpec != 0 && !s.Internal {
-			return s
-		}
-	}
-	return nil
+	return lookup(func(s *Setting) bool { return s.Key == key && s.isSpecKey() })
 }
+
+// isSpecKey reports whether a spec gives the setting by its Key.
+func (s *Setting) isSpecKey() bool { return s.Key != "" && s.Surfaces&SurfaceSpec != 0 && !s.Internal }
 
 // unknownKey is the error of a key no spec row has, with a hint where it
 // belongs or which key it probably is (config.KeyHint).
@@ -49,7 +47,7 @@ func unknownKey(key string) error {
 	}
 	var keys []string
 	for _, s := range settingsTable {
-		if s.Key != "" && s.Surfaces&SurfaceSpec != 0 && !s.Internal {
+		if s.isSpecKey() {
 			keys = append(keys, s.Key)
 		}
 	}
@@ -127,16 +125,10 @@ func stripLine(err error) string {
 	return msg
 }
 
-// kinds are the Go type Setting.Apply takes of each kind but durations,
-// and its words for a value of another type.
-var kinds = map[Kind]struct {
-	typ   reflect.Type
-	words string
-}{
-	KindString: {reflect.TypeFor[string](), "text"}, KindBool: {reflect.TypeFor[bool](), "true or false"},
-	KindInt: {reflect.TypeFor[int](), "an integer"}, KindInt64: {reflect.TypeFor[int64](), "an integer"},
-	KindFloat: {reflect.TypeFor[float64](), "a number"}, KindDuration: {nil, `a duration string such as "30s"`},
-	KindStrings: {reflect.TypeFor[[]string](), "a list of strings"},
+// kindWords word a value of each kind, for a value of another type.
+var kindWords = map[Kind]string{
+	KindString: "text", KindBool: "true or false", KindInt: "an integer", KindInt64: "an integer",
+	KindFloat: "a number", KindDuration: `a duration string such as "30s"`, KindStrings: "a list of strings",
 }
 
 // nodeWords word the type of a value as given (JSON's names; else string).
@@ -148,7 +140,7 @@ func kindError(k Kind, n *yaml.Node) error {
 	if !ok {
 		got = "string"
 	}
-	return fmt.Errorf("want %s, got %s", kinds[k].words, got)
+	return fmt.Errorf("want %s, got %s", kindWords[k], got)
 }
 
 // decodeKind decodes n as a value of kind k, as Setting.Apply takes it.
@@ -163,7 +155,7 @@ func decodeKind(k Kind, n *yaml.Node) (any, error) {
 		}
 		return time.Duration(d), nil
 	}
-	v := reflect.New(kinds[k].typ)
+	v := reflect.New(k.Type())
 	if err := n.Decode(v.Interface()); err != nil {
 		return nil, kindError(k, n)
 	}
@@ -202,7 +194,7 @@ func applySpec(s config.SweepSpec, c *Config) (specKeys, error) {
 	}
 	for i := range settingsTable {
 		st := &settingsTable[i]
-		if st.Surfaces&SurfaceSpec == 0 || st.Internal || st.Key == "" || sp.given[st.Key] {
+		if !st.isSpecKey() || sp.given[st.Key] {
 			continue
 		}
 		v := st.DefaultValue()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,22 +37,7 @@ type traceRun struct {
 // ParseTraceSpeeds parses --trace-speed: a comma-separated list of speeds
 // > 0 (1 = the trace's own timing), in the order given, no duplicates.
 func ParseTraceSpeeds(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fieldErr("TraceSpeeds", "%q is not a speed (a number > 0; 2 replays twice as fast)", f)
-		}
-		if p := LookupField("TraceSpeeds").Bound.check(v); p != "" {
-			return nil, fieldErr("TraceSpeeds", "speed %s, got %s", p, f)
-		}
-		if slices.Contains(out, v) {
-			return nil, fieldErr("TraceSpeeds", "speed %s given twice", f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return parseLevels("TraceSpeeds", "speed", "a speed (a number > 0; 2 replays twice as fast)", s, false)
 }
 
 // validateTrace checks the trace settings (nothing without a trace, except
