@@ -116,7 +116,9 @@ func TestDiscoveryFileSD(t *testing.T) {
         regex: .*/(.*)\.json
         target_label: sd_file
     target:
-      probes: [{name: p, rate: 10}]
+      probes:
+        - {name: p, rate: 10}
+        - {name: answers, answer_checks: {set: builtin, every: 10s}}
 `
 	setConfig(t, &o, dir, cfg)
 	stop := start(t, o)
@@ -149,6 +151,18 @@ func TestDiscoveryFileSD(t *testing.T) {
 		mfs = scrape(t, url)
 		for i, a := range addrs {
 			if len(seriesOf(mfs, "llmprobe_target_info", map[string]string{"target": "sims:" + a, "replica": fmt.Sprintf("r%d", i+1)})) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	// The template's answer-check probe runs on every discovered target:
+	// its set is loaded with the template (it was not, and the probe could
+	// not start).
+	testutil.Eventually(t, "answer checks on the three discovered simulators", func() bool {
+		mfs = scrape(t, url)
+		for _, a := range addrs {
+			if len(seriesOf(mfs, "llmprobe_answer_checks_total", map[string]string{"target": "sims:" + a, "probe": "answers"})) == 0 {
 				return false
 			}
 		}

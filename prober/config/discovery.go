@@ -273,12 +273,7 @@ func (d *DiscoveryConfig) resolveTemplate(dir string, g GlobalConfig, maxRateOK 
 	}
 	l.add("", t.Validate())
 	if len(l) == 0 {
-		l.add("", t.loadKey(dir))
-		l.add("", t.loadHTTPConfig(dir))
-	}
-	if len(l) == 0 {
-		l.add("", t.loadDatasets(dir))
-		l.add("", t.loadSweepDatasets())
+		l.add("", t.loadFiles(dir))
 	}
 	t.Name, t.BaseURL = "", ""
 	return l.err()

@@ -113,11 +113,7 @@ func (m *ModuleConfig) resolve(name string, g GlobalConfig, dir string) error {
 	tp.add("", t.readSchemaFiles(dir))
 	tp.add("", t.Validate())
 	if len(tp) == 0 {
-		tp.add("", t.loadKey(dir))
-		tp.add("", t.loadHTTPConfig(dir))
-	}
-	if len(tp) == 0 {
-		tp.add("", t.loadDatasets(dir))
+		tp.add("", t.loadFiles(dir))
 	}
 	var out problems
 	for _, fe := range tp {

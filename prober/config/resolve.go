@@ -66,13 +66,7 @@ func (c *Config) resolve(dir string) error {
 			}
 		}
 		if len(tp) == 0 {
-			tp.add("", t.loadKey(dir))
-			tp.add("", t.loadHTTPConfig(dir))
-		}
-		if len(tp) == 0 {
-			tp.add("", t.loadDatasets(dir))
-			tp.add("", t.loadAnswerSets(dir))
-			tp.add("", t.loadSweepDatasets())
+			tp.add("", t.loadFiles(dir))
 		}
 		for _, fe := range tp {
 			all.add(fmt.Sprintf("targets[%d]", i), fe)
@@ -84,6 +78,22 @@ func (c *Config) resolve(dir string) error {
 	all.add("", c.resolveDiscovery(dir, *g, maxRateOK))
 	all.add("tracing", c.Tracing.resolve(dir))
 	return all.err()
+}
+
+// loadFiles reads what a resolved, valid target names, relative to dir:
+// its API key and HTTP config, then (when those loaded) its probes'
+// datasets and answer-check sets and its scheduled sweeps' datasets. A
+// config target, a discovery template and a module load through it alike.
+func (t *TargetConfig) loadFiles(dir string) error {
+	var l problems
+	l.add("", t.loadKey(dir))
+	l.add("", t.loadHTTPConfig(dir))
+	if len(l) == 0 {
+		l.add("", t.loadDatasets(dir))
+		l.add("", t.loadAnswerSets(dir))
+		l.add("", t.loadSweepDatasets())
+	}
+	return l.err()
 }
 
 // inheritable are the target keys inherited from global when left out.
