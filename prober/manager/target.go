@@ -163,11 +163,7 @@ func (t *targetRunner) start(parent context.Context) {
 	t.ctx, t.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	// Learn the model and server version in the background; probes resolve
 	// the model on their first request if this has not finished yet.
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		t.refreshInfo(t.ctx)
-	}()
+	t.wg.Go(func() { t.refreshInfo(t.ctx) })
 }
 
 // commit applies tc to a started runner: the SLO and objective in place,
