@@ -208,10 +208,7 @@ func (t *targetRunner) commit(tc config.TargetConfig) {
 // (the target was replaced by one without them, or removed).
 func (t *targetRunner) stop(cause error, keep map[string]bool) {
 	t.probesMu.Lock()
-	probes := make(map[string]*probeRunner, len(t.probes))
-	for n, pr := range t.probes {
-		probes[n] = pr
-	}
+	probes := maps.Clone(t.probes)
 	t.probesMu.Unlock()
 	if t.cancel != nil {
 		t.cancel(cause)
