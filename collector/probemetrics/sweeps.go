@@ -281,10 +281,8 @@ func oneIf(b bool) float64 {
 // TargetRemoved implements capacity.Observer: every series of target goes.
 func (s *Sweeps) TargetRemoved(target string) {
 	l := prometheus.Labels{"target": target}
-	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval,
-		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid, s.decided, s.serverKnee, s.probeLoad, s.production,
-		s.state, s.undecided, s.previous} {
-		v.DeletePartialMatch(l)
+	for _, c := range s.collectors() {
+		c.(interface{ DeletePartialMatch(prometheus.Labels) int }).DeletePartialMatch(l)
 	}
 	s.mu.Lock()
 	for k := range s.kneeOf {
@@ -293,6 +291,4 @@ func (s *Sweeps) TargetRemoved(target string) {
 		}
 	}
 	s.mu.Unlock()
-	s.runs.DeletePartialMatch(l)
-	s.requests.DeletePartialMatch(l)
 }
