@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -106,20 +107,13 @@ func (m *Manager) tracer(tc config.TargetConfig) trace.Tracer {
 	if m.opts.Tracer == nil {
 		return nil
 	}
-	r := tc.TraceSampleRatio
-	if r == 0 {
-		r = m.opts.TraceSampleRatio
-	}
-	return m.opts.Tracer(r)
+	return m.opts.Tracer(cmp.Or(tc.TraceSampleRatio, m.opts.TraceSampleRatio))
 }
 
 // metricsURL is the endpoint's MetricsURL for tc (metrics_url: none is
 // endpoint.NoMetrics).
 func metricsURL(tc config.TargetConfig) string {
-	if u := tc.MetricsURL(); u != "" {
-		return u
-	}
-	return endpoint.NoMetrics
+	return cmp.Or(tc.MetricsURL(), endpoint.NoMetrics)
 }
 
 // serverInstance is the host[:port] of tc's metrics URL, or of its base_url
@@ -127,11 +121,7 @@ func metricsURL(tc config.TargetConfig) string {
 // neither parses. It is the address as written: no default port is added
 // (Prometheus 3 adds none to the instance label either).
 func serverInstance(tc config.TargetConfig) string {
-	raw := tc.MetricsURL()
-	if raw == "" {
-		raw = tc.BaseURL
-	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(cmp.Or(tc.MetricsURL(), tc.BaseURL))
 	if err != nil {
 		return ""
 	}
