@@ -1,26 +1,18 @@
 package probemetrics
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/llmprobe/llmprobe/prober"
-)
+import "github.com/llmprobe/llmprobe/prober"
 
 // NameBackendRequests is the counter of requests by the backend that
 // answered them (a target's attribution_headers).
 const NameBackendRequests = "llmprobe_backend_requests_total"
 
-// newBackendRequests creates llmprobe_backend_requests_total. It is a
+// helpBackendRequests is llmprobe_backend_requests_total's help. It is a
 // family of its own, not a label of llmprobe_requests_total: client_golang
 // refuses a family whose series have different label names, and the
 // series of targets without attribution_headers keep their label set.
-func newBackendRequests() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameBackendRequests,
-		Help: "Requests sent and finished of targets with attribution_headers, by outcome and by backend: the value of " +
-			"the first attribution header the response carried (\"none\" when it carried none; past " +
-			"the per-target bound of distinct values, \"other\")."},
-		[]string{"target", "probe", "backend", "outcome"})
-}
+const helpBackendRequests = "Requests sent and finished of targets with attribution_headers, by outcome and by backend: the value of " +
+	"the first attribution header the response carried (\"none\" when it carried none; past " +
+	"the per-target bound of distinct values, \"other\")."
 
 // observeBackend counts r by its backend, when its target attributes one.
 func (m *Metrics) observeBackend(r *prober.Record) {

@@ -33,21 +33,13 @@ type cacheCounters struct {
 	hit, miss prometheus.Counter
 }
 
-func newCachedTokens() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePromptCachedTokens,
-		Help: "Prompt tokens the server's responses reported as served from its prefix cache " +
-			"(usage.prompt_tokens_details.cached_tokens), over successful requests; only for targets whose " +
-			"responses report it (the series appears at the first such response)."},
-		[]string{"target", "probe"})
-}
+const helpPromptCachedTokens = "Prompt tokens the server's responses reported as served from its prefix cache " +
+	"(usage.prompt_tokens_details.cached_tokens), over successful requests; only for targets whose " +
+	"responses report it (the series appears at the first such response)."
 
-func newCacheRequests() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePromptCacheRequests,
-		Help: "Successful requests whose response reported usage.prompt_tokens_details.cached_tokens, by result: " +
-			"hit (at least 16 cached prompt tokens, one vLLM KV-cache block) or miss (fewer: the BOS token and a chat template's opening, " +
-			"which every prompt shares, are not a hit); only for targets whose responses report it."},
-		[]string{"target", "probe", "result"})
-}
+const helpPromptCacheRequests = "Successful requests whose response reported usage.prompt_tokens_details.cached_tokens, by result: " +
+	"hit (at least 16 cached prompt tokens, one vLLM KV-cache block) or miss (fewer: the BOS token and a chat template's opening, " +
+	"which every prompt shares, are not a hit); only for targets whose responses report it."
 
 // observeCache counts r's cached prompt tokens when r succeeded and its
 // usage reported them.

@@ -16,14 +16,10 @@ const NameRetries = "llmprobe_request_retries_total"
 // pre-creates.
 var RetryReasons = prober.RetryReasons
 
-// newRetries creates llmprobe_request_retries_total.
-func newRetries() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRetries,
-		Help: "Requests resent once because the kept-alive connection the client reused failed before any byte of a " +
-			"response (the server had closed or reset it: reused_conn_closed, reused_conn_reset, reused_conn_error); " +
-			"the resend's outcome is in llmprobe_requests_total like any request's."},
-		[]string{"target", "probe", "reason"})
-}
+// helpRetries is llmprobe_request_retries_total's help.
+const helpRetries = "Requests resent once because the kept-alive connection the client reused failed before any byte of a " +
+	"response (the server had closed or reset it: reused_conn_closed, reused_conn_reset, reused_conn_error); " +
+	"the resend's outcome is in llmprobe_requests_total like any request's."
 
 // retryCounters returns the retry counters of (target, probe), indexed like
 // RetryReasons.

@@ -32,14 +32,10 @@ var SessionCacheResults = []string{SessionCacheHit, SessionCacheMiss, SessionCac
 // SessionCacheResults, created at its first later turn.
 type sessionCounters [3][3]prometheus.Counter
 
-func newSessionTurns() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameSessionTurns,
-		Help: "Turns 2 and up of multi-turn sessions, sent, by result: same_replica (answered by the backend that " +
-			"answered the previous turn, from the target's attribution_headers), other_replica, or unknown (either " +
-			"backend not known); and by cache: hit or miss (the turn's usage reported cached prompt tokens, or none) " +
-			"or not_reported. The series appear at a probe's first later turn."},
-		[]string{"target", "probe", "result", "cache"})
-}
+const helpSessionTurns = "Turns 2 and up of multi-turn sessions, sent, by result: same_replica (answered by the backend that " +
+	"answered the previous turn, from the target's attribution_headers), other_replica, or unknown (either " +
+	"backend not known); and by cache: hit or miss (the turn's usage reported cached prompt tokens, or none) " +
+	"or not_reported. The series appear at a probe's first later turn."
 
 // observeSession counts r when it is a later turn of a session.
 func (m *Metrics) observeSession(pm *probeMetrics, r *prober.Record) {

@@ -180,11 +180,7 @@ func (s *Sweeps) InitSweep(target, sweep string) {
 // for every target it learns of, so that llmprobe_sweep_running{target} is
 // 0 before the target's first sweep.
 func (s *Sweeps) SweepRunning(target string, running bool) {
-	v := 0.0
-	if running {
-		v = 1
-	}
-	s.running.WithLabelValues(target).Set(v)
+	s.running.WithLabelValues(target).Set(oneIf(running))
 	s.requests.WithLabelValues(target) // 0 before the target's first sweep, so rate() has a start
 }
 
@@ -237,17 +233,9 @@ func (s *Sweeps) set(target, sweep string, l capacity.Last) {
 	}
 	s.mu.Unlock()
 	// An undecided knee leaves the knee gauges at the last decided one.
-	decided := 0.0
-	if l.Decided {
-		decided = 1
-	}
-	s.decided.WithLabelValues(target, sweep).Set(decided)
+	s.decided.WithLabelValues(target, sweep).Set(oneIf(l.Decided))
 	for _, st := range capacity.States {
-		v := 0.0
-		if st == state {
-			v = 1
-		}
-		s.state.WithLabelValues(target, sweep, st).Set(v)
+		s.state.WithLabelValues(target, sweep, st).Set(oneIf(st == state))
 	}
 	s.undecided.DeletePartialMatch(prometheus.Labels{"target": target, "sweep": sweep})
 	if state == capacity.StateUndecided {
@@ -257,11 +245,7 @@ func (s *Sweeps) set(target, sweep string, l capacity.Last) {
 		}
 		s.undecided.WithLabelValues(target, sweep, why).Set(1)
 	}
-	found := 0.0
-	if l.KneeFound {
-		found = 1
-	}
-	s.found.WithLabelValues(target, sweep).Set(found)
+	s.found.WithLabelValues(target, sweep).Set(oneIf(l.KneeFound))
 	s.maxGoodput.WithLabelValues(target, sweep).Set(l.MaxGoodput)
 	s.lastSuccess.WithLabelValues(target, sweep).Set(float64(l.Finished.UnixNano()) / 1e9)
 	s.duration.WithLabelValues(target, sweep).Set(l.Duration.Seconds())
@@ -270,11 +254,7 @@ func (s *Sweeps) set(target, sweep string, l capacity.Last) {
 		v.DeletePartialMatch(prometheus.Labels{"target": target, "sweep": sweep})
 	}
 	for _, p := range l.Steps {
-		valid := 0.0
-		if p.Valid {
-			valid = 1
-		}
-		for i, v := range []float64{p.Goodput, p.Throughput, p.TTFTP99, p.TPOTP99, valid} {
+		for i, v := range []float64{p.Goodput, p.Throughput, p.TTFTP99, p.TPOTP99, oneIf(p.Valid)} {
 			curve[i].WithLabelValues(target, sweep, p.Label).Set(v)
 		}
 	}
@@ -290,13 +270,19 @@ func (s *Sweeps) SweepScheduled(target, sweep string, interval time.Duration) {
 	s.interval.WithLabelValues(target, sweep).Set(interval.Seconds())
 }
 
+// oneIf is a 0/1 gauge's value: 1 when b holds.
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // TargetRemoved implements capacity.Observer: every series of target goes.
 func (s *Sweeps) TargetRemoved(target string) {
 	l := prometheus.Labels{"target": target}
-	for _, v := range []*prometheus.GaugeVec{s.knee, s.found, s.maxGoodput, s.lastSuccess, s.duration, s.running, s.interval,
-		s.stepGoodput, s.stepRate, s.stepTTFT, s.stepTPOT, s.stepValid, s.decided, s.serverKnee, s.probeLoad, s.production,
-		s.state, s.undecided, s.previous} {
-		v.DeletePartialMatch(l)
+	for _, c := range s.collectors() {
+		c.(interface{ DeletePartialMatch(prometheus.Labels) int }).DeletePartialMatch(l)
 	}
 	s.mu.Lock()
 	for k := range s.kneeOf {
@@ -305,6 +291,4 @@ func (s *Sweeps) TargetRemoved(target string) {
 		}
 	}
 	s.mu.Unlock()
-	s.runs.DeletePartialMatch(l)
-	s.requests.DeletePartialMatch(l)
 }

@@ -233,8 +233,10 @@ func build(o Options, tp *tracing.Provider, mp *tracing.Metrics) *daemon {
 	probemetrics.NewSchedLatency(d.reg)
 	d.window = web.NewWindow() // the landing page's summary of the last 5 minutes per target
 	mo := manager.Options{Logger: d.logger, Observers: []manager.Observer{d.pm, d.window}, Shard: o.Shard}
+	var tracer func(float64) trace.Tracer // the probes' and the sweeps'
 	if tp != nil {
-		mo.Tracer, mo.TraceSampleRatio = tp.Tracer, o.Tracing.SampleRatio
+		tracer = tp.Tracer
+		mo.Tracer, mo.TraceSampleRatio = tracer, o.Tracing.SampleRatio
 		registerTracing(d.reg, tp)
 	}
 	if mp != nil {
@@ -250,13 +252,9 @@ func build(o Options, tp *tracing.Provider, mp *tracing.Metrics) *daemon {
 	if o.Shard.Count > 0 {
 		level.Info(d.logger).Log("msg", "sharded: probing the targets this replica owns", "shard", o.Shard)
 	}
-	var sweepTracer func(float64) trace.Tracer
-	if tp != nil {
-		sweepTracer = tp.Tracer
-	}
 	d.sweeps = sweepd.New(sweepd.Options{
 		Logger: log.With(d.logger, "component", "sweeps"), Dir: o.SweepsDir, MaxConcurrent: o.SweepsMaxConcurrent, MaxBytes: o.SweepsMaxBytes,
-		Tracer:   sweepTracer,
+		Tracer:   tracer,
 		Observer: probemetrics.NewSweeps(d.reg),
 		Embedded: func(target string, w workload.Spec) (bool, float64) {
 			if d.embedded == "" || target != d.embedded {
@@ -293,17 +291,8 @@ func (d *daemon) apply(ctx context.Context, c *config.Config) error {
 // hasSweeps reports whether a target of c (or the discovery template)
 // schedules sweeps.
 func hasSweeps(c *config.Config) bool {
-	for _, t := range c.Targets {
-		if len(t.Sweeps) > 0 {
-			return true
-		}
-	}
-	for _, e := range c.Discovery {
-		if len(e.Target.Sweeps) > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.Targets, func(t config.TargetConfig) bool { return len(t.Sweeps) > 0 }) ||
+		slices.ContainsFunc(c.Discovery, func(e config.DiscoveryConfig) bool { return len(e.Target.Sweeps) > 0 })
 }
 
 // applyTargets applies c's targets and the discovered ones to the manager

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,10 +14,7 @@ import (
 // of them (state="configured"); shard is --shard ("0/1" without it).
 func registerShardGauges(reg prometheus.Registerer, mgr *manager.Manager) {
 	sh, _, _ := mgr.ShardTargets()
-	name := sh.String()
-	if name == "" {
-		name = "0/1"
-	}
+	name := cmp.Or(sh.String(), "0/1")
 	for _, state := range []string{"owned", "configured"} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "llmprobe_shard_targets",

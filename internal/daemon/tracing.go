@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -58,19 +59,10 @@ func (t Tracing) On() bool { return t.Enabled || t.Endpoint != "" || t.File.Endp
 // Resolved returns t with what the flags leave unset taken from File, and
 // the defaults (http/protobuf, ratio 1).
 func (t Tracing) Resolved() Tracing {
-	if t.Endpoint == "" {
-		t.Endpoint = t.File.Endpoint
-	}
-	if t.Protocol == "" {
-		t.Protocol = orDefault(t.File.Protocol, tracing.ProtocolHTTP)
-	}
+	t.Endpoint = cmp.Or(t.Endpoint, t.File.Endpoint)
+	t.Protocol = cmp.Or(t.Protocol, t.File.Protocol, tracing.ProtocolHTTP)
 	t.Insecure = t.Insecure || t.File.Insecure
-	if t.SampleRatio == 0 {
-		t.SampleRatio = t.File.SampleRatio
-	}
-	if t.SampleRatio == 0 {
-		t.SampleRatio = 1
-	}
+	t.SampleRatio = cmp.Or(t.SampleRatio, t.File.SampleRatio, 1)
 	return t
 }
 
@@ -109,11 +101,7 @@ func (t Tracing) Options() (tracing.Options, error) {
 // or query (never a secret): the flag's, else the signal's environment
 // variable signalEnv, else OTEL_EXPORTER_OTLP_ENDPOINT.
 func (t Tracing) loggedEndpoint(signalEnv string) string {
-	endpoint := t.Endpoint
-	if endpoint == "" {
-		endpoint = firstEnv(signalEnv, "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	return redactURL(endpoint)
+	return redactURL(cmp.Or(t.Endpoint, os.Getenv(signalEnv), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")))
 }
 
 // logSDKErrors routes the OpenTelemetry SDK's errors (failed exports) to
@@ -171,7 +159,7 @@ func StartMetrics(ctx context.Context, t Tracing, logger log.Logger) (*tracing.M
 		t.logSDKErrors(logger)
 	}
 	level.Info(logger).Log("msg", "OTLP metrics on", "endpoint", t.loggedEndpoint("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), "protocol", t.Protocol,
-		"semconv", tracing.SemconvVersion, "interval", orDefault(os.Getenv("OTEL_METRIC_EXPORT_INTERVAL"), "60000"))
+		"semconv", tracing.SemconvVersion, "interval", cmp.Or(os.Getenv("OTEL_METRIC_EXPORT_INTERVAL"), "60000"))
 	return m, nil
 }
 
@@ -257,20 +245,4 @@ func redactURL(s string) string {
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return u.String()
-}
-
-func firstEnv(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

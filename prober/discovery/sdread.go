@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,20 +146,11 @@ func (d *fileSD) refresh(ctx context.Context, ch chan<- []*targetgroup.Group, w 
 	if w != nil {
 		for _, pat := range d.files {
 			dir := filepath.Dir(pat)
-			if err := w.Add(dir); err != nil && !slicesContainsWatched(w, dir) {
+			if err := w.Add(dir); err != nil && !slices.Contains(w.WatchList(), dir) {
 				d.logger.Debug("file_sd: cannot watch a directory", "dir", dir, "err", err)
 			}
 		}
 	}
-}
-
-func slicesContainsWatched(w *fsnotify.Watcher, dir string) bool {
-	for _, l := range w.WatchList() {
-		if l == dir {
-			return true
-		}
-	}
-	return false
 }
 
 func send(ctx context.Context, ch chan<- []*targetgroup.Group, tgs []*targetgroup.Group) bool {

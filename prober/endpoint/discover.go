@@ -236,9 +236,6 @@ func (e *Endpoint) getJSON(ctx context.Context, path string, v any) error {
 		}
 		return &Error{Class: prober.ClassStream, Msg: e.Redact("reading GET " + path + ": " + e.short(unwrapURL(err).Error()))}
 	}
-	if len(body) > MaxInfoBodyBytes {
-		return &Error{Class: prober.ClassInvalidResponse, Msg: fmt.Sprintf("GET %s: response larger than %d bytes", path, MaxInfoBodyBytes)}
-	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact("GET " + path + ": bad JSON: " + e.short(err.Error()))}
 	}

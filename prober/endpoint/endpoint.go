@@ -33,6 +33,7 @@
 package endpoint
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -219,9 +220,7 @@ type failure struct {
 // options are checked by building the client of o.Model, so bad settings
 // fail here and not at the first request.
 func New(o Options) (*Endpoint, error) {
-	if o.API == "" {
-		o.API = client.DefaultAPI
-	}
+	o.API = cmp.Or(o.API, client.DefaultAPI)
 	if o.DiscoveryTimeout <= 0 {
 		o.DiscoveryTimeout = DefaultDiscoveryTimeout
 	}

@@ -169,13 +169,9 @@ var DetectionOrder = []Name{LlamaCpp, TGI, SGLang, Ollama}
 // /v1/models entry, for the engines that set it to their own name
 // ("vllm", "sglang", "llamacpp"); ok is false otherwise.
 func FromOwner(ownedBy string) (*Engine, bool) {
-	switch Name(strings.ToLower(strings.TrimSpace(ownedBy))) {
-	case VLLM:
-		return engines[VLLM], true
-	case SGLang:
-		return engines[SGLang], true
-	case LlamaCpp:
-		return engines[LlamaCpp], true
+	switch n := Name(strings.ToLower(strings.TrimSpace(ownedBy))); n {
+	case VLLM, SGLang, LlamaCpp:
+		return engines[n], true
 	}
 	return generic, false
 }

@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -214,15 +216,11 @@ func (m *Manager) Stop() {
 	}
 	m.stopped = true
 	m.ready.Store(false)
-	targets := make([]*targetRunner, 0, len(m.targets))
-	for _, tr := range m.targets {
-		targets = append(targets, tr)
-	}
+	targets := slices.Collect(maps.Values(m.targets))
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, tr := range targets {
-		wg.Add(1)
-		go func(tr *targetRunner) { defer wg.Done(); tr.stop(ErrShutdown, nil) }(tr)
+		wg.Go(func() { tr.stop(ErrShutdown, nil) })
 	}
 	wg.Wait()
 }
@@ -231,10 +229,7 @@ func (m *Manager) Stop() {
 // page), sorted by target name. It never waits for a target's I/O.
 func (m *Manager) Status() []TargetStatus {
 	m.mu.Lock()
-	trs := make([]*targetRunner, 0, len(m.targets))
-	for _, tr := range m.targets {
-		trs = append(trs, tr)
-	}
+	trs := slices.Collect(maps.Values(m.targets))
 	m.mu.Unlock()
 	out := make([]TargetStatus, 0, len(trs))
 	for _, tr := range trs {

@@ -192,9 +192,7 @@ func (p *probeRunner) refill(ctx context.Context, tok workload.Tokenizer) {
 	if p.noPrefetch || len(p.ready) == cap(p.ready) || ctx.Err() != nil || !p.filling.CompareAndSwap(false, true) {
 		return
 	}
-	p.fillWG.Add(1)
-	go func() {
-		defer p.fillWG.Done()
+	p.fillWG.Go(func() {
 		defer p.filling.Store(false)
 		for len(p.ready) < cap(p.ready) && ctx.Err() == nil {
 			it, err := p.gen.Next(ctx, tok)
@@ -207,7 +205,7 @@ func (p *probeRunner) refill(ctx context.Context, tok workload.Tokenizer) {
 				return
 			}
 		}
-	}()
+	})
 }
 
 // fire sends one request at its scheduled time and records the outcome.

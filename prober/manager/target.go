@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -106,20 +107,13 @@ func (m *Manager) tracer(tc config.TargetConfig) trace.Tracer {
 	if m.opts.Tracer == nil {
 		return nil
 	}
-	r := tc.TraceSampleRatio
-	if r == 0 {
-		r = m.opts.TraceSampleRatio
-	}
-	return m.opts.Tracer(r)
+	return m.opts.Tracer(cmp.Or(tc.TraceSampleRatio, m.opts.TraceSampleRatio))
 }
 
 // metricsURL is the endpoint's MetricsURL for tc (metrics_url: none is
 // endpoint.NoMetrics).
 func metricsURL(tc config.TargetConfig) string {
-	if u := tc.MetricsURL(); u != "" {
-		return u
-	}
-	return endpoint.NoMetrics
+	return cmp.Or(tc.MetricsURL(), endpoint.NoMetrics)
 }
 
 // serverInstance is the host[:port] of tc's metrics URL, or of its base_url
@@ -127,11 +121,7 @@ func metricsURL(tc config.TargetConfig) string {
 // neither parses. It is the address as written: no default port is added
 // (Prometheus 3 adds none to the instance label either).
 func serverInstance(tc config.TargetConfig) string {
-	raw := tc.MetricsURL()
-	if raw == "" {
-		raw = tc.BaseURL
-	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(cmp.Or(tc.MetricsURL(), tc.BaseURL))
 	if err != nil {
 		return ""
 	}
@@ -163,11 +153,7 @@ func (t *targetRunner) start(parent context.Context) {
 	t.ctx, t.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	// Learn the model and server version in the background; probes resolve
 	// the model on their first request if this has not finished yet.
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		t.refreshInfo(t.ctx)
-	}()
+	t.wg.Go(func() { t.refreshInfo(t.ctx) })
 }
 
 // commit applies tc to a started runner: the SLO and objective in place,
@@ -212,10 +198,7 @@ func (t *targetRunner) commit(tc config.TargetConfig) {
 // (the target was replaced by one without them, or removed).
 func (t *targetRunner) stop(cause error, keep map[string]bool) {
 	t.probesMu.Lock()
-	probes := make(map[string]*probeRunner, len(t.probes))
-	for n, pr := range t.probes {
-		probes[n] = pr
-	}
+	probes := maps.Clone(t.probes)
 	t.probesMu.Unlock()
 	if t.cancel != nil {
 		t.cancel(cause)

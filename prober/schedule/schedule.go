@@ -388,12 +388,10 @@ func (s *Scheduler) runOpen(ctx context.Context, start time.Time, proc arrival.P
 			}
 		}
 		s.begin()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.wg.Go(func() {
 			defer s.release()
 			s.call(ctx, i, at, wait)
-		}()
+		})
 	}
 }
 
@@ -404,9 +402,7 @@ func (s *Scheduler) runClosed(ctx context.Context, start time.Time) {
 	var next atomic.Int64
 	end := start.Add(s.cfg.Duration)
 	for range s.cfg.Workers {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.wg.Go(func() {
 			for ctx.Err() == nil {
 				now := time.Now()
 				if s.cfg.Duration > 0 && !now.Before(end) {
@@ -421,7 +417,7 @@ func (s *Scheduler) runClosed(ctx context.Context, start time.Time) {
 				s.call(ctx, i, now, 0)
 				s.inFlight.Add(-1)
 			}
-		}()
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -231,9 +232,7 @@ func (c *ClientMetrics) Record(ctx context.Context, provider string, rec *prober
 	if c == nil || rec.NotSent {
 		return
 	}
-	if provider == "" {
-		provider = ProviderOpenAI
-	}
+	provider = cmp.Or(provider, ProviderOpenAI)
 	// A slice built once: passed as opts... it costs no allocation.
 	opts := c.attrs(attrKey{provider: provider, model: rec.Model, responseModel: rec.ResponseModel, err: rec.Error})
 	c.m.duration.Record(ctx, rec.E2E.Seconds(), opts...)

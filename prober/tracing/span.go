@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
@@ -86,10 +87,7 @@ func StartRequest(ctx context.Context, t trace.Tracer, r Request, red Redactor) 
 	if r.Model != "" {
 		name += " " + r.Model
 	}
-	provider := r.Provider
-	if provider == "" {
-		provider = ProviderOpenAI
-	}
+	provider := cmp.Or(r.Provider, ProviderOpenAI)
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", r.Operation),
 		attribute.String("gen_ai.provider.name", provider),

@@ -15,6 +15,7 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -99,9 +100,7 @@ type Provider struct {
 // defaults fills the service name ("llmprobe") and the export timeout
 // (DefaultExportTimeout) when unset.
 func (o *Options) defaults() {
-	if o.ServiceName == "" {
-		o.ServiceName = "llmprobe"
-	}
+	o.ServiceName = cmp.Or(o.ServiceName, "llmprobe")
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultExportTimeout
 	}
@@ -111,9 +110,7 @@ func (o *Options) defaults() {
 // the first span ends (the exporters connect lazily), so a collector that
 // is down at start is no error.
 func New(ctx context.Context, o Options) (*Provider, error) {
-	if o.MaxQueueSize == 0 {
-		o.MaxQueueSize = DefaultMaxQueueSize
-	}
+	o.MaxQueueSize = cmp.Or(o.MaxQueueSize, DefaultMaxQueueSize)
 	if o.MaxQueueSize < 1 || o.MaxQueueSize > maxQueueSize {
 		return nil, fmt.Errorf("tracing queue size must be 1..%d, got %d", maxQueueSize, o.MaxQueueSize)
 	}
