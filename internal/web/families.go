@@ -2,7 +2,6 @@ package web
 
 import (
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
 // The landing page evaluates every shipped alert family, not only
@@ -217,7 +217,7 @@ func capacityAlerts(runs []sweepd.Status, now time.Time) []Alert {
 		if len(kn.decided) < 2 || !capacityChanges.holds(float64(kn.successes-1)) {
 			continue
 		}
-		med := median(slices.Clone(kn.decided))
+		med := stats.Median(kn.decided) // PromQL's quantile(0.5) too: the mean of the two middle values
 		if med <= 0 {
 			continue
 		}
@@ -272,7 +272,7 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 			for _, r := range rs {
 				vs = append(vs, float64(m.of(r)))
 			}
-			med := median(vs)
+			med := stats.Median(vs)
 			if med <= 0 {
 				continue
 			}
@@ -288,20 +288,6 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 		}
 	}
 	return out
-}
-
-// median is PromQL's quantile(0.5): the mean of the two middle values of
-// an even count. It sorts vs.
-func median(vs []float64) float64 {
-	slices.Sort(vs)
-	n := len(vs)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n%2 == 1 {
-		return vs[n/2]
-	}
-	return (vs[n/2-1] + vs[n/2]) / 2
 }
 
 // label returns target's kept label k ("" when unset).
