@@ -1,7 +1,9 @@
 package web
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,13 +115,8 @@ func familyAlerts(o Options, ts []manager.TargetStatus) []Alert {
 
 func answerAlerts(w *Window, target string, now time.Time) []Alert {
 	by := w.judgedSince(target, now.Add(-answerWindow))
-	probes := make([]string, 0, len(by))
-	for p := range by {
-		probes = append(probes, p)
-	}
-	sort.Strings(probes)
 	var out []Alert
-	for _, p := range probes {
+	for _, p := range slices.Sorted(maps.Keys(by)) {
 		n := by[p]
 		ratio := float64(n[1]) / float64(n[0])
 		if answerMinJudged.holds(float64(n[0])) && answerPassRatio.holds(ratio) {
@@ -241,7 +238,6 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 		ttft, tpot time.Duration
 	}
 	by := map[string][]replica{}
-	var services []string
 	for _, t := range ts {
 		ns, svc := w.label(t.Name, "namespace"), w.label(t.Name, "service")
 		if svc == "" {
@@ -252,14 +248,10 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 			continue
 		}
 		k := ns + "/" + svc
-		if by[k] == nil {
-			services = append(services, k)
-		}
 		by[k] = append(by[k], replica{t.Name, s.TTFTP99, s.TPOTP99})
 	}
-	sort.Strings(services)
 	var out []Alert
-	for _, k := range services {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		rs := by[k]
 		if !replicaMinCount.holds(float64(len(rs))) {
 			continue
