@@ -6,7 +6,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log/level"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/rundir"
@@ -47,14 +46,9 @@ func runCompare(e *env, f *rundir.CompareFlags) int {
 	if err != nil {
 		return fail(rundir.FlagErrorText(err))
 	}
-	tr, err := cliTracing(f.Sweep.Tracing)
-	if err == nil {
-		var flush func()
-		var tracer func(float64) trace.Tracer
-		tracer, flush, err = startCLITracing(e, tr)
-		defer flush() // before exiting: the spans of the last requests
-		p.Baseline.Tracer, p.Candidate.Tracer = tracer, tracer
-	}
+	tracer, flush, err := startCLITracing(e, f.Sweep.Tracing)
+	defer flush() // before exiting: the spans of the last requests
+	p.Baseline.Tracer, p.Candidate.Tracer = tracer, tracer
 	if err != nil {
 		return fail(err.Error())
 	}

@@ -46,12 +46,9 @@ func runSweep(e *env, f *rundir.SweepFlags) int {
 	if code != 0 {
 		return code
 	}
-	tr, err := cliTracing(f.Tracing)
-	if err == nil {
-		var flush func()
-		cfg.Tracer, flush, err = startCLITracing(e, tr)
-		defer flush() // before exiting: the spans of the last requests
-	}
+	tracer, flush, err := startCLITracing(e, f.Tracing)
+	defer flush() // before exiting: the spans of the last requests
+	cfg.Tracer = tracer
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmprobe: error: %v\n", err)
 		return 2

@@ -35,22 +35,18 @@ func addTracingFlags(cmd *kingpin.CmdClause, tr *daemon.Tracing) {
 		PlaceHolder("RATIO").Float64Var(&tr.SampleRatio)
 }
 
-// cliTracing is the daemon.Tracing of sweep's and compare's --tracing.*
-// flags (no config file: headers and TLS from OTEL_EXPORTER_OTLP_*).
-func cliTracing(f rundir.TracingFlags) (daemon.Tracing, error) {
+// startCLITracing starts the exporter of sweep's or compare's --tracing.*
+// flags (no config file: headers and TLS from OTEL_EXPORTER_OTLP_*): the
+// tracer to give the sweep configs (nil when tracing is off) and the func
+// that flushes the spans within tracingFlush, to call before the command
+// exits (a no-op on error). A collector that is down never fails the
+// command; a refused flag does.
+func startCLITracing(e *env, f rundir.TracingFlags) (func(float64) trace.Tracer, func(), error) {
 	t := daemon.Tracing{Enabled: f.Enabled, Endpoint: f.Endpoint, Protocol: f.Protocol, Insecure: f.Insecure}
 	if err := t.Validate(); err != nil {
-		return t, err
+		return nil, func() {}, err
 	}
-	return t.Resolved(), nil
-}
-
-// startCLITracing starts the exporter of sweep's or compare's --tracing.*
-// flags: the tracer to give the sweep configs (nil when tracing is off)
-// and the func that flushes the spans within tracingFlush, to call before
-// the command exits. A collector that is down never fails the command.
-func startCLITracing(e *env, t daemon.Tracing) (func(float64) trace.Tracer, func(), error) {
-	p, err := daemon.StartTracing(e.ctx, t, e.logger)
+	p, err := daemon.StartTracing(e.ctx, t.Resolved(), e.logger)
 	if err != nil || p == nil {
 		return nil, func() {}, err
 	}

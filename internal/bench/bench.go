@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
+	"github.com/llmprobe/llmprobe/prober/proccpu"
 )
 
 // Sections of a benchmark, in the order they run.
@@ -312,7 +313,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	m := machine()
 	busy0, total0, ticksOK := cpuTicks()
-	self0, _ := selfCPU()
+	self0, _ := proccpu.Used()
 	pl := placement(o.Pin, m.Cores)
 	pl.Realtime, pl.RealtimeNote = realtime(o.Realtime, pl)
 	b := &bench{o: o, hc: &http.Client{Timeout: 5 * time.Second}, started: time.Now(), rep: &Report{
@@ -324,7 +325,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	b.rep.Machine.LoadEnd = loadAverage()
 	b.rep.Machine.BusyPct, b.rep.Machine.OthersPct = -1, -1
 	busy1, total1, ticksOK1 := cpuTicks()
-	self1, _ := selfCPU()
+	self1, _ := proccpu.Used()
 	if ticksOK && ticksOK1 && total1 > total0 && b.sim != nil {
 		if simCPU, ok := b.sim.cpuTime(); ok {
 			elapsed := time.Duration(total1-total0) * time.Second / clockTick // all cores

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmprobe/llmprobe/prober/schedule"
 )
 
 // daemon measures `llmprobe serve` with DaemonTargets targets of one slow
@@ -54,14 +56,14 @@ func (b *bench) daemon(ctx context.Context) error {
 	}
 	b.progress("daemon: %d targets x 1 probe at %g req/s; warm-up %s, then %s", b.o.DaemonTargets, b.o.DaemonRate,
 		b.o.DaemonWarmup, b.o.DaemonDuration)
-	if !sleepCtx(ctx, b.o.DaemonWarmup) {
+	if !schedule.SleepUntil(ctx, time.Now().Add(b.o.DaemonWarmup)) {
 		return ctx.Err()
 	}
 	d := &Daemon{Targets: b.o.DaemonTargets, Rate: b.o.DaemonRate}
 	req0 := b.daemonRequests(addr)
 	cpu0, ok0 := c.cpuTime()
 	t0 := time.Now()
-	if !sleepCtx(ctx, b.o.DaemonDuration) {
+	if !schedule.SleepUntil(ctx, time.Now().Add(b.o.DaemonDuration)) {
 		return ctx.Err()
 	}
 	cpu1, ok1 := c.cpuTime()
@@ -104,16 +106,4 @@ func (b *bench) daemonRequests(addr string) float64 {
 		}
 	}
 	return sum
-}
-
-// sleepCtx waits d; false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

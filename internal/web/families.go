@@ -1,6 +1,7 @@
 package web
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/prober/capacity"
 	"github.com/llmprobe/llmprobe/prober/manager"
+	"github.com/llmprobe/llmprobe/prober/stats"
 )
 
 // The landing page evaluates every shipped alert family, not only
@@ -113,13 +115,8 @@ func familyAlerts(o Options, ts []manager.TargetStatus) []Alert {
 
 func answerAlerts(w *Window, target string, now time.Time) []Alert {
 	by := w.judgedSince(target, now.Add(-answerWindow))
-	probes := make([]string, 0, len(by))
-	for p := range by {
-		probes = append(probes, p)
-	}
-	sort.Strings(probes)
 	var out []Alert
-	for _, p := range probes {
+	for _, p := range slices.Sorted(maps.Keys(by)) {
 		n := by[p]
 		ratio := float64(n[1]) / float64(n[0])
 		if answerMinJudged.holds(float64(n[0])) && answerPassRatio.holds(ratio) {
@@ -217,7 +214,7 @@ func capacityAlerts(runs []sweepd.Status, now time.Time) []Alert {
 		if len(kn.decided) < 2 || !capacityChanges.holds(float64(kn.successes-1)) {
 			continue
 		}
-		med := median(slices.Clone(kn.decided))
+		med := stats.Median(kn.decided) // PromQL's quantile(0.5) too: the mean of the two middle values
 		if med <= 0 {
 			continue
 		}
@@ -241,7 +238,6 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 		ttft, tpot time.Duration
 	}
 	by := map[string][]replica{}
-	var services []string
 	for _, t := range ts {
 		ns, svc := w.label(t.Name, "namespace"), w.label(t.Name, "service")
 		if svc == "" {
@@ -252,14 +248,10 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 			continue
 		}
 		k := ns + "/" + svc
-		if by[k] == nil {
-			services = append(services, k)
-		}
 		by[k] = append(by[k], replica{t.Name, s.TTFTP99, s.TPOTP99})
 	}
-	sort.Strings(services)
 	var out []Alert
-	for _, k := range services {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		rs := by[k]
 		if !replicaMinCount.holds(float64(len(rs))) {
 			continue
@@ -272,7 +264,7 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 			for _, r := range rs {
 				vs = append(vs, float64(m.of(r)))
 			}
-			med := median(vs)
+			med := stats.Median(vs)
 			if med <= 0 {
 				continue
 			}
@@ -288,20 +280,6 @@ func replicaAlerts(w *Window, ts []manager.TargetStatus, now time.Time) []Alert 
 		}
 	}
 	return out
-}
-
-// median is PromQL's quantile(0.5): the mean of the two middle values of
-// an even count. It sorts vs.
-func median(vs []float64) float64 {
-	slices.Sort(vs)
-	n := len(vs)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n%2 == 1 {
-		return vs[n/2]
-	}
-	return (vs[n/2-1] + vs[n/2]) / 2
 }
 
 // label returns target's kept label k ("" when unset).

@@ -2,7 +2,9 @@ package web
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -228,7 +230,6 @@ func sweepRowOf(st sweepd.Status) sweepRow {
 // figures.
 func canaryPairs(w *Window, ts []manager.TargetStatus) []canaryGroup {
 	by := map[string]*canaryGroup{}
-	var names []string
 	for _, t := range ts {
 		_, group, role := w.Meta(t.Name)
 		if group == "" || (role != "baseline" && role != "candidate") {
@@ -238,7 +239,6 @@ func canaryPairs(w *Window, ts []manager.TargetStatus) []canaryGroup {
 		if g == nil {
 			g = &canaryGroup{Name: group}
 			by[group] = g
-			names = append(names, group)
 		}
 		if role == "baseline" {
 			g.Baseline = append(g.Baseline, t.Name)
@@ -246,9 +246,8 @@ func canaryPairs(w *Window, ts []manager.TargetStatus) []canaryGroup {
 			g.Candidate = append(g.Candidate, t.Name)
 		}
 	}
-	sort.Strings(names)
-	out := make([]canaryGroup, 0, len(names))
-	for _, n := range names {
+	out := make([]canaryGroup, 0, len(by))
+	for _, n := range slices.Sorted(maps.Keys(by)) {
 		out = append(out, *by[n])
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -274,12 +275,7 @@ func probeMetrics(reg *prometheus.Registry, results []manager.OnceResult, took t
 			kv = append(kv, "request_id_echo", r.RequestIDEcho)
 		}
 		if r.Backend != "" {
-			keys := make([]string, 0, len(r.Attribution))
-			for k := range r.Attribution {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(r.Attribution)) {
 				kv = append(kv, k, r.Attribution[k])
 			}
 		}

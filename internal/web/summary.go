@@ -2,7 +2,6 @@ package web
 
 import (
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -259,27 +258,14 @@ func (t TargetSummary) SkippedTooLong() int { return t.Skipped - t.SkippedMaxCon
 
 // Summary returns the summary of target over the last SummaryWindow.
 func (w *Window) Summary(target string) TargetSummary {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ts := TargetSummary{Target: target, SLOState: "no data"}
-	tw := w.targets[target]
-	if tw == nil {
-		return ts
-	}
-	ts.Objective = tw.objective
-	var sam []sample
-	cut := w.now().Add(-SummaryWindow)
-	for _, s := range tw.s {
-		if !s.at.Before(cut) {
-			sam = append(sam, s)
-		}
-	}
-	return summarize(ts, sam)
+	ts := w.Side([]string{target})
+	ts.Target = target
+	return ts
 }
 
 // summarize fills ts's figures from the samples of its window.
 func summarize(ts TargetSummary, sam []sample) TargetSummary {
-	var ttft, tpot []time.Duration
+	var ttft, tpot []float64 // nanoseconds
 	for _, s := range sam {
 		if s.skip != "" {
 			ts.Skipped++
@@ -296,14 +282,13 @@ func summarize(ts TargetSummary, sam []sample) TargetSummary {
 			ts.Failed++
 			continue
 		}
-		ttft = append(ttft, s.ttft)
+		ttft = append(ttft, float64(s.ttft))
 		if s.hasTPOT {
-			tpot = append(tpot, s.tpot)
+			tpot = append(tpot, float64(s.tpot))
 		}
 	}
-	ts.TTFTMean, ts.TPOTMean = meanOf(ttft), meanOf(tpot)
-	ts.TTFTP50, ts.TTFTP99 = quantiles(ttft)
-	ts.TPOTP50, ts.TPOTP99 = quantiles(tpot)
+	ts.TTFTMean, ts.TTFTP50, ts.TTFTP99 = durationStats(ttft)
+	ts.TPOTMean, ts.TPOTP50, ts.TPOTP99 = durationStats(tpot)
 	if ts.Requests > 0 {
 		ts.ErrorRate = float64(ts.Failed) / float64(ts.Requests)
 	}
@@ -372,27 +357,11 @@ func (w *Window) sideOver(targets []string, d time.Duration) TargetSummary {
 	return summarize(ts, sam)
 }
 
-// meanOf returns the mean of xs (0 when empty).
-func meanOf(xs []time.Duration) time.Duration {
-	if len(xs) == 0 {
-		return 0
-	}
-	var sum time.Duration
-	for _, d := range xs {
-		sum += d
-	}
-	return sum / time.Duration(len(xs))
-}
-
-// quantiles returns the p50 and p99 of xs (stats.PercentileSorted, the
-// linear percentiles of the sweep and compare reports; 0, 0 when empty).
-// It sorts xs.
-func quantiles(xs []time.Duration) (p50, p99 time.Duration) {
-	slices.Sort(xs)
-	ns := make([]float64, len(xs))
-	for i, x := range xs {
-		ns[i] = float64(x)
-	}
-	at := func(p float64) time.Duration { return time.Duration(math.Round(stats.PercentileSorted(ns, p))) }
-	return at(50), at(99)
+// durationStats returns the mean (truncated to the nanosecond), p50 and
+// p99 of xs in nanoseconds (stats.Summarize: the linear percentiles of the
+// sweep and compare reports; 0, 0, 0 when empty).
+func durationStats(xs []float64) (mean, p50, p99 time.Duration) {
+	s := stats.Summarize(xs)
+	round := func(v float64) time.Duration { return time.Duration(math.Round(v)) }
+	return time.Duration(s.Mean), round(s.P50), round(s.P99)
 }
