@@ -203,12 +203,15 @@ func TestCompareQualityLogprobsRefused(t *testing.T) {
 	}
 	q := res.Result.Result.Quality
 	// A busy host (or -race) can leave a round's client flagged after its
-	// rerun: the verdict is then inconclusive through the client rule
-	// alone, accepted with that evidence; the quality section is the same.
+	// rerun, or the 40 requests a side too noisy for the TPOT limit (CI
+	// saw a 95 % interval reach +504 % under -race beside two busy
+	// loops): the verdict is then inconclusive through the client rule or
+	// an undecided figure alone, accepted with that evidence; the quality
+	// section is the same.
 	verdictOK := res.Result.Verdict == compare.OutcomePass
-	if !verdictOK && res.Result.Verdict == compare.OutcomeInconclusive && clientOnly(res.Result.Result) {
+	if !verdictOK && res.Result.Verdict == compare.OutcomeInconclusive && latencyOnly(res.Result.Result) {
 		verdictOK = true
-		t.Logf("inconclusive on this host through the client rule: %v", res.Result.Result.Reasons)
+		t.Logf("inconclusive on this host through the client rule or noise: %v", res.Result.Result.Reasons)
 	}
 	if q == nil || !verdictOK || q.Status != compare.StatusOK ||
 		len(q.Notes) != 1 || !strings.HasPrefix(q.Notes[0], "the candidate refused logprobs") {
@@ -236,20 +239,4 @@ func latencyOnly(v *compare.Verdict) bool {
 		}
 	}
 	return v.Quality == nil || v.Quality.Status == compare.StatusOK
-}
-
-// clientOnly reports whether the client rule (a round whose client was
-// still flagged after its rerun) is the only reason a comparison is not a
-// pass: every rule but "client" passed.
-func clientOnly(r *compare.Verdict) bool {
-	client := false
-	for _, c := range r.Rules {
-		switch {
-		case c.Name == compare.RuleClient && c.Status == compare.StatusFailed:
-			client = true
-		case c.Status != compare.StatusOK:
-			return false
-		}
-	}
-	return client
 }
