@@ -19,6 +19,7 @@ var bodyErrors = []string{
 	"the body is empty: want a JSON object",
 	"the body must be a JSON object",
 	"data after the JSON object",
+	"the body has an empty key",
 }
 
 // FuzzSweepBody fuzzes the body of POST /api/v1/sweeps as the handler

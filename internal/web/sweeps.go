@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmprobe/llmprobe/internal/sweepd"
 	"github.com/llmprobe/llmprobe/prober/capacity"
@@ -280,8 +281,30 @@ func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("data after the JSON object")
 	}
+	// encoding/json takes a string's invalid UTF-8 (turned into U+FFFD
+	// when decoded), yet JSON text must be UTF-8 (RFC 8259 §8.1) and the
+	// YAML decoder behind the spec refuses it: say so for the body.
+	if !utf8.Valid(body) {
+		return nil, fmt.Errorf("invalid JSON at byte %d: the body is not UTF-8 (RFC 8259 §8.1)", firstInvalidUTF8(body))
+	}
+	if _, ok := raw[""]; ok {
+		return nil, errors.New(`the body has an empty key (""): name each key`)
+	}
 	if err := jsonkind.DuplicateKey(body); err != nil {
 		return nil, err
 	}
 	return raw, nil
+}
+
+// firstInvalidUTF8 returns the offset of b's first byte that does not begin
+// a valid UTF-8 sequence (len(b) when there is none).
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }

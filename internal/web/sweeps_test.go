@@ -216,6 +216,11 @@ func TestSweepAPIRefusals(t *testing.T) {
 		{"not an object", jsonType, `[1]`, 400, "the body must be a JSON object"},
 		{"trailing data", jsonType, `{"target": "sim", "rates": [1]} {}`, 400, "data after the JSON object"},
 		{"empty", jsonType, ``, 400, "the body is empty"},
+		{"empty key", jsonType, `{"target": "sim", "rates": [1], "": 3}`, 400, `the body has an empty key ("")`},
+		{"control character", jsonType, "{\"target\": \"sim\", \"rates\": [1], \"name\": \"a\x7fb\"}", 400, "name: a value a spec cannot carry: control characters are not allowed"},
+		// Invalid UTF-8 in a string: encoding/json takes it, the spec's YAML
+		// decoder does not (found by FuzzSweepBody).
+		{"not UTF-8", jsonType, "{\"target\": \"sim\", \"rates\": [1], \"name\": {\"x\": \"\x95\"}}", 400, "invalid JSON at byte 47: the body is not UTF-8"},
 		{"content type", "text/plain", `{}`, 415, "the body must be JSON"},
 		{"dataset file", jsonType, `{"target": "sim", "rates": [1], "workload": {"dataset": {"path": "/etc/passwd"}}}`, 400,
 			"workload.dataset: the sweep API reads no file named in a request body: a dataset is accepted only in a scheduled sweep of the config file"},

@@ -112,8 +112,11 @@ func SweepSpecFromJSON(raw map[string]json.RawMessage) (SweepSpec, error) {
 			}
 			continue
 		}
-		var n yaml.Node // JSON is YAML
-		if err := yaml.Unmarshal(v, &n); err != nil || len(n.Content) != 1 {
+		var n yaml.Node // JSON is YAML, but for the characters YAML cannot carry
+		if err := yaml.Unmarshal(v, &n); err != nil {
+			return SweepSpec{}, &SpecError{Key: k, Err: fmt.Errorf("a value a spec cannot carry: %s", strings.TrimPrefix(err.Error(), "yaml: "))}
+		}
+		if len(n.Content) != 1 {
 			return SweepSpec{}, &SpecError{Key: k, Err: errors.New("not a JSON value")}
 		}
 		s.Keys[k] = *n.Content[0]
