@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -208,38 +209,57 @@ func (e *Endpoint) echoesKey(s string) bool { return e.red.Holds(s) }
 // getJSON GETs path (relative to the base URL) and decodes a 200 answer
 // into v. Errors are *Error, redacted.
 func (e *Endpoint) getJSON(ctx context.Context, path string, v any) error {
-	hc := bounded.NewClient(e.info, e.o.DiscoveryTimeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+path, nil)
+	body, err := e.call(ctx, http.MethodGet, path, nil)
 	if err != nil {
-		return &Error{Class: prober.ClassConnect, Msg: e.Redact("GET " + path + ": " + err.Error())}
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "llmprobe")
-	client.Authorize(req.Header, e.o.APIKey)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return e.transportError(ctx, "GET "+path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("GET " + path + ": " + e.statusText(resp))}
-	}
-	body, err := bounded.ReadBody(resp, "", MaxInfoBodyBytes)
-	var tl *bounded.TooLargeError
-	if errors.As(err, &tl) {
-		return &Error{Class: prober.ClassInvalidResponse, Msg: fmt.Sprintf("GET %s: response larger than %d bytes", path, MaxInfoBodyBytes)}
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return &Error{Class: prober.ClassCanceled, Msg: "GET " + path + ": canceled", Err: ctx.Err()}
-		}
-		return &Error{Class: prober.ClassStream, Msg: e.Redact("reading GET " + path + ": " + e.short(unwrapURL(err).Error()))}
+		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return &Error{Class: prober.ClassInvalidResponse, Msg: e.Redact("GET " + path + ": bad JSON: " + e.short(err.Error()))}
 	}
 	return nil
+}
+
+// call sends method to path (relative to the base URL), with body as JSON
+// when it is not nil, and returns a 200 answer's body (at most
+// MaxInfoBodyBytes). Errors are *Error, redacted, classified alike for
+// every method.
+func (e *Endpoint) call(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	what := method + " " + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.base+path, rd)
+	if err != nil {
+		return nil, &Error{Class: prober.ClassConnect, Msg: e.Redact(what + ": " + err.Error())}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "llmprobe")
+	client.Authorize(req.Header, e.o.APIKey)
+	resp, err := bounded.NewClient(e.info, e.o.DiscoveryTimeout).Do(req)
+	if err != nil {
+		return nil, e.transportError(ctx, what, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact(what + ": " + e.statusText(resp))}
+	}
+	out, err := bounded.ReadBody(resp, "", MaxInfoBodyBytes)
+	var tl *bounded.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: fmt.Sprintf("%s: response larger than %d bytes", what, MaxInfoBodyBytes)}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &Error{Class: prober.ClassCanceled, Msg: what + ": canceled", Err: ctx.Err()}
+		}
+		return nil, &Error{Class: prober.ClassStream, Msg: e.Redact("reading " + what + ": " + e.short(unwrapURL(err).Error()))}
+	}
+	return out, nil
 }
 
 // statusText describes a non-200 answer: "HTTP 503 Service Unavailable",

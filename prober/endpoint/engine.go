@@ -1,11 +1,9 @@
 package endpoint
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/bounded"
-	"github.com/llmprobe/llmprobe/prober/client"
 	"github.com/llmprobe/llmprobe/prober/engine"
 	"github.com/llmprobe/llmprobe/prober/scrape"
 )
@@ -228,35 +225,14 @@ func (e *Endpoint) getBody(ctx context.Context, path string) ([]byte, error) {
 	return raw, nil
 }
 
-// postBody POSTs body as JSON to path and returns a 200 answer's body.
+// postBody POSTs body as JSON to path and returns a 200 answer's body;
+// errors are *Error, as getJSON's.
 func (e *Endpoint) postBody(ctx context.Context, path string, body any) ([]byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	hc := bounded.NewClient(e.info, e.o.DiscoveryTimeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+path, bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "llmprobe")
-	client.Authorize(req.Header, e.o.APIKey)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, e.transportError(ctx, "POST "+path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, &Error{Class: prober.ClassForStatus(resp.StatusCode), Msg: e.Redact("POST " + path + ": " + e.statusText(resp))}
-	}
-	out, err := bounded.ReadBody(resp, "", MaxInfoBodyBytes)
-	if err != nil {
-		return nil, &Error{Class: prober.ClassInvalidResponse, Msg: "POST " + path + ": unreadable or oversized answer"}
-	}
-	return out, nil
+	return e.call(ctx, http.MethodPost, path, b)
 }
 
 // sameHost reports whether URLs a and b name the same scheme, host and port.

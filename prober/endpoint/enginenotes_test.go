@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,6 +63,11 @@ func TestOllamaEndpointsMissing(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"error":"llama runner process has terminated"}`))
 	}}, simulator.VersionOllama, false, "POST /api/show: HTTP 500 Internal Server Error (http_5xx)")
+	// A POST's answer is bounded and classified as a GET's (one call).
+	f("show oversized", map[string]http.HandlerFunc{engine.OllamaShowPath: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"modelfile": "` + strings.Repeat("x", MaxInfoBodyBytes) + `"}`))
+	}}, simulator.VersionOllama, false, fmt.Sprintf("POST /api/show: response larger than %d bytes (invalid_response)", MaxInfoBodyBytes))
 }
 
 // TestUnservedAPI: api messages against a TGI (the persona, detected from

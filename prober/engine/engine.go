@@ -22,6 +22,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmprobe/llmprobe/prober/scrape"
@@ -51,10 +52,11 @@ var Names = []Name{VLLM, SGLang, TGI, LlamaCpp, Ollama}
 // Parse reads a configured engine name: "" or "auto" is Auto, otherwise one
 // of Names.
 func Parse(s string) (Name, error) {
-	switch n := Name(strings.TrimSpace(s)); n {
-	case "", "auto":
+	n := Name(strings.TrimSpace(s))
+	if n == "" || n == "auto" {
 		return Auto, nil
-	case VLLM, SGLang, TGI, LlamaCpp, Ollama:
+	}
+	if slices.Contains(Names, n) {
 		return n, nil
 	}
 	return Auto, fmt.Errorf("unknown engine %q (want auto, %s)", s, joinNames())
