@@ -284,6 +284,21 @@ func (s *Simulator) complete(c *call, g *genRequest, seq *sequence, fp faultPlan
 	c.answer(body, produced, reason, fp)
 }
 
+// endCut records the end of a cut stream (every API's): the sequence's own
+// finish reason when the client saw its last token; otherwise aborted,
+// and the sequence aborted when the engine still runs it (one that has
+// finished unseen is left alone: the client never saw the end).
+func (s *Simulator) endCut(c *call, seq *sequence, finished bool, reason string) {
+	if finished {
+		c.tr.FinishReason = toolFinish(seq, reason)
+		return
+	}
+	if _, done, _ := seq.snapshot(); !done {
+		s.eng.abort(seq)
+	}
+	c.tr.FinishReason = finishAbort
+}
+
 // stream serves a streaming request as vLLM's OpenAI server does.
 func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, id string) {
 	if !c.openStream(fp.terminal == faultHang) {
@@ -368,13 +383,7 @@ func (s *Simulator) stream(c *call, g *genRequest, seq *sequence, fp faultPlan, 
 				}
 			}
 			if fp.cut {
-				if finished {
-					c.tr.FinishReason = reason
-				} else if _, done, _ := seq.snapshot(); !done {
-					abort()
-				} else {
-					c.tr.FinishReason = finishAbort // the client never saw the end
-				}
+				s.endCut(c, seq, finished, reason)
 				return
 			}
 			if fp.stallMid && !c.sleep(fp.stallFor) {

@@ -77,7 +77,11 @@ func (s *Simulator) namedTokens(c *call, seq *sequence, fp faultPlan, ns namedSt
 					return sent, false
 				}
 			}
-			if fp.cut || (fp.stallMid && !c.sleep(fp.stallFor)) {
+			if fp.cut {
+				s.endCut(c, seq, finished, reason)
+				return sent, false
+			}
+			if fp.stallMid && !c.sleep(fp.stallFor) {
 				if !finished {
 					abort()
 				}
