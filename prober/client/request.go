@@ -37,10 +37,12 @@ type Request struct {
 	// InputTokens is the prompt length the workload intended (kept in the
 	// Record beside the server-reported prompt tokens).
 	InputTokens int
-	// Collect, when not nil, receives the generated text: each token
-	// event's choices[0].text (completions) or choices[0].delta.content
-	// (chat), unescaped, in order. Collecting stops silently once it holds
-	// MaxCollect bytes (Record keeps no text; the caller owns the buffer).
+	// Collect, when not nil, receives the generated text, unescaped, in
+	// order: each token event's text on every API (completions'
+	// choices[0].text, chat's choices[0].delta.content, the Responses and
+	// Messages APIs' text deltas), or a non-streamed answer's text.
+	// Collecting stops silently once it holds MaxCollect bytes, streamed or
+	// not (Record keeps no text; the caller owns the buffer).
 	// Nil keeps the per-event path free of copies.
 	Collect *bytes.Buffer
 
