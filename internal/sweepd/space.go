@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/go-kit/log/level"
 )
@@ -59,7 +58,7 @@ func ProbeDir(dir string) error {
 		case err == nil && !fi.IsDir():
 			return dirError(dir, fmt.Errorf("%s is not a directory", p))
 		case err == nil:
-			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+			if err := writable(p); err != nil {
 				return dirError(dir, &fs.PathError{Op: "write", Path: p, Err: err})
 			}
 			return nil

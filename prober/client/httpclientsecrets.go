@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/config"
@@ -82,11 +81,7 @@ type fileStamp struct {
 }
 
 func stampOf(fi os.FileInfo) fileStamp {
-	st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = int64(sys.Ino)
-	}
-	return st
+	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)}
 }
 
 // refresh registers the file's content with red when it changed since the
