@@ -13,7 +13,7 @@ LDFLAGS   := -X github.com/prometheus/common/version.Version=$(VERSION) \
              -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
              -X github.com/prometheus/common/version.BuildDate=$(BUILD_DATE)
 
-.PHONY: all build docker image-test test test-race test-short lint vet fmt bench bench-quick bench-go compare-oc test-rules mixin e2e e2e-live clean browser
+.PHONY: all build docker image-test test test-race test-slow test-short lint vet fmt bench bench-quick bench-go compare-oc test-rules mixin e2e e2e-live clean browser
 
 all: lint test build
 
@@ -53,7 +53,11 @@ test:
 	$(GO) test ./...
 
 test-race:
-	$(GO) test -race ./...
+	$(GO) test -race -tags slow ./...
+
+# The slow tests the README's `go test ./...` skips (testutil.Slow).
+test-slow:
+	bash .ci/slow.sh
 
 test-short:
 	$(GO) test -short ./...

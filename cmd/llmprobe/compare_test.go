@@ -15,6 +15,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
@@ -55,6 +56,7 @@ func compareArgs(out string, extra ...string) []string {
 }
 
 func TestCompareSimulators(t *testing.T) {
+	testutil.Slow(t)
 	tests := []struct {
 		name      string
 		candidate func(*simulator.Config)

@@ -10,6 +10,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/report"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
 
@@ -21,6 +22,7 @@ import (
 // busy host passes 20 req/s) and the knee is
 // bracketed at 20 (100 requests a step: enough for the SLO p99s).
 func TestSweepEnergyCLI(t *testing.T) {
+	testutil.Slow(t)
 	cfg := simulator.DefaultConfig()
 	cfg.StepBase = 2 * time.Millisecond
 	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = 2, 2048

@@ -100,6 +100,7 @@ func (r *otlpReceiver) snapshot() (map[string]int, map[string]string) {
 // scheduled sweep with trace_sample_ratio: 1 writes every request's trace
 // id to records.jsonl, and the collector has each of those traces.
 func TestTracingJoinsSpansExemplarsAndServer(t *testing.T) {
+	testutil.Slow(t)
 	sc := simulator.DefaultConfig()
 	sc.TraceFile = filepath.Join(t.TempDir(), "sim-trace.jsonl")
 	sim, _ := simtest.Start(t, sc)

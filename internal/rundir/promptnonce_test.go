@@ -12,6 +12,7 @@ import (
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/compare"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -40,6 +41,7 @@ func cachingSim(persona string) simulator.Config {
 // prompt_nonce. A third run given the first one's nonce sends its prompts
 // again: the cache answers them and its steps are flagged.
 func TestRunTwiceOnCachingServer(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("three sweeps of about 3 s each per persona")
 	}
@@ -125,6 +127,7 @@ func TestRunTwiceOnCachingServer(t *testing.T) {
 // first one's prompt nonce given back repeats its prompts round by round:
 // the cache then serves nearly every prompt token.
 func TestCompareSelfWithPromptCache(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("three comparisons of four rounds")
 	}

@@ -309,6 +309,7 @@ func readFile(t *testing.T, dir, name string) string {
 // the offered rate exact, and the TTFT SLO (five times the unloaded TTFT)
 // catches the queue that builds as soon as the rate passes the capacity.
 func TestRunAutoKnee(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("about 20 s of load")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/compare"
 )
 
@@ -17,6 +18,7 @@ import (
 // passes within the budget; each look is recorded in result.json with its
 // boundary, and analyze of the run directory gives the same verdict.
 func TestRunCompareSequential(t *testing.T) {
+	testutil.Slow(t)
 	f := func(name string, candStep time.Duration, want string) {
 		t.Helper()
 		base, _ := simtest.Start(t, simtest.Fast())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/artifacts"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/config"
 	"github.com/llmprobe/llmprobe/prober/sweep"
 )
@@ -22,6 +23,7 @@ import (
 // manifest's command line carries its own --prompt-nonce. A third sweep
 // given the first one's prompt_nonce repeats its prompts and is flagged.
 func TestSweepsInARowOnPrefixCachingServer(t *testing.T) {
+	testutil.Slow(t)
 	sc := simtest.Fast()
 	sc.MaxNumSeqs, sc.StepBase = 1, 5*time.Millisecond // about 50 req/s
 	url, _ := simtest.Start(t, sc)

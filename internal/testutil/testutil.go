@@ -96,3 +96,17 @@ func ProcessCPU() time.Duration {
 	cpu, _ := proccpu.Used()
 	return cpu
 }
+
+// Slow skips t unless the tests are built with -tags slow. It marks the
+// few tests that take ten seconds or more each (a sweep to its knee, a
+// Monte Carlo error rate, runs in a row on one server), so that the
+// README's `go test ./...` stays within minutes on a 2-core host; `make
+// test-slow` (.ci/slow.sh) runs them, and .ci/run runs them twice: in
+// that script and in the race step (-tags slow). Call it first in the
+// test.
+func Slow(t testing.TB) {
+	t.Helper()
+	if !SlowEnabled {
+		t.Skip("a slow test: run it with -tags slow (make test-slow)")
+	}
+}

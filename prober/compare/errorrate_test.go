@@ -127,6 +127,7 @@ func runScenario(t *testing.T, sc scenario, shape synthShape, n, iters int, seed
 // (the share that fails) is reported. docs/compare.md's table is this
 // test's log (go test ./prober/compare -run TestVerdictErrorRates -v).
 func TestVerdictErrorRates(t *testing.T) {
+	testutil.Slow(t)
 	// n comparisons for each asserted row, half as many for the rows that
 	// only report the power of one figure.
 	// The race detector slows the bootstrap 5-10 times and finds nothing

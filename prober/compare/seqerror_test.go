@@ -68,6 +68,7 @@ func runSequential(t *testing.T, sc scenario, shape synthShape, maxLooks, n, ite
 // docs/compare.md "Sequential rounds" (LLMPROBE_SEQ_OC=1 go test
 // ./prober/compare -run TestSequentialErrorRates -v).
 func TestSequentialErrorRates(t *testing.T) {
+	testutil.Slow(t)
 	const seqLooks = 25 // 5000 requests per side: the default --budget's count
 	// The table of docs/compare.md is 100 comparisons per row (about 3
 	// minutes on 2 cores): LLMPROBE_SEQ_OC=1. The suite runs 12 per row

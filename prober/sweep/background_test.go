@@ -25,6 +25,7 @@ import (
 // (completed over the step, drain included: 3 s steps keep a drain of about
 // 0.2 s well inside the 10 % it may cost) are at least 0.9 of its rate.
 func TestBackgroundKnee(t *testing.T) {
+	testutil.Slow(t)
 	if testing.Short() {
 		t.Skip("about 20 s of load")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober"
 	"github.com/llmprobe/llmprobe/prober/slo"
 	"github.com/llmprobe/llmprobe/prober/workload"
@@ -53,6 +54,7 @@ func (s *recordingSink) Record(r StepRecord) error {
 // (with its evidence) is the right answer: that level is then neither the
 // knee nor its bracket, and no knee is found.
 func TestCostAndKneeInterval(t *testing.T) {
+	testutil.Slow(t)
 	cfg := saturatingConfig(t)
 	cfg.NumPrompts = 110
 	cfg.SLO = slo.SLO{TTFT: 2 * time.Second}

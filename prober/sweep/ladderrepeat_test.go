@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmprobe/llmprobe/internal/simulator"
 	"github.com/llmprobe/llmprobe/internal/simulator/simtest"
+	"github.com/llmprobe/llmprobe/internal/testutil"
 	"github.com/llmprobe/llmprobe/prober/slo"
 )
 
@@ -16,6 +17,7 @@ import (
 // repeat, leave the knee and the levels' figures as they were, and the
 // knee's interval states them (issue 40 Deliver 6).
 func TestLadderRepeatsBracket(t *testing.T) {
+	testutil.Slow(t)
 	sc := simulator.DefaultConfig()
 	// Capacity set by the engine model: under 40 req/s with 4 output
 	// tokens (5 ms a running sequence), TTFT near 30 ms at 20 req/s; at

@@ -106,6 +106,7 @@ func baselineSchedP99() (time.Duration, uint64) {
 // still under half the limit (the machine stayed quiet, the client did
 // not).
 func TestClientReadLag(t *testing.T) {
+	testutil.Slow(t)
 	url, _ := simtest.Start(t, simtest.Fast())
 	limit := DefaultMaxSchedLatency
 
