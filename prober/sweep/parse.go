@@ -61,7 +61,11 @@ func ParseRates(s string) (rates []float64, auto bool, err error) {
 // with burst, inf) within the setting's bound, given once. what names a
 // level in a reason ("rate"), notLevel says what other text is not.
 func parseLevels(field, what, notLevel, s string, burst bool) ([]float64, error) {
+	if err := checkLen(field, s); err != nil {
+		return nil, err
+	}
 	var out []float64
+	seen := map[float64]bool{}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		v, err := strconv.ParseFloat(f, 64)
@@ -73,17 +77,35 @@ func parseLevels(field, what, notLevel, s string, burst bool) ([]float64, error)
 		if p := LookupField(field).Bound.check(v); p != "" {
 			return nil, fieldErr(field, "%s %s, got %s", what, p, f)
 		}
-		if slices.Contains(out, v) {
+		if seen[v] {
 			return nil, fieldErr(field, "%s %s given twice", what, f)
 		}
+		seen[v] = true
 		out = append(out, v)
 	}
 	return out, nil
 }
 
+// checkLen refuses a comma-separated list s longer than field's MaxLen
+// before any value is parsed: a list of 50,000 levels is refused as
+// quickly as one of 257.
+func checkLen(field, s string) error {
+	st := LookupField(field)
+	if st == nil || st.Bound.MaxLen <= 0 {
+		return nil
+	}
+	if n := strings.Count(s, ",") + 1; n > st.Bound.MaxLen {
+		return fieldErr(field, "must have at most %d values, got %d", st.Bound.MaxLen, n)
+	}
+	return nil
+}
+
 // ParseConcurrency parses --concurrency: a comma-separated list of
 // closed-loop levels (integers >= 1).
 func ParseConcurrency(s string) ([]int, error) {
+	if err := checkLen("Concurrency", s); err != nil {
+		return nil, err
+	}
 	var out []int
 	seen := map[int]bool{}
 	for _, f := range strings.Split(s, ",") {
