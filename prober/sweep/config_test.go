@@ -88,6 +88,7 @@ func TestParseLists(t *testing.T) {
 		{name: "concurrency too many", parse: func() (any, error) { return ParseConcurrency(commaLevels(MaxLevels + 1)) }, wantErr: "Concurrency: must have at most 256 values, got 257"},
 		{name: "percentiles skip the defaults", parse: func() (any, error) { return ParsePercentiles("99,75,99.9,75") }, want: []float64{75, 99.9}},
 		{name: "percentiles none", parse: func() (any, error) { return ParsePercentiles("") }, want: []float64(nil)},
+		{name: "percentiles too many", parse: func() (any, error) { return ParsePercentiles(commaLevels(MaxLevels + 1)) }, wantErr: "Percentiles: must have at most 256 values, got 257"},
 		{name: "percentile out of range", parse: func() (any, error) { return ParsePercentiles("101") }, wantErr: `Percentiles: "101" is not a percentile`},
 		{name: "goodput", parse: func() (any, error) { return ParseGoodput([]string{"ttft:800", "tpot:50"}) },
 			want: slo.SLO{TTFT: 800 * time.Millisecond, TPOT: 50 * time.Millisecond}},

@@ -8,7 +8,6 @@ package sweep
 import (
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -132,17 +131,21 @@ func ParsePercentiles(s string) ([]float64, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
+	if err := checkLen("Percentiles", s); err != nil {
+		return nil, err
+	}
 	var out []float64
+	seen := map[float64]bool{50: true, 90: true, 99: true} // always reported
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || checkBound("Percentiles", p, p) != nil {
 			return nil, fieldErr("Percentiles", "%q is not a percentile in [0, 100]", f)
 		}
-		if p == 50 || p == 90 || p == 99 || slices.Contains(out, p) {
-			continue // always reported
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
 	return out, nil
 }

@@ -234,7 +234,7 @@ var settingsTable = []Setting{
 		Doc: "SLO thresholds in milliseconds, vllm bench serve's syntax: --goodput ttft:800 tpot:50 " +
 			"e2el:5000 (keys ttft, tpot, e2el; several pairs after one flag, or the flag repeated). A request is good " +
 			"when it succeeded and every threshold holds; a step's SLOs hold when their p99s do."},
-	{Field: "Percentiles", Flag: "percentiles", Kind: KindString, Bound: Bound{HasMin: true, Max: 100, HasMax: true}, Surfaces: SurfaceSweep | SurfaceCompare,
+	{Field: "Percentiles", Flag: "percentiles", Kind: KindString, Bound: Bound{HasMin: true, Max: 100, HasMax: true, MaxLen: MaxLevels}, Surfaces: SurfaceSweep | SurfaceCompare,
 		Doc: "Extra latency percentiles reported beside p50, p90 and p99 (e.g. 75,99.9)."},
 	{Field: "Validity.MaxSendLag", Flag: "max-send-lag", Key: "max_send_lag", Kind: KindDuration, Default: DefaultMaxSendLag.String(), Bound: Bound{HasMin: true, MinOpen: true, ZeroDefault: true, Max: float64(MaxWait), HasMax: true, MaxText: "must be at most 1h"}, Surfaces: SurfaceSweep | SurfaceCompare | SurfaceSpec,
 		Doc: "Validity: a step whose client send-lag p99 exceeds this is client-saturated."},
